@@ -1,0 +1,52 @@
+# Set-up is automatic: every target below builds .venv first when it is missing or stale.
+#   make course   run the whole course headless against the reference solutions; print a report
+#   make test     the test suite (what CI runs)
+#   make lab      JupyterLab on localhost with the course kernel
+#   make bench    benchmark figures, printed as ratios measured side by side
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+KERNEL := jax-perf-course
+STAMP := $(VENV)/.installed
+BUILD := build
+PYTEST_ARGS ?=
+
+.PHONY: setup course test lab bench starters clean help
+help:
+	@sed -n '1,6p' Makefile
+
+setup: $(STAMP)
+
+# Reinstalls only when pyproject.toml changes; a second `make` costs nothing.
+$(STAMP): pyproject.toml
+	@PYBIN="$$(scripts/find-python)" || exit 1; \
+	if [ ! -x "$(PY)" ] || ! "$(PY)" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then \
+	  echo "creating $(VENV) with $$PYBIN ($$("$$PYBIN" --version))"; \
+	  rm -rf "$(VENV)"; "$$PYBIN" -m venv "$(VENV)"; \
+	fi
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "JAX perf course (Python 3.12, CPU)" >/dev/null
+	@touch $(STAMP)
+	@echo "environment ready: $(VENV) ($$($(PY) --version)), kernel '$(KERNEL)' registered"
+
+course: $(STAMP)
+	$(PY) -m coursekit.course --out $(BUILD)/course
+
+test: $(STAMP)
+	@set +e; PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests (exit 5): that is a failure here"; exit 1; fi; \
+	exit $$rc
+
+lab: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/jupyter lab --ip=127.0.0.1 --notebook-dir=notebooks \
+	  --ServerApp.open_browser=False --MultiKernelManager.default_kernel_name=$(KERNEL)
+
+bench: $(STAMP)
+	$(PY) -m coursekit.bench --out $(BUILD)/bench
+
+starters: $(STAMP)
+	$(PY) -m coursekit.starters
+
+clean:
+	rm -rf $(BUILD) .pytest_cache

@@ -1,0 +1,91 @@
+"""Import a learner's file by path and turn its failures into named, readable errors.
+
+A learner file is code we do not trust to be finished: it may not parse, may raise at
+import, may lack a function, or may raise ``NotImplementedError`` from a stub. Each case
+becomes a ``LearnerCodeError`` whose message names the file, the line and the function,
+so a check prints one clear line instead of a traceback wall.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import traceback
+import uuid
+from pathlib import Path
+from types import ModuleType
+
+
+class LearnerCodeError(Exception):
+    """The learner's file could not be used. ``kind`` is one of: missing-file, syntax,
+    import, missing-function, not-implemented, exception."""
+
+    def __init__(self, kind: str, message: str, hint: str = ""):
+        super().__init__(message)
+        self.kind = kind
+        self.hint = hint
+
+
+def load_impl(path: str | Path) -> ModuleType:
+    """Import the file at ``path`` as a fresh module (never cached between calls)."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise LearnerCodeError("missing-file", f"no file at {path}",
+                               "pass --impl with the path of your model.py")
+    name = f"learner_impl_{uuid.uuid4().hex[:8]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look the module up by name
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as err:
+        sys.modules.pop(name, None)
+        raise LearnerCodeError(
+            "syntax", f"{path.name}, line {err.lineno}: syntax error: {err.msg}",
+            "fix the line shown; the file must import before any check can run") from None
+    except Exception as err:  # noqa: BLE001 - any import-time failure is the learner's
+        sys.modules.pop(name, None)
+        where = learner_frame(err, path)
+        raise LearnerCodeError(
+            "import", f"{where}: {type(err).__name__} while importing: {err}",
+            "the file must import cleanly; move experiments under `if __name__ == '__main__':`"
+        ) from None
+    return module
+
+
+def get_function(module: ModuleType, name: str):
+    """The learner function ``name``, or a LearnerCodeError naming what is missing."""
+    fn = getattr(module, name, None)
+    if fn is None or not callable(fn):
+        file = Path(getattr(module, "__file__", "?")).name
+        raise LearnerCodeError(
+            "missing-function", f"{file}: function `{name}` is missing",
+            f"define `def {name}(...)` as in the starter file; keep its name and arguments")
+    return fn
+
+
+def learner_frame(err: BaseException, path: Path | str | None = None) -> str:
+    """'model.py, line 12, in time_fn' for the deepest frame inside the learner's file
+    (or the deepest frame at all when ``path`` is None or never appears)."""
+    frames = traceback.extract_tb(err.__traceback__)
+    if not frames:
+        return Path(str(path)).name if path else "?"
+    chosen = frames[-1]
+    if path is not None:
+        inside = [f for f in frames if Path(f.filename).resolve() == Path(path).resolve()]
+        if inside:
+            chosen = inside[-1]
+    return f"{Path(chosen.filename).name}, line {chosen.lineno}, in {chosen.name}"
+
+
+def explain_exception(err: BaseException, impl_path: Path | str) -> LearnerCodeError:
+    """Turn an exception raised while running learner code into a LearnerCodeError."""
+    if isinstance(err, LearnerCodeError):
+        return err
+    where = learner_frame(err, impl_path)
+    if isinstance(err, NotImplementedError):
+        text = str(err) or "not implemented yet"
+        return LearnerCodeError("not-implemented", f"not yet: {text} ({where})",
+                                "replace the `raise NotImplementedError` with your code")
+    return LearnerCodeError("exception", f"{where}: {type(err).__name__}: {err}",
+                            "run the function by hand on a small input to see the error")

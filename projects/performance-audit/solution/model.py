@@ -1,0 +1,508 @@
+"""performance-audit: measure a JAX workload, explain the evidence, test a trade-off, decide.
+
+Your code goes in this file; check it with
+
+    python projects/performance-audit/tests/check.py --stage N --impl THIS_FILE
+
+Stages (notebooks 01-04 and 07 walk through each):
+  1. a comparable measurement     time_fn, comparable, experiment_shape_change,
+                                  experiment_host_read
+  2. explain the evidence         write_trace, newest_trace_file, summarize_region,
+                                  matmul_cost_by_hand, cost_from_compiler,
+                                  measure_peak_flops, measure_bandwidth, cache_sizes,
+                                  roofline
+  3. test a trade-off             init_blocks, block_loss, loss_and_grads,
+                                  saved_residual_bytes, compiler_temp_bytes,
+                                  peak_rss_fresh_process
+  4. decide what is ready         load_run, decide, predict_step_speedup
+
+Every figure you produce on this machine is a CPU figure; say so wherever you report it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+### BEGIN SOLUTION
+import os
+import subprocess
+import sys
+
+from coursekit.timing import count_compiles
+
+_RSS_PROBE = r"""
+import json, sys
+import jax, jax.numpy as jnp
+sys.path.insert(0, sys.argv[1])
+import importlib.util
+spec = importlib.util.spec_from_file_location("impl", sys.argv[2])
+impl = importlib.util.module_from_spec(spec); spec.loader.exec_module(impl)
+depth, width, hidden, batch = (int(v) for v in sys.argv[3:7])
+policy = None if sys.argv[7] == "none" else sys.argv[7]
+params = impl.init_blocks(jax.random.key(0), depth, width, hidden)
+x = jax.random.normal(jax.random.key(1), (batch, width), jnp.float32)
+fn = jax.jit(lambda p, x: impl.loss_and_grads(p, x, policy))
+jax.block_until_ready(fn(params, x))
+hwm = 0
+for line in open("/proc/self/status"):
+    if line.startswith("VmHWM:"):
+        hwm = int(line.split()[1]) * 1024
+print(json.dumps({"vmhwm_bytes": hwm, "pid": __import__("os").getpid()}))
+"""
+### END SOLUTION
+
+# ---------------------------------------------------------------------------------------
+# Stage 1: a comparable measurement
+# ---------------------------------------------------------------------------------------
+
+SYNC_METHODS = ("block_until_ready", "host_read")
+
+
+def time_fn(fn, *args, warmup: int = 2, iters: int = 10, sync: str = "block_until_ready",
+            expected=None, rtol: float = 1e-5, atol: float = 1e-6, label: str = "") -> dict:
+    """Time ``fn(*args)`` so that the result is comparable with another measurement.
+
+    Calls, in this order and no others (a checker counts them):
+      1. one first call, timed alone and synchronised: trace + compile + run,
+      2. ``warmup`` untimed calls,
+      3. ``iters`` timed calls, each synchronised *inside* its own timed boundary.
+
+    ``sync``: "block_until_ready" (``jax.block_until_ready(out)``) or "host_read"
+    (``np.asarray`` of every output leaf: a device-to-host read, which also waits).
+    ``expected``: when given, the first call's output is compared with it
+    (``np.allclose(out, expected, rtol, atol)``) *before* anything else is timed; a
+    wrong output gives ``output_ok=False`` and no warmed samples. Without it,
+    ``output_ok`` is None.
+
+    Returns a JSON-able dict:
+      label: str; sync: str; warmup: int; iters: int
+      first_call_s: float seconds of call 1
+      samples_s: list of ``iters`` raw floats, seconds, one per timed call (not a summary)
+      compiles_first_call / compiles_warmed: int, XLA compiles counted with
+          ``jax.monitoring`` during call 1 and during calls 2-3 (should be 0)
+      shapes: list of lists (shape of each array argument); dtypes: list of str
+      output_ok: bool or None; backend: str (``jax.default_backend()``)
+
+    Done when: the warmed median is close to the true device time (an unsynchronised
+    timer is about 10^4 times too fast), compile is never in ``samples_s``, and a wrong
+    output is reported. Size hint: a 512x512 matmul takes a few ms on 2 CPU cores.
+    """
+    ### BEGIN SOLUTION stage 1: time_fn (first call apart, then synced warmed calls)
+    if sync not in SYNC_METHODS:
+        raise ValueError(f"sync must be one of {SYNC_METHODS}, got {sync!r}")
+
+    def wait(out):
+        if sync == "block_until_ready":
+            return jax.block_until_ready(out)
+        return jax.tree.map(np.asarray, out)
+
+    with count_compiles() as first:
+        start = time.perf_counter()
+        out = wait(fn(*args))
+        first_call_s = time.perf_counter() - start
+    output_ok = None
+    if expected is not None:
+        output_ok = bool(np.allclose(np.asarray(out), np.asarray(expected),
+                                     rtol=rtol, atol=atol))
+    samples = []
+    with count_compiles() as warmed:
+        if output_ok is not False:
+            for _ in range(warmup):
+                wait(fn(*args))
+            for _ in range(iters):
+                start = time.perf_counter()
+                wait(fn(*args))
+                samples.append(time.perf_counter() - start)
+    arrays = [a for a in args if hasattr(a, "shape") and hasattr(a, "dtype")]
+    return {
+        "label": label, "sync": sync, "warmup": warmup, "iters": iters,
+        "first_call_s": first_call_s, "samples_s": samples,
+        "compiles_first_call": first[0], "compiles_warmed": warmed[0],
+        "shapes": [list(a.shape) for a in arrays], "dtypes": [str(a.dtype) for a in arrays],
+        "output_ok": output_ok, "backend": jax.default_backend(),
+    }
+    ### END SOLUTION
+
+
+def comparable(a: dict, b: dict) -> list[str]:
+    """Why two ``time_fn`` results may not be compared; an empty list means they may.
+
+    Compares shapes, dtypes, sync method, warm-up count and backend, and refuses a
+    result whose output check failed. Each reason is a short sentence naming the field,
+    e.g. "shapes differ: [[512, 512]] vs [[513, 512]]".
+    """
+    ### BEGIN SOLUTION stage 1: comparable
+    reasons = []
+    for key in ("shapes", "dtypes", "sync", "warmup", "backend"):
+        if a.get(key) != b.get(key):
+            reasons.append(f"{key} differ: {a.get(key)!r} vs {b.get(key)!r}")
+    for name, m in (("first", a), ("second", b)):
+        if m.get("output_ok") is False:
+            reasons.append(f"output_ok is False for the {name} measurement")
+    return reasons
+    ### END SOLUTION
+
+
+def experiment_shape_change(fn, x, x_changed, *, warmup: int = 2, iters: int = 10) -> dict:
+    """Change only the input shape: ``{"base": time_fn(fn, x), "changed": time_fn(fn,
+    x_changed)}`` with everything else equal. Done when the changed measurement's first
+    call shows the new compile and ``comparable`` names only the shape."""
+    ### BEGIN SOLUTION stage 1: experiment_shape_change
+    return {"base": time_fn(fn, x, warmup=warmup, iters=iters, label="base"),
+            "changed": time_fn(fn, x_changed, warmup=warmup, iters=iters, label="changed")}
+    ### END SOLUTION
+
+
+def experiment_host_read(fn, x, *, warmup: int = 2, iters: int = 10) -> dict:
+    """Change only the sync method: ``{"block": time_fn(..., sync="block_until_ready"),
+    "host_read": time_fn(..., sync="host_read")}``. Done when both medians measure the
+    same completed work and ``comparable`` names only the sync method."""
+    ### BEGIN SOLUTION stage 1: experiment_host_read
+    return {"block": time_fn(fn, x, warmup=warmup, iters=iters, label="block"),
+            "host_read": time_fn(fn, x, warmup=warmup, iters=iters, sync="host_read",
+                                 label="host_read")}
+    ### END SOLUTION
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 2: explain the evidence (trace, then roofline)
+# ---------------------------------------------------------------------------------------
+
+def write_trace(step_fn, args: tuple, logdir: str, region: str, steps: int = 3) -> str:
+    """Run ``step_fn(*args)`` ``steps`` times under ``jax.profiler.trace(logdir)``, each
+    call inside ``jax.profiler.TraceAnnotation(region)`` and synchronised inside it.
+    Compile before tracing so the trace shows steady steps. Returns the path of the
+    newest ``*.trace.json.gz`` written (see ``newest_trace_file``)."""
+    ### BEGIN SOLUTION stage 2: write_trace
+    jax.block_until_ready(step_fn(*args))
+    with jax.profiler.trace(logdir):
+        for i in range(steps):
+            with jax.profiler.TraceAnnotation(region, step=i):
+                jax.block_until_ready(step_fn(*args))
+    return str(newest_trace_file(logdir))
+    ### END SOLUTION
+
+
+def newest_trace_file(logdir: str) -> Path:
+    """The ``*.trace.json.gz`` in the newest ``logdir/plugins/profile/<timestamp>/``.
+    Every trace makes a new timestamped folder: pick the newest, not "the only one".
+    Raise FileNotFoundError naming ``logdir`` when there is none."""
+    ### BEGIN SOLUTION stage 2: newest_trace_file
+    files = sorted(Path(logdir).glob("plugins/profile/*/*.trace.json.gz"),
+                   key=lambda p: (p.stat().st_mtime, str(p)))
+    if not files:
+        raise FileNotFoundError(f"no *.trace.json.gz under {logdir}/plugins/profile/")
+    return files[-1]
+    ### END SOLUTION
+
+
+def summarize_region(trace_file: str, region: str) -> dict:
+    """Find every complete event (``ph == "X"``) named ``region`` in a Chrome trace
+    (``.json`` or ``.json.gz``) and describe it.
+
+    Returns:
+      count: int, occurrences of the region
+      total_us: float, summed duration of those occurrences (microseconds)
+      children: {name: summed duration in us} of *direct* children only: events on the
+          same pid and tid inside a region occurrence, not inside another such event
+      child_us: float, sum of the direct children's durations; nested events are
+          counted once (a PjitFunction nested in itself must not be added twice)
+      self_us: float, total_us - child_us
+    Done when these match the checker's own parse of the same file.
+    """
+    ### BEGIN SOLUTION stage 2: summarize_region
+    opener = gzip.open if str(trace_file).endswith(".gz") else open
+    with opener(trace_file, "rt") as fh:
+        events = json.load(fh)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    complete = [e for e in events if e.get("ph") == "X" and "dur" in e]
+    regions = [e for e in complete if e.get("name") == region]
+    children: dict[str, float] = {}
+    for r in regions:
+        r_end = r["ts"] + r["dur"]
+        inside = sorted((e for e in complete
+                         if e is not r and e.get("pid") == r.get("pid")
+                         and e.get("tid") == r.get("tid")
+                         and e["ts"] >= r["ts"] and e["ts"] + e["dur"] <= r_end),
+                        key=lambda e: (e["ts"], -e["dur"]))
+        covered_until = -math.inf
+        for e in inside:
+            if e["ts"] + e["dur"] <= covered_until:
+                continue  # nested inside a direct child already counted
+            if e["ts"] < covered_until:
+                continue  # overlaps a direct child without nesting: not a child
+            children[e["name"]] = children.get(e["name"], 0.0) + float(e["dur"])
+            covered_until = e["ts"] + e["dur"]
+    total = float(sum(r["dur"] for r in regions))
+    child = float(sum(children.values()))
+    return {"count": len(regions), "total_us": total, "children": children,
+            "child_us": child, "self_us": total - child}
+    ### END SOLUTION
+
+
+def matmul_cost_by_hand(m: int, k: int, n: int, itemsize: int) -> dict:
+    """FLOPs and bytes of ``(m, k) @ (k, n)`` by hand: one multiply and one add per
+    inner-product term; bytes = read both inputs once + write the output once.
+    Returns {"flops": int, "bytes": int}."""
+    ### BEGIN SOLUTION stage 2: matmul_cost_by_hand
+    return {"flops": 2 * m * k * n, "bytes": (m * k + k * n + m * n) * itemsize}
+    ### END SOLUTION
+
+
+def cost_from_compiler(fn, *args) -> dict:
+    """The compiler's own count for ``jax.jit(fn)`` on ``args``: ``{"flops": float,
+    "bytes": float}`` from ``.lower(*args).compile().cost_analysis()`` ("flops" and
+    "bytes accessed")."""
+    ### BEGIN SOLUTION stage 2: cost_from_compiler
+    cost = jax.jit(fn).lower(*args).compile().cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+    return {"flops": float(cost["flops"]), "bytes": float(cost["bytes accessed"])}
+    ### END SOLUTION
+
+
+def measure_peak_flops(n: int = 1024, iters: int = 5) -> float:
+    """This machine's attained matmul FLOP/s: an ``(n, n) @ (n, n)`` float32 jitted matmul,
+    compiled first, timed with a sync, best of ``iters`` (2 n^3 flops / seconds)."""
+    ### BEGIN SOLUTION stage 2: measure_peak_flops
+    a = jnp.ones((n, n), jnp.float32)
+    f = jax.jit(lambda a: a @ a)
+    jax.block_until_ready(f(a))
+    best = math.inf
+    for _ in range(iters):
+        start = time.perf_counter()
+        jax.block_until_ready(f(a))
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best
+    ### END SOLUTION
+
+
+def measure_bandwidth(nbytes: int = 256 * 2**20, iters: int = 5) -> float:
+    """Attained memory bandwidth in bytes/s: a jitted streaming op (``x * 2 + 1`` on a
+    float32 array of ``nbytes``) that reads and writes every byte once, so it moves
+    ``2 * nbytes`` per call; best of ``iters`` synced calls. Use an array much larger
+    than the last-level cache so the figure is DRAM bandwidth."""
+    ### BEGIN SOLUTION stage 2: measure_bandwidth
+    x = jnp.ones((nbytes // 4,), jnp.float32)
+    f = jax.jit(lambda x: x * 2.0 + 1.0)
+    jax.block_until_ready(f(x))
+    best = math.inf
+    for _ in range(iters):
+        start = time.perf_counter()
+        jax.block_until_ready(f(x))
+        best = min(best, time.perf_counter() - start)
+    return 2 * nbytes / best
+    ### END SOLUTION
+
+
+def cache_sizes() -> dict:
+    """This machine's data-cache sizes in bytes, smallest level first, e.g.
+    ``{"L1": 49152, "L2": 2097152, "L3": 33554432}``, read from
+    ``/sys/devices/system/cpu/cpu0/cache/index*/{level,type,size}`` (skip instruction
+    caches). Return ``{}`` when the folder does not exist."""
+    ### BEGIN SOLUTION stage 2: cache_sizes
+    sizes = {}
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            kind = (index / "type").read_text().strip()
+            level = int((index / "level").read_text())
+            size = (index / "size").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        if kind == "Instruction":
+            continue
+        units = {"K": 2**10, "M": 2**20, "G": 2**30}
+        value = int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+        sizes[f"L{level}"] = value
+    return dict(sorted(sizes.items()))
+    ### END SOLUTION
+
+
+def roofline(flops: float, nbytes: float, peak_flops: float, bandwidth: float,
+             working_set_bytes: int, caches: dict) -> dict:
+    """Place one workload on the roofline.
+
+    Returns:
+      intensity: flops / nbytes (FLOP per byte)
+      ridge: peak_flops / bandwidth (FLOP per byte where the two roofs meet)
+      bound: "memory" when intensity < ridge, else "compute"
+      attainable_flops: min(peak_flops, intensity * bandwidth)
+      predicted_s: flops / attainable_flops
+      memory_level: the smallest level in ``caches`` ("L1", "L2", ...) whose size holds
+          ``working_set_bytes``, or "DRAM" when none does. The bandwidth roof is only
+          right for that level: say which one the estimate assumes.
+    """
+    ### BEGIN SOLUTION stage 2: roofline
+    intensity = flops / nbytes
+    ridge = peak_flops / bandwidth
+    attainable = min(peak_flops, intensity * bandwidth)
+    level = "DRAM"
+    for name, size in sorted(caches.items(), key=lambda kv: kv[1]):
+        if working_set_bytes <= size:
+            level = name
+            break
+    return {"intensity": intensity, "ridge": ridge,
+            "bound": "memory" if intensity < ridge else "compute",
+            "attainable_flops": attainable, "predicted_s": flops / attainable,
+            "memory_level": level}
+    ### END SOLUTION
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 3: test a trade-off (rematerialisation)
+# ---------------------------------------------------------------------------------------
+
+REMAT_POLICIES = ("nothing_saveable", "dots_saveable", "everything_saveable")
+
+
+def init_blocks(key, depth: int, width: int, hidden: int) -> list:
+    """``depth`` residual blocks, each ``{"w1": (width, hidden), "w2": (hidden, width)}``
+    float32, scaled by 1/sqrt(fan_in). Uses only ``key`` (split per block)."""
+    keys = jax.random.split(key, 2 * depth)
+    return [{"w1": jax.random.normal(keys[2 * i], (width, hidden)) / math.sqrt(width),
+             "w2": jax.random.normal(keys[2 * i + 1], (hidden, width)) / math.sqrt(hidden)}
+            for i in range(depth)]
+
+
+def block(p: dict, x):
+    """One residual block: ``x + gelu(x @ w1) @ w2``; x: (batch, width) float32."""
+    return x + jax.nn.gelu(x @ p["w1"]) @ p["w2"]
+
+
+def block_loss(params: list, x, policy: str | None = None):
+    """Mean of squares of the output of all blocks applied in order. When ``policy``
+    names one of ``REMAT_POLICIES``, wrap *each block* in ``jax.checkpoint`` with
+    ``jax.checkpoint_policies.<policy>`` so its activations are recomputed in the
+    backward pass instead of saved; ``None`` means no remat. Scalar float32."""
+    ### BEGIN SOLUTION stage 3: block_loss
+    step = block
+    if policy is not None:
+        if policy not in REMAT_POLICIES:
+            raise ValueError(f"policy must be None or one of {REMAT_POLICIES}")
+        step = jax.checkpoint(block, policy=getattr(jax.checkpoint_policies, policy))
+    for p in params:
+        x = step(p, x)
+    return jnp.mean(x**2)
+    ### END SOLUTION
+
+
+def loss_and_grads(params: list, x, policy: str | None = None):
+    """``(loss, grads)`` of ``block_loss`` with respect to ``params`` (a pytree shaped
+    like ``params``). Done when grads with any policy equal the no-remat grads within
+    rtol 1e-5 (compare them before you time anything)."""
+    ### BEGIN SOLUTION stage 3: loss_and_grads
+    return jax.value_and_grad(block_loss)(params, x, policy)
+    ### END SOLUTION
+
+
+def saved_residual_bytes(params: list, x, policy: str | None = None) -> int:
+    """Bytes the backward pass keeps from the forward pass of ``block_loss`` (the
+    residuals), summed over ``jax.ad_checkpoint.saved_residuals``-style entries
+    (shape x itemsize). Count only residuals, not the parameters and inputs themselves."""
+    ### BEGIN SOLUTION stage 3: saved_residual_bytes
+    from jax._src.ad_checkpoint import saved_residuals
+    total = 0
+    for aval, origin in saved_residuals(lambda p, x: block_loss(p, x, policy), params, x):
+        if origin.startswith("from the argument"):
+            continue
+        total += math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
+    return int(total)
+    ### END SOLUTION
+
+
+def compiler_temp_bytes(params: list, x, policy: str | None = None) -> int:
+    """The compiler's temporary-buffer estimate for the jitted ``loss_and_grads``:
+    ``memory_analysis().temp_size_in_bytes`` of the compiled function."""
+    ### BEGIN SOLUTION stage 3: compiler_temp_bytes
+    fn = jax.jit(lambda p, x: loss_and_grads(p, x, policy))
+    return int(fn.lower(params, x).compile().memory_analysis().temp_size_in_bytes)
+    ### END SOLUTION
+
+
+def peak_rss_fresh_process(depth: int, width: int, hidden: int, batch: int,
+                           policy: str | None = None) -> dict:
+    """Observed peak memory of one jitted ``loss_and_grads`` call, measured in a *fresh*
+    Python process (``subprocess``) that imports this file, runs the call once and reads
+    its own ``VmHWM`` from ``/proc/self/status``. tracemalloc misses XLA's buffers; the
+    runtime alone costs a few hundred MiB, so compare variants, not absolute values.
+    Returns {"vmhwm_bytes": int, "pid": int (the child's pid)}."""
+    ### BEGIN SOLUTION stage 3: peak_rss_fresh_process
+    root = str(Path(__file__).resolve().parents[3])
+    cmd = [sys.executable, "-c", _RSS_PROBE, root, str(Path(__file__).resolve()),
+           str(depth), str(width), str(hidden), str(batch), policy or "none"]
+    env = dict(os.environ, PYTHONPATH=root)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"peak-memory child failed: {done.stderr[-500:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+    ### END SOLUTION
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 4: decide what is ready
+# ---------------------------------------------------------------------------------------
+
+def load_run(path: str) -> dict:
+    """Read one run record (JSON) written by a measurement: a ``time_fn`` dict plus
+    ``boundary`` (name of what was timed), optional ``trace`` (path) and ``region``.
+    sharded-training's trace-and-timing stage writes the same format."""
+    return json.loads(Path(path).read_text())
+
+
+def predict_step_speedup(share: float, kernel_speedup: float) -> float:
+    """Amdahl: the whole step's speedup when a part taking ``share`` (0..1) of the step
+    gets ``kernel_speedup`` times faster and nothing else changes."""
+    ### BEGIN SOLUTION stage 4: predict_step_speedup
+    return 1.0 / ((1.0 - share) + share / kernel_speedup)
+    ### END SOLUTION
+
+
+def decide(before: dict, after: dict, *, min_gain: float = 0.05, n_boot: int = 2000,
+           seed: int = 0) -> dict:
+    """Accept or reject "after is faster than before" from two run records.
+
+    Reject when the two are not comparable (``comparable``; an unsynchronised "after",
+    one with a different warm-up or without its first call reported apart is not
+    comparable), when either output check failed, or when the speedup is not clearly
+    real: bootstrap the ratio median(before)/median(after) by resampling each record's
+    ``samples_s`` ``n_boot`` times (``np.random.default_rng(seed)``) and accept only when
+    the 2.5th percentile of the ratio exceeds ``1 + min_gain``.
+
+    Returns {"decision": "accept" | "reject", "reasons": [str, ...], "ratio": float
+    (median before / median after, or None when not comparable), "ci": [lo, hi] or None}.
+    """
+    ### BEGIN SOLUTION stage 4: decide
+    reasons = list(comparable(before, after))
+    for name, run in (("before", before), ("after", after)):
+        if run.get("first_call_s") is None:
+            reasons.append(f"{name} has no first call reported apart from warmed samples")
+        if len(run.get("samples_s") or []) < 5:
+            reasons.append(f"{name} has fewer than 5 raw samples")
+        if run.get("output_ok") is not True:
+            reasons.append(f"{name} output check did not pass (output_ok="
+                           f"{run.get('output_ok')!r})")
+    if reasons:
+        return {"decision": "reject", "reasons": reasons, "ratio": None, "ci": None}
+    b = np.asarray(before["samples_s"], float)
+    a = np.asarray(after["samples_s"], float)
+    rng = np.random.default_rng(seed)
+    boot_b = np.median(rng.choice(b, (n_boot, b.size)), axis=1)
+    boot_a = np.median(rng.choice(a, (n_boot, a.size)), axis=1)
+    ratios = boot_b / boot_a
+    lo, hi = (float(v) for v in np.percentile(ratios, [2.5, 97.5]))
+    ratio = float(np.median(b) / np.median(a))
+    if lo > 1.0 + min_gain:
+        return {"decision": "accept", "ratio": ratio, "ci": [lo, hi],
+                "reasons": [f"95% bootstrap interval of the speedup [{lo:.3f}, {hi:.3f}] "
+                            f"lies above 1 + {min_gain}"]}
+    return {"decision": "reject", "ratio": ratio, "ci": [lo, hi],
+            "reasons": [f"95% bootstrap interval of the speedup [{lo:.3f}, {hi:.3f}] does "
+                        f"not clear 1 + {min_gain}: not distinguishable from noise"]}
+    ### END SOLUTION

@@ -1,0 +1,277 @@
+"""performance-audit: measure a JAX workload, explain the evidence, test a trade-off, decide.
+
+Your code goes in this file; check it with
+
+    python projects/performance-audit/tests/check.py --stage N --impl THIS_FILE
+
+Stages (notebooks 01-04 and 07 walk through each):
+  1. a comparable measurement     time_fn, comparable, experiment_shape_change,
+                                  experiment_host_read
+  2. explain the evidence         write_trace, newest_trace_file, summarize_region,
+                                  matmul_cost_by_hand, cost_from_compiler,
+                                  measure_peak_flops, measure_bandwidth, cache_sizes,
+                                  roofline
+  3. test a trade-off             init_blocks, block_loss, loss_and_grads,
+                                  saved_residual_bytes, compiler_temp_bytes,
+                                  peak_rss_fresh_process
+  4. decide what is ready         load_run, decide, predict_step_speedup
+
+Every figure you produce on this machine is a CPU figure; say so wherever you report it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 1: a comparable measurement
+# ---------------------------------------------------------------------------------------
+
+SYNC_METHODS = ("block_until_ready", "host_read")
+
+
+def time_fn(fn, *args, warmup: int = 2, iters: int = 10, sync: str = "block_until_ready",
+            expected=None, rtol: float = 1e-5, atol: float = 1e-6, label: str = "") -> dict:
+    """Time ``fn(*args)`` so that the result is comparable with another measurement.
+
+    Calls, in this order and no others (a checker counts them):
+      1. one first call, timed alone and synchronised: trace + compile + run,
+      2. ``warmup`` untimed calls,
+      3. ``iters`` timed calls, each synchronised *inside* its own timed boundary.
+
+    ``sync``: "block_until_ready" (``jax.block_until_ready(out)``) or "host_read"
+    (``np.asarray`` of every output leaf: a device-to-host read, which also waits).
+    ``expected``: when given, the first call's output is compared with it
+    (``np.allclose(out, expected, rtol, atol)``) *before* anything else is timed; a
+    wrong output gives ``output_ok=False`` and no warmed samples. Without it,
+    ``output_ok`` is None.
+
+    Returns a JSON-able dict:
+      label: str; sync: str; warmup: int; iters: int
+      first_call_s: float seconds of call 1
+      samples_s: list of ``iters`` raw floats, seconds, one per timed call (not a summary)
+      compiles_first_call / compiles_warmed: int, XLA compiles counted with
+          ``jax.monitoring`` during call 1 and during calls 2-3 (should be 0)
+      shapes: list of lists (shape of each array argument); dtypes: list of str
+      output_ok: bool or None; backend: str (``jax.default_backend()``)
+
+    Done when: the warmed median is close to the true device time (an unsynchronised
+    timer is about 10^4 times too fast), compile is never in ``samples_s``, and a wrong
+    output is reported. Size hint: a 512x512 matmul takes a few ms on 2 CPU cores.
+    """
+    raise NotImplementedError('stage 1: time_fn (first call apart, then synced warmed calls)')
+
+
+def comparable(a: dict, b: dict) -> list[str]:
+    """Why two ``time_fn`` results may not be compared; an empty list means they may.
+
+    Compares shapes, dtypes, sync method, warm-up count and backend, and refuses a
+    result whose output check failed. Each reason is a short sentence naming the field,
+    e.g. "shapes differ: [[512, 512]] vs [[513, 512]]".
+    """
+    raise NotImplementedError('stage 1: comparable')
+
+
+def experiment_shape_change(fn, x, x_changed, *, warmup: int = 2, iters: int = 10) -> dict:
+    """Change only the input shape: ``{"base": time_fn(fn, x), "changed": time_fn(fn,
+    x_changed)}`` with everything else equal. Done when the changed measurement's first
+    call shows the new compile and ``comparable`` names only the shape."""
+    raise NotImplementedError('stage 1: experiment_shape_change')
+
+
+def experiment_host_read(fn, x, *, warmup: int = 2, iters: int = 10) -> dict:
+    """Change only the sync method: ``{"block": time_fn(..., sync="block_until_ready"),
+    "host_read": time_fn(..., sync="host_read")}``. Done when both medians measure the
+    same completed work and ``comparable`` names only the sync method."""
+    raise NotImplementedError('stage 1: experiment_host_read')
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 2: explain the evidence (trace, then roofline)
+# ---------------------------------------------------------------------------------------
+
+def write_trace(step_fn, args: tuple, logdir: str, region: str, steps: int = 3) -> str:
+    """Run ``step_fn(*args)`` ``steps`` times under ``jax.profiler.trace(logdir)``, each
+    call inside ``jax.profiler.TraceAnnotation(region)`` and synchronised inside it.
+    Compile before tracing so the trace shows steady steps. Returns the path of the
+    newest ``*.trace.json.gz`` written (see ``newest_trace_file``)."""
+    raise NotImplementedError('stage 2: write_trace')
+
+
+def newest_trace_file(logdir: str) -> Path:
+    """The ``*.trace.json.gz`` in the newest ``logdir/plugins/profile/<timestamp>/``.
+    Every trace makes a new timestamped folder: pick the newest, not "the only one".
+    Raise FileNotFoundError naming ``logdir`` when there is none."""
+    raise NotImplementedError('stage 2: newest_trace_file')
+
+
+def summarize_region(trace_file: str, region: str) -> dict:
+    """Find every complete event (``ph == "X"``) named ``region`` in a Chrome trace
+    (``.json`` or ``.json.gz``) and describe it.
+
+    Returns:
+      count: int, occurrences of the region
+      total_us: float, summed duration of those occurrences (microseconds)
+      children: {name: summed duration in us} of *direct* children only: events on the
+          same pid and tid inside a region occurrence, not inside another such event
+      child_us: float, sum of the direct children's durations; nested events are
+          counted once (a PjitFunction nested in itself must not be added twice)
+      self_us: float, total_us - child_us
+    Done when these match the checker's own parse of the same file.
+    """
+    raise NotImplementedError('stage 2: summarize_region')
+
+
+def matmul_cost_by_hand(m: int, k: int, n: int, itemsize: int) -> dict:
+    """FLOPs and bytes of ``(m, k) @ (k, n)`` by hand: one multiply and one add per
+    inner-product term; bytes = read both inputs once + write the output once.
+    Returns {"flops": int, "bytes": int}."""
+    raise NotImplementedError('stage 2: matmul_cost_by_hand')
+
+
+def cost_from_compiler(fn, *args) -> dict:
+    """The compiler's own count for ``jax.jit(fn)`` on ``args``: ``{"flops": float,
+    "bytes": float}`` from ``.lower(*args).compile().cost_analysis()`` ("flops" and
+    "bytes accessed")."""
+    raise NotImplementedError('stage 2: cost_from_compiler')
+
+
+def measure_peak_flops(n: int = 1024, iters: int = 5) -> float:
+    """This machine's attained matmul FLOP/s: an ``(n, n) @ (n, n)`` float32 jitted matmul,
+    compiled first, timed with a sync, best of ``iters`` (2 n^3 flops / seconds)."""
+    raise NotImplementedError('stage 2: measure_peak_flops')
+
+
+def measure_bandwidth(nbytes: int = 256 * 2**20, iters: int = 5) -> float:
+    """Attained memory bandwidth in bytes/s: a jitted streaming op (``x * 2 + 1`` on a
+    float32 array of ``nbytes``) that reads and writes every byte once, so it moves
+    ``2 * nbytes`` per call; best of ``iters`` synced calls. Use an array much larger
+    than the last-level cache so the figure is DRAM bandwidth."""
+    raise NotImplementedError('stage 2: measure_bandwidth')
+
+
+def cache_sizes() -> dict:
+    """This machine's data-cache sizes in bytes, smallest level first, e.g.
+    ``{"L1": 49152, "L2": 2097152, "L3": 33554432}``, read from
+    ``/sys/devices/system/cpu/cpu0/cache/index*/{level,type,size}`` (skip instruction
+    caches). Return ``{}`` when the folder does not exist."""
+    raise NotImplementedError('stage 2: cache_sizes')
+
+
+def roofline(flops: float, nbytes: float, peak_flops: float, bandwidth: float,
+             working_set_bytes: int, caches: dict) -> dict:
+    """Place one workload on the roofline.
+
+    Returns:
+      intensity: flops / nbytes (FLOP per byte)
+      ridge: peak_flops / bandwidth (FLOP per byte where the two roofs meet)
+      bound: "memory" when intensity < ridge, else "compute"
+      attainable_flops: min(peak_flops, intensity * bandwidth)
+      predicted_s: flops / attainable_flops
+      memory_level: the smallest level in ``caches`` ("L1", "L2", ...) whose size holds
+          ``working_set_bytes``, or "DRAM" when none does. The bandwidth roof is only
+          right for that level: say which one the estimate assumes.
+    """
+    raise NotImplementedError('stage 2: roofline')
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 3: test a trade-off (rematerialisation)
+# ---------------------------------------------------------------------------------------
+
+REMAT_POLICIES = ("nothing_saveable", "dots_saveable", "everything_saveable")
+
+
+def init_blocks(key, depth: int, width: int, hidden: int) -> list:
+    """``depth`` residual blocks, each ``{"w1": (width, hidden), "w2": (hidden, width)}``
+    float32, scaled by 1/sqrt(fan_in). Uses only ``key`` (split per block)."""
+    keys = jax.random.split(key, 2 * depth)
+    return [{"w1": jax.random.normal(keys[2 * i], (width, hidden)) / math.sqrt(width),
+             "w2": jax.random.normal(keys[2 * i + 1], (hidden, width)) / math.sqrt(hidden)}
+            for i in range(depth)]
+
+
+def block(p: dict, x):
+    """One residual block: ``x + gelu(x @ w1) @ w2``; x: (batch, width) float32."""
+    return x + jax.nn.gelu(x @ p["w1"]) @ p["w2"]
+
+
+def block_loss(params: list, x, policy: str | None = None):
+    """Mean of squares of the output of all blocks applied in order. When ``policy``
+    names one of ``REMAT_POLICIES``, wrap *each block* in ``jax.checkpoint`` with
+    ``jax.checkpoint_policies.<policy>`` so its activations are recomputed in the
+    backward pass instead of saved; ``None`` means no remat. Scalar float32."""
+    raise NotImplementedError('stage 3: block_loss')
+
+
+def loss_and_grads(params: list, x, policy: str | None = None):
+    """``(loss, grads)`` of ``block_loss`` with respect to ``params`` (a pytree shaped
+    like ``params``). Done when grads with any policy equal the no-remat grads within
+    rtol 1e-5 (compare them before you time anything)."""
+    raise NotImplementedError('stage 3: loss_and_grads')
+
+
+def saved_residual_bytes(params: list, x, policy: str | None = None) -> int:
+    """Bytes the backward pass keeps from the forward pass of ``block_loss`` (the
+    residuals), summed over ``jax.ad_checkpoint.saved_residuals``-style entries
+    (shape x itemsize). Count only residuals, not the parameters and inputs themselves."""
+    raise NotImplementedError('stage 3: saved_residual_bytes')
+
+
+def compiler_temp_bytes(params: list, x, policy: str | None = None) -> int:
+    """The compiler's temporary-buffer estimate for the jitted ``loss_and_grads``:
+    ``memory_analysis().temp_size_in_bytes`` of the compiled function."""
+    raise NotImplementedError('stage 3: compiler_temp_bytes')
+
+
+def peak_rss_fresh_process(depth: int, width: int, hidden: int, batch: int,
+                           policy: str | None = None) -> dict:
+    """Observed peak memory of one jitted ``loss_and_grads`` call, measured in a *fresh*
+    Python process (``subprocess``) that imports this file, runs the call once and reads
+    its own ``VmHWM`` from ``/proc/self/status``. tracemalloc misses XLA's buffers; the
+    runtime alone costs a few hundred MiB, so compare variants, not absolute values.
+    Returns {"vmhwm_bytes": int, "pid": int (the child's pid)}."""
+    raise NotImplementedError('stage 3: peak_rss_fresh_process')
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 4: decide what is ready
+# ---------------------------------------------------------------------------------------
+
+def load_run(path: str) -> dict:
+    """Read one run record (JSON) written by a measurement: a ``time_fn`` dict plus
+    ``boundary`` (name of what was timed), optional ``trace`` (path) and ``region``.
+    sharded-training's trace-and-timing stage writes the same format."""
+    return json.loads(Path(path).read_text())
+
+
+def predict_step_speedup(share: float, kernel_speedup: float) -> float:
+    """Amdahl: the whole step's speedup when a part taking ``share`` (0..1) of the step
+    gets ``kernel_speedup`` times faster and nothing else changes."""
+    raise NotImplementedError('stage 4: predict_step_speedup')
+
+
+def decide(before: dict, after: dict, *, min_gain: float = 0.05, n_boot: int = 2000,
+           seed: int = 0) -> dict:
+    """Accept or reject "after is faster than before" from two run records.
+
+    Reject when the two are not comparable (``comparable``; an unsynchronised "after",
+    one with a different warm-up or without its first call reported apart is not
+    comparable), when either output check failed, or when the speedup is not clearly
+    real: bootstrap the ratio median(before)/median(after) by resampling each record's
+    ``samples_s`` ``n_boot`` times (``np.random.default_rng(seed)``) and accept only when
+    the 2.5th percentile of the ratio exceeds ``1 + min_gain``.
+
+    Returns {"decision": "accept" | "reject", "reasons": [str, ...], "ratio": float
+    (median before / median after, or None when not comparable), "ci": [lo, hi] or None}.
+    """
+    raise NotImplementedError('stage 4: decide')

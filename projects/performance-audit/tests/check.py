@@ -1,0 +1,736 @@
+"""Checks for performance-audit.
+
+    python projects/performance-audit/tests/check.py --stage 1|2|3|4|all --impl PATH [--json F]
+
+Every check computes its own reference (its own timing, its own trace parse, its own
+gradients and cost counts) from inputs drawn from a seed the learner does not see, with
+odd shapes. Timing checks compare ratios with wide margins, never absolute times.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the course root
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from coursekit import traces  # noqa: E402
+from coursekit.checks import CheckFailed, Checker  # noqa: E402
+from coursekit.learner import get_function  # noqa: E402
+from coursekit.timing import count_compiles, time_synced  # noqa: E402
+
+checker = Checker("performance-audit", {
+    1: "a comparable measurement", 2: "explain the evidence",
+    3: "test a trade-off", 4: "decide what is ready"})
+
+# An unsynchronised timer reads about 10^3-10^4 times too fast on this workload, so a
+# factor-of-4 window cannot flake on a loaded machine yet cannot pass a missing sync.
+TIME_RATIO_WINDOW = 4.0
+
+
+def fail_unless(cond: bool, message: str, **details) -> None:
+    if not cond:
+        raise CheckFailed(message, **details)
+
+
+def as_float(value, what: str) -> float:
+    """A real number from learner output, or a failure naming ``what`` (an object whose
+    comparisons always succeed is not a number)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise CheckFailed(f"{what} is not a number", yours=value, expected="a float",
+                          hint="return plain floats (float(...)), not arrays or objects")
+    value = float(value)
+    if not math.isfinite(value):
+        raise CheckFailed(f"{what} is not finite", yours=value, expected="a finite float")
+    return value
+
+
+def require_keys(result, keys: tuple, what: str) -> dict:
+    if not isinstance(result, dict):
+        raise CheckFailed(f"{what} must return a dict", yours=type(result).__name__,
+                          expected=f"dict with keys {list(keys)}")
+    missing = [k for k in keys if k not in result]
+    fail_unless(not missing, f"{what} result lacks keys {missing}", yours=sorted(result),
+                expected=list(keys), hint="keep the key names of the docstring")
+    return result
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 1
+# ---------------------------------------------------------------------------------------
+
+MEASUREMENT_KEYS = ("sync", "warmup", "first_call_s", "samples_s", "compiles_first_call",
+                    "compiles_warmed", "shapes", "dtypes", "output_ok")
+
+
+class CountingFn:
+    """Wraps a jitted function: counts calls and records which of them compiled.
+    It never synchronises, so the learner's own sync is what the timing measures."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.calls = 0
+        self.compiled_at: list[int] = []
+
+    def __call__(self, *args):
+        with count_compiles() as n:
+            out = self.fn(*args)
+        if n[0]:
+            self.compiled_at.append(self.calls)
+        self.calls += 1
+        return out
+
+
+def stage1_workload(ctx):
+    """A fresh jitted function (never called: its first call compiles) and an input
+    whose size is drawn per run. About 10-40 ms per call on 2 CPU cores."""
+    rng = ctx.rng("stage1-size")
+    n = int(rng.integers(560, 660)) | 1  # odd
+    x = jnp.asarray(rng.standard_normal((n, n), dtype=np.float32) / np.sqrt(n))
+    scale = float(rng.uniform(0.5, 2.0))
+
+    def work(a):
+        return jnp.tanh(a @ a * scale) @ a
+    return work, x
+
+
+def reference_median(ctx) -> float:
+    if "ref_median" not in ctx.cache:
+        work, x = stage1_workload(ctx)
+        ctx.cache["ref_median"] = time_synced(jax.jit(work), x, warmup=2, iters=7).median_s
+    return ctx.cache["ref_median"]
+
+
+def learner_measurement(impl, ctx, **kwargs):
+    time_fn = get_function(impl, "time_fn")
+    work, x = stage1_workload(ctx)
+    counted = CountingFn(jax.jit(work))
+    m = require_keys(time_fn(counted, x, **kwargs), MEASUREMENT_KEYS, "time_fn")
+    return m, counted
+
+
+def check_ratio(yours: float, reference: float, what: str, hint: str) -> None:
+    ratio = yours / reference if reference > 0 else math.inf
+    fail_unless(1 / TIME_RATIO_WINDOW <= ratio <= TIME_RATIO_WINDOW,
+                f"{what} is {ratio:.3g}x the checker's synchronised measurement",
+                yours=f"{yours * 1e3:.4g} ms", expected=f"about {reference * 1e3:.4g} ms "
+                f"(within {TIME_RATIO_WINDOW:g}x either way)", hint=hint)
+
+
+def samples_of(m: dict, what: str) -> list[float]:
+    samples = m["samples_s"]
+    fail_unless(isinstance(samples, (list, tuple)) and len(samples) > 0,
+                f"{what}: samples_s must be a non-empty list of raw seconds",
+                yours=samples, expected="a list with one float per timed call")
+    return [as_float(s, f"{what}: samples_s[{i}]") for i, s in enumerate(samples)]
+
+
+@checker.check(1, "warm_median_is_device_time")
+def _(impl, ctx):
+    m, _ = learner_measurement(impl, ctx, warmup=2, iters=7)
+    samples = samples_of(m, "time_fn")
+    check_ratio(float(np.median(samples)), reference_median(ctx), "your warmed median",
+                "wait for the result inside the timed region: jax.block_until_ready(out) "
+                "before you stop the clock (JAX returns before the work is done)")
+
+
+@checker.check(1, "first_call_reported_apart")
+def _(impl, ctx):
+    warmup, iters = 2, 6
+    m, counted = learner_measurement(impl, ctx, warmup=warmup, iters=iters)
+    as_float(m["first_call_s"], "first_call_s")
+    fail_unless(counted.calls == 1 + warmup + iters,
+                "time_fn made the wrong number of calls: the compiling first call must be "
+                "timed alone, then warmup untimed calls, then iters timed calls",
+                yours=f"{counted.calls} calls", expected=f"{1 + warmup + iters} calls",
+                hint="call once (first_call_s), then warm up, then take iters samples; "
+                "never let the first call's compile land in samples_s")
+    fail_unless(counted.compiled_at == [0], "the compile did not happen in the first call",
+                yours=f"compiled in calls {counted.compiled_at}", expected="only call 0")
+    fail_unless(m["compiles_first_call"] == len(counted.compiled_at) and
+                m["compiles_warmed"] == 0,
+                "compile counts do not match what jax.monitoring saw",
+                yours=f"first={m['compiles_first_call']!r} warmed={m['compiles_warmed']!r}",
+                expected=f"first={len(counted.compiled_at)} warmed=0",
+                hint="count '/jax/core/compile/backend_compile_duration' events with "
+                "jax.monitoring.register_event_duration_secs_listener")
+
+
+@checker.check(1, "raw_samples_kept")
+def _(impl, ctx):
+    iters = int(ctx.rng("iters").integers(5, 9))
+    m, _ = learner_measurement(impl, ctx, warmup=1, iters=iters)
+    samples = samples_of(m, "time_fn")
+    fail_unless(len(samples) == iters, "samples_s must hold one raw sample per timed call",
+                yours=f"{len(samples)} samples", expected=f"{iters} samples (iters={iters})",
+                hint="append every timed call's seconds; do not summarise")
+    fail_unless(len(set(samples)) > 1 and all(s > 0 for s in samples),
+                "samples_s looks like a summary repeated, not raw measurements",
+                yours=samples[:4], expected="distinct positive floats",
+                hint="keep each sample as measured; report the mean or median elsewhere")
+
+
+@checker.check(1, "output_check_catches_wrong_output")
+def _(impl, ctx):
+    time_fn = get_function(impl, "time_fn")
+    work, x = stage1_workload(ctx)
+    right = np.asarray(jax.jit(work)(x))
+    wrong = right.copy()
+    rng = ctx.rng("wrong-output")
+    i, j = (int(v) for v in rng.integers(0, right.shape[0], 2))
+    wrong[i, j] += 0.1 * float(np.abs(right).max()) + 0.1
+    good = require_keys(time_fn(jax.jit(work), x, warmup=0, iters=2, expected=right),
+                        MEASUREMENT_KEYS, "time_fn")
+    bad = require_keys(time_fn(jax.jit(work), x, warmup=0, iters=2, expected=wrong),
+                       MEASUREMENT_KEYS, "time_fn")
+    fail_unless(good["output_ok"] is True, "a correct output was not reported as correct",
+                yours=good["output_ok"], expected=True,
+                hint="compare np.asarray(out) with expected using np.allclose")
+    fail_unless(bad["output_ok"] is False,
+                f"an output wrong at element ({i}, {j}) was not caught",
+                yours=bad["output_ok"], expected=False,
+                hint="check the first call's output against `expected` before timing")
+
+
+@checker.check(1, "comparable_refuses_other_shapes_dtypes")
+def _(impl, ctx):
+    comparable = get_function(impl, "comparable")
+    m, _ = learner_measurement(impl, ctx, warmup=1, iters=3)
+    same = comparable(m, copy.deepcopy(m))
+    fail_unless(isinstance(same, list) and same == [] and type(same) is list,
+                "two measurements of the same configuration were refused",
+                yours=same, expected=[])
+    for field, change in (("shapes", lambda s: [[d + 1 for d in shape] for shape in s]),
+                          ("dtypes", lambda s: ["bfloat16" for _ in s]),
+                          ("sync", lambda s: "none"), ("warmup", lambda s: s + 3)):
+        other = copy.deepcopy(m)
+        other[field] = change(other[field])
+        reasons = comparable(m, other)
+        fail_unless(isinstance(reasons, list) and len(reasons) > 0,
+                    f"measurements with different {field} were accepted as comparable",
+                    yours=reasons, expected=f"a reason naming {field}",
+                    hint="compare shapes, dtypes, sync and warmup; list each difference")
+        text = " ".join(map(str, reasons)).lower()
+        fail_unless(field.rstrip("s") in text,
+                    f"the reasons do not name the field that differs ({field})",
+                    yours=reasons, expected=f"a reason mentioning {field}")
+
+
+@checker.check(1, "shape_change_alone")
+def _(impl, ctx):
+    experiment = get_function(impl, "experiment_shape_change")
+    comparable = get_function(impl, "comparable")
+    work, x = stage1_workload(ctx)
+    extra = int(ctx.rng("extra").integers(1, 8)) * 2 + 1
+    x2 = jnp.pad(x, ((0, extra), (0, extra)))
+    counted = CountingFn(jax.jit(work))
+    result = require_keys(experiment(counted, x, x2, warmup=1, iters=4), ("base", "changed"),
+                          "experiment_shape_change")
+    base = require_keys(result["base"], MEASUREMENT_KEYS, "base")
+    changed = require_keys(result["changed"], MEASUREMENT_KEYS, "changed")
+    fail_unless(len(counted.compiled_at) == 2,
+                "the shape change should cost exactly one new compile",
+                yours=f"compiles at calls {counted.compiled_at}",
+                expected="one compile per shape", hint="jit the function once; vary x only")
+    fail_unless(changed["compiles_first_call"] >= 1 and changed["compiles_warmed"] == 0,
+                "the changed shape's compile is not in its first call",
+                yours=f"first={changed['compiles_first_call']} warmed="
+                      f"{changed['compiles_warmed']}", expected="first>=1 warmed=0")
+    reasons = comparable(base, changed)
+    text = " ".join(map(str, reasons)).lower()
+    fail_unless(reasons and "shape" in text and "sync" not in text and "warmup" not in text,
+                "comparable() should name the shape, and only the shape",
+                yours=reasons, expected="one reason: shapes differ")
+
+
+@checker.check(1, "host_read_alone")
+def _(impl, ctx):
+    experiment = get_function(impl, "experiment_host_read")
+    comparable = get_function(impl, "comparable")
+    work, x = stage1_workload(ctx)
+    result = require_keys(experiment(jax.jit(work), x, warmup=2, iters=6),
+                          ("block", "host_read"), "experiment_host_read")
+    block = require_keys(result["block"], MEASUREMENT_KEYS, "block")
+    read = require_keys(result["host_read"], MEASUREMENT_KEYS, "host_read")
+    fail_unless(block["sync"] == "block_until_ready" and read["sync"] == "host_read",
+                "the two measurements must differ in sync method",
+                yours=(block["sync"], read["sync"]),
+                expected=("block_until_ready", "host_read"))
+    check_ratio(float(np.median(samples_of(read, "host_read"))), reference_median(ctx),
+                "the host-read median", "np.asarray(out) inside the timed region waits "
+                "for the result; a read outside it measures nothing")
+    reasons = comparable(block, read)
+    text = " ".join(map(str, reasons)).lower()
+    fail_unless(reasons and "sync" in text and "shape" not in text,
+                "comparable() should name the sync method, and only it",
+                yours=reasons, expected="one reason: sync differs")
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 2
+# ---------------------------------------------------------------------------------------
+
+def region_name(ctx) -> str:
+    return "step_" + "".join(ctx.rng("region").choice(list("abcdefghjkmnpqrstuvwxyz"), 6))
+
+
+def mlp_step():
+    """A small jitted step whose trace holds nested PjitFunction events."""
+    w = jnp.ones((96, 96), jnp.float32) / 96
+
+    @jax.jit
+    def step(x):
+        return jnp.tanh(x @ w) @ w
+    return step, (jnp.ones((33, 96), jnp.float32),)
+
+
+def checker_trace(ctx) -> Path:
+    """A real trace written by the checker itself (independent of write_trace)."""
+    if "trace" not in ctx.cache:
+        step, args = mlp_step()
+        region = region_name(ctx) + "_ref"
+        jax.block_until_ready(step(*args))
+        logdir = ctx.subdir("checker-trace")
+        with jax.profiler.trace(str(logdir)):
+            for i in range(3):
+                with jax.profiler.TraceAnnotation(region, step=i):
+                    jax.block_until_ready(step(*args))
+        ctx.cache["trace"] = (traces.newest_trace(logdir), region)
+    return ctx.cache["trace"]
+
+
+def synthetic_trace(ctx) -> tuple[Path, str]:
+    """A hand-built trace with known nesting: region > {a > a > leaf, b}, plus an event
+    on another thread overlapping the region (not a child) and a decoy after it."""
+    rng = ctx.rng("synthetic")
+    region = region_name(ctx)
+    events, t = [], 100.0
+    for _ in range(int(rng.integers(2, 5))):
+        a, b = float(rng.uniform(10, 50)), float(rng.uniform(5, 20))
+        gap = float(rng.uniform(1, 5))
+        total = a + b + 3 * gap
+        events += [
+            {"ph": "X", "pid": 1, "tid": 7, "ts": t, "dur": total, "name": region},
+            {"ph": "X", "pid": 1, "tid": 7, "ts": t + gap, "dur": a, "name": "PjitFunction(f)"},
+            {"ph": "X", "pid": 1, "tid": 7, "ts": t + gap + 0.5, "dur": a - 1,
+             "name": "PjitFunction(f)"},
+            {"ph": "X", "pid": 1, "tid": 7, "ts": t + gap + 1, "dur": a - 3, "name": "leaf"},
+            {"ph": "X", "pid": 1, "tid": 7, "ts": t + 2 * gap + a, "dur": b, "name": "wait"},
+            {"ph": "X", "pid": 1, "tid": 9, "ts": t + gap, "dur": a, "name": "thunk"},
+        ]
+        t += total + 50
+    events.append({"ph": "X", "pid": 1, "tid": 7, "ts": t, "dur": 5.0, "name": "wait"})
+    events.append({"ph": "M", "pid": 1, "tid": 7, "name": "thread_name",
+                   "args": {"name": "python"}})
+    path = ctx.subdir("synthetic") / "synthetic.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path, region
+
+
+def compare_summaries(yours, expected, label: str) -> None:
+    yours = require_keys(yours, ("count", "total_us", "children", "child_us", "self_us"),
+                         "summarize_region")
+    fail_unless(yours["count"] == expected["count"], f"{label}: wrong number of regions",
+                yours=yours["count"], expected=expected["count"])
+    for key in ("total_us", "child_us", "self_us"):
+        value = as_float(yours[key], key)
+        fail_unless(math.isclose(value, expected[key], rel_tol=1e-6, abs_tol=1e-3),
+                    f"{label}: {key} differs from the checker's parse",
+                    yours=value, expected=expected[key],
+                    hint="count direct children only: an event nested inside another "
+                    "child (PjitFunction inside PjitFunction) must not be added again")
+    theirs = yours["children"]
+    fail_unless(isinstance(theirs, dict) and set(theirs) == set(expected["children"]),
+                f"{label}: direct children differ", yours=sorted(theirs),
+                expected=sorted(expected["children"]),
+                hint="children are events on the same pid/tid inside the region, not "
+                "nested in another child; other threads are not children")
+    for name, us in expected["children"].items():
+        fail_unless(math.isclose(as_float(theirs[name], name), us, rel_tol=1e-6,
+                                 abs_tol=1e-3), f"{label}: time of child {name!r} differs",
+                    yours=theirs[name], expected=us)
+
+
+@checker.check(2, "trace_written_and_newest_found")
+def _(impl, ctx):
+    write_trace = get_function(impl, "write_trace")
+    step, args = mlp_step()
+    logdir = ctx.subdir("learner-trace")
+    region = region_name(ctx)
+    steps = int(ctx.rng("steps").integers(2, 5))
+    write_trace(step, args, str(logdir), region + "_old", steps=1)
+    path = write_trace(step, args, str(logdir), region, steps=steps)
+    newest = traces.newest_trace(logdir)
+    fail_unless(Path(path).resolve() == newest.resolve(),
+                "write_trace did not return the newest trace file",
+                yours=path, expected=str(newest),
+                hint="each jax.profiler.trace makes a new timestamped folder; take the newest")
+    summary = traces.region_summary(newest, region)
+    fail_unless(summary["count"] == steps, "the annotated region is not in the trace once "
+                "per step", yours=summary["count"], expected=steps,
+                hint="wrap every step in jax.profiler.TraceAnnotation(region)")
+
+
+@checker.check(2, "region_summary_matches_checker")
+def _(impl, ctx):
+    summarize = get_function(impl, "summarize_region")
+    path, region = synthetic_trace(ctx)
+    compare_summaries(summarize(str(path), region), traces.region_summary(path, region),
+                      "hand-built trace")
+    path, region = checker_trace(ctx)
+    compare_summaries(summarize(str(path), region), traces.region_summary(path, region),
+                      "real jax.profiler trace")
+
+
+@checker.check(2, "cost_by_hand_and_compiler")
+def _(impl, ctx):
+    by_hand = get_function(impl, "matmul_cost_by_hand")
+    from_compiler = get_function(impl, "cost_from_compiler")
+    rng = ctx.rng("shapes")
+    for dtype in (jnp.float32, jnp.bfloat16):
+        m, k, n = (int(v) | 1 for v in rng.integers(17, 300, 3))
+        a, b = jnp.ones((m, k), dtype), jnp.ones((k, n), dtype)
+        compiled = jax.jit(jnp.matmul).lower(a, b).compile().cost_analysis()
+        compiled = compiled[0] if isinstance(compiled, (list, tuple)) else compiled
+        itemsize = jnp.dtype(dtype).itemsize
+        hand = require_keys(by_hand(m, k, n, itemsize), ("flops", "bytes"), "by hand")
+        expected = {"flops": 2 * m * k * n, "bytes": (m * k + k * n + m * n) * itemsize}
+        for key in ("flops", "bytes"):
+            fail_unless(as_float(hand[key], key) == expected[key],
+                        f"hand count of {key} is off for ({m}x{k}) @ ({k}x{n}) {dtype.__name__}",
+                        yours=hand[key], expected=expected[key],
+                        hint="2 flops per multiply-add; bytes: read A and B, write C once")
+        theirs = require_keys(from_compiler(jnp.matmul, a, b), ("flops", "bytes"), "compiler")
+        for key, ckey in (("flops", "flops"), ("bytes", "bytes accessed")):
+            fail_unless(math.isclose(as_float(theirs[key], key), compiled[ckey], rel_tol=1e-9),
+                        f"compiler {key} differs from cost_analysis()",
+                        yours=theirs[key], expected=compiled[ckey],
+                        hint="jax.jit(fn).lower(*args).compile().cost_analysis()")
+
+
+@checker.check(2, "peak_flops_and_bandwidth_measured")
+def _(impl, ctx):
+    peak = as_float(get_function(impl, "measure_peak_flops")(n=512, iters=3), "peak FLOP/s")
+    a = jnp.ones((512, 512), jnp.float32)
+    ref = 2 * 512**3 / min(time_synced(jax.jit(lambda a: a @ a), a, iters=3).samples_s)
+    check_ratio(1 / peak, 1 / ref, "your time per matmul (from peak FLOP/s)",
+                "time a compiled matmul with a sync; best of several calls")
+    nbytes = 64 * 2**20
+    bw = as_float(get_function(impl, "measure_bandwidth")(nbytes=nbytes, iters=3),
+                  "bandwidth")
+    x = jnp.ones((nbytes // 4,), jnp.float32)
+    ref_bw = 2 * nbytes / min(time_synced(jax.jit(lambda x: x * 2.0 + 1.0), x,
+                                          iters=3).samples_s)
+    check_ratio(1 / bw, 1 / ref_bw, "your time per streaming pass (from bandwidth)",
+                "count bytes read + written; sync before stopping the clock")
+
+
+@checker.check(2, "roofline_bound_and_memory_level")
+def _(impl, ctx):
+    roofline = get_function(impl, "roofline")
+    rng = ctx.rng("roofline")
+    caches = {"L1": 48 * 2**10, "L2": int(rng.integers(1, 4)) * 2**20,
+              "L3": int(rng.integers(8, 64)) * 2**20}
+    peak, bw = float(rng.uniform(5e10, 5e11)), float(rng.uniform(1e10, 5e10))
+    ridge = peak / bw
+    cases = [(ridge * 0.25, caches["L3"] * 4, "memory", "DRAM"),
+             (ridge * 8.0, caches["L1"] * 2, "compute", "L2"),
+             (ridge * 0.5, caches["L1"] // 2, "memory", "L1"),
+             (ridge * 3.0, caches["L3"] - 1, "compute", "L3")]
+    for intensity, working_set, bound, level in cases:
+        nbytes = float(rng.uniform(1e6, 1e9))
+        flops = intensity * nbytes
+        r = require_keys(roofline(flops, nbytes, peak, bw, working_set, dict(caches)),
+                         ("intensity", "ridge", "bound", "attainable_flops", "memory_level"),
+                         "roofline")
+        fail_unless(math.isclose(as_float(r["intensity"], "intensity"), intensity,
+                                 rel_tol=1e-9), "intensity is flops / bytes",
+                    yours=r["intensity"], expected=intensity)
+        fail_unless(math.isclose(as_float(r["ridge"], "ridge"), ridge, rel_tol=1e-9),
+                    "ridge point is peak FLOP/s / bandwidth", yours=r["ridge"], expected=ridge)
+        fail_unless(r["bound"] == bound, "wrong bound", yours=r["bound"], expected=bound)
+        expected_att = min(peak, intensity * bw)
+        fail_unless(math.isclose(as_float(r["attainable_flops"], "attainable_flops"),
+                                 expected_att, rel_tol=1e-9),
+                    "attainable FLOP/s is min(peak, intensity * bandwidth)",
+                    yours=r["attainable_flops"], expected=expected_att)
+        fail_unless(r["memory_level"] == level,
+                    f"a working set of {working_set} bytes lives in {level}",
+                    yours=r["memory_level"], expected=level,
+                    hint="smallest cache level that holds the working set, else DRAM; a "
+                    "working set larger than the last-level cache streams from DRAM")
+
+
+@checker.check(2, "cache_sizes_read")
+def _(impl, ctx):
+    root = Path("/sys/devices/system/cpu/cpu0/cache")
+    theirs = get_function(impl, "cache_sizes")()
+    fail_unless(isinstance(theirs, dict), "cache_sizes must return a dict", yours=theirs)
+    if not root.is_dir():
+        return
+    expected = {}
+    for index in root.glob("index*"):
+        if (index / "type").read_text().strip() == "Instruction":
+            continue
+        size = (index / "size").read_text().strip()
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(size[-1], 1)
+        expected[f"L{int((index / 'level').read_text())}"] = int(size.rstrip("KMG")) * scale
+    fail_unless(theirs == expected, "cache sizes differ from /sys", yours=theirs,
+                expected=expected, hint="sizes like '48K' are KiB; skip Instruction caches")
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 3
+# ---------------------------------------------------------------------------------------
+
+POLICIES = ("nothing_saveable", "dots_saveable", "everything_saveable")
+
+
+def remat_workload(ctx):
+    rng = ctx.rng("remat")
+    depth, width = 3, int(rng.integers(40, 72)) * 2 + 1
+    hidden, batch = 4 * width, int(rng.integers(100, 160)) | 1
+    keys = jax.random.split(jax.random.key(int(rng.integers(0, 2**31))), 2 * depth + 1)
+    params = [{"w1": jax.random.normal(keys[2 * i], (width, hidden)) / math.sqrt(width),
+               "w2": jax.random.normal(keys[2 * i + 1], (hidden, width)) / math.sqrt(hidden)}
+              for i in range(depth)]
+    x = jax.random.normal(keys[-1], (batch, width), jnp.float32)
+    return params, x, (depth, width, hidden, batch)
+
+
+def reference_loss(params, x):
+    for p in params:
+        x = x + jax.nn.gelu(x @ p["w1"]) @ p["w2"]
+    return jnp.mean(x**2)
+
+
+def residual_bytes(fn, *args) -> int:
+    from jax._src.ad_checkpoint import saved_residuals
+    return sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize
+               for a, origin in saved_residuals(fn, *args)
+               if not origin.startswith("from the argument"))
+
+
+@checker.check(3, "grads_equal_before_timing")
+def _(impl, ctx):
+    loss_and_grads = get_function(impl, "loss_and_grads")
+    params, x, _ = remat_workload(ctx)
+    ref_loss, ref_grads = jax.value_and_grad(reference_loss)(params, x)
+    for policy in (None, *POLICIES):
+        loss, grads = loss_and_grads(params, x, policy)
+        fail_unless(np.allclose(np.asarray(loss, dtype=np.float64), float(ref_loss),
+                                rtol=1e-5), f"loss with policy={policy} differs",
+                    yours=loss, expected=float(ref_loss))
+        ref_leaves, ref_tree = jax.tree.flatten(ref_grads)
+        leaves, tree = jax.tree.flatten(grads)
+        fail_unless(tree == ref_tree, f"gradient pytree with policy={policy} is shaped "
+                    "unlike params", yours=str(tree)[:120], expected=str(ref_tree)[:120])
+        for got, want in zip(leaves, ref_leaves):
+            got = np.asarray(got)
+            fail_unless(got.shape == want.shape and
+                        np.allclose(got, np.asarray(want), rtol=1e-5, atol=1e-7),
+                        f"gradients with policy={policy} differ from the checker's",
+                        yours=got, expected=np.asarray(want),
+                        hint="remat must change memory, never the numbers")
+
+
+@checker.check(3, "remat_really_applied")
+def _(impl, ctx):
+    block_loss = get_function(impl, "block_loss")
+    params, x, _ = remat_workload(ctx)
+
+    def remat_count(policy):
+        jaxpr = jax.make_jaxpr(lambda p, x: block_loss(p, x, policy))(params, x)
+
+        def count(jp):
+            n = 0
+            for eqn in jp.eqns:
+                n += eqn.primitive.name in ("remat2", "checkpoint")
+                for value in eqn.params.values():
+                    for sub in value if isinstance(value, (list, tuple)) else [value]:
+                        sub = getattr(sub, "jaxpr", sub)  # ClosedJaxpr -> Jaxpr
+                        if hasattr(sub, "eqns"):
+                            n += count(sub)
+            return n
+        return count(jaxpr.jaxpr)
+
+    fail_unless(remat_count(None) == 0, "policy=None must not rematerialise",
+                yours=remat_count(None), expected=0)
+    for policy in POLICIES:
+        n = remat_count(policy)
+        fail_unless(n >= len(params), f"policy={policy!r} does not wrap each block in "
+                    "jax.checkpoint", yours=f"{n} checkpoint regions",
+                    expected=f"at least {len(params)} (one per block)",
+                    hint="step = jax.checkpoint(block, policy=getattr("
+                    "jax.checkpoint_policies, policy))")
+
+
+@checker.check(3, "remat_saves_residuals_and_temp")
+def _(impl, ctx):
+    saved = get_function(impl, "saved_residual_bytes")
+    temp = get_function(impl, "compiler_temp_bytes")
+    block_loss = get_function(impl, "block_loss")
+    params, x, _ = remat_workload(ctx)
+    for policy in (None, "nothing_saveable"):
+        expected = residual_bytes(lambda p, x: block_loss(p, x, policy), params, x)
+        yours = saved(params, x, policy)
+        fail_unless(as_float(yours, "saved bytes") == expected,
+                    f"saved residual bytes with policy={policy} differ from the checker's",
+                    yours=yours, expected=expected,
+                    hint="sum shape x itemsize over saved_residuals, skipping entries "
+                    "'from the argument' (params and inputs are kept anyway)")
+    fail_unless(saved(params, x, "nothing_saveable") < saved(params, x, None),
+                "remat did not reduce saved residuals", hint="wrap each block")
+    compiled = {}
+    for policy in (None, "nothing_saveable"):
+        fn = jax.jit(lambda p, x: jax.value_and_grad(block_loss)(p, x, policy))
+        compiled[policy] = fn.lower(params, x).compile().memory_analysis().temp_size_in_bytes
+        yours = temp(params, x, policy)
+        fail_unless(as_float(yours, "temp bytes") == compiled[policy],
+                    f"compiler temp bytes with policy={policy} differ",
+                    yours=yours, expected=compiled[policy],
+                    hint="jax.jit(...).lower(...).compile().memory_analysis()"
+                    ".temp_size_in_bytes")
+    fail_unless(compiled["nothing_saveable"] < compiled[None],
+                "the compiler does not expect less temporary memory with remat",
+                yours=compiled, expected="nothing_saveable < None")
+
+
+@checker.check(3, "peak_memory_from_fresh_process")
+def _(impl, ctx):
+    peak = get_function(impl, "peak_rss_fresh_process")
+    _, _, (depth, width, hidden, batch) = remat_workload(ctx)
+    result = require_keys(peak(depth, width, hidden, batch, "nothing_saveable"),
+                          ("vmhwm_bytes", "pid"), "peak_rss_fresh_process")
+    fail_unless(result["pid"] != os.getpid(), "peak memory was read in the checker's own "
+                "process", yours=result["pid"], expected="another process's pid",
+                hint="a fresh subprocess: this process's high-water mark holds everything "
+                "that ran before")
+    hwm = as_float(result["vmhwm_bytes"], "vmhwm_bytes")
+    fail_unless(hwm > 50 * 2**20, "the peak is too small to include the JAX runtime",
+                yours=hwm, expected="> 50 MiB (VmHWM from /proc/self/status, in bytes)",
+                hint="VmHWM is in kB in /proc/self/status: multiply by 1024")
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 4
+# ---------------------------------------------------------------------------------------
+
+def run_record(rng, median_s, spread, n=30, **overrides):
+    record = {"label": "", "boundary": "train_step", "sync": "block_until_ready",
+              "warmup": 2, "iters": n, "first_call_s": median_s * 20,
+              "samples_s": list(np.exp(rng.normal(np.log(median_s), spread, n))),
+              "compiles_first_call": 1, "compiles_warmed": 0, "shapes": [[256, 512]],
+              "dtypes": ["float32"], "output_ok": True, "backend": "cpu",
+              "trace": "", "region": "train_step"}
+    record.update(overrides)
+    return record
+
+
+def reference_interval(before, after, n_boot=2000):
+    rng = np.random.default_rng(0)
+    b, a = np.asarray(before["samples_s"]), np.asarray(after["samples_s"])
+    ratios = (np.median(rng.choice(b, (n_boot, b.size)), axis=1) /
+              np.median(rng.choice(a, (n_boot, a.size)), axis=1))
+    return np.percentile(ratios, [2.5, 97.5])
+
+
+def decision_of(impl, before, after, ctx) -> str:
+    path = ctx.subdir("records")
+    (path / "before.json").write_text(json.dumps(before))
+    (path / "after.json").write_text(json.dumps(after))
+    load = get_function(impl, "load_run")
+    result = get_function(impl, "decide")(load(str(path / "before.json")),
+                                          load(str(path / "after.json")))
+    result = require_keys(result, ("decision", "reasons"), "decide")
+    fail_unless(result["decision"] in ("accept", "reject") and isinstance(result["reasons"],
+                                                                          list)
+                and result["reasons"], "decide must say accept or reject, with reasons",
+                yours=result, expected="{'decision': 'accept'|'reject', 'reasons': [...]}")
+    return result["decision"]
+
+
+@checker.check(4, "accepts_real_speedup")
+def _(impl, ctx):
+    rng = ctx.rng("real")
+    base = float(rng.uniform(5e-3, 2e-2))
+    before, after = run_record(rng, base, 0.08), run_record(rng, base / 2, 0.08)
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "accept", "a clear 2x speedup with correct output was rejected",
+                yours=got, expected="accept")
+
+
+@checker.check(4, "rejects_noise")
+def _(impl, ctx):
+    rng = ctx.rng("noise")
+    base = float(rng.uniform(5e-3, 2e-2))
+    for _ in range(20):  # draw until the case is noise by the checker's own criterion
+        before, after = run_record(rng, base, 0.3), run_record(rng, base, 0.3)
+        lo, _hi = reference_interval(before, after)
+        if lo < 1.0:
+            break
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "reject", "a noise-only difference was accepted", yours=got,
+                expected="reject", hint="accept only when the lower end of a bootstrap "
+                "interval on the ratio of medians clears 1 + a minimum gain")
+
+
+@checker.check(4, "rejects_faster_but_wrong")
+def _(impl, ctx):
+    rng = ctx.rng("wrong")
+    base = float(rng.uniform(5e-3, 2e-2))
+    before = run_record(rng, base, 0.05)
+    after = run_record(rng, base / 3, 0.05, output_ok=False)
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "reject", "a 3x faster run with a wrong output was accepted",
+                yours=got, expected="reject", hint="correctness comes before speed")
+
+
+@checker.check(4, "rejects_not_comparable")
+def _(impl, ctx):
+    rng = ctx.rng("comparable")
+    base = float(rng.uniform(5e-3, 2e-2))
+    before = run_record(rng, base, 0.05)
+    cases = {
+        "after timed without sync": run_record(rng, base / 1000, 0.05, sync="none"),
+        "after without its first call reported apart":
+            run_record(rng, base / 2, 0.05, first_call_s=None),
+        "after on another shape": run_record(rng, base / 2, 0.05, shapes=[[128, 512]]),
+    }
+    for name, after in cases.items():
+        got = decision_of(impl, before, after, ctx)
+        fail_unless(got == "reject", f"not comparable ({name}) but accepted", yours=got,
+                    expected="reject", hint="check comparability before comparing times")
+
+
+@checker.check(4, "amdahl_small_share")
+def _(impl, ctx):
+    predict = get_function(impl, "predict_step_speedup")
+    rng = ctx.rng("amdahl")
+    for _ in range(5):
+        share, speedup = float(rng.uniform(0.01, 0.99)), float(rng.uniform(1.1, 10))
+        expected = 1 / ((1 - share) + share / speedup)
+        got = as_float(predict(share, speedup), "predicted speedup")
+        fail_unless(math.isclose(got, expected, rel_tol=1e-9),
+                    f"step speedup for share={share:.3f}, kernel {speedup:.2f}x",
+                    yours=got, expected=expected, hint="Amdahl: 1/((1-s) + s/k)")
+    # The kernel got 2x faster, but it is a 5% share: the step gains about 2.6%.
+    base = float(rng.uniform(5e-3, 2e-2))
+    before = run_record(rng, base, 0.01)
+    after = run_record(rng, base / predict(0.05, 2.0), 0.01)
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "reject", "a 2.6% step gain (2x kernel, 5% share) was accepted as "
+                "a real improvement", yours=got, expected="reject",
+                hint="require a minimum gain (for example 5%) as well as a clear interval")
+
+
+if __name__ == "__main__":
+    sys.exit(checker.main())
