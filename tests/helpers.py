@@ -1,0 +1,52 @@
+"""Test helpers shared by every test file: run a checker in a real subprocess, and
+plant a bug in a copy of a reference solution."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def solution(project: str) -> Path:
+    return ROOT / "projects" / project / "solution" / "model.py"
+
+
+def starter(project: str) -> Path:
+    return ROOT / "projects" / project / "starter" / "model.py"
+
+
+def run_checker(project: str, impl: Path, stage: str = "all", *, seed: int | None = None,
+                timeout: float = 900, env: dict | None = None, tmp: Path | None = None) -> dict:
+    """Run ``projects/<project>/tests/check.py`` exactly as a learner would, in its own
+    process. Returns {"returncode", "stdout", "stderr", "json", "status": {check_id: status}}."""
+    out = Path(tmp or os.environ.get("TMPDIR", "/tmp")) / f"check-{os.getpid()}-{id(impl)}.json"
+    cmd = [sys.executable, str(ROOT / "projects" / project / "tests" / "check.py"),
+           "--stage", str(stage), "--impl", str(impl), "--json", str(out)]
+    if seed is not None:
+        cmd += ["--seed", str(seed)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, cwd=ROOT)
+    data = json.loads(out.read_text()) if out.exists() else None
+    if out.exists():
+        out.unlink()
+    status = {r["check_id"]: r["status"] for r in data["results"]} if data else {}
+    return {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr,
+            "json": data, "status": status}
+
+
+def plant(tmp_path: Path, project: str, name: str, replacements: list[tuple[str, str]]) -> Path:
+    """A copy of the project's solution with each ``old`` replaced by ``new``. Each
+    ``old`` must occur exactly once, so a planted bug cannot silently stop planting."""
+    text = solution(project).read_text()
+    for old, new in replacements:
+        count = text.count(old)
+        assert count == 1, f"planted bug {name!r}: {old!r} occurs {count} times"
+        text = text.replace(old, new)
+    path = tmp_path / f"{project}-{name}.py"
+    path.write_text(text)
+    return path
