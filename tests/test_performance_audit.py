@@ -1,0 +1,148 @@
+"""performance-audit's checker tells right from wrong: the reference passes every stage
+(three times in a row with the other core busy), the starter fails every stage with its
+stage hint, and each planted bug fails the check aimed at it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from helpers import plant, run_checker, solution, starter
+
+PROJECT = "performance-audit"
+CHECKS_PER_STAGE = {1: 7, 2: 6, 3: 4, 4: 5}
+
+
+@pytest.fixture
+def busy_core():
+    """Keep one core spinning, as on a loaded 2-core CI machine."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    yield
+    spinner.kill()
+    spinner.wait()
+
+
+@pytest.mark.slow
+def test_reference_passes_every_stage_three_times_with_a_busy_core(busy_core, tmp_path):
+    for attempt in range(3):
+        result = run_checker(PROJECT, solution(PROJECT), "all", tmp=tmp_path)
+        failed = {k: v for k, v in result["status"].items() if v != "pass"}
+        assert result["returncode"] == 0 and not failed, (attempt, failed, result["stdout"])
+        assert len(result["status"]) == sum(CHECKS_PER_STAGE.values())
+        assert result["stdout"].strip().splitlines()[-1] == \
+            f"{sum(CHECKS_PER_STAGE.values())} passed, 0 failed"
+
+
+def test_starter_fails_each_stage_with_its_hint(tmp_path):
+    result = run_checker(PROJECT, starter(PROJECT), "all", tmp=tmp_path)
+    assert result["returncode"] == 1
+    for r in result["json"]["results"]:
+        assert r["status"] == "not-implemented", r
+        assert f"stage {r['stage']}" in r["message"], r
+    assert "Traceback" not in result["stdout"] + result["stderr"]
+    assert result["stdout"].strip().splitlines()[-1] == \
+        f"0 passed, {sum(CHECKS_PER_STAGE.values())} failed"
+
+
+PLANTED = {
+    "unsynchronised_timer": (1, "warm_median_is_device_time", [
+        ("            return jax.block_until_ready(out)\n", "            return out\n")]),
+    "compile_in_warmed_samples": (1, "first_call_reported_apart", [
+        ("""        start = time.perf_counter()
+        out = wait(fn(*args))
+        first_call_s = time.perf_counter() - start
+""", """        out = None
+"""),
+        ("""                samples.append(time.perf_counter() - start)
+""", """                samples.append(time.perf_counter() - start)
+        first_call_s = samples[0]
+""")]),
+    "mean_instead_of_raw_samples": (1, "raw_samples_kept", [
+        ('"samples_s": samples,', '"samples_s": [sum(samples) / len(samples)] * len(samples),')]),
+    "parser_sums_nested_events": (2, "region_summary_matches_checker", [
+        ('            covered_until = e["ts"] + e["dur"]\n', "            pass\n")]),
+    "wrong_memory_level": (2, "roofline_bound_and_memory_level", [
+        ('    level = "DRAM"\n', '    level = "L3"\n')]),
+    "remat_not_applied": (3, "remat_really_applied", [
+        ("step = jax.checkpoint(block, policy=getattr(jax.checkpoint_policies, policy))",
+         "step = block")]),
+    "decision_accepts_noise": (4, "rejects_noise", [
+        ("    if lo > 1.0 + min_gain:\n", "    if ratio > 1.0:\n")]),
+    "decision_ignores_wrong_output": (4, "rejects_faster_but_wrong", [
+        ('        if run.get("output_ok") is not True:\n', '        if False:\n'),
+        ('        if m.get("output_ok") is False:\n', '        if False:\n')]),
+    "always_equal_object": (2, "cost_by_hand_and_compiler", [
+        ('    return {"flops": 2 * m * k * n, "bytes": (m * k + k * n + m * n) * itemsize}',
+         '    class Same:\n        __eq__ = lambda self, other: True\n'
+         '    return {"flops": Same(), "bytes": Same()}')]),
+}
+
+
+@pytest.mark.parametrize("bug", sorted(PLANTED))
+def test_planted_bug_fails_the_right_check(bug, tmp_path):
+    stage, check_id, replacements = PLANTED[bug]
+    impl = plant(tmp_path, PROJECT, bug, replacements)
+    result = run_checker(PROJECT, impl, str(stage), tmp=tmp_path)
+    assert result["returncode"] == 1, result["stdout"]
+    assert result["status"][check_id] == "fail", (result["status"], result["stdout"])
+    assert f"FAIL stage {stage} · {check_id}" in result["stdout"]
+
+
+def test_syntax_error_names_file_and_line(tmp_path):
+    impl = tmp_path / "model.py"
+    text = solution(PROJECT).read_text().splitlines() + ["def broken(:"]
+    impl.write_text("\n".join(text))
+    result = run_checker(PROJECT, impl, "4", tmp=tmp_path)
+    assert result["returncode"] == 1
+    assert f"model.py, line {len(text)}: syntax error" in result["stdout"]
+    assert "Traceback" not in result["stdout"] + result["stderr"]
+    assert all(s == "error" for s in result["status"].values())
+
+
+def test_missing_function_is_named(tmp_path):
+    impl = plant(tmp_path, PROJECT, "missing", [("def decide(", "def decide_renamed(")])
+    result = run_checker(PROJECT, impl, "4", tmp=tmp_path)
+    assert "function `decide` is missing" in result["stdout"]
+    assert result["status"]["accepts_real_speedup"] == "error"
+    assert "Traceback" not in result["stdout"] + result["stderr"]
+
+
+def test_exception_at_import_is_named(tmp_path):
+    impl = tmp_path / "model.py"
+    impl.write_text("import numpy\nx = 1 / 0\n")
+    result = run_checker(PROJECT, impl, "4", tmp=tmp_path)
+    assert "model.py, line 2, in <module>: ZeroDivisionError while importing" in result["stdout"]
+
+
+def test_missing_file_and_bad_stage(tmp_path):
+    result = run_checker(PROJECT, tmp_path / "nope.py", "4", tmp=tmp_path)
+    assert result["returncode"] == 1 and "no file at" in result["stdout"]
+    bad = subprocess.run([sys.executable, f"projects/{PROJECT}/tests/check.py", "--stage", "9",
+                          "--impl", str(solution(PROJECT))], capture_output=True, text=True,
+                         cwd=solution(PROJECT).parents[3])
+    assert bad.returncode == 2 and "--stage must be one of" in bad.stderr
+
+
+def test_json_result_carries_what_the_grader_reads(tmp_path):
+    result = run_checker(PROJECT, solution(PROJECT), "4", seed=1234, tmp=tmp_path)
+    data = result["json"]
+    assert data["seed"] == 1234 and data["stages"] == [4] and data["project"] == PROJECT
+    assert {"jax", "jaxlib", "backend", "python"} <= set(data["versions"])
+    for r in data["results"]:
+        assert {"stage", "check_id", "status", "points", "max_points", "message",
+                "duration_s"} <= set(r)
+
+
+def test_starters_are_generated_from_solutions():
+    from coursekit.starters import main
+    assert main(["--check"]) == 0, "run `make starters` (python -m coursekit.starters)"
+
+
+def test_seed_changes_inputs_but_not_the_verdict(tmp_path):
+    results = [run_checker(PROJECT, solution(PROJECT), "4", seed=s, tmp=tmp_path)
+               for s in (1, 2)]
+    assert all(r["returncode"] == 0 for r in results)
+    assert os.environ.get("COURSE_CHECK_SEED") is None  # the learner never sets the seed
