@@ -3,6 +3,7 @@
 #   make test     the test suite (what CI runs)
 #   make lab      JupyterLab on localhost with the course kernel
 #   make bench    benchmark figures, printed as ratios measured side by side
+#   make portfolio  your route map and benchmark report from your own records
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -11,7 +12,7 @@ STAMP := $(VENV)/.installed
 BUILD := build
 PYTEST_ARGS ?=
 
-.PHONY: setup course test lab bench starters clean help
+.PHONY: setup course test lab bench starters portfolio clean help
 help:
 	@sed -n '1,6p' Makefile
 
@@ -44,6 +45,9 @@ lab: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m coursekit.bench --out $(BUILD)/bench
+
+portfolio: $(STAMP)
+	$(PY) -m coursekit.portfolio --records $(BUILD)/learner --out $(BUILD)/portfolio
 
 starters: $(STAMP)
 	$(PY) -m coursekit.starters
