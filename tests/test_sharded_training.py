@@ -1,0 +1,260 @@
+"""sharded-training: the checker passes the reference, fails the starter at every stage,
+and fails each planted bug at the check meant to catch it; the multi-process launcher
+ends a run whose learner code raises or hangs in one process, with a named error; the
+stage-4 record is one performance-audit's decision reads.
+
+Checker runs are real subprocesses (tests/helpers.run_checker). Planted bugs run only the
+checks they target (COURSE_CHECK_ONLY) to keep the suite's time down."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from helpers import ROOT, plant, run_checker, solution, starter
+
+PROJECT = "sharded-training"
+STAGES = {1: ["mesh_over_devices", "explicit_shardings", "state_replicated_batch_split",
+              "init_state_matches", "placement_report_matches",
+              "step_matches_single_device", "compiled_step_has_all_reduce",
+              "mixed_meshes_reported"],
+          2: ["valid_counts_per_shard", "uses_shard_map", "equal_counts_not_8x",
+              "unequal_counts_weighted", "empty_shard_handled"],
+          3: ["state_roundtrip", "uninterrupted_run_trains", "resume_after_sigkill_bitwise",
+              "kill_during_save_falls_back", "restore_on_other_device_count",
+              "distributed_timeouts_set", "two_processes_match_one"],
+          4: ["record_is_valid", "compile_apart_and_calls", "samples_are_synchronised",
+              "trace_holds_region", "wrong_output_refused"]}
+ALL = [c for ids in STAGES.values() for c in ids]
+
+# Planted bugs: each replaces reference code with a tempting mistake.
+MEAN_OF_MEANS = [(
+    """        loss_sum, g = jax.value_and_grad(classifier.loss_sum)(p, x, y, m)
+        total = jax.lax.psum(jnp.sum(m), AXIS)
+        loss = jax.lax.psum(loss_sum, AXIS) / total
+        return loss, jax.tree.map(lambda a: a / total, g)""",
+    """        p = jax.tree.map(lambda a: jax.lax.pcast(a, AXIS, to="varying"), p)
+        loss, g = jax.value_and_grad(classifier.loss)(p, x, y, m)
+        return jax.lax.pmean(loss, AXIS), jax.lax.pmean(g, AXIS)""")]
+PMEAN_AFTER_GRAD = [(
+    """        loss_sum, g = jax.value_and_grad(classifier.loss_sum)(p, x, y, m)
+        total = jax.lax.psum(jnp.sum(m), AXIS)
+        loss = jax.lax.psum(loss_sum, AXIS) / total
+        return loss, jax.tree.map(lambda a: a / total, g)""",
+    """        loss, g = jax.value_and_grad(classifier.loss)(p, x, y, m)
+        return jax.lax.pmean(loss, AXIS), jax.lax.pmean(g, AXIS)""")]
+RESTORE = "    return manager.restore(step, args=ocp.args.StandardRestore(target))"
+KEY_NOT_RESTORED = [(RESTORE, """    restored = manager.restore(step, args=ocp.args.StandardRestore(target))
+    restored["key"] = like["key"]  # planted: the key starts over from the seed
+    return restored""")]
+DATA_POS_NOT_RESTORED = [(RESTORE, """    restored = manager.restore(step, args=ocp.args.StandardRestore(target))
+    restored["data_pos"] = like["data_pos"]  # planted: the data order starts over
+    return restored""")]
+TRAIN_START = "    data = make_data(config)\n    step_fn = make_train_step("
+RAISE_IN_PROCESS_1 = [(TRAIN_START, """    if jax.process_index() == 1:
+        raise RuntimeError("planted failure in process 1 only")
+""" + TRAIN_START)]
+HANG_IN_PROCESS_1 = [(TRAIN_START, """    if jax.process_index() == 1:
+        time.sleep(3600)  # planted hang in process 1 only
+""" + TRAIN_START)]
+
+
+def only(*checks: str) -> dict:
+    return {"COURSE_CHECK_ONLY": ",".join(checks)}
+
+
+def message(result: dict, check_id: str) -> str:
+    r = next(r for r in result["json"]["results"] if r["check_id"] == check_id)
+    return " ".join([r["message"], r["yours"], r["expected"], r["hint"]])
+
+
+@pytest.mark.slow
+def test_reference_passes_every_stage(tmp_path):
+    result = run_checker(PROJECT, solution(PROJECT), "all", tmp=tmp_path)
+    assert result["status"] == {c: "pass" for c in ALL}, result["stdout"][-3000:]
+    assert result["returncode"] == 0
+
+
+@pytest.mark.slow
+def test_starter_fails_every_stage_without_crashing(tmp_path):
+    result = run_checker(PROJECT, starter(PROJECT), "all", tmp=tmp_path)
+    assert result["returncode"] == 1
+    assert sorted(result["status"]) == sorted(ALL), result["stdout"][-3000:]
+    assert all(s == "not-implemented" for s in result["status"].values()), result["status"]
+    assert "Traceback" not in result["stdout"]
+    assert "not yet: stage 1: make_mesh" in result["stdout"]
+    assert "not yet: stage 4: profile_train_step" in result["stdout"]
+
+
+@pytest.mark.slow
+def test_mean_of_means_fails_unequal_counts(tmp_path):
+    impl = plant(tmp_path, PROJECT, "mean-of-means", MEAN_OF_MEANS)
+    result = run_checker(PROJECT, impl, "2", tmp=tmp_path,
+                         env=only("equal_counts_not_8x", "unequal_counts_weighted",
+                                  "empty_shard_handled"))
+    status = result["status"]
+    # With equal counts the mean of means *is* the global mean: only unequal ones show it.
+    assert status["equal_counts_not_8x"] == "pass", result["stdout"]
+    assert status["unequal_counts_weighted"] == "fail", result["stdout"]
+    assert "mean of per-shard means" in message(result, "unequal_counts_weighted")
+    assert status["empty_shard_handled"] == "fail"
+    assert "NaN" in message(result, "empty_shard_handled")
+
+
+@pytest.mark.slow
+def test_pmean_after_grad_is_8x(tmp_path):
+    impl = plant(tmp_path, PROJECT, "pmean-after-grad", PMEAN_AFTER_GRAD)
+    result = run_checker(PROJECT, impl, "2", tmp=tmp_path,
+                         env=only("equal_counts_not_8x", "uses_shard_map"))
+    assert result["status"] == {"equal_counts_not_8x": "fail", "uses_shard_map": "pass"}, \
+        result["stdout"]
+    assert "8x the true gradient" in message(result, "equal_counts_not_8x")
+
+
+@pytest.mark.slow
+def test_key_not_restored_fails_roundtrip_and_resume(tmp_path):
+    impl = plant(tmp_path, PROJECT, "key-not-restored", KEY_NOT_RESTORED)
+    result = run_checker(PROJECT, impl, "3", tmp=tmp_path,
+                         env=only("state_roundtrip", "resume_after_sigkill_bitwise"))
+    assert result["status"] == {"state_roundtrip": "fail",
+                                "resume_after_sigkill_bitwise": "fail"}, result["stdout"]
+    assert "restored key" in message(result, "state_roundtrip")
+    # The real SIGKILL + fresh-process run catches it too, bit for bit.
+    assert "not bitwise equal" in message(result, "resume_after_sigkill_bitwise")
+
+
+@pytest.mark.slow
+def test_data_pos_not_restored_fails_roundtrip(tmp_path):
+    impl = plant(tmp_path, PROJECT, "data-pos-not-restored", DATA_POS_NOT_RESTORED)
+    result = run_checker(PROJECT, impl, "3", tmp=tmp_path, env=only("state_roundtrip"))
+    assert result["status"] == {"state_roundtrip": "fail"}, result["stdout"]
+    assert "restored data_pos" in message(result, "state_roundtrip")
+    assert "data order" in message(result, "state_roundtrip")
+
+
+@pytest.mark.slow
+def test_exception_in_one_process_is_named(tmp_path):
+    impl = plant(tmp_path, PROJECT, "raise-in-process-1", RAISE_IN_PROCESS_1)
+    result = run_checker(PROJECT, impl, "3", tmp=tmp_path, timeout=400,
+                         env=only("uninterrupted_run_trains", "two_processes_match_one"))
+    assert result["status"] == {"uninterrupted_run_trains": "pass",
+                                "two_processes_match_one": "error"}, result["stdout"]
+    text = message(result, "two_processes_match_one")
+    assert "process 1 raised" in text and "planted failure in process 1 only" in text
+    assert "in train" in text  # names the learner's function
+
+
+@pytest.mark.slow
+def test_hang_in_one_process_is_stopped_and_named(tmp_path):
+    impl = plant(tmp_path, PROJECT, "hang-in-process-1", HANG_IN_PROCESS_1)
+    result = run_checker(PROJECT, impl, "3", tmp=tmp_path, timeout=400,
+                         env={**only("two_processes_match_one", "distributed_timeouts_set"),
+                              "COURSE_MP_LIMIT_S": "25"})
+    assert result["status"] == {"distributed_timeouts_set": "pass",
+                                "two_processes_match_one": "fail"}, result["stdout"]
+    assert "did not finish within 25 s" in message(result, "two_processes_match_one")
+
+
+# -- the process-group launcher on its own (no JAX: fast) --------------------------------
+
+def _script(tmp_path, name: str, body: str) -> list[str]:
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(body))
+    return [sys.executable, str(path)]
+
+
+def test_procgroup_stops_the_others_when_one_fails(tmp_path):
+    from coursekit import procgroup
+
+    wait = _script(tmp_path, "wait", "import time\ntime.sleep(120)\n")
+    boom = _script(tmp_path, "boom", "raise SystemExit('boom: learner error')\n")
+    procs = procgroup.run_group([wait, boom], tmp_path / "logs", timeout=60)
+    assert [p.status for p in procs] == ["stopped", "failed"]
+    text = procgroup.describe(procs, 60)
+    assert "process1 exited with status 1" in text and "boom: learner error" in text
+    assert "process0 was stopped because another process failed" in text
+    assert procs[0].duration_s < 30  # stopped at once, not after its 120 s sleep
+
+
+def test_procgroup_timeout_kills_whole_group(tmp_path):
+    from coursekit import procgroup
+
+    # The child starts a grandchild; both must go.
+    body = """
+        import subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        open(sys.argv[1], "w").write(str(child.pid))
+        time.sleep(120)
+    """
+    cmd = _script(tmp_path, "hang", body) + [str(tmp_path / "grandchild.pid")]
+    procs = procgroup.run_group([cmd], tmp_path / "logs", timeout=3)
+    assert procs[0].status == "timeout"
+    assert "did not finish within 3 s" in procgroup.describe(procs, 3)
+    grandchild = int((tmp_path / "grandchild.pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        for _ in range(50):
+            os.kill(grandchild, 0)
+            __import__("time").sleep(0.1)
+
+
+def test_free_port_is_bindable():
+    import socket
+
+    from coursekit import procgroup
+
+    port = procgroup.free_port()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
+
+
+# -- stage 4's record is what performance-audit stage 4 decides on ------------------------
+
+RECORD_SCRIPT = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import jax, optax
+from coursekit.learner import load_impl
+from coursekit.records import write_run_record
+st = load_impl(sys.argv[2])
+config = dict(st.DEFAULT_CONFIG, n_examples=256)
+mesh = st.make_mesh(1)
+state = st.init_state(config, mesh)
+batch = st.place_batch(st.batch_at(st.make_data(config), config, 0), mesh)
+step = st.make_train_step(st.make_optimizer(config), config["noise"])
+loss = float(jax.jit(step)(state, batch)[1])
+record = st.profile_train_step(step, state, batch, sys.argv[3], warmup=1, iters=6,
+                               trace_steps=2, expected_loss=loss)
+write_run_record(sys.argv[4], record)
+"""
+
+
+def test_stage4_record_feeds_performance_audit_decide(tmp_path):
+    from coursekit.learner import load_impl
+    from coursekit.records import read_run_record, validate_run_record
+
+    path = tmp_path / "run.json"
+    done = subprocess.run([sys.executable, "-c", RECORD_SCRIPT, str(ROOT),
+                           str(solution(PROJECT)), str(tmp_path / "trace"), str(path)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    record = read_run_record(path)
+    assert validate_run_record(record, check_trace=True) == []
+    assert record["fingerprint"]["devices"] == 1 and record["fingerprint"]["cpu"]
+
+    audit = load_impl(solution("performance-audit"))
+    loaded = audit.load_run(str(path))
+    same = audit.decide(loaded, loaded)
+    assert same["decision"] == "reject" and same["reasons"]  # no gain against itself
+    # Halved samples: the ratio is exactly 2 (whether the interval clears the bar
+    # depends on this machine's noise, so only the arithmetic is asserted).
+    faster = dict(loaded, samples_s=[s / 2 for s in loaded["samples_s"]])
+    better = audit.decide(loaded, faster)
+    assert better["ratio"] == pytest.approx(2.0) and better["reasons"], better
+    unsynced = dict(loaded, sync="none")
+    assert audit.decide(loaded, unsynced)["decision"] == "reject"
+    json.dumps(record)  # plain JSON all the way down
