@@ -1,0 +1,569 @@
+"""Notebook 00 · foundations (foundations project, stages 1-3) and provenance."""
+
+from coursekit.nbbuild import answer, code, md, notebook, parameters, solution, tests
+
+PROJECT = "foundations"
+
+
+def build():
+    return notebook(PROJECT, stages=[1, 2, 3],
+                    ci_parameters={"N_REG": 129, "STEPS": 60, "N_TRAIN": 512, "N_TEST": 257,
+                                   "CLASSIFIER_STEPS": 48, "TIMING_ITERS": 5},
+                    title="00 · Foundations", cells=[
+md("""
+# 00 · Foundations: a fit you can trust, a run you can repeat, a record you can read
+
+**Project:** foundations, stages 1-3. **You build** in `projects/foundations/starter/model.py`:
+`mse` (stage 1), `regression_grads` and `fit_regression` (stage 2), `train_classifier` and
+`reference_workload` (stage 3). The check cells run the grader's own
+`check.py --stage N`.
+
+Everything after this notebook measures something. A measurement is only worth keeping
+when the computation behind it is right (checked gradients), repeatable (the same key gives
+bitwise the same arrays, in a fresh process too) and recorded with where and how it ran
+(MLflow, failed runs included). The classifier you train in stage 3 is the course's
+reference workload: notebook 05 and the sharded-training project import the same
+`coursekit.classifier` module.
+
+Every time in this notebook is a **CPU figure** from this machine.
+"""),
+parameters("""
+# Parameters (papermill injects other values in CI; learners keep these).
+IMPL = "../projects/foundations/starter/model.py"  # the implementation under test
+N_REG = 512            # rows of the regression data
+D_REG = 8              # features of the regression data
+STEPS = 300            # SGD steps of the regression fit
+N_TRAIN = 2048         # classifier workload: training rows
+N_TEST = 512           # classifier workload: held-out rows
+CLASSIFIER_STEPS = 300 # classifier workload: SGD steps
+TIMING_ITERS = 20      # timed calls in the provenance section
+SEED = 0               # the one integer the whole workload derives from
+"""),
+code("""
+import random
+import tempfile
+import time
+
+import jax
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+import numpy as np
+
+from coursekit import classifier, provenance
+from coursekit.fresh import bitwise_differences, call_in_fresh_process, flatten
+from coursekit.notebook import compare_prediction, cpu_label, record_prediction, run_check
+from coursekit.notebook_guard import attempt, load_learner, need, not_yet
+from coursekit.timing import count_compiles, time_synced
+
+impl = load_learner(IMPL)
+LABEL = cpu_label()
+print(LABEL)
+print("implementation under test:", IMPL)
+"""),
+md("""
+## Check your starting point
+
+**Question.** You run `jax.random.normal(key, (3,))` twice with the *same* `key`, and
+`np.random.normal(size=3)` twice. Which pair of results is equal, and why? What follows for
+a training loop that draws a minibatch from `key` at every step without changing it?
+Write your answer in the cell below, then open the reasoning.
+"""),
+answer("starting_point_00", 1, """
+The two JAX draws are equal: a JAX key *is* the random state, and a function of the same
+key returns the same numbers. numpy's draws differ because `np.random` keeps hidden global
+state that every call advances. A loop that reuses one key draws the same minibatch at
+every step; it must split the key and use each subkey once.
+"""),
+md("""
+<details><summary>Reasoning (open after answering)</summary>
+
+`jax.random` functions are pure: the output depends only on the key and the shape. That
+is what makes a JAX program repeatable and safe to `jit`, `vmap` and shard: no hidden state
+changes behind your back. The price is that *you* thread the state: `k, sub =
+jax.random.split(k)` gives a new key to carry on and a subkey to spend once. numpy's
+legacy `np.random.*` functions and Python's `random` share one global generator per
+process: a result then depends on every draw that happened before it, including draws in
+code you did not write, and a fresh process starts from a different state unless something
+seeds it. The cell below shows both on this machine.
+</details>
+"""),
+code("""
+key = jax.random.key(42)
+jax_same = bool(np.array_equal(jax.random.normal(key, (3,)), jax.random.normal(key, (3,))))
+np_same = bool(np.array_equal(np.random.normal(size=3), np.random.normal(size=3)))
+k_a, k_b = jax.random.split(key)
+split_same = bool(np.array_equal(jax.random.normal(k_a, (3,)), jax.random.normal(k_b, (3,))))
+print(f"same JAX key twice   -> equal: {jax_same}")
+print(f"np.random twice      -> equal: {np_same}")
+print(f"two split subkeys    -> equal: {split_same}")
+"""),
+md("""
+## Build in stages · stage 1: the edit-check loop
+
+Every stage of every project works the same way: a function in your `model.py` raises
+`NotImplementedError`; the check cell runs the grader's command and says *not yet*; you
+edit the file and run the check cell again until it says PASS. Try the loop once on
+something small: open `projects/foundations/starter/model.py`, find `mse`, run the check
+cell below first (read the FAIL line and its hint), then write the one line and run it
+again. The checker draws random inputs of odd shapes and compares with its own float64
+computation, so a result that only looks right on one example does not pass.
+"""),
+code("""
+pred = jnp.array([1.0, 2.0, 4.0])
+target = jnp.array([1.0, 1.0, 1.0])
+hand = float(np.mean((np.asarray(pred) - np.asarray(target)) ** 2))
+yours = attempt(impl.mse, pred, target)
+with not_yet("mse on a small example"):
+    need(yours)
+    print(f"your mse: {float(yours):.4f}   by hand: {hand:.4f}")
+"""),
+code("""
+check1 = run_check("foundations", 1, IMPL)
+"""),
+md("""
+## Stage 2: a regression fit with checked gradients and explicit keys
+
+The data: `y = x @ w_true + b_true + noise`, all drawn from one key by the given
+`make_regression_data`. Your `regression_grads` is the gradient of the mean squared error
+written by hand: the kind of code (a custom VJP rule, a fused kernel's backward pass) that
+`jax.grad` cannot check for you. What can check it is a **finite difference**: nudge one
+parameter by `eps` either way and divide the change of the loss by `2 * eps`. Done in
+float64 on the same data, it is an independent reference.
+"""),
+code("""
+x_reg, y_reg, truth = impl.make_regression_data(jax.random.key(0), N_REG, D_REG)
+x64, y64 = np.asarray(x_reg, np.float64), np.asarray(y_reg, np.float64)
+probe = {"w": np.linspace(-1.0, 1.0, D_REG), "b": 0.5}
+
+def loss64(w, b):
+    return float(np.mean((x64 @ w + b - y64) ** 2))
+
+def central_difference(loss, w, b, eps, dtype=np.float64):
+    \"\"\"Gradient of loss(w, b) by central differences, every input cast to dtype.\"\"\"
+    w = np.asarray(w, dtype)
+    b = dtype(b)
+    eps = dtype(eps)
+    gw = np.zeros_like(w)
+    for i in range(w.size):
+        step = np.zeros_like(w)
+        step[i] = eps
+        gw[i] = (loss(w + step, b) - loss(w - step, b)) / (2 * eps)
+    gb = (loss(w, b + eps) - loss(w, b - eps)) / (2 * eps)
+    return np.append(gw, gb)
+
+fd64 = central_difference(loss64, probe["w"], probe["b"], 1e-6)
+grads = attempt(impl.regression_grads, {"w": jnp.asarray(probe["w"], jnp.float32),
+                                        "b": jnp.float32(probe["b"])}, x_reg, y_reg)
+with not_yet("your gradient against float64 finite differences"):
+    need(grads)
+    yours_vec = np.append(np.asarray(grads["w"], np.float64), float(grads["b"]))
+    grad_rel_error = np.linalg.norm(yours_vec - fd64) / np.linalg.norm(fd64)
+    print(f"relative error of your gradient vs float64 central differences: "
+          f"{grad_rel_error:.2e}  (the checker allows 1e-3)")
+"""),
+md("""
+Now the fit. `fit_regression` runs minibatch SGD and must thread its key: split once into
+an init key and a batch key, then at every step split the batch key again and spend the
+new subkey on that step's rows. The docstring gives the exact protocol, because the
+checker replays it and compares. Below, the fitted weights against the true ones, then
+the same call in a **fresh Python process** (another hash seed, other global seeds),
+compared bit for bit.
+"""),
+code("""
+fit_key = jax.random.key(1)
+fitted = attempt(impl.fit_regression, fit_key, x_reg, y_reg, steps=STEPS)
+with not_yet("fitted vs true weights") as fit_done:
+    need(fitted)
+    fit_loss = float(np.mean((x64 @ np.asarray(fitted["w"], np.float64)
+                              + float(fitted["b"]) - y64) ** 2))
+    fig, ax = plt.subplots(figsize=(4.2, 3.6))
+    ax.scatter(np.asarray(truth["w"]), np.asarray(fitted["w"]), label="weights w")
+    ax.scatter([float(truth["b"])], [float(fitted["b"])], marker="s", label="bias b")
+    lim = float(np.abs(np.asarray(truth["w"])).max()) * 1.2
+    ax.plot([-lim, lim], [-lim, lim], color="gray", lw=0.8, label="fitted = true")
+    ax.set_xlabel("true value")
+    ax.set_ylabel("fitted value")
+    ax.set_title(f"SGD fit after {STEPS} steps, full-data loss {fit_loss:.4f}\\n{LABEL}",
+                 fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    plt.show()
+"""),
+code("""
+with not_yet("rerun in a fresh process"):
+    need(fitted)
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = call_in_fresh_process(IMPL, "fit_regression", workdir=tmp,
+                                      arrays={"x": x_reg, "y": y_reg}, keys={"key": 1},
+                                      kwargs={"steps": STEPS}, global_seed=2024)
+    fresh_diffs = bitwise_differences(flatten(fitted), fresh)
+    print("fresh process, same key: bitwise identical" if not fresh_diffs
+          else f"fresh process differs: {fresh_diffs}")
+"""),
+code("""
+check2 = run_check("foundations", 2, IMPL)
+"""),
+md("""
+## Try a changed condition: finite differences in float32
+
+The reference above used float64. JAX computes in float32 by default, so why not take the
+finite differences in float32 too? Before you measure: **what relative error will float32
+central differences with `eps = 1e-3` have** against the float64 reference gradient?
+Write a number (for example `1e-6`); it is stored, then compared with the measurement.
+"""),
+solution("prediction_fd32", """
+PREDICTED_FD32_ERROR = None  # a number, e.g. 1e-6
+### BEGIN SOLUTION
+PREDICTED_FD32_ERROR = 1e-3
+### END SOLUTION
+"""),
+tests("prediction_fd32_present", 1, """
+record_prediction("00_fd32_relative_error", PREDICTED_FD32_ERROR)
+assert isinstance(PREDICTED_FD32_ERROR, (int, float)), "write a number as your prediction"
+"""),
+code("""
+x32, y32 = np.asarray(x_reg, np.float32), np.asarray(y_reg, np.float32)
+xld, yld = x64.astype(np.longdouble), y64.astype(np.longdouble)
+
+def loss32(w, b):
+    return np.mean((x32 @ w + b - y32) ** 2, dtype=np.float32)
+
+def loss_ld(w, b):
+    return np.mean((xld @ w + b - yld) ** 2)
+
+# The reference for this experiment: central differences in extended precision
+# (np.longdouble). The loss is quadratic, so central differences carry no truncation
+# error at all; only rounding is left, and extended precision makes that tiny.
+fd_ref = central_difference(loss_ld, probe["w"], probe["b"], 1e-3, np.longdouble)
+
+def rel_error(g):
+    g, ref = np.asarray(g, np.longdouble), fd_ref
+    return float(np.sqrt(np.sum((g - ref) ** 2) / np.sum(ref ** 2)))
+
+eps_grid = np.logspace(-7, -1, 13)
+err32 = [rel_error(central_difference(loss32, probe["w"], probe["b"], e, np.float32))
+         for e in eps_grid]
+err64 = [rel_error(central_difference(loss64, probe["w"], probe["b"], e, np.float64))
+         for e in eps_grid]
+fd32_at_1e3 = rel_error(central_difference(loss32, probe["w"], probe["b"], 1e-3, np.float32))
+compare_prediction("00_fd32_relative_error", PREDICTED_FD32_ERROR, fd32_at_1e3)
+print(f"float64 at eps=1e-6 (the checker's setting): {rel_error(fd64):.1e}; "
+      f"float32 at the same eps: {err32[2]:.1e}")
+
+fig, ax = plt.subplots(figsize=(6, 3.6))
+ax.loglog(eps_grid, err32, "o-", label="float32 central differences")
+ax.loglog(eps_grid, err64, "s-", label="float64 central differences")
+ax.axhline(1e-3, color="gray", ls="--", lw=0.8, label="checker tolerance (1e-3)")
+ax.set_xlabel("step eps")
+ax.set_ylabel("relative error vs extended-precision reference")
+ax.set_title(f"Finite-difference gradient error of the regression loss vs step size\\n{LABEL}",
+             fontsize=9)
+ax.legend(fontsize=8)
+fig.tight_layout()
+plt.show()
+"""),
+md("""
+The error falls as the step grows: the two losses being subtracted agree in most of their
+digits, and the difference keeps only the rest, so a small step leaves mostly rounding
+noise divided by a small number. (This loss is quadratic, so a large step costs nothing
+here; on a curved loss central differences add an error that grows like `eps**2`, and the
+best step sits in between.) float64 lowers the rounding floor by about nine orders of
+magnitude, which is why the checker builds its reference in float64 and compares your
+float32 gradient with a tolerance, never bit for bit.
+"""),
+md("""
+## Stage 3: the reference workload, reproducible from one seed
+
+`coursekit.classifier` holds the course's workload: Gaussian blobs generated from a key
+(no download) and a one-hidden-layer MLP. Your `train_classifier` shuffles the training
+rows once per epoch with a fresh key and runs SGD; your `reference_workload(seed)` derives
+*every* key from one integer. The result must not care what anyone did to numpy's or
+Python's global generators: the cell below seeds them differently around two calls.
+"""),
+code("""
+def workload_under_global_seed(global_seed):
+    np.random.seed(global_seed)
+    random.seed(global_seed)
+    return impl.reference_workload(SEED, n_train=N_TRAIN, n_test=N_TEST,
+                                   steps=CLASSIFIER_STEPS)
+
+workload = attempt(workload_under_global_seed, 1)
+with not_yet("the reference workload") as workload_done:
+    need(workload)
+    again = workload_under_global_seed(2)
+    workload_diffs = bitwise_differences(flatten(workload), flatten(again))
+    print(f"train accuracy {workload['train_accuracy']:.3f}, "
+          f"test accuracy {workload['test_accuracy']:.3f} (seed {SEED})")
+    print("other global seeds: bitwise identical" if not workload_diffs
+          else f"other global seeds change the result: {workload_diffs[:2]}")
+"""),
+code("""
+with not_yet("the data and the held-out errors"):
+    need(workload)
+    k_data, _ = jax.random.split(jax.random.key(SEED))
+    x_all, y_all = classifier.make_dataset(k_data, N_TRAIN + N_TEST)
+    x_test, y_test = np.asarray(x_all[N_TRAIN:]), np.asarray(y_all[N_TRAIN:])
+    predicted = np.asarray(jnp.argmax(classifier.logits(workload["params"], x_test), axis=1))
+    centred = x_test - x_test.mean(axis=0)
+    _, _, vt = np.linalg.svd(centred, full_matrices=False)
+    pcs = centred @ vt[:2].T
+    fig, ax = plt.subplots(figsize=(5.2, 4))
+    for c in range(classifier.CLASSES):
+        rows = y_test == c
+        ax.scatter(pcs[rows, 0], pcs[rows, 1], s=8, alpha=0.6, label=f"class {c}")
+    wrong = predicted != y_test
+    ax.scatter(pcs[wrong, 0], pcs[wrong, 1], s=60, facecolors="none", edgecolors="black",
+               label=f"misclassified ({int(wrong.sum())})")
+    ax.set_xlabel("principal component 1 of the held-out features")
+    ax.set_ylabel("principal component 2")
+    ax.set_title(f"Held-out rows of the reference workload (seed {SEED})\\n{LABEL}", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    plt.show()
+"""),
+code("""
+check3 = run_check("foundations", 3, IMPL)
+"""),
+md("""
+## Diagnose a likely failure: the loss stalls and the seed stops mattering
+
+**Symptom.** An SGD fit settles at a full-data loss well above the noise level, and
+changing the data order barely changes the result. **What to check next**, in order:
+
+1. *Are consecutive minibatches different?* Print the rows of two steps.
+2. *Does another key change the result?* If not, something ignores the key.
+3. *Is the key split at every step?* One subkey spent twice gives the same draw twice.
+4. *Does the result survive a fresh process, and other global seeds?* If not, hidden
+   state decides it.
+
+The planted failure, reproduced: the batch key is split *once*, before the loop, and its
+subkey reused at every step, so every step trains on the same rows.
+"""),
+code("""
+def sq_loss(params, xb, yb):
+    return jnp.mean((impl.predict(params, xb) - yb) ** 2)
+
+def fit_reusing_key(key, x, y, steps, batch=32, lr=0.05):   # the planted failure
+    k_init, k_batches = jax.random.split(key)
+    params = impl.init_linear(k_init, x.shape[1])
+    k_batches, k_step = jax.random.split(k_batches)        # split once ...
+    seen = set()
+    for _ in range(steps):
+        rows = jax.random.randint(k_step, (batch,), 0, x.shape[0])  # ... spent every step
+        seen.update(np.asarray(rows).tolist())
+        g = jax.grad(sq_loss)(params, x[rows], y[rows])
+        params = jax.tree.map(lambda p, gi: p - lr * gi, params, g)
+    return params, seen
+
+reused, rows_seen = fit_reusing_key(fit_key, x_reg, y_reg, STEPS)
+reused_loss = float(sq_loss(reused, x_reg, y_reg))
+noise_floor = float(sq_loss(truth, x_reg, y_reg))
+print(f"distinct rows ever used: {len(rows_seen)} of {N_REG}")
+print(f"full-data loss with the reused key: {reused_loss:.4f}; "
+      f"true parameters (the noise level): {noise_floor:.4f}")
+"""),
+md("""
+The fix is the key protocol of `fit_regression`: split at every step and spend each
+subkey once. Write the smallest piece of it yourself: `step_keys(key, steps)` returns the
+list of `steps` subkeys a loop would spend, threading the key as `fit_regression` does
+(`key, sub = jax.random.split(key)` per step, collect `sub`).
+"""),
+solution("step_keys", """
+def step_keys(key, steps):
+    ### BEGIN SOLUTION
+    subkeys = []
+    for _ in range(steps):
+        key, sub = jax.random.split(key)
+        subkeys.append(sub)
+    return subkeys
+    ### END SOLUTION
+"""),
+tests("step_keys_tests", 2, """
+_keys = step_keys(jax.random.key(7), 5)
+assert len(_keys) == 5, f"expected 5 subkeys, got {len(_keys)}"
+_data = [tuple(np.asarray(jax.random.key_data(k)).ravel()) for k in _keys]
+assert len(set(_data)) == 5, "some steps got the same subkey: split at every step"
+_k, _first = jax.random.split(jax.random.key(7))
+assert _data[0] == tuple(np.asarray(jax.random.key_data(_first)).ravel()), \\
+    "the first subkey should be the second half of split(key)"
+### BEGIN HIDDEN TESTS
+_k = jax.random.key(11)
+_ref = []
+for _ in range(9):
+    _k, _s = jax.random.split(_k)
+    _ref.append(tuple(np.asarray(jax.random.key_data(_s)).ravel()))
+assert [tuple(np.asarray(jax.random.key_data(k)).ravel())
+        for k in step_keys(jax.random.key(11), 9)] == _ref
+### END HIDDEN TESTS
+"""),
+code("""
+with not_yet("the fixed fit against the planted failure") as diagnosis_done:
+    need(fitted)
+    fixed_loss = float(sq_loss(fitted, x_reg, y_reg))
+    print(f"full-data loss: reused key {reused_loss:.4f}, split per step (your "
+          f"fit_regression) {fixed_loss:.4f}, noise level {noise_floor:.4f}")
+    print(f"the reused key's loss is {reused_loss / fixed_loss:.1f}x the fixed one")
+"""),
+md("""
+## Provenance: every measurement recorded, failed runs included
+
+From here on every measurement goes to MLflow with its configuration (shapes, dtypes,
+backend and device, jax/jaxlib versions, XLA flags, CPU model, git commit), its summary
+metrics, its raw samples (an artifact) and its status. The store is
+`build/mlflow.db` unless `MLFLOW_TRACKING_URI` says otherwise; `make mlflow-ui` shows it in
+a browser on localhost. Below, a real measurement at two batch sizes: a jitted SGD step of
+the reference classifier, the first call (compile) timed apart, the output checked before
+any warmed sample, every sample kept.
+"""),
+code("""
+def sgd_update(p, x, y):
+    return jax.tree.map(lambda v, g: v - 0.3 * g, p, jax.grad(classifier.loss)(p, x, y))
+
+def measure_step(batch):
+    \"\"\"One recorded measurement of the jitted SGD step at this batch size.\"\"\"
+    k_data, k_init = jax.random.split(jax.random.key(SEED))
+    x, y = classifier.make_dataset(k_data, batch)
+    params = classifier.init_params(k_init)
+    config = {"workload": "classifier SGD step", "batch": batch, "x_shape": list(x.shape),
+              "dtype": str(x.dtype), "hidden": classifier.HIDDEN, "lr": 0.3}
+    with provenance.tracked_run(f"00 classifier step b{batch}", config) as run:
+        step = jax.jit(sgd_update)
+        with count_compiles() as compiles:             # 1. the first call, alone:
+            t0 = time.perf_counter()                   #    trace + compile + run
+            out = jax.block_until_ready(step(params, x, y))
+            first_call_s = time.perf_counter() - t0
+        reference = sgd_update(params, x, y)           # 2. its output, checked against
+        for name in out:                               #    op-by-op JAX before timing
+            if not np.allclose(out[name], reference[name], rtol=1e-5, atol=1e-6):
+                raise AssertionError(f"output check: jitted step differs in {name}")
+        timing = time_synced(step, params, x, y, warmup=2, iters=TIMING_ITERS)
+        run.log_metrics(first_call_s=first_call_s, compiles_first_call=compiles[0],
+                        median_s=timing.median_s, compiles_warmed=timing.compiles_warmed)
+        run.log_samples("step_s", timing.samples_s, unit="s")   # 3. every raw sample
+    print(f"batch {batch:4d}: first call {first_call_s * 1e3:7.1f} ms ({compiles[0]} "
+          f"compile), warmed median {timing.median_s * 1e3:.3f} ms over {TIMING_ITERS} "
+          f"samples, run {run.run_id[:8]}")
+    return run
+
+step_runs = {batch: measure_step(batch) for batch in (64, 256)}
+print(LABEL)
+"""),
+md("""
+A record is useful when it holds the runs that went wrong too. The course's own
+`output_check_demo` measures the classifier's logits in bfloat16 against a float32
+reference with a float32 tolerance: the output check fails *before* anything is timed, and
+the run is kept as FAILED. (`make course` records the same demo, and a run whose process
+was killed outright, which MLflow itself leaves RUNNING, reads back here as KILLED.)
+"""),
+code("""
+failed_demo = provenance.output_check_demo("bfloat16", n=255)
+print(f"{failed_demo['status']}: {failed_demo['error']}")
+"""),
+md("""
+An interrupted run is kept too. A process that raises records FAILED; Ctrl-C records
+KILLED; but a process killed outright (SIGKILL, the out-of-memory killer, a lost machine)
+never gets to say anything, and MLflow keeps its run RUNNING forever. The course records
+each run's process id, its start time and the host, so a RUNNING run whose process is gone
+reads back as KILLED. Reproduced for real: a child process opens a run and is SIGKILLed.
+"""),
+code("""
+import signal
+import subprocess
+import sys
+
+child = subprocess.Popen(
+    [sys.executable, "-c", "import time; from coursekit import provenance; "
+     "run = provenance.start_run('00 doomed child', {'what': 'SIGKILL demo'}); "
+     "print(run.run_id, flush=True); time.sleep(300)"],
+    stdout=subprocess.PIPE, text=True)
+try:
+    doomed_id = child.stdout.readline().strip()
+finally:
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=60)
+doomed = provenance.get_run(doomed_id)
+print(f"MLflow holds status {doomed['recorded_status']}; the course reads it as "
+      f"{doomed['status']} (process {doomed['tags']['course.pid']} is gone)")
+
+mlflow = provenance.configure()
+every_run = provenance.with_effective_status(
+    mlflow.search_runs(experiment_names=[provenance.EXPERIMENT]))
+print("runs in the record by status:",
+      every_run["course_status"].value_counts().to_dict())
+"""),
+md("""
+Comparing measurements is only honest between comparable configurations: the same shapes
+and dtypes, backend, device, versions, XLA flags and CPU. Each run carries a fingerprint
+of exactly those; MLflow's own `search_runs` filters on it. Runs of the batch-64 step from
+earlier executions of the notebook show up here; the batch-256 run, the bfloat16 run and
+other workloads do not, and `why_not_comparable` says why.
+"""),
+code("""
+run = step_runs[64]
+comparable = mlflow.search_runs(
+    experiment_names=[provenance.EXPERIMENT],
+    filter_string=(f"tags.`course.fingerprint` = '{run.fingerprint}' "
+                   "and attributes.status = 'FINISHED'"),
+    order_by=["attributes.start_time DESC"], max_results=10)
+print(f"batch 64: {len(comparable)} comparable run(s) of {len(every_run)} in the record "
+      "(at most the 10 newest shown)")
+fig, ax = plt.subplots(figsize=(6, 3.2))
+for i, row in enumerate(comparable.iloc[::-1].itertuples()):
+    ms = np.asarray(provenance.read_samples({"artifact_uri": row.artifact_uri}, "step_s")) * 1e3
+    ax.scatter(np.full(ms.size, i + 1), ms, s=12, alpha=0.6, color="tab:blue",
+               label="raw samples" if i == 0 else None)
+    ax.scatter([i + 1], [np.median(ms)], marker="_", s=400, color="black",
+               label="median" if i == 0 else None)
+ax.set_xticks(range(1, len(comparable) + 1))
+ax.set_xlabel("comparable run of the batch-64 step, oldest first")
+ax.set_ylabel("warmed step time (ms)")
+ax.set_ylim(bottom=0)
+ax.set_title(f"One configuration across executions of this notebook\\n{LABEL}", fontsize=9)
+ax.legend(fontsize=8)
+fig.tight_layout()
+plt.show()
+latest = provenance.get_run(run.run_id)
+for other in (provenance.get_run(step_runs[256].run_id), failed_demo):
+    print(f"not comparable with {other['name']!r}:",
+          "; ".join(provenance.why_not_comparable(latest, other)[:4]))
+"""),
+md("""
+## Decide what is ready
+
+The evidence of this notebook, computed from the cells above:
+"""),
+code("""
+evidence = {
+    "stage 1 checks passed": f"{check1['passed']} of {check1['passed'] + check1['failed']}",
+    "stage 2 checks passed": f"{check2['passed']} of {check2['passed'] + check2['failed']}",
+    "stage 3 checks passed": f"{check3['passed']} of {check3['passed'] + check3['failed']}",
+    "gradient vs float64 finite differences": (f"{grad_rel_error:.1e} relative"
+                                               if grads else "not yet"),
+    "fit rerun in a fresh process": ("bitwise identical" if fitted and not fresh_diffs
+                                     else "not yet" if not fitted else "DIFFERS"),
+    "workload under other global seeds": ("bitwise identical" if workload and
+                                          not workload_diffs else "not yet" if not workload
+                                          else "DIFFERS"),
+    "workload test accuracy": (f"{workload['test_accuracy']:.3f}" if workload
+                               else "not yet"),
+    "this notebook's measurement": f"{latest['status']} run {latest['run_id'][:8]}",
+}
+for k, v in evidence.items():
+    print(f"{k:42s} {v}")
+print(LABEL)
+"""),
+md("""
+**Your decision.** Write one accept/reject statement: *is the reference workload ready to be
+the baseline that every later measurement in the course is compared against?* Back it with
+the evidence above (checks, bitwise reruns, gradient agreement, the record), and name what
+it does not show.
+"""),
+answer("decision_00", 2, """
+Accept. All checks pass; the gradient agrees with float64 finite differences far inside
+the tolerance; the fit and the workload rerun bitwise in a fresh process and under other
+global seeds, so every result is a function of the seed alone; the measurement is in the
+record with its configuration, next to a deliberately failed run. It does not show speed
+on an accelerator: these are CPU figures from a shared 2-core machine, and only runs with
+the same fingerprint may be compared.
+"""),
+])

@@ -1,0 +1,190 @@
+"""foundations: the edit-check loop, a regression fit you can trust, a classifier you can rerun.
+
+Your code goes in this file; check it with
+
+    python projects/foundations/tests/check.py --stage N --impl THIS_FILE
+
+Stages (notebook 00 walks through each):
+  1. the edit-check loop           mse
+  2. a regression fit              regression_grads, fit_regression
+  3. a reproducible classifier     train_classifier, reference_workload
+
+Rules for every function here: randomness comes only from the ``key`` (or ``seed``) you
+are given, split with ``jax.random.split`` and never reused; no ``np.random``, no
+``random``, no clock. The same inputs must give bitwise the same arrays, in this process
+and in a fresh one.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from coursekit import classifier
+
+# ---------------------------------------------------------------------------------------
+# Stage 1: the edit-check loop
+# ---------------------------------------------------------------------------------------
+
+
+def mse(pred, target):
+    """Mean squared error: the mean over every element of ``(pred - target) ** 2``.
+
+    pred, target: arrays of the same shape (any rank, any size >= 1), float32.
+    Returns a float32 scalar array (shape ``()``); it must work under ``jax.jit``.
+    Done when the check agrees with its own float64 computation on random odd shapes.
+    Size hint: one line.
+    """
+    ### BEGIN SOLUTION stage 1: mse (one line of jnp)
+    return jnp.mean((pred - target) ** 2)
+    ### END SOLUTION
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 2: a regression fit with checked gradients and explicit PRNG keys
+# ---------------------------------------------------------------------------------------
+
+
+def make_regression_data(key, n: int = 256, d: int = 8, noise: float = 0.1):
+    """Given. y = x @ w_true + b_true + noise, everything drawn from ``key``.
+    Returns (x float32 (n, d), y float32 (n,), {"w": w_true (d,), "b": b_true ()})."""
+    k_w, k_b, k_x, k_noise = jax.random.split(key, 4)
+    w_true = jax.random.normal(k_w, (d,), jnp.float32)
+    b_true = jax.random.normal(k_b, (), jnp.float32)
+    x = jax.random.normal(k_x, (n, d), jnp.float32)
+    y = x @ w_true + b_true + noise * jax.random.normal(k_noise, (n,), jnp.float32)
+    return x, y, {"w": w_true, "b": b_true}
+
+
+def init_linear(key, d: int) -> dict:
+    """Given. {"w": float32 (d,) drawn from ``key`` / sqrt(d), "b": float32 0.0}."""
+    return {"w": jax.random.normal(key, (d,), jnp.float32) / jnp.sqrt(d),
+            "b": jnp.zeros((), jnp.float32)}
+
+
+def predict(params: dict, x):
+    """Given. (n, d) -> (n,)."""
+    return x @ params["w"] + params["b"]
+
+
+def regression_loss(params: dict, x, y):
+    """Given. ``mse(predict(params, x), y)``."""
+    return mse(predict(params, x), y)
+
+
+def regression_grads(params: dict, x, y) -> dict:
+    """The gradient of ``regression_loss`` with respect to ``params``, written by hand
+    (the closed form, as you would write a ``jax.custom_vjp`` rule), not with jax.grad.
+
+    params: {"w": float32 (d,), "b": float32 ()}; x float32 (n, d); y float32 (n,).
+    Returns {"w": float32 (d,), "b": float32 ()}.
+    Done when it agrees with the checker's float64 central finite differences of its own
+    loss (relative error below 1e-3) on random odd shapes. Size hint: 3 lines.
+    """
+    ### BEGIN SOLUTION stage 2: regression_grads (d/dw of mean((x @ w + b - y)^2))
+    residual = predict(params, x) - y
+    n = x.shape[0]
+    return {"w": 2.0 * (x.T @ residual) / n, "b": 2.0 * jnp.sum(residual) / n}
+    ### END SOLUTION
+
+
+def fit_regression(key, x, y, *, steps: int = 200, batch: int = 32, lr: float = 0.05) -> dict:
+    """Minibatch SGD on ``regression_loss`` with your ``regression_grads``.
+
+    The key protocol (the checker replays it exactly):
+      k_init, k_batches = jax.random.split(key)
+      params = init_linear(k_init, x.shape[1])
+      every step: split k_batches into (new k_batches, k_step), draw
+        rows = jax.random.randint(k_step, (batch,), 0, n), and update
+        params <- params - lr * regression_grads(params, x[rows], y[rows]).
+    A key used once is spent: reusing one for every step draws the same rows every time.
+
+    Returns {"w": float32 (d,), "b": float32 ()}.
+    Done when the result matches the checker's replay, a rerun in a fresh process gives
+    bitwise the same arrays, and global random state is neither read nor changed.
+    Size hint: 8 lines; jit the update step to keep it fast.
+    """
+    ### BEGIN SOLUTION stage 2: fit_regression (thread the key through every step)
+    k_init, k_batches = jax.random.split(key)
+    params = init_linear(k_init, x.shape[1])
+    n = x.shape[0]
+
+    @jax.jit
+    def step(params, k_step):
+        rows = jax.random.randint(k_step, (batch,), 0, n)
+        grads = regression_grads(params, x[rows], y[rows])
+        return jax.tree.map(lambda p, g: p - lr * g, params, grads)
+
+    for _ in range(steps):
+        k_batches, k_step = jax.random.split(k_batches)
+        params = step(params, k_step)
+    return params
+    ### END SOLUTION
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 3: the course's reference workload, reproducible from a seed
+# ---------------------------------------------------------------------------------------
+
+
+def train_classifier(key, x, y, *, classes: int = classifier.CLASSES, steps: int = 300,
+                     batch: int = 64, lr: float = 0.3) -> dict:
+    """Minibatch SGD on ``coursekit.classifier.loss``, shuffled once per epoch.
+
+    x float32 (n, features), y int32 (n,) in [0, classes).
+    The key protocol (the checker replays it exactly):
+      k_init, k_order = jax.random.split(key)
+      params = classifier.init_params(k_init, features=x.shape[1], classes=classes)
+      an epoch is n // batch steps; at the start of each epoch split k_order into
+        (new k_order, k_epoch) and take order = jax.random.permutation(k_epoch, n);
+      step j of the epoch uses rows order[j * batch:(j + 1) * batch] and updates
+        params <- params - lr * jax.grad(classifier.loss)(params, x[rows], y[rows]).
+    Returns the params dict of ``classifier.init_params`` (float32).
+    Done when it matches the checker's replay (a new order every epoch), reruns bitwise,
+    and leaves numpy's and Python's global random state alone. Size hint: 12 lines.
+    """
+    ### BEGIN SOLUTION stage 3: train_classifier (a fresh key per epoch's shuffle)
+    k_init, k_order = jax.random.split(key)
+    params = classifier.init_params(k_init, features=x.shape[1], classes=classes)
+    n = x.shape[0]
+    per_epoch = n // batch
+
+    @jax.jit
+    def step(params, rows):
+        grads = jax.grad(classifier.loss)(params, x[rows], y[rows])
+        return jax.tree.map(lambda p, g: p - lr * g, params, grads)
+
+    order = None
+    for i in range(steps):
+        j = i % per_epoch
+        if j == 0:
+            k_order, k_epoch = jax.random.split(k_order)
+            order = jax.random.permutation(k_epoch, n)
+        params = step(params, order[j * batch:(j + 1) * batch])
+    return params
+    ### END SOLUTION
+
+
+def reference_workload(seed: int, *, n_train: int = 2048, n_test: int = 512,
+                       steps: int = 300, batch: int = 64, lr: float = 0.3) -> dict:
+    """The course's reference workload, from one integer seed and nothing else.
+
+      key = jax.random.key(seed); k_data, k_train = jax.random.split(key)
+      x, y = classifier.make_dataset(k_data, n_train + n_test)   (no download)
+      the first n_train rows train (train_classifier with k_train), the rest test.
+
+    Returns {"params": the trained params, "train_accuracy": float,
+             "test_accuracy": float} (accuracies as plain Python floats in [0, 1]).
+    Done when the same seed gives bitwise the same params in a fresh process, another
+    seed gives others, and the test accuracy is what the checker measures from your
+    params and no worse than its own training. Size hint: 8 lines.
+    """
+    ### BEGIN SOLUTION stage 3: reference_workload (derive every key from the seed)
+    k_data, k_train = jax.random.split(jax.random.key(seed))
+    x, y = classifier.make_dataset(k_data, n_train + n_test)
+    params = train_classifier(k_train, x[:n_train], y[:n_train], steps=steps, batch=batch,
+                              lr=lr)
+    return {"params": params,
+            "train_accuracy": float(classifier.accuracy(params, x[:n_train], y[:n_train])),
+            "test_accuracy": float(classifier.accuracy(params, x[n_train:], y[n_train:]))}
+    ### END SOLUTION
