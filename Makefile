@@ -4,6 +4,7 @@
 #   make lab      JupyterLab on localhost with the course kernel
 #   make bench    benchmark figures, printed as ratios measured side by side
 #   make portfolio  your route map and benchmark report from your own records
+#   make mlflow-ui  the MLflow record of every run (failed ones too) on http://127.0.0.1:5000
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -12,9 +13,9 @@ STAMP := $(VENV)/.installed
 BUILD := build
 PYTEST_ARGS ?=
 
-.PHONY: setup course test lab bench starters portfolio clean help
+.PHONY: setup course test lab bench starters portfolio mlflow-ui clean help
 help:
-	@sed -n '1,6p' Makefile
+	@sed -n '1,8p' Makefile
 
 setup: $(STAMP)
 
@@ -48,6 +49,9 @@ bench: $(STAMP)
 
 portfolio: $(STAMP)
 	$(PY) -m coursekit.portfolio --records $(BUILD)/learner --out $(BUILD)/portfolio
+
+mlflow-ui: $(STAMP)
+	$(PY) -m coursekit.provenance ui
 
 starters: $(STAMP)
 	$(PY) -m coursekit.starters
