@@ -128,8 +128,8 @@ def print_project_table(rows: list[dict], learner: bool) -> None:
 # Part 2: notebooks
 # ---------------------------------------------------------------------------------------
 
-def discover_notebooks(only: str = "") -> list[Path]:
-    return [p for p in sorted(NOTEBOOKS.glob("*.ipynb")) if only in p.name]
+def discover_notebooks(only: str = "", folder: Path = NOTEBOOKS) -> list[Path]:
+    return [p for p in sorted(Path(folder).glob("*.ipynb")) if only in p.name]
 
 
 def ensure_kernel() -> None:
@@ -147,9 +147,10 @@ def course_metadata(nb) -> dict:
     return dict(nb.metadata.get("course", {}))
 
 
-def notebook_parameters(nb, *, ci: bool, learner: bool) -> dict:
+def notebook_parameters(nb, *, ci: bool, learner: bool, folder: Path = NOTEBOOKS) -> dict:
     """What papermill injects: IMPL for the notebook's project (solution, or starter for
-    the learner version) and, with ``ci``, the notebook's ``ci_parameters``."""
+    the learner version; relative to ``folder``, where the notebook runs) and, with ``ci``,
+    the notebook's ``ci_parameters``."""
     meta = course_metadata(nb)
     params = dict(meta.get("ci_parameters", {})) if ci else {}
     project = meta.get("project")
@@ -157,7 +158,7 @@ def notebook_parameters(nb, *, ci: bool, learner: bool) -> dict:
         which = "starter" if learner else "solution"
         impl = ROOT / "projects" / project / which / "model.py"
         if impl.is_file():
-            params["IMPL"] = os.path.relpath(impl, NOTEBOOKS)
+            params["IMPL"] = os.path.relpath(impl, folder)
     return params
 
 
@@ -211,7 +212,8 @@ def inspect_outputs(nb) -> dict:
     for index, cell in enumerate(nb.cells):
         for out in cell.get("outputs", []):
             if out.get("output_type") == "stream":
-                not_yet += sum(line.startswith("not yet:") for line in out.get("text", "").splitlines())
+                lines = out.get("text", "").splitlines()
+                not_yet += sum(line.startswith("not yet:") for line in lines)
             if out.get("output_type") != "error":
                 continue
             kind = nbgrader_kind(cell)
@@ -241,7 +243,7 @@ def run_notebook(path: Path, out: Path, *, ci: bool = False, learner: bool = Fal
     records.mkdir(parents=True)
     nb = nbformat.read(path, as_version=4)
     meta = course_metadata(nb)
-    params = notebook_parameters(nb, ci=ci, learner=learner)
+    params = notebook_parameters(nb, ci=ci, learner=learner, folder=path.parent)
     if learner:
         nb = learner_version(nb)
     kernel = nb.metadata.get("kernelspec", {}).get("name", KERNEL)
@@ -253,7 +255,7 @@ def run_notebook(path: Path, out: Path, *, ci: bool = False, learner: bool = Fal
     start = time.perf_counter()
     try:
         result = pm.execute_notebook(nb, str(executed), parameters=params, kernel_name=kernel,
-                                     cwd=str(NOTEBOOKS), progress_bar=False,
+                                     cwd=str(path.parent), progress_bar=False,
                                      log_output=False, execution_timeout=timeout)
     except pm.PapermillExecutionError as err:
         result = None
@@ -334,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="only notebooks and projects whose name contains this text")
     parser.add_argument("--no-projects", action="store_true", help="skip the project checks")
     parser.add_argument("--no-notebooks", action="store_true", help="skip the notebooks")
+    parser.add_argument("--notebooks", default=str(NOTEBOOKS),
+                        help="folder of notebooks to run (default: the course's notebooks/)")
     parser.add_argument("--timeout", type=float, default=900,
                         help="seconds allowed per notebook cell (default 900)")
     args = parser.parse_args(argv)
@@ -354,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         print_project_table(summary["projects"], args.learner)
 
     if not args.no_notebooks:
-        notebooks = discover_notebooks(args.only)
+        notebooks = discover_notebooks(args.only, Path(args.notebooks))
         if notebooks:
             ensure_kernel()
             import papermill  # noqa: F401 - imported once, before the clock of any notebook
