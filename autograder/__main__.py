@@ -1,0 +1,7 @@
+"""``python -m autograder ...``"""
+
+import sys
+
+from autograder.cli import main
+
+sys.exit(main())

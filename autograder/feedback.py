@@ -1,0 +1,146 @@
+"""Per-student feedback in Markdown and HTML, built from gradebook records.
+
+What a learner sees: per project stage its status, points, and for each check its id,
+status and the checker's message, yours/expected and hint (checks are public code; the
+hidden part is only the seed). Per notebook question its status and points; the error
+line of a visible test; for a hidden test only "a hidden check failed" (its code, its
+message and every cell output stay out). Sandbox refusals are named in plain words
+without the instructor's paths. Never: stdout/stderr tails, seeds, hidden test text.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+REASONS = {
+    "wall-clock": "it ran past the time limit and was stopped",
+    "cell-timeout": "a cell ran past its time limit and was stopped",
+    "memory-limit": "it used more memory than allowed and was stopped",
+    "memory-error": "it ran out of memory (MemoryError)",
+    "process-limit": "it started too many processes (a fork bomb?) and was stopped",
+    "output-limit": "it printed more output than allowed and was stopped",
+    "file-size-limit": "it wrote a file larger than allowed",
+    "read-outside": "it tried to read files outside its own folder (refused); the stage "
+                    "scores 0",
+    "write-outside": "it tried to write outside its own folder (refused); the stage "
+                     "scores 0",
+    "network": "it tried to use the network (refused); the stage scores 0",
+    "tamper-timing": "it replaced a timing function (time.perf_counter or "
+                     "jax.block_until_ready); the stage scores 0",
+    "kernel-died": "the notebook kernel died (a crash in your code?)",
+    "exit-before-results": "the process exited before the checks finished",
+    "missing-file": "the file was not in the submission",
+    "bad-submission": "the submission could not be unpacked",
+    "grader-error": "the grader failed on this item; your instructor has the details",
+    "grader-worker-died": "the grader failed on this item; your instructor has the details",
+}
+
+
+def _reason_text(record: dict) -> str:
+    reason = record.get("reason", "")
+    if reason.startswith("signal:"):
+        return f"the process crashed ({reason.split(':', 1)[1]})"
+    if reason == "learner-code":
+        return record.get("message", "")
+    return REASONS.get(reason, "")
+
+
+def _title(record: dict) -> str:
+    if record.get("kind") == "stage":
+        return f"{record['project']} · stage {record['stage']}: {record.get('title', '')}"
+    return record["item"]
+
+
+def sections(records: list[dict]) -> list[dict]:
+    """The learner-visible content, one section per item (shared by both formats)."""
+    out = []
+    for r in records:
+        sec = {"title": _title(r), "status": r["status"], "points": r["points"],
+               "max_points": r["max_points"], "why": _reason_text(r), "rows": [],
+               "notes": []}
+        for c in r.get("questions") or r.get("checks") or []:
+            row = {"id": c["id"], "status": c["status"], "points": c.get("points", 0.0),
+                   "max_points": c.get("max_points", 0.0), "details": []}
+            if c["status"] != "pass" and r["status"] not in ("missing",):
+                if c.get("hidden_failed"):
+                    row["details"].append("a hidden check failed")
+                elif c.get("message"):
+                    row["details"].append(c["message"])
+                for label in ("yours", "expected", "hint"):
+                    if c.get(label):
+                        row["details"].append(f"{label}: {c[label]}")
+            sec["rows"].append(row)
+        for gid in r.get("tampered", []):
+            sec["notes"].append(f"The test cell `{gid}` had been edited; it was restored "
+                                "from the original before grading.")
+        for gid in r.get("restored_missing", []):
+            sec["notes"].append(f"The cell `{gid}` was missing; it was put back before "
+                                "grading.")
+        if r.get("manual"):
+            sec["notes"].append("Graded by hand, not included here: " +
+                                ", ".join(r["manual"]) + ".")
+        out.append(sec)
+    return out
+
+
+def markdown(student: str, records: list[dict]) -> str:
+    total = sum(r["points"] for r in records)
+    top = sum(r["max_points"] for r in records)
+    lines = [f"# Feedback for {student}", "", f"**Total: {total:g} / {top:g} points**", ""]
+    for sec in sections(records):
+        lines += [f"## {sec['title']}", "",
+                  f"Status: **{sec['status']}**, {sec['points']:g} / {sec['max_points']:g} "
+                  "points" + (f" ({sec['why']})" if sec["why"] else ""), ""]
+        if sec["rows"]:
+            lines += ["| check | status | points |", "|---|---|---|"]
+            lines += [f"| {row['id']} | {row['status']} | {row['points']:g} / "
+                      f"{row['max_points']:g} |" for row in sec["rows"]]
+            lines.append("")
+            for row in sec["rows"]:
+                if row["details"]:
+                    lines.append(f"- **{row['id']}** ({row['status']})")
+                    lines += [f"    - {d}" for d in row["details"]]
+            lines.append("")
+        lines += [f"> {n}" for n in sec["notes"]] + ([""] if sec["notes"] else [])
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def html_page(student: str, records: list[dict]) -> str:
+    e = html.escape
+    total = sum(r["points"] for r in records)
+    top = sum(r["max_points"] for r in records)
+    parts = ["<!doctype html><html><head><meta charset='utf-8'>",
+             f"<title>Feedback for {e(student)}</title>",
+             "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}"
+             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em}"
+             ".pass{color:#060}.fail,.error,.timeout,.memory,.crash,.missing{color:#a00}"
+             "</style></head><body>",
+             f"<h1>Feedback for {e(student)}</h1>",
+             f"<p><b>Total: {total:g} / {top:g} points</b></p>"]
+    for sec in sections(records):
+        parts.append(f"<h2>{e(sec['title'])}</h2><p>Status: <b class='{e(sec['status'])}'>"
+                     f"{e(sec['status'])}</b>, {sec['points']:g} / {sec['max_points']:g} "
+                     "points" + (f" ({e(sec['why'])})" if sec["why"] else "") + "</p>")
+        if sec["rows"]:
+            parts.append("<table><tr><th>check</th><th>status</th><th>points</th>"
+                         "<th>details</th></tr>")
+            for row in sec["rows"]:
+                details = "<br>".join(e(d) for d in row["details"])
+                parts.append(f"<tr><td>{e(row['id'])}</td><td class='{e(row['status'])}'>"
+                             f"{e(row['status'])}</td><td>{row['points']:g} / "
+                             f"{row['max_points']:g}</td><td>{details}</td></tr>")
+            parts.append("</table>")
+        parts += [f"<p><i>{e(n)}</i></p>" for n in sec["notes"]]
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def write(folder: Path, student: str, records: list[dict]) -> list[Path]:
+    safe = "".join(ch if ch.isalnum() or ch in "-_.,@ " else "_" for ch in student).strip()
+    target = Path(folder) / (safe or "student")
+    target.mkdir(parents=True, exist_ok=True)
+    md, page = target / "feedback.md", target / "feedback.html"
+    md.write_text(markdown(student, records))
+    page.write_text(html_page(student, records))
+    return [md, page]

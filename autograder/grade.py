@@ -1,0 +1,284 @@
+"""``python -m autograder grade SUBMISSIONS --out DIR``: grade a batch.
+
+Plan: every (student, item) of the selected projects' stages and notebooks, each with a
+content hash (submission files + checker or source notebook + seed). An item whose
+latest gradebook row has the same hash is skipped (``--regrade failed`` re-runs those
+whose latest status is not pass, ``--regrade all`` everything). The rest run in
+``--workers`` processes; each result is appended to the gradebook as it arrives, so a
+batch killed at any point resumes where it stopped with nothing lost or repeated.
+
+Workers are separate processes that import nbclient/nbformat once and die with the
+grader (parent-death signal); every stage and every notebook kernel inside them runs in
+its own sandbox (``autograder.sandbox``).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import ctypes
+import hashlib
+import json
+import multiprocessing
+import signal
+import sys
+import traceback
+from collections import Counter
+from pathlib import Path
+
+from autograder import course as course_mod
+from autograder import sandbox, seeds, submissions
+from autograder.gradebook import Gradebook
+from autograder.progress import Progress
+from autograder.workspace import Settings, submission_files_hash
+
+RETRYABLE = ("fail", "error", "timeout", "memory", "crash", "missing")
+
+
+# ----------------------------------------------------------------------------------
+# Worker side
+# ----------------------------------------------------------------------------------
+
+def _worker_init(isolation: str, notebooks: bool) -> None:
+    try:  # die with the grader, taking our sandboxes with us
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except OSError:
+        pass
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    sandbox._ISOLATION = isolation
+    if notebooks:
+        from autograder import notebook
+        notebook.warm_up()
+
+
+def run_task(task: dict) -> dict:
+    """Grade one (student, item); never raises (a grader error becomes a record)."""
+    settings = Settings(**task["settings"])
+    try:
+        if task["error"]:
+            return _error_record(task, "bad-submission", task["error"])
+        submission = Path(task["submission"])
+        if task["kind"] == "stage":
+            from autograder.stage import grade_stage
+            stage = course_mod.Stage(**task["stage"])
+            return grade_stage(settings, stage, task["student"], submission, task["seed"])
+        from autograder.notebook import grade_notebook
+        key = json.loads(Path(task["key_path"]).read_text())
+        return grade_notebook(settings, task["item"], key, task["student"], submission,
+                              task["seed"], hidden=task["hidden"])
+    except Exception:  # noqa: BLE001 - record it, keep the batch going
+        return _error_record(task, "grader-error", traceback.format_exc()[-2000:],
+                             status="crash")
+
+
+def _error_record(task: dict, reason: str, message: str, status: str = "error") -> dict:
+    return {"student": task["student"], "item": task["item"], "kind": task["kind"],
+            "status": status, "reason": reason, "message": message, "points": 0.0,
+            "max_points": task["max_points"], "checks": [],
+            "project": task.get("stage", {}).get("project"),
+            "stage": task.get("stage", {}).get("number"),
+            "notebook": task["item"] if task["kind"] == "notebook" else None}
+
+
+# ----------------------------------------------------------------------------------
+# Planning
+# ----------------------------------------------------------------------------------
+
+def _hash(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+class Items:
+    """What a batch grades: the selected stages, the notebooks' grading keys, and the
+    checker fingerprints that go into every content hash."""
+
+    def __init__(self, out: Path, course_root: Path, notebooks_dir: Path,
+                 selection: str | None):
+        cache = out / ".cache"
+        chosen_projects, chosen_notebooks = course_mod.parse_selection(selection)
+        projects = course_mod.discover_projects(
+            course_root, None if chosen_projects is None else set(chosen_projects), cache)
+        if chosen_projects:
+            unknown = set(chosen_projects) - set(projects)
+            if unknown:
+                raise SystemExit(f"unknown project(s) in --stages: {sorted(unknown)}")
+        self.stages = [st for name, p in projects.items()
+                       for n, st in sorted(p.stages.items())
+                       if chosen_projects is None or chosen_projects.get(name) is None
+                       or n in chosen_projects[name]]
+        self.keys: dict[str, tuple[dict, Path]] = {}
+        notebooks = course_mod.discover_notebooks(notebooks_dir, chosen_notebooks)
+        if notebooks:
+            from autograder.nbsource import cached_grading_key
+            for name, nb in notebooks.items():
+                key = cached_grading_key(nb.path, cache)
+                self.keys[name] = (key, cache / f"nbkey-{nb.path.stem}-{key['source_hash']}.json")
+        self.checker_fp = {p: course_mod.checker_fingerprint(course_root, p) for p in projects}
+        self.all_fp = _hash(*sorted(self.checker_fp.values()))
+
+    def tasks_for(self, student: str, root: Path, error: str, secret: dict | None,
+                  settings: Settings) -> list[dict]:
+        """The tasks of one submission. ``secret`` None: public random seeds and no
+        hidden tests (what ``validate`` runs)."""
+        hidden = secret is not None
+        files = submission_files_hash(root) if not error else "bad"
+        base = {"student": student, "submission": str(root), "error": error,
+                "settings": settings.to_dict()}
+        tasks = []
+        for st in self.stages:
+            seed = seeds.seed_for(secret["secret"], st.project, st.number) if hidden else None
+            tasks.append({**base, "item": st.item, "kind": "stage", "seed": seed,
+                          "stage": {"project": st.project, "number": st.number,
+                                    "title": st.title, "checks": st.checks},
+                          "max_points": st.max_points,
+                          "hash": _hash(files, self.checker_fp[st.project], str(seed),
+                                        st.item)})
+        for name, (key, key_path) in self.keys.items():
+            seed = seeds.seed_for(secret["secret"], name) if hidden else None
+            nb_file = root / name
+            nb_hash = hashlib.sha256(nb_file.read_bytes()).hexdigest() if nb_file.is_file() \
+                and not nb_file.is_symlink() and not error else "none"
+            tasks.append({**base, "item": name, "kind": "notebook", "seed": seed,
+                          "key_path": str(key_path), "hidden": hidden,
+                          "max_points": sum(t["points"] for t in key["tests"].values()),
+                          "hash": _hash(nb_hash, key["source_hash"], files, self.all_fp,
+                                        str(seed), name, settings.nb_sizes)})
+        return tasks
+
+
+def unpacked(path: Path, out: Path, student: str) -> tuple[Path, str]:
+    """(submission root, error text) for a folder or a zip."""
+    if path.suffix != ".zip":
+        return path, ""
+    try:
+        return submissions.unpack(path, out / ".unpacked" / student), ""
+    except submissions.SubmissionError as err:
+        return path, str(err)
+
+
+def plan(submission_dir: Path, out: Path, items: Items, shard: tuple[int, int],
+         secret: dict, settings: Settings) -> list[dict]:
+    """Every task of the batch (before skipping), in student order."""
+    tasks = []
+    for student, path in submissions.find(submission_dir).items():
+        if submissions.in_shard(student, shard):
+            root, error = unpacked(path, out, student)
+            tasks += items.tasks_for(student, root, error, secret, settings)
+    return tasks
+
+
+def select(tasks: list[dict], book: Gradebook, regrade: str) -> tuple[list[dict], int]:
+    """Tasks still to run, and how many were skipped as already graded."""
+    latest = book.latest()
+    todo = []
+    for t in tasks:
+        row = latest.get((t["student"], t["item"]))
+        if regrade == "all" or row is None or row["content_hash"] != t["hash"]:
+            todo.append(t)
+        elif regrade == "failed" and row["status"] in RETRYABLE:
+            todo.append(t)
+    return todo, len(tasks) - len(todo)
+
+
+# ----------------------------------------------------------------------------------
+# Running
+# ----------------------------------------------------------------------------------
+
+def run_batch(todo: list[dict], book: Gradebook, *, workers: int, run_id: str,
+              shard: str, secret_id: str, progress: bool = True) -> list[dict]:
+    records: list[dict] = []
+    if not todo:
+        return records
+    bar = Progress(len(todo), workers) if progress else None
+    notebooks = any(t["kind"] == "notebook" for t in todo)
+    pending = list(todo)
+    attempts: Counter = Counter()
+    while pending:
+        ctx = multiprocessing.get_context("spawn")
+        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                      initializer=_worker_init,
+                                      initargs=(sandbox.isolation(), notebooks))
+        futures = {pool.submit(run_task, t): t for t in pending}
+        broken = []
+        try:
+            for fut in cf.as_completed(futures):
+                task = futures[fut]
+                try:
+                    record = fut.result()
+                except cf.process.BrokenProcessPool:
+                    broken.append(task)
+                    continue
+                record.setdefault("isolation", sandbox.isolation())
+                book.append(record, task["hash"], run_id, shard, secret_id)
+                records.append(record)
+                if bar:
+                    bar.update(record)
+        except KeyboardInterrupt:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True, cancel_futures=True)
+        pending = []
+        for task in broken:  # a worker died under us: once more, then record it
+            attempts[task["item"], task["student"]] += 1
+            if attempts[task["item"], task["student"]] >= 2:
+                record = _error_record(task, "grader-worker-died",
+                                       "the grading worker died twice on this item",
+                                       status="crash")
+                book.append(record, task["hash"], run_id, shard, secret_id)
+                records.append(record)
+                if bar:
+                    bar.update(record)
+            else:
+                pending.append(task)
+    return records
+
+
+def make_settings(course_root: Path, hide: list[Path], timeout: float, memory_mb: int,
+                  cell_timeout: float, nb_sizes: str, max_procs: int | None = None
+                  ) -> Settings:
+    projects_all = sorted(p.parent.parent.name
+                          for p in course_root.glob("projects/*/tests/check.py"))
+    return Settings(course_root=str(course_root.resolve()), projects=projects_all,
+                    hide=sorted({str(Path(p).resolve()) for p in hide}),
+                    limits={"wall_s": timeout, "memory_mb": memory_mb,
+                            **({"max_tasks": max_procs} if max_procs else {})},
+                    cell_timeout=cell_timeout, isolation=sandbox.isolation(),
+                    nb_sizes=nb_sizes)
+
+
+def grade(submission_dir: Path, out: Path, *, workers: int = 2, shard_text: str | None = None,
+          timeout: float = 600, memory_mb: int = 4096, selection: str | None = None,
+          regrade: str = "none", notebooks_dir: Path | None = None,
+          secrets_path: Path | None = None, cell_timeout: float = 120,
+          nb_sizes: str = "ci", course_root: Path = course_mod.ROOT,
+          max_procs: int | None = None, progress: bool = True) -> dict:
+    submission_dir, out = Path(submission_dir).resolve(), Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    out.chmod(0o700)
+    notebooks_dir = Path(notebooks_dir or course_root / "notebooks").resolve()
+    secret = seeds.load_or_create(Path(secrets_path) if secrets_path else out / "secrets.json")
+    shard = submissions.parse_shard(shard_text)
+    shard_label = f"{shard[0]}/{shard[1]}" if shard[1] > 1 else ""
+    hide = [course_root, submission_dir, out, notebooks_dir,
+            Path(secrets_path).resolve().parent if secrets_path else out]
+    settings = make_settings(course_root, hide, timeout, memory_mb, cell_timeout, nb_sizes,
+                             max_procs)
+    items = Items(out, course_root, notebooks_dir, selection)
+    tasks = plan(submission_dir, out, items, shard, secret, settings)
+    book = Gradebook.in_dir(out)
+    todo, skipped = select(tasks, book, regrade)
+    students = len({t["student"] for t in tasks})
+    print(f"grading {len(todo)} item(s) of {students} submission(s) with {workers} "
+          f"worker(s); {skipped} unchanged item(s) skipped; isolation: "
+          f"{sandbox.isolation()}" + (f"; shard {shard_label}" if shard_label else ""),
+          file=sys.stderr, flush=True)
+    run_id = book.start_run(sandbox.isolation(), shard_label, secret["id"])
+    records = run_batch(todo, book, workers=workers, run_id=run_id, shard=shard_label,
+                        secret_id=secret["id"], progress=progress)
+    counts = Counter(r["status"] for r in records)
+    book.close()
+    summary = {"graded": len(records), "skipped": skipped, "students": students,
+               "statuses": dict(counts), "out": str(out)}
+    print("done: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) +
+          f" ({len(records)} graded, {skipped} skipped); gradebook {out / 'gradebook.sqlite'}",
+          file=sys.stderr)
+    return summary

@@ -1,0 +1,176 @@
+"""Installed as ``sitecustomize`` in every sandboxed Python (checker, kernel, and any
+Python the submission starts): names what a submission tried, and refuses it.
+
+The operating system is the real fence (``autograder.jail``: namespaces, a throw-away
+uid, limits); this layer turns attempts into named reasons in the gradebook and is the
+only fence where namespaces are unavailable. It uses audit hooks (PEP 578), which code
+in the same interpreter cannot remove, though ctypes can step around them.
+
+* reading a hidden path (the course folder with its solutions, the gradebook, other
+  submissions) -> ``read-outside``;
+* writing, deleting or renaming outside the work folders -> ``write-outside``;
+* connecting to anything but loopback or a Unix socket -> ``network``;
+* replacing ``time.perf_counter`` (and the other clocks) or ``jax.block_until_ready``
+  -> ``tamper-timing``: timing functions are read-only while grading.
+
+Each attempt raises ``PermissionError`` where it happened and reports one JSON line
+``{"kind": "violation", "what": ..., "detail": ...}`` on the result channel (fd from
+``AG_RESULT_FD``) or, failing that, as an ``AUTOGRADER-VIOLATION`` line on stderr.
+Configuration comes from the ``AG_POLICY`` environment variable (JSON). Standard
+library only; nothing here runs unless ``AG_POLICY`` is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import types
+
+_POLICY = json.loads(os.environ.get("AG_POLICY", "null") or "null")
+PROTECTED = {
+    "time": frozenset({"perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns",
+                       "time", "time_ns", "process_time", "process_time_ns"}),
+    "jax": frozenset({"block_until_ready"}),
+}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_WRITE_EVENTS = {"os.remove": (0,), "os.rmdir": (0,), "os.mkdir": (0,), "os.rename": (0, 1),
+                 "os.symlink": (1,), "os.link": (1,), "os.chmod": (0,), "os.chown": (0,),
+                 "os.truncate": (0,), "shutil.rmtree": (0,), "os.utime": (0,)}
+_NET_EVENTS = {"socket.connect", "socket.connect_ex", "socket.sendto", "socket.getaddrinfo",
+               "socket.gethostbyname", "socket.gethostbyname_ex", "socket.gethostbyaddr"}
+_LOCAL_HOSTS = {"127.0.0.1", "::1", "localhost", "0.0.0.0", "", None}
+_reported: set = set()
+
+
+def _report(what: str, detail: str) -> None:
+    line = json.dumps({"kind": "violation", "what": what, "detail": detail}) + "\n"
+    key = (what, detail)
+    if key in _reported:
+        return
+    _reported.add(key)
+    fd = _POLICY.get("result_fd") if _POLICY else None
+    try:
+        if fd is None:
+            raise OSError
+        os.write(fd, line.encode())
+    except OSError:
+        try:
+            os.write(2, b"AUTOGRADER-VIOLATION " + line.encode())
+        except OSError:
+            pass
+
+
+def _refuse(what: str, detail: str) -> None:
+    _report(what, detail)
+    raise PermissionError(f"autograder sandbox: {detail} is not allowed while grading")
+
+
+def _under(path: str, roots) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def _paths(arg) -> list[str]:
+    if isinstance(arg, int) or arg is None:
+        return []
+    if isinstance(arg, bytes):
+        arg = os.fsdecode(arg)
+    try:
+        arg = os.fspath(arg)
+    except TypeError:
+        return []
+    absolute = os.path.abspath(arg)
+    real = os.path.realpath(absolute)
+    return [absolute] if real == absolute else [absolute, real]
+
+
+def _check_read(arg) -> None:
+    for p in _paths(arg):
+        if _under(p, _POLICY["deny"]) and not _under(p, _POLICY["allow"]):
+            _refuse("read-outside", f"opening {p}")
+
+
+def _check_write(arg) -> None:
+    for p in _paths(arg):
+        if not _under(p, _POLICY["writable"]) and not p.startswith("/dev/") \
+                and not p.startswith("/proc/self/"):
+            _refuse("write-outside", f"writing {p}")
+
+
+def _host_of(address):
+    if isinstance(address, tuple) and address:
+        return address[0]
+    return None  # AF_UNIX path or abstract name: local
+
+
+def _hook(event: str, args: tuple) -> None:
+    if event == "open":
+        path, mode, flags = args
+        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or \
+            (isinstance(flags, int) and flags & _WRITE_FLAGS)
+        if writing:
+            _check_write(path)
+        _check_read(path)
+    elif event in _WRITE_EVENTS:
+        for i in _WRITE_EVENTS[event]:
+            if i < len(args):
+                _check_write(args[i])
+    elif event in _NET_EVENTS:
+        host = args[0] if event.startswith("socket.get") else _host_of(args[1])
+        if isinstance(host, bytes):
+            host = host.decode(errors="replace")
+        if host not in _LOCAL_HOSTS and not str(host).startswith("127."):
+            _refuse("network", f"network access to {host!r}")
+
+
+class _ReadOnlyTiming(types.ModuleType):
+    def __setattr__(self, name, value):
+        if name in PROTECTED.get(self.__name__, ()):
+            _refuse("tamper-timing", f"replacing {self.__name__}.{name}")
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name):
+        if name in PROTECTED.get(self.__name__, ()):
+            _refuse("tamper-timing", f"deleting {self.__name__}.{name}")
+        super().__delattr__(name)
+
+
+def protect(module) -> None:
+    """Make the protected names of ``module`` (time, jax) read-only."""
+    if module is not None and type(module) is types.ModuleType:
+        module.__class__ = _ReadOnlyTiming
+
+
+class _ProtectOnImport:
+    """Meta-path finder: protect ``jax`` as soon as its import finishes."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "jax":
+            return None
+        import importlib.util
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_and_protect(module):
+            exec_module(module)
+            protect(module)
+        spec.loader.exec_module = exec_and_protect
+        return spec
+
+
+def install() -> None:
+    if not _POLICY:
+        return
+    import time
+    protect(time)
+    if "jax" in sys.modules:
+        protect(sys.modules["jax"])
+    else:
+        sys.meta_path.insert(0, _ProtectOnImport())
+    sys.addaudithook(_hook)
+
+
+install()

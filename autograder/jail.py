@@ -1,0 +1,277 @@
+"""The child side of the sandbox: confine one command, then exec it.
+
+    python autograder/jail.py CONFIG.json
+
+Runs as a small launcher between the grader and the untrusted command (a checker stage
+or a notebook kernel). Standard library only, so it starts in milliseconds. The config
+file (written by ``autograder.sandbox``, readable only by root) is deleted once read.
+
+As root, with Linux namespaces available (what the grader uses when it can):
+
+* new mount, network and PID namespaces: the command sees an empty network with only
+  loopback up (multi-process JAX on 127.0.0.1 still works), its own /proc (no grader
+  process to inspect), and a file system that is read-only except its own work folder;
+  the course folder (solutions, .git, gradebook, other submissions) is covered by empty
+  read-only mounts, the Python environment left visible;
+* it runs as a throw-away uid (no passwd entry), so the per-uid process limit stops a
+  fork bomb without touching anyone else, and it cannot signal or trace other processes;
+* no new privileges (setuid binaries do not elevate), parent-death signal, resource
+  limits (data segment, file size, core dumps off, processes, open files).
+
+Process tree: this launcher (outside the namespaces) -> init (pid 1 inside: reaps,
+reports) -> the command. When init exits, the kernel kills every process left in the
+namespace, so nothing a submission forks can outlive its stage. The launcher exits the
+way the command did (same exit code, or the same signal), so the grader reads a crash
+as a crash.
+
+Without root or namespaces it still applies what it can (limits, subreaper, no new
+privileges) and says so on stderr; ``autograder.sandbox`` records the isolation level.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import json
+import os
+import resource
+import signal
+import socket
+import struct
+import sys
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1 << 10, 1 << 11, 1 << 21
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
+RLIMITS = {"DATA": resource.RLIMIT_DATA, "FSIZE": resource.RLIMIT_FSIZE,
+           "CORE": resource.RLIMIT_CORE, "NPROC": resource.RLIMIT_NPROC,
+           "NOFILE": resource.RLIMIT_NOFILE}
+FLAG_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
+                "noatime": MS_NOATIME, "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
+SYSTEM_PREFIXES = ("/proc", "/sys", "/dev")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(rc: int, what: str) -> None:
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def prctl(option: int, value: int) -> None:
+    _check(_libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0), f"prctl({option})")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int,
+          data: str | None = None) -> None:
+    enc = (lambda s: None if s is None else s.encode())
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags),
+                       enc(data)), f"mount {target}")
+
+
+def loopback_up() -> None:
+    """``ip link set lo up`` without the ip binary (SIOCGIFFLAGS / SIOCSIFFLAGS)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        req = struct.pack("16sH14s", b"lo", 0, b"")
+        flags = struct.unpack("16sH", fcntl.ioctl(s, 0x8913, req)[:18])[1]
+        fcntl.ioctl(s, 0x8914, struct.pack("16sH14s", b"lo", flags | 1, b""))
+
+
+def mount_points() -> list[tuple[str, int]]:
+    """(mount point, per-mount flags to keep) for every mount of this namespace."""
+    points = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            target = fields[4].replace("\\040", " ")
+            flags = 0
+            for opt in fields[5].split(","):
+                flags |= FLAG_OPTIONS.get(opt, 0)
+            points.append((target, flags))
+    return points
+
+
+def under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def confine_filesystem(cfg: dict) -> None:
+    """Everything read-only, the work folders writable, hidden paths covered."""
+    before = mount_points()
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    for path in cfg.get("writable", []):  # own mounts first: a bind copies RO flags
+        mount(path, path, None, MS_BIND | MS_REC)
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    for path in cfg.get("hide", []):
+        if os.path.isdir(path) and not os.path.islink(path):
+            mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
+                  "size=4k,mode=755")
+        elif os.path.lexists(path):
+            mount("/dev/null", path, None, MS_BIND)
+    reveal(cfg.get("reveal", []))
+    writable = cfg.get("writable", [])
+    for target, flags in before:
+        if any(under(target, p) for p in SYSTEM_PREFIXES) or target in writable:
+            continue
+        try:
+            mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
+        except OSError:
+            pass  # a mount that refuses is left as it was (reported by the test suite)
+    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
+          f"size={cfg.get('shm_mb', 256)}m,mode=1777")
+
+
+def reveal(paths: list[str]) -> None:
+    """Make ``paths`` (the Python installation) reachable for the throw-away uid when a
+    folder above them is private (pyenv under /root, 0700): cover that folder with an
+    empty tmpfs and bind just these paths back into it. The rest of it stays hidden."""
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for path in paths:
+        parts = path.strip("/").split("/")
+        for i in range(1, len(parts)):
+            ancestor = "/" + "/".join(parts[:i])
+            if not os.stat(ancestor).st_mode & 0o001:
+                groups.setdefault(ancestor, []).append((path, os.open(path, os.O_PATH)))
+                break
+    for ancestor, inside in groups.items():
+        mount("tmpfs", ancestor, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=755")
+        for path, fd in inside:
+            os.makedirs(path, mode=0o755, exist_ok=True)
+            mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+            os.close(fd)
+        mount(None, ancestor, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def exec_command(cfg: dict) -> None:
+    """Last steps inside: limits, identity, then exec. Never returns."""
+    try:
+        for name, value in cfg.get("rlimits", {}).items():
+            resource.setrlimit(RLIMITS[name], (value, value))
+        uid = cfg.get("uid")
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+        prctl(PR_SET_NO_NEW_PRIVS, 1)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid, which clears it
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)  # ignored signals would survive exec
+        os.chdir(cfg["cwd"])
+        os.umask(0o022)
+        os.execve(cfg["cmd"][0], cfg["cmd"], cfg["env"])
+    except BaseException as err:  # noqa: BLE001 - report and leave with a known code
+        os.write(2, f"autograder jail: cannot start {cfg['cmd'][:2]}: {err}\n".encode())
+        os._exit(127)
+
+
+def run_init(cfg: dict, report_fd: int, launcher: int, namespaces: bool) -> None:
+    """pid 1 of the namespace (or a subreaper without one): start the command, reap
+    every process, report how the command ended, leave. Never returns."""
+    try:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() not in (launcher, 0):  # 0: the parent is outside our PID ns
+            os._exit(1)
+        if namespaces:
+            confine_filesystem(cfg)
+            loopback_up()
+        else:
+            prctl(PR_SET_CHILD_SUBREAPER, 1)
+    except BaseException as err:  # noqa: BLE001
+        os.write(2, f"autograder jail: confinement failed: {err}\n".encode())
+        os.write(report_fd, b"setup-failed")
+        os._exit(1)
+    child = os.fork()
+    if child == 0:
+        os.close(report_fd)
+        exec_command(cfg)
+    status = None
+    while True:
+        try:
+            pid, st = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        if pid == child:
+            status = st
+            if namespaces:
+                break  # leaving kills whatever the command left behind
+    if not namespaces:
+        kill_leftovers(cfg)
+    if status is None:
+        os.write(report_fd, b"lost")
+    elif os.WIFSIGNALED(status):
+        os.write(report_fd, f"signal {os.WTERMSIG(status)}".encode())
+    else:
+        os.write(report_fd, f"exit {os.waitstatus_to_exitcode(status)}".encode())
+    os._exit(0)
+
+
+def kill_leftovers(cfg: dict) -> None:
+    """Without a PID namespace: kill what the command left (orphans came to us)."""
+    uid = cfg.get("uid")
+    if uid is not None:
+        pid = os.fork()
+        if pid == 0:  # every process of the throw-away uid, wherever it went
+            try:
+                os.setgid(uid)
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+    for _ in range(50):
+        try:
+            children = open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()
+        except OSError:
+            children = []
+        if not children:
+            break
+        for c in children:
+            try:
+                os.kill(int(c), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            break
+
+
+def main(path: str) -> None:
+    with open(path) as f:
+        cfg = json.load(f)
+    os.unlink(path)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)  # an interrupt is for the command, not us
+    namespaces = False
+    if cfg.get("namespaces") and os.geteuid() == 0:
+        try:
+            os.unshare(os.CLONE_NEWNS | os.CLONE_NEWNET | os.CLONE_NEWPID)
+            namespaces = True
+        except (OSError, AttributeError) as err:
+            os.write(2, f"autograder jail: no namespaces ({err}); limits only\n".encode())
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    read_fd, write_fd = os.pipe()
+    launcher = os.getpid()
+    init = os.fork()
+    if init == 0:
+        os.close(read_fd)
+        run_init(cfg, write_fd, launcher, namespaces)
+    os.close(write_fd)
+    os.waitpid(init, 0)
+    report = os.read(read_fd, 64).decode()
+    if report.startswith("signal "):
+        sig = int(report.split()[1])
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        os._exit(128 + sig)
+    if report.startswith("exit "):
+        os._exit(int(report.split()[1]) & 0xFF)
+    os._exit(125)  # setup failed or the command vanished: the grader reads "crash"
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

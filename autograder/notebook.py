@@ -1,0 +1,425 @@
+"""Grade one notebook of one submission: restore the test cells, run it in a sandboxed
+kernel with nbclient, score each autograded question.
+
+* Test and locked cells are restored from the source (matched by nbgrader ``grade_id``,
+  compared by nbgrader's checksum): an edited test cell is put back and reported as
+  ``tampered`` in the record; a deleted one is put back in its place.
+* Hidden tests (``### BEGIN HIDDEN TESTS``) exist only in the source; at grading time
+  each test cell's hidden part runs as its own cell right after the visible part, so
+  the feedback can say "a hidden check failed" without showing it.
+* The kernel runs through ``autograder/jail.py`` like a checker stage (namespaces,
+  throw-away uid, limits) and talks to nbclient over Unix sockets (``ipc`` transport:
+  the kernel has no network). Per-cell timeout from nbclient, per-notebook wall clock,
+  memory, process and output limits from ``sandbox.Monitor``.
+* nbclient, nbformat and papermill are imported once per worker process.
+
+Question statuses: pass, fail (an AssertionError), error (any other exception),
+timeout (the cell ran past its limit), memory, crash (the kernel died before or while
+running it), missing (no notebook in the submission). A kernel that dies costs only the
+questions not yet run; the ones before keep their points.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import secrets
+import subprocess
+import threading
+import warnings
+from pathlib import Path
+
+from autograder import sandbox
+from autograder.workspace import Settings, prepare
+
+_nbclient = None
+
+
+def _imports():
+    """nbclient/nbformat/jupyter_client, once per process."""
+    global _nbclient
+    if _nbclient is None:
+        import nbclient
+        import nbformat
+        from jupyter_client.manager import AsyncKernelManager as KernelManager
+        _nbclient = (nbclient, nbformat, KernelManager)
+    return _nbclient
+
+
+def warm_up() -> None:
+    """Import what notebook grading needs (called once when a worker starts)."""
+    _imports()
+    from autograder.nbsource import nbgrader_utils
+    nbgrader_utils()
+
+
+# ----------------------------------------------------------------------------------
+# Restoring test cells
+# ----------------------------------------------------------------------------------
+
+def restore(submitted, key: dict, hidden: bool) -> tuple[list, list[str], list[str]]:
+    """Graded cell list from a submitted notebook. Returns (cells, tampered grade_ids,
+    restored-missing grade_ids). A hidden part becomes its own cell tagged
+    ``metadata.autograder.hidden_of = <grade_id>``."""
+    from autograder.nbsource import nbgrader_utils
+    _, nbformat, _ = _imports()
+    utils = nbgrader_utils()
+    protected = {**key["locked"], **key["tests"]}
+    cells, seen, tampered = [], set(), []
+
+    def restored(gid: str) -> list:
+        entry = protected[gid]
+        out = [nbformat.from_dict(copy.deepcopy(entry["cell"]))]
+        if hidden and gid in key["tests"] and key["tests"][gid]["hidden"]:
+            out.append(nbformat.v4.new_code_cell(
+                key["tests"][gid]["hidden"],
+                metadata={"autograder": {"hidden_of": gid}, "tags": ["raises-exception"]}))
+        return out
+
+    for cell in submitted.cells:
+        cell = copy.deepcopy(cell)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        meta = cell.get("metadata", {})
+        gid = meta.get("nbgrader", {}).get("grade_id")
+        if gid in protected and gid not in seen:
+            seen.add(gid)
+            try:
+                same = utils.compute_checksum(cell) == protected[gid]["checksum"]
+            except Exception:  # noqa: BLE001 - broken metadata counts as an edit
+                same = False
+            if not same:
+                tampered.append(gid)
+            cells.extend(restored(gid))
+            continue
+        if "nbgrader" in meta and (gid in seen or meta["nbgrader"].get("grade")
+                                   and gid not in protected):
+            meta.pop("nbgrader")  # a copy or an invented question grades nothing
+        cells.append(cell)
+    missing = [g for g in key["order"] if g not in seen]
+    for gid in missing:  # back where the source had it: after its predecessor
+        pos = key["order"].index(gid)
+        before = [g for g in key["order"][:pos] if g in seen]
+        at = 0
+        if before:
+            for i, c in enumerate(cells):
+                if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == before[-1]:
+                    at = i + 1
+                    while at < len(cells) and cells[at].get("metadata", {}).get(
+                            "autograder", {}).get("hidden_of") == before[-1]:
+                        at += 1
+        cells[at:at] = restored(gid)
+        seen.add(gid)
+    return cells, tampered, missing
+
+
+# ----------------------------------------------------------------------------------
+# Running
+# ----------------------------------------------------------------------------------
+
+def _client_class():
+    nbclient, _, _ = _imports()
+
+    class GradingClient(nbclient.NotebookClient):
+        """Records each cell's execute reply; stops storing output past a cap."""
+
+        def __init__(self, *a, max_output: int, on_flood, **kw):
+            super().__init__(*a, **kw)
+            self.replies: dict[int, dict] = {}
+            self.max_output, self.on_flood, self.output_bytes = max_output, on_flood, 0
+            self.on_cell_executed = self._record
+
+        def _record(self, cell, cell_index, execute_reply):
+            self.replies[cell_index] = execute_reply.get("content", {})
+
+        def output(self, outs, msg, display_id, cell_index):
+            size = len(json.dumps(msg.get("content", {}), default=str))
+            self.output_bytes += size
+            if self.output_bytes > self.max_output:
+                self.on_flood()
+                return None
+            return super().output(outs, msg, display_id, cell_index)
+
+    return GradingClient
+
+
+def _kernel_manager_class():
+    _, _, KernelManager = _imports()
+
+    class JailedKernelManager(KernelManager):
+        """A kernel started through the jail, on Unix sockets in the sandbox."""
+        jail_factory = None  # callable(cmd) -> launcher argv
+
+        def format_kernel_cmd(self, extra_arguments=None):
+            import sys
+            uid = getattr(self, "sandbox_uid", None)
+            if uid is not None:
+                os.chown(self.connection_file, uid, uid)
+            cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file]
+            return self.jail_factory(cmd)
+
+    return JailedKernelManager
+
+
+def execute(settings: Settings, cells: list, submission: Path, notebook_name: str,
+            parameters: dict, env_extra: dict) -> dict:
+    """Run ``cells`` in a sandboxed kernel. Returns {"cells", "replies", "timeouts",
+    "dead_at", "outcome", "flood"}."""
+    nbclient, nbformat, _ = _imports()
+    namespaces, uid = sandbox.mode_settings()
+    limits = settings.sandbox_limits()
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    if parameters and any("parameters" in c.metadata.get("tags", []) for c in nb.cells):
+        from papermill.parameterize import parameterize_notebook
+        for cell in nb.cells:
+            cell.metadata.setdefault("tags", [])
+        nb.metadata["papermill"] = {}
+        nb = parameterize_notebook(nb, parameters)
+    state = {"timeouts": [], "dead_at": None, "flood": False}
+    with sandbox.SandboxDir(uid) as box:
+        prepare(box, settings, submission)
+        home = box.writable("work")
+        nbdir = box.writable("notebooks")
+        kernel_dir = home / ".kernel"
+        kernel_dir.mkdir()
+        box.give(kernel_dir)
+        read_fd, write_fd = os.pipe()
+        env = {"IPYTHONDIR": str(home / ".ipython"), "JUPYTER_RUNTIME_DIR": str(kernel_dir),
+               "JUPYTER_DATA_DIR": str(home / ".jupyter"),
+               "COURSE_RECORDS": str(home / "records"), **env_extra}
+
+        def jail_argv(cmd):
+            return sandbox.Jail(box, cmd, uid=uid, cwd=nbdir, env=env, limits=limits,
+                                namespaces=namespaces, result_fd=write_fd,
+                                hide=[Path(p) for p in settings.hide]).argv()
+
+        km = _kernel_manager_class()(kernel_name="python3", transport="ipc",
+                                     ip=str(kernel_dir / "k"))
+        km.connection_file = str(kernel_dir / "connection.json")
+        km.jail_factory = jail_argv
+        km.sandbox_uid = uid
+        monitor_box: dict = {}
+
+        def flood():
+            state["flood"] = True
+            if "monitor" in monitor_box:
+                monitor_box["monitor"].stop()
+
+        client = _client_class()(nb, km=km, timeout=int(settings.cell_timeout),
+                                 allow_errors=True, interrupt_on_timeout=False,
+                                 shutdown_kernel="immediate",
+                                 startup_timeout=120, kernel_name="python3",
+                                 max_output=limits.max_output_bytes, on_flood=flood)
+        monitor_thread = None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # pass_fds vs close_fds
+                with client.setup_kernel(cleanup_kc=True, cwd=str(nbdir),
+                                         stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, pass_fds=(write_fd,)):
+                    os.close(write_fd)
+                    write_fd = -1
+                    proc = km.provisioner.process
+                    monitor = sandbox.Monitor(proc, limits, channel_fd=read_fd, token="-")
+                    monitor_box["monitor"] = monitor
+                    monitor_thread = threading.Thread(target=monitor.run, daemon=True)
+                    monitor_thread.start()
+                    _run_cells(client, nb, state, monitor)
+        except Exception as err:  # noqa: BLE001 - a kernel that never started
+            state.setdefault("error", f"{type(err).__name__}: {err}")
+        finally:
+            if write_fd >= 0:
+                os.close(write_fd)
+            if "monitor" in monitor_box:
+                monitor_box["monitor"].stop()
+            if monitor_thread is not None:
+                monitor_thread.join(timeout=30)
+            os.close(read_fd)
+        outcome = monitor_box["monitor"].outcome if "monitor" in monitor_box else None
+    return {"cells": nb.cells, "replies": client.replies, "outcome": outcome, **state}
+
+
+def _run_cells(client, nb, state, monitor) -> None:
+    nbclient, _, _ = _imports()
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        try:
+            client.execute_cell(cell, index)
+        except CellTimeoutError:
+            state["timeouts"].append(index)
+            if not _recovered(client, index):
+                state["dead_at"] = index + 1
+                state["dead_why"] = ("timeout", "cell-timeout")
+                monitor.stop()
+                return
+        except DeadKernelError:
+            state["dead_at"] = index
+            return
+        if monitor.outcome.killed_for or state["flood"]:
+            state["dead_at"] = index + 1
+            return
+
+
+def _recovered(client, index: int) -> bool:
+    """After a cell timeout: interrupt, then check the kernel answers a trivial cell."""
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    _, nbformat, _ = _imports()
+    from jupyter_core.utils import run_sync
+    try:
+        run_sync(client.km.interrupt_kernel)()
+        probe = nbformat.v4.new_code_cell("pass")
+        saved, client.timeout = client.timeout, 15
+        try:  # stored in the timed-out cell's slot; its status is already recorded
+            client.execute_cell(probe, index)
+        finally:
+            client.timeout = saved
+        return True
+    except (CellTimeoutError, DeadKernelError, Exception):  # noqa: BLE001
+        return False
+
+
+# ----------------------------------------------------------------------------------
+# Scoring
+# ----------------------------------------------------------------------------------
+
+def _error_of(cell, reply: dict | None) -> tuple[str, str] | None:
+    """(ename, evalue) when the cell raised, else None."""
+    if reply and reply.get("status") == "error":
+        return reply.get("ename", "Error"), str(reply.get("evalue", ""))
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "error":
+            return out.get("ename", "Error"), str(out.get("evalue", ""))
+    return None
+
+
+def _partial(cell, max_points: float) -> float | None:
+    """nbgrader's partial credit: a number shown as the test cell's result."""
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "execute_result":
+            try:
+                value = float(out["data"]["text/plain"])
+            except (KeyError, TypeError, ValueError):
+                return None
+            return min(max(value, 0.0), max_points)
+    return None
+
+
+def score(key: dict, run: dict, tampered: list[str], limits: sandbox.Limits,
+          cell_timeout: float) -> list[dict]:
+    cells, replies = run["cells"], run["replies"]
+    outcome = run["outcome"]
+    dead_at = run.get("dead_at")
+    if run.get("error") and dead_at is None:
+        dead_at = 0
+    killed = outcome.killed_for if outcome else None
+    violations = [m for m in (outcome.channel if outcome else []) if m.get("kind") == "violation"]
+    if run.get("flood"):
+        dead_status, dead_reason = "error", "output-limit"
+    elif run.get("dead_why"):
+        dead_status, dead_reason = run["dead_why"]
+    else:
+        dead_status, dead_reason = {"wall-clock": ("timeout", "wall-clock"),
+                                    "memory-limit": ("memory", "memory-limit"),
+                                    "process-limit": ("error", "process-limit"),
+                                    "output-limit": ("error", "output-limit")}.get(
+            killed, ("crash", "kernel-died"))
+    where = {}
+    for i, cell in enumerate(cells):
+        meta = cell.get("metadata", {})
+        gid = meta.get("nbgrader", {}).get("grade_id")
+        if gid in key["tests"]:
+            where.setdefault(gid, {})["visible"] = i
+        hid = meta.get("autograder", {}).get("hidden_of")
+        if hid:
+            where.setdefault(hid, {})["hidden"] = i
+    questions = []
+    for gid in key["order"]:
+        if gid not in key["tests"]:
+            continue
+        test = key["tests"][gid]
+        q = {"id": gid, "points": 0.0, "max_points": test["points"], "status": "pass",
+             "message": "", "hidden_failed": False, "tampered": gid in tampered,
+             "has_hidden": "hidden" in where.get(gid, {})}
+        parts = [("visible", where[gid]["visible"])]
+        if "hidden" in where[gid]:
+            parts.append(("hidden", where[gid]["hidden"]))
+        for part, index in parts:
+            if dead_at is not None and index >= dead_at and index not in run["timeouts"]:
+                q.update(status=dead_status, reason=dead_reason,
+                         message=f"not run: the kernel was stopped ({dead_reason})")
+                break
+            if index in run["timeouts"]:
+                q.update(status="timeout", reason="cell-timeout",
+                         message=f"the cell ran past {cell_timeout:g} s")
+                break
+            err = _error_of(cells[index], replies.get(index))
+            if err:
+                ename, evalue = err
+                status = "memory" if "MemoryError" in ename else (
+                    "fail" if ename == "AssertionError" else "error")
+                if part == "hidden":  # the text stays with the instructor
+                    q.update(status=status, hidden_failed=True,
+                             message="a hidden check failed",
+                             instructor_message=f"{ename}: {evalue}"[:500])
+                else:
+                    q.update(status=status, message=f"{ename}: {evalue}"[:500])
+                break
+        if q["status"] == "pass":
+            last = cells[parts[-1][1]]
+            partial = _partial(last, test["points"])
+            q["points"] = test["points"] if partial is None else partial
+        if violations:
+            q.update(points=0.0, status="error", reason=violations[0]["what"],
+                     message=f"sandbox: {violations[0]['detail']} was refused")
+        questions.append(q)
+    return questions
+
+
+def grade_notebook(settings: Settings, name: str, key: dict, student: str,
+                   submission: Path, seed: int | None, hidden: bool = True) -> dict:
+    """One gradebook record for ``name`` (``notebooks/<file>.ipynb``)."""
+    _, nbformat, _ = _imports()
+    max_points = sum(t["points"] for t in key["tests"].values())
+    record = {"student": student, "item": name, "kind": "notebook", "notebook": name,
+              "status": "missing", "reason": "", "message": "", "points": 0.0,
+              "max_points": max_points, "manual": key["manual"], "tampered": [],
+              "restored_missing": [], "questions": [], "checks": []}
+    path = submission / name
+    if not path.is_file() or path.is_symlink():
+        record.update(reason="missing-file", message=f"the submission has no {name}")
+        record["questions"] = [{"id": g, "status": "missing", "points": 0.0,
+                                "max_points": t["points"], "message": ""}
+                               for g, t in key["tests"].items()]
+        return record
+    try:
+        submitted = nbformat.read(str(path), as_version=4)
+    except Exception as err:  # noqa: BLE001 - not JSON, not a notebook
+        record.update(status="error", reason="unreadable-notebook",
+                      message=f"{name} is not a readable notebook: {err}"[:500])
+        record["questions"] = [{"id": g, "status": "error", "points": 0.0,
+                                "max_points": t["points"], "message": "notebook unreadable"}
+                               for g, t in key["tests"].items()]
+        return record
+    cells, tampered, missing = restore(submitted, key, hidden)
+    params = key.get("ci_parameters") if settings.nb_sizes == "ci" else {}
+    env = {"COURSE_CHECK_SEED": str(seed)} if seed is not None else {}
+    run = execute(settings, cells, submission, name, params or {}, env)
+    questions = score(key, run, tampered, settings.sandbox_limits(), settings.cell_timeout)
+    statuses = [q["status"] for q in questions]
+    outcome = run["outcome"]
+    status = "pass" if all(s == "pass" for s in statuses) else next(
+        (s for s in ("crash", "timeout", "memory", "error", "fail") if s in statuses), "fail")
+    reason = next((q.get("reason", "") for q in questions if q["status"] == status), "")
+    record.update(status=status, reason=reason, questions=questions, tampered=tampered,
+                  restored_missing=missing, points=sum(q["points"] for q in questions),
+                  message=run.get("error", ""), isolation=sandbox.isolation(),
+                  wall_s=round(outcome.wall_s, 3) if outcome else 0.0,
+                  peak_memory_mb=round(outcome.peak_memory_mb, 1) if outcome else 0.0,
+                  stderr_tail=(outcome.stderr[-3000:] if outcome else ""))
+    record["checks"] = record["questions"]
+    return record

@@ -1,0 +1,133 @@
+"""``python -m autograder release --out DIR``: the learner version of the course.
+
+What goes in (an allow-list, so a new instructor-only folder never leaks by default):
+the README and set-up files, ``scripts/``, ``coursekit/``, ``autograder/`` (learners run
+``validate``; it holds no secret), ``nbgrader_config.py``, every project without its
+``solution/`` folder, and every ``notebooks/*.ipynb`` turned into its learner version by
+nbgrader's preprocessors (``autograder.nbsource``). Never: ``solution/``,
+``notebooks/src/`` (the generators hold the answers), ``tests/``, ``bench/``, ``.git``,
+a gradebook or the grader's secrets (held-out seeds are made at grading time).
+
+Before writing anything the starters are checked against their solutions
+(``coursekit.starters``); after writing, every file of the release is scanned for
+solution or hidden-test markers, and the release fails (and is removed) if one is left.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from autograder.course import ROOT
+
+TOP_FILES = ("README.md", "Makefile", "pyproject.toml", "environment.yml", ".gitignore",
+             "nbgrader_config.py")
+TOP_DIRS = ("scripts", "coursekit", "autograder")
+FORBIDDEN_NAMES = ("secrets.json", "gradebook.sqlite", "gradebook.db")
+MARKER = re.compile(r"^\s*(#+|//|<!--)?\s*(BEGIN|END) (SOLUTION|HIDDEN TESTS|MARK SCHEME)\b")
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
+
+
+class ReleaseError(Exception):
+    pass
+
+
+def stale_starters(root: Path) -> list[str]:
+    from coursekit.starters import project_pairs, strip_solutions
+    return [str(starter.relative_to(root)) for solution, starter in project_pairs(root)
+            if not starter.exists()
+            or starter.read_text() != strip_solutions(solution.read_text(), str(solution))]
+
+
+def markers_in(path: Path) -> list[str]:
+    """'file: line' for every solution/hidden-test marker left in a released file."""
+    found = []
+    if path.suffix == ".ipynb":
+        nb = json.loads(path.read_text())
+        texts = ["".join(c.get("source", "")) if isinstance(c.get("source"), list)
+                 else c.get("source", "") for c in nb.get("cells", [])]
+    else:
+        try:
+            texts = [path.read_text()]
+        except (UnicodeDecodeError, OSError):
+            return found
+    for text in texts:
+        for line in text.splitlines():
+            if MARKER.match(line):
+                found.append(f"{path}: {line.strip()[:80]}")
+    return found
+
+
+def release(out: Path, course_root: Path = ROOT, notebooks_dir: Path | None = None,
+            force: bool = False) -> dict:
+    out = Path(out).resolve()
+    course_root = Path(course_root).resolve()
+    notebooks_dir = Path(notebooks_dir or course_root / "notebooks")
+    if out == course_root or course_root in out.parents and out.parts[
+            len(course_root.parts)] not in ("build",):
+        raise ReleaseError(f"--out {out} is inside the course folder (use build/ or "
+                           "somewhere else)")
+    stale = stale_starters(course_root)
+    if stale:
+        raise ReleaseError("starters out of date with their solutions: " + ", ".join(stale)
+                           + " (run `make starters`)")
+    if out.exists():
+        if any(out.iterdir()) and not force:
+            raise ReleaseError(f"{out} is not empty (pass --force to replace it)")
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    try:
+        counts = _write(out, course_root, notebooks_dir)
+        leaks = [m for p in sorted(out.rglob("*")) if p.is_file() for m in markers_in(p)]
+        leaks += [str(p) for p in out.rglob("*") if p.name in FORBIDDEN_NAMES]
+        leaks += [str(p) for p in out.rglob("solution") if p.is_dir()]
+        if leaks:
+            raise ReleaseError("the release still holds instructor-only content:\n  " +
+                               "\n  ".join(leaks[:20]))
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    return {"out": str(out), **counts}
+
+
+def _write(out: Path, root: Path, notebooks_dir: Path) -> dict:
+    import nbformat
+
+    from autograder.nbsource import release_notebook
+    for name in TOP_FILES:
+        if (root / name).is_file():
+            shutil.copy2(root / name, out / name)
+    for name in TOP_DIRS:
+        if (root / name).is_dir():
+            shutil.copytree(root / name, out / name, ignore=IGNORE)
+    projects = []
+    for project in sorted(p for p in (root / "projects").iterdir() if p.is_dir()):
+        projects.append(project.name)
+        for item in project.iterdir():
+            if item.name == "solution" or item.name == "__pycache__":
+                continue
+            target = out / "projects" / project.name / item.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if item.is_dir():
+                shutil.copytree(item, target, ignore=IGNORE)
+            else:
+                shutil.copy2(item, target)
+    notebooks = []
+    for path in sorted(notebooks_dir.glob("*.ipynb")):
+        learner = release_notebook(nbformat.read(str(path), as_version=4))
+        target = out / "notebooks" / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(learner, str(target))
+        notebooks.append(path.name)
+    for item in sorted(notebooks_dir.iterdir()) if notebooks_dir.is_dir() else []:
+        if item.suffix in (".ipynb", ".py") or item.name in ("src", "__pycache__") \
+                or item.name.startswith("."):
+            continue  # assets only: generators and scripts may hold answers
+        target = out / "notebooks" / item.name
+        if item.is_dir():
+            shutil.copytree(item, target, ignore=IGNORE)
+        else:
+            shutil.copy2(item, target)
+    return {"projects": projects, "notebooks": notebooks}

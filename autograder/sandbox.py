@@ -1,0 +1,484 @@
+"""The parent side of the sandbox: a private folder per run, the jailed launch, and a
+watchdog that enforces what the kernel cannot.
+
+One untrusted run (a checker stage, a notebook kernel) gets:
+
+* ``SandboxDir``: a fresh folder under the system temp dir, root-only but traversable,
+  holding ``guard/`` (sitecustomize, runner: read-only), a course copy with no
+  ``solution/`` (read-only) and the writable work folders (owned by the run's uid);
+* ``Jail``: the command wrapped by ``autograder/jail.py`` (namespaces, uid, rlimits; see
+  there) with a minimal environment;
+* ``Monitor``: reads stdout/stderr/result pipes with a size cap, polls the process tree
+  in /proc for memory (RSS, then PSS when RSS says over) and task count, enforces the
+  wall clock, and kills the whole tree when a limit is hit. Its ``Outcome`` says what
+  happened in words the grader maps to a status.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+ROOT = PACKAGE.parent
+UID_BASE = 1_900_000_000  # throw-away uids: UID_BASE + worker pid (no passwd entry)
+PAGE = os.sysconf("SC_PAGE_SIZE")
+PASSTHROUGH_ENV = ("JAX_", "XLA_", "CUDA_", "TF_CPP_", "OMP_", "LANG", "LC_", "TZ")
+
+
+@dataclass
+class Limits:
+    wall_s: float = 600.0
+    memory_mb: int = 4096          # all processes of the run together (RSS, then PSS)
+    max_tasks: int = max(512, 32 * (os.cpu_count() or 1))  # processes + threads
+    max_output_bytes: int = 8 << 20  # stdout + stderr before the run is stopped
+    file_mb: int = 512             # largest file the run may write
+    poll_s: float = 0.1
+
+
+@dataclass
+class Outcome:
+    returncode: int | None = None
+    killed_for: str | None = None   # wall-clock | memory-limit | process-limit | output-limit
+    wall_s: float = 0.0
+    peak_memory_mb: float = 0.0
+    peak_tasks: int = 0
+    stdout: str = ""
+    stderr: str = ""
+    channel: list = field(default_factory=list)   # parsed JSON lines from the result fd
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.returncode is not None and self.returncode < 0:
+            try:
+                return signal.Signals(-self.returncode).name
+            except ValueError:
+                return f"signal {-self.returncode}"
+        return None
+
+
+# ----------------------------------------------------------------------------------
+# What this machine allows
+# ----------------------------------------------------------------------------------
+
+_ISOLATION: str | None = None
+MODES = {"namespaces": (True, True), "uid": (False, True), "limits": (False, False)}
+
+
+def isolation() -> str:
+    """The strongest mode that runs Python here, probed once per process:
+    'namespaces' (root: mount+net+pid namespaces, throw-away uid, limits), 'uid' (root
+    without namespaces: throw-away uid, limits) or 'limits' (resource limits,
+    process-tree watchdog and audit hooks only; what a learner's own machine gets)."""
+    global _ISOLATION
+    if _ISOLATION is None:
+        _ISOLATION = "limits"
+        candidates = ["namespaces", "uid"] if os.geteuid() == 0 else []
+        for mode in candidates:
+            namespaces, with_uid = MODES[mode]
+            uid = sandbox_uid() if with_uid else None
+            with SandboxDir(uid=uid) as box:
+                work = box.writable("work")
+                jail = Jail(box, [sys.executable, "-c", "import json, os; print(os.getuid())"],
+                            uid=uid, cwd=work, namespaces=namespaces)
+                done = subprocess.run(jail.argv(), capture_output=True, text=True,
+                                      timeout=60)
+            if done.returncode == 0 and "jail:" not in done.stderr:
+                _ISOLATION = mode
+                break
+    return _ISOLATION
+
+
+def mode_settings() -> tuple[bool, int | None]:
+    """(use namespaces, uid) for runs in the current isolation mode."""
+    namespaces, with_uid = MODES[isolation()]
+    return namespaces, (sandbox_uid() if with_uid else None)
+
+
+def sandbox_uid() -> int | None:
+    """One throw-away uid per worker process (as root), so limits and kills per uid
+    touch only this run."""
+    return UID_BASE + os.getpid() if os.geteuid() == 0 else None
+
+
+# ----------------------------------------------------------------------------------
+# The folder
+# ----------------------------------------------------------------------------------
+
+class SandboxDir:
+    """``<tmp>/autograder-<random>/`` (root 0711) with ``guard/`` and a course copy
+    ``c-<random>/`` (read-only to the run; unguessable, the parent is not listable) and
+    work folders created by ``writable()`` (owned by the run's uid)."""
+
+    def __init__(self, uid: int | None):
+        self.uid = uid
+        base = Path(tempfile.gettempdir()).resolve()
+        self.path = Path(tempfile.mkdtemp(prefix="autograder-", dir=base))
+        os.chmod(self.path, 0o711)
+        self.guard = self.path / "guard"
+        self.guard.mkdir(mode=0o755)
+        shutil.copy(PACKAGE / "guard.py", self.guard / "sitecustomize.py")
+        shutil.copy(PACKAGE / "runner.py", self.guard / "autograder_runner.py")
+        self.course = self.path / f"c-{secrets.token_hex(8)}"
+        self.course.mkdir(mode=0o755)
+        self.writable_dirs: list[Path] = []
+
+    def writable(self, relative: str) -> Path:
+        path = self.course / relative
+        path.mkdir(parents=True, exist_ok=True)
+        os.chmod(path, 0o700)
+        if self.uid is not None:
+            os.chown(path, self.uid, self.uid)
+        self.writable_dirs.append(path)
+        return path
+
+    def give(self, path: Path) -> None:
+        """Hand a file or folder inside a writable dir to the run's uid."""
+        if self.uid is None:
+            return
+        for p in [path, *(path.rglob("*") if path.is_dir() else [])]:
+            os.lchown(p, self.uid, self.uid)
+
+    def close(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def copy_course(course_root: Path, dest: Path, projects: list[str]) -> None:
+    """What a checker needs, never a solution: coursekit/ and, per project, everything
+    but ``solution/`` and ``starter/`` (the starter comes from the submission)."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
+    if (course_root / "coursekit").is_dir():
+        shutil.copytree(course_root / "coursekit", dest / "coursekit", ignore=ignore)
+    for name in projects:
+        src = course_root / "projects" / name
+        for item in src.iterdir():
+            if item.name in ("solution", "starter", "__pycache__"):
+                continue
+            target = dest / "projects" / name / item.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if item.is_dir():
+                shutil.copytree(item, target, ignore=ignore)
+            else:
+                shutil.copy2(item, target)
+
+
+def hidden_paths(hide_roots: list[Path], keep: list[Path]) -> list[str]:
+    """Paths to cover so that everything under ``hide_roots`` disappears except
+    ``keep`` (the Python environment) and the folders leading to it."""
+    out: list[str] = []
+
+    def cover(path: Path) -> None:
+        inner = [k for k in keep if k != path and path in k.parents]
+        if any(k == path for k in keep):
+            return
+        if not inner:
+            out.append(str(path))
+            return
+        try:
+            children = list(path.iterdir())
+        except OSError:
+            return
+        for child in children:
+            cover(child)
+
+    for root in hide_roots:
+        if root.exists():
+            cover(root.resolve())
+    return sorted(set(out))
+
+
+# ----------------------------------------------------------------------------------
+# The launch
+# ----------------------------------------------------------------------------------
+
+class Jail:
+    """A command plus everything ``jail.py`` needs to confine it."""
+
+    def __init__(self, box: SandboxDir, cmd: list[str], *, uid: int | None,
+                 cwd: Path | None = None, env: dict | None = None,
+                 hide: list[Path] = (), limits: Limits | None = None,
+                 namespaces: bool = True, result_fd: int | None = None,
+                 deny_read: list[Path] = ()):
+        self.box, self.cmd, self.uid = box, cmd, uid
+        self.limits = limits or Limits()
+        keep = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
+        self.hide = hidden_paths(list(hide), keep)
+        self.reveal = sorted({str(k) for k in keep})
+        self.cwd = cwd or box.course
+        self.namespaces = namespaces
+        home = box.writable_dirs[0] if box.writable_dirs else box.course
+        writable = [str(p) for p in box.writable_dirs]
+        policy = {"deny": [str(Path(p).resolve()) for p in (*hide, *deny_read)],
+                  "allow": [str(k) for k in keep], "writable": writable,
+                  "result_fd": result_fd}
+        venv_bin = str(Path(sys.executable).parent)
+        self.env = {
+            "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(home), "TMPDIR": str(home / "tmp") if box.writable_dirs else "/tmp",
+            "USER": "learner", "LOGNAME": "learner", "LANG": "C.UTF-8",
+            "PYTHONPATH": str(box.guard), "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(home / ".mpl"),
+            "AG_POLICY": json.dumps(policy),
+        }
+        for key, value in os.environ.items():
+            if key.startswith(PASSTHROUGH_ENV):
+                self.env.setdefault(key, value)
+        self.env.update(env or {})
+        if box.writable_dirs:
+            (home / "tmp").mkdir(exist_ok=True)
+            box.give(home / "tmp")
+
+    def config(self) -> dict:
+        lim = self.limits
+        rlimits = {"DATA": lim.memory_mb << 20, "FSIZE": lim.file_mb << 20, "CORE": 0,
+                   "NOFILE": 4096}
+        if self.uid is not None:  # per-uid count: only meaningful for a throw-away uid
+            rlimits["NPROC"] = lim.max_tasks + 64
+        return {"cmd": self.cmd, "env": self.env, "cwd": str(self.cwd), "uid": self.uid,
+                "namespaces": self.namespaces, "hide": self.hide, "reveal": self.reveal,
+                "writable": [str(p) for p in self.box.writable_dirs], "rlimits": rlimits}
+
+    def argv(self) -> list[str]:
+        """The launcher command; writes its config (root-only, deleted on read)."""
+        fd, path = tempfile.mkstemp(prefix="jail-", suffix=".json", dir=self.box.path)
+        with os.fdopen(fd, "w") as f:
+            json.dump(self.config(), f)
+        return [sys.executable, "-I", "-S", str(PACKAGE / "jail.py"), path]
+
+
+# ----------------------------------------------------------------------------------
+# The watchdog
+# ----------------------------------------------------------------------------------
+
+def _proc_table() -> dict[int, tuple[int, int, int]]:
+    """pid -> (ppid, threads, rss bytes) for every visible process."""
+    table = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                raw = f.read()
+        except OSError:
+            continue
+        rest = raw[raw.rfind(b")") + 2:].split()
+        try:
+            table[int(entry.name)] = (int(rest[1]), int(rest[17]), int(rest[21]) * PAGE)
+        except (IndexError, ValueError):
+            continue
+    return table
+
+
+def process_tree(root: int, table: dict | None = None) -> list[int]:
+    table = _proc_table() if table is None else table
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _t, _r) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if pid in table:
+            out.append(pid)
+            todo.extend(children.get(pid, []))
+    return out
+
+
+def _pss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def kill_tree(root: int) -> None:
+    """SIGKILL the launcher (its namespace init follows it, taking every process in
+    the namespace) and, for the modes without a PID namespace, every descendant."""
+    pids = process_tree(root)
+    for pid in [root, *pids]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        os.killpg(root, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class Monitor:
+    """Watches one launched run until it exits or breaks a limit."""
+
+    HEAD, TAIL = 48 << 10, 16 << 10
+
+    def __init__(self, proc: subprocess.Popen, limits: Limits, *, channel_fd: int | None = None,
+                 token: str | None = None):
+        self.proc, self.limits, self.token = proc, limits, token
+        self.channel_fd = channel_fd
+        self.outcome = Outcome()
+        self._buffers = {"stdout": bytearray(), "stderr": bytearray()}
+        self._tails = {"stdout": bytearray(), "stderr": bytearray()}
+        self._total_output = 0
+        self._channel = bytearray()
+        self._stop = threading.Event()
+
+    # -- output -------------------------------------------------------------------
+    def _take_output(self, name: str, data: bytes) -> None:
+        self._total_output += len(data)
+        head = self._buffers[name]
+        room = self.HEAD - len(head)
+        if room > 0:
+            head.extend(data[:room])
+            data = data[room:]
+        if data:
+            tail = self._tails[name]
+            tail.extend(data)
+            del tail[:-self.TAIL]
+        if self._total_output > self.limits.max_output_bytes:
+            self._kill("output-limit")
+
+    def _take_channel(self, data: bytes) -> None:
+        self._channel.extend(data)
+        while b"\n" in self._channel:
+            line, _, rest = self._channel.partition(b"\n")
+            self._channel = bytearray(rest)
+            if len(self.outcome.channel) > 10_000:
+                continue
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(msg, dict):
+                continue
+            if msg.get("kind") == "violation" or msg.get("token") == self.token:
+                self.outcome.channel.append(msg)
+        if len(self._channel) > 1 << 20:
+            self._channel.clear()
+
+    # -- limits -------------------------------------------------------------------
+    def _kill(self, reason: str) -> None:
+        if self.outcome.killed_for is None:
+            self.outcome.killed_for = reason
+        kill_tree(self.proc.pid)
+
+    def _poll_tree(self) -> None:
+        table = _proc_table()
+        tree = process_tree(self.proc.pid, table)
+        tasks = sum(table[p][1] for p in tree)
+        self.outcome.peak_tasks = max(self.outcome.peak_tasks, tasks)
+        if tasks >= self.limits.max_tasks:  # first: a fork bomb makes PSS slow to read
+            self._kill("process-limit")
+            return
+        limit = self.limits.memory_mb << 20
+        used = sum(table[p][2] for p in tree)
+        if used > limit:  # RSS counts pages shared after fork once per process: PSS
+            used, budget_end = 0, time.monotonic() + 0.25
+            for pid in sorted(tree, key=lambda p: -table[p][2]):
+                used += _pss(pid)
+                if used > limit or time.monotonic() > budget_end:
+                    break
+        self.outcome.peak_memory_mb = max(self.outcome.peak_memory_mb, used / 2**20)
+        if used > limit:
+            self._kill("memory-limit")
+
+    # -- loop ---------------------------------------------------------------------
+    def run(self) -> Outcome:
+        start = time.monotonic()
+        deadline = start + self.limits.wall_s
+        sel = selectors.DefaultSelector()
+        for name in ("stdout", "stderr"):
+            stream = getattr(self.proc, name)
+            if stream is not None:
+                os.set_blocking(stream.fileno(), False)
+                sel.register(stream.fileno(), selectors.EVENT_READ, name)
+        if self.channel_fd is not None:
+            os.set_blocking(self.channel_fd, False)
+            sel.register(self.channel_fd, selectors.EVENT_READ, "channel")
+        next_poll = start
+        exited_at = None
+        while True:
+            now = time.monotonic()
+            if self._stop.is_set():
+                self._kill("stopped")
+            if now >= deadline and self.outcome.killed_for is None:
+                self._kill("wall-clock")
+            if now >= next_poll and self.proc.poll() is None:
+                self._poll_tree()
+                next_poll = now + self.limits.poll_s
+            timeout = max(0.0, min(next_poll, deadline) - time.monotonic())
+            for key, _ in sel.select(timeout=min(timeout, self.limits.poll_s)):
+                try:
+                    data = os.read(key.fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    data = b""
+                if not data:
+                    sel.unregister(key.fd)
+                    continue
+                if key.data == "channel":
+                    self._take_channel(data)
+                else:
+                    self._take_output(key.data, data)
+            if self.proc.poll() is not None:
+                if not sel.get_map():
+                    break
+                if exited_at is None:
+                    exited_at = time.monotonic()
+                elif time.monotonic() > exited_at + 2:
+                    kill_tree(self.proc.pid)  # a leftover holding a pipe open
+                    break
+        sel.close()
+        self.outcome.returncode = self.proc.wait()
+        self.outcome.wall_s = time.monotonic() - start
+        for name in ("stdout", "stderr"):
+            text = bytes(self._buffers[name])
+            if self._tails[name]:
+                text += b"\n[... output cut ...]\n" + bytes(self._tails[name])
+            setattr(self.outcome, name, text.decode("utf-8", errors="replace"))
+        return self.outcome
+
+    def stop(self) -> None:
+        """From another thread: end the run now (reason 'stopped')."""
+        self._stop.set()
+
+
+def run(jail: Jail, channel: tuple[int, int] | None = None, token: str | None = None
+        ) -> Outcome:
+    """Start the jailed command and watch it to the end. ``channel`` is the pipe
+    (read, write) made by ``os.pipe()`` whose write end the jail was told about."""
+    pass_fds = (channel[1],) if channel else ()
+    proc = subprocess.Popen(jail.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True,
+                            pass_fds=pass_fds)
+    if channel:
+        os.close(channel[1])
+    try:
+        return Monitor(proc, jail.limits, channel_fd=channel[0] if channel else None,
+                       token=token).run()
+    finally:
+        if channel:
+            os.close(channel[0])
+        for stream in (proc.stdout, proc.stderr):
+            if stream:
+                stream.close()

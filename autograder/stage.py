@@ -1,0 +1,149 @@
+"""Grade one project stage of one submission: a sandboxed checker run, read back into
+a gradebook record with one of the statuses below.
+
+    pass     every check of the stage passed
+    fail     the checks ran; some failed (a wrong answer, or "not yet" on a starter)
+    error    the learner's code could not run (syntax error, missing function, an
+             exception), or the run did something refused: a sandbox violation
+             (``read-outside``, ``write-outside``, ``network``, ``tamper-timing``), a
+             fork bomb (``process-limit``), an output flood (``output-limit``)
+    timeout  the stage ran past its wall-clock limit
+    memory   the stage ran past its memory limit (killed, or MemoryError raised)
+    crash    the process died (a signal such as SIGSEGV/SIGABRT) or left before the
+             checks finished
+    missing  the submission has no file for this project
+
+Checks that finished before a timeout or crash keep their result; the rest get the
+stage's status and no points. A sandbox violation scores the whole stage 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import sys
+from pathlib import Path
+
+from autograder import sandbox
+from autograder.course import Stage
+from autograder.workspace import Settings, prepare
+
+STATUSES = ("pass", "fail", "error", "timeout", "memory", "crash", "missing")
+KILLED = {"wall-clock": "timeout", "memory-limit": "memory", "process-limit": "error",
+          "output-limit": "error", "stopped": "crash"}
+
+
+def base_record(stage: Stage, student: str) -> dict:
+    return {"student": student, "item": stage.item, "kind": "stage",
+            "project": stage.project, "stage": stage.number, "title": stage.title,
+            "status": "missing", "reason": "", "message": "", "points": 0.0,
+            "max_points": stage.max_points, "checks": []}
+
+
+def missing_record(stage: Stage, student: str, impl: str) -> dict:
+    record = base_record(stage, student)
+    record.update(reason="missing-file", message=f"the submission has no {impl}")
+    record["checks"] = [{"id": cid, "status": "missing", "points": 0.0, "max_points": pts,
+                         "message": ""} for cid, pts in stage.checks]
+    return record
+
+
+def grade_stage(settings: Settings, stage: Stage, student: str, submission: Path,
+                seed: int | None) -> dict:
+    impl_rel = f"projects/{stage.project}/starter/model.py"
+    if not (submission / impl_rel).is_file() or (submission / impl_rel).is_symlink():
+        return missing_record(stage, student, impl_rel)
+    namespaces, uid = sandbox.mode_settings()
+    limits = settings.sandbox_limits()
+    with sandbox.SandboxDir(uid) as box:
+        course = prepare(box, settings, submission)
+        work = box.writable("work")
+        token = secrets.token_hex(16)
+        read_fd, write_fd = os.pipe()
+        env = {"AG_TOKEN": token, "COURSE_RECORDS": str(work / "records"),
+               "AG_STAGE": json.dumps({
+                   "check": str(course / "projects" / stage.project / "tests" / "check.py"),
+                   "impl": str(course / impl_rel), "stages": [stage.number],
+                   "seed": seed, "workdir": str(work / "check")})}
+        jail = sandbox.Jail(box, [sys.executable, str(box.guard / "autograder_runner.py")],
+                            uid=uid, cwd=work, env=env, limits=limits,
+                            namespaces=namespaces, result_fd=write_fd,
+                            hide=[Path(p) for p in settings.hide])
+        outcome = sandbox.run(jail, (read_fd, write_fd), token=token)
+    record = interpret(stage, student, outcome, limits)
+    record["isolation"] = sandbox.isolation()
+    return record
+
+
+def interpret(stage: Stage, student: str, outcome: sandbox.Outcome,
+              limits: sandbox.Limits) -> dict:
+    """Outcome of the sandboxed run -> record (status, reason, points, per-check)."""
+    record = base_record(stage, student)
+    results = {m["result"]["check_id"]: m["result"] for m in outcome.channel
+               if m.get("kind") == "check" and isinstance(m.get("result"), dict)}
+    violations = [m for m in outcome.channel if m.get("kind") == "violation"]
+    done = next((m for m in outcome.channel if m.get("kind") == "done"), None)
+    status, reason, message = _stage_status(outcome, results, violations, done, limits)
+    checks = []
+    for check_id, max_points in stage.checks:
+        r = results.get(check_id)
+        if r is None:
+            checks.append({"id": check_id, "status": status if status != "pass" else "error",
+                           "points": 0.0, "max_points": max_points,
+                           "message": "not run: " + (message or status)})
+            continue
+        checks.append({"id": check_id, "status": r["status"],
+                       "points": float(r["points"]), "max_points": float(r["max_points"]),
+                       "message": r.get("message", ""), "hint": r.get("hint", ""),
+                       "yours": r.get("yours", ""), "expected": r.get("expected", ""),
+                       "duration_s": r.get("duration_s", 0.0)})
+    points = 0.0 if violations else sum(c["points"] for c in checks)
+    record.update(status=status, reason=reason, message=message, points=points,
+                  checks=checks, wall_s=round(outcome.wall_s, 3),
+                  check_time_s=round(sum(c.get("duration_s", 0.0) for c in checks), 3),
+                  peak_memory_mb=round(outcome.peak_memory_mb, 1),
+                  peak_tasks=outcome.peak_tasks,
+                  versions=(done or {}).get("versions", {}),
+                  stdout_tail=outcome.stdout[-4000:], stderr_tail=outcome.stderr[-4000:])
+    return record
+
+
+def _stage_status(outcome, results, violations, done, limits) -> tuple[str, str, str]:
+    if violations:
+        v = violations[0]
+        return "error", v.get("what", "violation"), \
+            f"sandbox: {v.get('detail', '')} was refused; the stage scores 0"
+    if outcome.killed_for:
+        status = KILLED.get(outcome.killed_for, "crash")
+        text = {"wall-clock": f"ran past the {limits.wall_s:g} s wall-clock limit",
+                "memory-limit": f"used more than {limits.memory_mb} MB of memory",
+                "process-limit": f"started more than {limits.max_tasks} processes/threads "
+                                 "(fork bomb?)",
+                "output-limit": f"printed more than {limits.max_output_bytes >> 20} MB",
+                }.get(outcome.killed_for, outcome.killed_for)
+        return status, outcome.killed_for, f"stopped: {text}"
+    memory_errors = [r for r in results.values() if "MemoryError" in r.get("message", "")]
+    if outcome.returncode is not None and outcome.returncode < 0:
+        name = outcome.signal_name
+        if outcome.returncode == -signal.SIGXFSZ:
+            return "error", "file-size-limit", "wrote a file larger than the limit"
+        if memory_errors:
+            return "memory", "memory-error", memory_errors[0]["message"]
+        return "crash", f"signal:{name}", f"the checker process was killed by {name}"
+    if done is None:
+        tail = outcome.stderr.strip().splitlines()[-1:] or [""]
+        return "crash", "exit-before-results", \
+            f"the process exited (code {outcome.returncode}) before the checks finished: " \
+            f"{tail[0][:300]}"
+    if memory_errors:
+        return "memory", "memory-error", memory_errors[0]["message"]
+    statuses = [r["status"] for r in results.values()]
+    if statuses and all(s == "pass" for s in statuses):
+        return "pass", "", ""
+    errors = [r for r in results.values() if r["status"] == "error"]
+    if errors:
+        return "error", "learner-code", errors[0].get("message", "")
+    first = next((r for r in results.values() if r["status"] != "pass"), None)
+    return "fail", "", (first or {}).get("message", "no checks ran")

@@ -1,0 +1,64 @@
+"""The temporary working copy one grading run sees, and the settings every run shares.
+
+A copy holds the course's checkers and ``coursekit/`` (never a ``solution/`` folder,
+never the gradebook or the secrets) plus the submission's own files, laid out like the
+release so that relative paths in notebooks (``../projects/<p>/starter/model.py``) and
+``sys.path`` tricks in ``check.py`` work unchanged. Symbolic links in a submission are
+dropped, never followed (a link to a solution would otherwise be copied in).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from autograder import sandbox
+
+
+@dataclass
+class Settings:
+    """Picklable settings shared by every task of a batch (sent to worker processes)."""
+    course_root: str
+    projects: list[str]                 # every project whose checker goes in the copy
+    hide: list[str]                     # course root, submissions, out dir
+    limits: dict = field(default_factory=dict)
+    cell_timeout: float = 120.0
+    isolation: str | None = None        # probed once by the parent
+    nb_sizes: str = "ci"                # "ci": notebook metadata course.ci_parameters
+
+    def sandbox_limits(self) -> sandbox.Limits:
+        return sandbox.Limits(**self.limits)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _no_links(folder: str, names: list[str]) -> list[str]:
+    base = Path(folder)
+    return [n for n in names if (base / n).is_symlink() or n == "__pycache__"
+            or n.endswith(".pyc")]
+
+
+def copy_submission_projects(submission: Path, dest: Path) -> None:
+    """Every ``projects/<p>/starter/`` of the submission into the copy."""
+    for starter in sorted(submission.glob("projects/*/starter")):
+        if starter.is_symlink() or not starter.is_dir():
+            continue
+        target = dest / "projects" / starter.parent.name / "starter"
+        shutil.copytree(starter, target, ignore=_no_links, dirs_exist_ok=True)
+
+
+def prepare(box: sandbox.SandboxDir, settings: Settings, submission: Path) -> Path:
+    """Fill ``box.course`` with the course copy and the submission. Returns it."""
+    sandbox.copy_course(Path(settings.course_root), box.course, settings.projects)
+    copy_submission_projects(submission, box.course)
+    return box.course
+
+
+def submission_files_hash(submission: Path) -> str:
+    """Content hash of everything a project stage reads from a submission."""
+    from autograder.course import tree_hash
+    starters = [p for p in sorted(submission.glob("projects/*/starter"))
+                if not p.is_symlink()]
+    return tree_hash(starters, submission)
