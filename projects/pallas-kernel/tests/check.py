@@ -1,0 +1,707 @@
+"""Checks for pallas-kernel (a fused row-softmax Pallas kernel).
+
+    python projects/pallas-kernel/tests/check.py --stage 1|2|3|all --impl PATH [--json F]
+
+The checker computes its own references (a NumPy float64 softmax and a float32
+``jax.numpy`` softmax), its own rounding budget, and reads the learner's program
+(``coursekit.pallas_inspect``) to see what really runs: a ``pallas_call`` with the
+promised grid and blocks, the reductions inside the kernel, the execution mode
+(interpreted on CPU, compiled on GPU/TPU). Inputs and shapes come from a seed the
+learner does not see, with shapes that the block sizes do not divide. Timing checks
+compare ratios with wide margins, never absolute times.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the course root
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from coursekit.check_values import as_array, as_float, fail_unless, require_keys  # noqa: E402
+from coursekit.checks import CheckFailed, Checker, short  # noqa: E402
+from coursekit.learner import get_function  # noqa: E402
+from coursekit.pallas_inspect import inspect_pallas, lowered_mode, settle_pallas  # noqa: E402
+from coursekit.timing import count_compiles, time_synced  # noqa: E402
+
+# Pallas's one-time lazy imports change JAX's trace context; let them happen before any
+# learner function is jitted, so compile counts below are the learner's own.
+settle_pallas()
+
+checker = Checker("pallas-kernel", {
+    1: "independent references", 2: "the kernel", 3: "measured"})
+
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+BLOCK_ROWS = (8, 16, 32)
+# A timing that forgot to wait is 10^2-10^3 times too fast on these workloads; a 4x
+# window cannot flake on a loaded machine yet cannot pass a missing sync.
+TIME_RATIO_WINDOW = 4.0
+# "helps" means faster than the baseline by this factor; planted speedups stay outside
+# [0.9, 1.2], so any margin a learner picks in that range gives the same verdicts.
+HELP_MARGIN = 1.1
+
+
+# ---------------------------------------------------------------------------------------
+# The checker's own references, rounding budget and inputs
+# ---------------------------------------------------------------------------------------
+
+def ref64(x) -> np.ndarray:
+    z = np.asarray(x).astype(np.float64)
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@jax.jit
+def ref_jnp(x):
+    z = x.astype(jnp.float32)
+    e = jnp.exp(z - jnp.max(z, axis=1, keepdims=True))
+    return (e / jnp.sum(e, axis=1, keepdims=True)).astype(x.dtype)
+
+
+def budget(dtype, n: int) -> tuple[float, float]:
+    """(rtol, atol): float32 arithmetic (u32 = 2^-24) through a length-n sum plus a few
+    roundings for exp, subtraction and division, then one rounding to ``dtype``."""
+    u_out = float(jnp.finfo(dtype).eps) / 2
+    u32 = float(jnp.finfo(jnp.float32).eps) / 2
+    return u_out + (n + 4) * u32, 4 * u32
+
+
+def block_width(n: int) -> int:
+    return max(128, 1 << max(0, int(n) - 1).bit_length())
+
+
+def draw(rng, shape, dtype) -> jax.Array:
+    """Rows with different scales and offsets (max subtraction matters)."""
+    rows, _ = shape
+    scale = rng.uniform(0.5, 4.0, (rows, 1))
+    offset = rng.uniform(-20, 20, (rows, 1))
+    x = rng.standard_normal(shape) * scale + offset
+    return jnp.asarray(x.astype(np.float32), dtype)
+
+
+def ragged(rng, lo: int, hi: int, multiple_of: int) -> int:
+    """A size in [lo, hi) that is not a multiple of ``multiple_of``."""
+    while True:
+        n = int(rng.integers(lo, hi))
+        if n % multiple_of:
+            return n
+
+
+def describe(shape, block_rows: int) -> str:
+    rows, cols = shape
+    divides = "divisible" if rows % block_rows == 0 else "NOT divisible"
+    return (f"shape {tuple(shape)}, block_rows={block_rows} (rows {divides}; {cols} of "
+            f"{block_width(cols)} block columns used)")
+
+
+def compare(y: np.ndarray, ref: np.ndarray, rtol: float, atol: float):
+    """(ok, (i, j) of the worst element, its error over the allowance)."""
+    y = y.astype(np.float64)
+    allowed = atol + rtol * np.abs(ref)
+    with np.errstate(invalid="ignore"):
+        excess = np.abs(y - ref) / allowed
+    excess = np.where(np.isnan(excess), np.inf, excess)
+    worst = np.unravel_index(int(np.argmax(excess)), excess.shape)
+    return bool(np.all(excess <= 1.0)), tuple(int(i) for i in worst), float(excess[worst])
+
+
+def expect_close(y, x, dtype_name: str, what: str, hint: str, also_jnp: bool = False) -> None:
+    """Compare a learner result with the float64 truth (and the float32 jnp reference,
+    which has its own rounding, so twice the budget) and name the worst element."""
+    shape, n = tuple(x.shape), x.shape[1]
+    y = as_array(y, what, shape=shape, dtype=DTYPES[dtype_name])
+    rtol, atol = budget(DTYPES[dtype_name], n)
+    refs = [("the float64 reference", ref64(x), rtol, atol)]
+    if also_jnp:
+        refs.append(("the float32 jnp reference", np.asarray(ref_jnp(x)).astype(np.float64),
+                     2 * rtol, 2 * atol))
+    for name, ref, rt, at in refs:
+        ok, (i, j), excess = compare(y, ref, rt, at)
+        fail_unless(ok, f"{what} differs from {name} at [{i}, {j}] by {excess:.3g}x the "
+                    f"rounding budget (rtol={rt:.3g}, atol={at:.3g})",
+                    yours=float(y.astype(np.float64)[i, j]), expected=float(ref[i, j]),
+                    hint=hint)
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 1: independent references
+# ---------------------------------------------------------------------------------------
+
+REFERENCE_HINT = ("compute in float32 whatever the input dtype, subtract the row max, "
+                  "cast back to x.dtype once at the end")
+
+
+@checker.check(1, "jnp_reference_matches_float64")
+def _(impl, ctx):
+    fn = jax.jit(get_function(impl, "softmax_jnp"))
+    rng = ctx.rng("jnp-ref")
+    shapes = [(int(rng.integers(2, 9)), int(rng.integers(1, 20))),
+              (int(rng.integers(9, 40)) | 1, ragged(rng, 100, 700, 2)),
+              (int(rng.integers(2, 6)), ragged(rng, 2000, 5000, 2))]
+    for dtype_name in DTYPES:
+        for shape in shapes:
+            x = draw(rng, shape, DTYPES[dtype_name])
+            expect_close(fn(x), x, dtype_name, f"softmax_jnp on {dtype_name} {shape}",
+                         REFERENCE_HINT)
+
+
+@checker.check(1, "jnp_reference_is_stable")
+def _(impl, ctx):
+    fn = jax.jit(get_function(impl, "softmax_jnp"))
+    rng = ctx.rng("stable")
+    shape = (int(rng.integers(3, 12)), ragged(rng, 30, 300, 2))
+    x = rng.standard_normal(shape) * 3 + rng.choice([-1, 1], (shape[0], 1)) * rng.uniform(
+        600, 1000, (shape[0], 1))
+    x = jnp.asarray(x.astype(np.float32))
+    y = as_array(fn(x), "softmax_jnp", shape=shape, dtype=jnp.float32)
+    fail_unless(bool(np.all(np.isfinite(y))), "softmax_jnp gives inf or nan on rows of "
+                "values near +-1000", yours=y, expected="finite probabilities",
+                hint="exp(1000.) overflows float32: subtract each row's max first")
+    expect_close(y, x, "float32", "softmax_jnp on rows near +-1000", REFERENCE_HINT)
+
+
+@checker.check(1, "numpy_reference_is_float64")
+def _(impl, ctx):
+    fn = get_function(impl, "softmax_numpy_f64")
+    rng = ctx.rng("np-ref")
+    for dtype_name in DTYPES:
+        shape = (int(rng.integers(3, 20)), ragged(rng, 50, 3000, 2))
+        x = draw(rng, shape, DTYPES[dtype_name])
+        y = fn(x)
+        fail_unless(isinstance(y, np.ndarray), "softmax_numpy_f64 must return a NumPy "
+                    "array (it is the JAX-independent reference)", yours=type(y).__name__,
+                    expected="numpy.ndarray", hint="use numpy only: np.asarray(x)."
+                    "astype(np.float64), np.exp, .max, .sum")
+        y = as_array(y, "softmax_numpy_f64", shape=shape, dtype=np.float64)
+        ok, (i, j), excess = compare(y, ref64(x), 1e-12, 1e-300)
+        fail_unless(ok, f"softmax_numpy_f64 on {dtype_name} input is not float64-accurate "
+                    f"(worst at [{i}, {j}]: {excess:.3g}x a 1e-12 relative tolerance)",
+                    yours=float(y[i, j]), expected=float(ref64(x)[i, j]),
+                    hint="convert to float64 before any arithmetic; a float32 computation "
+                    "cast to float64 keeps float32's error")
+
+
+@checker.check(1, "tolerance_from_dtype_and_length")
+def _(impl, ctx):
+    tolerance = get_function(impl, "tolerance")
+    rng = ctx.rng("tolerance")
+    lengths = (int(rng.integers(5, 12)), ragged(rng, 200, 500, 2), ragged(rng, 3000, 5000, 2))
+    got = {}
+    for dtype_name, dtype in DTYPES.items():
+        for n in lengths:
+            t = require_keys(tolerance(dtype, n), ("rtol", "atol", "why"), "tolerance")
+            rtol, atol = as_float(t["rtol"], "rtol"), as_float(t["atol"], "atol")
+            fail_unless(rtol > 0 and atol >= 0, "rtol must be > 0 and atol >= 0",
+                        yours=(rtol, atol))
+            fail_unless(isinstance(t["why"], str) and len(t["why"].split()) >= 5,
+                        "`why` must say how the tolerance was derived",
+                        yours=t["why"], expected="a sentence naming the roundings counted")
+            got[dtype_name, n] = (rtol, atol)
+            x = draw(rng, (6, n), dtype)
+            truth = ref64(x)
+            ok, (i, j), excess = compare(np.asarray(ref_jnp(x)), truth, rtol, atol)
+            fail_unless(ok, f"your tolerance rejects a correct {dtype_name} softmax of "
+                        f"length {n} (element [{i}, {j}] is {excess:.3g}x your allowance)",
+                        yours={"rtol": rtol, "atol": atol},
+                        expected=f"at least the rounding budget {budget(dtype, n)}",
+                        hint="count every rounding: the float32 sum over the row, exp, "
+                        "division, and the final cast to the output dtype; atol covers "
+                        "tiny probabilities")
+            b_rtol, _ = budget(dtype, n)
+            bad = truth.copy()
+            j = int(np.argmax(truth[0]))
+            bad[0, j] *= 1 + 10 * b_rtol
+            ok, _, _ = compare(bad, truth, rtol, atol)
+            fail_unless(not ok, f"your tolerance for {dtype_name}, length {n}, accepts a "
+                        "result off by 10x the rounding budget", yours={"rtol": rtol,
+                        "atol": atol}, expected=f"rtol below {10 * b_rtol:.3g}",
+                        hint="derive it from the unit roundoff and the reduction length; a "
+                        "loose tolerance passes wrong kernels")
+    for dtype_name in DTYPES:
+        short_n, long_n = lengths[0], lengths[-1]
+        fail_unless(got[dtype_name, long_n][0] > got[dtype_name, short_n][0]
+                    or dtype_name == "bfloat16",
+                    f"the {dtype_name} tolerance does not grow with the reduction length",
+                    yours={short_n: got[dtype_name, short_n][0],
+                           long_n: got[dtype_name, long_n][0]},
+                    expected="a larger rtol for the longer row",
+                    hint="a sum of n terms collects up to about n roundings")
+    for n in lengths:
+        fail_unless(got["bfloat16", n][0] > got["float32", n][0],
+                    f"the bfloat16 tolerance is not wider than float32's (length {n})",
+                    yours={"bfloat16": got["bfloat16", n][0],
+                           "float32": got["float32", n][0]},
+                    hint="the result is rounded to bfloat16 (8 significant bits) at the end")
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 2: the kernel
+# ---------------------------------------------------------------------------------------
+
+KERNEL_HINT = ("mask the block's columns >= n_cols with -inf (the identity of max; exp "
+               "gives 0, the identity of sum) before reducing, and make the grid "
+               "pl.cdiv(rows, block_rows) so the last, partial block is computed too")
+# Not allowed outside the kernel: softmax arithmetic, and host callbacks (a way to compute
+# the result somewhere else and hand it back).
+FORBIDDEN_OUTSIDE = {"exp", "reduce_max", "reduce_sum", "div", "log", "logistic", "exp2",
+                     "argmax", "cumsum", "cumlogsumexp", "cummax", "pure_callback",
+                     "io_callback", "callback"}
+
+
+def learner_kernel(impl, block_rows: int):
+    fn = get_function(impl, "softmax_pallas")
+    return lambda x: fn(x, block_rows=block_rows)
+
+
+@checker.check(2, "execution_mode_by_backend")
+def _(impl, ctx):
+    mode = get_function(impl, "execution_mode")
+    for backend, want in (("cpu", "interpreted"), ("gpu", "compiled"), ("tpu", "compiled")):
+        got = mode(backend)
+        fail_unless(got == want and isinstance(got, str), f"execution_mode({backend!r})",
+                    yours=got, expected=want, hint="compiled Pallas does not run on CPU: "
+                    "there it must run with interpret=True")
+    here = "interpreted" if jax.default_backend() == "cpu" else "compiled"
+    fail_unless(mode() == here, "execution_mode() without an argument must describe "
+                "jax.default_backend()", yours=mode(), expected=here)
+
+
+@checker.check(2, "kernel_is_a_pallas_call")
+def _(impl, ctx):
+    rng = ctx.rng("pallas-call")
+    block_rows = int(rng.choice(BLOCK_ROWS))
+    shape = (ragged(rng, 20, 60, block_rows), ragged(rng, 130, 500, 2))
+    x = draw(rng, shape, jnp.float32)
+    info = inspect_pallas(learner_kernel(impl, block_rows), x)
+    fail_unless(len(info["sites"]) > 0, "softmax_pallas runs no pallas_call: the result "
+                "comes from ordinary jax.numpy code, not from a kernel",
+                yours=f"primitives {sorted(info['outside'])[:12]}",
+                expected="a pallas_call in the program",
+                hint="build the kernel with pl.pallas_call(softmax_kernel, grid=..., "
+                "in_specs=..., out_specs=...)(x)")
+    outside = info["outside"] & FORBIDDEN_OUTSIDE
+    fail_unless(not outside, "softmax arithmetic runs outside the kernel",
+                yours=sorted(outside), expected="none: exp, max and sum inside the kernel",
+                hint="the kernel must do the whole softmax; the wrapper only sets up the "
+                "pallas_call")
+    inside = set().union(*(s.kernel_primitives for s in info["sites"]))
+    missing = {"exp", "reduce_max", "reduce_sum"} - inside
+    fail_unless(not missing, "the kernel does not contain the softmax's reductions",
+                yours=sorted(inside)[:20], expected=f"also {sorted(missing)}",
+                hint="take jnp.max and jnp.sum over the row inside softmax_kernel")
+
+
+@checker.check(2, "grid_and_blockspec")
+def _(impl, ctx):
+    rng = ctx.rng("grid")
+    for block_rows in rng.permutation(BLOCK_ROWS)[:2]:
+        block_rows = int(block_rows)
+        shape = (ragged(rng, 3 * block_rows, 6 * block_rows, block_rows),
+                 ragged(rng, 20, 900, 2))
+        x = draw(rng, shape, jnp.float32)
+        sites = inspect_pallas(learner_kernel(impl, block_rows), x)["sites"]
+        fail_unless(len(sites) == 1, "softmax_pallas should make exactly one pallas_call",
+                    yours=len(sites), expected=1)
+        want_grid = (math.ceil(shape[0] / block_rows),)
+        fail_unless(sites[0].grid == want_grid, f"wrong grid for {describe(shape, block_rows)}",
+                    yours=sites[0].grid, expected=want_grid,
+                    hint="one program per block of rows: grid=(pl.cdiv(rows, block_rows),); "
+                    "floor division drops the last, partial block")
+        want_block = (block_rows, block_width(shape[1]))
+        for k, block in enumerate(sites[0].block_shapes):
+            fail_unless(tuple(block) == want_block, f"block shape {k} of the pallas_call "
+                        f"for {describe(shape, block_rows)}", yours=block,
+                        expected=want_block, hint="BlockSpec((block_rows, block_cols(cols)),"
+                        " lambda i: (i, 0)) for input and output: whole rows per block")
+
+
+def kernel_matches(impl, ctx, dtype_name: str, salt: str) -> None:
+    rng = ctx.rng(salt)
+    cases = []
+    b = int(rng.choice(BLOCK_ROWS))
+    cases.append(((b * int(rng.integers(2, 4)), int(rng.choice([128, 256]))), b))  # divisible
+    b = int(rng.choice(BLOCK_ROWS))
+    cols = ragged(rng, 129, 700, 2) if rng.random() < 0.7 else ragged(rng, 3, 127, 2)
+    cases.append(((ragged(rng, b + 1, 4 * b, b), cols), b))  # neither dimension divides
+    passed = []
+    for shape, block_rows in cases:
+        x = draw(rng, shape, DTYPES[dtype_name])
+        try:
+            expect_close(learner_kernel(impl, block_rows)(x), x, dtype_name,
+                         f"softmax_pallas on {dtype_name} {describe(shape, block_rows)}",
+                         KERNEL_HINT, also_jnp=True)
+        except CheckFailed as err:
+            if passed:
+                err.args = (f"{err.args[0]} (it was right on {passed[0]}: a kernel correct "
+                            "only where the blocks divide the array)",)
+            raise
+        passed.append(describe(shape, block_rows))
+
+
+@checker.check(2, "matches_references_float32")
+def _(impl, ctx):
+    kernel_matches(impl, ctx, "float32", "match-f32")
+
+
+@checker.check(2, "matches_references_bfloat16")
+def _(impl, ctx):
+    kernel_matches(impl, ctx, "bfloat16", "match-bf16")
+
+
+@checker.check(2, "edge_shapes")
+def _(impl, ctx):
+    rng = ctx.rng("edges")
+    block_rows = int(rng.choice(BLOCK_ROWS[1:]))
+    for shape in ((1, 1), (ragged(rng, 2, block_rows, block_rows), ragged(rng, 3, 127, 2)),
+                  (block_rows + 1, int(rng.choice([129, 1023, 1025])))):
+        x = draw(rng, shape, jnp.float32)
+        expect_close(learner_kernel(impl, block_rows)(x), x, "float32",
+                     f"softmax_pallas on {describe(shape, block_rows)}", KERNEL_HINT)
+
+
+@checker.check(2, "declared_mode_is_the_one_that_ran")
+def _(impl, ctx):
+    run = get_function(impl, "run_softmax")
+    rng = ctx.rng("mode")
+    block_rows = int(rng.choice(BLOCK_ROWS))
+    shape = (ragged(rng, block_rows + 1, 3 * block_rows, block_rows), ragged(rng, 60, 400, 2))
+    x = draw(rng, shape, jnp.float32)
+    result = require_keys(run(x, block_rows=block_rows),
+                          ("y", "mode", "backend", "block_rows", "grid"), "run_softmax")
+    expect_close(result["y"], x, "float32", "run_softmax()['y']", KERNEL_HINT)
+    backend = jax.default_backend()
+    fail_unless(result["backend"] == backend, "run_softmax declares the wrong backend",
+                yours=result["backend"], expected=backend)
+    fn = learner_kernel(impl, block_rows)
+    sites = inspect_pallas(fn, x)["sites"]
+    fail_unless(bool(sites), "no pallas_call ran, so no kernel mode can be declared",
+                hint="stage 2's softmax_pallas must call pl.pallas_call")
+    ran = "interpreted" if all(s.interpret for s in sites) else "compiled"
+    lowered = lowered_mode(fn, x)
+    fail_unless(lowered == ran, "the pallas_call's interpret flag and the lowered program "
+                "disagree", yours=f"flag says {ran}", expected=f"lowered program: {lowered}")
+    fail_unless(result["mode"] == ran, "the declared execution mode is not the one that ran",
+                yours=result["mode"], expected=f"{ran} (read from the program that ran on "
+                f"{backend})", hint="declare execution_mode() and pass interpret="
+                "(mode == 'interpreted') to pallas_call, so the two cannot disagree")
+    if backend == "cpu":
+        fail_unless(ran == "interpreted", "on CPU only interpreted Pallas runs",
+                    yours=ran, expected="interpreted")
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 3: measured
+# ---------------------------------------------------------------------------------------
+
+RECORD_KEYS = ("impl", "shape", "dtype", "block_rows", "grid", "mode", "backend",
+               "warmup", "iters", "first_call_s", "samples_s", "compiles_first_call",
+               "compiles_warmed", "output_ok")
+
+
+class CountingKernel:
+    """Wraps a kernel function: counts calls per (shape, block_rows) and records which
+    of them compiled. It never synchronises, so the learner's sync is what gets timed."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.calls: dict = {}
+        self.compiled_at: dict = {}
+
+    def __call__(self, x, block_rows=8, **kwargs):
+        key = (tuple(x.shape), int(block_rows))
+        n = self.calls.get(key, 0)
+        with count_compiles() as c:
+            out = self.fn(x, block_rows=block_rows, **kwargs)
+        if c[0]:
+            self.compiled_at.setdefault(key, []).append(n)
+        self.calls[key] = n + 1
+        return out
+
+
+def expected_mode() -> str:
+    return "interpreted" if jax.default_backend() == "cpu" else "compiled"
+
+
+def run_sweep(impl, shapes, blocks, **kwargs) -> list[dict]:
+    sweep = get_function(impl, "sweep")
+    records = sweep([list(s) for s in shapes], list(blocks), **kwargs)
+    fail_unless(isinstance(records, list) and all(isinstance(r, dict) for r in records),
+                "sweep must return a list of dicts", yours=short(records))
+    for r in records:
+        require_keys(r, RECORD_KEYS, "a sweep record")
+    try:
+        json.dumps(records)
+    except (TypeError, ValueError) as err:
+        raise CheckFailed(f"sweep records are not JSON-able: {err}",
+                          hint="plain floats, ints, strings and lists (float(...), "
+                          "list(shape)); no arrays") from None
+    return records
+
+
+def find(records, impl: str, shape, block_rows=None) -> dict:
+    found = [r for r in records if r["impl"] == impl and list(r["shape"]) == list(shape)
+             and (impl == "jnp" or r["block_rows"] == block_rows)]
+    fail_unless(len(found) == 1, f"expected one {impl} record for shape {list(shape)}"
+                + (f", block_rows={block_rows}" if impl == "pallas" else ""),
+                yours=f"{len(found)} records", expected="1")
+    return found[0]
+
+
+def raw_samples(r: dict, iters: int, what: str) -> list[float]:
+    samples = r["samples_s"]
+    fail_unless(isinstance(samples, list) and len(samples) == iters,
+                f"{what}: samples_s must hold one raw sample per timed call",
+                yours=short(samples), expected=f"{iters} floats")
+    values = [as_float(s, f"{what}: samples_s[{i}]") for i, s in enumerate(samples)]
+    fail_unless(all(v > 0 for v in values) and (iters < 3 or len(set(values)) > 1),
+                f"{what}: samples_s looks like a summary, not raw measurements",
+                yours=values[:4], expected="distinct positive seconds")
+    return values
+
+
+@checker.check(3, "sweep_records_complete")
+def _(impl, ctx):
+    rng = ctx.rng("sweep")
+    shapes = [(ragged(rng, 17, 40, 8), ragged(rng, 40, 127, 2)),
+              (ragged(rng, 41, 64, 8), ragged(rng, 129, 300, 2))]
+    blocks = sorted(int(b) for b in rng.permutation(BLOCK_ROWS)[:2])
+    warmup, iters = 1, int(rng.integers(3, 6))
+    counted = CountingKernel(get_function(impl, "softmax_pallas"))
+    records = run_sweep(impl, shapes, blocks, dtype="float32", warmup=warmup, iters=iters,
+                        seed=int(rng.integers(0, 2**31)), kernel=counted)
+    fail_unless(len(records) == len(shapes) * (1 + len(blocks)), "one record per shape for "
+                "the baseline and one per shape and block size for the kernel",
+                yours=len(records), expected=len(shapes) * (1 + len(blocks)))
+    backend, mode = jax.default_backend(), expected_mode()
+    for shape in shapes:
+        base = find(records, "jnp", shape)
+        fail_unless(base["output_ok"] is True, f"the baseline's output for {list(shape)} was "
+                    "judged wrong", yours=base["output_ok"], expected=True)
+        raw_samples(base, iters, f"baseline {list(shape)}")
+        for b in blocks:
+            r = find(records, "pallas", shape, b)
+            what = f"kernel {list(shape)} block_rows={b}"
+            fail_unless(r["mode"] == mode and r["backend"] == backend,
+                        f"{what}: the record must declare the mode and backend that ran",
+                        yours=(r["mode"], r["backend"]), expected=(mode, backend))
+            fail_unless(r["output_ok"] is True, f"{what}: a correct output was judged wrong",
+                        yours=r["output_ok"], expected=True,
+                        hint="compare with softmax_numpy_f64(x) using tolerance(dtype, cols)")
+            raw_samples(r, iters, what)
+            key = (tuple(shape), b)
+            calls = counted.calls.get(key, 0)
+            fail_unless(calls == 1 + warmup + iters, f"{what}: wrong number of kernel calls",
+                        yours=calls, expected=f"1 first call + {warmup} warmup + {iters} "
+                        "timed", hint="call `kernel(x, block_rows=b)` exactly so; do not "
+                        "time the compiling first call with the others")
+            fail_unless(counted.compiled_at.get(key, []) == [0] and
+                        r["compiles_first_call"] >= 1 and r["compiles_warmed"] == 0,
+                        f"{what}: the compile must fall in the first call, and only there",
+                        yours=f"compiled in calls {counted.compiled_at.get(key, [])}; "
+                        f"record says first={r['compiles_first_call']!r} warmed="
+                        f"{r['compiles_warmed']!r}", expected="call 0; first>=1 warmed=0",
+                        hint="count compiles with coursekit.timing.count_compiles")
+            fail_unless(as_float(r["first_call_s"], "first_call_s") > 0,
+                        f"{what}: first_call_s must be the first call's seconds")
+
+
+@checker.check(3, "sweep_timings_synchronised")
+def _(impl, ctx):
+    rng = ctx.rng("synced")
+    block_rows = 16
+    shape = (ragged(rng, 360, 400, block_rows), ragged(rng, 200, 255, 2))
+    records = run_sweep(impl, [shape], [block_rows], dtype="float32", warmup=1, iters=5,
+                        seed=int(rng.integers(0, 2**31)))
+    x = draw(rng, shape, jnp.float32)
+    kernel = jax.jit(learner_kernel(impl, block_rows))
+    for impl_name, fn in (("pallas", kernel), ("jnp", jax.jit(get_function(impl, "softmax_jnp")))):
+        r = find(records, impl_name, shape, block_rows)
+        mine = time_synced(fn, x, warmup=1, iters=7).median_s
+        yours = statistics.median(raw_samples(r, 5, impl_name))
+        ratio = yours / mine
+        window = TIME_RATIO_WINDOW if impl_name == "pallas" else 2 * TIME_RATIO_WINDOW
+        fail_unless(1 / window <= ratio <= window,
+                    f"your {impl_name} median is {ratio:.3g}x the checker's synchronised "
+                    f"timing of the same function on {list(shape)}",
+                    yours=f"{yours * 1e3:.4g} ms", expected=f"about {mine * 1e3:.4g} ms "
+                    f"(within {window:g}x either way)",
+                    hint="jax.block_until_ready(out) inside every timed boundary: JAX "
+                    "returns before the work is done")
+
+
+@checker.check(3, "sweep_checks_output_before_timing")
+def _(impl, ctx):
+    rng = ctx.rng("wrong-kernel")
+    shape = (ragged(rng, 9, 30, 8), ragged(rng, 20, 120, 2))
+    i, j = int(rng.integers(0, shape[0])), int(rng.integers(0, shape[1]))
+
+    @functools.partial(jax.jit, static_argnames="block_rows")
+    def wrong(x, block_rows=8):
+        return ref_jnp(x).at[i, j].add(0.05)
+
+    counted = CountingKernel(wrong)
+    records = run_sweep(impl, [shape], [8], dtype="float32", warmup=1, iters=3,
+                        seed=int(rng.integers(0, 2**31)), kernel=counted)
+    r = find(records, "pallas", shape, 8)
+    fail_unless(r["output_ok"] is False, f"a kernel wrong at element [{i}, {j}] was not "
+                "caught", yours=r["output_ok"], expected=False,
+                hint="check the first call's output against the float64 reference before "
+                "timing anything")
+    fail_unless(r["samples_s"] == [] and counted.calls.get((shape, 8), 0) == 1,
+                "a wrong kernel was timed anyway",
+                yours=f"{counted.calls.get((shape, 8), 0)} calls, "
+                f"{len(r['samples_s'])} samples", expected="1 call (the checked one), no "
+                "samples", hint="a timing of a wrong result is worse than none")
+
+
+def synthetic_records(rng, plan: dict, mode: str, backend: str = "cpu",
+                      dtype: str = "float32", n: int = 7) -> list[dict]:
+    """Records with known medians: plan = {shape: (baseline_s, {block: speedup}, ...)}."""
+    def record(impl, shape, block, median, ok=True):
+        samples = [] if not ok else [float(median * math.exp(v))
+                                     for v in rng.normal(0, 0.02, n)]
+        if ok:
+            samples[0] = float(median)  # keep the median where it was planned
+        return {"impl": impl, "shape": list(shape), "dtype": dtype, "block_rows": block,
+                "grid": None if block is None else [math.ceil(shape[0] / block)],
+                "mode": "compiled" if impl == "jnp" else mode, "backend": backend,
+                "warmup": 1, "iters": n, "first_call_s": float(median * 50),
+                "samples_s": samples, "compiles_first_call": 1, "compiles_warmed": 0,
+                "output_ok": ok}
+    records = []
+    for shape, (base, speedups, wrong_block) in plan.items():
+        records.append(record("jnp", shape, None, base))
+        for block, s in speedups.items():
+            records.append(record("pallas", shape, block, base / s))
+        if wrong_block:  # fastest of all, but wrong: must be ignored
+            wrong = record("pallas", shape, wrong_block, base / 50, ok=True)
+            wrong["output_ok"] = False
+            records.append(wrong)
+    order = rng.permutation(len(records))
+    return [records[k] for k in order]
+
+
+def expected_summary(records) -> dict:
+    base = {tuple(r["shape"]): statistics.median(r["samples_s"])
+            for r in records if r["impl"] == "jnp"}
+    per_shape = []
+    for shape in sorted(base, key=lambda s: (math.prod(s), s)):
+        sp = {r["block_rows"]: base[shape] / statistics.median(r["samples_s"])
+              for r in records if r["impl"] == "pallas" and tuple(r["shape"]) == shape
+              and r["output_ok"]}
+        best = max(sp, key=sp.get)
+        per_shape.append({"shape": list(shape), "best_block_rows": best,
+                          "best_speedup": sp[best], "helps": sp[best] > HELP_MARGIN})
+    last = max((i for i, p in enumerate(per_shape) if p["helps"]), default=-1)
+    stops = per_shape[last + 1]["shape"] if last + 1 < len(per_shape) else None
+    return {"per_shape": per_shape, "stops_helping_at": stops}
+
+
+def plan_shapes(rng, helps: list[bool]) -> dict:
+    plan, rows = {}, 16
+    for k, h in enumerate(helps):
+        rows = rows * 2 + int(rng.integers(1, 8))
+        shape = (rows, int(rng.integers(100, 300)))
+        blocks = [int(b) for b in rng.permutation(BLOCK_ROWS)]
+        lo, hi = (1.2, 3.0) if h else (0.2, 0.85)
+        speedups = {b: float(rng.uniform(lo, hi)) for b in blocks}
+        speedups[blocks[0]] = hi + 0.5 if h else 0.9  # a clear best block
+        plan[shape] = (float(rng.uniform(1e-4, 1e-2)), speedups, 64 if k % 2 == 0 else None)
+    return plan
+
+
+def learner_summary(impl, records) -> dict:
+    return require_keys(get_function(impl, "summarize")(records),
+                        ("mode", "backend", "per_shape", "stops_helping_at", "caveat"),
+                        "summarize")
+
+
+@checker.check(3, "summary_finds_where_it_stops_helping")
+def _(impl, ctx):
+    rng = ctx.rng("summary")
+    for helps, mode in (([True, True, False, False], "interpreted"),
+                        ([False, False, False], "compiled"),
+                        ([False, True, True], "compiled")):
+        records = synthetic_records(rng, plan_shapes(rng, helps), mode)
+        want = expected_summary(records)
+        got = learner_summary(impl, records)
+        fail_unless(got["mode"] == mode, "summary mode differs from the records'",
+                    yours=got["mode"], expected=mode)
+        per_shape = got["per_shape"]
+        fail_unless(isinstance(per_shape, list) and len(per_shape) == len(want["per_shape"]),
+                    "per_shape must hold one entry per shape", yours=short(per_shape),
+                    expected=len(want["per_shape"]))
+        for yours, exp in zip(per_shape, want["per_shape"]):
+            yours = require_keys(yours, ("shape", "best_block_rows", "best_speedup", "helps"),
+                                 "a per_shape entry")
+            fail_unless(list(yours["shape"]) == exp["shape"], "per_shape is not in order of "
+                        "element count", yours=[p.get("shape") for p in per_shape],
+                        expected=[p["shape"] for p in want["per_shape"]])
+            fail_unless(yours["best_block_rows"] == exp["best_block_rows"],
+                        f"best block size for {exp['shape']}", yours=yours["best_block_rows"],
+                        expected=exp["best_block_rows"], hint="speedup = median(baseline) / "
+                        "median(kernel); ignore blocks whose output was wrong")
+            fail_unless(math.isclose(as_float(yours["best_speedup"], "best_speedup"),
+                                     exp["best_speedup"], rel_tol=1e-9),
+                        f"best speedup for {exp['shape']}", yours=yours["best_speedup"],
+                        expected=exp["best_speedup"], hint="ratio of medians of the raw "
+                        "samples (not means, not minima)")
+            fail_unless(isinstance(yours["helps"], (bool, np.bool_))
+                        and bool(yours["helps"]) == exp["helps"],
+                        f"helps for {exp['shape']}", yours=yours["helps"], expected=exp["helps"])
+        stops = got["stops_helping_at"]
+        stops = None if stops is None else list(stops)
+        fail_unless(stops == want["stops_helping_at"], "stops_helping_at",
+                    yours=stops, expected=want["stops_helping_at"],
+                    hint="the shape after the last shape where the kernel helps; None when "
+                    "it helps at the largest")
+
+
+@checker.check(3, "summary_refuses_mixed_modes")
+def _(impl, ctx):
+    rng = ctx.rng("mixed")
+    plan = plan_shapes(rng, [True, False])
+    for field, change in (("mode", "compiled"), ("backend", "gpu"), ("dtype", "bfloat16")):
+        records = synthetic_records(rng, plan, "interpreted")
+        kernel_records = [r for r in records if r["impl"] == "pallas"]
+        kernel_records[int(rng.integers(0, len(kernel_records)))][field] = change
+        try:
+            get_function(impl, "summarize")(records)
+        except ValueError as err:
+            fail_unless(field in str(err), f"the ValueError for mixed {field} values does "
+                        "not name the field", yours=str(err), expected=f"a message naming "
+                        f"{field!r}")
+            continue
+        raise CheckFailed(f"records that mix {field} values were summarised as if "
+                          "comparable", yours="no error", expected=f"ValueError naming {field}",
+                          hint="an interpreted and a compiled timing measure different things")
+
+
+@checker.check(3, "summary_states_interpreted_mode")
+def _(impl, ctx):
+    rng = ctx.rng("caveat")
+    plan = plan_shapes(rng, [False, False])
+    interpreted = learner_summary(impl, synthetic_records(rng, plan, "interpreted"))
+    text = interpreted["caveat"]
+    fail_unless(isinstance(text, str) and "interpreted" in text.lower()
+                and "target" in text.lower(), "an interpreted run's summary must say "
+                "plainly that its timings say nothing about the target's speed",
+                yours=text, expected="a sentence with 'interpreted' and 'target'")
+    compiled = learner_summary(impl, synthetic_records(rng, plan, "compiled", backend="gpu"))
+    fail_unless(isinstance(compiled["caveat"], str)
+                and "interpreted" not in compiled["caveat"].lower(),
+                "a compiled run's summary claims it was interpreted",
+                yours=compiled["caveat"], expected="no interpreted caveat")
+
+
+if __name__ == "__main__":
+    sys.exit(checker.main())

@@ -1,0 +1,170 @@
+"""pallas-kernel's checker tells right from wrong: the reference passes every stage (twice,
+the second time with the other core busy), the starter fails every stage with its stage
+hint, and each planted bug (a jnp function in disguise, a kernel correct only where the
+blocks divide the array, a lying execution mode, an unsynchronised sweep, ...) fails the
+check aimed at it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from helpers import plant, run_checker, solution, starter
+
+PROJECT = "pallas-kernel"
+CHECKS_PER_STAGE = {1: 4, 2: 7, 3: 6}
+
+
+@pytest.fixture
+def busy_core():
+    """Keep one core spinning, as on a loaded 2-core CI machine."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    yield
+    spinner.kill()
+    spinner.wait()
+
+
+@pytest.mark.slow
+def test_reference_passes_every_stage(tmp_path):
+    result = run_checker(PROJECT, solution(PROJECT), "all", tmp=tmp_path)
+    failed = {k: v for k, v in result["status"].items() if v != "pass"}
+    assert result["returncode"] == 0 and not failed, (failed, result["stdout"])
+    total = sum(CHECKS_PER_STAGE.values())
+    assert len(result["status"]) == total
+    assert result["stdout"].strip().splitlines()[-1] == f"{total} passed, 0 failed"
+    assert result["json"]["versions"]["backend"] == "cpu"
+
+
+@pytest.mark.slow
+def test_reference_passes_the_timed_stage_with_a_busy_core(busy_core, tmp_path):
+    result = run_checker(PROJECT, solution(PROJECT), "3", tmp=tmp_path)
+    assert result["returncode"] == 0, result["stdout"]
+
+
+def test_starter_fails_each_stage_with_its_hint(tmp_path):
+    result = run_checker(PROJECT, starter(PROJECT), "all", tmp=tmp_path)
+    assert result["returncode"] == 1
+    stages = set()
+    for r in result["json"]["results"]:
+        assert r["status"] == "not-implemented", r
+        assert f"stage {r['stage']}" in r["message"], r
+        stages.add(r["stage"])
+    assert stages == set(CHECKS_PER_STAGE)
+    assert "Traceback" not in result["stdout"] + result["stderr"]
+    assert result["stdout"].strip().splitlines()[-1] == \
+        f"0 passed, {sum(CHECKS_PER_STAGE.values())} failed"
+
+
+# name: (stage, check ids that must fail, replacements in solution/model.py)
+PLANTED = {
+    # stage 1: references and tolerance
+    "jnp_reference_without_max_subtraction": (1, ["jnp_reference_is_stable"], [
+        ("    z = z - jnp.max(z, axis=-1, keepdims=True)\n", "")]),
+    "jnp_reference_in_bfloat16": (1, ["jnp_reference_matches_float64"], [
+        ("    z = x.astype(jnp.float32)\n", "    z = x\n")]),
+    "numpy_reference_in_float32": (1, ["numpy_reference_is_float64"], [
+        ("    z = np.asarray(x).astype(np.float64)\n",
+         "    z = np.asarray(x).astype(np.float32)\n"),
+        ("    return e / e.sum(axis=-1, keepdims=True)\n",
+         "    return (e / e.sum(axis=-1, keepdims=True)).astype(np.float64)\n")]),
+    "flat_tolerance": (1, ["tolerance_from_dtype_and_length"], [
+        ("    rtol = u_out + (n + 4) * u32\n", "    rtol = 1e-5 if u_out < 1e-3 else 1e-2\n")]),
+    "tolerance_forgets_output_rounding": (1, ["tolerance_from_dtype_and_length"], [
+        ("    rtol = u_out + (n + 4) * u32\n", "    rtol = (n + 4) * u32\n")]),
+    "always_equal_object": (1, ["numpy_reference_is_float64"], [
+        ("    return e / e.sum(axis=-1, keepdims=True)\n",
+         "    class Same(np.ndarray):\n        __eq__ = lambda self, other: True\n"
+         "    return np.zeros(x.shape).view(Same)\n")]),
+    # stage 2: the kernel
+    "jnp_in_disguise": (2, ["kernel_is_a_pallas_call"], [
+        ('    if interpret is None:\n        interpret = execution_mode() == "interpreted"\n',
+         "    return softmax_jnp(x)\n")]),
+    "softmax_outside_the_kernel": (2, ["kernel_is_a_pallas_call"], [
+        ("    o_ref[...] = (e / s).astype(o_ref.dtype)\n", "    o_ref[...] = x_ref[...]\n"),
+        ("    return pl.pallas_call(\n", "    return softmax_jnp(pl.pallas_call(\n"),
+        ("        interpret=interpret,\n    )(x)\n", "        interpret=interpret,\n    )(x))\n")]),
+    "no_mask_correct_only_on_divisible_shapes": (
+        2, ["matches_references_float32", "matches_references_bfloat16", "edge_shapes"], [
+            ("    x = jnp.where(cols < n_cols, x, -jnp.inf)\n", "")]),
+    "padding_masked_with_zero": (2, ["matches_references_float32", "edge_shapes"], [
+        ("    x = jnp.where(cols < n_cols, x, -jnp.inf)\n",
+         "    x = jnp.where(cols < n_cols, x, 0.0)\n")]),
+    "grid_floor_division": (2, ["grid_and_blockspec", "matches_references_float32"], [
+        ("grid=(pl.cdiv(rows, block_rows),)", "grid=(rows // block_rows,)")]),
+    "block_rows_ignored": (2, ["grid_and_blockspec"], [
+        ("pl.BlockSpec((block_rows, block_cols(cols))", "pl.BlockSpec((8, block_cols(cols))"),
+        ("grid=(pl.cdiv(rows, block_rows),)", "grid=(pl.cdiv(rows, 8),)")]),
+    "kernel_computes_in_bfloat16": (2, ["matches_references_bfloat16"], [
+        ("    x = x_ref[...].astype(jnp.float32)\n", "    x = x_ref[...]\n")]),
+    "declared_mode_lies": (2, ["declared_mode_is_the_one_that_ran"], [
+        ('return {"y": np.asarray(y), "mode": execution_mode(),',
+         'return {"y": np.asarray(y), "mode": "compiled",')]),
+    # stage 3: measured
+    "unsynchronised_sweep": (3, ["sweep_timings_synchronised"], [
+        ("                    jax.block_until_ready(fn(x))\n                    samples.append",
+         "                    fn(x)\n                    samples.append")]),
+    "wrong_kernel_timed": (3, ["sweep_checks_output_before_timing"], [
+        ("        ok = bool(got.shape", "        ok = True or bool(got.shape")]),
+    "extra_untimed_call": (3, ["sweep_records_complete"], [
+        ("                for _ in range(warmup):\n",
+         "                for _ in range(warmup + 1):\n")]),
+    "summary_mixes_modes": (3, ["summary_refuses_mixed_modes"], [
+        ("        if len(values) != 1 or None in values:\n", "        if False:\n")]),
+    "summary_keeps_wrong_blocks": (3, ["summary_finds_where_it_stops_helping"], [
+        ('if tuple(r["shape"]) == shape and r.get("output_ok") and r["samples_s"]}',
+         'if tuple(r["shape"]) == shape and r["samples_s"]}')]),
+    "summary_stops_at_first_miss": (3, ["summary_finds_where_it_stops_helping"], [
+        ('    stops = per_shape[last_help + 1]["shape"] if last_help + 1 < len(per_shape) '
+         'else None\n',
+         '    stops = next((p["shape"] for p in per_shape if not p["helps"]), None)\n')]),
+    "summary_without_caveat": (3, ["summary_states_interpreted_mode"], [
+        ('    if mode == "interpreted":\n        caveat = (',
+         '    if False:\n        caveat = (')]),
+}
+
+# Plants that only touch `summarize` also switch `sweep` off (it raises at once), so their
+# run skips the timed sweep checks: the summary checks need no kernel and no timing.
+SWEEP_OFF = ("    kernel = kernel or softmax_pallas\n",
+             '    raise NotImplementedError("stage 3: sweep (off in this planted test)")\n')
+for _name in ("summary_mixes_modes", "summary_keeps_wrong_blocks", "summary_stops_at_first_miss",
+              "summary_without_caveat"):
+    PLANTED[_name][2].append(SWEEP_OFF)
+
+
+@pytest.mark.parametrize("bug", sorted(PLANTED))
+def test_planted_bug_fails_the_right_check(bug, tmp_path):
+    stage, check_ids, replacements = PLANTED[bug]
+    impl = plant(tmp_path, PROJECT, bug, replacements)
+    result = run_checker(PROJECT, impl, str(stage), tmp=tmp_path)
+    assert result["returncode"] == 1, result["stdout"]
+    for check_id in check_ids:
+        assert result["status"][check_id] == "fail", (check_id, result["status"],
+                                                      result["stdout"])
+        assert f"FAIL stage {stage} · {check_id}" in result["stdout"]
+    assert "Traceback" not in result["stdout"]
+    if bug == "no_mask_correct_only_on_divisible_shapes":
+        # right where the blocks divide the array, and the message says so
+        assert "a kernel correct only where the blocks divide the array" in result["stdout"]
+        assert result["status"]["kernel_is_a_pallas_call"] == "pass"
+        assert result["status"]["grid_and_blockspec"] == "pass"
+
+
+def test_bad_input_gets_a_named_error():
+    import jax.numpy as jnp
+
+    from coursekit.learner import load_impl
+    impl = load_impl(solution(PROJECT))
+    with pytest.raises(ValueError, match="2-D array"):
+        impl.softmax_pallas(jnp.ones((3, 4, 5)))
+    with pytest.raises(ValueError, match="float32 or bfloat16"):
+        impl.softmax_pallas(jnp.ones((3, 4), jnp.int32))
+    with pytest.raises(ValueError, match="mix mode"):
+        impl.summarize([
+            {"impl": "jnp", "shape": [8, 8], "mode": "compiled", "backend": "cpu",
+             "dtype": "float32", "samples_s": [1.0], "output_ok": True},
+            {"impl": "pallas", "shape": [8, 8], "mode": "interpreted", "backend": "cpu",
+             "dtype": "float32", "block_rows": 8, "samples_s": [1.0], "output_ok": True},
+            {"impl": "pallas", "shape": [8, 8], "mode": "compiled", "backend": "cpu",
+             "dtype": "float32", "block_rows": 16, "samples_s": [1.0], "output_ok": True}])
