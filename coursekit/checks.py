@@ -119,8 +119,9 @@ class Checker:
 
     # -- running -------------------------------------------------------------------
     def run(self, impl_path: Path, stages: list[int], seed: int, workdir: Path,
-            out=sys.stdout) -> list[CheckResult]:
-        selected = [c for c in self.checks if c.stage in stages]
+            out=sys.stdout, only: set[str] | None = None) -> list[CheckResult]:
+        selected = [c for c in self.checks
+                    if c.stage in stages and (not only or c.check_id in only)]
         try:
             module = load_impl(impl_path)
             load_error = None
@@ -170,6 +171,8 @@ class Checker:
         parser.add_argument("--json", dest="json_path", help="write results as JSON here")
         parser.add_argument("--seed", type=int, default=None,
                             help="seed for inputs (default: a fresh random one per run)")
+        parser.add_argument("--only", default="",
+                            help="comma-separated check ids: run just these of the stage(s)")
         args = parser.parse_args(argv)
         if args.stage == "all":
             stages = stages_known
@@ -180,13 +183,17 @@ class Checker:
                 parser.error(f"--stage must be one of {stages_known} or 'all'")
             if stages[0] not in stages_known:
                 parser.error(f"--stage must be one of {stages_known} or 'all'")
+        only = {c.strip() for c in args.only.split(",") if c.strip()}
+        unknown = only - {c.check_id for c in self.checks if c.stage in stages}
+        if unknown:
+            parser.error(f"--only: no check {sorted(unknown)} in stage(s) {stages}")
         seed = args.seed
         if seed is None:
             seed = int(os.environ.get("COURSE_CHECK_SEED", secrets.randbits(31)))
         impl = Path(args.impl)
         started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="check-") as tmp:
-            results = self.run(impl, stages, seed, Path(tmp))
+            results = self.run(impl, stages, seed, Path(tmp), only=only)
         passed = sum(r.status == "pass" for r in results)
         failed = len(results) - passed
         print(f"{passed} passed, {failed} failed")

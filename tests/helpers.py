@@ -21,14 +21,17 @@ def starter(project: str) -> Path:
 
 
 def run_checker(project: str, impl: Path, stage: str = "all", *, seed: int | None = None,
-                timeout: float = 900, env: dict | None = None, tmp: Path | None = None) -> dict:
+                timeout: float = 900, env: dict | None = None, tmp: Path | None = None,
+                only: str | None = None) -> dict:
     """Run ``projects/<project>/tests/check.py`` exactly as a learner would, in its own
-    process. Returns {"returncode", "stdout", "stderr", "json", "status": {check_id: status}}."""
+    process (``only``: comma-separated check ids, to run just those). Returns {"returncode", "stdout", "stderr", "json", "status": {check_id: status}}."""
     out = Path(tmp or os.environ.get("TMPDIR", "/tmp")) / f"check-{os.getpid()}-{id(impl)}.json"
     cmd = [sys.executable, str(ROOT / "projects" / project / "tests" / "check.py"),
            "--stage", str(stage), "--impl", str(impl), "--json", str(out)]
     if seed is not None:
         cmd += ["--seed", str(seed)]
+    if only:
+        cmd += ["--only", only]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})}, cwd=ROOT)
     data = json.loads(out.read_text()) if out.exists() else None

@@ -23,6 +23,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from coursekit import classifier  # noqa: E402
+from coursekit.check_values import fail_unless  # noqa: E402
 from coursekit.checks import CheckFailed, Checker  # noqa: E402
 from coursekit.fresh import (FreshProcessError, bitwise_differences,  # noqa: E402
                              call_in_fresh_process, flatten)
@@ -34,11 +35,6 @@ checker = Checker("foundations", {
 GRAD_RTOL = 1e-3       # float32 analytic gradient vs float64 finite differences
 REPLAY_RTOL = 1e-3     # learner's fit vs the checker's replay (float32, other op order)
 ACCURACY_MARGIN = 0.05  # test accuracy may trail the checker's own training by this much
-
-
-def fail_unless(cond: bool, message: str, **details) -> None:
-    if not cond:
-        raise CheckFailed(message, **details)
 
 
 def as_array(value, what: str, shape: tuple | None = None) -> np.ndarray:

@@ -23,7 +23,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from coursekit import traces  # noqa: E402
-from coursekit.checks import CheckFailed, Checker  # noqa: E402
+from coursekit.check_values import as_float, fail_unless, require_keys  # noqa: E402
+from coursekit.checks import Checker  # noqa: E402
 from coursekit.learner import get_function  # noqa: E402
 from coursekit.timing import count_compiles, time_synced  # noqa: E402
 
@@ -34,33 +35,6 @@ checker = Checker("performance-audit", {
 # An unsynchronised timer reads about 10^3-10^4 times too fast on this workload, so a
 # factor-of-4 window cannot flake on a loaded machine yet cannot pass a missing sync.
 TIME_RATIO_WINDOW = 4.0
-
-
-def fail_unless(cond: bool, message: str, **details) -> None:
-    if not cond:
-        raise CheckFailed(message, **details)
-
-
-def as_float(value, what: str) -> float:
-    """A real number from learner output, or a failure naming ``what`` (an object whose
-    comparisons always succeed is not a number)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
-        raise CheckFailed(f"{what} is not a number", yours=value, expected="a float",
-                          hint="return plain floats (float(...)), not arrays or objects")
-    value = float(value)
-    if not math.isfinite(value):
-        raise CheckFailed(f"{what} is not finite", yours=value, expected="a finite float")
-    return value
-
-
-def require_keys(result, keys: tuple, what: str) -> dict:
-    if not isinstance(result, dict):
-        raise CheckFailed(f"{what} must return a dict", yours=type(result).__name__,
-                          expected=f"dict with keys {list(keys)}")
-    missing = [k for k in keys if k not in result]
-    fail_unless(not missing, f"{what} result lacks keys {missing}", yours=sorted(result),
-                expected=list(keys), hint="keep the key names of the docstring")
-    return result
 
 
 # ---------------------------------------------------------------------------------------
