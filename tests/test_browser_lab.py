@@ -1,0 +1,243 @@
+"""The learner's path, tested in a real browser.
+
+JupyterLab 4 (started the way ``make lab`` starts it: ``coursekit.lab``) on a free loopback
+port, with the course kernel and nbgrader's lab extension, driven by Playwright in Debian's
+Chromium (headless, its own empty profile). The learner version of notebook 01 (nbgrader
+solutions cleared, IMPL pointing at a copy of the starter, CI sizes) is opened, Run All is
+chosen from the Run menu, and the stage-1 check cell must say FAIL with the stage hint.
+Then the reference implementation is put where the learner's code goes (the copy of
+``starter/model.py``), only the check cell is run again, and it must say PASS.
+Screenshots of both states go to ``build/browser/``.
+
+Needs the ``chromium`` Debian package (``make browser-deps``) and ``playwright`` (pinned;
+its bundled driver only: ``playwright install`` is never run). Without Chromium the test
+is skipped with the reason, except under CI (``CI`` or ``COURSE_REQUIRE_BROWSER`` set),
+where it fails: CI must run it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from coursekit import course
+from coursekit.lab import KERNEL_DISPLAY, NBGRADER_LABEXTENSION, LabServer
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "01_async_timing.ipynb"
+PROJECT = "performance-audit"
+SHOTS = ROOT / "build" / "browser"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run",
+                 "--disable-dev-shm-usage"]  # containers often give /dev/shm only 64 MB
+RUN_TIMEOUT_MS = 180_000  # Run All of the learner notebook at CI sizes on 2 loaded cores
+UI_TIMEOUT_MS = 60_000
+
+
+def _missing(reason: str):
+    """Skip on a developer machine; fail under CI, where the browser must be there."""
+    if os.environ.get("CI") or os.environ.get("COURSE_REQUIRE_BROWSER"):
+        pytest.fail(f"{reason} (CI must run the browser test; `make browser-deps` installs "
+                    "it)", pytrace=False)
+    pytest.skip(f"{reason}: run `make browser-deps` (scripts/browser-deps: apt-get install "
+                "chromium, as root) to test the learner's path in a real browser")
+
+
+def chromium_executable() -> str:
+    for candidate in (os.environ.get("COURSE_CHROMIUM"), "chromium", "chromium-browser"):
+        if candidate and (found := shutil.which(candidate)):
+            return found
+    _missing("Debian's chromium is not installed")
+
+
+def check_cell_index(nb) -> int:
+    found = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+             and re.search(rf'run_check\(\s*"{PROJECT}"\s*,\s*1\b', c.source)]
+    assert found, f"no stage-1 check cell (run_check(\"{PROJECT}\", 1, ...)) in the notebook"
+    return found[0]
+
+
+def write_learner_notebook(src: Path, notebook_dir: Path, impl: Path) -> tuple[Path, int]:
+    """The learner version of ``src`` (what ``make course --learner`` executes: nbgrader
+    solutions cleared), parameterised by papermill without executing: CI sizes and IMPL
+    pointing at ``impl``. Returns (path, index of the stage-1 check cell)."""
+    from papermill.parameterize import parameterize_notebook
+    nb = course.learner_version(nbformat.read(src, as_version=4))
+    params = course.notebook_parameters(nb, ci=True, learner=True)
+    params["IMPL"] = str(impl)
+    nb.metadata.setdefault("papermill", {})  # defaults papermill's runner sets first
+    for cell in nb.cells:
+        cell.metadata.setdefault("tags", [])
+    nb = parameterize_notebook(nb, params)
+    path = notebook_dir / src.name
+    nbformat.write(nb, path)
+    return path, check_cell_index(nb)
+
+
+def status_bar_idle(page):
+    # The toolbar's execution indicator says idle before any kernel exists; the status
+    # bar's "<kernel> | Idle" only once the kernel is up and has nothing queued.
+    from playwright.sync_api import expect
+    expect(page.locator("#jp-main-statusbar")).to_contain_text(
+        re.compile(r"\|\s*Idle"), timeout=RUN_TIMEOUT_MS)
+
+
+def no_dialog(page, when: str) -> None:
+    dialogs = page.locator(".jp-Dialog")
+    if dialogs.count():
+        pytest.fail(f"a JupyterLab dialog blocks the learner {when}: "
+                    f"{dialogs.first.inner_text()[:300]!r}", pytrace=False)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_learner_path_in_jupyterlab(tmp_path):
+    chromium = chromium_executable()
+    try:
+        from playwright.sync_api import expect, sync_playwright
+    except ImportError:
+        _missing("the playwright package is not installed (pyproject pins it)")
+
+    # The learner's checkout, as far as this notebook needs it: their model.py (the
+    # starter) and the notebook, in a folder of the test's own.
+    impl = tmp_path / "projects" / PROJECT / "starter" / "model.py"
+    impl.parent.mkdir(parents=True)
+    shutil.copy(ROOT / "projects" / PROJECT / "starter" / "model.py", impl)
+    notebook_dir = tmp_path / "notebooks"
+    notebook_dir.mkdir()
+    src = NOTEBOOK
+    path, check_index = write_learner_notebook(src, notebook_dir, impl)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page_errors: list[str] = []
+    started, phases = time.perf_counter(), {}
+
+    def phase(name: str) -> None:
+        phases[name] = round(time.perf_counter() - started, 1)
+
+    env = {"COURSE_RECORDS": str(tmp_path / "records"),
+           "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
+    with LabServer(notebook_dir, tmp_path / "lab", env=env) as lab, sync_playwright() as pw:
+        phase("server up")
+        browser = pw.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"), executable_path=chromium, headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000})
+        try:
+            page = browser.pages[0] if browser.pages else browser.new_page()
+            page.on("pageerror", lambda err: page_errors.append(str(err)))
+            page.goto(lab.url(f"lab/tree/{path.name}", reset=True))
+
+            # JupyterLab with nbgrader's lab extension loaded and the course kernel.
+            config = json.loads(page.locator("#jupyter-config-data").text_content())
+            loaded = [e["name"] for e in config.get("federated_extensions", [])]
+            assert NBGRADER_LABEXTENSION in loaded, f"nbgrader lab extension not loaded: {loaded}"
+            expect(page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Nbgrader$"))
+                   ).to_be_visible(timeout=UI_TIMEOUT_MS)
+            cells = page.locator(".jp-Notebook .jp-Cell")
+            expect(cells.nth(1)).to_be_attached(timeout=UI_TIMEOUT_MS)  # not the placeholder
+            expect(cells).to_have_count(len(nbformat.read(path, 4).cells))
+            expect(page.locator("#jp-main-statusbar")).to_contain_text(
+                KERNEL_DISPLAY, timeout=UI_TIMEOUT_MS)
+            status_bar_idle(page)
+            no_dialog(page, "on opening the notebook")
+            phase("notebook open, kernel idle")
+
+            # Run All, from the Run menu, as a learner does.
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+            page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+            check = cells.nth(check_index)
+            output = check.locator(".jp-OutputArea")
+            expect(output).to_contain_text(re.compile(r"\d+ passed, \d+ failed"),
+                                           timeout=RUN_TIMEOUT_MS)
+            status_bar_idle(page)
+            no_dialog(page, "after Run All")
+            text = output.inner_text()
+            assert "FAIL stage 1" in text and "PASS stage" not in text, text
+            assert re.search(r"not yet: stage 1: \w+", text), f"no stage hint:\n{text}"
+            assert "not yet: fix the first FAIL above" in text, text
+            # Run All reached the end: every code cell has an execution count.
+            prompts = page.locator(".jp-CodeCell .jp-InputPrompt")
+            unrun = [p for p in prompts.all_inner_texts() if not re.search(r"\[\d+\]", p)]
+            assert not unrun, f"code cells left unrun after Run All: {unrun}"
+            check.scroll_into_view_if_needed()
+            page.screenshot(path=str(SHOTS / "01-starter-fail.png"))
+            phase("run all done, FAIL read")
+
+            # The learner's code goes into their model.py: put the reference there, then
+            # run only the check cell again.
+            shutil.copy(ROOT / "projects" / PROJECT / "solution" / "model.py", impl)
+            check.locator(".jp-InputPrompt").click()
+            page.keyboard.press("Control+Enter")
+            expect(output).to_contain_text(re.compile(r"[1-9]\d* passed, 0 failed"),
+                                           timeout=RUN_TIMEOUT_MS)
+            status_bar_idle(page)
+            text = output.inner_text()
+            assert "PASS stage 1" in text and "FAIL" not in text, text
+            check.scroll_into_view_if_needed()
+            page.screenshot(path=str(SHOTS / "01-reference-pass.png"))
+            phase("check re-run, PASS read")
+        finally:
+            browser.close()
+    phase("closed")
+    print(f"browser test phases (s since start, CPU machine): {phases}; notebook: {src.name}")
+    assert not page_errors, f"uncaught errors in the page: {page_errors[:5]}"
+    for name in ("01-starter-fail.png", "01-reference-pass.png"):
+        assert (SHOTS / name).stat().st_size > 10_000, f"{name} looks empty"
+
+
+# ---------------------------------------------------------------------------------------
+# The launch itself (no browser needed): what `make lab` and the test above share
+# ---------------------------------------------------------------------------------------
+
+def test_lab_command_loopback_course_kernel_no_news(tmp_path):
+    from coursekit import lab
+    cmd = lab.lab_command(port=8890, notebook_dir=tmp_path, app_settings_dir=tmp_path / "s",
+                          token="abc", port_retries=0)
+    assert cmd[1] == "lab" and "--ip=127.0.0.1" in cmd and "--port=8890" in cmd
+    assert f"--MultiKernelManager.default_kernel_name={lab.KERNEL}" in cmd
+    assert f"--ServerApp.root_dir={tmp_path}" in cmd and "--no-browser" in cmd
+    assert "--LabApp.news_url=None" in cmd and "--IdentityProvider.token=abc" in cmd
+    assert ("--allow-root" in cmd) == (os.geteuid() == 0)
+
+
+def test_settings_overrides_name_real_jupyterlab_settings(tmp_path):
+    """Every override must name a plugin and a setting that this JupyterLab's schemas
+    define, with an allowed value: a renamed setting would silently stop working."""
+    import sys
+    from coursekit import lab
+    path = lab.write_overrides(tmp_path / "app-settings")
+    assert json.loads(path.read_text()) == lab.SETTINGS_OVERRIDES
+    schemas = Path(sys.prefix) / "share" / "jupyter" / "lab" / "schemas"
+    for plugin, settings in lab.SETTINGS_OVERRIDES.items():
+        package, name = plugin.split(":")
+        schema = json.loads((schemas / package / f"{name}.json").read_text())
+        for key, value in settings.items():
+            assert key in schema["properties"], f"{plugin} has no setting {key!r}"
+            prop = schema["properties"][key]
+            if "oneOf" in prop:
+                assert value in [o["const"] for o in prop["oneOf"]], (plugin, key, value)
+            else:
+                assert isinstance(value, {"boolean": bool, "string": str}[prop["type"]])
+
+
+def test_isolated_env_and_dry_run(tmp_path):
+    import subprocess
+    import sys
+    from coursekit import lab
+    env = lab.isolated_env(tmp_path / "home", base={"PATH": "/usr/bin"})
+    for var in lab.ISOLATED_DIRS:
+        assert Path(env[var]).is_dir() and Path(env[var]).is_relative_to(tmp_path)
+    assert env["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
+    port = lab.free_port()
+    done = subprocess.run([sys.executable, "-m", "coursekit.lab", "--dry-run", "--port",
+                           str(port), "--state-dir", str(tmp_path / "state")],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert f"http://127.0.0.1:{port}/lab" in done.stdout and "jupyter" in done.stdout
+    assert (tmp_path / "state" / "app-settings" / "overrides.json").is_file()
