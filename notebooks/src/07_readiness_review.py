@@ -1,0 +1,701 @@
+"""Notebook 07 · readiness review (performance-audit stage 4, the capstone)."""
+
+from coursekit.nbbuild import answer, code, md, notebook, parameters, solution, tests
+
+PROJECT = "performance-audit"
+
+
+def build():
+    return notebook(PROJECT, stages=[4], ci_parameters={
+        "BATCH": 64, "ITERS": 10, "ROUNDS": 2, "SHAPES": [64, 1024], "SWEEP_ITERS": 6,
+        "CHECK_STEPS": 6},
+        title="07 · Readiness review", cells=[
+md("""
+# 07 · Readiness review: accept or reject a performance change
+
+**Project:** performance-audit, stage 4 (*decide what is ready*), the capstone of the route.
+**You build** in `projects/performance-audit/starter/model.py`: `decide` and
+`predict_step_speedup` (`load_run` is given). The measurements come from your
+sharded-training stage 4, `profile_train_step`: run records with raw samples, the compile
+reported apart, a real profiler trace and the environment fingerprint.
+
+The change under review is a teammate's pull request on the data-parallel train step of
+notebook 05. You decide whether it is ready, from evidence, and you answer the route's four
+readiness questions from what this notebook measures.
+
+Every time here is a **CPU figure** on this machine, with *fake* CPU devices sharing its
+cores. What that can and cannot say is the last section of this notebook.
+"""),
+parameters("""
+# Parameters (papermill injects other values in CI; learners keep these).
+IMPL = "../projects/performance-audit/starter/model.py"  # your performance-audit model.py
+TRAINING_IMPL = None  # sharded-training model.py; None: the one beside IMPL (starter/solution)
+BATCH = 64            # global batch (rows) of the measured step (notebook 05's); a multiple of 8
+ITERS = 20            # timed steps per block
+ROUNDS = 4            # alternating blocks per variant (before, after, after, before, ...)
+SHAPES = [64, 1024, 16384]  # batch sizes: "does it hold, where does it stop helping"
+SWEEP_ITERS = 10      # timed steps per block in that sweep
+CHECK_STEPS = 6       # training steps compared for equal results (crosses a padded batch)
+"""),
+code("""
+import os
+
+DEVICES = 8  # fake CPU devices, as in notebook 05; must be set before jax starts
+_flags = os.environ.get("XLA_FLAGS", "")
+if "xla_force_host_platform_device_count" not in _flags:
+    os.environ["XLA_FLAGS"] = f"{_flags} --xla_force_host_platform_device_count={DEVICES}".strip()
+
+import hashlib
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import matplotlib.pyplot as plt
+import numpy as np
+
+from coursekit import capstone, records, trace_collectives
+from coursekit.fingerprint_compare import fingerprint_diff, guarded_decide
+from coursekit.notebook import RECORDS, compare_prediction, cpu_label, record_prediction, run_check
+from coursekit.notebook_guard import NotYet, attempt, load_learner, need, not_yet
+from coursekit.plots import plain_log, titled
+
+impl = load_learner(IMPL)
+TRAINING = (Path(TRAINING_IMPL) if TRAINING_IMPL
+            else capstone.sibling_model(IMPL, "sharded-training"))
+training = load_learner(TRAINING)
+LABEL = cpu_label()
+RUNS = RECORDS / "readiness" / time.strftime("%Y%m%d-%H%M%S")
+RUNS.mkdir(parents=True, exist_ok=True)
+if jax.device_count() < 2:
+    print("warning: jax started with one device (it was imported before this cell set "
+          "XLA_FLAGS): restart the kernel and run from the top")
+print(LABEL)
+print("performance-audit implementation:", IMPL)
+print("sharded-training implementation: ", TRAINING)
+print("run records and traces go to:      ", RUNS)
+"""),
+md("""
+## Check your starting point
+
+**Question.** A pull request says: *"the train step is faster now: before, one number of
+milliseconds; after, a smaller one."* Before you merge it as a performance improvement,
+what must you see? Name at least three things, and one reason a true speedup measured on
+one machine might still not be ready. Write your answer below, then open the reasoning.
+"""),
+answer("starting_point_07", 1, """
+(1) Both timings waited for completion inside the timed boundary and reported the first
+call (compile) apart, with raw samples kept; (2) evidence of *why* it is faster: a trace
+event or cost estimate that names the bottleneck the change removes; (3) equal results
+(checked before timing), also at other shapes, and where the gain stops; (4) both runs in
+the same environment (same image, versions, flags, device count). A true speedup may still
+not be ready when it holds only at one shape, or only on this CPU (target measurement
+separate).
+"""),
+md("""
+<details><summary>Reasoning (open after answering)</summary>
+
+Two numbers are a claim, not evidence. The route asks four questions of every claimed
+optimisation, and this notebook answers each from measurements:
+
+1. **Did every timing wait for completion and separate compilation from steady execution?**
+   The run records say how each sample was synchronised, keep the first (compiling) call
+   apart and count compiles during the warmed calls.
+2. **Which trace event (or memory-traffic estimate) supports the claimed bottleneck?** A
+   profiler trace of the same step shows where its time goes; the compiled program shows
+   what the change removes.
+3. **Does the optimisation preserve results across changed shapes, and where does it stop
+   helping?** Equal parameters after several steps, at several batch sizes, including a
+   padded batch; then speedup against size and device count.
+4. **Is it a model optimisation or an image/runtime change?** Every record carries the
+   environment fingerprint; a comparison across different fingerprints is refused.
+
+A change can pass all four on this machine and still need a target measurement: a CPU
+trace says nothing about an accelerator's interconnect or memory.
+</details>
+"""),
+md("""
+## Build in stages · stage 4: a before-and-after report
+
+### The change under review
+
+The step of notebook 05 computes the mean loss over the *valid* rows,
+`sum(l * m) / sum(m)`, and differentiates it. With rows split across devices, the valid
+count `sum(m)` needs its own all-reduce, and the gradient's reduction has to wait for it
+(the backward pass starts from `1 / count`). The pull request differentiates the *sum* and
+divides loss and gradients by the count afterwards (`coursekit.capstone.make_candidate_step`).
+Mathematically the same; the claim is that XLA can then merge the two reductions into one.
+
+### Two run records
+
+Each variant is measured by *your* `profile_train_step` (sharded-training stage 4) on a
+freshly compiled step: first call alone (compile + run) with its loss checked against an
+independent reference (`capstone.reference_loss`: one device, no learner code) *before*
+anything is timed, then warm-up, then `ITERS` synchronised samples, then a few steps under
+the profiler.
+
+Other work shares this machine, and its load drifts. Two blocks measured one after the
+other would put that drift into the comparison, so the variants are measured in `ROUNDS`
+alternating blocks (before, after, after, before, ...) and each variant's blocks are pooled
+into one record (`capstone.pool_records`: raw samples concatenated, the first call and the
+trace from the block that compiled). The records are written to disk and read back with
+`load_run`, as a reviewer receives them.
+"""),
+code("""
+def measure(name, step, w, iters, *, trace_steps=3, folder=RUNS):
+    \"\"\"One run record of ``step`` on workload ``w`` by your profile_train_step, written to
+    <folder>/<name>.json and read back with your load_run. A step that has not run yet
+    compiles in its first call.\"\"\"
+    if "expected_loss" not in w:  # one independent reference per workload
+        w["expected_loss"] = capstone.reference_loss(w)
+    record = training.profile_train_step(step, w["state"], w["batch"], str(RUNS / "traces" / name),
+                                         region=capstone.REGION, iters=iters,
+                                         trace_steps=trace_steps, expected_loss=w["expected_loss"])
+    record["label"] = name
+    return impl.load_run(str(records.write_run_record(folder / f"{name}.json", record)))
+
+def measure_pair(w, iters, prefix="", trace_steps=3, rounds=ROUNDS):
+    \"\"\"Fresh before and after steps for workload ``w``, measured in ``rounds`` alternating
+    blocks; each variant's blocks pooled into one record (RUNS/<prefix><variant>.json).\"\"\"
+    fresh = {v: capstone.make_step(training, w["config"], v) for v in capstone.VARIANTS}
+    blocks = {v: [] for v in capstone.VARIANTS}
+    for r in range(rounds):
+        for v in (capstone.VARIANTS if r % 2 == 0 else capstone.VARIANTS[::-1]):
+            blocks[v].append(measure(f"{prefix}{v}-block{r}", fresh[v], w, iters,
+                                     trace_steps=trace_steps if r == 0 else 1,
+                                     folder=RUNS / "blocks"))
+    pooled = {}
+    for v, got in blocks.items():
+        path = records.write_run_record(RUNS / f"{prefix}{v}.json",
+                                        capstone.pool_records(got, label=prefix + v))
+        pooled[v] = impl.load_run(str(path))
+    return pooled, fresh
+
+work = attempt(capstone.workload, training, BATCH)
+runs, steps = {}, {}
+with not_yet("before and after records"):
+    need(work)
+    runs, steps = measure_pair(work, ITERS)
+    for variant, r in runs.items():
+        warm = np.median(r["samples_s"])
+        print(f"{variant:6s}: first call {r['first_call_s'] * 1e3:8.1f} ms "
+              f"({r['compiles_first_call']} compile(s)), warmed median {warm * 1e3:7.3f} ms over "
+              f"{len(r['samples_s'])} samples in {r['pooled_blocks']} blocks "
+              f"({r['compiles_warmed']} compiles), "
+              f"output_ok={r['output_ok']}, sync={r['sync']}")
+    print(LABEL)
+"""),
+md("""
+### What the compiled programs and the trace say
+
+First the static evidence: the all-reduce instructions in each compiled program (the steps
+just measured; nothing compiles again). Then the traces the records point at: in each
+annotated step, how long does one device spend inside each all-reduce?
+(`coursekit.trace_collectives` reads the thunk events, which name their HLO instruction.)
+The scalar all-reduce (`f32[]`) is the valid count.
+"""),
+code("""
+hlo_ops, trace_split, count_ops = {}, {}, {}
+count_share = None
+with not_yet("the compiled programs and the traces"):
+    need(work)
+    if not runs:
+        raise NotYet("no run records yet")
+    for variant, r in runs.items():
+        hlo_ops[variant] = trace_collectives.all_reduce_ops(steps[variant], work["state"],
+                                                            work["batch"])
+        count_ops[variant] = [op for op, shape in hlo_ops[variant].items()
+                              if shape.startswith("f32[]")]
+        trace_split[variant] = trace_collectives.collective_time(
+            r["trace"], r["region"], n_devices=r["fingerprint"]["devices"])
+    for variant, split in trace_split.items():
+        print(f"{variant:6s}: {len(hlo_ops[variant])} all-reduce(s) in the compiled step; "
+              f"{split['step_us'] / 1e3:.3f} ms per step in the trace "
+              f"({split['steps']} traced steps)")
+        for op, share in split["share"].items():
+            kind = "count (f32[])" if op in count_ops[variant] else "gradients + loss"
+            print(f"          {op:16s} {kind:18s} {split['per_op_us'][op] / 1e3:7.3f} ms "
+                  f"per device = {share:5.1%} of the step")
+    count_share = sum(trace_split["before"]["share"].get(op, 0.0) for op in count_ops["before"])
+    print(f"the count all-reduce holds {count_share:.1%} of the reference step's time per device "
+          f"({LABEL})")
+"""),
+code("""
+with not_yet("plot of where the step's time goes"):
+    need(work)
+    if not trace_split:
+        raise NotYet("no traces read yet")
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    names = list(trace_split)
+    for i, variant in enumerate(names):
+        split, left = trace_split[variant], 0.0
+        for op, us in split["per_op_us"].items():
+            is_count = op in count_ops[variant]
+            ax.barh(i, us / 1e3, left=left, color="tab:red" if is_count else "tab:orange",
+                    label="count all-reduce" if is_count else "gradient all-reduce")
+            left += us / 1e3
+        ax.barh(i, max(split["step_us"] / 1e3 - left, 0), left=left, color="tab:gray",
+                label="everything else")
+    ax.set_yticks(range(len(names)), names)
+    ax.set_xlabel("time per traced step, one device on average (ms)")
+    ax.set_ylabel("variant")
+    titled(ax, f"Where a train step's time goes (batch {BATCH}, {work['n_devices']} devices)",
+           LABEL)
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles))
+    ax.legend(unique.values(), unique.keys(), fontsize=7, loc="lower right")
+    fig.tight_layout()
+    plt.show()
+"""),
+md("""
+Before you look at the timings: if merging removed the count all-reduce's share of the step
+*completely* (that part infinitely faster, nothing else changed), what would the whole step
+gain? That is Amdahl's law, your `predict_step_speedup`.
+"""),
+code("""
+predicted = None
+with not_yet("Amdahl's prediction"):
+    if count_share is None:
+        raise NotYet("no trace evidence yet")
+    predicted = impl.predict_step_speedup(count_share, math.inf)
+    print(f"share {count_share:.1%} removed -> predicted step speedup {predicted:.3f}x at most")
+"""),
+md("""
+### The decision
+
+`decide(before, after)` (yours) behind the fingerprint guard
+(`coursekit.fingerprint_compare.guarded_decide`): records from different environments are
+refused before any time is compared.
+"""),
+code("""
+verdict = None
+with not_yet("the decision on before vs after"):
+    if not runs:
+        raise NotYet("no run records yet")
+    verdict = attempt(guarded_decide, runs["before"], runs["after"], impl.decide)
+    need(verdict)
+    print(f"decision: {verdict['decision'].upper()}")
+    if verdict["ratio"] is not None:
+        print(f"median before / median after = {verdict['ratio']:.3f}, 95% bootstrap interval "
+              f"[{verdict['ci'][0]:.3f}, {verdict['ci'][1]:.3f}]")
+    if predicted:
+        print(f"Amdahl's ceiling from the trace: {predicted:.3f}x")
+    for reason in verdict["reasons"]:
+        print("  -", reason)
+    print(LABEL)
+"""),
+code("""
+with not_yet("plot of the raw samples"):
+    if not runs:
+        raise NotYet("no run records yet")
+    fig, ax = plt.subplots(figsize=(8, 3))
+    rng = np.random.default_rng(0)
+    for i, (variant, r) in enumerate(runs.items()):
+        ms = np.asarray(r["samples_s"]) * 1e3
+        ax.scatter(ms, i + rng.uniform(-0.15, 0.15, ms.size), s=14, alpha=0.7, label=variant)
+        ax.plot([np.median(ms)] * 2, [i - 0.3, i + 0.3], color="black", lw=2)
+    ax.set_yticks(range(len(runs)), list(runs))
+    ax.set_xlabel("time per train step (ms); black bar: median")
+    ax.set_ylabel("variant")
+    titled(ax, f"Raw samples, batch {BATCH}", LABEL)
+    fig.tight_layout()
+    plt.show()
+"""),
+md("""
+### Check stage 4
+
+The same command the grader runs: `check.py --stage 4 --impl IMPL`. It builds its own run
+records from seeds you do not see: a real speedup, noise that looks like one, a faster but
+wrong run, records that cannot be compared, and a small share made twice as fast.
+"""),
+code("""
+check4 = run_check("performance-audit", 4, IMPL)
+"""),
+md("""
+## Try a changed condition: other shapes, one device
+
+### Does it hold across shapes, and where does it stop helping?
+
+For each batch size in `SHAPES`: a record of each variant (its output checked before any
+timing), then both variants train `CHECK_STEPS` steps through the data order and their
+parameters are compared. The epoch holds four full batches and a last batch with three
+valid rows, so the comparison crosses a padded batch, where the valid count matters most.
+A speedup counts only where the results are equal: the before/after ratio of medians with
+its bootstrap interval (your `decide`). The saved all-reduce is a fixed cost per step; the
+step's arithmetic grows with the batch.
+"""),
+code("""
+TOLERANCE = 1e-4  # relative, for parameters after several steps (rounding, not bugs)
+preserved, sweep = {}, {}
+with not_yet("results and speed across shapes"):
+    if not runs:
+        raise NotYet("no run records yet")
+    for b in SHAPES:
+        if b == BATCH:
+            w, pair, fresh = work, runs, steps   # measured above
+        else:
+            w = capstone.workload(training, b)
+            pair, fresh = measure_pair(w, SWEEP_ITERS, prefix=f"b{b}-", trace_steps=1)
+        finals = {v: capstone.train_steps(training, fresh[v], w, CHECK_STEPS)
+                  for v in capstone.VARIANTS}
+        diff = capstone.max_relative_difference(finals["before"][0]["params"],
+                                                finals["after"][0]["params"])
+        loss_diff = float(np.max(np.abs(np.subtract(finals["before"][1], finals["after"][1]))))
+        preserved[b] = {"max_rel_param_diff": diff, "max_abs_loss_diff": loss_diff,
+                        "equal": diff <= TOLERANCE}
+        line = (f"batch {b:5d}: parameters differ by {diff:.1e} (relative), losses by "
+                f"{loss_diff:.1e} after {CHECK_STEPS} steps -> ")
+        if diff > TOLERANCE:
+            print(line + f"DIFFERENT (tolerance {TOLERANCE:g}); speed not compared")
+            continue
+        s = attempt(guarded_decide, pair["before"], pair["after"], impl.decide)
+        if not s:
+            print(line + "equal; speed: your decide is not ready yet")
+            continue
+        sweep[b] = s
+        print(line + f"equal; speedup {s['ratio']:.3f} [{s['ci'][0]:.3f}, {s['ci'][1]:.3f}] "
+              f"-> {s['decision']}")
+    print(LABEL)
+"""),
+md("""
+A tempting shortcut in the same spirit: divide by the number of rows, a constant, instead of
+the valid count (no count at all, so certainly one all-reduce fewer). The output check in
+your `profile_train_step` runs it on the padded batch: the record it writes is a *failed*
+run, kept with the others. On a full batch the same code gives the reference's loss, which
+is why a check on full batches alone would let it through.
+"""),
+code("""
+def make_rows_step(optimizer, noise):
+    import jax.numpy as jnp
+    import optax
+    from coursekit import classifier
+
+    def step(state, batch):  # planted bug: divides by the rows, padded ones included
+        key, sub = jax.random.split(state["key"])
+        x = batch["x"] + noise * jax.random.normal(sub, batch["x"].shape, batch["x"].dtype)
+        loss_sum, grads = jax.value_and_grad(classifier.loss_sum)(
+            state["params"], x, batch["y"], batch["mask"])
+        rows = batch["x"].shape[0]
+        updates, opt_state = optimizer.update(jax.tree.map(lambda g: g / rows, grads),
+                                              state["opt_state"], state["params"])
+        return {"params": optax.apply_updates(state["params"], updates), "opt_state": opt_state,
+                "step": state["step"] + 1, "key": key, "data_pos": state["data_pos"] + 1}, \\
+            loss_sum / rows
+    return jax.jit(step)
+
+shortcut = {}
+with not_yet("the shortcut on a padded and on a full batch"):
+    need(work)
+    padded = capstone.workload(training, BATCH, data_pos=4)
+    rows_step = make_rows_step(training.make_optimizer(padded["config"]), padded["config"]["noise"])
+    shortcut = measure("shortcut-padded", rows_step, padded, ITERS, trace_steps=1)
+    valid = int(np.asarray(padded["batch"]["mask"]).sum())
+    print(f"padded batch ({valid} valid of {BATCH} rows): output_ok={shortcut['output_ok']}, "
+          f"{len(shortcut['samples_s'])} timed samples")
+    _, full_loss = rows_step(work["state"], work["batch"])
+    expected_full = work.get("expected_loss") or capstone.reference_loss(work)
+    print(f"full batch: loss {float(full_loss):.6f} vs reference {expected_full:.6f} "
+          f"(relative difference {abs(float(full_loss) - expected_full) / abs(expected_full):.1e})")
+"""),
+md("""
+### One device
+
+On a one-device mesh no row is split, so neither program needs an all-reduce. **Predict**
+the speedup (median before / median after) of the change on one device before you measure
+it. Your prediction is stored and graded for being there, not for being right.
+"""),
+solution("prediction_one_device", """
+PREDICTED_ONE_DEVICE_SPEEDUP = None  # a number, e.g. 1.3
+### BEGIN SOLUTION
+PREDICTED_ONE_DEVICE_SPEEDUP = 1.0
+### END SOLUTION
+"""),
+tests("prediction_one_device_present", 1, """
+record_prediction("07_one_device_speedup", PREDICTED_ONE_DEVICE_SPEEDUP, "x")
+assert isinstance(PREDICTED_ONE_DEVICE_SPEEDUP, (int, float)), "write a number as your prediction"
+"""),
+code("""
+one_device = None
+with not_yet("the change on one device"):
+    w1 = capstone.workload(training, BATCH, n_devices=1)
+    pair1, fresh1 = measure_pair(w1, ITERS, prefix="one-device-", trace_steps=1)
+    ops1 = {v: len(trace_collectives.all_reduce_ops(fresh1[v], w1["state"], w1["batch"]))
+            for v in capstone.VARIANTS}
+    print("all-reduces in the one-device programs:", ops1)
+    one_device = guarded_decide(pair1["before"], pair1["after"], impl.decide)
+    compare_prediction("07_one_device_speedup", PREDICTED_ONE_DEVICE_SPEEDUP,
+                       one_device["ratio"], "x")
+    print(f"interval [{one_device['ci'][0]:.3f}, {one_device['ci'][1]:.3f}] -> "
+          f"{one_device['decision']} ({LABEL})")
+    if one_device["decision"] == "accept" and not any(ops1.values()):
+        print("caution: neither one-device program holds an all-reduce, so the mechanism of "
+              "the change is absent here; a clear 'gain' means the load moved between blocks "
+              "or something else differs: re-run with more ROUNDS before believing it")
+"""),
+code("""
+with not_yet("plot of speedup against batch size"):
+    if not sweep:
+        raise NotYet("no shape measured yet")
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    bs = sorted(sweep)
+    ratios = np.array([sweep[b]["ratio"] for b in bs])
+    lo = np.array([sweep[b]["ci"][0] for b in bs])
+    hi = np.array([sweep[b]["ci"][1] for b in bs])
+    ax.errorbar(bs, ratios, yerr=[ratios - lo, hi - ratios], fmt="o-", capsize=3,
+                label=f"{work['n_devices']} devices (95% bootstrap interval)")
+    if one_device and one_device["ratio"] is not None:
+        ax.errorbar([BATCH * 1.1], [one_device["ratio"]],
+                    yerr=[[one_device["ratio"] - one_device["ci"][0]],
+                          [one_device["ci"][1] - one_device["ratio"]]],
+                    fmt="s", color="tab:green", capsize=3, label="1 device")
+    ax.axhline(1.0, color="gray", ls="--", label="no change")
+    ax.axhline(1.05, color="gray", ls=":", label="minimum gain decide() asks for")
+    plain_log(ax, "x")
+    low, high = ax.get_ylim()
+    clipped = low < 0.5 or high > 2.5
+    ax.set_ylim(max(low, 0.5), min(high, 2.5))
+    ax.set_xlabel("global batch (rows, log scale)")
+    ax.set_ylabel("speedup: median before / after")
+    title = "Where the change stops helping"
+    titled(ax, title + (" (y axis clipped to 0.5-2.5)" if clipped else ""), LABEL)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    plt.show()
+"""),
+md("""
+## Diagnose a likely failure: a speedup from the image, not the code
+
+**Symptom.** A teammate's record arrives from the CI machines' new image, offered as
+evidence for the change. Your `decide` compares shapes, dtypes, the sync method and the
+warm-up; they all agree, so it compares the times. **What to check next**, in order:
+
+1. The environment fingerprint of both records: versions, backend, device count, XLA flags,
+   CPU. Any difference means the time difference may be the environment's.
+2. Whether the code even differed (here it did not: the teammate measured the unchanged step).
+3. Re-measure both variants in one environment, one process after the other.
+
+The planted failure, reproduced: the *unchanged* step measured in a fresh process whose
+runtime is configured differently (`XLA_FLAGS` of `OTHER_RUNTIME` asks for fewer host
+devices than `DEVICES`, as a new launcher might).
+"""),
+code("""
+OTHER_RUNTIME = "--xla_force_host_platform_device_count=2"
+teammate = None
+with not_yet("the run from the other runtime"):
+    if not runs:
+        raise NotYet("no run records yet")
+    out = RUNS / "teammate.json"
+    env = dict(os.environ, XLA_FLAGS=OTHER_RUNTIME,
+               PYTHONPATH=os.pathsep.join([str(capstone.ROOT), os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, "-m", "coursekit.capstone", "--training-impl", str(TRAINING),
+           "--variant", "before", "--batch", str(BATCH), "--iters", str(ITERS * ROUNDS),
+           "--logdir", str(RUNS / "traces" / "teammate"), "--out", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+    if done.returncode == 3:  # the learner's sharded-training code is not finished
+        raise NotYet(done.stderr.strip().splitlines()[-1].removeprefix("not yet: "))
+    if done.returncode != 0:
+        raise RuntimeError(f"the fresh-process run failed ({done.returncode}):\\n"
+                           f"{done.stderr[-2000:]}")
+    teammate = impl.load_run(str(out))
+    naive = impl.decide(runs["before"], teammate)
+    def ratio_text(result):
+        return "none" if result["ratio"] is None else f"{result['ratio']:.3f}"
+    print(f"your decide() alone: {naive['decision'].upper()} (ratio {ratio_text(naive)})")
+    print("fingerprint differences:")
+    for line in fingerprint_diff(runs["before"], teammate):
+        print("   ", line)
+    guarded = guarded_decide(runs["before"], teammate, impl.decide)
+    print(f"with the fingerprint guard: {guarded['decision'].upper()}, "
+          f"refused={guarded['refused']}")
+    flagged = guarded_decide(runs["before"], teammate, impl.decide, mode="flag")
+    print(f"flag mode (decide runs, the result is marked): {flagged['decision'].upper()}; "
+          f"measured ratio {ratio_text(flagged)}")
+"""),
+md("""
+The fix is not a better statistic: it is measuring both variants in one environment. The
+*before* and *after* of the decision above share one fingerprint (compared below), which
+is why their comparison was allowed.
+"""),
+code("""
+def fingerprint_id(fp):
+    return hashlib.sha256(json.dumps(fp, sort_keys=True).encode()).hexdigest()[:10]
+
+with not_yet("fingerprints of before and after"):
+    if not runs:
+        raise NotYet("no run records yet")
+    same = fingerprint_diff(runs["before"], runs["after"])
+    print(f"before {fingerprint_id(runs['before']['fingerprint'])}, after "
+          f"{fingerprint_id(runs['after']['fingerprint'])}: "
+          f"{'same environment' if not same else 'DIFFERENT: ' + '; '.join(same)}")
+"""),
+md("""
+## Decide what is ready
+
+### Exercise: audit one run record
+
+Write `timing_evidence(record)`: from one run record return a dict of four booleans
+(plain `bool`):
+
+- `waited`: `sync` is `"block_until_ready"` or `"host_read"`;
+- `compile_apart`: `first_call_s` is a positive number, `compiles_first_call >= 1` and
+  `compiles_warmed == 0`;
+- `raw_samples`: `samples_s` is a list holding exactly `iters` samples, and `iters >= 5`;
+- `output_checked`: `output_ok is True`.
+
+The evidence table below uses it for every record of this notebook.
+"""),
+solution("timing_evidence", """
+def timing_evidence(record):
+    ### BEGIN SOLUTION
+    first = record.get("first_call_s")
+    samples = record.get("samples_s")
+    iters = record.get("iters")
+    return {
+        "waited": record.get("sync") in ("block_until_ready", "host_read"),
+        "compile_apart": bool(isinstance(first, (int, float)) and not isinstance(first, bool)
+                              and first > 0 and (record.get("compiles_first_call") or 0) >= 1
+                              and record.get("compiles_warmed") == 0),
+        "raw_samples": bool(isinstance(samples, list) and isinstance(iters, int)
+                            and iters >= 5 and len(samples) == iters),
+        "output_checked": record.get("output_ok") is True,
+    }
+    ### END SOLUTION
+"""),
+tests("timing_evidence_tests", 2, """
+_good = {"sync": "block_until_ready", "first_call_s": 0.5, "compiles_first_call": 1,
+         "compiles_warmed": 0, "samples_s": [0.01] * 10, "iters": 10, "output_ok": True}
+assert timing_evidence(_good) == {"waited": True, "compile_apart": True, "raw_samples": True,
+                                  "output_checked": True}, timing_evidence(_good)
+assert timing_evidence(dict(_good, sync="none"))["waited"] is False
+assert timing_evidence(dict(_good, compiles_warmed=2))["compile_apart"] is False
+assert timing_evidence(dict(_good, output_ok=False, samples_s=[]))["raw_samples"] is False
+### BEGIN HIDDEN TESTS
+assert timing_evidence(dict(_good, output_ok=None))["output_checked"] is False
+assert timing_evidence(dict(_good, compiles_first_call=0))["compile_apart"] is False
+assert timing_evidence(dict(_good, first_call_s=None))["compile_apart"] is False
+assert timing_evidence(dict(_good, samples_s=[0.01] * 9))["raw_samples"] is False
+assert timing_evidence(dict(_good, iters=3, samples_s=[0.01] * 3))["raw_samples"] is False
+assert timing_evidence(dict(_good, sync="host_read"))["waited"] is True
+assert all(type(v) is bool for v in timing_evidence(dict(_good, output_ok=None)).values())
+### END HIDDEN TESTS
+"""),
+md("""
+### The evidence, question by question
+
+Every record this notebook wrote, failed ones included, with its fingerprint; then the four
+readiness questions answered from the numbers above.
+"""),
+code("""
+run_log = []
+for path in sorted(RUNS.glob("*.json")):
+    r = json.loads(path.read_text())
+    run_log.append((path.stem, r))
+audit_ready = bool(run_log) and bool(attempt(timing_evidence, run_log[0][1]))
+print(f"{'run':26s} {'status':22s} {'devices':>7s} {'median ms':>9s} {'fingerprint':>11s}  audit")
+for name, r in run_log:
+    status = "ok" if r["output_ok"] else "FAILED (output check)"
+    med = f"{np.median(r['samples_s']) * 1e3:9.3f}" if r["samples_s"] else f"{'-':>9s}"
+    if audit_ready:
+        missing = [k for k, v in timing_evidence(r).items() if not v]
+        audit = "missing: " + ", ".join(missing) if missing else "all four"
+    else:
+        audit = "(timing_evidence not written yet)"
+    print(f"{name:26s} {status:22s} {r['fingerprint']['devices']:>7} {med} "
+          f"{fingerprint_id(r['fingerprint']):>11s}  {audit}")
+print(LABEL)
+"""),
+code("""
+def shown(value, spec=".3f"):
+    return "not yet" if value is None else format(value, spec)
+
+with not_yet("the four readiness questions"):
+    if not verdict:
+        raise NotYet("no decision on before vs after yet")
+    audits = {name: timing_evidence(r) for name, r in run_log if r["output_ok"]}
+    q1 = bool(audits) and all(all(a[k] for k in ("waited", "compile_apart", "raw_samples"))
+                              for a in audits.values())
+    print("1. waited for completion, compile apart, raw samples kept: "
+          + ("yes, in every successful record" if q1 else "NO: see the audit column above"))
+    removed = [op for op in count_ops["before"] if op not in hlo_ops["after"]]
+    print(f"2. bottleneck evidence: the count all-reduce {removed} holds {count_share:.1%} of "
+          f"the reference step per device in the trace; the compiled programs hold "
+          f"{len(hlo_ops['before'])} vs {len(hlo_ops['after'])} all-reduce(s); Amdahl's "
+          f"ceiling {shown(predicted)}x, measured {shown(verdict['ratio'])}x")
+    equal = [b for b, p in preserved.items() if p["equal"]]
+    helped = [b for b, r in sweep.items() if r["decision"] == "accept"]
+    stopped = [b for b, r in sweep.items() if r["decision"] != "accept"]
+    shortcut_failed = bool(shortcut) and shortcut.get("output_ok") is False
+    print(f"3. results equal (tolerance {TOLERANCE:g}) at batch sizes {equal} of "
+          f"{list(preserved)}; the rows shortcut failed its output check on a padded batch: "
+          f"{shortcut_failed}; clear gain at batch {helped or 'none'}, no clear gain at "
+          f"{stopped or 'none'}; one device: "
+          + (f"{one_device['decision']} (ratio {shown(one_device['ratio'])})" if one_device
+             else "not measured"))
+    fps = {fingerprint_id(r["fingerprint"]) for name, r in run_log if name != "teammate"}
+    differs = fingerprint_diff(runs["before"], teammate) if teammate else []
+    print(f"4. runtime vs model: this notebook's own records share {len(fps)} fingerprint(s); "
+          f"the teammate's record differs in {len(differs)} field(s) "
+          f"({', '.join(d.split(':')[0] for d in differs) or '-'}), so it was refused")
+    print(f"decision on the change at batch {BATCH}: {verdict['decision'].upper()} ({LABEL})")
+"""),
+md("""
+### Honest limits
+
+- Everything above is a **CPU measurement**, with fake devices that share this machine's
+  cores. An all-reduce here is threads meeting at a rendezvous; on accelerators it is an
+  interconnect transfer with its own bandwidth and latency. **CPU traces do not
+  characterise accelerator communication or memory**: the trace shows the collective on
+  this machine's critical path, not what it costs on a target.
+- Whether the change helps on the target is a **separate target measurement**: the same
+  records (`profile_train_step`), the same decision (`decide`), the same fingerprint guard,
+  made on the target hardware in one environment.
+- Timing noise on a shared machine is real: the decision rests on a bootstrap interval of
+  raw samples, not on one number, and a rerun may move a borderline case.
+"""),
+md("""
+**The four readiness questions, in your words.** Answer each from the evidence above (quote
+the printed lines you rely on):
+1. Did every timing wait for completion and separate compilation from steady execution?
+2. Which trace event (or memory-traffic estimate) supports the claimed bottleneck?
+3. Does the optimisation preserve results across changed shapes, and where does it stop
+   helping?
+4. How do you tell an image/runtime change from a model optimisation here?
+"""),
+answer("readiness_answers_07", 4, """
+1. Yes: every successful record was synchronised inside its boundary (block_until_ready),
+   its first call (with its compile) is reported apart, no compile happened during warmed
+   calls, and all raw samples are kept (audit column: all four).
+2. The profiler trace: the scalar all-reduce (the valid count) takes the share of each step
+   printed above, and the compiled programs show one all-reduce fewer after the change.
+   Amdahl's law with that share bounds the possible gain; a measured ratio above that
+   ceiling would itself be suspicious. On CPU the event is mostly waiting at the rendezvous.
+3. Parameters are equal within the tolerance at every batch size tried, across a padded
+   batch; the "divide by rows" shortcut fails its output check there (and passes on a full
+   batch, so a full-batch check alone would miss it). The gain counts only at the sizes
+   listed under "clear gain"; it cannot exist on one device, where neither program has an
+   all-reduce, and it shrinks as the batch grows because the saved collective is a fixed
+   cost per step while the arithmetic grows.
+4. Every record carries the environment fingerprint; the teammate's record differs (device
+   count, XLA flags), so its comparison is refused whatever its times say (decide() alone
+   would have compared them). Before and after share one fingerprint, so their difference
+   is the code's.
+"""),
+md("""
+**Your decision.** One accept/reject statement on the pull request, backed by the evidence:
+accept or reject *for this machine*, the conditions (shapes, device counts) where it holds,
+and what must still be measured on the target before it ships.
+"""),
+answer("decision_07", 3, """
+Follow the printed decision. If it says ACCEPT: accept for data-parallel training on several
+devices at the batch sizes where the interval cleared the minimum gain; results are equal
+within tolerance, the trace names the removed collective and the measured gain stays below
+Amdahl's ceiling. It does nothing on one device and fades as the batch grows. If it says
+REJECT: the gain is not distinguishable from noise at this batch on this machine; keep the
+change only if it simplifies the code, not as an optimisation. Either way: CPU evidence
+only; measure on the target accelerator (same records, same decision, one environment)
+before claiming a speedup there.
+"""),
+])

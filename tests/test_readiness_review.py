@@ -1,0 +1,185 @@
+"""Notebook 07's plumbing: the fingerprint guard, pooled records, and the capstone
+measurement in a real fresh process with its real trace and compiled collectives.
+(The notebook itself is executed by tests/test_notebooks.py, like every notebook.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coursekit import capstone, trace_collectives
+from coursekit.fingerprint_compare import (FingerprintMismatch, fingerprint_diff,
+                                           guarded_decide, require_same_environment)
+from coursekit.records import RecordError, validate_run_record
+
+ROOT = Path(__file__).resolve().parents[1]
+FP = {"python": "3.12.1", "numpy": "2.5.5", "jax": "0.12.0.1", "jaxlib": "0.12.0.1",
+      "backend": "cpu", "devices": 8, "xla_flags": "--xla_force_host_platform_device_count=8",
+      "cpu": "AMD EPYC", "cpu_cores": 2, "platform": "Linux"}
+
+
+def record(samples, **overrides) -> dict:
+    base = {"label": "x", "sync": "block_until_ready", "warmup": 2, "iters": len(samples),
+            "first_call_s": 0.5, "samples_s": list(samples), "compiles_first_call": 1,
+            "compiles_warmed": 0, "shapes": [[64, 16]], "dtypes": ["float32"],
+            "output_ok": True, "backend": "cpu", "boundary": "train_step", "trace": "",
+            "region": "", "fingerprint": dict(FP)}
+    base.update(overrides)
+    return base
+
+
+def always_accept(before, after, **_):
+    return {"decision": "accept", "reasons": ["looks faster"], "ratio": 3.0, "ci": [2.5, 3.5]}
+
+
+# ---------------------------------------------------------------------------------------
+# fingerprint guard
+# ---------------------------------------------------------------------------------------
+
+def test_same_fingerprint_goes_to_decide():
+    before, after = record([0.01] * 10), record([0.005] * 10)
+    assert fingerprint_diff(before, after) == []
+    result = guarded_decide(before, after, always_accept)
+    assert result["decision"] == "accept" and result["refused"] is False
+    assert result["environment_differs"] == []
+
+
+def test_runtime_change_is_refused_without_calling_decide():
+    before = record([0.01] * 10)
+    other = dict(FP, devices=2, xla_flags="--xla_force_host_platform_device_count=2")
+    after = record([0.003] * 10, fingerprint=other)
+    diffs = fingerprint_diff(before, after)
+    assert [d.split(":")[0] for d in diffs] == ["devices", "xla_flags"]
+    assert "8 vs 2" in diffs[0]
+
+    def must_not_run(*_a, **_k):
+        raise AssertionError("decide ran although the fingerprints differ")
+    result = guarded_decide(before, after, must_not_run)
+    assert result["decision"] == "reject" and result["refused"] is True
+    assert any("devices" in r for r in result["reasons"])
+    with pytest.raises(FingerprintMismatch, match="devices: 8 vs 2"):
+        require_same_environment(before, after)
+
+
+def test_flag_mode_marks_and_never_accepts_across_environments():
+    before = record([0.01] * 10)
+    after = record([0.003] * 10, fingerprint=dict(FP, jax="0.13.0"))
+    result = guarded_decide(before, after, always_accept, mode="flag")
+    assert result["decision"] == "reject" and result["refused"] is False
+    assert result["ratio"] == 3.0 and any("jax" in r for r in result["reasons"])
+    # a field present on one side only is a difference too; ignore= skips named fields
+    missing = dict(FP)
+    missing.pop("cpu")
+    assert fingerprint_diff(FP, missing) == ["cpu: 'AMD EPYC' vs (absent)"]
+    assert fingerprint_diff(FP, dict(FP, platform="other"), ignore=("platform",)) == []
+
+
+def test_record_without_fingerprint_is_a_named_error():
+    with pytest.raises(FingerprintMismatch, match="without a fingerprint"):
+        fingerprint_diff(record([0.01] * 5), record([0.01] * 5, fingerprint="abc"))
+    with pytest.raises(ValueError, match="mode"):
+        guarded_decide(record([0.01] * 5), record([0.01] * 5), always_accept, mode="maybe")
+
+
+# ---------------------------------------------------------------------------------------
+# pooled records, sibling implementations
+# ---------------------------------------------------------------------------------------
+
+def test_pool_records_concatenates_raw_samples_and_keeps_the_compiling_block():
+    blocks = [record([0.01, 0.02, 0.03, 0.04, 0.05]),
+              record([0.02] * 5, first_call_s=0.02, compiles_first_call=0)]
+    pooled = capstone.pool_records(blocks, label="before")
+    assert pooled["samples_s"] == blocks[0]["samples_s"] + blocks[1]["samples_s"]
+    assert pooled["iters"] == 10 and pooled["pooled_blocks"] == 2
+    assert pooled["first_call_s"] == 0.5 and pooled["compiles_first_call"] == 1
+    assert validate_run_record(pooled) == []
+    assert capstone.pool_records(blocks + [record([0.01] * 5, compiles_warmed=1)])[
+        "compiles_warmed"] == 1
+    failed = capstone.pool_records([record([], output_ok=False, iters=5), blocks[1]])
+    assert failed["output_ok"] is False
+
+
+def test_pool_records_refuses_blocks_from_other_settings():
+    with pytest.raises(RecordError, match="fingerprint"):
+        capstone.pool_records([record([0.01] * 5),
+                               record([0.01] * 5, fingerprint=dict(FP, devices=2))])
+    with pytest.raises(RecordError, match="shapes"):
+        capstone.pool_records([record([0.01] * 5), record([0.01] * 5, shapes=[[65, 16]])])
+
+
+def test_sibling_model_follows_starter_and_solution(tmp_path):
+    for which in ("starter", "solution"):
+        impl = ROOT / "projects" / "performance-audit" / which / "model.py"
+        assert capstone.sibling_model(impl, "sharded-training") == \
+            ROOT / "projects" / "sharded-training" / which / "model.py"
+    mine = tmp_path / "model.py"
+    mine.write_text("")
+    assert capstone.sibling_model(mine, "sharded-training") == \
+        ROOT / "projects" / "sharded-training" / "starter" / "model.py"
+
+
+# ---------------------------------------------------------------------------------------
+# The capstone in a real fresh process: record, trace, collectives
+# ---------------------------------------------------------------------------------------
+
+PROBE = r"""
+import json, os, sys
+from coursekit import capstone, trace_collectives
+from coursekit.learner import load_impl
+training = load_impl(sys.argv[1])
+work = capstone.workload(training, 32)
+steps = {v: capstone.make_step(training, work["config"], v) for v in capstone.VARIANTS}
+ops = {v: trace_collectives.all_reduce_ops(steps[v], work["state"], work["batch"])
+       for v in capstone.VARIANTS}
+ref = capstone.reference_loss(work)
+losses = {v: float(steps[v](work["state"], work["batch"])[1]) for v in capstone.VARIANTS}
+print(json.dumps({"ops": ops, "reference": ref, "losses": losses}))
+"""
+
+
+@pytest.mark.slow
+def test_capstone_fresh_process_record_trace_and_collectives(tmp_path):
+    solution = ROOT / "projects" / "sharded-training" / "solution" / "model.py"
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
+               PYTHONPATH=str(ROOT))
+    out = tmp_path / "run.json"
+    done = subprocess.run([sys.executable, "-m", "coursekit.capstone", "--training-impl",
+                           str(solution), "--variant", "before", "--batch", "32", "--iters",
+                           "5", "--logdir", str(tmp_path / "trace"), "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = json.loads(out.read_text())
+    assert validate_run_record(run, check_trace=True) == []
+    assert run["fingerprint"]["devices"] == 2 and run["output_ok"] is True
+    assert run["compiles_first_call"] >= 1 and run["compiles_warmed"] == 0
+    split = trace_collectives.collective_time(run["trace"], run["region"], n_devices=2)
+    assert split["steps"] == 3 and split["per_op_us"], split
+    assert all(0 < share < 1 for share in split["share"].values()), split
+
+    probe = subprocess.run([sys.executable, "-c", PROBE, str(solution)], capture_output=True,
+                           text=True, timeout=300, env=env, cwd=tmp_path)
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    got = json.loads(probe.stdout.strip().splitlines()[-1])
+    # the change removes exactly the scalar (count) all-reduce
+    assert len(got["ops"]["before"]) == 2 and len(got["ops"]["after"]) == 1, got["ops"]
+    assert any(shape.startswith("f32[]") for shape in got["ops"]["before"].values())
+    for variant, loss in got["losses"].items():
+        assert abs(loss - got["reference"]) <= 1e-5 * abs(got["reference"]), (variant, got)
+
+
+def test_starter_says_not_yet_in_a_fresh_process(tmp_path):
+    starter = ROOT / "projects" / "sharded-training" / "starter" / "model.py"
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
+               PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-m", "coursekit.capstone", "--training-impl",
+                           str(starter), "--logdir", str(tmp_path / "t"), "--out",
+                           str(tmp_path / "r.json")], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=tmp_path)
+    assert done.returncode == 3 and "not yet:" in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "r.json").exists()
