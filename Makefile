@@ -12,8 +12,9 @@ KERNEL := jax-perf-course
 STAMP := $(VENV)/.installed
 BUILD := build
 PYTEST_ARGS ?=
+LAB_PORT ?= 8888
 
-.PHONY: setup course test lab bench starters portfolio mlflow-ui clean help
+.PHONY: setup course test lab bench starters portfolio mlflow-ui browser-deps clean help
 help:
 	@sed -n '1,8p' Makefile
 
@@ -35,14 +36,17 @@ $(STAMP): pyproject.toml
 course: $(STAMP)
 	$(PY) -m coursekit.course --out $(BUILD)/course
 
-test: $(STAMP)
+# Debian's chromium for tests/test_browser_lab.py (playwright drives it; never `playwright install`)
+browser-deps:
+	@scripts/browser-deps
+
+test: $(STAMP) browser-deps
 	@set +e; PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests (exit 5): that is a failure here"; exit 1; fi; \
 	exit $$rc
 
 lab: $(STAMP)
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/jupyter lab --ip=127.0.0.1 --notebook-dir=notebooks \
-	  --ServerApp.open_browser=False --MultiKernelManager.default_kernel_name=$(KERNEL)
+	$(PY) -m coursekit.lab --port $(LAB_PORT)
 
 bench: $(STAMP)
 	$(PY) -m coursekit.bench --out $(BUILD)/bench

@@ -502,7 +502,9 @@ def decide(before: dict, after: dict, *, min_gain: float = 0.05, n_boot: int = 2
         return {"decision": "accept", "ratio": ratio, "ci": [lo, hi],
                 "reasons": [f"95% bootstrap interval of the speedup [{lo:.3f}, {hi:.3f}] "
                             f"lies above 1 + {min_gain}"]}
+    verdict = ("not distinguishable from noise" if lo <= 1.0 else
+               f"a real but smaller gain than the {min_gain:.0%} minimum")
     return {"decision": "reject", "ratio": ratio, "ci": [lo, hi],
             "reasons": [f"95% bootstrap interval of the speedup [{lo:.3f}, {hi:.3f}] does "
-                        f"not clear 1 + {min_gain}: not distinguishable from noise"]}
+                        f"not clear 1 + {min_gain}: {verdict}"]}
     ### END SOLUTION
