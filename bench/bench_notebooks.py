@@ -71,12 +71,12 @@ def startup_figures(tmp: Path) -> dict:
 
 def as_script(path: Path, out: Path) -> Path:
     """The notebook's code cells, parameterised as the course runs them, as one script."""
-    import nbformat
     from nbconvert import ScriptExporter
+    from papermill.iorw import load_notebook_node
     from papermill.parameterize import parameterize_notebook
 
     from coursekit import course
-    nb = nbformat.read(path, as_version=4)
+    nb = load_notebook_node(str(path))  # papermill's own loader, as execute_notebook uses
     params = course.notebook_parameters(nb, ci=True, learner=False, folder=path.parent)
     nb = parameterize_notebook(nb, params, kernel_name=course.KERNEL, language="python")
     body, _ = ScriptExporter().from_notebook_node(nb)
@@ -152,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'all notebooks':30s} {total_pm:11.1f} {total_script:9.1f} "
               f"{total_pm / total_script:6.2f}x")
     verdict = "ok" if course_s <= COURSE_TARGET_S else "OVER"
-    print(f"\nwhole course at CI size (projects' checkers + every notebook): {course_s:.0f} s "
+    scope = f"only '{args.only}'" if args.only else "projects' checkers + every notebook"
+    print(f"\nwhole course at CI size ({scope}): {course_s:.0f} s "
           f"wall, target <= {COURSE_TARGET_S:.0f} s on 2 cores: {verdict} (course exit "
           f"{course_rc}); load average at end {os.getloadavg()[0]:.2f}. CPU figures.")
     (out / "notebooks_bench.json").write_text(json.dumps(

@@ -109,7 +109,8 @@ def print_project_table(rows: list[dict], learner: bool) -> None:
     print(f"{'project':<22} {'stage':>5} {'passed':>7} {'failed':>7} {'check s':>8}  failed checks")
     for row in rows:
         if row["error"]:
-            print(f"{row['project']:<22} {'-':>5} {'-':>7} {'-':>7} {'-':>8}  ERROR {row['error'][:200]}")
+            print(f"{row['project']:<22} {'-':>5} {'-':>7} {'-':>7} {'-':>8}  "
+                  f"ERROR {row['error'][:200]}")
             continue
         for stage, s in sorted(row["stages"].items(), key=lambda kv: int(kv[0])):
             ids = ", ".join(s["failed_ids"])

@@ -23,7 +23,7 @@ parameters("""
 # Parameters (papermill injects other values in CI; learners keep these).
 IMPL = "../projects/performance-audit/starter/model.py"  # the implementation under test
 N = 1024        # matrix size of the workload: tanh(a @ a) @ a on an (N, N) float32 array
-ITERS = 30      # timed calls per measurement
+ITERS = 20      # timed calls per measurement
 REPEATS = 5     # repeated runs in the diagnosis section
 """),
 code("""

@@ -356,7 +356,8 @@ with not_yet("the planted failure"):
     need(trace_file, summary)
     wrong = children_by_adding_everything(trace_file, REGION)
     print(f"planted: children add up to {wrong / 1e3:.3f} ms, region total "
-          f"{summary['total_us'] / 1e3:.3f} ms -> self time {(summary['total_us'] - wrong) / 1e3:.3f} ms"
+          f"{summary['total_us'] / 1e3:.3f} ms -> self time "
+          f"{(summary['total_us'] - wrong) / 1e3:.3f} ms"
           f" ({'negative: impossible' if wrong > summary['total_us'] else 'suspicious'})")
 """),
 md("""
@@ -367,7 +368,8 @@ code("""
 with not_yet("the fix"):
     need(trace_file, summary)
     fixed = impl.summarize_region(str(impl.newest_trace_file(str(TRACE_ROOT))), REGION)
-    print(f"fixed: direct children {fixed['child_us'] / 1e3:.3f} ms of {fixed['total_us'] / 1e3:.3f} ms,"
+    print(f"fixed: direct children {fixed['child_us'] / 1e3:.3f} ms of "
+          f"{fixed['total_us'] / 1e3:.3f} ms,"
           f" self time {fixed['self_us'] / 1e3:.3f} ms (non-negative: {fixed['self_us'] >= 0})")
 """),
 md("""

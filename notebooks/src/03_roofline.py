@@ -86,7 +86,8 @@ caches = attempt(impl.cache_sizes)
 with not_yet("the two roofs"):
     need(peak, bandwidth, caches)
     print(f"peak (attained) {peak / 1e9:8.1f} GFLOP/s   (float32 {PEAK_N}x{PEAK_N} matmul)")
-    print(f"bandwidth       {bandwidth / 1e9:8.1f} GB/s      (x * 2 + 1 on {BW_BYTES / MiB:.0f} MiB)")
+    print(f"bandwidth       {bandwidth / 1e9:8.1f} GB/s      "
+          f"(x * 2 + 1 on {BW_BYTES / MiB:.0f} MiB)")
     print(f"ridge point     {peak / bandwidth:8.1f} FLOP/byte")
     print("data caches:", {k: f"{v / 1024:.0f} KiB" for k, v in caches.items()} or "not found")
     print(LABEL)
@@ -133,7 +134,8 @@ with not_yet("hand vs compiler counts"):
         hand = impl.matmul_cost_by_hand(m, k, n, jnp.dtype(dtype).itemsize)
         comp = impl.cost_from_compiler(jnp.matmul, a, b)
         rows.append((f"({m}x{k}) @ ({k}x{n}) {jnp.dtype(dtype).name}", hand, comp))
-    print(f"{'matmul':34s} {'FLOPs hand':>12s} {'compiler':>12s} {'bytes hand':>11s} {'compiler':>11s}")
+    print(f"{'matmul':34s} {'FLOPs hand':>12s} {'compiler':>12s} {'bytes hand':>11s} "
+          f"{'compiler':>11s}")
     for name, hand, comp in rows:
         print(f"{name:34s} {hand['flops']:12.0f} {comp['flops']:12.0f} {hand['bytes']:11.0f} "
               f"{comp['bytes']:11.0f}")
@@ -298,7 +300,8 @@ def step(a, b, v):
 t_kernel = time_synced(kernel, ka, kb, iters=AMDAHL_ITERS).median_s
 t_step = time_synced(step, ka, kb, big, iters=AMDAHL_ITERS).median_s
 share = t_kernel / t_step
-print(f"kernel {t_kernel * 1e3:.2f} ms of a {t_step * 1e3:.2f} ms step: share {share:.2f} ({LABEL})")
+print(f"kernel {t_kernel * 1e3:.2f} ms of a {t_step * 1e3:.2f} ms step: share {share:.2f} "
+      f"({LABEL})")
 """),
 md("""
 With that share in front of you: **predict the whole step's speedup** when the kernel gets
@@ -349,7 +352,8 @@ print(f"compiles while timing: {compiles_while_timing[0]} (the new shapes compil
 """),
 code("""
 fig, ax = plt.subplots(figsize=(6.5, 3))
-for i, (name, tk, ts) in enumerate((("before", t_kernel, t_step), ("kernel 2x", t_kernel_fast, t_step_fast))):
+bars = (("before", t_kernel, t_step), ("kernel 2x", t_kernel_fast, t_step_fast))
+for i, (name, tk, ts) in enumerate(bars):
     ax.barh(i, tk * 1e3, color="tab:orange", label="kernel (measured alone)" if i == 0 else None)
     ax.barh(i, (ts - tk) * 1e3, left=tk * 1e3, color="tab:gray",
             label="rest of the step" if i == 0 else None)
@@ -402,7 +406,8 @@ with not_yet("the planted failure"):
                           best_size, caches)
     print(f"planted: bandwidth {sweep[best_size] / 1e9:.1f} GB/s measured on "
           f"{best_size / MiB:.2f} MiB (lives in {wrong['memory_level']})")
-    print(f"  predicts {wrong['predicted_s'] * 1e3:.3f} ms, measured {stream['measured_s'] * 1e3:.3f} ms:"
+    print(f"  predicts {wrong['predicted_s'] * 1e3:.3f} ms, "
+          f"measured {stream['measured_s'] * 1e3:.3f} ms:"
           f" {stream['measured_s'] / wrong['predicted_s']:.1f}x slower than predicted")
 """),
 md("""
@@ -416,7 +421,8 @@ with not_yet("the fix"):
                           caches)
     print(f"fixed: bandwidth {bandwidth / 1e9:.1f} GB/s measured on {BW_BYTES / MiB:.0f} MiB, "
           f"working set {stream['bytes'] / MiB:.0f} MiB lives in {right['memory_level']}")
-    print(f"  predicts {right['predicted_s'] * 1e3:.3f} ms, measured {stream['measured_s'] * 1e3:.3f} ms:"
+    print(f"  predicts {right['predicted_s'] * 1e3:.3f} ms, "
+          f"measured {stream['measured_s'] * 1e3:.3f} ms:"
           f" measured / predicted = {stream['measured_s'] / right['predicted_s']:.2f} ({LABEL})")
 """),
 md("""

@@ -280,7 +280,8 @@ for name, pair in models.items():
     plain, remat = pair
     saving[name] = 100 * (1 - remat["temp"] / plain["temp"])
     print(f"{name:7s} compiler temp {plain['temp'] / MiB:8.2f} -> {remat['temp'] / MiB:8.2f} MiB "
-          f"| jaxpr residuals {plain['residuals'] / MiB:8.2f} -> {remat['residuals'] / MiB:8.2f} MiB "
+          f"| jaxpr residuals {plain['residuals'] / MiB:8.2f} -> "
+          f"{remat['residuals'] / MiB:8.2f} MiB "
           f"| FLOPs x{remat['flops'] / plain['flops']:.2f}")
 if "blocks" in saving:
     compare_prediction("04_saving_blocks_pct", PREDICTED_SAVING_BLOCKS_PCT, saving["blocks"], "%")
@@ -352,8 +353,10 @@ if ready(table_ok):
     plain, remat = results["None"], results["nothing_saveable"]
     evidence.update({
         "gradients equal for every policy": all(r["grads_equal"] for r in results.values()),
-        "nothing_saveable: compiler temp saved": f"{100 * (1 - remat['temp_mib'] / plain['temp_mib']):.0f}%",
-        "nothing_saveable: observed peak above baseline": f"{plain['peak_mib']:.1f} -> {remat['peak_mib']:.1f} MiB",
+        "nothing_saveable: compiler temp saved":
+            f"{100 * (1 - remat['temp_mib'] / plain['temp_mib']):.0f}%",
+        "nothing_saveable: observed peak above baseline":
+            f"{plain['peak_mib']:.1f} -> {remat['peak_mib']:.1f} MiB",
         "nothing_saveable: extra FLOPs": f"{100 * (remat['gflop'] / plain['gflop'] - 1):.0f}%",
         "nothing_saveable: time per call": f"{plain['ms']:.1f} -> {remat['ms']:.1f} ms",
     })
