@@ -137,6 +137,24 @@ def test_data_pos_not_restored_fails_roundtrip(tmp_path):
     assert "data order" in message(result, "state_roundtrip")
 
 
+UNSYNCED_SAMPLES = [("""                start = time.perf_counter()
+                jax.block_until_ready(step_fn(state, batch))
+                samples.append(time.perf_counter() - start)""",
+                     """                start = time.perf_counter()
+                step_fn(state, batch)  # planted: no wait inside the timed boundary
+                samples.append(time.perf_counter() - start)""")]
+
+
+@pytest.mark.slow
+def test_unsynchronised_samples_fail_timing_check(tmp_path):
+    impl = plant(tmp_path, PROJECT, "unsynced", UNSYNCED_SAMPLES)
+    result = run_checker(PROJECT, impl, "4", tmp=tmp_path,
+                         env=only("record_is_valid", "samples_are_synchronised"))
+    assert result["status"] == {"record_is_valid": "pass",
+                                "samples_are_synchronised": "fail"}, result["stdout"]
+    assert "block_until_ready" in message(result, "samples_are_synchronised")
+
+
 @pytest.mark.slow
 def test_exception_in_one_process_is_named(tmp_path):
     impl = plant(tmp_path, PROJECT, "raise-in-process-1", RAISE_IN_PROCESS_1)
@@ -154,10 +172,10 @@ def test_hang_in_one_process_is_stopped_and_named(tmp_path):
     impl = plant(tmp_path, PROJECT, "hang-in-process-1", HANG_IN_PROCESS_1)
     result = run_checker(PROJECT, impl, "3", tmp=tmp_path, timeout=400,
                          env={**only("two_processes_match_one", "distributed_timeouts_set"),
-                              "COURSE_MP_LIMIT_S": "25"})
+                              "COURSE_MP_LIMIT_S": "40"})
     assert result["status"] == {"distributed_timeouts_set": "pass",
                                 "two_processes_match_one": "fail"}, result["stdout"]
-    assert "did not finish within 25 s" in message(result, "two_processes_match_one")
+    assert "did not finish within 40 s" in message(result, "two_processes_match_one")
 
 
 # -- the process-group launcher on its own (no JAX: fast) --------------------------------
@@ -258,3 +276,52 @@ def test_stage4_record_feeds_performance_audit_decide(tmp_path):
     unsynced = dict(loaded, sync="none")
     assert audit.decide(loaded, unsynced)["decision"] == "reject"
     json.dumps(record)  # plain JSON all the way down
+
+
+# -- coursekit.records on its own --------------------------------------------------------
+
+def _timing(**overrides) -> dict:
+    timing = {"label": "step", "sync": "block_until_ready", "warmup": 2, "iters": 5,
+              "first_call_s": 0.5, "samples_s": [0.01, 0.012, 0.011, 0.013, 0.01],
+              "compiles_first_call": 1, "compiles_warmed": 0, "shapes": [[64, 16]],
+              "dtypes": ["float32"], "output_ok": True, "backend": "cpu"}
+    timing.update(overrides)
+    return timing
+
+
+def test_records_make_write_read_roundtrip(tmp_path):
+    from coursekit.records import (RECORD_KEYS, make_run_record, read_run_record,
+                                   write_run_record)
+
+    record = make_run_record(_timing(), boundary="train_step", region="r",
+                             trace=str(tmp_path / "t.trace.json.gz"))
+    assert set(RECORD_KEYS) <= set(record)
+    assert record["fingerprint"]["cpu"] and "xla_flags" in record["fingerprint"]
+    path = write_run_record(tmp_path / "runs" / "a.json", record)
+    assert read_run_record(path) == json.loads(json.dumps(record))
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"sync": "none"}, "measures dispatch"),
+    ({"samples_s": [0.01, 0.02]}, "keep every raw sample"),
+    ({"first_call_s": None}, "first_call_s"),
+    ({"compiles_warmed": -1}, "compiles_warmed"),
+    ({"samples_s": [0.01, float("nan"), 0.01, 0.01, 0.01]}, "raw positive seconds"),
+])
+def test_records_validation_names_the_problem(change, words):
+    from coursekit.records import RecordError, make_run_record
+
+    with pytest.raises(RecordError, match=words):
+        make_run_record(_timing(**change), boundary="train_step")
+
+
+def test_records_refuse_bad_files(tmp_path):
+    from coursekit.records import RecordError, read_run_record, validate_run_record
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(RecordError, match="bad.json"):
+        read_run_record(bad)
+    assert validate_run_record([]) == ["a run record is a dict, got list"]
+    assert "missing key 'fingerprint'" in validate_run_record(_timing(boundary="b", trace="",
+                                                                      region=""))

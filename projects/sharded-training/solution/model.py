@@ -53,7 +53,7 @@ DEFAULT_CONFIG = {
     "data_seed": 1,       # dataset and the per-epoch data order
     "n_examples": 1000,   # not a multiple of batch: each epoch ends with a padded batch
     "batch": 64,          # global batch (rows), a multiple of the device count
-    "spread": 2.0,        # noise of the data around its class centres (overlapping classes)
+    "spread": 4.0,        # noise of the data around its class centres (overlapping classes)
     "lr": 0.05,
     "momentum": 0.9,
     "noise": 0.1,         # std of the input noise drawn from the state's key each step

@@ -22,6 +22,7 @@ A learner exception ends the process at once with status 3 and a named error in 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import re
@@ -119,9 +120,12 @@ def main(argv=None) -> int:
             original = jax.distributed.initialize
 
             def recording_initialize(*a, **kw):
-                report["init_kwargs"] = {k: v for k, v in kw.items()
+                try:  # positional or keyword, as the signature names them
+                    given = inspect.signature(original).bind(*a, **kw).arguments
+                except TypeError:
+                    given = kw
+                report["init_kwargs"] = {k: v for k, v in given.items()
                                          if isinstance(v, (int, float, str, type(None)))}
-                report["init_args"] = [v for v in a if isinstance(v, (int, str))]
                 return original(*a, **kw)
 
             jax.distributed.initialize = recording_initialize
