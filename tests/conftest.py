@@ -3,8 +3,12 @@
 import atexit
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
+
+import pytest
 
 
 def pytest_configure(config):
@@ -15,3 +19,12 @@ def pytest_configure(config):
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{tmp / 'mlflow.db'}")
     os.environ.setdefault("COURSE_RECORDS", str(tmp / "learner"))
+
+
+@pytest.fixture
+def busy_core():
+    """Keep one core spinning, as on a loaded 2-core CI machine."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    yield
+    spinner.kill()
+    spinner.wait()

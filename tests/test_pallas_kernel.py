@@ -6,8 +6,6 @@ check aimed at it."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
 
@@ -15,15 +13,6 @@ from helpers import plant, run_checker, solution, starter
 
 PROJECT = "pallas-kernel"
 CHECKS_PER_STAGE = {1: 4, 2: 7, 3: 6}
-
-
-@pytest.fixture
-def busy_core():
-    """Keep one core spinning, as on a loaded 2-core CI machine."""
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    yield
-    spinner.kill()
-    spinner.wait()
 
 
 @pytest.mark.slow

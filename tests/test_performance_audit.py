@@ -16,15 +16,6 @@ PROJECT = "performance-audit"
 CHECKS_PER_STAGE = {1: 7, 2: 6, 3: 4, 4: 5}
 
 
-@pytest.fixture
-def busy_core():
-    """Keep one core spinning, as on a loaded 2-core CI machine."""
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    yield
-    spinner.kill()
-    spinner.wait()
-
-
 @pytest.mark.slow
 def test_reference_passes_every_stage_three_times_with_a_busy_core(busy_core, tmp_path):
     for attempt in range(3):
