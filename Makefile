@@ -13,6 +13,7 @@ STAMP := $(VENV)/.installed
 BUILD := build
 PYTEST_ARGS ?=
 LAB_PORT ?= 8888
+COURSE_ARGS ?=
 
 .PHONY: setup course test lab bench starters portfolio mlflow-ui browser-deps clean help
 help:
@@ -34,7 +35,7 @@ $(STAMP): pyproject.toml
 	@echo "environment ready: $(VENV) ($$($(PY) --version)), kernel '$(KERNEL)' registered"
 
 course: $(STAMP)
-	$(PY) -m coursekit.course --out $(BUILD)/course
+	$(PY) -m coursekit.course --out $(BUILD)/course $(COURSE_ARGS)
 
 # Debian's chromium for tests/test_browser_lab.py (playwright drives it; never `playwright install`)
 browser-deps:

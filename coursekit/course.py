@@ -90,7 +90,33 @@ def run_project(project: str, which: str = "solution", timeout: float = 1800) ->
             stage["failed_ids"].append(r["check_id"])
         stage["seconds"] = round(stage["seconds"] + r.get("duration_s", 0.0), 2)
     row["versions"] = data.get("versions", {})
+    row["mlflow_run"] = record_check(data, row["wall_s"])
     return row
+
+
+def record_check(data: dict, wall_s: float) -> str:
+    """Log one checker result to MLflow (FINISHED or FAILED); a store problem is
+    reported and never fails the course run."""
+    try:
+        from coursekit import provenance
+        return provenance.log_check_run(data, wall_s=wall_s)
+    except Exception as err:  # noqa: BLE001 - provenance must not hide the check result
+        print(f"    (not recorded in MLflow: {type(err).__name__}: {err})")
+        return ""
+
+
+def record_output_check_demo() -> None:
+    """One configuration that fails its output check on purpose (bfloat16 logits against
+    a float32 reference) beside one that passes, so the record shows a FAILED run."""
+    try:
+        from coursekit import provenance
+        for dtype in ("float32", "bfloat16"):
+            d = provenance.output_check_demo(dtype)
+            print(f"  {d['status']:<8} {d['name']}  {d.get('error') or ''}".rstrip())
+        print("  (the bfloat16 run fails its output check on purpose: a FAILED run stays in "
+              "the record; `make mlflow-ui` shows it)")
+    except Exception as err:  # noqa: BLE001
+        print(f"  (provenance demo not recorded: {type(err).__name__}: {err})")
 
 
 def project_ok(row: dict, learner: bool) -> bool:
@@ -357,6 +383,9 @@ def main(argv: list[str] | None = None) -> int:
             row["status"] = "ok" if project_ok(row, args.learner) else "FAILED"
             summary["projects"].append(row)
         print_project_table(summary["projects"], args.learner)
+        if not args.learner:
+            print("\nprovenance (MLflow record of every run, failed ones too):")
+            record_output_check_demo()
 
     if not args.no_notebooks:
         notebooks = discover_notebooks(args.only, Path(args.notebooks))
