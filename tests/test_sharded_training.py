@@ -159,9 +159,8 @@ def test_unsynchronised_samples_fail_timing_check(tmp_path):
 def test_exception_in_one_process_is_named(tmp_path):
     impl = plant(tmp_path, PROJECT, "raise-in-process-1", RAISE_IN_PROCESS_1)
     result = run_checker(PROJECT, impl, "3", tmp=tmp_path, timeout=400,
-                         env=only("uninterrupted_run_trains", "two_processes_match_one"))
-    assert result["status"] == {"uninterrupted_run_trains": "pass",
-                                "two_processes_match_one": "error"}, result["stdout"]
+                         env=only("two_processes_match_one"))
+    assert result["status"] == {"two_processes_match_one": "error"}, result["stdout"]
     text = message(result, "two_processes_match_one")
     assert "process 1 raised" in text and "planted failure in process 1 only" in text
     assert "in train" in text  # names the learner's function
@@ -175,7 +174,13 @@ def test_hang_in_one_process_is_stopped_and_named(tmp_path):
                               "COURSE_MP_LIMIT_S": "40"})
     assert result["status"] == {"distributed_timeouts_set": "pass",
                                 "two_processes_match_one": "fail"}, result["stdout"]
-    assert "did not finish within 40 s" in message(result, "two_processes_match_one")
+    text = message(result, "two_processes_match_one")
+    # Either the limit stops both (process 0 waits in a collective), or the runtime gives
+    # up first in process 0 (a checkpoint barrier times out after 30 s): process 1 is
+    # named as the one that stopped responding either way.
+    assert ("process 1 did not finish within 40 s" in text or
+            "process 1 stopped responding" in text), text
+    assert "process 1: joined the run, no training step reported" in text, text
 
 
 # -- the process-group launcher on its own (no JAX: fast) --------------------------------

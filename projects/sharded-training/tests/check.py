@@ -216,7 +216,7 @@ def learner_mesh(impl, n=None):
     return mesh
 
 
-def learner_state(impl, ctx, config, mesh):
+def learner_state(impl, config, mesh):
     state = get_function(impl, "init_state")(config, mesh)
     fail_unless(isinstance(state, dict), "init_state must return a dict",
                 yours=type(state).__name__, expected="dict")
@@ -241,10 +241,10 @@ def random_mask(rng, rows_per_device: int, counts) -> np.ndarray:
     return mask.reshape(-1)
 
 
-def blobs(rng, n: int, hidden_classes: int = classifier.CLASSES) -> tuple:
+def blobs(rng, n: int) -> tuple:
     """Host data shaped like the classifier's (numpy, so no compile)."""
-    centres = 3.0 * rng.standard_normal((hidden_classes, classifier.FEATURES))
-    y = rng.integers(0, hidden_classes, n).astype(np.int32)
+    centres = 3.0 * rng.standard_normal((classifier.CLASSES, classifier.FEATURES))
+    y = rng.integers(0, classifier.CLASSES, n).astype(np.int32)
     x = (centres[y] + 2.0 * rng.standard_normal((n, classifier.FEATURES)))
     return x.astype(np.float32), y
 
@@ -301,7 +301,7 @@ def _(impl, ctx):
 def _(impl, ctx):
     mesh = learner_mesh(impl)
     config = run_config(ctx, "placement")
-    state = learner_state(impl, ctx, config, mesh)
+    state = learner_state(impl, config, mesh)
     for path, leaf in jax.tree_util.tree_leaves_with_path(state):
         name = jax.tree_util.keystr(path)
         fail_unless(isinstance(leaf, jax.Array), f"state leaf {name} is not a jax.Array",
@@ -339,7 +339,7 @@ def _(impl, ctx):
 def _(impl, ctx):
     mesh = learner_mesh(impl)
     config = run_config(ctx, "init")
-    state = learner_state(impl, ctx, config, mesh)
+    state = learner_state(impl, config, mesh)
     fail_unless(is_key(state["key"]), "state['key'] must be a typed PRNG key",
                 yours=getattr(state["key"], "dtype", type(state["key"]).__name__),
                 expected="key<fry> (jax.random.key)",
@@ -418,7 +418,7 @@ def _(impl, ctx):
 def _(impl, ctx):
     mesh = learner_mesh(impl)
     config = run_config(ctx, "step1")
-    state = learner_state(impl, ctx, config, mesh)
+    state = learner_state(impl, config, mesh)
     step = learner_step(impl, config)
     place = get_function(impl, "place_batch")
     n_steps = int(ctx.rng("nsteps").integers(3, 6))
@@ -459,7 +459,7 @@ def _(impl, ctx):
 def _(impl, ctx):
     mesh = learner_mesh(impl)
     config = run_config(ctx, "hlo")
-    state = learner_state(impl, ctx, config, mesh)
+    state = learner_state(impl, config, mesh)
     step = learner_step(impl, config)
     batch = get_function(impl, "place_batch")(stage_batch(ctx, "hlo-batch", 5), mesh)
     fail_unless(hasattr(step, "lower"), "make_train_step must return the jax.jit object",
@@ -726,10 +726,15 @@ def once(ctx, name: str, make):
     return value
 
 
+def stage3_config(ctx) -> dict:
+    if "config3" not in ctx.cache:
+        ctx.cache["config3"] = run_config(ctx, "stage3")
+    return ctx.cache["config3"]
+
+
 def uninterrupted(ctx) -> dict:
     def make():
-        config = run_config(ctx, "stage3")
-        ctx.cache["config3"] = config
+        config = stage3_config(ctx)
         ckpt = ctx.subdir("run-F") / "ckpt"
         started = time.perf_counter()
         report = driver_run(ctx, "F", config, ckpt, "the uninterrupted run")
@@ -740,25 +745,30 @@ def uninterrupted(ctx) -> dict:
 
 
 def killed_mid_run(ctx) -> dict:
-    """Run A: SIGKILLed after a step between two saves; its folder is copied for D."""
+    """Run A, SIGKILLed mid-run *while it saves*: blocked after the checkpoint of step
+    3 x save_every is written to its temporary folder and before the commit. Then B, a
+    fresh process, resumes from A's folder; a copy of the folder (as A left it) is kept
+    for the 4-device restart. Both kill checks read these two runs."""
     return once(ctx, "A", lambda: _killed_mid_run(ctx))
 
 
 def _killed_mid_run(ctx) -> dict:
-    uninterrupted(ctx)
-    config = ctx.cache["config3"]
-    kill_at = 2 * config["save_every"] + int(ctx.rng("kill").integers(1,
-                                                                      config["save_every"]))
+    full = uninterrupted(ctx)
+    config = stage3_config(ctx)
+    save_at = 3 * config["save_every"]
     ckpt = ctx.subdir("run-A") / "ckpt"
     report = driver_run(ctx, "A", config, ckpt, "the run to be killed",
-                        block_after_step=kill_at)
-    report["kill_at"] = kill_at
-    report["finalized"] = trainruns.finalized_steps(ckpt)
-    copy = ctx.subdir("run-A-copy") / "ckpt"
-    shutil.rmtree(copy, ignore_errors=True)
-    shutil.copytree(ckpt, copy)
-    report["ckpt"], report["copy"] = ckpt, copy
-    return report
+                        block_in_save=save_at)
+    killed = {"save_at": save_at, "marker": report.get("marker", {}),
+              "steps": report.get("steps", []), "finalized": trainruns.finalized_steps(ckpt),
+              "temporary": trainruns.tmp_folders(ckpt), "ckpt": ckpt,
+              "copy": ctx.subdir("run-A-copy") / "ckpt"}
+    shutil.rmtree(killed["copy"], ignore_errors=True)
+    shutil.copytree(ckpt, killed["copy"])
+    if killed["finalized"]:
+        killed["resumed"] = driver_run(ctx, "B", config, ckpt, "the resumed run")
+    killed["full"] = full
+    return killed
 
 
 def check_resumed(report: dict, restored: int | None, what: str) -> None:
@@ -778,7 +788,7 @@ def _(impl, ctx):
 
     mesh = learner_mesh(impl)
     config = run_config(ctx, "roundtrip")
-    state = learner_state(impl, ctx, config, mesh)
+    state = learner_state(impl, config, mesh)
     step = learner_step(impl, config)
     n = int(ctx.rng("roundtrip-n").integers(2, 5))
     data = ref_data(config)
@@ -798,7 +808,7 @@ def _(impl, ctx):
                 "the folder", yours=sorted(p.name for p in directory.iterdir()),
                 expected=[str(n)], hint="save as step int(state['step']); a save that "
                 "returned may still be running: wait_until_finished")
-    fresh = learner_state(impl, ctx, config, mesh)
+    fresh = learner_state(impl, config, mesh)
     manager = make_manager(str(directory), 3)
     try:
         restored = get_function(impl, "restore_latest")(manager, fresh)
@@ -834,7 +844,7 @@ def _(impl, ctx):
 @checker.check(3, "uninterrupted_run_trains")
 def _(impl, ctx):
     report = uninterrupted(ctx)
-    config = ctx.cache["config3"]
+    config = stage3_config(ctx)
     fail_unless(report["steps"] == list(range(1, config["steps"] + 1)),
                 "on_step was not called once per step, in order",
                 yours=report["steps"][:5] + ["..."], expected=[1, 2, 3, "..."])
@@ -860,17 +870,18 @@ def _(impl, ctx):
 
 @checker.check(3, "resume_after_sigkill_bitwise")
 def _(impl, ctx):
-    full = uninterrupted(ctx)
     killed = killed_mid_run(ctx)
-    config = ctx.cache["config3"]
-    fail_unless(killed["finalized"], f"nothing was checkpointed before the kill at step "
-                f"{killed['kill_at']}", yours=[], expected=f"steps <= {killed['kill_at']}")
+    fail_unless(killed["finalized"], f"no finished checkpoint before the kill (the run had "
+                f"reported steps up to {killed['steps'][-1:]})",
+                yours={"finished": [], "temporary": killed["temporary"]},
+                expected=f"checkpoints of steps {stage3_config(ctx)['save_every']}, ...",
+                hint="save every save_every steps; a save that returned may still be "
+                "running, but the next save waits for it")
     restored = max(killed["finalized"])
-    resumed = driver_run(ctx, "B", config, killed["ckpt"], "the resumed run")
-    check_resumed(resumed, restored, "after SIGKILL at step "
-                  f"{killed['kill_at']}")
-    compare_trees(resumed["final"], full["final"],
-                  f"killed at step {killed['kill_at']}, resumed from {restored}, vs never "
+    resumed = killed["resumed"]
+    check_resumed(resumed, restored, "after the SIGKILL")
+    compare_trees(resumed["final"], killed["full"]["final"],
+                  f"SIGKILLed, resumed in a fresh process from step {restored}, vs never "
                   "interrupted (same mesh)", bitwise=True,
                   hint="same mesh, same inputs, same order gives the same bits: restore "
                   "the key, data_pos and optimizer state exactly, and take batch_at(...) "
@@ -879,23 +890,21 @@ def _(impl, ctx):
 
 @checker.check(3, "kill_during_save_falls_back")
 def _(impl, ctx):
-    full = uninterrupted(ctx)
-    config = ctx.cache["config3"]
-    save_at = 3 * config["save_every"]
-    ckpt = ctx.subdir("run-S") / "ckpt"
-    report = driver_run(ctx, "S", config, ckpt, "the run killed while saving",
-                        block_in_save=save_at)
-    fail_unless("blocked_in_save" in report.get("marker", {}), "the run was not "
-                "stopped inside a save", yours=report.get("marker"))
-    done = trainruns.finalized_steps(ckpt)
-    fail_unless(save_at not in done and trainruns.tmp_folders(ckpt),
+    killed = killed_mid_run(ctx)
+    save_at = killed["save_at"]
+    fail_unless("blocked_in_save" in killed["marker"], "the run was not stopped inside a "
+                "save", yours=killed["marker"], expected={"blocked_in_save": save_at})
+    fail_unless(save_at not in killed["finalized"] and killed["temporary"],
                 f"the save of step {save_at} was not left half-written by the kill",
-                yours={"finished": done, "temporary": trainruns.tmp_folders(ckpt)},
+                yours={"finished": killed["finalized"], "temporary": killed["temporary"]},
                 expected=f"a temporary folder for step {save_at}")
-    restored = max(done) if done else None
-    resumed = driver_run(ctx, "T", config, ckpt, "the run restarted after a kill in a save")
+    fail_unless(killed["finalized"], "no earlier finished checkpoint to fall back to",
+                yours={"finished": [], "temporary": killed["temporary"]},
+                expected=f"checkpoints before step {save_at}")
+    restored = max(killed["finalized"])
+    resumed = killed["resumed"]
     check_resumed(resumed, restored, f"after a kill during the save of step {save_at}")
-    compare_trees(resumed["final"], full["final"],
+    compare_trees(resumed["final"], killed["full"]["final"],
                   f"killed while saving step {save_at}, resumed from {restored}",
                   bitwise=True, hint="restore the newest *finished* checkpoint "
                   "(manager.latest_step() ignores unfinished ones)")
@@ -903,11 +912,10 @@ def _(impl, ctx):
 
 @checker.check(3, "restore_on_other_device_count")
 def _(impl, ctx):
-    full = uninterrupted(ctx)
     killed = killed_mid_run(ctx)
-    config = ctx.cache["config3"]
+    full = killed["full"]
     restored = max(killed["finalized"]) if killed["finalized"] else None
-    resumed = driver_run(ctx, "D", config, killed["copy"],
+    resumed = driver_run(ctx, "D", stage3_config(ctx), killed["copy"],
                          "the run resumed on 4 devices", devices=4)
     fail_unless(resumed.get("device_count") == 4, "the resumed run did not see 4 devices",
                 yours=resumed.get("device_count"), expected=4)
@@ -922,10 +930,9 @@ def two_processes(ctx) -> dict:
 
 
 def _two_processes(ctx) -> dict:
-    uninterrupted(ctx)
     skip_if_hung(ctx)
     limit = float(MP_LIMIT_S) if MP_LIMIT_S else 2 * run_limit(ctx)
-    runs = trainruns.run_processes(ctx.impl_path, ctx.cache["config3"],
+    runs = trainruns.run_processes(ctx.impl_path, stage3_config(ctx),
                                    ctx.subdir("run-M") / "ckpt", ctx.subdir("logs"), "M",
                                    nproc=2, devices_per_process=N_DEVICES // 2, limit=limit)
     if any(r.status == "timeout" for r in runs):
@@ -937,20 +944,48 @@ def _two_processes(ctx) -> dict:
     return result
 
 
+# Errors the JAX runtime raises in a process that was waiting for another one (a
+# collective, a barrier, the coordination service): symptoms, not the cause.
+WAITING = re.compile(r"DEADLINE_EXCEEDED|timed out|heartbeat|UNAVAILABLE|Barrier", re.I)
+
+
+def progress(report: dict) -> str:
+    steps = report.get("steps") or []
+    if steps:
+        return f"last step reported: {steps[-1]}"
+    if report.get("init_kwargs") is not None:
+        return "joined the run, no training step reported"
+    return "never joined the run"
+
+
 def two_process_failure(result: dict) -> Exception | None:
     """None when both processes finished; else a named error: the learner's exception
-    and the process it came from, or which process hung or crashed."""
+    and the process it came from; or, when the only errors are the runtime giving up
+    waiting, the process that stopped responding (with how far each one got)."""
     if "finals" in result:
         return None
+    reports = result["reports"]
     summary = procgroup.describe(result["procs"], result["limit"])
-    named = [(i, r) for i, r in enumerate(result["reports"]) if r.get("error")]
-    if named:
-        i, report = named[0]
+    culprits = [(i, r) for i, r in enumerate(reports)
+                if r.get("error") and not WAITING.search(r["error"])]
+    if culprits:
+        i, report = culprits[0]
         return LearnerCodeError(report.get("kind", "exception"),
                                 f"the two-process run: process {i} raised: "
                                 f"{report['error']} ({summary})", report.get("hint", ""))
+    waiting = [i for i, r in enumerate(reports) if r.get("error")]
+    silent = [i for i, r in enumerate(reports) if not r.get("error")]
+    where = "; ".join(f"process {i}: {progress(r)}" for i, r in enumerate(reports))
+    if waiting and silent:
+        error = reports[waiting[0]]["error"]
+        return CheckFailed(
+            f"the two-process run: process {silent[0]} stopped responding (hung or "
+            f"crashed); process {waiting[0]} gave up waiting for it: {error[:200]}",
+            yours=f"{where}; {summary}", expected="both processes end with status 0",
+            hint="look for code that only some processes run (a sleep, an input, a branch "
+            "on jax.process_index()) before a collective or a checkpoint save")
     return CheckFailed(f"the two-process run failed: {summary}",
-                       yours=summary, expected="both processes end with status 0",
+                       yours=where, expected="both processes end with status 0",
                        hint="a process that raises or hangs holds the others in a "
                        "collective; set all three jax.distributed timeouts")
 
@@ -985,11 +1020,11 @@ def _(impl, ctx):
 
 @checker.check(3, "two_processes_match_one")
 def _(impl, ctx):
-    full = uninterrupted(ctx)
     result = two_processes(ctx)
     failure = two_process_failure(result)
     if failure:
         raise failure
+    full = uninterrupted(ctx)
     counts = [(r.get("process_count"), r.get("device_count")) for r in result["reports"]]
     fail_unless(all(c == (2, N_DEVICES) for c in counts), "each process must see 2 "
                 f"processes and {N_DEVICES} devices in all", yours=counts,

@@ -151,6 +151,8 @@ def main(argv=None) -> int:
             if args.block_after_step is not None and step == args.block_after_step:
                 write_report()
                 block_forever(args.marker, {"blocked_after_step": step})
+            if args.nproc > 1:
+                write_report()  # progress, for naming a process that stops responding
 
         mesh = impl.make_mesh()
         state = impl.train(config, args.ckpt, mesh, on_step=on_step)
