@@ -32,6 +32,9 @@ N_DEVICES = 8
 _flags = re.sub(r"--xla_force_host_platform_device_count=\d+", "",
                 os.environ.get("XLA_FLAGS", ""))
 os.environ["XLA_FLAGS"] = f"{_flags} --xla_force_host_platform_device_count={N_DEVICES}".strip()
+# Grading is the same on every machine: 8 CPU devices, even where a GPU is present (the
+# fake-device flag only splits the CPU). An explicit JAX_PLATFORMS is respected.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))  # the course root

@@ -50,9 +50,11 @@ def parse_args(argv=None):
 
 
 def set_device_count(n: int) -> None:
+    """n fake CPU devices (the CPU platform unless JAX_PLATFORMS says otherwise)."""
     flags = re.sub(r"--xla_force_host_platform_device_count=\d+", "",
                    os.environ.get("XLA_FLAGS", ""))
     os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 
 def block_forever(marker: str | None, payload: dict) -> None:
