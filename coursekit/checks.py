@@ -147,7 +147,8 @@ class Checker:
             chk.fn(module, ctx)
         except CheckFailed as err:
             return CheckResult(chk.stage, chk.check_id, "fail", 0.0, chk.points, str(err),
-                               short(err.yours), short(err.expected), err.hint)
+                               "" if err.yours is None else short(err.yours),
+                               "" if err.expected is None else short(err.expected), err.hint)
         except Exception as err:  # noqa: BLE001 - learner code may raise anything
             # Named location (learner file, line, function) instead of a traceback wall.
             return self._failure(chk, explain_exception(err, ctx.impl_path))
@@ -171,8 +172,9 @@ class Checker:
         parser.add_argument("--json", dest="json_path", help="write results as JSON here")
         parser.add_argument("--seed", type=int, default=None,
                             help="seed for inputs (default: a fresh random one per run)")
-        parser.add_argument("--only", default="",
-                            help="comma-separated check ids: run just these of the stage(s)")
+        parser.add_argument("--only", default=os.environ.get("COURSE_CHECK_ONLY", ""),
+                            help="comma-separated check ids: run just these of the stage(s) "
+                            "(default: $COURSE_CHECK_ONLY)")
         args = parser.parse_args(argv)
         if args.stage == "all":
             stages = stages_known

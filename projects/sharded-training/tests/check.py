@@ -1207,17 +1207,5 @@ def _(impl, ctx):
                 expected={"samples_s": [], "trace": ""})
 
 
-def select_checks(only: str | None) -> None:
-    """``COURSE_CHECK_ONLY=id1,id2`` runs only those checks of the selected stage(s):
-    rerun one failing check without the others."""
-    if only:
-        wanted = {c.strip() for c in only.split(",") if c.strip()}
-        unknown = wanted - {c.check_id for c in checker.checks}
-        if unknown:
-            sys.exit(f"COURSE_CHECK_ONLY names unknown checks: {sorted(unknown)}")
-        checker.checks = [c for c in checker.checks if c.check_id in wanted]
-
-
 if __name__ == "__main__":
-    select_checks(os.environ.get("COURSE_CHECK_ONLY"))
     sys.exit(checker.main())
