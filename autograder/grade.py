@@ -19,6 +19,7 @@ import ctypes
 import hashlib
 import json
 import multiprocessing
+import os
 import signal
 import sys
 import traceback
@@ -39,7 +40,10 @@ RETRYABLE = ("fail", "error", "timeout", "memory", "crash", "missing")
 # ----------------------------------------------------------------------------------
 
 def _worker_init(isolation: str, notebooks: bool) -> None:
-    try:  # die with the grader, taking our sandboxes with us
+    """Workers come from a fork server that already imported what they need
+    (``autograder.warm``); the fork server leaves when the grader dies, and each worker
+    follows it (parent-death signal), taking its sandboxes along."""
+    try:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
     except OSError:
         pass
@@ -47,7 +51,7 @@ def _worker_init(isolation: str, notebooks: bool) -> None:
     sandbox._ISOLATION = isolation
     if notebooks:
         from autograder import notebook
-        notebook.warm_up()
+        notebook.warm_up()  # no-op after autograder.warm
 
 
 def run_task(task: dict) -> dict:
@@ -87,13 +91,26 @@ def _hash(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
+def cache_dir(course_root: Path, out: Path) -> Path:
+    """Where checker listings and notebook grading keys are cached (by content hash):
+    the course's build/ folder when writable (shared by every batch), else DIR/.cache."""
+    shared = Path(course_root) / "build" / "autograder-cache"
+    try:
+        shared.mkdir(parents=True, exist_ok=True)
+        if os.access(shared, os.W_OK):
+            return shared
+    except OSError:
+        pass
+    return out / ".cache"
+
+
 class Items:
     """What a batch grades: the selected stages, the notebooks' grading keys, and the
     checker fingerprints that go into every content hash."""
 
     def __init__(self, out: Path, course_root: Path, notebooks_dir: Path,
                  selection: str | None):
-        cache = out / ".cache"
+        cache = cache_dir(course_root, out)
         chosen_projects, chosen_notebooks = course_mod.parse_selection(selection)
         projects = course_mod.discover_projects(
             course_root, None if chosen_projects is None else set(chosen_projects), cache)
@@ -192,8 +209,9 @@ def run_batch(todo: list[dict], book: Gradebook, *, workers: int, run_id: str,
     notebooks = any(t["kind"] == "notebook" for t in todo)
     pending = list(todo)
     attempts: Counter = Counter()
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["autograder.warm"] if notebooks else ["autograder.stage"])
     while pending:
-        ctx = multiprocessing.get_context("spawn")
         pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                       initializer=_worker_init,
                                       initargs=(sandbox.isolation(), notebooks))

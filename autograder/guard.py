@@ -70,28 +70,35 @@ def _under(path: str, roots) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def _paths(arg) -> list[str]:
+def _absolute(arg) -> str | None:
     if isinstance(arg, int) or arg is None:
-        return []
+        return None
     if isinstance(arg, bytes):
         arg = os.fsdecode(arg)
     try:
-        arg = os.fspath(arg)
+        return os.path.abspath(os.fspath(arg))
     except TypeError:
-        return []
-    absolute = os.path.abspath(arg)
+        return None
+
+
+def _paths(absolute: str) -> list[str]:
+    """The path as given and, when a link is on the way, where it really leads."""
     real = os.path.realpath(absolute)
     return [absolute] if real == absolute else [absolute, real]
 
 
 def _check_read(arg) -> None:
-    for p in _paths(arg):
+    absolute = _absolute(arg)
+    if absolute is None or _under(absolute, _POLICY["allow"]):
+        return  # the Python installation (read-only to the run): most opens, no lookup
+    for p in _paths(absolute):
         if _under(p, _POLICY["deny"]) and not _under(p, _POLICY["allow"]):
             _refuse("read-outside", f"opening {p}")
 
 
 def _check_write(arg) -> None:
-    for p in _paths(arg):
+    absolute = _absolute(arg)
+    for p in _paths(absolute) if absolute else []:
         if not _under(p, _POLICY["writable"]) and not p.startswith("/dev/") \
                 and not p.startswith("/proc/self/"):
             _refuse("write-outside", f"writing {p}")

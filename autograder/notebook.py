@@ -11,7 +11,9 @@ kernel with nbclient, score each autograded question.
   throw-away uid, limits) and talks to nbclient over Unix sockets (``ipc`` transport:
   the kernel has no network). Per-cell timeout from nbclient, per-notebook wall clock,
   memory, process and output limits from ``sandbox.Monitor``.
-* nbclient, nbformat and papermill are imported once per worker process.
+* nbclient and nbformat are imported once per worker process; CI parameters go in as
+  papermill's ``injected-parameters`` cell, written here (importing papermill costs
+  seconds per worker).
 
 Question statuses: pass, fail (an AssertionError), error (any other exception),
 timeout (the cell ran past its limit), memory, crash (the kernel died before or while
@@ -23,10 +25,12 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import os
 import secrets
 import subprocess
 import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -34,6 +38,11 @@ from autograder import sandbox
 from autograder.workspace import Settings, prepare
 
 _nbclient = None
+_QUIET = logging.getLogger("autograder.nbclient")  # statuses say what happened
+_QUIET.setLevel(logging.CRITICAL)
+# No history database (a write per cell, nothing to grade), fd-level output to the
+# kernel's own stdout/stderr, where the watchdog caps it.
+KERNEL_ARGS = ["--HistoryManager.enabled=False", "--IPKernelApp.capture_fd_output=False"]
 
 
 def _imports():
@@ -118,6 +127,20 @@ def restore(submitted, key: dict, hidden: bool) -> tuple[list, list[str], list[s
 # Running
 # ----------------------------------------------------------------------------------
 
+def with_parameters(cells: list, parameters: dict) -> list:
+    """papermill's convention without importing papermill (seconds per worker): an
+    ``injected-parameters`` cell right after the cell tagged ``parameters`` (or first).
+    Values are JSON data from notebook metadata, so ``repr`` is valid Python."""
+    _, nbformat, _ = _imports()
+    cell = nbformat.v4.new_code_cell(
+        "# Parameters injected by the autograder (the notebook's course.ci_parameters)\n" +
+        "\n".join(f"{name} = {value!r}" for name, value in parameters.items()),
+        metadata={"tags": ["injected-parameters"]})
+    at = next((i + 1 for i, c in enumerate(cells)
+               if "parameters" in c.get("metadata", {}).get("tags", [])), 0)
+    return [*cells[:at], cell, *cells[at:]]
+
+
 def _client_class():
     nbclient, _, _ = _imports()
 
@@ -129,6 +152,20 @@ def _client_class():
             self.replies: dict[int, dict] = {}
             self.max_output, self.on_flood, self.output_bytes = max_output, on_flood, 0
             self.on_cell_executed = self._record
+
+        async def _async_poll_kernel_alive(self) -> None:
+            """nbclient's liveness poll, every 0.1 s instead of 1 s: a kernel killed
+            by the watchdog or by a crash is noticed at once (nbclient 0.11 API)."""
+            import asyncio
+
+            from nbclient.exceptions import DeadKernelError
+            while True:
+                await asyncio.sleep(0.1)
+                try:
+                    await self._async_check_alive()
+                except DeadKernelError:
+                    self.task_poll_for_reply.cancel()
+                    return
 
         def _record(self, cell, cell_index, execute_reply):
             self.replies[cell_index] = execute_reply.get("content", {})
@@ -146,6 +183,14 @@ def _client_class():
 
 def _kernel_manager_class():
     _, _, KernelManager = _imports()
+    from jupyter_client.asynchronous import AsyncKernelClient
+
+    class NoHeartbeatClient(AsyncKernelClient):
+        """The watchdog already knows when the kernel dies; a heartbeat thread would
+        only cost seconds at shutdown (its REQ socket waits for a dead peer)."""
+
+        def start_channels(self, shell=True, iopub=True, stdin=True, hb=True, control=True):
+            super().start_channels(shell, iopub, stdin, False, control)
 
     class JailedKernelManager(KernelManager):
         """A kernel started through the jail, on Unix sockets in the sandbox."""
@@ -156,8 +201,11 @@ def _kernel_manager_class():
             uid = getattr(self, "sandbox_uid", None)
             if uid is not None:
                 os.chown(self.connection_file, uid, uid)
-            cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file]
+            cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file,
+                   *KERNEL_ARGS]
             return self.jail_factory(cmd)
+
+    JailedKernelManager.quiet_client = NoHeartbeatClient
 
     return JailedKernelManager
 
@@ -172,12 +220,8 @@ def execute(settings: Settings, cells: list, submission: Path, notebook_name: st
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
-    if parameters and any("parameters" in c.metadata.get("tags", []) for c in nb.cells):
-        from papermill.parameterize import parameterize_notebook
-        for cell in nb.cells:
-            cell.metadata.setdefault("tags", [])
-        nb.metadata["papermill"] = {}
-        nb = parameterize_notebook(nb, parameters)
+    if parameters:
+        nb.cells = with_parameters(nb.cells, parameters)
     state = {"timeouts": [], "dead_at": None, "flood": False}
     with sandbox.SandboxDir(uid) as box:
         prepare(box, settings, submission)
@@ -200,6 +244,7 @@ def execute(settings: Settings, cells: list, submission: Path, notebook_name: st
                                      ip=str(kernel_dir / "k"))
         km.connection_file = str(kernel_dir / "connection.json")
         km.jail_factory = jail_argv
+        km.client_factory = km.quiet_client
         km.sandbox_uid = uid
         monitor_box: dict = {}
 
@@ -210,10 +255,11 @@ def execute(settings: Settings, cells: list, submission: Path, notebook_name: st
 
         client = _client_class()(nb, km=km, timeout=int(settings.cell_timeout),
                                  allow_errors=True, interrupt_on_timeout=False,
-                                 shutdown_kernel="immediate",
+                                 shutdown_kernel="immediate", log=_QUIET,
                                  startup_timeout=120, kernel_name="python3",
                                  max_output=limits.max_output_bytes, on_flood=flood)
         monitor_thread = None
+        out_fds: dict[str, int] = {}
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # pass_fds vs close_fds
@@ -223,7 +269,10 @@ def execute(settings: Settings, cells: list, submission: Path, notebook_name: st
                     os.close(write_fd)
                     write_fd = -1
                     proc = km.provisioner.process
-                    monitor = sandbox.Monitor(proc, limits, channel_fd=read_fd, token="-")
+                    out_fds = {"stdout": os.dup(proc.stdout.fileno()),
+                               "stderr": os.dup(proc.stderr.fileno())}
+                    monitor = sandbox.Monitor(proc, limits, channel_fd=read_fd, token="-",
+                                              out_fds=out_fds)
                     monitor_box["monitor"] = monitor
                     monitor_thread = threading.Thread(target=monitor.run, daemon=True)
                     monitor_thread.start()
@@ -238,6 +287,8 @@ def execute(settings: Settings, cells: list, submission: Path, notebook_name: st
             if monitor_thread is not None:
                 monitor_thread.join(timeout=30)
             os.close(read_fd)
+            for fd in out_fds.values():
+                os.close(fd)
         outcome = monitor_box["monitor"].outcome if "monitor" in monitor_box else None
     return {"cells": nb.cells, "replies": client.replies, "outcome": outcome, **state}
 
@@ -273,11 +324,14 @@ def _recovered(client, index: int) -> bool:
     try:
         run_sync(client.km.interrupt_kernel)()
         probe = nbformat.v4.new_code_cell("pass")
-        saved, client.timeout = client.timeout, 15
+        # The reply is the proof of life; the probe's iopub status can be the message a
+        # cancelled read swallowed, so do not wait the default 4 s for it.
+        saved = client.timeout, client.iopub_timeout
+        client.timeout, client.iopub_timeout = 15, 1
         try:  # stored in the timed-out cell's slot; its status is already recorded
             client.execute_cell(probe, index)
         finally:
-            client.timeout = saved
+            client.timeout, client.iopub_timeout = saved
         return True
     except (CellTimeoutError, DeadKernelError, Exception):  # noqa: BLE001
         return False
@@ -408,7 +462,9 @@ def grade_notebook(settings: Settings, name: str, key: dict, student: str,
     cells, tampered, missing = restore(submitted, key, hidden)
     params = key.get("ci_parameters") if settings.nb_sizes == "ci" else {}
     env = {"COURSE_CHECK_SEED": str(seed)} if seed is not None else {}
+    started = time.monotonic()
     run = execute(settings, cells, submission, name, params or {}, env)
+    wall = time.monotonic() - started
     questions = score(key, run, tampered, settings.sandbox_limits(), settings.cell_timeout)
     statuses = [q["status"] for q in questions]
     outcome = run["outcome"]
@@ -418,7 +474,7 @@ def grade_notebook(settings: Settings, name: str, key: dict, student: str,
     record.update(status=status, reason=reason, questions=questions, tampered=tampered,
                   restored_missing=missing, points=sum(q["points"] for q in questions),
                   message=run.get("error", ""), isolation=sandbox.isolation(),
-                  wall_s=round(outcome.wall_s, 3) if outcome else 0.0,
+                  wall_s=round(wall, 3),
                   peak_memory_mb=round(outcome.peak_memory_mb, 1) if outcome else 0.0,
                   stderr_tail=(outcome.stderr[-3000:] if outcome else ""))
     record["checks"] = record["questions"]

@@ -1,0 +1,176 @@
+"""The learner version (release) holds no solution and no hidden test, works on its own
+(``validate`` runs from inside it), and plain nbgrader still works on the course
+notebooks with the course's nbgrader_config.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from autograder.release import markers_in  # noqa: E402
+
+REGION = re.compile(r"^\s*#+\s*BEGIN (SOLUTION|HIDDEN TESTS)")
+END = re.compile(r"^\s*#+\s*END (SOLUTION|HIDDEN TESTS)")
+SKIP_DIRS = {".git", ".venv", "build", "__pycache__", "solution", ".pytest_cache", "src"}
+
+
+def regions(text: str) -> tuple[list[str], list[str]]:
+    """(lines inside solution/hidden regions, lines outside them)."""
+    inside, outside, active = [], [], False
+    for line in text.splitlines():
+        if REGION.match(line):
+            active = True
+        elif END.match(line):
+            active = False
+        else:
+            (inside if active else outside).append(line.strip())
+    return inside, outside
+
+
+def course_notebooks() -> list[Path]:
+    return sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def cell_texts(path: Path) -> list[str]:
+    nb = json.loads(path.read_text())
+    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+            for c in nb["cells"]]
+
+
+def fragments() -> set[str]:
+    """Lines of reference code and hidden tests that appear nowhere else in the course:
+    if one shows up in the release, a solution leaked."""
+    secret, public = [], []
+    for sol in ROOT.glob("projects/*/solution/model.py"):
+        inside, outside = regions(sol.read_text())
+        secret += inside
+        public += outside
+    for nb in course_notebooks():
+        for text in cell_texts(nb):
+            inside, outside = regions(text)
+            secret += inside
+            public += outside
+    for path in ROOT.rglob("*"):
+        parts = path.relative_to(ROOT).parts
+        if path.is_file() and path.suffix in (".py", ".md") and not SKIP_DIRS & set(parts) \
+                and parts[0] != "tests":
+            public.append(path.read_text(errors="ignore"))
+    corpus = "\n".join(public)
+    return {s for s in secret if len(s) >= 25 and not s.startswith("#") and s not in corpus}
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    out = tmp_path_factory.mktemp("release") / "course"
+    done = subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out
+
+
+def test_release_has_no_solutions_and_no_hidden_tests(release):
+    found = fragments()
+    assert len(found) > 20, "too few solution fragments to search for: the test is blind"
+    assert course_notebooks(), "no course notebook to release"
+    texts = {p: p.read_text(errors="ignore") for p in release.rglob("*") if p.is_file()}
+    leaks = {str(p.relative_to(release)): f for p, t in texts.items() for f in found if f in t}
+    assert not leaks, leaks
+    assert not list(release.rglob("solution")) and not list(release.rglob("secrets.json"))
+    assert not (release / "notebooks" / "src").exists() and not (release / "tests").exists()
+    assert not [m for p in release.rglob("*") if p.is_file() for m in markers_in(p)]
+    for project in ROOT.glob("projects/*/tests/check.py"):
+        name = project.parent.parent.name
+        assert (release / "projects" / name / "starter" / "model.py").is_file()
+        assert (release / "projects" / name / "tests" / "check.py").is_file()
+    assert (release / "autograder" / "__main__.py").is_file()
+    assert (release / "README.md").is_file()
+
+
+def test_released_notebooks_are_locked_and_checksummed(release):
+    for nb in course_notebooks():
+        cells = json.loads((release / "notebooks" / nb.name).read_text())["cells"]
+        tests = [c for c in cells if c["metadata"].get("nbgrader", {}).get("grade")
+                 and not c["metadata"]["nbgrader"].get("solution")]
+        assert tests, f"{nb.name}: no autograded test cell"
+        for c in tests:
+            assert c["metadata"]["editable"] is False and c["metadata"]["deletable"] is False
+            assert c["metadata"]["nbgrader"]["checksum"]
+        assert all(not c.get("outputs") for c in cells if c["cell_type"] == "code")
+
+
+def test_marker_scan_catches_a_leak(tmp_path):
+    leaked = tmp_path / "helper.py"
+    leaked.write_text("def f():\n    ### BEGIN SOLUTION\n    return 42\n")
+    assert markers_in(leaked)
+
+
+@pytest.mark.slow
+def test_validate_runs_inside_the_release(release, tmp_path):
+    """The learner's own command, from the learner's copy: the untouched starter runs to
+    a verdict (ready), a file that does not parse does not (fix before submitting)."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    cmd = [sys.executable, "-m", "autograder", "validate", ".", "--stages",
+           "performance-audit:4", "--timeout", "120"]
+    ok = subprocess.run(cmd, cwd=release, capture_output=True, text=True, timeout=600,
+                        env=env)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "ready to submit" in ok.stdout and "not yet" in ok.stdout
+    broken = tmp_path / "broken"
+    shutil.copytree(release / "projects", broken / "projects")
+    model = broken / "projects" / "performance-audit" / "starter" / "model.py"
+    model.write_text(model.read_text() + "\ndef oops(:\n")
+    bad = subprocess.run([*cmd[:4], str(broken), *cmd[5:]], cwd=release,
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "syntax error" in bad.stdout and "fix before submitting" in bad.stdout
+
+
+@pytest.mark.slow
+def test_plain_nbgrader_generate_and_autograde(tmp_path):
+    """nbgrader's own commands with the course's config: generate_assignment on every
+    course notebook, autograde one submission of 01_async_timing (the quickest at CI
+    sizes; any course notebook works the same way) -- its learner copy with
+    the notebook's CI sizes typed into the parameters cell, as a learner may)."""
+    notebooks = course_notebooks()
+    assert notebooks, "no course notebook with nbgrader cells"
+    shutil.copy(ROOT / "nbgrader_config.py", tmp_path / "nbgrader_config.py")
+    (tmp_path / "notebooks").mkdir()
+    for nb in notebooks:
+        shutil.copy(nb, tmp_path / "notebooks" / nb.name)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    nbgrader = [str(Path(sys.executable).parent / "nbgrader")]
+    gen = subprocess.run([*nbgrader, "generate_assignment", "notebooks"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert gen.returncode == 0, gen.stderr[-3000:]
+    released = tmp_path / "build" / "nbgrader" / "release" / "notebooks"
+    assert sorted(p.name for p in released.glob("*.ipynb")) == [p.name for p in notebooks]
+    assert not (released / "src").exists()
+    target = next((p for p in notebooks if p.name == "01_async_timing.ipynb"), notebooks[0])
+    nb = json.loads((released / target.name).read_text())
+    ci = nb["metadata"].get("course", {}).get("ci_parameters", {})
+    for cell in nb["cells"]:
+        if "parameters" in cell["metadata"].get("tags", []):
+            src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            cell["source"] = src + "\n" + "\n".join(f"{k} = {v!r}" for k, v in ci.items())
+    submitted = tmp_path / "build" / "nbgrader" / "submitted" / "learner" / "notebooks"
+    submitted.mkdir(parents=True)
+    (submitted / target.name).write_text(json.dumps(nb))
+    auto = subprocess.run([*nbgrader, "autograde", "notebooks",
+                           f"--CourseDirectory.notebook_id={target.stem}"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=900, env=env)
+    assert auto.returncode == 0, auto.stderr[-3000:]
+    assert (tmp_path / "build/nbgrader/autograded/learner/notebooks" / target.name).is_file()
+    db = sqlite3.connect(tmp_path / "build" / "nbgrader" / "gradebook.db")
+    grades = db.execute("SELECT COUNT(*) FROM grade").fetchone()[0]
+    assert grades > 0
