@@ -117,7 +117,7 @@ def list_checks(check: Path, cache_dir: Path | None = None, root: Path = ROOT) -
     if cached and cached.exists():
         return json.loads(cached.read_text())
     done = subprocess.run([sys.executable, "-c", _LIST_CHECKS, str(check)],
-                          capture_output=True, text=True, timeout=300, cwd=root)
+                          capture_output=True, check=False, text=True, timeout=300, cwd=root)
     if done.returncode != 0:
         raise RuntimeError(f"cannot list the checks of {check}: {done.stderr[-800:]}")
     data = json.loads(done.stdout.strip().splitlines()[-1])

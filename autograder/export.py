@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from autograder import feedback
-from autograder.gradebook import Gradebook
+from autograder.gradebook import FILENAME, Gradebook
 
 SANDBOX_REASONS = ("read-outside", "write-outside", "network", "tamper-timing")
 
@@ -71,6 +71,8 @@ def table(book: Gradebook) -> tuple[list[str], list[list]]:
 
 
 def export(out: Path, csv_path: Path, feedback_dir: Path | None = None) -> dict:
+    if not (Path(out) / FILENAME).is_file():
+        raise SystemExit(f"no gradebook in {out} (run `grade SUBMISSIONS --out {out}` first)")
     book = Gradebook.in_dir(out)
     try:
         header, rows = table(book)
@@ -85,7 +87,7 @@ def export(out: Path, csv_path: Path, feedback_dir: Path | None = None) -> dict:
         writer.writerows(rows)
     feedback_dir = Path(feedback_dir) if feedback_dir else Path(out) / "feedback"
     by_student: dict[str, list[dict]] = {}
-    for (student, item), row in sorted(latest.items(), key=lambda kv: (
+    for (student, _item), row in sorted(latest.items(), key=lambda kv: (
             kv[0][0], _item_order(kv[0][1]))):
         by_student.setdefault(student, []).append(row["record"])
     written = [p for s, recs in by_student.items()

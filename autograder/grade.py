@@ -124,6 +124,10 @@ class Items:
                        or n in chosen_projects[name]]
         self.keys: dict[str, tuple[dict, Path]] = {}
         notebooks = course_mod.discover_notebooks(notebooks_dir, chosen_notebooks)
+        if chosen_notebooks and len(notebooks) < len(chosen_notebooks):
+            raise SystemExit(f"unknown notebook(s) in --stages: {sorted(chosen_notebooks)}; "
+                             f"known in {notebooks_dir}: "
+                             f"{sorted(p.name for p in notebooks_dir.glob('*.ipynb'))}")
         if notebooks:
             from autograder.nbsource import cached_grading_key
             for name, nb in notebooks.items():
@@ -189,9 +193,8 @@ def select(tasks: list[dict], book: Gradebook, regrade: str) -> tuple[list[dict]
     todo = []
     for t in tasks:
         row = latest.get((t["student"], t["item"]))
-        if regrade == "all" or row is None or row["content_hash"] != t["hash"]:
-            todo.append(t)
-        elif regrade == "failed" and row["status"] in RETRYABLE:
+        changed = row is None or row["content_hash"] != t["hash"]
+        if changed or regrade == "all" or (regrade == "failed" and row["status"] in RETRYABLE):
             todo.append(t)
     return todo, len(tasks) - len(todo)
 

@@ -52,7 +52,7 @@ class Gradebook:
         self.db.executescript(SCHEMA)
 
     @classmethod
-    def in_dir(cls, out: Path) -> "Gradebook":
+    def in_dir(cls, out: Path) -> Gradebook:
         return cls(Path(out) / FILENAME)
 
     def close(self) -> None:
@@ -78,7 +78,7 @@ class Gradebook:
                  float(record["points"]), float(record["max_points"]),
                  json.dumps(record, default=str), run_id, shard, secret_id, time.time()))
 
-    def import_from(self, other: "Gradebook") -> int:
+    def import_from(self, other: Gradebook) -> int:
         """Append the rows (and runs) of another gradebook that this one lacks; a row
         is the same row when student, item, hash, run and finish time agree. Returns
         how many rows were added (so merging twice adds nothing)."""

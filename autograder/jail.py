@@ -66,7 +66,8 @@ def prctl(option: int, value: int) -> None:
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int,
           data: str | None = None) -> None:
-    enc = (lambda s: None if s is None else s.encode())
+    def enc(text: str | None) -> bytes | None:
+        return None if text is None else text.encode()
     _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags),
                        enc(data)), f"mount {target}")
 
@@ -118,7 +119,7 @@ def confine_filesystem(cfg: dict) -> None:
         try:
             mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
         except OSError:
-            pass  # a mount that refuses is left as it was (reported by the test suite)
+            pass  # left as it was; tests/test_autograder_batch.py checks / is read-only
     mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
           f"size={cfg.get('shm_mb', 256)}m,mode=1777")
 
@@ -222,7 +223,8 @@ def kill_leftovers(cfg: dict) -> None:
         os.waitpid(pid, 0)
     for _ in range(50):
         try:
-            children = open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()
+            with open(f"/proc/{os.getpid()}/task/{os.getpid()}/children") as f:
+                children = f.read().split()
         except OSError:
             children = []
         if not children:

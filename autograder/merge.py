@@ -33,7 +33,7 @@ def merge(sources: list[Path], out: Path, force: bool = False) -> dict:
                 f"the shards were graded with different secrets ({sorted(secret_ids)}): "
                 "their hidden seeds differ. Grade every shard with the same --secrets "
                 "file, or pass --force to merge anyway.")
-        added = {str(src): target.import_from(b) for src, b in zip(sources, books)}
+        added = {str(src): target.import_from(b) for src, b in zip(sources, books, strict=True)}
         total = target.count()
     finally:
         target.close()

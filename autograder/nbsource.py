@@ -25,9 +25,15 @@ BEGIN_HIDDEN, END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 
 def release_notebook(nb):
     """The learner version of a source notebook (an nbformat NotebookNode)."""
-    from nbgrader.preprocessors import (CheckCellMetadata, ClearHiddenTests,
-                                        ClearMarkScheme, ClearOutput, ClearSolutions,
-                                        ComputeChecksums, LockCells)
+    from nbgrader.preprocessors import (
+        CheckCellMetadata,
+        ClearHiddenTests,
+        ClearMarkScheme,
+        ClearOutput,
+        ClearSolutions,
+        ComputeChecksums,
+        LockCells,
+    )
     nb = copy.deepcopy(nb)
     resources: dict = {}
     for step in (LockCells, ClearSolutions, ClearOutput, CheckCellMetadata, ComputeChecksums,
@@ -84,7 +90,7 @@ def grading_key(path: Path) -> dict:
     released = release_notebook(source)
     key = {"tests": {}, "locked": {}, "order": [], "manual": [],
            "ci_parameters": source.metadata.get("course", {}).get("ci_parameters", {})}
-    for src_cell, rel_cell in zip(source.cells, released.cells):
+    for src_cell, rel_cell in zip(source.cells, released.cells, strict=True):
         gid = grade_id(src_cell)
         if gid is None:
             continue

@@ -15,7 +15,8 @@ kernel with nbclient, score each autograded question.
   papermill's ``injected-parameters`` cell, written here (importing papermill costs
   seconds per worker).
 
-Question statuses: pass, fail (an AssertionError), error (any other exception),
+Question statuses: pass, fail (an AssertionError, or NotImplementedError: "not yet"),
+error (any other exception),
 timeout (the cell ran past its limit), memory, crash (the kernel died before or while
 running it), missing (no notebook in the submission). A kernel that dies costs only the
 questions not yet run; the ones before keep their points.
@@ -27,7 +28,6 @@ import copy
 import json
 import logging
 import os
-import secrets
 import subprocess
 import threading
 import time
@@ -210,11 +210,11 @@ def _kernel_manager_class():
     return JailedKernelManager
 
 
-def execute(settings: Settings, cells: list, submission: Path, notebook_name: str,
-            parameters: dict, env_extra: dict) -> dict:
+def execute(settings: Settings, cells: list, submission: Path, parameters: dict,
+            env_extra: dict) -> dict:
     """Run ``cells`` in a sandboxed kernel. Returns {"cells", "replies", "timeouts",
     "dead_at", "outcome", "flood"}."""
-    nbclient, nbformat, _ = _imports()
+    _, nbformat, _ = _imports()
     namespaces, uid = sandbox.mode_settings()
     limits = settings.sandbox_limits()
     nb = nbformat.v4.new_notebook(cells=cells)
@@ -294,7 +294,6 @@ def execute(settings: Settings, cells: list, submission: Path, notebook_name: st
 
 
 def _run_cells(client, nb, state, monitor) -> None:
-    nbclient, _, _ = _imports()
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
@@ -318,7 +317,6 @@ def _run_cells(client, nb, state, monitor) -> None:
 
 def _recovered(client, index: int) -> bool:
     """After a cell timeout: interrupt, then check the kernel answers a trivial cell."""
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
     _, nbformat, _ = _imports()
     from jupyter_core.utils import run_sync
     try:
@@ -333,7 +331,7 @@ def _recovered(client, index: int) -> bool:
         finally:
             client.timeout, client.iopub_timeout = saved
         return True
-    except (CellTimeoutError, DeadKernelError, Exception):  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - timed out again, died, or worse: not recovered
         return False
 
 
@@ -415,11 +413,15 @@ def score(key: dict, run: dict, tampered: list[str], limits: sandbox.Limits,
             if err:
                 ename, evalue = err
                 status = "memory" if "MemoryError" in ename else (
-                    "fail" if ename == "AssertionError" else "error")
+                    "fail" if ename in ("AssertionError", "NotImplementedError")
+                    else "error")
                 if part == "hidden":  # the text stays with the instructor
                     q.update(status=status, hidden_failed=True,
                              message="a hidden check failed",
                              instructor_message=f"{ename}: {evalue}"[:500])
+                elif ename == "NotImplementedError":
+                    q.update(status=status, message="not yet: a solution cell still raises "
+                             f"NotImplementedError {evalue}".rstrip()[:500])
                 else:
                     q.update(status=status, message=f"{ename}: {evalue}"[:500])
                 break
@@ -463,7 +465,7 @@ def grade_notebook(settings: Settings, name: str, key: dict, student: str,
     params = key.get("ci_parameters") if settings.nb_sizes == "ci" else {}
     env = {"COURSE_CHECK_SEED": str(seed)} if seed is not None else {}
     started = time.monotonic()
-    run = execute(settings, cells, submission, name, params or {}, env)
+    run = execute(settings, cells, submission, params or {}, env)
     wall = time.monotonic() - started
     questions = score(key, run, tampered, settings.sandbox_limits(), settings.cell_timeout)
     statuses = [q["status"] for q in questions]

@@ -65,7 +65,7 @@ def main() -> int:
     if checker is None or not hasattr(checker, "run"):
         send("error", message=f"{check} defines no `checker` (coursekit.checks.Checker)")
         return 2
-    import coursekit.checks as checks
+    from coursekit import checks
     reference = watched()
     original_print = checks.print_result
 

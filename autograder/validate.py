@@ -17,8 +17,8 @@ from pathlib import Path
 
 from autograder import sandbox
 from autograder.course import ROOT
-from autograder.gradebook import Gradebook
 from autograder.grade import Items, make_settings, run_batch, unpacked
+from autograder.gradebook import Gradebook
 
 PROBLEMS = ("missing", "crash", "timeout", "memory", "error")
 
