@@ -35,7 +35,8 @@ PACKAGE = Path(__file__).resolve().parent
 ROOT = PACKAGE.parent
 UID_BASE = 1_900_000_000  # throw-away uids: UID_BASE + worker pid (no passwd entry)
 PAGE = os.sysconf("SC_PAGE_SIZE")
-PASSTHROUGH_ENV = ("JAX_", "XLA_", "CUDA_", "TF_CPP_", "OMP_", "LANG", "LC_", "TZ")
+PASSTHROUGH_ENV = ("JAX_", "XLA_", "CUDA_", "TF_CPP_", "OMP_", "LANG", "LC_", "TZ",
+                   "AUTOGRADER_GUARD_TRACE")
 
 
 @dataclass

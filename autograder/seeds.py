@@ -13,20 +13,28 @@ import hashlib
 import json
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 
 def load_or_create(path: Path) -> dict:
     """{"secret": hex, "id": short public fingerprint} from ``path``, created if absent."""
     path = Path(path)
-    if path.exists():
-        data = json.loads(path.read_text())
-    else:
+    if not path.exists():
+        # Shards started together may race here: write a complete file under a private
+        # name, then link it into place (atomic, fails if another shard won), then read
+        # whichever secret is there.
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"secret": secrets.token_hex(32)}
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".secrets-")
         with os.fdopen(fd, "w") as f:
-            json.dump(data, f)
+            json.dump({"secret": secrets.token_hex(32)}, f)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+    data = json.loads(path.read_text())
     data["id"] = hashlib.sha256(data["secret"].encode()).hexdigest()[:12]
     return data
 

@@ -231,3 +231,47 @@ def test_fallback_without_namespaces(tmp_path):
     got = {s: (r["status"], r["record"]["reason"]) for s, r in results(out).items()}
     assert got == expected
     assert not sandbox_processes()
+
+
+def test_guard_follows_dir_fd_and_refuses_outside(tmp_path):
+    """shutil.rmtree deletes by name relative to a directory fd: the guard must judge
+    the real place (inside the work folder: fine) not the cwd (read-only course copy),
+    and still refuse the same call aimed outside."""
+    namespaces, uid = sandbox.mode_settings()
+    code = ("import os, shutil\n"
+            "home = os.environ['HOME']\n"
+            "os.makedirs(home + '/ckpt/7/deep'); open(home + '/ckpt/7/deep/f', 'w').close()\n"
+            "shutil.rmtree(home + '/ckpt'); print('removed', os.path.exists(home + '/ckpt'))\n"
+            "os.unlink('hostname', dir_fd=os.open('/etc', os.O_RDONLY))\n")
+    with sandbox.SandboxDir(uid) as box:
+        work = box.writable("work")
+        r, w = os.pipe()
+        jail = sandbox.Jail(box, [sys.executable, "-c", code], uid=uid, cwd=box.course,
+                            namespaces=namespaces, result_fd=w, hide=[ROOT])
+        outcome = sandbox.run(jail, (r, w), token="t")
+    assert "removed False" in outcome.stdout
+    assert [m["what"] for m in outcome.channel] == ["write-outside"]
+    assert "/etc/hostname" in outcome.channel[0]["detail"]
+
+
+@pytest.mark.slow
+def test_every_reference_solution_passes_in_the_sandbox(tmp_path):
+    """The sandbox must not fail correct work: each project's reference solution, graded
+    like a submission (every stage, two workers), passes every stage."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    projects = sorted(p.parent.parent.name for p in ROOT.glob("projects/*/tests/check.py"))
+    for name in projects:
+        target = subs / "reference" / "projects" / name / "starter"
+        target.mkdir(parents=True)
+        for src in (ROOT / "projects" / name / "solution").glob("*.py"):
+            target.joinpath(src.name).write_text(src.read_text())
+    done = grader("grade", subs, "--out", out, "--stages", "projects", "--timeout", 900,
+                  "--quiet", timeout=1800)
+    assert done.returncode == 0, done.stderr[-2000:]
+    book = Gradebook.in_dir(out)
+    got = {item: (r["status"], r["record"]["reason"], r["record"]["message"][:300])
+           for (_, item), r in book.latest().items()}
+    book.close()
+    assert {i.split("/")[0] for i in got} == set(projects)
+    assert all(s == "pass" for s, _, _ in got.values()), {
+        i: v for i, v in got.items() if v[0] != "pass"}
