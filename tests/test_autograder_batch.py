@@ -244,7 +244,7 @@ def test_guard_follows_dir_fd_and_refuses_outside(tmp_path):
             "shutil.rmtree(home + '/ckpt'); print('removed', os.path.exists(home + '/ckpt'))\n"
             "os.unlink('hostname', dir_fd=os.open('/etc', os.O_RDONLY))\n")
     with sandbox.SandboxDir(uid) as box:
-        work = box.writable("work")
+        box.writable("work")  # HOME
         r, w = os.pipe()
         jail = sandbox.Jail(box, [sys.executable, "-c", code], uid=uid, cwd=box.course,
                             namespaces=namespaces, result_fd=w, hide=[ROOT])
