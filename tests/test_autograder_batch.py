@@ -223,7 +223,7 @@ def test_fallback_without_namespaces(tmp_path):
         fx.write(subs, student, sources[student][0])
     env = {**os.environ, "AUTOGRADER_ISOLATION": "limits"}
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out",
-                           str(out), "--stages", "performance-audit:4", "--timeout", "30",
+                           str(out), "--stages", "performance-audit:4", "--timeout", "20",
                            "--quiet"], cwd=ROOT, capture_output=True, check=False, text=True,
                           timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
