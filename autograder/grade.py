@@ -287,6 +287,7 @@ def grade(submission_dir: Path, out: Path, *, workers: int = 2, shard_text: str 
     tasks = plan(submission_dir, out, items, shard, secret, settings)
     book = Gradebook.in_dir(out)
     todo, skipped = select(tasks, book, regrade)
+    sandbox.sweep_stale()
     students = len({t["student"] for t in tasks})
     print(f"grading {len(todo)} item(s) of {students} submission(s) with {workers} "
           f"worker(s); {skipped} unchanged item(s) skipped; isolation: "

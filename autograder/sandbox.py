@@ -158,7 +158,7 @@ class SandboxDir:
     def __init__(self, uid: int | None):
         self.uid = uid
         base = Path(tempfile.gettempdir()).resolve()
-        self.path = Path(tempfile.mkdtemp(prefix="autograder-", dir=base))
+        self.path = Path(tempfile.mkdtemp(prefix=f"autograder-{os.getpid()}-", dir=base))
         os.chmod(self.path, 0o711)
         self.guard = self.path / "guard"
         self.guard.mkdir(mode=0o755)
@@ -192,6 +192,20 @@ class SandboxDir:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def sweep_stale() -> int:
+    """Remove sandbox folders left by workers that were killed (a SIGKILLed grader takes
+    its workers along before they can clean up). The folder name carries the pid of the
+    process that made it; a folder whose process is gone is stale."""
+    removed = 0
+    for path in Path(tempfile.gettempdir()).glob("autograder-*-*"):
+        pid = path.name.split("-")[1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists() and path.is_dir() \
+                and path.stat().st_uid == os.geteuid():
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+    return removed
 
 
 def copy_course(course_root: Path, dest: Path, projects: list[str]) -> None:

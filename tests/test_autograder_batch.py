@@ -8,10 +8,12 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -275,3 +277,21 @@ def test_every_reference_solution_passes_in_the_sandbox(tmp_path):
     assert {i.split("/")[0] for i in got} == set(projects)
     assert all(s == "pass" for s, _, _ in got.values()), {
         i: v for i, v in got.items() if v[0] != "pass"}
+
+
+def test_stale_sandbox_folders_are_swept():
+    """A folder left by a dead process goes; one of a live process stays."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = Path(tempfile.gettempdir()) / f"autograder-{dead.pid}-test"
+    live = Path(tempfile.gettempdir()) / f"autograder-{os.getpid()}-test"
+    for folder in (stale, live):
+        (folder / "guard").mkdir(parents=True, exist_ok=True)
+    try:
+        if Path(f"/proc/{dead.pid}").exists():
+            pytest.skip("the pid was reused at once")
+        sandbox.sweep_stale()
+        assert not stale.exists() and live.exists()
+    finally:
+        for folder in (stale, live):
+            shutil.rmtree(folder, ignore_errors=True)
