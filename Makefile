@@ -8,7 +8,6 @@
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
-KERNEL := jax-perf-course
 STAMP := $(VENV)/.installed
 BUILD := build
 PYTEST_ARGS ?=
@@ -30,12 +29,12 @@ $(STAMP): pyproject.toml
 	fi
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e .
-	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "JAX perf course (Python 3.12, CPU)" >/dev/null
+	$(PY) -m coursekit.facts register-kernel
 	@touch $(STAMP)
-	@echo "environment ready: $(VENV) ($$($(PY) --version)), kernel '$(KERNEL)' registered"
+	@echo "environment ready: $(VENV) ($$($(PY) --version)), course kernel registered"
 
 course: $(STAMP)
-	$(PY) -m coursekit.course --out $(BUILD)/course $(COURSE_ARGS)
+	$(PY) -m coursekit.commands.course --out $(BUILD)/course $(COURSE_ARGS)
 
 # Debian's chromium for tests/test_browser_lab.py (playwright drives it; never `playwright install`)
 browser-deps:
@@ -47,10 +46,10 @@ test: $(STAMP) browser-deps
 	exit $$rc
 
 lab: $(STAMP)
-	$(PY) -m coursekit.lab --port $(LAB_PORT)
+	$(PY) -m coursekit.commands.lab --port $(LAB_PORT)
 
 bench: $(STAMP)
-	$(PY) -m coursekit.bench --out $(BUILD)/bench
+	$(PY) -m coursekit.commands.bench --out $(BUILD)/bench
 
 portfolio: $(STAMP)
 	$(PY) -m coursekit.portfolio --records $(BUILD)/learner --out $(BUILD)/portfolio
@@ -59,7 +58,7 @@ mlflow-ui: $(STAMP)
 	$(PY) -m coursekit.provenance ui
 
 starters: $(STAMP)
-	$(PY) -m coursekit.starters
+	$(PY) -m coursekit.authoring.starters
 
 clean:
 	rm -rf $(BUILD) .pytest_cache

@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from coursekit.facts import ROOT  # noqa: E402  (the default course folder)
 
 _LIST_CHECKS = r"""
 import json, runpy, sys
@@ -103,9 +103,10 @@ class Notebook:
 
 def checker_fingerprint(root: Path, project: str) -> str:
     """Hash of what decides a stage's result apart from the submission."""
+    from coursekit.facts import CHECKER_CODE
     p = root / "projects" / project
-    parts = [p / "tests", root / "coursekit"] + [x for x in p.iterdir()
-                                                   if x.name not in ("solution", "starter")]
+    parts = [p / "tests", *(root / c for c in CHECKER_CODE)] + [
+        x for x in p.iterdir() if x.name not in ("solution", "starter")]
     return tree_hash(parts, root)
 
 

@@ -8,6 +8,7 @@ differ and the scores are not comparable: merge refuses unless ``--force``.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from autograder.gradebook import FILENAME, Gradebook
@@ -26,13 +27,8 @@ def merge(sources: list[Path], out: Path, force: bool = False) -> dict:
         books.append(Gradebook(path))
     target = Gradebook.in_dir(out)
     try:
-        secret_ids = set().union(target.secret_ids(), *(b.secret_ids() for b in books))
-        secret_ids.discard("")
-        if len(secret_ids) > 1 and not force:
-            raise MergeError(
-                f"the shards were graded with different secrets ({sorted(secret_ids)}): "
-                "their hidden seeds differ. Grade every shard with the same --secrets "
-                "file, or pass --force to merge anyway.")
+        if not force:
+            _check_one_secret(target, out, sources, books)
         added = {str(src): target.import_from(b) for src, b in zip(sources, books, strict=True)}
         total = target.count()
     finally:
@@ -40,3 +36,28 @@ def merge(sources: list[Path], out: Path, force: bool = False) -> dict:
         for b in books:
             b.close()
     return {"added": added, "rows": total, "gradebook": str(Path(out) / FILENAME)}
+
+
+def _check_one_secret(target: Gradebook, out: Path, sources: list[Path],
+                      books: list[Gradebook]) -> None:
+    """Refuse shards graded with another secret than the rest, naming each of them. The
+    reference is the secret already merged into ``out`` if any, else the one most of the
+    sources share (the earliest on a tie)."""
+    ids = {str(src): b.secret_ids() - {""} for src, b in zip(sources, books, strict=True)}
+    held = sorted(target.secret_ids() - {""})
+    if len(set(held).union(*ids.values())) <= 1:
+        return
+    if held:
+        ref, where = held[0], f"the gradebook already in {out}"
+    else:
+        ref = Counter(i for src_ids in ids.values() for i in sorted(src_ids)
+                      ).most_common(1)[0][0]
+        where = ", ".join(src for src, src_ids in ids.items() if ref in src_ids)
+    odd = [f"{src} (secret {', '.join(sorted(src_ids - {ref}))})"
+           for src, src_ids in ids.items() if src_ids - {ref}]
+    raise MergeError(
+        f"the shards were graded with different secrets: {'; '.join(odd)} "
+        f"{'differs' if len(odd) == 1 else 'differ'} from {where} (secret {ref}), so "
+        f"the hidden seeds differ. Grade {'that shard' if len(odd) == 1 else 'those shards'}"
+        " again with the same --secrets file as the others, or pass --force to merge "
+        "anyway.")

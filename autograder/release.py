@@ -9,7 +9,7 @@ nbgrader's preprocessors (``autograder.nbsource``). Never: ``solution/``,
 a gradebook or the grader's secrets (held-out seeds are made at grading time).
 
 Before writing anything the starters are checked against their solutions
-(``coursekit.starters``); after writing, every file of the release is scanned for
+(``coursekit.authoring.starters``); after writing, every file of the release is scanned for
 solution or hidden-test markers, and the release fails (and is removed) if one is left.
 """
 
@@ -27,7 +27,9 @@ TOP_FILES = ("README.md", "Makefile", "pyproject.toml", "environment.yml", ".git
 TOP_DIRS = ("scripts", "coursekit", "autograder")
 FORBIDDEN_NAMES = ("secrets.json", "gradebook.sqlite", "gradebook.db")
 MARKER = re.compile(r"^\s*(#+|//|<!--)?\s*(BEGIN|END) (SOLUTION|HIDDEN TESTS|MARK SCHEME)\b")
-IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
+# autograder/samples holds hostile demo submissions for the grader's tests: not for learners.
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info",
+                                "samples")
 
 
 class ReleaseError(Exception):
@@ -35,7 +37,7 @@ class ReleaseError(Exception):
 
 
 def stale_starters(root: Path) -> list[str]:
-    from coursekit.starters import project_pairs, strip_solutions
+    from coursekit.authoring.starters import project_pairs, strip_solutions
     return [str(starter.relative_to(root)) for solution, starter in project_pairs(root)
             if not starter.exists()
             or starter.read_text() != strip_solutions(solution.read_text(), str(solution))]

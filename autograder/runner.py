@@ -63,9 +63,9 @@ def main() -> int:
     module = runpy.run_path(str(check), run_name="autograder_check")
     checker = module.get("checker")
     if checker is None or not hasattr(checker, "run"):
-        send("error", message=f"{check} defines no `checker` (coursekit.checks.Checker)")
+        send("error", message=f"{check} defines no `checker` (coursekit.checking.contract.Checker)")
         return 2
-    from coursekit import checks
+    from coursekit.checking import contract as checks
     reference = watched()
     original_print = checks.print_result
 

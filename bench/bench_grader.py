@@ -33,14 +33,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "fixtures" / "autograder"
-sys.path.insert(0, str(FIXTURES))
+from coursekit.facts import ROOT, checker_path
+
 sys.path.insert(0, str(ROOT))
 
-import submissions as fx  # noqa: E402
-
-from autograder.gradebook import Gradebook  # noqa: E402
+import autograder.samples as fx
+from autograder.gradebook import Gradebook
 
 MIX = ["good", "good", "good", "good", "good", "starter", "starter", "starter",
        "always-equal", "syntax-error", "missing-function", "abort", "segfault",
@@ -87,7 +85,7 @@ def build(subs: Path, out: Path) -> list[str]:
 
 def grade(subs: Path, out: Path, stages: str, workers: int, *extra) -> float:
     wall, _ = timed([sys.executable, "-m", "autograder", "grade", subs, "--out", out,
-                     "--stages", stages, "--notebooks", FIXTURES / "notebooks",
+                     "--stages", stages, "--notebooks", fx.NOTEBOOK.parent,
                      "--workers", workers, "--timeout", 30, "--cell-timeout", CELL_TIMEOUT,
                      "--memory", 1500, "--max-procs", 200, "--quiet", *extra], cwd=ROOT)
     return wall
@@ -104,7 +102,7 @@ def sandbox_cost(tmp: Path, good: Path, repeats: int = 3) -> tuple[float, float]
     """Median wall time of one stage-4 run of ``good``: sandboxed (the gradebook
     record's own wall time, CLI start-up excluded) and bare (``check.py`` in a plain
     subprocess), interleaved so both see the same machine load."""
-    check = ROOT / "projects" / "performance-audit" / "tests" / "check.py"
+    check = checker_path("performance-audit")
     impl = good / "projects" / "performance-audit" / "starter" / "model.py"
     one = tmp / "one"
     shutil.copytree(good, one / good.name)
@@ -122,7 +120,7 @@ def nbgrader_autograde(tmp: Path, subs: Path, students: list[str]) -> float:
     course = tmp / "nbgrader-course"
     (course / "notebooks").mkdir(parents=True)
     shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
-    shutil.copy(FIXTURES / "notebooks" / "ag_demo.ipynb", course / "notebooks")
+    shutil.copy(fx.NOTEBOOK, course / "notebooks")
     nbgrader = Path(sys.executable).parent / "nbgrader"
     timed([nbgrader, "generate_assignment", "notebooks"], cwd=course)
     for s in students:

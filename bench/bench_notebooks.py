@@ -4,7 +4,7 @@ and the whole course at CI size (target <= 10 min on 2 cores).
 
     python bench/bench_notebooks.py --out build/bench [--only 03]
 
-The whole course runs once through ``python -m coursekit.course --ci`` (papermill imported
+The whole course runs once through ``python -m coursekit.commands.course --ci`` (papermill imported
 once, notebooks one after another); its summary gives each notebook's papermill wall time.
 Then each notebook, parameterised exactly as the course ran it (IMPL = the solution, CI
 sizes), is exported with nbconvert's ScriptExporter and run as ``python script.py`` in
@@ -23,7 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from coursekit.facts import ROOT
+
 sys.path.insert(0, str(ROOT))
 
 RATIO_TARGET = 1.3
@@ -54,7 +55,8 @@ def startup_figures(tmp: Path) -> dict:
 
     import papermill as pm
 
-    from coursekit import course, nbbuild
+    from coursekit.authoring import nbbuild
+    from coursekit.commands import course
     course.ensure_kernel()
     nb = nbbuild.notebook(None, [], {"X": 0}, [nbbuild.parameters("X = 1"),
                                                nbbuild.code("print(X)")])
@@ -75,7 +77,7 @@ def as_script(path: Path, out: Path) -> Path:
     from papermill.iorw import load_notebook_node
     from papermill.parameterize import parameterize_notebook
 
-    from coursekit import course
+    from coursekit.commands import course
     nb = load_notebook_node(str(path))  # papermill's own loader, as execute_notebook uses
     params = course.notebook_parameters(nb, ci=True, learner=False, folder=path.parent)
     nb = parameterize_notebook(nb, params, kernel_name=course.KERNEL, language="python")
@@ -114,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
           "papermill's I/O layer also imports pyarrow.\n  The runner imports papermill once; "
           "each notebook then pays for its own kernel start and `import jax`.")
 
-    course_cmd = [sys.executable, "-m", "coursekit.course", "--ci", "--out",
+    course_cmd = [sys.executable, "-m", "coursekit.commands.course", "--ci", "--out",
                   str(out / "course-ci")]
     if args.only:
         course_cmd += ["--only", args.only]

@@ -12,14 +12,15 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from coursekit.facts import ROOT, checker_path
+
 sys.path.insert(0, str(ROOT))
 PROJECT = ROOT / "projects" / "pallas-kernel"
 
 
 def checker_wall_time() -> tuple[float, int]:
     start = time.perf_counter()
-    rc = subprocess.call([sys.executable, str(PROJECT / "tests" / "check.py"), "--stage", "all",
+    rc = subprocess.call([sys.executable, str(checker_path(PROJECT.name)), "--stage", "all",
                           "--impl", str(PROJECT / "solution" / "model.py")],
                          stdout=subprocess.DEVNULL)
     return time.perf_counter() - start, rc
@@ -30,8 +31,8 @@ def side_by_side(out: Path) -> int:
 
     import jax
 
-    from coursekit.learner import load_impl
-    from coursekit.pallas_inspect import settle_pallas
+    from coursekit.checking.learner import load_impl
+    from coursekit.measure.pallas_inspect import settle_pallas
     settle_pallas()
     impl = load_impl(PROJECT / "solution" / "model.py")
     shapes, blocks = [[64, 300], [256, 300], [256, 1000]], [8, 32]

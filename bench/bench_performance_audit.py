@@ -9,9 +9,9 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from coursekit.facts import ROOT
+
 sys.path.insert(0, str(ROOT))
 
 
@@ -30,7 +30,7 @@ def harness_overhead(rounds: int = 7, iters: int = 300) -> tuple[float, float, f
     import jax
     import jax.numpy as jnp
 
-    from coursekit.learner import load_impl
+    from coursekit.checking.learner import load_impl
     impl = load_impl(ROOT / "projects/performance-audit/solution/model.py")
     f = jax.jit(lambda x: x + 1.0)
     x = jnp.ones((8,), jnp.float32)

@@ -21,14 +21,15 @@ from pathlib import Path
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                            " --xla_force_host_platform_device_count=8").strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")  # the course's 8 CPU devices, GPU or not
-ROOT = Path(__file__).resolve().parents[1]
+from coursekit.facts import ROOT, checker_path
+
 sys.path.insert(0, str(ROOT))
 PROJECT = ROOT / "projects" / "sharded-training"
 
 
 def checker_wall_time() -> tuple[float, int]:
     start = time.perf_counter()
-    rc = subprocess.call([sys.executable, str(PROJECT / "tests" / "check.py"), "--stage",
+    rc = subprocess.call([sys.executable, str(checker_path(PROJECT.name)), "--stage",
                           "all", "--impl", str(PROJECT / "solution" / "model.py")],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start, rc
@@ -40,7 +41,7 @@ def checkpoint_times(rounds: int = 9) -> dict:
     import jax
     import numpy as np
 
-    from coursekit.learner import load_impl
+    from coursekit.checking.learner import load_impl
     impl = load_impl(PROJECT / "solution" / "model.py")
     mesh = impl.make_mesh()
     config = dict(impl.DEFAULT_CONFIG)

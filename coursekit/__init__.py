@@ -1,0 +1,2 @@
+"""Shared code of the course, in layers (one folder per concern); course facts live in
+``coursekit.facts``."""

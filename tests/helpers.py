@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from coursekit.facts import ROOT  # noqa: E402
 
 
 def solution(project: str) -> Path:

@@ -21,16 +21,14 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "fixtures" / "autograder"
-sys.path.insert(0, str(FIXTURES))
+from coursekit.facts import ROOT  # noqa: E402
+
 sys.path.insert(0, str(ROOT))
 
-import submissions as fx  # noqa: E402  (tests/fixtures/autograder/submissions.py)
-from make_notebooks import HIDDEN_MARKERS  # noqa: E402
-
+import autograder.samples as fx  # noqa: E402
 from autograder import sandbox, seeds  # noqa: E402
 from autograder.gradebook import Gradebook  # noqa: E402
+from autograder.samples.make_notebooks import HIDDEN_MARKERS  # noqa: E402
 
 STAGE = "performance-audit/stage-4"
 NB = "notebooks/ag_demo.ipynb"
@@ -78,7 +76,7 @@ def batch(tmp_path_factory):
     check_before = hashlib.sha256(
         (ROOT / "projects/performance-audit/tests/check.py").read_bytes()).hexdigest()
     done = grader("grade", subs, "--out", out, "--stages", f"performance-audit:4,{NB}",
-                  "--notebooks", FIXTURES / "notebooks", "--timeout", 60,
+                  "--notebooks", fx.NOTEBOOK.parent, "--timeout", 60,
                   "--cell-timeout", 8, "--memory", 1500, "--max-procs", 200,
                   "--workers", 2)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -160,7 +158,7 @@ def test_nothing_escapes_and_nothing_is_lost(batch):
 @pytest.mark.slow
 def test_rerun_skips_unchanged_and_regrade_failed(batch):
     done = grader("grade", batch["subs"], "--out", batch["out"], "--stages",
-                  f"performance-audit:4,{NB}", "--notebooks", FIXTURES / "notebooks",
+                  f"performance-audit:4,{NB}", "--notebooks", fx.NOTEBOOK.parent,
                   "--json", "--quiet")
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout.strip().splitlines()[-1])

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "autograder"))
+from coursekit.facts import ROOT  # noqa: E402
+
 sys.path.insert(0, str(ROOT))
 
-import submissions as fx  # noqa: E402
 from test_autograder import STAGE, grader, sandbox_processes  # noqa: E402
 
+import autograder.samples as fx  # noqa: E402
 from autograder import sandbox, submissions  # noqa: E402
 from autograder.gradebook import Gradebook  # noqa: E402
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from coursekit.facts import ROOT  # noqa: E402
+
 sys.path.insert(0, str(ROOT))
 
 from autograder.release import markers_in  # noqa: E402

@@ -1,6 +1,6 @@
 """The learner's path, tested in a real browser.
 
-JupyterLab 4 (started the way ``make lab`` starts it: ``coursekit.lab``) on a free loopback
+JupyterLab 4 (started the way ``make lab`` starts it: ``coursekit.commands.lab``) on a free loopback
 port, with the course kernel and nbgrader's lab extension, driven by Playwright in Debian's
 Chromium (headless, its own empty profile). The learner version of notebook 01 (nbgrader
 solutions cleared, IMPL pointing at a copy of the starter, CI sizes) is opened, Run All is
@@ -27,10 +27,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from coursekit import course
-from coursekit.lab import KERNEL_DISPLAY, NBGRADER_LABEXTENSION, LabServer
+from coursekit.commands import course
+from coursekit.commands.lab import KERNEL_DISPLAY, NBGRADER_LABEXTENSION, LabServer
+from coursekit.facts import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "01_async_timing.ipynb"
 PROJECT = "performance-audit"
 SHOTS = ROOT / "build" / "browser"
@@ -196,7 +196,7 @@ def test_learner_path_in_jupyterlab(tmp_path):
 # ---------------------------------------------------------------------------------------
 
 def test_lab_command_loopback_course_kernel_no_news(tmp_path):
-    from coursekit import lab
+    from coursekit.commands import lab
     cmd = lab.lab_command(port=8890, notebook_dir=tmp_path, app_settings_dir=tmp_path / "s",
                           token="abc", port_retries=0)
     assert cmd[1] == "lab" and "--ip=127.0.0.1" in cmd and "--port=8890" in cmd
@@ -210,7 +210,8 @@ def test_settings_overrides_name_real_jupyterlab_settings(tmp_path):
     """Every override must name a plugin and a setting that this JupyterLab's schemas
     define, with an allowed value: a renamed setting would silently stop working."""
     import sys
-    from coursekit import lab
+
+    from coursekit.commands import lab
     path = lab.write_overrides(tmp_path / "app-settings")
     assert json.loads(path.read_text()) == lab.SETTINGS_OVERRIDES
     schemas = Path(sys.prefix) / "share" / "jupyter" / "lab" / "schemas"
@@ -229,13 +230,14 @@ def test_settings_overrides_name_real_jupyterlab_settings(tmp_path):
 def test_isolated_env_and_dry_run(tmp_path):
     import subprocess
     import sys
-    from coursekit import lab
+
+    from coursekit.commands import lab
     env = lab.isolated_env(tmp_path / "home", base={"PATH": "/usr/bin"})
     for var in lab.ISOLATED_DIRS:
         assert Path(env[var]).is_dir() and Path(env[var]).is_relative_to(tmp_path)
     assert env["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
     port = lab.free_port()
-    done = subprocess.run([sys.executable, "-m", "coursekit.lab", "--dry-run", "--port",
+    done = subprocess.run([sys.executable, "-m", "coursekit.commands.lab", "--dry-run", "--port",
                            str(port), "--state-dir", str(tmp_path / "state")],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr

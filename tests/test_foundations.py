@@ -4,7 +4,6 @@ yet", and each planted bug fails the check meant to catch it (real checker subpr
 from __future__ import annotations
 
 import pytest
-
 from helpers import plant, run_checker, solution, starter
 
 PROJECT = "foundations"

@@ -19,10 +19,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from coursekit import course
-from coursekit.nbbuild import ALLOWED_ERROR_TAG
+from coursekit.authoring.nbbuild import ALLOWED_ERROR_TAG
+from coursekit.commands import course
+from coursekit.facts import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = course.discover_notebooks()
 IDS = [p.stem for p in NOTEBOOKS]
 
@@ -140,7 +140,7 @@ def test_generated_notebooks_are_up_to_date():
 # ---------------------------------------------------------------------------------------
 
 def synthetic(folder: Path, name: str, cells: list) -> Path:
-    from coursekit import nbbuild
+    from coursekit.authoring import nbbuild
     nb = nbbuild.notebook(None, stages=[], ci_parameters={"SIZE": 1},
                           cells=[nbbuild.parameters("SIZE = 10"), *cells])
     return nbbuild.write(nb, folder / name)
@@ -153,7 +153,7 @@ def kernel():
 
 @pytest.mark.slow
 def test_runner_verdicts(tmp_path, kernel):
-    from coursekit import nbbuild
+    from coursekit.authoring import nbbuild
     folder = tmp_path / "nbs"
     synthetic(folder, "a_good.ipynb", [
         nbbuild.solution("f", "def f():\n    ### BEGIN SOLUTION\n    return SIZE\n"

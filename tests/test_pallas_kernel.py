@@ -6,9 +6,7 @@ check aimed at it."""
 
 from __future__ import annotations
 
-
 import pytest
-
 from helpers import plant, run_checker, solution, starter
 
 PROJECT = "pallas-kernel"
@@ -143,7 +141,7 @@ def test_planted_bug_fails_the_right_check(bug, tmp_path):
 def test_bad_input_gets_a_named_error():
     import jax.numpy as jnp
 
-    from coursekit.learner import load_impl
+    from coursekit.checking.learner import load_impl
     impl = load_impl(solution(PROJECT))
     with pytest.raises(ValueError, match="2-D array"):
         impl.softmax_pallas(jnp.ones((3, 4, 5)))

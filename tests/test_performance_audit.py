@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from helpers import plant, run_checker, solution, starter
 
 PROJECT = "performance-audit"
@@ -128,8 +127,8 @@ def test_json_result_carries_what_the_grader_reads(tmp_path):
 
 
 def test_starters_are_generated_from_solutions():
-    from coursekit.starters import main
-    assert main(["--check"]) == 0, "run `make starters` (python -m coursekit.starters)"
+    from coursekit.authoring.starters import main
+    assert main(["--check"]) == 0, "run `make starters` (python -m coursekit.authoring.starters)"
 
 
 def test_seed_changes_inputs_but_not_the_verdict(tmp_path):

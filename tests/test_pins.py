@@ -4,9 +4,8 @@ and every installed package must be the pinned version."""
 import re
 import tomllib
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from coursekit.facts import ROOT  # noqa: E402
 
 
 def pyproject_pins() -> dict[str, str]:

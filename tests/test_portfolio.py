@@ -1,4 +1,4 @@
-"""The route map and portfolio (coursekit.route, coursekit.portfolio*): built from
+"""The route map and portfolio (coursekit.portfolio.route, coursekit.portfolio.report*): built from
 fixture records (complete, partial, with failures, a corrupt file, a real MLflow store
 with FAILED and KILLED runs) and checked for what they say, not only that files exist."""
 
@@ -14,10 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
-
-from coursekit import notebook, portfolio, portfolio_collect, route
-from coursekit.portfolio import STATEMENT, build_portfolio
 from helpers import ROOT, solution
+
+from coursekit.notebook import cells as notebook
+from coursekit.portfolio import collect as portfolio_collect
+from coursekit.portfolio import report as portfolio
+from coursekit.portfolio import route
+from coursekit.portfolio.report import STATEMENT, build_portfolio
 
 NOW = time.time()
 
@@ -47,7 +50,7 @@ def check_ids(project: str, stage: int) -> list[str]:
 
 def keep_check(records: Path, project: str, stage: int, status="pass", *, at=NOW,
                backend="cpu", fail_ids=(), impl=None, name=None):
-    """A coursekit.notebook.run_check summary; ``status`` for every check, or ``fail_ids``
+    """A coursekit.notebook.cells.run_check summary; ``status`` for every check, or ``fail_ids``
     failing among passes."""
     results = []
     for cid in check_ids(project, stage):
@@ -286,8 +289,8 @@ def test_partial_record_says_what_is_missing(tmp_path):
     assert "pallas-kernel stage 2" in kernel
     gaps = section(md, "Benchmark figures not yet in hand")
     for needed in ("Latency and throughput: no run record yet",
-                   "python -m coursekit.portfolio_collect memory",
-                   "python -m coursekit.portfolio_collect scaling",
+                   "python -m coursekit.portfolio.collect memory",
+                   "python -m coursekit.portfolio.collect scaling",
                    "no prediction kept yet"):
         assert needed in gaps
     assert STATEMENT in md
@@ -365,7 +368,7 @@ def test_unsynchronised_and_failed_output_runs_are_flagged(tmp_path):
     latency = section(md, "Latency (synchronised) and throughput")
     nosync = next(ln for ln in latency.splitlines() if ln.startswith("| [nosync]"))
     assert "not a synchronised timing, left out of the plot" in nosync
-    assert "sync is 'none'" in nosync   # coursekit.records' own validation, shown
+    assert "sync is 'none'" in nosync   # coursekit.provenance.records' own validation, shown
     wrong = next(ln for ln in latency.splitlines() if ln.startswith("| [wrong]"))
     assert "output check FAILED" in wrong
     assert "latency.png" in [Path(p).name for p in result["plots"]]
@@ -431,7 +434,7 @@ def test_corrupt_store_is_named(tmp_path):
 
 @pytest.mark.slow
 def test_mlflow_store_runs_failed_and_killed(tmp_path, monkeypatch):
-    from coursekit import provenance
+    from coursekit.provenance import tracking as provenance
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     ids = check_ids("foundations", 3)
@@ -535,7 +538,7 @@ def test_memory_collector_uses_the_learners_functions(tmp_path):
 
 
 def test_portfolio_modules_do_not_import_mlflow_or_jax_at_import():
-    code = ("import sys; import coursekit.portfolio, coursekit.portfolio_collect; "
+    code = ("import sys; import coursekit.portfolio.report, coursekit.portfolio.collect; "
             "print(sorted(m for m in ('mlflow', 'jax', 'matplotlib') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})

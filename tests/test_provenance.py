@@ -14,11 +14,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from helpers import ROOT
 
-from coursekit import procgroup, provenance
-from coursekit.checks import CheckResult, write_json
+from coursekit.checking.contract import CheckResult, write_json
+from coursekit.provenance import tracking as provenance
+from coursekit.workloads import procgroup
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +120,7 @@ def test_sigkilled_run_stays_running_in_mlflow_and_reads_back_as_killed(store, t
         [sys.executable, "-c",
          "import pathlib, sys, time\n"
          f"sys.path.insert(0, {str(ROOT)!r})\n"
-         "from coursekit import provenance\n"
+         "from coursekit.provenance import tracking as provenance\n"
          "run = provenance.start_run('doomed', {'n': 3})\n"
          f"pathlib.Path({str(marker)!r}).write_text(run.run_id)\n"
          "time.sleep(600)\n"], tmp_path / "logs", "doomed", env=os.environ.copy())

@@ -8,16 +8,20 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from coursekit import capstone, trace_collectives
-from coursekit.fingerprint_compare import (FingerprintMismatch, fingerprint_diff,
-                                           guarded_decide, require_same_environment)
-from coursekit.records import RecordError, validate_run_record
+from coursekit.facts import ROOT  # noqa: E402
+from coursekit.measure import collectives as trace_collectives
+from coursekit.provenance.compare import (
+    FingerprintMismatch,
+    fingerprint_diff,
+    guarded_decide,
+    require_same_environment,
+)
+from coursekit.provenance.records import RecordError, validate_run_record
+from coursekit.workloads import capstone
 
-ROOT = Path(__file__).resolve().parents[1]
 FP = {"python": "3.12.1", "numpy": "2.5.5", "jax": "0.12.0.1", "jaxlib": "0.12.0.1",
       "backend": "cpu", "devices": 8, "xla_flags": "--xla_force_host_platform_device_count=8",
       "cpu": "AMD EPYC", "cpu_cores": 2, "platform": "Linux"}
@@ -129,8 +133,9 @@ def test_sibling_model_follows_starter_and_solution(tmp_path):
 
 PROBE = r"""
 import json, os, sys
-from coursekit import capstone, trace_collectives
-from coursekit.learner import load_impl
+from coursekit.workloads import capstone
+from coursekit.measure import collectives as trace_collectives
+from coursekit.checking.learner import load_impl
 training = load_impl(sys.argv[1])
 work = capstone.workload(training, 32)
 steps = {v: capstone.make_step(training, work["config"], v) for v in capstone.VARIANTS}
@@ -148,7 +153,7 @@ def test_capstone_fresh_process_record_trace_and_collectives(tmp_path):
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
                PYTHONPATH=str(ROOT))
     out = tmp_path / "run.json"
-    done = subprocess.run([sys.executable, "-m", "coursekit.capstone", "--training-impl",
+    done = subprocess.run([sys.executable, "-m", "coursekit.workloads.capstone", "--training-impl",
                            str(solution), "--variant", "before", "--batch", "32", "--iters",
                            "5", "--logdir", str(tmp_path / "trace"), "--out", str(out)],
                           capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
@@ -176,7 +181,7 @@ def test_starter_says_not_yet_in_a_fresh_process(tmp_path):
     starter = ROOT / "projects" / "sharded-training" / "starter" / "model.py"
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
                PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-m", "coursekit.capstone", "--training-impl",
+    done = subprocess.run([sys.executable, "-m", "coursekit.workloads.capstone", "--training-impl",
                            str(starter), "--logdir", str(tmp_path / "t"), "--out",
                            str(tmp_path / "r.json")], capture_output=True, text=True,
                           timeout=300, env=env, cwd=tmp_path)

@@ -15,7 +15,6 @@ import sys
 import textwrap
 
 import pytest
-
 from helpers import ROOT, plant, run_checker, solution, starter
 
 PROJECT = "sharded-training"
@@ -192,7 +191,7 @@ def _script(tmp_path, name: str, body: str) -> list[str]:
 
 
 def test_procgroup_stops_the_others_when_one_fails(tmp_path):
-    from coursekit import procgroup
+    from coursekit.workloads import procgroup
 
     wait = _script(tmp_path, "wait", "import time\ntime.sleep(120)\n")
     boom = _script(tmp_path, "boom", "raise SystemExit('boom: learner error')\n")
@@ -205,7 +204,7 @@ def test_procgroup_stops_the_others_when_one_fails(tmp_path):
 
 
 def test_procgroup_timeout_kills_whole_group(tmp_path):
-    from coursekit import procgroup
+    from coursekit.workloads import procgroup
 
     # The child starts a grandchild; both must go.
     body = """
@@ -228,7 +227,7 @@ def test_procgroup_timeout_kills_whole_group(tmp_path):
 def test_free_port_is_bindable():
     import socket
 
-    from coursekit import procgroup
+    from coursekit.workloads import procgroup
 
     port = procgroup.free_port()
     with socket.socket() as sock:
@@ -241,8 +240,8 @@ RECORD_SCRIPT = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import jax, optax
-from coursekit.learner import load_impl
-from coursekit.records import write_run_record
+from coursekit.checking.learner import load_impl
+from coursekit.provenance.records import write_run_record
 st = load_impl(sys.argv[2])
 config = dict(st.DEFAULT_CONFIG, n_examples=256)
 mesh = st.make_mesh(1)
@@ -257,8 +256,8 @@ write_run_record(sys.argv[4], record)
 
 
 def test_stage4_record_feeds_performance_audit_decide(tmp_path):
-    from coursekit.learner import load_impl
-    from coursekit.records import read_run_record, validate_run_record
+    from coursekit.checking.learner import load_impl
+    from coursekit.provenance.records import read_run_record, validate_run_record
 
     path = tmp_path / "run.json"
     done = subprocess.run([sys.executable, "-c", RECORD_SCRIPT, str(ROOT),
@@ -283,7 +282,7 @@ def test_stage4_record_feeds_performance_audit_decide(tmp_path):
     json.dumps(record)  # plain JSON all the way down
 
 
-# -- coursekit.records on its own --------------------------------------------------------
+# -- coursekit.provenance.records on its own --------------------------------------------------------
 
 def _timing(**overrides) -> dict:
     timing = {"label": "step", "sync": "block_until_ready", "warmup": 2, "iters": 5,
@@ -295,8 +294,12 @@ def _timing(**overrides) -> dict:
 
 
 def test_records_make_write_read_roundtrip(tmp_path):
-    from coursekit.records import (RECORD_KEYS, make_run_record, read_run_record,
-                                   write_run_record)
+    from coursekit.provenance.records import (
+        RECORD_KEYS,
+        make_run_record,
+        read_run_record,
+        write_run_record,
+    )
 
     record = make_run_record(_timing(), boundary="train_step", region="r",
                              trace=str(tmp_path / "t.trace.json.gz"))
@@ -314,14 +317,14 @@ def test_records_make_write_read_roundtrip(tmp_path):
     ({"samples_s": [0.01, float("nan"), 0.01, 0.01, 0.01]}, "raw positive seconds"),
 ])
 def test_records_validation_names_the_problem(change, words):
-    from coursekit.records import RecordError, make_run_record
+    from coursekit.provenance.records import RecordError, make_run_record
 
     with pytest.raises(RecordError, match=words):
         make_run_record(_timing(**change), boundary="train_step")
 
 
 def test_records_refuse_bad_files(tmp_path):
-    from coursekit.records import RecordError, read_run_record, validate_run_record
+    from coursekit.provenance.records import RecordError, read_run_record, validate_run_record
 
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")

@@ -1,6 +1,6 @@
 """Notebook 05 · sharding and recovery (sharded-training, stages 1-4)."""
 
-from coursekit.nbbuild import answer, code, md, notebook, parameters, solution, tests
+from coursekit.authoring.nbbuild import answer, code, md, notebook, parameters, solution, tests
 
 PROJECT = "sharded-training"
 
@@ -20,7 +20,7 @@ data-parallel step (stage 1), a count-weighted global gradient inside `shard_map
 two-process `jax.distributed` run (stage 3), a profiled timing record (stage 4). The check
 cells run the grader's own `check.py --stage N`.
 
-The workload is the course's reference classifier from notebook 00 (`coursekit.classifier`).
+The workload is the course's reference classifier from notebook 00 (`coursekit.workloads.classifier`).
 
 **Eight fake CPU devices.** The first code cell below tells XLA to split this machine's
 CPU into 8 devices. They share the same cores: nothing here runs faster than on one
@@ -31,11 +31,9 @@ whether the sums are weighted right, whether a restarted run continues bit for b
 code("""
 # Must run before jax is imported: XLA reads the device count once, when it starts.
 # (If jax was already imported in this kernel, restart the kernel and run from the top.)
-import os
-import re
+from coursekit.facts import use_cpu_devices
 
-_flags = re.sub(r"--xla_force_host_platform_device_count=\\d+", "", os.environ.get("XLA_FLAGS", ""))
-os.environ["XLA_FLAGS"] = f"{_flags} --xla_force_host_platform_device_count=8".strip()
+use_cpu_devices(8, cpu_only=False)  # any earlier device count is replaced
 """),
 parameters("""
 # Parameters (papermill injects other values in CI; learners keep these).
@@ -60,13 +58,15 @@ import numpy as np
 import optax
 from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 
-from coursekit import classifier, traces, trainruns
-from coursekit.jaxcache import enable_compilation_cache
-from coursekit.learner import LearnerCodeError
-from coursekit.notebook import RECORDS, compare_prediction, cpu_label, record_prediction, run_check
-from coursekit.notebook_guard import load_learner, need, not_yet, ready
-from coursekit.plots import titled
-from coursekit.records import validate_run_record, write_run_record
+from coursekit.workloads import classifier
+from coursekit.measure import traces
+from coursekit.workloads import trainruns
+from coursekit.workloads.jaxcache import enable_compilation_cache
+from coursekit.checking.learner import LearnerCodeError
+from coursekit.notebook.cells import RECORDS, compare_prediction, cpu_label, record_prediction, run_check
+from coursekit.notebook.guard import load_learner, need, not_yet, ready
+from coursekit.notebook.plots import titled
+from coursekit.provenance.records import validate_run_record, write_run_record
 
 impl = load_learner(IMPL)
 LABEL = cpu_label()

@@ -1,6 +1,6 @@
 """Notebook 07 · readiness review (performance-audit stage 4, the capstone)."""
 
-from coursekit.nbbuild import answer, code, md, notebook, parameters, solution, tests
+from coursekit.authoring.nbbuild import answer, code, md, notebook, parameters, solution, tests
 
 PROJECT = "performance-audit"
 
@@ -40,10 +40,10 @@ CHECK_STEPS = 6       # training steps compared for equal results (crosses a pad
 code("""
 import os
 
+from coursekit.facts import use_cpu_devices
+
 DEVICES = 8  # fake CPU devices, as in notebook 05; must be set before jax starts
-_flags = os.environ.get("XLA_FLAGS", "")
-if "xla_force_host_platform_device_count" not in _flags:
-    os.environ["XLA_FLAGS"] = f"{_flags} --xla_force_host_platform_device_count={DEVICES}".strip()
+use_cpu_devices(DEVICES, cpu_only=False)  # any earlier device count is replaced
 
 import hashlib
 import json
@@ -57,11 +57,13 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from coursekit import capstone, records, trace_collectives
-from coursekit.fingerprint_compare import fingerprint_diff, guarded_decide
-from coursekit.notebook import RECORDS, compare_prediction, cpu_label, record_prediction, run_check
-from coursekit.notebook_guard import NotYet, attempt, load_learner, need, not_yet
-from coursekit.plots import plain_log, titled
+from coursekit.workloads import capstone
+from coursekit.provenance import records
+from coursekit.measure import collectives as trace_collectives
+from coursekit.provenance.compare import fingerprint_diff, guarded_decide
+from coursekit.notebook.cells import RECORDS, compare_prediction, cpu_label, record_prediction, run_check
+from coursekit.notebook.guard import NotYet, attempt, load_learner, need, not_yet
+from coursekit.notebook.plots import plain_log, titled
 
 impl = load_learner(IMPL)
 TRAINING = (Path(TRAINING_IMPL) if TRAINING_IMPL
@@ -126,7 +128,7 @@ The step of notebook 05 computes the mean loss over the *valid* rows,
 `sum(l * m) / sum(m)`, and differentiates it. With rows split across devices, the valid
 count `sum(m)` needs its own all-reduce, and the gradient's reduction has to wait for it
 (the backward pass starts from `1 / count`). The pull request differentiates the *sum* and
-divides loss and gradients by the count afterwards (`coursekit.capstone.make_candidate_step`).
+divides loss and gradients by the count afterwards (`coursekit.workloads.capstone.make_candidate_step`).
 Mathematically the same; the claim is that XLA can then merge the two reductions into one.
 
 ### Two run records
@@ -194,7 +196,7 @@ md("""
 First the static evidence: the all-reduce instructions in each compiled program (the steps
 just measured; nothing compiles again). Then the traces the records point at: in each
 annotated step, how long does one device spend inside each all-reduce?
-(`coursekit.trace_collectives` reads the thunk events, which name their HLO instruction.)
+(`coursekit.measure.collectives` reads the thunk events, which name their HLO instruction.)
 The scalar all-reduce (`f32[]`) is the valid count.
 """),
 code("""
@@ -267,7 +269,7 @@ md("""
 ### The decision
 
 `decide(before, after)` (yours) behind the fingerprint guard
-(`coursekit.fingerprint_compare.guarded_decide`): records from different environments are
+(`coursekit.provenance.compare.guarded_decide`): records from different environments are
 refused before any time is compared.
 """),
 code("""
@@ -371,7 +373,7 @@ code("""
 def make_rows_step(optimizer, noise):
     import jax.numpy as jnp
     import optax
-    from coursekit import classifier
+    from coursekit.workloads import classifier
 
     def step(state, batch):  # planted bug: divides by the rows, padded ones included
         key, sub = jax.random.split(state["key"])
@@ -490,7 +492,7 @@ with not_yet("the run from the other runtime"):
     out = RUNS / "teammate.json"
     env = dict(os.environ, XLA_FLAGS=OTHER_RUNTIME,
                PYTHONPATH=os.pathsep.join([str(capstone.ROOT), os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, "-m", "coursekit.capstone", "--training-impl", str(TRAINING),
+    cmd = [sys.executable, "-m", "coursekit.workloads.capstone", "--training-impl", str(TRAINING),
            "--variant", "before", "--batch", str(BATCH), "--iters", str(ITERS * ROUNDS),
            "--logdir", str(RUNS / "traces" / "teammate"), "--out", str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)

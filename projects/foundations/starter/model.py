@@ -20,7 +20,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from coursekit import classifier
+from coursekit.workloads import classifier
 
 # ---------------------------------------------------------------------------------------
 # Stage 1: the edit-check loop
@@ -108,7 +108,7 @@ def fit_regression(key, x, y, *, steps: int = 200, batch: int = 32, lr: float = 
 
 def train_classifier(key, x, y, *, classes: int = classifier.CLASSES, steps: int = 300,
                      batch: int = 64, lr: float = 0.3) -> dict:
-    """Minibatch SGD on ``coursekit.classifier.loss``, shuffled once per epoch.
+    """Minibatch SGD on ``coursekit.workloads.classifier.loss``, shuffled once per epoch.
 
     x float32 (n, features), y int32 (n,) in [0, classes).
     The key protocol (the checker replays it exactly):

@@ -18,16 +18,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the course root
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
-from coursekit import classifier  # noqa: E402
-from coursekit.check_values import fail_unless  # noqa: E402
-from coursekit.checks import CheckFailed, Checker  # noqa: E402
-from coursekit.fresh import (FreshProcessError, bitwise_differences,  # noqa: E402
-                             call_in_fresh_process, flatten)
-from coursekit.learner import get_function  # noqa: E402
+from coursekit.checking.contract import Checker, CheckFailed
+from coursekit.checking.learner import get_function
+from coursekit.checking.values import fail_unless
+from coursekit.workloads import classifier
+from coursekit.workloads.fresh import (
+    FreshProcessError,
+    bitwise_differences,
+    call_in_fresh_process,
+    flatten,
+)
 
 checker = Checker("foundations", {
     1: "the edit-check loop", 2: "a regression fit", 3: "a reproducible classifier"})
@@ -191,7 +195,7 @@ def finite_difference_grads(w, b, x, y, eps: float = 1e-6) -> dict:
 def _(impl, ctx):
     grads_fn = get_function(impl, "regression_grads")
     rng = ctx.rng("grad-data")
-    for case in range(2):
+    for _case in range(2):
         n, d = int(rng.integers(20, 90)) | 1, int(rng.integers(2, 9)) * 2 + 1
         x = rng.standard_normal((n, d)).astype(np.float32)
         y = rng.standard_normal(n).astype(np.float32)

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
 
-from coursekit.timing import count_compiles
+from coursekit.measure.timing import count_compiles
 
 # The kernel's block holds whole rows: the row length rounded up to a power of two, and
 # at least 128 lanes (GPU Triton needs power-of-two blocks; TPU needs multiples of 128).
@@ -188,7 +188,7 @@ def sweep(shapes, block_rows_list, *, dtype: str = "float32", warmup: int = 1,
     ``execution_mode()``). Each record (a JSON-able dict with ``RECORD_KEYS``):
 
       first call: timed alone, synchronised (``jax.block_until_ready``), compile counted
-          (``coursekit.timing.count_compiles``) -> first_call_s, compiles_first_call
+          (``coursekit.measure.timing.count_compiles``) -> first_call_s, compiles_first_call
       correctness *before* timing: compare the first call's output with
           ``softmax_numpy_f64(x)`` using ``tolerance(dtype, cols)``; a wrong output
           gives output_ok False and no samples (samples_s = [])

@@ -4,7 +4,7 @@
 
 The checker computes its own references (a NumPy float64 softmax and a float32
 ``jax.numpy`` softmax), its own rounding budget, and reads the learner's program
-(``coursekit.pallas_inspect``) to see what really runs: a ``pallas_call`` with the
+(``coursekit.measure.pallas_inspect``) to see what really runs: a ``pallas_call`` with the
 promised grid and blocks, the reductions inside the kernel, the execution mode
 (interpreted on CPU, compiled on GPU/TPU). Inputs and shapes come from a seed the
 learner does not see, with shapes that the block sizes do not divide. Timing checks
@@ -22,15 +22,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the course root
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
-from coursekit.check_values import as_array, as_float, fail_unless, require_keys  # noqa: E402
-from coursekit.checks import CheckFailed, Checker, short  # noqa: E402
-from coursekit.learner import get_function  # noqa: E402
-from coursekit.pallas_inspect import inspect_pallas, lowered_mode, settle_pallas  # noqa: E402
-from coursekit.timing import count_compiles, time_synced  # noqa: E402
+from coursekit.checking.contract import Checker, CheckFailed, short
+from coursekit.checking.learner import get_function
+from coursekit.checking.values import as_array, as_float, fail_unless, require_keys
+from coursekit.measure.pallas_inspect import inspect_pallas, lowered_mode, settle_pallas
+from coursekit.measure.timing import count_compiles, time_synced
 
 # Pallas's one-time lazy imports change JAX's trace context; let them happen before any
 # learner function is jitted, so compile counts below are the learner's own.
@@ -509,7 +509,7 @@ def _(impl, ctx):
                         yours=f"compiled in calls {counted.compiled_at.get(key, [])}; "
                         f"record says first={r['compiles_first_call']!r} warmed="
                         f"{r['compiles_warmed']!r}", expected="call 0; first>=1 warmed=0",
-                        hint="count compiles with coursekit.timing.count_compiles")
+                        hint="count compiles with coursekit.measure.timing.count_compiles")
             fail_unless(as_float(r["first_call_s"], "first_call_s") > 0,
                         f"{what}: first_call_s must be the first call's seconds")
 

@@ -31,12 +31,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+# isort: split
 ### BEGIN SOLUTION
 import os
 import subprocess
 import sys
 
-from coursekit.timing import count_compiles
+from coursekit.measure.timing import count_compiles
 
 _RSS_PROBE = r"""
 import json, sys

@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+# isort: split
 
 # ---------------------------------------------------------------------------------------
 # Stage 1: a comparable measurement

@@ -18,15 +18,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the course root
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
-from coursekit import traces  # noqa: E402
-from coursekit.check_values import as_float, fail_unless, require_keys  # noqa: E402
-from coursekit.checks import Checker  # noqa: E402
-from coursekit.learner import get_function  # noqa: E402
-from coursekit.timing import count_compiles, time_synced  # noqa: E402
+from coursekit.checking.contract import Checker
+from coursekit.checking.learner import get_function
+from coursekit.checking.values import as_float, fail_unless, require_keys
+from coursekit.measure import traces
+from coursekit.measure.timing import count_compiles, time_synced
 
 checker = Checker("performance-audit", {
     1: "a comparable measurement", 2: "explain the evidence",
@@ -554,7 +554,7 @@ def _(impl, ctx):
     block_loss = get_function(impl, "block_loss")
     params, x, _ = remat_workload(ctx)
     for policy in (None, "nothing_saveable"):
-        expected = residual_bytes(lambda p, x: block_loss(p, x, policy), params, x)
+        expected = residual_bytes(lambda p, x: block_loss(p, x, policy), params, x)  # noqa: B023
         yours = saved(params, x, policy)
         fail_unless(as_float(yours, "saved bytes") == expected,
                     f"saved residual bytes with policy={policy} differ from the checker's",
@@ -565,7 +565,7 @@ def _(impl, ctx):
                 "remat did not reduce saved residuals", hint="wrap each block")
     compiled = {}
     for policy in (None, "nothing_saveable"):
-        fn = jax.jit(lambda p, x: jax.value_and_grad(block_loss)(p, x, policy))
+        fn = jax.jit(lambda p, x: jax.value_and_grad(block_loss)(p, x, policy))  # noqa: B023
         compiled[policy] = fn.lower(params, x).compile().memory_analysis().temp_size_in_bytes
         yours = temp(params, x, policy)
         fail_unless(as_float(yours, "temp bytes") == compiled[policy],

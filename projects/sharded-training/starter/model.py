@@ -4,7 +4,7 @@ Your code goes in this file; check it with
 
     python projects/sharded-training/tests/check.py --stage N --impl THIS_FILE
 
-The workload is the course's reference classifier (``coursekit.classifier``, the one
+The workload is the course's reference classifier (``coursekit.workloads.classifier``, the one
 notebook 00 builds), trained on 8 *fake* CPU devices: run with
 ``XLA_FLAGS=--xla_force_host_platform_device_count=8`` set before ``import jax``
 (the checker and notebook 05 do this for you). Fake devices share the same cores, so
@@ -39,11 +39,12 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import orbax.checkpoint as ocp
-from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
 
-from coursekit import classifier
-from coursekit.records import make_run_record
-from coursekit.timing import count_compiles
+from coursekit.measure.timing import count_compiles
+from coursekit.provenance.records import make_run_record
+from coursekit.workloads import classifier
 
 AXIS = "data"
 
@@ -274,10 +275,10 @@ def profile_train_step(step_fn, state: dict, batch: dict, logdir: str, *,
     ``jax.profiler.TraceAnnotation(region, step=i)`` and synchronised inside it. Always
     call with the same ``state`` (do not feed the new state back).
 
-    Returns ``coursekit.records.make_run_record(timing, boundary="train_step",
+    Returns ``coursekit.provenance.records.make_run_record(timing, boundary="train_step",
     trace=<newest *.trace.json.gz under logdir>, region=region)`` where ``timing`` has
     the keys of performance-audit's ``time_fn`` (label, sync, warmup, iters,
     first_call_s, samples_s (raw), compiles_first_call, compiles_warmed (count with
-    ``coursekit.timing.count_compiles``), shapes/dtypes of the batch arrays, output_ok,
+    ``coursekit.measure.timing.count_compiles``), shapes/dtypes of the batch arrays, output_ok,
     backend). With a wrong output: output_ok False, samples_s empty, trace "" ."""
     raise NotImplementedError('stage 4: profile_train_step')

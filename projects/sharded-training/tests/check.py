@@ -10,9 +10,10 @@ seeds and valid counts come from the run's seed, which the learner does not see.
 Tolerances (stated, not bitwise): sharded vs single-device results differ by about
 1e-7 per step from summation order, so they are compared with rtol 1e-4, atol 1e-5.
 Recovery on the *same* mesh is compared bitwise. Stage 3 runs training in real
-subprocesses (``driver.py``), SIGKILLs them mid-run and mid-save, restarts fresh
-processes, and runs two ``jax.distributed`` processes on localhost; each process has a
-wall-clock limit and a failure in one stops the others (``coursekit.procgroup``).
+subprocesses (``coursekit/workloads/train_driver.py``), SIGKILLs them mid-run and mid-save,
+restarts fresh processes, and runs two ``jax.distributed`` processes on localhost; each
+process has a wall-clock limit and a failure in one stops the others
+(``coursekit.workloads.procgroup``).
 """
 
 from __future__ import annotations
@@ -28,29 +29,29 @@ import tempfile
 import time
 from pathlib import Path
 
-N_DEVICES = 8
-_flags = re.sub(r"--xla_force_host_platform_device_count=\d+", "",
-                os.environ.get("XLA_FLAGS", ""))
-os.environ["XLA_FLAGS"] = f"{_flags} --xla_force_host_platform_device_count={N_DEVICES}".strip()
-# Grading is the same on every machine: 8 CPU devices, even where a GPU is present (the
-# fake-device flag only splits the CPU). An explicit JAX_PLATFORMS is respected.
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))  # the course root
+from coursekit.facts import use_cpu_devices
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-import optax  # noqa: E402
-from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
+N_DEVICES = 8
+# Grading is the same on every machine: 8 CPU devices, even where a GPU is present (the
+# fake-device flag only splits the CPU). An explicit JAX_PLATFORMS is respected.
+use_cpu_devices(N_DEVICES)  # before jax is imported
 
-from coursekit import classifier, procgroup, traces, trainruns  # noqa: E402
-from coursekit.checks import CheckFailed, Checker  # noqa: E402
-from coursekit.jaxcache import enable_compilation_cache  # noqa: E402
-from coursekit.learner import LearnerCodeError, get_function  # noqa: E402
-from coursekit.records import read_run_record, validate_run_record  # noqa: E402
-from coursekit.timing import count_compiles, time_synced  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from coursekit.checking.contract import Checker, CheckFailed
+from coursekit.checking.learner import LearnerCodeError, get_function
+from coursekit.measure import traces
+from coursekit.measure.timing import count_compiles, time_synced
+from coursekit.provenance.records import read_run_record, validate_run_record
+from coursekit.workloads import classifier, procgroup, trainruns
+from coursekit.workloads.jaxcache import enable_compilation_cache
 
 checker = Checker("sharded-training", {
     1: "mesh and placement", 2: "count-weighted global updates",
@@ -1119,8 +1120,8 @@ def _(impl, ctx):
     problems = validate_run_record(record, check_trace=True)
     fail_unless(not problems, "the run record is not in the format performance-audit "
                 "stage 4 reads", yours=problems, expected=[],
-                hint="coursekit.records.make_run_record(timing, boundary=..., trace=..., "
-                "region=...)")
+                hint="coursekit.provenance.records.make_run_record(timing, boundary=..., "
+                "trace=..., region=...)")
     path = ctx.subdir("records") / "run.json"
     path.write_text(json.dumps(record))
     back = read_run_record(path)
@@ -1148,7 +1149,7 @@ def _(impl, ctx):
                 "compile counts in the record do not match what jax.monitoring saw",
                 yours=(record.get("compiles_first_call"), record.get("compiles_warmed")),
                 expected=(counted.compiles, 0),
-                hint="count with coursekit.timing.count_compiles()")
+                hint="count with coursekit.measure.timing.count_compiles()")
 
 
 @checker.check(4, "samples_are_synchronised")

@@ -1,0 +1,3 @@
+"""Authoring the course: notebooks built from their text sources, starters generated
+from solutions.
+"""

@@ -1,0 +1,237 @@
+"""The checker contract shared by every project's ``tests/check.py``.
+
+    python projects/<p>/tests/check.py --stage {1..N|all} --impl PATH [--json FILE] [--seed S]
+
+A project registers its checks with ``@checker.check(stage, check_id)``. Each check gets
+the learner module and a ``Context`` (seeded RNG, scratch folder) and either returns
+(pass), or raises ``CheckFailed`` with what the learner produced, what was expected and a
+hint aimed at the likely mistake. Exceptions from learner code become readable failures
+(``coursekit.checking.learner``); a broken learner file fails every selected check with the same
+named message instead of crashing the checker.
+
+Output: one line per check, ``PASS stage 2 · trace_region_found`` or ``FAIL ...`` with
+``yours:``/``expected:``/``hint:`` lines, then ``N passed, M failed``. Exit 0 only when
+every selected check passed. ``--json`` writes the machine-readable results the grader
+reads (never a pickle).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from coursekit.checking.learner import LearnerCodeError, explain_exception, load_impl
+from coursekit.measure.environment import environment_versions
+
+
+class CheckFailed(Exception):
+    """Raised by a check: the learner's result is wrong in the way ``message`` says."""
+
+    def __init__(self, message: str, *, yours: Any = None, expected: Any = None,
+                 hint: str = ""):
+        super().__init__(message)
+        self.yours = yours
+        self.expected = expected
+        self.hint = hint
+
+
+@dataclass
+class CheckResult:
+    stage: int
+    check_id: str
+    status: str  # "pass" | "fail" | "error" (learner code raised) | "not-implemented"
+    points: float
+    max_points: float
+    message: str = ""
+    yours: str = ""
+    expected: str = ""
+    hint: str = ""
+    duration_s: float = 0.0
+
+
+@dataclass
+class Context:
+    """What a check gets besides the learner module."""
+    seed: int
+    impl_path: Path
+    workdir: Path
+    stage: int
+    cache: dict = field(default_factory=dict)  # shared by the checks of one run
+
+    def rng(self, salt: str) -> np.random.Generator:
+        """A generator that depends on the run's seed and the check, not on check order."""
+        return np.random.default_rng([self.seed, *salt.encode()])
+
+    def subdir(self, name: str) -> Path:
+        path = self.workdir / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+@dataclass
+class _Check:
+    stage: int
+    check_id: str
+    fn: Callable
+    points: float
+
+
+def short(value: Any, limit: int = 300) -> str:
+    """A one-line, bounded rendering of any value for yours:/expected: lines."""
+    if isinstance(value, float):
+        text = f"{value:.6g}"
+    elif isinstance(value, np.ndarray):
+        text = np.array2string(value, threshold=8, precision=5).replace("\n", " ")
+        text = f"array{value.shape} {value.dtype}: {text}"
+    else:
+        try:
+            text = repr(value)
+        except Exception:  # noqa: BLE001 - a hostile __repr__ must not crash the checker
+            text = f"<{type(value).__name__} with a broken repr>"
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class Checker:
+    """Registry and command-line runner for one project's checks."""
+
+    def __init__(self, project: str, stage_titles: dict[int, str]):
+        self.project = project
+        self.stage_titles = stage_titles
+        self.checks: list[_Check] = []
+
+    def check(self, stage: int, check_id: str, points: float = 1.0):
+        def register(fn):
+            self.checks.append(_Check(stage, check_id, fn, points))
+            return fn
+        return register
+
+    # -- running -------------------------------------------------------------------
+    def run(self, impl_path: Path, stages: list[int], seed: int, workdir: Path,
+            out=sys.stdout, only: set[str] | None = None) -> list[CheckResult]:
+        selected = [c for c in self.checks
+                    if c.stage in stages and (not only or c.check_id in only)]
+        try:
+            module = load_impl(impl_path)
+            load_error = None
+        except LearnerCodeError as err:
+            module, load_error = None, err
+        results = []
+        cache: dict = {}
+        for chk in selected:
+            ctx = Context(seed=seed, impl_path=impl_path, workdir=workdir, stage=chk.stage,
+                          cache=cache)
+            started = time.perf_counter()
+            if load_error is not None:
+                result = self._failure(chk, load_error)
+            else:
+                result = self._run_one(chk, module, ctx)
+            result.duration_s = round(time.perf_counter() - started, 3)
+            results.append(result)
+            print_result(result, out)
+        return results
+
+    def _run_one(self, chk: _Check, module, ctx: Context) -> CheckResult:
+        try:
+            chk.fn(module, ctx)
+        except CheckFailed as err:
+            return CheckResult(chk.stage, chk.check_id, "fail", 0.0, chk.points, str(err),
+                               "" if err.yours is None else short(err.yours),
+                               "" if err.expected is None else short(err.expected), err.hint)
+        except Exception as err:  # noqa: BLE001 - learner code may raise anything
+            # Named location (learner file, line, function) instead of a traceback wall.
+            return self._failure(chk, explain_exception(err, ctx.impl_path))
+        return CheckResult(chk.stage, chk.check_id, "pass", chk.points, chk.points)
+
+    @staticmethod
+    def _failure(chk: _Check, err: LearnerCodeError) -> CheckResult:
+        status = "not-implemented" if err.kind == "not-implemented" else "error"
+        return CheckResult(chk.stage, chk.check_id, status, 0.0, chk.points, str(err),
+                           hint=err.hint)
+
+    # -- command line ----------------------------------------------------------------
+    def main(self, argv: list[str] | None = None) -> int:
+        stages_known = sorted({c.stage for c in self.checks})
+        parser = argparse.ArgumentParser(
+            prog=f"check.py ({self.project})",
+            description=f"Check a {self.project} implementation stage by stage.")
+        parser.add_argument("--stage", default="all",
+                            help=f"one of {stages_known} or 'all' (default)")
+        parser.add_argument("--impl", required=True, help="path of the model.py to check")
+        parser.add_argument("--json", dest="json_path", help="write results as JSON here")
+        parser.add_argument("--seed", type=int, default=None,
+                            help="seed for inputs (default: a fresh random one per run)")
+        parser.add_argument("--only", default=os.environ.get("COURSE_CHECK_ONLY", ""),
+                            help="comma-separated check ids: run just these of the stage(s) "
+                            "(default: $COURSE_CHECK_ONLY)")
+        args = parser.parse_args(argv)
+        if args.stage == "all":
+            stages = stages_known
+        else:
+            try:
+                stages = [int(args.stage)]
+            except ValueError:
+                parser.error(f"--stage must be one of {stages_known} or 'all'")
+            if stages[0] not in stages_known:
+                parser.error(f"--stage must be one of {stages_known} or 'all'")
+        only = {c.strip() for c in args.only.split(",") if c.strip()}
+        unknown = only - {c.check_id for c in self.checks if c.stage in stages}
+        if unknown:
+            parser.error(f"--only: no check {sorted(unknown)} in stage(s) {stages}")
+        seed = args.seed
+        if seed is None:
+            seed = int(os.environ.get("COURSE_CHECK_SEED", secrets.randbits(31)))
+        impl = Path(args.impl)
+        started = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="check-") as tmp:
+            results = self.run(impl, stages, seed, Path(tmp), only=only)
+        passed = sum(r.status == "pass" for r in results)
+        failed = len(results) - passed
+        print(f"{passed} passed, {failed} failed")
+        if args.json_path:
+            write_json(args.json_path, self.project, impl, stages, seed, results,
+                       time.perf_counter() - started)
+        return 0 if failed == 0 and results else 1
+
+
+def print_result(r: CheckResult, out=sys.stdout) -> None:
+    label = {"pass": "PASS", "fail": "FAIL", "error": "FAIL",
+             "not-implemented": "FAIL"}[r.status]
+    print(f"{label} stage {r.stage} · {r.check_id}", file=out)
+    if r.status == "pass":
+        return
+    print(f"    {r.message}", file=out)
+    if r.yours:
+        print(f"    yours:    {r.yours}", file=out)
+    if r.expected:
+        print(f"    expected: {r.expected}", file=out)
+    if r.hint:
+        print(f"    hint:     {r.hint}", file=out)
+    out.flush()
+
+
+def write_json(path, project, impl, stages, seed, results, duration_s) -> None:
+    payload = {
+        "project": project,
+        "impl": str(impl),
+        "stages": stages,
+        "seed": seed,
+        "duration_s": round(duration_s, 3),
+        "versions": environment_versions(),
+        "passed": sum(r.status == "pass" for r in results),
+        "failed": sum(r.status != "pass" for r in results),
+        "results": [asdict(r) for r in results],
+    }
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(payload, indent=2))

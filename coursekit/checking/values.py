@@ -1,0 +1,64 @@
+"""Turning learner results into real values inside a check, or a named failure.
+
+A learner's function may return anything: an object whose ``==`` always says True, a
+JAX array where a float was promised, a dict without the promised keys. These helpers
+convert first (``float``, ``np.asarray``) and raise ``CheckFailed`` naming what was
+wrong, so a check compares real numbers and never trusts the learner's comparisons.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from coursekit.checking.contract import CheckFailed
+
+
+def fail_unless(cond: bool, message: str, **details) -> None:
+    """``raise CheckFailed(message, **details)`` unless ``cond``."""
+    if not cond:
+        raise CheckFailed(message, **details)
+
+
+def as_float(value, what: str) -> float:
+    """A finite real number from learner output, or a failure naming ``what``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise CheckFailed(f"{what} is not a number", yours=value, expected="a float",
+                          hint="return plain floats (float(...)), not arrays or objects")
+    value = float(value)
+    if not math.isfinite(value):
+        raise CheckFailed(f"{what} is not finite", yours=value, expected="a finite float")
+    return value
+
+
+def require_keys(result, keys, what: str) -> dict:
+    """``result`` if it is a dict holding every key in ``keys``, else a named failure."""
+    if not isinstance(result, dict):
+        raise CheckFailed(f"{what} must return a dict", yours=type(result).__name__,
+                          expected=f"dict with keys {list(keys)}")
+    missing = [k for k in keys if k not in result]
+    fail_unless(not missing, f"{what} result lacks keys {missing}", yours=sorted(map(str, result)),
+                expected=list(keys), hint="keep the key names of the docstring")
+    return result
+
+
+def as_array(value, what: str, shape=None, dtype=None) -> np.ndarray:
+    """``np.asarray(value)`` checked for shape and dtype (a dtype given as anything
+    ``np.dtype`` or JAX understands, compared by name), or a named failure."""
+    if not hasattr(value, "shape") or not hasattr(value, "dtype"):
+        raise CheckFailed(f"{what} is not an array", yours=type(value).__name__,
+                          expected="a jax or numpy array")
+    try:
+        array = np.asarray(value)
+    except Exception as err:  # noqa: BLE001 - a hostile __array__ must fail, not crash
+        raise CheckFailed(f"{what} cannot be read as an array: {err}") from None
+    if shape is not None:
+        fail_unless(tuple(array.shape) == tuple(shape), f"{what} has the wrong shape",
+                    yours=tuple(array.shape), expected=tuple(shape))
+    if dtype is not None:
+        want = np.dtype(dtype).name
+        fail_unless(array.dtype.name == want, f"{what} has the wrong dtype",
+                    yours=array.dtype.name, expected=want,
+                    hint="return the input's dtype: compute in float32, cast once at the end")
+    return array

@@ -1,0 +1,2 @@
+"""The make targets' runners: ``make course``, ``make lab``, ``make bench``.
+"""

@@ -1,0 +1,113 @@
+"""Course facts, in one place: where things are, what the kernel is called, and the rules
+every part of the course applies the same way.
+
+Standard library only: checkers, the grader, notebooks and make targets all import it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECTS = ROOT / "projects"
+NOTEBOOKS = ROOT / "notebooks"
+BUILD = ROOT / "build"
+
+# Learner records (check cells, run records, predictions): ``COURSE_RECORDS`` moves them,
+# so a test or a headless course run never writes into a learner's own folder.
+RECORDS_ENV = "COURSE_RECORDS"
+DEFAULT_RECORDS = BUILD / "learner"
+
+KERNEL = "jax-perf-course"
+KERNEL_DISPLAY = "JAX perf course (Python 3.12, CPU)"
+KERNELSPEC = {"name": KERNEL, "display_name": KERNEL_DISPLAY, "language": "python"}
+
+# nbgrader's and nbclient's tag for a cell whose error is expected (a stub's
+# NotImplementedError, an autograded test the learner has not passed yet).
+ALLOWED_ERROR_TAG = "raises-exception"
+
+_DEVICE_FLAG = "--xla_force_host_platform_device_count"
+
+# What a project's checker may import from coursekit (relative to the course root). The
+# grader's checker fingerprint hashes exactly these, so editing the portfolio or the
+# notebook runtime regrades nobody; tests/test_layout.py fails when a checker imports more.
+CHECKER_CODE = ("coursekit/__init__.py", "coursekit/facts.py", "coursekit/checking",
+                "coursekit/measure", "coursekit/workloads", "coursekit/provenance/__init__.py",
+                "coursekit/provenance/records.py")
+
+
+def records_dir() -> Path:
+    """Where the learner's records go now (``$COURSE_RECORDS`` or build/learner)."""
+    return Path(os.environ.get(RECORDS_ENV, DEFAULT_RECORDS))
+
+
+def build_dir(*parts: str) -> Path:
+    """A folder under build/ (not created)."""
+    return BUILD.joinpath(*parts)
+
+
+def projects(root: Path = ROOT, *, with_solution: bool = False) -> list[str]:
+    """Project names that have a checker (and a reference solution when asked), sorted."""
+    found = []
+    for check in sorted((Path(root) / "projects").glob("*/tests/check.py")):
+        project = check.parents[1]
+        if not with_solution or (project / "solution" / "model.py").is_file():
+            found.append(project.name)
+    return found
+
+
+def checker_path(project: str, root: Path = ROOT) -> Path:
+    return Path(root) / "projects" / project / "tests" / "check.py"
+
+
+def xla_flags_with_devices(n: int, flags: str | None = None) -> str:
+    """``XLA_FLAGS`` asking for ``n`` fake CPU devices: any earlier device count is
+    replaced (never kept beside the new one), every other flag is kept."""
+    flags = os.environ.get("XLA_FLAGS", "") if flags is None else flags
+    rest = re.sub(_DEVICE_FLAG + r"=\d+", "", flags)
+    return " ".join([*rest.split(), f"{_DEVICE_FLAG}={int(n)}"])
+
+
+def use_cpu_devices(n: int, env: dict | None = None, *, cpu_only: bool = True) -> dict:
+    """Ask for ``n`` fake CPU devices in ``env`` (os.environ by default; it must happen
+    before jax is imported there). With ``cpu_only`` (checkers, drivers) the CPU platform
+    is chosen unless ``JAX_PLATFORMS`` says otherwise, so a GPU machine grades like a CPU
+    one; notebooks pass ``cpu_only=False`` and use whatever JAX finds. Returns ``env``."""
+    env = os.environ if env is None else env
+    env["XLA_FLAGS"] = xla_flags_with_devices(n, env.get("XLA_FLAGS", ""))
+    if cpu_only:
+        env.setdefault("JAX_PLATFORMS", "cpu")
+    return env
+
+
+def kernel_registered() -> bool:
+    from jupyter_client.kernelspec import KernelSpecManager
+    return KERNEL in KernelSpecManager().find_kernel_specs()
+
+
+def ensure_kernel(python: str = sys.executable) -> str:
+    """Register the course kernel for ``python`` when it is missing (``make setup`` does
+    it too); returns the folder of its kernelspec."""
+    from jupyter_client.kernelspec import KernelSpecManager
+    specs = KernelSpecManager().find_kernel_specs()
+    if KERNEL not in specs:
+        register_kernel(python)
+        specs = KernelSpecManager().find_kernel_specs()
+    return specs[KERNEL]
+
+
+def register_kernel(python: str = sys.executable) -> None:
+    subprocess.run([python, "-m", "ipykernel", "install", "--sys-prefix", "--name", KERNEL,
+                    "--display-name", KERNEL_DISPLAY], check=True, capture_output=True)
+
+
+if __name__ == "__main__":  # `python -m coursekit.facts register-kernel` (make setup)
+    if sys.argv[1:] == ["register-kernel"]:
+        register_kernel()
+    else:
+        print("usage: python -m coursekit.facts register-kernel", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,5 @@
+import sys
+
+from coursekit.portfolio.report import main
+
+sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from coursekit.provenance.tracking import main
+
+sys.exit(main())
