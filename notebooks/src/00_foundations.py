@@ -1,6 +1,6 @@
 """Notebook 00 · foundations (foundations project, stages 1-3) and provenance."""
 
-from coursekit.nbbuild import answer, code, md, notebook, parameters, solution, tests
+from coursekit.authoring.nbbuild import answer, code, md, notebook, parameters, solution, tests
 
 PROJECT = "foundations"
 
@@ -23,7 +23,7 @@ when the computation behind it is right (checked gradients), repeatable (the sam
 bitwise the same arrays, in a fresh process too) and recorded with where and how it ran
 (MLflow, failed runs included). The classifier you train in stage 3 is the course's
 reference workload: notebook 05 and the sharded-training project import the same
-`coursekit.classifier` module.
+`coursekit.workloads.classifier` module.
 
 Every time in this notebook is a **CPU figure** from this machine.
 """),
@@ -49,11 +49,12 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from coursekit import classifier, provenance
-from coursekit.fresh import bitwise_differences, call_in_fresh_process, flatten
-from coursekit.notebook import compare_prediction, cpu_label, record_prediction, run_check
-from coursekit.notebook_guard import attempt, load_learner, need, not_yet
-from coursekit.timing import count_compiles, time_synced
+from coursekit.workloads import classifier
+from coursekit.provenance import tracking as provenance
+from coursekit.workloads.fresh import bitwise_differences, call_in_fresh_process, flatten
+from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
+from coursekit.notebook.guard import attempt, load_learner, need, not_yet
+from coursekit.measure.timing import count_compiles, time_synced
 
 impl = load_learner(IMPL)
 LABEL = cpu_label()
@@ -274,7 +275,7 @@ float32 gradient with a tolerance, never bit for bit.
 md("""
 ## Stage 3: the reference workload, reproducible from one seed
 
-`coursekit.classifier` holds the course's workload: Gaussian blobs generated from a key
+`coursekit.workloads.classifier` holds the course's workload: Gaussian blobs generated from a key
 (no download) and a one-hidden-layer MLP. Your `train_classifier` shuffles the training
 rows once per epoch with a fresh key and runs SGD; your `reference_workload(seed)` derives
 *every* key from one integer. The result must not care what anyone did to numpy's or
@@ -472,7 +473,7 @@ import subprocess
 import sys
 
 child = subprocess.Popen(
-    [sys.executable, "-c", "import time; from coursekit import provenance; "
+    [sys.executable, "-c", "import time; from coursekit.provenance import tracking as provenance; "
      "run = provenance.start_run('00 doomed child', {'what': 'SIGKILL demo'}); "
      "print(run.run_id, flush=True); time.sleep(300)"],
     stdout=subprocess.PIPE, text=True)

@@ -1,6 +1,6 @@
 """Notebook 01 · async timing (performance-audit stage 1)."""
 
-from coursekit.nbbuild import answer, code, md, notebook, parameters, solution, tests
+from coursekit.authoring.nbbuild import answer, code, md, notebook, parameters, solution, tests
 
 PROJECT = "performance-audit"
 
@@ -35,9 +35,9 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from coursekit.notebook import compare_prediction, cpu_label, record_prediction, run_check
-from coursekit.notebook_guard import attempt, load_learner, need, not_yet
-from coursekit.plots import plain_log, titled
+from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
+from coursekit.notebook.guard import attempt, load_learner, need, not_yet
+from coursekit.notebook.plots import plain_log, titled
 
 impl = load_learner(IMPL)
 LABEL = cpu_label()

@@ -1,6 +1,6 @@
 """Notebook 02 · trace reading (performance-audit stage 2, trace part)."""
 
-from coursekit.nbbuild import answer, code, md, notebook, parameters, solution, tests
+from coursekit.authoring.nbbuild import answer, code, md, notebook, parameters, solution, tests
 
 PROJECT = "performance-audit"
 
@@ -40,10 +40,10 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from coursekit import traces
-from coursekit.notebook import RECORDS, compare_prediction, cpu_label, record_prediction, run_check
-from coursekit.notebook_guard import attempt, load_learner, need, not_yet
-from coursekit.plots import titled
+from coursekit.measure import traces
+from coursekit.notebook.cells import RECORDS, compare_prediction, cpu_label, record_prediction, run_check
+from coursekit.notebook.guard import attempt, load_learner, need, not_yet
+from coursekit.notebook.plots import titled
 
 impl = load_learner(IMPL)
 LABEL = cpu_label()
@@ -249,7 +249,7 @@ so the trace shows a few `ynn_fusion` events instead of one event per HLO op. Th
 `--xla_cpu_experimental_ynn_fusion_type=` (empty value) turns that fusion off, and the
 trace shows per-op events (`dot_general`, elementwise fusions). XLA flags are read when
 the backend starts, so each setting needs a fresh process: the cell below runs
-`coursekit.op_events` twice with the same step, once per setting.
+`coursekit.measure.op_events` twice with the same step, once per setting.
 
 Even then an op event is not the op's cost: XLA:CPU runs its thunks asynchronously, an
 event marks the thunk on one thread, and the arithmetic may run in a thread pool
@@ -279,7 +279,7 @@ FLAG = "--xla_cpu_experimental_ynn_fusion_type="
 def op_events(xla_flags):
     env = dict(os.environ, XLA_FLAGS=xla_flags)
     logdir = TRACE_ROOT / ("per-op" if xla_flags else "default")
-    done = subprocess.run([sys.executable, "-m", "coursekit.op_events", "--batch", str(BATCH),
+    done = subprocess.run([sys.executable, "-m", "coursekit.measure.op_events", "--batch", str(BATCH),
                            "--width", str(WIDTH), "--steps", str(STEPS), "--logdir", str(logdir)],
                           capture_output=True, text=True, env=env, timeout=600)
     if done.returncode != 0:

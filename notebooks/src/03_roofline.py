@@ -1,6 +1,6 @@
 """Notebook 03 · roofline (performance-audit stage 2, roofline part; stage 4, Amdahl part)."""
 
-from coursekit.nbbuild import answer, code, md, notebook, parameters, solution, tests
+from coursekit.authoring.nbbuild import answer, code, md, notebook, parameters, solution, tests
 
 PROJECT = "performance-audit"
 
@@ -35,10 +35,10 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from coursekit.notebook import compare_prediction, cpu_label, record_prediction, run_check
-from coursekit.notebook_guard import attempt, load_learner, need, not_yet, ready
-from coursekit.plots import plain_log, titled
-from coursekit.timing import count_compiles, time_synced
+from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
+from coursekit.notebook.guard import attempt, load_learner, need, not_yet, ready
+from coursekit.notebook.plots import plain_log, titled
+from coursekit.measure.timing import count_compiles, time_synced
 
 impl = load_learner(IMPL)
 LABEL = cpu_label()
@@ -197,7 +197,7 @@ md("""
 ### The course's workloads on the roofline
 
 Each workload: FLOPs and bytes from the compiler (your `cost_from_compiler`), a
-synchronised warmed median (`coursekit.timing.time_synced`), and your `roofline` for the
+synchronised warmed median (`coursekit.measure.timing.time_synced`), and your `roofline` for the
 bound, the predicted time and the memory level its bytes live in (the compiler's bytes
 accessed stand in for the working set). Achieved FLOP/s = FLOPs / measured time.
 """),

@@ -1,6 +1,6 @@
 """Notebook 04 · rematerialisation (performance-audit stage 3)."""
 
-from coursekit.nbbuild import answer, code, md, notebook, parameters, solution, tests
+from coursekit.authoring.nbbuild import answer, code, md, notebook, parameters, solution, tests
 
 PROJECT = "performance-audit"
 
@@ -38,10 +38,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from jax.ad_checkpoint import print_saved_residuals
 
-from coursekit.notebook import compare_prediction, cpu_label, record_prediction, run_check
-from coursekit.notebook_guard import attempt, load_learner, need, not_yet, ready
-from coursekit.plots import titled
-from coursekit.timing import time_synced
+from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
+from coursekit.notebook.guard import attempt, load_learner, need, not_yet, ready
+from coursekit.notebook.plots import titled
+from coursekit.measure.timing import time_synced
 
 impl = load_learner(IMPL)
 LABEL = cpu_label()

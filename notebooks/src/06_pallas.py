@@ -1,6 +1,6 @@
 """Notebook 06 · Pallas (pallas-kernel stages 1-3)."""
 
-from coursekit.nbbuild import answer, code, md, notebook, parameters, solution, tests
+from coursekit.authoring.nbbuild import answer, code, md, notebook, parameters, solution, tests
 
 PROJECT = "pallas-kernel"
 
@@ -49,11 +49,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 from jax.experimental import pallas as pl
 
-from coursekit.notebook import compare_prediction, cpu_label, record_prediction, run_check
-from coursekit.notebook_guard import load_learner, need, not_yet
-from coursekit.pallas_inspect import inspect_pallas, lowered_mode, settle_pallas
-from coursekit.plots import plain_log, titled
-from coursekit.timing import time_synced
+from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
+from coursekit.notebook.guard import load_learner, need, not_yet
+from coursekit.measure.pallas_inspect import inspect_pallas, lowered_mode, settle_pallas
+from coursekit.notebook.plots import plain_log, titled
+from coursekit.measure.timing import time_synced
 
 settle_pallas()  # JAX's one-time Pallas imports, before anything is timed (see README)
 impl = load_learner(IMPL)

@@ -4,7 +4,7 @@
     python notebooks/src/build.py --check    # exit 1 when a stored notebook differs from its script
 
 Each ``NN_name.py`` here defines ``build()`` returning an nbformat notebook (see
-``coursekit.nbbuild``); the ``.ipynb`` is what ships and what learners open.
+``coursekit.authoring.nbbuild``); the ``.ipynb`` is what ships and what learners open.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 NOTEBOOKS = HERE.parent
 sys.path.insert(0, str(NOTEBOOKS.parent))
 
-from coursekit import nbbuild  # noqa: E402
+from coursekit.authoring import nbbuild  # noqa: E402
 
 
 def scripts() -> list[Path]:
