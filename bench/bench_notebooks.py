@@ -57,9 +57,10 @@ def startup_figures(tmp: Path) -> dict:
 
     from coursekit.authoring import nbbuild
     from coursekit.commands import course
+    from coursekit.facts import KERNELSPEC
     course.ensure_kernel()
-    nb = nbbuild.notebook(None, [], {"X": 0}, [nbbuild.parameters("X = 1"),
-                                               nbbuild.code("print(X)")])
+    nb = nbbuild.from_text('# %% tags=["parameters"]\nX = 1\n\n# %%\nprint(X)\n')
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
     path = nbbuild.write(nb, tmp / "empty.ipynb")
     times = []
     for _ in range(3):

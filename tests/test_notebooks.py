@@ -19,9 +19,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from coursekit.authoring import nbbuild
 from coursekit.authoring.nbbuild import ALLOWED_ERROR_TAG
 from coursekit.commands import course
-from coursekit.facts import ROOT  # noqa: E402
+from coursekit.facts import KERNELSPEC, ROOT
 
 NOTEBOOKS = course.discover_notebooks()
 IDS = [p.stem for p in NOTEBOOKS]
@@ -129,20 +130,52 @@ def test_learner_version_clears_solutions(path):
         assert "BEGIN HIDDEN TESTS" not in cell.source
 
 
-def test_generated_notebooks_are_up_to_date():
+def source_of(path: Path) -> Path:
+    return ROOT / "notebooks" / "src" / (path.stem + ".py")
+
+
+def test_built_notebooks_are_up_to_date():
     done = subprocess.run([sys.executable, str(ROOT / "notebooks" / "src" / "build.py"),
                            "--check"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_round_trip_ipynb_source_ipynb(path, tmp_path):
+    """ipynb -> source -> ipynb is the identity, and the source it gives is the stored one
+    (what ``build.py --sync`` writes for an unedited notebook changes nothing)."""
+    text = nbbuild.to_text(read(path))
+    assert text == source_of(path).read_text(), f"{path.name}: sync would rewrite its source"
+    rebuilt = nbbuild.write(nbbuild.from_text(text), tmp_path / path.name)
+    assert rebuilt.read_text() == path.read_text()
+
+
+def test_sync_drops_what_jupyterlab_adds():
+    """An executed, saved notebook (outputs, counts, timings, fresh cell ids, the kernel's
+    language_info) syncs to the same source as the stored one."""
+    path = ROOT / "notebooks" / "01_async_timing.ipynb"
+    nb = read(path)
+    nb.metadata["language_info"] = {"name": "python", "version": "3.12.3",
+                                    "mimetype": "text/x-python"}
+    for n, cell in enumerate(nb.cells):
+        cell["id"] = f"jupyterlab-{n}"
+        cell.metadata["collapsed"] = False
+        cell.metadata["execution"] = {"iopub.status.idle": "2026-01-01T00:00:00Z"}
+        if cell.cell_type == "code":
+            cell.execution_count = n
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="x\n")]
+    assert nbbuild.to_text(nb) == source_of(path).read_text()
 
 
 # ---------------------------------------------------------------------------------------
 # The runner's own verdicts, on small synthetic notebooks (real papermill, real nbgrader)
 # ---------------------------------------------------------------------------------------
 
-def synthetic(folder: Path, name: str, cells: list) -> Path:
-    from coursekit.authoring import nbbuild
-    nb = nbbuild.notebook(None, stages=[], ci_parameters={"SIZE": 1},
-                          cells=[nbbuild.parameters("SIZE = 10"), *cells])
+def synthetic(folder: Path, name: str, cells: str) -> Path:
+    """A notebook from percent-format cells, after a ``SIZE = 10`` parameters cell."""
+    nb = nbbuild.from_text('# %% tags=["parameters"]\nSIZE = 10\n\n' + cells)
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata["course"] = {"project": None, "stages": [], "ci_parameters": {"SIZE": 1}}
     return nbbuild.write(nb, folder / name)
 
 
@@ -153,16 +186,27 @@ def kernel():
 
 @pytest.mark.slow
 def test_runner_verdicts(tmp_path, kernel):
-    from coursekit.authoring import nbbuild
     folder = tmp_path / "nbs"
-    synthetic(folder, "a_good.ipynb", [
-        nbbuild.solution("f", "def f():\n    ### BEGIN SOLUTION\n    return SIZE\n"
-                              "    ### END SOLUTION"),
-        nbbuild.tests("f_tests", 1, "assert f() == 1"),
-        nbbuild.code("print('last cell')"),
-    ])
-    synthetic(folder, "b_broken.ipynb", [nbbuild.code("raise ValueError('planted')"),
-                                         nbbuild.code("print('never')")])
+    synthetic(folder, "a_good.ipynb", '''
+# %% nbgrader={"grade": false, "grade_id": "f", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+def f():
+    ### BEGIN SOLUTION
+    return SIZE
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "f_tests", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert f() == 1
+
+# %%
+print('last cell')
+''')
+    synthetic(folder, "b_broken.ipynb", '''
+# %%
+raise ValueError('planted')
+
+# %%
+print('never')
+''')
     out = tmp_path / "out"
     rc = course.main(["--no-projects", "--ci", "--notebooks", str(folder), "--out", str(out)])
     summary = json.loads((out / "summary.json").read_text())

@@ -1,94 +1,61 @@
-"""Build course notebooks from small, reviewable generator scripts (``notebooks/src/*.py``).
+"""Course notebooks as text: jupytext percent scripts (``notebooks/src/NN_name.py``) in,
+stored ``.ipynb`` out, and back.
 
-    nb = notebook("performance-audit", stages=[1], ci_parameters={"N": 256}, cells=[
-        md("# 01 · ..."),
-        parameters('IMPL = "../projects/performance-audit/starter/model.py"\\nN = 1024'),
-        code("print(N)"),
-        answer("starting_point", 1, "The learner's written answer (instructor version)"),
-        solution("summarize_samples", "def f(x):\\n    ### BEGIN ..."),
-        tests("summarize_samples_tests", 2, "assert f(1) == 1"),
-    ])
-    write(nb, "notebooks/01_async_timing.ipynb")
-
-Every notebook gets the course kernelspec, ``metadata.course`` (project, stages,
-ci_parameters) and nbgrader metadata (schema 3) on graded cells. ``write`` stores it
-without outputs or execution counts, with cell ids that stay put when other cells move,
-and validates it (nbformat and nbgrader) before writing.
+A source is plain jupytext percent format: ``# %%`` code cells, ``# %% [markdown]``
+prose, cell metadata as JSON on the marker line (``# %% tags=["parameters"]``,
+``# %% nbgrader={"grade": true, "grade_id": "...", ...} tags=["raises-exception"]``) and
+the notebook metadata (``kernelspec``, ``language_info``, ``course``: project, stages,
+ci_parameters, title) in the YAML header. ``write`` stores a notebook without outputs
+or execution counts, with cell ids that stay put when other cells move (from the
+grade_id, else from the cell's source), and validates it (nbformat and nbgrader) first.
+``to_text`` is the inverse of ``from_text`` on every stored notebook.
 """
 
 from __future__ import annotations
 
 import hashlib
-import textwrap
 from pathlib import Path
 
+import jupytext
 import nbformat
 
 from coursekit.facts import ALLOWED_ERROR_TAG, KERNELSPEC
 
+FORMAT = "py:percent"
+# Header keys a source keeps besides kernelspec; the jupytext version stays out of it so
+# upgrading jupytext does not touch every source.
+HEADER_FILTER = "course,language_info,-jupytext.text_representation.jupytext_version"
+# The only cell metadata a course notebook carries; what JupyterLab adds (execution
+# timings, collapsed, scrolled...) is dropped when an edit is synced back.
+CELL_KEYS = ("nbgrader", "tags")
 
-def _src(text: str) -> str:
-    return textwrap.dedent(text).strip("\n")
-
-
-def md(text: str):
-    return nbformat.v4.new_markdown_cell(_src(text))
-
-
-def code(text: str, tags: list[str] | None = None):
-    cell = nbformat.v4.new_code_cell(_src(text))
-    if tags:
-        cell.metadata["tags"] = list(tags)
-    return cell
+__all__ = ["ALLOWED_ERROR_TAG", "from_text", "to_text", "validate", "write"]
 
 
-def parameters(text: str):
-    """The papermill parameters cell (IMPL and sizes; learner-sized defaults)."""
-    return code(text, tags=["parameters"])
-
-
-def _nbgrader(cell, grade_id: str, *, grade: bool, solution: bool, locked: bool,
-              points: float | None = None):
-    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3,
-            "solution": solution, "task": False}
-    if points is not None:
-        meta["points"] = points
-    cell.metadata["nbgrader"] = meta
-    return cell
-
-
-def solution(grade_id: str, text: str):
-    """An autograded-answer code cell: the instructor's code between
-    ``### BEGIN SOLUTION`` / ``### END SOLUTION`` is cleared for learners (nbgrader's
-    stub raises NotImplementedError, so the cell is tagged ``raises-exception`` and
-    Run All goes on)."""
-    return _nbgrader(code(text, tags=[ALLOWED_ERROR_TAG]), grade_id, grade=False,
-                     solution=True, locked=False)
-
-
-def tests(grade_id: str, points: float, text: str):
-    """A locked, autograded test cell worth ``points``; ``### BEGIN HIDDEN TESTS`` regions
-    are removed for learners. Tagged ``raises-exception``: a failing test shows its
-    error and Run All goes on (nbgrader grades it from that error)."""
-    return _nbgrader(code(text, tags=[ALLOWED_ERROR_TAG]), grade_id, grade=True,
-                     solution=False, locked=True, points=points)
-
-
-def answer(grade_id: str, points: float, instructor_text: str):
-    """A manually graded written answer (markdown). Learners see "YOUR ANSWER HERE"."""
-    return _nbgrader(md(instructor_text), grade_id, grade=True, solution=True, locked=False,
-                     points=points)
-
-
-def notebook(project: str | None, stages: list, ci_parameters: dict, cells: list,
-             **course_extra):
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = dict(KERNELSPEC)
-    nb.metadata["language_info"] = {"name": "python"}
-    nb.metadata["course"] = {"project": project, "stages": list(stages),
-                             "ci_parameters": dict(ci_parameters), **course_extra}
-    nb.cells = list(cells)
+def from_text(text: str):
+    """A notebook from its percent-format source."""
+    nb = jupytext.reads(text, fmt=FORMAT)
+    nb.metadata.pop("jupytext", None)
     return nb
+
+
+def to_text(nb) -> str:
+    """The percent-format source of ``nb`` (an edited or stored notebook): outputs and
+    cell metadata other than nbgrader/tags dropped (cell ids are not kept in text:
+    ``write`` derives them), the course kernelspec."""
+    nb = nbformat.from_dict(nb)  # a copy: the caller's notebook is left as it was
+    strip_outputs(nb)
+    for cell in nb.cells:
+        # keys sorted as the stored .ipynb has them, so a synced source is a fixed point
+        cell.metadata = {k: _sorted(cell.metadata[k]) for k in CELL_KEYS if k in cell.metadata}
+    nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"},
+                   "course": nb.metadata.get("course", {}),
+                   "jupytext": {"notebook_metadata_filter": HEADER_FILTER}}
+    return jupytext.writes(nb, fmt=FORMAT)
+
+
+def _sorted(value):
+    return {k: _sorted(value[k]) for k in sorted(value)} if isinstance(value, dict) else value
 
 
 def _assign_ids(nb, prefix: str) -> None:

@@ -1,33 +1,51 @@
-"""Notebook 00 · foundations (foundations project, stages 1-3) and provenance."""
+# ---
+# jupyter:
+#   course:
+#     ci_parameters:
+#       CLASSIFIER_STEPS: 48
+#       N_REG: 129
+#       N_TEST: 257
+#       N_TRAIN: 512
+#       STEPS: 60
+#       TIMING_ITERS: 5
+#     project: foundations
+#     stages:
+#     - 1
+#     - 2
+#     - 3
+#     title: "00 \xB7 Foundations"
+#   jupytext:
+#     notebook_metadata_filter: course,language_info,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: JAX perf course (Python 3.12, CPU)
+#     language: python
+#     name: jax-perf-course
+#   language_info:
+#     name: python
+# ---
 
-from coursekit.authoring.nbbuild import answer, code, md, notebook, parameters, solution, tests
+# %% [markdown]
+# # 00 · Foundations: a fit you can trust, a run you can repeat, a record you can read
+#
+# **Project:** foundations, stages 1-3. **You build** in `projects/foundations/starter/model.py`:
+# `mse` (stage 1), `regression_grads` and `fit_regression` (stage 2), `train_classifier` and
+# `reference_workload` (stage 3). The check cells run the grader's own
+# `check.py --stage N`.
+#
+# Everything after this notebook measures something. A measurement is only worth keeping
+# when the computation behind it is right (checked gradients), repeatable (the same key gives
+# bitwise the same arrays, in a fresh process too) and recorded with where and how it ran
+# (MLflow, failed runs included). The classifier you train in stage 3 is the course's
+# reference workload: notebook 05 and the sharded-training project import the same
+# `coursekit.workloads.classifier` module.
+#
+# Every time in this notebook is a **CPU figure** from this machine.
 
-PROJECT = "foundations"
-
-
-def build():
-    return notebook(PROJECT, stages=[1, 2, 3],
-                    ci_parameters={"N_REG": 129, "STEPS": 60, "N_TRAIN": 512, "N_TEST": 257,
-                                   "CLASSIFIER_STEPS": 48, "TIMING_ITERS": 5},
-                    title="00 · Foundations", cells=[
-md("""
-# 00 · Foundations: a fit you can trust, a run you can repeat, a record you can read
-
-**Project:** foundations, stages 1-3. **You build** in `projects/foundations/starter/model.py`:
-`mse` (stage 1), `regression_grads` and `fit_regression` (stage 2), `train_classifier` and
-`reference_workload` (stage 3). The check cells run the grader's own
-`check.py --stage N`.
-
-Everything after this notebook measures something. A measurement is only worth keeping
-when the computation behind it is right (checked gradients), repeatable (the same key gives
-bitwise the same arrays, in a fresh process too) and recorded with where and how it ran
-(MLflow, failed runs included). The classifier you train in stage 3 is the course's
-reference workload: notebook 05 and the sharded-training project import the same
-`coursekit.workloads.classifier` module.
-
-Every time in this notebook is a **CPU figure** from this machine.
-"""),
-parameters("""
+# %% tags=["parameters"]
 # Parameters (papermill injects other values in CI; learners keep these).
 IMPL = "../projects/foundations/starter/model.py"  # the implementation under test
 N_REG = 512            # rows of the regression data
@@ -38,8 +56,8 @@ N_TEST = 512           # classifier workload: held-out rows
 CLASSIFIER_STEPS = 300 # classifier workload: SGD steps
 TIMING_ITERS = 20      # timed calls in the provenance section
 SEED = 0               # the one integer the whole workload derives from
-"""),
-code("""
+
+# %%
 import random
 import tempfile
 import time
@@ -60,35 +78,35 @@ impl = load_learner(IMPL)
 LABEL = cpu_label()
 print(LABEL)
 print("implementation under test:", IMPL)
-"""),
-md("""
-## Check your starting point
 
-**Question.** You run `jax.random.normal(key, (3,))` twice with the *same* `key`, and
-`np.random.normal(size=3)` twice. Which pair of results is equal, and why? What follows for
-a training loop that draws a minibatch from `key` at every step without changing it?
-Write your answer in the cell below, then open the reasoning.
-"""),
-answer("starting_point_00", 1, """
-The two JAX draws are equal: a JAX key *is* the random state, and a function of the same
-key returns the same numbers. numpy's draws differ because `np.random` keeps hidden global
-state that every call advances. A loop that reuses one key draws the same minibatch at
-every step; it must split the key and use each subkey once.
-"""),
-md("""
-<details><summary>Reasoning (open after answering)</summary>
+# %% [markdown]
+# ## Check your starting point
+#
+# **Question.** You run `jax.random.normal(key, (3,))` twice with the *same* `key`, and
+# `np.random.normal(size=3)` twice. Which pair of results is equal, and why? What follows for
+# a training loop that draws a minibatch from `key` at every step without changing it?
+# Write your answer in the cell below, then open the reasoning.
 
-`jax.random` functions are pure: the output depends only on the key and the shape. That
-is what makes a JAX program repeatable and safe to `jit`, `vmap` and shard: no hidden state
-changes behind your back. The price is that *you* thread the state: `k, sub =
-jax.random.split(k)` gives a new key to carry on and a subkey to spend once. numpy's
-legacy `np.random.*` functions and Python's `random` share one global generator per
-process: a result then depends on every draw that happened before it, including draws in
-code you did not write, and a fresh process starts from a different state unless something
-seeds it. The cell below shows both on this machine.
-</details>
-"""),
-code("""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "starting_point_00", "locked": false, "points": 1, "schema_version": 3, "solution": true, "task": false}
+# The two JAX draws are equal: a JAX key *is* the random state, and a function of the same
+# key returns the same numbers. numpy's draws differ because `np.random` keeps hidden global
+# state that every call advances. A loop that reuses one key draws the same minibatch at
+# every step; it must split the key and use each subkey once.
+
+# %% [markdown]
+# <details><summary>Reasoning (open after answering)</summary>
+#
+# `jax.random` functions are pure: the output depends only on the key and the shape. That
+# is what makes a JAX program repeatable and safe to `jit`, `vmap` and shard: no hidden state
+# changes behind your back. The price is that *you* thread the state: `k, sub =
+# jax.random.split(k)` gives a new key to carry on and a subkey to spend once. numpy's
+# legacy `np.random.*` functions and Python's `random` share one global generator per
+# process: a result then depends on every draw that happened before it, including draws in
+# code you did not write, and a fresh process starts from a different state unless something
+# seeds it. The cell below shows both on this machine.
+# </details>
+
+# %%
 key = jax.random.key(42)
 jax_same = bool(np.array_equal(jax.random.normal(key, (3,)), jax.random.normal(key, (3,))))
 np_same = bool(np.array_equal(np.random.normal(size=3), np.random.normal(size=3)))
@@ -97,19 +115,19 @@ split_same = bool(np.array_equal(jax.random.normal(k_a, (3,)), jax.random.normal
 print(f"same JAX key twice   -> equal: {jax_same}")
 print(f"np.random twice      -> equal: {np_same}")
 print(f"two split subkeys    -> equal: {split_same}")
-"""),
-md("""
-## Build in stages · stage 1: the edit-check loop
 
-Every stage of every project works the same way: a function in your `model.py` raises
-`NotImplementedError`; the check cell runs the grader's command and says *not yet*; you
-edit the file and run the check cell again until it says PASS. Try the loop once on
-something small: open `projects/foundations/starter/model.py`, find `mse`, run the check
-cell below first (read the FAIL line and its hint), then write the one line and run it
-again. The checker draws random inputs of odd shapes and compares with its own float64
-computation, so a result that only looks right on one example does not pass.
-"""),
-code("""
+# %% [markdown]
+# ## Build in stages · stage 1: the edit-check loop
+#
+# Every stage of every project works the same way: a function in your `model.py` raises
+# `NotImplementedError`; the check cell runs the grader's command and says *not yet*; you
+# edit the file and run the check cell again until it says PASS. Try the loop once on
+# something small: open `projects/foundations/starter/model.py`, find `mse`, run the check
+# cell below first (read the FAIL line and its hint), then write the one line and run it
+# again. The checker draws random inputs of odd shapes and compares with its own float64
+# computation, so a result that only looks right on one example does not pass.
+
+# %%
 pred = jnp.array([1.0, 2.0, 4.0])
 target = jnp.array([1.0, 1.0, 1.0])
 hand = float(np.mean((np.asarray(pred) - np.asarray(target)) ** 2))
@@ -117,21 +135,21 @@ yours = attempt(impl.mse, pred, target)
 with not_yet("mse on a small example"):
     need(yours)
     print(f"your mse: {float(yours):.4f}   by hand: {hand:.4f}")
-"""),
-code("""
-check1 = run_check("foundations", 1, IMPL)
-"""),
-md("""
-## Stage 2: a regression fit with checked gradients and explicit keys
 
-The data: `y = x @ w_true + b_true + noise`, all drawn from one key by the given
-`make_regression_data`. Your `regression_grads` is the gradient of the mean squared error
-written by hand: the kind of code (a custom VJP rule, a fused kernel's backward pass) that
-`jax.grad` cannot check for you. What can check it is a **finite difference**: nudge one
-parameter by `eps` either way and divide the change of the loss by `2 * eps`. Done in
-float64 on the same data, it is an independent reference.
-"""),
-code("""
+# %%
+check1 = run_check("foundations", 1, IMPL)
+
+# %% [markdown]
+# ## Stage 2: a regression fit with checked gradients and explicit keys
+#
+# The data: `y = x @ w_true + b_true + noise`, all drawn from one key by the given
+# `make_regression_data`. Your `regression_grads` is the gradient of the mean squared error
+# written by hand: the kind of code (a custom VJP rule, a fused kernel's backward pass) that
+# `jax.grad` cannot check for you. What can check it is a **finite difference**: nudge one
+# parameter by `eps` either way and divide the change of the loss by `2 * eps`. Done in
+# float64 on the same data, it is an independent reference.
+
+# %%
 x_reg, y_reg, truth = impl.make_regression_data(jax.random.key(0), N_REG, D_REG)
 x64, y64 = np.asarray(x_reg, np.float64), np.asarray(y_reg, np.float64)
 probe = {"w": np.linspace(-1.0, 1.0, D_REG), "b": 0.5}
@@ -140,7 +158,7 @@ def loss64(w, b):
     return float(np.mean((x64 @ w + b - y64) ** 2))
 
 def central_difference(loss, w, b, eps, dtype=np.float64):
-    \"\"\"Gradient of loss(w, b) by central differences, every input cast to dtype.\"\"\"
+    """Gradient of loss(w, b) by central differences, every input cast to dtype."""
     w = np.asarray(w, dtype)
     b = dtype(b)
     eps = dtype(eps)
@@ -161,16 +179,16 @@ with not_yet("your gradient against float64 finite differences"):
     grad_rel_error = np.linalg.norm(yours_vec - fd64) / np.linalg.norm(fd64)
     print(f"relative error of your gradient vs float64 central differences: "
           f"{grad_rel_error:.2e}  (the checker allows 1e-3)")
-"""),
-md("""
-Now the fit. `fit_regression` runs minibatch SGD and must thread its key: split once into
-an init key and a batch key, then at every step split the batch key again and spend the
-new subkey on that step's rows. The docstring gives the exact protocol, because the
-checker replays it and compares. Below, the fitted weights against the true ones, then
-the same call in a **fresh Python process** (another hash seed, other global seeds),
-compared bit for bit.
-"""),
-code("""
+
+# %% [markdown]
+# Now the fit. `fit_regression` runs minibatch SGD and must thread its key: split once into
+# an init key and a batch key, then at every step split the batch key again and spend the
+# new subkey on that step's rows. The docstring gives the exact protocol, because the
+# checker replays it and compares. Below, the fitted weights against the true ones, then
+# the same call in a **fresh Python process** (another hash seed, other global seeds),
+# compared bit for bit.
+
+# %%
 fit_key = jax.random.key(1)
 fitted = attempt(impl.fit_regression, fit_key, x_reg, y_reg, steps=STEPS)
 with not_yet("fitted vs true weights") as fit_done:
@@ -184,13 +202,13 @@ with not_yet("fitted vs true weights") as fit_done:
     ax.plot([-lim, lim], [-lim, lim], color="gray", lw=0.8, label="fitted = true")
     ax.set_xlabel("true value")
     ax.set_ylabel("fitted value")
-    ax.set_title(f"SGD fit after {STEPS} steps, full-data loss {fit_loss:.4f}\\n{LABEL}",
+    ax.set_title(f"SGD fit after {STEPS} steps, full-data loss {fit_loss:.4f}\n{LABEL}",
                  fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
     plt.show()
-"""),
-code("""
+
+# %%
 with not_yet("rerun in a fresh process"):
     need(fitted)
     with tempfile.TemporaryDirectory() as tmp:
@@ -200,29 +218,29 @@ with not_yet("rerun in a fresh process"):
     fresh_diffs = bitwise_differences(flatten(fitted), fresh)
     print("fresh process, same key: bitwise identical" if not fresh_diffs
           else f"fresh process differs: {fresh_diffs}")
-"""),
-code("""
-check2 = run_check("foundations", 2, IMPL)
-"""),
-md("""
-## Try a changed condition: finite differences in float32
 
-The reference above used float64. JAX computes in float32 by default, so why not take the
-finite differences in float32 too? Before you measure: **what relative error will float32
-central differences with `eps = 1e-3` have** against the float64 reference gradient?
-Write a number (for example `1e-6`); it is stored, then compared with the measurement.
-"""),
-solution("prediction_fd32", """
+# %%
+check2 = run_check("foundations", 2, IMPL)
+
+# %% [markdown]
+# ## Try a changed condition: finite differences in float32
+#
+# The reference above used float64. JAX computes in float32 by default, so why not take the
+# finite differences in float32 too? Before you measure: **what relative error will float32
+# central differences with `eps = 1e-3` have** against the float64 reference gradient?
+# Write a number (for example `1e-6`); it is stored, then compared with the measurement.
+
+# %% nbgrader={"grade": false, "grade_id": "prediction_fd32", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 PREDICTED_FD32_ERROR = None  # a number, e.g. 1e-6
 ### BEGIN SOLUTION
 PREDICTED_FD32_ERROR = 1e-3
 ### END SOLUTION
-"""),
-tests("prediction_fd32_present", 1, """
+
+# %% nbgrader={"grade": true, "grade_id": "prediction_fd32_present", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 record_prediction("00_fd32_relative_error", PREDICTED_FD32_ERROR)
 assert isinstance(PREDICTED_FD32_ERROR, (int, float)), "write a number as your prediction"
-"""),
-code("""
+
+# %%
 x32, y32 = np.asarray(x_reg, np.float32), np.asarray(y_reg, np.float32)
 xld, yld = x64.astype(np.longdouble), y64.astype(np.longdouble)
 
@@ -257,31 +275,32 @@ ax.loglog(eps_grid, err64, "s-", label="float64 central differences")
 ax.axhline(1e-3, color="gray", ls="--", lw=0.8, label="checker tolerance (1e-3)")
 ax.set_xlabel("step eps")
 ax.set_ylabel("relative error vs extended-precision reference")
-ax.set_title(f"Finite-difference gradient error of the regression loss vs step size\\n{LABEL}",
+ax.set_title(f"Finite-difference gradient error of the regression loss vs step size\n{LABEL}",
              fontsize=9)
 ax.legend(fontsize=8)
 fig.tight_layout()
 plt.show()
-"""),
-md("""
-The error falls as the step grows: the two losses being subtracted agree in most of their
-digits, and the difference keeps only the rest, so a small step leaves mostly rounding
-noise divided by a small number. (This loss is quadratic, so a large step costs nothing
-here; on a curved loss central differences add an error that grows like `eps**2`, and the
-best step sits in between.) float64 lowers the rounding floor by about nine orders of
-magnitude, which is why the checker builds its reference in float64 and compares your
-float32 gradient with a tolerance, never bit for bit.
-"""),
-md("""
-## Stage 3: the reference workload, reproducible from one seed
 
-`coursekit.workloads.classifier` holds the course's workload: Gaussian blobs generated from a key
-(no download) and a one-hidden-layer MLP. Your `train_classifier` shuffles the training
-rows once per epoch with a fresh key and runs SGD; your `reference_workload(seed)` derives
-*every* key from one integer. The result must not care what anyone did to numpy's or
-Python's global generators: the cell below seeds them differently around two calls.
-"""),
-code("""
+
+# %% [markdown]
+# The error falls as the step grows: the two losses being subtracted agree in most of their
+# digits, and the difference keeps only the rest, so a small step leaves mostly rounding
+# noise divided by a small number. (This loss is quadratic, so a large step costs nothing
+# here; on a curved loss central differences add an error that grows like `eps**2`, and the
+# best step sits in between.) float64 lowers the rounding floor by about nine orders of
+# magnitude, which is why the checker builds its reference in float64 and compares your
+# float32 gradient with a tolerance, never bit for bit.
+
+# %% [markdown]
+# ## Stage 3: the reference workload, reproducible from one seed
+#
+# `coursekit.workloads.classifier` holds the course's workload: Gaussian blobs generated from a key
+# (no download) and a one-hidden-layer MLP. Your `train_classifier` shuffles the training
+# rows once per epoch with a fresh key and runs SGD; your `reference_workload(seed)` derives
+# *every* key from one integer. The result must not care what anyone did to numpy's or
+# Python's global generators: the cell below seeds them differently around two calls.
+
+# %%
 def workload_under_global_seed(global_seed):
     np.random.seed(global_seed)
     random.seed(global_seed)
@@ -297,8 +316,8 @@ with not_yet("the reference workload") as workload_done:
           f"test accuracy {workload['test_accuracy']:.3f} (seed {SEED})")
     print("other global seeds: bitwise identical" if not workload_diffs
           else f"other global seeds change the result: {workload_diffs[:2]}")
-"""),
-code("""
+
+# %%
 with not_yet("the data and the held-out errors"):
     need(workload)
     k_data, _ = jax.random.split(jax.random.key(SEED))
@@ -317,30 +336,31 @@ with not_yet("the data and the held-out errors"):
                label=f"misclassified ({int(wrong.sum())})")
     ax.set_xlabel("principal component 1 of the held-out features")
     ax.set_ylabel("principal component 2")
-    ax.set_title(f"Held-out rows of the reference workload (seed {SEED})\\n{LABEL}", fontsize=9)
+    ax.set_title(f"Held-out rows of the reference workload (seed {SEED})\n{LABEL}", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     plt.show()
-"""),
-code("""
+
+# %%
 check3 = run_check("foundations", 3, IMPL)
-"""),
-md("""
-## Diagnose a likely failure: the loss stalls and the seed stops mattering
 
-**Symptom.** An SGD fit settles at a full-data loss well above the noise level, and
-changing the data order barely changes the result. **What to check next**, in order:
 
-1. *Are consecutive minibatches different?* Print the rows of two steps.
-2. *Does another key change the result?* If not, something ignores the key.
-3. *Is the key split at every step?* One subkey spent twice gives the same draw twice.
-4. *Does the result survive a fresh process, and other global seeds?* If not, hidden
-   state decides it.
+# %% [markdown]
+# ## Diagnose a likely failure: the loss stalls and the seed stops mattering
+#
+# **Symptom.** An SGD fit settles at a full-data loss well above the noise level, and
+# changing the data order barely changes the result. **What to check next**, in order:
+#
+# 1. *Are consecutive minibatches different?* Print the rows of two steps.
+# 2. *Does another key change the result?* If not, something ignores the key.
+# 3. *Is the key split at every step?* One subkey spent twice gives the same draw twice.
+# 4. *Does the result survive a fresh process, and other global seeds?* If not, hidden
+#    state decides it.
+#
+# The planted failure, reproduced: the batch key is split *once*, before the loop, and its
+# subkey reused at every step, so every step trains on the same rows.
 
-The planted failure, reproduced: the batch key is split *once*, before the loop, and its
-subkey reused at every step, so every step trains on the same rows.
-"""),
-code("""
+# %%
 def sq_loss(params, xb, yb):
     return jnp.mean((impl.predict(params, xb) - yb) ** 2)
 
@@ -362,14 +382,15 @@ noise_floor = float(sq_loss(truth, x_reg, y_reg))
 print(f"distinct rows ever used: {len(rows_seen)} of {N_REG}")
 print(f"full-data loss with the reused key: {reused_loss:.4f}; "
       f"true parameters (the noise level): {noise_floor:.4f}")
-"""),
-md("""
-The fix is the key protocol of `fit_regression`: split at every step and spend each
-subkey once. Write the smallest piece of it yourself: `step_keys(key, steps)` returns the
-list of `steps` subkeys a loop would spend, threading the key as `fit_regression` does
-(`key, sub = jax.random.split(key)` per step, collect `sub`).
-"""),
-solution("step_keys", """
+
+
+# %% [markdown]
+# The fix is the key protocol of `fit_regression`: split at every step and spend each
+# subkey once. Write the smallest piece of it yourself: `step_keys(key, steps)` returns the
+# list of `steps` subkeys a loop would spend, threading the key as `fit_regression` does
+# (`key, sub = jax.random.split(key)` per step, collect `sub`).
+
+# %% nbgrader={"grade": false, "grade_id": "step_keys", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 def step_keys(key, steps):
     ### BEGIN SOLUTION
     subkeys = []
@@ -378,14 +399,15 @@ def step_keys(key, steps):
         subkeys.append(sub)
     return subkeys
     ### END SOLUTION
-"""),
-tests("step_keys_tests", 2, """
+
+
+# %% nbgrader={"grade": true, "grade_id": "step_keys_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 _keys = step_keys(jax.random.key(7), 5)
 assert len(_keys) == 5, f"expected 5 subkeys, got {len(_keys)}"
 _data = [tuple(np.asarray(jax.random.key_data(k)).ravel()) for k in _keys]
 assert len(set(_data)) == 5, "some steps got the same subkey: split at every step"
 _k, _first = jax.random.split(jax.random.key(7))
-assert _data[0] == tuple(np.asarray(jax.random.key_data(_first)).ravel()), \\
+assert _data[0] == tuple(np.asarray(jax.random.key_data(_first)).ravel()), \
     "the first subkey should be the second half of split(key)"
 ### BEGIN HIDDEN TESTS
 _k = jax.random.key(11)
@@ -396,32 +418,33 @@ for _ in range(9):
 assert [tuple(np.asarray(jax.random.key_data(k)).ravel())
         for k in step_keys(jax.random.key(11), 9)] == _ref
 ### END HIDDEN TESTS
-"""),
-code("""
+
+# %%
 with not_yet("the fixed fit against the planted failure") as diagnosis_done:
     need(fitted)
     fixed_loss = float(sq_loss(fitted, x_reg, y_reg))
     print(f"full-data loss: reused key {reused_loss:.4f}, split per step (your "
           f"fit_regression) {fixed_loss:.4f}, noise level {noise_floor:.4f}")
     print(f"the reused key's loss is {reused_loss / fixed_loss:.1f}x the fixed one")
-"""),
-md("""
-## Provenance: every measurement recorded, failed runs included
 
-From here on every measurement goes to MLflow with its configuration (shapes, dtypes,
-backend and device, jax/jaxlib versions, XLA flags, CPU model, git commit), its summary
-metrics, its raw samples (an artifact) and its status. The store is
-`build/mlflow.db` unless `MLFLOW_TRACKING_URI` says otherwise; `make mlflow-ui` shows it in
-a browser on localhost. Below, a real measurement at two batch sizes: a jitted SGD step of
-the reference classifier, the first call (compile) timed apart, the output checked before
-any warmed sample, every sample kept.
-"""),
-code("""
+
+# %% [markdown]
+# ## Provenance: every measurement recorded, failed runs included
+#
+# From here on every measurement goes to MLflow with its configuration (shapes, dtypes,
+# backend and device, jax/jaxlib versions, XLA flags, CPU model, git commit), its summary
+# metrics, its raw samples (an artifact) and its status. The store is
+# `build/mlflow.db` unless `MLFLOW_TRACKING_URI` says otherwise; `make mlflow-ui` shows it in
+# a browser on localhost. Below, a real measurement at two batch sizes: a jitted SGD step of
+# the reference classifier, the first call (compile) timed apart, the output checked before
+# any warmed sample, every sample kept.
+
+# %%
 def sgd_update(p, x, y):
     return jax.tree.map(lambda v, g: v - 0.3 * g, p, jax.grad(classifier.loss)(p, x, y))
 
 def measure_step(batch):
-    \"\"\"One recorded measurement of the jitted SGD step at this batch size.\"\"\"
+    """One recorded measurement of the jitted SGD step at this batch size."""
     k_data, k_init = jax.random.split(jax.random.key(SEED))
     x, y = classifier.make_dataset(k_data, batch)
     params = classifier.init_params(k_init)
@@ -448,26 +471,26 @@ def measure_step(batch):
 
 step_runs = {batch: measure_step(batch) for batch in (64, 256)}
 print(LABEL)
-"""),
-md("""
-A record is useful when it holds the runs that went wrong too. The course's own
-`output_check_demo` measures the classifier's logits in bfloat16 against a float32
-reference with a float32 tolerance: the output check fails *before* anything is timed, and
-the run is kept as FAILED. (`make course` records the same demo, and a run whose process
-was killed outright, which MLflow itself leaves RUNNING, reads back here as KILLED.)
-"""),
-code("""
+
+# %% [markdown]
+# A record is useful when it holds the runs that went wrong too. The course's own
+# `output_check_demo` measures the classifier's logits in bfloat16 against a float32
+# reference with a float32 tolerance: the output check fails *before* anything is timed, and
+# the run is kept as FAILED. (`make course` records the same demo, and a run whose process
+# was killed outright, which MLflow itself leaves RUNNING, reads back here as KILLED.)
+
+# %%
 failed_demo = provenance.output_check_demo("bfloat16", n=255)
 print(f"{failed_demo['status']}: {failed_demo['error']}")
-"""),
-md("""
-An interrupted run is kept too. A process that raises records FAILED; Ctrl-C records
-KILLED; but a process killed outright (SIGKILL, the out-of-memory killer, a lost machine)
-never gets to say anything, and MLflow keeps its run RUNNING forever. The course records
-each run's process id, its start time and the host, so a RUNNING run whose process is gone
-reads back as KILLED. Reproduced for real: a child process opens a run and is SIGKILLed.
-"""),
-code("""
+
+# %% [markdown]
+# An interrupted run is kept too. A process that raises records FAILED; Ctrl-C records
+# KILLED; but a process killed outright (SIGKILL, the out-of-memory killer, a lost machine)
+# never gets to say anything, and MLflow keeps its run RUNNING forever. The course records
+# each run's process id, its start time and the host, so a RUNNING run whose process is gone
+# reads back as KILLED. Reproduced for real: a child process opens a run and is SIGKILLed.
+
+# %%
 import signal
 import subprocess
 import sys
@@ -491,15 +514,15 @@ every_run = provenance.with_effective_status(
     mlflow.search_runs(experiment_names=[provenance.EXPERIMENT]))
 print("runs in the record by status:",
       every_run["course_status"].value_counts().to_dict())
-"""),
-md("""
-Comparing measurements is only honest between comparable configurations: the same shapes
-and dtypes, backend, device, versions, XLA flags and CPU. Each run carries a fingerprint
-of exactly those; MLflow's own `search_runs` filters on it. Runs of the batch-64 step from
-earlier executions of the notebook show up here; the batch-256 run, the bfloat16 run and
-other workloads do not, and `why_not_comparable` says why.
-"""),
-code("""
+
+# %% [markdown]
+# Comparing measurements is only honest between comparable configurations: the same shapes
+# and dtypes, backend, device, versions, XLA flags and CPU. Each run carries a fingerprint
+# of exactly those; MLflow's own `search_runs` filters on it. Runs of the batch-64 step from
+# earlier executions of the notebook show up here; the batch-256 run, the bfloat16 run and
+# other workloads do not, and `why_not_comparable` says why.
+
+# %%
 run = step_runs[64]
 comparable = mlflow.search_runs(
     experiment_names=[provenance.EXPERIMENT],
@@ -519,7 +542,7 @@ ax.set_xticks(range(1, len(comparable) + 1))
 ax.set_xlabel("comparable run of the batch-64 step, oldest first")
 ax.set_ylabel("warmed step time (ms)")
 ax.set_ylim(bottom=0)
-ax.set_title(f"One configuration across executions of this notebook\\n{LABEL}", fontsize=9)
+ax.set_title(f"One configuration across executions of this notebook\n{LABEL}", fontsize=9)
 ax.legend(fontsize=8)
 fig.tight_layout()
 plt.show()
@@ -527,13 +550,13 @@ latest = provenance.get_run(run.run_id)
 for other in (provenance.get_run(step_runs[256].run_id), failed_demo):
     print(f"not comparable with {other['name']!r}:",
           "; ".join(provenance.why_not_comparable(latest, other)[:4]))
-"""),
-md("""
-## Decide what is ready
 
-The evidence of this notebook, computed from the cells above:
-"""),
-code("""
+# %% [markdown]
+# ## Decide what is ready
+#
+# The evidence of this notebook, computed from the cells above:
+
+# %%
 evidence = {
     "stage 1 checks passed": f"{check1['passed']} of {check1['passed'] + check1['failed']}",
     "stage 2 checks passed": f"{check2['passed']} of {check2['passed'] + check2['failed']}",
@@ -552,19 +575,17 @@ evidence = {
 for k, v in evidence.items():
     print(f"{k:42s} {v}")
 print(LABEL)
-"""),
-md("""
-**Your decision.** Write one accept/reject statement: *is the reference workload ready to be
-the baseline that every later measurement in the course is compared against?* Back it with
-the evidence above (checks, bitwise reruns, gradient agreement, the record), and name what
-it does not show.
-"""),
-answer("decision_00", 2, """
-Accept. All checks pass; the gradient agrees with float64 finite differences far inside
-the tolerance; the fit and the workload rerun bitwise in a fresh process and under other
-global seeds, so every result is a function of the seed alone; the measurement is in the
-record with its configuration, next to a deliberately failed run. It does not show speed
-on an accelerator: these are CPU figures from a shared 2-core machine, and only runs with
-the same fingerprint may be compared.
-"""),
-])
+
+# %% [markdown]
+# **Your decision.** Write one accept/reject statement: *is the reference workload ready to be
+# the baseline that every later measurement in the course is compared against?* Back it with
+# the evidence above (checks, bitwise reruns, gradient agreement, the record), and name what
+# it does not show.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "decision_00", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# Accept. All checks pass; the gradient agrees with float64 finite differences far inside
+# the tolerance; the fit and the workload rerun bitwise in a fresh process and under other
+# global seeds, so every result is a function of the seed alone; the measurement is in the
+# record with its configuration, next to a deliberately failed run. It does not show speed
+# on an accelerator: these are CPU figures from a shared 2-core machine, and only runs with
+# the same fingerprint may be compared.

@@ -1,32 +1,47 @@
-"""Notebook 01 · async timing (performance-audit stage 1)."""
+# ---
+# jupyter:
+#   course:
+#     ci_parameters:
+#       ITERS: 8
+#       N: 384
+#       REPEATS: 3
+#     project: performance-audit
+#     stages:
+#     - 1
+#     title: "01 \xB7 Async timing"
+#   jupytext:
+#     notebook_metadata_filter: course,language_info,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: JAX perf course (Python 3.12, CPU)
+#     language: python
+#     name: jax-perf-course
+#   language_info:
+#     name: python
+# ---
 
-from coursekit.authoring.nbbuild import answer, code, md, notebook, parameters, solution, tests
+# %% [markdown]
+# # 01 · Async timing: measure completed work
+#
+# **Project:** performance-audit, stage 1 (*a comparable measurement*).
+# **You build** in `projects/performance-audit/starter/model.py`: `time_fn`, `comparable`,
+# `experiment_shape_change`, `experiment_host_read`. This notebook explains, experiments and
+# plots; the check cells run the grader's own `check.py --stage 1`.
+#
+# Every time in this notebook is a **CPU figure** measured on this machine. It says how a
+# measurement behaves, not how fast an accelerator is.
 
-PROJECT = "performance-audit"
-
-
-def build():
-    return notebook(PROJECT, stages=[1], ci_parameters={"N": 384, "ITERS": 8, "REPEATS": 3},
-                    title="01 · Async timing", cells=[
-md("""
-# 01 · Async timing: measure completed work
-
-**Project:** performance-audit, stage 1 (*a comparable measurement*).
-**You build** in `projects/performance-audit/starter/model.py`: `time_fn`, `comparable`,
-`experiment_shape_change`, `experiment_host_read`. This notebook explains, experiments and
-plots; the check cells run the grader's own `check.py --stage 1`.
-
-Every time in this notebook is a **CPU figure** measured on this machine. It says how a
-measurement behaves, not how fast an accelerator is.
-"""),
-parameters("""
+# %% tags=["parameters"]
 # Parameters (papermill injects other values in CI; learners keep these).
 IMPL = "../projects/performance-audit/starter/model.py"  # the implementation under test
 N = 1024        # matrix size of the workload: tanh(a @ a) @ a on an (N, N) float32 array
 ITERS = 20      # timed calls per measurement
 REPEATS = 5     # repeated runs in the diagnosis section
-"""),
-code("""
+
+# %%
 import os
 import time
 
@@ -43,45 +58,46 @@ impl = load_learner(IMPL)
 LABEL = cpu_label()
 print(LABEL)
 print("implementation under test:", IMPL)
-"""),
-md("""
-## Check your starting point
 
-**Question.** `f = jax.jit(g)` has already been called once (it is compiled). You write
 
-```python
-t0 = time.perf_counter(); y = f(x); t1 = time.perf_counter()
-```
+# %% [markdown]
+# ## Check your starting point
+#
+# **Question.** `f = jax.jit(g)` has already been called once (it is compiled). You write
+#
+# ```python
+# t0 = time.perf_counter(); y = f(x); t1 = time.perf_counter()
+# ```
+#
+# What does `t1 - t0` measure: (a) the time to compute `y`; (b) compile plus compute;
+# (c) mostly the time to hand the work to the runtime and get back a handle to a result
+# that may not exist yet? Write your answer and one sentence of why in the cell below,
+# then open the reasoning.
 
-What does `t1 - t0` measure: (a) the time to compute `y`; (b) compile plus compute;
-(c) mostly the time to hand the work to the runtime and get back a handle to a result
-that may not exist yet? Write your answer and one sentence of why in the cell below,
-then open the reasoning.
-"""),
-answer("starting_point_01", 1, """
-(c). JAX dispatches asynchronously: `f(x)` enqueues the computation and returns an array
-handle at once. The clock stops before the work is done, so `t1 - t0` is dispatch time.
-"""),
-md("""
-<details><summary>Reasoning (open after answering)</summary>
+# %% [markdown] nbgrader={"grade": true, "grade_id": "starting_point_01", "locked": false, "points": 1, "schema_version": 3, "solution": true, "task": false}
+# (c). JAX dispatches asynchronously: `f(x)` enqueues the computation and returns an array
+# handle at once. The clock stops before the work is done, so `t1 - t0` is dispatch time.
 
-JAX's runtime runs computations asynchronously. A jitted call checks its arguments, finds
-the compiled executable in its cache, enqueues it and returns a `jax.Array` whose buffer
-will be filled later. Python only waits when something needs the values:
-`jax.block_until_ready(y)`, `np.asarray(y)`, `float(y)`, printing `y`. A timer must
-therefore wait *inside* its boundary. The first call also traces and compiles, so it is
-reported apart from the warmed calls. The cells below measure all of this on this machine.
-</details>
-"""),
-md("""
-## Build in stages · stage 1: a comparable measurement
+# %% [markdown]
+# <details><summary>Reasoning (open after answering)</summary>
+#
+# JAX's runtime runs computations asynchronously. A jitted call checks its arguments, finds
+# the compiled executable in its cache, enqueues it and returns a `jax.Array` whose buffer
+# will be filled later. Python only waits when something needs the values:
+# `jax.block_until_ready(y)`, `np.asarray(y)`, `float(y)`, printing `y`. A timer must
+# therefore wait *inside* its boundary. The first call also traces and compiles, so it is
+# reported apart from the warmed calls. The cells below measure all of this on this machine.
+# </details>
 
-The workload: `tanh(a @ a) @ a`, two matmuls of size `N`. First two timers written inline,
-side by side: one stops the clock when the call returns, the other waits for the result
-inside the clock. Between unsynchronised samples the cell waits *outside* the clock, so
-each sample starts from an idle runtime.
-"""),
-code("""
+# %% [markdown]
+# ## Build in stages · stage 1: a comparable measurement
+#
+# The workload: `tanh(a @ a) @ a`, two matmuls of size `N`. First two timers written inline,
+# side by side: one stops the clock when the call returns, the other waits for the result
+# inside the clock. Between unsynchronised samples the cell waits *outside* the clock, so
+# each sample starts from an idle runtime.
+
+# %%
 def work(a):
     return jnp.tanh(a @ a) @ a
 
@@ -116,13 +132,13 @@ print(f"N = {N}, {ITERS} samples each ({LABEL})")
 print(f"  unsynchronised median: {np.median(unsync) * 1e3:9.4f} ms")
 print(f"  synchronised median:   {np.median(sync) * 1e3:9.4f} ms")
 print(f"  the synchronised timer reads {ratio_sync_unsync:.0f}x longer")
-"""),
-md("""
-Now your `time_fn` on a *fresh* jitted function, so its first call compiles. It must report
-that first call apart, count compiles with `jax.monitoring`, keep every raw sample and
-check the output against `expected` before timing.
-"""),
-code("""
+
+# %% [markdown]
+# Now your `time_fn` on a *fresh* jitted function, so its first call compiles. It must report
+# that first call apart, count compiles with `jax.monitoring`, keep every raw sample and
+# check the output against `expected` before timing.
+
+# %%
 measured = attempt(impl.time_fn, fresh_jit(), x, warmup=2, iters=ITERS,
                    expected=reference, label="time_fn")
 with not_yet("first call vs warmed"):
@@ -134,12 +150,12 @@ with not_yet("first call vs warmed"):
           f"{measured['compiles_warmed']} compile(s) during warm-up and samples")
     print(f"first call / warmed median: {measured['first_call_s'] / warm:.1f}x; "
           f"output_ok={measured['output_ok']}; backend={measured['backend']}")
-"""),
-md("""
-The raw samples, plotted rather than summarised: each dot is one call. The time axis is
-logarithmic because the two timers differ by orders of magnitude.
-"""),
-code("""
+
+# %% [markdown]
+# The raw samples, plotted rather than summarised: each dot is one call. The time axis is
+# logarithmic because the two timers differ by orders of magnitude.
+
+# %%
 fig, ax = plt.subplots(figsize=(8, 3.2))
 rows = [("unsynchronised (inline)", unsync), ("synchronised (inline)", sync)]
 if measured:
@@ -158,17 +174,17 @@ titled(ax, f"Raw timing samples, N={N}", LABEL)
 ax.legend(fontsize=7, loc="lower right")
 fig.tight_layout()
 plt.show()
-"""),
-md("""
-### One change at a time
 
-A comparison means something only when one thing changed. Your
-`experiment_shape_change` changes only the input shape (a new shape means a new compile,
-which must land in the first call, not in the samples); `experiment_host_read` changes
-only the way of waiting (`np.asarray` of the output instead of `block_until_ready`).
-`comparable` must name exactly what differs.
-"""),
-code("""
+# %% [markdown]
+# ### One change at a time
+#
+# A comparison means something only when one thing changed. Your
+# `experiment_shape_change` changes only the input shape (a new shape means a new compile,
+# which must land in the first call, not in the samples); `experiment_host_read` changes
+# only the way of waiting (`np.asarray` of the output instead of `block_until_ready`).
+# `comparable` must name exactly what differs.
+
+# %%
 x_changed = jax.random.normal(jax.random.key(1), (N + 1, N + 1), jnp.float32) / np.sqrt(N)
 shape_exp = attempt(impl.experiment_shape_change, fresh_jit(), x, x_changed,
                     warmup=2, iters=ITERS)
@@ -180,8 +196,8 @@ with not_yet("shape change alone"):
               f"({m['compiles_first_call']} compile) warmed median "
               f"{np.median(m['samples_s']) * 1e3:8.2f} ms ({m['compiles_warmed']} compiles)")
     print("comparable() says:", impl.comparable(shape_exp["base"], shape_exp["changed"]))
-"""),
-code("""
+
+# %%
 host_exp = attempt(impl.experiment_host_read, f, x, warmup=2, iters=ITERS)
 with not_yet("host read alone"):
     need(host_exp)
@@ -191,26 +207,27 @@ with not_yet("host read alone"):
     print(f"host_read / block_until_ready: {medians['host_read'] / medians['block']:.2f}x "
           "(both wait for the same completed work)")
     print("comparable() says:", impl.comparable(host_exp["block"], host_exp["host_read"]))
-"""),
-md("""
-### Check stage 1
 
-The same command the grader runs: `check.py --stage 1 --impl IMPL`. Its inputs come from a
-seed you do not see, with odd sizes, and it times the workload itself to compare with
-yours (ratios with wide margins, never absolute times).
-"""),
-code("""
+# %% [markdown]
+# ### Check stage 1
+#
+# The same command the grader runs: `check.py --stage 1 --impl IMPL`. Its inputs come from a
+# seed you do not see, with odd sizes, and it times the workload itself to compare with
+# yours (ratios with wide margins, never absolute times).
+
+# %%
 check1 = run_check("performance-audit", 1, IMPL)
-"""),
-md("""
-## Exercise: summarise raw samples without losing them
 
-Write `summarize_samples(samples_s)`: from a list of raw seconds, return a dict with
-`median_ms`, `p10_ms`, `p90_ms` (percentiles as `np.percentile` computes them, in
-milliseconds) and `spread` (`p90_ms / p10_ms`). The raw list stays where it is; the summary
-sits beside it. The diagnosis below uses it.
-"""),
-solution("summarize_samples", """
+
+# %% [markdown]
+# ## Exercise: summarise raw samples without losing them
+#
+# Write `summarize_samples(samples_s)`: from a list of raw seconds, return a dict with
+# `median_ms`, `p10_ms`, `p90_ms` (percentiles as `np.percentile` computes them, in
+# milliseconds) and `spread` (`p90_ms / p10_ms`). The raw list stays where it is; the summary
+# sits beside it. The diagnosis below uses it.
+
+# %% nbgrader={"grade": false, "grade_id": "summarize_samples", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 def summarize_samples(samples_s):
     ### BEGIN SOLUTION
     ms = np.asarray(samples_s, dtype=float) * 1e3
@@ -218,8 +235,9 @@ def summarize_samples(samples_s):
     return {"median_ms": float(p50), "p10_ms": float(p10), "p90_ms": float(p90),
             "spread": float(p90 / p10)}
     ### END SOLUTION
-"""),
-tests("summarize_samples_tests", 2, """
+
+
+# %% nbgrader={"grade": true, "grade_id": "summarize_samples_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 s = summarize_samples([0.001, 0.002, 0.003, 0.004, 0.005])
 assert set(s) >= {"median_ms", "p10_ms", "p90_ms", "spread"}, sorted(s)
 assert abs(s["median_ms"] - 3.0) < 1e-9, s
@@ -235,26 +253,26 @@ for _n in (3, 8, 31):
     assert np.isclose(_s["spread"], _p[2] / _p[0])
     assert all(isinstance(v, float) for v in _s.values())
 ### END HIDDEN TESTS
-"""),
-md("""
-## Try a changed condition: double N
 
-The workload does about eight times the arithmetic when `N` doubles. Before you measure:
-**by what factor will the *unsynchronised* median change** when `N` doubles? Write a number
-in the cell below (your prediction is stored and graded for being there, not for being
-right).
-"""),
-solution("prediction_unsynced_2n", """
+# %% [markdown]
+# ## Try a changed condition: double N
+#
+# The workload does about eight times the arithmetic when `N` doubles. Before you measure:
+# **by what factor will the *unsynchronised* median change** when `N` doubles? Write a number
+# in the cell below (your prediction is stored and graded for being there, not for being
+# right).
+
+# %% nbgrader={"grade": false, "grade_id": "prediction_unsynced_2n", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 PREDICTED_UNSYNCED_FACTOR = None  # a number, e.g. 8.0
 ### BEGIN SOLUTION
 PREDICTED_UNSYNCED_FACTOR = 1.0
 ### END SOLUTION
-"""),
-tests("prediction_unsynced_2n_present", 1, """
+
+# %% nbgrader={"grade": true, "grade_id": "prediction_unsynced_2n_present", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 record_prediction("01_unsynced_factor_2n", PREDICTED_UNSYNCED_FACTOR, "x")
 assert isinstance(PREDICTED_UNSYNCED_FACTOR, (int, float)), "write a number as your prediction"
-"""),
-code("""
+
+# %%
 x2 = jax.random.normal(jax.random.key(2), (2 * N, 2 * N), jnp.float32) / np.sqrt(2 * N)
 jax.block_until_ready(f(x2))  # compile the new shape outside the timers
 iters_2n = max(3, ITERS // 3)
@@ -265,33 +283,34 @@ synced_factor = np.median(sync_2n) / np.median(sync[:iters_2n])
 compare_prediction("01_unsynced_factor_2n", PREDICTED_UNSYNCED_FACTOR, unsynced_factor, "x")
 print(f"for comparison, the synchronised median changed by {synced_factor:.2f}x "
       f"(arithmetic grew {(2 * N) ** 3 / N ** 3:.0f}x) ({LABEL})")
-"""),
-md("""
-The unsynchronised timer barely notices the extra work: it measures dispatch, which does
-not depend on how long the computation will run. Only the synchronised timer sees the
-arithmetic (how close it comes to the flop ratio depends on caches and threads: notebook
-03 places such workloads on a roofline).
-"""),
-md("""
-## Diagnose a likely failure: a speedup that disappears
 
-**Symptom.** A teammate reports "v2 of the step is much faster than v1", one number each.
-You re-run it and the speedup is gone. **What to check next**, in order:
 
-1. *Equivalent work*: same shapes, dtypes and a correct output for both (`comparable`,
-   `expected=`).
-2. *Compilation reuse*: was one version's first call (its compile) inside its number and
-   the other's not?
-3. *Synchronisation*: did both timers wait inside their boundary?
-4. *Sample spread*: one sample each says nothing; repeat and look at the raw samples.
-5. *Competing system activity*: other work on the machine (note the load average with the
-   samples).
+# %% [markdown]
+# The unsynchronised timer barely notices the extra work: it measures dispatch, which does
+# not depend on how long the computation will run. Only the synchronised timer sees the
+# arithmetic (how close it comes to the flop ratio depends on caches and threads: notebook
+# 03 places such workloads on a roofline).
 
-Keep the raw samples: a summary cannot be re-examined later. The planted failure,
-reproduced: v1 and v2 are *the same code*; the one-shot timer takes v1's first call
-(compile included, no sync) and v2 after it was already warm.
-"""),
-code("""
+# %% [markdown]
+# ## Diagnose a likely failure: a speedup that disappears
+#
+# **Symptom.** A teammate reports "v2 of the step is much faster than v1", one number each.
+# You re-run it and the speedup is gone. **What to check next**, in order:
+#
+# 1. *Equivalent work*: same shapes, dtypes and a correct output for both (`comparable`,
+#    `expected=`).
+# 2. *Compilation reuse*: was one version's first call (its compile) inside its number and
+#    the other's not?
+# 3. *Synchronisation*: did both timers wait inside their boundary?
+# 4. *Sample spread*: one sample each says nothing; repeat and look at the raw samples.
+# 5. *Competing system activity*: other work on the machine (note the load average with the
+#    samples).
+#
+# Keep the raw samples: a summary cannot be re-examined later. The planted failure,
+# reproduced: v1 and v2 are *the same code*; the one-shot timer takes v1's first call
+# (compile included, no sync) and v2 after it was already warm.
+
+# %%
 def step_v1(a):
     return jnp.tanh(a @ a) @ a
 
@@ -312,13 +331,13 @@ claimed_speedup = claimed_v1 / claimed_v2
 jax.block_until_ready(v1(x))
 print(f"claimed: v1 {claimed_v1 * 1e3:.2f} ms, v2 {claimed_v2 * 1e3:.3f} ms -> "
       f"{claimed_speedup:.0f}x 'speedup' ({LABEL})")
-"""),
-md("""
-The fix: the same two functions measured with your `time_fn` (first call apart, synced,
-output checked, raw samples kept), `REPEATS` times in alternating order, with the load
-average noted beside each repeat.
-"""),
-code("""
+
+# %% [markdown]
+# The fix: the same two functions measured with your `time_fn` (first call apart, synced,
+# output checked, raw samples kept), `REPEATS` times in alternating order, with the load
+# average noted beside each repeat.
+
+# %%
 repeats = []
 with not_yet("repeated measurement of v1 and v2") as fixed:
     for r in range(REPEATS):
@@ -337,8 +356,8 @@ with not_yet("repeated measurement of v1 and v2") as fixed:
               f"{row['load_1min']:.2f}")
     print(f"claimed {claimed_speedup:.0f}x; measured v1/v2 across repeats: "
           f"{speedups.min():.3f} .. {speedups.max():.3f} ({LABEL})")
-"""),
-code("""
+
+# %%
 with not_yet("spread of the repeated samples"):
     need(fixed)
     for r, row in enumerate(repeats):
@@ -360,13 +379,13 @@ with not_yet("spread of the repeated samples"):
     ax.legend(fontsize=8)
     fig.tight_layout()
     plt.show()
-"""),
-md("""
-## Decide what is ready
 
-The evidence of this stage, computed from the cells above:
-"""),
-code("""
+# %% [markdown]
+# ## Decide what is ready
+#
+# The evidence of this stage, computed from the cells above:
+
+# %%
 evidence = {
     "stage 1 checks passed": f"{check1['passed']} of {check1['passed'] + check1['failed']}",
     "synchronised / unsynchronised median": f"{ratio_sync_unsync:.0f}x",
@@ -378,17 +397,15 @@ evidence = {
 for k, v in evidence.items():
     print(f"{k:40s} {v}")
 print(LABEL)
-"""),
-md("""
-**Your decision.** Write one accept/reject statement: *is your `time_fn` ready to be the
-measurement every later stage of this project relies on?* Back it with the evidence above
-(which checks passed, what the repeats showed, what you would still distrust).
-"""),
-answer("decision_01", 2, """
-Accept. All stage 1 checks pass; the synchronised timer reads the completed work (the
-unsynchronised one reads dispatch), compiles stay out of the warmed samples, a wrong output
-is caught, and repeated runs of identical code give a v1/v2 ratio close to 1, so the
-one-shot "speedup" was compile + missing sync. Caveat: CPU figures on a shared 2-core
-machine; keep the raw samples and the load average with every result.
-"""),
-])
+
+# %% [markdown]
+# **Your decision.** Write one accept/reject statement: *is your `time_fn` ready to be the
+# measurement every later stage of this project relies on?* Back it with the evidence above
+# (which checks passed, what the repeats showed, what you would still distrust).
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "decision_01", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# Accept. All stage 1 checks pass; the synchronised timer reads the completed work (the
+# unsynchronised one reads dispatch), compiles stay out of the warmed samples, a wrong output
+# is caught, and repeated runs of identical code give a v1/v2 ratio close to 1, so the
+# one-shot "speedup" was compile + missing sync. Caveat: CPU figures on a shared 2-core
+# machine; keep the raw samples and the load average with every result.

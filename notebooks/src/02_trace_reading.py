@@ -1,34 +1,49 @@
-"""Notebook 02 · trace reading (performance-audit stage 2, trace part)."""
+# ---
+# jupyter:
+#   course:
+#     ci_parameters:
+#       BATCH: 64
+#       STEPS: 3
+#       WIDTH: 128
+#     project: performance-audit
+#     stages:
+#     - 2
+#     title: "02 \xB7 Trace reading"
+#   jupytext:
+#     notebook_metadata_filter: course,language_info,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: JAX perf course (Python 3.12, CPU)
+#     language: python
+#     name: jax-perf-course
+#   language_info:
+#     name: python
+# ---
 
-from coursekit.authoring.nbbuild import answer, code, md, notebook, parameters, solution, tests
+# %% [markdown]
+# # 02 · Trace reading: one region, found and explained
+#
+# **Project:** performance-audit, stage 2 (*explain the evidence*), trace part.
+# **You build** in `projects/performance-audit/starter/model.py`: `write_trace`,
+# `newest_trace_file`, `summarize_region`. Notebook 03 builds the roofline part of the same
+# stage.
+#
+# The traces here are real `jax.profiler` traces of a small MLP training step, taken on
+# this machine's CPU. A CPU trace shows how the host runtime schedules work; it says
+# nothing about accelerator kernels, memory or communication.
 
-PROJECT = "performance-audit"
-
-
-def build():
-    return notebook(PROJECT, stages=[2], ci_parameters={"BATCH": 64, "WIDTH": 128, "STEPS": 3},
-                    title="02 · Trace reading", cells=[
-md("""
-# 02 · Trace reading: one region, found and explained
-
-**Project:** performance-audit, stage 2 (*explain the evidence*), trace part.
-**You build** in `projects/performance-audit/starter/model.py`: `write_trace`,
-`newest_trace_file`, `summarize_region`. Notebook 03 builds the roofline part of the same
-stage.
-
-The traces here are real `jax.profiler` traces of a small MLP training step, taken on
-this machine's CPU. A CPU trace shows how the host runtime schedules work; it says
-nothing about accelerator kernels, memory or communication.
-"""),
-parameters("""
+# %% tags=["parameters"]
 # Parameters (papermill injects other values in CI; learners keep these).
 IMPL = "../projects/performance-audit/starter/model.py"  # the implementation under test
 BATCH = 256      # rows per training step
 WIDTH = 256      # model width; the hidden layer is 4 * WIDTH
 STEPS = 5        # annotated steps per trace
 TRACE_DIR = ""   # where traces go; empty: a folder under the course records (build/learner)
-"""),
-code("""
+
+# %%
 import json
 import os
 import subprocess
@@ -53,41 +68,41 @@ TRACE_ROOT.mkdir(parents=True, exist_ok=True)
 print(LABEL)
 print("implementation under test:", IMPL)
 print("traces go to:", TRACE_ROOT)
-"""),
-md("""
-## Check your starting point
 
-**Question.** In a trace, the annotated region `train_step` lasts *T*. Directly inside it
-sits an event `PjitFunction(step)` lasting *P*, and inside *that* another
-`PjitFunction(step)`, also lasting about *P*. How long did the step spend in the jitted
-call: (a) about *P*; (b) about *2P*; (c) cannot tell without the XLA op events? Answer and
-say why in the cell below, then open the reasoning.
-"""),
-answer("starting_point_02", 1, """
-(a) about *P*. The second `PjitFunction(step)` is nested inside the first on the same
-thread: it is the same interval of time seen by two layers of the runtime. Adding nested
-events counts the same time twice; only direct children of the region add up.
-"""),
-md("""
-<details><summary>Reasoning (open after answering)</summary>
+# %% [markdown]
+# ## Check your starting point
+#
+# **Question.** In a trace, the annotated region `train_step` lasts *T*. Directly inside it
+# sits an event `PjitFunction(step)` lasting *P*, and inside *that* another
+# `PjitFunction(step)`, also lasting about *P*. How long did the step spend in the jitted
+# call: (a) about *P*; (b) about *2P*; (c) cannot tell without the XLA op events? Answer and
+# say why in the cell below, then open the reasoning.
 
-Events on one thread form a tree: an event that starts and ends inside another is its
-child. Time is additive only across siblings. The region's *self time* is its duration
-minus the summed durations of its *direct* children. JAX's `PjitFunction(...)` appears
-nested in itself under an annotation, so a sum over every event inside the region
-overcounts. Events on *other* threads (XLA's worker threads) overlap the region in time
-but are not its children: they run concurrently.
-</details>
-"""),
-md("""
-## Build in stages · stage 2 (trace part): write a trace, find the region
+# %% [markdown] nbgrader={"grade": true, "grade_id": "starting_point_02", "locked": false, "points": 1, "schema_version": 3, "solution": true, "task": false}
+# (a) about *P*. The second `PjitFunction(step)` is nested inside the first on the same
+# thread: it is the same interval of time seen by two layers of the runtime. Adding nested
+# events counts the same time twice; only direct children of the region add up.
 
-The workload: one jitted training step of a two-layer MLP (`gelu`, mean squared output,
-an SGD update). Your `write_trace` compiles first, then runs `STEPS` steps under
-`jax.profiler.trace`, each inside `jax.profiler.TraceAnnotation(REGION)` and synchronised
-*inside* the annotation (otherwise the region ends before the work does).
-"""),
-code("""
+# %% [markdown]
+# <details><summary>Reasoning (open after answering)</summary>
+#
+# Events on one thread form a tree: an event that starts and ends inside another is its
+# child. Time is additive only across siblings. The region's *self time* is its duration
+# minus the summed durations of its *direct* children. JAX's `PjitFunction(...)` appears
+# nested in itself under an annotation, so a sum over every event inside the region
+# overcounts. Events on *other* threads (XLA's worker threads) overlap the region in time
+# but are not its children: they run concurrently.
+# </details>
+
+# %% [markdown]
+# ## Build in stages · stage 2 (trace part): write a trace, find the region
+#
+# The workload: one jitted training step of a two-layer MLP (`gelu`, mean squared output,
+# an SGD update). Your `write_trace` compiles first, then runs `STEPS` steps under
+# `jax.profiler.trace`, each inside `jax.profiler.TraceAnnotation(REGION)` and synchronised
+# *inside* the annotation (otherwise the region ends before the work does).
+
+# %%
 k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
 params = {"w1": jax.random.normal(k1, (WIDTH, 4 * WIDTH)) / np.sqrt(WIDTH),
           "w2": jax.random.normal(k2, (4 * WIDTH, WIDTH)) / np.sqrt(4 * WIDTH)}
@@ -110,14 +125,14 @@ with not_yet("the trace folder"):
         print(f"  {p.name:40s} {p.stat().st_size / 1024:8.1f} KiB")
     print(f"{len(list(TRACE_ROOT.glob('plugins/profile/*')))} timestamped folder(s) under "
           f"{TRACE_ROOT}/plugins/profile/: every trace adds one, so take the newest")
-"""),
-md("""
-Your `summarize_region` reads the Chrome trace JSON (complete events: `ph == "X"`, `ts`
-and `dur` in microseconds) and reports the region's count, total, *direct* children and
-self time. Beside it, the wrong answer on purpose: every event inside the region added up,
-nested ones included.
-"""),
-code("""
+
+# %% [markdown]
+# Your `summarize_region` reads the Chrome trace JSON (complete events: `ph == "X"`, `ts`
+# and `dur` in microseconds) and reports the region's count, total, *direct* children and
+# self time. Beside it, the wrong answer on purpose: every event inside the region added up,
+# nested ones included.
+
+# %%
 summary = attempt(impl.summarize_region, trace_file, REGION)
 with not_yet("region summary"):
     need(summary)
@@ -129,16 +144,17 @@ with not_yet("region summary"):
     additive = traces.descendant_sum(trace_file, REGION)
     print(f"every nested event added up: {additive / 1e3:.3f} ms = "
           f"{additive / summary['total_us']:.2f}x the region itself ({LABEL})")
-"""),
-md("""
-### The timeline of one step
 
-The last annotated step, every thread that has events in it (the profiler's own
-`ThreadpoolListener` bookkeeping events are left out). The Python thread holds the region
-and the nested `PjitFunction` events; XLA's threads hold the op events (`hlo_op` in their
-args).
-"""),
-code("""
+
+# %% [markdown]
+# ### The timeline of one step
+#
+# The last annotated step, every thread that has events in it (the profiler's own
+# `ThreadpoolListener` bookkeeping events are left out). The Python thread holds the region
+# and the nested `PjitFunction` events; XLA's threads hold the op events (`hlo_op` in their
+# args).
+
+# %%
 def timeline(ax, path, region, title):
     events = traces.load_events(path)
     names = traces.thread_names(events)
@@ -169,50 +185,51 @@ with not_yet("timeline"):
              "blue XLA op events")
     fig.tight_layout()
     plt.show()
-"""),
-md("""
-### Open the same trace in Perfetto UI and in XProf (on your own machine; not run in CI)
 
-* **Perfetto UI**: open <https://ui.perfetto.dev>, choose *Open trace file* and pick the
-  `*.trace.json.gz` printed above (Perfetto reads Chrome JSON traces). Or trace with
-  `jax.profiler.trace(logdir, create_perfetto_trace=True)`, which also writes
-  `perfetto_trace.json.gz` for upload. Find `train_step` with the search box (`/`), click it,
-  and read its duration and its children in the bottom panel.
-* **XProf**: `pip install xprof`, then `xprof --logdir <TRACE_ROOT> --port 8791` and open
-  <http://localhost:8791>; the *Trace Viewer* tool shows the same timeline. XProf's op-level
-  tools are empty or fail on CPU traces: use the trace viewer.
+# %% [markdown]
+# ### Open the same trace in Perfetto UI and in XProf (on your own machine; not run in CI)
+#
+# * **Perfetto UI**: open <https://ui.perfetto.dev>, choose *Open trace file* and pick the
+#   `*.trace.json.gz` printed above (Perfetto reads Chrome JSON traces). Or trace with
+#   `jax.profiler.trace(logdir, create_perfetto_trace=True)`, which also writes
+#   `perfetto_trace.json.gz` for upload. Find `train_step` with the search box (`/`), click it,
+#   and read its duration and its children in the bottom panel.
+# * **XProf**: `pip install xprof`, then `xprof --logdir <TRACE_ROOT> --port 8791` and open
+#   <http://localhost:8791>; the *Trace Viewer* tool shows the same timeline. XProf's op-level
+#   tools are empty or fail on CPU traces: use the trace viewer.
+#
+# The cell below prints the exact paths for this run.
 
-The cell below prints the exact paths for this run.
-"""),
-code("""
+# %%
 with not_yet("paths to open"):
     need(trace_file)
     print("Perfetto UI, open this file:", Path(trace_file).resolve())
     print(f"XProf: xprof --logdir {TRACE_ROOT.resolve()} --port 8791")
-"""),
-md("""
-### Check stage 2
 
-The grader's `check.py --stage 2`. The trace checks (`trace_written_and_newest_found`,
-`region_summary_matches_checker`) belong to this notebook; the cost, peak and roofline
-checks of the same stage are built in notebook 03 and say *not yet* until then.
-"""),
-code("""
+# %% [markdown]
+# ### Check stage 2
+#
+# The grader's `check.py --stage 2`. The trace checks (`trace_written_and_newest_found`,
+# `region_summary_matches_checker`) belong to this notebook; the cost, peak and roofline
+# checks of the same stage are built in notebook 03 and say *not yet* until then.
+
+# %%
 check2 = run_check("performance-audit", 2, IMPL)
 trace_checks = {r["check_id"]: r["status"] for r in check2["results"]
                 if r["check_id"] in ("trace_written_and_newest_found",
                                      "region_summary_matches_checker")}
 print("trace part of stage 2:", trace_checks)
-"""),
-md("""
-## Exercise: time covered by overlapping events
 
-Events on different threads overlap, so their durations do not add up to elapsed time.
-Write `covered_us(intervals)`: given `(start_us, end_us)` pairs in any order, possibly
-overlapping or nested, return the total time covered by at least one of them (the length
-of their union), as a float.
-"""),
-solution("covered_us", """
+
+# %% [markdown]
+# ## Exercise: time covered by overlapping events
+#
+# Events on different threads overlap, so their durations do not add up to elapsed time.
+# Write `covered_us(intervals)`: given `(start_us, end_us)` pairs in any order, possibly
+# overlapping or nested, return the total time covered by at least one of them (the length
+# of their union), as a float.
+
+# %% nbgrader={"grade": false, "grade_id": "covered_us", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 def covered_us(intervals):
     ### BEGIN SOLUTION
     total, end = 0.0, float("-inf")
@@ -223,8 +240,9 @@ def covered_us(intervals):
         end = b
     return float(total)
     ### END SOLUTION
-"""),
-tests("covered_us_tests", 2, """
+
+
+# %% nbgrader={"grade": true, "grade_id": "covered_us_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 assert covered_us([]) == 0.0
 assert covered_us([(0, 10)]) == 10.0
 assert covered_us([(0, 10), (5, 15)]) == 15.0          # overlap counted once
@@ -240,40 +258,40 @@ for _ in range(20):
         _grid[_a:_b] = True
     assert covered_us(_iv) == float(_grid.sum()), (_iv, covered_us(_iv), _grid.sum())
 ### END HIDDEN TESTS
-"""),
-md("""
-## Why CPU per-op events are not op times, and the flag that splits the fusion
 
-By default XLA:CPU hands whole dot-plus-elementwise chains of an MLP to a library fusion,
-so the trace shows a few `ynn_fusion` events instead of one event per HLO op. The XLA flag
-`--xla_cpu_experimental_ynn_fusion_type=` (empty value) turns that fusion off, and the
-trace shows per-op events (`dot_general`, elementwise fusions). XLA flags are read when
-the backend starts, so each setting needs a fresh process: the cell below runs
-`coursekit.measure.op_events` twice with the same step, once per setting.
+# %% [markdown]
+# ## Why CPU per-op events are not op times, and the flag that splits the fusion
+#
+# By default XLA:CPU hands whole dot-plus-elementwise chains of an MLP to a library fusion,
+# so the trace shows a few `ynn_fusion` events instead of one event per HLO op. The XLA flag
+# `--xla_cpu_experimental_ynn_fusion_type=` (empty value) turns that fusion off, and the
+# trace shows per-op events (`dot_general`, elementwise fusions). XLA flags are read when
+# the backend starts, so each setting needs a fresh process: the cell below runs
+# `coursekit.measure.op_events` twice with the same step, once per setting.
+#
+# Even then an op event is not the op's cost: XLA:CPU runs its thunks asynchronously, an
+# event marks the thunk on one thread, and the arithmetic may run in a thread pool
+# elsewhere. Compare each step's wall time with the sum of its op events and with the time
+# they cover together.
 
-Even then an op event is not the op's cost: XLA:CPU runs its thunks asynchronously, an
-event marks the thunk on one thread, and the arithmetic may run in a thread pool
-elsewhere. Compare each step's wall time with the sum of its op events and with the time
-they cover together.
-"""),
-md("""
-## Try a changed condition: per-op events on
+# %% [markdown]
+# ## Try a changed condition: per-op events on
+#
+# Before the cell below runs: **with the flag on, what fraction of the step's wall time will
+# the op events cover together** (their union over the step's duration)? Write a number
+# between 0 and 1.
 
-Before the cell below runs: **with the flag on, what fraction of the step's wall time will
-the op events cover together** (their union over the step's duration)? Write a number
-between 0 and 1.
-"""),
-solution("prediction_op_coverage", """
+# %% nbgrader={"grade": false, "grade_id": "prediction_op_coverage", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 PREDICTED_OP_COVERAGE = None  # a number between 0 and 1
 ### BEGIN SOLUTION
 PREDICTED_OP_COVERAGE = 0.9
 ### END SOLUTION
-"""),
-tests("prediction_op_coverage_present", 1, """
+
+# %% nbgrader={"grade": true, "grade_id": "prediction_op_coverage_present", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 record_prediction("02_op_coverage_with_flag", PREDICTED_OP_COVERAGE, "fraction")
 assert isinstance(PREDICTED_OP_COVERAGE, (int, float)), "write a number as your prediction"
-"""),
-code("""
+
+# %%
 FLAG = "--xla_cpu_experimental_ynn_fusion_type="
 
 def op_events(xla_flags):
@@ -299,8 +317,8 @@ for name, run in runs.items():
 compare_prediction("02_op_coverage_with_flag", PREDICTED_OP_COVERAGE, coverage["flag on"],
                    "fraction")
 print(LABEL)
-"""),
-code("""
+
+# %%
 with not_yet("sum vs covered with your covered_us"):
     s = runs["flag on"]["steps"][-1]
     mine = covered_us([(o["start_us"], o["start_us"] + o["dur_us"]) for o in s["ops"]])
@@ -322,28 +340,29 @@ axes[-1].set_xlabel("time since the step's region began (ms)")
 fig.suptitle(LABEL, fontsize=8)
 fig.tight_layout()
 plt.show()
-"""),
-md("""
-Read the two panels side by side: which op events appear with each setting, how much of
-the step they cover, and how their summed durations compare with the wall time. An op
-event's duration is the time its thunk was visible on one thread, not the op's cost: on
-CPU, use it to find *which* ops run and in what order, and measure cost with
-synchronised timing of the whole step (notebook 01).
-"""),
-md("""
-## Diagnose a likely failure: a child longer than its parent
 
-**Symptom.** A summary says the jitted function took longer than the whole step.
-**What to check next:** (1) were nested events added (an event inside another on the same
-thread is the same time again)? (2) were events from *other* threads counted as children
-(they run concurrently)? (3) was the trace the newest one (every `jax.profiler.trace`
-adds a folder; a stale trace holds another run)? (4) was the step synchronised inside
-its annotation (otherwise the region ends at dispatch)?
 
-The planted failure, reproduced: a "children" total built by adding every event inside
-the region.
-"""),
-code("""
+# %% [markdown]
+# Read the two panels side by side: which op events appear with each setting, how much of
+# the step they cover, and how their summed durations compare with the wall time. An op
+# event's duration is the time its thunk was visible on one thread, not the op's cost: on
+# CPU, use it to find *which* ops run and in what order, and measure cost with
+# synchronised timing of the whole step (notebook 01).
+
+# %% [markdown]
+# ## Diagnose a likely failure: a child longer than its parent
+#
+# **Symptom.** A summary says the jitted function took longer than the whole step.
+# **What to check next:** (1) were nested events added (an event inside another on the same
+# thread is the same time again)? (2) were events from *other* threads counted as children
+# (they run concurrently)? (3) was the trace the newest one (every `jax.profiler.trace`
+# adds a folder; a stale trace holds another run)? (4) was the step synchronised inside
+# its annotation (otherwise the region ends at dispatch)?
+#
+# The planted failure, reproduced: a "children" total built by adding every event inside
+# the region.
+
+# %%
 def children_by_adding_everything(path, region):     # the planted failure
     total = 0.0
     for root in traces.build_forest(traces.load_events(path)):
@@ -359,25 +378,25 @@ with not_yet("the planted failure"):
           f"{summary['total_us'] / 1e3:.3f} ms -> self time "
           f"{(summary['total_us'] - wrong) / 1e3:.3f} ms"
           f" ({'negative: impossible' if wrong > summary['total_us'] else 'suspicious'})")
-"""),
-md("""
-The fix: count direct children only (your `summarize_region`), on the region's own thread,
-from the newest trace.
-"""),
-code("""
+
+# %% [markdown]
+# The fix: count direct children only (your `summarize_region`), on the region's own thread,
+# from the newest trace.
+
+# %%
 with not_yet("the fix"):
     need(trace_file, summary)
     fixed = impl.summarize_region(str(impl.newest_trace_file(str(TRACE_ROOT))), REGION)
     print(f"fixed: direct children {fixed['child_us'] / 1e3:.3f} ms of "
           f"{fixed['total_us'] / 1e3:.3f} ms,"
           f" self time {fixed['self_us'] / 1e3:.3f} ms (non-negative: {fixed['self_us'] >= 0})")
-"""),
-md("""
-## Decide what is ready
 
-The evidence of this stage's trace part, computed from the cells above:
-"""),
-code("""
+# %% [markdown]
+# ## Decide what is ready
+#
+# The evidence of this stage's trace part, computed from the cells above:
+
+# %%
 evidence = {
     "trace checks of stage 2": trace_checks,
     "region occurrences found / steps run": (f"{summary['count']} / {STEPS}" if summary
@@ -389,17 +408,15 @@ evidence = {
 for k, v in evidence.items():
     print(f"{k:42s} {v}")
 print(LABEL)
-"""),
-md("""
-**Your decision.** One accept/reject statement: *can this trace evidence explain where the
-step's time goes?* Say what it does show (the region, its direct children, the host-side
-self time) and what a CPU trace cannot show (per-op cost, anything about an accelerator).
-"""),
-answer("decision_02", 2, """
-Accept for *locating* time, reject for *costing ops*. The region appears once per step, its
-direct children account for most of it with a small non-negative self time, and nested
-events are counted once. The per-op events (flag on) show which ops run but cover only part
-of the step and their durations are not op costs on CPU; op costs come from synchronised
-timing and the compiler's counts (notebook 03). All of it is a CPU trace.
-"""),
-])
+
+# %% [markdown]
+# **Your decision.** One accept/reject statement: *can this trace evidence explain where the
+# step's time goes?* Say what it does show (the region, its direct children, the host-side
+# self time) and what a CPU trace cannot show (per-op cost, anything about an accelerator).
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "decision_02", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# Accept for *locating* time, reject for *costing ops*. The region appears once per step, its
+# direct children account for most of it with a small non-negative self time, and nested
+# events are counted once. The per-op events (flag on) show which ops run but cover only part
+# of the step and their durations are not op costs on CPU; op costs come from synchronised
+# timing and the compiler's counts (notebook 03). All of it is a CPU trace.

@@ -1,26 +1,43 @@
-"""Notebook 03 · roofline (performance-audit stage 2, roofline part; stage 4, Amdahl part)."""
+# ---
+# jupyter:
+#   course:
+#     ci_parameters:
+#       BW_BYTES: 33554432
+#       ITERS: 3
+#       KERNEL_N: 384
+#       PEAK_N: 512
+#       REST_ELEMS: 4194304
+#     project: performance-audit
+#     stages:
+#     - 2
+#     - 4
+#     title: "03 \xB7 Roofline"
+#   jupytext:
+#     notebook_metadata_filter: course,language_info,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: JAX perf course (Python 3.12, CPU)
+#     language: python
+#     name: jax-perf-course
+#   language_info:
+#     name: python
+# ---
 
-from coursekit.authoring.nbbuild import answer, code, md, notebook, parameters, solution, tests
+# %% [markdown]
+# # 03 · Roofline: what limits a workload on this machine
+#
+# **Project:** performance-audit, stage 2 (*explain the evidence*), roofline part, and the
+# Amdahl part of stage 4. **You build** in `projects/performance-audit/starter/model.py`:
+# `matmul_cost_by_hand`, `cost_from_compiler`, `measure_peak_flops`, `measure_bandwidth`,
+# `cache_sizes`, `roofline`, and `predict_step_speedup`.
+#
+# Peak FLOP/s and bandwidth below are **measured on this machine's CPU** with jitted JAX
+# code: attained figures of this host, not vendor peaks and not an accelerator's.
 
-PROJECT = "performance-audit"
-
-
-def build():
-    return notebook(PROJECT, stages=[2, 4], ci_parameters={
-        "PEAK_N": 512, "BW_BYTES": 32 * 2**20, "ITERS": 3, "KERNEL_N": 384,
-        "REST_ELEMS": 4 * 2**20}, title="03 · Roofline", cells=[
-md("""
-# 03 · Roofline: what limits a workload on this machine
-
-**Project:** performance-audit, stage 2 (*explain the evidence*), roofline part, and the
-Amdahl part of stage 4. **You build** in `projects/performance-audit/starter/model.py`:
-`matmul_cost_by_hand`, `cost_from_compiler`, `measure_peak_flops`, `measure_bandwidth`,
-`cache_sizes`, `roofline`, and `predict_step_speedup`.
-
-Peak FLOP/s and bandwidth below are **measured on this machine's CPU** with jitted JAX
-code: attained figures of this host, not vendor peaks and not an accelerator's.
-"""),
-parameters("""
+# %% tags=["parameters"]
 # Parameters (papermill injects other values in CI; learners keep these).
 IMPL = "../projects/performance-audit/starter/model.py"  # the implementation under test
 PEAK_N = 1024              # matmul size for the peak FLOP/s measurement
@@ -28,8 +45,8 @@ BW_BYTES = 256 * 2**20     # array size for the bandwidth measurement (well abov
 ITERS = 5                  # timed calls per measurement (best-of or median)
 KERNEL_N = 512             # matmul size of the "kernel" in the Amdahl experiment
 REST_ELEMS = 16 * 2**20    # float32 elements of the rest of that step
-"""),
-code("""
+
+# %%
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -45,41 +62,41 @@ LABEL = cpu_label()
 MiB = 2**20
 print(LABEL)
 print("implementation under test:", IMPL)
-"""),
-md("""
-## Check your starting point
 
-**Question.** Two jitted float32 workloads on the same machine: `x * 2 + 1` over a
-vector much larger than the last-level cache, and a large square matmul. Which one is
-limited by memory bandwidth, which by arithmetic, and what single number of each workload
-decides it? Answer in the cell below, then open the reasoning.
-"""),
-answer("starting_point_03", 1, """
-The elementwise op is memory-bound, the large matmul compute-bound. The deciding number
-is the arithmetic intensity (FLOPs per byte moved), compared with the machine's ridge
-point (peak FLOP/s divided by bandwidth).
-"""),
-md("""
-<details><summary>Reasoning (open after answering)</summary>
+# %% [markdown]
+# ## Check your starting point
+#
+# **Question.** Two jitted float32 workloads on the same machine: `x * 2 + 1` over a
+# vector much larger than the last-level cache, and a large square matmul. Which one is
+# limited by memory bandwidth, which by arithmetic, and what single number of each workload
+# decides it? Answer in the cell below, then open the reasoning.
 
-`x * 2 + 1` does two FLOPs per element and moves eight bytes (read four, write four):
-its intensity is a fraction of a FLOP per byte, far below any machine's ridge point, so
-bandwidth sets its speed. An n x n matmul does 2n³ FLOPs on about 3n² numbers: its
-intensity grows with n and passes the ridge point, so arithmetic sets its speed. The
-roofline says: attainable FLOP/s = min(peak, intensity x bandwidth), where the bandwidth
-is that of the memory level the working set actually lives in.
-</details>
-"""),
-md("""
-## Build in stages · stage 2 (roofline part)
+# %% [markdown] nbgrader={"grade": true, "grade_id": "starting_point_03", "locked": false, "points": 1, "schema_version": 3, "solution": true, "task": false}
+# The elementwise op is memory-bound, the large matmul compute-bound. The deciding number
+# is the arithmetic intensity (FLOPs per byte moved), compared with the machine's ridge
+# point (peak FLOP/s divided by bandwidth).
 
-### This machine's two roofs
+# %% [markdown]
+# <details><summary>Reasoning (open after answering)</summary>
+#
+# `x * 2 + 1` does two FLOPs per element and moves eight bytes (read four, write four):
+# its intensity is a fraction of a FLOP per byte, far below any machine's ridge point, so
+# bandwidth sets its speed. An n x n matmul does 2n³ FLOPs on about 3n² numbers: its
+# intensity grows with n and passes the ridge point, so arithmetic sets its speed. The
+# roofline says: attainable FLOP/s = min(peak, intensity x bandwidth), where the bandwidth
+# is that of the memory level the working set actually lives in.
+# </details>
 
-Your `measure_peak_flops` (a compiled, synchronised float32 matmul, best of several) and
-`measure_bandwidth` (a streaming `x * 2 + 1` that reads and writes every byte once, on an
-array far larger than the caches), plus the cache sizes from `/sys`.
-"""),
-code("""
+# %% [markdown]
+# ## Build in stages · stage 2 (roofline part)
+#
+# ### This machine's two roofs
+#
+# Your `measure_peak_flops` (a compiled, synchronised float32 matmul, best of several) and
+# `measure_bandwidth` (a streaming `x * 2 + 1` that reads and writes every byte once, on an
+# array far larger than the caches), plus the cache sizes from `/sys`.
+
+# %%
 peak = attempt(impl.measure_peak_flops, PEAK_N, ITERS)
 bandwidth = attempt(impl.measure_bandwidth, BW_BYTES, ITERS)
 caches = attempt(impl.cache_sizes)
@@ -91,13 +108,13 @@ with not_yet("the two roofs"):
     print(f"ridge point     {peak / bandwidth:8.1f} FLOP/byte")
     print("data caches:", {k: f"{v / 1024:.0f} KiB" for k, v in caches.items()} or "not found")
     print(LABEL)
-"""),
-md("""
-Bandwidth depends on where the data lives. The same streaming op over a range of array
-sizes, with the cache sizes marked: the figure you would quote depends on the size you
-measured at. Very small arrays are dominated by the fixed cost of a call, not by memory.
-"""),
-code("""
+
+# %% [markdown]
+# Bandwidth depends on where the data lives. The same streaming op over a range of array
+# sizes, with the cache sizes marked: the figure you would quote depends on the size you
+# measured at. Very small arrays are dominated by the fixed cost of a call, not by memory.
+
+# %%
 sweep_sizes = [s for s in (2**k for k in range(16, 40, 2)) if s < BW_BYTES] + [BW_BYTES]
 sweep = {}
 for size in sweep_sizes:
@@ -117,15 +134,15 @@ with not_yet("bandwidth by array size"):
     titled(ax, "x * 2 + 1: bandwidth by array size", LABEL)
     fig.tight_layout()
     plt.show()
-"""),
-md("""
-### FLOPs and bytes: by hand and from the compiler
 
-`matmul_cost_by_hand` counts one multiply and one add per inner-product term and reads
-each input once, writes the output once. `cost_from_compiler` asks XLA
-(`jax.jit(fn).lower(*args).compile().cost_analysis()`). Odd shapes on purpose:
-"""),
-code("""
+# %% [markdown]
+# ### FLOPs and bytes: by hand and from the compiler
+#
+# `matmul_cost_by_hand` counts one multiply and one add per inner-product term and reads
+# each input once, writes the output once. `cost_from_compiler` asks XLA
+# (`jax.jit(fn).lower(*args).compile().cost_analysis()`). Odd shapes on purpose:
+
+# %%
 rows = []
 with not_yet("hand vs compiler counts"):
     for (m, k, n), dtype in (((127, 255, 63), jnp.float32), ((300, 17, 511), jnp.float32),
@@ -139,15 +156,16 @@ with not_yet("hand vs compiler counts"):
     for name, hand, comp in rows:
         print(f"{name:34s} {hand['flops']:12.0f} {comp['flops']:12.0f} {hand['bytes']:11.0f} "
               f"{comp['bytes']:11.0f}")
-"""),
-md("""
-### Lowered vs compiled cost analysis: what fusion saves
 
-`lowered.cost_analysis()` counts the program *before* XLA fuses it: every elementwise op
-reads and writes a whole array. After compilation the chain is one fused loop that reads
-`x` once and writes the result once. Same FLOPs, far fewer bytes, higher intensity.
-"""),
-code("""
+
+# %% [markdown]
+# ### Lowered vs compiled cost analysis: what fusion saves
+#
+# `lowered.cost_analysis()` counts the program *before* XLA fuses it: every elementwise op
+# reads and writes a whole array. After compilation the chain is one fused loop that reads
+# `x` once and writes the result once. Same FLOPs, far fewer bytes, higher intensity.
+
+# %%
 def chain(x):
     return jnp.tanh(x * 2.0 + 1.0) * 3.0 + x
 
@@ -162,23 +180,25 @@ fusion_saving = before["bytes accessed"] / after["bytes accessed"]
 print(f"fusion cuts the bytes moved by {fusion_saving:.1f}x; intensity goes from "
       f"{before['flops'] / before['bytes accessed']:.3f} to "
       f"{after['flops'] / after['bytes accessed']:.3f} FLOP/byte")
-"""),
-md("""
-## Exercise: an elementwise op by hand
 
-Write `elementwise_cost_by_hand(n, itemsize)` for `x * 2 + 1` on a vector of `n` elements:
-return `{"flops": ..., "bytes": ...}` as ints (every arithmetic operation on every element
-counts; bytes = read `x` once + write the result once). The test compares with the
-compiler's count for float32. (Try bfloat16 yourself: on CPU the compiler counts the
-conversions to float32 and back as FLOPs too.)
-"""),
-solution("elementwise_cost_by_hand", """
+
+# %% [markdown]
+# ## Exercise: an elementwise op by hand
+#
+# Write `elementwise_cost_by_hand(n, itemsize)` for `x * 2 + 1` on a vector of `n` elements:
+# return `{"flops": ..., "bytes": ...}` as ints (every arithmetic operation on every element
+# counts; bytes = read `x` once + write the result once). The test compares with the
+# compiler's count for float32. (Try bfloat16 yourself: on CPU the compiler counts the
+# conversions to float32 and back as FLOPs too.)
+
+# %% nbgrader={"grade": false, "grade_id": "elementwise_cost_by_hand", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 def elementwise_cost_by_hand(n, itemsize):
     ### BEGIN SOLUTION
     return {"flops": 2 * n, "bytes": 2 * n * itemsize}
     ### END SOLUTION
-"""),
-tests("elementwise_cost_by_hand_tests", 2, """
+
+
+# %% nbgrader={"grade": true, "grade_id": "elementwise_cost_by_hand_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 def _compiler(n, dtype):
     c = jax.jit(lambda v: v * 2 + 1).lower(jnp.ones((n,), dtype)).compile().cost_analysis()
     c = c[0] if isinstance(c, (list, tuple)) else c
@@ -192,16 +212,16 @@ for _n, _dt in ((4097, jnp.float32), (333, jnp.float32)):
     _c = _compiler(_n, _dt)
     assert float(_m["flops"]) == _c["flops"] and float(_m["bytes"]) == _c["bytes"], (_m, _c)
 ### END HIDDEN TESTS
-"""),
-md("""
-### The course's workloads on the roofline
 
-Each workload: FLOPs and bytes from the compiler (your `cost_from_compiler`), a
-synchronised warmed median (`coursekit.measure.timing.time_synced`), and your `roofline` for the
-bound, the predicted time and the memory level its bytes live in (the compiler's bytes
-accessed stand in for the working set). Achieved FLOP/s = FLOPs / measured time.
-"""),
-code("""
+# %% [markdown]
+# ### The course's workloads on the roofline
+#
+# Each workload: FLOPs and bytes from the compiler (your `cost_from_compiler`), a
+# synchronised warmed median (`coursekit.measure.timing.time_synced`), and your `roofline` for the
+# bound, the predicted time and the memory level its bytes live in (the compiler's bytes
+# accessed stand in for the working set). Achieved FLOP/s = FLOPs / measured time.
+
+# %%
 def loss_and_grads_blocks(params, x):        # the residual blocks of notebook 04
     def loss(p):
         h = x
@@ -243,8 +263,8 @@ with not_yet("workloads on the roofline") as placing:
               f"{r['intensity']:7.2f} {r['bound']:>8s} {r['memory_level']:>6s} "
               f"{r['predicted_s'] * 1e3:8.3f} {t * 1e3:8.3f} {t / r['predicted_s']:9.2f}")
     print(LABEL)
-"""),
-code("""
+
+# %%
 with not_yet("roofline plot"):
     need(placing)
     best_bw = max(v for v in sweep.values() if v)
@@ -267,24 +287,24 @@ with not_yet("roofline plot"):
     titled(ax, "Roofline of this machine with the course's workloads (dots: measured)", LABEL)
     fig.tight_layout()
     plt.show()
-"""),
-md("""
-### Check stage 2
 
-The grader's `check.py --stage 2`: the trace checks (notebook 02) and this notebook's
-cost, peak, bandwidth, roofline and cache checks.
-"""),
-code("""
+# %% [markdown]
+# ### Check stage 2
+#
+# The grader's `check.py --stage 2`: the trace checks (notebook 02) and this notebook's
+# cost, peak, bandwidth, roofline and cache checks.
+
+# %%
 check2 = run_check("performance-audit", 2, IMPL)
-"""),
-md("""
-## Try a changed condition: a kernel twice as fast, a step barely faster
 
-A step made of a *kernel* (a matmul) and the *rest* (elementwise work on a large array and
-a host read of the result). Someone makes the kernel about twice as fast (here: half the
-inner dimension, half the FLOPs). First measure the kernel's share of the step.
-"""),
-code("""
+# %% [markdown]
+# ## Try a changed condition: a kernel twice as fast, a step barely faster
+#
+# A step made of a *kernel* (a matmul) and the *rest* (elementwise work on a large array and
+# a host read of the result). Someone makes the kernel about twice as fast (here: half the
+# inner dimension, half the FLOPs). First measure the kernel's share of the step.
+
+# %%
 ka = jax.random.normal(jax.random.key(1), (KERNEL_N, KERNEL_N))
 kb = jax.random.normal(jax.random.key(2), (KERNEL_N, KERNEL_N))
 big = jax.random.normal(jax.random.key(3), (REST_ELEMS,))
@@ -302,22 +322,22 @@ t_step = time_synced(step, ka, kb, big, iters=AMDAHL_ITERS).median_s
 share = t_kernel / t_step
 print(f"kernel {t_kernel * 1e3:.2f} ms of a {t_step * 1e3:.2f} ms step: share {share:.2f} "
       f"({LABEL})")
-"""),
-md("""
-With that share in front of you: **predict the whole step's speedup** when the kernel gets
-twice as fast and nothing else changes. Write a number.
-"""),
-solution("prediction_step_speedup", """
+
+# %% [markdown]
+# With that share in front of you: **predict the whole step's speedup** when the kernel gets
+# twice as fast and nothing else changes. Write a number.
+
+# %% nbgrader={"grade": false, "grade_id": "prediction_step_speedup", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 PREDICTED_STEP_SPEEDUP = None  # a number, e.g. 1.5
 ### BEGIN SOLUTION
 PREDICTED_STEP_SPEEDUP = 1.15
 ### END SOLUTION
-"""),
-tests("prediction_step_speedup_present", 1, """
+
+# %% nbgrader={"grade": true, "grade_id": "prediction_step_speedup_present", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 record_prediction("03_step_speedup_kernel_2x", PREDICTED_STEP_SPEEDUP, "x")
 assert isinstance(PREDICTED_STEP_SPEEDUP, (int, float)), "write a number as your prediction"
-"""),
-code("""
+
+# %%
 with count_compiles() as compiles_before_timing:
     step(ka_half, kb_half, big)     # the new shapes compile here, outside the timers
 
@@ -349,8 +369,8 @@ if amdahl:
           f"{amdahl:.3f}x")
 print(f"compiles while timing: {compiles_while_timing[0]} (the new shapes compiled "
       f"{compiles_before_timing[0]}x before the timers) ({LABEL})")
-"""),
-code("""
+
+# %%
 fig, ax = plt.subplots(figsize=(6.5, 3))
 bars = (("before", t_kernel, t_step), ("kernel 2x", t_kernel_fast, t_step_fast))
 for i, (name, tk, ts) in enumerate(bars):
@@ -363,41 +383,41 @@ ax.legend(fontsize=8)
 titled(ax, "The step before and after a faster kernel", LABEL)
 fig.tight_layout()
 plt.show()
-"""),
-md("""
-Amdahl: a part with share *s* sped up *k* times gives the whole step
-1 / ((1 - s) + s / k). When the measured step speedup falls short even of that, the other
-suspects are: **copies** (a host read or device transfer in the step that did not shrink),
-**synchronisation** (an extra wait per step), and **recompilation** (the compile count while
-timing above should be zero: a new shape every step would recompile every step).
 
-### Check stage 4 (Amdahl part)
+# %% [markdown]
+# Amdahl: a part with share *s* sped up *k* times gives the whole step
+# 1 / ((1 - s) + s / k). When the measured step speedup falls short even of that, the other
+# suspects are: **copies** (a host read or device transfer in the step that did not shrink),
+# **synchronisation** (an extra wait per step), and **recompilation** (the compile count while
+# timing above should be zero: a new shape every step would recompile every step).
+#
+# ### Check stage 4 (Amdahl part)
+#
+# The grader's `check.py --stage 4`. `amdahl_small_share` is this notebook's: it checks your
+# `predict_step_speedup`, then asks your `decide` to refuse a small gain; `decide` and the
+# other stage 4 checks are built in notebook 07, so they say *not yet* until then.
 
-The grader's `check.py --stage 4`. `amdahl_small_share` is this notebook's: it checks your
-`predict_step_speedup`, then asks your `decide` to refuse a small gain; `decide` and the
-other stage 4 checks are built in notebook 07, so they say *not yet* until then.
-"""),
-code("""
+# %%
 check4 = run_check("performance-audit", 4, IMPL)
 amdahl_check = {r["check_id"]: r["status"] for r in check4["results"]
                 if r["check_id"] == "amdahl_small_share"}
 print("Amdahl part of stage 4:", amdahl_check)
-"""),
-md("""
-## Diagnose a likely failure: a roofline estimate far too optimistic
 
-**Symptom.** The roofline predicts a streaming op several times faster than you measure.
-**What to check next:** (1) which memory level the bandwidth roof was measured in, and
-which level the workload's data lives in (a bandwidth measured on an array that fits in a
-cache does not hold for one that streams from DRAM); (2) the bytes: the compiler's count
-after fusion vs your hand count; (3) the measurement: compile outside, synchronised
-inside; (4) the dtype.
+# %% [markdown]
+# ## Diagnose a likely failure: a roofline estimate far too optimistic
+#
+# **Symptom.** The roofline predicts a streaming op several times faster than you measure.
+# **What to check next:** (1) which memory level the bandwidth roof was measured in, and
+# which level the workload's data lives in (a bandwidth measured on an array that fits in a
+# cache does not hold for one that streams from DRAM); (2) the bytes: the compiler's count
+# after fusion vs your hand count; (3) the measurement: compile outside, synchronised
+# inside; (4) the dtype.
+#
+# The planted failure, reproduced: the bandwidth quoted is the *best* figure of the sweep
+# above, measured on an array that fits in a cache, and it is used to predict
+# `x * 2 + 1` on `BW_BYTES`.
 
-The planted failure, reproduced: the bandwidth quoted is the *best* figure of the sweep
-above, measured on an array that fits in a cache, and it is used to predict
-`x * 2 + 1` on `BW_BYTES`.
-"""),
-code("""
+# %%
 with not_yet("the planted failure"):
     need(placing, *sweep.values())
     best_size = max(sweep, key=lambda s: sweep[s])
@@ -409,12 +429,12 @@ with not_yet("the planted failure"):
     print(f"  predicts {wrong['predicted_s'] * 1e3:.3f} ms, "
           f"measured {stream['measured_s'] * 1e3:.3f} ms:"
           f" {stream['measured_s'] / wrong['predicted_s']:.1f}x slower than predicted")
-"""),
-md("""
-The fix: the bandwidth of the level the workload's data lives in. Its working set is far
-larger than the last-level cache, so the DRAM figure applies; `roofline` names the level.
-"""),
-code("""
+
+# %% [markdown]
+# The fix: the bandwidth of the level the workload's data lives in. Its working set is far
+# larger than the last-level cache, so the DRAM figure applies; `roofline` names the level.
+
+# %%
 with not_yet("the fix"):
     need(placing)
     right = impl.roofline(stream["flops"], stream["bytes"], peak, bandwidth, int(stream["bytes"]),
@@ -424,13 +444,13 @@ with not_yet("the fix"):
     print(f"  predicts {right['predicted_s'] * 1e3:.3f} ms, "
           f"measured {stream['measured_s'] * 1e3:.3f} ms:"
           f" measured / predicted = {stream['measured_s'] / right['predicted_s']:.2f} ({LABEL})")
-"""),
-md("""
-## Decide what is ready
 
-The evidence of this stage, computed from the cells above:
-"""),
-code("""
+# %% [markdown]
+# ## Decide what is ready
+#
+# The evidence of this stage, computed from the cells above:
+
+# %%
 evidence = {
     "stage 2 checks passed": f"{check2['passed']} of {check2['passed'] + check2['failed']}",
     "Amdahl check (stage 4)": amdahl_check,
@@ -444,18 +464,16 @@ evidence = {
 for k, v in evidence.items():
     print(f"{k:52s} {v}")
 print(LABEL)
-"""),
-md("""
-**Your decision.** One accept/reject statement: *is a "2x faster kernel" change ready to be
-reported as a 2x faster step, and can your roofline numbers be trusted for the next
-optimisation?* Back it with the share, the Amdahl prediction, the measured step speedup
-and the memory level behind each estimate.
-"""),
-answer("decision_03", 2, """
-Reject "2x faster step": the kernel's measured share limits the step speedup to what Amdahl
-predicts, and the measured step speedup matches that, not 2x. Accept the roofline as a
-guide for this machine: the streaming op is memory-bound at DRAM bandwidth and its
-prediction holds once the right memory level is used; a cache-resident bandwidth figure
-makes it several times too optimistic. CPU figures of a shared 2-core machine.
-"""),
-])
+
+# %% [markdown]
+# **Your decision.** One accept/reject statement: *is a "2x faster kernel" change ready to be
+# reported as a 2x faster step, and can your roofline numbers be trusted for the next
+# optimisation?* Back it with the share, the Amdahl prediction, the measured step speedup
+# and the memory level behind each estimate.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "decision_03", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# Reject "2x faster step": the kernel's measured share limits the step speedup to what Amdahl
+# predicts, and the measured step speedup matches that, not 2x. Accept the roofline as a
+# guide for this machine: the streaming op is memory-bound at DRAM bandwidth and its
+# prediction holds once the right memory level is used; a cache-resident bandwidth figure
+# makes it several times too optimistic. CPU figures of a shared 2-core machine.

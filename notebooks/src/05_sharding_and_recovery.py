@@ -1,41 +1,61 @@
-"""Notebook 05 · sharding and recovery (sharded-training, stages 1-4)."""
+# ---
+# jupyter:
+#   course:
+#     ci_parameters:
+#       DIVERGE_STEPS: 12
+#       IMBALANCE_LEVELS: 6
+#       KILL_AT: 12
+#       ROWS_PER_DEVICE: 16
+#       SAVE_EVERY: 5
+#       STEPS: 20
+#       TIMING_ITERS: 6
+#     project: sharded-training
+#     stages:
+#     - 1
+#     - 2
+#     - 3
+#     - 4
+#     title: "05 \xB7 Sharding and recovery"
+#   jupytext:
+#     notebook_metadata_filter: course,language_info,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: JAX perf course (Python 3.12, CPU)
+#     language: python
+#     name: jax-perf-course
+#   language_info:
+#     name: python
+# ---
 
-from coursekit.authoring.nbbuild import answer, code, md, notebook, parameters, solution, tests
+# %% [markdown]
+# # 05 · Sharding and recovery: placement you can see, sums you can trust, a run that survives a kill
+#
+# **Project:** sharded-training, stages 1-4. **You build** in
+# `projects/sharded-training/starter/model.py`: the mesh, explicit shardings and a jitted
+# data-parallel step (stage 1), a count-weighted global gradient inside `shard_map`
+# (stage 2), full-state checkpoints with Orbax, a restart in a fresh process and a
+# two-process `jax.distributed` run (stage 3), a profiled timing record (stage 4). The check
+# cells run the grader's own `check.py --stage N`.
+#
+# The workload is the course's reference classifier from notebook 00 (`coursekit.workloads.classifier`).
+#
+# **Eight fake CPU devices.** The first code cell below tells XLA to split this machine's
+# CPU into 8 devices. They share the same cores: nothing here runs faster than on one
+# device, and every time shown is a **CPU figure**. What this notebook checks is *placement
+# and numbers*: which device holds which rows, which collective the compiler inserted,
+# whether the sums are weighted right, whether a restarted run continues bit for bit.
 
-PROJECT = "sharded-training"
-
-
-def build():
-    return notebook(PROJECT, stages=[1, 2, 3, 4], ci_parameters={
-        "ROWS_PER_DEVICE": 16, "STEPS": 20, "SAVE_EVERY": 5, "KILL_AT": 12,
-        "IMBALANCE_LEVELS": 6, "TIMING_ITERS": 6, "DIVERGE_STEPS": 12},
-        title="05 · Sharding and recovery", cells=[
-md("""
-# 05 · Sharding and recovery: placement you can see, sums you can trust, a run that survives a kill
-
-**Project:** sharded-training, stages 1-4. **You build** in
-`projects/sharded-training/starter/model.py`: the mesh, explicit shardings and a jitted
-data-parallel step (stage 1), a count-weighted global gradient inside `shard_map`
-(stage 2), full-state checkpoints with Orbax, a restart in a fresh process and a
-two-process `jax.distributed` run (stage 3), a profiled timing record (stage 4). The check
-cells run the grader's own `check.py --stage N`.
-
-The workload is the course's reference classifier from notebook 00 (`coursekit.workloads.classifier`).
-
-**Eight fake CPU devices.** The first code cell below tells XLA to split this machine's
-CPU into 8 devices. They share the same cores: nothing here runs faster than on one
-device, and every time shown is a **CPU figure**. What this notebook checks is *placement
-and numbers*: which device holds which rows, which collective the compiler inserted,
-whether the sums are weighted right, whether a restarted run continues bit for bit.
-"""),
-code("""
+# %%
 # Must run before jax is imported: XLA reads the device count once, when it starts.
 # (If jax was already imported in this kernel, restart the kernel and run from the top.)
 from coursekit.facts import use_cpu_devices
 
 use_cpu_devices(8, cpu_only=False)  # any earlier device count is replaced
-"""),
-parameters("""
+
+# %% tags=["parameters"]
 # Parameters (papermill injects other values in CI; learners keep these).
 IMPL = "../projects/sharded-training/starter/model.py"  # the implementation under test
 ROWS_PER_DEVICE = 64   # batch rows per device in the placement and weighting experiments
@@ -45,8 +65,8 @@ KILL_AT = 21           # the run is SIGKILLed after this step (between two saves
 IMBALANCE_LEVELS = 12  # points on the count-weighting error curve
 TIMING_ITERS = 20      # timed calls of the profiled step
 DIVERGE_STEPS = 30     # steps of the 8x-gradient training comparison
-"""),
-code("""
+
+# %%
 import shutil
 import tempfile
 from pathlib import Path
@@ -83,37 +103,37 @@ if jax.default_backend() == "cpu" and D != 8:
     print("WARNING: this kernel started jax before the first cell set XLA_FLAGS: "
           "restart the kernel and run from the top")
 print("implementation under test:", IMPL)
-"""),
-md("""
-## Check your starting point
 
-**Question.** A 64-row batch is split over 8 devices, 8 rows each. Device 3 holds 2 real
-examples and 6 padding rows (mask 0); every other device holds 8 real examples. Each
-device computes the mean loss over *its* real rows and the gradient of that mean; you
-then average the 8 gradients. Is the result the gradient of the mean loss over all the
-real examples? If not, how much does one of device 3's examples count compared with one
-of device 0's?
-"""),
-answer("starting_point_05", 1, """
-No. Averaging per-device means gives every *device* the same weight, so an example's
-weight is 1 / (8 x its device's real rows): each of device 3's two examples counts four
-times as much as an example on a full device. The gradient of the global mean needs each
-device's *sum* of per-example gradients, added over devices, divided once by the total
-number of real examples.
-"""),
-md("""
-<details><summary>Reasoning (open after answering)</summary>
+# %% [markdown]
+# ## Check your starting point
+#
+# **Question.** A 64-row batch is split over 8 devices, 8 rows each. Device 3 holds 2 real
+# examples and 6 padding rows (mask 0); every other device holds 8 real examples. Each
+# device computes the mean loss over *its* real rows and the gradient of that mean; you
+# then average the 8 gradients. Is the result the gradient of the mean loss over all the
+# real examples? If not, how much does one of device 3's examples count compared with one
+# of device 0's?
 
-A device with $n_d$ real rows gives each of them weight $1/n_d$ inside its own mean;
-averaging $D$ devices multiplies by $1/D$. So a row weighs $1/(D\\,n_d)$, while the global
-mean gives every real row $1/N$ with $N = \\sum_d n_d$. The two agree only when every
-device holds the same number of real rows. The fix is to reduce *sums*: each shard
-returns $\\sum_{i \\in d} \\nabla \\ell_i$ and $n_d$, the mesh adds both, and one division
-by $N$ comes last. A device with no real rows then contributes zero instead of $0/0$.
-The cell below computes the weights for the question's counts.
-</details>
-"""),
-code("""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "starting_point_05", "locked": false, "points": 1, "schema_version": 3, "solution": true, "task": false}
+# No. Averaging per-device means gives every *device* the same weight, so an example's
+# weight is 1 / (8 x its device's real rows): each of device 3's two examples counts four
+# times as much as an example on a full device. The gradient of the global mean needs each
+# device's *sum* of per-example gradients, added over devices, divided once by the total
+# number of real examples.
+
+# %% [markdown]
+# <details><summary>Reasoning (open after answering)</summary>
+#
+# A device with $n_d$ real rows gives each of them weight $1/n_d$ inside its own mean;
+# averaging $D$ devices multiplies by $1/D$. So a row weighs $1/(D\,n_d)$, while the global
+# mean gives every real row $1/N$ with $N = \sum_d n_d$. The two agree only when every
+# device holds the same number of real rows. The fix is to reduce *sums*: each shard
+# returns $\sum_{i \in d} \nabla \ell_i$ and $n_d$, the mesh adds both, and one division
+# by $N$ comes last. A device with no real rows then contributes zero instead of $0/0$.
+# The cell below computes the weights for the question's counts.
+# </details>
+
+# %%
 counts = np.array([8, 8, 8, 2, 8, 8, 8, 8])
 weight_mean_of_means = 1.0 / (len(counts) * counts)
 weight_global = np.full(len(counts), 1.0 / counts.sum())
@@ -123,23 +143,24 @@ for d, (c, w_mm, w_g) in enumerate(zip(counts, weight_mean_of_means, weight_glob
 print(f"one of device 3's rows counts {weight_mean_of_means[3] / weight_mean_of_means[0]:g}x "
       f"as much as one of device 0's; the weights of all {counts.sum()} real rows sum to "
       f"{(weight_mean_of_means * counts).sum():g} either way")
-"""),
-md("""
-## Build in stages
 
-### Stage 1 · mesh and placement
 
-A **mesh** names the devices along an axis (`'data'`). A `NamedSharding(mesh,
-PartitionSpec(...))` says where each dimension of an array goes: `P()` replicates the
-array on every device, `P('data')` splits its rows across the axis. You place the state
-replicated and the batch split, explicitly, and jit one step. The loss is the mean over
-the *global* batch, so the gradient of the replicated parameters needs every device's
-rows: the compiler inserts the collective (an `all-reduce`) itself.
-"""),
-code("""
+# %% [markdown]
+# ## Build in stages
+#
+# ### Stage 1 · mesh and placement
+#
+# A **mesh** names the devices along an axis (`'data'`). A `NamedSharding(mesh,
+# PartitionSpec(...))` says where each dimension of an array goes: `P()` replicates the
+# array on every device, `P('data')` splits its rows across the axis. You place the state
+# replicated and the batch split, explicitly, and jit one step. The loss is the mean over
+# the *global* batch, so the gradient of the replicated parameters needs every device's
+# rows: the compiler inserts the collective (an `all-reduce`) itself.
+
+# %%
 def padded_batch(counts, rows, seed):
-    \"\"\"A host batch of len(counts) * rows rows from the classifier's data; shard d has
-    counts[d] real rows (mask 1), the rest padding (mask 0).\"\"\"
+    """A host batch of len(counts) * rows rows from the classifier's data; shard d has
+    counts[d] real rows (mask 1), the rest padding (mask 0)."""
     x, y = classifier.make_dataset(jax.random.key(seed), len(counts) * rows, spread=2.0)
     mask = np.zeros((len(counts), rows), np.float32)
     for d, c in enumerate(counts):
@@ -160,8 +181,8 @@ with not_yet("mesh and placement") as placed_ok:
     for name, entry in placement.items():
         print(f"{name:20s} shape {str(entry['shape']):10s} spec {entry['spec']:12s} "
               f"on devices {entry['devices']}")
-"""),
-code("""
+
+# %%
 with not_yet("placement plot"):
     need(placed_ok)
     names = list(placement)
@@ -190,8 +211,8 @@ with not_yet("placement plot"):
     x_name, w1_name = "['batch']['x']", "['params']['w1']"
     print(f"batch rows: each device holds {share[names.index(x_name)].max():.1f}% of x; "
           f"parameters: each device holds {share[names.index(w1_name)].min():.0f}% of w1")
-"""),
-code("""
+
+# %%
 with not_yet("the compiled step") as step_ok:
     need(placed_ok)
     optimizer = optax.sgd(CONFIG["lr"], momentum=CONFIG["momentum"])
@@ -203,12 +224,12 @@ with not_yet("the compiled step") as step_ok:
     new_state, loss = step_fn(state, batch)
     print(f"one step: loss {float(loss):.4f}; params after the step live on devices "
           f"{sorted(d.id for d in new_state['params']['w1'].sharding.device_set)}")
-"""),
-md("""
-Arrays from different meshes cannot meet in one step. JAX refuses, naming the function
-argument; your `check_same_mesh` names the array and the devices it should be on:
-"""),
-code("""
+
+# %% [markdown]
+# Arrays from different meshes cannot meet in one step. JAX refuses, naming the function
+# argument; your `check_same_mesh` names the array and the devices it should be on:
+
+# %%
 with not_yet("mixing meshes"):
     need(step_ok)
     stray = dict(batch, x=jax.device_put(host_batch["x"], jax.devices()[0]))
@@ -221,42 +242,43 @@ with not_yet("mixing meshes"):
         step_fn(state, stray)
     except ValueError as err:
         print(f"JAX itself:      {str(err)[:240]}")
-"""),
-md("""
-### Check stage 1
 
-The grader's `check.py --stage 1`: the mesh, explicit shardings, replicated state and
-split rows (read back from the devices), your placement report against its own, a few
-steps on 8 devices against its single-device SGD (rtol 1e-4, atol 1e-5), the `all-reduce`
-in the HLO, and mixed meshes named.
-"""),
-code("""
+# %% [markdown]
+# ### Check stage 1
+#
+# The grader's `check.py --stage 1`: the mesh, explicit shardings, replicated state and
+# split rows (read back from the devices), your placement report against its own, a few
+# steps on 8 devices against its single-device SGD (rtol 1e-4, atol 1e-5), the `all-reduce`
+# in the HLO, and mixed meshes named.
+
+# %%
 check1 = run_check("sharded-training", 1, IMPL)
-"""),
-md("""
-### Stage 2 · count-weighted global updates
 
-`jax.shard_map` runs a function once per device on that device's piece; you write the
-collectives yourself. Padding makes the pieces unequal: the last batch of an epoch,
-or a dataset that does not divide evenly, leaves some shards with few real rows, or
-none. The global update is the sum of per-shard gradient *sums* divided by the total
-valid count.
 
-One JAX detail decides the code: inside `shard_map`, the parameters are *replicated*
-(the same on every device). The transpose of a replicated input sums over the axis, so
-`grad` of a shard's loss sum already returns the global sum of gradients. Adding a
-`pmean` or `psum` on top scales it again.
-"""),
-code("""
+# %% [markdown]
+# ### Stage 2 · count-weighted global updates
+#
+# `jax.shard_map` runs a function once per device on that device's piece; you write the
+# collectives yourself. Padding makes the pieces unequal: the last batch of an epoch,
+# or a dataset that does not divide evenly, leaves some shards with few real rows, or
+# none. The global update is the sum of per-shard gradient *sums* divided by the total
+# valid count.
+#
+# One JAX detail decides the code: inside `shard_map`, the parameters are *replicated*
+# (the same on every device). The transpose of a replicated input sums over the axis, so
+# `grad` of a shard's loss sum already returns the global sum of gradients. Adding a
+# `pmean` or `psum` on top scales it again.
+
+# %%
 def reference_grads(params, host_batch):
-    \"\"\"One device, only the real rows: what every correct sharded version equals.\"\"\"
+    """One device, only the real rows: what every correct sharded version equals."""
     keep = host_batch["mask"] > 0
     return jax.grad(classifier.loss)(params, jnp.asarray(host_batch["x"][keep]),
                                      jnp.asarray(host_batch["y"][keep]))
 
 
 def mean_of_means_grads(params, host_batch, devices=D):
-    \"\"\"The tempting version, written plainly: the mean over shards of per-shard means.\"\"\"
+    """The tempting version, written plainly: the mean over shards of per-shard means."""
     pieces = zip(*(np.split(host_batch[k], devices) for k in ("x", "y", "mask")))
     per_shard = [jax.grad(classifier.loss)(params, x, y, m) for x, y, m in pieces]
     return jax.tree.map(lambda *g: sum(g) / len(g), *per_shard)
@@ -290,13 +312,13 @@ with not_yet("valid rows per shard") as counts_ok:
     fig.tight_layout()
     plt.show()
     print(f"valid rows per shard: {[int(c) for c in per_shard]}, total {int(sum(per_shard))}")
-"""),
-md("""
-How wrong is the mean of per-shard means, as the shards get more unequal? One shard
-keeps $c$ real rows, the others are full; the imbalance is (rows per shard) / $c$. Both
-versions are compared with one device's gradient over the real rows.
-"""),
-code("""
+
+# %% [markdown]
+# How wrong is the mean of per-shard means, as the shards get more unequal? One shard
+# keeps $c$ real rows, the others are full; the imbalance is (rows per shard) / $c$. Both
+# versions are compared with one device's gradient over the real rows.
+
+# %%
 levels = sorted({int(c) for c in np.geomspace(ROWS_PER_DEVICE, 1, IMBALANCE_LEVELS)},
                 reverse=True)
 imbalance, err_mom, err_yours = [], [], []
@@ -325,29 +347,30 @@ print(f"mean of means at imbalance {imbalance[-1]:g}: relative error {err_mom[-1
       f"at {imbalance[0]:g} (equal shards): {err_mom[0]:.2g}")
 if len(err_yours) == len(imbalance):
     print(f"count-weighted: largest relative error {max(err_yours):.2g} (rounding)")
-"""),
-code("""
+
+# %%
 check2 = run_check("sharded-training", 2, IMPL)
-"""),
-md("""
-### Stage 3 · fresh-process recovery
 
-A restart continues the *same* run only when everything that shapes the next step comes
-back: parameters, the optimizer's momentum, the step, the PRNG key (it draws each step's
-input noise) and the data position (which batch comes next). Orbax's `CheckpointManager`
-saves them as one pytree; a save first writes a temporary folder and becomes a
-checkpoint only when it is committed, so a kill mid-save leaves the previous checkpoint
-intact.
 
-The experiment below is the grader's, with your `train`: run F trains uninterrupted; run
-A is SIGKILLed right after step `KILL_AT`; run B is a fresh process that restores the
-newest finished checkpoint and trains to the end. On the same mesh, B's final state must
-be **bitwise** equal to F's.
-"""),
-code("""
+# %% [markdown]
+# ### Stage 3 · fresh-process recovery
+#
+# A restart continues the *same* run only when everything that shapes the next step comes
+# back: parameters, the optimizer's momentum, the step, the PRNG key (it draws each step's
+# input noise) and the data position (which batch comes next). Orbax's `CheckpointManager`
+# saves them as one pytree; a save first writes a temporary folder and becomes a
+# checkpoint only when it is committed, so a kill mid-save leaves the previous checkpoint
+# intact.
+#
+# The experiment below is the grader's, with your `train`: run F trains uninterrupted; run
+# A is SIGKILLed right after step `KILL_AT`; run B is a fresh process that restores the
+# newest finished checkpoint and trains to the end. On the same mesh, B's final state must
+# be **bitwise** equal to F's.
+
+# %%
 def need_run(run, expected="ok"):
-    \"\"\"Turn a training process that did not do what was asked into "not yet" (your code
-    is unfinished) or an error with the learner's named message.\"\"\"
+    """Turn a training process that did not do what was asked into "not yet" (your code
+    is unfinished) or an error with the learner's named message."""
     if run.status == expected:
         return run
     if run.report.get("kind") == "not-implemented":
@@ -376,8 +399,8 @@ with not_yet("the recovery experiment") as recovery_ok:
           f"(restored step {B.report['first_step'] - 1}), ran to step {B.report['steps'][-1]}")
     print(f"B's final state bitwise equal to F's: {resumed_same} "
           f"(max |diff| {trainruns.max_abs_diff(B.final, F.final):.3g})")
-"""),
-code("""
+
+# %%
 with not_yet("loss curves"):
     need(recovery_ok)
     fig, ax = plt.subplots(figsize=(8, 3.8))
@@ -398,32 +421,33 @@ with not_yet("loss curves"):
     print(f"B repeated {redone} step(s) that A had done after its last checkpoint; "
           f"their losses equal A's: "
           f"{np.array_equal(A.report['losses'][-redone:], B.report['losses'][:redone]) if redone else 'n/a'}")
-"""),
-md("""
-### Check stage 3
 
-The grader adds what this notebook did not: a kill *during* a save (the run must fall
-back to the previous checkpoint, bitwise again), a restore onto 4 devices, and the same
-run as two `jax.distributed` processes on localhost, each under a time limit, with all
-three distributed timeouts set. It takes a minute or two.
-"""),
-code("""
+# %% [markdown]
+# ### Check stage 3
+#
+# The grader adds what this notebook did not: a kill *during* a save (the run must fall
+# back to the previous checkpoint, bitwise again), a restore onto 4 devices, and the same
+# run as two `jax.distributed` processes on localhost, each under a time limit, with all
+# three distributed timeouts set. It takes a minute or two.
+
+# %%
 check3 = run_check("sharded-training", 3, IMPL)
-"""),
-md("""
-### Stage 4 · trace and timing
 
-A measurement of the training step the readiness review (notebook 07) can decide on:
-the first call (compile) apart, synchronised warmed samples kept raw, an annotated
-profiler trace of a few more steps, and the loss checked before anything is timed.
-The expected loss comes from an independent single-device computation (below, from
-host copies: the step's noise drawn from the state's key as the step draws it).
-`profile_train_step` returns a run record in the format performance-audit stage 4
-reads; it is saved with your other records.
-"""),
-code("""
+
+# %% [markdown]
+# ### Stage 4 · trace and timing
+#
+# A measurement of the training step the readiness review (notebook 07) can decide on:
+# the first call (compile) apart, synchronised warmed samples kept raw, an annotated
+# profiler trace of a few more steps, and the loss checked before anything is timed.
+# The expected loss comes from an independent single-device computation (below, from
+# host copies: the step's noise drawn from the state's key as the step draws it).
+# `profile_train_step` returns a run record in the format performance-audit stage 4
+# reads; it is saved with your other records.
+
+# %%
 def first_step_loss(state, host_batch, noise):
-    \"\"\"The loss of one step from ``state``, on one device, without the learner's step.\"\"\"
+    """The loss of one step from ``state``, on one device, without the learner's step."""
     one = jax.devices()[0]
     params = jax.tree.map(lambda a: jax.device_put(np.asarray(a), one), state["params"])
     key = jax.random.wrap_key_data(jax.device_put(np.asarray(jax.random.key_data(state["key"])), one))
@@ -442,7 +466,7 @@ with not_yet("the profiled step") as profiled_ok:
                                      region="train_step", warmup=2, iters=TIMING_ITERS,
                                      trace_steps=3, expected_loss=expected_loss)
     problems = validate_run_record(record, check_trace=True)
-    saved = write_run_record(RECORDS / "runs" / "05_train_step.json", record) \\
+    saved = write_run_record(RECORDS / "runs" / "05_train_step.json", record) \
         if not problems else None
     samples_ms = np.array(record["samples_s"]) * 1e3
     print(f"output ok: {record['output_ok']}; first call {record['first_call_s'] * 1e3:.1f} ms "
@@ -450,8 +474,8 @@ with not_yet("the profiled step") as profiled_ok:
           f"{np.median(samples_ms):.2f} ms over {len(samples_ms)} raw samples "
           f"({record['compiles_warmed']} compiles)")
     print(f"record problems: {problems or 'none'}; saved to {saved}")
-"""),
-code("""
+
+# %%
 with not_yet("samples and trace"):
     need(profiled_ok)
     summary = traces.region_summary(record["trace"], record["region"])
@@ -470,32 +494,32 @@ with not_yet("samples and trace"):
           f"{summary['total_us'] / per_step / 1e3:.2f} ms each (profiled, so slower than the "
           f"samples); its direct children per step, ms: "
           f"{ {k: round(v / per_step / 1e3, 2) for k, v in summary['children'].items()} }")
-"""),
-code("""
+
+# %%
 check4 = run_check("sharded-training", 4, IMPL)
-"""),
-md("""
-## Try a changed condition: restore onto 4 devices
 
-Run A's checkpoint (copied before B resumed from it) is restored in a fresh process that
-has **4** devices instead of 8, and trained to the end. The state is the same, the data
-is the same, only the number of devices that split each batch changes.
+# %% [markdown]
+# ## Try a changed condition: restore onto 4 devices
+#
+# Run A's checkpoint (copied before B resumed from it) is restored in a fresh process that
+# has **4** devices instead of 8, and trained to the end. The state is the same, the data
+# is the same, only the number of devices that split each batch changes.
+#
+# **Predict** the largest absolute difference between this run's final state and the
+# uninterrupted 8-device run F. Write a number: `0` for bitwise equal, otherwise your
+# order of magnitude (for example `1e-3`).
 
-**Predict** the largest absolute difference between this run's final state and the
-uninterrupted 8-device run F. Write a number: `0` for bitwise equal, otherwise your
-order of magnitude (for example `1e-3`).
-"""),
-solution("prediction_four_devices", """
+# %% nbgrader={"grade": false, "grade_id": "prediction_four_devices", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 PREDICTED_MAX_DIFF = None  # a number; 0 means bitwise equal
 ### BEGIN SOLUTION
 PREDICTED_MAX_DIFF = 1e-7
 ### END SOLUTION
-"""),
-tests("prediction_four_devices_present", 1, """
+
+# %% nbgrader={"grade": true, "grade_id": "prediction_four_devices_present", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 record_prediction("05_max_diff_4_devices", PREDICTED_MAX_DIFF, "absolute")
 assert isinstance(PREDICTED_MAX_DIFF, (int, float)), "write a number (0 for bitwise equal)"
-"""),
-code("""
+
+# %%
 with not_yet("the 4-device restart") as four_ok:
     need(recovery_ok)
     R4 = need_run(trainruns.run_training(IMPL, CONFIG, WORK / "A-copy", logs, "R4",
@@ -504,28 +528,29 @@ with not_yet("the 4-device restart") as four_ok:
     print(f"4 devices: {R4.report['device_count']} devices, first step {R4.report['first_step']}; "
           f"bitwise equal to F: {trainruns.bitwise_equal(R4.final, F.final)}")
     compare_prediction("05_max_diff_4_devices", PREDICTED_MAX_DIFF, measured_diff, "absolute")
-"""),
-md("""
-Why not bitwise: with 4 devices each all-reduce adds 4 partial sums instead of 8, in
-another order, and floating-point addition is not associative. The difference is
-rounding-sized and stays there (the checker's tolerance is rtol 1e-4, atol 1e-5); a
-restore that lost the key or the data position would differ by far more. Bitwise
-equality is the test only on the *same* mesh.
-"""),
-md("""
-## Diagnose a likely failure: the 8x gradient
 
-**Symptom.** You moved the update into `shard_map` to control the collectives, and the
-sharded run no longer reproduces the single-device run it replaces: with the same
-learning rate, its loss follows another curve. Nothing crashes, and here the curve even
-falls *faster*, which looks like progress. **What to check next:** (1) one global
-gradient against one device's gradient over the same real rows: the ratio of their
-norms; (2) a ratio equal to the number of devices means a sum where a mean was meant;
-(3) a ratio that changes with the valid counts means wrong weighting (the mean of means).
 
-The planted failure: `pmean` after `grad`, as written for older JAX versions.
-"""),
-code("""
+# %% [markdown]
+# Why not bitwise: with 4 devices each all-reduce adds 4 partial sums instead of 8, in
+# another order, and floating-point addition is not associative. The difference is
+# rounding-sized and stays there (the checker's tolerance is rtol 1e-4, atol 1e-5); a
+# restore that lost the key or the data position would differ by far more. Bitwise
+# equality is the test only on the *same* mesh.
+
+# %% [markdown]
+# ## Diagnose a likely failure: the 8x gradient
+#
+# **Symptom.** You moved the update into `shard_map` to control the collectives, and the
+# sharded run no longer reproduces the single-device run it replaces: with the same
+# learning rate, its loss follows another curve. Nothing crashes, and here the curve even
+# falls *faster*, which looks like progress. **What to check next:** (1) one global
+# gradient against one device's gradient over the same real rows: the ratio of their
+# norms; (2) a ratio equal to the number of devices means a sum where a mean was meant;
+# (3) a ratio that changes with the valid counts means wrong weighting (the mean of means).
+#
+# The planted failure: `pmean` after `grad`, as written for older JAX versions.
+
+# %%
 def planted_8x_grads(params, batch, mesh):
     def per_shard(p, x, y, m):
         g = jax.grad(classifier.loss)(p, x, y, m)  # gradient of this shard's mean loss
@@ -536,19 +561,19 @@ def planted_8x_grads(params, batch, mesh):
 
 
 def one_device_grads(params, batch, mesh):
-    \"\"\"The reference the sharded run must reproduce (mesh unused).\"\"\"
+    """The reference the sharded run must reproduce (mesh unused)."""
     host = {k: np.asarray(v) for k, v in batch.items()}
     return reference_grads(jax.tree.map(np.asarray, params), host)
 
 
 equal = padded_batch([ROWS_PER_DEVICE] * D, ROWS_PER_DEVICE, seed=5)
-ratio_8x = np.linalg.norm(flat(planted_8x_grads(params_on_mesh, on_mesh(equal), nb_mesh))) / \\
+ratio_8x = np.linalg.norm(flat(planted_8x_grads(params_on_mesh, on_mesh(equal), nb_mesh))) / \
     np.linalg.norm(flat(reference_grads(params0, equal)))
 print(f"|planted gradient| / |one-device gradient| = {ratio_8x:.4f} on {D} devices")
 
 
 def sgd_losses(grad_fn, steps, lr=CONFIG["lr"]):
-    \"\"\"Plain SGD on one batch; the loss after each step.\"\"\"
+    """Plain SGD on one batch; the loss after each step."""
     params, losses = params_on_mesh, []
     placed = on_mesh(equal)
     for _ in range(steps):
@@ -563,14 +588,15 @@ planted_losses = sgd_losses(planted_8x_grads, DIVERGE_STEPS)
 gap = max(abs(a - b) / b for a, b in zip(planted_losses, reference_losses))
 print(f"largest relative gap between the planted run's loss and the one-device run's over "
       f"{DIVERGE_STEPS} steps: {gap:.2f}")
-"""),
-md("""
-**Fix it.** Write `fixed_grads(params, batch, mesh)`: the same `shard_map`, but each shard
-takes the gradient of its loss *sum* (`classifier.loss_sum`), and the result is divided
-by the total valid count (`jax.lax.psum` of the shard's mask sum). No `pmean` on the
-gradient. Return the gradients (a pytree shaped like `params`).
-"""),
-solution("fixed_grads", """
+
+
+# %% [markdown]
+# **Fix it.** Write `fixed_grads(params, batch, mesh)`: the same `shard_map`, but each shard
+# takes the gradient of its loss *sum* (`classifier.loss_sum`), and the result is divided
+# by the total valid count (`jax.lax.psum` of the shard's mask sum). No `pmean` on the
+# gradient. Return the gradients (a pytree shaped like `params`).
+
+# %% nbgrader={"grade": false, "grade_id": "fixed_grads", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 def fixed_grads(params, batch, mesh):
     ### BEGIN SOLUTION
     def per_shard(p, x, y, m):
@@ -581,8 +607,9 @@ def fixed_grads(params, batch, mesh):
                        out_specs=P())
     return jax.jit(fn)(params, batch["x"], batch["y"], batch["mask"])
     ### END SOLUTION
-"""),
-tests("fixed_grads_tests", 2, """
+
+
+# %% nbgrader={"grade": true, "grade_id": "fixed_grads_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 _b = padded_batch([ROWS_PER_DEVICE] * D, ROWS_PER_DEVICE, seed=21)
 assert rel_err(fixed_grads(params_on_mesh, on_mesh(_b), nb_mesh), reference_grads(params0, _b)) < 1e-4
 ### BEGIN HIDDEN TESTS
@@ -592,10 +619,10 @@ for _counts in ([3, 17, 1, 9, 0, 12, 5, 2], [1, 0, 0, 0, 0, 0, 0, 4]):
     assert np.all(np.isfinite(flat(_g))), "a shard without real rows must not give NaN"
     assert rel_err(_g, reference_grads(params0, _b)) < 1e-4, _counts
 ### END HIDDEN TESTS
-"""),
-code("""
+
+# %%
 with not_yet("the fix, trained") as fix_ok:
-    fixed_ratio = np.linalg.norm(flat(fixed_grads(params_on_mesh, on_mesh(equal), nb_mesh))) / \\
+    fixed_ratio = np.linalg.norm(flat(fixed_grads(params_on_mesh, on_mesh(equal), nb_mesh))) / \
         np.linalg.norm(flat(reference_grads(params0, equal)))
     fixed_losses = sgd_losses(fixed_grads, DIVERGE_STEPS)
     print(f"|fixed gradient| / |one-device gradient| = {fixed_ratio:.6f}")
@@ -616,25 +643,25 @@ print(f"after {DIVERGE_STEPS} steps: one device {reference_losses[-1]:.4g}, plan
       f"{planted_losses[-1]:.4g}" + (f", fixed {fixed_losses[-1]:.4g} (largest relative gap "
       f"to one device {max(abs(a - b) / b for a, b in zip(fixed_losses, reference_losses)):.1g})"
       if ready(fix_ok) else ""))
-"""),
-md("""
-The planted run is not "better": it silently trains with 8 times the learning rate you
-chose, so nothing tuned on one device carries over, and on a model or a learning rate
-with less room the same factor overshoots. With Adam-style optimizers the factor mostly
-cancels in the update, which hides it from the loss but not from anything that reads
-gradient norms (clipping, logging). The ratio of norms finds it in one call.
-"""),
-md("""
-## Decide what is ready
 
-The evidence of this notebook, computed from the cells above:
-"""),
-code("""
+# %% [markdown]
+# The planted run is not "better": it silently trains with 8 times the learning rate you
+# chose, so nothing tuned on one device carries over, and on a model or a learning rate
+# with less room the same factor overshoots. With Adam-style optimizers the factor mostly
+# cancels in the update, which hides it from the loss but not from anything that reads
+# gradient norms (clipping, logging). The ratio of norms finds it in one call.
+
+# %% [markdown]
+# ## Decide what is ready
+#
+# The evidence of this notebook, computed from the cells above:
+
+# %%
 evidence = {}
 for n, chk in enumerate((check1, check2, check3, check4), start=1):
     evidence[f"stage {n} checks passed"] = f"{chk['passed']} of {chk['passed'] + chk['failed']}"
 if ready(recovery_ok):
-    evidence["killed after step / restored from step"] = \\
+    evidence["killed after step / restored from step"] = \
         f"{A.report['steps'][-1]} / {B.report['first_step'] - 1}"
     evidence["resumed run bitwise equal to uninterrupted"] = resumed_same
 if ready(four_ok):
@@ -647,20 +674,18 @@ if ready(profiled_ok):
 for k, v in evidence.items():
     print(f"{k:58s} {v}")
 print(LABEL)
-"""),
-md("""
-**Your decision.** One accept/reject statement: *is this sharded training run ready to be
-trusted with a long job that may be preempted?* Back it with the evidence above: the
-numbers against one device, the weighting under imbalance, the bitwise resume after a
-kill (and a kill mid-save, from the stage 3 check), the multi-process run, and what the
-CPU timing does and does not tell you.
-"""),
-answer("decision_05", 2, """
-Accept for correctness and recovery: 8 devices match one device within rounding, the
-update stays right under any imbalance (the mean of means would not), a SIGKILL at any
-point, even mid-save, resumes bit for bit on the same mesh, and other device counts and
-two processes agree within rounding. Not evidence of speed: the 8 devices are fake CPU
-devices sharing the same cores, so the step time says nothing about scaling or
-interconnects; measure that on the target hardware before a performance claim.
-"""),
-])
+
+# %% [markdown]
+# **Your decision.** One accept/reject statement: *is this sharded training run ready to be
+# trusted with a long job that may be preempted?* Back it with the evidence above: the
+# numbers against one device, the weighting under imbalance, the bitwise resume after a
+# kill (and a kill mid-save, from the stage 3 check), the multi-process run, and what the
+# CPU timing does and does not tell you.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "decision_05", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# Accept for correctness and recovery: 8 devices match one device within rounding, the
+# update stays right under any imbalance (the mean of means would not), a SIGKILL at any
+# point, even mid-save, resumes bit for bit on the same mesh, and other device counts and
+# two processes agree within rounding. Not evidence of speed: the 8 devices are fake CPU
+# devices sharing the same cores, so the step time says nothing about scaling or
+# interconnects; measure that on the target hardware before a performance claim.

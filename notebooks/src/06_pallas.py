@@ -1,33 +1,60 @@
-"""Notebook 06 · Pallas (pallas-kernel stages 1-3)."""
+# ---
+# jupyter:
+#   course:
+#     ci_parameters:
+#       BLOCK_ROWS:
+#       - 8
+#       - 32
+#       COLS: 300
+#       ITERS: 3
+#       ROWS: 64
+#       SWEEP_SHAPES:
+#       - - 32
+#         - 100
+#       - - 64
+#         - 300
+#       TOL_LENGTHS:
+#       - 8
+#       - 512
+#     project: pallas-kernel
+#     stages:
+#     - 1
+#     - 2
+#     - 3
+#     title: "06 \xB7 Pallas"
+#   jupytext:
+#     notebook_metadata_filter: course,language_info,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: JAX perf course (Python 3.12, CPU)
+#     language: python
+#     name: jax-perf-course
+#   language_info:
+#     name: python
+# ---
 
-from coursekit.authoring.nbbuild import answer, code, md, notebook, parameters, solution, tests
+# %% [markdown]
+# # 06 · Pallas: a measured custom kernel with correctness checks
+#
+# **Project:** pallas-kernel, stages 1-3. **You build** in
+# `projects/pallas-kernel/starter/model.py`: the references (`softmax_jnp`,
+# `softmax_numpy_f64`, `tolerance`), the kernel (`execution_mode`, `softmax_kernel`,
+# `softmax_pallas`, `run_softmax`) and the measurement (`sweep`, `summarize`). This notebook
+# explains, experiments and plots; the check cells run the grader's own `check.py`.
+#
+# The operation is a **row softmax** fused into one kernel: a grid over blocks of rows, each
+# block holding whole rows, the max and the sum taken inside the kernel. The project README
+# says why this operation and not a matmul or a layer norm.
+#
+# **Read this first.** On this CPU machine compiled Pallas does not run: the kernel runs
+# *interpreted* (`interpret=True`), as a loop of ordinary XLA operations over the grid.
+# Interpreted timings measure the interpreter, not the kernel, and say nothing about its
+# speed on a GPU or TPU. Every figure below is labelled with the backend it ran on.
 
-PROJECT = "pallas-kernel"
-
-
-def build():
-    return notebook(PROJECT, stages=[1, 2, 3], ci_parameters={
-        "ROWS": 64, "COLS": 300, "BLOCK_ROWS": [8, 32], "SWEEP_SHAPES": [[32, 100], [64, 300]],
-        "TOL_LENGTHS": [8, 512], "ITERS": 3}, title="06 · Pallas", cells=[
-md("""
-# 06 · Pallas: a measured custom kernel with correctness checks
-
-**Project:** pallas-kernel, stages 1-3. **You build** in
-`projects/pallas-kernel/starter/model.py`: the references (`softmax_jnp`,
-`softmax_numpy_f64`, `tolerance`), the kernel (`execution_mode`, `softmax_kernel`,
-`softmax_pallas`, `run_softmax`) and the measurement (`sweep`, `summarize`). This notebook
-explains, experiments and plots; the check cells run the grader's own `check.py`.
-
-The operation is a **row softmax** fused into one kernel: a grid over blocks of rows, each
-block holding whole rows, the max and the sum taken inside the kernel. The project README
-says why this operation and not a matmul or a layer norm.
-
-**Read this first.** On this CPU machine compiled Pallas does not run: the kernel runs
-*interpreted* (`interpret=True`), as a loop of ordinary XLA operations over the grid.
-Interpreted timings measure the interpreter, not the kernel, and say nothing about its
-speed on a GPU or TPU. Every figure below is labelled with the backend it ran on.
-"""),
-parameters("""
+# %% tags=["parameters"]
 # Parameters (papermill injects other values in CI; learners keep these).
 IMPL = "../projects/pallas-kernel/starter/model.py"  # the implementation under test
 SEED = 0
@@ -38,8 +65,8 @@ SWEEP_SHAPES = [[64, 300], [256, 300], [256, 1000]]  # shapes of the stage-3 swe
 TOL_LENGTHS = [8, 64, 512, 4096]  # row lengths for the tolerance study
 WARMUP = 1                  # untimed calls after the first
 ITERS = 7                   # timed calls per measurement
-"""),
-code("""
+
+# %%
 import functools
 import statistics
 
@@ -73,35 +100,36 @@ def ref64(x):  # the notebook's own float64 softmax (independent of your file)
 print(LABEL)
 print("implementation under test:", IMPL)
 print("backend:", BACKEND, "| Pallas runs", "interpreted" if INTERPRET else "compiled")
-"""),
-md("""
-## Check your starting point
 
-**Question.** A row of `COLS` values sits in a kernel block that is wider than the row
-(here a power of two of at least 128). The cells of the block past the array's edge are
-part of what the kernel loads. To get the row's **max** and **sum** right, what must those
-cells hold when they enter the max? (a) `0`; (b) `-inf`; (c) nothing: the kernel never
-reads them; (d) `NaN`. Write your answer and one sentence of why in the cell below, then
-open the reasoning.
-"""),
-answer("starting_point_06", 1, """
-(b) `-inf`: it is the identity of max, and `exp(-inf - m) = 0` is the identity of the
-sum. A `0` would add `exp(0 - m)` to the sum for every padded cell.
-"""),
-md("""
-<details><summary>Reasoning (open after answering)</summary>
 
-A reduction over a padded block is right only if the padding is the reduction's
-*identity*: `-inf` for max, `0` for sum. Softmax reduces twice, and `exp` maps `-inf` to
-`0`, so masking the padded cells to `-inf` once, before the max, serves both reductions.
-What the cells hold *before* you mask them is not yours to choose: interpreted Pallas fills
-them with `NaN` (so a forgotten mask shows at once as NaN rows), while a GPU leaves whatever
-memory held (so the same bug can pass a test by luck). Rows past the edge of the last
-block are never written back, so their contents do not matter. The cell below shows what a
-block holds past the edge on this machine.
-</details>
-"""),
-code("""
+# %% [markdown]
+# ## Check your starting point
+#
+# **Question.** A row of `COLS` values sits in a kernel block that is wider than the row
+# (here a power of two of at least 128). The cells of the block past the array's edge are
+# part of what the kernel loads. To get the row's **max** and **sum** right, what must those
+# cells hold when they enter the max? (a) `0`; (b) `-inf`; (c) nothing: the kernel never
+# reads them; (d) `NaN`. Write your answer and one sentence of why in the cell below, then
+# open the reasoning.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "starting_point_06", "locked": false, "points": 1, "schema_version": 3, "solution": true, "task": false}
+# (b) `-inf`: it is the identity of max, and `exp(-inf - m) = 0` is the identity of the
+# sum. A `0` would add `exp(0 - m)` to the sum for every padded cell.
+
+# %% [markdown]
+# <details><summary>Reasoning (open after answering)</summary>
+#
+# A reduction over a padded block is right only if the padding is the reduction's
+# *identity*: `-inf` for max, `0` for sum. Softmax reduces twice, and `exp` maps `-inf` to
+# `0`, so masking the padded cells to `-inf` once, before the max, serves both reductions.
+# What the cells hold *before* you mask them is not yours to choose: interpreted Pallas fills
+# them with `NaN` (so a forgotten mask shows at once as NaN rows), while a GPU leaves whatever
+# memory held (so the same bug can pass a test by luck). Rows past the edge of the last
+# block are never written back, so their contents do not matter. The cell below shows what a
+# block holds past the edge on this machine.
+# </details>
+
+# %%
 def copy_block(x_ref, o_ref):  # write out exactly what the kernel sees
     o_ref[...] = x_ref[...]
 
@@ -114,25 +142,25 @@ past_edge = seen.size - small.size
 print(f"a {small.shape} array in one (8, 128) block: {small.size} data cells, {past_edge} "
       f"cells past the edge, {int(np.isnan(seen).sum())} of them NaN ({LABEL})")
 print(seen[:7, :5])
-"""),
-md("""
-## Build in stages · stage 1: independent references
 
-A kernel is only as trustworthy as what it is compared with. You build two references and
-a tolerance:
+# %% [markdown]
+# ## Build in stages · stage 1: independent references
+#
+# A kernel is only as trustworthy as what it is compared with. You build two references and
+# a tolerance:
+#
+# * `softmax_jnp`: plain `jax.numpy`, computed in float32 whatever the input dtype, the row
+#   max subtracted first, cast back once at the end. It runs on the same device as the kernel.
+# * `softmax_numpy_f64`: NumPy float64, no JAX at all: the "true" value both are measured
+#   against (bfloat16 and float32 inputs are exact in float64).
+# * `tolerance(dtype, n)`: derived, not guessed. The result is computed in float32
+#   (`u32 = 2^-24`) and rounded once to the output dtype (`2^-8` for bfloat16). A row sum of
+#   `n` terms collects up to about `n` roundings. Count them.
+#
+# The cell below measures how much of your tolerance each reference uses, per row length,
+# beside `jax.nn.softmax` (which computes bfloat16 input in bfloat16).
 
-* `softmax_jnp`: plain `jax.numpy`, computed in float32 whatever the input dtype, the row
-  max subtracted first, cast back once at the end. It runs on the same device as the kernel.
-* `softmax_numpy_f64`: NumPy float64, no JAX at all: the "true" value both are measured
-  against (bfloat16 and float32 inputs are exact in float64).
-* `tolerance(dtype, n)`: derived, not guessed. The result is computed in float32
-  (`u32 = 2^-24`) and rounded once to the output dtype (`2^-8` for bfloat16). A row sum of
-  `n` terms collects up to about `n` roundings. Count them.
-
-The cell below measures how much of your tolerance each reference uses, per row length,
-beside `jax.nn.softmax` (which computes bfloat16 input in bfloat16).
-"""),
-code("""
+# %%
 study = {}
 with not_yet("stage 1: references and tolerance") as stage1:
     for dtype in (jnp.float32, jnp.bfloat16):
@@ -151,8 +179,8 @@ with not_yet("stage 1: references and tolerance") as stage1:
     for (dt, n), s in study.items():
         print(f"{dt:9s} {n:5d} {s['rtol']:10.3g} {s['softmax_jnp']:16.1%} "
               f"{s['jax.nn.softmax']:19.1%}")
-"""),
-code("""
+
+# %%
 with not_yet("stage 1 plot"):
     need(stage1)
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.8))
@@ -179,35 +207,35 @@ with not_yet("stage 1 plot"):
     worst_yours = max(s["softmax_jnp"] for s in study.values())
     print(f"worst use of the tolerance: softmax_jnp {worst_yours:.1%}; jax.nn.softmax on "
           f"bfloat16 {worst_nn:.1%} ({'fails' if worst_nn > 1 else 'passes'})")
-"""),
-md("""
-### Check stage 1
 
-The same command the grader runs. Its inputs come from a seed you do not see; it has its
-own float64 softmax and its own rounding budget, and it tries your tolerance on correct
-results and on a result off by ten times the budget.
-"""),
-code("""
+# %% [markdown]
+# ### Check stage 1
+#
+# The same command the grader runs. Its inputs come from a seed you do not see; it has its
+# own float64 softmax and its own rounding budget, and it tries your tolerance on correct
+# results and on a result off by ten times the budget.
+
+# %%
 check1 = run_check("pallas-kernel", 1, IMPL)
-"""),
-md("""
-## Build in stages · stage 2: the kernel
 
-`softmax_pallas` makes one `pl.pallas_call`:
+# %% [markdown]
+# ## Build in stages · stage 2: the kernel
+#
+# `softmax_pallas` makes one `pl.pallas_call`:
+#
+# * `grid=(pl.cdiv(rows, block_rows),)`: one program per block of rows. `cdiv`, not `//`:
+#   floor division silently drops the last, partial block.
+# * `BlockSpec((block_rows, block_cols(cols)), lambda i: (i, 0))` for input and output: the
+#   index map says which block program `i` gets (row block `i`, the one column block).
+# * `softmax_kernel(x_ref, o_ref, *, n_cols)` loads its block, masks columns `>= n_cols` to
+#   `-inf`, takes max and sum inside, stores `e / s` in the output dtype.
+# * `interpret=` from `execution_mode()`: "interpreted" on CPU, "compiled" on GPU/TPU.
+#   `run_softmax` returns the result *with* that mode, and the checker reads the program that
+#   ran (the `pallas_call`'s `interpret` flag and the lowered HLO) to hold you to it.
+#
+# The cell below reads your program the way the checker does.
 
-* `grid=(pl.cdiv(rows, block_rows),)`: one program per block of rows. `cdiv`, not `//`:
-  floor division silently drops the last, partial block.
-* `BlockSpec((block_rows, block_cols(cols)), lambda i: (i, 0))` for input and output: the
-  index map says which block program `i` gets (row block `i`, the one column block).
-* `softmax_kernel(x_ref, o_ref, *, n_cols)` loads its block, masks columns `>= n_cols` to
-  `-inf`, takes max and sum inside, stores `e / s` in the output dtype.
-* `interpret=` from `execution_mode()`: "interpreted" on CPU, "compiled" on GPU/TPU.
-  `run_softmax` returns the result *with* that mode, and the checker reads the program that
-  ran (the `pallas_call`'s `interpret` flag and the lowered HLO) to hold you to it.
-
-The cell below reads your program the way the checker does.
-"""),
-code("""
+# %%
 b0 = BLOCK_ROWS[0]
 x2 = draw((ROWS, COLS))
 with not_yet("stage 2: the kernel") as stage2:
@@ -223,13 +251,14 @@ with not_yet("stage 2: the kernel") as stage2:
     print("  outside any kernel:", sorted(info["outside"]))
     print("lowered program says:",
           lowered_mode(lambda a: impl.softmax_pallas(a, block_rows=b0), x2))
-"""),
-md("""
-Correct on one shape proves little. The cases below differ in whether `block_rows` divides
-the rows and whether the row fills the block; each bar is the worst error as a fraction of
-the rounding budget (the checker's formula), against the float64 reference.
-"""),
-code("""
+
+
+# %% [markdown]
+# Correct on one shape proves little. The cases below differ in whether `block_rows` divides
+# the rows and whether the row fills the block; each bar is the worst error as a fraction of
+# the rounding budget (the checker's formula), against the float64 reference.
+
+# %%
 def budget(dtype, n):
     u_out, u32 = float(jnp.finfo(dtype).eps) / 2, float(jnp.finfo(jnp.float32).eps) / 2
     return u_out + (n + 4) * u32, 4 * u32
@@ -245,7 +274,7 @@ with not_yet("stage 2: shapes and dtypes") as stage2_shapes:
             rtol, atol = budget(dtype, shape[1])
             with np.errstate(invalid="ignore"):
                 used = np.max(np.abs(y - ref64(x)) / (atol + rtol * np.abs(ref64(x))))
-            used_budget[f"{jnp.dtype(dtype).name}\\n{shape}\\n{kind}"] = float(
+            used_budget[f"{jnp.dtype(dtype).name}\n{shape}\n{kind}"] = float(
                 np.nan_to_num(used, nan=np.inf))
     fig, ax = plt.subplots(figsize=(10, 3.2))
     names = list(used_budget)
@@ -259,29 +288,29 @@ with not_yet("stage 2: shapes and dtypes") as stage2_shapes:
     plt.show()
     worst_used = max(used_budget.values())
     print(f"worst case uses {worst_used:.1%} of the budget")
-"""),
-md("""
-### Check stage 2
 
-The checker reads your program (a jnp function in disguise has no `pallas_call`; softmax
-arithmetic outside the kernel fails), checks the grid and blocks, compares with its two
-references on divisible, ragged and edge shapes in both dtypes, and compares your declared
-mode with the one that ran.
-"""),
-code("""
+# %% [markdown]
+# ### Check stage 2
+#
+# The checker reads your program (a jnp function in disguise has no `pallas_call`; softmax
+# arithmetic outside the kernel fails), checks the grid and blocks, compares with its two
+# references on divisible, ragged and edge shapes in both dtypes, and compares your declared
+# mode with the one that ran.
+
+# %%
 check2 = run_check("pallas-kernel", 2, IMPL)
-"""),
-md("""
-## Build in stages · stage 3: measured
 
-`sweep` times the kernel against `jax.jit(softmax_jnp)` over shapes and block sizes: the
-first call (compile) apart, the output checked against the float64 reference *before*
-anything is timed, then synchronised warmed calls with every raw sample kept, each record
-declaring its mode. `summarize` turns the records into a speedup per block size (ratio of
-medians) and the point where the kernel stops helping, and refuses records that mix
-interpreted and compiled timings.
-"""),
-code("""
+# %% [markdown]
+# ## Build in stages · stage 3: measured
+#
+# `sweep` times the kernel against `jax.jit(softmax_jnp)` over shapes and block sizes: the
+# first call (compile) apart, the output checked against the float64 reference *before*
+# anything is timed, then synchronised warmed calls with every raw sample kept, each record
+# declaring its mode. `summarize` turns the records into a speedup per block size (ratio of
+# medians) and the point where the kernel stops helping, and refuses records that mix
+# interpreted and compiled timings.
+
+# %%
 with not_yet("stage 3: the sweep") as stage3:
     records = impl.sweep(SWEEP_SHAPES, BLOCK_ROWS, warmup=WARMUP, iters=ITERS, seed=SEED)
     summary = impl.summarize(records)
@@ -291,8 +320,8 @@ with not_yet("stage 3: the sweep") as stage3:
               f"jnp/kernel by block_rows {{{sp}}}; helps: {p['helps']}")
     print("stops helping at:", summary["stops_helping_at"])
     print(summary["caveat"] or f"kernel mode: {summary['mode']}")
-"""),
-code("""
+
+# %%
 with not_yet("stage 3 plots"):
     need(stage3)
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.8))
@@ -329,43 +358,43 @@ with not_yet("stage 3 plots"):
     per_program = [statistics.median(r["samples_s"]) / r["grid"][0] for r in ks]
     print(f"{summary['mode']} cost per grid program: {min(per_program) * 1e3:.3f} .. "
           f"{max(per_program) * 1e3:.3f} ms ({LABEL})")
-"""),
-md("""
-### Check stage 3
 
-The checker runs your `sweep` with a kernel wrapper that counts calls and compiles, times
-the same function itself (ratios with wide margins, never absolute times), hands it a wrong
-kernel that must be caught before timing, and gives `summarize` planted records with a
-known best block, a known crossover and a fast but wrong block.
-"""),
-code("""
+# %% [markdown]
+# ### Check stage 3
+#
+# The checker runs your `sweep` with a kernel wrapper that counts calls and compiles, times
+# the same function itself (ratios with wide margins, never absolute times), hands it a wrong
+# kernel that must be caught before timing, and gives `summarize` planted records with a
+# known best block, a known crossover and a fast but wrong block.
+
+# %%
 check3 = run_check("pallas-kernel", 3, IMPL)
-"""),
-md("""
-## Try a changed condition: smaller blocks, more programs
 
-Going from the largest to the smallest block size in `BLOCK_ROWS` multiplies the number of
-grid programs at shape `(ROWS, COLS)` by their ratio (the next cell prints it). Before you
-measure: **by what factor will the interpreted kernel's median time change?** Write a
-number (it is stored and graded for being there, not for being right).
-"""),
-code("""
+# %% [markdown]
+# ## Try a changed condition: smaller blocks, more programs
+#
+# Going from the largest to the smallest block size in `BLOCK_ROWS` multiplies the number of
+# grid programs at shape `(ROWS, COLS)` by their ratio (the next cell prints it). Before you
+# measure: **by what factor will the interpreted kernel's median time change?** Write a
+# number (it is stored and graded for being there, not for being right).
+
+# %%
 b_small, b_big = min(BLOCK_ROWS), max(BLOCK_ROWS)
 programs = {b: -(-ROWS // b) for b in (b_small, b_big)}
 print(f"block_rows {b_big} -> {b_small}: grid programs {programs[b_big]} -> {programs[b_small]} "
       f"({programs[b_small] / programs[b_big]:.0f}x), shape ({ROWS}, {COLS})")
-"""),
-solution("prediction_small_blocks", """
+
+# %% nbgrader={"grade": false, "grade_id": "prediction_small_blocks", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 PREDICTED_TIME_FACTOR = None  # a number: time with the small blocks / time with the big ones
 ### BEGIN SOLUTION
 PREDICTED_TIME_FACTOR = 3.0
 ### END SOLUTION
-"""),
-tests("prediction_small_blocks_present", 1, """
+
+# %% nbgrader={"grade": true, "grade_id": "prediction_small_blocks_present", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 record_prediction("06_time_factor_small_blocks", PREDICTED_TIME_FACTOR, "x")
 assert isinstance(PREDICTED_TIME_FACTOR, (int, float)), "write a number as your prediction"
-"""),
-code("""
+
+# %%
 with not_yet("changed condition") as changed:
     need(stage2)
     timings = {b: time_synced(jax.jit(functools.partial(impl.softmax_pallas, block_rows=b)),
@@ -376,34 +405,35 @@ with not_yet("changed condition") as changed:
         print(f"block_rows={b:3d}: first call {t.first_call_s * 1e3:8.1f} ms "
               f"({t.compiles_first_call} compile), warmed median {t.median_s * 1e3:7.3f} ms, "
               f"{t.median_s / programs[b] * 1e3:.3f} ms per program ({LABEL})")
-"""),
-md("""
-Interpreted, each grid program is a trip around an XLA loop that slices the block out,
-runs the kernel body and writes the block back, so time grows with the number of programs
-(a smaller block also does less work per trip, which is why the factor is not exactly the
-program ratio). On a GPU the same change alters how many programs run *at once* and how
-much each one holds in registers: a different trade-off entirely. That is why the sweep's
-interpreted numbers may be used to check the harness, never to choose a block size for the
-target.
-"""),
-md("""
-## Diagnose a likely failure: right on the test shape, wrong in production
 
-**Symptom.** A teammate's softmax kernel passed its test at a shape like `(64, 256)`;
-in production at `(ROWS - 3, COLS)` some rows come out NaN (on this CPU) or as
-probabilities that are slightly off (on a GPU). **What to check next**, in order:
 
-1. *Divisibility*: does `block_rows` divide the rows, and does the row fill the block
-   width? A test shape where both divide hides every edge bug.
-2. *NaN rows, interpreted*: the kernel reduced over cells past the edge (they hold NaN).
-   Wrong but finite values: the padding entered the reduction as something other than its
-   identity (a `0` adds `exp(-m)` per padded cell).
-3. *The grid*: `rows // block_rows` drops the last block: those rows are never written.
-4. *The comparison*: against a float64 reference, on ragged shapes, in both dtypes.
+# %% [markdown]
+# Interpreted, each grid program is a trip around an XLA loop that slices the block out,
+# runs the kernel body and writes the block back, so time grows with the number of programs
+# (a smaller block also does less work per trip, which is why the factor is not exactly the
+# program ratio). On a GPU the same change alters how many programs run *at once* and how
+# much each one holds in registers: a different trade-off entirely. That is why the sweep's
+# interpreted numbers may be used to check the harness, never to choose a block size for the
+# target.
 
-The planted failure, reproduced: the teammate's kernel has no mask.
-"""),
-code("""
+# %% [markdown]
+# ## Diagnose a likely failure: right on the test shape, wrong in production
+#
+# **Symptom.** A teammate's softmax kernel passed its test at a shape like `(64, 256)`;
+# in production at `(ROWS - 3, COLS)` some rows come out NaN (on this CPU) or as
+# probabilities that are slightly off (on a GPU). **What to check next**, in order:
+#
+# 1. *Divisibility*: does `block_rows` divide the rows, and does the row fill the block
+#    width? A test shape where both divide hides every edge bug.
+# 2. *NaN rows, interpreted*: the kernel reduced over cells past the edge (they hold NaN).
+#    Wrong but finite values: the padding entered the reduction as something other than its
+#    identity (a `0` adds `exp(-m)` per padded cell).
+# 3. *The grid*: `rows // block_rows` drops the last block: those rows are never written.
+# 4. *The comparison*: against a float64 reference, on ragged shapes, in both dtypes.
+#
+# The planted failure, reproduced: the teammate's kernel has no mask.
+
+# %%
 def unmasked_kernel(x_ref, o_ref, *, n_cols):  # the planted failure: no mask
     x = x_ref[...].astype(jnp.float32)
     e = jnp.exp(x - jnp.max(x, axis=1, keepdims=True))
@@ -431,12 +461,12 @@ for shape in (shape_test, shape_prod):
     d = diagnose(unmasked_kernel, shape)
     print(f"unmasked kernel on {shape}: {d['nan_rows']} of {shape[0]} rows NaN, "
           f"max error over the rest {d['max_abs_err']:.2e} ({LABEL})")
-"""),
-md("""
-Write the fix: `fixed_kernel(x_ref, o_ref, *, n_cols)`, the same kernel with the padded
-columns masked before the reductions (`jax.lax.broadcasted_iota` gives column indices).
-"""),
-solution("fixed_kernel", """
+
+# %% [markdown]
+# Write the fix: `fixed_kernel(x_ref, o_ref, *, n_cols)`, the same kernel with the padded
+# columns masked before the reductions (`jax.lax.broadcasted_iota` gives column indices).
+
+# %% nbgrader={"grade": false, "grade_id": "fixed_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 fixed_kernel = None  # replace with your def fixed_kernel(x_ref, o_ref, *, n_cols): ...
 ### BEGIN SOLUTION
 def fixed_kernel(x_ref, o_ref, *, n_cols):
@@ -446,8 +476,9 @@ def fixed_kernel(x_ref, o_ref, *, n_cols):
     e = jnp.exp(x - jnp.max(x, axis=1, keepdims=True))
     o_ref[...] = (e / jnp.sum(e, axis=1, keepdims=True)).astype(o_ref.dtype)
 ### END SOLUTION
-"""),
-tests("fixed_kernel_tests", 2, """
+
+
+# %% nbgrader={"grade": true, "grade_id": "fixed_kernel_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 assert fixed_kernel is not None, "write fixed_kernel in the cell above"
 for _shape, _b in ((shape_test, 8), (shape_prod, 8), ((1, 1), 8), ((17, 129), 16)):
     _d = diagnose(fixed_kernel, _shape, _b)
@@ -458,8 +489,8 @@ for _shape in ((9, 1025), (33, 127)):
     _d = diagnose(fixed_kernel, _shape, 32)
     assert _d["nan_rows"] == 0 and _d["max_abs_err"] < 1e-5, (_shape, _d["max_abs_err"])
 ### END HIDDEN TESTS
-"""),
-code("""
+
+# %%
 if fixed_kernel is None:
     print("not yet: write fixed_kernel in the exercise cell above, then re-run this cell")
 else:
@@ -474,13 +505,14 @@ else:
     ax.legend(fontsize=8)
     fig.tight_layout()
     plt.show()
-"""),
-md("""
-## Decide what is ready
 
-The evidence of this notebook, computed from the cells above:
-"""),
-code("""
+
+# %% [markdown]
+# ## Decide what is ready
+#
+# The evidence of this notebook, computed from the cells above:
+
+# %%
 def checks_line(check):
     return f"{check['passed']} of {check['passed'] + check['failed']} passed"
 
@@ -500,42 +532,40 @@ evidence = {
 for k, v in evidence.items():
     print(f"{k:45s} {v}")
 print(LABEL)
-"""),
-md("""
-**Your decision**, in two parts. `CORRECTNESS`: is the kernel ready to be trusted as a
-softmax on every shape and both dtypes? `SPEED_CLAIM`: is the claim "this kernel is faster
-than the `jax.numpy` softmax on the target accelerator" ready to be made? Each is
-`"accept"` or `"reject"`; the test below holds each to the evidence.
-"""),
-solution("decision_06_values", """
+
+# %% [markdown]
+# **Your decision**, in two parts. `CORRECTNESS`: is the kernel ready to be trusted as a
+# softmax on every shape and both dtypes? `SPEED_CLAIM`: is the claim "this kernel is faster
+# than the `jax.numpy` softmax on the target accelerator" ready to be made? Each is
+# `"accept"` or `"reject"`; the test below holds each to the evidence.
+
+# %% nbgrader={"grade": false, "grade_id": "decision_06_values", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 CORRECTNESS = None  # "accept" or "reject"
 SPEED_CLAIM = None  # "accept" or "reject"
 ### BEGIN SOLUTION
 CORRECTNESS = "accept" if check2["ok"] else "reject"
 SPEED_CLAIM = "reject"
 ### END SOLUTION
-"""),
-tests("decision_06_backed_by_evidence", 2, """
-assert CORRECTNESS in ("accept", "reject") and SPEED_CLAIM in ("accept", "reject"), \\
+
+# %% nbgrader={"grade": true, "grade_id": "decision_06_backed_by_evidence", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert CORRECTNESS in ("accept", "reject") and SPEED_CLAIM in ("accept", "reject"), \
     "answer 'accept' or 'reject' for each"
 if CORRECTNESS == "accept":
     assert check2["ok"], "correctness accepted while stage 2's checks do not all pass"
 if SPEED_CLAIM == "accept":
-    assert stage3.done and summary["mode"] == "compiled", \\
+    assert stage3.done and summary["mode"] == "compiled", \
         "a speed claim for the target needs compiled timings on the target"
-"""),
-md("""
-Now write the statement a reviewer would read: what you accept, what you reject, and the
-evidence for each (which checks, which shapes and dtypes, which mode the timings ran in,
-and what measurement would be needed before a speed claim).
-"""),
-answer("decision_06", 2, """
-Accept the kernel as correct: every stage-2 check passes on held-out shapes (divisible,
-ragged, edge) in float32 and bfloat16, within a rounding budget derived from the dtype and
-row length; it is a real pallas_call with both reductions inside, and the mode it declares
-is the one read from the program. Reject any speed claim: the timings ran interpreted on a
-CPU, where they measure the Pallas interpreter (cost per grid program), not the kernel. To
-claim a speedup, rerun `sweep` compiled on the target GPU/TPU, same shapes and block sizes,
-and accept only where the kernel beats jnp by a clear margin.
-"""),
-])
+
+# %% [markdown]
+# Now write the statement a reviewer would read: what you accept, what you reject, and the
+# evidence for each (which checks, which shapes and dtypes, which mode the timings ran in,
+# and what measurement would be needed before a speed claim).
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "decision_06", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# Accept the kernel as correct: every stage-2 check passes on held-out shapes (divisible,
+# ragged, edge) in float32 and bfloat16, within a rounding budget derived from the dtype and
+# row length; it is a real pallas_call with both reductions inside, and the mode it declares
+# is the one read from the program. Reject any speed claim: the timings ran interpreted on a
+# CPU, where they measure the Pallas interpreter (cost per grid program), not the kernel. To
+# claim a speedup, rerun `sweep` compiled on the target GPU/TPU, same shapes and block sizes,
+# and accept only where the kernel beats jnp by a clear margin.

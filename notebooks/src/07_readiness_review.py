@@ -1,32 +1,50 @@
-"""Notebook 07 · readiness review (performance-audit stage 4, the capstone)."""
+# ---
+# jupyter:
+#   course:
+#     ci_parameters:
+#       BATCH: 64
+#       CHECK_STEPS: 6
+#       ITERS: 10
+#       ROUNDS: 2
+#       SHAPES:
+#       - 64
+#       - 1024
+#       SWEEP_ITERS: 6
+#     project: performance-audit
+#     stages:
+#     - 4
+#     title: "07 \xB7 Readiness review"
+#   jupytext:
+#     notebook_metadata_filter: course,language_info,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: JAX perf course (Python 3.12, CPU)
+#     language: python
+#     name: jax-perf-course
+#   language_info:
+#     name: python
+# ---
 
-from coursekit.authoring.nbbuild import answer, code, md, notebook, parameters, solution, tests
+# %% [markdown]
+# # 07 · Readiness review: accept or reject a performance change
+#
+# **Project:** performance-audit, stage 4 (*decide what is ready*), the capstone of the route.
+# **You build** in `projects/performance-audit/starter/model.py`: `decide` and
+# `predict_step_speedup` (`load_run` is given). The measurements come from your
+# sharded-training stage 4, `profile_train_step`: run records with raw samples, the compile
+# reported apart, a real profiler trace and the environment fingerprint.
+#
+# The change under review is a teammate's pull request on the data-parallel train step of
+# notebook 05. You decide whether it is ready, from evidence, and you answer the route's four
+# readiness questions from what this notebook measures.
+#
+# Every time here is a **CPU figure** on this machine, with *fake* CPU devices sharing its
+# cores. What that can and cannot say is the last section of this notebook.
 
-PROJECT = "performance-audit"
-
-
-def build():
-    return notebook(PROJECT, stages=[4], ci_parameters={
-        "BATCH": 64, "ITERS": 10, "ROUNDS": 2, "SHAPES": [64, 1024], "SWEEP_ITERS": 6,
-        "CHECK_STEPS": 6},
-        title="07 · Readiness review", cells=[
-md("""
-# 07 · Readiness review: accept or reject a performance change
-
-**Project:** performance-audit, stage 4 (*decide what is ready*), the capstone of the route.
-**You build** in `projects/performance-audit/starter/model.py`: `decide` and
-`predict_step_speedup` (`load_run` is given). The measurements come from your
-sharded-training stage 4, `profile_train_step`: run records with raw samples, the compile
-reported apart, a real profiler trace and the environment fingerprint.
-
-The change under review is a teammate's pull request on the data-parallel train step of
-notebook 05. You decide whether it is ready, from evidence, and you answer the route's four
-readiness questions from what this notebook measures.
-
-Every time here is a **CPU figure** on this machine, with *fake* CPU devices sharing its
-cores. What that can and cannot say is the last section of this notebook.
-"""),
-parameters("""
+# %% tags=["parameters"]
 # Parameters (papermill injects other values in CI; learners keep these).
 IMPL = "../projects/performance-audit/starter/model.py"  # your performance-audit model.py
 TRAINING_IMPL = None  # sharded-training model.py; None: the one beside IMPL (starter/solution)
@@ -36,8 +54,8 @@ ROUNDS = 4            # alternating blocks per variant (before, after, after, be
 SHAPES = [64, 1024, 16384]  # batch sizes: "does it hold, where does it stop helping"
 SWEEP_ITERS = 10      # timed steps per block in that sweep
 CHECK_STEPS = 6       # training steps compared for equal results (crosses a padded batch)
-"""),
-code("""
+
+# %%
 import os
 
 from coursekit.facts import use_cpu_devices
@@ -79,78 +97,79 @@ print(LABEL)
 print("performance-audit implementation:", IMPL)
 print("sharded-training implementation: ", TRAINING)
 print("run records and traces go to:      ", RUNS)
-"""),
-md("""
-## Check your starting point
 
-**Question.** A pull request says: *"the train step is faster now: before, one number of
-milliseconds; after, a smaller one."* Before you merge it as a performance improvement,
-what must you see? Name at least three things, and one reason a true speedup measured on
-one machine might still not be ready. Write your answer below, then open the reasoning.
-"""),
-answer("starting_point_07", 1, """
-(1) Both timings waited for completion inside the timed boundary and reported the first
-call (compile) apart, with raw samples kept; (2) evidence of *why* it is faster: a trace
-event or cost estimate that names the bottleneck the change removes; (3) equal results
-(checked before timing), also at other shapes, and where the gain stops; (4) both runs in
-the same environment (same image, versions, flags, device count). A true speedup may still
-not be ready when it holds only at one shape, or only on this CPU (target measurement
-separate).
-"""),
-md("""
-<details><summary>Reasoning (open after answering)</summary>
 
-Two numbers are a claim, not evidence. The route asks four questions of every claimed
-optimisation, and this notebook answers each from measurements:
+# %% [markdown]
+# ## Check your starting point
+#
+# **Question.** A pull request says: *"the train step is faster now: before, one number of
+# milliseconds; after, a smaller one."* Before you merge it as a performance improvement,
+# what must you see? Name at least three things, and one reason a true speedup measured on
+# one machine might still not be ready. Write your answer below, then open the reasoning.
 
-1. **Did every timing wait for completion and separate compilation from steady execution?**
-   The run records say how each sample was synchronised, keep the first (compiling) call
-   apart and count compiles during the warmed calls.
-2. **Which trace event (or memory-traffic estimate) supports the claimed bottleneck?** A
-   profiler trace of the same step shows where its time goes; the compiled program shows
-   what the change removes.
-3. **Does the optimisation preserve results across changed shapes, and where does it stop
-   helping?** Equal parameters after several steps, at several batch sizes, including a
-   padded batch; then speedup against size and device count.
-4. **Is it a model optimisation or an image/runtime change?** Every record carries the
-   environment fingerprint; a comparison across different fingerprints is refused.
+# %% [markdown] nbgrader={"grade": true, "grade_id": "starting_point_07", "locked": false, "points": 1, "schema_version": 3, "solution": true, "task": false}
+# (1) Both timings waited for completion inside the timed boundary and reported the first
+# call (compile) apart, with raw samples kept; (2) evidence of *why* it is faster: a trace
+# event or cost estimate that names the bottleneck the change removes; (3) equal results
+# (checked before timing), also at other shapes, and where the gain stops; (4) both runs in
+# the same environment (same image, versions, flags, device count). A true speedup may still
+# not be ready when it holds only at one shape, or only on this CPU (target measurement
+# separate).
 
-A change can pass all four on this machine and still need a target measurement: a CPU
-trace says nothing about an accelerator's interconnect or memory.
-</details>
-"""),
-md("""
-## Build in stages · stage 4: a before-and-after report
+# %% [markdown]
+# <details><summary>Reasoning (open after answering)</summary>
+#
+# Two numbers are a claim, not evidence. The route asks four questions of every claimed
+# optimisation, and this notebook answers each from measurements:
+#
+# 1. **Did every timing wait for completion and separate compilation from steady execution?**
+#    The run records say how each sample was synchronised, keep the first (compiling) call
+#    apart and count compiles during the warmed calls.
+# 2. **Which trace event (or memory-traffic estimate) supports the claimed bottleneck?** A
+#    profiler trace of the same step shows where its time goes; the compiled program shows
+#    what the change removes.
+# 3. **Does the optimisation preserve results across changed shapes, and where does it stop
+#    helping?** Equal parameters after several steps, at several batch sizes, including a
+#    padded batch; then speedup against size and device count.
+# 4. **Is it a model optimisation or an image/runtime change?** Every record carries the
+#    environment fingerprint; a comparison across different fingerprints is refused.
+#
+# A change can pass all four on this machine and still need a target measurement: a CPU
+# trace says nothing about an accelerator's interconnect or memory.
+# </details>
 
-### The change under review
+# %% [markdown]
+# ## Build in stages · stage 4: a before-and-after report
+#
+# ### The change under review
+#
+# The step of notebook 05 computes the mean loss over the *valid* rows,
+# `sum(l * m) / sum(m)`, and differentiates it. With rows split across devices, the valid
+# count `sum(m)` needs its own all-reduce, and the gradient's reduction has to wait for it
+# (the backward pass starts from `1 / count`). The pull request differentiates the *sum* and
+# divides loss and gradients by the count afterwards (`coursekit.workloads.capstone.make_candidate_step`).
+# Mathematically the same; the claim is that XLA can then merge the two reductions into one.
+#
+# ### Two run records
+#
+# Each variant is measured by *your* `profile_train_step` (sharded-training stage 4) on a
+# freshly compiled step: first call alone (compile + run) with its loss checked against an
+# independent reference (`capstone.reference_loss`: one device, no learner code) *before*
+# anything is timed, then warm-up, then `ITERS` synchronised samples, then a few steps under
+# the profiler.
+#
+# Other work shares this machine, and its load drifts. Two blocks measured one after the
+# other would put that drift into the comparison, so the variants are measured in `ROUNDS`
+# alternating blocks (before, after, after, before, ...) and each variant's blocks are pooled
+# into one record (`capstone.pool_records`: raw samples concatenated, the first call and the
+# trace from the block that compiled). The records are written to disk and read back with
+# `load_run`, as a reviewer receives them.
 
-The step of notebook 05 computes the mean loss over the *valid* rows,
-`sum(l * m) / sum(m)`, and differentiates it. With rows split across devices, the valid
-count `sum(m)` needs its own all-reduce, and the gradient's reduction has to wait for it
-(the backward pass starts from `1 / count`). The pull request differentiates the *sum* and
-divides loss and gradients by the count afterwards (`coursekit.workloads.capstone.make_candidate_step`).
-Mathematically the same; the claim is that XLA can then merge the two reductions into one.
-
-### Two run records
-
-Each variant is measured by *your* `profile_train_step` (sharded-training stage 4) on a
-freshly compiled step: first call alone (compile + run) with its loss checked against an
-independent reference (`capstone.reference_loss`: one device, no learner code) *before*
-anything is timed, then warm-up, then `ITERS` synchronised samples, then a few steps under
-the profiler.
-
-Other work shares this machine, and its load drifts. Two blocks measured one after the
-other would put that drift into the comparison, so the variants are measured in `ROUNDS`
-alternating blocks (before, after, after, before, ...) and each variant's blocks are pooled
-into one record (`capstone.pool_records`: raw samples concatenated, the first call and the
-trace from the block that compiled). The records are written to disk and read back with
-`load_run`, as a reviewer receives them.
-"""),
-code("""
+# %%
 def measure(name, step, w, iters, *, trace_steps=3, folder=RUNS):
-    \"\"\"One run record of ``step`` on workload ``w`` by your profile_train_step, written to
+    """One run record of ``step`` on workload ``w`` by your profile_train_step, written to
     <folder>/<name>.json and read back with your load_run. A step that has not run yet
-    compiles in its first call.\"\"\"
+    compiles in its first call."""
     if "expected_loss" not in w:  # one independent reference per workload
         w["expected_loss"] = capstone.reference_loss(w)
     record = training.profile_train_step(step, w["state"], w["batch"], str(RUNS / "traces" / name),
@@ -160,8 +179,8 @@ def measure(name, step, w, iters, *, trace_steps=3, folder=RUNS):
     return impl.load_run(str(records.write_run_record(folder / f"{name}.json", record)))
 
 def measure_pair(w, iters, prefix="", trace_steps=3, rounds=ROUNDS):
-    \"\"\"Fresh before and after steps for workload ``w``, measured in ``rounds`` alternating
-    blocks; each variant's blocks pooled into one record (RUNS/<prefix><variant>.json).\"\"\"
+    """Fresh before and after steps for workload ``w``, measured in ``rounds`` alternating
+    blocks; each variant's blocks pooled into one record (RUNS/<prefix><variant>.json)."""
     fresh = {v: capstone.make_step(training, w["config"], v) for v in capstone.VARIANTS}
     blocks = {v: [] for v in capstone.VARIANTS}
     for r in range(rounds):
@@ -189,17 +208,17 @@ with not_yet("before and after records"):
               f"({r['compiles_warmed']} compiles), "
               f"output_ok={r['output_ok']}, sync={r['sync']}")
     print(LABEL)
-"""),
-md("""
-### What the compiled programs and the trace say
 
-First the static evidence: the all-reduce instructions in each compiled program (the steps
-just measured; nothing compiles again). Then the traces the records point at: in each
-annotated step, how long does one device spend inside each all-reduce?
-(`coursekit.measure.collectives` reads the thunk events, which name their HLO instruction.)
-The scalar all-reduce (`f32[]`) is the valid count.
-"""),
-code("""
+# %% [markdown]
+# ### What the compiled programs and the trace say
+#
+# First the static evidence: the all-reduce instructions in each compiled program (the steps
+# just measured; nothing compiles again). Then the traces the records point at: in each
+# annotated step, how long does one device spend inside each all-reduce?
+# (`coursekit.measure.collectives` reads the thunk events, which name their HLO instruction.)
+# The scalar all-reduce (`f32[]`) is the valid count.
+
+# %%
 hlo_ops, trace_split, count_ops = {}, {}, {}
 count_share = None
 with not_yet("the compiled programs and the traces"):
@@ -224,8 +243,8 @@ with not_yet("the compiled programs and the traces"):
     count_share = sum(trace_split["before"]["share"].get(op, 0.0) for op in count_ops["before"])
     print(f"the count all-reduce holds {count_share:.1%} of the reference step's time per device "
           f"({LABEL})")
-"""),
-code("""
+
+# %%
 with not_yet("plot of where the step's time goes"):
     need(work)
     if not trace_split:
@@ -251,28 +270,28 @@ with not_yet("plot of where the step's time goes"):
     ax.legend(unique.values(), unique.keys(), fontsize=7, loc="lower right")
     fig.tight_layout()
     plt.show()
-"""),
-md("""
-Before you look at the timings: if merging removed the count all-reduce's share of the step
-*completely* (that part infinitely faster, nothing else changed), what would the whole step
-gain? That is Amdahl's law, your `predict_step_speedup`.
-"""),
-code("""
+
+# %% [markdown]
+# Before you look at the timings: if merging removed the count all-reduce's share of the step
+# *completely* (that part infinitely faster, nothing else changed), what would the whole step
+# gain? That is Amdahl's law, your `predict_step_speedup`.
+
+# %%
 predicted = None
 with not_yet("Amdahl's prediction"):
     if count_share is None:
         raise NotYet("no trace evidence yet")
     predicted = impl.predict_step_speedup(count_share, math.inf)
     print(f"share {count_share:.1%} removed -> predicted step speedup {predicted:.3f}x at most")
-"""),
-md("""
-### The decision
 
-`decide(before, after)` (yours) behind the fingerprint guard
-(`coursekit.provenance.compare.guarded_decide`): records from different environments are
-refused before any time is compared.
-"""),
-code("""
+# %% [markdown]
+# ### The decision
+#
+# `decide(before, after)` (yours) behind the fingerprint guard
+# (`coursekit.provenance.compare.guarded_decide`): records from different environments are
+# refused before any time is compared.
+
+# %%
 verdict = None
 with not_yet("the decision on before vs after"):
     if not runs:
@@ -288,8 +307,8 @@ with not_yet("the decision on before vs after"):
     for reason in verdict["reasons"]:
         print("  -", reason)
     print(LABEL)
-"""),
-code("""
+
+# %%
 with not_yet("plot of the raw samples"):
     if not runs:
         raise NotYet("no run records yet")
@@ -305,31 +324,31 @@ with not_yet("plot of the raw samples"):
     titled(ax, f"Raw samples, batch {BATCH}", LABEL)
     fig.tight_layout()
     plt.show()
-"""),
-md("""
-### Check stage 4
 
-The same command the grader runs: `check.py --stage 4 --impl IMPL`. It builds its own run
-records from seeds you do not see: a real speedup, noise that looks like one, a faster but
-wrong run, records that cannot be compared, and a small share made twice as fast.
-"""),
-code("""
+# %% [markdown]
+# ### Check stage 4
+#
+# The same command the grader runs: `check.py --stage 4 --impl IMPL`. It builds its own run
+# records from seeds you do not see: a real speedup, noise that looks like one, a faster but
+# wrong run, records that cannot be compared, and a small share made twice as fast.
+
+# %%
 check4 = run_check("performance-audit", 4, IMPL)
-"""),
-md("""
-## Try a changed condition: other shapes, one device
 
-### Does it hold across shapes, and where does it stop helping?
+# %% [markdown]
+# ## Try a changed condition: other shapes, one device
+#
+# ### Does it hold across shapes, and where does it stop helping?
+#
+# For each batch size in `SHAPES`: a record of each variant (its output checked before any
+# timing), then both variants train `CHECK_STEPS` steps through the data order and their
+# parameters are compared. The epoch holds four full batches and a last batch with three
+# valid rows, so the comparison crosses a padded batch, where the valid count matters most.
+# A speedup counts only where the results are equal: the before/after ratio of medians with
+# its bootstrap interval (your `decide`). The saved all-reduce is a fixed cost per step; the
+# step's arithmetic grows with the batch.
 
-For each batch size in `SHAPES`: a record of each variant (its output checked before any
-timing), then both variants train `CHECK_STEPS` steps through the data order and their
-parameters are compared. The epoch holds four full batches and a last batch with three
-valid rows, so the comparison crosses a padded batch, where the valid count matters most.
-A speedup counts only where the results are equal: the before/after ratio of medians with
-its bootstrap interval (your `decide`). The saved all-reduce is a fixed cost per step; the
-step's arithmetic grows with the batch.
-"""),
-code("""
+# %%
 TOLERANCE = 1e-4  # relative, for parameters after several steps (rounding, not bugs)
 preserved, sweep = {}, {}
 with not_yet("results and speed across shapes"):
@@ -361,15 +380,16 @@ with not_yet("results and speed across shapes"):
         print(line + f"equal; speedup {s['ratio']:.3f} [{s['ci'][0]:.3f}, {s['ci'][1]:.3f}] "
               f"-> {s['decision']}")
     print(LABEL)
-"""),
-md("""
-A tempting shortcut in the same spirit: divide by the number of rows, a constant, instead of
-the valid count (no count at all, so certainly one all-reduce fewer). The output check in
-your `profile_train_step` runs it on the padded batch: the record it writes is a *failed*
-run, kept with the others. On a full batch the same code gives the reference's loss, which
-is why a check on full batches alone would let it through.
-"""),
-code("""
+
+
+# %% [markdown]
+# A tempting shortcut in the same spirit: divide by the number of rows, a constant, instead of
+# the valid count (no count at all, so certainly one all-reduce fewer). The output check in
+# your `profile_train_step` runs it on the padded batch: the record it writes is a *failed*
+# run, kept with the others. On a full batch the same code gives the reference's loss, which
+# is why a check on full batches alone would let it through.
+
+# %%
 def make_rows_step(optimizer, noise):
     import jax.numpy as jnp
     import optax
@@ -384,7 +404,7 @@ def make_rows_step(optimizer, noise):
         updates, opt_state = optimizer.update(jax.tree.map(lambda g: g / rows, grads),
                                               state["opt_state"], state["params"])
         return {"params": optax.apply_updates(state["params"], updates), "opt_state": opt_state,
-                "step": state["step"] + 1, "key": key, "data_pos": state["data_pos"] + 1}, \\
+                "step": state["step"] + 1, "key": key, "data_pos": state["data_pos"] + 1}, \
             loss_sum / rows
     return jax.jit(step)
 
@@ -401,25 +421,25 @@ with not_yet("the shortcut on a padded and on a full batch"):
     expected_full = work.get("expected_loss") or capstone.reference_loss(work)
     print(f"full batch: loss {float(full_loss):.6f} vs reference {expected_full:.6f} "
           f"(relative difference {abs(float(full_loss) - expected_full) / abs(expected_full):.1e})")
-"""),
-md("""
-### One device
 
-On a one-device mesh no row is split, so neither program needs an all-reduce. **Predict**
-the speedup (median before / median after) of the change on one device before you measure
-it. Your prediction is stored and graded for being there, not for being right.
-"""),
-solution("prediction_one_device", """
+# %% [markdown]
+# ### One device
+#
+# On a one-device mesh no row is split, so neither program needs an all-reduce. **Predict**
+# the speedup (median before / median after) of the change on one device before you measure
+# it. Your prediction is stored and graded for being there, not for being right.
+
+# %% nbgrader={"grade": false, "grade_id": "prediction_one_device", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 PREDICTED_ONE_DEVICE_SPEEDUP = None  # a number, e.g. 1.3
 ### BEGIN SOLUTION
 PREDICTED_ONE_DEVICE_SPEEDUP = 1.0
 ### END SOLUTION
-"""),
-tests("prediction_one_device_present", 1, """
+
+# %% nbgrader={"grade": true, "grade_id": "prediction_one_device_present", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 record_prediction("07_one_device_speedup", PREDICTED_ONE_DEVICE_SPEEDUP, "x")
 assert isinstance(PREDICTED_ONE_DEVICE_SPEEDUP, (int, float)), "write a number as your prediction"
-"""),
-code("""
+
+# %%
 one_device = None
 with not_yet("the change on one device"):
     w1 = capstone.workload(training, BATCH, n_devices=1)
@@ -436,8 +456,8 @@ with not_yet("the change on one device"):
         print("caution: neither one-device program holds an all-reduce, so the mechanism of "
               "the change is absent here; a clear 'gain' means the load moved between blocks "
               "or something else differs: re-run with more ROUNDS before believing it")
-"""),
-code("""
+
+# %%
 with not_yet("plot of speedup against batch size"):
     if not sweep:
         raise NotYet("no shape measured yet")
@@ -466,24 +486,24 @@ with not_yet("plot of speedup against batch size"):
     ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     plt.show()
-"""),
-md("""
-## Diagnose a likely failure: a speedup from the image, not the code
 
-**Symptom.** A teammate's record arrives from the CI machines' new image, offered as
-evidence for the change. Your `decide` compares shapes, dtypes, the sync method and the
-warm-up; they all agree, so it compares the times. **What to check next**, in order:
+# %% [markdown]
+# ## Diagnose a likely failure: a speedup from the image, not the code
+#
+# **Symptom.** A teammate's record arrives from the CI machines' new image, offered as
+# evidence for the change. Your `decide` compares shapes, dtypes, the sync method and the
+# warm-up; they all agree, so it compares the times. **What to check next**, in order:
+#
+# 1. The environment fingerprint of both records: versions, backend, device count, XLA flags,
+#    CPU. Any difference means the time difference may be the environment's.
+# 2. Whether the code even differed (here it did not: the teammate measured the unchanged step).
+# 3. Re-measure both variants in one environment, one process after the other.
+#
+# The planted failure, reproduced: the *unchanged* step measured in a fresh process whose
+# runtime is configured differently (`XLA_FLAGS` of `OTHER_RUNTIME` asks for fewer host
+# devices than `DEVICES`, as a new launcher might).
 
-1. The environment fingerprint of both records: versions, backend, device count, XLA flags,
-   CPU. Any difference means the time difference may be the environment's.
-2. Whether the code even differed (here it did not: the teammate measured the unchanged step).
-3. Re-measure both variants in one environment, one process after the other.
-
-The planted failure, reproduced: the *unchanged* step measured in a fresh process whose
-runtime is configured differently (`XLA_FLAGS` of `OTHER_RUNTIME` asks for fewer host
-devices than `DEVICES`, as a new launcher might).
-"""),
-code("""
+# %%
 OTHER_RUNTIME = "--xla_force_host_platform_device_count=2"
 teammate = None
 with not_yet("the run from the other runtime"):
@@ -499,7 +519,7 @@ with not_yet("the run from the other runtime"):
     if done.returncode == 3:  # the learner's sharded-training code is not finished
         raise NotYet(done.stderr.strip().splitlines()[-1].removeprefix("not yet: "))
     if done.returncode != 0:
-        raise RuntimeError(f"the fresh-process run failed ({done.returncode}):\\n"
+        raise RuntimeError(f"the fresh-process run failed ({done.returncode}):\n"
                            f"{done.stderr[-2000:]}")
     teammate = impl.load_run(str(out))
     naive = impl.decide(runs["before"], teammate)
@@ -515,13 +535,14 @@ with not_yet("the run from the other runtime"):
     flagged = guarded_decide(runs["before"], teammate, impl.decide, mode="flag")
     print(f"flag mode (decide runs, the result is marked): {flagged['decision'].upper()}; "
           f"measured ratio {ratio_text(flagged)}")
-"""),
-md("""
-The fix is not a better statistic: it is measuring both variants in one environment. The
-*before* and *after* of the decision above share one fingerprint (compared below), which
-is why their comparison was allowed.
-"""),
-code("""
+
+
+# %% [markdown]
+# The fix is not a better statistic: it is measuring both variants in one environment. The
+# *before* and *after* of the decision above share one fingerprint (compared below), which
+# is why their comparison was allowed.
+
+# %%
 def fingerprint_id(fp):
     return hashlib.sha256(json.dumps(fp, sort_keys=True).encode()).hexdigest()[:10]
 
@@ -532,24 +553,25 @@ with not_yet("fingerprints of before and after"):
     print(f"before {fingerprint_id(runs['before']['fingerprint'])}, after "
           f"{fingerprint_id(runs['after']['fingerprint'])}: "
           f"{'same environment' if not same else 'DIFFERENT: ' + '; '.join(same)}")
-"""),
-md("""
-## Decide what is ready
 
-### Exercise: audit one run record
 
-Write `timing_evidence(record)`: from one run record return a dict of four booleans
-(plain `bool`):
+# %% [markdown]
+# ## Decide what is ready
+#
+# ### Exercise: audit one run record
+#
+# Write `timing_evidence(record)`: from one run record return a dict of four booleans
+# (plain `bool`):
+#
+# - `waited`: `sync` is `"block_until_ready"` or `"host_read"`;
+# - `compile_apart`: `first_call_s` is a positive number, `compiles_first_call >= 1` and
+#   `compiles_warmed == 0`;
+# - `raw_samples`: `samples_s` is a list holding exactly `iters` samples, and `iters >= 5`;
+# - `output_checked`: `output_ok is True`.
+#
+# The evidence table below uses it for every record of this notebook.
 
-- `waited`: `sync` is `"block_until_ready"` or `"host_read"`;
-- `compile_apart`: `first_call_s` is a positive number, `compiles_first_call >= 1` and
-  `compiles_warmed == 0`;
-- `raw_samples`: `samples_s` is a list holding exactly `iters` samples, and `iters >= 5`;
-- `output_checked`: `output_ok is True`.
-
-The evidence table below uses it for every record of this notebook.
-"""),
-solution("timing_evidence", """
+# %% nbgrader={"grade": false, "grade_id": "timing_evidence", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 def timing_evidence(record):
     ### BEGIN SOLUTION
     first = record.get("first_call_s")
@@ -565,8 +587,9 @@ def timing_evidence(record):
         "output_checked": record.get("output_ok") is True,
     }
     ### END SOLUTION
-"""),
-tests("timing_evidence_tests", 2, """
+
+
+# %% nbgrader={"grade": true, "grade_id": "timing_evidence_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 _good = {"sync": "block_until_ready", "first_call_s": 0.5, "compiles_first_call": 1,
          "compiles_warmed": 0, "samples_s": [0.01] * 10, "iters": 10, "output_ok": True}
 assert timing_evidence(_good) == {"waited": True, "compile_apart": True, "raw_samples": True,
@@ -583,14 +606,14 @@ assert timing_evidence(dict(_good, iters=3, samples_s=[0.01] * 3))["raw_samples"
 assert timing_evidence(dict(_good, sync="host_read"))["waited"] is True
 assert all(type(v) is bool for v in timing_evidence(dict(_good, output_ok=None)).values())
 ### END HIDDEN TESTS
-"""),
-md("""
-### The evidence, question by question
 
-Every record this notebook wrote, failed ones included, with its fingerprint; then the four
-readiness questions answered from the numbers above.
-"""),
-code("""
+# %% [markdown]
+# ### The evidence, question by question
+#
+# Every record this notebook wrote, failed ones included, with its fingerprint; then the four
+# readiness questions answered from the numbers above.
+
+# %%
 run_log = []
 for path in sorted(RUNS.glob("*.json")):
     r = json.loads(path.read_text())
@@ -608,8 +631,9 @@ for name, r in run_log:
     print(f"{name:26s} {status:22s} {r['fingerprint']['devices']:>7} {med} "
           f"{fingerprint_id(r['fingerprint']):>11s}  {audit}")
 print(LABEL)
-"""),
-code("""
+
+
+# %%
 def shown(value, spec=".3f"):
     return "not yet" if value is None else format(value, spec)
 
@@ -642,62 +666,60 @@ with not_yet("the four readiness questions"):
           f"the teammate's record differs in {len(differs)} field(s) "
           f"({', '.join(d.split(':')[0] for d in differs) or '-'}), so it was refused")
     print(f"decision on the change at batch {BATCH}: {verdict['decision'].upper()} ({LABEL})")
-"""),
-md("""
-### Honest limits
 
-- Everything above is a **CPU measurement**, with fake devices that share this machine's
-  cores. An all-reduce here is threads meeting at a rendezvous; on accelerators it is an
-  interconnect transfer with its own bandwidth and latency. **CPU traces do not
-  characterise accelerator communication or memory**: the trace shows the collective on
-  this machine's critical path, not what it costs on a target.
-- Whether the change helps on the target is a **separate target measurement**: the same
-  records (`profile_train_step`), the same decision (`decide`), the same fingerprint guard,
-  made on the target hardware in one environment.
-- Timing noise on a shared machine is real: the decision rests on a bootstrap interval of
-  raw samples, not on one number, and a rerun may move a borderline case.
-"""),
-md("""
-**The four readiness questions, in your words.** Answer each from the evidence above (quote
-the printed lines you rely on):
-1. Did every timing wait for completion and separate compilation from steady execution?
-2. Which trace event (or memory-traffic estimate) supports the claimed bottleneck?
-3. Does the optimisation preserve results across changed shapes, and where does it stop
-   helping?
-4. How do you tell an image/runtime change from a model optimisation here?
-"""),
-answer("readiness_answers_07", 4, """
-1. Yes: every successful record was synchronised inside its boundary (block_until_ready),
-   its first call (with its compile) is reported apart, no compile happened during warmed
-   calls, and all raw samples are kept (audit column: all four).
-2. The profiler trace: the scalar all-reduce (the valid count) takes the share of each step
-   printed above, and the compiled programs show one all-reduce fewer after the change.
-   Amdahl's law with that share bounds the possible gain; a measured ratio above that
-   ceiling would itself be suspicious. On CPU the event is mostly waiting at the rendezvous.
-3. Parameters are equal within the tolerance at every batch size tried, across a padded
-   batch; the "divide by rows" shortcut fails its output check there (and passes on a full
-   batch, so a full-batch check alone would miss it). The gain counts only at the sizes
-   listed under "clear gain"; it cannot exist on one device, where neither program has an
-   all-reduce, and it shrinks as the batch grows because the saved collective is a fixed
-   cost per step while the arithmetic grows.
-4. Every record carries the environment fingerprint; the teammate's record differs (device
-   count, XLA flags), so its comparison is refused whatever its times say (decide() alone
-   would have compared them). Before and after share one fingerprint, so their difference
-   is the code's.
-"""),
-md("""
-**Your decision.** One accept/reject statement on the pull request, backed by the evidence:
-accept or reject *for this machine*, the conditions (shapes, device counts) where it holds,
-and what must still be measured on the target before it ships.
-"""),
-answer("decision_07", 3, """
-Follow the printed decision. If it says ACCEPT: accept for data-parallel training on several
-devices at the batch sizes where the interval cleared the minimum gain; results are equal
-within tolerance, the trace names the removed collective and the measured gain stays below
-Amdahl's ceiling. It does nothing on one device and fades as the batch grows. If it says
-REJECT: the gain is not distinguishable from noise at this batch on this machine; keep the
-change only if it simplifies the code, not as an optimisation. Either way: CPU evidence
-only; measure on the target accelerator (same records, same decision, one environment)
-before claiming a speedup there.
-"""),
-])
+# %% [markdown]
+# ### Honest limits
+#
+# - Everything above is a **CPU measurement**, with fake devices that share this machine's
+#   cores. An all-reduce here is threads meeting at a rendezvous; on accelerators it is an
+#   interconnect transfer with its own bandwidth and latency. **CPU traces do not
+#   characterise accelerator communication or memory**: the trace shows the collective on
+#   this machine's critical path, not what it costs on a target.
+# - Whether the change helps on the target is a **separate target measurement**: the same
+#   records (`profile_train_step`), the same decision (`decide`), the same fingerprint guard,
+#   made on the target hardware in one environment.
+# - Timing noise on a shared machine is real: the decision rests on a bootstrap interval of
+#   raw samples, not on one number, and a rerun may move a borderline case.
+
+# %% [markdown]
+# **The four readiness questions, in your words.** Answer each from the evidence above (quote
+# the printed lines you rely on):
+# 1. Did every timing wait for completion and separate compilation from steady execution?
+# 2. Which trace event (or memory-traffic estimate) supports the claimed bottleneck?
+# 3. Does the optimisation preserve results across changed shapes, and where does it stop
+#    helping?
+# 4. How do you tell an image/runtime change from a model optimisation here?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "readiness_answers_07", "locked": false, "points": 4, "schema_version": 3, "solution": true, "task": false}
+# 1. Yes: every successful record was synchronised inside its boundary (block_until_ready),
+#    its first call (with its compile) is reported apart, no compile happened during warmed
+#    calls, and all raw samples are kept (audit column: all four).
+# 2. The profiler trace: the scalar all-reduce (the valid count) takes the share of each step
+#    printed above, and the compiled programs show one all-reduce fewer after the change.
+#    Amdahl's law with that share bounds the possible gain; a measured ratio above that
+#    ceiling would itself be suspicious. On CPU the event is mostly waiting at the rendezvous.
+# 3. Parameters are equal within the tolerance at every batch size tried, across a padded
+#    batch; the "divide by rows" shortcut fails its output check there (and passes on a full
+#    batch, so a full-batch check alone would miss it). The gain counts only at the sizes
+#    listed under "clear gain"; it cannot exist on one device, where neither program has an
+#    all-reduce, and it shrinks as the batch grows because the saved collective is a fixed
+#    cost per step while the arithmetic grows.
+# 4. Every record carries the environment fingerprint; the teammate's record differs (device
+#    count, XLA flags), so its comparison is refused whatever its times say (decide() alone
+#    would have compared them). Before and after share one fingerprint, so their difference
+#    is the code's.
+
+# %% [markdown]
+# **Your decision.** One accept/reject statement on the pull request, backed by the evidence:
+# accept or reject *for this machine*, the conditions (shapes, device counts) where it holds,
+# and what must still be measured on the target before it ships.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "decision_07", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# Follow the printed decision. If it says ACCEPT: accept for data-parallel training on several
+# devices at the batch sizes where the interval cleared the minimum gain; results are equal
+# within tolerance, the trace names the removed collective and the measured gain stays below
+# Amdahl's ceiling. It does nothing on one device and fades as the batch grows. If it says
+# REJECT: the gain is not distinguishable from noise at this batch on this machine; keep the
+# change only if it simplifies the code, not as an optimisation. Either way: CPU evidence
+# only; measure on the target accelerator (same records, same decision, one environment)
+# before claiming a speedup there.
