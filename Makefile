@@ -1,6 +1,7 @@
 # Set-up is automatic: every target below builds .venv first when it is missing or stale.
 #   make course   run the whole course headless against the reference solutions; print a report
 #   make test     the test suite (what CI runs)
+#   make check    the quick edit-test loop: lint, fast tests, one stage per project (< 3 min)
 #   make lab      JupyterLab on localhost with the course kernel
 #   make bench    benchmark figures, printed as ratios measured side by side
 #   make portfolio  your route map and benchmark report from your own records
@@ -14,9 +15,9 @@ PYTEST_ARGS ?=
 LAB_PORT ?= 8888
 COURSE_ARGS ?=
 
-.PHONY: setup course test lab bench starters portfolio mlflow-ui browser-deps clean help
+.PHONY: setup course test check lab bench starters portfolio mlflow-ui browser-deps clean help
 help:
-	@sed -n '1,8p' Makefile
+	@sed -n '1,9p' Makefile
 
 setup: $(STAMP)
 
@@ -44,6 +45,9 @@ test: $(STAMP) browser-deps
 	@set +e; PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests (exit 5): that is a failure here"; exit 1; fi; \
 	exit $$rc
+
+check: $(STAMP)
+	@PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m coursekit.commands.quick_check
 
 lab: $(STAMP)
 	$(PY) -m coursekit.commands.lab --port $(LAB_PORT)
