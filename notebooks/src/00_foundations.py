@@ -67,12 +67,12 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from coursekit.workloads import classifier
-from coursekit.provenance import tracking as provenance
-from coursekit.workloads.fresh import bitwise_differences, call_in_fresh_process, flatten
+from coursekit.measure.timing import count_compiles, time_synced
 from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
 from coursekit.notebook.guard import attempt, load_learner, need, not_yet
-from coursekit.measure.timing import count_compiles, time_synced
+from coursekit.provenance import tracking as provenance
+from coursekit.workloads import classifier
+from coursekit.workloads.fresh import bitwise_differences, call_in_fresh_process, flatten
 
 impl = load_learner(IMPL)
 LABEL = cpu_label()

@@ -56,7 +56,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from coursekit.measure import traces
-from coursekit.notebook.cells import RECORDS, compare_prediction, cpu_label, record_prediction, run_check
+from coursekit.notebook.cells import (
+    RECORDS,
+    compare_prediction,
+    cpu_label,
+    record_prediction,
+    run_check,
+)
 from coursekit.notebook.guard import attempt, load_learner, need, not_yet
 from coursekit.notebook.plots import titled
 
@@ -297,8 +303,9 @@ FLAG = "--xla_cpu_experimental_ynn_fusion_type="
 def op_events(xla_flags):
     env = dict(os.environ, XLA_FLAGS=xla_flags)
     logdir = TRACE_ROOT / ("per-op" if xla_flags else "default")
-    done = subprocess.run([sys.executable, "-m", "coursekit.measure.op_events", "--batch", str(BATCH),
-                           "--width", str(WIDTH), "--steps", str(STEPS), "--logdir", str(logdir)],
+    done = subprocess.run([sys.executable, "-m", "coursekit.measure.op_events",
+                           "--batch", str(BATCH), "--width", str(WIDTH), "--steps", str(STEPS),
+                           "--logdir", str(logdir)],
                           capture_output=True, text=True, env=env, timeout=600)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-1500:])

@@ -52,10 +52,10 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
+from coursekit.measure.timing import count_compiles, time_synced
 from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
 from coursekit.notebook.guard import attempt, load_learner, need, not_yet, ready
 from coursekit.notebook.plots import plain_log, titled
-from coursekit.measure.timing import count_compiles, time_synced
 
 impl = load_learner(IMPL)
 LABEL = cpu_label()
@@ -373,7 +373,7 @@ print(f"compiles while timing: {compiles_while_timing[0]} (the new shapes compil
 # %%
 fig, ax = plt.subplots(figsize=(6.5, 3))
 bars = (("before", t_kernel, t_step), ("kernel 2x", t_kernel_fast, t_step_fast))
-for i, (name, tk, ts) in enumerate(bars):
+for i, (_name, tk, ts) in enumerate(bars):
     ax.barh(i, tk * 1e3, color="tab:orange", label="kernel (measured alone)" if i == 0 else None)
     ax.barh(i, (ts - tk) * 1e3, left=tk * 1e3, color="tab:gray",
             label="rest of the step" if i == 0 else None)

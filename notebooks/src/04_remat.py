@@ -56,10 +56,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from jax.ad_checkpoint import print_saved_residuals
 
-from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
-from coursekit.notebook.guard import attempt, load_learner, need, not_yet, ready
-from coursekit.notebook.plots import titled
 from coursekit.measure.timing import time_synced
+from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
+from coursekit.notebook.guard import load_learner, need, not_yet, ready
+from coursekit.notebook.plots import titled
 
 impl = load_learner(IMPL)
 LABEL = cpu_label()
@@ -128,7 +128,7 @@ with not_yet("saved residuals of one block"):
     for policy in (None, "nothing_saveable"):
         print(f"--- policy={policy}")
         print_saved_residuals(
-            lambda p, v: impl.block_loss(p, v, policy), params[:1], x[:8])
+            lambda p, v, policy=policy: impl.block_loss(p, v, policy), params[:1], x[:8])
 
 # %% [markdown]
 # ### Three views of memory, one table
@@ -215,6 +215,7 @@ def remat_floor_bytes(depth, batch, width, itemsize):
 # %% nbgrader={"grade": true, "grade_id": "remat_floor_bytes_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 from jax._src.ad_checkpoint import saved_residuals as _saved_residuals
 
+
 def _residual_bytes(depth, batch, width, hidden):
     _r = np.random.default_rng(5)
     _p = [{"w1": jnp.asarray(_r.standard_normal((width, hidden), np.float32)),
@@ -265,8 +266,11 @@ assert isinstance(PREDICTED_SAVING_TANH_PCT, (int, float)), "write a number for 
 # %%
 from jax._src.ad_checkpoint import saved_residuals
 
+
 def tanh_chain_loss(ws, v, policy=None):
-    layer = lambda w, h: jnp.tanh(h @ w)
+    def layer(w, h):
+        return jnp.tanh(h @ w)
+
     if policy is not None:
         layer = jax.checkpoint(layer, policy=getattr(jax.checkpoint_policies, policy))
     for w in ws:

@@ -31,7 +31,7 @@
 # ---
 
 # %% [markdown]
-# # 05 · Sharding and recovery: placement you can see, sums you can trust, a run that survives a kill
+# # 05 · Sharding and recovery: placement you can see, sums you trust, a run that survives a kill
 #
 # **Project:** sharded-training, stages 1-4. **You build** in
 # `projects/sharded-training/starter/model.py`: the mesh, explicit shardings and a jitted
@@ -40,7 +40,8 @@
 # two-process `jax.distributed` run (stage 3), a profiled timing record (stage 4). The check
 # cells run the grader's own `check.py --stage N`.
 #
-# The workload is the course's reference classifier from notebook 00 (`coursekit.workloads.classifier`).
+# The workload is the course's reference classifier from notebook 00
+# (`coursekit.workloads.classifier`).
 #
 # **Eight fake CPU devices.** The first code cell below tells XLA to split this machine's
 # CPU into 8 devices. They share the same cores: nothing here runs faster than on one
@@ -67,6 +68,7 @@ TIMING_ITERS = 20      # timed calls of the profiled step
 DIVERGE_STEPS = 30     # steps of the 8x-gradient training comparison
 
 # %%
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -76,17 +78,23 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 import optax
-from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
 
-from coursekit.workloads import classifier
-from coursekit.measure import traces
-from coursekit.workloads import trainruns
-from coursekit.workloads.jaxcache import enable_compilation_cache
 from coursekit.checking.learner import LearnerCodeError
-from coursekit.notebook.cells import RECORDS, compare_prediction, cpu_label, record_prediction, run_check
+from coursekit.measure import traces
+from coursekit.notebook.cells import (
+    RECORDS,
+    compare_prediction,
+    cpu_label,
+    record_prediction,
+    run_check,
+)
 from coursekit.notebook.guard import load_learner, need, not_yet, ready
 from coursekit.notebook.plots import titled
 from coursekit.provenance.records import validate_run_record, write_run_record
+from coursekit.workloads import classifier, trainruns
+from coursekit.workloads.jaxcache import enable_compilation_cache
 
 impl = load_learner(IMPL)
 LABEL = cpu_label()
@@ -418,9 +426,10 @@ with not_yet("loss curves"):
     fig.tight_layout()
     plt.show()
     redone = A.report["steps"][-1] - (B.report["first_step"] - 1)
+    same = (np.array_equal(A.report["losses"][-redone:], B.report["losses"][:redone])
+            if redone else "n/a")
     print(f"B repeated {redone} step(s) that A had done after its last checkpoint; "
-          f"their losses equal A's: "
-          f"{np.array_equal(A.report['losses'][-redone:], B.report['losses'][:redone]) if redone else 'n/a'}")
+          f"their losses equal A's: {same}")
 
 # %% [markdown]
 # ### Check stage 3
@@ -450,7 +459,8 @@ def first_step_loss(state, host_batch, noise):
     """The loss of one step from ``state``, on one device, without the learner's step."""
     one = jax.devices()[0]
     params = jax.tree.map(lambda a: jax.device_put(np.asarray(a), one), state["params"])
-    key = jax.random.wrap_key_data(jax.device_put(np.asarray(jax.random.key_data(state["key"])), one))
+    key_data = np.asarray(jax.random.key_data(state["key"]))
+    key = jax.random.wrap_key_data(jax.device_put(key_data, one))
     _, sub = jax.random.split(key)
     x = jnp.asarray(host_batch["x"])
     x = x + noise * jax.random.normal(sub, x.shape, x.dtype)
@@ -611,10 +621,12 @@ def fixed_grads(params, batch, mesh):
 
 # %% nbgrader={"grade": true, "grade_id": "fixed_grads_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 _b = padded_batch([ROWS_PER_DEVICE] * D, ROWS_PER_DEVICE, seed=21)
-assert rel_err(fixed_grads(params_on_mesh, on_mesh(_b), nb_mesh), reference_grads(params0, _b)) < 1e-4
+assert rel_err(fixed_grads(params_on_mesh, on_mesh(_b), nb_mesh),
+               reference_grads(params0, _b)) < 1e-4
 ### BEGIN HIDDEN TESTS
 for _counts in ([3, 17, 1, 9, 0, 12, 5, 2], [1, 0, 0, 0, 0, 0, 0, 4]):
-    _b = padded_batch([min(c, ROWS_PER_DEVICE) for c in _counts], ROWS_PER_DEVICE, seed=sum(_counts))
+    _b = padded_batch([min(c, ROWS_PER_DEVICE) for c in _counts], ROWS_PER_DEVICE,
+                      seed=sum(_counts))
     _g = fixed_grads(params_on_mesh, on_mesh(_b), nb_mesh)
     assert np.all(np.isfinite(flat(_g))), "a shard without real rows must not give NaN"
     assert rel_err(_g, reference_grads(params0, _b)) < 1e-4, _counts
@@ -632,7 +644,7 @@ ax.plot(steps, reference_losses, "-", color="gray", lw=3, alpha=0.5, label="one 
 ax.plot(steps, planted_losses, "o-", ms=3, label=f"planted: pmean after grad ({ratio_8x:.1f}x)")
 if ready(fix_ok):
     ax.plot(steps, fixed_losses, "x", ms=5, label="fixed: sum / count")
-ax.set_xlabel("SGD step (learning rate %g)" % CONFIG["lr"])
+ax.set_xlabel(f"SGD step (learning rate {CONFIG['lr']:g})")
 ax.set_ylabel("loss on the batch (cross-entropy, nats)")
 ax.set_yscale("log")
 ax.legend(fontsize=8)

@@ -76,11 +76,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 from jax.experimental import pallas as pl
 
+from coursekit.measure.pallas_inspect import inspect_pallas, lowered_mode, settle_pallas
+from coursekit.measure.timing import time_synced
 from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
 from coursekit.notebook.guard import load_learner, need, not_yet
-from coursekit.measure.pallas_inspect import inspect_pallas, lowered_mode, settle_pallas
 from coursekit.notebook.plots import plain_log, titled
-from coursekit.measure.timing import time_synced
 
 settle_pallas()  # JAX's one-time Pallas imports, before anything is timed (see README)
 impl = load_learner(IMPL)
@@ -469,7 +469,7 @@ for shape in (shape_test, shape_prod):
 # %% nbgrader={"grade": false, "grade_id": "fixed_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 fixed_kernel = None  # replace with your def fixed_kernel(x_ref, o_ref, *, n_cols): ...
 ### BEGIN SOLUTION
-def fixed_kernel(x_ref, o_ref, *, n_cols):
+def fixed_kernel(x_ref, o_ref, *, n_cols):  # noqa: F811 (replaces the stub)
     x = x_ref[...].astype(jnp.float32)
     cols = jax.lax.broadcasted_iota(jnp.int32, x.shape, 1)
     x = jnp.where(cols < n_cols, x, -jnp.inf)

@@ -75,13 +75,19 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from coursekit.workloads import capstone
-from coursekit.provenance import records
 from coursekit.measure import collectives as trace_collectives
-from coursekit.provenance.compare import fingerprint_diff, guarded_decide
-from coursekit.notebook.cells import RECORDS, compare_prediction, cpu_label, record_prediction, run_check
+from coursekit.notebook.cells import (
+    RECORDS,
+    compare_prediction,
+    cpu_label,
+    record_prediction,
+    run_check,
+)
 from coursekit.notebook.guard import NotYet, attempt, load_learner, need, not_yet
 from coursekit.notebook.plots import plain_log, titled
+from coursekit.provenance import records
+from coursekit.provenance.compare import fingerprint_diff, guarded_decide
+from coursekit.workloads import capstone
 
 impl = load_learner(IMPL)
 TRAINING = (Path(TRAINING_IMPL) if TRAINING_IMPL
@@ -147,7 +153,8 @@ print("run records and traces go to:      ", RUNS)
 # `sum(l * m) / sum(m)`, and differentiates it. With rows split across devices, the valid
 # count `sum(m)` needs its own all-reduce, and the gradient's reduction has to wait for it
 # (the backward pass starts from `1 / count`). The pull request differentiates the *sum* and
-# divides loss and gradients by the count afterwards (`coursekit.workloads.capstone.make_candidate_step`).
+# divides loss and gradients by the count afterwards
+# (`coursekit.workloads.capstone.make_candidate_step`).
 # Mathematically the same; the claim is that XLA can then merge the two reductions into one.
 #
 # ### Two run records
@@ -391,8 +398,8 @@ with not_yet("results and speed across shapes"):
 
 # %%
 def make_rows_step(optimizer, noise):
-    import jax.numpy as jnp
     import optax
+
     from coursekit.workloads import classifier
 
     def step(state, batch):  # planted bug: divides by the rows, padded ones included
