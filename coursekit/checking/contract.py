@@ -78,6 +78,21 @@ class Context:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    def once(self, key: str, make: Callable[[], Any]) -> Any:
+        """``make()`` the first time a check of this run asks for ``key``; every later
+        ask (from any check) gets the same value, or the same failure raised again, so a
+        shared measurement or a broken run is not repeated by each check that needs it."""
+        slot = ("once", key)  # apart from the plain entries checks keep in ``cache``
+        if slot not in self.cache:
+            try:
+                self.cache[slot] = (True, make())
+            except Exception as err:  # noqa: BLE001 - raised again to every check that asks
+                self.cache[slot] = (False, err)
+        made, value = self.cache[slot]
+        if not made:
+            raise value
+        return value
+
 
 @dataclass
 class _Check:

@@ -62,3 +62,23 @@ def as_array(value, what: str, shape=None, dtype=None) -> np.ndarray:
                     yours=array.dtype.name, expected=want,
                     hint="return the input's dtype: compute in float32, cast once at the end")
     return array
+
+
+def as_float64_array(value, what: str, shape: tuple | None = None) -> np.ndarray:
+    """A finite float64 copy of numeric learner output (anything ``np.asarray`` reads
+    as numbers: arrays, scalars, nested lists), checked for ``shape`` when given. An
+    object that only pretends to be an array, or whose ``==`` always says True, fails
+    here. Unlike ``as_array`` it converts, so float32 results compare in float64."""
+    try:
+        array = np.asarray(value)
+    except Exception:  # noqa: BLE001 - a hostile object must not crash the checker
+        array = None
+    if array is None or array.dtype.kind not in "fiu":
+        raise CheckFailed(f"{what} is not a numeric array", yours=type(value).__name__,
+                          expected="a jax or numpy float array",
+                          hint="return jnp arrays computed from the inputs")
+    fail_unless(shape is None or array.shape == shape, f"{what} has the wrong shape",
+                yours=array.shape, expected=shape)
+    array = array.astype(np.float64)
+    fail_unless(bool(np.all(np.isfinite(array))), f"{what} is not finite", yours=array)
+    return array

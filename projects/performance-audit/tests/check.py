@@ -24,9 +24,10 @@ import numpy as np
 
 from coursekit.checking.contract import Checker
 from coursekit.checking.learner import get_function
+from coursekit.checking.probes import CallCounter, region_name, samples_of, within_ratio
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import traces
-from coursekit.measure.timing import count_compiles, time_synced
+from coursekit.measure.timing import time_synced
 
 checker = Checker("performance-audit", {
     1: "a comparable measurement", 2: "explain the evidence",
@@ -45,24 +46,6 @@ MEASUREMENT_KEYS = ("sync", "warmup", "first_call_s", "samples_s", "compiles_fir
                     "compiles_warmed", "shapes", "dtypes", "output_ok")
 
 
-class CountingFn:
-    """Wraps a jitted function: counts calls and records which of them compiled.
-    It never synchronises, so the learner's own sync is what the timing measures."""
-
-    def __init__(self, fn):
-        self.fn = fn
-        self.calls = 0
-        self.compiled_at: list[int] = []
-
-    def __call__(self, *args):
-        with count_compiles() as n:
-            out = self.fn(*args)
-        if n[0]:
-            self.compiled_at.append(self.calls)
-        self.calls += 1
-        return out
-
-
 def stage1_workload(ctx):
     """A fresh jitted function (never called: its first call compiles) and an input
     whose size is drawn per run. About 10-40 ms per call on 2 CPU cores."""
@@ -77,63 +60,51 @@ def stage1_workload(ctx):
 
 
 def reference_median(ctx) -> float:
-    if "ref_median" not in ctx.cache:
+    """The checker's own synchronised median of the stage-1 workload (measured once)."""
+    def measure():
         work, x = stage1_workload(ctx)
-        ctx.cache["ref_median"] = time_synced(jax.jit(work), x, warmup=2, iters=7).median_s
-    return ctx.cache["ref_median"]
+        return time_synced(jax.jit(work), x, warmup=2, iters=7).median_s
+    return ctx.once("ref_median", measure)
 
 
-def learner_measurement(impl, ctx, **kwargs):
+def learner_measurement(impl, ctx, **kwargs) -> tuple[dict, dict]:
+    """The learner's ``time_fn`` on a fresh jitted workload: its measurement, and the
+    calls and compiles the checker counted around the function it was handed."""
     time_fn = get_function(impl, "time_fn")
     work, x = stage1_workload(ctx)
-    counted = CountingFn(jax.jit(work))
-    m = require_keys(time_fn(counted, x, **kwargs), MEASUREMENT_KEYS, "time_fn")
-    return m, counted
-
-
-def check_ratio(yours: float, reference: float, what: str, hint: str) -> None:
-    ratio = yours / reference if reference > 0 else math.inf
-    fail_unless(1 / TIME_RATIO_WINDOW <= ratio <= TIME_RATIO_WINDOW,
-                f"{what} is {ratio:.3g}x the checker's synchronised measurement",
-                yours=f"{yours * 1e3:.4g} ms", expected=f"about {reference * 1e3:.4g} ms "
-                f"(within {TIME_RATIO_WINDOW:g}x either way)", hint=hint)
-
-
-def samples_of(m: dict, what: str) -> list[float]:
-    samples = m["samples_s"]
-    fail_unless(isinstance(samples, (list, tuple)) and len(samples) > 0,
-                f"{what}: samples_s must be a non-empty list of raw seconds",
-                yours=samples, expected="a list with one float per timed call")
-    return [as_float(s, f"{what}: samples_s[{i}]") for i, s in enumerate(samples)]
+    counter = CallCounter(jax.jit(work))
+    m = require_keys(time_fn(counter, x, **kwargs), MEASUREMENT_KEYS, "time_fn")
+    return m, counter.report()
 
 
 @checker.check(1, "warm_median_is_device_time")
 def _(impl, ctx):
     m, _ = learner_measurement(impl, ctx, warmup=2, iters=7)
-    samples = samples_of(m, "time_fn")
-    check_ratio(float(np.median(samples)), reference_median(ctx), "your warmed median",
-                "wait for the result inside the timed region: jax.block_until_ready(out) "
-                "before you stop the clock (JAX returns before the work is done)")
+    samples = samples_of(m, "time_fn", raw=False)
+    within_ratio(float(np.median(samples)), reference_median(ctx), TIME_RATIO_WINDOW,
+                 "your warmed median", "wait for the result inside the timed region: "
+                 "jax.block_until_ready(out) before you stop the clock (JAX returns "
+                 "before the work is done)")
 
 
 @checker.check(1, "first_call_reported_apart")
 def _(impl, ctx):
     warmup, iters = 2, 6
-    m, counted = learner_measurement(impl, ctx, warmup=warmup, iters=iters)
+    m, counted = learner_measurement(impl, ctx, warmup=warmup, iters=iters)  # plain facts
     as_float(m["first_call_s"], "first_call_s")
-    fail_unless(counted.calls == 1 + warmup + iters,
+    fail_unless(counted["calls"] == 1 + warmup + iters,
                 "time_fn made the wrong number of calls: the compiling first call must be "
                 "timed alone, then warmup untimed calls, then iters timed calls",
-                yours=f"{counted.calls} calls", expected=f"{1 + warmup + iters} calls",
+                yours=f"{counted['calls']} calls", expected=f"{1 + warmup + iters} calls",
                 hint="call once (first_call_s), then warm up, then take iters samples; "
                 "never let the first call's compile land in samples_s")
-    fail_unless(counted.compiled_at == [0], "the compile did not happen in the first call",
-                yours=f"compiled in calls {counted.compiled_at}", expected="only call 0")
-    fail_unless(m["compiles_first_call"] == len(counted.compiled_at) and
+    fail_unless(counted["compiled_at"] == [0], "the compile did not happen in the first call",
+                yours=f"compiled in calls {counted['compiled_at']}", expected="only call 0")
+    fail_unless(m["compiles_first_call"] == len(counted["compiled_at"]) and
                 m["compiles_warmed"] == 0,
                 "compile counts do not match what jax.monitoring saw",
                 yours=f"first={m['compiles_first_call']!r} warmed={m['compiles_warmed']!r}",
-                expected=f"first={len(counted.compiled_at)} warmed=0",
+                expected=f"first={len(counted['compiled_at'])} warmed=0",
                 hint="count '/jax/core/compile/backend_compile_duration' events with "
                 "jax.monitoring.register_event_duration_secs_listener")
 
@@ -142,14 +113,7 @@ def _(impl, ctx):
 def _(impl, ctx):
     iters = int(ctx.rng("iters").integers(5, 9))
     m, _ = learner_measurement(impl, ctx, warmup=1, iters=iters)
-    samples = samples_of(m, "time_fn")
-    fail_unless(len(samples) == iters, "samples_s must hold one raw sample per timed call",
-                yours=f"{len(samples)} samples", expected=f"{iters} samples (iters={iters})",
-                hint="append every timed call's seconds; do not summarise")
-    fail_unless(len(set(samples)) > 1 and all(s > 0 for s in samples),
-                "samples_s looks like a summary repeated, not raw measurements",
-                yours=samples[:4], expected="distinct positive floats",
-                hint="keep each sample as measured; report the mean or median elsewhere")
+    samples_of(m, "time_fn", iters)
 
 
 @checker.check(1, "output_check_catches_wrong_output")
@@ -205,14 +169,15 @@ def _(impl, ctx):
     work, x = stage1_workload(ctx)
     extra = int(ctx.rng("extra").integers(1, 8)) * 2 + 1
     x2 = jnp.pad(x, ((0, extra), (0, extra)))
-    counted = CountingFn(jax.jit(work))
-    result = require_keys(experiment(counted, x, x2, warmup=1, iters=4), ("base", "changed"),
+    counter = CallCounter(jax.jit(work))
+    result = require_keys(experiment(counter, x, x2, warmup=1, iters=4), ("base", "changed"),
                           "experiment_shape_change")
+    compiled_at = counter.report()["compiled_at"]
     base = require_keys(result["base"], MEASUREMENT_KEYS, "base")
     changed = require_keys(result["changed"], MEASUREMENT_KEYS, "changed")
-    fail_unless(len(counted.compiled_at) == 2,
+    fail_unless(len(compiled_at) == 2,
                 "the shape change should cost exactly one new compile",
-                yours=f"compiles at calls {counted.compiled_at}",
+                yours=f"compiles at calls {compiled_at}",
                 expected="one compile per shape", hint="jit the function once; vary x only")
     fail_unless(changed["compiles_first_call"] >= 1 and changed["compiles_warmed"] == 0,
                 "the changed shape's compile is not in its first call",
@@ -238,9 +203,10 @@ def _(impl, ctx):
                 "the two measurements must differ in sync method",
                 yours=(block["sync"], read["sync"]),
                 expected=("block_until_ready", "host_read"))
-    check_ratio(float(np.median(samples_of(read, "host_read"))), reference_median(ctx),
-                "the host-read median", "np.asarray(out) inside the timed region waits "
-                "for the result; a read outside it measures nothing")
+    within_ratio(float(np.median(samples_of(read, "host_read", raw=False))),
+                 reference_median(ctx), TIME_RATIO_WINDOW, "the host-read median",
+                 "np.asarray(out) inside the timed region waits for the result; a read "
+                 "outside it measures nothing")
     reasons = comparable(block, read)
     text = " ".join(map(str, reasons)).lower()
     fail_unless(reasons and "sync" in text and "shape" not in text,
@@ -252,10 +218,6 @@ def _(impl, ctx):
 # Stage 2
 # ---------------------------------------------------------------------------------------
 
-def region_name(ctx) -> str:
-    return "step_" + "".join(ctx.rng("region").choice(list("abcdefghjkmnpqrstuvwxyz"), 6))
-
-
 def mlp_step():
     """A small jitted step whose trace holds nested PjitFunction events."""
     w = jnp.ones((96, 96), jnp.float32) / 96
@@ -266,26 +228,26 @@ def mlp_step():
     return step, (jnp.ones((33, 96), jnp.float32),)
 
 
-def checker_trace(ctx) -> Path:
-    """A real trace written by the checker itself (independent of write_trace)."""
-    if "trace" not in ctx.cache:
+def checker_trace(ctx) -> tuple[Path, str]:
+    """A real trace written by the checker itself (independent of write_trace), once."""
+    def write():
         step, args = mlp_step()
-        region = region_name(ctx) + "_ref"
+        region = region_name(ctx.rng("region")) + "_ref"
         jax.block_until_ready(step(*args))
         logdir = ctx.subdir("checker-trace")
         with jax.profiler.trace(str(logdir)):
             for i in range(3):
                 with jax.profiler.TraceAnnotation(region, step=i):
                     jax.block_until_ready(step(*args))
-        ctx.cache["trace"] = (traces.newest_trace(logdir), region)
-    return ctx.cache["trace"]
+        return traces.newest_trace(logdir), region
+    return ctx.once("trace", write)
 
 
 def synthetic_trace(ctx) -> tuple[Path, str]:
     """A hand-built trace with known nesting: region > {a > a > leaf, b}, plus an event
     on another thread overlapping the region (not a child) and a decoy after it."""
     rng = ctx.rng("synthetic")
-    region = region_name(ctx)
+    region = region_name(ctx.rng("region"))
     events, t = [], 100.0
     for _ in range(int(rng.integers(2, 5))):
         a, b = float(rng.uniform(10, 50)), float(rng.uniform(5, 20))
@@ -338,7 +300,7 @@ def _(impl, ctx):
     write_trace = get_function(impl, "write_trace")
     step, args = mlp_step()
     logdir = ctx.subdir("learner-trace")
-    region = region_name(ctx)
+    region = region_name(ctx.rng("region"))
     steps = int(ctx.rng("steps").integers(2, 5))
     write_trace(step, args, str(logdir), region + "_old", steps=1)
     path = write_trace(step, args, str(logdir), region, steps=steps)
@@ -395,16 +357,17 @@ def _(impl, ctx):
     peak = as_float(get_function(impl, "measure_peak_flops")(n=512, iters=3), "peak FLOP/s")
     a = jnp.ones((512, 512), jnp.float32)
     ref = 2 * 512**3 / min(time_synced(jax.jit(lambda a: a @ a), a, iters=3).samples_s)
-    check_ratio(1 / peak, 1 / ref, "your time per matmul (from peak FLOP/s)",
-                "time a compiled matmul with a sync; best of several calls")
+    within_ratio(1 / peak, 1 / ref, TIME_RATIO_WINDOW, "your time per matmul (from peak "
+                 "FLOP/s)", "time a compiled matmul with a sync; best of several calls")
     nbytes = 64 * 2**20
     bw = as_float(get_function(impl, "measure_bandwidth")(nbytes=nbytes, iters=3),
                   "bandwidth")
     x = jnp.ones((nbytes // 4,), jnp.float32)
     ref_bw = 2 * nbytes / min(time_synced(jax.jit(lambda x: x * 2.0 + 1.0), x,
                                           iters=3).samples_s)
-    check_ratio(1 / bw, 1 / ref_bw, "your time per streaming pass (from bandwidth)",
-                "count bytes read + written; sync before stopping the clock")
+    within_ratio(1 / bw, 1 / ref_bw, TIME_RATIO_WINDOW, "your time per streaming pass "
+                 "(from bandwidth)", "count bytes read + written; sync before stopping "
+                 "the clock")
 
 
 @checker.check(2, "roofline_bound_and_memory_level")

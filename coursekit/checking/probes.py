@@ -1,0 +1,106 @@
+"""Probes the checkers share: what a check wraps around the learner's code, or asks of
+what it returns, to measure it independently.
+
+- ``CallCounter`` wraps a function the learner is asked to time and records how often it
+  was called and which calls compiled. It reports plain data (``report()``), so the same
+  facts can come back from another process as a self-reported fact to cross-check.
+- ``within_ratio`` is the one timing rule: the learner's time must lie within a factor
+  ``window`` either way of the checker's own synchronised measurement of the same thing.
+  Each project states its window with the physics behind it (how far off a missing sync
+  reads on its workload, against how far load on a shared machine moves a median).
+- ``samples_of`` reads a timing record's raw samples, or fails naming what is wrong.
+- ``random_name`` / ``region_name``: names drawn per run, so nothing can be hard-coded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable
+
+from coursekit.checking.contract import short
+from coursekit.checking.values import as_float, fail_unless
+from coursekit.measure.timing import count_compiles
+
+NAME_LETTERS = "abcdefghjkmnpqrstuvwxyz"  # no i, l, o: names read unambiguously in a hint
+
+
+class CallCounter:
+    """Wraps ``fn``: counts calls and records which of them compiled (by
+    ``jax.monitoring`` compile events). It never synchronises, so the learner's own
+    sync is what any timing around it measures.
+
+    ``group(*args, **kwargs)``, when given, keeps separate counts per group (for example
+    per input shape and block size); without it every call is in group ``None``."""
+
+    def __init__(self, fn: Callable, group: Callable[..., Hashable] | None = None):
+        self.fn = fn
+        self.group = group
+        self._facts: dict[Hashable, dict] = {}
+
+    def __call__(self, *args, **kwargs):
+        key = None if self.group is None else self.group(*args, **kwargs)
+        facts = self._facts.setdefault(key, _no_calls())
+        with count_compiles() as compiles:
+            out = self.fn(*args, **kwargs)
+        if compiles[0]:
+            facts["compiled_at"].append(facts["calls"])
+            facts["compiles"] += compiles[0]
+        facts["calls"] += 1
+        return out
+
+    def report(self, group: Hashable = None) -> dict:
+        """Plain data for one group: ``calls`` (how many), ``compiled_at`` (the 0-based
+        indices of the calls that compiled) and ``compiles`` (compile events in all)."""
+        facts = self._facts.get(group, _no_calls())
+        return {"calls": facts["calls"], "compiled_at": list(facts["compiled_at"]),
+                "compiles": facts["compiles"]}
+
+
+def _no_calls() -> dict:
+    return {"calls": 0, "compiled_at": [], "compiles": 0}
+
+
+def within_ratio(yours_s: float, reference_s: float, window: float, what: str, hint: str,
+                 *, against: str = "the checker's synchronised measurement") -> float:
+    """``yours_s / reference_s`` (seconds, or any time per unit of work), which must lie in
+    ``[1/window, window]``; otherwise a failure naming the ratio, both times and the
+    window. ``what`` names the learner's figure ("your warmed median")."""
+    ratio = yours_s / reference_s if reference_s > 0 else math.inf
+    fail_unless(1 / window <= ratio <= window, f"{what} is {ratio:.3g}x {against}",
+                yours=f"{yours_s * 1e3:.4g} ms",
+                expected=f"about {reference_s * 1e3:.4g} ms (within {window:g}x either way)",
+                hint=hint)
+    return ratio
+
+
+def samples_of(record: dict, what: str, iters: int | None = None, *,
+               raw: bool = True) -> list[float]:
+    """``record["samples_s"]`` as floats: a list with one sample per timed call (exactly
+    ``iters`` when given, else at least one). With ``raw`` they must also look measured:
+    positive, and not one value repeated (a summary passed off as samples)."""
+    samples = record.get("samples_s")
+    is_list = isinstance(samples, (list, tuple))
+    fail_unless(is_list and (len(samples) == iters if iters is not None else len(samples) > 0),
+                f"{what}: samples_s must hold one raw sample per timed call",
+                yours=f"{len(samples)} samples" if is_list else short(samples),
+                expected=f"{iters} samples (iters={iters})" if iters is not None
+                else "a non-empty list of seconds, one per timed call",
+                hint="append every timed call's seconds; do not summarise")
+    values = [as_float(s, f"{what}: samples_s[{i}]") for i, s in enumerate(samples)]
+    if raw:
+        fail_unless(all(v > 0 for v in values) and (len(values) < 3 or len(set(values)) > 1),
+                    f"{what}: samples_s looks like a summary, not raw measurements",
+                    yours=values[:4], expected="distinct positive seconds",
+                    hint="keep each sample as measured; report the mean or median elsewhere")
+    return values
+
+
+def random_name(rng, prefix: str, length: int = 6, letters: str = NAME_LETTERS) -> str:
+    """``prefix`` and ``length`` letters drawn from ``rng`` (a numpy Generator)."""
+    return prefix + "".join(rng.choice(list(letters), length))
+
+
+def region_name(rng) -> str:
+    """A trace-annotation name drawn per run: a learner cannot find it by a fixed string."""
+    return random_name(rng, "step_")
+
