@@ -24,7 +24,7 @@ import numpy as np
 
 from coursekit.checking.contract import Checker, CheckFailed
 from coursekit.checking.learner import get_function
-from coursekit.checking.values import fail_unless
+from coursekit.checking.values import as_float64_array, fail_unless
 from coursekit.workloads import classifier
 from coursekit.workloads.fresh import (
     FreshProcessError,
@@ -41,24 +41,6 @@ REPLAY_RTOL = 1e-3     # learner's fit vs the checker's replay (float32, other o
 ACCURACY_MARGIN = 0.05  # test accuracy may trail the checker's own training by this much
 
 
-def as_array(value, what: str, shape: tuple | None = None) -> np.ndarray:
-    """A real float64 numpy array from learner output (objects that only pretend to be
-    arrays, or whose == always says True, fail here)."""
-    try:
-        arr = np.asarray(value)
-    except Exception:  # noqa: BLE001 - a hostile object must not crash the checker
-        arr = None
-    if arr is None or arr.dtype.kind not in "fiu":
-        raise CheckFailed(f"{what} is not a numeric array", yours=type(value).__name__,
-                          expected="a jax or numpy float array",
-                          hint="return jnp arrays computed from the inputs")
-    if shape is not None and arr.shape != shape:
-        raise CheckFailed(f"{what} has the wrong shape", yours=arr.shape, expected=shape)
-    arr = arr.astype(np.float64)
-    fail_unless(bool(np.all(np.isfinite(arr))), f"{what} is not finite", yours=arr)
-    return arr
-
-
 def relative_error(yours: np.ndarray, ref: np.ndarray) -> float:
     return float(np.linalg.norm(yours - ref) / max(np.linalg.norm(ref), 1e-12))
 
@@ -68,8 +50,8 @@ def linear_params(value, d: int, what: str) -> dict:
                 f"{what} must be a dict with keys 'w' and 'b'",
                 yours=type(value).__name__ if not isinstance(value, dict) else sorted(value),
                 expected="{'w': (d,), 'b': ()}")
-    return {"w": as_array(value["w"], f"{what}['w']", (d,)),
-            "b": as_array(value["b"], f"{what}['b']", ())}
+    return {"w": as_float64_array(value["w"], f"{what}['w']", (d,)),
+            "b": as_float64_array(value["b"], f"{what}['b']", ())}
 
 
 # ---------------------------------------------------------------------------------------
@@ -152,7 +134,7 @@ def _(impl, ctx):
     mse = get_function(impl, "mse")
     for pred, target in mse_cases(ctx):
         ref = float(np.mean((pred.astype(np.float64) - target.astype(np.float64)) ** 2))
-        yours = as_array(mse(jnp.asarray(pred), jnp.asarray(target)), "mse(...)", ())
+        yours = as_float64_array(mse(jnp.asarray(pred), jnp.asarray(target)), "mse(...)", ())
         fail_unless(np.isclose(float(yours), ref, rtol=1e-5, atol=1e-7),
                     f"mse is wrong for inputs of shape {pred.shape}",
                     yours=float(yours), expected=ref,
@@ -164,8 +146,8 @@ def _(impl, ctx):
 def _(impl, ctx):
     mse = get_function(impl, "mse")
     pred, target = mse_cases(ctx)[1]
-    eager = as_array(mse(jnp.asarray(pred), jnp.asarray(target)), "mse(...)", ())
-    jitted = as_array(jax.jit(mse)(jnp.asarray(pred), jnp.asarray(target)),
+    eager = as_float64_array(mse(jnp.asarray(pred), jnp.asarray(target)), "mse(...)", ())
+    jitted = as_float64_array(jax.jit(mse)(jnp.asarray(pred), jnp.asarray(target)),
                       "jax.jit(mse)(...)", ())
     fail_unless(np.isclose(float(eager), float(jitted), rtol=1e-6),
                 "jax.jit(mse) disagrees with mse", yours=float(jitted),
@@ -217,6 +199,20 @@ def _(impl, ctx):
                              "(prediction minus target), the factor 2 and the 1/n")
 
 
+def expect_replay(function: str, yours: np.ndarray, ref: np.ndarray, diagnoses,
+                  otherwise: str) -> None:
+    """Pass when ``yours`` is within REPLAY_RTOL of the checker's replay. Otherwise fail
+    with the hint of the first diagnosis that explains it (each one replays a classic
+    mistake, only on failure, and returns a hint or None), else ``otherwise``."""
+    err = relative_error(yours, ref)
+    if err < REPLAY_RTOL:
+        return
+    hint = next((h for h in (diagnose() for diagnose in diagnoses) if h), otherwise)
+    raise CheckFailed(f"{function} differs from the checker's replay of the key protocol "
+                      f"(relative error {err:.3g}, tolerance {REPLAY_RTOL:g})",
+                      yours=yours, expected=ref, hint=hint)
+
+
 def replay_fit(key, x, y, steps, batch, lr, reuse_key: bool = False) -> dict:
     """The checker's own SGD with the documented key protocol (float64 gradients,
     float32 parameters). ``reuse_key`` replays the classic mistake, for diagnosis."""
@@ -257,41 +253,39 @@ def learner_fit(impl, case: dict, key_seed: int | None = None):
 def _(impl, ctx):
     case = fit_case(ctx)
     d = case["x"].shape[1]
-    yours = linear_params(learner_fit(impl, case), d, "fit_regression(...)")
+    vec = lambda p: np.concatenate([p["w"], [p["b"]]])  # noqa: E731
+    yours = vec(linear_params(learner_fit(impl, case), d, "fit_regression(...)"))
     key = jax.random.key(case["key_seed"])
     args = (case["x"], case["y"], case["steps"], case["batch"], case["lr"])
-    ref = replay_fit(key, *args)
-    vec = lambda p: np.concatenate([p["w"], [p["b"]]])  # noqa: E731
-    err = relative_error(vec(yours), vec(ref))
-    if err < REPLAY_RTOL:
-        return
-    reused = replay_fit(key, *args, reuse_key=True)
-    other = linear_params(learner_fit(impl, case, case["key_seed"] + 1), d,
-                          "fit_regression(...)")
-    if relative_error(vec(yours), vec(reused)) < REPLAY_RTOL:
-        hint = ("you reused one key for every step, so every step drew the same rows: "
-                "split k_batches each step and use the new subkey once")
-    elif np.array_equal(vec(other), vec(yours)):
-        hint = "your fit ignores its key: another key gave the same parameters"
-    else:
-        hint = ("follow the key protocol in the docstring exactly (split order, one "
-                "randint per step) and check regression_grads first")
-    raise CheckFailed(f"fit_regression differs from the checker's replay of the key "
-                      f"protocol (relative error {err:.3g}, tolerance {REPLAY_RTOL:g})",
-                      yours=vec(yours), expected=vec(ref), hint=hint)
+
+    def reused_key():
+        if relative_error(yours, vec(replay_fit(key, *args, reuse_key=True))) < REPLAY_RTOL:
+            return ("you reused one key for every step, so every step drew the same rows: "
+                    "split k_batches each step and use the new subkey once")
+
+    def ignores_key():
+        other = linear_params(learner_fit(impl, case, case["key_seed"] + 1), d,
+                              "fit_regression(...)")
+        if np.array_equal(vec(other), yours):
+            return "your fit ignores its key: another key gave the same parameters"
+
+    expect_replay("fit_regression", yours, vec(replay_fit(key, *args)),
+                  [reused_key, ignores_key],
+                  "follow the key protocol in the docstring exactly (split order, one "
+                  "randint per step) and check regression_grads first")
 
 
 @checker.check(2, "fit_leaves_global_random_state_alone")
 def _(impl, ctx):
     case = fit_case(ctx)
-    ctx.cache["fit"] = check_global_state(lambda: learner_fit(impl, case), ctx,
-                                          "fit_regression")
+    fit = check_global_state(lambda: learner_fit(impl, case), ctx, "fit_regression")
+    ctx.once("fit", lambda: fit)  # saves the fresh-process check a fit
 
 
 @checker.check(2, "fit_rerun_in_fresh_process_is_bitwise_equal")
 def _(impl, ctx):
     case = fit_case(ctx)
-    here = ctx.cache.get("fit") or flatten(learner_fit(impl, case))
+    here = ctx.once("fit", lambda: flatten(learner_fit(impl, case)))
     check_fresh_process(impl, ctx, "fit_regression", here,
                         arrays={"x": case["x"], "y": case["y"]},
                         keys={"key": case["key_seed"]},
@@ -346,7 +340,7 @@ def classifier_params(value, like: dict, what: str) -> dict:
                 f"{what} must return the params dict of classifier.init_params",
                 yours=sorted(value) if isinstance(value, dict) else type(value).__name__,
                 expected=sorted(like))
-    return {k: as_array(value[k], f"{what}[{k!r}]", like[k].shape) for k in like}
+    return {k: as_float64_array(value[k], f"{what}[{k!r}]", like[k].shape) for k in like}
 
 
 def params_vector(params: dict) -> np.ndarray:
@@ -358,20 +352,18 @@ def _(impl, ctx):
     case = classifier_case(ctx)
     key = jax.random.key(case["key_seed"])
     ref = replay_train(key, case)
-    yours = classifier_params(learner_train(impl, case), ref, "train_classifier(...)")
-    err = relative_error(params_vector(yours), params_vector(ref))
-    if err < REPLAY_RTOL:
-        return
-    same = replay_train(key, case, same_order=True)
-    if relative_error(params_vector(yours), params_vector(same)) < REPLAY_RTOL:
-        hint = ("every epoch used the same order: split k_order at each epoch and "
-                "shuffle with the new k_epoch")
-    else:
-        hint = ("follow the key protocol in the docstring (split order; one permutation "
-                "per epoch; consecutive slices of it) and the update p - lr * grad")
-    raise CheckFailed(f"train_classifier differs from the checker's replay (relative "
-                      f"error {err:.3g}, tolerance {REPLAY_RTOL:g})",
-                      yours=params_vector(yours), expected=params_vector(ref), hint=hint)
+    yours = params_vector(classifier_params(learner_train(impl, case), ref,
+                                            "train_classifier(...)"))
+
+    def same_order():
+        same = params_vector(replay_train(key, case, same_order=True))
+        if relative_error(yours, same) < REPLAY_RTOL:
+            return ("every epoch used the same order: split k_order at each epoch and "
+                    "shuffle with the new k_epoch")
+
+    expect_replay("train_classifier", yours, params_vector(ref), [same_order],
+                  "follow the key protocol in the docstring (split order; one permutation "
+                  "per epoch; consecutive slices of it) and the update p - lr * grad")
 
 
 @checker.check(3, "train_leaves_global_random_state_alone")
@@ -404,7 +396,7 @@ def _(impl, ctx):
     outputs = []
     here = check_global_state(lambda: outputs.append(learner_workload(impl, ctx, seed))
                               or outputs[-1], ctx, "reference_workload")
-    ctx.cache["workload"] = outputs[0]
+    ctx.once("workload", lambda: outputs[0])  # saves the accuracy check a run
     other = flatten(learner_workload(impl, ctx, seed + 1))
     fail_unless(bool(bitwise_differences(here, other)),
                 "another seed gave bitwise the same workload",
@@ -417,7 +409,7 @@ def _(impl, ctx):
 @checker.check(3, "workload_accuracy_vs_reference")
 def _(impl, ctx):
     seed = workload_seed(ctx)
-    out = ctx.cache.get("workload") or learner_workload(impl, ctx, seed)
+    out = ctx.once("workload", lambda: learner_workload(impl, ctx, seed))
     n_train, n_test = WORKLOAD_SIZES["n_train"], WORKLOAD_SIZES["n_test"]
     k_data, k_train = jax.random.split(jax.random.key(seed))
     x, y = classifier.make_dataset(k_data, n_train + n_test)

@@ -28,9 +28,10 @@ import numpy as np
 
 from coursekit.checking.contract import Checker, CheckFailed, short
 from coursekit.checking.learner import get_function
+from coursekit.checking.probes import CallCounter, samples_of, within_ratio
 from coursekit.checking.values import as_array, as_float, fail_unless, require_keys
 from coursekit.measure.pallas_inspect import inspect_pallas, lowered_mode, settle_pallas
-from coursekit.measure.timing import count_compiles, time_synced
+from coursekit.measure.timing import time_synced
 
 # Pallas's one-time lazy imports change JAX's trace context; let them happen before any
 # learner function is jitted, so compile counts below are the learner's own.
@@ -41,9 +42,13 @@ checker = Checker("pallas-kernel", {
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 BLOCK_ROWS = (8, 16, 32)
-# A timing that forgot to wait is 10^2-10^3 times too fast on these workloads; a 4x
-# window cannot flake on a loaded machine yet cannot pass a missing sync.
+# A kernel timing that forgot to wait is 10^2-10^3 times too fast on these workloads; a
+# 4x window cannot flake on a loaded machine yet cannot pass a missing sync.
 TIME_RATIO_WINDOW = 4.0
+# The jnp baseline is a far shorter call (on 2 CPU cores, about 0.2 ms synchronised vs
+# about 0.01 ms unsynchronised, some 20x apart), so load moves its median relatively
+# further: its window is twice as wide, still well inside that 20x.
+BASELINE_RATIO_WINDOW = 2 * TIME_RATIO_WINDOW
 # "helps" means faster than the baseline by this factor; planted speedups stay outside
 # [0.9, 1.2], so any margin a learner picks in that range gives the same verdicts.
 HELP_MARGIN = 1.1
@@ -407,24 +412,13 @@ RECORD_KEYS = ("impl", "shape", "dtype", "block_rows", "grid", "mode", "backend"
                "compiles_warmed", "output_ok")
 
 
-class CountingKernel:
-    """Wraps a kernel function: counts calls per (shape, block_rows) and records which
-    of them compiled. It never synchronises, so the learner's sync is what gets timed."""
-
-    def __init__(self, fn):
-        self.fn = fn
-        self.calls: dict = {}
-        self.compiled_at: dict = {}
-
-    def __call__(self, x, block_rows=8, **kwargs):
-        key = (tuple(x.shape), int(block_rows))
-        n = self.calls.get(key, 0)
-        with count_compiles() as c:
-            out = self.fn(x, block_rows=block_rows, **kwargs)
-        if c[0]:
-            self.compiled_at.setdefault(key, []).append(n)
-        self.calls[key] = n + 1
-        return out
+def counted_kernel(fn) -> CallCounter:
+    """``fn`` (called as ``kernel(x, block_rows=b)``) with its calls and compiles
+    counted per (shape, block_rows): ``report((shape, b))``."""
+    def kernel(x, block_rows=8, **kwargs):
+        return fn(x, block_rows=block_rows, **kwargs)
+    return CallCounter(kernel, group=lambda x, block_rows=8, **_: (tuple(x.shape),
+                                                                   int(block_rows)))
 
 
 def expected_mode() -> str:
@@ -456,18 +450,6 @@ def find(records, impl: str, shape, block_rows=None) -> dict:
     return found[0]
 
 
-def raw_samples(r: dict, iters: int, what: str) -> list[float]:
-    samples = r["samples_s"]
-    fail_unless(isinstance(samples, list) and len(samples) == iters,
-                f"{what}: samples_s must hold one raw sample per timed call",
-                yours=short(samples), expected=f"{iters} floats")
-    values = [as_float(s, f"{what}: samples_s[{i}]") for i, s in enumerate(samples)]
-    fail_unless(all(v > 0 for v in values) and (iters < 3 or len(set(values)) > 1),
-                f"{what}: samples_s looks like a summary, not raw measurements",
-                yours=values[:4], expected="distinct positive seconds")
-    return values
-
-
 @checker.check(3, "sweep_records_complete")
 def _(impl, ctx):
     rng = ctx.rng("sweep")
@@ -475,7 +457,7 @@ def _(impl, ctx):
               (ragged(rng, 41, 64, 8), ragged(rng, 129, 300, 2))]
     blocks = sorted(int(b) for b in rng.permutation(BLOCK_ROWS)[:2])
     warmup, iters = 1, int(rng.integers(3, 6))
-    counted = CountingKernel(get_function(impl, "softmax_pallas"))
+    counted = counted_kernel(get_function(impl, "softmax_pallas"))
     records = run_sweep(impl, shapes, blocks, dtype="float32", warmup=warmup, iters=iters,
                         seed=int(rng.integers(0, 2**31)), kernel=counted)
     fail_unless(len(records) == len(shapes) * (1 + len(blocks)), "one record per shape for "
@@ -486,7 +468,7 @@ def _(impl, ctx):
         base = find(records, "jnp", shape)
         fail_unless(base["output_ok"] is True, f"the baseline's output for {list(shape)} was "
                     "judged wrong", yours=base["output_ok"], expected=True)
-        raw_samples(base, iters, f"baseline {list(shape)}")
+        samples_of(base, f"baseline {list(shape)}", iters)
         for b in blocks:
             r = find(records, "pallas", shape, b)
             what = f"kernel {list(shape)} block_rows={b}"
@@ -496,17 +478,17 @@ def _(impl, ctx):
             fail_unless(r["output_ok"] is True, f"{what}: a correct output was judged wrong",
                         yours=r["output_ok"], expected=True,
                         hint="compare with softmax_numpy_f64(x) using tolerance(dtype, cols)")
-            raw_samples(r, iters, what)
-            key = (tuple(shape), b)
-            calls = counted.calls.get(key, 0)
+            samples_of(r, what, iters)
+            facts = counted.report((tuple(shape), b))
+            calls = facts["calls"]
             fail_unless(calls == 1 + warmup + iters, f"{what}: wrong number of kernel calls",
                         yours=calls, expected=f"1 first call + {warmup} warmup + {iters} "
                         "timed", hint="call `kernel(x, block_rows=b)` exactly so; do not "
                         "time the compiling first call with the others")
-            fail_unless(counted.compiled_at.get(key, []) == [0] and
+            fail_unless(facts["compiled_at"] == [0] and
                         r["compiles_first_call"] >= 1 and r["compiles_warmed"] == 0,
                         f"{what}: the compile must fall in the first call, and only there",
-                        yours=f"compiled in calls {counted.compiled_at.get(key, [])}; "
+                        yours=f"compiled in calls {facts['compiled_at']}; "
                         f"record says first={r['compiles_first_call']!r} warmed="
                         f"{r['compiles_warmed']!r}", expected="call 0; first>=1 warmed=0",
                         hint="count compiles with coursekit.measure.timing.count_compiles")
@@ -526,16 +508,12 @@ def _(impl, ctx):
     for impl_name, fn in (("pallas", kernel), ("jnp", jax.jit(get_function(impl, "softmax_jnp")))):
         r = find(records, impl_name, shape, block_rows)
         mine = time_synced(fn, x, warmup=1, iters=7).median_s
-        yours = statistics.median(raw_samples(r, 5, impl_name))
-        ratio = yours / mine
-        window = TIME_RATIO_WINDOW if impl_name == "pallas" else 2 * TIME_RATIO_WINDOW
-        fail_unless(1 / window <= ratio <= window,
-                    f"your {impl_name} median is {ratio:.3g}x the checker's synchronised "
-                    f"timing of the same function on {list(shape)}",
-                    yours=f"{yours * 1e3:.4g} ms", expected=f"about {mine * 1e3:.4g} ms "
-                    f"(within {window:g}x either way)",
-                    hint="jax.block_until_ready(out) inside every timed boundary: JAX "
-                    "returns before the work is done")
+        yours = statistics.median(samples_of(r, impl_name, 5))
+        window = TIME_RATIO_WINDOW if impl_name == "pallas" else BASELINE_RATIO_WINDOW
+        within_ratio(yours, mine, window, f"your {impl_name} median",
+                     "jax.block_until_ready(out) inside every timed boundary: JAX returns "
+                     "before the work is done", against="the checker's synchronised timing "
+                     f"of the same function on {list(shape)}")
 
 
 @checker.check(3, "sweep_checks_output_before_timing")
@@ -548,7 +526,7 @@ def _(impl, ctx):
     def wrong(x, block_rows=8):
         return ref_jnp(x).at[i, j].add(0.05)
 
-    counted = CountingKernel(wrong)
+    counted = counted_kernel(wrong)
     records = run_sweep(impl, [shape], [8], dtype="float32", warmup=1, iters=3,
                         seed=int(rng.integers(0, 2**31)), kernel=counted)
     r = find(records, "pallas", shape, 8)
@@ -556,9 +534,9 @@ def _(impl, ctx):
                 "caught", yours=r["output_ok"], expected=False,
                 hint="check the first call's output against the float64 reference before "
                 "timing anything")
-    fail_unless(r["samples_s"] == [] and counted.calls.get((shape, 8), 0) == 1,
-                "a wrong kernel was timed anyway",
-                yours=f"{counted.calls.get((shape, 8), 0)} calls, "
+    calls = counted.report((shape, 8))["calls"]
+    fail_unless(r["samples_s"] == [] and calls == 1, "a wrong kernel was timed anyway",
+                yours=f"{calls} calls, "
                 f"{len(r['samples_s'])} samples", expected="1 call (the checked one), no "
                 "samples", hint="a timing of a wrong result is worse than none")
 
