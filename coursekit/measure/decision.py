@@ -1,0 +1,321 @@
+"""The course's one decision statistic: is "after" faster than "before", judged from
+interleaved rounds rather than from pooled samples.
+
+Why rounds: on a shared machine the load drifts (per-round medians move by +-18% over a
+minute here), and the samples of one block share that block's load. Pooled samples are
+not independent, so a bootstrap that resamples them claims differences between identical
+programs (it excluded 1 in 89 of 200 null pairs with 8 drifting rounds). The unit of
+evidence is the round: both variants measured back to back, in alternating order.
+
+API (stdlib + numpy; no JAX, so checkers, notebooks and benchmarks can all use it)::
+
+    result = decide_rounds(before, after, min_gain=0.05, confidence=0.95)
+    result["decision"]   # "accept" (faster by at least min_gain, clearly), "slower"
+                         # (slower by at least min_gain, clearly) or "reject" (no
+                         # detectable change of that size)
+    result["ratio"]      # speedup estimate, before / after (> 1: after is faster)
+    result["ci"]         # [lo, hi] interval of that speedup at ``confidence``
+    result["reasons"]    # sentences generated from the numbers
+    result["rounds"]     # per round: {"round", "before_s", "after_s", "ratio"} (medians)
+    result["method"]     # "paired rounds" or "unpaired rounds"
+    result["n_rounds"], result["df"], result["contention"] (None without ``cpu_s``)
+
+``before`` and ``after`` are run-record-like dicts: ``samples_s`` (raw seconds, one per
+timed call) and optionally ``round_ids`` (for each sample, the index of the interleaved
+round it was measured in) and ``cpu_s`` (process CPU seconds of each sample). A record
+without ``round_ids`` counts each sample as its own round (records measured in one block
+each, as before rounds existed). Comparability (shapes, sync, output check, environment)
+is the caller's job: this module only weighs times.
+
+The statistic: each round is summarised by the median of its samples, in log space.
+When both records carry ``round_ids`` and share at least two rounds, the rounds are paired
+(``d_r = log median_before_r - log median_after_r``: drift common to a round cancels) and
+the interval is Student's t on the mean of ``d_r`` with ``rounds - 1`` degrees of freedom.
+Otherwise the rounds are unpaired and the interval is Welch's t on the difference of the
+mean per-round log medians. Either interval is exponentiated into a speedup interval.
+A t interval, not a bootstrap: with the 4-10 rounds a notebook can afford, a bootstrap
+over rounds is too narrow (it cannot see variation the few rounds did not show).
+
+Outcomes, with ``g = min_gain``: accept when ``lo > 1 + g``; slower when
+``hi < 1 / (1 + g)``; reject otherwise (the reasons say whether the interval holds 1, or
+lies above or below 1 by less than the minimum).
+
+Also here:
+    measure_interleaved(before_fn, after_fn, rounds=8, iters=5, warmup=1)
+        times two zero-argument callables (each must wait for its own result) in
+        alternating rounds and returns their samples with round_ids and cpu_s
+    contention(record)       per-round CPU-time / wall-time: which rounds lost the CPU
+    pooled_bootstrap(before, after)  the pooled-sample statistic this module replaces,
+        kept only so benchmarks and notebooks can show how it fails; never decide with it
+    simulate_pair(rng, true_ratio)   a pair of records with drifting rounds (tests, bench)
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+import numpy as np
+
+OUTCOMES = ("accept", "reject", "slower")
+# A round whose process got less than this fraction of the CPU per wall second that the
+# best round got was sharing the cores (two busy competitors halve it on 2 cores).
+CONTENDED_FRACTION = 0.75
+
+
+# ---------------------------------------------------------------------------------------
+# Student's t quantile (exact finite series for integer degrees of freedom)
+# ---------------------------------------------------------------------------------------
+
+def _t_two_sided_mass(t: float, df: int) -> float:
+    """P(|T| < t) for Student's t with integer ``df`` (Abramowitz & Stegun 26.7.3-4)."""
+    theta = math.atan(t / math.sqrt(df))
+    c2 = math.cos(theta) ** 2
+    if df % 2:
+        term = total = math.cos(theta) if df > 1 else 0.0
+        for k in range(1, (df - 3) // 2 + 1):
+            term *= c2 * (2 * k) / (2 * k + 1)
+            total += term
+        return 2 / math.pi * (theta + math.sin(theta) * total)
+    term = total = 1.0
+    for k in range(1, (df - 2) // 2 + 1):
+        term *= c2 * (2 * k - 1) / (2 * k)
+        total += term
+    return math.sin(theta) * total
+
+
+def t_quantile(confidence: float, df: int) -> float:
+    """The t with P(|T| < t) = ``confidence`` for Student's t with ``df`` >= 1 degrees of
+    freedom (12.706 for 95% and df 1; 2.365 for df 7)."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    df = int(df)
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
+    if df > 2000:
+        return statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
+    lo, hi = 0.0, 1.0
+    while _t_two_sided_mass(hi, df) < confidence:
+        hi *= 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _t_two_sided_mass(mid, df) < confidence else (lo, mid)
+    return (lo + hi) / 2
+
+
+# ---------------------------------------------------------------------------------------
+# Rounds of a record
+# ---------------------------------------------------------------------------------------
+
+def _samples(record: dict, name: str) -> np.ndarray:
+    samples = np.asarray(record.get("samples_s") or [], dtype=float)
+    if samples.ndim != 1 or not np.all(np.isfinite(samples)) or np.any(samples <= 0):
+        raise ValueError(f"{name}: samples_s must be a list of positive seconds")
+    return samples
+
+
+def round_ids_of(record: dict) -> list[int]:
+    """The record's ``round_ids``, or one round per sample (0, 1, 2, ...) without them."""
+    n = len(record.get("samples_s") or [])
+    ids = record.get("round_ids")
+    if ids is None:
+        return list(range(n))
+    if len(ids) != n:
+        raise ValueError(f"round_ids holds {len(ids)} entries for {n} samples")
+    return [int(r) for r in ids]
+
+
+def round_medians(record: dict, name: str = "record") -> dict[int, float]:
+    """{round id: median seconds of that round's samples}, rounds in order."""
+    samples = _samples(record, name)
+    by_round: dict[int, list[float]] = {}
+    for r, s in zip(round_ids_of(record), samples, strict=True):
+        by_round.setdefault(r, []).append(float(s))
+    return {r: float(np.median(v)) for r, v in sorted(by_round.items())}
+
+
+# ---------------------------------------------------------------------------------------
+# The decision
+# ---------------------------------------------------------------------------------------
+
+def _interval(before: dict, after: dict, confidence: float):
+    """(method, estimate of log speedup, half-width, df, per-round rows)."""
+    mb, ma = round_medians(before, "before"), round_medians(after, "after")
+    shared = sorted(set(mb) & set(ma))
+    paired = ("round_ids" in before and "round_ids" in after and len(shared) >= 2)
+    if paired:
+        d = np.array([math.log(mb[r]) - math.log(ma[r]) for r in shared])
+        df = d.size - 1
+        se = float(np.std(d, ddof=1)) / math.sqrt(d.size)
+        rows = [{"round": r, "before_s": mb[r], "after_s": ma[r], "ratio": mb[r] / ma[r]}
+                for r in shared]
+        return "paired rounds", float(d.mean()), t_quantile(confidence, df) * se, df, rows
+    lb = np.log(np.array(list(mb.values())))
+    la = np.log(np.array(list(ma.values())))
+    if lb.size < 2 or la.size < 2:
+        return "unpaired rounds", float(lb.mean() - la.mean()), math.inf, 0, []
+    vb, va = float(np.var(lb, ddof=1)) / lb.size, float(np.var(la, ddof=1)) / la.size
+    if vb + va == 0:
+        df = lb.size + la.size - 2
+    else:
+        df = max(1, math.floor((vb + va) ** 2 / (vb**2 / (lb.size - 1)
+                                                 + va**2 / (la.size - 1))))
+    rows = [{"round": r, "before_s": mb.get(r), "after_s": ma.get(r),
+             "ratio": mb[r] / ma[r] if r in mb and r in ma else None}
+            for r in sorted(set(mb) | set(ma))]
+    half = t_quantile(confidence, df) * math.sqrt(vb + va)
+    return "unpaired rounds", float(lb.mean() - la.mean()), half, df, rows
+
+
+def decide_rounds(before: dict, after: dict, *, min_gain: float = 0.05,
+                  confidence: float = 0.95) -> dict:
+    """Is ``after`` faster than ``before``? See the module docstring for the contract.
+
+    Raises ValueError when a record's samples are not positive seconds or its
+    round_ids do not match its samples one to one."""
+    if min_gain < 0:
+        raise ValueError(f"min_gain must be >= 0, got {min_gain!r}")
+    method, est, half, df, rows = _interval(before, after, confidence)
+    n_rounds = len([r for r in rows if r["ratio"] is not None]) if method == "paired rounds" \
+        else min(len(round_medians(before)), len(round_medians(after)))
+    ratio = math.exp(est)
+    result = {"ratio": ratio, "method": method, "n_rounds": n_rounds, "df": df,
+              "rounds": rows, "min_gain": min_gain, "confidence": confidence,
+              "contention": None}
+    if "cpu_s" in before and "cpu_s" in after:
+        result["contention"] = {"before": contention(before), "after": contention(after)}
+    if not math.isfinite(half):
+        result.update(decision="reject", ci=None, reasons=[
+            f"fewer than 2 rounds on one side ({method}): no interval can be formed; "
+            "measure in several interleaved rounds"])
+        return result
+    lo, hi = math.exp(est - half), math.exp(est + half)
+    result["ci"] = [lo, hi]
+    up, down = 1.0 + min_gain, 1.0 / (1.0 + min_gain)
+    where = (f"{confidence:.0%} interval of the speedup [{lo:.3f}, {hi:.3f}] from "
+             f"{n_rounds} {method} (t, {df} degrees of freedom)")
+    if lo > up:
+        result.update(decision="accept", reasons=[
+            f"{where} lies above 1 + {min_gain:g}: faster by at least the minimum gain"])
+    elif hi < down:
+        result.update(decision="slower", reasons=[
+            f"{where} lies below 1 / (1 + {min_gain:g}) = {down:.3f}: slower by at least "
+            "the minimum"])
+    elif lo > 1.0:
+        result.update(decision="reject", reasons=[
+            f"{where} is above 1 but does not clear 1 + {min_gain:g}: a real gain smaller "
+            "than the minimum"])
+    elif hi < 1.0:
+        result.update(decision="reject", reasons=[
+            f"{where} is below 1 but does not reach 1 / (1 + {min_gain:g}): a real "
+            "slowdown smaller than the minimum"])
+    else:
+        result.update(decision="reject", reasons=[
+            f"{where} holds 1: no detectable change"])
+    return result
+
+
+# ---------------------------------------------------------------------------------------
+# Measuring in rounds, with contention evidence
+# ---------------------------------------------------------------------------------------
+
+def measure_interleaved(before_fn, after_fn, *, rounds: int = 8, iters: int = 5,
+                        warmup: int = 1, names: tuple[str, str] = ("before", "after")) -> dict:
+    """Time two zero-argument callables in ``rounds`` alternating blocks (before, after;
+    after, before; ...). Each callable must run the work *and wait for it* (for JAX:
+    ``lambda: jax.block_until_ready(f(x))``). Each is first called once, timed alone
+    (the compiling call, reported apart); every block makes ``warmup`` untimed calls,
+    then ``iters`` timed calls.
+
+    Returns {name: {"first_call_s", "samples_s", "round_ids", "cpu_s", "warmup",
+    "iters"}}: raw wall seconds per call, the round of each sample, and the process CPU
+    seconds (``time.process_time``, all threads) of each call, the contention evidence."""
+    if rounds < 1 or iters < 1:
+        raise ValueError("rounds and iters must be >= 1")
+    fns = dict(zip(names, (before_fn, after_fn), strict=True))
+    out = {}
+    for name, fn in fns.items():
+        start = time.perf_counter()
+        fn()
+        out[name] = {"first_call_s": time.perf_counter() - start, "samples_s": [],
+                     "round_ids": [], "cpu_s": [], "warmup": warmup, "iters": 0}
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            fn, rec = fns[name], out[name]
+            for _ in range(warmup):
+                fn()
+            for _ in range(iters):
+                cpu0, wall0 = time.process_time(), time.perf_counter()
+                fn()
+                rec["samples_s"].append(time.perf_counter() - wall0)
+                rec["cpu_s"].append(time.process_time() - cpu0)
+                rec["round_ids"].append(r)
+    for rec in out.values():
+        rec["iters"] = len(rec["samples_s"])
+    return out
+
+
+def contention(record: dict) -> dict:
+    """Contention evidence from per-sample CPU time (``cpu_s``) against wall time.
+
+    Utilisation = process CPU seconds per wall second of a call. The work of a call needs
+    about the same CPU time whatever the load; when another process holds a core, the
+    call waits and its utilisation falls. Returns {"utilisation": median over samples,
+    "per_round": {round: median utilisation}, "contended_rounds": rounds below
+    CONTENDED_FRACTION of the best round, "worst_vs_best": lowest / highest round}."""
+    wall = _samples(record, "record")
+    cpu = np.asarray(record.get("cpu_s") or [], dtype=float)
+    if cpu.shape != wall.shape:
+        raise ValueError(f"cpu_s holds {cpu.size} entries for {wall.size} samples")
+    use = cpu / wall
+    by_round: dict[int, list[float]] = {}
+    for r, u in zip(round_ids_of(record), use, strict=True):
+        by_round.setdefault(r, []).append(float(u))
+    per_round = {r: float(np.median(v)) for r, v in sorted(by_round.items())}
+    best = max(per_round.values())
+    contended = [r for r, u in per_round.items() if best > 0 and u < CONTENDED_FRACTION * best]
+    return {"utilisation": float(np.median(use)), "per_round": per_round,
+            "contended_rounds": contended,
+            "worst_vs_best": min(per_round.values()) / best if best > 0 else 1.0}
+
+
+# ---------------------------------------------------------------------------------------
+# The statistic it replaces, and simulated drifting rounds
+# ---------------------------------------------------------------------------------------
+
+def pooled_bootstrap(before: dict, after: dict, *, n_boot: int = 2000, seed: int = 0,
+                     confidence: float = 0.95, min_gain: float = 0.05) -> dict:
+    """The pooled-sample bootstrap this module replaces: resample every sample as if
+    independent, interval of median(before) / median(after); accept when lo > 1 +
+    min_gain. Kept to show how it fails under drift; never decide with it."""
+    b, a = _samples(before, "before"), _samples(after, "after")
+    rng = np.random.default_rng(seed)
+    ratios = (np.median(rng.choice(b, (n_boot, b.size)), axis=1)
+              / np.median(rng.choice(a, (n_boot, a.size)), axis=1))
+    tail = (1 - confidence) / 2 * 100
+    lo, hi = (float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
+    decision = "accept" if lo > 1 + min_gain else "reject"
+    return {"decision": decision, "ratio": float(np.median(b) / np.median(a)), "ci": [lo, hi]}
+
+
+def simulate_pair(rng: np.random.Generator, true_ratio: float = 1.0, *, rounds: int = 8,
+                  iters: int = 20, base_s: float = 0.01, round_drift: float = 0.05,
+                  block_drift: float = 0.06, noise: float = 0.03,
+                  outliers: float = 0.03) -> tuple[dict, dict]:
+    """Two records measured in ``rounds`` alternating blocks on a drifting machine, after
+    ``true_ratio`` times faster than before. Log time of a sample = log base + round drift
+    (shared by the round, sd ``round_drift``) + block drift (per block, sd
+    ``block_drift``: the load moves between the two blocks of a round) + noise, and a
+    fraction ``outliers`` of samples slowed by a preemption."""
+    drift = rng.normal(0.0, round_drift, rounds)
+    made = {}
+    for name, scale in (("before", 1.0), ("after", 1.0 / true_ratio)):
+        logs = (math.log(base_s * scale) + np.repeat(drift, iters)
+                + np.repeat(rng.normal(0.0, block_drift, rounds), iters)
+                + rng.normal(0.0, noise, rounds * iters))
+        hit = rng.random(rounds * iters) < outliers
+        logs[hit] += np.abs(rng.normal(0.0, 0.5, int(hit.sum())))
+        made[name] = {"samples_s": [float(v) for v in np.exp(logs)],
+                      "round_ids": [int(r) for r in np.repeat(np.arange(rounds), iters)]}
+    return made["before"], made["after"]
