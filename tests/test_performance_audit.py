@@ -37,6 +37,8 @@ def test_starter_fails_each_stage_with_its_hint(tmp_path):
         f"0 passed, {sum(CHECKS_PER_STAGE.values())} failed"
 
 
+DECIDE_ROUNDS = ("    result = decide_rounds(before, after, min_gain=min_gain, "
+                 "confidence=confidence)\n")
 PLANTED = {
     "unsynchronised_timer": (1, "warm_median_is_device_time", [
         ("            return jax.block_until_ready(out)\n", "            return out\n")]),
@@ -60,7 +62,8 @@ PLANTED = {
         ("step = jax.checkpoint(block, policy=getattr(jax.checkpoint_policies, policy))",
          "step = block")]),
     "decision_accepts_noise": (4, "rejects_noise", [
-        ("    if lo > 1.0 + min_gain:\n", "    if ratio > 1.0:\n")]),
+        (DECIDE_ROUNDS, DECIDE_ROUNDS + '    if np.median(before["samples_s"]) > '
+         'np.median(after["samples_s"]):\n        result["decision"] = "accept"\n')]),
     "decision_ignores_wrong_output": (4, "rejects_faster_but_wrong", [
         ('        if run.get("output_ok") is not True:\n', '        if False:\n'),
         ('        if m.get("output_ok") is False:\n', '        if False:\n')]),

@@ -9,6 +9,14 @@ backend) plus:
     region       the TraceAnnotation name of one timed call in that trace ("" when none)
     fingerprint  the environment it ran in (``environment_fingerprint()``)
 
+and optionally, one entry per sample of ``samples_s``:
+
+    round_ids    the index of the interleaved round each sample was measured in (a
+                 record without it counts each sample as its own round); the decision
+                 (``coursekit.measure.decision``) pairs rounds, not samples
+    cpu_s        process CPU seconds of each sample: with the wall time, the evidence
+                 of contention (a call that waited for a core has low CPU per wall second)
+
 performance-audit stage 4 (``load_run`` / ``decide``), sharded-training stage 4, the
 notebooks and the readiness review all read and write this one format, through here.
 """
@@ -25,6 +33,7 @@ TIMING_KEYS = ("label", "sync", "warmup", "iters", "first_call_s", "samples_s",
                "compiles_first_call", "compiles_warmed", "shapes", "dtypes", "output_ok",
                "backend")
 RECORD_KEYS = TIMING_KEYS + ("boundary", "trace", "region", "fingerprint")
+PER_SAMPLE_KEYS = ("round_ids", "cpu_s")  # optional, one entry per sample
 FINGERPRINT_KEYS = ("jax", "jaxlib", "backend", "devices", "xla_flags", "cpu", "python")
 SYNC_METHODS = ("block_until_ready", "host_read")
 
@@ -46,6 +55,10 @@ def make_run_record(timing: dict, *, boundary: str, trace: str | Path = "",
         raise RecordError(f"timing lacks keys {missing}")
     record = {k: timing[k] for k in TIMING_KEYS}
     record["samples_s"] = [float(s) for s in timing["samples_s"]]
+    if timing.get("round_ids") is not None:
+        record["round_ids"] = list(timing["round_ids"])
+    if timing.get("cpu_s") is not None:
+        record["cpu_s"] = [float(c) for c in timing["cpu_s"]]
     record.update(boundary=str(boundary), trace=str(trace) if trace else "",
                   region=str(region),
                   fingerprint=dict(fingerprint or environment_fingerprint()))
@@ -58,6 +71,28 @@ def make_run_record(timing: dict, *, boundary: str, trace: str | Path = "",
 def _is_number(value) -> bool:
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(value))
+
+
+def _per_sample_problems(record: dict) -> list[str]:
+    samples = record["samples_s"]
+    n = len(samples) if isinstance(samples, list) else None
+    problems = []
+    ids = record.get("round_ids")
+    if ids is not None:
+        if not isinstance(ids, list) or not all(
+                isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in ids):
+            problems.append("round_ids must be a list of non-negative ints (the round of "
+                            "each sample)")
+        elif n is not None and len(ids) != n:
+            problems.append(f"round_ids holds {len(ids)} entries for {n} samples: one round "
+                            "id per sample")
+    cpu = record.get("cpu_s")
+    if cpu is not None:
+        if not isinstance(cpu, list) or not all(_is_number(c) and c >= 0 for c in cpu):
+            problems.append("cpu_s must be a list of non-negative CPU seconds, one per sample")
+        elif n is not None and len(cpu) != n:
+            problems.append(f"cpu_s holds {len(cpu)} entries for {n} samples: one per sample")
+    return problems
 
 
 def validate_run_record(record, *, check_trace: bool = False) -> list[str]:
@@ -84,6 +119,7 @@ def validate_run_record(record, *, check_trace: bool = False) -> list[str]:
             and len(samples) != record["iters"]:
         problems.append(f"samples_s holds {len(samples)} samples but iters is "
                         f"{record['iters']}: keep every raw sample")
+    problems += _per_sample_problems(record)
     if record["output_ok"] not in (True, False, None):
         problems.append(f"output_ok must be True, False or None, got {record['output_ok']!r}")
     if not isinstance(record["shapes"], list) or not isinstance(record["dtypes"], list):

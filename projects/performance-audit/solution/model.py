@@ -465,21 +465,46 @@ def predict_step_speedup(share: float, kernel_speedup: float) -> float:
     ### END SOLUTION
 
 
-def decide(before: dict, after: dict, *, min_gain: float = 0.05, n_boot: int = 2000,
-           seed: int = 0) -> dict:
-    """Accept or reject "after is faster than before" from two run records.
+def decide(before: dict, after: dict, *, min_gain: float = 0.05,
+           confidence: float = 0.95) -> dict:
+    """Judge the claim "after is faster than before" from two run records.
 
-    Reject when the two are not comparable (``comparable``; an unsynchronised "after",
-    one with a different warm-up or without its first call reported apart is not
-    comparable), when either output check failed, or when the speedup is not clearly
-    real: bootstrap the ratio median(before)/median(after) by resampling each record's
-    ``samples_s`` ``n_boot`` times (``np.random.default_rng(seed)``) and accept only when
-    the 2.5th percentile of the ratio exceeds ``1 + min_gain``.
+    Inputs: run records (``load_run``). ``samples_s`` are raw seconds, one per timed call.
+    A record may carry ``round_ids``: for each sample, the index of the interleaved round
+    it was measured in (each round times both variants back to back, in alternating
+    order, so both see the same background load). A record without ``round_ids`` counts
+    each sample as its own round.
 
-    Returns {"decision": "accept" | "reject", "reasons": [str, ...], "ratio": float
-    (median before / median after, or None when not comparable), "ci": [lo, hi] or None}.
+    Returns {"decision": "accept" | "reject" | "slower", "reasons": [str, ...],
+    "ratio": float or None, "ci": [lo, hi] or None}:
+      ratio: the speedup, time before / time after (> 1: after is faster); unitless.
+      ci: an interval of that speedup at ``confidence`` (0.95: 95%).
+      accept: after is faster by more than ``min_gain`` (0.05: 5%), beyond the interval,
+          i.e. ``lo > 1 + min_gain``.
+      slower: after is slower by more than the minimum, beyond the interval
+          (``hi < 1 / (1 + min_gain)``).
+      reject: anything else: no change of that size can be told from noise, or the pair
+          may not be compared at all (then ratio and ci are None and the reasons say why).
+
+    What must hold:
+      - Not comparable means reject: ``comparable`` refuses the pair, an output check
+        that is not True, a record without its first call reported apart, or fewer than
+        5 raw samples.
+      - The interval treats the *round* as the unit of evidence. Samples of one round
+        share that round's load, so 8 rounds of 20 samples are 8 pieces of evidence, not
+        160: on a drifting machine an interval that resamples pooled samples claims
+        differences between identical programs.
+      - Every reason is a sentence computed from the numbers.
+
+    How it is checked: on planted records from seeds you do not see: a clear 2x speedup
+    is accepted; noise that looks 3% faster, a faster but wrong run and pairs that cannot
+    be compared are rejected; a 2.6% gain is below the minimum; identical programs
+    measured in drifting rounds, where pooled samples look clearly faster, are rejected;
+    a true 1.2x measured in drifting rounds is accepted; a real slowdown is "slower".
     """
-    ### BEGIN SOLUTION stage 4: decide
+    ### BEGIN SOLUTION stage 4: decide (refuse what is not comparable, then weigh rounds)
+    from coursekit.measure.decision import decide_rounds
+
     reasons = list(comparable(before, after))
     for name, run in (("before", before), ("after", after)):
         if run.get("first_call_s") is None:
@@ -491,21 +516,7 @@ def decide(before: dict, after: dict, *, min_gain: float = 0.05, n_boot: int = 2
                            f"{run.get('output_ok')!r})")
     if reasons:
         return {"decision": "reject", "reasons": reasons, "ratio": None, "ci": None}
-    b = np.asarray(before["samples_s"], float)
-    a = np.asarray(after["samples_s"], float)
-    rng = np.random.default_rng(seed)
-    boot_b = np.median(rng.choice(b, (n_boot, b.size)), axis=1)
-    boot_a = np.median(rng.choice(a, (n_boot, a.size)), axis=1)
-    ratios = boot_b / boot_a
-    lo, hi = (float(v) for v in np.percentile(ratios, [2.5, 97.5]))
-    ratio = float(np.median(b) / np.median(a))
-    if lo > 1.0 + min_gain:
-        return {"decision": "accept", "ratio": ratio, "ci": [lo, hi],
-                "reasons": [f"95% bootstrap interval of the speedup [{lo:.3f}, {hi:.3f}] "
-                            f"lies above 1 + {min_gain}"]}
-    verdict = ("not distinguishable from noise" if lo <= 1.0 else
-               f"a real but smaller gain than the {min_gain:.0%} minimum")
-    return {"decision": "reject", "ratio": ratio, "ci": [lo, hi],
-            "reasons": [f"95% bootstrap interval of the speedup [{lo:.3f}, {hi:.3f}] does "
-                        f"not clear 1 + {min_gain}: {verdict}"]}
+    result = decide_rounds(before, after, min_gain=min_gain, confidence=confidence)
+    return {key: result[key] for key in ("decision", "reasons", "ratio", "ci", "rounds",
+                                         "method", "n_rounds")}
     ### END SOLUTION

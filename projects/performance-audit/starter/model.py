@@ -261,18 +261,41 @@ def predict_step_speedup(share: float, kernel_speedup: float) -> float:
     raise NotImplementedError('stage 4: predict_step_speedup')
 
 
-def decide(before: dict, after: dict, *, min_gain: float = 0.05, n_boot: int = 2000,
-           seed: int = 0) -> dict:
-    """Accept or reject "after is faster than before" from two run records.
+def decide(before: dict, after: dict, *, min_gain: float = 0.05,
+           confidence: float = 0.95) -> dict:
+    """Judge the claim "after is faster than before" from two run records.
 
-    Reject when the two are not comparable (``comparable``; an unsynchronised "after",
-    one with a different warm-up or without its first call reported apart is not
-    comparable), when either output check failed, or when the speedup is not clearly
-    real: bootstrap the ratio median(before)/median(after) by resampling each record's
-    ``samples_s`` ``n_boot`` times (``np.random.default_rng(seed)``) and accept only when
-    the 2.5th percentile of the ratio exceeds ``1 + min_gain``.
+    Inputs: run records (``load_run``). ``samples_s`` are raw seconds, one per timed call.
+    A record may carry ``round_ids``: for each sample, the index of the interleaved round
+    it was measured in (each round times both variants back to back, in alternating
+    order, so both see the same background load). A record without ``round_ids`` counts
+    each sample as its own round.
 
-    Returns {"decision": "accept" | "reject", "reasons": [str, ...], "ratio": float
-    (median before / median after, or None when not comparable), "ci": [lo, hi] or None}.
+    Returns {"decision": "accept" | "reject" | "slower", "reasons": [str, ...],
+    "ratio": float or None, "ci": [lo, hi] or None}:
+      ratio: the speedup, time before / time after (> 1: after is faster); unitless.
+      ci: an interval of that speedup at ``confidence`` (0.95: 95%).
+      accept: after is faster by more than ``min_gain`` (0.05: 5%), beyond the interval,
+          i.e. ``lo > 1 + min_gain``.
+      slower: after is slower by more than the minimum, beyond the interval
+          (``hi < 1 / (1 + min_gain)``).
+      reject: anything else: no change of that size can be told from noise, or the pair
+          may not be compared at all (then ratio and ci are None and the reasons say why).
+
+    What must hold:
+      - Not comparable means reject: ``comparable`` refuses the pair, an output check
+        that is not True, a record without its first call reported apart, or fewer than
+        5 raw samples.
+      - The interval treats the *round* as the unit of evidence. Samples of one round
+        share that round's load, so 8 rounds of 20 samples are 8 pieces of evidence, not
+        160: on a drifting machine an interval that resamples pooled samples claims
+        differences between identical programs.
+      - Every reason is a sentence computed from the numbers.
+
+    How it is checked: on planted records from seeds you do not see: a clear 2x speedup
+    is accepted; noise that looks 3% faster, a faster but wrong run and pairs that cannot
+    be compared are rejected; a 2.6% gain is below the minimum; identical programs
+    measured in drifting rounds, where pooled samples look clearly faster, are rejected;
+    a true 1.2x measured in drifting rounds is accepted; a real slowdown is "slower".
     """
-    raise NotImplementedError('stage 4: decide')
+    raise NotImplementedError('stage 4: decide (refuse what is not comparable, then weigh rounds)')
