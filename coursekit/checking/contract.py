@@ -51,6 +51,7 @@ class CheckResult:
     stage: int
     check_id: str
     status: str  # "pass" | "fail" | "error" (learner code raised) | "not-implemented"
+    #              | "crash" (the learner process died)
     points: float
     max_points: float
     message: str = ""
@@ -121,10 +122,16 @@ def short(value: Any, limit: int = 300) -> str:
 class Checker:
     """Registry and command-line runner for one project's checks."""
 
-    def __init__(self, project: str, stage_titles: dict[int, str]):
+    def __init__(self, project: str, stage_titles: dict[int, str], *,
+                 learner_process: bool = False):
+        """``learner_process``: run the learner's code in its own process
+        (``coursekit.checking.bridge``); checks then get a ``RemoteModule`` and this
+        process never imports the learner's file. Off: today's in-process import."""
         self.project = project
         self.stage_titles = stage_titles
         self.checks: list[_Check] = []
+        self.learner_process = learner_process
+        self.learner: Any = None  # the LearnerProcess of the current run, if any
 
     def check(self, stage: int, check_id: str, points: float = 1.0):
         def register(fn):
@@ -137,11 +144,22 @@ class Checker:
             out=sys.stdout, only: set[str] | None = None) -> list[CheckResult]:
         selected = [c for c in self.checks
                     if c.stage in stages and (not only or c.check_id in only)]
+        if self.learner_process:
+            from coursekit.checking import bridge
+            self.learner = bridge.take(impl_path)
         try:
-            module = load_impl(impl_path)
+            module = self.learner.module() if self.learner_process else load_impl(impl_path)
             load_error = None
         except LearnerCodeError as err:
             module, load_error = None, err
+        try:
+            return self._run_selected(selected, module, load_error, impl_path, seed,
+                                      workdir, out)
+        finally:
+            if self.learner is not None:
+                self.learner.close()
+
+    def _run_selected(self, selected, module, load_error, impl_path, seed, workdir, out):
         results = []
         cache: dict = {}
         for chk in selected:
@@ -171,7 +189,8 @@ class Checker:
 
     @staticmethod
     def _failure(chk: _Check, err: LearnerCodeError) -> CheckResult:
-        status = "not-implemented" if err.kind == "not-implemented" else "error"
+        status = {"not-implemented": "not-implemented", "crash": "crash"}.get(err.kind,
+                                                                                "error")
         return CheckResult(chk.stage, chk.check_id, status, 0.0, chk.points, str(err),
                            hint=err.hint)
 
@@ -221,7 +240,7 @@ class Checker:
 
 
 def print_result(r: CheckResult, out=sys.stdout) -> None:
-    label = {"pass": "PASS", "fail": "FAIL", "error": "FAIL",
+    label = {"pass": "PASS", "fail": "FAIL", "error": "FAIL", "crash": "FAIL",
              "not-implemented": "FAIL"}[r.status]
     print(f"{label} stage {r.stage} · {r.check_id}", file=out)
     if r.status == "pass":

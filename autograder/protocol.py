@@ -1,0 +1,183 @@
+"""The one protocol every side of a graded run speaks: the grader, the runner (checker
+process), the sandbox guard, the checker's bridge and the learner process.
+
+Standard library only. The sandbox copies this file next to the runner as
+``autograder_protocol.py`` (the course folder, with ``autograder/``, is hidden there);
+elsewhere it is ``autograder.protocol``. ``import_protocol()`` below is how every other
+module finds it.
+
+Two channels:
+
+* the **result channel** (checker process -> grader): JSON lines on an inherited pipe,
+  each carrying the run's token. Only the checker process holds it; the learner process
+  never gets its fd, its token or ``AG_POLICY`` (``learner_environment``).
+* the **bridge** (checker process <-> learner process): frames on a pair of pipes. A frame
+  is ``MAGIC``, a part count, the part lengths, then the parts: part 0 is a JSON header,
+  the rest raw array buffers. Nothing on either channel is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+
+# -- environment ---------------------------------------------------------------------
+ENV_STAGE = "AG_STAGE"      # grader -> runner: what to check (JSON)
+ENV_TOKEN = "AG_TOKEN"      # grader -> runner: the result channel's token
+ENV_POLICY = "AG_POLICY"    # grader -> sandboxed Pythons: guard policy + result fd
+ENV_GUARD = "AG_GUARD"      # checker -> learner process: guard policy without any fd
+ENV_BRIDGE = "AG_BRIDGE"    # checker -> learner process: "READ_FD,WRITE_FD"
+SECRET_ENV = (ENV_STAGE, ENV_TOKEN, ENV_POLICY, ENV_GUARD, ENV_BRIDGE)
+
+# -- result channel message kinds ------------------------------------------------------
+CHECK, VIOLATION, DONE, ERROR = "check", "violation", "done", "error"
+KINDS = (CHECK, VIOLATION, DONE, ERROR)
+
+# -- violation names (the gradebook's ``reason``) --------------------------------------
+TAMPER_TIMING = "tamper-timing"        # replacing a clock or jax.block_until_ready
+TAMPER_CHECKER = "tamper-checker"      # replacing checker code in the learner process
+TAMPER_EVIDENCE = "tamper-evidence"    # a self-reported fact contradicted by measurement
+TAMPER_PREFIX = TAMPER_EVIDENCE + ": "  # how a check result message says it
+
+# -- isolation of learner code from the verdict (recorded per stage) -------------------
+LEARNER_PROCESS, IN_PROCESS = "learner-process", "in-process"
+
+# -- protected names -----------------------------------------------------------------
+# module -> names a submission may not replace (refused by the guard where it runs)
+PROTECTED_TIMING = {
+    "time": frozenset({"perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns",
+                       "time", "time_ns", "process_time", "process_time_ns"}),
+    "jax": frozenset({"block_until_ready"}),
+}
+# modules whose functions and classes the learner process watches: a learner file that
+# replaces them has tried to change a verdict (which lives in another process anyway)
+CHECKER_MODULES = ("coursekit.checking.contract", "coursekit.checking.learner",
+                   "coursekit.checking.values", "coursekit.checking.bridge",
+                   "coursekit.checking.learner_server", "coursekit.measure.timing")
+
+
+def import_protocol():
+    """This module, however it was found (sandbox copy first: the real course is hidden
+    there and reading it would be refused)."""
+    try:
+        import autograder_protocol as protocol  # noqa: PLC0415
+    except ImportError:
+        from autograder import protocol  # noqa: PLC0415
+    return protocol
+
+
+# -- result channel --------------------------------------------------------------------
+
+def open_channel(environ=os.environ):
+    """Take the token and fd out of the environment and return ``send(kind, **payload)``.
+    The token lives only in this closure, not in a module global or the environment."""
+    token = environ.pop(ENV_TOKEN, "")
+    fd = json.loads(environ.get(ENV_POLICY) or "{}").get("result_fd")
+
+    def send(kind: str, **payload) -> None:
+        line = json.dumps({"kind": kind, "token": token, **payload}, default=str) + "\n"
+        if fd is None:
+            os.write(2, line.encode())
+            return
+        data = line.encode()
+        while data:
+            data = data[os.write(fd, data):]
+    return send
+
+
+def parse_line(line: bytes, token: str | None) -> dict | None:
+    """One result-channel line -> message, or None when it is not one of ours. Violations
+    count without a token (the guard in any sandboxed Python reports them)."""
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(msg, dict) or msg.get("kind") not in KINDS:
+        return None
+    if msg.get("kind") == VIOLATION or (token is not None and msg.get("token") == token):
+        return msg
+    return None
+
+
+def violation_line(what: str, detail: str) -> bytes:
+    return (json.dumps({"kind": VIOLATION, "what": what, "detail": detail}) + "\n").encode()
+
+
+def learner_environment(environ) -> dict:
+    """The learner process's environment: the checker's minus every channel secret."""
+    env = {k: v for k, v in environ.items() if k not in SECRET_ENV}
+    policy = json.loads(environ.get(ENV_POLICY) or "null")
+    if policy:  # the guard stays on; its violations travel over the bridge
+        env[ENV_GUARD] = json.dumps({k: v for k, v in policy.items() if k != "result_fd"})
+    return env
+
+
+def wants_learner_process(check_source: str) -> bool:
+    """Whether a ``check.py`` asks for a learner process (so the runner can start it
+    while the checker is still importing)."""
+    return re.search(r"learner_process\s*=\s*True", check_source) is not None
+
+
+# -- bridge frames -----------------------------------------------------------------------
+MAGIC = b"AGB1"
+MAX_PARTS = 4096
+MAX_FRAME = 2 << 30  # bytes; a larger frame is a broken (or hostile) peer
+
+
+class ProtocolError(Exception):
+    """Bytes on a bridge pipe that are not a frame."""
+
+
+def encode_frame(header: dict, buffers=()) -> list:
+    """The pieces to write for one frame (header as JSON, then raw buffers)."""
+    head = json.dumps(header, allow_nan=True).encode()
+    parts = [head, *buffers]
+    lengths = [memoryview(p).nbytes for p in parts]
+    return [MAGIC + struct.pack(f"<I{len(parts)}Q", len(parts), *lengths), *parts]
+
+
+def write_frame(fd: int, header: dict, buffers=()) -> None:
+    for piece in encode_frame(header, buffers):
+        view = memoryview(piece).cast("B")
+        while view.nbytes:
+            view = view[os.write(fd, view):]
+
+
+def _read_exact(fd: int, n: int) -> bytearray:
+    out = bytearray(n)
+    view = memoryview(out)
+    got = 0
+    while got < n:
+        k = os.readv(fd, [view[got:]])
+        if k == 0:
+            raise EOFError(f"pipe closed after {got} of {n} bytes")
+        got += k
+    return out
+
+
+def read_frame(fd: int) -> tuple[dict, list]:
+    """(header, buffers) of the next frame; EOFError when the peer is gone before a frame
+    starts, ProtocolError on anything that is not a frame."""
+    first = os.read(fd, 8)
+    if not first:
+        raise EOFError("pipe closed")
+    if len(first) < 8:
+        first += bytes(_read_exact(fd, 8 - len(first)))
+    if first[:4] != MAGIC:
+        raise ProtocolError(f"bytes that are not a frame: {bytes(first)[:8]!r}")
+    (count,) = struct.unpack("<I", first[4:])
+    if not 1 <= count <= MAX_PARTS:
+        raise ProtocolError(f"a frame of {count} parts")
+    lengths = struct.unpack(f"<{count}Q", _read_exact(fd, 8 * count))
+    if sum(lengths) > MAX_FRAME:
+        raise ProtocolError(f"a frame of {sum(lengths)} bytes")
+    parts = [_read_exact(fd, n) for n in lengths]
+    try:
+        header = json.loads(parts[0])
+    except ValueError as err:
+        raise ProtocolError(f"a frame header that is not JSON: {err}") from None
+    if not isinstance(header, dict):
+        raise ProtocolError("a frame header that is not an object")
+    return header, parts[1:]

@@ -1,0 +1,281 @@
+"""The checker's side of the learner process: checks call the learner's functions here,
+and the learner's code runs in another process (``coursekit.checking.learner_server``).
+
+``LearnerProcess(impl_path).module()`` gives a ``RemoteModule`` whose attributes are the
+learner's functions; calling one sends the arguments as data (``coursekit.checking.codec``)
+and returns the result as data, or raises a named ``LearnerCodeError`` (the learner's
+exception, with file, line and function) or ``LearnerProcessDied`` (a signal, an exit,
+a kill; the next call starts a fresh learner process). Bytes on the bridge that are not a
+frame raise ``TamperEvidence``.
+
+The checker process is made non-dumpable before the first learner process starts, so a
+learner process running as the same user cannot read its memory (``/proc/<pid>/mem``,
+``environ``, ``fd/``) or ptrace it. The learner process gets an environment without any
+channel secret and no descriptor but stdio and its two pipes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from coursekit.checking.codec import Encoder, Handle, Workload, decode
+from coursekit.checking.learner import LearnerCodeError
+
+try:  # the sandbox's copy first: there the course folder (with autograder/) is hidden
+    import autograder_protocol as protocol
+except ImportError:
+    from autograder import protocol
+
+__all__ = ["Handle", "LearnerProcess", "LearnerProcessDied", "TamperEvidence", "Workload"]
+COURSE_ROOT = Path(__file__).resolve().parents[2]
+PR_SET_DUMPABLE = 4
+VIOLATION_SINKS: list = []  # callables(what, detail): the runner relays to the grader
+_PRESTARTED: dict = {}
+
+
+class TamperEvidence(LearnerCodeError):
+    """What the learner process reported contradicts what the checker measured (or it
+    wrote to the bridge outside the protocol). The grader scores the stage 0."""
+
+    def __init__(self, message: str):
+        super().__init__(protocol.TAMPER_EVIDENCE, protocol.TAMPER_PREFIX + message,
+                         "the checker measures what it needs itself; a report that "
+                         "contradicts it is recorded as tampering")
+
+
+class LearnerProcessDied(LearnerCodeError):
+    def __init__(self, message: str, cause: str):
+        super().__init__("crash", message, "run the function by hand on a small input: "
+                         "it crashed the Python process running it")
+        self.cause = cause  # "SIGSEGV", "exit 0", ...
+
+
+def make_undumpable() -> None:
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def process_cpu_s(pid: int) -> float:
+    """user + system CPU seconds of ``pid`` so far, read by this process (not reported)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return 0.0
+    fields = raw[raw.rfind(b")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class LearnerProcess:
+    """One learner file served by a learner process (started on first use, restarted
+    after it dies)."""
+
+    def __init__(self, impl_path: Path | str):
+        self.impl_path = Path(impl_path).resolve()
+        self.proc: subprocess.Popen | None = None
+        self.ready: dict | None = None
+        self.last_cpu_s = 0.0
+        self.starts = 0
+
+    # -- process -------------------------------------------------------------------
+    def start(self) -> None:
+        make_undumpable()
+        to_learner_r, to_learner_w = os.pipe()
+        from_learner_r, from_learner_w = os.pipe()
+        env = protocol.learner_environment(os.environ)
+        env[protocol.ENV_BRIDGE] = f"{to_learner_r},{from_learner_w}"
+        env["PYTHONPATH"] = os.pathsep.join(
+            [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p] + [str(COURSE_ROOT)])
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "coursekit.checking.learner_server", str(self.impl_path)],
+            stdin=subprocess.DEVNULL, close_fds=True, pass_fds=(to_learner_r, from_learner_w),
+            env=env)
+        os.close(to_learner_r)
+        os.close(from_learner_w)
+        self.wfd, self.rfd = to_learner_w, from_learner_r
+        self.ready = None
+        self.starts += 1
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def close(self) -> None:
+        if self.proc is None:
+            return
+        for fd in (self.wfd, self.rfd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def _died(self, during: str) -> LearnerProcessDied:
+        proc, self.proc = self.proc, None
+        for fd in (self.wfd, self.rfd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            code = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait()
+        if code < 0:
+            try:
+                cause = signal.Signals(-code).name
+            except ValueError:
+                cause = f"signal {-code}"
+        else:
+            cause = f"exit {code}"
+        how = f"({cause})" if code < 0 else f"(it exited with code {code})"
+        return LearnerProcessDied(f"the learner process died {how} while {during}", cause)
+
+    def _read(self, during: str) -> tuple[dict, list]:
+        try:
+            header, buffers = protocol.read_frame(self.rfd)
+        except (EOFError, OSError):
+            raise self._died(during) from None
+        except protocol.ProtocolError as err:
+            self.proc.kill()
+            self._died(during)
+            raise TamperEvidence(f"the learner process wrote to the bridge outside the "
+                                 f"protocol while {during}: {err}") from None
+        for v in header.get("violations") or []:
+            if isinstance(v, dict):
+                for sink in VIOLATION_SINKS:
+                    sink(str(v.get("what", "violation")), str(v.get("detail", "")))
+        return header, buffers
+
+    def _ensure(self) -> dict:
+        if self.proc is None:
+            self.start()
+        if self.ready is None:
+            header, _ = self._read(f"importing {self.impl_path.name}")
+            if header.get("kind") != "ready":
+                raise TamperEvidence(f"the learner process answered {header.get('kind')!r} "
+                                     "before it was ready")
+            self.ready = header
+        return self.ready
+
+    # -- calls -----------------------------------------------------------------------
+    def module(self) -> RemoteModule:
+        """The learner's module as seen from here, or the load error (named)."""
+        ready = self._ensure()
+        err = ready.get("load_error")
+        if err:
+            raise LearnerCodeError(str(err.get("kind")), str(err.get("message")),
+                                   str(err.get("hint", "")))
+        return RemoteModule(self, [str(f) for f in ready.get("functions", [])])
+
+    def request(self, kind: str, fn: str, args=(), kwargs=None, **extra):
+        self._ensure()
+        encoder = Encoder()
+        header = {"kind": kind, "fn": fn, "args": encoder(list(args)),
+                  "kwargs": encoder(dict(kwargs or {})), **extra}
+        cpu_before = process_cpu_s(self.proc.pid)
+        try:
+            protocol.write_frame(self.wfd, header, encoder.buffers)
+        except OSError:
+            raise self._died(f"running {fn}") from None
+        reply, buffers = self._read(f"running {fn}")
+        self.last_cpu_s = process_cpu_s(self.proc.pid) - cpu_before
+        facts = reply.get("facts") or {}
+        for wl in encoder.workloads:
+            if isinstance(facts.get(str(wl.id)), dict):
+                wl.facts = facts[str(wl.id)]
+        if reply.get("kind") == "error":
+            err = reply.get("error") or {}
+            raise LearnerCodeError(str(err.get("kind", "exception")), str(err.get("message")),
+                                   str(err.get("hint", "")))
+        if reply.get("kind") != "result":
+            raise TamperEvidence(f"the learner process answered {reply.get('kind')!r}")
+        return decode(reply.get("value"), buffers)
+
+
+class RemoteFunction:
+    def __init__(self, process: LearnerProcess, name: str):
+        self.process, self.__name__ = process, name
+
+    def __call__(self, *args, **kwargs):
+        return self.process.request("call", self.__name__, args, kwargs)
+
+    def export(self, *args, transform: str | None = None, out_example=None, **kwargs):
+        """This function (under ``transform``) as a ``jax.export.Exported`` program built
+        here from the StableHLO bytes the learner process sent; ``out_example`` gives the
+        output tree (flat otherwise)."""
+        desc = self.process.request("export", self.__name__, args, kwargs,
+                                    transform=transform)
+        return exported_program(desc, args, out_example)
+
+    def __repr__(self) -> str:
+        return f"<learner function {self.__name__}>"
+
+
+class RemoteModule:
+    """The learner's module: its functions, called in the learner process."""
+
+    def __init__(self, process: LearnerProcess, functions: list[str]):
+        self.__bridge__ = process
+        self.__file__ = str(process.impl_path)
+        self.__functions = set(functions)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or name not in self.__functions:
+            raise AttributeError(name)
+        return RemoteFunction(self.__bridge__, name)
+
+
+def exported_program(desc: dict, args: tuple, out_example=None):
+    """A ``jax.export.Exported`` from the learner's StableHLO and the checker's own view of
+    the argument tree. The output tree is flat unless ``out_example`` shapes it."""
+    import jax
+    import numpy as np
+    from jax import export
+    if not isinstance(desc, dict) or desc.get("effects"):
+        raise TamperEvidence("the exported program is not a plain function of its inputs")
+    module = desc["module"]
+    in_avals = tuple(jax.core.ShapedArray(tuple(s), np.dtype(d)) for s, d in desc["in_avals"])
+    out_avals = tuple(jax.core.ShapedArray(tuple(s), np.dtype(d)) for s, d in desc["out_avals"])
+    in_tree = jax.tree.structure((tuple(args), {}))
+    out_tree = jax.tree.structure(out_example) if out_example is not None else \
+        jax.tree.structure(tuple(range(len(out_avals))))
+    if in_tree.num_leaves != len(in_avals) or out_tree.num_leaves != len(out_avals):
+        raise LearnerCodeError("exception", "the exported program's inputs or outputs do "
+                               "not match the call", "keep the arguments and results of "
+                               "the docstring")
+    return export.Exported(
+        fun_name="learner", in_tree=in_tree, in_avals=in_avals, out_tree=out_tree,
+        out_avals=out_avals, _in_named_shardings=(None,) * len(in_avals),
+        _out_named_shardings=(None,) * len(out_avals),
+        in_shardings_hlo=(None,) * len(in_avals), out_shardings_hlo=(None,) * len(out_avals),
+        nr_devices=1, platforms=tuple(desc["platforms"]), ordered_effects=(),
+        unordered_effects=(), disabled_safety_checks=(),
+        mlir_module_serialized=bytes(np.asarray(module, np.uint8).tobytes()),
+        calling_convention_version=int(desc["version"]),
+        module_kept_var_idx=tuple(int(i) for i in desc["kept"]),
+        uses_global_constants=bool(desc["uses_global_constants"]), _get_vjp=None)
+
+
+def prestart(impl_path: Path | str) -> None:
+    """Start the learner process for ``impl_path`` now (it imports while the checker
+    does); ``Checker.run`` takes it over."""
+    lp = LearnerProcess(impl_path)
+    lp.start()
+    _PRESTARTED[lp.impl_path] = lp
+
+
+def take(impl_path: Path | str) -> LearnerProcess:
+    path = Path(impl_path).resolve()
+    return _PRESTARTED.pop(path, None) or LearnerProcess(path)

@@ -1,0 +1,180 @@
+"""Values that cross the bridge between the checker and the learner process, as data.
+
+A value becomes a JSON tree plus raw array buffers, never a pickle:
+
+* ``None``, ``bool``, ``int``, ``float``, ``str`` (exact types: a float subclass with its
+  own ``__eq__`` is not a float), ``list``, ``tuple``, ``dict`` with string keys, ``Path``;
+* numpy arrays and scalars and JAX arrays (dtype name, shape, bytes; rebuilt as the same
+  kind, bfloat16 included);
+* ``Workload(name, **params)``: a reference the learner process resolves from
+  ``coursekit.workloads.catalog`` (the checker sends a name, not code);
+* ``Handle``: anything else the learner code returned (an id, its type name, a short
+  repr). The checker can only pass it back; the object never leaves the learner process.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import sys
+from pathlib import Path
+
+import numpy as np
+
+MAX_DEPTH = 64
+_ids = itertools.count(1)
+
+
+class Workload:
+    """A catalog workload by name (``coursekit.workloads.catalog``). After a call that
+    used it, ``facts`` holds what the learner process reported about it (its
+    ``CallCounter.report()``): self-reported, so a check cross-checks it."""
+
+    def __init__(self, name: str, **params):
+        self.name, self.params, self.id = name, params, next(_ids)
+        self.facts: dict = {"calls": 0, "compiled_at": [], "compiles": 0}
+
+    def __repr__(self) -> str:
+        return f"Workload({self.name!r})"
+
+
+class Handle:
+    """An object that stayed in the learner process. It compares by identity only and has
+    no number or array conversion, so a check reading it as a value fails by name."""
+
+    def __init__(self, hid: int, type_name: str, text: str):
+        self.id, self.type_name, self.text = hid, type_name, text
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name} from the learner process: {self.text}>"
+
+
+class CodecError(TypeError):
+    """A value that cannot be sent (a checker-side programming error)."""
+
+
+def _dtype(name: str) -> np.dtype:
+    try:
+        dtype = np.dtype(name)
+    except TypeError:
+        import ml_dtypes  # bfloat16, float8_*: what JAX arrays may hold
+        dtype = np.dtype(getattr(ml_dtypes, name))
+    if dtype.kind in "OV" and dtype.name not in _ml_names():
+        raise CodecError(f"dtype {name} cannot cross the bridge")
+    return dtype
+
+
+@functools.cache
+def _ml_names() -> frozenset:
+    import ml_dtypes
+    return frozenset(n for n in dir(ml_dtypes)
+                     if n.startswith(("bfloat", "float", "int", "uint")))
+
+
+def _is_jax_array(value) -> bool:
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(value, jax.Array)
+
+
+class Encoder:
+    """One message's encoder. ``keep``: the learner side's handle table (objects that
+    cannot be sent become handles); None on the checker side (such objects are errors).
+    ``workloads``: Workloads seen while encoding (checker side)."""
+
+    def __init__(self, keep: dict | None = None):
+        self.buffers: list = []
+        self.keep = keep
+        self.workloads: list[Workload] = []
+
+    def array(self, tag: str, array: np.ndarray) -> dict:
+        if not array.flags.c_contiguous:  # (ascontiguousarray would make 0-d into 1-d)
+            array = array.copy(order="C")
+        self.buffers.append(array.reshape(-1).view(np.uint8) if array.size else b"")
+        return {"$": tag, "i": len(self.buffers), "dtype": array.dtype.name,
+                "shape": list(array.shape)}
+
+    def __call__(self, value, depth: int = 0):
+        kind = type(value)
+        if value is None or kind in (bool, int, float, str):
+            return value
+        if depth > MAX_DEPTH:
+            return self.fallback(value, "nested too deep")
+        if kind is list:
+            return [self(v, depth + 1) for v in value]
+        if kind is tuple:
+            return {"$": "tuple", "v": [self(v, depth + 1) for v in value]}
+        if kind is dict and all(type(k) is str for k in value):
+            return {"$": "dict", "v": {k: self(v, depth + 1) for k, v in value.items()}}
+        if isinstance(value, Path):
+            return {"$": "path", "v": str(value)}
+        if kind is np.ndarray and (value.dtype.kind not in "OV"
+                                   or value.dtype.name in _ml_names()):
+            return self.array("nd", value)
+        if isinstance(value, np.generic) and type(value).__module__ in ("numpy", "ml_dtypes"):
+            return self.array("np", np.asarray(value))
+        if _is_jax_array(value):
+            try:
+                return self.array("jax", np.asarray(value))
+            except Exception:  # noqa: BLE001 - typed keys and friends stay behind
+                return self.fallback(value, "an array without a plain dtype")
+        if kind is Workload:
+            self.workloads.append(value)
+            return {"$": "workload", "name": value.name, "id": value.id,
+                    "params": self(value.params, depth + 1)}
+        if kind is Handle:
+            return {"$": "handle", "id": value.id}
+        return self.fallback(value, "no data form")
+
+    def fallback(self, value, why: str):
+        if self.keep is None:
+            raise CodecError(f"cannot send a {type(value).__name__} to the learner process "
+                             f"({why}); send data or a Workload")
+        hid = next(_ids)
+        self.keep[hid] = value
+        try:
+            text = repr(value)
+        except Exception:  # noqa: BLE001 - a hostile __repr__ must not break the reply
+            text = "<broken repr>"
+        text = text if len(text) <= 120 else text[:117] + "..."
+        return {"$": "handle", "id": hid, "type": type(value).__name__, "repr": text}
+
+
+def decode(tree, buffers: list, *, handles: dict | None = None, resolve=None):
+    """Rebuild a value. Learner side: ``handles`` maps ids to kept objects and ``resolve``
+    turns a workload reference into a callable. Checker side: both None."""
+    def walk(node):
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        tag = node.get("$")
+        if tag == "tuple":
+            return tuple(walk(v) for v in node["v"])
+        if tag == "dict":
+            return {k: walk(v) for k, v in node["v"].items()}
+        if tag == "path":
+            return Path(node["v"])
+        if tag in ("nd", "np", "jax"):
+            dtype = _dtype(node["dtype"])
+            shape = tuple(int(d) for d in node["shape"])
+            array = np.frombuffer(buffers[node["i"] - 1], dtype=np.uint8)
+            array = array.view(dtype).reshape(shape) if array.size else np.zeros(shape, dtype)
+            if tag == "np":
+                return array[()]
+            if tag == "jax":
+                import jax.numpy as jnp
+                return jnp.asarray(array)
+            return array
+        if tag == "handle":
+            if handles is not None:
+                if node["id"] not in handles:
+                    raise CodecError(f"no object {node['id']} in the learner process")
+                return handles[node["id"]]
+            return Handle(int(node["id"]), str(node.get("type", "?")),
+                          str(node.get("repr", "")))
+        if tag == "workload":
+            if resolve is None:
+                raise CodecError("a workload reference came back from the learner process")
+            return resolve(node["name"], walk(node["params"]), node["id"])
+        raise CodecError(f"unknown value tag {tag!r}")
+    return walk(tree)

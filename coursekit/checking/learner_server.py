@@ -1,0 +1,218 @@
+"""The learner process: imports the learner's file and answers the checker's calls with
+data. It holds no verdict logic and no result channel.
+
+    python -m coursekit.checking.learner_server IMPL_PATH     (AG_BRIDGE="READ_FD,WRITE_FD")
+
+Started by ``coursekit.checking.bridge``. Its environment has no channel secret, its only
+open descriptors are stdin (/dev/null), stdout, stderr and the two bridge pipes. Frames
+(``autograder.protocol``): the checker sends ``call``/``export`` requests, this process
+answers each with ``result`` or ``error``, beside which it names the facts it reports
+about itself (the call counts of every ``Workload`` the call used) and any refusal the
+sandbox guard made in this process (``violations``) for the checker to relay.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from pathlib import Path
+
+PR_CAPBSET_DROP = 24
+CAP_LAST = 63
+
+
+def drop_privileges() -> None:
+    """As root (the fallback grading mode forced under root): give up every capability,
+    so this process cannot read the non-dumpable checker's memory or signal other users."""
+    if os.geteuid() != 0 or not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in range(CAP_LAST + 1):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+    data = (Data * 2)()
+    libc.capset(ctypes.byref(Header(0x20080522, 0)), data)
+    libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+
+
+def snapshot() -> dict:
+    """(module, attribute) -> object for the checker code and the clocks, so a learner
+    file replacing any of them is named (the verdict is elsewhere; this says who tried)."""
+    from coursekit.checking.bridge import protocol
+    out = {}
+    for mod_name in protocol.CHECKER_MODULES:
+        mod = sys.modules.get(mod_name)
+        if mod is None:
+            continue
+        out[(mod_name, "<module>")] = mod
+        for name, value in list(vars(mod).items()):
+            out[(mod_name, name)] = value
+            if isinstance(value, type) and value.__module__ == mod_name:
+                for attr, inner in list(vars(value).items()):
+                    out[(mod_name, f"{name}.{attr}")] = inner
+    import time
+    for name in protocol.PROTECTED_TIMING["time"]:
+        out[("time", name)] = time.__dict__.get(name)
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        out[("jax", "block_until_ready")] = jax.__dict__.get("block_until_ready")
+    return out
+
+
+def changed(before: dict) -> list[tuple[str, str]]:
+    """[(violation name, detail)] for what differs from ``before``."""
+    from coursekit.checking.bridge import protocol
+    now = snapshot()
+    found = []
+    for key, obj in before.items():
+        mod_name, name = key
+        if now.get(key) is obj:
+            continue
+        what = protocol.TAMPER_TIMING if mod_name in protocol.PROTECTED_TIMING \
+            else protocol.TAMPER_CHECKER
+        found.append((what, f"replacing {mod_name}.{name} in the learner process"
+                      if name != "<module>" else f"replacing module {mod_name}"))
+    return found
+
+
+class Server:
+    def __init__(self, impl_path: Path, rfd: int, wfd: int):
+        from coursekit.checking.bridge import protocol
+        self.protocol = protocol
+        self.impl_path, self.rfd, self.wfd = impl_path, rfd, wfd
+        self.handles: dict = {}
+        self.counters: dict = {}
+        self.module = None
+        self.reported: set = set()
+
+    # -- facts and violations -------------------------------------------------------
+    def violations(self) -> list[dict]:
+        out = []
+        guard = sys.modules.get("sitecustomize")
+        drain = getattr(guard, "drain_violations", None)
+        for what, detail in (drain() if callable(drain) else []):
+            out.append({"what": what, "detail": detail})
+        for what, detail in changed(self.before):
+            if (what, detail) not in self.reported:
+                self.reported.add((what, detail))
+                out.append({"what": what, "detail": detail})
+        return out
+
+    def resolve(self, name: str, params: dict, wid: int):
+        from coursekit.checking.probes import CallCounter
+        from coursekit.workloads import catalog
+        counter = CallCounter(catalog.build(name, params))
+        self.counters[wid] = counter
+        return counter
+
+    def reply(self, header: dict, buffers=()) -> None:
+        header["facts"] = {str(wid): c.report() for wid, c in self.counters.items()}
+        header["violations"] = self.violations()
+        self.counters = {}
+        self.protocol.write_frame(self.wfd, header, buffers)
+
+    # -- requests ---------------------------------------------------------------------
+    def load(self) -> None:
+        import coursekit.checking.bridge  # noqa: F401 - watched like the rest
+        import coursekit.checking.probes  # noqa: F401
+        import coursekit.checking.values  # noqa: F401
+        from coursekit.checking.learner import LearnerCodeError, load_impl
+        self.before = snapshot()
+        try:
+            self.module = load_impl(self.impl_path)
+            error = None
+        except LearnerCodeError as err:
+            error = {"kind": err.kind, "message": str(err), "hint": err.hint}
+        functions = [] if self.module is None else sorted(
+            name for name, value in list(vars(self.module).items())
+            if callable(value) and not name.startswith("__"))
+        self.reply({"kind": "ready", "pid": os.getpid(), "functions": functions,
+                    "load_error": error})
+
+    def handle(self, header: dict, buffers: list) -> None:
+        from coursekit.checking.codec import Encoder, decode
+        from coursekit.checking.learner import explain_exception
+        kind = header.get("kind")
+        try:
+            args = decode(header.get("args", []), buffers, handles=self.handles,
+                          resolve=self.resolve)
+            kwargs = decode(header.get("kwargs", {}), buffers, handles=self.handles,
+                            resolve=self.resolve)
+            fn = getattr(self.module, header["fn"])
+            if kind == "call":
+                value = fn(*args, **kwargs)
+            elif kind == "export":
+                value = self.export(fn, args, kwargs, header.get("transform"))
+            else:
+                raise ValueError(f"unknown request {kind!r}")
+        except BaseException as err:  # noqa: BLE001 - anything the learner code raises
+            if isinstance(err, KeyboardInterrupt):
+                raise
+            explained = explain_exception(err, self.impl_path)
+            self.reply({"kind": "error", "error": {
+                "kind": explained.kind, "message": str(explained), "hint": explained.hint,
+                "type": type(err).__name__}})
+            return
+        encoder = Encoder(keep=self.handles)
+        try:
+            tree = encoder(value)
+        except Exception as err:  # noqa: BLE001
+            self.reply({"kind": "error", "error": {
+                "kind": "exception", "message": f"the result could not be read: {err}",
+                "hint": "return plain data: numbers, strings, lists, dicts, arrays",
+                "type": type(err).__name__}})
+            return
+        self.reply({"kind": "result", "value": tree}, encoder.buffers)
+
+    @staticmethod
+    def export(fn, args, kwargs, transform):
+        """The learner's function as a program (StableHLO bytes: data the checker analyses
+        and runs itself), optionally under a transform the checker names."""
+        import jax
+        import numpy as np
+
+        def f(*a):
+            return fn(*a, **kwargs)
+        if transform == "value_and_grad":
+            f = jax.value_and_grad(f)
+        elif transform is not None:
+            raise ValueError(f"unknown transform {transform!r}")
+        exp = jax.export.export(jax.jit(f))(*args)
+        avals = [[list(a.shape), str(a.dtype)] for a in exp.out_avals]
+        return {"module": np.frombuffer(bytes(exp.mlir_module_serialized), np.uint8),
+                "in_avals": [[list(a.shape), str(a.dtype)] for a in exp.in_avals],
+                "out_avals": avals, "kept": list(exp.module_kept_var_idx),
+                "version": int(exp.calling_convention_version),
+                "uses_global_constants": bool(exp.uses_global_constants),
+                "platforms": list(exp.platforms), "nr_devices": int(exp.nr_devices),
+                "effects": len(exp.ordered_effects) + len(exp.unordered_effects)}
+
+    def serve(self) -> None:
+        self.load()
+        while True:
+            try:
+                header, buffers = self.protocol.read_frame(self.rfd)
+            except EOFError:
+                return
+            self.handle(header, buffers)
+
+
+def main() -> None:
+    from coursekit.checking.bridge import protocol
+    fds = os.environ.pop(protocol.ENV_BRIDGE)
+    rfd, wfd = (int(v) for v in fds.split(","))
+    drop_privileges()
+    Server(Path(sys.argv[1]), rfd, wfd).serve()
+    sys.stdout.flush()
+    os._exit(0)  # no atexit handlers from learner code after the checker is done
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""The bridge between a checker and the learner process: values cross as data (arrays of
+every dtype, pytrees, handles for anything else), learner errors and crashes come back
+named, and the learner process cannot reach the checker's secrets."""
+
+from __future__ import annotations
+
+import os
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from coursekit.checking.bridge import (
+    Handle,
+    LearnerProcess,
+    LearnerProcessDied,
+    TamperEvidence,
+    Workload,
+)
+from coursekit.checking.learner import LearnerCodeError, get_function
+
+LEARNER = '''
+import ctypes
+import os
+
+import jax.numpy as jnp
+import numpy as np
+
+
+def echo(value):
+    return value
+
+
+def tree(x):
+    return {"a": [x, (x * 2, None)], "b": np.float32(3.5), "c": jnp.asarray(x, jnp.bfloat16),
+            "d": jnp.float32(2.0)}
+
+
+class AlwaysEqual:
+    def __eq__(self, other):
+        return True
+
+
+def hostile():
+    return AlwaysEqual()
+
+
+def type_of(value):
+    return type(value).__name__
+
+
+def divide(a, b):
+    return a / b
+
+
+def segfault():
+    ctypes.string_at(0)
+
+
+def secrets_seen(checker_pid):
+    seen = {"env": sorted(k for k in os.environ if k.startswith("AG_"))}
+    for name in ("mem", "environ", "fd/0"):
+        try:
+            with open(f"/proc/{checker_pid}/{name}", "rb") as f:
+                f.read(16)
+            seen[name] = "read"
+        except OSError as err:
+            seen[name] = type(err).__name__
+    return seen
+
+
+def write_fd(fd):
+    try:
+        os.write(fd, b"PASS")
+        return "written"
+    except OSError:
+        return "OSError"
+
+
+def call_twice(fn, x):
+    fn(x)
+    return fn(x)
+
+
+def forge(fd_from, fd_to):
+    for fd in range(fd_from, fd_to):
+        try:
+            os.write(fd, b'{"kind": "done"}\\n')
+        except OSError:
+            pass
+    return "written"
+'''
+
+
+@pytest.fixture(scope="module")
+def learner(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bridge") / "model.py"
+    path.write_text(LEARNER)
+    os.environ["AG_TOKEN"] = "not-for-learners"
+    read_fd, secret_fd = os.pipe()
+    os.set_inheritable(secret_fd, True)
+    process = LearnerProcess(path)
+    try:
+        yield process, process.module(), secret_fd
+    finally:
+        os.environ.pop("AG_TOKEN", None)
+        process.close()
+        os.close(read_fd)
+        os.close(secret_fd)
+
+
+def test_arrays_and_pytrees_round_trip(learner):
+    _, impl, _ = learner
+    x = jnp.arange(6.0).reshape(2, 3)
+    out = impl.tree(x)
+    assert isinstance(out["a"][1], tuple) and out["a"][1][1] is None
+    np.testing.assert_array_equal(np.asarray(out["a"][1][0]), np.asarray(x) * 2)
+    assert type(out["a"][0]) is type(x)  # a jax array comes back as one
+    assert out["c"].dtype == jnp.bfloat16 and out["c"].shape == (2, 3)
+    assert type(out["b"]) is np.float32 and out["b"] == 3.5
+    assert out["d"].shape == () and float(out["d"]) == 2.0
+    value = {"s": "x", "i": 3, "f": float("inf"), "n": None, "l": [1, [2, (3,)]],
+             "nd": np.arange(5, dtype=np.int16), "bf": np.ones((2, 2), jnp.bfloat16),
+             "empty": np.zeros((0, 3), np.float32)}
+    back = impl.echo(value)
+    assert back.keys() == value.keys() and back["l"] == [1, [2, (3,)]]
+    for key in ("nd", "bf", "empty"):
+        assert back[key].dtype == value[key].dtype and back[key].shape == value[key].shape
+        np.testing.assert_array_equal(back[key], value[key])
+
+
+def test_other_objects_stay_behind_as_handles(learner):
+    _, impl, _ = learner
+    handle = impl.hostile()
+    assert isinstance(handle, Handle) and handle.type_name == "AlwaysEqual"
+    assert handle != 1 and handle != handle.__class__  # identity only, no hostile __eq__
+    assert impl.type_of(handle) == "AlwaysEqual"  # passed back, the real object is used
+    with pytest.raises(TypeError):
+        float(handle)
+
+
+def test_learner_errors_name_file_line_function(learner):
+    _, impl, _ = learner
+    with pytest.raises(LearnerCodeError) as err:
+        impl.divide(1, 0)
+    assert err.value.kind == "exception"
+    assert "model.py, line" in str(err.value) and "in divide" in str(err.value)
+    assert "ZeroDivisionError" in str(err.value)
+    with pytest.raises(LearnerCodeError, match="`nothing_here` is missing"):
+        get_function(impl, "nothing_here")
+
+
+def test_a_crash_is_named_and_the_next_call_works(learner):
+    process, impl, _ = learner
+    first = process.pid
+    with pytest.raises(LearnerProcessDied, match=r"died \(SIGSEGV\) while running segfault"):
+        impl.segfault()
+    assert impl.echo(7) == 7 and process.pid != first
+
+
+def test_workload_facts_come_back_named(learner):
+    _, impl, _ = learner
+    workload = Workload("performance-audit/stage1", scale=1.0)
+    impl.call_twice(workload, jnp.ones((9, 9), jnp.float32))
+    assert workload.facts == {"calls": 2, "compiled_at": [0], "compiles": 1}
+
+
+def test_learner_process_reaches_no_secret(learner):
+    """No channel secret in its environment; the checker's memory, environment and fds
+    unreadable (non-dumpable); an inheritable fd of the checker (as the result channel is
+    in the runner) is not open in the learner process."""
+    _, impl, secret_fd = learner
+    seen = impl.secrets_seen(os.getpid())
+    assert seen["env"] == []  # no AG_TOKEN, AG_POLICY, AG_BRIDGE...
+    assert seen["mem"] == seen["environ"] == seen["fd/0"] == "PermissionError"
+    assert impl.write_fd(secret_fd) == "OSError"
+
+
+def test_writing_to_the_bridge_outside_the_protocol_is_tamper_evidence(learner):
+    process, impl, _ = learner
+    with pytest.raises(TamperEvidence, match="outside the protocol"):
+        impl.forge(3, 30)
+    assert impl.echo("fresh") == "fresh"  # a fresh learner process
