@@ -14,10 +14,12 @@ in the same interpreter cannot remove, though ctypes can step around them.
   -> ``tamper-timing``: timing functions are read-only while grading.
 
 Each attempt raises ``PermissionError`` where it happened and reports one JSON line
-``{"kind": "violation", "what": ..., "detail": ...}`` on the result channel (fd from
-``AG_RESULT_FD``) or, failing that, as an ``AUTOGRADER-VIOLATION`` line on stderr.
-Configuration comes from the ``AG_POLICY`` environment variable (JSON). Standard
-library only; nothing here runs unless ``AG_POLICY`` is set.
+``{"kind": "violation", "what": ..., "detail": ...}`` on the result channel (its fd is in
+``AG_POLICY``) or, failing that, as an ``AUTOGRADER-VIOLATION`` line on stderr. In a
+learner process (``AG_GUARD``: the same policy without any fd) the refusals also wait in
+``drain_violations()``, which the learner process sends to the checker over the bridge.
+Names come from ``autograder_protocol`` (``autograder/protocol.py``). Standard library
+only; nothing here runs unless ``AG_POLICY`` or ``AG_GUARD`` is set.
 """
 
 from __future__ import annotations
@@ -27,12 +29,15 @@ import os
 import sys
 import types
 
-_POLICY = json.loads(os.environ.get("AG_POLICY", "null") or "null")
-PROTECTED = {
-    "time": frozenset({"perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns",
-                       "time", "time_ns", "process_time", "process_time_ns"}),
-    "jax": frozenset({"block_until_ready"}),
-}
+try:  # copied next to this file in the sandbox; the package elsewhere
+    import autograder_protocol as _protocol
+except ImportError:
+    from autograder import protocol as _protocol
+
+_POLICY = json.loads(os.environ.get(_protocol.ENV_POLICY) or
+                     os.environ.get(_protocol.ENV_GUARD) or "null")
+PROTECTED = _protocol.PROTECTED_TIMING
+_pending: list = []  # (what, detail) not yet sent over the bridge (learner process)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 # event -> (index of a path argument, index of its dir_fd argument or None) pairs
 _WRITE_EVENTS = {"os.remove": ((0, 1),), "os.rmdir": ((0, 1),), "os.mkdir": ((0, 2),),
@@ -46,21 +51,29 @@ _reported: set = set()
 
 
 def _report(what: str, detail: str) -> None:
-    line = json.dumps({"kind": "violation", "what": what, "detail": detail}) + "\n"
+    line = _protocol.violation_line(what, detail)
     key = (what, detail)
     if key in _reported:
         return
     _reported.add(key)
+    _pending.append(key)
     fd = _POLICY.get("result_fd") if _POLICY else None
     try:
         if fd is None:
             raise OSError
-        os.write(fd, line.encode())
+        os.write(fd, line)
     except OSError:
         try:
-            os.write(2, b"AUTOGRADER-VIOLATION " + line.encode())
+            os.write(2, b"AUTOGRADER-VIOLATION " + line)
         except OSError:
             pass
+
+
+def drain_violations() -> list:
+    """The refusals since the last call, as (what, detail) pairs."""
+    out = list(_pending)
+    _pending.clear()
+    return out
 
 
 def _refuse(what: str, detail: str) -> None:
@@ -154,12 +167,12 @@ def _hook(event: str, args: tuple) -> None:
 class _ReadOnlyTiming(types.ModuleType):
     def __setattr__(self, name, value):
         if name in PROTECTED.get(self.__name__, ()):
-            _refuse("tamper-timing", f"replacing {self.__name__}.{name}")
+            _refuse(_protocol.TAMPER_TIMING, f"replacing {self.__name__}.{name}")
         super().__setattr__(name, value)
 
     def __delattr__(self, name):
         if name in PROTECTED.get(self.__name__, ()):
-            _refuse("tamper-timing", f"deleting {self.__name__}.{name}")
+            _refuse(_protocol.TAMPER_TIMING, f"deleting {self.__name__}.{name}")
         super().__delattr__(name)
 
 

@@ -44,6 +44,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1 << 10, 1 << 11, 1 << 21
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
+PR_SET_DUMPABLE = 4
 RLIMITS = {"DATA": resource.RLIMIT_DATA, "FSIZE": resource.RLIMIT_FSIZE,
            "CORE": resource.RLIMIT_CORE, "NPROC": resource.RLIMIT_NPROC,
            "NOFILE": resource.RLIMIT_NOFILE}
@@ -246,6 +247,7 @@ def main(path: str) -> None:
         cfg = json.load(f)
     os.unlink(path)
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(PR_SET_DUMPABLE, 0)  # the config (the run's token) stays unreadable to the run
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)  # an interrupt is for the command, not us
     namespaces = False
@@ -267,7 +269,8 @@ def main(path: str) -> None:
     report = os.read(read_fd, 64).decode()
     if report.startswith("signal "):
         sig = int(report.split()[1])
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # those two cannot be set
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
         os._exit(128 + sig)
     if report.startswith("exit "):

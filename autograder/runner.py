@@ -2,17 +2,23 @@
 
 Started by the grader (through ``autograder/jail.py``) as
 ``python autograder_runner.py`` with ``AG_STAGE`` (JSON: check, impl, stages, seed,
-workdir), ``AG_TOKEN`` and the result channel's fd in ``AG_POLICY``. It loads the
-project's ``tests/check.py`` (the ``checker`` object, not its command line), then runs
-the selected stages with the seed the grader chose. Every ``CheckResult`` goes down the
-channel as one JSON line the moment it is printed, so checks finished before a crash or
-a timeout keep their result. The final line ``{"kind": "done"}`` carries the
-environment versions; no ``done`` means the run did not finish.
+workdir), ``AG_TOKEN`` and the result channel's fd in ``AG_POLICY`` (names and message
+kinds: ``autograder_protocol``, the sandbox copy of ``autograder/protocol.py``). It loads
+the project's ``tests/check.py`` (the ``checker`` object, not its command line), then
+runs the selected stages with the seed the grader chose. Every ``CheckResult`` goes down
+the channel as one JSON line the moment it is printed, so checks finished before a crash
+or a timeout keep their result. The final line ``{"kind": "done"}`` carries the
+environment versions and which isolation the checker used; no ``done`` means the run did
+not finish.
 
-Before learner code is imported it notes the identity of the timing functions; after
-every check it looks again, so a replacement that slipped past ``sitecustomize``
-(``time.__dict__`` edits, class attributes) is still reported as ``tamper-timing``.
-Standard library only until ``check.py`` imports its own.
+A checker built with ``learner_process=True`` never imports the learner's file here: the
+learner's code runs in a learner process started before ``check.py`` is even imported
+(``coursekit.checking.bridge``), which holds neither the channel's fd nor its token. The
+guard's refusals in that process come back over the bridge and are relayed as
+violations; a check that found tamper evidence is relayed as a ``tamper-evidence``
+violation. For in-process checkers the runner still notes the identity of the timing
+functions before learner code is imported and looks again after every check, so a
+replacement that slipped past ``sitecustomize`` is reported as ``tamper-timing``.
 """
 
 from __future__ import annotations
@@ -25,19 +31,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-_cfg = json.loads(os.environ.pop("AG_STAGE"))
-_token = os.environ.pop("AG_TOKEN", "")
-_fd = json.loads(os.environ.get("AG_POLICY") or "{}").get("result_fd")
-
-
-def send(kind: str, **payload) -> None:
-    line = json.dumps({"kind": kind, "token": _token, **payload}, default=str) + "\n"
-    if _fd is None:
-        print(line, end="", file=sys.__stderr__)
-        return
-    data = line.encode()
-    while data:
-        data = data[os.write(_fd, data):]
+import autograder_protocol as protocol
 
 
 def watched() -> dict:
@@ -58,34 +52,49 @@ def watched() -> dict:
 
 
 def main() -> int:
-    check = Path(_cfg["check"])
+    cfg = json.loads(os.environ.pop(protocol.ENV_STAGE))
+    send = protocol.open_channel(os.environ)  # the token leaves the environment here
+    check = Path(cfg["check"])
+    separate = protocol.wants_learner_process(check.read_text())
+    if separate:  # the learner process imports JAX and the file while check.py does
+        from coursekit.checking import bridge
+        bridge.VIOLATION_SINKS.append(lambda what, detail: send(
+            protocol.VIOLATION, what=what, detail=detail))
+        bridge.prestart(cfg["impl"])
     sys.argv = [str(check)]
     module = runpy.run_path(str(check), run_name="autograder_check")
     checker = module.get("checker")
     if checker is None or not hasattr(checker, "run"):
-        send("error", message=f"{check} defines no `checker` (coursekit.checking.contract.Checker)")
+        send(protocol.ERROR,
+             message=f"{check} defines no `checker` (coursekit.checking.contract.Checker)")
         return 2
     from coursekit.checking import contract as checks
     reference = watched()
     original_print = checks.print_result
 
     def print_and_send(result, out=sys.stdout):
-        send("check", result=asdict(result))
+        send(protocol.CHECK, result=asdict(result))
+        if result.message.startswith(protocol.TAMPER_PREFIX):
+            send(protocol.VIOLATION, what=protocol.TAMPER_EVIDENCE,
+                 detail=result.message[len(protocol.TAMPER_PREFIX):])
         now = watched()
         for name, obj in reference.items():
             if now.get(name) is not obj:
-                send("violation", what="tamper-timing", detail=f"replacing {name}")
+                send(protocol.VIOLATION, what=protocol.TAMPER_TIMING,
+                     detail=f"replacing {name}")
         original_print(result, out)
 
     checks.print_result = print_and_send
-    seed = _cfg.get("seed")
+    seed = cfg.get("seed")
     if seed is None:
         seed = secrets.randbits(31)
-    workdir = Path(_cfg["workdir"])
+    workdir = Path(cfg["workdir"])
     workdir.mkdir(parents=True, exist_ok=True)
-    results = checker.run(Path(_cfg["impl"]), list(_cfg["stages"]), int(seed), workdir)
-    send("done", count=len(results), seed_used=_cfg.get("seed") is not None,
-         versions=checks.environment_versions())
+    results = checker.run(Path(cfg["impl"]), list(cfg["stages"]), int(seed), workdir)
+    isolation = protocol.LEARNER_PROCESS if getattr(checker, "learner_process", False) \
+        else protocol.IN_PROCESS
+    send(protocol.DONE, count=len(results), seed_used=cfg.get("seed") is not None,
+         versions=checks.environment_versions(), learner_isolation=isolation)
     sys.stdout.flush()
     return 0
 

@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder import protocol
+
 PACKAGE = Path(__file__).resolve().parent
 ROOT = PACKAGE.parent
 UID_BASE = 1_900_000_000  # throw-away uids: UID_BASE + worker pid (no passwd entry)
@@ -140,6 +142,14 @@ def mode_settings() -> tuple[bool, int | None]:
     return namespaces, (sandbox_uid() if with_uid else None)
 
 
+def make_undumpable() -> None:
+    """No core dumps, no /proc/<pid>/mem, environ or fd/ for other processes of the same
+    user, no ptrace: what a grading process that holds secrets needs (Linux)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+
+
 def sandbox_uid() -> int | None:
     """One throw-away uid per worker process (as root), so limits and kills per uid
     touch only this run."""
@@ -164,6 +174,7 @@ class SandboxDir:
         self.guard.mkdir(mode=0o755)
         shutil.copy(PACKAGE / "guard.py", self.guard / "sitecustomize.py")
         shutil.copy(PACKAGE / "runner.py", self.guard / "autograder_runner.py")
+        shutil.copy(PACKAGE / "protocol.py", self.guard / "autograder_protocol.py")
         self.course = self.path / f"c-{secrets.token_hex(8)}"
         self.course.mkdir(mode=0o755)
         self.writable_dirs: list[Path] = []
@@ -422,13 +433,8 @@ class Monitor:
             self._channel = bytearray(rest)
             if len(self.outcome.channel) > 10_000:
                 continue
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(msg, dict):
-                continue
-            if msg.get("kind") == "violation" or msg.get("token") == self.token:
+            msg = protocol.parse_line(line, self.token)
+            if msg is not None:
                 self.outcome.channel.append(msg)
         if len(self._channel) > 1 << 20:
             self._channel.clear()

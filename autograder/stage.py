@@ -5,34 +5,36 @@ a gradebook record with one of the statuses below.
     fail     the checks ran; some failed (a wrong answer, or "not yet" on a starter)
     error    the learner's code could not run (syntax error, missing function, an
              exception), or the run did something refused: a sandbox violation
-             (``read-outside``, ``write-outside``, ``network``, ``tamper-timing``), a
-             fork bomb (``process-limit``), an output flood (``output-limit``)
+             (``read-outside``, ``write-outside``, ``network``, ``tamper-timing``,
+             ``tamper-checker``), evidence of forged self-reports (``tamper-evidence``),
+             a fork bomb (``process-limit``), an output flood (``output-limit``)
     timeout  the stage ran past its wall-clock limit
     memory   the stage ran past its memory limit (killed, or MemoryError raised)
-    crash    the process died (a signal such as SIGSEGV/SIGABRT) or left before the
-             checks finished
+    crash    the process running learner code died (a signal such as SIGSEGV/SIGABRT,
+             or an exit) or left before the checks finished
     missing  the submission has no file for this project
 
 Checks that finished before a timeout or crash keep their result; the rest get the
-stage's status and no points. A sandbox violation scores the whole stage 0.
+stage's status and no points. A sandbox violation scores the whole stage 0. Each record
+says where the learner's code ran (``learner_isolation``): ``learner-process`` (its own
+process, apart from the verdict) or ``in-process`` (the checker's interpreter).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import signal
 import sys
 from pathlib import Path
 
-from autograder import sandbox
+from autograder import outcomes, protocol, sandbox
 from autograder.course import Stage
 from autograder.workspace import Settings, prepare
 
-STATUSES = ("pass", "fail", "error", "timeout", "memory", "crash", "missing")
-KILLED = {"wall-clock": "timeout", "memory-limit": "memory", "process-limit": "error",
-          "output-limit": "error", "stopped": "crash"}
+STATUSES, KILLED = outcomes.STATUSES, outcomes.KILLED  # the one outcome table
 
 
 def base_record(stage: Stage, student: str) -> dict:
@@ -57,13 +59,14 @@ def grade_stage(settings: Settings, stage: Stage, student: str, submission: Path
         return missing_record(stage, student, impl_rel)
     namespaces, uid = sandbox.mode_settings()
     limits = settings.sandbox_limits()
+    sandbox.make_undumpable()  # this worker holds the token and seeds: not readable
     with sandbox.SandboxDir(uid) as box:
         course = prepare(box, settings, submission)
         work = box.writable("work")
         token = secrets.token_hex(16)
         read_fd, write_fd = os.pipe()
-        env = {"AG_TOKEN": token, "COURSE_RECORDS": str(work / "records"),
-               "AG_STAGE": json.dumps({
+        env = {protocol.ENV_TOKEN: token, "COURSE_RECORDS": str(work / "records"),
+               protocol.ENV_STAGE: json.dumps({
                    "check": str(course / "projects" / stage.project / "tests" / "check.py"),
                    "impl": str(course / impl_rel), "stages": [stage.number],
                    "seed": seed, "workdir": str(work / "check")})}
@@ -82,9 +85,9 @@ def interpret(stage: Stage, student: str, outcome: sandbox.Outcome,
     """Outcome of the sandboxed run -> record (status, reason, points, per-check)."""
     record = base_record(stage, student)
     results = {m["result"]["check_id"]: m["result"] for m in outcome.channel
-               if m.get("kind") == "check" and isinstance(m.get("result"), dict)}
-    violations = [m for m in outcome.channel if m.get("kind") == "violation"]
-    done = next((m for m in outcome.channel if m.get("kind") == "done"), None)
+               if m.get("kind") == protocol.CHECK and isinstance(m.get("result"), dict)}
+    violations = [m for m in outcome.channel if m.get("kind") == protocol.VIOLATION]
+    done = next((m for m in outcome.channel if m.get("kind") == protocol.DONE), None)
     status, reason, message = _stage_status(outcome, results, violations, done, limits)
     checks = []
     for check_id, max_points in stage.checks:
@@ -106,6 +109,7 @@ def interpret(stage: Stage, student: str, outcome: sandbox.Outcome,
                   peak_memory_mb=round(outcome.peak_memory_mb, 1),
                   peak_tasks=outcome.peak_tasks,
                   versions=(done or {}).get("versions", {}),
+                  learner_isolation=(done or {}).get("learner_isolation", "unknown"),
                   stdout_tail=outcome.stdout[-4000:], stderr_tail=outcome.stderr[-4000:])
     return record
 
@@ -113,8 +117,13 @@ def interpret(stage: Stage, student: str, outcome: sandbox.Outcome,
 def _stage_status(outcome, results, violations, done, limits) -> tuple[str, str, str]:
     if violations:
         v = violations[0]
-        return "error", v.get("what", "violation"), \
-            f"sandbox: {v.get('detail', '')} was refused; the stage scores 0"
+        what, detail = v.get("what", "violation"), v.get("detail", "")
+        if what == protocol.TAMPER_EVIDENCE:
+            return "error", what, f"tamper evidence: {detail}; the stage scores 0"
+        if what == protocol.TAMPER_CHECKER:
+            return "error", what, f"the learner's code tried {detail} (the verdict is " \
+                "computed in another process); the stage scores 0"
+        return "error", what, f"sandbox: {detail} was refused; the stage scores 0"
     if outcome.killed_for:
         status = KILLED.get(outcome.killed_for, "crash")
         text = {"wall-clock": f"ran past the {limits.wall_s:g} s wall-clock limit",
@@ -139,6 +148,11 @@ def _stage_status(outcome, results, violations, done, limits) -> tuple[str, str,
             f"{tail[0][:300]}"
     if memory_errors:
         return "memory", "memory-error", memory_errors[0]["message"]
+    crashes = [r for r in results.values() if r["status"] == "crash"]
+    if crashes:  # the learner process died; the checker lived to say so
+        found = re.search(r"\((SIG\w+)\)", crashes[0].get("message", ""))
+        reason = f"signal:{found.group(1)}" if found else "learner-exit"
+        return "crash", reason, crashes[0].get("message", "")
     statuses = [r["status"] for r in results.values()]
     if statuses and all(s == "pass" for s in statuses):
         return "pass", "", ""
