@@ -5,6 +5,14 @@
 Every check computes its own reference (its own timing, its own trace parse, its own
 gradients and cost counts) from inputs drawn from a seed the learner does not see, with
 odd shapes. Timing checks compare ratios with wide margins, never absolute times.
+
+The learner's code runs in a learner process (``learner_process=True``): checks send it
+data and catalog workloads (``coursekit.workloads.catalog``) and get data back; this
+process never imports the learner's file. Facts the learner process reports about itself
+(``SELF_REPORTED``) are cross-checked against what this process measures; a
+contradiction is tamper evidence and scores the stage 0. Where a check needs the
+learner's program (stage 3), the learner process exports it as StableHLO and the checks
+analyse and run it here.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import json
 import math
 import os
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the course root
@@ -22,16 +31,30 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from coursekit.checking.bridge import TamperEvidence, Workload
 from coursekit.checking.contract import Checker
 from coursekit.checking.learner import get_function
-from coursekit.checking.probes import CallCounter, region_name, samples_of, within_ratio
+from coursekit.checking.probes import region_name, samples_of, within_ratio
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import traces
 from coursekit.measure.timing import time_synced
+from coursekit.workloads import catalog
 
 checker = Checker("performance-audit", {
     1: "a comparable measurement", 2: "explain the evidence",
-    3: "test a trade-off", 4: "decide what is ready"})
+    3: "test a trade-off", 4: "decide what is ready"}, learner_process=True)
+
+# What the learner process reports about itself, and what each is checked against here.
+SELF_REPORTED = {
+    "calls": "CPU seconds the learner process spent during the call (read from "
+             "/proc/<pid>/stat by this process) against this process's CPU per call of "
+             "the same workload",
+    "compiled_at": "the same CPU bound, with this process's own compile cost per compile",
+}
+# A forged count claims calls that never ran: the CPU they need is missing by a factor of
+# (claimed calls / real calls), 9x for a single real call. Honest runs sit at or above
+# 1x (load adds spinning threads, never removes work), so a factor-4 floor cannot flake.
+CPU_FLOOR_FACTOR = 4.0
 
 # An unsynchronised timer reads about 10^3-10^4 times too fast on this workload, so a
 # factor-of-4 window cannot flake on a loaded machine yet cannot pass a missing sync.
@@ -47,34 +70,65 @@ MEASUREMENT_KEYS = ("sync", "warmup", "first_call_s", "samples_s", "compiles_fir
 
 
 def stage1_workload(ctx):
-    """A fresh jitted function (never called: its first call compiles) and an input
-    whose size is drawn per run. About 10-40 ms per call on 2 CPU cores."""
+    """The workload (``Workload``: the learner process builds a fresh jitted function
+    from the catalog, whose first call compiles), the same function for this process, and
+    an input whose size is drawn per run. About 10-40 ms per call on 2 CPU cores."""
     rng = ctx.rng("stage1-size")
     n = int(rng.integers(560, 660)) | 1  # odd
     x = jnp.asarray(rng.standard_normal((n, n), dtype=np.float32) / np.sqrt(n))
     scale = float(rng.uniform(0.5, 2.0))
+    return Workload("performance-audit/stage1", scale=scale), \
+        catalog.stage1_work(scale), x
 
-    def work(a):
-        return jnp.tanh(a @ a * scale) @ a
-    return work, x
+
+def reference(ctx) -> dict:
+    """The checker's own measurement of the stage-1 workload (once): synchronised warmed
+    median, and CPU seconds of a compile and of one warmed call in this process."""
+    def measure():
+        _, work, x = stage1_workload(ctx)
+        fn = jax.jit(work)
+        cpu = time.process_time()
+        jax.block_until_ready(fn(x))
+        first_cpu = time.process_time() - cpu
+        cpu = time.process_time()
+        timing = time_synced(fn, x, warmup=2, iters=7)
+        call_cpu = (time.process_time() - cpu) / 10  # 1 + 2 warm-up + 7 timed calls
+        return {"median_s": timing.median_s, "call_cpu_s": call_cpu,
+                "compile_cpu_s": max(first_cpu - call_cpu, 0.0)}
+    return ctx.once("reference", measure)
 
 
 def reference_median(ctx) -> float:
-    """The checker's own synchronised median of the stage-1 workload (measured once)."""
-    def measure():
-        work, x = stage1_workload(ctx)
-        return time_synced(jax.jit(work), x, warmup=2, iters=7).median_s
-    return ctx.once("ref_median", measure)
+    return reference(ctx)["median_s"]
+
+
+def cross_check_counts(impl, ctx, facts: dict, what: str) -> dict:
+    """The learner process's self-reported call and compile counts, checked against the
+    CPU time this process saw it spend during the call (``SELF_REPORTED``)."""
+    calls, compiled_at = facts.get("calls"), facts.get("compiled_at")
+    if type(calls) is not int or not isinstance(compiled_at, list) or \
+            not all(type(c) is int and 0 <= c < max(calls, 1) for c in compiled_at):
+        raise TamperEvidence(f"{what}: the learner process reported counts that are not "
+                             f"counts: {facts!r}"[:300])
+    ref = reference(ctx)
+    needed = len(compiled_at) * ref["compile_cpu_s"] + calls * ref["call_cpu_s"]
+    spent = impl.__bridge__.last_cpu_s
+    if calls >= 3 and spent * CPU_FLOOR_FACTOR < needed:
+        raise TamperEvidence(
+            f"{what}: the learner process reported {calls} calls and "
+            f"{len(compiled_at)} compiles, which take about {needed:.3g} CPU s here, but "
+            f"it spent {spent:.3g} CPU s (floor 1/{CPU_FLOOR_FACTOR:g})")
+    return facts
 
 
 def learner_measurement(impl, ctx, **kwargs) -> tuple[dict, dict]:
     """The learner's ``time_fn`` on a fresh jitted workload: its measurement, and the
-    calls and compiles the checker counted around the function it was handed."""
+    calls and compiles counted around the function it was handed (in the learner
+    process: self-reported, cross-checked here)."""
     time_fn = get_function(impl, "time_fn")
-    work, x = stage1_workload(ctx)
-    counter = CallCounter(jax.jit(work))
-    m = require_keys(time_fn(counter, x, **kwargs), MEASUREMENT_KEYS, "time_fn")
-    return m, counter.report()
+    workload, _, x = stage1_workload(ctx)
+    m = require_keys(time_fn(workload, x, **kwargs), MEASUREMENT_KEYS, "time_fn")
+    return m, cross_check_counts(impl, ctx, workload.facts, "time_fn")
 
 
 @checker.check(1, "warm_median_is_device_time")
@@ -119,15 +173,16 @@ def _(impl, ctx):
 @checker.check(1, "output_check_catches_wrong_output")
 def _(impl, ctx):
     time_fn = get_function(impl, "time_fn")
-    work, x = stage1_workload(ctx)
+    workload, work, x = stage1_workload(ctx)
     right = np.asarray(jax.jit(work)(x))
     wrong = right.copy()
     rng = ctx.rng("wrong-output")
     i, j = (int(v) for v in rng.integers(0, right.shape[0], 2))
     wrong[i, j] += 0.1 * float(np.abs(right).max()) + 0.1
-    good = require_keys(time_fn(jax.jit(work), x, warmup=0, iters=2, expected=right),
+    good = require_keys(time_fn(workload, x, warmup=0, iters=2, expected=right),
                         MEASUREMENT_KEYS, "time_fn")
-    bad = require_keys(time_fn(jax.jit(work), x, warmup=0, iters=2, expected=wrong),
+    workload, _, _ = stage1_workload(ctx)  # a fresh jit, as before
+    bad = require_keys(time_fn(workload, x, warmup=0, iters=2, expected=wrong),
                        MEASUREMENT_KEYS, "time_fn")
     fail_unless(good["output_ok"] is True, "a correct output was not reported as correct",
                 yours=good["output_ok"], expected=True,
@@ -166,13 +221,13 @@ def _(impl, ctx):
 def _(impl, ctx):
     experiment = get_function(impl, "experiment_shape_change")
     comparable = get_function(impl, "comparable")
-    work, x = stage1_workload(ctx)
+    workload, _, x = stage1_workload(ctx)
     extra = int(ctx.rng("extra").integers(1, 8)) * 2 + 1
     x2 = jnp.pad(x, ((0, extra), (0, extra)))
-    counter = CallCounter(jax.jit(work))
-    result = require_keys(experiment(counter, x, x2, warmup=1, iters=4), ("base", "changed"),
+    result = require_keys(experiment(workload, x, x2, warmup=1, iters=4), ("base", "changed"),
                           "experiment_shape_change")
-    compiled_at = counter.report()["compiled_at"]
+    compiled_at = cross_check_counts(impl, ctx, workload.facts,
+                                     "experiment_shape_change")["compiled_at"]
     base = require_keys(result["base"], MEASUREMENT_KEYS, "base")
     changed = require_keys(result["changed"], MEASUREMENT_KEYS, "changed")
     fail_unless(len(compiled_at) == 2,
@@ -194,8 +249,8 @@ def _(impl, ctx):
 def _(impl, ctx):
     experiment = get_function(impl, "experiment_host_read")
     comparable = get_function(impl, "comparable")
-    work, x = stage1_workload(ctx)
-    result = require_keys(experiment(jax.jit(work), x, warmup=2, iters=6),
+    workload, _, x = stage1_workload(ctx)
+    result = require_keys(experiment(workload, x, warmup=2, iters=6),
                           ("block", "host_read"), "experiment_host_read")
     block = require_keys(result["block"], MEASUREMENT_KEYS, "block")
     read = require_keys(result["host_read"], MEASUREMENT_KEYS, "host_read")
@@ -219,19 +274,16 @@ def _(impl, ctx):
 # ---------------------------------------------------------------------------------------
 
 def mlp_step():
-    """A small jitted step whose trace holds nested PjitFunction events."""
-    w = jnp.ones((96, 96), jnp.float32) / 96
-
-    @jax.jit
-    def step(x):
-        return jnp.tanh(x @ w) @ w
-    return step, (jnp.ones((33, 96), jnp.float32),)
+    """A small jitted step whose trace holds nested PjitFunction events (this process's
+    copy, and the catalog reference the learner process builds the same one from)."""
+    return catalog.mlp_step(), Workload("performance-audit/mlp_step"), \
+        (jnp.ones((33, 96), jnp.float32),)
 
 
 def checker_trace(ctx) -> tuple[Path, str]:
     """A real trace written by the checker itself (independent of write_trace), once."""
     def write():
-        step, args = mlp_step()
+        step, _, args = mlp_step()
         region = region_name(ctx.rng("region")) + "_ref"
         jax.block_until_ready(step(*args))
         logdir = ctx.subdir("checker-trace")
@@ -298,7 +350,7 @@ def compare_summaries(yours, expected, label: str) -> None:
 @checker.check(2, "trace_written_and_newest_found")
 def _(impl, ctx):
     write_trace = get_function(impl, "write_trace")
-    step, args = mlp_step()
+    _, step, args = mlp_step()
     logdir = ctx.subdir("learner-trace")
     region = region_name(ctx.rng("region"))
     steps = int(ctx.rng("steps").integers(2, 5))
@@ -344,7 +396,8 @@ def _(impl, ctx):
                         f"hand count of {key} is off for ({m}x{k}) @ ({k}x{n}) {dtype.__name__}",
                         yours=hand[key], expected=expected[key],
                         hint="2 flops per multiply-add; bytes: read A and B, write C once")
-        theirs = require_keys(from_compiler(jnp.matmul, a, b), ("flops", "bytes"), "compiler")
+        theirs = require_keys(from_compiler(Workload("jnp.matmul"), a, b), ("flops", "bytes"),
+                              "compiler")
         for key, ckey in (("flops", "flops"), ("bytes", "bytes accessed")):
             fail_unless(math.isclose(as_float(theirs[key], key), compiled[ckey], rel_tol=1e-9),
                         f"compiler {key} differs from cost_analysis()",
@@ -443,10 +496,43 @@ def remat_workload(ctx):
     return params, x, (depth, width, hidden, batch)
 
 
-def reference_loss(params, x):
+def reference_block(p, x):
+    return x + jax.nn.gelu(x @ p["w1"]) @ p["w2"]
+
+
+def reference_loss(params, x, policy=None):
+    """The checker's own block loss, each block under ``jax.checkpoint(policy)``."""
+    step = reference_block if policy is None else jax.checkpoint(
+        reference_block, policy=getattr(jax.checkpoint_policies, policy))
     for p in params:
-        x = x + jax.nn.gelu(x @ p["w1"]) @ p["w2"]
+        x = step(p, x)
     return jnp.mean(x**2)
+
+
+def learner_program(impl, ctx, policy):
+    """``value_and_grad`` of the learner's ``block_loss`` with ``policy``, as a program:
+    exported (StableHLO bytes) by the learner process, rebuilt, analysed and run here."""
+    def export():
+        params, x, _ = remat_workload(ctx)
+        block_loss = get_function(impl, "block_loss")
+        program = block_loss.export(params, x, policy=policy, transform="value_and_grad",
+                                    out_example=(0.0, params))
+        loss, grads = jax.jit(program.call)(params, x)
+        ref_loss, ref_grads = jax.value_and_grad(reference_loss)(params, x)
+        same = np.allclose(float(loss), float(ref_loss), rtol=1e-5) and all(
+            np.allclose(np.asarray(g), np.asarray(r), rtol=1e-5, atol=1e-7)
+            for g, r in zip(jax.tree.leaves(grads), jax.tree.leaves(ref_grads)))
+        fail_unless(same, f"block_loss with policy={policy} does not compute the checker's "
+                    "loss and gradients", yours=float(loss), expected=float(ref_loss),
+                    hint="remat must change memory, never the numbers")
+        return program
+    return ctx.once(f"program-{policy}", export)
+
+
+def checkpoint_regions(program) -> int:
+    """Rematerialised regions in a gradient program: XLA keeps each recomputed block
+    apart with one optimization barrier (0 without remat)."""
+    return program.mlir_module().count("stablehlo.optimization_barrier")
 
 
 def residual_bytes(fn, *args) -> int:
@@ -481,23 +567,10 @@ def _(impl, ctx):
 
 @checker.check(3, "remat_really_applied")
 def _(impl, ctx):
-    block_loss = get_function(impl, "block_loss")
-    params, x, _ = remat_workload(ctx)
+    params, _, _ = remat_workload(ctx)
 
     def remat_count(policy):
-        jaxpr = jax.make_jaxpr(lambda p, x: block_loss(p, x, policy))(params, x)
-
-        def count(jp):
-            n = 0
-            for eqn in jp.eqns:
-                n += eqn.primitive.name in ("remat2", "checkpoint")
-                for value in eqn.params.values():
-                    for sub in value if isinstance(value, (list, tuple)) else [value]:
-                        sub = getattr(sub, "jaxpr", sub)  # ClosedJaxpr -> Jaxpr
-                        if hasattr(sub, "eqns"):
-                            n += count(sub)
-            return n
-        return count(jaxpr.jaxpr)
+        return checkpoint_regions(learner_program(impl, ctx, policy))
 
     fail_unless(remat_count(None) == 0, "policy=None must not rematerialise",
                 yours=remat_count(None), expected=0)
@@ -514,10 +587,11 @@ def _(impl, ctx):
 def _(impl, ctx):
     saved = get_function(impl, "saved_residual_bytes")
     temp = get_function(impl, "compiler_temp_bytes")
-    block_loss = get_function(impl, "block_loss")
     params, x, _ = remat_workload(ctx)
     for policy in (None, "nothing_saveable"):
-        expected = residual_bytes(lambda p, x: block_loss(p, x, policy), params, x)  # noqa: B023
+        # the residuals of a correctly rematerialised block loss (remat_really_applied
+        # shows, from the learner's own program, that theirs is one)
+        expected = residual_bytes(lambda p, x: reference_loss(p, x, policy), params, x)  # noqa: B023
         yours = saved(params, x, policy)
         fail_unless(as_float(yours, "saved bytes") == expected,
                     f"saved residual bytes with policy={policy} differ from the checker's",
@@ -528,7 +602,7 @@ def _(impl, ctx):
                 "remat did not reduce saved residuals", hint="wrap each block")
     compiled = {}
     for policy in (None, "nothing_saveable"):
-        fn = jax.jit(lambda p, x: jax.value_and_grad(block_loss)(p, x, policy))  # noqa: B023
+        fn = jax.jit(learner_program(impl, ctx, policy).call)  # compiled here
         compiled[policy] = fn.lower(params, x).compile().memory_analysis().temp_size_in_bytes
         yours = temp(params, x, policy)
         fail_unless(as_float(yours, "temp bytes") == compiled[policy],
@@ -547,8 +621,10 @@ def _(impl, ctx):
     _, _, (depth, width, hidden, batch) = remat_workload(ctx)
     result = require_keys(peak(depth, width, hidden, batch, "nothing_saveable"),
                           ("vmhwm_bytes", "pid"), "peak_rss_fresh_process")
-    fail_unless(result["pid"] != os.getpid(), "peak memory was read in the checker's own "
-                "process", yours=result["pid"], expected="another process's pid",
+    # the learner's code runs in the learner process: its own pid is not a fresh process
+    fail_unless(result["pid"] not in (os.getpid(), impl.__bridge__.pid),
+                "peak memory was read in the checker's own process",
+                yours=result["pid"], expected="another process's pid",
                 hint="a fresh subprocess: this process's high-water mark holds everything "
                 "that ran before")
     hwm = as_float(result["vmhwm_bytes"], "vmhwm_bytes")
