@@ -63,7 +63,8 @@ def batch(tmp_path_factory):
     subs, out = tmp / "submissions", tmp / "out"
     good_nb = fx.learner_notebook(fx.notebook_variants()["nb-good"][0])
     expected_stage = {}
-    for student, (model, expect) in fx.hostile_sources(out_dir=out).items():
+    for student, (model, expect) in {**fx.hostile_sources(out_dir=out),
+                                     **fx.forging_sources()}.items():
         fx.write(subs, student, model, good_nb if student in WITH_NOTEBOOK else None)
         expected_stage[student] = expect
     for student, (edits, _) in fx.notebook_variants().items():
@@ -103,8 +104,20 @@ def test_every_submission_gets_its_named_status(batch):
     assert "predict_step_speedup" in messages["missing-function"]
     assert "not a number" in json.dumps(latest[("always-equal", STAGE)]["record"]["checks"])
     assert latest[("always-equal", STAGE)]["points"] == 4.0  # only the Amdahl check fails
-    for hostile in ("fake-perf-counter", "reads-solution", "writes-outside", "network"):
-        assert latest[(hostile, STAGE)]["points"] == 0.0
+    for hostile in ("fake-perf-counter", "reads-solution", "writes-outside", "network",
+                    *fx.forging_sources()):
+        assert latest[(hostile, STAGE)]["points"] == 0.0, hostile
+
+
+@pytest.mark.slow
+def test_learner_code_ran_apart_from_the_verdict(batch):
+    """performance-audit's checker runs learner code in a learner process (issue 17): the
+    record says so, and no forged PASS line or 'done' reached the gradebook."""
+    latest = batch["latest"]
+    assert latest[("good", STAGE)]["record"]["learner_isolation"] == "learner-process"
+    for student in fx.forging_sources():
+        rec = latest[(student, STAGE)]["record"]
+        assert all(c["points"] == 0.0 for c in rec["checks"]), (student, rec["checks"])
 
 
 @pytest.mark.slow
@@ -113,7 +126,7 @@ def test_other_items_and_submissions_unaffected(batch):
     for student in WITH_NOTEBOOK:  # whatever model.py did, the notebook graded normally
         row = latest[(student, NB)]
         assert (row["status"], row["points"]) == ("pass", 3.0), (student, row["record"])
-    for student in fx.hostile_sources():
+    for student in {**fx.hostile_sources(), **fx.forging_sources()}:
         if student not in WITH_NOTEBOOK:
             assert latest[(student, NB)]["status"] == "missing"
     for student in fx.notebook_variants():

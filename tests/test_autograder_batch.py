@@ -217,21 +217,24 @@ def test_fallback_without_namespaces(tmp_path):
     """What a grader without root (or a learner's validate) gets: resource limits, the
     process-tree watchdog and the audit hooks still name and stop the same things."""
     subs, out = tmp_path / "subs", tmp_path / "out"
+    forging = ("forge-replace-checker", "forge-channel-and-exit", "forge-kill-parent")
     expected = {"good": ("pass", ""), "reads-solution": ("error", "read-outside"),
                 "infinite-loop": ("timeout", "wall-clock"),
-                "segfault": ("crash", "signal:SIGSEGV")}
-    sources = fx.hostile_sources(out_dir=out)
+                "segfault": ("crash", "signal:SIGSEGV"),
+                **{s: fx.forging_sources()[s][1] for s in forging}}
+    sources = {**fx.hostile_sources(out_dir=out), **fx.forging_sources()}
     for student in expected:
         fx.write(subs, student, sources[student][0])
     env = {**os.environ, "AUTOGRADER_ISOLATION": "limits"}
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out",
-                           str(out), "--stages", "performance-audit:4", "--timeout", "20",
+                           str(out), "--stages", "performance-audit:4", "--timeout", "40",
                            "--quiet"], cwd=ROOT, capture_output=True, check=False, text=True,
                           timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "isolation: limits" in done.stderr
     got = {s: (r["status"], r["record"]["reason"]) for s, r in results(out).items()}
     assert got == expected
+    assert all(results(out)[s]["points"] == 0.0 for s in forging)
     assert not sandbox_processes()
 
 

@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = ROOT / "projects" / "performance-audit" / "solution" / "model.py"
 STARTER = ROOT / "projects" / "performance-audit" / "starter" / "model.py"
 NOTEBOOK = Path(__file__).resolve().parent / "ag_demo.ipynb"
-IN_DECIDE = "    ### BEGIN SOLUTION stage 4: decide\n"
+# the marker line that opens decide's solution (its title may change; its start does not)
+IN_DECIDE = next(line + "\n" for line in SOLUTION.read_text().splitlines()
+                 if line.startswith("    ### BEGIN SOLUTION stage 4: decide"))
 AT_TOP = "import jax.numpy as jnp\n"
 
 
@@ -81,6 +83,54 @@ socket.create_connection(('203.0.113.7', 80), timeout=3)"""), ("error", "network
     }
 
 
+_FORGED_PASS = """
+import json as _json
+import os as _os
+import sys as _sys
+_main = _sys.modules.get("__main__")
+_token = getattr(_main, "_token", "") or _os.environ.get("AG_TOKEN", "")
+_lines = [_json.dumps({"kind": "check", "token": _token, "result": {
+    "stage": 4, "check_id": _cid, "status": "pass", "points": 1.0, "max_points": 1.0,
+    "message": "", "yours": "", "expected": "", "hint": "", "duration_s": 0.0}})
+    for _cid in ("accepts_real_speedup", "rejects_noise", "rejects_faster_but_wrong",
+                 "rejects_not_comparable", "amdahl_small_share")]
+_lines.append(_json.dumps({"kind": "done", "token": _token, "count": 5}))
+for _fd in range(3, 21):
+    try:
+        _os.write(_fd, ("\\n".join(_lines) + "\\n").encode())
+    except OSError:
+        pass
+"""
+
+
+def forging_sources() -> dict:
+    """student -> (model.py text, (expected status, reason)) for submissions that try to
+    forge a verdict instead of earning it (issue 17). Each implements nothing (the
+    starter) or the reference with one forging step, and must score 0 with its reason."""
+    starter = STARTER.read_text()
+    return {
+        "forge-replace-checker": (starter + """
+import coursekit.checking.contract as _contract
+_contract.Checker._run_one = lambda self, chk, module, ctx: _contract.CheckResult(
+    chk.stage, chk.check_id, "pass", chk.points, chk.points)
+""", ("error", "tamper-checker")),
+        "forge-sys-modules": (starter + """
+import sys as _sys
+import types as _types
+_fake = _types.ModuleType("coursekit.checking.contract")
+_sys.modules["coursekit.checking.contract"] = _fake
+""", ("error", "tamper-checker")),
+        "forge-channel-and-exit": (starter + _FORGED_PASS + "_os._exit(0)\n",
+                                   ("error", "tamper-evidence")),
+        "forge-inherited-fds": (_inject(IN_DECIDE, _FORGED_PASS), ("error", "tamper-evidence")),
+        "forge-kill-parent": (starter + """
+import os as _os
+import signal as _signal
+_os.kill(_os.getppid(), _signal.SIGKILL)
+""", ("crash", "signal:SIGKILL")),
+    }
+
+
 def notebook_variants() -> dict:
     """student -> (edits to the learner notebook by grade_id, expected per question)."""
     good = {"square": "def square(x):\n    return x * x",
@@ -99,6 +149,77 @@ def notebook_variants() -> dict:
         "nb-cell-loop": ({**good, "mean": "while True:\n    pass"},
                          {"square_tests": "pass", "mean_tests": "error"}),
     }
+
+
+_GOOD_MEAN = "def mean(xs):\n    return sum(xs) / len(xs)"
+_WRONG_SQUARE = "def square(x):\n    return x + x\n"
+
+
+def notebook_forgers() -> dict:
+    """student -> (edits, expected per question): a wrong ``square`` plus a cell that
+    forges the test cells after it. Each must score 0, ``error``/``tamper-notebook``."""
+    forgers = {
+        # any cell with an assert becomes `pass` before IPython compiles it
+        "nb-forge-input-transformer": (
+            "def _no_asserts(lines):\n"
+            "    return ['pass\\n' if 'assert' in line else line for line in lines]\n"
+            "get_ipython().input_transformers_cleanup.append(_no_asserts)"),
+        "nb-forge-ast-transformer": (
+            "import ast\n"
+            "class _Drop(ast.NodeTransformer):\n"
+            "    def visit_Assert(self, node):\n"
+            "        return ast.Pass()\n"
+            "get_ipython().ast_transformers.append(_Drop())"),
+        # an AssertionError handled by a custom handler instead of reported
+        "nb-forge-custom-exc": (
+            "get_ipython().set_custom_exc((AssertionError,),\n"
+            "                             lambda shell, *exc, **kw: None)"),
+        # a trace function that jumps over every line holding an assert
+        "nb-forge-settrace": (
+            "import sys, linecache\n"
+            "def _skip(frame, event, arg):\n"
+            "    if 'ipykernel' not in frame.f_code.co_filename:\n"
+            "        return None  # only the notebook's own cells\n"
+            "    if event == 'line' and 'assert' in linecache.getline(\n"
+            "            frame.f_code.co_filename, frame.f_lineno):\n"
+            "        try:\n"
+            "            frame.f_lineno += 1\n"
+            "        except ValueError:\n"
+            "            pass\n"
+            "    return _skip\n"
+            "sys.settrace(_skip)"),
+        "nb-forge-allclose": (
+            "import numpy.testing\n"
+            "numpy.testing.assert_allclose = lambda *a, **k: None"),
+        # a builtin the mean test uses, replaced for everyone / shadowed in the notebook
+        "nb-forge-builtin": (
+            "import builtins\nbuiltins.abs = lambda x: 0.0"),
+        "nb-forge-shadow": "float = lambda x: 9.0",
+        # a failed cell reported as a success
+        "nb-forge-post-run-cell": (
+            "def _forgive(result):\n"
+            "    result.error_in_exec = None\n"
+            "get_ipython().events.register('post_run_cell', _forgive)"),
+        "nb-forge-run-cell": (
+            "from IPython.core.interactiveshell import InteractiveShell\n"
+            "_real = InteractiveShell.run_cell\n"
+            "def _run_cell(self, *a, **k):\n"
+            "    result = _real(self, *a, **k)\n"
+            "    result.error_in_exec = None\n"
+            "    return result\n"
+            "InteractiveShell.run_cell = _run_cell"),
+        # the grader's own probe removed, then the asserts
+        "nb-forge-probe-killer": (
+            "import sys\n"
+            "for _name in [n for n in sys.modules if 'probe' in n]:\n"
+            "    del sys.modules[_name]\n"
+            "def _no_asserts(lines):\n"
+            "    return ['pass\\n' if 'assert' in line else line for line in lines]\n"
+            "get_ipython().input_transformers_cleanup.append(_no_asserts)"),
+    }
+    expected = {"square_tests": "error", "mean_tests": "error"}
+    return {student: ({"square": _WRONG_SQUARE + code, "mean": _GOOD_MEAN}, expected)
+            for student, code in forgers.items()}
 
 
 def learner_notebook(edits: dict) -> dict:
