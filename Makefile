@@ -1,6 +1,6 @@
 # Set-up is automatic: every target below builds .venv first when it is missing or stale.
-#   make course   run the whole course headless against the reference solutions; print a report
-#   make test     the test suite (what CI runs)
+#   make course   run the whole course headless against the reference solutions (a release: your code)
+#   make test     the test suite (what CI runs; a release: the public checks on your code)
 #   make check    the quick edit-test loop: lint, fast tests, one stage per project (< 3 min)
 #   make lab      JupyterLab on localhost with the course kernel
 #   make bench    benchmark figures, printed as ratios measured side by side
@@ -14,8 +14,11 @@ BUILD := build
 PYTEST_ARGS ?=
 LAB_PORT ?= 8888
 COURSE_ARGS ?=
+CHECK_ARGS ?=
+# A release (python -m autograder release) has no reference solutions: coursekit.facts decides.
+IS_RELEASE = $(PY) -c 'import sys; from coursekit.facts import is_release; sys.exit(not is_release())'
 
-.PHONY: setup course test check lab bench starters portfolio mlflow-ui browser-deps clean help
+.PHONY: setup course test check lab bench starters portfolio mlflow-ui browser-deps slurm-deps clean help
 help:
 	@sed -n '1,9p' Makefile
 
@@ -41,8 +44,19 @@ course: $(STAMP)
 browser-deps:
 	@scripts/browser-deps
 
-test: $(STAMP) browser-deps
-	@set +e; PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+# Debian's slurm-wlm and munge for tests/test_slurm_grading.py (the test starts its own daemons)
+slurm-deps:
+	@scripts/slurm-deps
+
+# In a release there is no test suite: the public checks on the learner's code instead
+# (exit status as check.py's: 0 only when every check passed). Course: unchanged.
+test: $(STAMP)
+	@if $(IS_RELEASE); then \
+	  $(PY) -m coursekit.commands.course --checks-only --out $(BUILD)/course $(CHECK_ARGS); exit $$?; \
+	fi; \
+	scripts/browser-deps || exit $$?; \
+	scripts/slurm-deps || exit $$?; \
+	set +e; PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests (exit 5): that is a failure here"; exit 1; fi; \
 	exit $$rc
 

@@ -1,7 +1,9 @@
 """``python -m autograder release --out DIR``: the learner version of the course.
 
 What goes in (an allow-list, so a new instructor-only folder never leaks by default):
-the README and set-up files, ``scripts/``, ``coursekit/``, ``autograder/`` (learners run
+a README written for learners (``autograder/release_readme.md`` with the course's
+notebooks and projects filled in; the instructor's README stays in the course), the
+set-up files, ``scripts/``, ``coursekit/``, ``autograder/`` (learners run
 ``validate``; it holds no secret), ``nbgrader_config.py``, every project without its
 ``solution/`` folder, and every ``notebooks/*.ipynb`` turned into its learner version by
 nbgrader's preprocessors (``autograder.nbsource``). Never: ``solution/``,
@@ -22,8 +24,9 @@ from pathlib import Path
 
 from autograder.course import ROOT
 
-TOP_FILES = ("README.md", "Makefile", "pyproject.toml", "environment.yml", ".gitignore",
+TOP_FILES = ("Makefile", "pyproject.toml", "environment.yml", ".gitignore",
              "nbgrader_config.py")
+README_TEMPLATE = Path(__file__).with_name("release_readme.md")
 TOP_DIRS = ("scripts", "coursekit", "autograder")
 FORBIDDEN_NAMES = ("secrets.json", "gradebook.sqlite", "gradebook.db")
 MARKER = re.compile(r"^\s*(#+|//|<!--)?\s*(BEGIN|END) (SOLUTION|HIDDEN TESTS|MARK SCHEME)\b")
@@ -94,6 +97,28 @@ def release(out: Path, course_root: Path = ROOT, notebooks_dir: Path | None = No
     return {"out": str(out), **counts}
 
 
+def title_of(path: Path) -> str:
+    """The first Markdown heading of a README, without its #."""
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        if line.startswith("#"):
+            return line.lstrip("#").strip()
+    return ""
+
+
+def learner_readme(projects: list[str], notebooks: dict[str, str], root: Path) -> str:
+    """The release's README.md: the learner's path first, then what the course holds
+    (``notebooks``: file name -> title)."""
+    nb_lines = [f"- `notebooks/{name}`" + (f": {title}" if title else "")
+                for name, title in notebooks.items()]
+    project_lines = []
+    for name in projects:
+        title = title_of(root / "projects" / name / "README.md")
+        project_lines.append(f"- [{title or name}](projects/{name}/README.md)")
+    return (README_TEMPLATE.read_text()
+            .replace("{{notebooks}}", "\n".join(nb_lines) or "(none)")
+            .replace("{{projects}}", "\n".join(project_lines) or "(none)"))
+
+
 def _write(out: Path, root: Path, notebooks_dir: Path) -> dict:
     import nbformat
 
@@ -116,13 +141,14 @@ def _write(out: Path, root: Path, notebooks_dir: Path) -> dict:
                 shutil.copytree(item, target, ignore=IGNORE)
             else:
                 shutil.copy2(item, target)
-    notebooks = []
+    notebooks, titles = [], {}
     for path in sorted(notebooks_dir.glob("*.ipynb")):
         learner = release_notebook(nbformat.read(str(path), as_version=4))
         target = out / "notebooks" / path.name
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(learner, str(target))
         notebooks.append(path.name)
+        titles[path.name] = learner.metadata.get("course", {}).get("title", "")
     for item in sorted(notebooks_dir.iterdir()) if notebooks_dir.is_dir() else []:
         if item.suffix in (".ipynb", ".py") or item.name in ("src", "__pycache__") \
                 or item.name.startswith("."):
@@ -132,4 +158,5 @@ def _write(out: Path, root: Path, notebooks_dir: Path) -> dict:
             shutil.copytree(item, target, ignore=IGNORE)
         else:
             shutil.copy2(item, target)
+    (out / "README.md").write_text(learner_readme(projects, titles, root))
     return {"projects": projects, "notebooks": notebooks}

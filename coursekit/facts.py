@@ -61,6 +61,13 @@ def projects(root: Path = ROOT, *, with_solution: bool = False) -> list[str]:
     return found
 
 
+def is_release(root: Path = ROOT) -> bool:
+    """Whether ``root`` is a learner's copy (``python -m autograder release``): projects
+    with checkers, none with a reference solution. ``make course`` and ``make test`` then
+    run the learner's own code instead of the instructor's solutions and test suite."""
+    return bool(projects(root)) and not projects(root, with_solution=True)
+
+
 def checker_path(project: str, root: Path = ROOT) -> Path:
     return Path(root) / "projects" / project / "tests" / "check.py"
 

@@ -116,6 +116,88 @@ def test_released_notebooks_are_locked_and_checksummed(release):
         assert all(not c.get("outputs") for c in cells if c["cell_type"] == "code")
 
 
+def test_released_notebooks_are_what_make_course_learner_runs(release):
+    """One learner-version pipeline: the notebooks the release ships are exactly what
+    ``make course --learner`` and the browser test run (``course.learner_version``)."""
+    import nbformat
+
+    from coursekit.commands import course
+    for nb in course_notebooks():
+        shipped = nbformat.read(release / "notebooks" / nb.name, as_version=4)
+        ours = course.learner_version(nbformat.read(nb, as_version=4))
+        assert course.without_execution(shipped) == course.without_execution(ours), nb.name
+
+
+def test_release_readme_is_written_for_learners(release):
+    text = (release / "README.md").read_text()
+    assert text != (ROOT / "README.md").read_text()
+    order = [text.index(s) for s in ("make lab", "check.py --stage", "autograder validate",
+                                     "make portfolio", "make course", "make test")]
+    assert order == sorted(order), "the learner's path comes first, in that order"
+    assert "reference solution" not in text.replace("no reference solutions", "")
+    assert "Instructors" not in text and "grade SUBMISSIONS" not in text
+    for nb in course_notebooks():
+        assert f"notebooks/{nb.name}" in text
+    for project in (release / "projects").iterdir():
+        assert f"projects/{project.name}/README.md" in text
+
+
+def release_make(release: Path, target: str, **variables: str) -> subprocess.CompletedProcess:
+    """``make TARGET`` in the release with this checkout's venv (``-o`` its stamp: never a
+    reinstall) and the release's own coursekit first on the path, kernels included."""
+    venv = Path(sys.prefix)
+    args = [f"{k}={v}" for k, v in variables.items()]
+    env = {**os.environ, "PYTHONPATH": str(release), "COURSE_RECORDS": str(release / "rec")}
+    return subprocess.run(["make", "--no-print-directory", "-o", str(venv / ".installed"),
+                           target, f"VENV={venv}", *args], cwd=release, capture_output=True,
+                          text=True, timeout=900, env=env, check=False)
+
+
+@pytest.mark.slow
+def test_make_course_in_the_release_runs_the_learners_code(release):
+    """In a release ``make course`` runs the learner's own notebooks as they are (one quick
+    notebook here), prints where they stand and exits 0 when everything ran."""
+    import nbformat
+
+    from coursekit.commands import course
+    done = release_make(release, "course", COURSE_ARGS="--ci --only 01_")
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-4000:]
+    assert "reference solution" not in out and "FAILED" not in out, out[-4000:]
+    assert "over TCP without encryption" not in out, "kernels must use ipc"
+    assert re.search(r"01_async_timing\.ipynb\s+to end", out), out[-3000:]
+    assert "everything ran:" in out and "not yet" in out
+    summary = json.loads((release / "build/course/summary-learner.json").read_text())
+    assert summary["release"] and summary["learner"] and not summary["projects"]
+    row = summary["notebooks"][0]
+    assert row["status"] == "ok" and row["checks_not_yet"] > 0 and "IMPL" not in row["parameters"]
+    # it ran the learner's notebook itself: the executed copy is that notebook plus only
+    # what running it adds
+    executed = nbformat.read(release / "build/course/executed-learner/01_async_timing.ipynb", 4)
+    shipped = nbformat.read(release / "notebooks/01_async_timing.ipynb", 4)
+    assert course.without_execution(executed) == course.without_execution(shipped)
+
+
+@pytest.mark.slow
+def test_make_test_in_the_release_runs_the_public_checks(release, tmp_path):
+    """In a release ``make test`` is the public checks on the learner's code, exiting as
+    check.py does: 1 while a check does not pass (the starter), 0 once every one does."""
+    mine = tmp_path / "course"
+    shutil.copytree(release, mine, ignore=shutil.ignore_patterns("build", "rec"))
+    one = {"CHECK_ARGS": "--only performance-audit --stage 1"}
+    starter = release_make(mine, "test", **one)
+    out = starter.stdout + starter.stderr
+    assert starter.returncode != 0 and "test] Error 1" in starter.stderr, out[-4000:]
+    assert "test session starts" not in out and "collected" not in out  # no pytest run
+    row = re.search(r"^performance-audit\s+1\s+0\s+(\d+)\s+0\s", out, re.M)
+    assert row and int(row[1]) > 0, f"stage 1: 0 passed, N not yet, 0 failed expected:\n{out}"
+    model = mine / "projects/performance-audit/starter/model.py"
+    shutil.copy(ROOT / "projects/performance-audit/solution/model.py", model)
+    done = release_make(mine, "test", **one)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    assert "every check passed" in done.stdout
+
+
 def test_marker_scan_catches_a_leak(tmp_path):
     leaked = tmp_path / "helper.py"
     leaked.write_text("def f():\n    ### BEGIN SOLUTION\n    return 42\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -44,20 +45,86 @@ def run_check(project: str, stage: int | str, impl: str | Path | None = None,
         except subprocess.TimeoutExpired:
             text, rc = f"FAIL stage {stage} · timeout\n    the checker ran over {timeout} s\n", -1
         data = json.loads(out.read_text()) if out.exists() else None
+    results = data["results"] if data else []
+    unwritten = _unwritten(results)
     if not quiet:
-        print(text.rstrip())
+        print(_condensed(text, results, unwritten).rstrip())
     summary = {"project": project, "stage": stage, "impl": str(impl), "returncode": rc,
-               "time": time.time(), "results": data["results"] if data else [],
+               "time": time.time(), "results": results,
                "versions": data["versions"] if data else {}}
     summary["passed"] = sum(r["status"] == "pass" for r in summary["results"])
     summary["failed"] = len(summary["results"]) - summary["passed"]
     summary["ok"] = rc == 0 and summary["failed"] == 0 and summary["passed"] > 0
     _keep(f"checks/{project}-stage{stage}.json", summary)
     if not summary["ok"] and not quiet:
-        print("\nnot yet: fix the first FAIL above in "
-              f"{impl.relative_to(ROOT) if impl.is_relative_to(ROOT) else impl}, "
-              "then re-run this cell.")
+        shown = impl.relative_to(ROOT) if impl.is_relative_to(ROOT) else impl
+        real = [r for r in results if r["status"] not in ("pass", "not-implemented")]
+        if unwritten and not real:
+            first = unwritten[0]
+            where = f", line {first['line']}" if first["line"] else ""
+            print(f"\nnot yet: start with {first['function']} ({shown}{where}): replace its "
+                  "`raise NotImplementedError` with your code, then re-run this cell.")
+        else:
+            print(f"\nnot yet: fix the first FAIL above in {shown}, then re-run this cell.")
     return summary
+
+
+# "not yet: stage 1: time_fn (what it does) (model.py, line 72, in time_fn)": the message
+# a checker gives for a function that still raises NotImplementedError.
+_RAISED_AT = re.compile(r"^not yet:\s*(?P<reason>.*?)\s*"
+                        r"\((?P<file>[^(),]+), line (?P<line>\d+), in (?P<function>[\w.<>]+)\)$")
+_CHECK_LINE = re.compile(r"^(PASS|FAIL) stage \S+ · (?P<check_id>\S+)")
+_SUMMARY_LINE = re.compile(r"^\d+ passed, \d+ failed$")
+
+
+def _unwritten(results: list[dict]) -> list[dict]:
+    """The learner functions that still raise NotImplementedError, in the order the
+    checks first met them: {"function", "reason", "file", "line", "checks"}."""
+    found: dict[tuple, dict] = {}
+    for r in results:
+        if r.get("status") != "not-implemented":
+            continue
+        message = (r.get("message") or "").strip()
+        m = _RAISED_AT.match(message)
+        key = (m["file"], m["line"], m["function"]) if m else (message,)
+        entry = found.setdefault(key, {
+            "function": m["function"] if m else "the unfinished function",
+            "reason": m["reason"] if m else message.removeprefix("not yet:").strip(),
+            "file": m["file"] if m else "", "line": m["line"] if m else "", "checks": []})
+        entry["checks"].append(r["check_id"])
+    return list(found.values())
+
+
+def _condensed(text: str, results: list[dict], unwritten: list[dict]) -> str:
+    """What the check cell shows: the checker's own lines, except that the FAIL blocks of
+    checks that only wait for an unwritten function become one line per function (a
+    starter stage would otherwise repeat the same "not yet" for every check). Every PASS
+    line and every real FAIL block is kept as the checker printed it."""
+    waiting = {c for u in unwritten for c in u["checks"]}
+    if not waiting:
+        return text
+    kept, dropping, inserted = [], False, False
+    for line in text.splitlines():
+        check = _CHECK_LINE.match(line)
+        if check:
+            dropping = check["check_id"] in waiting
+        elif _SUMMARY_LINE.match(line) or not line.startswith((" ", "\t")):
+            dropping = False  # the block of a dropped check ends with its indented lines
+        if _SUMMARY_LINE.match(line) and not inserted:
+            kept += [_unwritten_line(u) for u in unwritten]
+            inserted = True
+        if not dropping:
+            kept.append(line)
+    if not inserted:
+        kept += [_unwritten_line(u) for u in unwritten]
+    return "\n".join(kept)
+
+
+def _unwritten_line(u: dict) -> str:
+    where = f" · {u['file']}, line {u['line']}" if u["file"] else ""
+    n = len(u["checks"])
+    return (f"not yet: {u['reason']}{where} · {n} check{'s' if n != 1 else ''} "
+            f"wait{'s' if n == 1 else ''} on it")
 
 
 def record_prediction(name: str, value, unit: str = "") -> None:
