@@ -13,37 +13,10 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-REASONS = {
-    "wall-clock": "it ran past the time limit and was stopped",
-    "cell-timeout": "a cell ran past its time limit and was stopped",
-    "memory-limit": "it used more memory than allowed and was stopped",
-    "memory-error": "it ran out of memory (MemoryError)",
-    "process-limit": "it started too many processes (a fork bomb?) and was stopped",
-    "output-limit": "it printed more output than allowed and was stopped",
-    "file-size-limit": "it wrote a file larger than allowed",
-    "read-outside": "it tried to read files outside its own folder (refused); the stage "
-                    "scores 0",
-    "write-outside": "it tried to write outside its own folder (refused); the stage "
-                     "scores 0",
-    "network": "it tried to use the network (refused); the stage scores 0",
-    "tamper-timing": "it replaced a timing function (time.perf_counter or "
-                     "jax.block_until_ready); the stage scores 0",
-    "kernel-died": "the notebook kernel died (a crash in your code?)",
-    "exit-before-results": "the process exited before the checks finished",
-    "missing-file": "the file was not in the submission",
-    "bad-submission": "the submission could not be unpacked",
-    "grader-error": "the grader failed on this item; your instructor has the details",
-    "grader-worker-died": "the grader failed on this item; your instructor has the details",
-}
+from autograder import outcomes
 
-
-def _reason_text(record: dict) -> str:
-    reason = record.get("reason", "")
-    if reason.startswith("signal:"):
-        return f"the process crashed ({reason.split(':', 1)[1]})"
-    if reason == "learner-code":
-        return record.get("message", "")
-    return REASONS.get(reason, "")
+REASONS = {reason: o.explain for reason, o in outcomes.TABLE.items()}
+_reason_text = outcomes.explain
 
 
 def _title(record: dict) -> str:

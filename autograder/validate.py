@@ -19,8 +19,7 @@ from autograder import sandbox
 from autograder.course import ROOT
 from autograder.grade import Items, make_settings, run_batch, unpacked
 from autograder.gradebook import Gradebook
-
-PROBLEMS = ("missing", "crash", "timeout", "memory", "error")
+from autograder.outcomes import PROBLEMS
 
 
 def validate(path: Path, *, selection: str | None = None, timeout: float = 600,

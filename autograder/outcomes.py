@@ -1,0 +1,103 @@
+"""One table of what can happen to a graded item (a project stage or a notebook): its
+gradebook ``status``, its ``reason`` (the spelling the gradebook keeps) and the sentence a
+learner reads in the feedback. Stages (``autograder.stage``), notebooks
+(``autograder.notebook``), the CSV flags (``export``), the feedback (``feedback``) and
+``validate`` all read it here.
+
+    pass     everything passed                 fail     it ran; an answer was wrong
+    error    the code could not run, or did something refused (a sandbox refusal,
+             tampering with the timing or the grader, a fork bomb, an output flood)
+    timeout  past the wall-clock limit         memory   past the memory limit
+    crash    the process or kernel died        missing  no file for the item
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STATUSES = ("pass", "fail", "error", "timeout", "memory", "crash", "missing")
+# What costs marks for reasons other than the answers (``validate`` exits 1 on these).
+PROBLEMS = ("missing", "crash", "timeout", "memory", "error")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str
+    explain: str          # for the learner; no paths, no hidden test text
+    flagged: bool = False  # a refusal or tampering: the export's ``flags`` column names it
+
+
+TABLE: dict[str, Outcome] = {
+    # stopped by the watchdog
+    "wall-clock": Outcome("timeout", "it ran past the time limit and was stopped"),
+    "cell-timeout": Outcome("timeout", "a cell ran past its time limit and was stopped"),
+    "memory-limit": Outcome("memory", "it used more memory than allowed and was stopped"),
+    "memory-error": Outcome("memory", "it ran out of memory (MemoryError)"),
+    "process-limit": Outcome("error", "it started too many processes (a fork bomb?) and "
+                                      "was stopped"),
+    "output-limit": Outcome("error", "it printed more output than allowed and was stopped"),
+    "file-size-limit": Outcome("error", "it wrote a file larger than allowed"),
+    "stopped": Outcome("crash", "it was stopped before it finished"),
+    # refused by the sandbox
+    "read-outside": Outcome("error", "it tried to read files outside its own folder "
+                                     "(refused); the stage scores 0", flagged=True),
+    "write-outside": Outcome("error", "it tried to write outside its own folder (refused); "
+                                      "the stage scores 0", flagged=True),
+    "network": Outcome("error", "it tried to use the network (refused); the stage scores 0",
+                       flagged=True),
+    "tamper-timing": Outcome("error", "it replaced a timing function (time.perf_counter or "
+                                      "jax.block_until_ready); the stage scores 0",
+                             flagged=True),
+    "tamper-checker": Outcome("error", "it replaced part of the checker in the process "
+                                       "running your code; the stage scores 0", flagged=True),
+    "tamper-evidence": Outcome("error", "the evidence your code reported about itself did "
+                                        "not match what the checker measured; the stage "
+                                        "scores 0", flagged=True),
+    "tamper-notebook": Outcome("error", "a cell changed how the notebook's test cells run "
+                                        "(an input transformer, exception handler, trace "
+                                        "function or replaced test function); the notebook "
+                                        "scores 0", flagged=True),
+    # the learner's code
+    "learner-code": Outcome("error", ""),  # the checker's own message says what
+    "kernel-died": Outcome("crash", "the notebook kernel died (a crash in your code?)"),
+    "exit-before-results": Outcome("crash", "the process exited before the checks finished"),
+    "missing-file": Outcome("missing", "the file was not in the submission"),
+    "unreadable-notebook": Outcome("error", "the notebook file could not be read"),
+    "bad-submission": Outcome("error", "the submission could not be unpacked"),
+    # the grader's own failures
+    "grader-error": Outcome("crash", "the grader failed on this item; your instructor has "
+                                     "the details"),
+    "grader-worker-died": Outcome("crash", "the grader failed on this item; your instructor "
+                                           "has the details"),
+}
+SIGNAL = "signal:"  # ``signal:SIGSEGV``: killed by that signal -> crash
+SIGNAL_OUTCOME = Outcome("crash", "")
+
+# The watchdog's ``killed_for`` -> status (the reason is ``killed_for`` itself).
+KILLED = {k: TABLE[k].status for k in ("wall-clock", "memory-limit", "process-limit",
+                                       "output-limit", "stopped")}
+REFUSALS = tuple(r for r, o in TABLE.items() if o.flagged)
+
+
+def status_of(reason: str) -> tuple[str, str]:
+    """(status, reason) for a reason in the table."""
+    outcome = SIGNAL_OUTCOME if reason.startswith(SIGNAL) else TABLE[reason]
+    return outcome.status, reason
+
+
+def killed(killed_for: str | None, otherwise: str = "kernel-died") -> tuple[str, str]:
+    """(status, reason) of a run the watchdog stopped (``otherwise``: it just died)."""
+    if killed_for in KILLED and killed_for != "stopped":
+        return status_of(killed_for)
+    return status_of(otherwise)
+
+
+def explain(record: dict) -> str:
+    """The learner's sentence for a record's reason ('' when there is none)."""
+    reason = record.get("reason", "")
+    if reason.startswith(SIGNAL):
+        return f"the process crashed ({reason.split(':', 1)[1]})"
+    if reason == "learner-code":
+        return record.get("message", "")
+    outcome = TABLE.get(reason)
+    return outcome.explain if outcome else ""
