@@ -5,6 +5,8 @@ named, and the learner process cannot reach the checker's secrets."""
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -22,6 +24,8 @@ from coursekit.checking.learner import LearnerCodeError, get_function
 LEARNER = '''
 import ctypes
 import os
+import sys
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -181,3 +185,31 @@ def test_writing_to_the_bridge_outside_the_protocol_is_tamper_evidence(learner):
     with pytest.raises(TamperEvidence, match="outside the protocol"):
         impl.forge(3, 30)
     assert impl.echo("fresh") == "fresh"  # a fresh learner process
+
+
+FORGED_COUNTS = """
+
+_real_time_fn = time_fn
+
+
+def time_fn(fn, *args, warmup=2, iters=10, **kw):
+    m = _real_time_fn(fn, *args, warmup=0, iters=1, **kw)  # two real calls
+    fn._facts[None]["calls"] = 1 + warmup + iters  # the counter lives here: forge it
+    m.update(warmup=warmup, iters=iters,
+             samples_s=[m["first_call_s"] * (1 + 0.01 * i) for i in range(iters)])
+    return m
+"""
+
+
+def test_forged_self_reports_are_tamper_evidence(tmp_path):
+    """A time_fn that edits the call counter the learner process holds, and invents
+    samples: the counts and times contradict what the checker measured around the call."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from helpers import run_checker, solution
+    impl = tmp_path / "model.py"
+    impl.write_text(solution("performance-audit").read_text() + FORGED_COUNTS)
+    result = run_checker("performance-audit", impl, "1", tmp=tmp_path,
+                         only="first_call_reported_apart")
+    [record] = result["json"]["results"]
+    assert record["status"] == "error", record
+    assert record["message"].startswith("tamper-evidence: time_fn:"), record

@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from coursekit.checking.codec import Encoder, Handle, Workload, decode
@@ -79,7 +80,8 @@ class LearnerProcess:
         self.impl_path = Path(impl_path).resolve()
         self.proc: subprocess.Popen | None = None
         self.ready: dict | None = None
-        self.last_cpu_s = 0.0
+        self.last_cpu_s = 0.0   # CPU the learner process spent in the last request
+        self.last_wall_s = 0.0  # wall time of the last request, measured here
         self.starts = 0
 
     # -- process -------------------------------------------------------------------
@@ -185,11 +187,13 @@ class LearnerProcess:
         header = {"kind": kind, "fn": fn, "args": encoder(list(args)),
                   "kwargs": encoder(dict(kwargs or {})), **extra}
         cpu_before = process_cpu_s(self.proc.pid)
+        started = time.perf_counter()
         try:
             protocol.write_frame(self.wfd, header, encoder.buffers)
         except OSError:
             raise self._died(f"running {fn}") from None
         reply, buffers = self._read(f"running {fn}")
+        self.last_wall_s = time.perf_counter() - started
         self.last_cpu_s = process_cpu_s(self.proc.pid) - cpu_before
         facts = reply.get("facts") or {}
         for wl in encoder.workloads:

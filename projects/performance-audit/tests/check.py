@@ -36,7 +36,7 @@ from coursekit.checking.contract import Checker
 from coursekit.checking.learner import get_function
 from coursekit.checking.probes import region_name, samples_of, within_ratio
 from coursekit.checking.values import as_float, fail_unless, require_keys
-from coursekit.measure import traces
+from coursekit.measure import decision, traces
 from coursekit.measure.timing import time_synced
 from coursekit.workloads import catalog
 
@@ -50,6 +50,9 @@ SELF_REPORTED = {
              "/proc/<pid>/stat by this process) against this process's CPU per call of "
              "the same workload",
     "compiled_at": "the same CPU bound, with this process's own compile cost per compile",
+    "first_call_s, samples_s": "their sum against the wall time this process measured "
+                               "around the whole call (no harness can time more than "
+                               "elapsed)",
 }
 # A forged count claims calls that never ran: the CPU they need is missing by a factor of
 # (claimed calls / real calls), 9x for a single real call. Honest runs sit at or above
@@ -102,9 +105,18 @@ def reference_median(ctx) -> float:
     return reference(ctx)["median_s"]
 
 
-def cross_check_counts(impl, ctx, facts: dict, what: str) -> dict:
+def cross_check_counts(impl, ctx, facts: dict, what: str, *measurements) -> dict:
     """The learner process's self-reported call and compile counts, checked against the
-    CPU time this process saw it spend during the call (``SELF_REPORTED``)."""
+    CPU time this process saw it spend during the call, and the times its harness
+    reported (``measurements``) against the call's wall time here (``SELF_REPORTED``)."""
+    timed = 0.0
+    for m in measurements:
+        samples = m.get("samples_s")
+        values = [m.get("first_call_s"), *(samples if isinstance(samples, list) else [])]
+        timed += sum(v for v in values if type(v) in (int, float) and math.isfinite(v))
+    if timed > impl.__bridge__.last_wall_s * 1.01 + 1e-3:
+        raise TamperEvidence(f"{what}: the reported times add up to {timed:.4g} s, but "
+                             f"the whole call took {impl.__bridge__.last_wall_s:.4g} s")
     calls, compiled_at = facts.get("calls"), facts.get("compiled_at")
     if type(calls) is not int or not isinstance(compiled_at, list) or \
             not all(type(c) is int and 0 <= c < max(calls, 1) for c in compiled_at):
@@ -128,7 +140,7 @@ def learner_measurement(impl, ctx, **kwargs) -> tuple[dict, dict]:
     time_fn = get_function(impl, "time_fn")
     workload, _, x = stage1_workload(ctx)
     m = require_keys(time_fn(workload, x, **kwargs), MEASUREMENT_KEYS, "time_fn")
-    return m, cross_check_counts(impl, ctx, workload.facts, "time_fn")
+    return m, cross_check_counts(impl, ctx, workload.facts, "time_fn", m)
 
 
 @checker.check(1, "warm_median_is_device_time")
@@ -226,10 +238,10 @@ def _(impl, ctx):
     x2 = jnp.pad(x, ((0, extra), (0, extra)))
     result = require_keys(experiment(workload, x, x2, warmup=1, iters=4), ("base", "changed"),
                           "experiment_shape_change")
-    compiled_at = cross_check_counts(impl, ctx, workload.facts,
-                                     "experiment_shape_change")["compiled_at"]
     base = require_keys(result["base"], MEASUREMENT_KEYS, "base")
     changed = require_keys(result["changed"], MEASUREMENT_KEYS, "changed")
+    compiled_at = cross_check_counts(impl, ctx, workload.facts, "experiment_shape_change",
+                                     base, changed)["compiled_at"]
     fail_unless(len(compiled_at) == 2,
                 "the shape change should cost exactly one new compile",
                 yours=f"compiles at calls {compiled_at}",
@@ -648,12 +660,13 @@ def run_record(rng, median_s, spread, n=30, **overrides):
     return record
 
 
-def reference_interval(before, after, n_boot=2000):
-    rng = np.random.default_rng(0)
-    b, a = np.asarray(before["samples_s"]), np.asarray(after["samples_s"])
-    ratios = (np.median(rng.choice(b, (n_boot, b.size)), axis=1) /
-              np.median(rng.choice(a, (n_boot, a.size)), axis=1))
-    return np.percentile(ratios, [2.5, 97.5])
+def rounds_records(rng, true_ratio, rounds=8, iters=12, **drift):
+    """A before/after pair measured in ``rounds`` interleaved rounds on a drifting machine
+    (``decision.simulate_pair``), as run records with ``round_ids``."""
+    base = float(rng.uniform(5e-3, 2e-2))
+    pair = decision.simulate_pair(rng, true_ratio, rounds=rounds, iters=iters, base_s=base,
+                                  **drift)
+    return tuple(run_record(rng, base, 0.0, n=rounds * iters, **part) for part in pair)
 
 
 def decision_of(impl, before, after, ctx) -> str:
@@ -664,10 +677,11 @@ def decision_of(impl, before, after, ctx) -> str:
     result = get_function(impl, "decide")(load(str(path / "before.json")),
                                           load(str(path / "after.json")))
     result = require_keys(result, ("decision", "reasons"), "decide")
-    fail_unless(result["decision"] in ("accept", "reject") and isinstance(result["reasons"],
-                                                                          list)
-                and result["reasons"], "decide must say accept or reject, with reasons",
-                yours=result, expected="{'decision': 'accept'|'reject', 'reasons': [...]}")
+    fail_unless(result["decision"] in decision.OUTCOMES and isinstance(result["reasons"],
+                                                                       list)
+                and result["reasons"], "decide must say accept, reject or slower, with reasons",
+                yours=result,
+                expected="{'decision': 'accept'|'reject'|'slower', 'reasons': [...]}")
     return result["decision"]
 
 
@@ -686,17 +700,70 @@ def _(impl, ctx):
     rng = ctx.rng("noise")
     base = float(rng.uniform(5e-3, 2e-2))
     # Draw until "after" looks a little faster (a tempting claim) while the checker's own
-    # interval shows it is noise: a decision that trusts the raw ratio must fail here.
+    # intervals (over rounds, and over samples: without round_ids each sample is a round)
+    # show it is noise: a decision that trusts the raw ratio must fail here.
     for _ in range(200):
         before, after = run_record(rng, base, 0.3), run_record(rng, base, 0.3)
-        lo, _hi = reference_interval(before, after)
+        rounds = decision.decide_rounds(before, after)["ci"]
+        pooled = decision.pooled_bootstrap(before, after)["ci"]
         ratio = np.median(before["samples_s"]) / np.median(after["samples_s"])
-        if lo < 1.0 and ratio > 1.03:
+        if rounds[0] < 1.0 and pooled[0] < 1.0 and ratio > 1.03:
             break
     got = decision_of(impl, before, after, ctx)
     fail_unless(got == "reject", "a noise-only difference was accepted", yours=got,
                 expected="reject", hint="accept only when the lower end of a bootstrap "
                 "interval on the ratio of medians clears 1 + a minimum gain")
+
+
+@checker.check(4, "rejects_drifting_null")
+def _(impl, ctx):
+    rng = ctx.rng("drifting-null")
+    # Identical programs measured in 8 interleaved rounds while the load drifts. Draw
+    # until the pooled samples look clearly faster (a bootstrap that treats them as
+    # independent accepts) while the rounds, the real evidence, hold 1 with a margin.
+    for _ in range(400):
+        before, after = rounds_records(rng, 1.0, block_drift=0.1)
+        if decision.pooled_bootstrap(before, after, n_boot=1000)["decision"] == "accept" \
+                and decision.decide_rounds(before, after)["ci"][0] < 0.99:
+            break
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "reject", "identical programs measured in drifting rounds were judged "
+                "different", yours=got, expected="reject",
+                hint="samples of one round share its load: they are not independent. Compare "
+                "rounds (per-round ratios, or resample whole rounds), not pooled samples")
+
+
+@checker.check(4, "accepts_speedup_in_drifting_rounds")
+def _(impl, ctx):
+    rng = ctx.rng("drifting-fast")
+    for _ in range(100):  # a true 1.25x whose rounds clear the minimum gain with a margin
+        before, after = rounds_records(rng, 1.25)
+        if decision.decide_rounds(before, after)["ci"][0] > 1.12:
+            break
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "accept", "a true 1.25x speedup measured in 8 drifting rounds was "
+                "not accepted", yours=got, expected="accept",
+                hint="pair the rounds: the drift a round shares cancels in its before/after "
+                "ratio")
+
+
+@checker.check(4, "says_slower_when_slower")
+def _(impl, ctx):
+    rng = ctx.rng("drifting-slow")
+    for _ in range(100):  # a true 1.4x slowdown, clear in the rounds
+        before, after = rounds_records(rng, 1 / 1.4)
+        if decision.decide_rounds(before, after)["ci"][1] < 0.85:
+            break
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "slower", "a clear 1.4x slowdown was not reported as slower",
+                yours=got, expected="slower",
+                hint="three outcomes: 'slower' when the whole interval lies below "
+                "1 / (1 + min_gain)")
+    plain_before, plain_after = run_record(rng, 0.01, 0.05), run_record(rng, 0.015, 0.05)
+    got = decision_of(impl, plain_before, plain_after, ctx)
+    fail_unless(got == "slower", "a 1.5x slowdown in records without round_ids was not "
+                "reported as slower", yours=got, expected="slower",
+                hint="without round_ids each sample is its own round")
 
 
 @checker.check(4, "rejects_faster_but_wrong")
