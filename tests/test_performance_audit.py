@@ -12,7 +12,7 @@ import pytest
 from helpers import plant, run_checker, solution, starter
 
 PROJECT = "performance-audit"
-CHECKS_PER_STAGE = {1: 7, 2: 6, 3: 4, 4: 5}
+CHECKS_PER_STAGE = {1: 7, 2: 6, 3: 4, 4: 8}
 
 
 @pytest.mark.slow
@@ -64,6 +64,13 @@ PLANTED = {
     "decision_accepts_noise": (4, "rejects_noise", [
         (DECIDE_ROUNDS, DECIDE_ROUNDS + '    if np.median(before["samples_s"]) > '
          'np.median(after["samples_s"]):\n        result["decision"] = "accept"\n')]),
+    "pooled_bootstrap_decision": (4, "rejects_drifting_null", [
+        (DECIDE_ROUNDS, "    from coursekit.measure.decision import pooled_bootstrap\n"
+         "    result = dict(pooled_bootstrap(before, after, min_gain=min_gain), reasons=["
+         "'pooled samples'], rounds=[], method='pooled', n_rounds=0)\n")]),
+    "decision_never_says_slower": (4, "says_slower_when_slower", [
+        (DECIDE_ROUNDS, DECIDE_ROUNDS + '    if result["decision"] == "slower":\n'
+         '        result["decision"] = "reject"\n')]),
     "decision_ignores_wrong_output": (4, "rejects_faster_but_wrong", [
         ('        if run.get("output_ok") is not True:\n', '        if False:\n'),
         ('        if m.get("output_ok") is False:\n', '        if False:\n')]),
