@@ -1,0 +1,356 @@
+"""optimisation: find the limiting operation of a slow JAX program, make it faster with
+its numerical contract intact, find where the gain stops, and report it.
+
+The workload is ``coursekit.workloads.slow_step.train_slow`` (read it first: its module
+docstring is the contract your faster version keeps). Your code goes in this file; check
+it with
+
+    python projects/optimisation/tests/check.py --stage N --impl THIS_FILE
+
+Stages (notebook 07 walks through each):
+  1. find it                  trace_slow, step_breakdown, limiting_operation
+  2. fix it                   train_fast
+  3. where it stops helping   gain_sweep, crossover, predict_crossover
+  4. the report               write_run_records
+
+Every function takes and returns plain data (dicts, lists, numbers, strings, arrays):
+the checker calls it from another process. Every figure you produce on this machine is a
+CPU figure; say so wherever you report it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from coursekit.measure import traces
+from coursekit.measure.timing import count_compiles
+from coursekit.provenance.records import make_run_record
+from coursekit.workloads import slow_step
+
+# isort: split
+### BEGIN SOLUTION
+import functools
+
+from jax import lax
+### END SOLUTION
+
+# ---------------------------------------------------------------------------------------
+# Stage 1: find it
+# ---------------------------------------------------------------------------------------
+
+
+def trace_slow(config: dict, seed: int, logdir: str) -> str:
+    """A ``jax.profiler`` trace of one call of ``slow_step.train_slow`` on
+    ``slow_step.make_problem(config, seed)``, as it runs in use.
+
+    Call it once untraced first (its first call compiles every operation for these
+    shapes), then once under ``jax.profiler.trace(logdir)`` with a *different* learning
+    rate (in use every call gets a new one: use ``problem["lr"] * 0.9``), waiting for the
+    result inside the trace. Turn the Python tracer off
+    (``jax.profiler.ProfileOptions()``, ``python_tracer_level = 0``): it adds an event per
+    Python call and slows every step several times. Returns the path (str) of the newest
+    ``*.trace.json.gz`` under ``logdir``.
+
+    Done when the trace holds ``config["steps"]`` ``slow_step.STEP_REGION`` events and
+    their total agrees with the checker's own synchronised timing of the same call."""
+    ### BEGIN SOLUTION stage 1: trace_slow
+    problem = slow_step.make_problem(config, seed)
+    args = (problem["tokens"], problem["targets"])
+    jax.block_until_ready(slow_step.train_slow(problem["params"], *args, problem["lr"]))
+    options = jax.profiler.ProfileOptions()
+    options.python_tracer_level = 0
+    with jax.profiler.trace(logdir, profiler_options=options):
+        out = slow_step.train_slow(problem["params"], *args, problem["lr"] * 0.9)
+        jax.block_until_ready(out)
+    return str(traces.newest_trace(logdir))
+    ### END SOLUTION
+
+
+def step_breakdown(trace_file: str, step_region: str, phases: list[str]) -> dict:
+    """Where a step's time goes, from a Chrome trace (``.json`` or ``.json.gz``).
+
+    A *step* is a complete event (``ph == "X"``) named ``step_region``; its *phases* are
+    its direct children (same pid and tid, inside it, not inside another child) whose
+    name is in ``phases``. Returns:
+      steps: int, number of step events
+      step_us: float, their summed duration (microseconds)
+      phase_us: {phase: summed duration over all steps} for every name in ``phases``
+          (0.0 for a phase that never occurs)
+      other_us: float, step_us minus the phases (time in no phase)
+      shares: {phase: phase_us / step_us}
+    Done when every number equals the checker's own parse of the same file (rel 1e-6)."""
+    ### BEGIN SOLUTION stage 1: step_breakdown
+    forest = traces.build_forest(traces.load_events(trace_file))
+    found = [ev for ev in traces.walk(forest) if ev.name == step_region]
+    phase_us = {p: 0.0 for p in phases}
+    for ev in found:
+        for child in ev.children:
+            if child.name in phase_us:
+                phase_us[child.name] += child.dur
+    step_us = float(sum(ev.dur for ev in found))
+    return {"steps": len(found), "step_us": step_us, "phase_us": phase_us,
+            "other_us": step_us - sum(phase_us.values()),
+            "shares": {p: (v / step_us if step_us else 0.0) for p, v in phase_us.items()}}
+    ### END SOLUTION
+
+
+def limiting_operation(trace_file: str, step_region: str, phases: list[str]) -> dict:
+    """The phase that limits the step, with the evidence for it.
+
+    Returns:
+      phase: str, the phase with the largest share (``step_breakdown``)
+      share: float, its share of the step time (0..1)
+      evidence: {"event": name, "count": n, "us": t}: among the direct children of that
+          phase's events (all steps together), the event name with the largest summed
+          duration, how many such events there are and their summed duration
+      amdahl_ceiling: float, the whole step's speedup if that phase took no time at all
+          (Amdahl: 1 / (1 - share); ``math.inf`` when share is 1)
+    Done when each field equals the checker's own parse of the same trace."""
+    ### BEGIN SOLUTION stage 1: limiting_operation
+    breakdown = step_breakdown(trace_file, step_region, phases)
+    phase = max(phases, key=lambda p: breakdown["shares"][p])
+    share = breakdown["shares"][phase]
+    forest = traces.build_forest(traces.load_events(trace_file))
+    totals: dict[str, list] = {}
+    for step in (ev for ev in traces.walk(forest) if ev.name == step_region):
+        for child in step.children:
+            if child.name != phase:
+                continue
+            for grandchild in child.children:
+                entry = totals.setdefault(grandchild.name, [0, 0.0])
+                entry[0] += 1
+                entry[1] += grandchild.dur
+    if totals:
+        name = max(totals, key=lambda n: totals[n][1])
+        evidence = {"event": name, "count": totals[name][0], "us": totals[name][1]}
+    else:
+        evidence = {"event": "", "count": 0, "us": 0.0}
+    ceiling = math.inf if share >= 1.0 else 1.0 / (1.0 - share)
+    return {"phase": phase, "share": share, "evidence": evidence, "amdahl_ceiling": ceiling}
+    ### END SOLUTION
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 2: fix it
+# ---------------------------------------------------------------------------------------
+
+### BEGIN SOLUTION
+def _loss(params, tokens, targets):
+    x = params["embed"][tokens]
+    h = jnp.tanh(x @ params["w1"])
+    logits = h @ params["w2"]
+    lse = jax.nn.logsumexp(logits, axis=-1)
+    picked = jnp.take_along_axis(logits, targets[:, None], axis=-1)[:, 0]
+    return jnp.mean(lse - picked)
+
+
+@functools.partial(jax.jit, donate_argnums=0)
+def _train(params, tokens, targets, lr):
+    def step(p, batch):
+        value, grads = jax.value_and_grad(_loss)(p, *batch)
+        return jax.tree.map(lambda a, g: a - lr * g, p, grads), value
+    return lax.scan(step, params, (tokens, targets))
+### END SOLUTION
+
+
+def train_fast(params: dict, tokens, targets, lr: float):
+    """The same training as ``slow_step.train_slow(params, tokens, targets, lr)``, faster.
+
+    Keep its contract (``slow_step``'s module docstring): the same arguments and results
+    (``(params, losses)``: the same tree, shapes and float32 dtypes), every output within
+    ``slow_step.RTOL`` / ``slow_step.ATOL`` of ``train_slow`` on every shape, and a new
+    ``lr`` on every call. You may donate ``params`` (the caller never reuses it).
+
+    Done when: outputs match on several shapes, odd ones included; a second and third
+    call of a fixed shape (new values, new ``lr``) compile nothing; and, measured by the
+    checker in a fresh process in interleaved rounds at a size you have not seen, it is
+    clearly faster by at least the factor the README states."""
+    ### BEGIN SOLUTION stage 2: train_fast
+    return _train(params, tokens, targets, jnp.float32(lr))
+    ### END SOLUTION
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 3: where it stops helping
+# ---------------------------------------------------------------------------------------
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    jax.block_until_ready(fn())
+    return time.perf_counter() - start
+
+
+def gain_sweep(config: dict, batch_sizes: list[int], rounds: int = 3, seed: int = 0) -> dict:
+    """``train_slow`` against your ``train_fast`` at each batch size (other sizes from
+    ``config``), measured by you.
+
+    For each size: ``slow_step.make_problem(config with that batch, seed)``; one first
+    call of each version, timed apart (compile); then ``rounds`` rounds, each timing one
+    call of each version, alternating which goes first, every call synchronised inside
+    its timed boundary, with a new learning rate each call (``lr * (1 + 0.01 * i)``) and
+    a fresh copy of the parameters for ``train_fast`` (``slow_step.fresh_copy``, made
+    outside the timed boundary).
+
+    Returns {"batch_sizes": [...], "slow_s": [[raw seconds] per size],
+    "fast_s": [[raw seconds] per size], "gains": [median slow / median fast per size]}.
+    Done when your gains agree with the checker's own interleaved sweep within its
+    window at every size."""
+    ### BEGIN SOLUTION stage 3: gain_sweep
+    out = {"batch_sizes": [int(b) for b in batch_sizes], "slow_s": [], "fast_s": [],
+           "gains": []}
+    for b in batch_sizes:
+        problem = slow_step.make_problem(dict(config, batch=int(b)), seed)
+        args = (problem["tokens"], problem["targets"])
+        lrs = iter(problem["lr"] * (1 + 0.01 * i) for i in range(10**6))
+
+        def slow():
+            return slow_step.train_slow(problem["params"], *args, next(lrs))
+        copies = []
+
+        def fast():
+            return train_fast(copies.pop(), *args, next(lrs))
+        copies.append(slow_step.fresh_copy(problem["params"]))
+        _timed(slow)
+        _timed(fast)
+        slow_s, fast_s = [], []
+        for r in range(rounds):
+            copies.append(slow_step.fresh_copy(problem["params"]))
+            jax.block_until_ready(copies)
+            order = ((slow, slow_s), (fast, fast_s))
+            for fn, samples in (order if r % 2 == 0 else order[::-1]):
+                samples.append(_timed(fn))
+        out["slow_s"].append(slow_s)
+        out["fast_s"].append(fast_s)
+        out["gains"].append(statistics.median(slow_s) / statistics.median(fast_s))
+    return out
+    ### END SOLUTION
+
+
+def crossover(batch_sizes: list[int], gains: list[float], threshold: float) -> float | None:
+    """The batch size at which the gain first falls below ``threshold``.
+
+    Walk the sizes in the order given (increasing): at the first pair ``(b0, g0), (b1,
+    g1)`` with ``g0 >= threshold > g1``, interpolate linearly in log(batch) against
+    log(gain) and return that batch size (a float). The first size when its gain is
+    already below ``threshold``; None when no gain falls below it."""
+    ### BEGIN SOLUTION stage 3: crossover
+    if gains[0] < threshold:
+        return float(batch_sizes[0])
+    for (b0, g0), (b1, g1) in zip(zip(batch_sizes, gains), zip(batch_sizes[1:], gains[1:])):
+        if g0 >= threshold > g1:
+            f = (math.log(g0) - math.log(threshold)) / (math.log(g0) - math.log(g1))
+            return float(math.exp(math.log(b0) + f * (math.log(b1) - math.log(b0))))
+    return None
+    ### END SOLUTION
+
+
+def predict_crossover(config: dict, small: int, large: int, threshold: float,
+                      seed: int = 0) -> float | None:
+    """Predict, before the sweep, the batch size where the gain falls below ``threshold``.
+
+    Measure each version at only two batch sizes, ``small`` and ``large`` (synchronised,
+    compile apart, median of a few calls, new ``lr`` each call), and fit for each version
+    time(batch) = overhead + per_example * batch through those two points. Solve
+    slow(batch) / fast(batch) = threshold for batch. Returns it as a float, or None when
+    the fitted gain never falls to ``threshold`` (slow's per-example cost is at least
+    ``threshold`` times fast's).
+
+    Done when it lies within the README's margin of the crossover the checker measures
+    with its own sweep."""
+    ### BEGIN SOLUTION stage 3: predict_crossover
+    fit = {}
+    for b in (small, large):
+        sweep = gain_sweep(config, [b], rounds=3, seed=seed)
+        fit[b] = (statistics.median(sweep["slow_s"][0]), statistics.median(sweep["fast_s"][0]))
+    (s0, f0), (s1, f1) = fit[small], fit[large]
+    slope_s, slope_f = (s1 - s0) / (large - small), (f1 - f0) / (large - small)
+    base_s, base_f = s0 - slope_s * small, f0 - slope_f * small
+    denominator = threshold * slope_f - slope_s
+    if denominator <= 0:
+        return None
+    batch = (base_s - threshold * base_f) / denominator
+    return float(max(batch, 1.0))
+    ### END SOLUTION
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 4: the report
+# ---------------------------------------------------------------------------------------
+
+REGION = "optimised_train"
+
+
+def write_run_records(config: dict, seed: int, outdir: str, *, warmup: int = 1,
+                      iters: int = 8) -> dict:
+    """Two run records of the workload at ``slow_step.make_problem(config, seed)``, which
+    performance-audit's ``load_run`` / ``decide`` read: "before" (``train_slow``) and
+    "after" (your ``train_fast``).
+
+    For each version, in this order: one first call, timed alone and synchronised; its
+    outputs compared with ``train_slow``'s (``slow_step.RTOL`` / ``ATOL``) for
+    ``output_ok``; ``warmup`` untimed calls; ``iters`` timed calls, each synchronised
+    inside its boundary; then one traced call under ``jax.profiler.trace`` inside
+    ``jax.profiler.TraceAnnotation(REGION)``. Every call gets a new learning rate and
+    (for ``train_fast``) a fresh copy of the parameters made outside the timed boundary.
+    Count compiles with ``coursekit.measure.timing.count_compiles``.
+
+    Each record is ``coursekit.provenance.records.make_run_record(timing,
+    boundary="train", trace=..., region=REGION)`` where ``timing`` holds performance-audit
+    ``time_fn``'s keys (label "before"/"after", sync "block_until_ready", shapes and
+    dtypes of tokens and targets, backend ...). Writes ``outdir/before.json`` and
+    ``outdir/after.json`` and returns {"before": path, "after": path} (str)."""
+    ### BEGIN SOLUTION stage 4: write_run_records
+    problem = slow_step.make_problem(config, seed)
+    args = (problem["tokens"], problem["targets"])
+    lrs = iter(problem["lr"] * (1 + 0.01 * i) for i in range(10**6))
+    expected = None
+    paths = {}
+    for label, fn in (("before", slow_step.train_slow), ("after", train_fast)):
+        def call(fn=fn, lr=None):
+            params = slow_step.fresh_copy(problem["params"])
+            jax.block_until_ready(params)
+            start = time.perf_counter()
+            out = jax.block_until_ready(fn(params, *args, next(lrs) if lr is None else lr))
+            return out, time.perf_counter() - start
+        with count_compiles() as first:
+            out, first_call_s = call(lr=problem["lr"])
+        if expected is None:
+            expected = out
+        ok = all(np.allclose(np.asarray(a), np.asarray(b), rtol=slow_step.RTOL,
+                             atol=slow_step.ATOL)
+                 for a, b in zip(jax.tree.leaves(out), jax.tree.leaves(expected)))
+        samples = []
+        with count_compiles() as warmed:
+            if ok:
+                for _ in range(warmup):
+                    call()
+                samples = [call()[1] for _ in range(iters)]
+        logdir = Path(outdir) / f"trace-{label}"
+        options = jax.profiler.ProfileOptions()
+        options.python_tracer_level = 0
+        params = slow_step.fresh_copy(problem["params"])
+        with jax.profiler.trace(str(logdir), profiler_options=options):
+            with jax.profiler.TraceAnnotation(REGION):
+                jax.block_until_ready(fn(params, *args, next(lrs)))
+        timing = {"label": label, "sync": "block_until_ready", "warmup": warmup,
+                  "iters": iters, "first_call_s": first_call_s, "samples_s": samples,
+                  "compiles_first_call": first[0], "compiles_warmed": warmed[0],
+                  "shapes": [list(a.shape) for a in args],
+                  "dtypes": [str(a.dtype) for a in args], "output_ok": bool(ok),
+                  "backend": jax.default_backend()}
+        record = make_run_record(timing, boundary="train", trace=traces.newest_trace(logdir),
+                                 region=REGION)
+        path = Path(outdir) / f"{label}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, indent=1))
+        paths[label] = str(path)
+    return paths
+    ### END SOLUTION
