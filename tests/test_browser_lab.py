@@ -2,9 +2,10 @@
 
 JupyterLab 4 (started the way ``make lab`` starts it: ``coursekit.commands.lab``) on a free loopback
 port, with the course kernel and nbgrader's lab extension, driven by Playwright in Debian's
-Chromium (headless, its own empty profile). The learner version of notebook 01 (nbgrader
-solutions cleared, IMPL pointing at a copy of the starter, CI sizes) is opened, Run All is
-chosen from the Run menu, and the stage-1 check cell must say FAIL with the stage hint.
+Chromium (headless, its own empty profile). The learner version of notebook 01 (the one
+``python -m autograder release`` ships, IMPL pointing at a copy of the starter, CI sizes)
+is opened, Run All is chosen from the Run menu, and the stage-1 check cell must name each
+unwritten function once and say where to start.
 Then the reference implementation is put where the learner's code goes (the copy of
 ``starter/model.py``), only the check cell is run again, and it must say PASS.
 Screenshots of both states go to ``build/browser/``.
@@ -65,10 +66,13 @@ def check_cell_index(nb) -> int:
 
 
 def write_learner_notebook(src: Path, notebook_dir: Path, impl: Path) -> tuple[Path, int]:
-    """The learner version of ``src`` (what ``make course --learner`` executes: nbgrader
-    solutions cleared), parameterised by papermill without executing: CI sizes and IMPL
-    pointing at ``impl``. Returns (path, index of the stage-1 check cell)."""
+    """The learner version of ``src`` (what the release ships and ``make course --learner``
+    executes), parameterised by papermill without executing: CI sizes and IMPL pointing at
+    ``impl``. Returns (path, index of the stage-1 check cell)."""
     from papermill.parameterize import parameterize_notebook
+
+    from autograder.nbsource import release_notebook
+    released = release_notebook(nbformat.read(src, as_version=4))
     nb = course.learner_version(nbformat.read(src, as_version=4))
     params = course.notebook_parameters(nb, ci=True, learner=True)
     params["IMPL"] = str(impl)
@@ -76,6 +80,8 @@ def write_learner_notebook(src: Path, notebook_dir: Path, impl: Path) -> tuple[P
     for cell in nb.cells:
         cell.metadata.setdefault("tags", [])
     nb = parameterize_notebook(nb, params)
+    assert course.without_execution(nb) == course.without_execution(released), \
+        "the browser must run the released notebook, plus only papermill's parameters"
     path = notebook_dir / src.name
     nbformat.write(nb, path)
     return path, check_cell_index(nb)
@@ -158,16 +164,19 @@ def test_learner_path_in_jupyterlab(tmp_path):
             status_bar_idle(page)
             no_dialog(page, "after Run All")
             text = output.inner_text()
-            assert "FAIL stage 1" in text and "PASS stage" not in text, text
-            assert re.search(r"not yet: stage 1: \w+", text), f"no stage hint:\n{text}"
-            assert "not yet: fix the first FAIL above" in text, text
+            assert "PASS stage" not in text and re.search(r"0 passed, [1-9]\d* failed", text), text
+            # one line per unwritten function (not one per check), then where to start
+            named = re.findall(r"^not yet: (stage 1: \w+.*) · \S+, line \d+ · ", text, re.M)
+            assert named and len(named) == len(set(named)), f"no stage hint:\n{text}"
+            assert re.search(r"not yet: start with \w+ \(.*model\.py, line \d+\)", text), text
+            assert "hint:     replace" not in text, f"one line per check, not condensed:\n{text}"
             # Run All reached the end: every code cell has an execution count.
             prompts = page.locator(".jp-CodeCell .jp-InputPrompt")
             unrun = [p for p in prompts.all_inner_texts() if not re.search(r"\[\d+\]", p)]
             assert not unrun, f"code cells left unrun after Run All: {unrun}"
             check.scroll_into_view_if_needed()
             page.screenshot(path=str(SHOTS / "01-starter-fail.png"))
-            phase("run all done, FAIL read")
+            phase("run all done, not yet read")
 
             # The learner's code goes into their model.py: put the reference there, then
             # run only the check cell again.

@@ -2,7 +2,9 @@
 
 Check cells run the *same* command the grader runs (``check.py --stage N --impl PATH``)
 in a subprocess, show its PASS/FAIL lines and never raise: a learner's unfinished stage
-reads "not yet", it does not stop the notebook.
+reads "not yet", it does not stop the notebook. Checks that only meet a function still
+raising NotImplementedError are shown as one line per such function, then where to start
+(check.py's own output, a public contract, is unchanged; only the cell condenses it).
 """
 
 from __future__ import annotations
@@ -61,8 +63,9 @@ def run_check(project: str, stage: int | str, impl: str | Path | None = None,
         real = [r for r in results if r["status"] not in ("pass", "not-implemented")]
         if unwritten and not real:
             first = unwritten[0]
-            where = f", line {first['line']}" if first["line"] else ""
-            print(f"\nnot yet: start with {first['function']} ({shown}{where}): replace its "
+            where = shown if first["file"] in ("", impl.name) else first["file"]
+            where = f"{where}, line {first['line']}" if first["line"] else where
+            print(f"\nnot yet: start with {first['function']} ({where}): replace its "
                   "`raise NotImplementedError` with your code, then re-run this cell.")
         else:
             print(f"\nnot yet: fix the first FAIL above in {shown}, then re-run this cell.")
@@ -108,8 +111,8 @@ def _condensed(text: str, results: list[dict], unwritten: list[dict]) -> str:
         check = _CHECK_LINE.match(line)
         if check:
             dropping = check["check_id"] in waiting
-        elif _SUMMARY_LINE.match(line) or not line.startswith((" ", "\t")):
-            dropping = False  # the block of a dropped check ends with its indented lines
+        elif _SUMMARY_LINE.match(line):
+            dropping = False  # a dropped block runs to the next check or the summary
         if _SUMMARY_LINE.match(line) and not inserted:
             kept += [_unwritten_line(u) for u in unwritten]
             inserted = True
