@@ -301,6 +301,32 @@ with not_yet("stage 2: shapes and dtypes") as stage2_shapes:
 check2 = run_check("pallas-kernel", 2, IMPL)
 
 # %% [markdown]
+# ### Predict before stage 3 measures it
+#
+# Stage 3 times the kernel at several block sizes, and the changed condition later in this
+# notebook measures one pair alone, so predict now, before anything reveals it. Going from
+# the largest to the smallest block size in `BLOCK_ROWS` multiplies the number of
+# grid programs at shape `(ROWS, COLS)` by their ratio (the next cell prints it). Before you
+# measure: **by what factor will the interpreted kernel's median time change?** Write a
+# number (it is stored and graded for being there, not for being right).
+
+# %%
+b_small, b_big = min(BLOCK_ROWS), max(BLOCK_ROWS)
+programs = {b: -(-ROWS // b) for b in (b_small, b_big)}
+print(f"block_rows {b_big} -> {b_small}: grid programs {programs[b_big]} -> {programs[b_small]} "
+      f"({programs[b_small] / programs[b_big]:.0f}x), shape ({ROWS}, {COLS})")
+
+# %% nbgrader={"grade": false, "grade_id": "prediction_small_blocks", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+PREDICTED_TIME_FACTOR = None  # a number: time with the small blocks / time with the big ones
+### BEGIN SOLUTION
+PREDICTED_TIME_FACTOR = 3.0
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "prediction_small_blocks_present", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+record_prediction("06_time_factor_small_blocks", PREDICTED_TIME_FACTOR, "x")
+assert isinstance(PREDICTED_TIME_FACTOR, (int, float)), "write a number as your prediction"
+
+# %% [markdown]
 # ## Build in stages · stage 3: measured
 #
 # `sweep` times the kernel against `jax.jit(softmax_jnp)` over shapes and block sizes: the
@@ -308,17 +334,24 @@ check2 = run_check("pallas-kernel", 2, IMPL)
 # anything is timed, then synchronised warmed calls with every raw sample kept, each record
 # declaring its mode. `summarize` turns the records into a speedup per block size (ratio of
 # medians) and the point where the kernel stops helping, and refuses records that mix
-# interpreted and compiled timings.
+# interpreted and compiled timings. Only a compiled kernel on an accelerator can help or stop
+# helping: interpreted, those verdicts print `n/a (interpreted)` (the ratios are still shown,
+# as measurements of the interpreter).
 
 # %%
 with not_yet("stage 3: the sweep") as stage3:
     records = impl.sweep(SWEEP_SHAPES, BLOCK_ROWS, warmup=WARMUP, iters=ITERS, seed=SEED)
     summary = impl.summarize(records)
+    # Only a compiled kernel on an accelerator can help or stop helping; interpreted
+    # timings race the Pallas interpreter against jnp dispatch.
+    verdicts_apply = summary["mode"] == "compiled" and not INTERPRET
+    NA = "n/a (interpreted)" if summary["mode"] != "compiled" else f"n/a ({BACKEND})"
     for p in summary["per_shape"]:
         sp = ", ".join(f"{b}: {s:.3f}x" for b, s in p["speedup_by_block"].items())
         print(f"{p['shape']}: jnp median {p['baseline_median_s'] * 1e3:.3f} ms; "
-              f"jnp/kernel by block_rows {{{sp}}}; helps: {p['helps']}")
-    print("stops helping at:", summary["stops_helping_at"])
+              f"jnp/kernel by block_rows {{{sp}}}; helps: "
+              f"{p['helps'] if verdicts_apply else NA}")
+    print("stops helping at:", summary["stops_helping_at"] if verdicts_apply else NA)
     print(summary["caveat"] or f"kernel mode: {summary['mode']}")
 
 # %%
@@ -329,7 +362,8 @@ with not_yet("stage 3 plots"):
         blocks = sorted(p["speedup_by_block"])
         left.plot(blocks, [p["speedup_by_block"][b] for b in blocks], marker="o",
                   label=str(p["shape"]))
-    left.axhline(1.0, color="gray", ls="--", label="as fast as jnp")
+    left.axhline(1.0, color="gray", ls="--",
+                 label="ratio 1" + ("" if verdicts_apply else f" (speed verdict: {NA})"))
     left.set_xscale("log", base=2)
     left.set_xticks(BLOCK_ROWS, [str(b) for b in BLOCK_ROWS])
     left.minorticks_off()
@@ -373,26 +407,8 @@ check3 = run_check("pallas-kernel", 3, IMPL)
 # %% [markdown]
 # ## Try a changed condition: smaller blocks, more programs
 #
-# Going from the largest to the smallest block size in `BLOCK_ROWS` multiplies the number of
-# grid programs at shape `(ROWS, COLS)` by their ratio (the next cell prints it). Before you
-# measure: **by what factor will the interpreted kernel's median time change?** Write a
-# number (it is stored and graded for being there, not for being right).
-
-# %%
-b_small, b_big = min(BLOCK_ROWS), max(BLOCK_ROWS)
-programs = {b: -(-ROWS // b) for b in (b_small, b_big)}
-print(f"block_rows {b_big} -> {b_small}: grid programs {programs[b_big]} -> {programs[b_small]} "
-      f"({programs[b_small] / programs[b_big]:.0f}x), shape ({ROWS}, {COLS})")
-
-# %% nbgrader={"grade": false, "grade_id": "prediction_small_blocks", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
-PREDICTED_TIME_FACTOR = None  # a number: time with the small blocks / time with the big ones
-### BEGIN SOLUTION
-PREDICTED_TIME_FACTOR = 3.0
-### END SOLUTION
-
-# %% nbgrader={"grade": true, "grade_id": "prediction_small_blocks_present", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-record_prediction("06_time_factor_small_blocks", PREDICTED_TIME_FACTOR, "x")
-assert isinstance(PREDICTED_TIME_FACTOR, (int, float)), "write a number as your prediction"
+# You predicted the factor before stage 3 timed anything; here it is measured alone, at
+# shape `(ROWS, COLS)`, smallest block against largest.
 
 # %%
 with not_yet("changed condition") as changed:
@@ -405,14 +421,23 @@ with not_yet("changed condition") as changed:
         print(f"block_rows={b:3d}: first call {t.first_call_s * 1e3:8.1f} ms "
               f"({t.compiles_first_call} compile), warmed median {t.median_s * 1e3:7.3f} ms, "
               f"{t.median_s / programs[b] * 1e3:.3f} ms per program ({LABEL})")
+    program_factor = programs[b_small] / programs[b_big]
+    mode = "interpreted" if INTERPRET else "compiled"
+    print(f"{program_factor:.0f}x the programs took {measured_factor:.2f}x the time ({mode}): "
+          + ("time grew with the number of programs" if measured_factor > 1.2 else
+             "time did not grow clearly with the number of programs")
+          + (", more than in proportion" if measured_factor > 1.25 * program_factor else
+             ", less than in proportion" if 1.2 < measured_factor < 0.8 * program_factor
+             else ""))
 
 
 # %% [markdown]
 # Interpreted, each grid program is a trip around an XLA loop that slices the block out,
-# runs the kernel body and writes the block back, so time grows with the number of programs
-# (a smaller block also does less work per trip, which is why the factor is not exactly the
-# program ratio). On a GPU the same change alters how many programs run *at once* and how
-# much each one holds in registers: a different trade-off entirely. That is why the sweep's
+# runs the kernel body and writes the block back, so the time follows the number of
+# programs (a smaller block also does less work per trip, so the factor need not equal the
+# program ratio); the line above says what it did here. On a GPU the same change alters
+# how many programs run *at once* and how much each one holds in registers: a different
+# trade-off entirely. That is why the sweep's
 # interpreted numbers may be used to check the harness, never to choose a block size for the
 # target.
 
@@ -524,9 +549,10 @@ evidence = {
     "worst error / budget over shapes and dtypes":
         f"{worst_used:.1%}" if stage2_shapes.done else "not yet",
     "best jnp/kernel speedup per shape": (
-        {str(p["shape"]): round(p["best_speedup"], 3) for p in summary["per_shape"]}
-        if stage3.done else "not yet"),
-    "stops helping at": summary["stops_helping_at"] if stage3.done else "not yet",
+        ({str(p["shape"]): round(p["best_speedup"], 3) for p in summary["per_shape"]}
+         if verdicts_apply else NA) if stage3.done else "not yet"),
+    "stops helping at": ((summary["stops_helping_at"] if verdicts_apply else NA)
+                         if stage3.done else "not yet"),
     "caveat": (summary["caveat"] or "none: compiled") if stage3.done else "not yet",
 }
 for k, v in evidence.items():
