@@ -11,12 +11,18 @@ kernel with nbclient, score each autograded question.
   throw-away uid, limits) and talks to nbclient over Unix sockets (``ipc`` transport:
   the kernel has no network). Per-cell timeout from nbclient, per-notebook wall clock,
   memory, process and output limits from ``sandbox.Monitor``.
+* Before and after each graded cell ``autograder.tamper`` asks the kernel, outside any
+  cell, whether an earlier cell changed what a test cell relies on (transformers, event
+  callbacks, exception handlers, trace functions, builtins, testing functions...); a
+  finding scores the whole notebook 0, ``error``/``tamper-notebook``.
+* The kernel's MLflow store and ``COURSE_RECORDS`` live in the run's own folder (the
+  course copy is read-only; notebook 00 logs its runs).
 * nbclient and nbformat are imported once per worker process; CI parameters go in as
   papermill's ``injected-parameters`` cell, written here (importing papermill costs
   seconds per worker).
 
 Question statuses: pass, fail (an AssertionError, or NotImplementedError: "not yet"),
-error (any other exception),
+error (any other exception; ``tamper-notebook`` when a graded cell could have been forged),
 timeout (the cell ran past its limit), memory, crash (the kernel died before or while
 running it), missing (no notebook in the submission). A kernel that dies costs only the
 questions not yet run; the ones before keep their points.
@@ -34,7 +40,8 @@ import time
 import warnings
 from pathlib import Path
 
-from autograder import sandbox
+from autograder import outcomes, sandbox
+from autograder.tamper import Probe, builtins_used
 from autograder.workspace import Settings, prepare
 
 _nbclient = None
@@ -222,7 +229,7 @@ def execute(settings: Settings, cells: list, submission: Path, parameters: dict,
                                  "language": "python"}
     if parameters:
         nb.cells = with_parameters(nb.cells, parameters)
-    state = {"timeouts": [], "dead_at": None, "flood": False}
+    state = {"timeouts": [], "dead_at": None, "flood": False, "tamper": {}}
     with sandbox.SandboxDir(uid) as box:
         prepare(box, settings, submission)
         home = box.writable("work")
@@ -233,7 +240,10 @@ def execute(settings: Settings, cells: list, submission: Path, parameters: dict,
         read_fd, write_fd = os.pipe()
         env = {"IPYTHONDIR": str(home / ".ipython"), "JUPYTER_RUNTIME_DIR": str(kernel_dir),
                "JUPYTER_DATA_DIR": str(home / ".jupyter"),
-               "COURSE_RECORDS": str(home / "records"), **env_extra}
+               "COURSE_RECORDS": str(home / "records"),
+               # the course's provenance store defaults to <course>/build, read-only here
+               "MLFLOW_TRACKING_URI": f"sqlite:///{home / 'records' / 'mlflow.db'}",
+               **env_extra}
 
         def jail_argv(cmd):
             return sandbox.Jail(box, cmd, uid=uid, cwd=nbdir, env=env, limits=limits,
@@ -293,24 +303,53 @@ def execute(settings: Settings, cells: list, submission: Path, parameters: dict,
     return {"cells": nb.cells, "replies": client.replies, "outcome": outcome, **state}
 
 
+def _graded(cell) -> bool:
+    meta = cell.get("metadata", {})
+    return cell.cell_type == "code" and bool(meta.get("nbgrader", {}).get("grade")
+                                             or meta.get("autograder", {}).get("hidden_of"))
+
+
+def _probed(probe, cell, index: int, when: str, state, monitor) -> bool:
+    """Ask the tamper probe around a graded cell; False when the kernel is gone."""
+    from jupyter_core.utils import run_sync
+    found = probe.check(builtins_used(cell.source), arm=when == "before the cell")
+    if found and (monitor.outcome.killed_for or state["flood"]
+                  or not run_sync(probe.client.km.is_alive)()):
+        return False  # no answer from a dead kernel: its cells say why, not tampering
+    if found:
+        state["tamper"].setdefault(index, []).extend(f"{when}: {f}" for f in found)
+    return True
+
+
 def _run_cells(client, nb, state, monitor) -> None:
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    probe = Probe(client)
+    probe.start()
+    state["probe_error"] = probe.error
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
+        graded = _graded(cell)
+        if graded and not _probed(probe, cell, index, "before the cell", state, monitor):
+            state["dead_at"] = index
+            return
         try:
             client.execute_cell(cell, index)
         except CellTimeoutError:
             state["timeouts"].append(index)
             if not _recovered(client, index):
                 state["dead_at"] = index + 1
-                state["dead_why"] = ("timeout", "cell-timeout")
+                state["dead_why"] = outcomes.status_of("cell-timeout")
                 monitor.stop()
                 return
         except DeadKernelError:
             state["dead_at"] = index
             return
         if monitor.outcome.killed_for or state["flood"]:
+            state["dead_at"] = index + 1
+            return
+        if graded and index not in state["timeouts"] and not _probed(
+                probe, cell, index, "after the cell", state, monitor):
             state["dead_at"] = index + 1
             return
 
@@ -371,15 +410,11 @@ def score(key: dict, run: dict, tampered: list[str], limits: sandbox.Limits,
     killed = outcome.killed_for if outcome else None
     violations = [m for m in (outcome.channel if outcome else []) if m.get("kind") == "violation"]
     if run.get("flood"):
-        dead_status, dead_reason = "error", "output-limit"
+        dead_status, dead_reason = outcomes.status_of("output-limit")
     elif run.get("dead_why"):
         dead_status, dead_reason = run["dead_why"]
     else:
-        dead_status, dead_reason = {"wall-clock": ("timeout", "wall-clock"),
-                                    "memory-limit": ("memory", "memory-limit"),
-                                    "process-limit": ("error", "process-limit"),
-                                    "output-limit": ("error", "output-limit")}.get(
-            killed, ("crash", "kernel-died"))
+        dead_status, dead_reason = outcomes.killed(killed)
     where = {}
     for i, cell in enumerate(cells):
         meta = cell.get("metadata", {})
@@ -433,7 +468,23 @@ def score(key: dict, run: dict, tampered: list[str], limits: sandbox.Limits,
             q.update(points=0.0, status="error", reason=violations[0]["what"],
                      message=f"sandbox: {violations[0]['detail']} was refused")
         questions.append(q)
+    if not violations:
+        _tampering(questions, where, run.get("tamper", {}))
     return questions
+
+
+def _tampering(questions: list[dict], where: dict, tamper: dict) -> None:
+    """A graded cell that earlier cells could have forged grades nothing: every question
+    of the notebook scores 0, ``error``/``tamper-notebook``, naming what was found."""
+    if not tamper:
+        return
+    status, reason = outcomes.status_of("tamper-notebook")
+    first = tamper[min(tamper)][0]
+    for q in questions:
+        found = [f for part in where.get(q["id"], {}).values() for f in tamper.get(part, [])]
+        text = found[0] if found else f"found around another graded cell: {first}"
+        q.update(points=0.0, status=status, reason=reason, hidden_failed=False,
+                 message=f"tampering with the grader {text}"[:500])
 
 
 def grade_notebook(settings: Settings, name: str, key: dict, student: str,
@@ -473,11 +524,16 @@ def grade_notebook(settings: Settings, name: str, key: dict, student: str,
     status = "pass" if all(s == "pass" for s in statuses) else next(
         (s for s in ("crash", "timeout", "memory", "error", "fail") if s in statuses), "fail")
     reason = next((q.get("reason", "") for q in questions if q["status"] == status), "")
+    message = run.get("error", "") or (questions[0]["message"] if reason == "tamper-notebook"
+                                       and questions else "")
+    stderr = (outcome.stderr[-3000:] if outcome else "")
+    if run.get("probe_error"):  # a grader problem, for the instructor
+        stderr = f"{run['probe_error']}\n{stderr}"
     record.update(status=status, reason=reason, questions=questions, tampered=tampered,
                   restored_missing=missing, points=sum(q["points"] for q in questions),
-                  message=run.get("error", ""), isolation=sandbox.isolation(),
+                  message=message, isolation=sandbox.isolation(),
                   wall_s=round(wall, 3),
                   peak_memory_mb=round(outcome.peak_memory_mb, 1) if outcome else 0.0,
-                  stderr_tail=(outcome.stderr[-3000:] if outcome else ""))
+                  stderr_tail=stderr)
     record["checks"] = record["questions"]
     return record

@@ -178,7 +178,7 @@ def notebook_forgers() -> dict:
         "nb-forge-settrace": (
             "import sys, linecache\n"
             "def _skip(frame, event, arg):\n"
-            "    if 'ipykernel' not in frame.f_code.co_filename:\n"
+            "    if '/ipykernel_' not in frame.f_code.co_filename:\n"
             "        return None  # only the notebook's own cells\n"
             "    if event == 'line' and 'assert' in linecache.getline(\n"
             "            frame.f_code.co_filename, frame.f_lineno):\n"
@@ -188,6 +188,13 @@ def notebook_forgers() -> dict:
             "            pass\n"
             "    return _skip\n"
             "sys.settrace(_skip)"),
+        # set and unset inside the learner's function, while the test cell runs
+        "nb-forge-trace-in-test": (
+            "import sys\n"
+            "def square(x, _settrace=sys.settrace):\n"
+            "    _settrace(lambda *a: None)\n"
+            "    _settrace(None)\n"
+            "    return x + x"),
         "nb-forge-allclose": (
             "import numpy.testing\n"
             "numpy.testing.assert_allclose = lambda *a, **k: None"),

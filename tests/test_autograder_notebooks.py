@@ -1,0 +1,181 @@
+"""Notebook grading through the real grader: test cells that earlier cells forged score
+0 with a named reason (``tamper-notebook``), with full isolation and in the fallback
+mode; honest notebooks score exactly as before; the instructor's own solution notebooks
+and solution files get full marks (notebook 00 writes its provenance into the run's
+own folder, not the read-only course copy)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coursekit.facts import ROOT  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+
+import autograder.samples as fx  # noqa: E402
+from autograder import outcomes  # noqa: E402
+from autograder.gradebook import Gradebook  # noqa: E402
+
+NB = "notebooks/ag_demo.ipynb"
+# what each forger's record must name
+VECTOR = {"nb-forge-input-transformer": "input_transformers_cleanup",
+          "nb-forge-ast-transformer": "ast_transformers",
+          "nb-forge-custom-exc": "set_custom_exc",
+          "nb-forge-settrace": "sys.settrace",
+          "nb-forge-trace-in-test": "after the cell: sys.settrace was called",
+          "nb-forge-allclose": "numpy.testing: assert_allclose",
+          "nb-forge-builtin": "builtins: abs",
+          "nb-forge-shadow": "float is redefined",
+          "nb-forge-post-run-cell": "post_run_cell",
+          "nb-forge-run-cell": "run_cell",
+          "nb-forge-probe-killer": "probe"}
+HONEST_POINTS = {"nb-good": 3.0, "nb-wrong": 1.0, "nb-hidden-wrong": 1.0,
+                 "nb-tampered": 1.0, "nb-kernel-crash": 2.0, "nb-cell-loop": 2.0}
+
+
+def grade(subs: Path, out: Path, stages: str, *, isolation: str | None = None,
+          extra: tuple = (), timeout: float = 900) -> dict:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    if isolation:
+        env["AUTOGRADER_ISOLATION"] = isolation
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out",
+                           str(out), "--stages", stages, "--workers", "2", "--quiet",
+                           *map(str, extra)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env=env, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    if isolation:
+        assert f"isolation: {isolation}" in done.stderr
+    book = Gradebook.in_dir(out)
+    latest = {student: row for (student, _), row in book.latest().items()}
+    book.close()
+    return latest
+
+
+def demo_batch(tmp: Path, students: dict, isolation: str | None = None) -> dict:
+    subs = tmp / "subs"
+    for student, (edits, _) in students.items():
+        fx.write(subs, student, None, fx.learner_notebook(edits))
+    return grade(subs, tmp / "out", NB, isolation=isolation,
+                 extra=("--notebooks", fx.NOTEBOOK.parent, "--timeout", 60,
+                        "--cell-timeout", 8))
+
+
+def assert_forgers_caught(latest: dict) -> None:
+    wrong = {}
+    for student, vector in VECTOR.items():
+        rec = latest[student]["record"]
+        qs = {q["id"]: (q["status"], q.get("reason"), q["points"]) for q in rec["questions"]}
+        if (rec["status"], rec["reason"], rec["points"]) != ("error", "tamper-notebook", 0.0) \
+                or set(qs.values()) != {("error", "tamper-notebook", 0.0)} \
+                or vector not in rec["message"]:
+            wrong[student] = (rec["status"], rec["reason"], rec["points"], rec["message"][:300])
+    assert not wrong, wrong
+
+
+def assert_honest_unchanged(latest: dict, students) -> None:
+    variants = fx.notebook_variants()
+    for student in students:
+        rec = latest[student]["record"]
+        got = {q["id"]: q["status"] for q in rec["questions"]}
+        assert got == variants[student][1], (student, rec["questions"])
+        assert rec["points"] == HONEST_POINTS[student], (student, rec)
+        assert rec["reason"] != "tamper-notebook", (student, rec["message"])
+
+
+@pytest.fixture(scope="module")
+def namespaces_batch(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("nb-forgers")
+    latest = demo_batch(tmp, {**fx.notebook_variants(), **fx.notebook_forgers()})
+    return {"tmp": tmp, "latest": latest}
+
+
+def test_forgers_are_named_in_the_sample_set():
+    assert set(fx.notebook_forgers()) == set(VECTOR)
+    assert all(e == {"square_tests": "error", "mean_tests": "error"}
+               for _, e in fx.notebook_forgers().values())
+
+
+@pytest.mark.slow
+def test_forged_test_cells_score_zero_with_full_isolation(namespaces_batch):
+    assert_forgers_caught(namespaces_batch["latest"])
+    isolation = {r["record"]["isolation"] for r in namespaces_batch["latest"].values()}
+    assert isolation == {"namespaces" if os.geteuid() == 0 else "limits"}
+
+
+@pytest.mark.slow
+def test_honest_notebooks_score_as_before(namespaces_batch):
+    assert_honest_unchanged(namespaces_batch["latest"], fx.notebook_variants())
+
+
+@pytest.mark.slow
+def test_export_flags_and_feedback_name_the_tampering(namespaces_batch):
+    tmp = namespaces_batch["tmp"]
+    done = subprocess.run([sys.executable, "-m", "autograder", "export", str(tmp / "out"),
+                           "--csv", str(tmp / "grades.csv")], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = {r["student"]: r for r in csv.DictReader((tmp / "grades.csv").open())}
+    assert f"tamper-notebook {NB}" in rows["nb-forge-input-transformer"]["flags"]
+    assert "tamper-notebook" not in rows["nb-good"]["flags"]
+    text = (tmp / "out" / "feedback" / "nb-forge-settrace" / "feedback.md").read_text()
+    assert outcomes.TABLE["tamper-notebook"].explain in text and "sys.settrace" in text
+
+
+@pytest.mark.slow
+def test_forged_test_cells_score_zero_in_the_fallback_mode(tmp_path):
+    students = {**{s: fx.notebook_variants()[s] for s in ("nb-good", "nb-wrong")},
+                **fx.notebook_forgers()}
+    latest = demo_batch(tmp_path, students, isolation="limits")
+    assert_forgers_caught(latest)
+    assert_honest_unchanged(latest, ("nb-good", "nb-wrong"))
+
+
+@pytest.mark.slow
+def test_solution_notebooks_and_files_get_full_marks(tmp_path):
+    """The instructor's own work, handed in: the source notebooks (solutions in place)
+    and every project's solution as its starter, graded with full isolation. Notebook
+    00 logs runs to MLflow; that must land in the run's own folder, not be refused."""
+    ref = tmp_path / "subs" / "reference"
+    chosen = ("00_foundations.ipynb", "01_async_timing.ipynb")  # 00 plus a cheap one
+    (ref / "notebooks").mkdir(parents=True)
+    for name in chosen:
+        shutil.copy(ROOT / "notebooks" / name, ref / "notebooks" / name)
+    for solution in ROOT.glob("projects/*/solution"):
+        shutil.copytree(solution, ref / "projects" / solution.parent.name / "starter",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    latest = grade(tmp_path / "subs", tmp_path / "out",
+                   ",".join(f"notebooks/{n}" for n in chosen))
+    book = Gradebook.in_dir(tmp_path / "out")
+    got = {item: row["record"] for (_, item), row in book.latest().items()}
+    book.close()
+    assert set(got) == {f"notebooks/{n}" for n in chosen}
+    short = {i: (r["status"], r["reason"], r["points"], r["max_points"],
+                 [(q["id"], q["status"], q["message"][:200]) for q in r["questions"]])
+             for i, r in got.items()}
+    assert all(r["status"] == "pass" and r["points"] == r["max_points"] > 0
+               for r in got.values()), short
+    assert latest["reference"]["record"]["isolation"] in ("namespaces", "limits")
+
+
+def test_every_recorded_reason_is_in_the_outcome_table():
+    """Reasons written as literals anywhere in the grader are spelled as the table
+    spells them (the gradebook keeps them; feedback and export look them up)."""
+    literal = re.compile(r"""reason=["']([a-z][a-z-]+)["']|status_of\(["']([a-z-]+)["']\)""")
+    found = set()
+    for path in (ROOT / "autograder").glob("*.py"):
+        for m in literal.finditer(path.read_text()):
+            found.add(m.group(1) or m.group(2))
+    assert found and found <= set(outcomes.TABLE), found - set(outcomes.TABLE)
+    for reason, outcome in outcomes.TABLE.items():
+        assert outcome.status in outcomes.STATUSES, reason
+    assert outcomes.killed("wall-clock") == ("timeout", "wall-clock")
+    assert outcomes.killed(None) == ("crash", "kernel-died")
+    assert {"tamper-notebook", "tamper-evidence", "read-outside"} <= set(outcomes.REFUSALS)
