@@ -14,14 +14,18 @@ import pytest
 from coursekit.facts import CHECKER_CODE, ROOT, projects
 
 
+OURS = ("coursekit", "autograder")
+
+
 def coursekit_imports(path: Path) -> set[str]:
-    """Every ``coursekit...`` module a file imports, at any depth (lazy imports too)."""
+    """Every module of ours (coursekit, autograder) a file imports, at any depth (lazy
+    imports too)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.startswith("coursekit")}
+            found |= {a.name for a in node.names if a.name.startswith(OURS)}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
-                and node.module.startswith("coursekit"):
+                and node.module.startswith(OURS):
             found.add(node.module)
             # `from coursekit.measure import traces` imports a submodule
             found |= {f"{node.module}.{a.name}" for a in node.names}
@@ -37,7 +41,7 @@ def module_file(name: str) -> Path | None:
 
 
 def closure(start: list[Path]) -> set[Path]:
-    """The coursekit files reachable from ``start`` by imports (packages' __init__ too)."""
+    """Our files reachable from ``start`` by imports (packages' __init__ too)."""
     seen: set[Path] = set()
     todo = list(start)
     while todo:
