@@ -283,3 +283,50 @@ def prestart(impl_path: Path | str) -> None:
 def take(impl_path: Path | str) -> LearnerProcess:
     path = Path(impl_path).resolve()
     return _PRESTARTED.pop(path, None) or LearnerProcess(path)
+
+
+class InProcess:
+    """The same interface as ``LearnerProcess`` with the learner's module imported here
+    (no isolation): the baseline ``bench/bench_bridge.py`` measures the bridge against."""
+
+    def __init__(self, impl_path: Path | str):
+        from coursekit.checking.learner import load_impl
+        self.impl_path = Path(impl_path).resolve()
+        self.pid = os.getpid()
+        self.last_cpu_s = self.last_wall_s = 0.0
+        self.loaded = load_impl(self.impl_path)
+
+    def module(self) -> RemoteModule:
+        names = [n for n, v in vars(self.loaded).items() if callable(v)]
+        return RemoteModule(self, names)
+
+    def close(self) -> None:
+        pass
+
+    def request(self, kind: str, fn: str, args=(), kwargs=None, **extra):
+        from coursekit.checking.learner_server import Server
+        from coursekit.checking.probes import CallCounter
+        from coursekit.workloads import catalog
+        counters = {}
+
+        def resolve(value):
+            if isinstance(value, Workload):
+                counters[value] = CallCounter(catalog.build(value.name, value.params))
+                return counters[value]
+            if type(value) in (list, tuple):
+                return type(value)(resolve(v) for v in value)
+            if type(value) is dict:
+                return {k: resolve(v) for k, v in value.items()}
+            return value
+        args, kwargs = resolve(list(args)), resolve(dict(kwargs or {}))
+        cpu, started = time.process_time(), time.perf_counter()
+        function = getattr(self.loaded, fn)
+        try:
+            if kind == "export":
+                return Server.export(function, args, kwargs, extra.get("transform"))
+            return function(*args, **kwargs)
+        finally:
+            self.last_wall_s = time.perf_counter() - started
+            self.last_cpu_s = time.process_time() - cpu
+            for wl, counter in counters.items():
+                wl.facts = counter.report()
