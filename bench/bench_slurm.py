@@ -105,7 +105,6 @@ class LocalSlurm:
         d = self.dir
         for sub in ("state", "spool", "munge"):
             (d / sub).mkdir(parents=True, exist_ok=True)
-        d.chmod(0o700)
         key = d / "munge" / "munge.key"
         key.write_bytes(secrets.token_bytes(1024))
         key.chmod(0o400)
@@ -268,14 +267,31 @@ def _samples():
     return samples
 
 
+CRASH_ONCE_AT = "    ### BEGIN SOLUTION stage 4: predict_step_speedup\n"
+
+
+def batch_sources(samples) -> dict[str, str]:
+    """kind -> model.py: ``samples.hostile_sources`` plus "segfault-once", the reference
+    solution with a SIGSEGV in ``predict_step_speedup`` (one check calls it, so the
+    checker restarts the learner process once, not once per check as with a crash in
+    ``decide``: cheap enough for a short wall-clock limit on a loaded machine). Where
+    that anchor is gone, "segfault-once" is samples' plain "segfault"."""
+    sources = {kind: text for kind, (text, _) in samples.hostile_sources().items()}
+    solution = samples.SOLUTION.read_text()
+    sources["segfault-once"] = solution.replace(
+        CRASH_ONCE_AT, CRASH_ONCE_AT + "    import ctypes\n    ctypes.string_at(0)\n"
+    ) if solution.count(CRASH_ONCE_AT) == 1 else sources["segfault"]
+    return sources
+
+
 def mixed_batch(dest: Path, plan: list[list[str]], samples=None
                 ) -> dict[str, tuple[int, str]]:
     """Write submissions so that shard i of ``len(plan)`` holds exactly ``plan[i]``
-    (kinds of ``samples.hostile_sources``), each named ``<kind>-<k>`` with the smallest
-    k that hashes into its shard. Returns student -> (shard, kind)."""
+    (kinds of ``batch_sources``), each named ``<kind>-<k>`` with the smallest k that
+    hashes into its shard. Returns student -> (shard, kind)."""
     from autograder.submissions import in_shard
     samples = samples or _samples()
-    sources = samples.hostile_sources()
+    sources = batch_sources(samples)
     n = len(plan)
     students: dict[str, tuple[int, str]] = {}
     for shard, kinds in enumerate(plan):
@@ -283,7 +299,7 @@ def mixed_batch(dest: Path, plan: list[list[str]], samples=None
             k = next(k for k in range(10_000) if in_shard(f"{kind}-{k}", (shard, n))
                      and f"{kind}-{k}" not in students)
             students[f"{kind}-{k}"] = (shard, kind)
-            samples.write(dest, f"{kind}-{k}", sources[kind][0])
+            samples.write(dest, f"{kind}-{k}", sources[kind])
     return students
 
 
@@ -318,9 +334,9 @@ def script_env(subs: Path, grading: Path, shards: int, timeout: float, workers: 
 # The benchmark
 # ----------------------------------------------------------------------------------
 
-PLAN = [["good", "starter", "segfault"], ["good", "always-equal", "abort"],
-        ["good", "starter", "infinite-loop"], ["good", "syntax-error", "starter"]]
-TIMEOUT = 12
+PLAN = [["infinite-loop", "starter", "good"], ["good", "always-equal", "segfault-once"],
+        ["good", "starter", "syntax-error"], ["good", "segfault-once", "starter"]]
+TIMEOUT = 30
 
 
 def slurm_round(cluster: LocalSlurm, subs: Path, grading: Path, logs: Path) -> float:
