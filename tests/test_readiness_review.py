@@ -108,6 +108,40 @@ def test_pool_records_concatenates_raw_samples_and_keeps_the_compiling_block():
     assert failed["output_ok"] is False
 
 
+def test_pooled_blocks_keep_their_rounds_so_decide_pairs_them():
+    blocks = [record([0.01] * 5), record([0.03] * 5), record([0.02] * 5)]
+    pooled = capstone.pool_records(blocks)
+    assert pooled["round_ids"] == [0] * 5 + [1] * 5 + [2] * 5
+    assert validate_run_record(pooled) == []
+    assert capstone.pool_records(blocks, rounds=[4, 5, 6])["round_ids"][-1] == 6
+    with pytest.raises(RecordError, match="3 blocks"):
+        capstone.pool_records(blocks, rounds=[0, 1])
+    # the same drift in both variants' rounds cancels in the paired decision
+    after = capstone.pool_records([record([s / 1.2] * 5) for s in (0.01, 0.03, 0.02)])
+    from coursekit.measure.decision import decide_rounds
+    result = decide_rounds(pooled, after)
+    assert result["method"] == "paired rounds" and result["ratio"] == pytest.approx(1.2)
+
+
+def test_communication_roofline_from_two_message_sizes():
+    assert trace_collectives.shape_bytes("f32[]") == 4
+    assert trace_collectives.shape_bytes("(f32[64]{0}, bf16[10,64]{1,0}, s32[])") == \
+        64 * 4 + 640 * 2 + 4
+    small = {"bytes": 4, "cost_s": 20e-6, "ci_s": [10e-6, 30e-6], "resolved": True}
+    big = {"bytes": 4 + 2**20, "cost_s": 20e-6 + 1e-3, "ci_s": [0.9e-3, 1.1e-3],
+           "resolved": True}
+    roof = trace_collectives.comm_roofline(small, big)
+    assert roof["latency_s"] == pytest.approx(20e-6) and roof["latency_resolved"]
+    assert roof["bandwidth_Bps"] == pytest.approx(2**20 / 1e-3)
+    assert roof["ridge_bytes"] == pytest.approx(20e-6 * 2**20 / 1e-3)
+    assert trace_collectives.predicted_comm_s(4, roof)["bound"] == "latency"
+    assert trace_collectives.predicted_comm_s(2**20, roof)["bound"] == "bandwidth"
+    # an unresolved latency is used at the upper end of its interval ("at most")
+    unresolved = dict(small, cost_s=-5e-6, ci_s=[-40e-6, 30e-6], resolved=False)
+    roof = trace_collectives.comm_roofline(unresolved, big)
+    assert roof["latency_s"] == 0.0 and roof["latency_bound_s"] == pytest.approx(30e-6)
+
+
 def test_pool_records_refuses_blocks_from_other_settings():
     with pytest.raises(RecordError, match="fingerprint"):
         capstone.pool_records([record([0.01] * 5),

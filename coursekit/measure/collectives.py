@@ -10,15 +10,28 @@ per step and collective. Their time on CPU is mostly device threads *waiting* fo
 other at the rendezvous (8 fake devices share the machine's cores): evidence that the
 collective sits on this machine's critical path, not a measurement of what a network or
 an accelerator interconnect would cost.
+
+What one collective costs by itself is measured apart, on the same mesh:
+
+    cost = collective_cost(mesh, n_elements=1)     # a scalar psum against the same
+    cost["cost_s"], cost["ci_s"], cost["resolved"]  # program without it, interleaved
+    roof = comm_roofline(small, big)               # latency and bandwidth from two sizes
+    roof["latency_s"], roof["bandwidth_Bps"], roof["ridge_bytes"]
+    shape_bytes("(f32[64]{0}, f32[])")              # 260: bytes an all-reduce moves
 """
 
 from __future__ import annotations
 
+import math
 import re
 
-from coursekit.measure import traces
+import numpy as np
 
-_ALL_REDUCE = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>all-reduce(?:-start)?[\w.\-]*)\s*=\s*"
+from coursekit.measure import decision, traces
+
+# Instruction names vary ("all-reduce.6" from the partitioner, "psum_invariant.7" from a
+# shard_map psum): the opcode after the shape is what makes it an all-reduce.
+_ALL_REDUCE = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*"
                          r"(?P<shape>.+?)\s+all-reduce(?:-start)?\(")
 
 
@@ -65,3 +78,103 @@ def collective_time(trace_file, region: str, n_devices: int, prefix: str = "all-
     share = {op: us / step_us for op, us in per_op_us.items()}
     return {"steps": steps, "step_us": step_us, "per_op_us": per_op_us, "share": share,
             "total_share": sum(share.values())}
+
+
+# ---------------------------------------------------------------------------------------
+# The collective's own cost, measured in isolation
+# ---------------------------------------------------------------------------------------
+
+_ITEMSIZE = {"pred": 1, "s8": 1, "u8": 1, "f16": 2, "bf16": 2, "s16": 2, "u16": 2,
+             "f32": 4, "s32": 4, "u32": 4, "f64": 8, "s64": 8, "u64": 8, "c64": 8,
+             "c128": 16}
+_ARRAY = re.compile(r"\b(?P<dtype>[a-z]+\d*)\[(?P<dims>[\d,]*)\]")
+
+
+def shape_bytes(shape: str) -> int:
+    """Bytes of an HLO result shape such as ``f32[]`` or ``(f32[64]{0}, f32[10,64]{1,0})``
+    (one device's buffer: what its all-reduce sends and receives)."""
+    total = 0
+    for m in _ARRAY.finditer(shape):
+        if m["dtype"] not in _ITEMSIZE:
+            continue
+        dims = [int(d) for d in m["dims"].split(",") if d]
+        total += math.prod(dims) * _ITEMSIZE[m["dtype"]]
+    return total
+
+
+def psum_programs(mesh, n_elements: int = 1):
+    """Two jitted programs over ``mesh`` that differ only by one all-reduce: ``a +
+    psum(a)`` and ``a + a`` on ``n_elements`` float32 per device, and their input."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    axis = mesh.axis_names[0]
+    x = jax.device_put(jnp.ones((mesh.devices.size * int(n_elements),), jnp.float32),
+                       NamedSharding(mesh, P(axis)))
+
+    def program(body):
+        return jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P(axis), out_specs=P(axis)))
+    return (program(lambda a: a + jax.lax.psum(a, axis)), program(lambda a: a + a), x)
+
+
+def collective_cost(mesh, n_elements: int = 1, *, rounds: int = 8, iters: int = 20,
+                    warmup: int = 2, confidence: float = 0.95) -> dict:
+    """What one all-reduce of ``n_elements`` float32 per device costs on ``mesh``: the
+    program with the psum against the same program without it, in ``rounds``
+    interleaved rounds (``decision.measure_interleaved``), per round the difference of
+    medians, a t interval over rounds.
+
+    Returns {"bytes": per device, "cost_s": mean per-round difference, "ci_s": [lo, hi]
+    (None with one round), "resolved": bool (the interval excludes 0), "psum_median_s",
+    "local_median_s", "all_reduces": {"psum": n, "local": n} in the compiled programs,
+    "contention": decision.contention of the psum samples, "rounds": int}."""
+    import jax
+
+    psum, local, x = psum_programs(mesh, n_elements)
+    got = decision.measure_interleaved(lambda: jax.block_until_ready(psum(x)),
+                                       lambda: jax.block_until_ready(local(x)),
+                                       rounds=rounds, iters=iters, warmup=warmup,
+                                       names=("psum", "local"))
+    with_psum, without = (decision.round_medians(got[k]) for k in ("psum", "local"))
+    diffs = np.array([with_psum[r] - without[r] for r in sorted(with_psum)])
+    cost, ci = float(diffs.mean()), None
+    if diffs.size >= 2:
+        half = (decision.t_quantile(confidence, diffs.size - 1)
+                * float(np.std(diffs, ddof=1)) / math.sqrt(diffs.size))
+        ci = [cost - half, cost + half]
+    return {"bytes": 4 * int(n_elements), "cost_s": cost, "ci_s": ci,
+            "resolved": bool(ci is not None and (ci[0] > 0 or ci[1] < 0)),
+            "psum_median_s": float(np.median(got["psum"]["samples_s"])),
+            "local_median_s": float(np.median(got["local"]["samples_s"])),
+            "all_reduces": {"psum": len(all_reduce_ops(psum, x)),
+                            "local": len(all_reduce_ops(local, x))},
+            "contention": decision.contention(got["psum"]), "rounds": int(diffs.size)}
+
+
+def comm_roofline(small: dict, big: dict) -> dict:
+    """The communication roofline from two ``collective_cost`` results: a message of b
+    bytes costs about ``latency + b / bandwidth``. Latency is the small message's cost;
+    bandwidth the extra bytes of the big one over its extra time (None when the big one
+    was not measurably dearer). When the small cost's interval holds 0 the latency is
+    not resolved: ``latency_bound_s`` is then its upper end (the latency is at most
+    that), else the point value. ``ridge_bytes`` = latency_bound_s x bandwidth: messages
+    below it are latency-bound (their bytes hardly matter)."""
+    latency = max(small["cost_s"], 0.0)
+    bound = latency if small["resolved"] or not small["ci_s"] else max(small["ci_s"][1], 0.0)
+    extra_s, extra_b = big["cost_s"] - small["cost_s"], big["bytes"] - small["bytes"]
+    bandwidth = extra_b / extra_s if big["resolved"] and extra_s > 0 and extra_b > 0 else None
+    return {"latency_s": latency, "latency_resolved": bool(small["resolved"]),
+            "latency_bound_s": bound, "bandwidth_Bps": bandwidth,
+            "ridge_bytes": bound * bandwidth if bandwidth else None}
+
+
+def predicted_comm_s(nbytes: int, roof: dict) -> dict:
+    """Latency + bytes / bandwidth for one all-reduce of ``nbytes`` per device, and which
+    term dominates ("latency" or "bandwidth")."""
+    bw = roof["bandwidth_Bps"]
+    transfer = nbytes / bw if bw else 0.0
+    return {"bytes": int(nbytes), "transfer_s": transfer,
+            "predicted_s": roof["latency_bound_s"] + transfer,
+            "bound": "latency" if transfer <= roof["latency_bound_s"] else "bandwidth"}

@@ -168,10 +168,13 @@ def max_relative_difference(a, b) -> float:
     return worst
 
 
-def pool_records(blocks: list[dict], label: str = "") -> dict:
+def pool_records(blocks: list[dict], label: str = "", rounds: list[int] | None = None) -> dict:
     """One run record from blocks of the *same* step measured in alternation with another
     variant (before, after, after, before, ...), so that both variants sample the same
-    background load. Raw samples are concatenated (``iters`` = their count); the first
+    background load. Block ``i`` is interleaved round ``rounds[i]`` (``i`` by default):
+    ``round_ids`` names each sample's round, so a decision pairs the two variants' blocks
+    of one round instead of pooling samples. Raw samples are concatenated (``iters`` =
+    their count); the first
     call, its compile count, trace and region come from the first block (the one that
     compiled); ``compiles_warmed`` is summed; ``output_ok`` is True only when every block
     says True. The blocks must agree on everything else, fingerprint included."""
@@ -186,7 +189,12 @@ def pool_records(blocks: list[dict], label: str = "") -> dict:
             raise RecordError(f"block {i} differs from block 0 in {differ}: only blocks of "
                               "one measurement setting can be pooled")
     pooled = dict(first)
+    rounds = list(range(len(blocks))) if rounds is None else [int(r) for r in rounds]
+    if len(rounds) != len(blocks):
+        raise RecordError(f"{len(rounds)} round numbers for {len(blocks)} blocks")
     pooled["samples_s"] = [float(s) for b in blocks for s in b["samples_s"]]
+    pooled["round_ids"] = [r for r, b in zip(rounds, blocks, strict=True)
+                           for _ in b["samples_s"]]
     pooled["iters"] = len(pooled["samples_s"])
     pooled["compiles_warmed"] = int(sum(b["compiles_warmed"] for b in blocks))
     oks = [b["output_ok"] for b in blocks]
