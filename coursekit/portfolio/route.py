@@ -9,7 +9,8 @@ Required route practice versus optional extensions:
 
 * Required: the five milestones an accelerator and performance engineer cannot skip:
   trustworthy numbers (a regression fit with checked gradients, a classifier that
-  reruns bitwise), a measured before/after decision backed by a trace, and a sharded
+  reruns bitwise), a measured before/after decision backed by a trace (on the learner's
+  own optimisation: optimisation stage 4 writes the records it rests on), and a sharded
   run that survives being killed.
 * Optional extension, the custom Pallas kernel: on these CPU machines Pallas only runs
   interpreted, so the kernel's timings describe the interpreter, not a kernel; the
@@ -99,6 +100,19 @@ PA3 = Stage("performance-audit", 3, "test a trade-off",
 PA4 = Stage("performance-audit", 4, "decide what is ready",
             "decide accepts a real speedup and rejects noise, wrong outputs and "
             "incomparable runs")
+OP1 = Stage("optimisation", 1, "find it",
+            "the limiting phase of a slow training loop named from a real trace, with its "
+            "share, the events that show it and Amdahl's ceiling for removing it")
+OP2 = Stage("optimisation", 2, "fix it",
+            "a faster version within the contract's tolerance on odd shapes, compiling "
+            "nothing after its first call, clearly faster in the checker's interleaved "
+            "rounds in a fresh process")
+OP3 = Stage("optimisation", 3, "where it stops helping",
+            "the gain measured over batch sizes, and where it falls below the threshold "
+            "predicted before the sweep")
+OP4 = Stage("optimisation", 4, "the report",
+            "before and after run records with traces, which performance-audit's decide "
+            "reads and whose speedup agrees with the checker's")
 ST1 = Stage("sharded-training", 1, "mesh and placement",
             "arrays placed on a device mesh as the checker expects")
 ST2 = Stage("sharded-training", 2, "count-weighted global updates",
@@ -133,9 +147,12 @@ MILESTONES: tuple[Milestone, ...] = (
               "a killed run resumed in a fresh process and ending where an "
               "uninterrupted run ends", ("sharded-training",)),
     Milestone("performance-report", "A trace-backed before-and-after performance report",
-              REQUIRED, ("01", "02", "03", "04", "07"), (PA1, PA2, PA3, PA4),
+              REQUIRED, ("01", "02", "03", "04", "07", "08"),
+              (PA1, PA2, PA3, PA4, OP1, OP2, OP3, OP4),
               "comparable synchronised measurements, a trace that explains them, a "
-              "tested trade-off and a justified accept/reject", ("performance-audit",)),
+              "tested trade-off, the learner's own optimisation (limiting operation found, "
+              "fixed within its contract, measured before and after) and a justified "
+              "accept/reject", ("performance-audit", "optimisation")),
     Milestone("sharded-experiment", "A resilient sharded training experiment", REQUIRED,
               ("05",), (ST1, ST2, ST3, ST4),
               "a sharded run with correct count-weighted updates, recovery and a "

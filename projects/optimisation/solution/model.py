@@ -40,6 +40,7 @@ from coursekit.workloads import slow_step
 import functools
 
 from jax import lax
+
 ### END SOLUTION
 
 # ---------------------------------------------------------------------------------------
@@ -188,6 +189,31 @@ def _timed(fn) -> float:
     return time.perf_counter() - start
 
 
+### BEGIN SOLUTION
+def _measure_pair(problem: dict, rounds: int) -> tuple[list, list]:
+    """First calls apart, then ``rounds`` alternating rounds of one synced call each."""
+    args = (problem["tokens"], problem["targets"])
+    lrs = iter(problem["lr"] * (1 + 0.01 * i) for i in range(10**6))
+    copies = [slow_step.fresh_copy(problem["params"])]
+
+    def slow():
+        return slow_step.train_slow(problem["params"], *args, next(lrs))
+
+    def fast():
+        return train_fast(copies.pop(), *args, next(lrs))
+    _timed(slow)
+    _timed(fast)
+    slow_s, fast_s = [], []
+    for r in range(rounds):
+        copies.append(slow_step.fresh_copy(problem["params"]))
+        jax.block_until_ready(copies)
+        order = ((slow, slow_s), (fast, fast_s))
+        for fn, samples in (order if r % 2 == 0 else order[::-1]):
+            samples.append(_timed(fn))
+    return slow_s, fast_s
+### END SOLUTION
+
+
 def gain_sweep(config: dict, batch_sizes: list[int], rounds: int = 3, seed: int = 0) -> dict:
     """``train_slow`` against your ``train_fast`` at each batch size (other sizes from
     ``config``), measured by you.
@@ -207,26 +233,8 @@ def gain_sweep(config: dict, batch_sizes: list[int], rounds: int = 3, seed: int 
     out = {"batch_sizes": [int(b) for b in batch_sizes], "slow_s": [], "fast_s": [],
            "gains": []}
     for b in batch_sizes:
-        problem = slow_step.make_problem(dict(config, batch=int(b)), seed)
-        args = (problem["tokens"], problem["targets"])
-        lrs = iter(problem["lr"] * (1 + 0.01 * i) for i in range(10**6))
-
-        def slow():
-            return slow_step.train_slow(problem["params"], *args, next(lrs))
-        copies = []
-
-        def fast():
-            return train_fast(copies.pop(), *args, next(lrs))
-        copies.append(slow_step.fresh_copy(problem["params"]))
-        _timed(slow)
-        _timed(fast)
-        slow_s, fast_s = [], []
-        for r in range(rounds):
-            copies.append(slow_step.fresh_copy(problem["params"]))
-            jax.block_until_ready(copies)
-            order = ((slow, slow_s), (fast, fast_s))
-            for fn, samples in (order if r % 2 == 0 else order[::-1]):
-                samples.append(_timed(fn))
+        slow_s, fast_s = _measure_pair(slow_step.make_problem(dict(config, batch=int(b)),
+                                                              seed), rounds)
         out["slow_s"].append(slow_s)
         out["fast_s"].append(fast_s)
         out["gains"].append(statistics.median(slow_s) / statistics.median(fast_s))

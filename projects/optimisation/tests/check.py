@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the course root
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from coursekit.checking.contract import CheckFailed, Checker  # noqa: E402
-from coursekit.checking.learner import get_function  # noqa: E402
+from coursekit.checking.contract import Checker, CheckFailed  # noqa: E402
+from coursekit.checking.learner import LearnerCodeError  # noqa: E402
 from coursekit.checking.values import as_float, fail_unless, require_keys  # noqa: E402
 from coursekit.measure import traces  # noqa: E402
 from coursekit.measure.decision import decide_rounds  # noqa: E402
@@ -342,9 +342,9 @@ def _(impl, ctx):
         for j in range(2 if i else 1):   # new values of one shape: a cached result fails
             problem = slow_step.make_problem(config, ctx.seed * 7 + 10 * i + j)
             lr = problem["lr"] * (1 + 0.1 * j)
+            got = learner_train(impl, problem, lr)
             want = slow_step.train_slow(problem["params"], problem["tokens"],
                                         problem["targets"], lr)
-            got = learner_train(impl, problem, lr)
             compare_outputs(got, want, label, " on new values of a shape seen before "
                             "(a result kept from an earlier call?)" if j else "")
         if config["steps"] == 1:
@@ -392,13 +392,18 @@ def run_driver(ctx, configs: list[dict], seed: int, *, rounds: int, slow_iters: 
         os.killpg(proc.pid, 9)
         proc.wait()
         raise CheckFailed(f"the timing process ran over {timeout:.0f} s",
-                          hint="train_fast should take milliseconds per call at this size")
+                          hint="train_fast should take milliseconds per call at this size"
+                          ) from None
     reader.join(timeout=10)
     report_path = Path(spec["out"])
     if not report_path.is_file():
         tail = (folder / "stderr").read_text(errors="replace").strip()[-500:]
         raise CheckFailed(f"the timing process died (exit {proc.returncode}): {tail}")
     report = json.loads(report_path.read_text())
+    if not report.get("ok") and report.get("kind") in ("not-implemented", "missing-function",
+                                                        "syntax", "import", "exception"):
+        raise LearnerCodeError(report["kind"], f"in the timing process: {report['error']}",
+                               report.get("hint", ""))
     if not report.get("ok"):
         raise CheckFailed(f"in the timing process: {report.get('error')}",
                           hint="train_fast must import and run in a fresh process")
@@ -527,14 +532,14 @@ def checker_sweep(ctx) -> dict:
 
 @checker.check(3, "sweep_matches_checker")
 def _(impl, ctx):
+    config, sizes = sweep_config(ctx), sweep_sizes(ctx)
+    got = require_keys(impl.gain_sweep(config, sizes, SWEEP_ROUNDS, ctx.seed + 3),
+                       ("batch_sizes", "slow_s", "fast_s", "gains"), "gain_sweep")
     mine = checker_sweep(ctx)
     fail_unless(mine["gains"][0] > mine["gains"][-1],
                 "your fix's gain does not shrink with the batch size in the checker's sweep",
                 yours=[round(g, 2) for g in mine["gains"]], expected="falling gains",
                 hint="stage 2 must pass first")
-    got = require_keys(impl.gain_sweep(mine["config"], mine["sizes"], SWEEP_ROUNDS,
-                                       ctx.seed + 3),
-                       ("batch_sizes", "slow_s", "fast_s", "gains"), "gain_sweep")
     fail_unless(list(got["batch_sizes"]) == mine["sizes"] and len(got["gains"]) == len(
         mine["sizes"]), "gain_sweep must report every size it was given, in order",
         yours=got["batch_sizes"], expected=mine["sizes"])
@@ -554,10 +559,10 @@ def _(impl, ctx):
 
 @checker.check(3, "prediction_near_measured_crossover")
 def _(impl, ctx):
+    sizes = sweep_sizes(ctx)
+    predicted = impl.predict_crossover(sweep_config(ctx), sizes[0], sizes[-1],
+                                       GAIN_THRESHOLD, ctx.seed + 4)
     mine = checker_sweep(ctx)
-    sizes = mine["sizes"]
-    predicted = impl.predict_crossover(mine["config"], sizes[0], sizes[-1], GAIN_THRESHOLD,
-                                       ctx.seed + 4)
     measured = mine["crossover"]
     shown = f"gains {[round(g, 2) for g in mine['gains']]} at batch sizes {sizes}"
     if measured is None:

@@ -31,7 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from coursekit.checking.learner import get_function, load_impl  # noqa: E402
+from coursekit.checking.learner import (  # noqa: E402
+    LearnerCodeError,
+    explain_exception,
+    get_function,
+    load_impl,
+)
 from coursekit.measure.timing import count_compiles  # noqa: E402
 from coursekit.workloads import slow_step  # noqa: E402
 
@@ -45,10 +50,13 @@ def main(spec_path: str) -> int:
     out = Path(spec["out"])
     try:
         fast = get_function(load_impl(spec["impl"]), "train_fast")
-    except Exception as err:  # noqa: BLE001 - reported to the checker as one line
-        out.write_text(json.dumps({"ok": False, "error": f"{type(err).__name__}: {err}"}))
+        reports = [measure(spec, config, i, fast, tag)
+                   for i, config in enumerate(spec["configs"])]
+    except Exception as err:  # noqa: BLE001 - reported to the checker as one named line
+        err = err if isinstance(err, LearnerCodeError) else explain_exception(err, spec["impl"])
+        out.write_text(json.dumps({"ok": False, "error": str(err), "kind": err.kind,
+                                   "hint": err.hint}))
         return 0
-    reports = [measure(spec, config, i, fast, tag) for i, config in enumerate(spec["configs"])]
     out.write_text(json.dumps({"ok": True, "sizes": reports}))
     return 0
 

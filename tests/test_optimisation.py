@@ -1,0 +1,73 @@
+"""optimisation's checker tells right from wrong: the reference passes every stage with the
+other core busy, the starter fails every stage with its stage hint, and each planted bug
+(a cached result, a fix timed without sync, a bfloat16 shortcut, a fix that still
+recompiles, a fix that changes the data, a share from the wrong events) fails the check
+aimed at it."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import plant, run_checker, solution, starter
+
+PROJECT = "optimisation"
+CHECKS_PER_STAGE = {1: 3, 2: 3, 3: 3, 4: 2}
+TOTAL = sum(CHECKS_PER_STAGE.values())
+
+
+@pytest.mark.slow
+def test_reference_passes_every_stage_with_a_busy_core(busy_core, tmp_path):
+    result = run_checker(PROJECT, solution(PROJECT), "all", tmp=tmp_path)
+    failed = {k: v for k, v in result["status"].items() if v != "pass"}
+    assert result["returncode"] == 0 and not failed, (failed, result["stdout"])
+    assert len(result["status"]) == TOTAL
+    assert result["stdout"].strip().splitlines()[-1] == f"{TOTAL} passed, 0 failed"
+
+
+def test_starter_fails_each_stage_with_its_hint(tmp_path):
+    result = run_checker(PROJECT, starter(PROJECT), "all", tmp=tmp_path)
+    assert result["returncode"] == 1
+    for r in result["json"]["results"]:
+        assert r["status"] == "not-implemented", r
+        assert f"stage {r['stage']}" in r["message"], r
+    assert "Traceback" not in result["stdout"] + result["stderr"]
+    assert result["stdout"].strip().splitlines()[-1] == f"0 passed, {TOTAL} failed"
+
+
+PLANTED = {
+    "cached_result": (2, "fast_matches_contract", [
+        ("    return _train(params, tokens, targets, jnp.float32(lr))\n",
+         "    cache = train_fast.__dict__.setdefault('cache', {})\n"
+         "    key = (tuple(tokens.shape), tuple(params['embed'].shape))\n"
+         "    if key not in cache:\n"
+         "        cache[key] = _train(params, tokens, targets, jnp.float32(lr))\n"
+         "    return cache[key]\n")]),
+    "bfloat16_shortcut": (2, "fast_matches_contract", [
+        ('    h = jnp.tanh(x @ params["w1"])\n    logits = h @ params["w2"]\n    lse',
+         '    h = jnp.tanh(x.astype(jnp.bfloat16) @ params["w1"].astype(jnp.bfloat16))\n'
+         '    logits = (h @ params["w2"].astype(jnp.bfloat16)).astype(jnp.float32)\n'
+         '    lse')]),
+    "changes_the_data": (2, "fast_matches_contract", [
+        ("    return lax.scan(step, params, (tokens, targets))",
+         "    return lax.scan(step, params, (tokens[::-1], targets[::-1]))")]),
+    "still_recompiles": (2, "no_recompile_fixed_shape", [
+        ("@functools.partial(jax.jit, donate_argnums=0)",
+         "@functools.partial(jax.jit, donate_argnums=0, static_argnums=3)"),
+        ("jnp.float32(lr))\n    ### END", "float(lr))\n    ### END")]),
+    "share_from_wrong_events": (1, "breakdown_matches_checker_parse", [
+        ("        for child in ev.children:\n            if child.name in phase_us:",
+         "        for child in traces.walk(ev.children):\n            if child.name in phase_us:")]),
+    "after_timed_without_sync": (4, "records_agree_with_checker", [
+        ("            out = jax.block_until_ready(fn(params, *args, next(lrs) if lr is None "
+         "else lr))",
+         "            out = fn(params, *args, next(lrs) if lr is None else lr)")]),
+}
+
+
+@pytest.mark.parametrize("bug", sorted(PLANTED))
+def test_planted_bug_fails_the_right_check(bug, tmp_path):
+    stage, check_id, replacements = PLANTED[bug]
+    impl = plant(tmp_path, PROJECT, bug, replacements)
+    result = run_checker(PROJECT, impl, str(stage), tmp=tmp_path, only=check_id)
+    assert result["returncode"] == 1, result["stdout"]
+    assert result["status"] == {check_id: "fail"}, (result["status"], result["stdout"])
+    assert f"FAIL stage {stage} · {check_id}" in result["stdout"]
