@@ -6,6 +6,7 @@
 #   make bench    benchmark figures, printed as ratios measured side by side
 #   make portfolio  your route map and benchmark report from your own records
 #   make mlflow-ui  the MLflow record of every run (failed ones too) on http://127.0.0.1:5000
+#   make xprof    XProf's trace viewer on your own profiler traces on http://127.0.0.1:8791
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -18,7 +19,7 @@ CHECK_ARGS ?=
 # A release (python -m autograder release) has no reference solutions: coursekit.facts decides.
 IS_RELEASE = $(PY) -c 'import sys; from coursekit.facts import is_release; sys.exit(not is_release())'
 
-.PHONY: setup course test check lab bench starters portfolio mlflow-ui browser-deps slurm-deps clean help
+.PHONY: setup course test check lab bench starters portfolio mlflow-ui xprof browser-deps slurm-deps clean help
 help:
 	@sed -n '1,9p' Makefile
 
@@ -74,6 +75,10 @@ portfolio: $(STAMP)
 
 mlflow-ui: $(STAMP)
 	$(PY) -m coursekit.provenance ui
+
+# the learner's traces (build/learner, where the notebooks write them), 127.0.0.1 only
+xprof: $(STAMP)
+	$(PY) -m coursekit.commands.xprof
 
 starters: $(STAMP)
 	$(PY) -m coursekit.authoring.starters

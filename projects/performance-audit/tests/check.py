@@ -377,6 +377,20 @@ def _(impl, ctx):
     fail_unless(summary["count"] == steps, "the annotated region is not in the trace once "
                 "per step", yours=summary["count"], expected=steps,
                 hint="wrap every step in jax.profiler.TraceAnnotation(region)")
+    # A second parser on the second file of the same run: XProf reads the .xplane.pb
+    # beside the JSON. Equal region count and durations (to xprof_trace's 10 ns) mean
+    # the JSON is the profiler's own and our parse of it is right.
+    from coursekit.measure import xprof_trace
+    try:
+        xprof = xprof_trace.compare_region(newest, region)
+    except (ImportError, xprof_trace.XProfError, traces.TraceError) as err:
+        xprof = {"mismatches": [str(err)], "xprof": None}
+    fail_unless(not xprof["mismatches"], "the region in the trace JSON differs from "
+                "XProf's reading of the .xplane.pb beside it",
+                yours="; ".join(xprof["mismatches"][:3]), expected=f"{steps} {region!r} "
+                f"events with the same durations in both files (XProf: {xprof['xprof']})",
+                hint="write the trace with jax.profiler.trace and leave both files as the "
+                "profiler wrote them")
 
 
 @checker.check(2, "region_summary_matches_checker")
