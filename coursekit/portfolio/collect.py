@@ -54,7 +54,8 @@ def save_memory(policies: dict, *, workload: dict, grads_equal: bool | None,
                 out: str | Path | None = None, note: str = "") -> Path:
     """Keep memory figures a notebook already measured. ``policies`` maps a policy name
     ("none", "nothing_saveable", ...) to {"saved_residual_bytes", "compiler_temp_bytes",
-    "vmhwm_bytes"} (ints; a figure not measured is None). ``grads_equal``: whether every
+    "run_peak_bytes" (run-only, median of repeats), "vmhwm_bytes"} (ints; a figure not
+    measured is None). ``grads_equal``: whether every
     policy's gradients equalled no-remat gradients (None: not checked)."""
     from coursekit.measure.environment import environment_fingerprint
     env = environment_fingerprint()
@@ -74,6 +75,8 @@ def collect_memory(impl: str | Path | None = None, *, depth: int = 4, width: int
     (``init_blocks``, ``loss_and_grads``, ``saved_residual_bytes``, ``compiler_temp_bytes``,
     ``peak_rss_fresh_process``). Gradients are compared first; with unequal gradients the
     figures are still kept, marked as resting on a failed check. Returns the payload."""
+    import statistics
+
     import jax
     import numpy as np
 
@@ -95,7 +98,13 @@ def collect_memory(impl: str | Path | None = None, *, depth: int = 4, width: int
         figures[policy or "none"] = {
             "saved_residual_bytes": int(mod.saved_residual_bytes(params, x, policy)),
             "compiler_temp_bytes": int(mod.compiler_temp_bytes(params, x, policy)),
-            "vmhwm_bytes": int(peak["vmhwm_bytes"]), "grads_equal": bool(same)}
+            # run-only peak (high-water mark reset after compile), median of the repeats;
+            # vmhwm_bytes: the unreset reading (runtime + compile + inputs + run)
+            "run_peak_bytes": int(statistics.median(peak["run_peak_bytes"])),
+            "run_peak_spread_bytes": int(max(peak["run_peak_bytes"]) -
+                                         min(peak["run_peak_bytes"])),
+            "vmhwm_bytes": int(statistics.median(peak["vmhwm_bytes"])),
+            "grads_equal": bool(same)}
     workload = {"depth": depth, "width": width, "hidden": hidden, "batch": batch,
                 "dtype": "float32", "impl": str(_impl("performance-audit", impl))}
     path = save_memory(figures, workload=workload, grads_equal=grads_equal, out=out)

@@ -11,9 +11,9 @@ Stages (notebooks 01-04 and 07 walk through each):
                                   matmul_cost_by_hand, cost_from_compiler,
                                   measure_peak_flops, measure_bandwidth, cache_sizes,
                                   roofline
-  3. test a trade-off             init_blocks, block_loss, loss_and_grads,
-                                  saved_residual_bytes, compiler_temp_bytes,
-                                  peak_rss_fresh_process
+  3. test a trade-off             init_blocks, block_loss, tanh_chain_loss,
+                                  loss_and_grads, saved_residual_bytes,
+                                  compiler_temp_bytes, peak_rss_fresh_process
   4. decide what is ready         load_run, decide, predict_step_speedup
 
 Every figure you produce on this machine is a CPU figure; say so wherever you report it.
@@ -24,6 +24,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import resource
 import time
 from pathlib import Path
 
@@ -152,12 +153,34 @@ def measure_peak_flops(n: int = 1024, iters: int = 5) -> float:
     raise NotImplementedError('stage 2: measure_peak_flops')
 
 
-def measure_bandwidth(nbytes: int = 256 * 2**20, iters: int = 5) -> float:
-    """Attained memory bandwidth in bytes/s: a jitted streaming op (``x * 2 + 1`` on a
-    float32 array of ``nbytes``) that reads and writes every byte once, so it moves
-    ``2 * nbytes`` per call; best of ``iters`` synced calls. Use an array much larger
-    than the last-level cache so the figure is DRAM bandwidth."""
-    raise NotImplementedError('stage 2: measure_bandwidth')
+BANDWIDTH_KINDS = ("in_place", "read_sum", "fresh_output")
+
+
+def measure_bandwidth(nbytes: int = 256 * 2**20, iters: int = 5,
+                      kind: str = "in_place") -> dict:
+    """Attained memory bandwidth of one streaming op on a float32 array of ``nbytes``,
+    measured so that no sample pays for fresh memory pages.
+
+    ``kind``:
+      "in_place"     ``x * 2 + 1`` written into its own input (donated): moves 2 * nbytes
+      "read_sum"     ``jnp.sum(x)``, read-dominated: moves nbytes
+      "fresh_output" ``x * 2 + 1`` into a new array each call: moves 2 * nbytes, and pays
+                     a minor page fault per page of the new output (for contrast only)
+    Compile first, then ``iters`` synchronised samples; around each sample record the
+    minor page faults it caused (``resource.getrusage(RUSAGE_SELF).ru_minflt``).
+
+    Returns a JSON-able dict:
+      kind: str; nbytes: int; moved_bytes: int (bytes moved per call, as above)
+      samples_s: list of ``iters`` raw seconds; minor_faults: list of ``iters`` ints
+      bandwidth: float, bytes/s = moved_bytes / fastest sample
+
+    Checked (stage 2): your in-place and read_sum bandwidths against the checker's own
+    in-place measurement interleaved with your call (within a factor the physics allows;
+    a fresh output each call reads several times slower here), your fault counts against
+    its own, and moved bytes exactly.
+    Size hint: 64 MiB takes a few ms per call on 2 CPU cores.
+    """
+    raise NotImplementedError('stage 2: measure_bandwidth (in place, faults per sample)')
 
 
 def cache_sizes() -> dict:
@@ -168,19 +191,27 @@ def cache_sizes() -> dict:
     raise NotImplementedError('stage 2: cache_sizes')
 
 
-def roofline(flops: float, nbytes: float, peak_flops: float, bandwidth: float,
+def roofline(flops: float, nbytes: float, peak_flops: float, bandwidth,
              working_set_bytes: int, caches: dict) -> dict:
     """Place one workload on the roofline.
 
+    ``bandwidth``: bytes/s, or ``{level: bytes/s}`` measured per memory level ("L1", ...,
+    "DRAM"); then the figure of the level the working set lives in is used (the roof is
+    only right for that level).
+
     Returns:
+      memory_level: the smallest level in ``caches`` ("L1", "L2", ...) whose size holds
+          ``working_set_bytes``, or "DRAM" when none does
+      bandwidth: the bytes/s used (that level's, when a dict was given)
       intensity: flops / nbytes (FLOP per byte)
       ridge: peak_flops / bandwidth (FLOP per byte where the two roofs meet)
       bound: "memory" when intensity < ridge, else "compute"
       attainable_flops: min(peak_flops, intensity * bandwidth)
       predicted_s: flops / attainable_flops
-      memory_level: the smallest level in ``caches`` ("L1", "L2", ...) whose size holds
-          ``working_set_bytes``, or "DRAM" when none does. The bandwidth roof is only
-          right for that level: say which one the estimate assumes.
+      compute_s: flops / peak_flops; memory_s: nbytes / bandwidth
+      lower_s: max(compute_s, memory_s) (compute and memory overlap perfectly: the
+          roofline's own prediction); upper_s: compute_s + memory_s (they never overlap)
+    Checked exactly against the checker's own arithmetic (stage 2).
     """
     raise NotImplementedError('stage 2: roofline')
 
@@ -214,6 +245,16 @@ def block_loss(params: list, x, policy: str | None = None):
     raise NotImplementedError('stage 3: block_loss')
 
 
+def tanh_chain_loss(ws: list, x, policy: str | None = None):
+    """Mean of squares after a plain chain of layers ``x = tanh(x @ w)``, one per entry of
+    ``ws`` (square float32 matrices). ``policy`` as in ``block_loss``: each *layer* in
+    ``jax.checkpoint`` with that policy; ``None`` means no remat. Scalar float32."""
+    raise NotImplementedError('stage 3: tanh_chain_loss')
+
+
+MODELS = {"blocks": block_loss, "tanh": tanh_chain_loss}
+
+
 def loss_and_grads(params: list, x, policy: str | None = None):
     """``(loss, grads)`` of ``block_loss`` with respect to ``params`` (a pytree shaped
     like ``params``). Done when grads with any policy equal the no-remat grads within
@@ -221,27 +262,55 @@ def loss_and_grads(params: list, x, policy: str | None = None):
     raise NotImplementedError('stage 3: loss_and_grads')
 
 
-def saved_residual_bytes(params: list, x, policy: str | None = None) -> int:
-    """Bytes the backward pass keeps from the forward pass of ``block_loss`` (the
-    residuals), summed over ``jax.ad_checkpoint.saved_residuals``-style entries
-    (shape x itemsize). Count only residuals, not the parameters and inputs themselves."""
-    raise NotImplementedError('stage 3: saved_residual_bytes')
+def saved_residual_bytes(params: list, x, policy: str | None = None,
+                         model: str = "blocks") -> int:
+    """Bytes the backward pass keeps from the forward pass (the residuals) of
+    ``MODELS[model]`` ("blocks": ``block_loss``, "tanh": ``tanh_chain_loss`` with ``params``
+    its list of weights), summed as shape x itemsize. Count only residuals, not the
+    parameters and inputs themselves (they are kept anyway).
+
+    Use a public route: ``jax.vjp`` returns the pullback as a ``jax.tree_util.Partial``,
+    a pytree whose leaves are exactly the saved values (an argument kept as a residual
+    is the argument array itself); ``jax.ad_checkpoint.print_saved_residuals`` prints the
+    same list for reading. Checked (stage 3) for equality with the checker's own count.
+    """
+    raise NotImplementedError("stage 3: saved_residual_bytes (public route: the vjp's leaves)")
 
 
-def compiler_temp_bytes(params: list, x, policy: str | None = None) -> int:
-    """The compiler's temporary-buffer estimate for the jitted ``loss_and_grads``:
-    ``memory_analysis().temp_size_in_bytes`` of the compiled function."""
+def compiler_temp_bytes(params: list, x, policy: str | None = None,
+                        model: str = "blocks") -> int:
+    """The compiler's temporary buffers for the jitted ``value_and_grad`` of
+    ``MODELS[model]``: ``memory_analysis().temp_size_in_bytes`` of the compiled function.
+    Temp excludes the arguments and outputs (``argument_size_in_bytes``,
+    ``output_size_in_bytes``); it is the part remat can shrink. Checked (stage 3) for
+    equality with the checker's compile, and for the ordering across policies."""
     raise NotImplementedError('stage 3: compiler_temp_bytes')
 
 
 def peak_rss_fresh_process(depth: int, width: int, hidden: int, batch: int,
-                           policy: str | None = None) -> dict:
-    """Observed peak memory of one jitted ``loss_and_grads`` call, measured in a *fresh*
-    Python process (``subprocess``) that imports this file, runs the call once and reads
-    its own ``VmHWM`` from ``/proc/self/status``. tracemalloc misses XLA's buffers; the
-    runtime alone costs a few hundred MiB, so compare variants, not absolute values.
-    Returns {"vmhwm_bytes": int, "pid": int (the child's pid)}."""
-    raise NotImplementedError('stage 3: peak_rss_fresh_process')
+                           policy: str | None = None, repeats: int = 3) -> dict:
+    """Observed peak memory of *running* one jitted ``loss_and_grads`` call (inputs from
+    ``init_blocks(jax.random.key(0), ...)`` and a ``(batch, width)`` normal input), host
+    memory, measured ``repeats`` times, each in a fresh Python process.
+
+    A process's high-water mark (``VmHWM`` in ``/proc/self/status``) holds the runtime,
+    compilation and the inputs. Measure the run alone: in the fresh process build the
+    inputs, compile, reset the high-water mark (write ``5`` to ``/proc/self/clear_refs``),
+    run once, read ``VmHWM``; the run's peak is that minus the RSS at the reset.
+
+    Returns a JSON-able dict (bytes, ints):
+      run_peak_bytes: list, one per repeat; vmhwm_bytes: list, VmHWM after the run
+      pids: list of the fresh processes' pids
+      argument_size_in_bytes, output_size_in_bytes, temp_size_in_bytes,
+      peak_memory_in_bytes, total_allocation_bytes: ``memory_analysis()`` of the program
+          the fresh process ran (the compiler's plan, for comparison)
+      device_peak_bytes: ``jax.devices()[0].memory_stats()["peak_bytes_in_use"]`` where the
+          device reports it, else None (CPU: VmHWM is host memory, never an accelerator's)
+    Checked (stage 3): every repeat within a window of the checker's own run-only peak of
+    the same model, the no-remat run above ``nothing_saveable``, the plan's arguments and
+    outputs exact. Size hint: 3 blocks, width 33, hidden 513, batch 6001: about 1 s each.
+    """
+    raise NotImplementedError('stage 3: peak_rss_fresh_process (reset VmHWM after compile)')
 
 
 # ---------------------------------------------------------------------------------------

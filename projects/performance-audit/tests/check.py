@@ -36,7 +36,7 @@ from coursekit.checking.contract import Checker
 from coursekit.checking.learner import get_function
 from coursekit.checking.probes import region_name, samples_of, within_ratio
 from coursekit.checking.values import as_float, fail_unless, require_keys
-from coursekit.measure import decision, traces
+from coursekit.measure import bandwidth, decision, peak_memory, traces
 from coursekit.measure.timing import time_synced
 from coursekit.workloads import catalog
 
@@ -62,6 +62,12 @@ CPU_FLOOR_FACTOR = 4.0
 # An unsynchronised timer reads about 10^3-10^4 times too fast on this workload, so a
 # factor-of-4 window cannot flake on a loaded machine yet cannot pass a missing sync.
 TIME_RATIO_WINDOW = 4.0
+
+# Bandwidth in place vs the same op writing a fresh output (a minor page fault per 4 KiB
+# page): 4.5-7.6x slower at 64-96 MiB on this machine at load 25 (6-7x idle); interleaved
+# best-of samples of two correct in-place measurements agree far closer. A factor 2.5
+# passes every correct one and fails every page-faulting one.
+BANDWIDTH_WINDOW = 2.5
 
 
 # ---------------------------------------------------------------------------------------
@@ -431,6 +437,29 @@ def _(impl, ctx):
                         hint="jax.jit(fn).lower(*args).compile().cost_analysis()")
 
 
+def bandwidth_bytes() -> int:
+    """The array size of the bandwidth check, from sysfs: a quarter of the last-level
+    cache, kept within 64-128 MiB (past glibc's 32 MiB mmap threshold, so a fresh output
+    is fresh pages every call; small enough for a 2-core machine)."""
+    llc = max(bandwidth.cache_sizes().values(), default=256 * 2**20)
+    return min(max(llc // 4, 64 * 2**20), 128 * 2**20) // 2**20 * 2**20
+
+
+def learner_bandwidth(impl, nbytes: int, kind: str, iters: int) -> dict:
+    m = require_keys(get_function(impl, "measure_bandwidth")(nbytes=nbytes, iters=iters,
+                                                             kind=kind),
+                     ("kind", "moved_bytes", "samples_s", "minor_faults", "bandwidth"),
+                     "measure_bandwidth")
+    samples_of(m, f"measure_bandwidth({kind!r})", iters)
+    faults = m["minor_faults"]
+    fail_unless(isinstance(faults, list) and len(faults) == iters and
+                all(type(f) is int and f >= 0 for f in faults),
+                "minor_faults must hold one count per sample",
+                yours=faults, expected=f"{iters} ints (ru_minflt after - before)",
+                hint="resource.getrusage(resource.RUSAGE_SELF).ru_minflt around each sample")
+    return m
+
+
 @checker.check(2, "peak_flops_and_bandwidth_measured")
 def _(impl, ctx):
     peak = as_float(get_function(impl, "measure_peak_flops")(n=512, iters=3), "peak FLOP/s")
@@ -438,15 +467,45 @@ def _(impl, ctx):
     ref = 2 * 512**3 / min(time_synced(jax.jit(lambda a: a @ a), a, iters=3).samples_s)
     within_ratio(1 / peak, 1 / ref, TIME_RATIO_WINDOW, "your time per matmul (from peak "
                  "FLOP/s)", "time a compiled matmul with a sync; best of several calls")
-    nbytes = 64 * 2**20
-    bw = as_float(get_function(impl, "measure_bandwidth")(nbytes=nbytes, iters=3),
-                  "bandwidth")
-    x = jnp.ones((nbytes // 4,), jnp.float32)
-    ref_bw = 2 * nbytes / min(time_synced(jax.jit(lambda x: x * 2.0 + 1.0), x,
-                                          iters=3).samples_s)
-    within_ratio(1 / bw, 1 / ref_bw, TIME_RATIO_WINDOW, "your time per streaming pass "
-                 "(from bandwidth)", "count bytes read + written; sync before stopping "
-                 "the clock")
+    # the learner's calls interleaved with the checker's own in-place and fresh-output
+    # measurements of the same size (best of each over the rounds)
+    nbytes, iters = bandwidth_bytes(), 3
+    pages = -(-nbytes // bandwidth.PAGE)
+    yours = {"in_place": [], "read_sum": []}
+    ref = {"in_place": [], "read_sum": [], "fresh_output": []}
+    for r in range(2):
+        for kind, m in bandwidth.measure_interleaved(("in_place", "fresh_output", "read_sum"),
+                                                     nbytes, rounds=1, iters=iters).items():
+            ref[kind].append(m["best_bandwidth"])
+        for kind in yours if r == 0 else reversed(yours):
+            yours[kind].append(learner_bandwidth(impl, nbytes, kind, iters))
+    for kind, moved in (("in_place", 2 * nbytes), ("read_sum", nbytes)):
+        got = as_float(yours[kind][0]["moved_bytes"], "moved_bytes")
+        fail_unless(got == moved, f"{kind}: wrong bytes moved per call", yours=got,
+                    expected=moved, hint="x * 2 + 1 reads and writes every byte once "
+                    "(2 * nbytes); a sum only reads them (nbytes)")
+    faults = max(f for m in yours["in_place"] for f in m["minor_faults"])
+    fail_unless(faults < pages // 4,
+                f"your in-place samples paid {faults} minor page faults per call: a fresh "
+                f"{nbytes // 2**20} MiB output each call (one fault per page of it)",
+                yours=f"{faults} faults per call", expected=f"about 0 (the array has {pages} "
+                "pages)", hint="page faults, not memory: donate the input "
+                "(jax.jit(f, donate_argnums=0)) and feed each output back as the next input")
+    best = {k: max(as_float(m["bandwidth"], f"{k} bandwidth") for m in v)
+            for k, v in yours.items()}
+    fresh_ratio = max(ref["in_place"]) / max(ref["fresh_output"])
+    slow_hint = (f"a fresh output each call reads {fresh_ratio:.1f}x slower here (page "
+                 "faults, one per 4 KiB page): write in place (donate_argnums=0) and count "
+                 "the faults per sample with resource.getrusage")
+    within_ratio(2 * nbytes / best["in_place"], 2 * nbytes / max(ref["in_place"]),
+                 BANDWIDTH_WINDOW, "your time per in-place pass (from bandwidth)",
+                 slow_hint if best["in_place"] < max(ref["in_place"]) else
+                 "count bytes read + written; sync before stopping the clock",
+                 against="the checker's in-place measurement, interleaved with yours")
+    within_ratio(nbytes / best["read_sum"], nbytes / max(ref["read_sum"]),
+                 TIME_RATIO_WINDOW, "your time per read_sum pass (from bandwidth)",
+                 "jnp.sum reads nbytes once; sync before stopping the clock",
+                 against="the checker's read_sum measurement, interleaved with yours")
 
 
 @checker.check(2, "roofline_bound_and_memory_level")
@@ -483,6 +542,28 @@ def _(impl, ctx):
                     yours=r["memory_level"], expected=level,
                     hint="smallest cache level that holds the working set, else DRAM; a "
                     "working set larger than the last-level cache streams from DRAM")
+        compute_s, memory_s = flops / peak, nbytes / bw
+        for key, want in (("lower_s", max(compute_s, memory_s)),
+                          ("upper_s", compute_s + memory_s)):
+            fail_unless(math.isclose(as_float(r.get(key), key), want, rel_tol=1e-9),
+                        f"{key}: the time bound is off", yours=r.get(key), expected=want,
+                        hint="lower_s = max(compute, memory) (perfect overlap), upper_s = "
+                        "their sum (no overlap)")
+    # bandwidth per level: the level the working set lives in decides the roof
+    per_level = {name: float(rng.uniform(1e10, 2e11)) for name in (*caches, "DRAM")}
+    for working_set, level in ((caches["L1"] // 3, "L1"), (caches["L2"] - 1, "L2"),
+                               (caches["L3"] * 5, "DRAM")):
+        nbytes = float(rng.uniform(1e6, 1e9))
+        r = require_keys(roofline(0.5 * nbytes, nbytes, peak, dict(per_level), working_set,
+                                  dict(caches)), ("memory_level", "predicted_s"), "roofline")
+        want = max(0.5 * nbytes / peak, nbytes / per_level[level])
+        fail_unless(r["memory_level"] == level and math.isclose(
+                    as_float(r["predicted_s"], "predicted_s"), want, rel_tol=1e-9),
+                    f"with a bandwidth per level, a {working_set}-byte working set must be "
+                    f"predicted with {level}'s bandwidth", yours=(r["memory_level"],
+                                                               r["predicted_s"]),
+                    expected=(level, want), hint="bandwidth[memory_level] when a dict is "
+                    "given")
 
 
 @checker.check(2, "cache_sizes_read")
@@ -562,10 +643,35 @@ def checkpoint_regions(program) -> int:
 
 
 def residual_bytes(fn, *args) -> int:
-    from jax._src.ad_checkpoint import saved_residuals
-    return sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize
-               for a, origin in saved_residuals(fn, *args)
-               if not origin.startswith("from the argument"))
+    """Residual bytes by a public route: the leaves of ``jax.vjp``'s pullback (a
+    ``jax.tree_util.Partial``) that are not the arguments themselves."""
+    _, pullback = jax.vjp(fn, *args)
+    arguments = {id(leaf) for leaf in jax.tree.leaves(args)}
+    return sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(pullback)
+               if id(leaf) not in arguments)
+
+
+def tanh_workload(ctx):
+    """A plain ``tanh(x @ w)`` chain: square odd weights, a few layers."""
+    rng = ctx.rng("tanh")
+    n, depth = int(rng.integers(30, 64)) * 2 + 1, int(rng.integers(3, 6))
+    keys = jax.random.split(jax.random.key(int(rng.integers(0, 2**31))), depth + 1)
+    ws = [jax.random.normal(k, (n, n)) / math.sqrt(n) for k in keys[:-1]]
+    return ws, jax.random.normal(keys[-1], (int(rng.integers(40, 90)) | 1, n))
+
+
+def reference_tanh_loss(ws, x, policy=None):
+    def layer(w, h):
+        return jnp.tanh(h @ w)
+    step = layer if policy is None else jax.checkpoint(
+        layer, policy=getattr(jax.checkpoint_policies, policy))
+    for w in ws:
+        x = step(w, x)
+    return jnp.mean(x**2)
+
+
+def temp_of(fn, *args) -> int:
+    return jax.jit(fn).lower(*args).compile().memory_analysis().temp_size_in_bytes
 
 
 @checker.check(3, "grads_equal_before_timing")
@@ -622,8 +728,8 @@ def _(impl, ctx):
         fail_unless(as_float(yours, "saved bytes") == expected,
                     f"saved residual bytes with policy={policy} differ from the checker's",
                     yours=yours, expected=expected,
-                    hint="sum shape x itemsize over saved_residuals, skipping entries "
-                    "'from the argument' (params and inputs are kept anyway)")
+                    hint="sum size x itemsize over the leaves of jax.vjp's pullback "
+                    "(a pytree), skipping the arguments themselves (kept anyway)")
     fail_unless(saved(params, x, "nothing_saveable") < saved(params, x, None),
                 "remat did not reduce saved residuals", hint="wrap each block")
     compiled = {}
@@ -641,22 +747,137 @@ def _(impl, ctx):
                 yours=compiled, expected="nothing_saveable < None")
 
 
+@checker.check(3, "remat_policy_ordering")
+def _(impl, ctx):
+    temp = get_function(impl, "compiler_temp_bytes")
+    saved = get_function(impl, "saved_residual_bytes")
+    params, x, _ = remat_workload(ctx)
+    yours = {}
+    for policy in (None, *POLICIES):
+        want = temp_of(lambda p, v: jax.value_and_grad(reference_loss)(p, v, policy),  # noqa: B023
+                       params, x)
+        yours[policy] = as_float(temp(params, x, policy), "temp bytes")
+        fail_unless(yours[policy] == want, f"blocks: compiler temp bytes with policy={policy} "
+                    "differ from the checker's compile of the same model",
+                    yours=yours[policy], expected=want,
+                    hint="memory_analysis().temp_size_in_bytes of jax.jit(value_and_grad(...))")
+    order = ("nothing_saveable", "dots_saveable", None, "everything_saveable")
+    fail_unless(all(yours[a] <= yours[b] for a, b in zip(order, order[1:])) and
+                yours["nothing_saveable"] < yours[None],
+                "blocks: the policies' temp bytes are out of order",
+                yours={str(k): yours[k] for k in order},
+                expected="nothing_saveable < None, nothing <= dots <= None <= everything")
+    # the tanh chain: each layer's input is kept either way, so remat saves nothing
+    ws, v = tanh_workload(ctx)
+    tanh = get_function(impl, "tanh_chain_loss")
+    temps = {}
+    for policy in (None, "nothing_saveable"):
+        program = tanh.export(ws, v, policy=policy, transform="value_and_grad",
+                              out_example=(0.0, ws))
+        loss, grads = jax.jit(program.call)(ws, v)
+        ref_loss, ref_grads = jax.value_and_grad(reference_tanh_loss)(ws, v, policy)
+        fail_unless(np.allclose(float(loss), float(ref_loss), rtol=1e-5) and all(
+                    np.allclose(np.asarray(g), np.asarray(r), rtol=1e-5, atol=1e-7)
+                    for g, r in zip(jax.tree.leaves(grads), jax.tree.leaves(ref_grads))),
+                    f"tanh_chain_loss with policy={policy} computes another loss or "
+                    "gradient", yours=float(loss), expected=float(ref_loss))
+        regions = checkpoint_regions(program)
+        fail_unless((regions == 0) if policy is None else (regions >= len(ws)),
+                    f"tanh_chain_loss with policy={policy}: remat per layer",
+                    yours=f"{regions} checkpoint regions",
+                    expected="0" if policy is None else f"at least {len(ws)} (one per layer)")
+        temps[policy] = temp_of(program.call, ws, v)
+        got = as_float(temp(ws, v, policy, model="tanh"), "tanh temp bytes")
+        fail_unless(got == temps[policy], f"tanh: compiler temp bytes with policy={policy} "
+                    "differ", yours=got, expected=temps[policy],
+                    hint="model='tanh' compiles value_and_grad of tanh_chain_loss")
+        want = residual_bytes(lambda w, h: reference_tanh_loss(w, h, policy), ws, v)  # noqa: B023
+        got = as_float(saved(ws, v, policy, model="tanh"), "tanh saved bytes")
+        fail_unless(got == want, f"tanh: saved residual bytes with policy={policy} differ",
+                    yours=got, expected=want)
+    fail_unless(temps["nothing_saveable"] >= temps[None],
+                "the tanh chain's compiled plan should save nothing with remat",
+                yours={str(k): v for k, v in temps.items()}, expected="nothing_saveable >= None")
+
+
+PEAK_KEYS = ("run_peak_bytes", "vmhwm_bytes", "pids", "device_peak_bytes",
+             *peak_memory.MEMORY_FIELDS)
+# Run-only peaks of one program repeat within a few MiB (134 +- 1 and 62 +- 2 MiB for
+# the two policies at batch 6001) and sit about 13 MiB above the plan's temp + outputs; a
+# reading that was not reset after compile holds the runtime and the compile (340-420
+# MiB) and is 2.5x or more above. Factor 1.35 either way passes the first and fails the second.
+PEAK_WINDOW = 1.35
+
+
+def peak_workload(ctx) -> dict:
+    """Residual blocks whose activations dwarf the runtime's noise: narrow, tall batch
+    (temp about 60 MiB without remat, about 25 MiB with nothing_saveable)."""
+    rng = ctx.rng("peak")
+    return {"depth": 3, "width": int(rng.integers(15, 21)) * 2 + 1,
+            "hidden": 512 + (int(rng.integers(0, 8)) * 2 + 1),
+            "batch": 3000 + (int(rng.integers(0, 32)) * 2 + 1)}
+
+
+def learner_peak(impl, cfg: dict, policy, repeats: int) -> dict:
+    result = require_keys(get_function(impl, "peak_rss_fresh_process")(
+        cfg["depth"], cfg["width"], cfg["hidden"], cfg["batch"], policy, repeats=repeats),
+        PEAK_KEYS, "peak_rss_fresh_process")
+    pids, peaks = result["pids"], result["run_peak_bytes"]
+    fail_unless(isinstance(pids, list) and len(set(pids)) == repeats and
+                not {os.getpid(), impl.__bridge__.pid} & set(pids),
+                f"each of the {repeats} repeats must run in its own fresh process",
+                yours=pids, expected=f"{repeats} distinct pids, neither the checker's nor the "
+                "learner process's", hint="one subprocess per repeat: a process's "
+                "high-water mark holds everything that ran in it before")
+    fail_unless(isinstance(peaks, list) and len(peaks) == repeats and
+                all(type(v) is int and v > 0 for v in peaks),
+                "run_peak_bytes must hold one positive byte count per repeat",
+                yours=peaks, expected=f"{repeats} ints")
+    return result
+
+
 @checker.check(3, "peak_memory_from_fresh_process")
 def _(impl, ctx):
-    peak = get_function(impl, "peak_rss_fresh_process")
-    _, _, (depth, width, hidden, batch) = remat_workload(ctx)
-    result = require_keys(peak(depth, width, hidden, batch, "nothing_saveable"),
-                          ("vmhwm_bytes", "pid"), "peak_rss_fresh_process")
-    # the learner's code runs in the learner process: its own pid is not a fresh process
-    fail_unless(result["pid"] not in (os.getpid(), impl.__bridge__.pid),
-                "peak memory was read in the checker's own process",
-                yours=result["pid"], expected="another process's pid",
-                hint="a fresh subprocess: this process's high-water mark holds everything "
-                "that ran before")
-    hwm = as_float(result["vmhwm_bytes"], "vmhwm_bytes")
-    fail_unless(hwm > 50 * 2**20, "the peak is too small to include the JAX runtime",
-                yours=hwm, expected="> 50 MiB (VmHWM from /proc/self/status, in bytes)",
-                hint="VmHWM is in kB in /proc/self/status: multiply by 1024")
+    import statistics
+    import threading
+    cfg, repeats, policies = peak_workload(ctx), 3, (None, "nothing_saveable")
+    yours = {None: learner_peak(impl, cfg, None, repeats)}
+    reference: dict = {}
+    # the checker's own run-only peaks, in its own fresh processes, while the learner's
+    # second policy runs (memory per process does not depend on the load)
+    worker = threading.Thread(target=lambda: reference.update(peak_memory.fresh_process_peaks(
+        {str(p): (peak_memory.blocks_factory(), dict(cfg, policy=p)) for p in policies},
+        repeats=repeats)))
+    worker.start()
+    try:
+        yours["nothing_saveable"] = learner_peak(impl, cfg, "nothing_saveable", repeats)
+    finally:
+        worker.join()
+    fail_unless(set(reference) == {str(p) for p in policies},
+                "the checker's own peak measurement failed", yours="", expected="")
+    mib = 2**20
+    for policy in policies:
+        ref, got = reference[str(policy)], yours[policy]
+        for field in ("argument_size_in_bytes", "output_size_in_bytes"):
+            fail_unless(got[field] == ref[field], f"policy={policy}: {field} is not the plan of "
+                        "the program that ran", yours=got[field], expected=ref[field],
+                        hint="compiled.memory_analysis() of the jitted loss_and_grads")
+        median = statistics.median(got["run_peak_bytes"])
+        want = ref["median_run_peak_bytes"]
+        fail_unless(1 / PEAK_WINDOW <= median / want <= PEAK_WINDOW,
+                    f"policy={policy}: your run-only peak is {median / want:.2f}x the "
+                    "checker's", yours=f"{[round(v / mib, 1) for v in got['run_peak_bytes']]} MiB",
+                    expected=f"about {want / mib:.1f} MiB (the checker's repeats "
+                    f"{[round(v / mib, 1) for v in ref['run_peak_bytes']]}; within "
+                    f"{PEAK_WINDOW}x)", hint="VmHWM alone holds the runtime, compilation "
+                    "and inputs: after compiling, write 5 to /proc/self/clear_refs, run, then "
+                    "subtract the RSS at the reset from VmHWM")
+    plain = statistics.median(yours[None]["run_peak_bytes"])
+    remat = statistics.median(yours["nothing_saveable"]["run_peak_bytes"])
+    fail_unless(remat < plain, "the run-only peak with nothing_saveable is not below the "
+                "no-remat one", yours=f"{plain / mib:.1f} -> {remat / mib:.1f} MiB",
+                expected="nothing_saveable below None (its temp plan is less than half)",
+                hint="measure each policy's own program; pass the policy through")
 
 
 # ---------------------------------------------------------------------------------------
