@@ -252,3 +252,94 @@ def test_isolated_env_and_dry_run(tmp_path):
     assert done.returncode == 0, done.stderr
     assert f"http://127.0.0.1:{port}/lab" in done.stdout and "jupyter" in done.stdout
     assert (tmp_path / "state" / "app-settings" / "overrides.json").is_file()
+
+
+# ---------------------------------------------------------------------------------------
+# XProf's trace viewer on a course trace (what `make xprof` serves)
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_course_trace_in_xprof_trace_viewer(tmp_path):
+    """A real ``jax.profiler`` trace with a ``TraceAnnotation`` region, served by the
+    ``make xprof`` runner (``coursekit.commands.xprof``) on a free loopback port, opened
+    in XProf's Trace Viewer in Chromium. The timeline is drawn on a canvas, so the region
+    is found the way a learner finds it: XProf's "Find Events" box, which must count one
+    match per step, then the first match selected, whose details panel must name the
+    region and give its wall duration equal, to the nanosecond, to our parse of the JSON
+    trace. XProf's page asks for Google Charts and fonts from the internet; the trace
+    viewer works without them (those requests fail here and are ignored)."""
+    import gzip
+    import subprocess
+    import sys
+    import urllib.parse
+    import urllib.request
+
+    from test_xprof import write_region_trace
+
+    from coursekit.commands import lab
+    from coursekit.measure import traces
+    chromium = chromium_executable()
+    try:
+        from playwright.sync_api import expect, sync_playwright
+    except ImportError:
+        _missing("the playwright package is not installed (pyproject pins it)")
+
+    region, steps = "xprof_browser_region", 4
+    trace_json = write_region_trace(tmp_path / "records" / "traces", region, steps)
+    durations = sorted((e["ts"], e["dur"]) for e in traces.load_events(trace_json)
+                       if e.get("ph") == "X" and e.get("name") == region)
+    assert len(durations) == steps
+    first_ns = round(durations[0][1] * 1000)   # our parse of the JSON, in XProf's unit
+    port = lab.free_port()
+    server = subprocess.Popen([sys.executable, "-m", "coursekit.commands.xprof", "--logdir",
+                               str(tmp_path / "records"), "--port", str(port)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              cwd=ROOT)
+    base = f"http://127.0.0.1:{port}/data/plugin/profile"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        deadline, runs = time.monotonic() + 120, None
+        while time.monotonic() < deadline and server.poll() is None:
+            try:
+                with urllib.request.urlopen(f"{base}/runs", timeout=5) as r:
+                    body = r.read()   # XProf gzips its answers whatever was asked
+                runs = json.loads(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
+                break
+            except OSError:
+                time.sleep(0.5)
+        assert runs, f"XProf did not answer on port {port}: {server.poll()}"
+        run = runs[0]
+        assert run.endswith(trace_json.parent.name), runs
+        query = urllib.parse.urlencode({"run": run, "tag": "trace_viewer@", "host":
+                                        trace_json.name.removesuffix(".trace.json.gz")})
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, headless=True,
+                                         args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 900})
+                page.goto(f"{base}/trace_viewer@?{query}")
+                viewer = page.frame_locator("iframe")
+                find = viewer.locator("input[placeholder='Find Events...']")
+                expect(find).to_be_visible(timeout=UI_TIMEOUT_MS)
+                expect(viewer.locator("body")).to_contain_text("python",
+                                                               timeout=UI_TIMEOUT_MS)
+                find.fill(region)
+                find.press("Enter")
+                expect(viewer.locator("body")).to_contain_text(
+                    re.compile(rf"\b0 of {steps}\b"), timeout=UI_TIMEOUT_MS)
+                viewer.locator("text=→").first.click()
+                details = viewer.locator("body")
+                expect(details).to_contain_text("1 item selected", timeout=UI_TIMEOUT_MS)
+                text = details.inner_text()
+                page.screenshot(path=str(SHOTS / "xprof-trace-viewer-region.png"))
+            finally:
+                browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert re.search(rf"Title\s+{region}\b", text), text[-800:]
+    shown = re.search(r"Wall Duration\s+([\d,]+) ns", text)
+    assert shown, text[-800:]
+    assert int(shown.group(1).replace(",", "")) == first_ns, (shown.group(0), first_ns)
+    assert (SHOTS / "xprof-trace-viewer-region.png").stat().st_size > 10_000
