@@ -35,6 +35,7 @@ except ImportError:
 __all__ = ["Handle", "LearnerProcess", "LearnerProcessDied", "TamperEvidence", "Workload"]
 COURSE_ROOT = Path(__file__).resolve().parents[2]
 PR_SET_DUMPABLE = 4
+MAX_STARTS = 3  # a learner process that keeps dying is not restarted for every check
 VIOLATION_SINKS: list = []  # callables(what, detail): the runner relays to the grader
 _PRESTARTED: dict = {}
 
@@ -83,6 +84,7 @@ class LearnerProcess:
         self.last_cpu_s = 0.0   # CPU the learner process spent in the last request
         self.last_wall_s = 0.0  # wall time of the last request, measured here
         self.starts = 0
+        self.last_death: LearnerCodeError | None = None
 
     # -- process -------------------------------------------------------------------
     def start(self) -> None:
@@ -142,7 +144,9 @@ class LearnerProcess:
         else:
             cause = f"exit {code}"
         how = f"({cause})" if code < 0 else f"(it exited with code {code})"
-        return LearnerProcessDied(f"the learner process died {how} while {during}", cause)
+        self.last_death = LearnerProcessDied(f"the learner process died {how} while {during}",
+                                             cause)
+        return self.last_death
 
     def _read(self, during: str) -> tuple[dict, list]:
         try:
@@ -152,8 +156,9 @@ class LearnerProcess:
         except protocol.ProtocolError as err:
             self.proc.kill()
             self._died(during)
-            raise TamperEvidence(f"the learner process wrote to the bridge outside the "
-                                 f"protocol while {during}: {err}") from None
+            self.last_death = TamperEvidence(f"the learner process wrote to the bridge "
+                                             f"outside the protocol while {during}: {err}")
+            raise self.last_death from None
         for v in header.get("violations") or []:
             if isinstance(v, dict):
                 for sink in VIOLATION_SINKS:
@@ -162,6 +167,8 @@ class LearnerProcess:
 
     def _ensure(self) -> dict:
         if self.proc is None:
+            if self.last_death is not None and self.starts >= MAX_STARTS:
+                raise self.last_death  # the same named failure, without another start
             self.start()
         if self.ready is None:
             header, _ = self._read(f"importing {self.impl_path.name}")
