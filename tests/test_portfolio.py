@@ -30,8 +30,12 @@ NOW = time.time()
 # ---------------------------------------------------------------------------------------
 
 def checker_source(project: str) -> str | None:
-    path = ROOT / "projects" / project / "tests" / "check.py"
-    return path.read_text() if path.is_file() else None
+    """The checker's source: check.py and the modules beside it (a checker may keep its
+    stages in modules of their own)."""
+    tests = ROOT / "projects" / project / "tests"
+    if not (tests / "check.py").is_file():
+        return None
+    return "\n".join(p.read_text() for p in sorted(tests.glob("*.py")))
 
 
 def check_ids(project: str, stage: int) -> list[str]:
@@ -168,7 +172,8 @@ def test_route_table_matches_the_checkers():
     multi-process split leaves checks on both sides (for checkers that exist)."""
     covered = {(s.project, s.stage) for s in route.stages()}
     for check in sorted((ROOT / "projects").glob("*/tests/check.py")):
-        project, src = check.parents[1].name, check.read_text()
+        project = check.parents[1].name
+        src = checker_source(project)
         titles = dict((int(k), v) for k, v in re.findall(r'(\d+):\s*"([^"]+)"',
                                                           src.split("Checker(", 1)[1]
                                                           .split("})", 1)[0]))

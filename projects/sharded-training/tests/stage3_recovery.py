@@ -1,0 +1,221 @@
+"""sharded-training stage 3: fresh-process recovery. A checkpoint round trip in this
+process, then the shared driver runs of ``stage3_runs`` (uninterrupted, SIGKILLed
+mid-save and resumed, resumed on 4 devices, two processes), each compared with the
+uninterrupted run: bitwise on the same mesh, within tolerance across meshes. Checks are
+registered in the dependency order that ``stage3_runs`` explains."""
+
+from __future__ import annotations
+
+import numpy as np
+from sharded_harness import ATOL, N_DEVICES, RTOL, checker
+from sharded_learner import learner_state, learner_training
+from sharded_reference import ref_batch, ref_data, ref_train
+from sharded_trees import compare_trees, expect_on_mesh, flat, is_key
+from stage3_runs import (
+    driver_run,
+    killed_mid_run,
+    stage3_config,
+    two_process_failure,
+    two_processes,
+    uninterrupted,
+)
+
+from coursekit.checking.contract import CheckFailed
+from coursekit.checking.learner import get_function
+from coursekit.checking.values import fail_unless
+from coursekit.workloads import procgroup, trainruns
+
+
+def check_resumed(report: dict, restored: int | None, what: str) -> None:
+    first = report.get("first_step")
+    if restored is None:
+        return
+    fail_unless(first == restored + 1, f"{what}: the fresh process did not continue from "
+                f"the newest finished checkpoint (step {restored})",
+                yours=f"first step run: {first}", expected=f"first step run: {restored + 1}",
+                hint="restore_latest must restore manager.latest_step() and train must "
+                "start from the restored state (step, key, data_pos and all)")
+
+
+@checker.check(3, "state_roundtrip")
+def _(impl, ctx):
+    import orbax.checkpoint  # noqa: F401 - imported here so stages 1, 2, 4 skip it
+
+    mesh, config, state, step = learner_training(impl, ctx, "roundtrip")
+    n = int(ctx.rng("roundtrip-n").integers(2, 5))
+    data = ref_data(config)
+    place = get_function(impl, "place_batch")
+    for i in range(n):
+        state, _ = step(state, place(ref_batch(data, config, i), mesh))
+    directory = ctx.subdir("roundtrip") / "ckpt"
+    make_manager = get_function(impl, "make_checkpoint_manager")
+    manager = make_manager(str(directory), 3)
+    empty = get_function(impl, "restore_latest")(manager, state)
+    fail_unless(empty is None, "restore_latest on an empty folder must return None",
+                yours=type(empty).__name__, expected=None)
+    get_function(impl, "save_state")(manager, state)
+    manager.wait_until_finished()
+    manager.close()
+    fail_unless(n in trainruns.finalized_steps(directory), f"no finished checkpoint of step {n} in "
+                "the folder", yours=sorted(p.name for p in directory.iterdir()),
+                expected=[str(n)], hint="save as step int(state['step']); a save that "
+                "returned may still be running: wait_until_finished")
+    fresh = learner_state(impl, config, mesh)
+    manager = make_manager(str(directory), 3)
+    try:
+        restored = get_function(impl, "restore_latest")(manager, fresh)
+    finally:
+        manager.close()
+    fail_unless(isinstance(restored, dict), "restore_latest must return the state dict",
+                yours=type(restored).__name__, expected="dict")
+    want = flat(state)
+    for field, hint in (("key", "save and restore the typed PRNG key itself; a key "
+                         "re-made from the seed repeats the noise of the first steps"),
+                        ("data_pos", "restore the data position: starting the data order "
+                         "over feeds the model batches it has already seen"),
+                        ("step", "restore the step counter"),
+                        ("opt_state", "the optimizer's momentum is part of the state"),
+                        ("params", "restore the parameters")):
+        fail_unless(field in restored, f"the restored state has no {field!r}",
+                    yours=sorted(restored), expected=field, hint=hint)
+        if field == "key":
+            fail_unless(is_key(restored["key"]), "the restored key is not a typed key",
+                        yours=getattr(restored["key"], "dtype", None),
+                        expected="key<fry>", hint=hint)
+        got = {k: v for k, v in flat(restored).items() if k.startswith(f"['{field}']")}
+        exp = {k: v for k, v in want.items() if k.startswith(f"['{field}']")}
+        compare_trees(got, exp, f"restored {field}", bitwise=True, hint=hint)
+    expect_on_mesh(restored, "restored {name} is not on the mesh",
+                   "restore onto `like`'s shardings: ShapeDtypeStruct(shape, dtype, "
+                   "sharding=leaf.sharding)")
+
+
+@checker.check(3, "uninterrupted_run_trains")
+def _(impl, ctx):
+    report = uninterrupted(ctx)
+    config = stage3_config(ctx)
+    fail_unless(report["steps"] == list(range(1, config["steps"] + 1)),
+                "on_step was not called once per step, in order",
+                yours=report["steps"][:5] + ["..."], expected=[1, 2, 3, "..."])
+    ref, ref_losses = ref_train(config, config["steps"])
+    fail_unless(np.allclose(report["losses"], ref_losses, rtol=RTOL, atol=ATOL),
+                "the losses of the run differ from the checker's single-device run",
+                yours=np.array(report["losses"]), expected=np.array(ref_losses),
+                hint="batches from batch_at(data, config, data_pos), noise from the "
+                "state's key, one update per step")
+    final = report["final"]
+    compare_trees({k: v for k, v in final.items() if k.startswith("['params']")},
+                  {f"['params']{k}": v for k, v in flat(ref["params"]).items()},
+                  "final params vs the checker's single-device run")
+    fail_unless(report["final_step"] == config["steps"] and
+                report["final_data_pos"] == config["steps"],
+                "the final state's step or data_pos is wrong",
+                yours=(report["final_step"], report["final_data_pos"]),
+                expected=(config["steps"], config["steps"]))
+    fail_unless(trainruns.finalized_steps(ctx.subdir("run-F") / "ckpt"),
+                "the run wrote no finished checkpoint", yours=[],
+                expected=f"steps that are multiples of {config['save_every']}")
+
+
+@checker.check(3, "resume_after_sigkill_bitwise")
+def _(impl, ctx):
+    killed = killed_mid_run(ctx)
+    fail_unless(killed["finalized"], f"no finished checkpoint before the kill (the run had "
+                f"reported steps up to {killed['steps'][-1:]})",
+                yours={"finished": [], "temporary": killed["temporary"]},
+                expected=f"checkpoints of steps {stage3_config(ctx)['save_every']}, ...",
+                hint="save every save_every steps; a save that returned may still be "
+                "running, but the next save waits for it")
+    restored = max(killed["finalized"])
+    resumed = killed["resumed"]
+    check_resumed(resumed, restored, "after the SIGKILL")
+    compare_trees(resumed["final"], killed["full"]["final"],
+                  f"SIGKILLed, resumed in a fresh process from step {restored}, vs never "
+                  "interrupted (same mesh)", bitwise=True,
+                  hint="same mesh, same inputs, same order gives the same bits: restore "
+                  "the key, data_pos and optimizer state exactly, and take batch_at(...) "
+                  "from the restored data_pos")
+
+
+@checker.check(3, "kill_during_save_falls_back")
+def _(impl, ctx):
+    killed = killed_mid_run(ctx)
+    save_at = killed["save_at"]
+    fail_unless("blocked_in_save" in killed["marker"], "the run was not stopped inside a "
+                "save", yours=killed["marker"], expected={"blocked_in_save": save_at})
+    fail_unless(save_at not in killed["finalized"] and killed["temporary"],
+                f"the save of step {save_at} was not left half-written by the kill",
+                yours={"finished": killed["finalized"], "temporary": killed["temporary"]},
+                expected=f"a temporary folder for step {save_at}")
+    fail_unless(killed["finalized"], "no earlier finished checkpoint to fall back to",
+                yours={"finished": [], "temporary": killed["temporary"]},
+                expected=f"checkpoints before step {save_at}")
+    restored = max(killed["finalized"])
+    resumed = killed["resumed"]
+    check_resumed(resumed, restored, f"after a kill during the save of step {save_at}")
+    compare_trees(resumed["final"], killed["full"]["final"],
+                  f"killed while saving step {save_at}, resumed from {restored}",
+                  bitwise=True, hint="restore the newest *finished* checkpoint "
+                  "(manager.latest_step() ignores unfinished ones)")
+
+
+@checker.check(3, "restore_on_other_device_count")
+def _(impl, ctx):
+    killed = killed_mid_run(ctx)
+    full = killed["full"]
+    restored = max(killed["finalized"]) if killed["finalized"] else None
+    resumed = driver_run(ctx, "D", stage3_config(ctx), killed["copy"],
+                         "the run resumed on 4 devices", devices=4)
+    fail_unless(resumed.get("device_count") == 4, "the resumed run did not see 4 devices",
+                yours=resumed.get("device_count"), expected=4)
+    check_resumed(resumed, restored, "on 4 devices")
+    compare_trees(resumed["final"], full["final"], "resumed on 4 devices vs 8 devices",
+                  hint="restore onto the shardings of a state made on *this* run's mesh "
+                  "(ShapeDtypeStruct with sharding=...), not the saved ones")
+
+
+@checker.check(3, "distributed_timeouts_set")
+def _(impl, ctx):
+    result = two_processes(ctx)
+    kwargs = [r.get("init_kwargs") for r in result["reports"]]
+    if not any(kwargs):
+        failure = two_process_failure(result)
+        if failure:
+            raise failure
+        raise CheckFailed("initialize_distributed did not call jax.distributed.initialize",
+                          hint="jax.distributed.initialize(coordinator, num_processes, "
+                          "process_id, ...)")
+    for i, kw in enumerate(kwargs):
+        if kw is None:
+            failure = two_process_failure(result)
+            raise CheckFailed(f"process {i} never reached jax.distributed.initialize",
+                              yours=procgroup.describe(result["procs"], result["limit"]),
+                              expected="both processes call initialize_distributed first",
+                              hint=str(failure) if failure else "")
+        for name in ("initialization_timeout", "heartbeat_timeout_seconds",
+                     "shutdown_timeout_seconds"):
+            value = kw.get(name)
+            fail_unless(isinstance(value, (int, float)) and 0 < value <= 60,
+                        f"process {i}: {name} is not set to a short timeout",
+                        yours=value, expected="a few seconds (<= 60)",
+                        hint="the defaults (300 s, 100 s, 300 s) turn one crashed "
+                        "process into minutes of every process hanging")
+
+
+@checker.check(3, "two_processes_match_one")
+def _(impl, ctx):
+    result = two_processes(ctx)
+    failure = two_process_failure(result)
+    if failure:
+        raise failure
+    full = uninterrupted(ctx)
+    counts = [(r.get("process_count"), r.get("device_count")) for r in result["reports"]]
+    fail_unless(all(c == (2, N_DEVICES) for c in counts), "each process must see 2 "
+                f"processes and {N_DEVICES} devices in all", yours=counts,
+                expected=[(2, N_DEVICES)] * 2)
+    a, b = result["finals"]
+    compare_trees(a, b, "process 0 vs process 1 final state", bitwise=True,
+                  hint="both processes hold the same replicated state")
+    compare_trees(a, full["final"], "2 processes x 4 devices vs 1 process x 8 devices",
+                  hint="each process places its rows of the same global batch "
+                  "(jax.make_array_from_callback) on a mesh over jax.devices()")
