@@ -134,6 +134,7 @@ class LocalSlurm:
             "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none",
             "SelectType=select/cons_tres", "SelectTypeParameters=CR_CPU",
             "SchedulerType=sched/backfill", "MpiDefault=none", "ReturnToService=2",
+            "MailProg=/bin/true",
             "JobAcctGatherType=jobacct_gather/none",
             "AccountingStorageType=accounting_storage/none", "JobCompType=jobcomp/none",
             f"KillWait={self.kill_wait}", "MinJobAge=600", "InactiveLimit=0",
