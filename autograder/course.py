@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -123,9 +124,17 @@ def list_checks(check: Path, cache_dir: Path | None = None, root: Path = ROOT) -
         raise RuntimeError(f"cannot list the checks of {check}: {done.stderr[-800:]}")
     data = json.loads(done.stdout.strip().splitlines()[-1])
     if cached:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        cached.write_text(json.dumps(data))
+        write_atomically(cached, json.dumps(data))
     return data
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename, so that shards
+    starting together on one course folder never read a half-written cache file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def discover_projects(root: Path = ROOT, only: set[str] | None = None,

@@ -118,6 +118,6 @@ def cached_grading_key(path: Path, cache_dir: Path | None) -> dict:
     key = grading_key(path)
     key["source_hash"] = digest
     if cached:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        cached.write_text(json.dumps(key))
+        from autograder.course import write_atomically
+        write_atomically(cached, json.dumps(key))
     return key
