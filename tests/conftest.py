@@ -19,6 +19,9 @@ def pytest_configure(config):
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{tmp / 'mlflow.db'}")
     os.environ.setdefault("COURSE_RECORDS", str(tmp / "learner"))
+    # One reference checker run per project and session, shared by the project's tests and
+    # the notebooks' check cells (tests/helpers.reference_run).
+    os.environ.setdefault("COURSE_CHECK_REUSE", str(tmp / "reference-runs"))
 
 
 @pytest.fixture

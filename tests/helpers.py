@@ -53,3 +53,22 @@ def plant(tmp_path: Path, project: str, name: str, replacements: list[tuple[str,
     path = tmp_path / f"{project}-{name}.py"
     path.write_text(text)
     return path
+
+
+def reference_run(project: str) -> dict:
+    """``check.py --stage all`` on the project's reference solution, run once per test
+    session and shared: the project's own reference test reads it, and the notebooks'
+    check cells against the same solution reuse its passed stages instead of running the
+    same checker again (``COURSE_CHECK_REUSE``, set by conftest; see
+    ``coursekit.notebook.cells.reusable_result``)."""
+    if project not in _REFERENCE_RUNS:
+        result = run_checker(project, solution(project), "all")
+        _REFERENCE_RUNS[project] = result
+        folder = os.environ.get("COURSE_CHECK_REUSE")
+        if folder and result["json"]:
+            from coursekit.notebook.cells import share_reference_result
+            share_reference_result(Path(folder), project, solution(project), result["json"])
+    return _REFERENCE_RUNS[project]
+
+
+_REFERENCE_RUNS: dict = {}

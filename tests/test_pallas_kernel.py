@@ -7,15 +7,15 @@ check aimed at it."""
 from __future__ import annotations
 
 import pytest
-from helpers import plant, run_checker, solution, starter
+from helpers import plant, reference_run, run_checker, solution, starter
 
 PROJECT = "pallas-kernel"
 CHECKS_PER_STAGE = {1: 4, 2: 7, 3: 6}
 
 
 @pytest.mark.slow
-def test_reference_passes_every_stage(tmp_path):
-    result = run_checker(PROJECT, solution(PROJECT), "all", tmp=tmp_path)
+def test_reference_passes_every_stage():
+    result = reference_run(PROJECT)  # shared with notebook 06's check cells
     failed = {k: v for k, v in result["status"].items() if v != "pass"}
     assert result["returncode"] == 0 and not failed, (failed, result["stdout"])
     total = sum(CHECKS_PER_STAGE.values())

@@ -12,7 +12,7 @@ import pytest
 from helpers import plant, run_checker, solution, starter
 
 PROJECT = "performance-audit"
-CHECKS_PER_STAGE = {1: 7, 2: 6, 3: 4, 4: 8}
+CHECKS_PER_STAGE = {1: 7, 2: 6, 3: 5, 4: 8}
 
 
 @pytest.mark.slow
@@ -61,6 +61,33 @@ PLANTED = {
     "remat_not_applied": (3, "remat_really_applied", [
         ("step = jax.checkpoint(block, policy=getattr(jax.checkpoint_policies, policy))",
          "step = block")]),
+    # stages 2-3: bandwidth that pays page faults, a peak that was never reset, policies
+    # swapped, residuals that count the arguments, a chain rematerialised as one region
+    "bandwidth_pays_page_faults": (2, "peak_flops_and_bandwidth_measured", [
+        ('donate_argnums=0 if kind == "in_place" else ()', "donate_argnums=()")]),
+    "bandwidth_moves_half_the_bytes": (2, "peak_flops_and_bandwidth_measured", [
+        ('moved = (1 if kind == "read_sum" else 2)', "moved = 1")]),
+    "roofline_ignores_level_bandwidths": (2, "roofline_bound_and_memory_level", [
+        ("        bandwidth = bandwidth[level]\n",
+         "        bandwidth = bandwidth['DRAM']\n")]),
+    "peak_not_reset_after_compile": (3, "peak_memory_from_fresh_process", [
+        ("    return {k: got[k] for k in keys}\n",
+         "    return dict({k: got[k] for k in keys}, run_peak_bytes=got['vmhwm_bytes'])\n")]),
+    "peak_ignores_policy": (3, "peak_memory_from_fresh_process", [
+        ('"batch": batch,\n              "policy": policy}', '"batch": batch,\n'
+         '              "policy": None}')]),
+    "policies_swapped": (3, "remat_policy_ordering", [
+        ("        step = jax.checkpoint(block, policy=getattr(jax.checkpoint_policies, policy))",
+         "        swapped = {'nothing_saveable': 'everything_saveable',\n"
+         "                   'everything_saveable': 'nothing_saveable'}.get(policy, policy)\n"
+         "        step = jax.checkpoint(block, policy=getattr(jax.checkpoint_policies, swapped))")]),
+    "tanh_chain_one_region": (3, "remat_policy_ordering", [
+        ("    for w in ws:\n        x = layer(w, x)\n    return jnp.mean(x**2)",
+         "    def chain(ws, x):\n        for w in ws:\n            x = jnp.tanh(x @ w)\n"
+         "        return x\n    if policy is not None:\n        chain = jax.checkpoint(chain)\n"
+         "    return jnp.mean(chain(ws, x)**2)")]),
+    "residuals_count_arguments": (3, "remat_saves_residuals_and_temp", [
+        ("                   if id(leaf) not in arguments))", "                   ))")]),
     "decision_accepts_noise": (4, "rejects_noise", [
         (DECIDE_ROUNDS, DECIDE_ROUNDS + '    if np.median(before["samples_s"]) > '
          'np.median(after["samples_s"]):\n        result["decision"] = "accept"\n')]),
