@@ -128,16 +128,24 @@ def fresh_process_peak(factory: str, kwargs: dict, *, timeout: float = 300) -> d
 
 
 def fresh_process_peaks(variants: dict[str, tuple[str, dict]], *, repeats: int = 3,
-                        timeout: float = 300) -> dict[str, dict]:
-    """Every variant ``repeats`` times, one fresh process each, interleaved (variant A,
-    B, ... then again). Per variant: the list fields ``run_peak_bytes``, ``vmhwm_bytes``,
-    ``rss_before_run_bytes``, ``pids``; the plan's fields and ``device_peak_bytes`` from
-    the first repeat (the plan is the same program each time); ``spread_bytes`` (max - min
-    of the run-only peaks) and ``median_run_peak_bytes``."""
-    runs: dict[str, list] = {name: [] for name in variants}
-    for _ in range(repeats):
-        for name, (factory, kwargs) in variants.items():
-            runs[name].append(fresh_process_peak(factory, kwargs, timeout=timeout))
+                        timeout: float = 300, workers: int | None = None) -> dict[str, dict]:
+    """Every variant ``repeats`` times, one fresh process each, started interleaved
+    (variant A, B, ... then again), at most ``workers`` at a time (default: the cores this
+    process may use; each process's high-water mark is its own, so running them side by
+    side changes the time, not the figures). Per variant: the list fields
+    ``run_peak_bytes``, ``vmhwm_bytes``, ``rss_before_run_bytes``, ``pids``; the plan's
+    fields and ``device_peak_bytes`` from the first repeat (the plan is the same program
+    each time); ``spread_bytes`` (max - min of the run-only peaks) and
+    ``median_run_peak_bytes``."""
+    from concurrent.futures import ThreadPoolExecutor
+    order = [(name, spec) for _ in range(repeats) for name, spec in variants.items()]
+    workers = workers or len(os.sched_getaffinity(0))
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = [(name, pool.submit(fresh_process_peak, factory, kwargs, timeout=timeout))
+                   for name, (factory, kwargs) in order]
+        runs: dict[str, list] = {name: [] for name in variants}
+        for name, future in futures:
+            runs[name].append(future.result())
     return {name: summarise(got) for name, got in runs.items()}
 
 
