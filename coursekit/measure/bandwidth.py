@@ -84,11 +84,13 @@ def level_of(working_set: int, caches: dict[str, int]) -> str:
 def sweep_sizes(caches: dict[str, int], *, beyond: float = 4.0, smallest: int = 64 * 2**10,
                 largest: int | None = None, per_octave: float = 0.5) -> list[int]:
     """Array sizes (bytes, multiples of a page) for a working-set sweep: a geometric
-    series from ``smallest`` to ``beyond`` x the last-level cache, plus half and twice
-    each level's size (one point surely inside it, one surely past it). ``largest`` caps
-    the series (CI sizes); then the sweep does not reach DRAM and ``level_bandwidths``
-    says so."""
+    series from ``smallest`` (or half the smallest cache) to ``beyond`` x the last-level
+    cache, plus half and twice each level's size (one point surely inside it, one surely
+    past it). ``largest`` caps the series (CI sizes); then the sweep does not reach DRAM
+    and ``level_bandwidths`` says so."""
     llc = max(caches.values()) if caches else 32 * 2**20
+    if caches:                              # a point inside the smallest level too
+        smallest = min(smallest, min(caches.values()) // 2)
     top = int(beyond * llc)
     if largest is not None:
         top = min(top, largest)

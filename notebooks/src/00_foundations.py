@@ -449,7 +449,10 @@ def measure_step(batch):
     x, y = classifier.make_dataset(k_data, batch)
     params = classifier.init_params(k_init)
     config = {"workload": "classifier SGD step", "batch": batch, "x_shape": list(x.shape),
-              "dtype": str(x.dtype), "hidden": classifier.HIDDEN, "lr": 0.3}
+              "dtype": str(x.dtype), "hidden": classifier.HIDDEN, "lr": 0.3,
+              # what the timing rests on, kept with it (the portfolio reads these)
+              "sync": "block_until_ready", "warmup": 2,
+              "check": "jitted step equals op-by-op JAX (rtol 1e-5, atol 1e-6)"}
     with provenance.tracked_run(f"00 classifier step b{batch}", config) as run:
         step = jax.jit(sgd_update)
         with count_compiles() as compiles:             # 1. the first call, alone:
@@ -460,8 +463,8 @@ def measure_step(batch):
         for name in out:                               #    op-by-op JAX before timing
             if not np.allclose(out[name], reference[name], rtol=1e-5, atol=1e-6):
                 raise AssertionError(f"output check: jitted step differs in {name}")
-        timing = time_synced(step, params, x, y, warmup=2, iters=TIMING_ITERS)
-        run.log_metrics(first_call_s=first_call_s, compiles_first_call=compiles[0],
+        timing = time_synced(step, params, x, y, warmup=config["warmup"], iters=TIMING_ITERS)
+        run.log_metrics(first_call_s=first_call_s, compiles_first_call=compiles[0], output_ok=1,
                         median_s=timing.median_s, compiles_warmed=timing.compiles_warmed)
         run.log_samples("step_s", timing.samples_s, unit="s")   # 3. every raw sample
     print(f"batch {batch:4d}: first call {first_call_s * 1e3:7.1f} ms ({compiles[0]} "

@@ -421,6 +421,31 @@ with not_yet("spread of the repeated samples"):
     plt.show()
 
 # %% [markdown]
+# ### Provenance: this notebook's timings in MLflow
+#
+# Each timing above goes to MLflow (`make mlflow-ui` shows it) as a run with its
+# configuration, the environment fingerprint, its raw samples (an artifact), its sync
+# method, warm-up and first call, and the correctness check it rests on; a failed check is
+# kept as a FAILED run. Notebook 07 reads them back and compares only comparable ones.
+
+# %%
+from coursekit.notebook.cells import log_measurement
+
+timed_config = {"workload": "tanh(a @ a) @ a", "n": N, "dtype": "float32", "iters": ITERS}
+log_measurement("01 time_fn, fresh jit", timed_config, measured,
+                check="output equals the jitted reference (time_fn's expected)",
+                notebook="01_async_timing")
+for name in ("v1", "v2"):
+    pooled = {**repeats[0][name], "samples_s": [s for row in repeats
+                                                for s in row[name]["samples_s"]]} \
+        if repeats else None
+    log_measurement(f"01 {name}, {len(repeats)} interleaved rounds",
+                    {**timed_config, "workload": f"teammate's {name}"}, pooled,
+                    check="output equals the jitted reference (time_fn's expected)",
+                    notebook="01_async_timing")
+
+
+# %% [markdown]
 # ## Decide what is ready
 #
 # The evidence of this stage, computed from the cells above:

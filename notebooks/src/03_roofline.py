@@ -577,6 +577,29 @@ with not_yet("the fix"):
           f"measured / predicted = {off:.2f} ({LABEL})")
 
 # %% [markdown]
+# ### Provenance: the kernel's timing in MLflow
+#
+# The kernel of the Amdahl experiment, timed again with a fresh `jax.jit` (so its first call
+# compiles and is reported apart) after its output was checked against float64 NumPy, goes
+# to MLflow with its configuration, the environment fingerprint, raw samples, sync method,
+# warm-up and the check it rests on (FAILED and kept if the check fails). Notebook 07 reads
+# it back.
+
+# %%
+from coursekit.notebook.cells import log_measurement
+
+fresh_kernel = jax.jit(lambda a, b: a @ b)
+exact = np.asarray(ka, np.float64) @ np.asarray(kb, np.float64)
+kernel_error = float(np.linalg.norm(np.asarray(fresh_kernel(ka, kb)) - exact)
+                     / np.linalg.norm(exact))
+kernel_timing = time_synced(jax.jit(lambda a, b: a @ b), ka, kb, warmup=1, iters=AMDAHL_ITERS)
+log_measurement("03 matmul kernel", {"workload": "a @ b", "n": KERNEL_N, "dtype": "float32"},
+                kernel_timing, check="relative error against float64 NumPy below 1e-4",
+                ok=kernel_error < 1e-4, notebook="03_roofline",
+                metrics={"relative_error": kernel_error})
+
+
+# %% [markdown]
 # ## Decide what is ready
 #
 # The evidence of this stage, computed from the cells above:

@@ -436,6 +436,31 @@ with not_yet("the fix"):
     print(LABEL)
 
 # %% [markdown]
+# ### Provenance: each policy's timing in MLflow
+#
+# Every policy's samples go to MLflow with the configuration, the environment fingerprint,
+# the raw samples, the sync method and warm-up (the first call compiled outside the timers,
+# so it is recorded as not timed), and the check they rest on: the gradients equal the
+# no-remat ones (a policy that fails it is kept as a FAILED run). Notebook 07 reads them back.
+
+# %%
+from coursekit.notebook.cells import log_measurement
+
+with not_yet("the timings, recorded"):
+    need(table_ok)
+    for pol in POLICIES:
+        r = results[str(pol)]
+        log_measurement(
+            f"04 loss and grads, policy {pol}",
+            {"workload": "residual blocks loss and grads", "depth": DEPTH, "width": WIDTH,
+             "hidden": HIDDEN, "batch": BATCH, "policy": str(pol), "rounds": ROUNDS},
+            {"samples_s": r["samples"], "first_call_s": None, "sync": "block_until_ready",
+             "warmup": 1}, check="gradients equal the no-remat ones (rtol 1e-5, atol 1e-7)",
+            ok=r["grads_equal"], notebook="04_remat",
+            metrics={"compiler_temp_mib": r["temp_mib"], "run_peak_mib": r["peak_mib"]})
+
+
+# %% [markdown]
 # ## Decide what is ready
 #
 # The evidence of this stage, computed from the cells above:

@@ -664,6 +664,26 @@ print(f"after {DIVERGE_STEPS} steps: one device {reference_losses[-1]:.4g}, plan
 # gradient norms (clipping, logging). The ratio of norms finds it in one call.
 
 # %% [markdown]
+# ### Provenance: the step's timing in MLflow
+#
+# The profiled step's record goes to MLflow too: configuration, environment fingerprint,
+# raw samples, sync method, warm-up, first call and the loss check it rests on (a failed
+# check is kept as a FAILED run). Notebook 07 reads it back and compares only comparable runs.
+
+# %%
+from coursekit.notebook.cells import log_measurement
+
+with not_yet("the step's timing, recorded"):
+    need(profiled_ok)
+    log_measurement("05 sharded train step",
+                    {"workload": "sharded classifier train step", "devices": jax.device_count(),
+                     **{k: v for k, v in CONFIG.items() if k in ("batch", "noise", "lr")},
+                     "shapes": record.get("shapes"), "dtypes": record.get("dtypes")},
+                    record, check="first step's loss equals the single-device loss (rtol 1e-5)",
+                    notebook="05_sharding_and_recovery")
+
+
+# %% [markdown]
 # ## Decide what is ready
 #
 # The evidence of this notebook, computed from the cells above:

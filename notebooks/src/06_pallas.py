@@ -533,6 +533,30 @@ else:
 
 
 # %% [markdown]
+# ### Provenance: the block-size timings in MLflow
+#
+# Both block sizes' timings go to MLflow with the configuration (interpreted or compiled
+# included), the environment fingerprint, raw samples, sync method, warm-up, first call and
+# the check they rest on: the kernel's output equals `jax.nn.softmax` (a failed check is
+# kept as a FAILED run). Notebook 07 reads them back and compares only comparable runs.
+
+# %%
+from coursekit.notebook.cells import log_measurement
+
+with not_yet("the block-size timings, recorded"):
+    need(changed)
+    softmax_ref = np.asarray(jax.nn.softmax(x2, axis=-1))
+    for b, t in timings.items():
+        out = np.asarray(impl.softmax_pallas(x2, block_rows=b))
+        log_measurement(f"06 softmax_pallas block_rows={b}",
+                        {"workload": "row softmax (Pallas)", "shape": [ROWS, COLS],
+                         "block_rows": b, "interpreted": INTERPRET, "dtype": str(x2.dtype)},
+                        t, check="output equals jax.nn.softmax (atol 1e-6)",
+                        ok=bool(np.allclose(out, softmax_ref, rtol=0, atol=1e-6)),
+                        notebook="06_pallas")
+
+
+# %% [markdown]
 # ## Decide what is ready
 #
 # The evidence of this notebook, computed from the cells above:

@@ -423,6 +423,24 @@ with not_yet("the run records"):
     print(f"records: {record_decision['ratio']:.1f}x, {record_decision['decision']} "
           f"({LABEL})")
 
+# %% [markdown]
+# The same two records go to MLflow as runs (configuration, environment fingerprint, raw
+# samples, sync, warm-up, first call and the output check each rests on; a failed check is
+# kept as a FAILED run), beside the other notebooks' measurements.
+
+# %%
+from coursekit.notebook.cells import log_measurement
+
+with not_yet("the run records, in MLflow"):
+    need(records)
+    for version, rec in (("before", before), ("after", after)):
+        log_measurement(f"optimisation {version}",
+                        {"workload": f"train_{'slow' if version == 'before' else 'fast'}",
+                         **{k: v for k, v in CONFIG.items() if isinstance(v, (int, float, str))},
+                         "shapes": rec.get("shapes"), "dtypes": rec.get("dtypes")},
+                        rec, check="output within the contract's tolerance of train_slow",
+                        notebook="07_optimisation")
+
 # %%
 check4 = run_check("optimisation", 4, IMPL)
 

@@ -677,6 +677,52 @@ with not_yet("fingerprints of before and after"):
 
 
 # %% [markdown]
+# ### Provenance: every notebook's measurements, read back from MLflow
+#
+# The before and after records go to MLflow like every other notebook's timings. Then the
+# store is read back: for each measurement, its newest FINISHED run beside the earlier runs
+# of the *same fingerprint* (configuration, sync and warm-up, backend, device, versions, XLA
+# flags, CPU) only. Runs of another configuration are counted and the first difference
+# named (`why_not_comparable`); FAILED and KILLED runs stay in the record and out of every
+# comparison.
+
+# %%
+from coursekit.notebook.cells import log_measurement
+from coursekit.provenance import tracking as mlruns
+
+with not_yet("the records, in MLflow and back"):
+    need(work)
+    for variant, r in runs.items():
+        log_measurement(f"07 capstone step {variant}",
+                        {"workload": "capstone train step", "variant": variant,
+                         "batch": BATCH, "iters": ITERS, "rounds": ROUNDS}, r,
+                        check="first step's loss equals capstone.reference_loss",
+                        notebook="07_readiness_review")
+    stored = mlruns.runs()
+    usable = [r for r in stored if r["status"] == "FINISHED" and "median_s" in r["metrics"]]
+    print(f"{len(stored)} measurement run(s) in {mlruns.tracking_uri()}; "
+          f"{sum(r['status'] != 'FINISHED' for r in stored)} not FINISHED (kept, compared "
+          "with nothing)")
+    newest = {}
+    for r in usable:                       # newest first: the first of each name is its latest
+        newest.setdefault(r["name"], r)
+    for name, r in sorted(newest.items()):
+        same = [o for o in mlruns.comparable_runs(usable, r)
+                if o["name"] == name and o["run_id"] != r["run_id"]]
+        other = [o for o in usable if o["name"] == name and o["fingerprint"] != r["fingerprint"]]
+        line = f"{name[:44]:44s} {r['metrics']['median_s'] * 1e3:9.3f} ms"
+        if same:
+            earlier = float(np.median([o["metrics"]["median_s"] for o in same]))
+            line += (f" | {len(same)} comparable earlier: median {earlier * 1e3:.3f} ms "
+                     f"({r['metrics']['median_s'] / earlier:.2f}x)")
+        if other:
+            line += (f" | {len(other)} not comparable: "
+                     f"{(mlruns.why_not_comparable(r, other[0]) or ['?'])[0]}")
+        print(line)
+    print(LABEL)
+
+
+# %% [markdown]
 # ## Decide what is ready
 #
 # ### Exercise: audit one run record
