@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -213,3 +214,61 @@ def _keep(relative: str, payload: dict) -> None:
         path.write_text(json.dumps(payload, indent=1, default=str))
     except OSError:
         pass  # a read-only checkout must not break a notebook
+
+
+def log_measurement(name: str, config: dict, timing, check: str, ok: bool | None = None,
+                    *, notebook: str = "", metrics: dict | None = None) -> dict | None:
+    """Record one timing as an MLflow run (``coursekit.provenance.tracking``) with what it
+    rests on, and print one line saying so. Returns the run record, or None when there is
+    no measurement yet (a learner's unfinished function) or the store cannot be written.
+
+    ``timing``: a ``coursekit.measure.timing.Timing`` or a dict with ``samples_s`` (raw
+    seconds), ``first_call_s`` (None: not timed, and said so), ``sync`` and ``warmup``
+    (the learner's ``time_fn`` result has all of them). ``check`` says in words which
+    correctness check the timing rests on; ``ok`` is its outcome (default: the timing's
+    ``output_ok``). The run's config holds ``sync``, ``warmup`` and ``check`` beside
+    ``config`` (so they enter the fingerprint: a different sync is another measurement);
+    metrics hold ``first_call_s``, ``median_s``, ``output_ok`` (1/0); the raw samples are
+    the ``samples/call_s.json`` artifact. A failed check records the run FAILED: it is
+    kept, and no comparison uses it."""
+    if not timing:
+        print(f"not recorded yet: {name} (no measurement yet)")
+        return None
+    get = (timing.get if isinstance(timing, dict) else
+           lambda key, default=None: getattr(timing, key, default))
+    samples = [float(s) for s in get("samples_s") or []]
+    first = get("first_call_s")
+    ok = get("output_ok") if ok is None else ok
+    sync, warmup = get("sync"), get("warmup")
+    if sync is None or warmup is None or (not samples and ok is not False):
+        # no samples is expected only when the check failed first (nothing was timed)
+        raise ValueError(f"log_measurement({name!r}): the timing needs sync, warmup and "
+                         f"samples_s (got sync={sync!r}, warmup={warmup!r}, "
+                         f"{len(samples)} samples)")
+    run_config = {**config, "sync": str(sync), "warmup": int(warmup), "check": check}
+    values = {"samples": len(samples), **(metrics or {})}
+    if samples:
+        values["median_s"] = statistics.median(samples)
+    if first is not None:
+        values["first_call_s"] = float(first)
+    if ok is not None:
+        values["output_ok"] = 1.0 if ok else 0.0
+    status = "FINISHED" if ok is not False else "FAILED"
+    error = "" if ok is not False else f"correctness check failed: {check}"
+    tags = {"course.notebook": notebook, "course.check": check, "course.sync": str(sync),
+            "course.first_call": "timed apart" if first is not None else "not timed"}
+    try:
+        from coursekit.provenance import tracking
+        run_id = tracking.log_run(name, run_config, values, {"call_s": samples},
+                                  status=status, error=error, tags=tags)
+        run = tracking.get_run(run_id)
+    except Exception as err:  # noqa: BLE001 - a store problem must not stop a notebook
+        print(f"not recorded in MLflow: {name}: {type(err).__name__}: {str(err)[:200]}")
+        return None
+    shown = "not timed" if first is None else f"{float(first) * 1e3:.2f} ms"
+    outcome = "pass" if ok else "FAILED" if ok is False else "not checked"
+    median = (f"median {values['median_s'] * 1e3:.3f} ms of {len(samples)} samples"
+              if samples else "no samples (nothing timed after the failed check)")
+    print(f"MLflow run {run_id[:8]} {run['status']}: {name} · sync {sync}, warm-up {warmup}, "
+          f"first call {shown}, {median} · rests on: {check} ({outcome})")
+    return run

@@ -492,19 +492,22 @@ def output_check_demo(dtype: str = "bfloat16", n: int = 1023, experiment: str = 
     fn = jax.jit(lambda p, a: classifier.logits(
         jax.tree.map(lambda t: t.astype(cast), p), a.astype(cast)).astype(jnp.float32))
     config = {"workload": "classifier.logits", "x_shape": list(x.shape), "dtype": dtype,
-              "reference_dtype": "float32", "rtol": rtol, "atol": atol}
+              "reference_dtype": "float32", "rtol": rtol, "atol": atol,
+              "sync": "block_until_ready", "warmup": 2,
+              "check": f"logits equal float32's (rtol {rtol}, atol {atol})"}
     run_id = None
     try:
         with tracked_run(f"output-check {dtype}", config, experiment=experiment) as run:
             run_id = run.run_id
             out = np.asarray(fn(params, x))
             error = float(np.max(np.abs(out - reference)))
-            run.log_metrics(max_abs_error=error)
-            if not np.allclose(out, reference, rtol=rtol, atol=atol):
+            ok = bool(np.allclose(out, reference, rtol=rtol, atol=atol))
+            run.log_metrics(max_abs_error=error, output_ok=float(ok))
+            if not ok:
                 raise AssertionError(f"output check failed before timing: {dtype} logits "
                                      f"differ from float32 by up to {error:.3g} "
                                      f"(rtol={rtol}, atol={atol})")
-            timing = time_synced(fn, params, x, warmup=2, iters=10)
+            timing = time_synced(fn, params, x, warmup=config["warmup"], iters=10)
             run.log_metrics(first_call_s=timing.first_call_s, median_s=timing.median_s)
             run.log_samples("call_s", timing.samples_s, unit="s")
     except AssertionError:

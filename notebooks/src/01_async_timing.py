@@ -444,7 +444,6 @@ for name in ("v1", "v2"):
                     check="output equals the jitted reference (time_fn's expected)",
                     notebook="01_async_timing")
 
-
 # %% [markdown]
 # ## Decide what is ready
 #

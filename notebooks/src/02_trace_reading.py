@@ -78,16 +78,22 @@ print("traces go to:", TRACE_ROOT)
 # %% [markdown]
 # ## Check your starting point
 #
-# **Question.** In a trace, the annotated region `train_step` lasts *T*. Directly inside it
-# sits an event `PjitFunction(step)` lasting *P*, and inside *that* another
-# `PjitFunction(step)`, also lasting about *P*. How long did the step spend in the jitted
-# call: (a) about *P*; (b) about *2P*; (c) cannot tell without the XLA op events? Answer and
-# say why in the cell below, then open the reasoning.
+# **Question.** A trace of one synchronised training step: the annotated region `train_step`
+# lasts *T*. On the Python thread, directly inside it, sit `PjitFunction(step)` lasting *P*
+# (with another `PjitFunction(step)` nested inside it, also about *P*) and then
+# `block_until_ready` lasting *W*. On another thread, `tf_XLAExecute`, an event
+# `ThunkExecutor::Execute` lasts *E* and overlaps the region. Which of these is the time the
+# step's computation ran: (a) *P*; (b) *2P*; (c) *E*; (d) *P + W + E*? And what is *W*?
+# Answer and say why in the cell below, then open the reasoning.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "starting_point_02", "locked": false, "points": 1, "schema_version": 3, "solution": true, "task": false}
-# (a) about *P*. The second `PjitFunction(step)` is nested inside the first on the same
-# thread: it is the same interval of time seen by two layers of the runtime. Adding nested
-# events counts the same time twice; only direct children of the region add up.
+# (c) about *E*. `PjitFunction(step)` is *dispatch*: the host checks the arguments, enqueues
+# the compiled program and returns (the nested one is the same interval seen by two layers of
+# the runtime, so not *2P*). The computation runs on the execution thread (*E*). *W* is the
+# Python thread *waiting* for that computation to complete: it lasts about as long as the
+# work that is still running when dispatch returns. *P + W* adds up to about *T* (direct
+# children of the region); adding *E* counts the same time twice, because it runs
+# concurrently with the wait.
 
 # %% [markdown]
 # <details><summary>Reasoning (open after answering)</summary>
@@ -98,6 +104,13 @@ print("traces go to:", TRACE_ROOT)
 # nested in itself under an annotation, so a sum over every event inside the region
 # overcounts. Events on *other* threads (XLA's worker threads) overlap the region in time
 # but are not its children: they run concurrently.
+#
+# So a region holds three different things: **dispatch** (the jitted call returning once
+# the work is enqueued), the **completion wait** (`block_until_ready`, the host doing nothing
+# until the result exists) and, on other threads, **execution** (the work itself). Reading
+# the time "in the jitted call" as compute reads dispatch as compute; the wait is where an
+# unsynchronised timer (notebook 01) would have stopped looking. A dispatch that takes
+# milliseconds is a blocked host (another thread, a loaded machine), not a slow program.
 # </details>
 
 # %% [markdown]
@@ -153,6 +166,89 @@ with not_yet("region summary"):
 
 
 # %% [markdown]
+# ### Dispatch, completion wait, execution
+#
+# The same region taken apart by what each piece is: **dispatch**, the outermost
+# `PjitFunction(step)`; the **completion wait**, the direct child the Python tracer names
+# `...block_until_ready`; and **execution**, the `ThunkExecutor::Execute` events on the
+# `tf_XLAExecute` threads, clipped to the region (they are not children: another thread).
+
+# %%
+def breakdown(path, region):
+    """Per occurrence of ``region`` (in time order): its total, dispatch and wait (direct
+    children), the execution threads' time inside it (us), and its largest direct child."""
+    events = traces.load_events(path)
+    names = traces.thread_names(events)
+    every = list(traces.walk(traces.build_forest(events)))
+    execute = [e for e in every if e.name == "ThunkExecutor::Execute"
+               and names.get((e.pid, e.tid), "").startswith("tf_XLAExecute")]
+    rows = []
+    for r in sorted((e for e in every if e.name == region), key=lambda e: e.ts):
+        largest = max(r.children, key=lambda c: c.dur).name if r.children else "(none)"
+        dispatch = [c for c in r.children if c.name.startswith("PjitFunction")]
+        wait = [c for c in r.children if c.name.endswith("block_until_ready")]
+        runs = [e for e in execute if e.ts < r.end and e.end > r.ts]
+        rows.append({
+            "total_us": r.dur, "dispatch_us": sum(c.dur for c in dispatch),
+            "wait_us": sum(c.dur for c in wait),
+            "execution_us": sum(min(e.end, r.end) - max(e.ts, r.ts) for e in runs),
+            "largest": "wait" if largest.endswith("block_until_ready") else largest,
+            # when each began and ended (us, trace clock): for the ordering check below
+            "dispatch_start": min((c.ts for c in dispatch), default=None),
+            "dispatch_end": max((c.end for c in dispatch), default=None),
+            "execution_start": min((e.ts for e in runs), default=None),
+            "execution_end": max((e.end for e in runs), default=None),
+            "wait_end": max((c.end for c in wait), default=None)})
+    return rows
+
+with not_yet("dispatch, wait and execution"):
+    need(trace_file)
+    parts = breakdown(trace_file, REGION)
+    print(f"{'step':>4} {'region':>10} {'dispatch':>10} {'wait':>10} {'execution':>10}  "
+          "largest direct child   (ms)")
+    for i, row in enumerate(parts):
+        print(f"{i:4d} {row['total_us'] / 1e3:10.3f} {row['dispatch_us'] / 1e3:10.3f} "
+              f"{row['wait_us'] / 1e3:10.3f} {row['execution_us'] / 1e3:10.3f}  {row['largest']}")
+    med = {k: float(np.median([row[k] for row in parts]))
+           for k in ("total_us", "dispatch_us", "wait_us", "execution_us")}
+    print(f"median step: dispatch {med['dispatch_us'] / med['total_us']:.1%} of the region, "
+          f"wait {med['wait_us'] / med['total_us']:.1%}; the execution threads ran "
+          f"{med['execution_us'] / med['total_us']:.1%} of it ({LABEL})")
+    slow_host = [i for i, row in enumerate(parts) if row["dispatch_us"] > row["wait_us"]]
+    overlapped = [i for i in slow_host if parts[i]["execution_start"] is not None
+                  and parts[i]["execution_start"] < parts[i]["dispatch_end"]]
+    if slow_host:
+        print(f"step(s) {slow_host}: dispatch took longer than the wait: host-side time (a "
+              "loaded machine, a descheduled thread), not compute; in step(s) "
+              f"{overlapped} the execution thread had started before the call returned")
+
+# %% [markdown]
+# The check of this reading, computed from the trace. Every step holds a completion wait
+# (it was synchronised inside its annotation), its execution began only after dispatch began
+# (work cannot run before it is sent), and its execution ended before the wait ended (the
+# wait returns only once the result exists). Which direct child is the largest is then
+# counted, not assumed: a step where dispatch is the largest is a blocked host, not compute.
+
+# %%
+# The two threads record their own end times; 0.5 ms allows one of them to be descheduled
+# between finishing and writing its end (the measured slack was always the other way round).
+ORDER_SLACK_US = 500.0
+with not_yet("dispatch, then execution, inside the wait"):
+    need(trace_file)
+    for i, row in enumerate(parts):
+        assert row["wait_us"] > 0, (
+            f"step {i} has no block_until_ready child: synchronise inside the TraceAnnotation")
+        assert row["execution_start"] is not None, f"step {i}: no execution event in the trace"
+        assert row["execution_start"] >= row["dispatch_start"], (i, row)
+        assert row["execution_end"] <= row["wait_end"] + ORDER_SLACK_US, (i, row)
+    waits_largest = sum(row["largest"] == "wait" for row in parts)
+    print(f"every step: dispatch began, then execution ran on its own thread and ended inside "
+          f"the completion wait. The wait is the largest direct child in {waits_largest} of "
+          f"{len(parts)} steps; median wait / median dispatch = "
+          f"{med['wait_us'] / max(med['dispatch_us'], 1e-9):.1f}x ({LABEL})")
+
+
+# %% [markdown]
 # ### The timeline of one step
 #
 # The last annotated step, every thread that has events in it (the profiler's own
@@ -193,24 +289,42 @@ with not_yet("timeline"):
     plt.show()
 
 # %% [markdown]
-# ### Open the same trace in Perfetto UI and in XProf (on your own machine; not run in CI)
+# ### The same region in XProf
 #
-# * **Perfetto UI**: open <https://ui.perfetto.dev>, choose *Open trace file* and pick the
-#   `*.trace.json.gz` printed above (Perfetto reads Chrome JSON traces). Or trace with
-#   `jax.profiler.trace(logdir, create_perfetto_trace=True)`, which also writes
-#   `perfetto_trace.json.gz` for upload. Find `train_step` with the search box (`/`), click it,
-#   and read its duration and its children in the bottom panel.
-# * **XProf**: `pip install xprof`, then `xprof --logdir <TRACE_ROOT> --port 8791` and open
-#   <http://localhost:8791>; the *Trace Viewer* tool shows the same timeline. XProf's op-level
-#   tools are empty or fail on CPU traces: use the trace viewer.
-#
-# The cell below prints the exact paths for this run.
+# `jax.profiler.trace` writes two files from one recording: the `*.trace.json.gz` you parsed
+# and `*.xplane.pb`, which XProf (pinned by the course) reads. In a terminal, `make xprof`
+# serves your traces on <http://127.0.0.1:8791>: pick the run, the *Trace Viewer* tool, type
+# `train_step` in *Find Events*, and step through the matches; the panel below the timeline
+# gives each one's wall duration and self time. (Perfetto UI, <https://ui.perfetto.dev>, opens
+# the `*.trace.json.gz` too.) Below, XProf's own converter reads the `.xplane.pb` here, and
+# its region durations are set beside your parse of the JSON: two parsers, two files, one run.
 
 # %%
-with not_yet("paths to open"):
-    need(trace_file)
-    print("Perfetto UI, open this file:", Path(trace_file).resolve())
-    print(f"XProf: xprof --logdir {TRACE_ROOT.resolve()} --port 8791")
+with not_yet("the region in XProf"):
+    need(trace_file, summary)
+    from coursekit.measure import xprof_trace
+    in_xprof = xprof_trace.compare_region(trace_file, REGION)
+    print(f"{REGION} in {Path(trace_file).name}: {len(in_xprof['ours'])} event(s), "
+          f"{sum(in_xprof['ours']) / 1e3:.3f} ms; in XProf's reading of "
+          f"{Path(in_xprof['xplane']).name}: {len(in_xprof['xprof'])} event(s), "
+          f"{sum(in_xprof['xprof']) / 1e3:.3f} ms; your summarize_region: "
+          f"{summary['count']} event(s), {summary['total_us'] / 1e3:.3f} ms")
+    print("mismatches:", in_xprof["mismatches"] or "none (durations equal within "
+          f"{xprof_trace.DURATION_TOLERANCE_US} us)")
+    gpu_tools = {t: xprof_trace.tool_rows(in_xprof["xplane"], t) for t in xprof_trace.GPU_TOOLS}
+    print("XProf's op-level tools on this trace (rows or programs listed):", gpu_tools,
+          "-> all empty: no device plane in this trace" if not any(gpu_tools.values())
+          else "-> device planes present")
+    print("make xprof  # then open http://127.0.0.1:8791 (serves", RECORDS.resolve(), ")")
+
+# %% [markdown]
+# XProf's op-level tools read *device* planes. On a GPU or TPU trace, **op_profile** ranks
+# the programs and ops by device time with each op's FLOP rate and memory bandwidth,
+# **hlo_stats** lists every HLO op with its occurrences, self time and whether it was
+# compute- or memory-bound, and **roofline_model** places each op against the device's
+# measured peak FLOP/s and bandwidth (the picture notebook 03 builds by hand). A CPU trace
+# has no device plane, so the counts printed above are what they give here; on CPU, the
+# trace viewer is the XProf tool that has something to show.
 
 # %% [markdown]
 # ### Check stage 2
@@ -268,10 +382,12 @@ for _ in range(20):
 # %% [markdown]
 # ## Why CPU per-op events are not op times, and the flag that splits the fusion
 #
-# By default XLA:CPU hands whole dot-plus-elementwise chains of an MLP to a library fusion,
-# so the trace shows a few `ynn_fusion` events instead of one event per HLO op. The XLA flag
-# `--xla_cpu_experimental_ynn_fusion_type=` (empty value) turns that fusion off, and the
-# trace shows per-op events (`dot_general`, elementwise fusions). XLA flags are read when
+# By default XLA:CPU hands some dot-plus-elementwise chains of the MLP to a library fusion
+# (`ynn_fusion` events); the other ops already show as events of their own (`dot`,
+# elementwise fusions such as `multiply_add_fusion`). The XLA flag
+# `--xla_cpu_experimental_ynn_fusion_type=` (empty value) turns the library fusion off, so
+# the ops it held show as their own events too. How much that changes is counted below, not
+# assumed: the op events of one step and their kinds, per setting. XLA flags are read when
 # the backend starts, so each setting needs a fresh process: the cell below runs
 # `coursekit.measure.op_events` twice with the same step, once per setting.
 #
@@ -321,6 +437,14 @@ for name, run in runs.items():
           f"{s['threads']} thread(s) | summed {s['sum_us'] / 1e3:8.2f} ms | covered "
           f"{s['covered_us'] / 1e3:8.2f} ms = {coverage[name]:.2f} of the step")
     print(f"         op kinds: {', '.join(kinds)}")
+op_kinds = {name: {o["name"].split(".")[0] for o in run["steps"][-1]["ops"]}
+            for name, run in runs.items()}
+op_counts = {name: len(run["steps"][-1]["ops"]) for name, run in runs.items()}
+print(f"op events in one step: {op_counts['default']} by default, {op_counts['flag on']} with "
+      f"the flag; kinds by default besides ynn_fusion: "
+      f"{', '.join(sorted(op_kinds['default'] - {'ynn_fusion'})) or 'none'}; only with the "
+      f"flag: {', '.join(sorted(op_kinds['flag on'] - op_kinds['default'])) or 'none'}; "
+      f"only by default: {', '.join(sorted(op_kinds['default'] - op_kinds['flag on'])) or 'none'}")
 compare_prediction("02_op_coverage_with_flag", PREDICTED_OP_COVERAGE, coverage["flag on"],
                    "fraction")
 print(LABEL)
@@ -399,6 +523,30 @@ with not_yet("the fix"):
           f" self time {fixed['self_us'] / 1e3:.3f} ms (non-negative: {fixed['self_us'] >= 0})")
 
 # %% [markdown]
+# ## Provenance: the step's timing, recorded
+#
+# A trace locates time; a synchronised timing measures it (notebook 01). The same step, timed
+# with the course's reference timer (first call apart, every sample synchronised inside its
+# boundary) after its output was checked against op-by-op JAX, goes to MLflow with its
+# configuration, environment fingerprint, raw samples and the trace breakdown above.
+
+# %%
+from coursekit.measure.timing import time_synced
+from coursekit.notebook.cells import log_measurement
+
+with jax.disable_jit():
+    loss_op_by_op = float(step(params, x)[0])
+loss_ok = bool(np.isclose(float(step(params, x)[0]), loss_op_by_op, rtol=1e-5))
+step_timing = time_synced(step, params, x, warmup=2, iters=max(STEPS, 5))
+step_run = log_measurement(
+    "02 MLP train step", {"workload": "two-layer MLP SGD step", "batch": BATCH,
+                          "width": WIDTH, "dtype": str(x.dtype)},
+    step_timing, check="jitted loss equals op-by-op JAX (rtol 1e-5)", ok=loss_ok,
+    notebook="02_trace_reading",
+    metrics={f"trace_median_{k}": v for k, v in med.items()} if trace_file else None)
+print(LABEL)
+
+# %% [markdown]
 # ## Decide what is ready
 #
 # The evidence of this stage's trace part, computed from the cells above:
@@ -411,6 +559,12 @@ evidence = {
     "direct children / region total": (f"{summary['child_us'] / summary['total_us']:.2f}"
                                        if summary else "not yet"),
     "op coverage of a step, default / flag on": " / ".join(f"{v:.2f}" for v in coverage.values()),
+    "wait is the largest direct child (steps)": (f"{waits_largest} / {len(parts)}"
+                                                 if trace_file else "not yet"),
+    "XProf agrees with the JSON parse": (not in_xprof["mismatches"]) if trace_file
+                                        else "not yet",
+    "op events per step, default / flag on": f"{op_counts['default']} / {op_counts['flag on']}",
+    "MLflow run of the timed step": step_run["status"] if step_run else "not recorded",
 }
 for k, v in evidence.items():
     print(f"{k:42s} {v}")
@@ -419,11 +573,16 @@ print(LABEL)
 # %% [markdown]
 # **Your decision.** One accept/reject statement: *can this trace evidence explain where the
 # step's time goes?* Say what it does show (the region, its direct children, the host-side
-# self time) and what a CPU trace cannot show (per-op cost, anything about an accelerator).
+# self time, dispatch vs the completion wait vs the execution threads) and what a CPU trace
+# cannot show (per-op cost, anything about an accelerator).
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "decision_02", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
 # Accept for *locating* time, reject for *costing ops*. The region appears once per step, its
 # direct children account for most of it with a small non-negative self time, and nested
-# events are counted once. The per-op events (flag on) show which ops run but cover only part
-# of the step and their durations are not op costs on CPU; op costs come from synchronised
-# timing and the compiler's counts (notebook 03). All of it is a CPU trace.
+# events are counted once. The work runs on the execution thread and the Python thread waits
+# for it in `block_until_ready`; the jitted call itself is dispatch, host-side time, so "time
+# in the jitted call" is not compute time (the breakdown counts the steps where dispatch was
+# longer than the wait: a loaded host). The per-op events (flag on) show which
+# ops run but cover only part of the step and their durations are not op costs on CPU; op
+# costs come from synchronised timing and the compiler's counts (notebook 03). All of it is
+# a CPU trace.

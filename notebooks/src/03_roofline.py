@@ -598,7 +598,6 @@ log_measurement("03 matmul kernel", {"workload": "a @ b", "n": KERNEL_N, "dtype"
                 ok=kernel_error < 1e-4, notebook="03_roofline",
                 metrics={"relative_error": kernel_error})
 
-
 # %% [markdown]
 # ## Decide what is ready
 #

@@ -459,7 +459,6 @@ with not_yet("the timings, recorded"):
             ok=r["grads_equal"], notebook="04_remat",
             metrics={"compiler_temp_mib": r["temp_mib"], "run_peak_mib": r["peak_mib"]})
 
-
 # %% [markdown]
 # ## Decide what is ready
 #

@@ -682,7 +682,6 @@ with not_yet("the step's timing, recorded"):
                     record, check="first step's loss equals the single-device loss (rtol 1e-5)",
                     notebook="05_sharding_and_recovery")
 
-
 # %% [markdown]
 # ## Decide what is ready
 #

@@ -531,7 +531,6 @@ else:
     fig.tight_layout()
     plt.show()
 
-
 # %% [markdown]
 # ### Provenance: the block-size timings in MLflow
 #

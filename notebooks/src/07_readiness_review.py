@@ -675,7 +675,6 @@ with not_yet("fingerprints of before and after"):
           f"{fingerprint_id(runs['after']['fingerprint'])}: "
           f"{'same environment' if not same else 'DIFFERENT: ' + '; '.join(same)}")
 
-
 # %% [markdown]
 # ### Provenance: every notebook's measurements, read back from MLflow
 #
