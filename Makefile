@@ -7,6 +7,8 @@
 #   make portfolio  your route map and benchmark report from your own records
 #   make mlflow-ui  the MLflow record of every run (failed ones too) on http://127.0.0.1:5000
 #   make xprof    XProf's trace viewer on your own profiler traces on http://127.0.0.1:8791
+#   make mutants  developers: each checker's mutation score per stage (slow; MUTANTS_PROJECT=p)
+#   make flake    developers: the reference passes every stage FLAKE_RUNS times, a core busy
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -16,12 +18,17 @@ PYTEST_ARGS ?=
 LAB_PORT ?= 8888
 COURSE_ARGS ?=
 CHECK_ARGS ?=
+MUTANTS_PROJECT ?=
+MUTANTS_JOBS ?= 1
+FLAKE_RUNS ?= 20
+FLAKE_PROJECT ?=
 # A release (python -m autograder release) has no reference solutions: coursekit.facts decides.
 IS_RELEASE = $(PY) -c 'import sys; from coursekit.facts import is_release; sys.exit(not is_release())'
 
-.PHONY: setup course test check lab bench starters portfolio mlflow-ui xprof browser-deps slurm-deps clean help
+.PHONY: setup course test check lab bench starters portfolio mlflow-ui xprof browser-deps slurm-deps clean help \
+	mutants flake
 help:
-	@sed -n '1,9p' Makefile
+	@sed -n '1,11p' Makefile
 
 setup: $(STAMP)
 
@@ -79,6 +86,17 @@ mlflow-ui: $(STAMP)
 # the learner's traces (build/learner, where the notebooks write them), 127.0.0.1 only
 xprof: $(STAMP)
 	$(PY) -m coursekit.commands.xprof
+
+# Not in CI (hours for all projects): Cosmic Ray mutates the learner regions of each
+# solution, the project's checker is the oracle (build/mutants-<p>/report.json).
+mutants: $(STAMP)
+	$(PY) -m coursekit.commands.mutants $(if $(MUTANTS_PROJECT),--project $(MUTANTS_PROJECT)) \
+	  --jobs $(MUTANTS_JOBS)
+
+# Not in CI (too slow; CI keeps its 3-run test): failing seeds are printed to rerun.
+flake: $(STAMP)
+	$(PY) -m coursekit.commands.flake $(if $(FLAKE_PROJECT),--project $(FLAKE_PROJECT)) \
+	  --runs $(FLAKE_RUNS)
 
 starters: $(STAMP)
 	$(PY) -m coursekit.authoring.starters

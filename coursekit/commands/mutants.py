@@ -1,0 +1,315 @@
+"""make mutants: mutation testing of each checker, with the checker as the oracle.
+
+    python -m coursekit.commands.mutants [--project P] [--seed S] [--jobs 1|2]
+
+Cosmic Ray (pinned in pyproject.toml) makes the mutants: one small change each (an
+operator swapped, a constant moved, a condition negated) to a copy of
+``projects/<p>/solution/model.py``, and only inside the learner-facing regions (the
+``### BEGIN SOLUTION stage N: ...`` / ``### END SOLUTION`` bodies the starter blanks).
+A mutant in a stage-N region is tested by that stage's checker, run as Cosmic Ray's test
+command: ``check.py --stage N --impl MUTANT --seed S`` with a timeout. Exit non-zero (or
+the timeout) kills the mutant; exit 0 means the checker accepted a wrong solution.
+
+Survivors the checker cannot and need not kill (the change keeps the contract: a
+tolerance inside the bracket the contract allows, a dead branch) are listed with their
+reason in ``projects/<p>/tests/equivalent_mutants.txt``, one per line::
+
+    <fnmatch pattern> -- <reason>
+
+The pattern is matched against the mutant's id (``<function>/<operator>#k``) and against
+``<id> <changed line>``, so ``tolerance/NumberReplacer#* atol = 3 * u32`` names one change
+by what it does, which survives edits elsewhere in the function.
+
+and leave the score's denominator. Score = killed / (mutants - equivalent - incompetent)
+(incompetent: Cosmic Ray could not apply or run the mutant). Every other
+survivor is printed with its id and the changed line: kill it with a check or justify it.
+
+Why a snapshot of the checker: the run takes long, and the checker is what is measured;
+its ``tests/`` folder is copied to ``build/mutants-<p>/tests`` (three levels below the
+course root, as the original) so editing the checker meanwhile changes nothing.
+Why at most 2 jobs with one XLA thread each: this is a 2-core machine shared with others.
+Bitwise and shift operator swaps are left out by default (on float code they raise at
+once: they would only pad the score); ``--all-operators`` keeps them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from coursekit.authoring.starters import BEGIN, END
+from coursekit.facts import ROOT, projects
+
+EQUIVALENTS = "equivalent_mutants.txt"
+PADDING_OPERATORS = re.compile(r"_(LShift|RShift|BitOr|BitAnd|BitXor)(_|$)")
+STAGE = re.compile(r"stage\s+(\d+)\s*:\s*([A-Za-z_]\w*)")
+ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+
+@dataclass(frozen=True)
+class Region:
+    stage: int
+    name: str
+    first: int  # 1-based line numbers of the body, markers excluded
+    last: int
+
+
+@dataclass
+class Mutant:
+    id: str
+    stage: int
+    line: int
+    operator: str
+    outcome: str = "pending"  # killed | survived | equivalent | timeout | incompetent
+    reason: str = ""
+    change: str = ""
+
+
+def learner_regions(source: str) -> list[Region]:
+    """The indented (inside a function) solution regions, with their stage and name."""
+    regions, start = [], None
+    for number, line in enumerate(source.splitlines(), 1):
+        begin = BEGIN.match(line)
+        if begin:
+            start = (number, begin) if begin["indent"] else None
+        elif END.match(line) and start is not None:
+            number0, match = start
+            found = STAGE.search(match["hint"])
+            if not found:
+                raise ValueError(f"line {number0}: BEGIN SOLUTION without 'stage N: name'")
+            regions.append(Region(int(found[1]), found[2], number0 + 1, number - 1))
+            start = None
+    return regions
+
+
+def read_equivalents(path: Path) -> list[tuple[str, str]]:
+    """(pattern, reason) pairs; a line without a reason is an error (it must say why)."""
+    if not path.is_file():
+        return []
+    pairs = []
+    for number, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        pattern, _, reason = line.partition(" -- ")
+        if not pattern.strip() or not reason.strip():
+            raise ValueError(f"{path}:{number}: expected '<pattern> -- <reason>', got {raw!r}")
+        pairs.append((pattern.strip(), reason.strip()))
+    return pairs
+
+
+def equivalent_reason(mutant: Mutant, equivalents: list[tuple[str, str]]) -> str | None:
+    for pattern, reason in equivalents:
+        if any(fnmatch.fnmatchcase(text, pattern)
+               for text in (mutant.id, f"{mutant.id} {mutant.change}")):
+            return reason
+    return None
+
+
+def cosmic_ray(*args: str) -> None:
+    subprocess.run([str(Path(sys.executable).with_name("cosmic-ray")), *args], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def write_config(path: Path, module: Path, command: str, timeout: float) -> None:
+    path.write_text(
+        "[cosmic-ray]\n"
+        f"module-path = {json.dumps(str(module))}\n"
+        f"timeout = {float(timeout)}\n"
+        "excluded-modules = []\n"
+        f"test-command = {json.dumps(command)}\n\n"
+        "[cosmic-ray.distributor]\nname = \"local\"\n")
+
+
+def select(db_path: Path, region: list[Region], keep_padding: bool, shard: int,
+           shards: int) -> dict[str, Mutant]:
+    """Skip (as Cosmic Ray's own filters do) every work item outside this stage's regions,
+    padding operators and other shards; name the rest ``<function>/<operator>#k``."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+    kept, skipped, seen = {}, [], defaultdict(int)
+    with use_db(str(db_path), WorkDB.Mode.open) as db:
+        items = sorted(db.pending_work_items,
+                       key=lambda w: (w.mutations[0].start_pos, w.mutations[0].operator_name))
+        index = 0
+        for item in items:
+            m = item.mutations[0]
+            home = next((r for r in region if r.first <= m.start_pos[0] <= r.last), None)
+            if home is None or (not keep_padding and PADDING_OPERATORS.search(m.operator_name)):
+                skipped.append(item.job_id)
+                continue
+            op = m.operator_name.removeprefix("core/")
+            seen[home.name, op] += 1
+            mutant = Mutant(f"{home.name}/{op}#{seen[home.name, op]}", home.stage,
+                            m.start_pos[0], op)
+            if index % shards == shard:
+                kept[item.job_id] = mutant
+            else:
+                skipped.append(item.job_id)
+            index += 1
+        if skipped:
+            db.set_multiple_results(skipped, WorkResult(output="not this stage or shard",
+                                                        worker_outcome=WorkerOutcome.SKIPPED))
+    return kept
+
+
+def collect(db_path: Path, kept: dict[str, Mutant]) -> list[Mutant]:
+    from cosmic_ray.work_db import WorkDB, use_db
+    with use_db(str(db_path), WorkDB.Mode.open) as db:
+        for item, result in db.completed_work_items:
+            mutant = kept.get(item.job_id)
+            if mutant is None:
+                continue
+            changed = [ln[1:].strip() for ln in (result.diff or "").splitlines()
+                       if ln.startswith("+") and not ln.startswith("+++")]
+            mutant.change = changed[0] if changed else ""
+            if result.test_outcome is None:
+                mutant.outcome = "incompetent"
+            elif result.output == "timeout":
+                mutant.outcome = "timeout"
+            else:
+                mutant.outcome = {"killed": "killed", "survived": "survived"}.get(
+                    str(result.test_outcome.value), "incompetent")
+    return list(kept.values())
+
+
+def run_reference(checker: Path, impl: Path, stage: int, seed: int, env: dict) -> float:
+    """The unmutated solution must pass the stage (else the oracle is broken); its time
+    sets the mutants' timeout."""
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, str(checker), "--stage", str(stage), "--impl",
+                           str(impl), "--seed", str(seed)], env=env, capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"the reference fails stage {stage} at seed {seed}: the oracle is "
+                         f"broken, no mutation score.\n{proc.stdout[-2000:]}")
+    return time.perf_counter() - start
+
+
+def run_shard(stage: int, regions: list[Region], seed: int, shard: int,
+              shards: int, base: Path, checker: Path, env: dict, timeout: float,
+              keep_padding: bool) -> list[Mutant]:
+    work = base / f"stage{stage}-shard{shard}"
+    work.mkdir(parents=True, exist_ok=True)
+    module = work / "model.py"
+    shutil.copyfile(base / "solution.py", module)
+    config, db = work / "cosmic-ray.toml", work / "session.sqlite"
+    command = (f"{sys.executable} {checker} --stage {stage} --impl {module} --seed {seed}")
+    write_config(config, module, command, timeout)
+    db.unlink(missing_ok=True)
+    cosmic_ray("init", str(config), str(db))
+    kept = select(db, [r for r in regions if r.stage == stage], keep_padding, shard, shards)
+    subprocess.run([str(Path(sys.executable).with_name("cosmic-ray")), "exec", str(config),
+                    str(db)], check=True, env=env, stdout=subprocess.DEVNULL)
+    return collect(db, kept)
+
+
+def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
+                    stages: list[int] | None = None, keep_padding: bool = False,
+                    root: Path = ROOT, out=sys.stdout) -> dict:
+    """Mutate ``root/projects/<project>/solution/model.py``, print and return the score
+    (also written to ``root/build/mutants-<project>/report.json``)."""
+    home = Path(root) / "projects" / project
+    base = Path(root) / "build" / f"mutants-{project}"
+    base.mkdir(parents=True, exist_ok=True)
+    solution = base / "solution.py"  # the solution as it is now, for every stage
+    shutil.copyfile(home / "solution" / "model.py", solution)
+    regions = learner_regions(solution.read_text())
+    shutil.rmtree(base / "tests", ignore_errors=True)
+    shutil.copytree(home / "tests", base / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    checker = base / "tests" / "check.py"
+    equivalents = read_equivalents(home / "tests" / EQUIVALENTS)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    if jobs > 1:  # two checkers at once on 2 cores: one XLA thread each
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + ONE_THREAD).strip()
+    wanted = sorted({r.stage for r in regions} & set(stages or [r.stage for r in regions]))
+    mutants: list[Mutant] = []
+    for stage in wanted:
+        ref_s = run_reference(checker, solution, stage, seed, env)
+        timeout = max(60.0, 4 * ref_s)
+        print(f"{project} stage {stage}: reference passes in {ref_s:.1f} s; mutant timeout "
+              f"{timeout:.0f} s", file=out, flush=True)
+        with ThreadPoolExecutor(jobs) as pool:
+            shards = pool.map(lambda k, st=stage, t=timeout: run_shard(
+                st, regions, seed, k, jobs, base, checker, env, t, keep_padding),
+                range(jobs))
+            for found in shards:
+                mutants.extend(found)
+    for m in mutants:
+        if m.outcome == "survived":
+            reason = equivalent_reason(m, equivalents)
+            if reason:
+                m.outcome, m.reason = "equivalent", reason
+    report = score(project, mutants, seed)
+    (base / "report.json").write_text(json.dumps(report, indent=1))
+    print_report(report, out)
+    return report
+
+
+def score(project: str, mutants: list[Mutant], seed: int) -> dict:
+    stages = {}
+    for stage in sorted({m.stage for m in mutants}):
+        group = [m for m in mutants if m.stage == stage]
+        stages[stage] = tally(group)
+    return {"project": project, "seed": seed, "stages": stages, "total": tally(mutants),
+            "survivors": [asdict(m) for m in sorted(mutants, key=lambda m: m.id)
+                          if m.outcome == "survived"],
+            "mutants": [asdict(m) for m in mutants]}
+
+
+def tally(group: list[Mutant]) -> dict:
+    counts = {k: sum(m.outcome == k for m in group)
+              for k in ("killed", "timeout", "survived", "equivalent", "incompetent")}
+    counted = len(group) - counts["equivalent"] - counts["incompetent"]
+    killed = counts["killed"] + counts["timeout"]
+    return {**counts, "mutants": len(group),
+            "score": round(killed / counted, 4) if counted else None}
+
+
+def line(name: str, t: dict) -> str:
+    pct = "n/a" if t["score"] is None else f"{100 * t['score']:.1f}%"
+    return (f"{name}: {pct} killed ({t['killed'] + t['timeout']} of "
+            f"{t['mutants'] - t['equivalent'] - t['incompetent']}; {t['equivalent']} equivalent, "
+            f"{t['survived']} survived, {t['timeout']} by timeout, "
+            f"{t['incompetent']} incompetent)")
+
+
+def print_report(report: dict, out=sys.stdout) -> None:
+    for stage, t in report["stages"].items():
+        print(line(f"{report['project']} stage {stage}", t), file=out)
+    print(line(f"{report['project']} all stages", report["total"]), file=out)
+    for m in report["survivors"]:
+        print(f"  survived  {m['id']}  (line {m['line']}): {m['change']}", file=out)
+    out.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--project", action="append",
+                        help="a project (repeatable); default: every project with a solution")
+    parser.add_argument("--stage", type=int, action="append", help="only these stages")
+    parser.add_argument("--seed", type=int, default=1, help="the checker's seed (default 1)")
+    parser.add_argument("--jobs", type=int, choices=(1, 2), default=1)
+    parser.add_argument("--all-operators", action="store_true",
+                        help="keep bitwise and shift operator swaps too")
+    args = parser.parse_args(argv)
+    names = args.project or projects(with_solution=True)
+    for name in names:
+        measure_project(name, seed=args.seed, jobs=args.jobs, stages=args.stage,
+                        keep_padding=args.all_operators)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""make mutants on a toy project (not a real one: seconds, not hours): Cosmic Ray's mutants
+of the learner regions only, each judged by the toy checker of its stage; an obvious
+mutant is killed, a listed equivalent leaves the score, an unlisted survivor is named."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+
+import pytest
+
+from coursekit.commands import mutants
+
+SOLUTION = '''\
+def add(a, b):
+    """Not graded text outside the markers: never mutated."""
+    ### BEGIN SOLUTION stage 1: add
+    return a + b
+    ### END SOLUTION
+
+
+def sign(a):
+    ### BEGIN SOLUTION stage 2: sign
+    return 1 if a > 0 else -1
+    ### END SOLUTION
+
+
+UNMARKED = 2 + 2
+'''
+
+# The toy checker: stage 1 pins add exactly; stage 2 never tries 0, so `a >= 0` survives.
+CHECKER = '''\
+import argparse, importlib.util, sys
+p = argparse.ArgumentParser()
+p.add_argument("--stage"); p.add_argument("--impl"); p.add_argument("--seed")
+args = p.parse_args()
+spec = importlib.util.spec_from_file_location("impl", args.impl)
+m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+ok = {"1": m.add(2, 3) == 5 and m.add(-1, 4) == 3,
+      "2": m.sign(5) == 1 and m.sign(-5) == -1}[args.stage]
+sys.exit(0 if ok else 1)
+'''
+
+
+@pytest.fixture
+def toy(tmp_path):
+    project = tmp_path / "projects" / "toy"
+    (project / "solution").mkdir(parents=True)
+    (project / "tests").mkdir()
+    (project / "solution" / "model.py").write_text(SOLUTION)
+    (project / "tests" / "check.py").write_text(CHECKER)
+    (project / "tests" / mutants.EQUIVALENTS).write_text(textwrap.dedent("""\
+        # the toy contract says nothing about 0
+        sign/ReplaceComparisonOperator_Gt_GtE#* -- sign(0) is outside the toy contract
+        """))
+    return tmp_path
+
+
+def test_regions_are_the_indented_solution_bodies():
+    regions = mutants.learner_regions(SOLUTION)
+    assert [(r.stage, r.name, r.first, r.last) for r in regions] == [
+        (1, "add", 4, 4), (2, "sign", 10, 10)]
+
+
+def test_runner_kills_obvious_mutants_and_honours_equivalents(toy):
+    out = io.StringIO()
+    report = mutants.measure_project("toy", root=toy, out=out)
+    by_id = {m["id"]: m for m in report["mutants"]}
+    assert all(m["line"] in (4, 10) for m in report["mutants"])  # nothing outside regions
+    assert by_id["add/ReplaceBinaryOperator_Add_Sub#1"]["outcome"] == "killed"
+    assert report["stages"][1]["score"] == 1.0
+    gte = by_id["sign/ReplaceComparisonOperator_Gt_GtE#1"]
+    assert gte["outcome"] == "equivalent" and "outside the toy contract" in gte["reason"]
+    survivors = {m["id"] for m in report["survivors"]}
+    assert survivors and gte["id"] not in survivors
+    assert all(by_id[s]["stage"] == 2 for s in survivors)
+    stage2 = report["stages"][2]
+    assert stage2["equivalent"] == 1
+    assert stage2["score"] == pytest.approx(stage2["killed"] / (stage2["mutants"] - 1), abs=1e-4)
+    text = out.getvalue()
+    assert "toy stage 1: 100.0% killed" in text
+    for survivor in survivors:
+        assert f"survived  {survivor}" in text
+
+
+def test_a_reasonless_equivalent_is_refused(tmp_path):
+    path = tmp_path / mutants.EQUIVALENTS
+    path.write_text("sign/*\n")
+    with pytest.raises(ValueError, match="pattern.*reason"):
+        mutants.read_equivalents(path)
