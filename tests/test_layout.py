@@ -13,7 +13,6 @@ import pytest
 
 from coursekit.facts import CHECKER_CODE, ROOT, projects
 
-
 OURS = ("coursekit", "autograder")
 
 
