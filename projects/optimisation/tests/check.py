@@ -6,7 +6,8 @@ The workload is ``coursekit.workloads.slow_step``; the checker builds its refere
 it and never imports the learner's file: the learner's functions run in a learner
 process (``learner_process=True``) and answer with data, and every timing the checker
 decides on is taken by its own clock around a fresh process that runs both versions
-interleaved (``speed_driver.py``). Sizes and seeds are drawn from the run's seed.
+interleaved (``speed_driver.py``), each block's stamps bounded by the checker's own
+readings of the same monotonic clock. Sizes and seeds are drawn from the run's seed.
 
 Windows and factors, from what the bottlenecks cost on this CPU (README, "Numbers"):
 a dispatch-bound Python loop with a recompile per call runs 10-30x slower than the
@@ -65,6 +66,9 @@ CROSSOVER_MARGIN = 4.0  # predicted vs measured crossover batch size (the grid s
 # machine, in separate processes): an "after" without sync reads 50x+ too fast.
 RECORD_WINDOW = 4.0
 DRIVER = Path(__file__).resolve().parent / "speed_driver.py"
+# A block stamp (the driver's monotonic clock) may not be later than the checker's own
+# reading of the same clock when the line arrived; 1 ms of slack for the clock reads.
+MARK_SLACK_S = 1e-3
 
 
 # ---------------------------------------------------------------------------------------
@@ -362,9 +366,9 @@ def _(impl, ctx):
 
 def run_driver(ctx, configs: list[dict], seed: int, *, rounds: int, slow_iters: int,
                fast_iters: int, name: str, timeout: float = 400) -> list[dict]:
-    """Run speed_driver.py on the learner's file, one size after another; time its marked
-    blocks with this process's clock. Returns per config the driver's report plus
-    "blocks": {(round, "slow"|"fast"): seconds}."""
+    """Run speed_driver.py on the learner's file, one size after another; its blocks are
+    stamped on the monotonic clock and bounded by this process's readings of it. Returns
+    per config the driver's report plus "blocks": {(round, "slow"|"fast"): seconds}."""
     folder = ctx.subdir(f"driver-{name}")
     spec = {"impl": str(Path(ctx.impl_path).resolve()), "configs": configs, "seed": seed,
             "rounds": rounds, "slow_iters": slow_iters, "fast_iters": fast_iters,
@@ -377,13 +381,20 @@ def run_driver(ctx, configs: list[dict], seed: int, *, rounds: int, slow_iters: 
                             stdout=subprocess.PIPE, stderr=open(folder / "stderr", "wb"),
                             stdin=subprocess.DEVNULL, env=env, start_new_session=True)
     marks: dict = {}
+    refused: list = []
 
     def read():
+        last = -math.inf
         for line in proc.stdout:
             now = time.perf_counter()
             parts = line.decode("utf-8", "replace").split()
-            if len(parts) == 4 and parts[1] == tag:
-                marks[(parts[0], int(parts[2]), parts[3])] = now
+            if len(parts) != 5 or parts[1] != tag:
+                continue
+            stamp = float(parts[4])
+            if not last <= stamp <= now + MARK_SLACK_S:
+                refused.append(line)
+            last = stamp
+            marks[(parts[0], int(parts[2]), parts[3])] = stamp
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
@@ -395,6 +406,11 @@ def run_driver(ctx, configs: list[dict], seed: int, *, rounds: int, slow_iters: 
                           hint="train_fast should take milliseconds per call at this size"
                           ) from None
     reader.join(timeout=10)
+    if refused:
+        raise CheckFailed("the timing process wrote block stamps the checker did not see "
+                          "happen (from its future or out of order)",
+                          yours=refused[0][:120], hint="do not write to stdout in the "
+                          "timing process's format")
     report_path = Path(spec["out"])
     if not report_path.is_file():
         tail = (folder / "stderr").read_text(errors="replace").strip()[-500:]
@@ -515,7 +531,7 @@ def _(impl, ctx):
 
 def checker_sweep(ctx) -> dict:
     """The checker's own interleaved sweep (slow vs the learner's fast) in one fresh
-    process, timed by this process's clock."""
+    process, its block stamps bounded by this process's clock."""
     def make():
         config, sizes = sweep_config(ctx), sweep_sizes(ctx)
         gains = []

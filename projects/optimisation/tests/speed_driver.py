@@ -8,9 +8,12 @@ interleaved, for the optimisation checker.
 Each config (a size) is measured in turn; block names carry its index (``slow@0``).
 
 The reference (``coursekit.workloads.slow_step``) is bound before the learner's file is
-imported. Before each timed block this process writes ``B <tag> <round> <name>`` to its
-stdout and ``E ...`` after it: the checker timestamps those lines with its own clock, so
-the times it decides on are measured outside this process. Every call gets its own
+imported. Before each timed block this process writes ``B <tag> <round> <name> <t>`` to
+its stdout and ``E ...`` after it, ``t`` read from the system's monotonic clock
+(``time.perf_counter``, the same clock in every process). The checker bounds every stamp
+by the time it received the line on the same clock: a stamp from its future, or out of
+order, is refused. (Stamping on receipt alone fails under load: the checker's reader can
+get the CPU after both lines of a millisecond block have arrived.) Every call gets its own
 learning rate (the contract: a new one each call), the same for both versions, and a
 fresh copy of the parameters made before the block starts; the losses of every call
 come back so the checker can compare each timed fast call with the slow one. Compile
@@ -69,7 +72,7 @@ def measure(spec: dict, config: dict, index: int, fast, tag: str) -> dict:
     lrs = iter(lr0 * (1 + 0.003 * i) for i in range(10**6))
 
     def mark(kind: str, r: int, name: str) -> None:
-        sys.stdout.write(f"{kind} {tag} {r} {name}@{index}\n")
+        sys.stdout.write(f"{kind} {tag} {r} {name}@{index} {time.perf_counter()!r}\n")
         sys.stdout.flush()
 
     def call(name: str, lr: float):
