@@ -164,10 +164,17 @@ with not_yet("bandwidth by working-set size") as swept:
                               working_set_bytes=bwm.RESIDENT_PER_BYTE[kind] * size,
                               faults_per_call=float(np.median(m["minor_faults"]))))
     levels = bwm.level_bandwidths(sweep, caches)
+    best_larger = 0.0
+    for entry in reversed(list(levels.values())):
+        entry["overhead_bound"] = entry["bandwidth"] < best_larger
+        best_larger = max(best_larger, entry["bandwidth"])
     for name, entry in levels.items():
-        span = f"{min(entry['sizes']) / MiB:.2f}-{max(entry['sizes']) / MiB:.1f} MiB"
+        span = f"{min(entry['sizes']) / 1024:.0f}-{max(entry['sizes']) / 1024:.0f} KiB"
         print(f"{name:5s} {entry['bandwidth'] / 1e9:7.1f} GB/s  (in place, best of working "
-              f"sets {span})")
+              f"sets {span})" + ("  below a larger level's figure: the fixed cost of each "
+                                 "call is a large share at these sizes, so this is a lower "
+                                 "bound on the level's bandwidth" if entry["overhead_bound"]
+                                 else ""))
     if "DRAM" not in levels:
         print(f"DRAM  not reached: the sweep stops at {max(sizes) / MiB:.0f} MiB, the "
               f"last-level cache is {LLC / MiB:.0f} MiB (raise SWEEP_MAX_BYTES)")
