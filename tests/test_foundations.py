@@ -92,3 +92,18 @@ def test_fixed_key_instead_of_the_seed_fails_the_workload_checks(tmp_path):
     assert "workload_rerun_in_fresh_process_is_bitwise_equal" in failing(result)
     assert "another seed gave bitwise the same workload" in result["stdout"]
     assert result["status"]["train_follows_key_protocol"] == "pass"
+
+
+def test_too_little_training_fails_the_accuracy_check(tmp_path):
+    # The workload's data are not trivially separable (coursekit.workloads.classifier):
+    # a sixteenth of the steps (3 of the checker's 48) leaves a test accuracy 0.07-0.18
+    # below the checker's own training (16 seeds measured; the margin is 0.05). With
+    # separable data both reached 1.000 and this check could not tell them apart.
+    bug = plant(tmp_path, PROJECT, "few-steps", [
+        ("params = train_classifier(k_train, x[:n_train], y[:n_train], steps=steps, ",
+         "params = train_classifier(k_train, x[:n_train], y[:n_train], steps=steps // 16, ")])
+    result = run_checker(PROJECT, bug, "3", tmp=tmp_path, seed=7,
+                         only="workload_accuracy_vs_reference")
+    assert failing(result) == {"workload_accuracy_vs_reference"}, result["stdout"]
+    assert "trails the checker's own training" in result["stdout"]
+    assert "untrained params score" in result["stdout"]

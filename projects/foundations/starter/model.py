@@ -11,8 +11,9 @@ Stages (notebook 00 walks through each):
 
 Rules for every function here: randomness comes only from the ``key`` (or ``seed``) you
 are given, split with ``jax.random.split`` and never reused; no ``np.random``, no
-``random``, no clock. The same inputs must give bitwise the same arrays, in this process
-and in a fresh one.
+``random`` (two separate global generators: seeding one does not seed the other), no
+clock. The same inputs must give bitwise the same arrays, in this process and in a fresh
+one, on the same versions (jax, jaxlib, XLA flags) and hardware: those decide the bits too.
 """
 
 from __future__ import annotations
