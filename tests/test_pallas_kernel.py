@@ -60,11 +60,46 @@ PLANTED = {
         ("    rtol = u_out + (n + 4) * u32\n", "    rtol = 1e-5 if u_out < 1e-3 else 1e-2\n")]),
     "tolerance_forgets_output_rounding": (1, ["tolerance_from_dtype_and_length"], [
         ("    rtol = u_out + (n + 4) * u32\n", "    rtol = (n + 4) * u32\n")]),
+    "jnp_reference_sums_over_rows": (1, ["jnp_reference_matches_float64"], [
+        ("    return (e / jnp.sum(e, axis=-1, keepdims=True)).astype(x.dtype)\n",
+         "    return (e / jnp.sum(e, axis=0, keepdims=True)).astype(x.dtype)\n")]),
+    "numpy_reference_without_max_subtraction": (1, ["numpy_reference_is_float64"], [
+        ("    z = z - z.max(axis=-1, keepdims=True)\n", "")]),
+    "numpy_reference_adds_the_max": (1, ["numpy_reference_is_float64"], [
+        ("    z = z - z.max(axis=-1, keepdims=True)\n", "    z = z + z.max(axis=-1, keepdims=True)\n")]),
+    "tolerance_eps_for_unit_roundoff": (1, ["tolerance_from_dtype_and_length"], [
+        ("    u_out = float(jnp.finfo(dtype).eps) / 2\n", "    u_out = float(jnp.finfo(dtype).eps)\n"),
+        ("    u32 = float(jnp.finfo(jnp.float32).eps) / 2\n",
+         "    u32 = float(jnp.finfo(jnp.float32).eps)\n")]),
+    "tolerance_a_quarter_of_the_sum": (1, ["tolerance_from_dtype_and_length"], [
+        ("    rtol = u_out + (n + 4) * u32\n", "    rtol = u_out + (n / 4) * u32\n")]),
+    "tolerance_atol_below_float32": (1, ["tolerance_from_dtype_and_length"], [
+        ("    atol = 4 * u32\n", "    atol = 4 % u32\n")]),
     "always_equal_object": (1, ["numpy_reference_is_float64"], [
         ("    return e / e.sum(axis=-1, keepdims=True)\n",
          "    class Same(np.ndarray):\n        __eq__ = lambda self, other: True\n"
          "    return np.zeros(x.shape).view(Same)\n")]),
     # stage 2: the kernel
+    "mode_always_interpreted": (2, ["execution_mode_by_backend"], [
+        ('    return "interpreted" if backend == "cpu" else "compiled"\n',
+         '    return "interpreted"\n')]),
+    "mode_ignores_its_argument": (2, ["execution_mode_by_backend"], [
+        ("    backend = backend or jax.default_backend()\n",
+         "    backend = jax.default_backend()\n")]),
+    "mode_without_argument_is_compiled": (2, ["execution_mode_by_backend"], [
+        ("    backend = backend or jax.default_backend()\n", '    backend = backend or "gpu"\n')]),
+    "kernel_mask_one_column_late": (2, ["matches_references_float32", "edge_shapes"], [
+        ("    x = jnp.where(cols < n_cols, x, -jnp.inf)\n",
+         "    x = jnp.where(cols <= n_cols, x, -jnp.inf)\n")]),
+    "run_softmax_grid_over_columns": (2, ["declared_mode_is_the_one_that_ran"], [
+        ('"block_rows": block_rows, "grid": [pl.cdiv(x.shape[0], block_rows)]}',
+         '"block_rows": block_rows, "grid": [pl.cdiv(x.shape[1], block_rows)]}')]),
+    "run_softmax_grid_floor_division": (2, ["declared_mode_is_the_one_that_ran"], [
+        ('"block_rows": block_rows, "grid": [pl.cdiv(x.shape[0], block_rows)]}',
+         '"block_rows": block_rows, "grid": [x.shape[0] // block_rows]}')]),
+    "run_softmax_declares_the_default_block": (2, ["declared_mode_is_the_one_that_ran"], [
+        ('"block_rows": block_rows, "grid": [pl.cdiv(x.shape[0], block_rows)]}',
+         '"block_rows": 8, "grid": [pl.cdiv(x.shape[0], block_rows)]}')]),
     "jnp_in_disguise": (2, ["kernel_is_a_pallas_call"], [
         ('    if interpret is None:\n        interpret = execution_mode() == "interpreted"\n',
          "    return softmax_jnp(x)\n")]),
@@ -97,6 +132,22 @@ PLANTED = {
     "extra_untimed_call": (3, ["sweep_records_complete"], [
         ("                for _ in range(warmup):\n",
          "                for _ in range(warmup + 1):\n")]),
+    "sweep_grid_floor_division": (3, ["sweep_records_complete"], [
+        ('"grid": [pl.cdiv(rows, int(b))], "mode": execution_mode(),',
+         '"grid": [rows // int(b)], "mode": execution_mode(),')]),
+    "sweep_samples_in_milliseconds": (3, ["sweep_records_complete"], [
+        ("                    samples.append(time.perf_counter() - start)\n",
+         "                    samples.append(1e3 * (time.perf_counter() - start))\n")]),
+    "sweep_first_call_time_is_a_clock_reading": (3, ["sweep_records_complete"], [
+        ("            first_call_s = time.perf_counter() - start\n",
+         "            first_call_s = time.perf_counter() / start\n")]),
+    "sweep_compiles_of_every_call_in_first": (3, ["sweep_records_complete"], [
+        ('"samples_s": samples, "compiles_first_call": first[0],',
+         '"samples_s": samples, "compiles_first_call": first[0] + 1,')]),
+    "summary_baseline_median_off_by_a_percent": (3, ["summary_finds_where_it_stops_helping"], [
+        ('    return {"mode": mode, "backend": kernels[0]["backend"], "per_shape": per_shape,',
+         '    for p in per_shape:\n        p["baseline_median_s"] *= 1.01\n'
+         '    return {"mode": mode, "backend": kernels[0]["backend"], "per_shape": per_shape,')]),
     "summary_mixes_modes": (3, ["summary_refuses_mixed_modes"], [
         ("        if len(values) != 1 or None in values:\n", "        if False:\n")]),
     "summary_keeps_wrong_blocks": (3, ["summary_finds_where_it_stops_helping"], [
@@ -111,20 +162,30 @@ PLANTED = {
          '    if False:\n        caveat = (')]),
 }
 
-# Plants that only touch `summarize` also switch `sweep` off (it raises at once), so their
-# run skips the timed sweep checks: the summary checks need no kernel and no timing.
-SWEEP_OFF = ("    kernel = kernel or softmax_pallas\n",
-             '    raise NotImplementedError("stage 3: sweep (off in this planted test)")\n')
-for _name in ("summary_mixes_modes", "summary_keeps_wrong_blocks", "summary_stops_at_first_miss",
-              "summary_without_caveat"):
-    PLANTED[_name][2].append(SWEEP_OFF)
+# Checks that must still pass beside the aimed ones (run with them).
+ALSO_PASSING = {"no_mask_correct_only_on_divisible_shapes": ["kernel_is_a_pallas_call",
+                                                             "grid_and_blockspec"]}
+
+
+def test_at_least_three_planted_bugs_per_learner_function():
+    from coursekit.commands.mutants import learner_regions
+    regions = learner_regions(solution(PROJECT).read_text())
+    lines = solution(PROJECT).read_text().splitlines()
+    hits = {r.name: 0 for r in regions}
+    for _, _, replacements in PLANTED.values():
+        touched = {r.name for old, _ in replacements for r in regions
+                   if any(old.splitlines()[0] in line for line in lines[r.first - 1:r.last])}
+        for name in touched:
+            hits[name] += 1
+    assert all(n >= 3 for n in hits.values()), hits
 
 
 @pytest.mark.parametrize("bug", sorted(PLANTED))
 def test_planted_bug_fails_the_right_check(bug, tmp_path):
     stage, check_ids, replacements = PLANTED[bug]
     impl = plant(tmp_path, PROJECT, bug, replacements)
-    result = run_checker(PROJECT, impl, str(stage), tmp=tmp_path)
+    only = ",".join(check_ids + ALSO_PASSING.get(bug, []))
+    result = run_checker(PROJECT, impl, str(stage), tmp=tmp_path, only=only)
     assert result["returncode"] == 1, result["stdout"]
     for check_id in check_ids:
         assert result["status"][check_id] == "fail", (check_id, result["status"],

@@ -61,14 +61,15 @@ def softmax_jnp(x: jax.Array) -> jax.Array:
     """Row softmax of a 2-D array with plain ``jax.numpy`` (the reference a kernel is
     compared with on its own device).
 
-    x: (rows, cols) float32 or bfloat16. Returns an array of x's shape and dtype.
-    Compute in float32 whatever the input dtype (bfloat16 has 8 significant bits: a
-    bfloat16 sum of hundreds of terms is visibly wrong), subtract each row's max before
-    ``exp`` (``exp(1000.)`` is inf), and cast the result back to ``x.dtype`` once, at
-    the end. Must work under ``jax.jit``.
+    x: (rows, cols) float32 or bfloat16. Returns probabilities (unitless, each row sums
+    to 1) as an array of x's shape and dtype; must work under ``jax.jit``.
 
-    Done when: it matches a float64 softmax within ``tolerance`` for both dtypes, also
-    on rows of values near +-1000. Size hint: any shape; the checker uses (<=64, <=5000).
+    Must hold: every element within the rounding budget of a float32 computation rounded
+    once to ``x.dtype`` (see ``tolerance``) of the checker's float64 softmax, for both
+    dtypes, on rows that overflow float32 without care (values near +-1000) and rows
+    whose small probabilities underflow float32 (spreads of hundreds): finite everywhere.
+    Checked element by element; the worst element is named. Size hint: any shape; the
+    checker uses (<=64, <=5000).
     """
     raise NotImplementedError('stage 1: softmax_jnp')
 
@@ -78,11 +79,12 @@ def softmax_numpy_f64(x) -> np.ndarray:
     both the jnp reference and the kernel are measured against.
 
     x: a (rows, cols) array (jax or numpy, float32 or bfloat16). Returns a float64
-    ``np.ndarray``. Convert with ``np.asarray(x).astype(np.float64)`` (bfloat16 values
-    are exact in float64), subtract the row max, exponentiate, normalise.
+    ``np.ndarray`` (not a JAX array) of x's shape.
 
-    Done when: it agrees with the checker's float64 softmax to about 1e-13 (a float32
-    computation cannot), and it returns a NumPy array, not a JAX one.
+    Must hold: float64 accuracy (relative 1e-12 of the checker's float64 softmax, absolute
+    1e-300) on the same adversarial rows as ``softmax_jnp``: near +-1000, and with
+    probabilities far below float32's smallest subnormal, which a float32 computation
+    flushes to 0 and float64 keeps.
     """
     raise NotImplementedError('stage 1: softmax_numpy_f64')
 
@@ -90,18 +92,17 @@ def softmax_numpy_f64(x) -> np.ndarray:
 def tolerance(dtype, n_cols: int) -> dict:
     """How far a correct softmax of rows of length ``n_cols`` in ``dtype`` may be from
     the float64 truth, as ``{"rtol": float, "atol": float, "why": str}`` for the test
-    ``|y - y64| <= atol + rtol * |y64|`` (``np.allclose``'s form).
+    ``|y - y64| <= atol + rtol * |y64|`` (``np.allclose``'s form; rtol unitless, atol in
+    probability units), for a result computed in float32 and rounded once to ``dtype``.
 
-    Derive it, do not guess it: the result is computed in float32 (unit roundoff
-    u32 = 2^-24) and rounded once to ``dtype`` (unit roundoff u_out: 2^-24 for float32,
-    2^-8 for bfloat16; ``jnp.finfo(dtype).eps / 2``). Count the roundings a value goes
-    through: the sum over the row (a reduction of length ``n_cols``), plus a few for
-    exp, subtraction and division, plus the final rounding to ``dtype``. ``why`` says
-    this in a sentence or two.
-
-    Done when: the tolerance grows with the reduction length, is wider for bfloat16 than
-    for float32, accepts correct results and rejects a result off by ten times the
-    rounding budget (the checker tries both).
+    Must hold, with u the unit roundoff (u32 of float32, u_out of ``dtype``):
+      rtol in [u_out + (n_cols - 1) u32, 1.5 (u_out + (n_cols + 4) u32)]: derived from the
+          roundings a value goes through, not guessed (a guess is off by 2x or more);
+      atol in [u32, 10 u32];
+      it accepts correct results and rejects one off by ten times that budget;
+      why: a sentence saying what was counted.
+    The checker tries float32 and bfloat16 at three row lengths (short, hundreds,
+    thousands).
     """
     raise NotImplementedError('stage 1: tolerance')
 
@@ -111,9 +112,9 @@ def tolerance(dtype, n_cols: int) -> dict:
 # ---------------------------------------------------------------------------------------
 
 def execution_mode(backend: str | None = None) -> str:
-    """How a Pallas kernel runs on ``backend`` (default ``jax.default_backend()``):
-    "interpreted" on "cpu" (compiled Pallas does not run there: ``interpret=True``),
-    "compiled" on "gpu" and "tpu"."""
+    """How a Pallas kernel runs on ``backend`` (default: ``jax.default_backend()``):
+    "interpreted" on "cpu" (compiled Pallas does not run there), "compiled" on "gpu" and
+    "tpu". Checked exactly for the three names and for the default."""
     raise NotImplementedError('stage 2: execution_mode')
 
 
@@ -123,12 +124,12 @@ def softmax_kernel(x_ref, o_ref, *, n_cols: int) -> None:
     ``x_ref`` / ``o_ref``: (block_rows, block_cols(n_cols)) refs. Only the first
     ``n_cols`` columns are data; the rest of the block lies past the array's edge, and
     so may the last rows of the last block. What those cells hold is not yours to choose
-    (interpreted Pallas fills them with NaN; a GPU leaves whatever is there), so mask
-    them with the identity of the reduction before you reduce. Rows past the edge are
-    never written back, so they may hold anything.
+    (interpreted Pallas fills them with NaN; a GPU leaves whatever is there). Rows past
+    the edge are never written back, so they may hold anything.
 
-    Load the block, compute in float32, take the row max and the row sum inside the
-    kernel, store ``(e / s)`` cast to ``o_ref.dtype``.
+    Must hold: ``o_ref``'s data cells get the softmax of their row, within
+    ``softmax_jnp``'s budget, whatever the cells past the edge hold; the row's max and
+    sum are taken here, inside the kernel (checked through ``softmax_pallas``).
     """
     raise NotImplementedError('stage 2: softmax_kernel (mask columns >= n_cols, then reduce)')
 
@@ -136,30 +137,32 @@ def softmax_kernel(x_ref, o_ref, *, n_cols: int) -> None:
 @functools.partial(jax.jit, static_argnames=("block_rows", "interpret"))
 def softmax_pallas(x: jax.Array, *, block_rows: int = 8,
                    interpret: bool | None = None) -> jax.Array:
-    """Row softmax of ``x`` (rows, cols), float32 or bfloat16, with one ``pallas_call``.
+    """Row softmax of ``x`` (rows, cols), float32 or bfloat16, with one ``pallas_call``
+    of ``softmax_kernel``; output of x's shape and dtype.
 
-    Grid: ``(pl.cdiv(rows, block_rows),)``, one program per block of ``block_rows``
-    rows; ``BlockSpec((block_rows, block_cols(cols)), lambda i: (i, 0))`` for input and
-    output; ``out_shape`` of x's shape and dtype; the kernel is ``softmax_kernel`` with
-    ``n_cols=cols``. ``interpret=None`` means "as ``execution_mode()`` says" (True on
-    CPU). No softmax arithmetic outside the kernel.
-
-    Done when: it matches both references on shapes that ``block_rows`` and the block
-    width do not divide, in float32 and bfloat16, and the jaxpr shows the grid and the
-    reductions inside the ``pallas_call``. Size hint on CPU: tens of programs (about a
-    millisecond each, interpreted).
+    Must hold, read by the checker from the traced program and compared exactly:
+      one pallas_call; grid (ceil(rows / block_rows),): one program per block of rows,
+          the last, partial block included; every block (input and output) is
+          (block_rows, block_cols(cols)), and program i's block index is (i, 0);
+      exp, max and sum inside the kernel, no softmax arithmetic (or callback) outside;
+      ``interpret=None`` follows ``execution_mode()`` (the flag is read with the mode
+          swapped); values within both references' budgets on shapes that neither
+          ``block_rows`` nor the block width divide, float32 and bfloat16, extreme rows.
+    Size hint on CPU: tens of programs (about a millisecond each, interpreted).
     """
     _check_input(x, "softmax_pallas")
     raise NotImplementedError('stage 2: softmax_pallas (grid over row blocks, BlockSpec, pallas_call)')
 
 
 def run_softmax(x: jax.Array, *, block_rows: int = 8) -> dict:
-    """Run the kernel once and return a result that declares how it ran:
+    """Run ``softmax_pallas`` once and return a result that declares how it ran:
 
-      y: np.ndarray, the output; mode: "interpreted" | "compiled" (the mode that ran);
-      backend: ``jax.default_backend()``; block_rows: int; grid: [programs]
+      y: np.ndarray, the output; mode: "interpreted" | "compiled"; backend: str;
+      block_rows: int; grid: [programs] (a list of ints)
 
-    Done when: the declared mode is the one the checker finds in the program that ran.
+    Must hold: y within the budget of the float64 softmax; mode, backend, block_rows
+    and grid equal to what the checker reads from the pallas_call that ran (its interpret
+    flag and lowered program, its grid, its block) and from ``jax.default_backend()``.
     """
     raise NotImplementedError('stage 2: run_softmax')
 
@@ -181,24 +184,30 @@ def sweep(shapes, block_rows_list, *, dtype: str = "float32", warmup: int = 1,
           iters: int = 5, seed: int = 0, kernel=None) -> list[dict]:
     """Time the kernel against the ``jax.numpy`` baseline over shapes and block sizes.
 
-    For each shape (rows, cols): draw x (standard normal, ``dtype``) from ``seed``; one
-    record for the baseline ``jax.jit(softmax_jnp)`` (impl "jnp", block_rows None, grid
-    None, mode "compiled": XLA compiles it on every backend), then one per block size for
-    ``kernel(x, block_rows=b)`` (default ``softmax_pallas``; impl "pallas", mode
-    ``execution_mode()``). Each record (a JSON-able dict with ``RECORD_KEYS``):
+    For each shape (rows, cols), on x drawn (standard normal, ``dtype``) from ``seed``:
+    one record for the baseline ``jax.jit(softmax_jnp)``, then one per block size b for
+    ``kernel(x, block_rows=b)`` (default ``softmax_pallas``). A record is a JSON-able
+    dict with ``RECORD_KEYS``:
 
-      first call: timed alone, synchronised (``jax.block_until_ready``), compile counted
-          (``coursekit.measure.timing.count_compiles``) -> first_call_s, compiles_first_call
-      correctness *before* timing: compare the first call's output with
-          ``softmax_numpy_f64(x)`` using ``tolerance(dtype, cols)``; a wrong output
-          gives output_ok False and no samples (samples_s = [])
-      then ``warmup`` untimed calls and ``iters`` timed calls, each synchronised inside
-          its own boundary -> samples_s (raw seconds, one per call), compiles_warmed
+      impl "jnp" | "pallas"; shape [rows, cols]; dtype (its name); block_rows b (None for
+          the baseline); grid [ceil(rows / b)] (None); mode: "compiled" for the baseline
+          (XLA compiles it on every backend), ``execution_mode()`` for the kernel;
+          backend; warmup; iters  -- compared exactly with what ran
+      first_call_s: seconds of the first (compiling) call alone, waited for
+      compiles_first_call / compiles_warmed: XLA compiles during the first call / during
+          all later calls (equal to the checker's own count around each call: 0 warmed)
+      output_ok: the first call's output within ``tolerance(dtype, cols)`` of
+          ``softmax_numpy_f64(x)``, judged before anything is timed; False -> no more
+          calls and samples_s = []
+      samples_s: raw seconds, one per each of ``iters`` timed calls made after ``warmup``
+          untimed ones, each waited for inside its own boundary
 
-    Done when: the checker's own synchronised timing of your kernel agrees with your
-    samples, it counts exactly 1 + warmup + iters calls per record, and a wrong kernel
-    is caught before it is timed. Size hint on CPU: shapes like (64, 300), block sizes
-    8-32 (tens of programs).
+    How it is checked: the kernel is called exactly 1 + warmup + iters times; every time
+    lies between the call's own duration and the start of the next call (measured by the
+    checker around each call); your medians within 4x (kernel) / 8x (baseline) of the
+    checker's synchronised timing interleaved with your sweep round by round; wrong
+    kernels (one plainly, one by 3 budgets at a small probability) are not timed.
+    Size hint on CPU: shapes like (64, 300), block sizes 8-32 (tens of programs).
     """
     raise NotImplementedError('stage 3: sweep (first call apart, output checked, synced raw samples)')
 
@@ -206,24 +215,24 @@ def sweep(shapes, block_rows_list, *, dtype: str = "float32", warmup: int = 1,
 def summarize(records: list[dict]) -> dict:
     """Where the kernel helps and where it stops helping, from ``sweep`` records.
 
-    Refuse (``ValueError`` naming the field) records that mix kernel execution modes,
-    backends or dtypes: such timings are not comparable. For each shape, in order of
-    element count (rows * cols): speedup = median(baseline samples) / median(kernel
-    samples) for every block size whose output was correct (``output_ok``); returns
+    Raises ``ValueError`` naming the field for records that mix (or lack) the kernel's
+    execution mode, the backend or the dtype: such timings are not comparable; and
+    ``ValueError`` when there is no kernel or no baseline record. Returns
 
-      mode: the kernel's execution mode; backend: str
-      per_shape: [{"shape": [r, c], "baseline_median_s": float,
-                   "speedup_by_block": {block_rows: speedup}, "best_block_rows": int or
-                   None, "best_speedup": float or None, "helps": best_speedup >
-                   HELP_MARGIN}]
-      stops_helping_at: the smallest shape from which on the kernel never helps again
-          (the shape after the last one where it helps), or None if it helps at the
-          largest shape
-      caveat: when the kernel ran interpreted, a plain sentence saying so, containing
-          the words "interpreted" and "target" (interpreted timings say nothing about
-          the target's speed); "" when it ran compiled
+      mode: the kernel's execution mode; backend: str (the records')
+      per_shape: one entry per shape, in order of element count (rows * cols):
+          {"shape": [r, c], "baseline_median_s": median of the baseline's raw samples (s),
+           "speedup_by_block": {block_rows: median(baseline) / median(kernel)} for each
+               block whose output was correct (output_ok) and only those (unitless),
+           "best_block_rows": the block of the largest speedup (None if none),
+           "best_speedup": that speedup (None), "helps": best_speedup > HELP_MARGIN}
+      stops_helping_at: the shape after the last one where the kernel helps (from there
+          on it never helps again), or None if it helps at the largest shape
+      caveat: when the kernel ran interpreted, a plain sentence containing "interpreted"
+          and "target" (interpreted timings say nothing about the target's speed); ""
+          when it ran compiled
 
-    Done when: it finds the checker's planted best blocks and crossover, ignores a fast
-    but wrong block, and refuses mixed modes.
+    Checked against records with planted medians (relative 1e-9), a fast but wrong block,
+    and one record of another mode, backend or dtype at a time.
     """
     raise NotImplementedError('stage 3: summarize')

@@ -18,6 +18,7 @@ import json
 import math
 import statistics
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the course root
@@ -59,10 +60,15 @@ HELP_MARGIN = 1.1
 # ---------------------------------------------------------------------------------------
 
 def ref64(x) -> np.ndarray:
+    """The truth: float64 throughout (bfloat16 and float32 values are exact in float64),
+    the row max subtracted, so rows near +-1000 neither overflow nor lose their tiny
+    probabilities (which underflow to 0 in float32 and stay > 0 here)."""
     z = np.asarray(x).astype(np.float64)
     z = z - z.max(axis=1, keepdims=True)
     e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
+    y = e / e.sum(axis=1, keepdims=True)
+    assert y.dtype == np.float64 and np.all(np.isfinite(y))  # the oracle's own promise
+    return y
 
 
 @jax.jit
@@ -72,23 +78,54 @@ def ref_jnp(x):
     return (e / jnp.sum(e, axis=1, keepdims=True)).astype(x.dtype)
 
 
+def unit_roundoff(dtype) -> float:
+    return float(jnp.finfo(dtype).eps) / 2
+
+
 def budget(dtype, n: int) -> tuple[float, float]:
     """(rtol, atol): float32 arithmetic (u32 = 2^-24) through a length-n sum plus a few
     roundings for exp, subtraction and division, then one rounding to ``dtype``."""
-    u_out = float(jnp.finfo(dtype).eps) / 2
-    u32 = float(jnp.finfo(jnp.float32).eps) / 2
+    u_out, u32 = unit_roundoff(dtype), unit_roundoff(jnp.float32)
     return u_out + (n + 4) * u32, 4 * u32
+
+
+# The bracket a derived rtol must fall in: no less than the worst case of the length-n
+# float32 sum ((n-1) roundings) plus the one rounding to the output dtype, no more than
+# 1.5x the budget above (which also counts exp, subtraction and division): any honest
+# count of "a few" extra roundings lands inside, eps-for-u (2x) or 2n-for-n does not.
+RTOL_OVER_BUDGET = 1.5
+ATOL_MAX_U32 = 10
+
+
+def rtol_bracket(dtype, n: int) -> tuple[float, float]:
+    u_out, u32 = unit_roundoff(dtype), unit_roundoff(jnp.float32)
+    return u_out + (n - 1) * u32, RTOL_OVER_BUDGET * budget(dtype, n)[0]
 
 
 def block_width(n: int) -> int:
     return max(128, 1 << max(0, int(n) - 1).bit_length())
 
 
-def draw(rng, shape, dtype) -> jax.Array:
-    """Rows with different scales and offsets (max subtraction matters)."""
+# Extreme rows, mixed into every correctness input: an offset near +-1000 (exp overflows
+# float32 and float64 without max subtraction) and a spread of some 100-400 within a row
+# (probabilities below float32's smallest subnormal, 1.4e-45, underflow to 0 in float32
+# but not in float64, whose exp underflows only past -745).
+EXTREME_OFFSET = (600.0, 1000.0)
+EXTREME_SCALE = (30.0, 60.0)
+
+
+def draw(rng, shape, dtype, *, extreme: bool = True) -> jax.Array:
+    """Rows with different scales and offsets (max subtraction matters); with ``extreme``
+    about half the rows (at least one) are overflow or underflow rows."""
     rows, _ = shape
     scale = rng.uniform(0.5, 4.0, (rows, 1))
     offset = rng.uniform(-20, 20, (rows, 1))
+    if extreme:
+        kind = rng.integers(0, 4, rows)  # 0, 1: ordinary; 2: overflow; 3: underflow
+        kind[int(rng.integers(0, rows))] = int(rng.integers(2, 4))
+        big = rng.choice([-1, 1], rows) * rng.uniform(*EXTREME_OFFSET, rows)
+        offset[kind == 2, 0] = big[kind == 2]
+        scale[kind == 3, 0] = rng.uniform(*EXTREME_SCALE, int(np.sum(kind == 3)))
     x = rng.standard_normal(shape) * scale + offset
     return jnp.asarray(x.astype(np.float32), dtype)
 
@@ -207,6 +244,20 @@ def _(impl, ctx):
             rtol, atol = as_float(t["rtol"], "rtol"), as_float(t["atol"], "atol")
             fail_unless(rtol > 0 and atol >= 0, "rtol must be > 0 and atol >= 0",
                         yours=(rtol, atol))
+            lo, hi = rtol_bracket(dtype, n)
+            fail_unless(lo <= rtol <= hi, f"your rtol for {dtype_name}, length {n}, is not "
+                        "the rounding budget of this computation", yours=rtol,
+                        expected=f"in [{lo:.4g}, {hi:.4g}]: at least u_out + (n-1) u32 (the "
+                        "worst case of a length-n float32 sum, then one rounding to the "
+                        "output), at most 1.5x u_out + (n+4) u32",
+                        hint="u = finfo(dtype).eps / 2 is the unit roundoff (eps is twice "
+                        "it); a sum of n terms is n-1 roundings; count u_out once")
+            u32 = unit_roundoff(jnp.float32)
+            fail_unless(u32 <= atol <= ATOL_MAX_U32 * u32, f"your atol for {dtype_name}, "
+                        f"length {n}, is not an absolute error of float32 arithmetic",
+                        yours=atol, expected=f"in [u32, {ATOL_MAX_U32} u32] = [{u32:.3g}, "
+                        f"{ATOL_MAX_U32 * u32:.3g}]", hint="tiny probabilities carry the "
+                        "rounding of their exp argument: a few u32 in absolute terms")
             fail_unless(isinstance(t["why"], str) and len(t["why"].split()) >= 5,
                         "`why` must say how the tolerance was derived",
                         yours=t["why"], expected="a sentence naming the roundings counted")
@@ -260,6 +311,32 @@ KERNEL_HINT = ("mask the block's columns >= n_cols with -inf (the identity of ma
 FORBIDDEN_OUTSIDE = {"exp", "reduce_max", "reduce_sum", "div", "log", "logistic", "exp2",
                      "argmax", "cumsum", "cumlogsumexp", "cummax", "pure_callback",
                      "io_callback", "callback"}
+
+
+def pallas_eqn(jaxpr):
+    """The first ``pallas_call`` equation in a jaxpr, searched through sub-jaxprs."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "pallas_call":
+            return eqn
+        for value in eqn.params.values():
+            sub = getattr(value, "jaxpr", value)
+            if hasattr(sub, "eqns") and (found := pallas_eqn(sub)) is not None:
+                return found
+    return None
+
+
+def block_indices(fn, x, programs: int) -> list[list[tuple[int, ...]]]:
+    """For each BlockSpec of the pallas_call in ``fn(x)``: the block index its index map
+    gives each program 0..programs-1, evaluated by the checker from the traced map."""
+    eqn = pallas_eqn(jax.make_jaxpr(fn)(x).jaxpr)
+    out = []
+    for mapping in eqn.params["grid_mapping"].block_mappings:
+        index_map = mapping.index_map_jaxpr
+        jaxpr = getattr(index_map, "jaxpr", index_map)
+        consts = getattr(index_map, "consts", [])
+        out.append([tuple(int(v) for v in jax.core.eval_jaxpr(jaxpr, consts, i))
+                    for i in range(programs)])
+    return out
 
 
 def learner_kernel(impl, block_rows: int):
@@ -327,6 +404,16 @@ def _(impl, ctx):
                         f"for {describe(shape, block_rows)}", yours=block,
                         expected=want_block, hint="BlockSpec((block_rows, block_cols(cols)),"
                         " lambda i: (i, 0)) for input and output: whole rows per block")
+        # Interpreted Pallas clamps an out-of-range block index (compiled Pallas does
+        # not), so a wrong index map can pass on CPU: read the map itself.
+        want_index = [(i, 0) for i in range(want_grid[0])]
+        for k, got in enumerate(block_indices(learner_kernel(impl, block_rows), x,
+                                              want_grid[0])):
+            fail_unless(got == want_index, f"BlockSpec {k}'s index map for "
+                        f"{describe(shape, block_rows)} does not give program i the row "
+                        "block i and the one column block", yours=got[:6],
+                        expected=want_index[:6], hint="lambda i: (i, 0): program i takes "
+                        "row block i; the whole row is column block 0")
 
 
 def kernel_matches(impl, ctx, dtype_name: str, salt: str) -> None:
@@ -394,6 +481,22 @@ def _(impl, ctx):
     lowered = lowered_mode(fn, x)
     fail_unless(lowered == ran, "the pallas_call's interpret flag and the lowered program "
                 "disagree", yours=f"flag says {ran}", expected=f"lowered program: {lowered}")
+    # The declared launch, compared exactly with the pallas_call the checker found.
+    want_grid = [math.ceil(shape[0] / block_rows)]
+    fail_unless(list(sites[0].grid) == want_grid, "the pallas_call that ran has the wrong grid",
+                yours=sites[0].grid, expected=want_grid)
+    grid = result["grid"]
+    fail_unless(isinstance(grid, (list, tuple)) and [int(g) for g in grid] == want_grid
+                and all(isinstance(g, int) for g in grid),
+                "run_softmax declares a grid that is not the one that ran", yours=grid,
+                expected=f"{want_grid} (the grid of the pallas_call found in the program: "
+                f"ceil({shape[0]} / {block_rows}))",
+                hint="report the grid you passed to pallas_call, as a list of ints")
+    fail_unless(type(result["block_rows"]) is int and result["block_rows"] == block_rows
+                == sites[0].block_shapes[0][0],
+                "run_softmax declares block_rows that are not the block that ran",
+                yours=result["block_rows"], expected=f"{block_rows} (the pallas_call's "
+                f"block is {tuple(sites[0].block_shapes[0])})")
     fail_unless(result["mode"] == ran, "the declared execution mode is not the one that ran",
                 yours=result["mode"], expected=f"{ran} (read from the program that ran on "
                 f"{backend})", hint="declare execution_mode() and pass interpret="
@@ -401,6 +504,24 @@ def _(impl, ctx):
     if backend == "cpu":
         fail_unless(ran == "interpreted", "on CPU only interpreted Pallas runs",
                     yours=ran, expected="interpreted")
+    # interpret=None must follow execution_mode(): traced (not run) with the mode
+    # swapped, on a shape no other check traces (jit caches traces per shape).
+    odd = jnp.zeros((3, 5), jnp.bfloat16)
+    original = impl.execution_mode
+    try:
+        for mode in ("compiled", "interpreted"):
+            impl.execution_mode = lambda backend=None, mode=mode: mode
+            flag = inspect_pallas(get_function(impl, "softmax_pallas"), odd)["sites"]
+            fail_unless(bool(flag) and flag[0].interpret == (mode == "interpreted"),
+                        "softmax_pallas's interpret flag does not follow execution_mode()",
+                        yours=f"interpret={flag[0].interpret if flag else None} when "
+                        f"execution_mode() says {mode!r}", expected=f"interpret="
+                        f"{mode == 'interpreted'}", hint="interpret=None means "
+                        "interpret = (execution_mode() == 'interpreted'): on a GPU the same "
+                        "code must compile")
+            odd = jnp.zeros((3, 6), jnp.bfloat16)
+    finally:
+        impl.execution_mode = original
 
 
 # ---------------------------------------------------------------------------------------
@@ -419,6 +540,47 @@ def counted_kernel(fn) -> CallCounter:
         return fn(x, block_rows=block_rows, **kwargs)
     return CallCounter(kernel, group=lambda x, block_rows=8, **_: (tuple(x.shape),
                                                                    int(block_rows)))
+
+
+class Stamped:
+    """``fn`` with the wall-clock entry and exit of every call, per group. A learner's
+    timing of a call must contain the call (at least exit - entry: the learner's clock
+    starts before it and stops after its sync) and end before the next call begins."""
+
+    def __init__(self, fn, group):
+        self.fn, self.group, self.calls = fn, group, []
+
+    def __call__(self, *args, **kwargs):
+        entry = time.perf_counter()
+        out = self.fn(*args, **kwargs)
+        self.calls.append((self.group(*args, **kwargs), entry, time.perf_counter()))
+        return out
+
+    def windows(self, end: float) -> dict:
+        """{group: [(least_s, most_s) per call]}: the call's own duration, and the time
+        from its entry to the next call's entry (or to ``end``, when the sweep returned)."""
+        out: dict = {}
+        for k, (group, entry, exit_) in enumerate(self.calls):
+            after = self.calls[k + 1][1] if k + 1 < len(self.calls) else end
+            out.setdefault(group, []).append((exit_ - entry, after - entry))
+        return out
+
+
+# Between the learner's clock start and our wrapper's entry lies one Python call, but on a
+# loaded machine the learner may be preempted there: half the gap and 50 ms more.
+PREEMPT_SLACK_S, PREEMPT_SLACK_FRACTION = 0.05, 0.5
+
+
+def within_call_window(value, window, what: str) -> None:
+    least, most = window
+    most = most * (1 + PREEMPT_SLACK_FRACTION) + PREEMPT_SLACK_S
+    seconds = as_float(value, what)
+    fail_unless(least <= seconds <= most, f"{what} is not the time of the call it reports",
+                yours=f"{seconds * 1e3:.4g} ms", expected=f"between {least * 1e3:.4g} ms "
+                f"(the call itself, measured by the checker around it) and {most * 1e3:.4g} "
+                "ms (from the call's start to the next call's, with slack)",
+                hint="start the clock right before the call, stop it right after "
+                "jax.block_until_ready(out); time nothing else")
 
 
 def expected_mode() -> str:
@@ -441,6 +603,20 @@ def run_sweep(impl, shapes, blocks, **kwargs) -> list[dict]:
     return records
 
 
+def declared(record: dict, what: str, want: dict) -> None:
+    """The record's declared facts, compared exactly with what the checker asked for or
+    recomputed (the grid: ceil(rows / block_rows) programs)."""
+    for key, value in want.items():
+        got = record[key]
+        same = got == value and type(got) is type(value) if value is not None else got is None
+        if isinstance(value, list):
+            same = isinstance(got, list) and [type(v) for v in got] == [type(v) for v in value] \
+                and got == value
+        fail_unless(same, f"{what}: {key} is not what ran", yours=got, expected=value,
+                    hint="declare the facts of the run you timed, as plain ints, strings "
+                    "and lists (grid: [ceil(rows / block_rows)]; the baseline has none)")
+
+
 def find(records, impl: str, shape, block_rows=None) -> dict:
     found = [r for r in records if r["impl"] == impl and list(r["shape"]) == list(shape)
              and (impl == "jnp" or r["block_rows"] == block_rows)]
@@ -458,8 +634,10 @@ def _(impl, ctx):
     blocks = sorted(int(b) for b in rng.permutation(BLOCK_ROWS)[:2])
     warmup, iters = 1, int(rng.integers(3, 6))
     counted = counted_kernel(get_function(impl, "softmax_pallas"))
+    stamped = Stamped(counted, counted.group)
     records = run_sweep(impl, shapes, blocks, dtype="float32", warmup=warmup, iters=iters,
-                        seed=int(rng.integers(0, 2**31)), kernel=counted)
+                        seed=int(rng.integers(0, 2**31)), kernel=stamped)
+    windows = stamped.windows(time.perf_counter())
     fail_unless(len(records) == len(shapes) * (1 + len(blocks)), "one record per shape for "
                 "the baseline and one per shape and block size for the kernel",
                 yours=len(records), expected=len(shapes) * (1 + len(blocks)))
@@ -469,6 +647,10 @@ def _(impl, ctx):
         fail_unless(base["output_ok"] is True, f"the baseline's output for {list(shape)} was "
                     "judged wrong", yours=base["output_ok"], expected=True)
         samples_of(base, f"baseline {list(shape)}", iters)
+        declared(base, f"baseline {list(shape)}", {
+            "impl": "jnp", "shape": list(shape), "dtype": "float32", "block_rows": None,
+            "grid": None, "mode": "compiled", "backend": backend, "warmup": warmup,
+            "iters": iters})
         for b in blocks:
             r = find(records, "pallas", shape, b)
             what = f"kernel {list(shape)} block_rows={b}"
@@ -478,7 +660,11 @@ def _(impl, ctx):
             fail_unless(r["output_ok"] is True, f"{what}: a correct output was judged wrong",
                         yours=r["output_ok"], expected=True,
                         hint="compare with softmax_numpy_f64(x) using tolerance(dtype, cols)")
-            samples_of(r, what, iters)
+            samples = samples_of(r, what, iters)
+            declared(r, what, {
+                "impl": "pallas", "shape": list(shape), "dtype": "float32", "block_rows": b,
+                "grid": [math.ceil(shape[0] / b)], "mode": mode, "backend": backend,
+                "warmup": warmup, "iters": iters})
             facts = counted.report((tuple(shape), b))
             calls = facts["calls"]
             fail_unless(calls == 1 + warmup + iters, f"{what}: wrong number of kernel calls",
@@ -492,8 +678,21 @@ def _(impl, ctx):
                         f"record says first={r['compiles_first_call']!r} warmed="
                         f"{r['compiles_warmed']!r}", expected="call 0; first>=1 warmed=0",
                         hint="count compiles with coursekit.measure.timing.count_compiles")
-            fail_unless(as_float(r["first_call_s"], "first_call_s") > 0,
-                        f"{what}: first_call_s must be the first call's seconds")
+            fail_unless(r["compiles_first_call"] == facts["compiles"],
+                        f"{what}: compiles_first_call is not the number of compiles the "
+                        "first call made", yours=r["compiles_first_call"],
+                        expected=f"{facts['compiles']} (counted by the checker around the "
+                        "call)", hint="count_compiles() around the first call only")
+            calls = windows[tuple(shape), b]
+            within_call_window(r["first_call_s"], calls[0], f"{what}: first_call_s")
+            for k, sample in enumerate(samples):
+                within_call_window(sample, calls[1 + warmup + k], f"{what}: samples_s[{k}]")
+
+
+# The learner's sweep and the checker's own timing alternate, round by round (learner
+# first in even rounds, checker first in odd ones), so load that drifts over the check
+# moves both alike; one reference measured before or after the sweep would not.
+SYNC_ROUNDS, SYNC_ITERS = 4, 3
 
 
 @checker.check(3, "sweep_timings_synchronised")
@@ -501,19 +700,42 @@ def _(impl, ctx):
     rng = ctx.rng("synced")
     block_rows = 16
     shape = (ragged(rng, 360, 400, block_rows), ragged(rng, 200, 255, 2))
-    records = run_sweep(impl, [shape], [block_rows], dtype="float32", warmup=1, iters=5,
-                        seed=int(rng.integers(0, 2**31)))
+    seed = int(rng.integers(0, 2**31))
     x = draw(rng, shape, jnp.float32)
-    kernel = jax.jit(learner_kernel(impl, block_rows))
-    for impl_name, fn in (("pallas", kernel), ("jnp", jax.jit(get_function(impl, "softmax_jnp")))):
-        r = find(records, impl_name, shape, block_rows)
-        mine = time_synced(fn, x, warmup=1, iters=7).median_s
-        yours = statistics.median(samples_of(r, impl_name, 5))
-        window = TIME_RATIO_WINDOW if impl_name == "pallas" else BASELINE_RATIO_WINDOW
-        within_ratio(yours, mine, window, f"your {impl_name} median",
+    fns = {"pallas": jax.jit(learner_kernel(impl, block_rows)),
+           "jnp": jax.jit(get_function(impl, "softmax_jnp"))}
+    yours = {name: [] for name in fns}
+    mine = {name: [] for name in fns}
+
+    def learner_round():
+        records = run_sweep(impl, [shape], [block_rows], dtype="float32", warmup=1,
+                            iters=SYNC_ITERS, seed=seed)
+        for name in fns:
+            yours[name] += samples_of(find(records, name, shape, block_rows), name,
+                                      SYNC_ITERS)
+
+    def checker_round():
+        for name, fn in fns.items():
+            mine[name] += time_synced(fn, x, warmup=1, iters=SYNC_ITERS).samples_s
+
+    for r in range(SYNC_ROUNDS):
+        for step in ((learner_round, checker_round) if r % 2 == 0
+                     else (checker_round, learner_round)):
+            step()
+    for name in fns:
+        window = TIME_RATIO_WINDOW if name == "pallas" else BASELINE_RATIO_WINDOW
+        within_ratio(statistics.median(yours[name]), statistics.median(mine[name]), window,
+                     f"your {name} median",
                      "jax.block_until_ready(out) inside every timed boundary: JAX returns "
                      "before the work is done", against="the checker's synchronised timing "
-                     f"of the same function on {list(shape)}")
+                     f"of the same function on {list(shape)}, interleaved with your sweep "
+                     f"over {SYNC_ROUNDS} rounds")
+
+
+# How far off the subtly wrong kernel is: this many times the budget's allowance
+# (atol + rtol * |p|) at one probability near 1e-2, outside any honest tolerance (the
+# bracket allows 1.5), yet let through by a test that divides by |p| (rtol / |p|).
+SUBTLE_BUDGETS = 3
 
 
 @checker.check(3, "sweep_checks_output_before_timing")
@@ -521,24 +743,44 @@ def _(impl, ctx):
     rng = ctx.rng("wrong-kernel")
     shape = (ragged(rng, 9, 30, 8), ragged(rng, 20, 120, 2))
     i, j = int(rng.integers(0, shape[0])), int(rng.integers(0, shape[1]))
+    rtol, atol = budget(jnp.float32, shape[1])
 
     @functools.partial(jax.jit, static_argnames="block_rows")
-    def wrong(x, block_rows=8):
-        return ref_jnp(x).at[i, j].add(0.05)
+    def kernels(x, block_rows=8):
+        y = ref_jnp(x)
+        if block_rows == 8:  # plainly wrong at one element
+            return y.at[i, j].add(0.05)
+        if block_rows == 16:  # SUBTLE_BUDGETS allowances off at row 0's p nearest 1e-2
+            k = jnp.argmin(jnp.abs(y[0] - 1e-2))
+            return y.at[0, k].add(SUBTLE_BUDGETS * (atol + rtol * y[0, k]))
+        if block_rows == 64:  # one row short
+            return y[:-1]
+        return y  # 32: right
 
-    counted = counted_kernel(wrong)
-    records = run_sweep(impl, [shape], [8], dtype="float32", warmup=1, iters=3,
-                        seed=int(rng.integers(0, 2**31)), kernel=counted)
-    r = find(records, "pallas", shape, 8)
-    fail_unless(r["output_ok"] is False, f"a kernel wrong at element [{i}, {j}] was not "
-                "caught", yours=r["output_ok"], expected=False,
-                hint="check the first call's output against the float64 reference before "
-                "timing anything")
-    calls = counted.report((shape, 8))["calls"]
-    fail_unless(r["samples_s"] == [] and calls == 1, "a wrong kernel was timed anyway",
-                yours=f"{calls} calls, "
-                f"{len(r['samples_s'])} samples", expected="1 call (the checked one), no "
-                "samples", hint="a timing of a wrong result is worse than none")
+    for dtype_name in DTYPES:
+        counted = counted_kernel(kernels)
+        blocks = [8, 16, 32, 64] if dtype_name == "float32" else [32]
+        records = run_sweep(impl, [shape], blocks, dtype=dtype_name, warmup=1, iters=3,
+                            seed=int(rng.integers(0, 2**31)), kernel=counted)
+        for b, right, what in ((8, False, f"a kernel wrong at element [{i}, {j}]"),
+                               (16, False, f"a kernel {SUBTLE_BUDGETS}x the rounding "
+                                "budget off at one small probability"),
+                               (32, True, f"a correct {dtype_name} kernel"),
+                               (64, False, "a kernel whose output is one row short")):
+            if b not in blocks:
+                continue
+            r = find(records, "pallas", shape, b)
+            fail_unless(r["output_ok"] is right, f"{what} was judged "
+                        f"{'right' if r['output_ok'] else 'wrong'}", yours=r["output_ok"],
+                        expected=right, hint="check the first call's output against "
+                        "softmax_numpy_f64(x) with |y - y64| <= atol + rtol * |y64| from "
+                        "tolerance(dtype, cols), before timing anything")
+            calls = counted.report((shape, b))["calls"]
+            if not right:
+                fail_unless(r["samples_s"] == [] and calls == 1, "a wrong kernel was timed "
+                            "anyway", yours=f"{calls} calls, {len(r['samples_s'])} samples",
+                            expected="1 call (the checked one), no samples",
+                            hint="a timing of a wrong result is worse than none")
 
 
 def synthetic_records(rng, plan: dict, mode: str, backend: str = "cpu",
@@ -551,7 +793,9 @@ def synthetic_records(rng, plan: dict, mode: str, backend: str = "cpu",
             samples[0] = float(median)  # keep the median where it was planned
         return {"impl": impl, "shape": list(shape), "dtype": dtype, "block_rows": block,
                 "grid": None if block is None else [math.ceil(shape[0] / block)],
-                "mode": "compiled" if impl == "jnp" else mode, "backend": backend,
+                # strings built at run time, as read from a JSON file: not interned
+                "mode": "".join(list("compiled" if impl == "jnp" else mode)),
+                "backend": "".join(list(backend)),
                 "warmup": 1, "iters": n, "first_call_s": float(median * 50),
                 "samples_s": samples, "compiles_first_call": 1, "compiles_warmed": 0,
                 "output_ok": ok}
@@ -577,7 +821,8 @@ def expected_summary(records) -> dict:
               for r in records if r["impl"] == "pallas" and tuple(r["shape"]) == shape
               and r["output_ok"]}
         best = max(sp, key=sp.get)
-        per_shape.append({"shape": list(shape), "best_block_rows": best,
+        per_shape.append({"shape": list(shape), "baseline_median_s": base[shape],
+                          "speedup_by_block": sp, "best_block_rows": best,
                           "best_speedup": sp[best], "helps": sp[best] > HELP_MARGIN})
     last = max((i for i, p in enumerate(per_shape) if p["helps"]), default=-1)
     stops = per_shape[last + 1]["shape"] if last + 1 < len(per_shape) else None
@@ -606,14 +851,17 @@ def learner_summary(impl, records) -> dict:
 @checker.check(3, "summary_finds_where_it_stops_helping")
 def _(impl, ctx):
     rng = ctx.rng("summary")
-    for helps, mode in (([True, True, False, False], "interpreted"),
-                        ([False, False, False], "compiled"),
-                        ([False, True, True], "compiled")):
-        records = synthetic_records(rng, plan_shapes(rng, helps), mode)
+    for helps, mode, backend in (([True, True, False, False], "interpreted", "cpu"),
+                                 ([False, False, False], "compiled", "gpu"),
+                                 ([False, True, True], "compiled", "tpu"),
+                                 ([True, True, False], "interpreted", "cpu")):
+        records = synthetic_records(rng, plan_shapes(rng, helps), mode, backend=backend)
         want = expected_summary(records)
         got = learner_summary(impl, records)
         fail_unless(got["mode"] == mode, "summary mode differs from the records'",
                     yours=got["mode"], expected=mode)
+        fail_unless(got["backend"] == backend, "summary backend differs from the records'",
+                    yours=got["backend"], expected=backend)
         per_shape = got["per_shape"]
         fail_unless(isinstance(per_shape, list) and len(per_shape) == len(want["per_shape"]),
                     "per_shape must hold one entry per shape", yours=short(per_shape),
@@ -624,6 +872,22 @@ def _(impl, ctx):
             fail_unless(list(yours["shape"]) == exp["shape"], "per_shape is not in order of "
                         "element count", yours=[p.get("shape") for p in per_shape],
                         expected=[p["shape"] for p in want["per_shape"]])
+            fail_unless(math.isclose(as_float(yours.get("baseline_median_s"),
+                                              "baseline_median_s"),
+                                     exp["baseline_median_s"], rel_tol=1e-9),
+                        f"baseline median for {exp['shape']}",
+                        yours=yours.get("baseline_median_s"),
+                        expected=exp["baseline_median_s"],
+                        hint="the median of the baseline record's raw samples")
+            speedups = yours.get("speedup_by_block")
+            fail_unless(isinstance(speedups, dict) and set(speedups) == set(
+                exp["speedup_by_block"]) and all(math.isclose(
+                    as_float(speedups[b], "speedup"), v, rel_tol=1e-9)
+                    for b, v in exp["speedup_by_block"].items()),
+                f"speedup_by_block for {exp['shape']}", yours=short(speedups),
+                expected=short(exp["speedup_by_block"]),
+                hint="one entry per block size whose output was correct: median(baseline) "
+                "/ median(kernel)")
             fail_unless(yours["best_block_rows"] == exp["best_block_rows"],
                         f"best block size for {exp['shape']}", yours=yours["best_block_rows"],
                         expected=exp["best_block_rows"], hint="speedup = median(baseline) / "
@@ -662,6 +926,23 @@ def _(impl, ctx):
         raise CheckFailed(f"records that mix {field} values were summarised as if "
                           "comparable", yours="no error", expected=f"ValueError naming {field}",
                           hint="an interpreted and a compiled timing measure different things")
+    # Records that lack the field altogether (every kernel record), and records with no
+    # baseline: nothing to compare, so refused too.
+    lacking = synthetic_records(rng, plan, "interpreted")
+    for r in lacking:
+        if r["impl"] == "pallas":
+            r["mode"] = None
+    kernels_only = [r for r in synthetic_records(rng, plan, "interpreted")
+                    if r["impl"] == "pallas"]
+    for records, what in ((lacking, "kernel records without a mode"),
+                          (kernels_only, "kernel records without a baseline")):
+        try:
+            get_function(impl, "summarize")(records)
+        except ValueError:
+            continue
+        raise CheckFailed(f"{what} were summarised", yours="no error",
+                          expected="ValueError", hint="a speedup needs a baseline and a "
+                          "known mode to mean anything")
 
 
 @checker.check(3, "summary_states_interpreted_mode")
@@ -674,6 +955,11 @@ def _(impl, ctx):
                 and "target" in text.lower(), "an interpreted run's summary must say "
                 "plainly that its timings say nothing about the target's speed",
                 yours=text, expected="a sentence with 'interpreted' and 'target'")
+    shape = next(iter(plan))  # the smallest sweep: one shape, one block size
+    single = learner_summary(impl, synthetic_records(
+        rng, {shape: (1e-3, {int(rng.choice(BLOCK_ROWS)): 1.5}, None)}, "interpreted"))
+    fail_unless("interpreted" in str(single["caveat"]).lower(), "a one-kernel-record "
+                "summary lost the interpreted caveat", yours=single["caveat"])
     compiled = learner_summary(impl, synthetic_records(rng, plan, "compiled", backend="gpu"))
     fail_unless(isinstance(compiled["caveat"], str)
                 and "interpreted" not in compiled["caveat"].lower(),
