@@ -213,7 +213,10 @@ with not_yet("stage 1 plot"):
 #
 # The same command the grader runs. Its inputs come from a seed you do not see; it has its
 # own float64 softmax and its own rounding budget, and it tries your tolerance on correct
-# results and on a result off by ten times the budget.
+# results and on a result off by ten times the budget. Its inputs include rows near +-1000
+# and rows whose small probabilities underflow float32, and your `rtol` must lie between
+# the worst case of the row sum plus the output rounding, `u_out + (n-1) u32`, and 1.5
+# times the budget above: counted, not guessed.
 
 # %%
 check1 = run_check("pallas-kernel", 1, IMPL)
