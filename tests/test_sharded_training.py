@@ -40,13 +40,27 @@ MEAN_OF_MEANS = [(
     """        p = jax.tree.map(lambda a: jax.lax.pcast(a, AXIS, to="varying"), p)
         loss, g = jax.value_and_grad(classifier.loss)(p, x, y, m)
         return jax.lax.pmean(loss, AXIS), jax.lax.pmean(g, AXIS)""")]
-PMEAN_AFTER_GRAD = [(
-    """        loss_sum, g = jax.value_and_grad(classifier.loss_sum)(p, x, y, m)
+GRADS_BODY = """        loss_sum, g = jax.value_and_grad(classifier.loss_sum)(p, x, y, m)
         total = jax.lax.psum(jnp.sum(m), AXIS)
         loss = jax.lax.psum(loss_sum, AXIS) / total
-        return loss, jax.tree.map(lambda a: a / total, g)""",
-    """        loss, g = jax.value_and_grad(classifier.loss)(p, x, y, m)
+        return loss, jax.tree.map(lambda a: a / total, g)"""
+GRADS_SHARD_MAP = "                       out_specs=(P(), P()))"
+# The 8x family, measured on 8 devices with check_vma on (the checker's stage 2 docstring):
+# grad of each shard's mean is 8x with or without a pmean; psum after grad is 8x too (and
+# 64x after grad of the mean); the same pmean code with check_vma=False is 1x at equal
+# counts (the mean of means); the reference rule with check_vma=False is one shard's part.
+GRAD_OF_SHARD_MEAN = [(GRADS_BODY, """        loss, g = jax.value_and_grad(classifier.loss)(p, x, y, m)
+        return jax.lax.pmean(loss, AXIS), g""")]
+PMEAN_AFTER_GRAD = [(GRADS_BODY, """        loss, g = jax.value_and_grad(classifier.loss)(p, x, y, m)
         return jax.lax.pmean(loss, AXIS), jax.lax.pmean(g, AXIS)""")]
+PSUM_AFTER_GRAD = [(GRADS_BODY, """        loss_sum, g = jax.value_and_grad(classifier.loss_sum)(p, x, y, m)
+        total = jax.lax.psum(jnp.sum(m), AXIS)
+        loss = jax.lax.psum(loss_sum, AXIS) / total
+        return loss, jax.tree.map(lambda a: jax.lax.psum(a, AXIS) / total, g)""")]
+PSUM_AFTER_GRAD_OF_MEAN = [(GRADS_BODY, """        loss, g = jax.value_and_grad(classifier.loss)(p, x, y, m)
+        return jax.lax.pmean(loss, AXIS), jax.lax.psum(g, AXIS)""")]
+CHECK_VMA_OFF = [(GRADS_SHARD_MAP, "                       out_specs=(P(), P()), check_vma=False)")]
+PMEAN_AFTER_GRAD_CHECK_VMA_OFF = PMEAN_AFTER_GRAD + CHECK_VMA_OFF
 RESTORE = "    return manager.restore(step, args=ocp.args.StandardRestore(target))"
 KEY_NOT_RESTORED = [(RESTORE, """    restored = manager.restore(step, args=ocp.args.StandardRestore(target))
     restored["key"] = like["key"]  # planted: the key starts over from the seed
@@ -105,14 +119,59 @@ def test_mean_of_means_fails_unequal_counts(tmp_path):
     assert "NaN" in message(result, "empty_shard_handled")
 
 
+GRAD_CHECKS = ("equal_counts_not_8x", "unequal_counts_weighted")
+
+
 @pytest.mark.slow
-def test_pmean_after_grad_is_8x(tmp_path):
-    impl = plant(tmp_path, PROJECT, "pmean-after-grad", PMEAN_AFTER_GRAD)
-    result = run_checker(PROJECT, impl, "2", tmp=tmp_path,
-                         env=only("equal_counts_not_8x", "uses_shard_map"))
-    assert result["status"] == {"equal_counts_not_8x": "fail", "uses_shard_map": "pass"}, \
-        result["stdout"]
-    assert "8x the true gradient" in message(result, "equal_counts_not_8x")
+@pytest.mark.parametrize("planted", [GRAD_OF_SHARD_MEAN, PMEAN_AFTER_GRAD],
+                         ids=["grad-of-shard-mean", "pmean-after-grad"])
+def test_grad_of_shard_means_is_8x_with_or_without_pmean(tmp_path, planted):
+    impl = plant(tmp_path, PROJECT, "shard-mean", planted)
+    result = run_checker(PROJECT, impl, "2", tmp=tmp_path, env=only(*GRAD_CHECKS))
+    assert result["status"] == {c: "fail" for c in GRAD_CHECKS}, result["stdout"]
+    # Equal counts cannot tell this from a psum after grad: the checker replays unequal ones.
+    for check in GRAD_CHECKS:
+        hint = message(result, check)
+        assert "8x the mean of per-shard means" in hint, hint
+        assert "grad of each shard's *mean* loss" in hint and "a pmean on top changes " \
+            "nothing" in hint, hint
+        assert "psum after grad" not in hint, hint
+
+
+@pytest.mark.slow
+def test_psum_after_grad_is_8x_at_every_count(tmp_path):
+    impl = plant(tmp_path, PROJECT, "psum-after-grad", PSUM_AFTER_GRAD)
+    result = run_checker(PROJECT, impl, "2", tmp=tmp_path, env=only(*GRAD_CHECKS))
+    assert result["status"] == {c: "fail" for c in GRAD_CHECKS}, result["stdout"]
+    for check in GRAD_CHECKS:
+        hint = message(result, check)
+        assert "8x the true gradient at every count: a psum after grad" in hint, hint
+        assert "pmean" not in hint, hint
+
+
+@pytest.mark.slow
+def test_psum_after_grad_of_shard_mean_is_64x(tmp_path):
+    impl = plant(tmp_path, PROJECT, "psum-after-grad-of-mean", PSUM_AFTER_GRAD_OF_MEAN)
+    result = run_checker(PROJECT, impl, "2", tmp=tmp_path, env=only("equal_counts_not_8x"))
+    assert result["status"] == {"equal_counts_not_8x": "fail"}, result["stdout"]
+    assert "64x the mean of per-shard means" in message(result, "equal_counts_not_8x")
+
+
+@pytest.mark.slow
+def test_planted_pmean_code_with_check_vma_off_is_1x_until_counts_differ(tmp_path):
+    impl = plant(tmp_path, PROJECT, "pmean-check-vma-off", PMEAN_AFTER_GRAD_CHECK_VMA_OFF)
+    result = run_checker(PROJECT, impl, "2", tmp=tmp_path, env=only(*GRAD_CHECKS))
+    assert result["status"] == {"equal_counts_not_8x": "pass",
+                                "unequal_counts_weighted": "fail"}, result["stdout"]
+    assert "this is the mean of per-shard means" in message(result, "unequal_counts_weighted")
+
+
+@pytest.mark.slow
+def test_reference_rule_with_check_vma_off_is_one_shards_part(tmp_path):
+    impl = plant(tmp_path, PROJECT, "check-vma-off", CHECK_VMA_OFF)
+    result = run_checker(PROJECT, impl, "2", tmp=tmp_path, env=only("equal_counts_not_8x"))
+    assert result["status"] == {"equal_counts_not_8x": "fail"}, result["stdout"]
+    assert "one shard's part alone" in message(result, "equal_counts_not_8x")
 
 
 @pytest.mark.slow

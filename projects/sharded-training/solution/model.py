@@ -260,11 +260,16 @@ def global_grads(params: dict, batch: dict, mesh):
     mesh axis, and the total is divided by the *total* valid count. Shards may hold
     different numbers of valid rows, even none.
 
-    Two tempting versions are wrong: the mean of per-shard means (weights a shard with
-    3 valid rows like one with 64), and ``pmean`` after ``grad`` with replicated params
-    (with ``check_vma`` on, the transpose of a replicated input already sums over
-    shards: that gives 8x on 8 devices). Done when grads match one device's gradient
-    over the valid rows within rtol 1e-4 for any counts. Size hint: about 10 lines."""
+    Tempting versions that are wrong (measured on 8 devices): the mean of per-shard
+    means (weights a shard with 3 valid rows like one with 64); ``grad`` of each shard's
+    *mean* loss with respect to the replicated params: with ``check_vma`` on, the
+    transpose of a replicated input already sums over the shards, so that is 8x on 8
+    devices, and a ``pmean`` after it changes nothing (the value is already the same on
+    every device); a ``psum`` after ``grad`` sums once more (8x after grad of the sum).
+    Keep ``check_vma`` on: with it off the pmean version is 1x only while counts are
+    equal (it is the mean of means), and ``grad`` no longer sums the shards at all.
+    Done when grads match one device's gradient over the valid rows within rtol 1e-4
+    for any counts. Size hint: about 10 lines."""
     ### BEGIN SOLUTION stage 2: global_grads
     def per_shard(p, x, y, m):
         # p is replicated (invariant over AXIS): grad's transpose sums the per-shard

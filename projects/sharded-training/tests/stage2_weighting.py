@@ -1,7 +1,15 @@
 """sharded-training stage 2: count-weighted global updates. The learner's shard_map
 gradient is compared with one device's gradient over the valid rows only, with equal,
-unequal and empty shards; a wrong answer is diagnosed by replaying the classic mistakes
-(the mean of per-shard means, pmean after grad)."""
+unequal and empty shards; a wrong answer is diagnosed by what its numbers match (the mean
+of per-shard means, the gradient of each shard's mean under check_vma with or without a
+pmean, a psum after grad, one shard's part alone), replaying the learner on unequal counts
+where equal ones cannot tell two causes apart.
+
+Measured on 8 CPU devices (JAX 0.12), params replicated, check_vma on: grad of each
+shard's *mean* loss is 8.0x the true gradient (grad's transpose of a replicated input sums
+over shards), adding pmean leaves it 8.0x (the value is already equal on every device),
+psum after grad(shard sum) / count is 8.0x, psum after grad(shard mean) 64x, the
+count-weighted rule grad(shard sum) / psum(count) 1.0x."""
 
 from __future__ import annotations
 
@@ -45,26 +53,83 @@ def vec(tree) -> np.ndarray:
                            for _, v in sorted(flat(tree).items())])
 
 
-def diagnose(got: np.ndarray, ref: np.ndarray, mom: np.ndarray | None) -> str:
-    if not np.all(np.isfinite(got)):
-        return ("NaN or inf: a shard with no valid rows divided by its own count (0); "
-                "divide the summed gradient by the *global* valid count")
+def shard_parts(params, batch) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per shard: (gradient of its loss sum / the global valid count, gradient of its own
+    mean loss), what one device's local computation gives with nothing summed."""
+    total = float(np.sum(batch["mask"]))
+    parts = []
+    for x, y, m in zip(*(np.split(batch[k], N_DEVICES) for k in ("x", "y", "mask"))):
+        args = (jnp.asarray(x), jnp.asarray(y), jnp.asarray(m))
+        part_sum = vec(jax.grad(classifier.loss_sum)(params, *args)) / max(total, 1.0)
+        part_mean = vec(jax.grad(classifier.loss)(params, *args)) if m.sum() else None
+        parts.append((part_sum, part_mean))
+    return parts
 
-    def close(a, b):
-        return np.linalg.norm(a - b) <= 1e-3 * np.linalg.norm(b)
-    n = N_DEVICES
-    if close(got, n * ref):
-        return (f"{n}x the true gradient: pmean after grad inside shard_map with "
-                "replicated params (the transpose of a replicated input already summed "
-                "the shards); take grad of the shard's loss sum and divide by the global "
-                "count, with no pmean on the gradient")
+
+def close(a, b) -> bool:
+    return bool(np.linalg.norm(a - b) <= 1e-3 * np.linalg.norm(b))
+
+
+N = N_DEVICES
+HINTS = {
+    "nan": ("NaN or inf: a shard with no valid rows divided by its own count (0); divide "
+            "the summed gradient by the *global* valid count"),
+    "grad_of_shard_mean": (
+        f"{N}x the mean of per-shard means: you took grad of each shard's *mean* loss with "
+        "respect to the replicated params. Inside shard_map (check_vma on) grad's transpose "
+        "of a replicated input already sums over the shards, so that is the sum of the "
+        f"{N} shard means ({N}x the true gradient when counts are equal); a pmean on top "
+        "changes nothing (the value is already the same on every device). Take grad of the "
+        "shard's loss *sum* and divide by the psum of the valid counts"),
+    "psum_after_grad": (
+        f"{N}x the true gradient at every count: a psum after grad of the shard's loss sum. "
+        "grad's transpose of the replicated params already summed the shards' gradient "
+        f"sums, and psum of that value (equal on every device) multiplies it by {N} again. "
+        "Drop the collective on the gradient; keep the psums of the loss sum and the count"),
+    "psum_after_grad_of_mean": (
+        f"{N * N}x the mean of per-shard means: grad of each shard's mean loss already sums "
+        f"over the shards ({N}x, check_vma on), and the psum after it multiplies by {N} "
+        "again. Take grad of the shard's loss sum, divide by the psum of the counts, and "
+        "put no collective on the gradient"),
+    "mean_of_means": (
+        "this is the mean of per-shard means: a shard with 3 valid rows weighs as much as "
+        "one with 64 (pmean of per-shard mean gradients, e.g. with check_vma=False or "
+        "varying params); sum per-shard gradient sums, divide by the total valid count"),
+    "one_shard": (
+        "this is one shard's part alone: nothing summed the shards. With check_vma=False "
+        "(or params cast to varying) grad no longer sums over the shards and out_specs P() "
+        "returns one device's value; keep check_vma on (its transpose does the sum) or "
+        "psum the shards' gradient sums before dividing by the global count"),
+}
+
+
+def diagnose(got: np.ndarray, ref: np.ndarray, mom: np.ndarray | None, parts=None,
+             replay_unequal=None) -> str:
+    """The hint for ``got`` against the true gradient ``ref`` and the mean of per-shard
+    means ``mom`` (None when a shard is empty). ``parts()`` gives shard_parts;
+    ``replay_unequal()`` gives (got, ref, mom) of the learner on unequal counts, for the
+    one case equal counts cannot tell apart. Both run only here, on failure."""
+    if not np.all(np.isfinite(got)):
+        return HINTS["nan"]
+    if close(got, N * N * ref) or (mom is not None and close(got, N * N * mom)):
+        return HINTS["psum_after_grad_of_mean"]
+    n_ref = close(got, N * ref)
+    n_mom = mom is not None and close(got, N * mom)
+    if n_ref and n_mom and replay_unequal is not None:   # equal counts: N*ref == N*mom
+        u_got, u_ref, u_mom = replay_unequal()
+        n_ref, n_mom = close(u_got, N * u_ref), close(u_got, N * u_mom)
+    if n_mom and not n_ref:
+        return HINTS["grad_of_shard_mean"]
+    if n_ref and not n_mom:
+        return HINTS["psum_after_grad"]
+    if n_ref:
+        return (f"{N}x the true gradient: either grad of each shard's mean loss (with or "
+                f"without a pmean) or a psum after grad; {HINTS['grad_of_shard_mean']}")
     if mom is not None and close(got, mom):
-        return ("this is the mean of per-shard means: a shard with 3 valid rows weighs as "
-                "much as one with 64; sum per-shard gradient sums, divide by the total "
-                "valid count")
-    if mom is not None and close(got, n * mom):
-        return (f"{n}x the mean of per-shard means: pmean(grad(mean loss)) inside "
-                "shard_map; use per-shard loss sums and one division by the global count")
+        return HINTS["mean_of_means"]
+    if parts is not None and any(close(got, s) or (m is not None and close(got, m))
+                                 for s, m in parts()):
+        return HINTS["one_shard"]
     ratio = np.linalg.norm(got) / max(np.linalg.norm(ref), 1e-30)
     return (f"norm ratio yours/expected = {ratio:.3g}; compare with one device's gradient "
             "over the valid rows")
@@ -81,6 +146,22 @@ def place_rows(batch: dict, mesh) -> dict:
     return {k: jax.device_put(v, NamedSharding(mesh, P("data"))) for k, v in batch.items()}
 
 
+def learner_grads(global_grads, mesh, params, batch):
+    """The learner's (loss, grads) on the checker's placement."""
+    placed = place_rows(batch, mesh)
+    params_on_mesh = jax.device_put(params, NamedSharding(mesh, P()))
+    out = global_grads(params_on_mesh, placed, mesh)
+    fail_unless(isinstance(out, tuple) and len(out) == 2, "global_grads must return "
+                "(loss, grads)", yours=type(out).__name__)
+    return out
+
+
+def unequal_counts(rng, rows: int) -> list[int]:
+    counts = [int(v) for v in rng.integers(1, rows + 1, N_DEVICES)]
+    counts[0], counts[1] = 1, rows  # never all equal
+    return counts
+
+
 def check_global_grads(impl, ctx, salt: str, counts, what: str) -> None:
     global_grads = get_function(impl, "global_grads")
     mesh = checker_mesh()
@@ -89,20 +170,22 @@ def check_global_grads(impl, ctx, salt: str, counts, what: str) -> None:
     counts = [min(c, rows) for c in counts]
     batch = stage_batch(ctx, salt + "-batch", rows, counts)
     params = ref_init_params(jax.random.key(int(rng.integers(0, 2**30))))
-    placed = place_rows(batch, mesh)
-    params_on_mesh = jax.device_put(params, NamedSharding(mesh, P()))
-    out = global_grads(params_on_mesh, placed, mesh)
-    fail_unless(isinstance(out, tuple) and len(out) == 2, "global_grads must return "
-                "(loss, grads)", yours=type(out).__name__)
-    loss, grads = out
+    loss, grads = learner_grads(global_grads, mesh, params, batch)
     ref_loss, ref = ref_grads(params, batch)
     got, want = vec(grads), vec(ref)
     mom = vec(mean_of_means(params, batch)) if min(counts) > 0 else None
     ok = np.all(np.isfinite(got)) and np.allclose(got, want, rtol=RTOL, atol=ATOL)
     if not ok:
+        def replay_unequal():
+            other = stage_batch(ctx, salt + "-diagnose", rows, unequal_counts(rng, rows))
+            _, g = learner_grads(global_grads, mesh, params, other)
+            return vec(g), vec(ref_grads(params, other)[1]), vec(mean_of_means(params, other))
+
+        hint = diagnose(got, want, mom, parts=lambda: shard_parts(params, batch),
+                        replay_unequal=replay_unequal if len(set(counts)) == 1 else None)
         raise CheckFailed(f"{what}: gradients differ from one device's over the valid rows "
                           f"(valid rows per shard {list(counts)})", yours=got,
-                          expected=want, hint=diagnose(got, want, mom))
+                          expected=want, hint=hint)
     loss = float(host(loss))
     fail_unless(math.isclose(loss, ref_loss, rel_tol=RTOL, abs_tol=ATOL),
                 f"{what}: the loss is not the mean over all valid rows",
