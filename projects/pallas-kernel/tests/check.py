@@ -464,7 +464,7 @@ def _(impl, ctx):
 def _(impl, ctx):
     run = get_function(impl, "run_softmax")
     rng = ctx.rng("mode")
-    block_rows = int(rng.choice(BLOCK_ROWS))
+    block_rows = int(rng.choice(BLOCK_ROWS[1:]))  # not run_softmax's default (8)
     shape = (ragged(rng, block_rows + 1, 3 * block_rows, block_rows), ragged(rng, 60, 400, 2))
     x = draw(rng, shape, jnp.float32)
     result = require_keys(run(x, block_rows=block_rows),
