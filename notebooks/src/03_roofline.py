@@ -332,6 +332,7 @@ with not_yet("the roof validated on another workload") as validated:
                          f"is off by {off:.1f}x here: look at the level and the bytes")
           + f" ({LABEL})")
 
+
 # %% [markdown]
 # ### The course's workloads on the roofline
 #

@@ -380,7 +380,6 @@ with not_yet("the two models") as models_ok:
           f"and FLOPs grow x{tanh_remat['flops'] / tanh_plain['flops']:.2f}")
     print(LABEL)
 
-
 # %% [markdown]
 # Why the difference: a block's residuals are its wide hidden activations (four times the
 # width of `x`, several of them for `gelu`), and remat leaves only the narrow block input.
