@@ -58,6 +58,7 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
+from coursekit.facts import records_dir
 from coursekit.measure import traces
 from coursekit.measure.decision import decide_rounds, measure_interleaved
 from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
@@ -127,7 +128,7 @@ print(f"train_slow: first call {slow_times['first_call_s'] * 1e3:.0f} ms, then m
 # `forward_backward`, `update` and `log_loss`.
 
 # %%
-logdir = "../build/learner/traces/optimisation-slow"
+logdir = str(records_dir() / "traces" / "optimisation-slow")
 trace_file = attempt(impl.trace_slow, CONFIG, 0, logdir)
 breakdown = attempt(impl.step_breakdown, trace_file, slow_step.STEP_REGION,
                     list(slow_step.PHASES))
@@ -233,7 +234,7 @@ with not_yet("the fix, measured") as fixing:
 # %%
 with not_yet("the trace after the fix"):
     need(fixing, breakdown)
-    after_dir = "../build/learner/traces/optimisation-fast"
+    after_dir = str(records_dir() / "traces" / "optimisation-fast")
     fast_call()
     options = jax.profiler.ProfileOptions()
     options.python_tracer_level = 0
@@ -414,7 +415,7 @@ with not_yet("the planted failure"):
 # `decide` (and the readiness review, notebook 08) reads.
 
 # %%
-records = attempt(impl.write_run_records, CONFIG, 0, "../build/learner/runs/optimisation")
+records = attempt(impl.write_run_records, CONFIG, 0, str(records_dir() / "runs" / "optimisation"))
 with not_yet("the run records"):
     need(records)
     from coursekit.provenance.records import read_run_record
