@@ -34,7 +34,7 @@ STAGE = "performance-audit/stage-4"
 NB = "notebooks/ag_demo.ipynb"
 WITH_NOTEBOOK = ("good", "infinite-loop", "segfault", "fork-bomb")
 # A line of decide's reference code that the starter does not have.
-SOLUTION_LINE = "boot_b = np.median(rng.choice(b, (n_boot, b.size)), axis=1)"
+SOLUTION_LINE = "result = decide_rounds(before, after, min_gain=min_gain, confidence=confidence)"
 
 
 def grader(*args, timeout=900, **kw) -> subprocess.CompletedProcess:
