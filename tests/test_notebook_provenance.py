@@ -31,7 +31,7 @@ def store(tmp_path, monkeypatch):
 
 
 def assert_provenance(run: dict) -> None:
-    """What the portfolio and notebook 07 need from a logged timing."""
+    """What the portfolio and notebook 08 (readiness review) need from a logged timing."""
     for field in FIELDS:
         assert run["config"].get(field) not in (None, ""), (run["name"], field, run["config"])
     assert "output_ok" in run["metrics"], (run["name"], run["metrics"])

@@ -1,4 +1,4 @@
-"""Notebook 07's plumbing: the fingerprint guard, pooled records, and the capstone
+"""Notebook 08's (readiness review) plumbing: the fingerprint guard, pooled records, and the capstone
 measurement in a real fresh process with its real trace and compiled collectives.
 (The notebook itself is executed by tests/test_notebooks.py, like every notebook.)"""
 

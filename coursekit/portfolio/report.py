@@ -296,7 +296,7 @@ def render(rec: Records, states: list[MilestoneState], out: Path, title: str,
     else:
         missing.append("Latency and throughput: no run record yet. Needs a synchronised "
                        "run record (coursekit.provenance.records.write_run_record into "
-                       "<records>/runs/, from notebooks 01 and 07 or sharded-training stage "
+                       "<records>/runs/, from notebooks 01 and 08 or sharded-training stage "
                        "4), or a measurement run with raw samples in the MLflow store.")
         doc.para("Not yet: " + missing[-1])
     if unsynced and not synced:

@@ -1,4 +1,4 @@
-"""The readiness review's workload (notebook 07): sharded-training's data-parallel train
+"""The readiness review's workload (notebook 08): sharded-training's data-parallel train
 step, before and after one proposed change, measured by sharded-training's own
 ``profile_train_step`` (a run record: time_fn fields + boundary, trace, region and the
 environment fingerprint) so that performance-audit stage 4 (``load_run``, ``decide``)
@@ -13,7 +13,7 @@ afterwards. The count no longer feeds the gradient, so XLA combines the two redu
 into one all-reduce. Same mathematics; equal up to rounding.
 
 A fresh process measures the reference step under another runtime configuration (what
-notebook 07 uses to show a runtime change posing as an optimisation):
+notebook 08 uses to show a runtime change posing as an optimisation):
 
     XLA_FLAGS=--xla_force_host_platform_device_count=2 \\
         python -m coursekit.workloads.capstone --training-impl PATH --variant before \\

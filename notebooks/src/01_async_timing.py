@@ -354,7 +354,7 @@ print(f"claimed: v1 {claimed_v1 * 1e3:.2f} ms, v2 {claimed_v2 * 1e3:.3f} ms -> "
 # seconds per wall second (`time.process_time` around the block), the contention evidence.
 # The rounds are then judged by the course's one decision statistic
 # (`coursekit.measure.decision.decide_rounds`: paired per-round ratios, a t interval, a 5%
-# minimum effect), the same one `decide` uses in notebook 07.
+# minimum effect), the same one `decide` uses in notebook 08.
 
 # %%
 repeats = []
@@ -426,7 +426,7 @@ with not_yet("spread of the repeated samples"):
 # Each timing above goes to MLflow (`make mlflow-ui` shows it) as a run with its
 # configuration, the environment fingerprint, its raw samples (an artifact), its sync
 # method, warm-up and first call, and the correctness check it rests on; a failed check is
-# kept as a FAILED run. Notebook 07 reads them back and compares only comparable ones.
+# kept as a FAILED run. Notebook 08 reads them back and compares only comparable ones.
 
 # %%
 from coursekit.notebook.cells import log_measurement

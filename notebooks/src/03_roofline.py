@@ -541,7 +541,7 @@ plt.show()
 #
 # The grader's `check.py --stage 4`. `amdahl_small_share` is this notebook's: it checks your
 # `predict_step_speedup`, then asks your `decide` to refuse a small gain; `decide` and the
-# other stage 4 checks are built in notebook 07, so they say *not yet* until then.
+# other stage 4 checks are built in notebook 08, so they say *not yet* until then.
 
 # %%
 check4 = run_check("performance-audit", 4, IMPL)
@@ -590,7 +590,7 @@ with not_yet("the fix"):
 # The kernel of the Amdahl experiment, timed again with a fresh `jax.jit` (so its first call
 # compiles and is reported apart) after its output was checked against float64 NumPy, goes
 # to MLflow with its configuration, the environment fingerprint, raw samples, sync method,
-# warm-up and the check it rests on (FAILED and kept if the check fails). Notebook 07 reads
+# warm-up and the check it rests on (FAILED and kept if the check fails). Notebook 08 reads
 # it back.
 
 # %%

@@ -440,7 +440,7 @@ with not_yet("the fix"):
 # Every policy's samples go to MLflow with the configuration, the environment fingerprint,
 # the raw samples, the sync method and warm-up (the first call compiled outside the timers,
 # so it is recorded as not timed), and the check they rest on: the gradients equal the
-# no-remat ones (a policy that fails it is kept as a FAILED run). Notebook 07 reads them back.
+# no-remat ones (a policy that fails it is kept as a FAILED run). Notebook 08 reads them back.
 
 # %%
 from coursekit.notebook.cells import log_measurement

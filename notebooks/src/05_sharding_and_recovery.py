@@ -449,7 +449,7 @@ check3 = run_check("sharded-training", 3, IMPL)
 # %% [markdown]
 # ### Stage 4 · trace and timing
 #
-# A measurement of the training step the readiness review (notebook 07) can decide on:
+# A measurement of the training step the readiness review (notebook 08) can decide on:
 # the first call (compile) apart, synchronised warmed samples kept raw, an annotated
 # profiler trace of a few more steps, and the loss checked before anything is timed.
 # The expected loss comes from an independent single-device computation (below, from
@@ -740,7 +740,7 @@ print(f"after {DIVERGE_STEPS} steps: one device {reference_losses[-1]:.4g}, plan
 #
 # The profiled step's record goes to MLflow too: configuration, environment fingerprint,
 # raw samples, sync method, warm-up, first call and the loss check it rests on (a failed
-# check is kept as a FAILED run). Notebook 07 reads it back and compares only comparable runs.
+# check is kept as a FAILED run). Notebook 08 reads it back and compares only comparable runs.
 
 # %%
 from coursekit.notebook.cells import log_measurement

@@ -540,7 +540,7 @@ else:
 # Both block sizes' timings go to MLflow with the configuration (interpreted or compiled
 # included), the environment fingerprint, raw samples, sync method, warm-up, first call and
 # the check they rest on: the kernel's output equals `jax.nn.softmax` (a failed check is
-# kept as a FAILED run). Notebook 07 reads them back and compares only comparable runs.
+# kept as a FAILED run). Notebook 08 reads them back and compares only comparable runs.
 
 # %%
 from coursekit.notebook.cells import log_measurement

@@ -4,7 +4,7 @@ Your code goes in this file; check it with
 
     python projects/performance-audit/tests/check.py --stage N --impl THIS_FILE
 
-Stages (notebooks 01-04 and 07 walk through each):
+Stages (notebooks 01-04 and 08 walk through each):
   1. a comparable measurement     time_fn, comparable, experiment_shape_change,
                                   experiment_host_read
   2. explain the evidence         write_trace, newest_trace_file, summarize_region,

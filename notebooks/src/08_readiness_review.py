@@ -13,7 +13,7 @@
 #     project: performance-audit
 #     stages:
 #     - 4
-#     title: "07 \xB7 Readiness review"
+#     title: "08 \xB7 Readiness review"
 #   jupytext:
 #     notebook_metadata_filter: course,language_info,-jupytext.text_representation.jupytext_version
 #     text_representation:
@@ -29,7 +29,7 @@
 # ---
 
 # %% [markdown]
-# # 07 · Readiness review: accept or reject a performance change
+# # 08 · Readiness review: accept or reject a performance change
 #
 # **Project:** performance-audit, stage 4 (*decide what is ready*), the capstone of the route.
 # **You build** in `projects/performance-audit/starter/model.py`: `decide` and
@@ -692,11 +692,11 @@ from coursekit.provenance import tracking as mlruns
 with not_yet("the records, in MLflow and back"):
     need(work)
     for variant, r in runs.items():
-        log_measurement(f"07 capstone step {variant}",
+        log_measurement(f"08 capstone step {variant}",
                         {"workload": "capstone train step", "variant": variant,
                          "batch": BATCH, "iters": ITERS, "rounds": ROUNDS}, r,
                         check="first step's loss equals capstone.reference_loss",
-                        notebook="07_readiness_review")
+                        notebook="08_readiness_review")
     stored = mlruns.runs()
     usable = [r for r in stored if r["status"] == "FINISHED" and "median_s" in r["metrics"]]
     print(f"{len(stored)} measurement run(s) in {mlruns.tracking_uri()}; "
