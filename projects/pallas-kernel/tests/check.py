@@ -791,7 +791,8 @@ def synthetic_records(rng, plan: dict, mode: str, backend: str = "cpu",
                                      for v in rng.normal(0, 0.02, n)]
         if ok:
             samples[0] = float(median)  # keep the median where it was planned
-        return {"impl": impl, "shape": list(shape), "dtype": dtype, "block_rows": block,
+        return {"impl": "".join(list(impl)), "shape": list(shape),
+                "dtype": "".join(list(dtype)), "block_rows": block,
                 "grid": None if block is None else [math.ceil(shape[0] / block)],
                 # strings built at run time, as read from a JSON file: not interned
                 "mode": "".join(list("compiled" if impl == "jnp" else mode)),
