@@ -53,7 +53,8 @@ PLANTED = {
         first_call_s = samples[0]
 """)]),
     "mean_instead_of_raw_samples": (1, "raw_samples_kept", [
-        ('"samples_s": samples,', '"samples_s": [sum(samples) / len(samples)] * len(samples),')]),
+        ('"first_call_s": first_call_s, "samples_s": samples,',
+         '"first_call_s": first_call_s,\n        "samples_s": [sum(samples) / len(samples)] * len(samples),')]),
     "parser_sums_nested_events": (2, "region_summary_matches_checker", [
         ('            covered_until = e["ts"] + e["dur"]\n', "            pass\n")]),
     "wrong_memory_level": (2, "roofline_bound_and_memory_level", [
