@@ -53,6 +53,8 @@ def snapshot() -> dict:
             continue
         out[(mod_name, "<module>")] = mod
         for name, value in list(vars(mod).items()):
+            if not callable(value):
+                continue  # module state (a flag, a lock, a cache) changes by itself
             out[(mod_name, name)] = value
             if isinstance(value, type) and value.__module__ == mod_name:
                 for attr, inner in list(vars(value).items()):

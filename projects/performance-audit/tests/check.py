@@ -761,12 +761,14 @@ def _(impl, ctx):
                     "differ from the checker's compile of the same model",
                     yours=yours[policy], expected=want,
                     hint="memory_analysis().temp_size_in_bytes of jax.jit(value_and_grad(...))")
+    # Only nothing_saveable < None is a property of remat itself: how dots_saveable and
+    # everything_saveable compare with None depends on the sizes the seed draws (the
+    # reference failed a full ordering on one seed), and every policy's value is already
+    # compared exactly with the checker's own compile above.
     order = ("nothing_saveable", "dots_saveable", None, "everything_saveable")
-    fail_unless(all(yours[a] <= yours[b] for a, b in zip(order, order[1:])) and
-                yours["nothing_saveable"] < yours[None],
-                "blocks: the policies' temp bytes are out of order",
-                yours={str(k): yours[k] for k in order},
-                expected="nothing_saveable < None, nothing <= dots <= None <= everything")
+    fail_unless(yours["nothing_saveable"] < yours[None],
+                "blocks: remat with nothing_saveable does not plan less temporary memory",
+                yours={str(k): yours[k] for k in order}, expected="nothing_saveable < None")
     # the tanh chain: each layer's input is kept either way, so remat saves nothing
     ws, v = tanh_workload(ctx)
     tanh = get_function(impl, "tanh_chain_loss")
