@@ -797,9 +797,12 @@ def _(impl, ctx):
         got = as_float(saved(ws, v, policy, model="tanh"), "tanh saved bytes")
         fail_unless(got == want, f"tanh: saved residual bytes with policy={policy} differ",
                     yours=got, expected=want)
-    fail_unless(temps["nothing_saveable"] >= temps[None],
+    # "Nothing" up to a few scalars: on some sizes the plan differs by tens of bytes (seed 5:
+    # 22644 vs 22680), never by a layer's activations.
+    fail_unless(temps["nothing_saveable"] >= 0.99 * temps[None],
                 "the tanh chain's compiled plan should save nothing with remat",
-                yours={str(k): v for k, v in temps.items()}, expected="nothing_saveable >= None")
+                yours={str(k): v for k, v in temps.items()},
+                expected="nothing_saveable within 1% of None, or above it")
 
 
 PEAK_KEYS = ("run_peak_bytes", "vmhwm_bytes", "pids", "device_peak_bytes",
