@@ -133,7 +133,8 @@ def _check_write(arg, dir_fd=None) -> None:
     absolute = _absolute(arg, dir_fd)
     for p in _paths(absolute) if absolute else []:
         if not _under(p, _POLICY["writable"]) and not p.startswith("/dev/") \
-                and not p.startswith("/proc/self/"):
+                and not p.startswith("/proc/self/") \
+                and not p.startswith(f"/proc/{os.getpid()}/"):  # /proc/self, resolved
             _refuse("write-outside", f"writing {p}")
 
 
