@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from coursekit.checking.codec import Encoder, Handle, Workload, decode
+from coursekit.checking.codec import Encoder, Handle, LearnerFunction, Workload, decode
 from coursekit.checking.learner import LearnerCodeError
 
 try:  # the sandbox's copy first: there the course folder (with autograder/) is hidden
@@ -32,7 +32,8 @@ try:  # the sandbox's copy first: there the course folder (with autograder/) is 
 except ImportError:
     from autograder import protocol
 
-__all__ = ["Handle", "LearnerProcess", "LearnerProcessDied", "TamperEvidence", "Workload"]
+__all__ = ["Handle", "LearnerFunction", "LearnerProcess", "LearnerProcessDied",
+           "TamperEvidence", "Workload"]
 COURSE_ROOT = Path(__file__).resolve().parents[2]
 PR_SET_DUMPABLE = 4
 MAX_STARTS = 3  # a learner process that keeps dying is not restarted for every check
@@ -215,6 +216,13 @@ class LearnerProcess:
         return decode(reply.get("value"), buffers)
 
 
+def inspect(module, name: str, *args, **kwargs):
+    """Run the inspector ``name`` (``coursekit.workloads.inspectors``) where the learner's
+    code runs, on ``args`` (data, ``Handle``s, ``LearnerFunction``s), and return its
+    answer as data. The answer is self-reported: the caller cross-checks it."""
+    return module.__bridge__.request("inspect", name, args, kwargs)
+
+
 class RemoteFunction:
     def __init__(self, process: LearnerProcess, name: str):
         self.process, self.__name__ = process, name
@@ -320,6 +328,8 @@ class InProcess:
             if isinstance(value, Workload):
                 counters[value] = CallCounter(catalog.build(value.name, value.params))
                 return counters[value]
+            if isinstance(value, LearnerFunction):
+                return getattr(self.loaded, value.name)
             if type(value) in (list, tuple):
                 return type(value)(resolve(v) for v in value)
             if type(value) is dict:
@@ -327,6 +337,13 @@ class InProcess:
             return value
         args, kwargs = resolve(list(args)), resolve(dict(kwargs or {}))
         cpu, started = time.process_time(), time.perf_counter()
+        if kind == "inspect":
+            from coursekit.workloads import inspectors
+            try:
+                return inspectors.run(fn, args, kwargs)
+            finally:
+                self.last_wall_s = time.perf_counter() - started
+                self.last_cpu_s = time.process_time() - cpu
         function = getattr(self.loaded, fn)
         try:
             if kind == "export":

@@ -8,6 +8,10 @@ A value becomes a JSON tree plus raw array buffers, never a pickle:
   kind, bfloat16 included);
 * ``Workload(name, **params)``: a reference the learner process resolves from
   ``coursekit.workloads.catalog`` (the checker sends a name, not code);
+* typed PRNG keys (``jax.random.key``): their key data and implementation name, rebuilt
+  with ``jax.random.wrap_key_data``;
+* ``LearnerFunction(name)``: one of the learner module's own functions, by name, as an
+  argument of an inspector (``coursekit.workloads.inspectors``);
 * ``Handle``: anything else the learner code returned (an id, its type name, a short
   repr). The checker can only pass it back; the object never leaves the learner process.
 """
@@ -36,6 +40,17 @@ class Workload:
 
     def __repr__(self) -> str:
         return f"Workload({self.name!r})"
+
+
+class LearnerFunction:
+    """The learner module's function ``name``, sent by name (the learner process resolves
+    it in its own module): how a check hands the learner's code to an inspector."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"LearnerFunction({self.name!r})"
 
 
 class Handle:
@@ -76,6 +91,14 @@ def _is_jax_array(value) -> bool:
     return jax is not None and isinstance(value, jax.Array)
 
 
+def _key_impl(value) -> str | None:
+    """The implementation name of a typed PRNG key array, or None for any other value."""
+    jax = sys.modules["jax"]
+    if not jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):
+        return None
+    return str(jax.random.key_impl(value))
+
+
 class Encoder:
     """One message's encoder. ``keep``: the learner side's handle table (objects that
     cannot be sent become handles); None on the checker side (such objects are errors).
@@ -113,6 +136,11 @@ class Encoder:
         if isinstance(value, np.generic) and type(value).__module__ in ("numpy", "ml_dtypes"):
             return self.array("np", np.asarray(value))
         if _is_jax_array(value):
+            impl = _key_impl(value)
+            if impl is not None:
+                import jax
+                data = self.array("nd", np.asarray(jax.random.key_data(value)))
+                return {"$": "key", "impl": impl, "data": data}
             try:
                 return self.array("jax", np.asarray(value))
             except Exception:  # noqa: BLE001 - typed keys and friends stay behind
@@ -123,6 +151,8 @@ class Encoder:
                     "params": self(value.params, depth + 1)}
         if kind is Handle:
             return {"$": "handle", "id": value.id}
+        if kind is LearnerFunction:
+            return {"$": "learner", "name": value.name}
         return self.fallback(value, "no data form")
 
     def fallback(self, value, why: str):
@@ -139,9 +169,11 @@ class Encoder:
         return {"$": "handle", "id": hid, "type": type(value).__name__, "repr": text}
 
 
-def decode(tree, buffers: list, *, handles: dict | None = None, resolve=None):
-    """Rebuild a value. Learner side: ``handles`` maps ids to kept objects and ``resolve``
-    turns a workload reference into a callable. Checker side: both None."""
+def decode(tree, buffers: list, *, handles: dict | None = None, resolve=None,
+           learner=None):
+    """Rebuild a value. Learner side: ``handles`` maps ids to kept objects, ``resolve``
+    turns a workload reference into a callable and ``learner`` a function name into the
+    learner module's function. Checker side: all None."""
     def walk(node):
         if isinstance(node, list):
             return [walk(v) for v in node]
@@ -172,6 +204,15 @@ def decode(tree, buffers: list, *, handles: dict | None = None, resolve=None):
                 return handles[node["id"]]
             return Handle(int(node["id"]), str(node.get("type", "?")),
                           str(node.get("repr", "")))
+        if tag == "key":
+            import jax
+            data = walk(node["data"])
+            return jax.random.wrap_key_data(data, impl=str(node["impl"]))
+        if tag == "learner":
+            if learner is None:
+                raise CodecError("a learner function reference came back from the learner "
+                                 "process")
+            return learner(str(node["name"]))
         if tag == "workload":
             if resolve is None:
                 raise CodecError("a workload reference came back from the learner process")

@@ -114,6 +114,11 @@ class Server:
         self.counters[wid] = counter
         return counter
 
+    def learner_function(self, name: str):
+        """The learner module's attribute ``name`` (an AttributeError names what is
+        missing, as a call of it would)."""
+        return getattr(self.module, str(name))
+
     def reply(self, header: dict, buffers=()) -> None:
         header["facts"] = {str(wid): c.report() for wid, c in self.counters.items()}
         header["violations"] = self.violations()
@@ -144,14 +149,17 @@ class Server:
         kind = header.get("kind")
         try:
             args = decode(header.get("args", []), buffers, handles=self.handles,
-                          resolve=self.resolve)
+                          resolve=self.resolve, learner=self.learner_function)
             kwargs = decode(header.get("kwargs", {}), buffers, handles=self.handles,
-                            resolve=self.resolve)
-            fn = getattr(self.module, header["fn"])
-            if kind == "call":
-                value = fn(*args, **kwargs)
+                            resolve=self.resolve, learner=self.learner_function)
+            if kind == "inspect":  # a checker-named inspector, not a learner function
+                from coursekit.workloads import inspectors
+                value = inspectors.run(str(header["fn"]), args, kwargs)
+            elif kind == "call":
+                value = self.learner_function(header["fn"])(*args, **kwargs)
             elif kind == "export":
-                value = self.export(fn, args, kwargs, header.get("transform"))
+                value = self.export(self.learner_function(header["fn"]), args, kwargs,
+                                    header.get("transform"))
             else:
                 raise ValueError(f"unknown request {kind!r}")
         except BaseException as err:  # noqa: BLE001 - anything the learner code raises

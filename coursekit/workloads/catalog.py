@@ -40,7 +40,10 @@ CATALOG: dict[str, Callable[..., Callable]] = {
 
 
 def build(name: str, params: dict) -> Callable:
-    """The callable a ``Workload(name, **params)`` stands for."""
-    if name not in CATALOG:
+    """The callable a ``Workload(name, **params)`` stands for (this table, then each
+    project's ``coursekit/workloads/remote_<project>.py`` WORKLOADS)."""
+    from coursekit.workloads.inspectors import project_tables
+    table = CATALOG if name in CATALOG else project_tables("WORKLOADS")
+    if name not in table:
         raise KeyError(f"no workload {name!r} in coursekit.workloads.catalog")
-    return CATALOG[name](**params)
+    return table[name](**params)
