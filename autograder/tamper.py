@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 PROBE_SOURCE = Path(__file__).with_name("tamper_probe.py")
-ANSWER_TIMEOUT_S = 30.0  # an idle kernel answers in milliseconds
+ANSWER_TIMEOUT_S = 90.0  # an idle kernel answers in milliseconds; a loaded 2-core grader
+# running two workers beside JAX threads must never turn slowness into a tamper finding
 
 
 def builtins_used(source: str) -> list[str]:
