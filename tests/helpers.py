@@ -3,6 +3,7 @@ plant a bug in a copy of a reference solution."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -55,20 +56,42 @@ def plant(tmp_path: Path, project: str, name: str, replacements: list[tuple[str,
     return path
 
 
-def reference_run(project: str) -> dict:
+def reference_run(project: str, *, busy_core: bool = False) -> dict:
     """``check.py --stage all`` on the project's reference solution, run once per test
     session and shared: the project's own reference test reads it, and the notebooks'
     check cells against the same solution reuse its passed stages instead of running the
     same checker again (``COURSE_CHECK_REUSE``, set by conftest; see
-    ``coursekit.notebook.cells.reusable_result``)."""
-    if project not in _REFERENCE_RUNS:
-        result = run_checker(project, solution(project), "all")
-        _REFERENCE_RUNS[project] = result
+    ``coursekit.notebook.cells.reusable_result``).
+
+    ``busy_core=True``: the shared run is made with one other core kept spinning (as on a
+    loaded 2-core CI machine), for the projects whose reference test demands that. A
+    busy-core run also serves a plain ``reference_run``; a plain one does not serve a
+    busy-core request (it is run again, busy, and replaces it)."""
+    cached = _REFERENCE_RUNS.get(project)
+    if cached is None or (busy_core and not cached["busy_core"]):
+        if busy_core:
+            with spinning_core():
+                result = run_checker(project, solution(project), "all")
+        else:
+            result = run_checker(project, solution(project), "all")
+        _REFERENCE_RUNS[project] = {**result, "busy_core": busy_core}
         folder = os.environ.get("COURSE_CHECK_REUSE")
         if folder and result["json"]:
             from coursekit.notebook.cells import share_reference_result
             share_reference_result(Path(folder), project, solution(project), result["json"])
     return _REFERENCE_RUNS[project]
+
+
+@contextlib.contextmanager
+def spinning_core():
+    """One core kept spinning while the block runs, as on a loaded 2-core CI machine (the
+    ``busy_core`` fixture of conftest, for a part of a test)."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
 
 
 _REFERENCE_RUNS: dict = {}
