@@ -3,16 +3,22 @@
     python projects/foundations/tests/check.py --stage 1|2|3|all --impl PATH [--json F]
 
 Every check computes its own reference: float64 numpy for the loss and for central
-finite differences of the gradient, its own replay of the key protocol for the fits,
-its own training for the classifier's accuracy. Inputs come from a seed the learner does
-not see, with odd shapes. Reproducibility is checked bitwise, in this process and in a
-fresh one (another hash seed, other global RNG seeds), and global random state must be
-neither read nor changed.
+finite differences of the gradient, its own replay of the key protocol for the fits and
+for the workload's training, its own accuracy of the learner's params on the rows it
+names. Inputs come from a seed the learner does not see, with odd shapes and extreme
+values. Reproducibility is checked bitwise: under two global seeds in the learner process
+and in a fresh learner process (another hash seed, another global seed).
+
+The learner's code runs in a learner process (``learner_process=True``): this process
+never imports the learner's file. It reads the file's text once, to find autodiff inside
+``regression_grads`` (``ast``: reading is not importing). What the learner process reports
+about itself is listed in ``SELF_REPORTED``, each with its independent counterpart.
 """
 
 from __future__ import annotations
 
-import random
+import ast
+import os
 import sys
 from pathlib import Path
 
@@ -22,23 +28,36 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from coursekit.checking import bridge
 from coursekit.checking.contract import Checker, CheckFailed
-from coursekit.checking.learner import get_function
-from coursekit.checking.values import as_float64_array, fail_unless
+from coursekit.checking.learner import LearnerCodeError, get_function
+from coursekit.checking.values import as_array, as_float, as_float64_array, fail_unless
 from coursekit.workloads import classifier
-from coursekit.workloads.fresh import (
-    FreshProcessError,
-    bitwise_differences,
-    call_in_fresh_process,
-    flatten,
-)
+from coursekit.workloads.fresh import bitwise_differences, flatten
 
 checker = Checker("foundations", {
-    1: "the edit-check loop", 2: "a regression fit", 3: "a reproducible classifier"})
+    1: "the edit-check loop", 2: "a regression fit", 3: "a reproducible classifier"},
+    learner_process=True)
+
+# What the learner process reports about itself, and what stands beside it here.
+SELF_REPORTED = {
+    "common/seed_globals, common/global_state_digest":
+        "the learner process's numpy/Python global generator state before and after a "
+        "call; independent part: the call's output, compared bitwise here, under two "
+        "different global seeds and in a fresh process seeded a third way",
+    "foundations/autodiff_calls":
+        "how many JAX autodiff transforms regression_grads ran; independent part: this "
+        "process's own ast reading of the learner's file (regression_grads and every "
+        "function of the file it reaches), and the returned gradient checked here against "
+        "float64 finite differences",
+}
 
 GRAD_RTOL = 1e-3       # float32 analytic gradient vs float64 finite differences
 REPLAY_RTOL = 1e-3     # learner's fit vs the checker's replay (float32, other op order)
+MSE_RTOL = 1e-5        # float32 mean of at most ~300 squares vs float64: ~1e-6 measured
 ACCURACY_MARGIN = 0.05  # test accuracy may trail the checker's own training by this much
+AUTODIFF = ("grad", "value_and_grad", "vjp", "jacrev", "jacfwd", "hessian", "jvp",
+            "linearize")
 
 
 def relative_error(yours: np.ndarray, ref: np.ndarray) -> float:
@@ -46,112 +65,167 @@ def relative_error(yours: np.ndarray, ref: np.ndarray) -> float:
 
 
 def linear_params(value, d: int, what: str) -> dict:
-    fail_unless(isinstance(value, dict) and set(value) >= {"w", "b"},
-                f"{what} must be a dict with keys 'w' and 'b'",
+    fail_unless(isinstance(value, dict) and set(value) == {"w", "b"},
+                f"{what} must be a dict with exactly the keys 'w' and 'b'",
                 yours=type(value).__name__ if not isinstance(value, dict) else sorted(value),
                 expected="{'w': (d,), 'b': ()}")
-    return {"w": as_float64_array(value["w"], f"{what}['w']", (d,)),
-            "b": as_float64_array(value["b"], f"{what}['b']", ())}
+    out = {}
+    for name, shape in (("w", (d,)), ("b", ())):
+        as_array(value[name], f"{what}[{name!r}]", shape, "float32")
+        out[name] = as_float64_array(value[name], f"{what}[{name!r}]", shape)
+    return out
 
 
 # ---------------------------------------------------------------------------------------
-# Global random state: neither read nor changed
+# Global random state and fresh processes (the learner process's own state)
 # ---------------------------------------------------------------------------------------
 
-def global_states() -> tuple:
-    state = np.random.get_state()
-    return (state[0], state[1].tobytes(), *state[2:]), random.getstate()
+def under_global_seed(impl, seed: int, call):
+    """``call()`` with the learner process's numpy and Python global generators seeded
+    to ``seed``; returns (output, whether the state digest changed: self-reported)."""
+    before = bridge.inspect(impl, "common/seed_globals", seed)
+    out = call()
+    after = bridge.inspect(impl, "common/global_state_digest")
+    return out, after != before
 
 
-def call_with_global_seed(fn, seed: int):
-    """Call ``fn()`` with numpy's and Python's global RNGs seeded to ``seed``; returns
-    (output, whether either global state changed)."""
-    np.random.seed(seed)
-    random.seed(seed)
-    before = global_states()
-    out = fn()
-    return out, global_states() != before
-
-
-def check_global_state(fn, ctx, what: str) -> dict:
-    """Run ``fn`` under two different global seeds: the global generators must be left
-    untouched and the output bitwise the same. Returns the flattened output."""
+def check_global_state(impl, call, ctx, what: str):
+    """Run ``call`` under two different global seeds: the global generators must be left
+    untouched (self-reported) and the output bitwise the same (compared here). Returns
+    the first output."""
     seeds = [int(s) for s in ctx.rng("global-seeds").integers(0, 2**31 - 1, 2)]
-    first, touched_first = call_with_global_seed(fn, seeds[0])
-    second, touched_second = call_with_global_seed(fn, seeds[1])
-    np.random.seed(None)
-    random.seed()
+    first, touched_first = under_global_seed(impl, seeds[0], call)
+    second, touched_second = under_global_seed(impl, seeds[1], call)
+    diffs = bitwise_differences(flatten(first), flatten(second))
     fail_unless(not (touched_first or touched_second),
                 f"{what} used numpy's or Python's global random generator",
                 yours="np.random / random state changed during the call",
                 expected="global state untouched",
                 hint="draw everything from the jax key you were given (jax.random.split, "
                      "jax.random.permutation); np.random.* and random.* are global state")
-    a, b = flatten(first), flatten(second)
-    diffs = bitwise_differences(a, b)
     fail_unless(not diffs, f"{what} gave different results for the same key when "
-                "numpy's global seed changed", yours=diffs[:3], expected="bitwise equal",
+                "numpy's and Python's global seeds changed", yours=diffs[:3],
+                expected="bitwise equal",
                 hint="something besides the key decides the result: global RNG, the "
-                     "clock, or a fresh unseeded generator")
-    return a
+                     "clock, a count of earlier calls, or a fresh unseeded generator")
+    return first
 
 
-def check_fresh_process(impl, ctx, function: str, in_process: dict, **call) -> None:
-    """Run ``impl.function`` again in a fresh interpreter and compare bitwise."""
+def check_fresh_process(ctx, function: str, in_process, *args, **kwargs) -> None:
+    """Call ``function`` again in a fresh learner process (another hash seed, another
+    global seed) and compare bitwise with ``in_process``."""
     global_seed = int(ctx.rng("fresh-global-seed").integers(1, 2**31 - 1))
+    fresh = bridge.LearnerProcess(ctx.impl_path)
+    saved = os.environ.get("PYTHONHASHSEED")
+    os.environ["PYTHONHASHSEED"] = str(global_seed % 4294967295)
     try:
-        fresh = call_in_fresh_process(ctx.impl_path, function, workdir=ctx.subdir("fresh"),
-                                      global_seed=global_seed, **call)
-    except FreshProcessError as err:
-        raise CheckFailed(str(err), hint="the function must run on its own, from the "
-                          "arguments alone, in a new process") from None
-    diffs = bitwise_differences(in_process, fresh)
+        fresh.start()
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONHASHSEED", None)
+        else:
+            os.environ["PYTHONHASHSEED"] = saved
+    try:
+        module = fresh.module()
+        bridge.inspect(module, "common/seed_globals", global_seed)
+        out = get_function(module, function)(*args, **kwargs)
+    except LearnerCodeError as err:
+        if err.kind == "not-implemented":
+            raise
+        raise CheckFailed(f"in a fresh process: {err}", hint="the function must run on its "
+                          "own, from the arguments alone, in a new process") from None
+    finally:
+        fresh.close()
+    diffs = bitwise_differences(flatten(in_process), flatten(out))
     fail_unless(not diffs, f"{function} gave different arrays in a fresh process",
                 yours=diffs[:3], expected="bitwise the same arrays",
                 hint="a result may depend only on the key and the inputs: no global "
-                     "random state, no hash() of strings, no clock")
+                     "random state, no hash() of strings, no process id, no clock")
 
 
 # ---------------------------------------------------------------------------------------
 # Stage 1: mse
 # ---------------------------------------------------------------------------------------
 
-def mse_cases(ctx) -> list[tuple[np.ndarray, np.ndarray]]:
+def mse_cases(ctx) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(what, pred, target): odd shapes of rank 0 to 3, a one-element array, values of
+    1e17 and 1e-17, large values close together, and pred == target."""
     rng = ctx.rng("mse-shapes")
-    shapes = [(int(rng.integers(3, 40)) | 1,),
-              (int(rng.integers(2, 12)) | 1, int(rng.integers(2, 12)) * 2 + 1),
-              (1,), (3, 1, int(rng.integers(2, 6)) * 2 + 1)]
+    odd = lambda lo, hi: int(rng.integers(lo, hi)) | 1  # noqa: E731
+    shapes = [(odd(3, 40),), (odd(2, 12), odd(2, 12) + 2), (1,), (),
+              (3, 1, odd(2, 6) + 2)]
     cases = []
     for shape in shapes:
-        pred = rng.standard_normal(shape).astype(np.float32) * float(rng.uniform(0.5, 3))
+        pred = rng.standard_normal(shape).astype(np.float32) * np.float32(rng.uniform(0.5, 3))
         target = rng.standard_normal(shape).astype(np.float32)
-        cases.append((pred, target))
+        cases.append((f"shape {shape}", pred, target))
+    shape = (odd(5, 15), odd(5, 15))
+    for scale in (1e17, 1e-17):
+        pred = (rng.standard_normal(shape) * scale).astype(np.float32)
+        target = (rng.standard_normal(shape) * scale).astype(np.float32)
+        cases.append((f"values of about {scale:g}, shape {shape}", pred, target))
+    offset = float(rng.uniform(2e3, 4e3))
+    pred = (offset + rng.standard_normal(shape)).astype(np.float32)
+    target = (offset + rng.standard_normal(shape)).astype(np.float32)
+    cases.append((f"values near {offset:.0f} a few units apart, shape {shape}", pred, target))
+    same = rng.standard_normal(shape[:1]).astype(np.float32)
+    cases.append((f"pred == target, shape {shape[:1]}", same, same.copy()))
     return cases
+
+
+def mse64(pred: np.ndarray, target: np.ndarray) -> float:
+    return float(np.mean((pred.astype(np.float64) - target.astype(np.float64)) ** 2))
+
+
+def scalar_float32(value, what: str) -> float:
+    as_array(value, what, (), "float32")
+    return float(as_float64_array(value, what, ()))
 
 
 @checker.check(1, "mse_matches_float64_reference")
 def _(impl, ctx):
     mse = get_function(impl, "mse")
-    for pred, target in mse_cases(ctx):
-        ref = float(np.mean((pred.astype(np.float64) - target.astype(np.float64)) ** 2))
-        yours = as_float64_array(mse(jnp.asarray(pred), jnp.asarray(target)), "mse(...)", ())
-        fail_unless(np.isclose(float(yours), ref, rtol=1e-5, atol=1e-7),
-                    f"mse is wrong for inputs of shape {pred.shape}",
-                    yours=float(yours), expected=ref,
-                    hint="mean over every element of the squared difference "
-                         "(not the sum, not the square root)")
+    for what, pred, target in mse_cases(ctx):
+        ref = mse64(pred, target)
+        yours = scalar_float32(mse(jnp.asarray(pred), jnp.asarray(target)), "mse(...)")
+        fail_unless(np.isclose(yours, ref, rtol=MSE_RTOL, atol=0.0),
+                    f"mse is wrong for {what} (relative tolerance {MSE_RTOL:g} against "
+                    "float64)", yours=yours, expected=ref,
+                    hint="mean over every element of the squared difference (not the sum, "
+                         "not the square root); subtract first, then square")
 
 
 @checker.check(1, "mse_works_under_jit")
 def _(impl, ctx):
+    """The learner's mse exported (traced under jit, as StableHLO) and run here, on the
+    traced inputs and on new ones of the same shape."""
     mse = get_function(impl, "mse")
-    pred, target = mse_cases(ctx)[1]
-    eager = as_float64_array(mse(jnp.asarray(pred), jnp.asarray(target)), "mse(...)", ())
-    jitted = as_float64_array(jax.jit(mse)(jnp.asarray(pred), jnp.asarray(target)),
-                      "jax.jit(mse)(...)", ())
-    fail_unless(np.isclose(float(eager), float(jitted), rtol=1e-6),
-                "jax.jit(mse) disagrees with mse", yours=float(jitted),
-                expected=float(eager), hint="use jnp operations only, no float() inside")
+    cases = mse_cases(ctx)
+    _, pred, target = cases[1]
+    eager = scalar_float32(mse(jnp.asarray(pred), jnp.asarray(target)), "mse(...)")
+    try:
+        exported = mse.export(jnp.asarray(pred), jnp.asarray(target),
+                              out_example=jnp.zeros((), jnp.float32))
+    except LearnerCodeError as err:
+        if err.kind != "exception":
+            raise
+        raise CheckFailed(f"jax.jit(mse) failed: {err}",
+                          hint="use jnp operations only: no float(), no .item(), no numpy "
+                               "on the inputs inside mse") from None
+    jitted = scalar_float32(exported.call(jnp.asarray(pred), jnp.asarray(target)),
+                            "jax.jit(mse)(...)")
+    fail_unless(np.isclose(eager, jitted, rtol=1e-6, atol=0.0),
+                "jax.jit(mse) disagrees with mse", yours=jitted, expected=eager,
+                hint="use jnp operations only, no float() inside")
+    rng = ctx.rng("mse-jit-inputs")
+    pred2 = rng.standard_normal(pred.shape).astype(np.float32)
+    target2 = rng.standard_normal(pred.shape).astype(np.float32)
+    again = scalar_float32(exported.call(jnp.asarray(pred2), jnp.asarray(target2)),
+                           "jax.jit(mse)(...)")
+    fail_unless(np.isclose(again, mse64(pred2, target2), rtol=MSE_RTOL, atol=0.0),
+                "jax.jit(mse) on new inputs of the same shape is wrong",
+                yours=again, expected=mse64(pred2, target2),
+                hint="compute from the arguments: nothing captured from an earlier call")
 
 
 # ---------------------------------------------------------------------------------------
@@ -173,30 +247,120 @@ def finite_difference_grads(w, b, x, y, eps: float = 1e-6) -> dict:
     return {"w": gw, "b": np.float64(gb)}
 
 
+def grad_cases(ctx, salt: str = "grad-data") -> list[dict]:
+    """Odd (n, d): n > d, d = 1, d > n, and one with x of magnitude 1e3."""
+    rng = ctx.rng(salt)
+    odd = lambda lo, hi: int(rng.integers(lo, hi)) | 1  # noqa: E731
+    sizes = [(odd(20, 90), odd(4, 18), 1.0), (odd(20, 60), 1, 1.0),
+             (odd(3, 8), odd(11, 20), 1.0), (odd(20, 40), odd(3, 9), 1e3)]
+    cases = []
+    for n, d, scale in sizes:
+        cases.append({"x": (rng.standard_normal((n, d)) * scale).astype(np.float32),
+                      "y": (rng.standard_normal(n) * scale).astype(np.float32),
+                      "w": rng.standard_normal(d).astype(np.float32),
+                      "b": np.float32(rng.standard_normal())})
+    return cases
+
+
+def check_grads(out, case: dict, what: str) -> None:
+    n, d = case["x"].shape
+    ref = finite_difference_grads(case["w"].astype(np.float64), float(case["b"]),
+                                  case["x"].astype(np.float64), case["y"].astype(np.float64),
+                                  eps=1e-6 * float(np.abs(case["x"]).max()))
+    yours = linear_params(out, d, what)
+    for name in ("w", "b"):
+        err = relative_error(yours[name], np.asarray(ref[name]))
+        fail_unless(err < GRAD_RTOL,
+                    f"gradient for '{name}' is off by relative error {err:.3g} "
+                    f"(tolerance {GRAD_RTOL:g}) against float64 finite differences "
+                    f"(n={n}, d={d})",
+                    yours=yours[name], expected=np.asarray(ref[name]),
+                    hint="differentiate the loss of the docstring by hand; check the sign "
+                         "(prediction minus target), the constant factor and the 1/n")
+
+
+def params_in(case: dict) -> dict:
+    return {"w": jnp.asarray(case["w"]), "b": jnp.asarray(case["b"])}
+
+
 @checker.check(2, "gradients_match_float64_finite_differences")
 def _(impl, ctx):
     grads_fn = get_function(impl, "regression_grads")
-    rng = ctx.rng("grad-data")
-    for _case in range(2):
-        n, d = int(rng.integers(20, 90)) | 1, int(rng.integers(2, 9)) * 2 + 1
-        x = rng.standard_normal((n, d)).astype(np.float32)
-        y = rng.standard_normal(n).astype(np.float32)
-        w = rng.standard_normal(d).astype(np.float32)
-        b = np.float32(rng.standard_normal())
-        ref = finite_difference_grads(w.astype(np.float64), float(b), x.astype(np.float64),
-                                      y.astype(np.float64))
-        out = grads_fn({"w": jnp.asarray(w), "b": jnp.asarray(b)}, jnp.asarray(x),
-                       jnp.asarray(y))
-        yours = linear_params(out, d, "regression_grads(...)")
-        for name in ("w", "b"):
-            err = relative_error(yours[name], np.asarray(ref[name]))
-            fail_unless(err < GRAD_RTOL,
-                        f"gradient for '{name}' is off by relative error {err:.3g} "
-                        f"(tolerance {GRAD_RTOL:g}) against float64 finite differences "
-                        f"(n={n}, d={d})",
-                        yours=yours[name], expected=np.asarray(ref[name]),
-                        hint="d/dw mean((x@w+b-y)^2) = 2/n x^T (x@w+b-y); check the sign "
-                             "(prediction minus target), the factor 2 and the 1/n")
+    for case in grad_cases(ctx):
+        out = grads_fn(params_in(case), jnp.asarray(case["x"]), jnp.asarray(case["y"]))
+        check_grads(out, case, "regression_grads(...)")
+
+
+def autodiff_in_source(path: Path, root: str = "regression_grads") -> list[str]:
+    """'line N: jax.grad' for each autodiff transform named in ``root`` or in any function
+    or module-level name of the same file that it reaches (read with ``ast``)."""
+    try:
+        tree = ast.parse(path.read_text(), str(path))
+    except (OSError, SyntaxError, ValueError):
+        return []
+    jax_modules, autodiff_names, defs = {"jax"}, {}, {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "jax" or alias.name.startswith("jax."):
+                    jax_modules.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "jax":
+            for alias in node.names:
+                if alias.name in AUTODIFF:
+                    autodiff_names[alias.asname or alias.name] = f"jax.{alias.name}"
+                else:
+                    jax_modules.add(alias.asname or alias.name)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defs[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        defs.setdefault(name.id, node)
+    found, seen, todo = [], set(), [root]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in defs:
+            continue
+        seen.add(name)
+        for node in ast.walk(defs[name]):
+            if isinstance(node, ast.Attribute) and node.attr in AUTODIFF:
+                base = node.value
+                while isinstance(base, ast.Attribute):
+                    base = base.value
+                if isinstance(base, ast.Name) and base.id in jax_modules:
+                    found.append(f"line {node.lineno}: {ast.unparse(node)} (in {name})")
+            elif isinstance(node, ast.Name):
+                if node.id in autodiff_names:
+                    found.append(f"line {node.lineno}: {node.id} = "
+                                 f"{autodiff_names[node.id]} (in {name})")
+                elif node.id in defs:
+                    todo.append(node.id)
+    return sorted(set(found))
+
+
+@checker.check(2, "regression_grads_written_by_hand")
+def _(impl, ctx):
+    """The rule: no autodiff inside regression_grads. Read from the file's text here,
+    and counted in the learner process (self-reported) on inputs of a new shape."""
+    get_function(impl, "regression_grads")
+    case = grad_cases(ctx, "grad-by-hand-data")[0]
+    report = bridge.inspect(impl, "foundations/autodiff_calls",
+                            bridge.LearnerFunction("regression_grads"), params_in(case),
+                            jnp.asarray(case["x"]), jnp.asarray(case["y"]))
+    hint = ("write the gradient of the loss in closed form with jnp operations; jax.grad, "
+            "value_and_grad, vjp, jacrev and jacfwd are what this stage checks against")
+    found = autodiff_in_source(Path(ctx.impl_path))
+    fail_unless(not found, "regression_grads uses JAX autodiff: the gradient must be "
+                "written by hand", yours=found[:3], expected="no autodiff transform",
+                hint=hint)
+    calls = report.get("calls") if isinstance(report, dict) else None
+    fail_unless(type(calls) is int, "the autodiff count from the learner process is not a "
+                "count", yours=report, expected="{'calls': int, 'value': ...}")
+    fail_unless(calls == 0, f"regression_grads ran {calls} JAX autodiff transform(s) "
+                "(counted where it runs)", yours=calls, expected=0, hint=hint)
+    check_grads(report.get("value"), case, "regression_grads(...)")
 
 
 def expect_replay(function: str, yours: np.ndarray, ref: np.ndarray, diagnoses,
@@ -238,15 +402,20 @@ def fit_case(ctx) -> dict:
     x = rng.standard_normal((n, d)).astype(np.float32)
     w_true = rng.standard_normal(d)
     y = (x @ w_true + 0.3 + 0.2 * rng.standard_normal(n)).astype(np.float32)
-    return {"x": x, "y": y, "key_seed": int(rng.integers(0, 2**31 - 1)), "steps": 60,
-            "batch": int(rng.integers(8, 24)) | 1, "lr": 0.05}
+    return {"x": x, "y": y, "key_seed": int(rng.integers(0, 2**31 - 1)),
+            "steps": int(rng.integers(50, 70)), "batch": int(rng.integers(8, 24)) | 1,
+            "lr": float(rng.uniform(0.03, 0.06))}
+
+
+def fit_call(case: dict, key_seed: int | None = None) -> tuple[tuple, dict]:
+    key = jax.random.key(case["key_seed"] if key_seed is None else key_seed)
+    return ((key, jnp.asarray(case["x"]), jnp.asarray(case["y"])),
+            {k: case[k] for k in ("steps", "batch", "lr")})
 
 
 def learner_fit(impl, case: dict, key_seed: int | None = None):
-    fit = get_function(impl, "fit_regression")
-    key = jax.random.key(case["key_seed"] if key_seed is None else key_seed)
-    return fit(key, jnp.asarray(case["x"]), jnp.asarray(case["y"]), steps=case["steps"],
-               batch=case["batch"], lr=case["lr"])
+    args, kwargs = fit_call(case, key_seed)
+    return get_function(impl, "fit_regression")(*args, **kwargs)
 
 
 @checker.check(2, "fit_follows_key_protocol")
@@ -278,18 +447,16 @@ def _(impl, ctx):
 @checker.check(2, "fit_leaves_global_random_state_alone")
 def _(impl, ctx):
     case = fit_case(ctx)
-    fit = check_global_state(lambda: learner_fit(impl, case), ctx, "fit_regression")
+    fit = check_global_state(impl, lambda: learner_fit(impl, case), ctx, "fit_regression")
     ctx.once("fit", lambda: fit)  # saves the fresh-process check a fit
 
 
 @checker.check(2, "fit_rerun_in_fresh_process_is_bitwise_equal")
 def _(impl, ctx):
     case = fit_case(ctx)
-    here = ctx.once("fit", lambda: flatten(learner_fit(impl, case)))
-    check_fresh_process(impl, ctx, "fit_regression", here,
-                        arrays={"x": case["x"], "y": case["y"]},
-                        keys={"key": case["key_seed"]},
-                        kwargs={k: case[k] for k in ("steps", "batch", "lr")})
+    here = ctx.once("fit", lambda: learner_fit(impl, case))
+    args, kwargs = fit_call(case)
+    check_fresh_process(ctx, "fit_regression", here, *args, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------
@@ -304,8 +471,8 @@ def classifier_case(ctx) -> dict:
     x, y = classifier.make_dataset(jax.random.key(key_seed), n, features, classes,
                                    spread=3.0)
     return {"x": np.asarray(x), "y": np.asarray(y), "classes": classes,
-            "key_seed": key_seed + 1, "steps": 40, "batch": int(rng.integers(12, 20)) | 1,
-            "lr": 0.3}
+            "key_seed": key_seed + 1, "steps": int(rng.integers(36, 46)),
+            "batch": int(rng.integers(12, 20)) | 1, "lr": float(rng.uniform(0.25, 0.35))}
 
 
 def replay_train(key, case: dict, same_order: bool = False) -> dict:
@@ -327,12 +494,15 @@ def replay_train(key, case: dict, same_order: bool = False) -> dict:
     return {k: np.asarray(v, np.float64) for k, v in params.items()}
 
 
-def learner_train(impl, case: dict, key_seed: int | None = None):
-    train = get_function(impl, "train_classifier")
-    key = jax.random.key(case["key_seed"] if key_seed is None else key_seed)
-    return train(key, jnp.asarray(case["x"]), jnp.asarray(case["y"]),
-                 classes=case["classes"], steps=case["steps"], batch=case["batch"],
-                 lr=case["lr"])
+def train_call(case: dict) -> tuple[tuple, dict]:
+    return ((jax.random.key(case["key_seed"]), jnp.asarray(case["x"]),
+             jnp.asarray(case["y"])),
+            {k: case[k] for k in ("classes", "steps", "batch", "lr")})
+
+
+def learner_train(impl, case: dict):
+    args, kwargs = train_call(case)
+    return get_function(impl, "train_classifier")(*args, **kwargs)
 
 
 def classifier_params(value, like: dict, what: str) -> dict:
@@ -340,7 +510,11 @@ def classifier_params(value, like: dict, what: str) -> dict:
                 f"{what} must return the params dict of classifier.init_params",
                 yours=sorted(value) if isinstance(value, dict) else type(value).__name__,
                 expected=sorted(like))
-    return {k: as_float64_array(value[k], f"{what}[{k!r}]", like[k].shape) for k in like}
+    out = {}
+    for k in like:
+        as_array(value[k], f"{what}[{k!r}]", like[k].shape, "float32")
+        out[k] = as_float64_array(value[k], f"{what}[{k!r}]", like[k].shape)
+    return out
 
 
 def params_vector(params: dict) -> np.ndarray:
@@ -369,73 +543,122 @@ def _(impl, ctx):
 @checker.check(3, "train_leaves_global_random_state_alone")
 def _(impl, ctx):
     case = classifier_case(ctx)
-    check_global_state(lambda: learner_train(impl, case), ctx, "train_classifier")
+    check_global_state(impl, lambda: learner_train(impl, case), ctx, "train_classifier")
 
 
 WORKLOAD_SIZES = {"n_train": 512, "n_test": 301, "steps": 48}
+WORKLOAD_FIELDS = ("params", "test_accuracy", "train_accuracy")
 
 
 def workload_seed(ctx) -> int:
     return int(ctx.rng("workload-seed").integers(0, 2**31 - 1))
 
 
+def workload_kwargs(ctx) -> dict:
+    """The sizes, and a batch and learning rate drawn per run (not the defaults)."""
+    rng = ctx.rng("workload-kwargs")
+    return {**WORKLOAD_SIZES, "batch": int(rng.integers(56, 68)) | 1,
+            "lr": float(rng.uniform(0.27, 0.33))}
+
+
 def learner_workload(impl, ctx, seed: int | None = None) -> dict:
     fn = get_function(impl, "reference_workload")
-    out = fn(workload_seed(ctx) if seed is None else seed, **WORKLOAD_SIZES)
-    fail_unless(isinstance(out, dict) and {"params", "train_accuracy",
-                                           "test_accuracy"} <= set(out),
-                "reference_workload must return a dict with params, train_accuracy and "
-                "test_accuracy", yours=sorted(out) if isinstance(out, dict) else out,
-                expected=["params", "test_accuracy", "train_accuracy"])
+    out = fn(workload_seed(ctx) if seed is None else seed, **workload_kwargs(ctx))
+    fail_unless(isinstance(out, dict) and set(WORKLOAD_FIELDS) == set(out),
+                "reference_workload must return a dict with exactly params, "
+                "train_accuracy and test_accuracy",
+                yours=sorted(out) if isinstance(out, dict) else out,
+                expected=list(WORKLOAD_FIELDS))
     return out
+
+
+def workload_run(impl, ctx) -> dict:
+    """The learner's workload for this run's seed, under two global seeds (shared by the
+    stage's checks)."""
+    return ctx.once("workload", lambda: check_global_state(
+        impl, lambda: learner_workload(impl, ctx), ctx, "reference_workload"))
+
+
+def workload_data(ctx):
+    k_data, k_train = jax.random.split(jax.random.key(workload_seed(ctx)))
+    n_train, n_test = WORKLOAD_SIZES["n_train"], WORKLOAD_SIZES["n_test"]
+    x, y = classifier.make_dataset(k_data, n_train + n_test)
+    return k_train, x, y
 
 
 @checker.check(3, "workload_rerun_in_fresh_process_is_bitwise_equal")
 def _(impl, ctx):
     seed = workload_seed(ctx)
-    outputs = []
-    here = check_global_state(lambda: outputs.append(learner_workload(impl, ctx, seed))
-                              or outputs[-1], ctx, "reference_workload")
-    ctx.once("workload", lambda: outputs[0])  # saves the accuracy check a run
-    other = flatten(learner_workload(impl, ctx, seed + 1))
-    fail_unless(bool(bitwise_differences(here, other)),
+    here = workload_run(impl, ctx)
+    other = learner_workload(impl, ctx, seed + 1)
+    fail_unless(bool(bitwise_differences(flatten(here["params"]), flatten(other["params"]))),
                 "another seed gave bitwise the same workload",
                 yours="identical params for seeds s and s+1", expected="different params",
                 hint="build every key from jax.random.key(seed), never a fixed key")
-    check_fresh_process(impl, ctx, "reference_workload", here, keys={},
-                        kwargs={"seed": seed, **WORKLOAD_SIZES})
+    check_fresh_process(ctx, "reference_workload", here, seed, **workload_kwargs(ctx))
+
+
+@checker.check(3, "workload_params_follow_replay")
+def _(impl, ctx):
+    """The params are what training on the first n_train rows with k_train gives."""
+    out = workload_run(impl, ctx)
+    k_train, x, y = workload_data(ctx)
+    n_train, kwargs = WORKLOAD_SIZES["n_train"], workload_kwargs(ctx)
+    case = {"x": np.asarray(x[:n_train]), "y": np.asarray(y[:n_train]),
+            "classes": classifier.CLASSES, "steps": kwargs["steps"],
+            "batch": kwargs["batch"], "lr": kwargs["lr"]}
+    ref = replay_train(k_train, case)
+    yours = params_vector(classifier_params(out["params"], ref,
+                                            "reference_workload(...)['params']"))
+
+    def test_rows():
+        rows = {**case, "x": np.asarray(x[n_train:]), "y": np.asarray(y[n_train:])}
+        if relative_error(yours, params_vector(replay_train(k_train, rows))) < REPLAY_RTOL:
+            return "you trained on the test rows: train on x[:n_train], test on the rest"
+
+    expect_replay("reference_workload's params", yours, params_vector(ref), [test_rows],
+                  "k_data, k_train = split(key(seed)); train_classifier(k_train, first "
+                  "n_train rows, with the steps, batch and lr you were given)")
 
 
 @checker.check(3, "workload_accuracy_vs_reference")
 def _(impl, ctx):
-    seed = workload_seed(ctx)
-    out = ctx.once("workload", lambda: learner_workload(impl, ctx, seed))
-    n_train, n_test = WORKLOAD_SIZES["n_train"], WORKLOAD_SIZES["n_test"]
-    k_data, k_train = jax.random.split(jax.random.key(seed))
-    x, y = classifier.make_dataset(k_data, n_train + n_test)
+    out = workload_run(impl, ctx)
+    k_train, x, y = workload_data(ctx)
+    n_train = WORKLOAD_SIZES["n_train"]
     like = {k: np.asarray(v) for k, v in classifier.init_params(k_train).items()}
     params = classifier_params(out["params"], like, "reference_workload(...)['params']")
     params = {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
-    measured = float(classifier.accuracy(params, x[n_train:], y[n_train:]))
-    reported = out["test_accuracy"]
-    fail_unless(isinstance(reported, float) and abs(reported - measured) < 1e-6,
-                "test_accuracy is not the accuracy of your params on the test rows",
-                yours=reported, expected=measured,
-                hint="evaluate on rows n_train: (the rows not trained on); return a float")
+    rows = {"train_accuracy": (x[:n_train], y[:n_train], "the first n_train rows"),
+            "test_accuracy": (x[n_train:], y[n_train:], "rows n_train: (not trained on)")}
+    measured = {}
+    for field, (xs, ys, where) in rows.items():
+        measured[field] = float(classifier.accuracy(params, xs, ys))
+        reported = out[field]
+        fail_unless(type(reported) is float, f"{field} must be a plain Python float",
+                    yours=type(reported).__name__, expected="float",
+                    hint="float(classifier.accuracy(...))")
+        reported = as_float(reported, field)
+        fail_unless(abs(reported - measured[field]) < 1e-6,
+                    f"{field} is not the accuracy of your params on {where}",
+                    yours=reported, expected=measured[field],
+                    hint=f"evaluate your trained params on {where}; return a float")
+    kwargs = workload_kwargs(ctx)
     case = {"x": np.asarray(x[:n_train]), "y": np.asarray(y[:n_train]),
-            "classes": classifier.CLASSES, "steps": WORKLOAD_SIZES["steps"], "batch": 64,
-            "lr": 0.3}
+            "classes": classifier.CLASSES, "steps": kwargs["steps"],
+            "batch": kwargs["batch"], "lr": kwargs["lr"]}
     ref = {k: jnp.asarray(v, jnp.float32) for k, v in replay_train(k_train, case).items()}
     ref_accuracy = float(classifier.accuracy(ref, x[n_train:], y[n_train:]))
     # The data are not trivially separable (classifier.LABEL_NOISE, overlapping clusters),
     # so too little training shows here: name where an untrained model stands.
     untrained = classifier.init_params(jax.random.split(k_train)[0])
     untrained_accuracy = float(classifier.accuracy(untrained, x[n_train:], y[n_train:]))
-    fail_unless(measured >= ref_accuracy - ACCURACY_MARGIN,
-                f"test accuracy {measured:.3f} trails the checker's own training "
+    test = measured["test_accuracy"]
+    fail_unless(test >= ref_accuracy - ACCURACY_MARGIN,
+                f"test accuracy {test:.3f} trails the checker's own training "
                 f"({ref_accuracy:.3f}) by more than {ACCURACY_MARGIN} (untrained params "
                 f"score {untrained_accuracy:.3f})",
-                yours=measured, expected=f">= {ref_accuracy - ACCURACY_MARGIN:.3f}",
+                yours=test, expected=f">= {ref_accuracy - ACCURACY_MARGIN:.3f}",
                 hint="train on the first n_train rows with k_train from the seed's split, "
                      "for all the steps you were given")
 
