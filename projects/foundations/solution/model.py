@@ -29,12 +29,17 @@ from coursekit.workloads import classifier
 
 
 def mse(pred, target):
-    """Mean squared error: the mean over every element of ``(pred - target) ** 2``.
+    """The mean squared error of ``pred`` against ``target``: one number for the whole
+    array, averaged over every element.
 
-    pred, target: arrays of the same shape (any rank, any size >= 1), float32.
-    Returns a float32 scalar array (shape ``()``); it must work under ``jax.jit``.
-    Done when the check agrees with its own float64 computation on random odd shapes.
-    Size hint: one line.
+    pred, target: float32 arrays of one shape, any rank (0-d included), at least one
+    element, magnitudes up to about 1e17 (the squares stay inside float32's range).
+    Returns: a float32 array of shape ``()``. It must trace under ``jax.jit``: the checker
+    exports your function as a jitted program and runs that program itself.
+    Checked: within relative 1e-5 of the checker's float64 mean squared error, on random
+    odd shapes (rank 0 to 3, one element), values of 1e17 and of 1e-17, large values a
+    few units apart, and pred == target (exactly 0); the exported program agrees with
+    the plain call and stays right on new inputs. Size hint: one line.
     """
     ### BEGIN SOLUTION stage 1: mse (one line of jnp)
     return jnp.mean((pred - target) ** 2)
@@ -74,15 +79,21 @@ def regression_loss(params: dict, x, y):
 
 
 def regression_grads(params: dict, x, y) -> dict:
-    """The gradient of ``regression_loss`` with respect to ``params``, written by hand
-    (the closed form, as you would write a ``jax.custom_vjp`` rule), not with jax.grad.
+    """The gradient of ``regression_loss(params, x, y)`` with respect to ``params``,
+    written by hand.
 
-    params: {"w": float32 (d,), "b": float32 ()}; x float32 (n, d); y float32 (n,).
-    Returns {"w": float32 (d,), "b": float32 ()}.
-    Done when it agrees with the checker's float64 central finite differences of its own
-    loss (relative error below 1e-3) on random odd shapes. Size hint: 3 lines.
+    params: {"w": float32 (d,), "b": float32 ()}; x float32 (n, d); y float32 (n,);
+    any n >= 1 and d >= 1 (d may exceed n).
+    Returns: {"w": float32 (d,), "b": float32 ()}, the same keys as ``params``.
+    Rule: no JAX autodiff (``jax.grad``, ``value_and_grad``, ``vjp``, ``jacrev``,
+    ``jacfwd``, ``jvp``, ``hessian``, ``linearize``) here or in anything of this file it
+    calls. The checker reads this file's text for them, and counts autodiff transforms
+    while your function runs on inputs of a shape it has not seen.
+    Checked: relative error below 1e-3 against the checker's float64 central finite
+    differences of its own loss, for n > d, d = 1, d > n, and inputs of magnitude 1e3.
+    Size hint: 3 lines.
     """
-    ### BEGIN SOLUTION stage 2: regression_grads (d/dw of mean((x @ w + b - y)^2))
+    ### BEGIN SOLUTION stage 2: regression_grads (by hand: no autodiff)
     residual = predict(params, x) - y
     n = x.shape[0]
     return {"w": 2.0 * (x.T @ residual) / n, "b": 2.0 * jnp.sum(residual) / n}
@@ -90,8 +101,11 @@ def regression_grads(params: dict, x, y) -> dict:
 
 
 def fit_regression(key, x, y, *, steps: int = 200, batch: int = 32, lr: float = 0.05) -> dict:
-    """Minibatch SGD on ``regression_loss`` with your ``regression_grads``.
+    """Minibatch SGD on ``regression_loss`` with your ``regression_grads``: the fitted
+    linear params, a function of the arguments alone.
 
+    key: a typed PRNG key (``jax.random.key``); x float32 (n, d); y float32 (n,);
+    steps, batch: ints >= 1; lr: a float.
     The key protocol (the checker replays it exactly):
       k_init, k_batches = jax.random.split(key)
       params = init_linear(k_init, x.shape[1])
@@ -100,9 +114,11 @@ def fit_regression(key, x, y, *, steps: int = 200, batch: int = 32, lr: float = 
         params <- params - lr * regression_grads(params, x[rows], y[rows]).
     A key used once is spent: reusing one for every step draws the same rows every time.
 
-    Returns {"w": float32 (d,), "b": float32 ()}.
-    Done when the result matches the checker's replay, a rerun in a fresh process gives
-    bitwise the same arrays, and global random state is neither read nor changed.
+    Returns: {"w": float32 (d,), "b": float32 ()}.
+    Checked: within relative 1e-3 of the checker's float64 replay (steps, batch and lr
+    drawn per run); bitwise the same under two numpy/Python global seeds, which it must
+    neither read nor change (the state digest is read in your process); bitwise the same
+    in a fresh process (another hash seed, another global seed).
     Size hint: 8 lines; jit the update step to keep it fast.
     """
     ### BEGIN SOLUTION stage 2: fit_regression (thread the key through every step)
@@ -130,9 +146,11 @@ def fit_regression(key, x, y, *, steps: int = 200, batch: int = 32, lr: float = 
 
 def train_classifier(key, x, y, *, classes: int = classifier.CLASSES, steps: int = 300,
                      batch: int = 64, lr: float = 0.3) -> dict:
-    """Minibatch SGD on ``coursekit.workloads.classifier.loss``, shuffled once per epoch.
+    """Minibatch SGD on ``coursekit.workloads.classifier.loss``, shuffled once per epoch:
+    the trained params, a function of the arguments alone.
 
-    x float32 (n, features), y int32 (n,) in [0, classes).
+    key: a typed PRNG key; x float32 (n, features), y int32 (n,) in [0, classes);
+    steps, batch (<= n): ints >= 1; lr: a float.
     The key protocol (the checker replays it exactly):
       k_init, k_order = jax.random.split(key)
       params = classifier.init_params(k_init, features=x.shape[1], classes=classes)
@@ -140,9 +158,10 @@ def train_classifier(key, x, y, *, classes: int = classifier.CLASSES, steps: int
         (new k_order, k_epoch) and take order = jax.random.permutation(k_epoch, n);
       step j of the epoch uses rows order[j * batch:(j + 1) * batch] and updates
         params <- params - lr * jax.grad(classifier.loss)(params, x[rows], y[rows]).
-    Returns the params dict of ``classifier.init_params`` (float32).
-    Done when it matches the checker's replay (a new order every epoch), reruns bitwise,
-    and leaves numpy's and Python's global random state alone. Size hint: 12 lines.
+    Returns: the params dict of ``classifier.init_params`` (same keys and shapes, float32).
+    Checked: within relative 1e-3 of the checker's replay (odd n and batch, 3 classes,
+    steps and lr drawn per run); bitwise the same under two numpy/Python global seeds,
+    which it must neither read nor change. Size hint: 12 lines.
     """
     ### BEGIN SOLUTION stage 3: train_classifier (a fresh key per epoch's shuffle)
     k_init, k_order = jax.random.split(key)
@@ -174,11 +193,15 @@ def reference_workload(seed: int, *, n_train: int = 2048, n_test: int = 512,
       x, y = classifier.make_dataset(k_data, n_train + n_test)   (no download)
       the first n_train rows train (train_classifier with k_train), the rest test.
 
-    Returns {"params": the trained params, "train_accuracy": float,
-             "test_accuracy": float} (accuracies as plain Python floats in [0, 1]).
-    Done when the same seed gives bitwise the same params in a fresh process, another
-    seed gives others, and the test accuracy is what the checker measures from your
-    params and no worse than its own training. Size hint: 8 lines.
+    Returns: exactly {"params": the trained params (float32, init_params' shapes),
+    "train_accuracy": float, "test_accuracy": float}, the accuracies plain Python floats
+    in [0, 1]: ``classifier.accuracy`` of the returned params on the training rows and
+    on the test rows.
+    Checked: the params within relative 1e-3 of the checker's replay of that training
+    (batch and lr drawn per run); each accuracy within 1e-6 of the checker's own
+    accuracy of your params on those rows; the test accuracy at most 0.05 below that of
+    the checker's own training; bitwise the same under two global seeds and in a fresh
+    process; another seed gives other params. Size hint: 8 lines.
     """
     ### BEGIN SOLUTION stage 3: reference_workload (derive every key from the seed)
     k_data, k_train = jax.random.split(jax.random.key(seed))
