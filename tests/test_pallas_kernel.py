@@ -199,6 +199,30 @@ def test_planted_bug_fails_the_right_check(bug, tmp_path):
         assert result["status"]["grid_and_blockspec"] == "pass"
 
 
+def test_checker_process_never_imports_the_learner_file(tmp_path):
+    """The learner's file is imported only in the learner process: a copy of the reference
+    that notes the pid and argv of every process importing it, run through one check of
+    each stage."""
+    marker = tmp_path / "imported-by.txt"
+    impl = tmp_path / "model.py"
+    future = "from __future__ import annotations\n"
+    text = solution(PROJECT).read_text()
+    assert text.count(future) == 1
+    impl.write_text(text.replace(future, future + (
+        f"import os as _os, sys as _sys\n"
+        f"with open({str(marker)!r}, 'a') as _f:\n"
+        f"    _f.write(f'{{_os.getpid()}} {{_sys.argv[0]}}\\n')\n")))
+    result = run_checker(PROJECT, impl, "all", tmp=tmp_path,
+                         only="numpy_reference_is_float64,grid_and_blockspec,"
+                              "summary_refuses_mixed_modes")
+    assert result["returncode"] == 0, result["stdout"]
+    imports = [line.split(" ", 1) for line in marker.read_text().splitlines()]
+    assert imports, "the learner's file was never imported"
+    for pid, argv0 in imports:
+        assert argv0.endswith("learner_server.py"), (pid, argv0)
+        assert not argv0.endswith("check.py"), (pid, argv0)
+
+
 def test_bad_input_gets_a_named_error():
     import jax.numpy as jnp
 
