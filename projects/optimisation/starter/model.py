@@ -43,19 +43,17 @@ from coursekit.workloads import slow_step
 
 
 def trace_slow(config: dict, seed: int, logdir: str) -> str:
-    """A ``jax.profiler`` trace of one call of ``slow_step.train_slow`` on
-    ``slow_step.make_problem(config, seed)``, as it runs in use.
+    """A ``jax.profiler`` trace, written under ``logdir``, of exactly one call of
+    ``slow_step.train_slow`` on ``slow_step.make_problem(config, seed)`` as it runs in use:
+    a steady call (not the one that compiles its operations for these shapes), with a
+    learning rate of its own (in use every call gets a new one), finished inside the trace,
+    and without the profiler's Python tracer (its per-call events slow the steps they
+    show). Returns the path (str) of that ``*.trace.json.gz`` file.
 
-    Call it once untraced first (its first call compiles every operation for these
-    shapes), then once under ``jax.profiler.trace(logdir)`` with a *different* learning
-    rate (in use every call gets a new one: use ``problem["lr"] * 0.9``), waiting for the
-    result inside the trace. Turn the Python tracer off
-    (``jax.profiler.ProfileOptions()``, ``python_tracer_level = 0``): it adds an event per
-    Python call and slows every step several times. Returns the path (str) of the newest
-    ``*.trace.json.gz`` under ``logdir``.
-
-    Done when the trace holds ``config["steps"]`` ``slow_step.STEP_REGION`` events and
-    their total agrees with the checker's own synchronised timing of the same call."""
+    Checked: the file holds ``config["steps"]`` ``slow_step.STEP_REGION`` events (one
+    call, no more), no Python-call events (names starting with ``$``), and the steps'
+    summed duration is within 2.5x of the checker's own synchronised timing of the same
+    call, taken just before and just after yours (a traced compiling call is about 5x)."""
     raise NotImplementedError('stage 1: trace_slow')
 
 
@@ -71,22 +69,27 @@ def step_breakdown(trace_file: str, step_region: str, phases: list[str]) -> dict
           (0.0 for a phase that never occurs)
       other_us: float, step_us minus the phases (time in no phase)
       shares: {phase: phase_us / step_us}
-    Done when every number equals the checker's own parse of the same file (rel 1e-6)."""
+    Durations come from the trace's events (``dur``, microseconds). Checked: every number
+    equals the checker's own parse (rel 1e-6) of a real trace of ``train_slow`` and of a
+    hand-built trace with decoys (a phase name nested deeper, on another thread, outside
+    every step, and a region whose name starts with ``step_region``)."""
     raise NotImplementedError('stage 1: step_breakdown')
 
 
 def limiting_operation(trace_file: str, step_region: str, phases: list[str]) -> dict:
     """The phase that limits the step, with the evidence for it.
 
-    Returns:
-      phase: str, the phase with the largest share (``step_breakdown``)
+    Steps and phases as in ``step_breakdown``. Returns:
+      phase: str, the phase with the largest share of the step time
       share: float, its share of the step time (0..1)
       evidence: {"event": name, "count": n, "us": t}: among the direct children of that
           phase's events (all steps together), the event name with the largest summed
-          duration, how many such events there are and their summed duration
+          duration (microseconds), how many such events there are and their summed duration
       amdahl_ceiling: float, the whole step's speedup if that phase took no time at all
-          (Amdahl: 1 / (1 - share); ``math.inf`` when share is 1)
-    Done when each field equals the checker's own parse of the same trace."""
+          (``math.inf`` when share is 1)
+    Checked: each field equals the checker's own parse (rel 1e-6) of the same two traces
+    as ``step_breakdown``; in the hand-built one the name with the most time is not the
+    one with the most calls, and calls nest inside same-named calls."""
     raise NotImplementedError('stage 1: limiting_operation')
 
 
@@ -103,10 +106,12 @@ def train_fast(params: dict, tokens, targets, lr: float):
     ``slow_step.RTOL`` / ``slow_step.ATOL`` of ``train_slow`` on every shape, and a new
     ``lr`` on every call. You may donate ``params`` (the caller never reuses it).
 
-    Done when: outputs match on several shapes, odd ones included; a second and third
-    call of a fixed shape (new values, new ``lr``) compile nothing; and, measured by the
-    checker in a fresh process in interleaved rounds at a size you have not seen, it is
-    clearly faster by at least the factor the README states."""
+    Checked: outputs within the contract on three odd shapes, twice per shape with new
+    values, and the gradient a one-step call implies; then, measured by the checker in a
+    fresh process in interleaved rounds at a size you have not seen: every timed call's
+    losses match ``train_slow``'s, later calls of the fixed shape compile nothing and take
+    under a third of the first call, and the speedup's interval lies above the README's
+    factor (3x)."""
     raise NotImplementedError('stage 2: train_fast')
 
 
@@ -122,45 +127,47 @@ def _timed(fn) -> float:
 
 def gain_sweep(config: dict, batch_sizes: list[int], rounds: int = 3, seed: int = 0) -> dict:
     """``train_slow`` against your ``train_fast`` at each batch size (other sizes from
-    ``config``), measured by you.
+    ``config``; the problem of each size is ``slow_step.make_problem(config with that
+    batch, seed)``), measured by you in this process.
 
-    For each size: ``slow_step.make_problem(config with that batch, seed)``; one first
-    call of each version, timed apart (compile); then ``rounds`` rounds, each timing one
-    call of each version, alternating which goes first, every call synchronised inside
-    its timed boundary, with a new learning rate each call (``lr * (1 + 0.01 * i)``) and
-    a fresh copy of the parameters for ``train_fast`` (``slow_step.fresh_copy``, made
-    outside the timed boundary).
+    Returns {"batch_sizes": [the sizes given, in order], "slow_s": [[rounds raw seconds]
+    per size], "fast_s": [[rounds raw seconds] per size], "gains": [median slow_s / median
+    fast_s per size]}. Each raw sample is the wall time in seconds of one call, finished
+    (synchronised) inside its timed boundary; the first call of each version (it compiles)
+    is not a sample; every call has a learning rate of its own and ``train_fast`` a fresh
+    copy of the parameters (``slow_step.fresh_copy``) made outside the boundary; the two
+    versions are measured in interleaved rounds.
 
-    Returns {"batch_sizes": [...], "slow_s": [[raw seconds] per size],
-    "fast_s": [[raw seconds] per size], "gains": [median slow / median fast per size]}.
-    Done when your gains agree with the checker's own interleaved sweep within its
-    window at every size."""
+    Checked: the gains are those of your own samples; at every size your median slow and
+    fast calls and your gain are within 3x of the checker's own interleaved sweep in a
+    fresh process (an unsynchronised timer is 20x+ off)."""
     raise NotImplementedError('stage 3: gain_sweep')
 
 
 def crossover(batch_sizes: list[int], gains: list[float], threshold: float) -> float | None:
-    """The batch size at which the gain first falls below ``threshold``.
+    """The batch size (a float) at which the gain first falls below ``threshold``.
 
-    Walk the sizes in the order given (increasing): at the first pair ``(b0, g0), (b1,
-    g1)`` with ``g0 >= threshold > g1``, interpolate linearly in log(batch) against
-    log(gain) and return that batch size (a float). The first size when its gain is
-    already below ``threshold``; None when no gain falls below it."""
+    ``batch_sizes`` increase; between two neighbouring sizes the gain is taken as a
+    straight line in (log batch, log gain). Returns the smallest batch size where that
+    curve goes from at or above ``threshold`` to below it; the first size when its gain is
+    already below ``threshold``; None when no gain falls below it.
+
+    Checked: equal (rel 1e-9) to the checker's own on random decreasing gains, including a
+    threshold never reached and one already passed at the first size."""
     raise NotImplementedError('stage 3: crossover')
 
 
 def predict_crossover(config: dict, small: int, large: int, threshold: float,
                       seed: int = 0) -> float | None:
-    """Predict, before the sweep, the batch size where the gain falls below ``threshold``.
+    """Predict, before the sweep, the batch size (a float) where the gain falls below
+    ``threshold``, from measurements of each version at only two batch sizes, ``small`` and
+    ``large`` (synchronised calls in seconds, compile apart, a new ``lr`` each call), under
+    the model that each version's call time is a fixed cost per call plus a cost per
+    example. Returns None when the modelled gain never falls to ``threshold``.
 
-    Measure each version at only two batch sizes, ``small`` and ``large`` (synchronised,
-    compile apart, median of a few calls, new ``lr`` each call), and fit for each version
-    time(batch) = overhead + per_example * batch through those two points. Solve
-    slow(batch) / fast(batch) = threshold for batch. Returns it as a float, or None when
-    the fitted gain never falls to ``threshold`` (slow's per-example cost is at least
-    ``threshold`` times fast's).
-
-    Done when it lies within the README's margin of the crossover the checker measures
-    with its own sweep."""
+    Checked: at the README's threshold and at a higher one drawn from the checker's own
+    sweep, within the README's margin (4x) of the crossover that sweep measures, and the
+    higher threshold is predicted at the smaller batch size."""
     raise NotImplementedError('stage 3: predict_crossover')
 
 
@@ -175,19 +182,23 @@ def write_run_records(config: dict, seed: int, outdir: str, *, warmup: int = 1,
                       iters: int = 8) -> dict:
     """Two run records of the workload at ``slow_step.make_problem(config, seed)``, which
     performance-audit's ``load_run`` / ``decide`` read: "before" (``train_slow``) and
-    "after" (your ``train_fast``).
+    "after" (your ``train_fast``). Writes ``outdir/before.json`` and ``outdir/after.json``
+    and returns {"before": path, "after": path} (str).
 
-    For each version, in this order: one first call, timed alone and synchronised; its
-    outputs compared with ``train_slow``'s (``slow_step.RTOL`` / ``ATOL``) for
-    ``output_ok``; ``warmup`` untimed calls; ``iters`` timed calls, each synchronised
-    inside its boundary; then one traced call under ``jax.profiler.trace`` inside
-    ``jax.profiler.TraceAnnotation(REGION)``. Every call gets a new learning rate and
-    (for ``train_fast``) a fresh copy of the parameters made outside the timed boundary.
-    Count compiles with ``coursekit.measure.timing.count_compiles``.
-
-    Each record is ``coursekit.provenance.records.make_run_record(timing,
+    Each record is a ``coursekit.provenance.records.make_run_record(timing,
     boundary="train", trace=..., region=REGION)`` where ``timing`` holds performance-audit
-    ``time_fn``'s keys (label "before"/"after", sync "block_until_ready", shapes and
-    dtypes of tokens and targets, backend ...). Writes ``outdir/before.json`` and
-    ``outdir/after.json`` and returns {"before": path, "after": path} (str)."""
+    ``time_fn``'s keys: label "before"/"after", sync "block_until_ready", ``warmup`` and
+    ``iters`` as given, ``first_call_s`` (the first call, alone), ``samples_s`` (``iters``
+    calls after ``warmup`` untimed ones, each in seconds and synchronised inside its
+    boundary, each with a learning rate of its own and, for ``train_fast``, a fresh copy
+    of the parameters made outside the boundary), ``compiles_first_call`` and
+    ``compiles_warmed`` (compile events, ``coursekit.measure.timing.count_compiles``),
+    ``shapes`` and ``dtypes`` of tokens and targets, ``output_ok`` (the first call's
+    outputs within ``slow_step.RTOL`` / ``ATOL`` of ``train_slow``'s) and ``backend``; the
+    trace is of one more call, inside a ``REGION`` annotation.
+
+    Checked: both records valid (``validate_run_record``, their traces holding
+    ``REGION``), of tokens and targets of this problem, output checks passed, no compile
+    in the after's timed calls; each record's median call and their speedup within 4x of
+    the checker's own fresh-process measurement (an unsynchronised "after" is 50x+ off)."""
     raise NotImplementedError('stage 4: write_run_records')
