@@ -21,6 +21,7 @@ import copy
 import json
 import math
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -78,16 +79,16 @@ MEASUREMENT_KEYS = ("sync", "warmup", "first_call_s", "samples_s", "compiles_fir
                     "compiles_warmed", "shapes", "dtypes", "output_ok")
 
 
-def stage1_workload(ctx):
+def stage1_workload(ctx, name: str = "performance-audit/stage1"):
     """The workload (``Workload``: the learner process builds a fresh jitted function
     from the catalog, whose first call compiles), the same function for this process, and
-    an input whose size is drawn per run. About 10-40 ms per call on 2 CPU cores."""
+    an input whose size is drawn per run. About 10-40 ms per call on 2 CPU cores.
+    ``name`` picks another catalog wrapper of the same work (same scale)."""
     rng = ctx.rng("stage1-size")
     n = int(rng.integers(560, 660)) | 1  # odd
     x = jnp.asarray(rng.standard_normal((n, n), dtype=np.float32) / np.sqrt(n))
     scale = float(rng.uniform(0.5, 2.0))
-    return Workload("performance-audit/stage1", scale=scale), \
-        catalog.stage1_work(scale), x
+    return Workload(name, scale=scale), catalog.stage1_work(scale), x
 
 
 def reference(ctx) -> dict:
@@ -221,7 +222,8 @@ def _(impl, ctx):
                 yours=same, expected=[])
     for field, change in (("shapes", lambda s: [[d + 1 for d in shape] for shape in s]),
                           ("dtypes", lambda s: ["bfloat16" for _ in s]),
-                          ("sync", lambda s: "none"), ("warmup", lambda s: s + 3)):
+                          ("sync", lambda s: "none"), ("warmup", lambda s: s + 3),
+                          ("backend", lambda s: "tpu" if s != "tpu" else "gpu")):
         other = copy.deepcopy(m)
         other[field] = change(other[field])
         reasons = comparable(m, other)
@@ -233,6 +235,15 @@ def _(impl, ctx):
         fail_unless(field.rstrip("s") in text,
                     f"the reasons do not name the field that differs ({field})",
                     yours=reasons, expected=f"a reason mentioning {field}")
+    # a measurement whose output check failed is refused whatever else agrees
+    failed = copy.deepcopy(m)
+    failed["output_ok"] = False
+    for pair in ((m, failed), (failed, m)):
+        reasons = comparable(*pair)
+        fail_unless(isinstance(reasons, list) and len(reasons) > 0,
+                    "a measurement whose output check failed was accepted as comparable",
+                    yours=reasons, expected="a reason naming output_ok",
+                    hint="a wrong output is never comparable: refuse output_ok False")
 
 
 @checker.check(1, "shape_change_alone")
@@ -256,9 +267,21 @@ def _(impl, ctx):
                 "the changed shape's compile is not in its first call",
                 yours=f"first={changed['compiles_first_call']} warmed="
                       f"{changed['compiles_warmed']}", expected="first>=1 warmed=0")
+    for name, m, arg in (("base", base, x), ("changed", changed, x2)):
+        fail_unless(m["shapes"] == [list(arg.shape)] and m["dtypes"] == [str(arg.dtype)],
+                    f"the {name} measurement does not report the input this check passed",
+                    yours=(m["shapes"], m["dtypes"]),
+                    expected=([list(arg.shape)], [str(arg.dtype)]),
+                    hint="time fn on x and on x_changed, unchanged")
+    fail_unless(base["warmup"] == changed["warmup"] == 1 and base["sync"] == changed["sync"],
+                "only the shape may change: warm-up and sync must be the ones asked for",
+                yours=[(m["warmup"], m["sync"]) for m in (base, changed)],
+                expected="warmup=1 and the same sync for both",
+                hint="pass warmup and iters through to both time_fn calls")
     reasons = comparable(base, changed)
     text = " ".join(map(str, reasons)).lower()
-    fail_unless(reasons and "shape" in text and "sync" not in text and "warmup" not in text,
+    others = [f for f in ("dtype", "sync", "warmup", "backend", "output") if f in text]
+    fail_unless(reasons and "shape" in text and not others,
                 "comparable() should name the shape, and only the shape",
                 yours=reasons, expected="one reason: shapes differ")
 
@@ -268,7 +291,7 @@ def _(impl, ctx):
     experiment = get_function(impl, "experiment_host_read")
     comparable = get_function(impl, "comparable")
     workload, _, x = stage1_workload(ctx)
-    result = require_keys(experiment(workload, x, warmup=2, iters=6),
+    result = require_keys(experiment(workload, x, warmup=1, iters=6),
                           ("block", "host_read"), "experiment_host_read")
     block = require_keys(result["block"], MEASUREMENT_KEYS, "block")
     read = require_keys(result["host_read"], MEASUREMENT_KEYS, "host_read")
@@ -282,9 +305,22 @@ def _(impl, ctx):
                  "outside it measures nothing")
     reasons = comparable(block, read)
     text = " ".join(map(str, reasons)).lower()
-    fail_unless(reasons and "sync" in text and "shape" not in text,
+    others = [f for f in ("shape", "dtype", "warmup", "backend", "output") if f in text]
+    fail_unless(reasons and "sync" in text and not others,
                 "comparable() should name the sync method, and only it",
                 yours=reasons, expected="one reason: sync differs")
+    # A step with more than one output leaf: the first is a host value ready at once, the
+    # second is the same device work. A host read must read every leaf (a read of the first
+    # alone times nothing); the checker's reference is its own synced timing of the work.
+    time_fn = get_function(impl, "time_fn")
+    several, _, _ = stage1_workload(ctx, "performance-audit/host_metric_step")
+    m = require_keys(time_fn(several, x, warmup=1, iters=4, sync="host_read"),
+                     MEASUREMENT_KEYS, "time_fn")
+    within_ratio(float(np.median(samples_of(m, "host_read", raw=False))),
+                 reference_median(ctx), TIME_RATIO_WINDOW,
+                 "the host-read median of a step with two output leaves",
+                 "read every output leaf (jax.tree.map(np.asarray, out)): reading one "
+                 "leaf waits only for that leaf")
 
 
 # ---------------------------------------------------------------------------------------
@@ -315,7 +351,9 @@ def checker_trace(ctx) -> tuple[Path, str]:
 
 def synthetic_trace(ctx) -> tuple[Path, str]:
     """A hand-built trace with known nesting: region > {a > a > leaf, b}, plus an event
-    on another thread overlapping the region (not a child) and a decoy after it."""
+    on another thread overlapping the region (not a child), an event that starts inside
+    the region and ends after it (not a child either), an event whose name starts with the
+    region's name (another event, not an occurrence) and a decoy after it."""
     rng = ctx.rng("synthetic")
     region = region_name(ctx.rng("region"))
     events, t = [], 100.0
@@ -330,7 +368,11 @@ def synthetic_trace(ctx) -> tuple[Path, str]:
              "name": "PjitFunction(f)"},
             {"ph": "X", "pid": 1, "tid": 7, "ts": t + gap + 1, "dur": a - 3, "name": "leaf"},
             {"ph": "X", "pid": 1, "tid": 7, "ts": t + 2 * gap + a, "dur": b, "name": "wait"},
-            {"ph": "X", "pid": 1, "tid": 9, "ts": t + gap, "dur": a, "name": "thunk"},
+            {"ph": "X", "pid": 1, "tid": 9, "ts": t + gap / 2, "dur": a, "name": "thunk"},
+            {"ph": "X", "pid": 1, "tid": 7, "ts": t + total - gap / 2, "dur": 2 * gap,
+             "name": "host_callback"},
+            {"ph": "X", "pid": 1, "tid": 7, "ts": t + total + 2 * gap, "dur": 20.0,
+             "name": region + "_grad"},
         ]
         t += total + 50
     events.append({"ph": "X", "pid": 1, "tid": 7, "ts": t, "dur": 5.0, "name": "wait"})
@@ -365,15 +407,68 @@ def compare_summaries(yours, expected, label: str) -> None:
                     yours=theirs[name], expected=us)
 
 
+def trace_folders(ctx) -> tuple[Path, Path]:
+    """A log folder holding several trace runs seconds apart, created out of order (the
+    newest is neither the first nor the last made), each with a trace file and the
+    profiler's other file beside it; and the newest run's trace file."""
+    import gzip
+    rng = ctx.rng("trace-folders")
+    logdir = ctx.subdir("trace-folders")
+    start = time.time() - 3600
+    offsets = sorted(int(v) for v in rng.choice(np.arange(2, 60), 4, replace=False))
+    order = [1, 3, 0, 2]  # made in this order; offsets[3] is the newest
+    for i in order:
+        stamp = time.strftime("%Y_%m_%d_%H_%M_%S", time.gmtime(start + offsets[i]))
+        run = logdir / "plugins" / "profile" / stamp
+        run.mkdir(parents=True)
+        trace = run / "host.trace.json.gz"
+        with gzip.open(trace, "wt") as fh:
+            json.dump({"traceEvents": []}, fh)
+        (run / "host.xplane.pb").write_bytes(b"")
+        for f in (trace, run / "host.xplane.pb", run):
+            os.utime(f, (start + offsets[i], start + offsets[i]))
+    return logdir, traces.newest_trace(logdir)
+
+
+def region_events(path: Path, region: str) -> list[dict]:
+    return sorted((e for e in traces.load_events(path)
+                   if e.get("ph") == "X" and e.get("name") == region), key=lambda e: e["ts"])
+
+
 @checker.check(2, "trace_written_and_newest_found")
 def _(impl, ctx):
+    from coursekit.checking.learner import LearnerCodeError
+    newest_trace_file = get_function(impl, "newest_trace_file")
+    folders, want = trace_folders(ctx)
+    got = newest_trace_file(str(folders))
+    fail_unless(isinstance(got, (str, Path)) and Path(got).resolve() == want.resolve(),
+                "newest_trace_file did not pick the newest of several trace runs seconds "
+                "apart", yours=str(got), expected=str(want),
+                hint="every jax.profiler.trace makes a timestamped folder under "
+                "plugins/profile/: take the *.trace.json.gz of the newest one")
+    empty = ctx.subdir("no-traces")
+    try:
+        got = newest_trace_file(str(empty))
+    except LearnerCodeError as err:
+        got = str(err)
+        fail_unless("FileNotFoundError" in got and str(empty) in got,
+                    "newest_trace_file on a folder without traces must raise "
+                    "FileNotFoundError naming the folder", yours=got[:200],
+                    expected=f"FileNotFoundError naming {empty}")
+    else:
+        fail_unless(False, "newest_trace_file on a folder without traces returned instead "
+                    "of raising FileNotFoundError", yours=got,
+                    expected="FileNotFoundError naming the folder")
     write_trace = get_function(impl, "write_trace")
     _, step, args = mlp_step()
     logdir = ctx.subdir("learner-trace")
     region = region_name(ctx.rng("region"))
     steps = int(ctx.rng("steps").integers(2, 5))
     write_trace(step, args, str(logdir), region + "_old", steps=1)
-    path = write_trace(step, args, str(logdir), region, steps=steps)
+    # the steps traced are the stage-1 work (tens of ms a call), so a region that holds a
+    # synchronised step is told from one that holds only its dispatch
+    work, _, x = stage1_workload(ctx)
+    path = write_trace(work, (x,), str(logdir), region, steps=steps)
     newest = traces.newest_trace(logdir)
     fail_unless(Path(path).resolve() == newest.resolve(),
                 "write_trace did not return the newest trace file",
@@ -383,6 +478,22 @@ def _(impl, ctx):
     fail_unless(summary["count"] == steps, "the annotated region is not in the trace once "
                 "per step", yours=summary["count"], expected=steps,
                 hint="wrap every step in jax.profiler.TraceAnnotation(region)")
+    occurrences = region_events(newest, region)
+    floor = reference_median(ctx) / TIME_RATIO_WINDOW
+    durations = [e["dur"] / 1e6 for e in occurrences]
+    fail_unless(min(durations) >= floor, "a traced step is shorter than the work it runs: "
+                "the region holds the dispatch, not the completed step",
+                yours=f"{[round(d * 1e3, 3) for d in durations]} ms",
+                expected=f"each at least {floor * 1e3:.2f} ms (the checker's synced median "
+                f"/ {TIME_RATIO_WINDOW:g})", hint="jax.block_until_ready inside the "
+                "TraceAnnotation, not after it")
+    compiling = sorted({e["name"] for e in traces.load_events(newest)
+                        if e.get("ph") == "X" and "backend_compile" in str(e.get("name"))
+                        and any(r["ts"] <= e["ts"] <= r["ts"] + r["dur"]
+                                for r in occurrences)})
+    fail_unless(not compiling, "a traced step compiles: the trace does not show steady "
+                "steps", yours=compiling[:3], expected="no compile inside the region",
+                hint="call the step once (and wait) before jax.profiler.trace starts")
     # A second parser on the second file of the same run: XProf reads the .xplane.pb
     # beside the JSON. Equal region count and durations (to xprof_trace's 10 ns) mean
     # the JSON is the profiler's own and our parse of it is right.
@@ -435,6 +546,21 @@ def _(impl, ctx):
                         f"compiler {key} differs from cost_analysis()",
                         yours=theirs[key], expected=compiled[ckey],
                         hint="jax.jit(fn).lower(*args).compile().cost_analysis()")
+    # a program the compiler fuses: the compiled cost reads the input once, the
+    # unoptimised lowering counts every intermediate (several times more bytes)
+    from coursekit.workloads.remote_performance_audit import fused_reduce
+    rows, cols = (int(v) | 1 for v in rng.integers(100, 400, 2))
+    a = jnp.asarray(rng.standard_normal((rows, cols), dtype=np.float32))
+    compiled = jax.jit(fused_reduce).lower(a).compile().cost_analysis()
+    compiled = compiled[0] if isinstance(compiled, (list, tuple)) else compiled
+    theirs = require_keys(from_compiler(Workload("performance-audit/fused_reduce"), a),
+                          ("flops", "bytes"), "compiler")
+    for key, ckey in (("flops", "flops"), ("bytes", "bytes accessed")):
+        fail_unless(math.isclose(as_float(theirs[key], key), compiled[ckey], rel_tol=1e-9),
+                    f"compiler {key} of a fused program differs from the compiled "
+                    "cost_analysis()", yours=theirs[key], expected=compiled[ckey],
+                    hint="the compiled program's count (after fusion): "
+                    ".lower(*args).compile().cost_analysis(), not the lowering's")
 
 
 def bandwidth_bytes() -> int:
@@ -473,10 +599,13 @@ def _(impl, ctx):
     pages = -(-nbytes // bandwidth.PAGE)
     yours = {"in_place": [], "read_sum": []}
     ref = {"in_place": [], "read_sum": [], "fresh_output": []}
+    ref_fresh_faults = []
     for r in range(2):
         for kind, m in bandwidth.measure_interleaved(("in_place", "fresh_output", "read_sum"),
                                                      nbytes, rounds=1, iters=iters).items():
             ref[kind].append(m["best_bandwidth"])
+            if kind == "fresh_output":
+                ref_fresh_faults += m["minor_faults"]
         for kind in yours if r == 0 else reversed(yours):
             yours[kind].append(learner_bandwidth(impl, nbytes, kind, iters))
     for kind, moved in (("in_place", 2 * nbytes), ("read_sum", nbytes)):
@@ -491,6 +620,16 @@ def _(impl, ctx):
                 yours=f"{faults} faults per call", expected=f"about 0 (the array has {pages} "
                 "pages)", hint="page faults, not memory: donate the input "
                 "(jax.jit(f, donate_argnums=0)) and feed each output back as the next input")
+    # the fault counts themselves, where the checker knows what they must be: a fresh
+    # output each call faults once per page of it (the checker's own count, here)
+    fresh = learner_bandwidth(impl, nbytes, "fresh_output", 2)
+    want = statistics.median(ref_fresh_faults)
+    fail_unless(min(fresh["minor_faults"]) >= want / 2,
+                "your fresh_output samples report fewer minor page faults than a fresh "
+                f"{nbytes // 2**20} MiB output causes", yours=fresh["minor_faults"],
+                expected=f"about {want:.0f} per call (the checker's own count; the array "
+                f"has {pages} pages)", hint="resource.getrusage(resource.RUSAGE_SELF)"
+                ".ru_minflt before and after each sample (minor faults, this process)")
     best = {k: max(as_float(m["bandwidth"], f"{k} bandwidth") for m in v)
             for k, v in yours.items()}
     fresh_ratio = max(ref["in_place"]) / max(ref["fresh_output"])
@@ -695,6 +834,16 @@ def _(impl, ctx):
                         f"gradients with policy={policy} differ from the checker's",
                         yours=got, expected=np.asarray(want),
                         hint="remat must change memory, never the numbers")
+    # equal numbers say nothing about remat: the program loss_and_grads runs (the one the
+    # peak-memory stage measures) must hold one checkpoint region per block
+    program = loss_and_grads.export(params, x, policy="nothing_saveable",
+                                    out_example=(0.0, params))
+    regions = checkpoint_regions(program)
+    fail_unless(regions >= len(params), "loss_and_grads with policy='nothing_saveable' "
+                "does not rematerialise: the policy never reaches block_loss",
+                yours=f"{regions} checkpoint regions in its program",
+                expected=f"at least {len(params)} (one per block)",
+                hint="pass the policy through to block_loss")
 
 
 @checker.check(3, "remat_really_applied")
@@ -732,6 +881,14 @@ def _(impl, ctx):
                     "(a pytree), skipping the arguments themselves (kept anyway)")
     fail_unless(saved(params, x, "nothing_saveable") < saved(params, x, None),
                 "remat did not reduce saved residuals", hint="wrap each block")
+    # bytes, not float32 elements: the same model in bfloat16 keeps half the bytes
+    half = jax.tree.map(lambda a: a.astype(jnp.bfloat16), (params, x))
+    expected = residual_bytes(reference_loss, *half)
+    yours = saved(*half, None)
+    fail_unless(as_float(yours, "saved bytes") == expected,
+                "saved residual bytes of the bfloat16 model differ from the checker's",
+                yours=yours, expected=expected,
+                hint="size x the leaf's own dtype.itemsize (2 bytes for bfloat16)")
     compiled = {}
     for policy in (None, "nothing_saveable"):
         fn = jax.jit(learner_program(impl, ctx, policy).call)  # compiled here
@@ -773,7 +930,7 @@ def _(impl, ctx):
     ws, v = tanh_workload(ctx)
     tanh = get_function(impl, "tanh_chain_loss")
     temps = {}
-    for policy in (None, "nothing_saveable"):
+    for policy in (None, "nothing_saveable", "everything_saveable"):
         program = tanh.export(ws, v, policy=policy, transform="value_and_grad",
                               out_example=(0.0, ws))
         loss, grads = jax.jit(program.call)(ws, v)

@@ -1,0 +1,34 @@
+"""Workloads the performance-audit checker hands to learner code by name, beside
+``coursekit.workloads.catalog`` (merged into it by ``catalog.build``). The checker builds
+the same functions in its own process for its reference figures."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from coursekit.workloads import catalog
+
+
+def host_metric_step(scale: float):
+    """A step whose first output leaf is a host value ready at once (a step count kept on
+    the host) and whose second is the stage-1 device work. A host read of every leaf waits
+    for the work; a read of the first leaf alone waits for nothing."""
+    work = jax.jit(catalog.stage1_work(scale))
+
+    def step(a):
+        return np.asarray(a.shape[0], np.int32), work(a)
+    return step
+
+
+def fused_reduce(a):
+    """``sum(tanh(a) * 2 + 1, axis=0)``: a program the compiler fuses, so its compiled
+    cost (one read of ``a``) differs from the unoptimised lowering's (every intermediate)."""
+    return jnp.sum(jnp.tanh(a) * 2.0 + 1.0, axis=0)
+
+
+WORKLOADS = {
+    "performance-audit/host_metric_step": host_metric_step,
+    "performance-audit/fused_reduce": lambda: fused_reduce,
+}

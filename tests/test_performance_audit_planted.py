@@ -1,0 +1,191 @@
+"""performance-audit: more planted bugs, so that every learner-facing function has at least
+three (with tests/test_performance_audit.py's PLANTED). Each is a mistake a learner who
+half-understands makes: a reported field the checker never compared with the truth, an
+input too regular to show the bug, a factor of two, and each must fail the check aimed at
+it. One checker process checks them all (tests/planted_batch.py), each file in its own
+learner process."""
+
+from __future__ import annotations
+
+import pytest
+from planted_batch import PlantedBatch
+
+PROJECT = "performance-audit"
+
+PEAK_LOOP = ("        jax.block_until_ready(f(a))\n"
+             "        best = min(best, time.perf_counter() - start)\n")
+HOST_READ_CALL = ('"host_read": time_fn(fn, x, warmup=warmup, iters=iters, sync="host_read",\n'
+                  '                                 label="host_read")}')
+TRACE_LOOP = ("        for i in range(steps):\n"
+              "            with jax.profiler.TraceAnnotation(region, step=i):\n"
+              "                jax.block_until_ready(step_fn(*args))\n")
+BLOCK_REMAT = ("        step = jax.checkpoint(block, policy=getattr(jax.checkpoint_policies, "
+               "policy))\n    for p in params:\n        x = step(p, x)\n")
+RESIDUAL_SUM = "leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(pullback)"
+MATMUL_COST = '    return {"flops": 2 * m * k * n, "bytes": (m * k + k * n + m * n) * itemsize}'
+
+PLANTED = {
+    # -- stage 1 ---------------------------------------------------------------------
+    # time_fn: a host read of one leaf waits for nothing when that leaf is a host value
+    "host_read_of_one_leaf": (1, "host_read_alone", [
+        ("        return jax.tree.map(np.asarray, out)\n",
+         "        return np.asarray(jax.tree.leaves(out)[0])\n")]),
+    "comparable_ignores_dtypes": (1, "comparable_refuses_other_shapes_dtypes", [
+        ('("shapes", "dtypes", "sync", "warmup", "backend")',
+         '("shapes", "sync", "warmup", "backend")')]),
+    "comparable_ignores_backend": (1, "comparable_refuses_other_shapes_dtypes", [
+        ('("shapes", "dtypes", "sync", "warmup", "backend")',
+         '("shapes", "dtypes", "sync", "warmup")')]),
+    "comparable_ignores_failed_output": (1, "comparable_refuses_other_shapes_dtypes", [
+        ('        if m.get("output_ok") is False:\n', "        if False:\n")]),
+    "shape_change_default_warmup": (1, "shape_change_alone", [
+        ('time_fn(fn, x_changed, warmup=warmup, iters=iters, label="changed")',
+         'time_fn(fn, x_changed, label="changed")')]),
+    "shape_change_times_the_base_input": (1, "shape_change_alone", [
+        ('time_fn(fn, x_changed, warmup=warmup', 'time_fn(fn, x, warmup=warmup')]),
+    "shape_change_warms_both_shapes_first": (1, "shape_change_alone", [
+        ('    return {"base": time_fn(fn, x, warmup=warmup, iters=iters, label="base"),',
+         "    jax.block_until_ready((fn(x), fn(x_changed)))  # warm both, to be fair\n"
+         '    return {"base": time_fn(fn, x, warmup=warmup, iters=iters, label="base"),')]),
+    "host_read_sync_not_passed": (1, "host_read_alone", [
+        (HOST_READ_CALL, '"host_read": time_fn(fn, x, warmup=warmup, iters=iters,\n'
+                         '                                 label="host_read")}')]),
+    "host_read_default_warmup": (1, "host_read_alone", [
+        (HOST_READ_CALL, '"host_read": time_fn(fn, x, iters=iters, sync="host_read",\n'
+                         '                                 label="host_read")}')]),
+    "host_read_keys_swapped": (1, "host_read_alone", [
+        ('    return {"block": time_fn(fn, x, warmup=warmup, iters=iters, label="block"),',
+         '    return {"host_read": time_fn(fn, x, warmup=warmup, iters=iters, label="block"),'),
+        (HOST_READ_CALL, HOST_READ_CALL.replace('"host_read": time_fn', '"block": time_fn'))]),
+    # -- stage 2 ---------------------------------------------------------------------
+    "trace_compiles_in_first_step": (2, "trace_written_and_newest_found", [
+        ("    jax.block_until_ready(step_fn(*args))\n    with jax.profiler.trace(logdir):",
+         "    with jax.profiler.trace(logdir):")]),
+    "trace_one_region_for_all_steps": (2, "trace_written_and_newest_found", [
+        (TRACE_LOOP, "        with jax.profiler.TraceAnnotation(region):\n"
+                     "            for i in range(steps):\n"
+                     "                jax.block_until_ready(step_fn(*args))\n")]),
+    "trace_sync_after_region": (2, "trace_written_and_newest_found", [
+        (TRACE_LOOP, "        for i in range(steps):\n"
+                     "            with jax.profiler.TraceAnnotation(region, step=i):\n"
+                     "                out = step_fn(*args)\n"
+                     "            jax.block_until_ready(out)\n")]),
+    "newest_is_first_sorted": (2, "trace_written_and_newest_found", [
+        ("    return files[-1]\n", "    return files[0]\n")]),
+    "newest_returns_the_folder": (2, "trace_written_and_newest_found", [
+        ("    return files[-1]\n", "    return files[-1].parent\n")]),
+    "newest_index_error_when_empty": (2, "trace_written_and_newest_found", [
+        ("    if not files:\n        raise FileNotFoundError(", "    if False:\n"
+         "        raise FileNotFoundError(")]),
+    "summary_matches_name_prefix": (2, "region_summary_matches_checker", [
+        ('regions = [e for e in complete if e.get("name") == region]',
+         'regions = [e for e in complete if str(e.get("name", "")).startswith(region)]')]),
+    "summary_counts_straddling_events": (2, "region_summary_matches_checker", [
+        ('and e["ts"] >= r["ts"] and e["ts"] + e["dur"] <= r_end),',
+         'and r["ts"] <= e["ts"] < r_end),')]),
+    "summary_children_on_every_thread": (2, "region_summary_matches_checker", [
+        ('if e is not r and e.get("pid") == r.get("pid")\n'
+         '                         and e.get("tid") == r.get("tid")\n', "if e is not r\n")]),
+    "flops_one_per_term": (2, "cost_by_hand_and_compiler", [
+        (MATMUL_COST, MATMUL_COST.replace("2 * m * k * n", "m * k * n"))]),
+    "bytes_read_only": (2, "cost_by_hand_and_compiler", [
+        (MATMUL_COST, MATMUL_COST.replace(" + m * n)", ")"))]),
+    "cost_from_the_lowering": (2, "cost_by_hand_and_compiler", [
+        ("cost = jax.jit(fn).lower(*args).compile().cost_analysis()",
+         "cost = jax.jit(fn).lower(*args).cost_analysis()")]),
+    "cost_output_bytes_only": (2, "cost_by_hand_and_compiler", [
+        ('float(cost["bytes accessed"])', 'float(cost["bytes accessedout{}"])')]),
+    "cost_lowered_as_float32": (2, "cost_by_hand_and_compiler", [
+        ("cost = jax.jit(fn).lower(*args).compile()",
+         "cost = jax.jit(fn).lower(*[jax.ShapeDtypeStruct(a.shape, jnp.float32) "
+         "for a in args]).compile()")]),
+    "peak_flops_unsynchronised": (2, "peak_flops_and_bandwidth_measured", [
+        (PEAK_LOOP, PEAK_LOOP.replace("jax.block_until_ready(f(a))", "f(a)"))]),
+    "peak_flops_jits_every_call": (2, "peak_flops_and_bandwidth_measured", [
+        (PEAK_LOOP, PEAK_LOOP.replace("f(a)", "jax.jit(lambda a: a @ a)(a)"))]),
+    "peak_flops_returns_seconds": (2, "peak_flops_and_bandwidth_measured", [
+        ("    return 2 * n**3 / best\n", "    return best\n")]),
+    "bandwidth_counts_major_faults": (2, "peak_flops_and_bandwidth_measured", [
+        ("        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n",
+         "        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_majflt\n"),
+        ("resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0",
+         "resource.getrusage(resource.RUSAGE_SELF).ru_majflt - f0")]),
+    "bandwidth_unsynchronised": (2, "peak_flops_and_bandwidth_measured", [
+        ("        out = jax.block_until_ready(f(x))\n", "        out = f(x)\n")]),
+    "cache_keeps_instruction_cache": (2, "cache_sizes_read", [
+        ('        if kind == "Instruction":\n            continue\n', "")]),
+    "cache_sizes_in_kib": (2, "cache_sizes_read", [
+        ("value = int(size[:-1]) * units[size[-1]] if", "value = int(size[:-1]) if")]),
+    "cache_sizes_decimal_units": (2, "cache_sizes_read", [
+        ('units = {"K": 2**10, "M": 2**20, "G": 2**30}',
+         'units = {"K": 10**3, "M": 10**6, "G": 10**9}')]),
+    "roofline_bounds_swapped": (2, "roofline_bound_and_memory_level", [
+        ('"lower_s": max(compute_s, memory_s), "upper_s": compute_s + memory_s}',
+         '"lower_s": compute_s + memory_s, "upper_s": max(compute_s, memory_s)}')]),
+    "roofline_predicts_no_overlap": (2, "roofline_bound_and_memory_level", [
+        ('"predicted_s": flops / attainable,', '"predicted_s": compute_s + memory_s,')]),
+    # -- stage 3 ---------------------------------------------------------------------
+    "remat_whole_stack_once": (3, "remat_really_applied", [
+        (BLOCK_REMAT, "        def stack(ps, v):\n            for p in ps:\n"
+                      "                v = block(p, v)\n            return v\n"
+                      "        stack = jax.checkpoint(stack, policy=getattr("
+                      "jax.checkpoint_policies, policy))\n"
+                      "        return jnp.mean(stack(params, x)**2)\n"
+                      "    for p in params:\n        x = step(p, x)\n")]),
+    "tanh_ignores_policy_name": (3, "remat_policy_ordering", [
+        ("        layer = jax.checkpoint(layer, policy=getattr(jax.checkpoint_policies, "
+         "policy))", "        layer = jax.checkpoint(layer)")]),
+    "tanh_once_at_the_end": (3, "remat_policy_ordering", [
+        ("    for w in ws:\n        x = layer(w, x)\n    return jnp.mean(x**2)",
+         "    for w in ws:\n        x = x @ w\n    return jnp.mean(jnp.tanh(x)**2)")]),
+    "grads_of_the_input": (3, "grads_equal_before_timing", [
+        ("jax.value_and_grad(block_loss)(params, x, policy)",
+         "jax.value_and_grad(block_loss, argnums=1)(params, x, policy)")]),
+    "grads_of_params_and_input": (3, "grads_equal_before_timing", [
+        ("jax.value_and_grad(block_loss)(params, x, policy)",
+         "jax.value_and_grad(block_loss, argnums=(0, 1))(params, x, policy)")]),
+    "grads_drop_the_policy": (3, "grads_equal_before_timing", [
+        ("jax.value_and_grad(block_loss)(params, x, policy)",
+         "jax.value_and_grad(block_loss)(params, x)")]),
+    "residuals_count_elements": (3, "remat_saves_residuals_and_temp", [
+        (RESIDUAL_SUM, "leaf.size for leaf in jax.tree.leaves(pullback)")]),
+    "residuals_assume_float32": (3, "remat_saves_residuals_and_temp", [
+        (RESIDUAL_SUM, "leaf.size * 4 for leaf in jax.tree.leaves(pullback)")]),
+    "residuals_drop_the_policy": (3, "remat_saves_residuals_and_temp", [
+        ("jax.vjp(lambda p, v: loss(p, v, policy), params, x)",
+         "jax.vjp(lambda p, v: loss(p, v), params, x)")]),
+    "temp_adds_the_outputs": (3, "remat_saves_residuals_and_temp", [
+        ("    return int(fn.lower(params, x).compile().memory_analysis().temp_size_in_bytes)",
+         "    plan = fn.lower(params, x).compile().memory_analysis()\n"
+         "    return int(plan.temp_size_in_bytes + plan.output_size_in_bytes)")]),
+    "temp_of_the_forward_pass": (3, "remat_saves_residuals_and_temp", [
+        ("fn = jax.jit(lambda p, v: jax.value_and_grad(loss)(p, v, policy))",
+         "fn = jax.jit(lambda p, v: loss(p, v, policy))")]),
+    "temp_drops_the_policy": (3, "remat_saves_residuals_and_temp", [
+        ("fn = jax.jit(lambda p, v: jax.value_and_grad(loss)(p, v, policy))",
+         "fn = jax.jit(lambda p, v: jax.value_and_grad(loss)(p, v))")]),
+    "peak_one_fresh_process": (3, "peak_memory_from_fresh_process", [
+        ('repeats=repeats)["run"]', 'repeats=1)["run"]')]),
+    # -- stage 4 ---------------------------------------------------------------------
+    "amdahl_linear_in_share": (4, "amdahl_small_share", [
+        ("    return 1.0 / ((1.0 - share) + share / kernel_speedup)\n",
+         "    return 1.0 + share * (kernel_speedup - 1.0)\n")]),
+    "amdahl_returns_the_time_fraction": (4, "amdahl_small_share", [
+        ("    return 1.0 / ((1.0 - share) + share / kernel_speedup)\n",
+         "    return (1.0 - share) + share / kernel_speedup\n")]),
+    "amdahl_multiplies_the_share": (4, "amdahl_small_share", [
+        ("    return 1.0 / ((1.0 - share) + share / kernel_speedup)\n",
+         "    return 1.0 / ((1.0 - share) + share * kernel_speedup)\n")]),
+}
+
+BATCH = PlantedBatch(PROJECT, PLANTED)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    return BATCH.run(tmp_path_factory.mktemp("planted"))
+
+
+@pytest.mark.parametrize("bug", BATCH.names)
+def test_planted(bug, planted):
+    BATCH.assert_fails_only(bug, planted)
