@@ -439,6 +439,29 @@ with not_yet("roofline plot"):
 #
 # The grader's `check.py --stage 2`: the trace checks (notebook 02) and this notebook's
 # cost, peak, bandwidth, roofline and cache checks.
+#
+# <details><summary>The arithmetic behind the contracts (open after your attempt)</summary>
+#
+# - A matmul `(m, k) @ (k, n)`: each of the `m n` outputs is an inner product of `k`
+#   terms, one multiply and one add each: **2 m k n FLOPs**. Bytes, each array touched
+#   once: **(m k + k n + m n) x itemsize**. Counting one FLOP per term, or only the reads,
+#   is a factor-of-two (or a missing output) mistake.
+# - The compiler's count: `jax.jit(fn).lower(*args).compile().cost_analysis()`, keys
+#   `"flops"` and `"bytes accessed"`. `lower(...).cost_analysis()` without `.compile()`
+#   counts the program before fusion (every intermediate read and written).
+# - Peak FLOP/s: **2 n^3 / fastest synchronised call** of the compiled matmul.
+# - Bandwidth: in place `x * 2 + 1` reads and writes every byte: **2 x nbytes** per call;
+#   `jnp.sum` only reads: **nbytes**. Bandwidth = moved bytes / fastest sample. Minor
+#   faults: `resource.getrusage(resource.RUSAGE_SELF).ru_minflt` before and after each
+#   sample (major faults are disk reads: always 0 here).
+# - Cache sizes: `index*/type` (skip `Instruction`), `level`, `size` (`48K` = 48 x 1024).
+# - The roofline: intensity **I = flops / bytes**; ridge **= peak / bandwidth**; bound
+#   "memory" when I < ridge, else "compute"; attainable **= min(peak, I x bandwidth)**;
+#   predicted **= flops / attainable** = max(compute_s, memory_s) with compute_s =
+#   flops / peak and memory_s = bytes / bandwidth; lower_s = that max (perfect overlap),
+#   upper_s = compute_s + memory_s (no overlap). The bandwidth is the one of the smallest
+#   cache level that holds the working set (else DRAM).
+# </details>
 
 # %%
 check2 = run_check("performance-audit", 2, IMPL)

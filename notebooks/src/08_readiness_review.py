@@ -436,6 +436,21 @@ with not_yet("traced and timed step reconciled"):
 # programs measured in drifting rounds, a true 1.25x in drifting rounds, a slowdown, a
 # faster but wrong run, records that cannot be compared, and a small share made twice as
 # fast.
+#
+# <details><summary>The arithmetic behind the contracts (open after your attempt)</summary>
+#
+# - `predict_step_speedup` is Amdahl's law: **1 / ((1 - s) + s / k)** for a share `s` made
+#   `k` times faster (`k` = infinity gives the ceiling 1 / (1 - s)).
+# - `decide`: refuse first (not comparable, output not checked True, no first call apart,
+#   fewer than 5 samples). Then each round is summarised by the log of its median (without
+#   `round_ids` each sample is a round); rounds both records share are paired (the log
+#   ratio per round, Student's t on their mean), otherwise Welch's t on the difference of
+#   the mean log medians; the interval, exponentiated, is `ci`, and: **accept when
+#   lo > 1 + min_gain**, **slower when hi < 1 / (1 + min_gain)**, reject otherwise
+#   (`coursekit.measure.decision.decide_rounds`).
+#   Resampling pooled samples treats 160 samples of 8 rounds as 160 pieces of evidence; on
+#   a drifting machine it claims differences between identical programs.
+# </details>
 
 # %%
 check4 = run_check("performance-audit", 4, IMPL)

@@ -163,10 +163,15 @@ def experiment_host_read(fn, x, *, warmup: int = 2, iters: int = 10) -> dict:
 # ---------------------------------------------------------------------------------------
 
 def write_trace(step_fn, args: tuple, logdir: str, region: str, steps: int = 3) -> str:
-    """Run ``step_fn(*args)`` ``steps`` times under ``jax.profiler.trace(logdir)``, each
-    call inside ``jax.profiler.TraceAnnotation(region)`` and synchronised inside it.
-    Compile before tracing so the trace shows steady steps. Returns the path of the
-    newest ``*.trace.json.gz`` written (see ``newest_trace_file``)."""
+    """Trace ``steps`` steady steps of ``step_fn(*args)`` into ``logdir`` with
+    ``jax.profiler`` and return the path (str) of the trace file this call wrote.
+
+    What must hold in the trace: the event named ``region`` appears exactly ``steps``
+    times, once per step; each occurrence holds one *completed* step (its duration is
+    compared with the checker's own synchronised timing of the same work); no compile
+    happens inside any occurrence. Checked (stage 2) on the stage-1 work (tens of ms a
+    step), after an earlier trace in the same ``logdir``, and against XProf's reading of
+    the ``.xplane.pb`` the profiler writes beside the JSON."""
     ### BEGIN SOLUTION stage 2: write_trace
     jax.block_until_ready(step_fn(*args))
     with jax.profiler.trace(logdir):
@@ -178,9 +183,11 @@ def write_trace(step_fn, args: tuple, logdir: str, region: str, steps: int = 3) 
 
 
 def newest_trace_file(logdir: str) -> Path:
-    """The ``*.trace.json.gz`` in the newest ``logdir/plugins/profile/<timestamp>/``.
-    Every trace makes a new timestamped folder: pick the newest, not "the only one".
-    Raise FileNotFoundError naming ``logdir`` when there is none."""
+    """The ``*.trace.json.gz`` file (a Path) of the newest trace run under ``logdir``
+    (runs live in ``logdir/plugins/profile/<timestamp>/``; every ``jax.profiler.trace``
+    adds one). Raise FileNotFoundError naming ``logdir`` when there is none. Checked
+    (stage 2) on a folder of several runs seconds apart, made out of order, and on an
+    empty folder."""
     ### BEGIN SOLUTION stage 2: newest_trace_file
     files = sorted(Path(logdir).glob("plugins/profile/*/*.trace.json.gz"),
                    key=lambda p: (p.stat().st_mtime, str(p)))
@@ -201,8 +208,11 @@ def summarize_region(trace_file: str, region: str) -> dict:
           same pid and tid inside a region occurrence, not inside another such event
       child_us: float, sum of the direct children's durations; nested events are
           counted once (a PjitFunction nested in itself must not be added twice)
-      self_us: float, total_us - child_us
-    Done when these match the checker's own parse of the same file.
+      self_us: float, the region's time not covered by its direct children
+    Checked (stage 2) against the checker's own parse of a real ``jax.profiler`` trace and
+    of a hand-built one with nested events, events on other threads, an event that starts
+    inside the region and ends after it, and events whose names start with the region's
+    name (they are other events). Durations to 1e-6 relative.
     """
     ### BEGIN SOLUTION stage 2: summarize_region
     opener = gzip.open if str(trace_file).endswith(".gz") else open
@@ -235,18 +245,22 @@ def summarize_region(trace_file: str, region: str) -> dict:
 
 
 def matmul_cost_by_hand(m: int, k: int, n: int, itemsize: int) -> dict:
-    """FLOPs and bytes of ``(m, k) @ (k, n)`` by hand: one multiply and one add per
-    inner-product term; bytes = read both inputs once + write the output once.
-    Returns {"flops": int, "bytes": int}."""
+    """FLOPs and bytes of ``(m, k) @ (k, n)`` with ``itemsize``-byte elements, counted by
+    hand the way the compiler counts a plain matmul: every multiply and every add is a
+    FLOP, and the bytes are the least traffic the product needs (each array touched once).
+    Returns {"flops": int, "bytes": int}. Checked (stage 2) exactly against the checker's
+    count on random odd shapes, float32 and bfloat16."""
     ### BEGIN SOLUTION stage 2: matmul_cost_by_hand
     return {"flops": 2 * m * k * n, "bytes": (m * k + k * n + m * n) * itemsize}
     ### END SOLUTION
 
 
 def cost_from_compiler(fn, *args) -> dict:
-    """The compiler's own count for ``jax.jit(fn)`` on ``args``: ``{"flops": float,
-    "bytes": float}`` from ``.lower(*args).compile().cost_analysis()`` ("flops" and
-    "bytes accessed")."""
+    """The compiler's own count for ``jax.jit(fn)`` on ``args``, as it will run: the
+    *compiled* (optimised, fused) program, not the traced one. Returns ``{"flops": float,
+    "bytes": float}``: its total FLOPs and total bytes accessed (inputs, outputs and
+    intermediates together). Checked (stage 2) for equality with the checker's own
+    compile of the same function, on matmuls of both dtypes and on a program XLA fuses."""
     ### BEGIN SOLUTION stage 2: cost_from_compiler
     cost = jax.jit(fn).lower(*args).compile().cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) else cost
@@ -255,8 +269,10 @@ def cost_from_compiler(fn, *args) -> dict:
 
 
 def measure_peak_flops(n: int = 1024, iters: int = 5) -> float:
-    """This machine's attained matmul FLOP/s: an ``(n, n) @ (n, n)`` float32 jitted matmul,
-    compiled first, timed with a sync, best of ``iters`` (2 n^3 flops / seconds)."""
+    """This machine's attained matmul rate, FLOP/s (a float), for an ``(n, n) @ (n, n)``
+    float32 product: the best of ``iters`` steady, completed calls (no compile, no
+    dispatch-only timings). Checked (stage 2) within 4x of the checker's own timing of
+    the same matmul. Size hint: n=512 takes a few ms on 2 CPU cores."""
     ### BEGIN SOLUTION stage 2: measure_peak_flops
     a = jnp.ones((n, n), jnp.float32)
     f = jax.jit(lambda a: a @ a)
@@ -279,22 +295,23 @@ def measure_bandwidth(nbytes: int = 256 * 2**20, iters: int = 5,
     measured so that no sample pays for fresh memory pages.
 
     ``kind``:
-      "in_place"     ``x * 2 + 1`` written into its own input (donated): moves 2 * nbytes
-      "read_sum"     ``jnp.sum(x)``, read-dominated: moves nbytes
-      "fresh_output" ``x * 2 + 1`` into a new array each call: moves 2 * nbytes, and pays
-                     a minor page fault per page of the new output (for contrast only)
-    Compile first, then ``iters`` synchronised samples; around each sample record the
-    minor page faults it caused (``resource.getrusage(RUSAGE_SELF).ru_minflt``).
+      "in_place"     ``x * 2 + 1`` written into its own input (the input donated)
+      "read_sum"     ``jnp.sum(x)``, read-dominated
+      "fresh_output" ``x * 2 + 1`` into a new array each call (for contrast only: it pays
+                     for fresh memory pages)
 
     Returns a JSON-able dict:
-      kind: str; nbytes: int; moved_bytes: int (bytes moved per call, as above)
-      samples_s: list of ``iters`` raw seconds; minor_faults: list of ``iters`` ints
-      bandwidth: float, bytes/s = moved_bytes / fastest sample
+      kind: str; nbytes: int
+      moved_bytes: int, bytes the op reads plus writes in one call
+      samples_s: list of ``iters`` raw seconds, one per steady, completed call
+      minor_faults: list of ``iters`` ints, the minor page faults this process took
+          during each sample
+      bandwidth: float, bytes/s at the fastest sample
 
-    Checked (stage 2): your in-place and read_sum bandwidths against the checker's own
-    in-place measurement interleaved with your call (within a factor the physics allows;
-    a fresh output each call reads several times slower here), your fault counts against
-    its own, and moved bytes exactly.
+    Checked (stage 2): moved bytes exactly; in-place and read_sum bandwidths against the
+    checker's own measurements interleaved with your calls (within a factor the physics
+    allows; a fresh output each call reads several times slower here); no page faults in
+    your in-place samples, and your fresh_output fault counts against the checker's own.
     Size hint: 64 MiB takes a few ms per call on 2 CPU cores.
     """
     ### BEGIN SOLUTION stage 2: measure_bandwidth (in place, faults per sample)
@@ -326,10 +343,11 @@ def measure_bandwidth(nbytes: int = 256 * 2**20, iters: int = 5,
 
 
 def cache_sizes() -> dict:
-    """This machine's data-cache sizes in bytes, smallest level first, e.g.
-    ``{"L1": 49152, "L2": 2097152, "L3": 33554432}``, read from
-    ``/sys/devices/system/cpu/cpu0/cache/index*/{level,type,size}`` (skip instruction
-    caches). Return ``{}`` when the folder does not exist."""
+    """This machine's data-cache sizes in bytes (ints), smallest level first, e.g.
+    ``{"L1": 49152, "L2": 2097152, "L3": 33554432}``, as the kernel describes cpu0's
+    caches in ``/sys/devices/system/cpu/cpu0/cache/`` (instruction caches hold no data).
+    Return ``{}`` when the folder does not exist. Checked (stage 2) for equality with the
+    checker's own reading of the same folder."""
     ### BEGIN SOLUTION stage 2: cache_sizes
     sizes = {}
     for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
@@ -356,19 +374,23 @@ def roofline(flops: float, nbytes: float, peak_flops: float, bandwidth,
     "DRAM"); then the figure of the level the working set lives in is used (the roof is
     only right for that level).
 
-    Returns:
-      memory_level: the smallest level in ``caches`` ("L1", "L2", ...) whose size holds
-          ``working_set_bytes``, or "DRAM" when none does
+    Inputs: ``flops`` and ``nbytes`` of one call; ``peak_flops`` FLOP/s; ``caches``
+    ``{level: bytes}`` as ``cache_sizes`` returns.
+
+    Returns (floats unless said):
+      memory_level: str, the memory level the working set lives in: the smallest level in
+          ``caches`` ("L1", "L2", ...) that holds it, or "DRAM"
       bandwidth: the bytes/s used (that level's, when a dict was given)
-      intensity: flops / nbytes (FLOP per byte)
-      ridge: peak_flops / bandwidth (FLOP per byte where the two roofs meet)
-      bound: "memory" when intensity < ridge, else "compute"
-      attainable_flops: min(peak_flops, intensity * bandwidth)
-      predicted_s: flops / attainable_flops
-      compute_s: flops / peak_flops; memory_s: nbytes / bandwidth
-      lower_s: max(compute_s, memory_s) (compute and memory overlap perfectly: the
-          roofline's own prediction); upper_s: compute_s + memory_s (they never overlap)
-    Checked exactly against the checker's own arithmetic (stage 2).
+      intensity: FLOP per byte of this workload
+      ridge: FLOP per byte where the compute roof and this level's memory roof meet
+      bound: "memory" or "compute", the roof that limits this workload
+      attainable_flops: FLOP/s the roofline allows this workload
+      predicted_s: the roofline's time for one call, seconds
+      compute_s, memory_s: seconds if only arithmetic, or only memory traffic, limited it
+      lower_s, upper_s: the fastest and slowest time those two allow (their work fully
+          overlapped, or not overlapped at all)
+    Checked (stage 2) to 1e-9 relative against the checker's own arithmetic, on
+    workloads either side of the ridge and working sets in every level.
     """
     ### BEGIN SOLUTION stage 2: roofline
     level = "DRAM"
@@ -451,9 +473,11 @@ MODELS = {"blocks": block_loss, "tanh": tanh_chain_loss}
 
 
 def loss_and_grads(params: list, x, policy: str | None = None):
-    """``(loss, grads)`` of ``block_loss`` with respect to ``params`` (a pytree shaped
-    like ``params``). Done when grads with any policy equal the no-remat grads within
-    rtol 1e-5 (compare them before you time anything)."""
+    """``(loss, grads)`` of ``block_loss`` with ``policy``, grads with respect to
+    ``params`` (a pytree shaped like ``params``). Checked (stage 3): grads with every
+    policy equal the checker's no-remat grads within rtol 1e-5 (compare them before you
+    time anything), and the program this function runs really rematerialises when a
+    policy is given (one checkpoint region per block in its exported program)."""
     ### BEGIN SOLUTION stage 3: loss_and_grads
     return jax.value_and_grad(block_loss)(params, x, policy)
     ### END SOLUTION
@@ -463,13 +487,12 @@ def saved_residual_bytes(params: list, x, policy: str | None = None,
                          model: str = "blocks") -> int:
     """Bytes the backward pass keeps from the forward pass (the residuals) of
     ``MODELS[model]`` ("blocks": ``block_loss``, "tanh": ``tanh_chain_loss`` with ``params``
-    its list of weights), summed as shape x itemsize. Count only residuals, not the
-    parameters and inputs themselves (they are kept anyway).
+    its list of weights), an int: the bytes of every saved value in its own dtype. Count
+    only residuals, not the parameters and inputs themselves (they are kept anyway).
 
-    Use a public route: ``jax.vjp`` returns the pullback as a ``jax.tree_util.Partial``,
-    a pytree whose leaves are exactly the saved values (an argument kept as a residual
-    is the argument array itself); ``jax.ad_checkpoint.print_saved_residuals`` prints the
-    same list for reading. Checked (stage 3) for equality with the checker's own count.
+    Use public JAX APIs only (``jax.ad_checkpoint.print_saved_residuals`` prints the list
+    for reading). Checked (stage 3) for equality with the checker's own count, without
+    remat and with ``nothing_saveable``, in float32 and bfloat16, for both models.
     """
     ### BEGIN SOLUTION stage 3: saved_residual_bytes (public route: the vjp's leaves)
     loss = MODELS[model]
@@ -482,11 +505,11 @@ def saved_residual_bytes(params: list, x, policy: str | None = None,
 
 def compiler_temp_bytes(params: list, x, policy: str | None = None,
                         model: str = "blocks") -> int:
-    """The compiler's temporary buffers for the jitted ``value_and_grad`` of
-    ``MODELS[model]``: ``memory_analysis().temp_size_in_bytes`` of the compiled function.
-    Temp excludes the arguments and outputs (``argument_size_in_bytes``,
-    ``output_size_in_bytes``); it is the part remat can shrink. Checked (stage 3) for
-    equality with the checker's compile, and for the ordering across policies."""
+    """Bytes of temporary buffers in the compiler's memory plan for the jitted
+    ``value_and_grad`` of ``MODELS[model]`` with ``policy`` (an int; arguments and
+    outputs are not temporaries: the temporaries are the part remat can shrink). Checked
+    (stage 3) for equality with the checker's compile of your own program and of its own
+    model, for every policy, and nothing_saveable below no remat."""
     ### BEGIN SOLUTION stage 3: compiler_temp_bytes
     loss = MODELS[model]
     fn = jax.jit(lambda p, v: jax.value_and_grad(loss)(p, v, policy))
@@ -500,13 +523,13 @@ def peak_rss_fresh_process(depth: int, width: int, hidden: int, batch: int,
     ``init_blocks(jax.random.key(0), ...)`` and a ``(batch, width)`` normal input), host
     memory, measured ``repeats`` times, each in a fresh Python process.
 
-    A process's high-water mark (``VmHWM`` in ``/proc/self/status``) holds the runtime,
-    compilation and the inputs. Measure the run alone: in the fresh process build the
-    inputs, compile, reset the high-water mark (write ``5`` to ``/proc/self/clear_refs``),
-    run once, read ``VmHWM``; the run's peak is that minus the RSS at the reset.
+    A process's high-water mark (``VmHWM`` in ``/proc/self/status``) also holds the
+    runtime, the compile and the inputs; what is asked is the run alone.
 
     Returns a JSON-able dict (bytes, ints):
-      run_peak_bytes: list, one per repeat; vmhwm_bytes: list, VmHWM after the run
+      run_peak_bytes: list, one per repeat: how far above its resident memory just
+          before the run the process's memory rose during the run
+      vmhwm_bytes: list, VmHWM after the run
       pids: list of the fresh processes' pids
       argument_size_in_bytes, output_size_in_bytes, temp_size_in_bytes,
       peak_memory_in_bytes, total_allocation_bytes: ``memory_analysis()`` of the program
@@ -541,8 +564,9 @@ def load_run(path: str) -> dict:
 
 
 def predict_step_speedup(share: float, kernel_speedup: float) -> float:
-    """Amdahl: the whole step's speedup when a part taking ``share`` (0..1) of the step
-    gets ``kernel_speedup`` times faster and nothing else changes."""
+    """The whole step's speedup (time before / time after, a float) when a part taking
+    ``share`` (0..1) of the step's time gets ``kernel_speedup`` times faster and nothing
+    else changes. Checked (stage 4) to 1e-9 relative on random shares and speedups."""
     ### BEGIN SOLUTION stage 4: predict_step_speedup
     return 1.0 / ((1.0 - share) + share / kernel_speedup)
     ### END SOLUTION
@@ -562,10 +586,8 @@ def decide(before: dict, after: dict, *, min_gain: float = 0.05,
     "ratio": float or None, "ci": [lo, hi] or None}:
       ratio: the speedup, time before / time after (> 1: after is faster); unitless.
       ci: an interval of that speedup at ``confidence`` (0.95: 95%).
-      accept: after is faster by more than ``min_gain`` (0.05: 5%), beyond the interval,
-          i.e. ``lo > 1 + min_gain``.
-      slower: after is slower by more than the minimum, beyond the interval
-          (``hi < 1 / (1 + min_gain)``).
+      accept: the whole interval says after is faster by more than ``min_gain`` (0.05: 5%).
+      slower: the whole interval says after is slower by more than that minimum.
       reject: anything else: no change of that size can be told from noise, or the pair
           may not be compared at all (then ratio and ci are None and the reasons say why).
 
@@ -573,10 +595,9 @@ def decide(before: dict, after: dict, *, min_gain: float = 0.05,
       - Not comparable means reject: ``comparable`` refuses the pair, an output check
         that is not True, a record without its first call reported apart, or fewer than
         5 raw samples.
-      - The interval treats the *round* as the unit of evidence. Samples of one round
+      - The interval treats the *round* as the unit of evidence: samples of one round
         share that round's load, so 8 rounds of 20 samples are 8 pieces of evidence, not
-        160: on a drifting machine an interval that resamples pooled samples claims
-        differences between identical programs.
+        160.
       - Every reason is a sentence computed from the numbers.
 
     How it is checked: on planted records from seeds you do not see: a clear 2x speedup
