@@ -97,6 +97,21 @@ def jit_call(fn, *args, **kwargs):
     return jax.block_until_ready(jax.jit(lambda *a: fn(*a, **kwargs))(*args))
 
 
+def lowered_mode(fn, x, **kwargs) -> str:
+    """``pallas_inspect.lowered_mode`` of fn(x, **kwargs) (off CPU, where jax cannot
+    export a compiled Triton kernel for the checker to read itself)."""
+    from coursekit.measure.pallas_inspect import lowered_mode as read
+    return read(lambda a: fn(a, **kwargs), x)
+
+
+def time_synced(fn, x, warmup: int, iters: int, **kwargs) -> list[float]:
+    """The checker's synchronised timing (``coursekit.measure.timing.time_synced``) of
+    jax.jit(fn(x, **kwargs)) here: raw samples in seconds (off CPU, as above)."""
+    from coursekit.measure.timing import time_synced as timed
+    jitted = jax.jit(lambda a: fn(a, **kwargs))
+    return [float(v) for v in timed(jitted, x, warmup=warmup, iters=iters).samples_s]
+
+
 def settle() -> bool:
     """``settle_pallas()`` here, before anything is timed or its compiles counted."""
     from coursekit.measure.pallas_inspect import settle_pallas
@@ -170,6 +185,8 @@ INSPECTORS = {
     "pallas-kernel/interpret_flags_with_mode": interpret_flags_with_mode,
     "pallas-kernel/jit_call": jit_call,
     "pallas-kernel/settle": settle,
+    "pallas-kernel/lowered_mode": lowered_mode,
+    "pallas-kernel/time_synced": time_synced,
     "pallas-kernel/sweep_probed": sweep_probed,
     "pallas-kernel/value_error_of": value_error_of,
 }
