@@ -77,6 +77,19 @@ HANG_IN_PROCESS_1 = [(TRAIN_START, """    if jax.process_index() == 1:
 """ + TRAIN_START)]
 
 
+# Imported anywhere, the file notes whether it is in the checker's process (where the
+# checker's own modules are loaded): with the learner process it never is.
+MARK_CHECKER_IMPORT = [("from __future__ import annotations\n", """from __future__ import annotations
+
+import os as _os
+import sys as _sys
+
+if "sharded_harness" in _sys.modules:  # planted: the checker's process imported this file
+    with open(_os.environ["SHARDED_IMPORT_MARK"], "a") as _mark:
+        _mark.write(f"{_os.getpid()}\\n")
+""")]
+
+
 def only(*checks: str) -> dict:
     return {"COURSE_CHECK_ONLY": ",".join(checks)}
 
@@ -102,6 +115,18 @@ def test_starter_fails_every_stage_without_crashing(tmp_path):
     assert "Traceback" not in result["stdout"]
     assert "not yet: stage 1: make_mesh" in result["stdout"]
     assert "not yet: stage 4: profile_train_step" in result["stdout"]
+
+
+@pytest.mark.slow
+def test_checker_process_never_imports_the_learner_file(tmp_path):
+    impl = plant(tmp_path, PROJECT, "mark-checker-import", MARK_CHECKER_IMPORT)
+    mark = tmp_path / "imported-in-checker"
+    checks = ("mesh_over_devices", "valid_counts_per_shard", "state_roundtrip",
+              "record_is_valid")
+    result = run_checker(PROJECT, impl, "all", tmp=tmp_path,
+                         env={**only(*checks), "SHARDED_IMPORT_MARK": str(mark)})
+    assert result["status"] == {c: "pass" for c in checks}, result["stdout"]
+    assert not mark.exists(), mark.read_text()
 
 
 @pytest.mark.slow

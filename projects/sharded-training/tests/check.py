@@ -2,8 +2,15 @@
 
     python projects/sharded-training/tests/check.py --stage 1|2|3|4|all --impl PATH [--json F]
 
-Runs on 8 fake CPU devices (set before jax is imported, in ``sharded_harness``). Every
-check computes its own reference: a single-device training step, its own gradient over
+Runs on 8 fake CPU devices (set before jax is imported, in ``sharded_harness``). The
+learner's code runs in a learner process (``coursekit.checking.bridge``; the flag is set
+in ``sharded_harness``, after the device flag, so that process inherits the 8 devices):
+this process never imports the learner's file. Meshes, shardings, placed arrays, the
+jitted step and Orbax managers stay there as handles; what the learner process reports
+about them is listed in ``SELF_REPORTED`` (``sharded_harness``) with the independent
+evidence each is checked against (the step's StableHLO analysed, compiled and run here,
+checkpoint files and traces read here, values against the checker's own reference).
+Every check computes its own reference: a single-device training step, its own gradient over
 the valid rows, its own data order, its own reading of array placement and of the
 profiler trace; inputs, seeds and valid counts come from the run's seed, which the
 learner does not see.
@@ -22,7 +29,9 @@ The checks live beside this file, one module a stage; this file only gathers the
     sharded_harness    the checker, the 8 devices, the compilation cache, tolerances
     sharded_trees      reading the learner's arrays and comparing pytrees
     sharded_reference  the checker's own data order, single-device training, inputs
-    sharded_learner    the learner's stage-1 building blocks, called and type-checked
+    sharded_learner    the learner process: kept values, inspectors, the learner's
+                       stage-1 building blocks, called and type-checked
+    sharded_program    the learner's exported StableHLO, analysed and compiled here
     stage1_placement   stage 1: mesh and placement
     stage2_weighting   stage 2: count-weighted global updates
     stage3_runs        stage 3's shared training runs, and the order they depend on
@@ -41,7 +50,8 @@ for _path in (Path(__file__).resolve().parents[3], Path(__file__).resolve().pare
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-# First, before anything imports jax: the harness sets up the 8 CPU devices.
+# First, before anything imports jax: the harness sets up the 8 CPU devices, and the
+# checker, Checker(..., learner_process=True), whose learner process inherits them.
 from sharded_harness import checker  # noqa: E402
 
 # isort: split

@@ -1,6 +1,15 @@
 """sharded-training's checker object and what every stage shares: the 8 CPU devices
-(set before jax is imported), one compilation cache for the run, and the stated
-tolerance of sharded against single-device results."""
+(set before jax is imported), one compilation cache for the run, the stated tolerance
+of sharded against single-device results, and what the learner process reports about
+itself (``SELF_REPORTED``) with what each report is cross-checked against.
+
+The learner's code runs in a learner process (the Checker's learner-process flag): it
+is started by ``Checker.run``, after ``use_cpu_devices`` below has set XLA_FLAGS in this
+process's environment, which the learner process inherits, so it sees the same 8
+devices (stage 1's mesh_over_devices asks it). The autograder's runner starts a learner
+process early (``bridge.prestart``) for a check.py that asks for one, before check.py
+has run, so without the device flag: that process is discarded here and ``Checker.run``
+starts one with the flag."""
 
 from __future__ import annotations
 
@@ -15,12 +24,56 @@ N_DEVICES = 8
 # fake-device flag only splits the CPU). An explicit JAX_PLATFORMS is respected.
 use_cpu_devices(N_DEVICES)  # before jax is imported
 
+from coursekit.checking import bridge  # noqa: E402 - imports no jax
+
+
+def _discard_prestarted() -> None:
+    """Learner processes started before the device flag see one device: stop them."""
+    for path in list(bridge._PRESTARTED):
+        early = bridge._PRESTARTED.pop(path)
+        if early.proc is not None:
+            early.proc.kill()
+        early.close()
+
+
+_discard_prestarted()
 from coursekit.checking.contract import Checker  # noqa: E402 - after the device flag
 from coursekit.workloads.jaxcache import enable_compilation_cache  # noqa: E402
 
 checker = Checker("sharded-training", {
     1: "mesh and placement", 2: "count-weighted global updates",
-    3: "fresh-process recovery", 4: "trace and timing"})
+    3: "fresh-process recovery", 4: "trace and timing"}, learner_process=True)
+
+# Answers of the inspectors (coursekit/workloads/remote_sharded_training.py) and workload
+# facts: produced in the learner process, beside the learner's code. Each is used only
+# with the independent evidence named here.
+SELF_REPORTED = {
+    "mesh_info (device ids, axis names of a mesh)": "the mesh the learner's exported step "
+        "program declares (sdy.mesh, mhlo.num_partitions), parsed here from its StableHLO "
+        "(stage 1 compiled_step_has_all_reduce); contradiction: TamperEvidence",
+    "sharding_info (spec and mesh of a NamedSharding)": "stated facts about the learner's "
+        "object only; the placement they lead to is checked through the exported program",
+    "placement (each leaf's type, devices, pieces)": "the argument shardings of the "
+        "learner's step exported as StableHLO with those arrays (parsed here) and the "
+        "device count it was lowered for; TamperEvidence when they disagree",
+    "placement shard_data (what each device holds)": "each piece must equal the value "
+        "returned as data sliced by the reported index (TamperEvidence otherwise); the "
+        "data themselves against the checker's own batch",
+    "leaves (array values returned as data)": "the checker's own single-device step, "
+        "gradient, initial state and checkpoint files read here; the program exported "
+        "by the learner process is also compiled and run here on the checker's devices",
+    "export (the step's StableHLO bytes)": "deserialised, analysed (shardings, "
+        "shard_map) and compiled here; its result on the checker's own placed inputs must "
+        "equal the learner's step result (stage 1)",
+    "device_count": "the device ids of the learner's own meshes and arrays",
+    "timing_step workload facts (calls, compiled_at, compiles)": "the trace this process "
+        "parses (one region per traced call), the wall time this process measured around "
+        "the call (calls x the checker's own median cannot exceed it by the timing "
+        "window) and the record's own counts",
+    "profile record (samples_s, first_call_s)": "their sum against the call's wall time "
+        "measured here; the median against the checker's own synchronised median",
+    "raises (the exception check_same_mesh raised)": "its message is the graded output",
+}
 
 # One compilation cache for this run: the checker and every training process it starts
 # (fresh processes compile the same programs; a hit loads them instead). Removed at exit.

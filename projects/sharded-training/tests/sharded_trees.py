@@ -1,4 +1,5 @@
-"""Reading the learner's arrays as real values, and comparing pytrees leaf by leaf."""
+"""Reading the learner's arrays as real values, comparing pytrees leaf by leaf, and
+reading the placement the learner process reports (``sharded_learner.Value``)."""
 
 from __future__ import annotations
 
@@ -34,13 +35,35 @@ def flat(tree) -> dict[str, np.ndarray]:
             for p, v in jax.tree_util.tree_leaves_with_path(tree)}
 
 
-def expect_on_mesh(tree, what: str, hint: str) -> None:
-    """Every leaf of ``tree`` on all the mesh's devices, else a failure naming the first
-    that is not (``what`` is formatted with its ``name``)."""
-    for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
-        fail_unless(devices_of(leaf) == list(range(N_DEVICES)),
-                    what.format(name=jax.tree_util.keystr(path)),
-                    yours=devices_of(leaf), expected=list(range(N_DEVICES)), hint=hint)
+def hosts(leaves: dict) -> dict[str, np.ndarray]:
+    """``{name: leaf}`` returned as data, as real numpy arrays (keys as key data)."""
+    return {k: host(v) for k, v in leaves.items()}
+
+
+def expect_on_mesh(placement: dict, what: str, hint: str) -> None:
+    """Every leaf of a reported placement on all the mesh's devices, else a failure
+    naming the first that is not (``what`` is formatted with its ``name``)."""
+    for name, where in placement.items():
+        fail_unless(where.get("is_array") and where.get("devices") == list(range(N_DEVICES)),
+                    what.format(name=name), yours=where.get("devices", where.get("type")),
+                    expected=list(range(N_DEVICES)), hint=hint)
+
+
+def piece_slices(spans) -> tuple:
+    return tuple(slice(int(a), int(b)) for a, b in spans)
+
+
+def cross_check_pieces(value) -> None:
+    """Each piece the learner process reports a device holds must be the value returned
+    as data, sliced by the reported index (``SELF_REPORTED``: placement shard_data)."""
+    from coursekit.checking.bridge import TamperEvidence
+    for name, where in value.placement.items():
+        for dev, data in (where.get("shard_data") or {}).items():
+            full = host(value.leaves[name])
+            want = full[piece_slices(where["pieces"][dev])]
+            if np.shape(data) != want.shape or not np.array_equal(np.asarray(data), want):
+                raise TamperEvidence(f"{name}: the piece reported on device {dev} is not "
+                                     "the returned array's slice at its reported index")
 
 
 def compare_trees(yours: dict, expected: dict, what: str, *, rtol=RTOL, atol=ATOL,

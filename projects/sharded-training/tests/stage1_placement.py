@@ -1,6 +1,9 @@
 """sharded-training stage 1: mesh and placement. The learner's mesh, shardings, state
-and batch placement are read back from the arrays themselves (their device sets and
-shards), and its sharded step is compared with the checker's single-device step."""
+and batch placement are described by the learner process (self-reported, see
+``SELF_REPORTED``) and cross-checked against the learner's step exported as StableHLO,
+whose declared mesh and argument shardings this process reads and which it compiles
+and runs itself on its own 8 devices; the step's values are compared with the
+checker's single-device step."""
 
 from __future__ import annotations
 
@@ -9,82 +12,108 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from sharded_harness import ATOL, N_DEVICES, RTOL, checker
-from sharded_learner import learner_mesh, learner_state, learner_training
+from sharded_learner import (
+    ALL,
+    ask,
+    call,
+    call_plain,
+    learner_fn,
+    learner_mesh,
+    learner_state,
+    learner_training,
+    place,
+    run_step,
+)
+from sharded_program import declared, exported
 from sharded_reference import ref_state, ref_train, run_config, stage_batch
-from sharded_trees import compare_trees, devices_of, expect_on_mesh, flat, host, is_key
+from sharded_trees import (
+    compare_trees,
+    cross_check_pieces,
+    expect_on_mesh,
+    flat,
+    host,
+    hosts,
+    is_key,
+)
 
+from coursekit.checking.bridge import Handle, TamperEvidence
 from coursekit.checking.contract import CheckFailed
-from coursekit.checking.learner import get_function
 from coursekit.checking.probes import random_name
 from coursekit.checking.values import fail_unless
 
 
 @checker.check(1, "mesh_over_devices")
 def _(impl, ctx):
-    mesh = learner_mesh(impl)
-    fail_unless(mesh.devices.size == N_DEVICES and tuple(mesh.axis_names) == ("data",),
+    count = ask(impl, "device_count")
+    fail_unless(count == N_DEVICES, f"the learner process sees {count} devices, not "
+                f"{N_DEVICES}", yours=count, expected=N_DEVICES,
+                hint="do not change XLA_FLAGS or JAX_PLATFORMS in your file: the checker "
+                "sets 8 CPU devices before jax is imported")
+    _, info = learner_mesh(impl)
+    fail_unless(len(info["device_ids"]) == N_DEVICES and info["axis_names"] == ["data"],
                 "make_mesh() should span every device on one axis named 'data'",
-                yours=f"{dict(mesh.shape)}", expected=f"{{'data': {N_DEVICES}}}")
+                yours=f"{info['shape']}", expected=f"{{'data': {N_DEVICES}}}")
     n = int(ctx.rng("mesh-n").choice([2, 4]))
-    small = learner_mesh(impl, n)
-    fail_unless([d.id for d in small.devices.flat] == list(range(n)),
+    _, small = learner_mesh(impl, n)
+    fail_unless(small["device_ids"] == list(range(n)),
                 f"make_mesh({n}) should use the first {n} devices",
-                yours=[d.id for d in small.devices.flat], expected=list(range(n)))
+                yours=small["device_ids"], expected=list(range(n)))
 
 
 @checker.check(1, "explicit_shardings")
 def _(impl, ctx):
-    mesh = learner_mesh(impl)
-    sh = get_function(impl, "shardings")(mesh)
+    mesh, _ = learner_mesh(impl)
+    learner_fn(impl, "shardings")
+    sh = impl.shardings(mesh)
     fail_unless(isinstance(sh, dict) and {"params", "batch"} <= set(sh),
                 "shardings must return {'params': ..., 'batch': ...}", yours=sh)
-    for name, want in (("params", P()), ("batch", P("data"))):
+    for name, want in (("params", []), ("batch", ["data"])):
         s = sh[name]
-        fail_unless(isinstance(s, NamedSharding), f"shardings()[{name!r}] must be a "
-                    "NamedSharding", yours=type(s).__name__, expected="NamedSharding",
+        info = ask(impl, "sharding_info", s) if isinstance(s, Handle) else \
+            {"is_named": False, "type": type(s).__name__}
+        fail_unless(info.get("is_named"), f"shardings()[{name!r}] must be a "
+                    "NamedSharding", yours=info.get("type"), expected="NamedSharding",
                     hint="NamedSharding(mesh, PartitionSpec(...)) says where each "
                     "dimension goes")
-        spec = tuple(x for x in s.spec)
+        spec = list(info["spec"])
         while spec and spec[-1] is None:
             spec = spec[:-1]
-        fail_unless(s.mesh.devices.size == N_DEVICES and spec == tuple(want),
-                    f"shardings()[{name!r}] has the wrong spec", yours=str(s.spec),
-                    expected=str(want), hint="params: P() (replicated); batch: "
+        fail_unless(len(info["mesh"].get("device_ids", [])) == N_DEVICES and spec == want,
+                    f"shardings()[{name!r}] has the wrong spec", yours=info["spec_text"],
+                    expected=str(P(*want)), hint="params: P() (replicated); batch: "
                     "P('data') (rows split across the mesh axis)")
 
 
 @checker.check(1, "state_replicated_batch_split")
 def _(impl, ctx):
-    mesh = learner_mesh(impl)
+    mesh, _ = learner_mesh(impl)
     config = run_config(ctx, "placement")
     state = learner_state(impl, config, mesh)
-    for path, leaf in jax.tree_util.tree_leaves_with_path(state):
-        name = jax.tree_util.keystr(path)
-        fail_unless(isinstance(leaf, jax.Array), f"state leaf {name} is not a jax.Array",
-                    yours=type(leaf).__name__, expected="jax.Array on the mesh")
-        fail_unless(devices_of(leaf) == list(range(N_DEVICES)),
+    for name, where in state.placement.items():
+        fail_unless(where["is_array"], f"state leaf {name} is not a jax.Array",
+                    yours=where["type"], expected="jax.Array on the mesh")
+        fail_unless(where["devices"] == ALL,
                     f"state leaf {name} is not on every device of the mesh",
-                    yours=devices_of(leaf), expected=list(range(N_DEVICES)),
+                    yours=where["devices"], expected=ALL,
                     hint="build the state with out_shardings=NamedSharding(mesh, P())")
-        full = host(leaf)
-        for shard in leaf.addressable_shards:
-            fail_unless(host(shard.data).shape == full.shape,
-                        f"state leaf {name} is split, not replicated", yours=
-                        f"device {shard.device.id} holds {host(shard.data).shape}",
-                        expected=f"every device holds {full.shape}")
+        full = [[0, d] for d in where["shape"]]
+        for dev, spans in where["pieces"].items():
+            fail_unless(spans == full, f"state leaf {name} is split, not replicated",
+                        yours=f"device {dev} holds {[b - a for a, b in spans]}",
+                        expected=f"every device holds {where['shape']}")
     rows = int(ctx.rng("rows").integers(3, 9)) * 2 + 1  # odd rows per device
     batch = stage_batch(ctx, "placement-batch", rows)
-    placed = get_function(impl, "place_batch")(batch, mesh)
+    placed = call(impl, "place_batch", batch, mesh, shards=True)
+    cross_check_pieces(placed)
     for key in ("x", "y", "mask"):
-        leaf = placed[key]
-        fail_unless(isinstance(leaf, jax.Array) and devices_of(leaf) ==
-                    list(range(N_DEVICES)), f"batch[{key!r}] is not spread over the mesh",
-                    yours=devices_of(leaf) if isinstance(leaf, jax.Array) else leaf,
-                    expected=list(range(N_DEVICES)))
-        for shard in leaf.addressable_shards:
-            d = shard.device.id
+        where = placed.placement.get(f"['{key}']", {"is_array": False, "type": "missing"})
+        fail_unless(where["is_array"] and where["devices"] == ALL,
+                    f"batch[{key!r}] is not spread over the mesh",
+                    yours=where.get("devices", where["type"]), expected=ALL)
+        for dev, got in where["shard_data"].items():
+            d = int(dev)
             want = batch[key][d * rows:(d + 1) * rows]
-            got = host(shard.data)
+            got = np.asarray(got)
             fail_unless(got.shape == want.shape and np.array_equal(got, want),
                         f"device {d} does not hold rows {d * rows}..{(d + 1) * rows - 1} "
                         f"of batch[{key!r}]", yours=got.shape, expected=want.shape,
@@ -93,26 +122,26 @@ def _(impl, ctx):
 
 @checker.check(1, "init_state_matches")
 def _(impl, ctx):
-    mesh = learner_mesh(impl)
+    mesh, _ = learner_mesh(impl)
     config = run_config(ctx, "init")
     state = learner_state(impl, config, mesh)
-    fail_unless(is_key(state["key"]), "state['key'] must be a typed PRNG key",
-                yours=getattr(state["key"], "dtype", type(state["key"]).__name__),
-                expected="key<fry> (jax.random.key)",
+    key = state.leaves.get("['key']")
+    fail_unless(is_key(key), "state['key'] must be a typed PRNG key",
+                yours=getattr(key, "dtype", key), expected="key<fry> (jax.random.key)",
                 hint="jax.random.key(seed), not the legacy uint32 PRNGKey")
     ref = ref_state(config)
-    compare_trees(flat(state["params"]), flat(ref["params"]), "initial params",
+    compare_trees(hosts(state.field("params")), flat(ref["params"]), "initial params",
                   rtol=1e-6, atol=1e-7, hint="params from the first half of "
                   "jax.random.split(jax.random.key(config['seed']))")
-    fail_unless(np.array_equal(host(state["key"]), host(ref["key"])),
+    fail_unless(np.array_equal(host(key), host(ref["key"])),
                 "the training key is not the second half of split(key(seed))",
-                yours=host(state["key"]), expected=host(ref["key"]))
+                yours=host(key), expected=host(ref["key"]))
     for name in ("step", "data_pos"):
-        fail_unless(host(state[name]).shape == () and int(host(state[name])) == 0 and
-                    np.issubdtype(host(state[name]).dtype, np.integer),
-                    f"state[{name!r}] must be an int32 scalar 0",
-                    yours=host(state[name]), expected=0)
-    for leaf in jax.tree.leaves(state["opt_state"]):
+        value = host(state.leaves.get(f"['{name}']"))
+        fail_unless(value.shape == () and int(value) == 0 and
+                    np.issubdtype(value.dtype, np.integer),
+                    f"state[{name!r}] must be an int32 scalar 0", yours=value, expected=0)
+    for leaf in state.field("opt_state").values():
         fail_unless(not np.any(host(leaf)), "a fresh optimizer state is all zeros",
                     yours=host(leaf), expected="zeros")
 
@@ -121,7 +150,8 @@ def checker_placement(tree) -> dict:
     out = {}
     for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
         out[jax.tree_util.keystr(path)] = {
-            "shape": list(leaf.shape), "devices": devices_of(leaf),
+            "shape": list(leaf.shape),
+            "devices": sorted(d.id for d in leaf.sharding.device_set),
             "pieces": {s.device.id: [list(sl.indices(dim)[:2])
                                      for sl, dim in zip(s.index, leaf.shape)]
                        for s in leaf.addressable_shards}}
@@ -130,24 +160,38 @@ def checker_placement(tree) -> dict:
 
 @checker.check(1, "placement_report_matches")
 def _(impl, ctx):
-    describe = get_function(impl, "describe_placement")
+    learner_fn(impl, "describe_placement")
     rng = ctx.rng("describe")
     rows = int(rng.integers(2, 7)) * 2 + 1
+    one = int(rng.integers(0, N_DEVICES))
+    values = {"replicated": np.ones((int(rng.integers(3, 9)), 5), np.float32),
+              "rows": np.ones((rows * N_DEVICES, 3), np.float32),
+              "cols_on_half": np.ones((3, 4 * rows), np.float32),
+              "one_device": np.ones((7,), np.float32), "scalar": np.int32(3)}
+    layout = {"replicated": {"devices": ALL, "spec": []},
+              "rows": {"devices": ALL, "spec": ["data"]},
+              "cols_on_half": {"devices": ALL[4:], "spec": [None, "data"]},
+              "one_device": {"device": one}, "scalar": {"devices": ALL, "spec": []}}
+    # The same tree on this process's own devices: the expected answer is read here.
     mesh = jax.make_mesh((N_DEVICES,), ("data",), devices=jax.devices())
     half = jax.make_mesh((4,), ("data",), devices=jax.devices()[4:])
     tree = {
-        "replicated": jax.device_put(np.ones((int(rng.integers(3, 9)), 5), np.float32),
-                                     NamedSharding(mesh, P())),
-        "rows": jax.device_put(np.ones((rows * N_DEVICES, 3), np.float32),
-                               NamedSharding(mesh, P("data"))),
-        "cols_on_half": jax.device_put(np.ones((3, 4 * rows), np.float32),
+        "replicated": jax.device_put(values["replicated"], NamedSharding(mesh, P())),
+        "rows": jax.device_put(values["rows"], NamedSharding(mesh, P("data"))),
+        "cols_on_half": jax.device_put(values["cols_on_half"],
                                        NamedSharding(half, P(None, "data"))),
-        "one_device": jax.device_put(np.ones((7,), np.float32),
-                                     jax.devices()[int(rng.integers(0, N_DEVICES))]),
-        "scalar": jax.device_put(np.int32(3), NamedSharding(mesh, P())),
+        "one_device": jax.device_put(values["one_device"], jax.devices()[one]),
+        "scalar": jax.device_put(values["scalar"], NamedSharding(mesh, P())),
     }
-    yours = describe(tree)
     expected = checker_placement(tree)
+    there = place(impl, values, layout)
+    for name, want in expected.items():  # the tree there is the one asked for
+        got = there.placement.get(name, {})
+        pieces = {int(d): spans for d, spans in got.get("pieces", {}).items()}
+        if got.get("devices") != want["devices"] or pieces != want["pieces"]:
+            raise TamperEvidence(f"the learner process did not place {name} as the "
+                                 "checker asked")
+    yours = call_plain(impl, "describe_placement", there.kept)
     fail_unless(isinstance(yours, dict) and sorted(yours) == sorted(expected),
                 "describe_placement must have one entry per array, keyed by "
                 "jax.tree_util.keystr(path)", yours=sorted(yours) if isinstance(yours, dict)
@@ -173,16 +217,12 @@ def _(impl, ctx):
 @checker.check(1, "step_matches_single_device")
 def _(impl, ctx):
     mesh, config, state, step = learner_training(impl, ctx, "step1")
-    place = get_function(impl, "place_batch")
     n_steps = int(ctx.rng("nsteps").integers(3, 6))
     rows = int(ctx.rng("rows1").integers(3, 9)) * 2 + 1
     batches = [stage_batch(ctx, f"step1-batch{i}", rows) for i in range(n_steps)]
     losses = []
     for b in batches:
-        out = step(state, place(b, mesh))
-        fail_unless(isinstance(out, tuple) and len(out) == 2,
-                    "the step must return (new_state, loss)", yours=type(out).__name__)
-        state, loss = out
+        state, loss = run_step(impl, step, state, call(impl, "place_batch", b, mesh))
         losses.append(float(host(loss)))
     ref, ref_losses = ref_train(config, n_steps, batches)
     hint = ("loss = classifier.loss(params, x + noise * normal(sub, x.shape), y, mask) "
@@ -190,59 +230,121 @@ def _(impl, ctx):
     fail_unless(np.allclose(losses, ref_losses, rtol=RTOL, atol=ATOL),
                 f"losses over {n_steps} steps differ from one device's",
                 yours=np.array(losses), expected=np.array(ref_losses), hint=hint)
-    compare_trees(flat(state["params"]), flat(ref["params"]),
+    compare_trees(hosts(state.field("params")), flat(ref["params"]),
                   f"params after {n_steps} steps on {N_DEVICES} devices vs 1 device",
                   hint=hint)
-    fail_unless(np.array_equal(host(state["key"]), host(ref["key"])),
+    fail_unless(np.array_equal(host(state.leaves["['key']"]), host(ref["key"])),
                 "the key after the steps is not split(key)[0] once per step",
-                yours=host(state["key"]), expected=host(ref["key"]))
+                yours=host(state.leaves["['key']"]), expected=host(ref["key"]))
     for name in ("step", "data_pos"):
-        fail_unless(int(host(state[name])) == n_steps, f"state[{name!r}] must count steps",
-                    yours=int(host(state[name])), expected=n_steps)
-    expect_on_mesh(state, "after the step, {name} left the mesh",
+        value = int(host(state.leaves[f"['{name}']"]))
+        fail_unless(value == n_steps, f"state[{name!r}] must count steps",
+                    yours=value, expected=n_steps)
+    expect_on_mesh(state.placement, "after the step, {name} left the mesh",
                    "keep the state replicated on the mesh (no device_get, no "
                    "single-device arrays inside the step)")
 
 
+def reported_split(where: dict) -> bool | None:
+    """From a reported placement on every device: True when rows are split across the
+    devices, False when every device holds the whole leaf, None otherwise."""
+    if not where.get("is_array") or where.get("devices") != ALL:
+        return None
+    full = [[0, d] for d in where["shape"]]
+    spans = list(where["pieces"].values())
+    if all(s == full for s in spans):
+        return False
+    if where["shape"] and all(s[1:] == full[1:] for s in spans) and \
+            sorted(tuple(s[0]) for s in spans) == [
+                (i * where["shape"][0] // N_DEVICES, (i + 1) * where["shape"][0] // N_DEVICES)
+                for i in range(N_DEVICES)]:
+        return True
+    return None
+
+
 @checker.check(1, "compiled_step_has_all_reduce")
 def _(impl, ctx):
-    mesh, _, state, step = learner_training(impl, ctx, "hlo")
-    batch = get_function(impl, "place_batch")(stage_batch(ctx, "hlo-batch", 5), mesh)
-    fail_unless(hasattr(step, "lower"), "make_train_step must return the jax.jit object",
-                yours=type(step).__name__, expected="a jitted function (has .lower)",
+    mesh, info = learner_mesh(impl)
+    _, _, state, step = learner_training(impl, ctx, "hlo")
+    batch = call(impl, "place_batch", stage_batch(ctx, "hlo-batch", 5), mesh)
+    desc = ask(impl, "export", step, state.kept, batch.kept)
+    fail_unless(desc["has_lower"], "make_train_step must return the jax.jit object",
+                yours="no .lower", expected="a jitted function (has .lower)",
                 hint="return jax.jit(step)")
-    text = step.lower(state, batch).compile().as_text()
-    fail_unless("all-reduce" in text, "the compiled step has no all-reduce: the "
-                "gradient is not summed across the devices that hold the rows",
-                yours="no all-reduce in compiled HLO", expected="an all-reduce",
+    # The learner's arrays, in the order the program takes them, as this process's own
+    # arrays: placed the way the program declares, once its declaration is checked
+    # against what the learner process reported.
+    names = [("state", k) for k in state.leaves] + [("batch", k) for k in batch.leaves]
+    values = list(state.leaves.values()) + list(batch.leaves.values())
+    wheres = [state.placement[k] if side == "state" else batch.placement[k]
+              for side, k in names]
+    exp = exported(desc, values)
+    text = exp.mlir_module()
+    program = declared(text)
+    # A contradiction here is a failure, not tamper evidence: an honest step can re-shard
+    # (jit in_shardings) or run on arrays placed on another mesh than make_mesh's.
+    fail_unless(program["mesh"] == info["shape"] and program["partitions"] == N_DEVICES,
+                "your step does not run on the mesh make_mesh returns",
+                yours=f"the exported step declares mesh {program['mesh']}, "
+                f"{program['partitions']} partitions",
+                expected=f"mesh {info['shape']}, {N_DEVICES} partitions",
+                hint="init_state and place_batch put everything on the mesh they are given")
+    check_mesh = jax.make_mesh((N_DEVICES,), ("data",), devices=jax.devices(),
+                               axis_types=(jax.sharding.AxisType.Auto,))
+    for module_i, flat_i in enumerate(exp.module_kept_var_idx):
+        axes = program["args"].get(module_i, [])
+        split = bool(axes) and axes[0] == ["data"]
+        said = reported_split(wheres[flat_i])
+        side, name = names[flat_i]
+        fail_unless(said is None or said == split, f"{side} leaf {name} is "
+                    f"{'split' if said else 'replicated'}, but your exported step declares "
+                    f"it {'split' if split else 'replicated'}", yours=axes,
+                    expected="the placement the array has", hint="do not re-shard "
+                    "inside the step (no in_shardings or sharding constraints that differ "
+                    "from P() for the state and P('data') for the batch)")
+    shardings = [P() for _ in values]
+    for module_i, flat_i in enumerate(exp.module_kept_var_idx):
+        axes = program["args"].get(module_i, [])
+        if axes and axes[0] == ["data"] and not any(axes[1:]):
+            shardings[flat_i] = P("data")
+    args = [jax.device_put(v, NamedSharding(check_mesh, s)) for v, s in zip(values, shardings)]
+    compiled = jax.jit(exp.call).lower(*args).compile()
+    fail_unless("all-reduce" in compiled.as_text(), "the compiled step has no all-reduce: "
+                "the gradient is not summed across the devices that hold the rows",
+                yours="no all-reduce in the HLO compiled here from your exported step",
+                expected="an all-reduce",
                 hint="params replicated (P()), batch split (P('data')), loss over the "
                 "global batch: XLA then adds the all-reduce itself")
+    mine = host(compiled(*args)[-1])
+    _, theirs = run_step(impl, step, state, batch)
+    if not np.allclose(mine, host(theirs), rtol=1e-5, atol=1e-6):
+        raise TamperEvidence(f"the exported step computes the loss {float(mine):.6g} here, "
+                             f"but the step returned {float(host(theirs)):.6g}")
 
 
 @checker.check(1, "mixed_meshes_reported")
 def _(impl, ctx):
-    check = get_function(impl, "check_same_mesh")
-    mesh = learner_mesh(impl)
-    rep, rows = NamedSharding(mesh, P()), NamedSharding(mesh, P("data"))
-    good = {"w": jax.device_put(np.ones((3, 3), np.float32), rep),
-            "x": jax.device_put(np.ones((16, 2), np.float32), rows)}
-    result = check(good, mesh)
-    fail_unless(result is None, "check_same_mesh raised or returned something on arrays "
-                "that all live on the mesh", yours=result, expected=None)
+    check = learner_fn(impl, "check_same_mesh")
+    mesh, _ = learner_mesh(impl)
     rng = ctx.rng("mixed")
+    w, x = np.ones((3, 3), np.float32), np.ones((16, 2), np.float32)
+    rep, rows = {"devices": ALL, "spec": []}, {"devices": ALL, "spec": ["data"]}
+    good = place(impl, {"w": w, "x": x}, {"w": rep, "x": rows})
+    result = ask(impl, "raises", check, good.kept, mesh)
+    fail_unless(not result["raised"] and result["returned"] == "NoneType",
+                "check_same_mesh raised or returned something on arrays that all live on "
+                "the mesh", yours=result.get("message", result.get("returned")),
+                expected=None)
     dev = int(rng.integers(0, N_DEVICES))
-    half = jax.make_mesh((4,), ("data",), devices=jax.devices()[:4])
     name_a = random_name(rng, "feat_", 5, "abcdefgh")
-    cases = [({"w": good["w"], name_a: jax.device_put(np.ones(4, np.float32),
-                                                       jax.devices()[dev])}, name_a),
-             ({"params": {"w1": jax.device_put(np.ones((4, 2), np.float32),
-                                               NamedSharding(half, P()))},
-               "x": good["x"]}, "w1")]
+    cases = [(place(impl, {"w": w, name_a: np.ones(4, np.float32)},
+                    {"w": rep, name_a: {"device": dev}}), name_a),
+             (place(impl, {"params": {"w1": np.ones((4, 2), np.float32)}, "x": x},
+                    {"params": {"devices": ALL[:4], "spec": []}, "x": rows}), "w1")]
     for tree, culprit in cases:
-        try:
-            check(tree, mesh)
-        except ValueError as err:
-            text = str(err)
+        result = ask(impl, "raises", check, tree.kept, mesh)
+        if result["raised"]:
+            text = result["message"]
             fail_unless(culprit in text and "mesh" in text.lower(),
                         "the message must name the array that is elsewhere and the mesh",
                         yours=text[:200], expected=f"a message naming {culprit!r} and "

@@ -3,7 +3,10 @@ gradient is compared with one device's gradient over the valid rows only, with e
 unequal and empty shards; a wrong answer is diagnosed by what its numbers match (the mean
 of per-shard means, the gradient of each shard's mean under check_vma with or without a
 pmean, a psum after grad, one shard's part alone), replaying the learner on unequal counts
-where equal ones cannot tell two causes apart.
+where equal ones cannot tell two causes apart. The learner's code runs in the learner
+process, on the checker's mesh and placement built there from the checker's data; the
+gradients come back as data. Whether it uses shard_map is read here from its program
+(exported as StableHLO): per-shard code is a manual computation.
 
 Measured on 8 CPU devices (JAX 0.12), params replicated, check_vma on: grad of each
 shard's *mean* loss is 8.0x the true gradient (grad's transpose of a replicated input sums
@@ -18,14 +21,13 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
 from sharded_harness import ATOL, N_DEVICES, RTOL, checker
+from sharded_learner import ALL, ask, call, checker_mesh_there, learner_fn, place
+from sharded_program import exported, manual_computation
 from sharded_reference import random_mask, ref_init_params, stage_batch
 from sharded_trees import flat, host
 
 from coursekit.checking.contract import CheckFailed
-from coursekit.checking.learner import get_function
 from coursekit.checking.values import fail_unless
 from coursekit.workloads import classifier
 
@@ -49,8 +51,12 @@ def mean_of_means(params, batch) -> dict:
 
 
 def vec(tree) -> np.ndarray:
+    """A gradient as one vector: a checker-side tree, or leaves {name: array} returned
+    as data (the same names, the same order)."""
+    leaves = tree if isinstance(tree, dict) and all(k.startswith("[") for k in tree) \
+        and not any(isinstance(v, dict) for v in tree.values()) else flat(tree)
     return np.concatenate([np.ravel(host(v)).astype(np.float64)
-                           for _, v in sorted(flat(tree).items())])
+                           for _, v in sorted(leaves.items())])
 
 
 def shard_parts(params, batch) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -135,25 +141,26 @@ def diagnose(got: np.ndarray, ref: np.ndarray, mom: np.ndarray | None, parts=Non
             "over the valid rows")
 
 
-def checker_mesh():
-    """Stage 2 uses the checker's own mesh and placement, so it does not depend on
-    stage 1's functions."""
-    return jax.make_mesh((N_DEVICES,), ("data",), devices=jax.devices(),
-                         axis_types=(jax.sharding.AxisType.Auto,))
+ROWS = {"devices": ALL, "spec": ["data"]}
+REPLICATED = {"devices": ALL, "spec": []}
 
 
-def place_rows(batch: dict, mesh) -> dict:
-    return {k: jax.device_put(v, NamedSharding(mesh, P("data"))) for k, v in batch.items()}
+def checker_mesh(impl):
+    """Stage 2 uses the checker's own mesh and placement (built in the learner process
+    from the checker's data), so it does not depend on stage 1's functions."""
+    return checker_mesh_there(impl)
 
 
-def learner_grads(global_grads, mesh, params, batch):
-    """The learner's (loss, grads) on the checker's placement."""
-    placed = place_rows(batch, mesh)
-    params_on_mesh = jax.device_put(params, NamedSharding(mesh, P()))
-    out = global_grads(params_on_mesh, placed, mesh)
-    fail_unless(isinstance(out, tuple) and len(out) == 2, "global_grads must return "
-                "(loss, grads)", yours=type(out).__name__)
-    return out
+def learner_grads(impl, mesh, params, batch) -> tuple:
+    """The learner's (loss, grads {name: array}) on the checker's placement."""
+    placed = place(impl, batch, ROWS)
+    params_on_mesh = place(impl, params, REPLICATED)
+    out = call(impl, "global_grads", params_on_mesh, placed, mesh)
+    fail_unless(out.type == "tuple" and out.length == 2, "global_grads must return "
+                "(loss, grads)", yours=out.type)
+    loss = out.leaves.get("[0]")
+    grads = {k[3:]: v for k, v in out.leaves.items() if k.startswith("[1]")}
+    return loss, grads
 
 
 def unequal_counts(rng, rows: int) -> list[int]:
@@ -163,14 +170,14 @@ def unequal_counts(rng, rows: int) -> list[int]:
 
 
 def check_global_grads(impl, ctx, salt: str, counts, what: str) -> None:
-    global_grads = get_function(impl, "global_grads")
-    mesh = checker_mesh()
+    learner_fn(impl, "global_grads")
+    mesh = checker_mesh(impl)
     rng = ctx.rng(salt)
     rows = int(rng.integers(5, 12)) * 2 + 1
     counts = [min(c, rows) for c in counts]
     batch = stage_batch(ctx, salt + "-batch", rows, counts)
     params = ref_init_params(jax.random.key(int(rng.integers(0, 2**30))))
-    loss, grads = learner_grads(global_grads, mesh, params, batch)
+    loss, grads = learner_grads(impl, mesh, params, batch)
     ref_loss, ref = ref_grads(params, batch)
     got, want = vec(grads), vec(ref)
     mom = vec(mean_of_means(params, batch)) if min(counts) > 0 else None
@@ -178,7 +185,7 @@ def check_global_grads(impl, ctx, salt: str, counts, what: str) -> None:
     if not ok:
         def replay_unequal():
             other = stage_batch(ctx, salt + "-diagnose", rows, unequal_counts(rng, rows))
-            _, g = learner_grads(global_grads, mesh, params, other)
+            _, g = learner_grads(impl, mesh, params, other)
             return vec(g), vec(ref_grads(params, other)[1]), vec(mean_of_means(params, other))
 
         hint = diagnose(got, want, mom, parts=lambda: shard_parts(params, batch),
@@ -195,14 +202,16 @@ def check_global_grads(impl, ctx, salt: str, counts, what: str) -> None:
 
 @checker.check(2, "valid_counts_per_shard")
 def _(impl, ctx):
-    counted = get_function(impl, "shard_valid_counts")
-    mesh = checker_mesh()
+    learner_fn(impl, "shard_valid_counts")
+    mesh = checker_mesh(impl)
     rng = ctx.rng("counts")
     rows = int(rng.integers(4, 10)) * 2 + 1
     counts = rng.integers(0, rows + 1, N_DEVICES)
     mask = random_mask(rng, rows, counts)
-    placed = jax.device_put(mask, NamedSharding(mesh, P("data")))
-    got = np.asarray(host(counted(placed, mesh))).astype(np.int64)
+    placed = place(impl, mask, ROWS)
+    got = np.asarray(host(call(impl, "shard_valid_counts", placed, mesh).leaves.get("",
+                                                                                 None)))
+    got = got.astype(np.int64)
     fail_unless(got.shape == (N_DEVICES,) and np.array_equal(got, counts),
                 "valid rows per shard differ", yours=got, expected=np.asarray(counts),
                 hint="inside shard_map each device sums its own piece of the mask; "
@@ -211,13 +220,16 @@ def _(impl, ctx):
 
 @checker.check(2, "uses_shard_map")
 def _(impl, ctx):
-    global_grads = get_function(impl, "global_grads")
-    mesh = checker_mesh()
-    batch = place_rows(stage_batch(ctx, "jaxpr", 3), mesh)
-    params = jax.device_put(ref_init_params(jax.random.key(1)), NamedSharding(mesh, P()))
-    text = str(jax.make_jaxpr(lambda p, b: global_grads(p, b, mesh))(params, batch))
-    fail_unless("shard_map" in text, "global_grads does not use jax.shard_map",
-                yours="no shard_map in its jaxpr", expected="a shard_map",
+    fn = learner_fn(impl, "global_grads")
+    mesh = checker_mesh(impl)
+    data = stage_batch(ctx, "jaxpr", 3)
+    params = ref_init_params(jax.random.key(1))
+    desc = ask(impl, "export", fn, place(impl, params, REPLICATED).kept,
+               place(impl, data, ROWS).kept, extra=(mesh,))
+    text = exported(desc, jax.tree.leaves((params, data))).mlir_module()
+    fail_unless(manual_computation(text), "global_grads does not use jax.shard_map",
+                yours="no per-shard (manual) computation in its exported program",
+                expected="a shard_map",
                 hint="this stage is about writing the per-shard code yourself: "
                 "jax.shard_map(f, mesh=mesh, in_specs=..., out_specs=...)")
 

@@ -1,16 +1,23 @@
-"""sharded-training stage 3: fresh-process recovery. A checkpoint round trip in this
-process, then the shared driver runs of ``stage3_runs`` (uninterrupted, SIGKILLed
-mid-save and resumed, resumed on 4 devices, two processes), each compared with the
-uninterrupted run: bitwise on the same mesh, within tolerance across meshes. Checks are
-registered in the dependency order that ``stage3_runs`` explains."""
+"""sharded-training stage 3: fresh-process recovery. A checkpoint round trip in the
+learner process (the Orbax manager stays there as a handle; this process reads the
+checkpoint folder and the saved state itself, with Orbax, and compares it with the state
+the learner returned as data), then the shared driver runs of ``stage3_runs``
+(uninterrupted, SIGKILLed mid-save and resumed, resumed on 4 devices, two processes),
+each compared with the uninterrupted run: bitwise on the same mesh, within tolerance
+across meshes. The driver processes import the learner's file themselves (each is its
+own process, never this one) and write their final state to files this process reads.
+Checks are registered in the dependency order that ``stage3_runs`` explains."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 from sharded_harness import ATOL, N_DEVICES, RTOL, checker
-from sharded_learner import learner_state, learner_training
+from sharded_learner import ask, call, learner_fn, learner_state, learner_training, run_step
 from sharded_reference import ref_batch, ref_data, ref_train
-from sharded_trees import compare_trees, expect_on_mesh, flat, is_key
+from sharded_trees import compare_trees, expect_on_mesh, flat, hosts, is_key
 from stage3_runs import (
     driver_run,
     killed_mid_run,
@@ -21,7 +28,6 @@ from stage3_runs import (
 )
 
 from coursekit.checking.contract import CheckFailed
-from coursekit.checking.learner import get_function
 from coursekit.checking.values import fail_unless
 from coursekit.workloads import procgroup, trainruns
 
@@ -37,6 +43,26 @@ def check_resumed(report: dict, restored: int | None, what: str) -> None:
                 "start from the restored state (step, key, data_pos and all)")
 
 
+def normalised(name: str) -> str:
+    """A leaf name without its container syntax (``['opt_state'][0].trace['b1']`` and
+    ``['opt_state'][0]['trace']['b1']`` are both ``opt_state/0/trace/b1``)."""
+    return "/".join(re.findall(r"\w+", name))
+
+
+def checkpoint_on_disk(folder: Path) -> dict:
+    """The checkpoint in ``folder`` (one step's), read by this process with Orbax, as
+    {normalised leaf name: numpy array} (typed keys as key data)."""
+    import orbax.checkpoint as ocp
+    try:
+        restored = ocp.StandardCheckpointer().restore((folder / "default").resolve())
+    except Exception as err:  # noqa: BLE001 - an unreadable checkpoint is named
+        raise CheckFailed(f"the checkpoint in {folder.name} cannot be read with "
+                          f"Orbax: {type(err).__name__}: {str(err)[:200]}",
+                          hint="save with manager.save(step, args=ocp.args.StandardSave("
+                          "state))") from None
+    return {normalised(k): v for k, v in flat(restored).items()}
+
+
 @checker.check(3, "state_roundtrip")
 def _(impl, ctx):
     import orbax.checkpoint  # noqa: F401 - imported here so stages 1, 2, 4 skip it
@@ -44,31 +70,39 @@ def _(impl, ctx):
     mesh, config, state, step = learner_training(impl, ctx, "roundtrip")
     n = int(ctx.rng("roundtrip-n").integers(2, 5))
     data = ref_data(config)
-    place = get_function(impl, "place_batch")
     for i in range(n):
-        state, _ = step(state, place(ref_batch(data, config, i), mesh))
+        state, _ = run_step(impl, step, state,
+                            call(impl, "place_batch", ref_batch(data, config, i), mesh))
     directory = ctx.subdir("roundtrip") / "ckpt"
-    make_manager = get_function(impl, "make_checkpoint_manager")
-    manager = make_manager(str(directory), 3)
-    empty = get_function(impl, "restore_latest")(manager, state)
-    fail_unless(empty is None, "restore_latest on an empty folder must return None",
-                yours=type(empty).__name__, expected=None)
-    get_function(impl, "save_state")(manager, state)
-    manager.wait_until_finished()
-    manager.close()
+    for name in ("make_checkpoint_manager", "restore_latest", "save_state"):
+        learner_fn(impl, name)
+    manager = impl.make_checkpoint_manager(str(directory), 3)
+    empty = call(impl, "restore_latest", manager, state)
+    fail_unless(empty.type == "NoneType", "restore_latest on an empty folder must return "
+                "None", yours=empty.type, expected=None)
+    call(impl, "save_state", manager, state)
+    ask(impl, "manager_finish", manager)
     fail_unless(n in trainruns.finalized_steps(directory), f"no finished checkpoint of step {n} in "
                 "the folder", yours=sorted(p.name for p in directory.iterdir()),
                 expected=[str(n)], hint="save as step int(state['step']); a save that "
                 "returned may still be running: wait_until_finished")
+    want = hosts(state.leaves)
+    on_disk = checkpoint_on_disk(directory / str(n))
+    saved = {normalised(k): v for k, v in want.items()}
+    for field in ("params", "step", "data_pos", "key"):
+        got = {k: v for k, v in on_disk.items() if k.split("/")[0] == field}
+        exp = {k: v for k, v in saved.items() if k.split("/")[0] == field}
+        compare_trees(got, exp, f"the checkpoint on disk: {field}", bitwise=True,
+                      hint="save the whole state, as it is, at its own step")
     fresh = learner_state(impl, config, mesh)
-    manager = make_manager(str(directory), 3)
+    manager = impl.make_checkpoint_manager(str(directory), 3)
     try:
-        restored = get_function(impl, "restore_latest")(manager, fresh)
+        restored = call(impl, "restore_latest", manager, fresh)
     finally:
-        manager.close()
-    fail_unless(isinstance(restored, dict), "restore_latest must return the state dict",
-                yours=type(restored).__name__, expected="dict")
-    want = flat(state)
+        ask(impl, "manager_close", manager)
+    fail_unless(restored.type == "dict", "restore_latest must return the state dict",
+                yours=restored.type, expected="dict")
+    got_all = hosts(restored.leaves)
     for field, hint in (("key", "save and restore the typed PRNG key itself; a key "
                          "re-made from the seed repeats the noise of the first steps"),
                         ("data_pos", "restore the data position: starting the data order "
@@ -76,16 +110,16 @@ def _(impl, ctx):
                         ("step", "restore the step counter"),
                         ("opt_state", "the optimizer's momentum is part of the state"),
                         ("params", "restore the parameters")):
-        fail_unless(field in restored, f"the restored state has no {field!r}",
-                    yours=sorted(restored), expected=field, hint=hint)
+        fail_unless(field in (restored.keys or []), f"the restored state has no {field!r}",
+                    yours=restored.keys, expected=field, hint=hint)
         if field == "key":
-            fail_unless(is_key(restored["key"]), "the restored key is not a typed key",
-                        yours=getattr(restored["key"], "dtype", None),
-                        expected="key<fry>", hint=hint)
-        got = {k: v for k, v in flat(restored).items() if k.startswith(f"['{field}']")}
+            key = restored.leaves.get("['key']")
+            fail_unless(is_key(key), "the restored key is not a typed key",
+                        yours=getattr(key, "dtype", None), expected="key<fry>", hint=hint)
+        got = {k: v for k, v in got_all.items() if k.startswith(f"['{field}']")}
         exp = {k: v for k, v in want.items() if k.startswith(f"['{field}']")}
         compare_trees(got, exp, f"restored {field}", bitwise=True, hint=hint)
-    expect_on_mesh(restored, "restored {name} is not on the mesh",
+    expect_on_mesh(restored.placement, "restored {name} is not on the mesh",
                    "restore onto `like`'s shardings: ShapeDtypeStruct(shape, dtype, "
                    "sharding=leaf.sharding)")
 

@@ -1,7 +1,11 @@
 """sharded-training stage 4: trace and timing. The learner profiles a fresh jitted
-data-parallel step the checker hands it (wrapped to count calls and compiles); the
-record, the samples, the trace and the refusal of a wrong output are each checked
-against the checker's own count, synchronised timing and trace parse."""
+data-parallel step the checker hands it by name (``Workload("sharded-training/
+timing_step")``: the learner process builds it from the same source this process times,
+wrapped to count calls and compiles), on a state and batch placed there from the
+checker's data; the record, the samples, the trace and the refusal of a wrong output are
+each checked against the checker's own count, synchronised timing and trace parse. The
+call and compile counts are self-reported (``SELF_REPORTED``): the trace this process
+parses and the wall time it measured around the call bound them."""
 
 from __future__ import annotations
 
@@ -14,15 +18,16 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from sharded_harness import N_DEVICES, checker
+from sharded_learner import ask, call_plain
 from sharded_reference import blobs, ref_step_fn
 
-from coursekit.checking.learner import get_function
-from coursekit.checking.probes import CallCounter, region_name, samples_of, within_ratio
+from coursekit.checking.bridge import TamperEvidence, Workload
+from coursekit.checking.probes import region_name, samples_of, within_ratio
 from coursekit.checking.values import fail_unless
 from coursekit.measure import traces
 from coursekit.measure.timing import time_synced
 from coursekit.provenance.records import read_run_record, validate_run_record
-from coursekit.workloads import classifier
+from coursekit.workloads import classifier, remote_sharded_training
 
 # The learner's synced median vs the checker's, either way. An unsynchronised timer reads
 # this step 20-50x too fast; load on a shared 2-core machine moves medians by up to ~3x.
@@ -30,8 +35,10 @@ TIME_RATIO_WINDOW = 6.0
 
 
 def timing_workload(ctx):
-    """A fresh jitted data-parallel step (never called yet), its state and batch on the
-    mesh, and its correct loss. Wide enough that a step takes milliseconds."""
+    """The step (this process's copy of the workload), its state and batch on this
+    process's mesh, its correct loss (one device, the checker's own reference step), and
+    the data to build the same state and batch in the learner process. Wide enough that
+    a step takes milliseconds."""
     rng = ctx.rng("timing")
     mesh = jax.make_mesh((N_DEVICES,), ("data",), devices=jax.devices(),
                          axis_types=(jax.sharding.AxisType.Auto,))
@@ -42,42 +49,74 @@ def timing_workload(ctx):
     params = jax.jit(classifier.init_params, static_argnames="hidden")(
         jax.random.key(int(rng.integers(0, 2**30))), hidden=hidden)
     config = {"lr": 0.05, "momentum": 0.9, "noise": 0.1}
-    step = ref_step_fn(config)
+    key = jax.random.key(int(rng.integers(0, 2**30)))
     rep, split = NamedSharding(mesh, P()), NamedSharding(mesh, P("data"))
     state = jax.device_put({"params": params, "momentum": jax.tree.map(jnp.zeros_like,
                                                                        params),
-                            "key": jax.random.key(int(rng.integers(0, 2**30)))}, rep)
+                            "key": key}, rep)
     batch = {k: jax.device_put(np.asarray(v), split) for k, v in
              (("x", x), ("y", y), ("mask", mask))}
-
-    def fn(state, batch):
-        params, momentum, key, loss = step(state["params"], state["momentum"], state["key"],
-                                           batch["x"], batch["y"], batch["mask"])
-        return {"params": params, "momentum": momentum, "key": key}, loss
-
+    fn = remote_sharded_training.timing_step(**config)
     loss = float(ref_step_fn(config)(*jax.device_put(
-        (params, jax.tree.map(jnp.zeros_like, params), state["key"], x, y, mask),
+        (params, jax.tree.map(jnp.zeros_like, params), key, x, y, mask),
         jax.devices()[0]))[3])
-    return fn, state, batch, loss
+    return fn, state, batch, loss, {"config": config, "data": (params, key, x, y, mask)}
+
+
+def inputs_there(impl, spec: dict) -> dict:
+    """The same state and batch, placed in the learner process (handles)."""
+    return ask(impl, "timing_inputs", *spec["data"])
+
+
+def cross_check_profile(impl, ctx, facts: dict, record: dict, what: str) -> None:
+    """The learner process's self-reported counts and times against the wall time this
+    process measured around the call (``SELF_REPORTED``)."""
+    wall = impl.__bridge__.last_wall_s
+    samples = record.get("samples_s") if isinstance(record.get("samples_s"), list) else []
+    timed = sum(v for v in [record.get("first_call_s"), *samples]
+                if type(v) in (int, float) and np.isfinite(v))
+    if timed > wall * 1.01 + 1e-3:
+        raise TamperEvidence(f"{what}: the reported times add up to {timed:.4g} s, but the "
+                             f"whole call took {wall:.4g} s")
+    calls, compiled_at = facts.get("calls"), facts.get("compiled_at")
+    if type(calls) is not int or not isinstance(compiled_at, list) or \
+            not all(type(c) is int and 0 <= c < max(calls, 1) for c in compiled_at):
+        raise TamperEvidence(f"{what}: the learner process reported counts that are not "
+                             f"counts: {facts!r}"[:300])
+    needed = (calls - 1) * reference_median(ctx) / TIME_RATIO_WINDOW
+    if needed > wall:
+        raise TamperEvidence(f"{what}: the learner process reported {calls} calls of a "
+                             f"step that takes {reference_median(ctx):.3g} s here, but the "
+                             f"whole call took {wall:.3g} s")
+
+
+def reference_median(ctx) -> float:
+    """The checker's own synchronised median of the step, on its own 8 devices."""
+    def measure():
+        fn, state, batch, _, _ = timing_workload(ctx)
+        return time_synced(fn, state, batch, warmup=2, iters=7).median_s
+    return ctx.once("reference-median", measure)
 
 
 def learner_record(impl, ctx) -> tuple[dict, dict, dict]:
     """The learner's run record of the timing workload (profiled once per run), the
     calls and compiles counted around the step it was handed, and the arguments."""
     def profile_once():
-        profile = get_function(impl, "profile_train_step")
-        fn, state, batch, loss = timing_workload(ctx)
-        counter = CallCounter(jax.jit(fn))
+        fn, state, batch, loss, spec = timing_workload(ctx)
+        there = inputs_there(impl, spec)
+        counter = Workload("sharded-training/timing_step", **spec["config"])
         rng = ctx.rng("profile-args")
         args = {"region": region_name(rng),
                 "warmup": int(rng.integers(1, 4)), "iters": int(rng.integers(6, 10)),
                 "trace_steps": int(rng.integers(2, 4))}
         logdir = ctx.subdir("profile")
-        record = profile(counter, state, batch, str(logdir), expected_loss=loss, **args)
+        record = call_plain(impl, "profile_train_step", counter, there["state"],
+                            there["batch"], str(logdir), expected_loss=loss, **args)
         fail_unless(isinstance(record, dict), "profile_train_step must return a dict",
                     yours=type(record).__name__, expected="a run record dict")
-        return record, counter.report(), dict(args, logdir=logdir, fn=fn, state=state,
-                                              batch=batch, loss=loss)
+        cross_check_profile(impl, ctx, counter.facts, record, "profile_train_step")
+        return record, counter.facts, dict(args, logdir=logdir, fn=fn, state=state,
+                                           batch=batch, loss=loss, spec=spec, there=there)
     return ctx.once("record", profile_once)
 
 
@@ -123,9 +162,8 @@ def _(impl, ctx):
 def _(impl, ctx):
     record, _, args = learner_record(impl, ctx)
     samples = samples_of(record, "profile_train_step", args["iters"])
-    reference = time_synced(jax.jit(args["fn"]), args["state"], args["batch"], warmup=2,
-                            iters=7).median_s
-    within_ratio(float(np.median(samples)), reference, TIME_RATIO_WINDOW, "your median",
+    within_ratio(float(np.median(samples)), reference_median(ctx), TIME_RATIO_WINDOW,
+                 "your median",
                  "jax.block_until_ready(out) inside every timed boundary: the step returns "
                  "before the devices finish")
 
@@ -151,12 +189,13 @@ def _(impl, ctx):
 
 @checker.check(4, "wrong_output_refused")
 def _(impl, ctx):
-    profile = get_function(impl, "profile_train_step")
     _, _, args = learner_record(impl, ctx)
     wrong = args["loss"] * 1.01 + 0.01
-    record = profile(jax.jit(args["fn"]), args["state"], args["batch"],
-                     str(ctx.subdir("profile-wrong")), region="wrong", warmup=1, iters=3,
-                     trace_steps=1, expected_loss=wrong)
+    record = call_plain(impl, "profile_train_step",
+                        Workload("sharded-training/timing_step", **args["spec"]["config"]),
+                        args["there"]["state"], args["there"]["batch"],
+                        str(ctx.subdir("profile-wrong")), region="wrong", warmup=1, iters=3,
+                        trace_steps=1, expected_loss=wrong)
     fail_unless(isinstance(record, dict) and record.get("output_ok") is False,
                 "a wrong loss was not caught before timing",
                 yours=record.get("output_ok") if isinstance(record, dict) else record,
