@@ -112,6 +112,14 @@ def time_synced(fn, x, warmup: int, iters: int, **kwargs) -> list[float]:
     return [float(v) for v in timed(jitted, x, warmup=warmup, iters=iters).samples_s]
 
 
+def call_with_dtype(fn, dtype_name: str, *args):
+    """``fn(jnp.<dtype_name>, *args)``: the learner's function given a dtype (which
+    cannot cross the bridge as data), as the contract's callers give it."""
+    if dtype_name not in ("float32", "bfloat16"):
+        raise ValueError(f"no dtype {dtype_name!r} here")
+    return fn(getattr(jnp, dtype_name), *args)
+
+
 def settle() -> bool:
     """``settle_pallas()`` here, before anything is timed or its compiles counted."""
     from coursekit.measure.pallas_inspect import settle_pallas
@@ -185,6 +193,7 @@ INSPECTORS = {
     "pallas-kernel/interpret_flags_with_mode": interpret_flags_with_mode,
     "pallas-kernel/jit_call": jit_call,
     "pallas-kernel/settle": settle,
+    "pallas-kernel/call_with_dtype": call_with_dtype,
     "pallas-kernel/lowered_mode": lowered_mode,
     "pallas-kernel/time_synced": time_synced,
     "pallas-kernel/sweep_probed": sweep_probed,
