@@ -110,8 +110,6 @@ PLANTED = {
          "        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_majflt\n"),
         ("resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0",
          "resource.getrusage(resource.RUSAGE_SELF).ru_majflt - f0")]),
-    "bandwidth_unsynchronised": (2, "peak_flops_and_bandwidth_measured", [
-        ("        out = jax.block_until_ready(f(x))\n", "        out = f(x)\n")]),
     "cache_keeps_instruction_cache": (2, "cache_sizes_read", [
         ('        if kind == "Instruction":\n            continue\n', "")]),
     "cache_sizes_in_kib": (2, "cache_sizes_read", [
@@ -147,8 +145,6 @@ PLANTED = {
     "grads_drop_the_policy": (3, "grads_equal_before_timing", [
         ("jax.value_and_grad(block_loss)(params, x, policy)",
          "jax.value_and_grad(block_loss)(params, x)")]),
-    "residuals_count_elements": (3, "remat_saves_residuals_and_temp", [
-        (RESIDUAL_SUM, "leaf.size for leaf in jax.tree.leaves(pullback)")]),
     "residuals_assume_float32": (3, "remat_saves_residuals_and_temp", [
         (RESIDUAL_SUM, "leaf.size * 4 for leaf in jax.tree.leaves(pullback)")]),
     "residuals_drop_the_policy": (3, "remat_saves_residuals_and_temp", [
@@ -164,8 +160,21 @@ PLANTED = {
     "temp_drops_the_policy": (3, "remat_saves_residuals_and_temp", [
         ("fn = jax.jit(lambda p, v: jax.value_and_grad(loss)(p, v, policy))",
          "fn = jax.jit(lambda p, v: jax.value_and_grad(loss)(p, v))")]),
-    "peak_one_fresh_process": (3, "peak_memory_from_fresh_process", [
-        ('repeats=repeats)["run"]', 'repeats=1)["run"]')]),
+    # repeats in the learner's own process: its high-water mark holds everything before
+    "peak_measured_in_this_process": (3, "peak_memory_from_fresh_process", [
+        ('    got = peak_memory.fresh_process_peaks({"run": (factory, kwargs)}, '
+         'repeats=repeats)["run"]\n',
+         "    import os\n"
+         "    fn, args = _peak_call(**kwargs)\n"
+         "    compiled = jax.jit(fn).lower(*args).compile()\n"
+         "    jax.block_until_ready(compiled(*args))\n"
+         '    status = Path("/proc/self/status").read_text()\n'
+         '    hwm = int(status.split("VmHWM:")[1].split()[0]) * 1024\n'
+         "    plan = compiled.memory_analysis()\n"
+         '    got = {"run_peak_bytes": [hwm] * repeats, "vmhwm_bytes": [hwm] * repeats,\n'
+         '           "pids": [os.getpid()] * repeats, "device_peak_bytes": None,\n'
+         "           **{f: int(getattr(plan, f, 0) or 0) for f in peak_memory.MEMORY_FIELDS}}\n"
+         )]),
     # -- stage 4 ---------------------------------------------------------------------
     "amdahl_linear_in_share": (4, "amdahl_small_share", [
         ("    return 1.0 / ((1.0 - share) + share / kernel_speedup)\n",

@@ -834,8 +834,13 @@ def _(impl, ctx):
                         f"gradients with policy={policy} differ from the checker's",
                         yours=got, expected=np.asarray(want),
                         hint="remat must change memory, never the numbers")
-    # equal numbers say nothing about remat: the program loss_and_grads runs (the one the
-    # peak-memory stage measures) must hold one checkpoint region per block
+        if policy is None:  # the output is shaped right: its program can be read
+            remat_in_loss_and_grads(loss_and_grads, params, x)
+
+
+def remat_in_loss_and_grads(loss_and_grads, params, x) -> None:
+    """Equal numbers say nothing about remat: the program ``loss_and_grads`` runs (the one
+    the peak-memory check measures) must hold one checkpoint region per block."""
     program = loss_and_grads.export(params, x, policy="nothing_saveable",
                                     out_example=(0.0, params))
     regions = checkpoint_regions(program)
@@ -869,6 +874,14 @@ def _(impl, ctx):
     saved = get_function(impl, "saved_residual_bytes")
     temp = get_function(impl, "compiler_temp_bytes")
     params, x, _ = remat_workload(ctx)
+    # bytes, not float32 elements: the same model in bfloat16 keeps half the bytes
+    half = jax.tree.map(lambda a: a.astype(jnp.bfloat16), (params, x))
+    expected = residual_bytes(reference_loss, *half)
+    yours = saved(*half, None)
+    fail_unless(as_float(yours, "saved bytes") == expected,
+                "saved residual bytes of the bfloat16 model differ from the checker's",
+                yours=yours, expected=expected,
+                hint="size x the leaf's own dtype.itemsize (2 bytes for bfloat16)")
     for policy in (None, "nothing_saveable"):
         # the residuals of a correctly rematerialised block loss (remat_really_applied
         # shows, from the learner's own program, that theirs is one)
@@ -881,14 +894,6 @@ def _(impl, ctx):
                     "(a pytree), skipping the arguments themselves (kept anyway)")
     fail_unless(saved(params, x, "nothing_saveable") < saved(params, x, None),
                 "remat did not reduce saved residuals", hint="wrap each block")
-    # bytes, not float32 elements: the same model in bfloat16 keeps half the bytes
-    half = jax.tree.map(lambda a: a.astype(jnp.bfloat16), (params, x))
-    expected = residual_bytes(reference_loss, *half)
-    yours = saved(*half, None)
-    fail_unless(as_float(yours, "saved bytes") == expected,
-                "saved residual bytes of the bfloat16 model differ from the checker's",
-                yours=yours, expected=expected,
-                hint="size x the leaf's own dtype.itemsize (2 bytes for bfloat16)")
     compiled = {}
     for policy in (None, "nothing_saveable"):
         fn = jax.jit(learner_program(impl, ctx, policy).call)  # compiled here
@@ -909,28 +914,11 @@ def _(impl, ctx):
     temp = get_function(impl, "compiler_temp_bytes")
     saved = get_function(impl, "saved_residual_bytes")
     params, x, _ = remat_workload(ctx)
-    yours = {}
-    for policy in (None, *POLICIES):
-        want = temp_of(lambda p, v: jax.value_and_grad(reference_loss)(p, v, policy),  # noqa: B023
-                       params, x)
-        yours[policy] = as_float(temp(params, x, policy), "temp bytes")
-        fail_unless(yours[policy] == want, f"blocks: compiler temp bytes with policy={policy} "
-                    "differ from the checker's compile of the same model",
-                    yours=yours[policy], expected=want,
-                    hint="memory_analysis().temp_size_in_bytes of jax.jit(value_and_grad(...))")
-    # Only nothing_saveable < None is a property of remat itself: how dots_saveable and
-    # everything_saveable compare with None depends on the sizes the seed draws (the
-    # reference failed a full ordering on one seed), and every policy's value is already
-    # compared exactly with the checker's own compile above.
-    order = ("nothing_saveable", "dots_saveable", None, "everything_saveable")
-    fail_unless(yours["nothing_saveable"] < yours[None],
-                "blocks: remat with nothing_saveable does not plan less temporary memory",
-                yours={str(k): yours[k] for k in order}, expected="nothing_saveable < None")
     # the tanh chain: each layer's input is kept either way, so remat saves nothing
     ws, v = tanh_workload(ctx)
     tanh = get_function(impl, "tanh_chain_loss")
     temps = {}
-    for policy in (None, "nothing_saveable", "everything_saveable"):
+    for policy in (None, "everything_saveable", "nothing_saveable"):
         program = tanh.export(ws, v, policy=policy, transform="value_and_grad",
                               out_example=(0.0, ws))
         loss, grads = jax.jit(program.call)(ws, v)
@@ -960,6 +948,23 @@ def _(impl, ctx):
                 "the tanh chain's compiled plan should save nothing with remat",
                 yours={str(k): v for k, v in temps.items()},
                 expected="nothing_saveable within 1% of None, or above it")
+    yours = {}
+    for policy in (None, *POLICIES):
+        want = temp_of(lambda p, v: jax.value_and_grad(reference_loss)(p, v, policy),  # noqa: B023
+                       params, x)
+        yours[policy] = as_float(temp(params, x, policy), "temp bytes")
+        fail_unless(yours[policy] == want, f"blocks: compiler temp bytes with policy={policy} "
+                    "differ from the checker's compile of the same model",
+                    yours=yours[policy], expected=want,
+                    hint="memory_analysis().temp_size_in_bytes of jax.jit(value_and_grad(...))")
+    # Only nothing_saveable < None is a property of remat itself: how dots_saveable and
+    # everything_saveable compare with None depends on the sizes the seed draws (the
+    # reference failed a full ordering on one seed), and every policy's value is already
+    # compared exactly with the checker's own compile above.
+    order = ("nothing_saveable", "dots_saveable", None, "everything_saveable")
+    fail_unless(yours["nothing_saveable"] < yours[None],
+                "blocks: remat with nothing_saveable does not plan less temporary memory",
+                yours={str(k): yours[k] for k in order}, expected="nothing_saveable < None")
 
 
 PEAK_KEYS = ("run_peak_bytes", "vmhwm_bytes", "pids", "device_peak_bytes",
