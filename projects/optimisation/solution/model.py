@@ -277,9 +277,9 @@ def predict_crossover(config: dict, small: int, large: int, threshold: float,
     the model that each version's call time is a fixed cost per call plus a cost per
     example. Returns None when the modelled gain never falls to ``threshold``.
 
-    Checked: at the README's threshold and at a higher one drawn from the checker's own
-    sweep, within the README's margin (4x) of the crossover that sweep measures, and the
-    higher threshold is predicted at the smaller batch size."""
+    Checked: at two thresholds drawn from the checker's own sweep (its measured crossovers
+    about 8x apart), each within the README's margin (4x) of the crossover that sweep
+    measures, and the higher threshold predicted at the smaller batch size."""
     ### BEGIN SOLUTION stage 3: predict_crossover
     fit = {}
     for b in (small, large):

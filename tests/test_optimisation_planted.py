@@ -1,0 +1,132 @@
+"""optimisation's checker against three or more realistic bugs per learner-facing function
+(with tests/test_optimisation.py's PLANTED), all checked by one checker process, each
+planted file in its own learner process (tests/planted_batch.py).
+
+Each bug is what a learner who half-understands writes: a trace of the compiling call, of
+two calls, or with the Python tracer on; a breakdown by time overlap across threads or
+divided by the phases' total; evidence by count, nested calls counted twice, a region
+matched by prefix; a sweep that ignores the batch size, times without sync or inverts the
+gain; a crossover read off the wrong side, interpolated linearly or missing the
+below-at-once case; a prediction through the origin, without sync or for a hard-coded
+threshold; records in milliseconds or of the wrong arrays. Each fails the check aimed at
+it, by verdict."""
+
+from __future__ import annotations
+
+import pytest
+from planted_batch import PlantedBatch
+
+_WARM = ('    jax.block_until_ready(slow_step.train_slow(problem["params"], *args, '
+         'problem["lr"]))\n    options = jax.profiler.ProfileOptions()\n'
+         '    options.python_tracer_level = 0\n'
+         '    with jax.profiler.trace(logdir, profiler_options=options):\n')
+_PHASE_LOOP = ("        for child in ev.children:\n            if child.name in phase_us:\n"
+               "                phase_us[child.name] += child.dur\n")
+_PAIR = ("    fit = {}\n    for b in (small, large):\n"
+         "        sweep = gain_sweep(config, [b], rounds=3, seed=seed)\n"
+         '        fit[b] = (statistics.median(sweep["slow_s"][0]), '
+         'statistics.median(sweep["fast_s"][0]))\n')
+
+PLANTED = {
+    # trace_slow ------------------------------------------------------------------------
+    "trace_of_the_compiling_call": (1, "learner_trace_agrees_with_sync_timing", [
+        (_WARM, _WARM.split("\n", 1)[1])]),
+    "trace_holds_the_warmup_too": (1, "learner_trace_agrees_with_sync_timing", [
+        (_WARM, _WARM.split("\n", 1)[1] + "    " + _WARM.split("\n", 1)[0] + "\n")]),
+    "trace_with_python_tracer": (1, "learner_trace_agrees_with_sync_timing", [
+        ("    options.python_tracer_level = 0\n    with jax.profiler.trace(logdir,",
+         "    with jax.profiler.trace(logdir,")]),
+    # step_breakdown --------------------------------------------------------------------
+    "breakdown_by_overlap_across_threads": (1, "breakdown_matches_checker_parse", [
+        (_PHASE_LOOP,
+         "        for other in traces.walk(forest):\n"
+         "            if (other.name in phase_us and other.ts >= ev.ts\n"
+         "                    and other.end <= ev.end):\n"
+         "                phase_us[other.name] += other.dur\n")]),
+    "shares_of_the_phases_total": (1, "breakdown_matches_checker_parse", [
+        ('"shares": {p: (v / step_us if step_us else 0.0) for p, v in phase_us.items()}}',
+         '"shares": {p: v / sum(phase_us.values()) for p, v in phase_us.items()}}')]),
+    "step_matched_by_prefix": (1, "breakdown_matches_checker_parse", [
+        ("    found = [ev for ev in traces.walk(forest) if ev.name == step_region]\n"
+         "    phase_us",
+         "    found = [ev for ev in traces.walk(forest) if ev.name.startswith(step_region)]\n"
+         "    phase_us")]),
+    # limiting_operation ----------------------------------------------------------------
+    "evidence_by_count": (1, "limiting_operation_named", [
+        ("name = max(totals, key=lambda n: totals[n][1])",
+         "name = max(totals, key=lambda n: totals[n][0])")]),
+    "evidence_counts_nested_calls": (1, "limiting_operation_named", [
+        ("            for grandchild in child.children:\n",
+         "            for grandchild in traces.walk(child.children):\n")]),
+    "evidence_steps_by_prefix": (1, "limiting_operation_named", [
+        ("if ev.name == step_region):", "if ev.name.startswith(step_region)):")]),
+    "amdahl_of_the_share_itself": (1, "limiting_operation_named", [
+        ("else 1.0 / (1.0 - share)", "else 1.0 / share")]),
+    # gain_sweep (and its helper _measure_pair) -----------------------------------------
+    "sweep_ignores_the_batch_size": (3, "sweep_matches_checker", [
+        ("_measure_pair(slow_step.make_problem(dict(config, batch=int(b)),\n"
+         "                                                              seed), rounds)",
+         "_measure_pair(slow_step.make_problem(config, seed), rounds)")]),
+    "sweep_timed_without_sync": (3, "sweep_matches_checker", [
+        ("            samples.append(_timed(fn))\n",
+         "            start = time.perf_counter()\n            fn()\n"
+         "            samples.append(time.perf_counter() - start)\n")]),
+    "sweep_gain_inverted": (3, "sweep_matches_checker", [
+        ('out["gains"].append(statistics.median(slow_s) / statistics.median(fast_s))',
+         'out["gains"].append(statistics.median(fast_s) / statistics.median(slow_s))')]),
+    # crossover -------------------------------------------------------------------------
+    "crossover_from_the_wrong_side": (3, "crossover_interpolation", [
+        ("f = (math.log(g0) - math.log(threshold)) / (math.log(g0) - math.log(g1))",
+         "f = (math.log(threshold) - math.log(g1)) / (math.log(g0) - math.log(g1))")]),
+    "crossover_linear_not_log": (3, "crossover_interpolation", [
+        ("            f = (math.log(g0) - math.log(threshold)) / (math.log(g0) - math.log(g1))\n"
+         "            return float(math.exp(math.log(b0) + f * (math.log(b1) - math.log(b0))))\n",
+         "            return float(b0 + (g0 - threshold) / (g0 - g1) * (b1 - b0))\n")]),
+    "crossover_misses_below_at_once": (3, "crossover_interpolation", [
+        ("    if gains[0] < threshold:\n        return float(batch_sizes[0])\n", "")]),
+    # predict_crossover -----------------------------------------------------------------
+    "prediction_through_the_origin": (3, "prediction_near_measured_crossover", [
+        ("    base_s, base_f = s0 - slope_s * small, f0 - slope_f * small\n",
+         "    slope_s, slope_f = s1 / large, f1 / large\n    base_s, base_f = 0.0, 0.0\n")]),
+    "prediction_timed_without_sync": (3, "prediction_near_measured_crossover", [
+        (_PAIR,
+         "    fit = {}\n    problem_of = slow_step.make_problem\n    for b in (small, large):\n"
+         "        problem = problem_of(dict(config, batch=int(b)), seed)\n"
+         '        args = (problem["tokens"], problem["targets"])\n'
+         "        times = []\n"
+         "        for fn in (slow_step.train_slow, train_fast):\n"
+         '            jax.block_until_ready(fn(slow_step.fresh_copy(problem["params"]), '
+         '*args, problem["lr"]))\n'
+         "            samples = []\n"
+         "            for i in range(3):\n"
+         '                params = slow_step.fresh_copy(problem["params"])\n'
+         "                start = time.perf_counter()\n"
+         '                fn(params, *args, problem["lr"] * (1 + 0.01 * i))\n'
+         "                samples.append(time.perf_counter() - start)\n"
+         "            times.append(statistics.median(samples))\n"
+         "        fit[b] = tuple(times)\n")]),
+    "prediction_for_a_fixed_threshold": (3, "prediction_near_measured_crossover", [
+        ("    denominator = threshold * slope_f - slope_s\n",
+         "    threshold = 4.0\n    denominator = threshold * slope_f - slope_s\n")]),
+    # write_run_records -----------------------------------------------------------------
+    "records_in_milliseconds": (4, "records_agree_with_checker", [
+        ("            return out, time.perf_counter() - start\n",
+         "            return out, (time.perf_counter() - start) * 1e3\n")]),
+    "records_time_the_parameters": (4, "records_valid_for_decide", [
+        ('                  "shapes": [list(a.shape) for a in args],\n'
+         '                  "dtypes": [str(a.dtype) for a in args],',
+         '                  "shapes": [list(a.shape) for a in problem["params"].values()],\n'
+         '                  "dtypes": [str(a.dtype) for a in problem["params"].values()],')]),
+}
+
+BATCH = PlantedBatch("optimisation", PLANTED)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    return BATCH.run(tmp_path_factory.mktemp("planted"))
+
+
+@pytest.mark.parametrize("bug", BATCH.names)
+def test_planted(bug, planted):
+    BATCH.assert_fails_only(bug, planted)
