@@ -328,3 +328,11 @@ def test_too_little_training_fails_the_accuracy_check(tmp_path):
     assert failing(result) == {"workload_accuracy_vs_reference"}, result["stdout"]
     assert "trails the checker's own training" in result["stdout"]
     assert "untrained params score" in result["stdout"]
+
+
+def test_a_crash_in_learner_code_is_named_with_file_line_and_function(tmp_path):
+    result = run_bug(tmp_path, "mse-crash", [(MSE, "return {}['no such key']")], "1",
+                     only="mse_matches_float64_reference")
+    assert result["status"]["mse_matches_float64_reference"] == "error", result["stdout"]
+    assert "foundations-mse-crash.py, line" in result["stdout"], result["stdout"]
+    assert "in mse: KeyError" in result["stdout"], result["stdout"]
