@@ -223,6 +223,32 @@ def test_checker_process_never_imports_the_learner_file(tmp_path):
         assert not argv0.endswith("check.py"), (pid, argv0)
 
 
+FAKE_SITES = """
+import coursekit.measure.pallas_inspect as _pallas_inspect
+
+
+def _fake_inspect(fn, *args):
+    return {"sites": [_pallas_inspect.PallasSite((1,), [(8, 128), (8, 128)], True,
+                                                 {"exp", "reduce_max", "reduce_sum"})],
+            "outside": set()}
+
+
+_pallas_inspect.inspect_pallas = _fake_inspect
+"""
+
+
+def test_a_faked_inspector_answer_is_tamper_evidence(tmp_path):
+    """A jnp softmax in disguise that also replaces pallas_inspect in the learner process,
+    so the inspector reports a kernel: the exported program, read by the checker, has no
+    grid loop, and the contradiction is named as tamper evidence."""
+    impl = plant(tmp_path, PROJECT, "fake_sites", PLANTED["jnp_in_disguise"][2])
+    impl.write_text(impl.read_text() + FAKE_SITES)
+    result = run_checker(PROJECT, impl, "2", tmp=tmp_path, only="kernel_is_a_pallas_call")
+    assert result["returncode"] == 1, result["stdout"]
+    assert result["status"]["kernel_is_a_pallas_call"] == "error", result["stdout"]
+    assert "tamper-evidence: " in result["stdout"] and "no grid loop" in result["stdout"]
+
+
 def test_bad_input_gets_a_named_error():
     import jax.numpy as jnp
 
