@@ -63,11 +63,11 @@ SELF_REPORTED = {
                               "element with this process's float64 softmax",
     "pallas-kernel/sites (count of pallas_calls, outside/inside primitives)":
         "the exported StableHLO read here: an interpreted pallas_call is a grid loop "
-        "(stablehlo.while), so a program with reported sites but no loop, or a loop but "
-        "no reported site, is a contradiction; its values run here against float64",
+        "(stablehlo.while), so reported interpreted sites in a program without a loop "
+        "are a contradiction; the exported program run here against float64",
     "pallas-kernel/sites (grid, block shapes)": "the shape arithmetic (ceil(rows / "
         "block_rows), block_cols(cols)), the exported program's grid loop bound and its "
-        "block and padded-array tensor shapes, run_softmax's declared grid and block_rows",
+        "block tensor shapes, run_softmax's declared grid and block_rows",
     "pallas-kernel/sites (block indices)": "program i -> block (i, 0) from the shape "
         "arithmetic; on an interpreted kernel the exported program computes the right "
         "values here (a wrong map gives wrong rows)",
