@@ -594,6 +594,20 @@ def workload_data(ctx):
     return k_train, x, y
 
 
+def workload_case(ctx) -> dict:
+    _, x, y = workload_data(ctx)
+    n_train, kwargs = WORKLOAD_SIZES["n_train"], workload_kwargs(ctx)
+    return {"x": np.asarray(x[:n_train]), "y": np.asarray(y[:n_train]),
+            "classes": classifier.CLASSES, "steps": kwargs["steps"],
+            "batch": kwargs["batch"], "lr": kwargs["lr"]}
+
+
+def workload_replay(ctx) -> dict:
+    """The checker's own training of the workload (once per run)."""
+    return ctx.once("workload-replay",
+                    lambda: replay_train(workload_data(ctx)[0], workload_case(ctx)))
+
+
 @checker.check(3, "workload_rerun_in_fresh_process_is_bitwise_equal")
 def _(impl, ctx):
     seed = workload_seed(ctx)
@@ -611,11 +625,8 @@ def _(impl, ctx):
     """The params are what training on the first n_train rows with k_train gives."""
     out = workload_run(impl, ctx)
     k_train, x, y = workload_data(ctx)
-    n_train, kwargs = WORKLOAD_SIZES["n_train"], workload_kwargs(ctx)
-    case = {"x": np.asarray(x[:n_train]), "y": np.asarray(y[:n_train]),
-            "classes": classifier.CLASSES, "steps": kwargs["steps"],
-            "batch": kwargs["batch"], "lr": kwargs["lr"]}
-    ref = replay_train(k_train, case)
+    n_train, case = WORKLOAD_SIZES["n_train"], workload_case(ctx)
+    ref = workload_replay(ctx)
     yours = params_vector(classifier_params(out["params"], ref,
                                             "reference_workload(...)['params']"))
 
@@ -651,11 +662,7 @@ def _(impl, ctx):
                     f"{field} is not the accuracy of your params on {where}",
                     yours=reported, expected=measured[field],
                     hint=f"evaluate your trained params on {where}; return a float")
-    kwargs = workload_kwargs(ctx)
-    case = {"x": np.asarray(x[:n_train]), "y": np.asarray(y[:n_train]),
-            "classes": classifier.CLASSES, "steps": kwargs["steps"],
-            "batch": kwargs["batch"], "lr": kwargs["lr"]}
-    ref = {k: jnp.asarray(v, jnp.float32) for k, v in replay_train(k_train, case).items()}
+    ref = {k: jnp.asarray(v, jnp.float32) for k, v in workload_replay(ctx).items()}
     ref_accuracy = float(classifier.accuracy(ref, x[n_train:], y[n_train:]))
     # The data are not trivially separable (classifier.LABEL_NOISE, overlapping clusters),
     # so too little training shows here: name where an untrained model stands.
