@@ -4,10 +4,12 @@
 
 The workload is ``coursekit.workloads.slow_step``; the checker builds its reference from
 it and never imports the learner's file: the learner's functions run in a learner
-process (``learner_process=True``) and answer with data, and every timing the checker
-decides on is taken by its own clock around a fresh process that runs both versions
-interleaved (``speed_driver.py``), each block's stamps bounded by the checker's own
-readings of the same monotonic clock. Sizes and seeds are drawn from the run's seed.
+process (``learner_process=True``) and answer with data. Every figure the learner
+reports is compared with the checker's own: its parse of the same trace, its
+recomputation, its synchronised timing of ``train_slow`` in this process, or its
+measurement of both versions interleaved in a fresh process (``speed_driver.py``), each
+block's stamps bounded by the checker's own readings of the same monotonic clock.
+Sizes and seeds are drawn from the run's seed.
 
 Windows and factors, from what the bottlenecks cost on this CPU (README, "Numbers"):
 a dispatch-bound Python loop with a recompile per call runs 10-30x slower than the
