@@ -31,3 +31,42 @@ def busy_core():
     yield
     spinner.kill()
     spinner.wait()
+
+
+# The instructor's own work, handed in once per session and graded by the real grader with
+# full isolation: every project's solution as its starter (every stage of every project)
+# and two solution notebooks (00, which logs to MLflow, plus the cheap 01). Shared by
+# test_autograder_batch (every reference stage passes in the sandbox) and
+# test_autograder_notebooks (the solution notebooks get full marks): one grader run, its
+# two workers kept busy, instead of two.
+REFERENCE_NOTEBOOKS = ("00_foundations.ipynb", "01_async_timing.ipynb")
+
+
+@pytest.fixture(scope="session")
+def graded_reference(tmp_path_factory):
+    from coursekit.facts import ROOT
+    sys.path.insert(0, str(ROOT))
+    from autograder.gradebook import Gradebook
+
+    tmp = tmp_path_factory.mktemp("graded-reference")
+    ref, out = tmp / "subs" / "reference", tmp / "out"
+    (ref / "notebooks").mkdir(parents=True)
+    for name in REFERENCE_NOTEBOOKS:
+        shutil.copy(ROOT / "notebooks" / name, ref / "notebooks" / name)
+    projects = sorted(p.parent.parent.name for p in ROOT.glob("projects/*/tests/check.py"))
+    for name in projects:
+        shutil.copytree(ROOT / "projects" / name / "solution",
+                        ref / "projects" / name / "starter",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    stages = ",".join(["projects", *(f"notebooks/{n}" for n in REFERENCE_NOTEBOOKS)])
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp / "subs"),
+                           "--out", str(out), "--stages", stages, "--workers", "2",
+                           "--timeout", "900", "--quiet"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=1800, env=env, check=False)
+    book = Gradebook.in_dir(out) if out.exists() else None
+    latest = book.latest() if book else {}
+    if book:
+        book.close()
+    return {"projects": projects, "notebooks": [f"notebooks/{n}" for n in REFERENCE_NOTEBOOKS],
+            "done": done, "latest": latest, "out": out}
