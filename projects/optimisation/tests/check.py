@@ -63,7 +63,11 @@ GAIN_THRESHOLD = 4.0
 SWEEP_STEPS = 4
 SWEEP_SIZES = (24, 192, 1536)
 SWEEP_ROUNDS = 3
-GAIN_WINDOW = 3.0      # learner's gain vs the checker's, per size (an unsynced timer: 20x+)
+# The learner's medians and gain vs the checker's, per size: fast calls of a few ms at the
+# small sizes are where a loaded scheduler's delays show (at load 17-26, medians of 3 moved
+# 3.7x between processes at batch ~160); an unsynced timer is 20x+ off, and fails
+# FAST_GROWTH first.
+GAIN_WINDOW = 5.0
 CROSSOVER_MARGIN = 4.0  # predicted vs measured crossover batch size (the grid steps by 8x)
 # The sweep's largest batch does about 64x the arithmetic of its smallest; train_fast's
 # median call grew 17x-130x across it here at load 17 (fixed costs and load spikes weigh
@@ -625,17 +629,17 @@ def _(impl, ctx):
                 "your fix's gain does not shrink with the batch size in the checker's sweep",
                 yours=[round(g, 2) for g in mine["gains"]], expected="falling gains",
                 hint="stage 2 must pass first")
-    for b, g, want, (slow, fast), my_slow, my_fast in zip(
-            sizes, got["gains"], mine["gains"], raw, mine["slow_s"], mine["fast_s"]):
-        for version, yours, theirs in (("train_slow", slow, my_slow),
-                                       ("train_fast", fast, my_fast)):
-            ratio = yours / theirs
-            fail_unless(1 / GAIN_WINDOW <= ratio <= GAIN_WINDOW,
-                        f"batch {b}: your median {version} call takes {ratio:.3g}x the "
-                        "checker's own measurement of it", yours=f"{yours * 1e3:.4g} ms",
-                        expected=f"about {theirs * 1e3:.4g} ms (within {GAIN_WINDOW:g}x)",
-                        hint="time each call at this batch size in seconds, synchronised "
-                        "inside its timed boundary, compile apart, new lr per call")
+    for b, g, want, (slow, _), my_slow in zip(sizes, got["gains"], mine["gains"], raw,
+                                              mine["slow_s"]):
+        # train_slow's calls (tens of ms and up) are the steady figure; train_fast's enter
+        # through the gain (its few-ms calls are what the load moves most).
+        ratio = slow / my_slow
+        fail_unless(1 / GAIN_WINDOW <= ratio <= GAIN_WINDOW,
+                    f"batch {b}: your median train_slow call takes {ratio:.3g}x the "
+                    "checker's own measurement of it", yours=f"{slow * 1e3:.4g} ms",
+                    expected=f"about {my_slow * 1e3:.4g} ms (within {GAIN_WINDOW:g}x)",
+                    hint="time each call at this batch size in seconds, synchronised "
+                    "inside its timed boundary, compile apart, new lr per call")
         ratio = float(g) / want
         fail_unless(1 / GAIN_WINDOW <= ratio <= GAIN_WINDOW,
                     f"batch {b}: your gain is {ratio:.3g}x the checker's measurement",
@@ -652,45 +656,65 @@ def prediction_ok(predicted, measured, largest: float) -> bool:
         predicted, "prediction") / measured <= CROSSOVER_MARGIN
 
 
+def model_point(mine: dict, sizes: list[int]) -> tuple[float, float] | None:
+    """The checker's own cost model from its sweep's end sizes (per version, call time =
+    fixed + per_example * batch through the two medians): a batch a quarter of the way
+    from the smallest to the largest size in log, and the model's gain there. None when
+    the model has no positive fast time there or its gain there is outside the measured
+    gains."""
+    small, large = sizes[0], sizes[-1]
+    fit = []
+    for key in ("slow_s", "fast_s"):
+        t0, t1 = mine[key][0], mine[key][-1]
+        slope = (t1 - t0) / (large - small)
+        fit.append((t0 - slope * small, slope))
+    batch = float(small ** 0.75 * large ** 0.25)
+    (base_s, slope_s), (base_f, slope_f) = fit
+    fast = base_f + slope_f * batch
+    if fast <= 0:
+        return None
+    gain = (base_s + slope_s * batch) / fast
+    return (batch, gain) if mine["gains"][-1] < gain < mine["gains"][0] else None
+
+
 @checker.check(3, "prediction_near_measured_crossover")
 def _(impl, ctx):
-    """At two thresholds drawn from the checker's own sweep: the geometric means of its
-    neighbouring gains, so that its measured crossovers lie mid-interval in log-log, one
-    between the two smaller sizes and one between the two larger, a grid step (about 8x)
-    apart. Each prediction must be within the margin of its measured crossover, and the
-    higher threshold must be predicted at the smaller batch: a prediction that ignores
-    the threshold (or the measurements) fails one of them."""
+    """At the README's threshold, near the crossover the checker's sweep measures; and at
+    a higher threshold, the gain the checker's own two-point model (from its sweep's end
+    sizes) gives a quarter of the way from the smallest size to the largest, near that
+    batch: a prediction that ignores the threshold, or the measurements, misses it."""
     sizes = sweep_sizes(ctx)
     mine = checker_sweep(ctx)
-    gains = mine["gains"]
-    shown = f"gains {[round(g, 2) for g in gains]} at batch sizes {sizes}"
-    if all(g0 > g1 for g0, g1 in zip(gains, gains[1:])):
-        thresholds = [float(np.sqrt(g0 * g1)) for g0, g1 in zip(gains, gains[1:])]
-    else:   # noise broke the order in the middle: the README's threshold alone
-        thresholds = [GAIN_THRESHOLD]
-    predictions = []
-    for threshold in thresholds:
-        predicted = impl.predict_crossover(sweep_config(ctx), sizes[0], sizes[-1],
-                                           threshold, ctx.seed + 4)
-        measured = reference_crossover(sizes, gains, threshold)
-        if measured is None:
-            expected = f"None or beyond {sizes[-1] / CROSSOVER_MARGIN:.0f} ({shown})"
-        else:
-            expected = f"{measured:.0f} within {CROSSOVER_MARGIN:g}x ({shown})"
-        fail_unless(prediction_ok(predicted, measured, sizes[-1]),
-                    f"the predicted batch size where the gain falls below {threshold:.3g}x "
-                    "is far from the checker's measured one", yours=predicted,
-                    expected=expected, hint="fit time = overhead + per_example * batch for "
-                    "each version from the two end sizes, then solve slow / fast = threshold")
-        predictions.append(predicted)
-    if len(predictions) == 2:
-        higher, lower = predictions
-        fail_unless(lower is None or float(higher) < float(lower),
-                    f"a higher threshold ({thresholds[0]:.3g}x against {thresholds[1]:.3g}x) "
-                    "must be reached at a smaller batch size",
-                    yours={f"{t:.3g}x": v for t, v in zip(thresholds, predictions)},
-                    expected="a smaller prediction for the higher threshold",
-                    hint="the prediction comes from the measurements and the threshold given")
+    shown = f"gains {[round(g, 2) for g in mine['gains']]} at batch sizes {sizes}"
+    predicted = impl.predict_crossover(sweep_config(ctx), sizes[0], sizes[-1],
+                                       GAIN_THRESHOLD, ctx.seed + 4)
+    measured = mine["crossover"]
+    if measured is None:
+        expected = f"None or beyond {sizes[-1] / CROSSOVER_MARGIN:.0f} ({shown})"
+    else:
+        expected = f"{measured:.0f} within {CROSSOVER_MARGIN:g}x ({shown})"
+    fail_unless(prediction_ok(predicted, measured, sizes[-1]),
+                f"the predicted batch size where the gain falls below {GAIN_THRESHOLD:g}x is "
+                "far from the checker's measured one", yours=predicted, expected=expected,
+                hint="fit time = overhead + per_example * batch for each version from the "
+                "two end sizes, then solve slow / fast = threshold")
+    point = model_point(mine, sizes)
+    if point is None:
+        return
+    batch, threshold = point
+    again = impl.predict_crossover(sweep_config(ctx), sizes[0], sizes[-1], threshold,
+                                   ctx.seed + 6)
+    fail_unless(prediction_ok(again, batch, sizes[-1]),
+                f"at a threshold of {threshold:.3g}x your prediction is far from where the "
+                "checker's own two-point model of its sweep puts it",
+                yours=again, expected=f"{batch:.0f} within {CROSSOVER_MARGIN:g}x ({shown})",
+                hint="the prediction comes from your measurements and the threshold given")
+    if threshold >= 2 * GAIN_THRESHOLD and predicted is not None:
+        fail_unless(again is not None and float(again) < float(predicted),
+                    f"a higher threshold ({threshold:.3g}x against {GAIN_THRESHOLD:g}x) must "
+                    "be reached at a smaller batch size",
+                    yours={f"{threshold:.3g}x": again, f"{GAIN_THRESHOLD:g}x": predicted},
+                    expected="a smaller prediction for the higher threshold")
 
 
 # ---------------------------------------------------------------------------------------
