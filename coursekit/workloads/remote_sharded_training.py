@@ -10,7 +10,7 @@ handle back and the inspector unwraps it); beside it come the value's leaves as 
 value, typed keys as keys) and where each leaf lives (``placement``).
 
 Every answer here is SELF-REPORTED (it runs beside the learner's code): the checker lists
-each one in ``SELF_REPORTED`` (``projects/sharded-training/tests/sharded_harness.py``) with
+each one in the sharded-training checker's ``SELF_REPORTED`` table with
 the independent evidence it is checked against.
 """
 
@@ -264,7 +264,7 @@ def device_count() -> int:
 def timing_step(lr: float, momentum: float, noise: float):
     """Stage 4's fresh jitted data-parallel step (never called yet): the checker's own
     single-device reference step (``ref_step_fn``) on a state dict, written the same way
-    there (``projects/sharded-training/tests/sharded_reference.py``)."""
+    in the sharded-training checker)."""
     import jax.numpy as jnp
     mu = momentum
 
