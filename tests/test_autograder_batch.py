@@ -276,6 +276,11 @@ def test_every_reference_solution_passes_in_the_sandbox(graded_reference):
     assert {i.split("/")[0] for i in got} == set(projects)
     assert all(s == "pass" for s, _, _ in got.values()), {
         i: v for i, v in got.items() if v[0] != "pass"}
+    # issue 17: no project's checker imports the learner's file beside its verdict
+    isolation = {item: r["record"].get("learner_isolation")
+                 for (_, item), r in graded_reference["latest"].items()
+                 if item not in graded_reference["notebooks"]}
+    assert set(isolation.values()) == {"learner-process"}, isolation
 
 
 def test_stale_sandbox_folders_are_swept():
