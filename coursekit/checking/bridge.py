@@ -78,8 +78,11 @@ class LearnerProcess:
     """One learner file served by a learner process (started on first use, restarted
     after it dies)."""
 
-    def __init__(self, impl_path: Path | str):
+    def __init__(self, impl_path: Path | str, *, env: dict | None = None):
+        """``env``: variables to set in the learner process's environment (on top of the
+        checker's, which never carries a channel secret), e.g. another PYTHONHASHSEED."""
         self.impl_path = Path(impl_path).resolve()
+        self.extra_env = {str(k): str(v) for k, v in (env or {}).items()}
         self.proc: subprocess.Popen | None = None
         self.ready: dict | None = None
         self.last_cpu_s = 0.0   # CPU the learner process spent in the last request
@@ -92,7 +95,7 @@ class LearnerProcess:
         make_undumpable()
         to_learner_r, to_learner_w = os.pipe()
         from_learner_r, from_learner_w = os.pipe()
-        env = protocol.learner_environment(os.environ)
+        env = protocol.learner_environment({**os.environ, **self.extra_env})
         env[protocol.ENV_BRIDGE] = f"{to_learner_r},{from_learner_w}"
         env["PYTHONPATH"] = os.pathsep.join(
             [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p] + [str(COURSE_ROOT)])

@@ -18,7 +18,6 @@ about itself is listed in ``SELF_REPORTED``, each with its independent counterpa
 from __future__ import annotations
 
 import ast
-import os
 import sys
 from pathlib import Path
 
@@ -115,16 +114,8 @@ def check_fresh_process(ctx, function: str, in_process, *args, **kwargs) -> None
     """Call ``function`` again in a fresh learner process (another hash seed, another
     global seed) and compare bitwise with ``in_process``."""
     global_seed = int(ctx.rng("fresh-global-seed").integers(1, 2**31 - 1))
-    fresh = bridge.LearnerProcess(ctx.impl_path)
-    saved = os.environ.get("PYTHONHASHSEED")
-    os.environ["PYTHONHASHSEED"] = str(global_seed % 4294967295)
-    try:
-        fresh.start()
-    finally:
-        if saved is None:
-            os.environ.pop("PYTHONHASHSEED", None)
-        else:
-            os.environ["PYTHONHASHSEED"] = saved
+    fresh = bridge.LearnerProcess(ctx.impl_path,
+                                  env={"PYTHONHASHSEED": global_seed % 4294967295})
     try:
         module = fresh.module()
         bridge.inspect(module, "common/seed_globals", global_seed)
