@@ -104,3 +104,30 @@ def region_name(rng) -> str:
     """A trace-annotation name drawn per run: a learner cannot find it by a fixed string."""
     return random_name(rng, "step_")
 
+
+
+def reported_times_within_wall(what: str, records, wall_s: float) -> None:
+    """Self-reported harness times (each record's ``first_call_s`` and ``samples_s``)
+    cannot add up to more than the wall time the checker measured around the call: no
+    harness times more than elapsed. A contradiction is tamper evidence."""
+    from coursekit.checking.bridge import TamperEvidence
+    timed = 0.0
+    for m in records:
+        samples = m.get("samples_s")
+        values = [m.get("first_call_s"), *(samples if isinstance(samples, list) else [])]
+        timed += sum(v for v in values if type(v) in (int, float) and math.isfinite(v))
+    if timed > wall_s * 1.01 + 1e-3:
+        raise TamperEvidence(f"{what}: the reported times add up to {timed:.4g} s, but the "
+                             f"whole call took {wall_s:.4g} s")
+
+
+def reported_counts(what: str, facts: dict) -> tuple[int, list]:
+    """A workload's self-reported (calls, compiled_at), refused as tamper evidence unless
+    they are counts: an int of calls and the indices of the calls that compiled."""
+    from coursekit.checking.bridge import TamperEvidence
+    calls, compiled_at = facts.get("calls"), facts.get("compiled_at")
+    if type(calls) is not int or not isinstance(compiled_at, list) or \
+            not all(type(c) is int and 0 <= c < max(calls, 1) for c in compiled_at):
+        raise TamperEvidence(f"{what}: the learner process reported counts that are not "
+                             f"counts: {facts!r}"[:300])
+    return calls, compiled_at

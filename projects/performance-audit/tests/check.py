@@ -35,7 +35,13 @@ import numpy as np
 from coursekit.checking.bridge import TamperEvidence, Workload
 from coursekit.checking.contract import Checker
 from coursekit.checking.learner import get_function
-from coursekit.checking.probes import region_name, samples_of, within_ratio
+from coursekit.checking.probes import (
+    region_name,
+    reported_counts,
+    reported_times_within_wall,
+    samples_of,
+    within_ratio,
+)
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import bandwidth, decision, peak_memory, traces
 from coursekit.measure.timing import time_synced
@@ -116,19 +122,8 @@ def cross_check_counts(impl, ctx, facts: dict, what: str, *measurements) -> dict
     """The learner process's self-reported call and compile counts, checked against the
     CPU time this process saw it spend during the call, and the times its harness
     reported (``measurements``) against the call's wall time here (``SELF_REPORTED``)."""
-    timed = 0.0
-    for m in measurements:
-        samples = m.get("samples_s")
-        values = [m.get("first_call_s"), *(samples if isinstance(samples, list) else [])]
-        timed += sum(v for v in values if type(v) in (int, float) and math.isfinite(v))
-    if timed > impl.__bridge__.last_wall_s * 1.01 + 1e-3:
-        raise TamperEvidence(f"{what}: the reported times add up to {timed:.4g} s, but "
-                             f"the whole call took {impl.__bridge__.last_wall_s:.4g} s")
-    calls, compiled_at = facts.get("calls"), facts.get("compiled_at")
-    if type(calls) is not int or not isinstance(compiled_at, list) or \
-            not all(type(c) is int and 0 <= c < max(calls, 1) for c in compiled_at):
-        raise TamperEvidence(f"{what}: the learner process reported counts that are not "
-                             f"counts: {facts!r}"[:300])
+    reported_times_within_wall(what, measurements, impl.__bridge__.last_wall_s)
+    calls, compiled_at = reported_counts(what, facts)
     ref = reference(ctx)
     needed = len(compiled_at) * ref["compile_cpu_s"] + calls * ref["call_cpu_s"]
     spent = impl.__bridge__.last_cpu_s

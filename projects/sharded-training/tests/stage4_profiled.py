@@ -22,7 +22,13 @@ from sharded_learner import ask, call_plain
 from sharded_reference import blobs, ref_step_fn
 
 from coursekit.checking.bridge import TamperEvidence, Workload
-from coursekit.checking.probes import region_name, samples_of, within_ratio
+from coursekit.checking.probes import (
+    region_name,
+    reported_counts,
+    reported_times_within_wall,
+    samples_of,
+    within_ratio,
+)
 from coursekit.checking.values import fail_unless
 from coursekit.measure import traces
 from coursekit.measure.timing import time_synced
@@ -72,17 +78,8 @@ def cross_check_profile(impl, ctx, facts: dict, record: dict, what: str) -> None
     """The learner process's self-reported counts and times against the wall time this
     process measured around the call (``SELF_REPORTED``)."""
     wall = impl.__bridge__.last_wall_s
-    samples = record.get("samples_s") if isinstance(record.get("samples_s"), list) else []
-    timed = sum(v for v in [record.get("first_call_s"), *samples]
-                if type(v) in (int, float) and np.isfinite(v))
-    if timed > wall * 1.01 + 1e-3:
-        raise TamperEvidence(f"{what}: the reported times add up to {timed:.4g} s, but the "
-                             f"whole call took {wall:.4g} s")
-    calls, compiled_at = facts.get("calls"), facts.get("compiled_at")
-    if type(calls) is not int or not isinstance(compiled_at, list) or \
-            not all(type(c) is int and 0 <= c < max(calls, 1) for c in compiled_at):
-        raise TamperEvidence(f"{what}: the learner process reported counts that are not "
-                             f"counts: {facts!r}"[:300])
+    reported_times_within_wall(what, [record], wall)
+    calls, compiled_at = reported_counts(what, facts)
     needed = (calls - 1) * reference_median(ctx) / TIME_RATIO_WINDOW
     if needed > wall:
         raise TamperEvidence(f"{what}: the learner process reported {calls} calls of a "
