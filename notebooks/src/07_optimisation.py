@@ -197,6 +197,7 @@ assert abs(ceiling(0.9) - 10.0) < 1e-9 and ceiling(1.0) == float("inf")
 # %%
 check1 = run_check("optimisation", 1, IMPL)
 
+
 # %% [markdown]
 # <details><summary>How the reference does stage 1 (open after your attempt)</summary>
 #
@@ -215,7 +216,6 @@ check1 = run_check("optimisation", 1, IMPL)
 #   the largest time (not the largest count; walking deeper counts nested `PjitFunction`
 #   calls twice); Amdahl's ceiling for removing a share `s` is `1 / (1 - s)`.
 # </details>
-
 
 # %% [markdown]
 # ## Stage 2: fix it
