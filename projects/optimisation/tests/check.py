@@ -684,10 +684,12 @@ def _(impl, ctx):
     sizes) gives a quarter of the way from the smallest size to the largest, near that
     batch: a prediction that ignores the threshold, or the measurements, misses it."""
     sizes = sweep_sizes(ctx)
-    mine = checker_sweep(ctx)
-    shown = f"gains {[round(g, 2) for g in mine['gains']]} at batch sizes {sizes}"
+    # the learner's call first: an unwritten stage 3 says so before the checker's sweep
+    # (which times the learner's stage-2 train_fast) can answer for stage 2
     predicted = impl.predict_crossover(sweep_config(ctx), sizes[0], sizes[-1],
                                        GAIN_THRESHOLD, ctx.seed + 4)
+    mine = checker_sweep(ctx)
+    shown = f"gains {[round(g, 2) for g in mine['gains']]} at batch sizes {sizes}"
     measured = mine["crossover"]
     if measured is None:
         expected = f"None or beyond {sizes[-1] / CROSSOVER_MARGIN:.0f} ({shown})"
