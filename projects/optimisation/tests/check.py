@@ -648,12 +648,12 @@ def _(impl, ctx):
                     "(jax.block_until_ready on the result), compile apart, new lr per call")
 
 
-def prediction_ok(predicted, measured, largest: float) -> bool:
+def prediction_ok(predicted, measured, largest: float,
+                  margin: float = CROSSOVER_MARGIN) -> bool:
     if measured is None:
-        return predicted is None or as_float(predicted, "prediction") >= largest / \
-            CROSSOVER_MARGIN
-    return predicted is not None and 1 / CROSSOVER_MARGIN <= as_float(
-        predicted, "prediction") / measured <= CROSSOVER_MARGIN
+        return predicted is None or as_float(predicted, "prediction") >= largest / margin
+    return predicted is not None and 1 / margin <= as_float(
+        predicted, "prediction") / measured <= margin
 
 
 def model_point(mine: dict, sizes: list[int]) -> tuple[float, float] | None:
@@ -706,10 +706,13 @@ def _(impl, ctx):
     batch, threshold = point
     again = impl.predict_crossover(sweep_config(ctx), sizes[0], sizes[-1], threshold,
                                    ctx.seed + 6)
-    fail_unless(prediction_ok(again, batch, sizes[-1]),
+    # twice the margin: the model point sits where the gain curve is flatter, so the
+    # two sweeps' noise moves the batch further (the reference failed 1 run in 4 at 4x)
+    fail_unless(prediction_ok(again, batch, sizes[-1], 2 * CROSSOVER_MARGIN),
                 f"at a threshold of {threshold:.3g}x your prediction is far from where the "
                 "checker's own two-point model of its sweep puts it",
-                yours=again, expected=f"{batch:.0f} within {CROSSOVER_MARGIN:g}x ({shown})",
+                yours=again, expected=f"{batch:.0f} within {2 * CROSSOVER_MARGIN:g}x "
+                f"({shown})",
                 hint="the prediction comes from your measurements and the threshold given")
     if threshold >= 2 * GAIN_THRESHOLD and predicted is not None:
         fail_unless(again is not None and float(again) < float(predicted),
