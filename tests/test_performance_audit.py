@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from helpers import plant, reference_run, run_checker, solution, spinning_core, starter
+from planted_batch import PlantedBatch
 
 PROJECT = "performance-audit"
 CHECKS_PER_STAGE = {1: 7, 2: 6, 3: 5, 4: 8}
@@ -116,14 +117,17 @@ PLANTED = {
 }
 
 
-@pytest.mark.parametrize("bug", sorted(PLANTED))
-def test_planted_bug_fails_the_right_check(bug, tmp_path):
-    stage, check_id, replacements = PLANTED[bug]
-    impl = plant(tmp_path, PROJECT, bug, replacements)
-    result = run_checker(PROJECT, impl, str(stage), tmp=tmp_path, only=check_id)
-    assert result["returncode"] == 1, result["stdout"]
-    assert result["status"] == {check_id: "fail"}, (result["status"], result["stdout"])
-    assert f"FAIL stage {stage} · {check_id}" in result["stdout"]
+BATCH = PlantedBatch(PROJECT, PLANTED)  # one checker process, a learner process each
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    return BATCH.run(tmp_path_factory.mktemp("planted"))
+
+
+@pytest.mark.parametrize("bug", BATCH.names)
+def test_planted_bug_fails_the_right_check(bug, planted):
+    BATCH.assert_fails_only(bug, planted)
 
 
 def test_syntax_error_names_file_and_line(tmp_path):
