@@ -35,6 +35,7 @@ import numpy as np  # noqa: E402
 
 from coursekit.checking.contract import Checker, CheckFailed  # noqa: E402
 from coursekit.checking.learner import LearnerCodeError  # noqa: E402
+from coursekit.checking.probes import within_ratio  # noqa: E402
 from coursekit.checking.values import as_float, fail_unless, require_keys  # noqa: E402
 from coursekit.measure import traces  # noqa: E402
 from coursekit.measure.decision import decide_rounds  # noqa: E402
@@ -310,13 +311,10 @@ def _(impl, ctx):
                 yours=got["steps"], expected=config["steps"],
                 hint="trace exactly one call of train_slow (after an untraced first call)")
     reference = float(np.median(samples))
-    ratio = got["step_us"] * 1e-6 / reference
-    fail_unless(1 / TRACE_WINDOW <= ratio <= TRACE_WINDOW,
-                f"the traced steps take {ratio:.3g}x the checker's synchronised timing of "
-                "the same call", yours=f"{got['step_us'] / 1e3:.4g} ms traced",
-                expected=f"about {reference * 1e3:.4g} ms (within {TRACE_WINDOW:g}x)",
-                hint="trace a steady call (compile its operations first, untraced), with "
-                "the Python tracer off, on the problem of (config, seed) and a new lr")
+    within_ratio(got["step_us"] * 1e-6, reference, TRACE_WINDOW, "the traced step",
+                 "trace a steady call (compile its operations first, untraced), with the "
+                 "Python tracer off, on the problem of (config, seed) and a new lr",
+                 against="the checker's synchronised timing of the same call")
 
 
 # ---------------------------------------------------------------------------------------
@@ -633,13 +631,10 @@ def _(impl, ctx):
                                               mine["slow_s"]):
         # train_slow's calls (tens of ms and up) are the steady figure; train_fast's enter
         # through the gain (its few-ms calls are what the load moves most).
-        ratio = slow / my_slow
-        fail_unless(1 / GAIN_WINDOW <= ratio <= GAIN_WINDOW,
-                    f"batch {b}: your median train_slow call takes {ratio:.3g}x the "
-                    "checker's own measurement of it", yours=f"{slow * 1e3:.4g} ms",
-                    expected=f"about {my_slow * 1e3:.4g} ms (within {GAIN_WINDOW:g}x)",
-                    hint="time each call at this batch size in seconds, synchronised "
-                    "inside its timed boundary, compile apart, new lr per call")
+        within_ratio(slow, my_slow, GAIN_WINDOW, f"batch {b}: your median train_slow call",
+                     "time each call at this batch size in seconds, synchronised inside "
+                     "its timed boundary, compile apart, new lr per call",
+                     against="the checker's own measurement of it")
         ratio = float(g) / want
         fail_unless(1 / GAIN_WINDOW <= ratio <= GAIN_WINDOW,
                     f"batch {b}: your gain is {ratio:.3g}x the checker's measurement",
