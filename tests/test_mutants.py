@@ -33,6 +33,7 @@ CHECKER = '''\
 import argparse, importlib.util, sys
 p = argparse.ArgumentParser()
 p.add_argument("--stage"); p.add_argument("--impl"); p.add_argument("--seed")
+p.add_argument("--fail-fast", action="store_true")
 args = p.parse_args()
 spec = importlib.util.spec_from_file_location("impl", args.impl)
 m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)

@@ -1,6 +1,7 @@
 """The checker contract shared by every project's ``tests/check.py``.
 
     python projects/<p>/tests/check.py --stage {1..N|all} --impl PATH [--json FILE] [--seed S]
+                                       [--only IDS] [--fail-fast]
 
 A project registers its checks with ``@checker.check(stage, check_id)``. Each check gets
 the learner module and a ``Context`` (seeded RNG, scratch folder) and either returns
@@ -141,7 +142,8 @@ class Checker:
 
     # -- running -------------------------------------------------------------------
     def run(self, impl_path: Path, stages: list[int], seed: int, workdir: Path,
-            out=sys.stdout, only: set[str] | None = None) -> list[CheckResult]:
+            out=sys.stdout, only: set[str] | None = None,
+            fail_fast: bool = False) -> list[CheckResult]:
         selected = [c for c in self.checks
                     if c.stage in stages and (not only or c.check_id in only)]
         if self.learner_process:
@@ -154,12 +156,13 @@ class Checker:
             module, load_error = None, err
         try:
             return self._run_selected(selected, module, load_error, impl_path, seed,
-                                      workdir, out)
+                                      workdir, out, fail_fast)
         finally:
             if self.learner is not None:
                 self.learner.close()
 
-    def _run_selected(self, selected, module, load_error, impl_path, seed, workdir, out):
+    def _run_selected(self, selected, module, load_error, impl_path, seed, workdir, out,
+                      fail_fast=False):
         results = []
         cache: dict = {}
         for chk in selected:
@@ -173,6 +176,8 @@ class Checker:
             result.duration_s = round(time.perf_counter() - started, 3)
             results.append(result)
             print_result(result, out)
+            if fail_fast and result.status != "pass":
+                break  # the verdict is known: a failed run (make mutants needs no more)
         return results
 
     def _run_one(self, chk: _Check, module, ctx: Context) -> CheckResult:
@@ -209,6 +214,9 @@ class Checker:
         parser.add_argument("--only", default=os.environ.get("COURSE_CHECK_ONLY", ""),
                             help="comma-separated check ids: run just these of the stage(s) "
                             "(default: $COURSE_CHECK_ONLY)")
+        parser.add_argument("--fail-fast", action="store_true",
+                            help="stop at the first check that does not pass (the exit "
+                            "status is all that is wanted, as in make mutants)")
         args = parser.parse_args(argv)
         if args.stage == "all":
             stages = stages_known
@@ -229,7 +237,8 @@ class Checker:
         impl = Path(args.impl)
         started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="check-") as tmp:
-            results = self.run(impl, stages, seed, Path(tmp), only=only)
+            results = self.run(impl, stages, seed, Path(tmp), only=only,
+                               fail_fast=args.fail_fast)
         passed = sum(r.status == "pass" for r in results)
         failed = len(results) - passed
         print(f"{passed} passed, {failed} failed")

@@ -7,8 +7,8 @@ operator swapped, a constant moved, a condition negated) to a copy of
 ``projects/<p>/solution/model.py``, and only inside the learner-facing regions (the
 ``### BEGIN SOLUTION stage N: ...`` / ``### END SOLUTION`` bodies the starter blanks).
 A mutant in a stage-N region is tested by that stage's checker, run as Cosmic Ray's test
-command: ``check.py --stage N --impl MUTANT --seed S`` with a timeout. Exit non-zero (or
-the timeout) kills the mutant; exit 0 means the checker accepted a wrong solution.
+command: ``check.py --stage N --impl MUTANT --seed S --fail-fast`` with a timeout. Exit
+non-zero (or the timeout) kills the mutant; exit 0 means the checker accepted a wrong solution.
 
 Survivors the checker cannot and need not kill (the change keeps the contract: a
 tolerance inside the bracket the contract allows, a dead branch) are listed with their
@@ -205,7 +205,9 @@ def run_shard(stage: int, regions: list[Region], seed: int, shard: int,
     module = work / "model.py"
     shutil.copyfile(base / "solution.py", module)
     config, db = work / "cosmic-ray.toml", work / "session.sqlite"
-    command = (f"{sys.executable} {checker} --stage {stage} --impl {module} --seed {seed}")
+    # --fail-fast: a killed mutant stops at its first failing check (most are killed)
+    command = (f"{sys.executable} {checker} --stage {stage} --impl {module} --seed {seed} "
+               "--fail-fast")
     write_config(config, module, command, timeout)
     db.unlink(missing_ok=True)
     cosmic_ray("init", str(config), str(db))
