@@ -120,6 +120,14 @@ def wants_learner_process(check_source: str) -> bool:
     return re.search(r"learner_process\s*=\s*True", check_source) is not None
 
 
+def declared_cpu_devices(check_source: str) -> int | None:
+    """The fake CPU device count a ``check.py`` declares with a top-level
+    ``LEARNER_CPU_DEVICES = N`` (read as text: the runner starts the learner process
+    before check.py is imported, and a device count cannot change after JAX starts)."""
+    found = re.search(r"^LEARNER_CPU_DEVICES\s*=\s*(\d+)\s*(#.*)?$", check_source, re.M)
+    return int(found[1]) if found else None
+
+
 # -- bridge frames -----------------------------------------------------------------------
 MAGIC = b"AGB1"
 MAX_PARTS = 4096

@@ -13,7 +13,8 @@ not finish.
 
 A checker built with ``learner_process=True`` never imports the learner's file here: the
 learner's code runs in a learner process started before ``check.py`` is even imported
-(``coursekit.checking.bridge``), which holds neither the channel's fd nor its token. The
+(``coursekit.checking.bridge``; with the fake CPU device count a check.py declares as
+``LEARNER_CPU_DEVICES = N``), which holds neither the channel's fd nor its token. The
 guard's refusals in that process come back over the bridge and are relayed as
 violations; a check that found tamper evidence is relayed as a ``tamper-evidence``
 violation. For in-process checkers the runner still notes the identity of the timing
@@ -60,7 +61,7 @@ def main() -> int:
         from coursekit.checking import bridge
         bridge.VIOLATION_SINKS.append(lambda what, detail: send(
             protocol.VIOLATION, what=what, detail=detail))
-        bridge.prestart(cfg["impl"])
+        bridge.prestart_for(check.read_text(), cfg["impl"])
     sys.argv = [str(check)]
     module = runpy.run_path(str(check), run_name="autograder_check")
     checker = module.get("checker")

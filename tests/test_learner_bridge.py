@@ -125,9 +125,11 @@ def test_arrays_and_pytrees_round_trip(learner):
     assert out["d"].shape == () and float(out["d"]) == 2.0
     value = {"s": "x", "i": 3, "f": float("inf"), "n": None, "l": [1, [2, (3,)]],
              "nd": np.arange(5, dtype=np.int16), "bf": np.ones((2, 2), jnp.bfloat16),
-             "empty": np.zeros((0, 3), np.float32)}
+             "empty": np.zeros((0, 3), np.float32),
+             "keyed": {0: "a", (1, 2): [3], None: 1.5, "s": {2: 2}}}
     back = impl.echo(value)
     assert back.keys() == value.keys() and back["l"] == [1, [2, (3,)]]
+    assert back["keyed"] == value["keyed"] and type(list(back["keyed"])[1]) is tuple
     for key in ("nd", "bf", "empty"):
         assert back[key].dtype == value[key].dtype and back[key].shape == value[key].shape
         np.testing.assert_array_equal(back[key], value[key])
@@ -149,7 +151,7 @@ def test_learner_errors_name_file_line_function(learner):
         impl.divide(1, 0)
     assert err.value.kind == "exception"
     assert "model.py, line" in str(err.value) and "in divide" in str(err.value)
-    assert "ZeroDivisionError" in str(err.value)
+    assert "ZeroDivisionError" in str(err.value) and err.value.exc_type == "ZeroDivisionError"
     with pytest.raises(LearnerCodeError, match="`nothing_here` is missing"):
         get_function(impl, "nothing_here")
 
@@ -213,3 +215,26 @@ def test_forged_self_reports_are_tamper_evidence(tmp_path):
     [record] = result["json"]["results"]
     assert record["status"] == "error", record
     assert record["message"].startswith("tamper-evidence: time_fn:"), record
+
+
+def test_the_runner_starts_the_learner_process_with_the_declared_devices():
+    """sharded-training declares its 8 CPU devices in check.py, where the runner reads them
+    before check.py is imported; the harness keeps an early process that has them and
+    stops one that does not."""
+    from autograder import protocol
+    from coursekit.checking import bridge
+    from coursekit.facts import ROOT, use_cpu_devices
+    tests = ROOT / "projects" / "sharded-training" / "tests"
+    declared = protocol.declared_cpu_devices((tests / "check.py").read_text())
+    harness = (tests / "sharded_harness.py").read_text()
+    assert declared == 8 and f"N_DEVICES = {declared}\n" in harness
+    assert protocol.declared_cpu_devices("x = 1\n# LEARNER_CPU_DEVICES = 4\n") is None
+    wanted = use_cpu_devices(8, {"XLA_FLAGS": ""})
+    right = LearnerProcess("right.py", env=wanted)
+    wrong = LearnerProcess("wrong.py", env={"XLA_FLAGS": ""})
+    bridge._PRESTARTED.update({right.impl_path: right, wrong.impl_path: wrong})
+    try:
+        assert bridge.discard_prestarted_unless(wanted) == 1
+        assert list(bridge._PRESTARTED) == [right.impl_path]
+    finally:
+        bridge._PRESTARTED.clear()

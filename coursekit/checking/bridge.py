@@ -213,7 +213,7 @@ class LearnerProcess:
         if reply.get("kind") == "error":
             err = reply.get("error") or {}
             raise LearnerCodeError(str(err.get("kind", "exception")), str(err.get("message")),
-                                   str(err.get("hint", "")))
+                                   str(err.get("hint", "")), str(err.get("type", "")))
         if reply.get("kind") != "result":
             raise TamperEvidence(f"the learner process answered {reply.get('kind')!r}")
         return decode(reply.get("value"), buffers)
@@ -290,12 +290,43 @@ def exported_program(desc: dict, args: tuple, out_example=None):
         uses_global_constants=bool(desc["uses_global_constants"]), _get_vjp=None)
 
 
-def prestart(impl_path: Path | str) -> None:
+def prestart(impl_path: Path | str, *, env: dict | None = None) -> None:
     """Start the learner process for ``impl_path`` now (it imports while the checker
-    does); ``Checker.run`` takes it over."""
-    lp = LearnerProcess(impl_path)
+    does); ``Checker.run`` takes it over. ``env`` as for ``LearnerProcess`` (a checker's
+    declared device count, so the early process sees the devices the checker will)."""
+    lp = LearnerProcess(impl_path, env=env)
     lp.start()
     _PRESTARTED[lp.impl_path] = lp
+
+
+def prestart_for(check_source: str, impl_path: Path | str) -> None:
+    """Prestart as a grader does for the ``check.py`` whose text is ``check_source``: with
+    the fake CPU device count it declares (``LEARNER_CPU_DEVICES = N``), if any."""
+    devices = protocol.declared_cpu_devices(check_source)
+    env = None
+    if devices:  # the checker sets them before its jax import; the early process too
+        from coursekit.facts import use_cpu_devices
+        full = use_cpu_devices(devices, dict(os.environ))
+        env = {k: full[k] for k in ("XLA_FLAGS", "JAX_PLATFORMS")}
+    prestart(impl_path, env=env)
+
+
+def discard_prestarted_unless(env: dict) -> int:
+    """Stop every prestarted learner process whose environment differs from ``env`` in
+    any of its keys (a checker that set its devices after the early start); returns how
+    many were kept. ``Checker.run`` then starts a fresh one with this environment."""
+    kept = 0
+    for path in list(_PRESTARTED):
+        early = _PRESTARTED[path]
+        seen = {**os.environ, **getattr(early, "extra_env", {})}
+        if all(seen.get(k) == v for k, v in env.items()):
+            kept += 1
+            continue
+        del _PRESTARTED[path]
+        if getattr(early, "proc", None) is not None:
+            early.proc.kill()
+        early.close()
+    return kept
 
 
 def take(impl_path: Path | str) -> LearnerProcess:

@@ -3,7 +3,8 @@
 A value becomes a JSON tree plus raw array buffers, never a pickle:
 
 * ``None``, ``bool``, ``int``, ``float``, ``str`` (exact types: a float subclass with its
-  own ``__eq__`` is not a float), ``list``, ``tuple``, ``dict`` with string keys, ``Path``;
+  own ``__eq__`` is not a float), ``list``, ``tuple``, ``Path``, ``dict`` whose keys are
+  those scalars or tuples of them (a pallas block index ``(0, 1)`` is a key);
 * numpy arrays and scalars and JAX arrays (dtype name, shape, bytes; rebuilt as the same
   kind, bfloat16 included);
 * ``Workload(name, **params)``: a reference the learner process resolves from
@@ -68,6 +69,14 @@ class CodecError(TypeError):
     """A value that cannot be sent (a checker-side programming error)."""
 
 
+def _plain_key(key) -> bool:
+    """A dict key that crosses as data: None, bool, int, float, str, or a tuple of them
+    (exact types, so a key with its own ``__hash__``/``__eq__`` stays behind)."""
+    if type(key) is tuple:
+        return all(_plain_key(k) for k in key)
+    return key is None or type(key) in (bool, int, float, str)
+
+
 def _dtype(name: str) -> np.dtype:
     try:
         dtype = np.dtype(name)
@@ -128,6 +137,9 @@ class Encoder:
             return {"$": "tuple", "v": [self(v, depth + 1) for v in value]}
         if kind is dict and all(type(k) is str for k in value):
             return {"$": "dict", "v": {k: self(v, depth + 1) for k, v in value.items()}}
+        if kind is dict and all(_plain_key(k) for k in value):  # int, tuple, ... keys
+            return {"$": "kdict", "v": [[self(k, depth + 1), self(v, depth + 1)]
+                                        for k, v in value.items()]}
         if isinstance(value, Path):
             return {"$": "path", "v": str(value)}
         if kind is np.ndarray and (value.dtype.kind not in "OV"
@@ -184,6 +196,11 @@ def decode(tree, buffers: list, *, handles: dict | None = None, resolve=None,
             return tuple(walk(v) for v in node["v"])
         if tag == "dict":
             return {k: walk(v) for k, v in node["v"].items()}
+        if tag == "kdict":
+            pairs = [(walk(k), walk(v)) for k, v in node["v"]]
+            if not all(_plain_key(k) for k, _ in pairs):
+                raise CodecError("a dict key that is not plain data")
+            return dict(pairs)
         if tag == "path":
             return Path(node["v"])
         if tag in ("nd", "np", "jax"):

@@ -20,10 +20,11 @@ class LearnerCodeError(Exception):
     """The learner's file could not be used. ``kind`` is one of: missing-file, syntax,
     import, missing-function, not-implemented, exception."""
 
-    def __init__(self, kind: str, message: str, hint: str = ""):
+    def __init__(self, kind: str, message: str, hint: str = "", exc_type: str = ""):
         super().__init__(message)
         self.kind = kind
         self.hint = hint
+        self.exc_type = exc_type  # the learner's exception class name, where one was raised
 
 
 def load_impl(path: str | Path) -> ModuleType:
@@ -86,6 +87,8 @@ def explain_exception(err: BaseException, impl_path: Path | str) -> LearnerCodeE
     if isinstance(err, NotImplementedError):
         text = str(err) or "not implemented yet"
         return LearnerCodeError("not-implemented", f"not yet: {text} ({where})",
-                                "replace the `raise NotImplementedError` with your code")
+                                "replace the `raise NotImplementedError` with your code",
+                                "NotImplementedError")
     return LearnerCodeError("exception", f"{where}: {type(err).__name__}: {err}",
-                            "run the function by hand on a small input to see the error")
+                            "run the function by hand on a small input to see the error",
+                            type(err).__name__)

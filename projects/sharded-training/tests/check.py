@@ -50,6 +50,11 @@ for _path in (Path(__file__).resolve().parents[3], Path(__file__).resolve().pare
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+# Read as text by the autograder's runner, which starts the learner process before this
+# file is imported: that early process gets the same 8 CPU devices (sharded_harness holds
+# the checker to it and discards an early process without them).
+LEARNER_CPU_DEVICES = 8
+
 # First, before anything imports jax: the harness sets up the 8 CPU devices, and the
 # checker, Checker(..., learner_process=True), whose learner process inherits them.
 from sharded_harness import checker  # noqa: E402

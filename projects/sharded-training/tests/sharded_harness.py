@@ -8,12 +8,13 @@ is started by ``Checker.run``, after ``use_cpu_devices`` below has set XLA_FLAGS
 process's environment, which the learner process inherits, so it sees the same 8
 devices (stage 1's mesh_over_devices asks it). The autograder's runner starts a learner
 process early (``bridge.prestart``) for a check.py that asks for one, before check.py
-has run, so without the device flag: that process is discarded here and ``Checker.run``
-starts one with the flag."""
+has run, with the device count check.py declares (``LEARNER_CPU_DEVICES``); an early
+process without these devices is discarded here and ``Checker.run`` starts one."""
 
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import tempfile
 
@@ -26,17 +27,9 @@ use_cpu_devices(N_DEVICES)  # before jax is imported
 
 from coursekit.checking import bridge  # noqa: E402 - imports no jax
 
-
-def _discard_prestarted() -> None:
-    """Learner processes started before the device flag see one device: stop them."""
-    for path in list(bridge._PRESTARTED):
-        early = bridge._PRESTARTED.pop(path)
-        if early.proc is not None:
-            early.proc.kill()
-        early.close()
-
-
-_discard_prestarted()
+# A learner process started early (the runner reads check.py's LEARNER_CPU_DEVICES) is
+# kept when it has these devices; one started without them would see one device: stopped.
+bridge.discard_prestarted_unless({k: os.environ[k] for k in ("XLA_FLAGS", "JAX_PLATFORMS")})
 from coursekit.checking.contract import Checker  # noqa: E402 - after the device flag
 from coursekit.workloads.jaxcache import enable_compilation_cache  # noqa: E402
 
