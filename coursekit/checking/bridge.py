@@ -260,34 +260,9 @@ class RemoteModule:
 
 
 def exported_program(desc: dict, args: tuple, out_example=None):
-    """A ``jax.export.Exported`` from the learner's StableHLO and the checker's own view of
-    the argument tree. The output tree is flat unless ``out_example`` shapes it."""
-    import jax
-    import numpy as np
-    from jax import export
-    if not isinstance(desc, dict) or desc.get("effects"):
-        raise TamperEvidence("the exported program is not a plain function of its inputs")
-    module = desc["module"]
-    in_avals = tuple(jax.core.ShapedArray(tuple(s), np.dtype(d)) for s, d in desc["in_avals"])
-    out_avals = tuple(jax.core.ShapedArray(tuple(s), np.dtype(d)) for s, d in desc["out_avals"])
-    in_tree = jax.tree.structure((tuple(args), {}))
-    out_tree = jax.tree.structure(out_example) if out_example is not None else \
-        jax.tree.structure(tuple(range(len(out_avals))))
-    if in_tree.num_leaves != len(in_avals) or out_tree.num_leaves != len(out_avals):
-        raise LearnerCodeError("exception", "the exported program's inputs or outputs do "
-                               "not match the call", "keep the arguments and results of "
-                               "the docstring")
-    return export.Exported(
-        fun_name="learner", in_tree=in_tree, in_avals=in_avals, out_tree=out_tree,
-        out_avals=out_avals, _in_named_shardings=(None,) * len(in_avals),
-        _out_named_shardings=(None,) * len(out_avals),
-        in_shardings_hlo=(None,) * len(in_avals), out_shardings_hlo=(None,) * len(out_avals),
-        nr_devices=1, platforms=tuple(desc["platforms"]), ordered_effects=(),
-        unordered_effects=(), disabled_safety_checks=(),
-        mlir_module_serialized=bytes(np.asarray(module, np.uint8).tobytes()),
-        calling_convention_version=int(desc["version"]),
-        module_kept_var_idx=tuple(int(i) for i in desc["kept"]),
-        uses_global_constants=bool(desc["uses_global_constants"]), _get_vjp=None)
+    """The learner's exported function rebuilt here (``coursekit.checking.programs``)."""
+    from coursekit.checking.programs import rebuild
+    return rebuild(desc, args, out_example)
 
 
 def prestart(impl_path: Path | str, *, env: dict | None = None) -> None:

@@ -186,7 +186,6 @@ class Server:
         """The learner's function as a program (StableHLO bytes: data the checker analyses
         and runs itself), optionally under a transform the checker names."""
         import jax
-        import numpy as np
 
         def f(*a):
             return fn(*a, **kwargs)
@@ -194,15 +193,8 @@ class Server:
             f = jax.value_and_grad(f)
         elif transform is not None:
             raise ValueError(f"unknown transform {transform!r}")
-        exp = jax.export.export(jax.jit(f))(*args)
-        avals = [[list(a.shape), str(a.dtype)] for a in exp.out_avals]
-        return {"module": np.frombuffer(bytes(exp.mlir_module_serialized), np.uint8),
-                "in_avals": [[list(a.shape), str(a.dtype)] for a in exp.in_avals],
-                "out_avals": avals, "kept": list(exp.module_kept_var_idx),
-                "version": int(exp.calling_convention_version),
-                "uses_global_constants": bool(exp.uses_global_constants),
-                "platforms": list(exp.platforms), "nr_devices": int(exp.nr_devices),
-                "effects": len(exp.ordered_effects) + len(exp.unordered_effects)}
+        from coursekit.checking.programs import describe
+        return describe(jax.export.export(jax.jit(f))(*args))
 
     def serve(self) -> None:
         self.load()

@@ -217,16 +217,9 @@ def export(fn, *args, extra=()) -> dict:
     static arguments such as a mesh) on these (kept) arrays, as a StableHLO program:
     bytes the checker deserialises, analyses and compiles itself."""
     fn, args, extra = unwrap(fn), unwrap(args), tuple(unwrap(extra))
+    from coursekit.checking.programs import describe
     exp = jax.export.export(jax.jit(lambda *a: fn(*a, *extra)))(*args)
-    return {"module": np.frombuffer(bytes(exp.mlir_module_serialized), np.uint8),
-            "in_avals": [str(a) for a in exp.in_avals],
-            "out_avals": [str(a) for a in exp.out_avals],
-            "kept": [int(i) for i in exp.module_kept_var_idx],
-            "version": int(exp.calling_convention_version),
-            "uses_global_constants": bool(exp.uses_global_constants),
-            "platforms": list(exp.platforms), "nr_devices": int(exp.nr_devices),
-            "effects": len(exp.ordered_effects) + len(exp.unordered_effects),
-            "has_lower": hasattr(fn, "lower")}
+    return describe(exp, has_lower=hasattr(fn, "lower"))
 
 
 def manager_finish(manager) -> None:
