@@ -4,9 +4,6 @@ toy checker: --only picks checks, --fail-fast stops at the first check that does
 
 from __future__ import annotations
 
-import io
-from contextlib import redirect_stdout
-
 from coursekit.checking.contract import Checker, CheckFailed
 
 
@@ -28,28 +25,27 @@ def toy() -> Checker:
     return checker
 
 
-def run(tmp_path, value: int, *flags: str) -> tuple[int, str]:
+def run(tmp_path, capfd, value: int, *flags: str) -> tuple[int, str]:
     impl = tmp_path / "model.py"
     impl.write_text(f"def value():\n    return {value}\n")
-    out = io.StringIO()
-    with redirect_stdout(out):
-        code = toy().main(["--stage", "1", "--impl", str(impl), "--seed", "1", *flags])
-    return code, out.getvalue()
+    capfd.readouterr()
+    code = toy().main(["--stage", "1", "--impl", str(impl), "--seed", "1", *flags])
+    return code, capfd.readouterr().out  # (print_result writes to the real stdout)
 
 
-def test_fail_fast_stops_at_the_first_failure(tmp_path):
-    code, text = run(tmp_path, 3, "--fail-fast")
+def test_fail_fast_stops_at_the_first_failure(tmp_path, capfd):
+    code, text = run(tmp_path, capfd, 3, "--fail-fast")
     assert code == 1 and "FAIL stage 1 · second" in text and "third" not in text
     assert text.strip().splitlines()[-1] == "1 passed, 1 failed"
-    code, text = run(tmp_path, 3)  # without it every check runs
+    code, text = run(tmp_path, capfd, 3)  # without it every check runs
     assert code == 1 and "PASS stage 1 · third" in text
 
 
-def test_fail_fast_on_a_right_file_runs_everything(tmp_path):
-    code, text = run(tmp_path, 2, "--fail-fast")
+def test_fail_fast_on_a_right_file_runs_everything(tmp_path, capfd):
+    code, text = run(tmp_path, capfd, 2, "--fail-fast")
     assert code == 0 and text.strip().splitlines()[-1] == "3 passed, 0 failed"
 
 
-def test_only_runs_the_named_checks(tmp_path):
-    code, text = run(tmp_path, 3, "--only", "first,third")
+def test_only_runs_the_named_checks(tmp_path, capfd):
+    code, text = run(tmp_path, capfd, 3, "--only", "first,third")
     assert code == 0 and "second" not in text
