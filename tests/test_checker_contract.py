@@ -30,7 +30,7 @@ def run(tmp_path, capfd, value: int, *flags: str) -> tuple[int, str]:
     impl.write_text(f"def value():\n    return {value}\n")
     capfd.readouterr()
     code = toy().main(["--stage", "1", "--impl", str(impl), "--seed", "1", *flags])
-    return code, capfd.readouterr().out  # (print_result writes to the real stdout)
+    return code, capfd.readouterr().out
 
 
 def test_fail_fast_stops_at_the_first_failure(tmp_path, capfd):

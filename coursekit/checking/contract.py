@@ -142,7 +142,7 @@ class Checker:
 
     # -- running -------------------------------------------------------------------
     def run(self, impl_path: Path, stages: list[int], seed: int, workdir: Path,
-            out=sys.stdout, only: set[str] | None = None,
+            out=None, only: set[str] | None = None,
             fail_fast: bool = False) -> list[CheckResult]:
         selected = [c for c in self.checks
                     if c.stage in stages and (not only or c.check_id in only)]
@@ -241,14 +241,15 @@ class Checker:
                                fail_fast=args.fail_fast)
         passed = sum(r.status == "pass" for r in results)
         failed = len(results) - passed
-        print(f"{passed} passed, {failed} failed")
+        print(f"{passed} passed, {failed} failed", flush=True)
         if args.json_path:
             write_json(args.json_path, self.project, impl, stages, seed, results,
                        time.perf_counter() - started)
         return 0 if failed == 0 and results else 1
 
 
-def print_result(r: CheckResult, out=sys.stdout) -> None:
+def print_result(r: CheckResult, out=None) -> None:
+    out = sys.stdout if out is None else out  # (at call time: a redirect is honoured)
     label = {"pass": "PASS", "fail": "FAIL", "error": "FAIL", "crash": "FAIL",
              "not-implemented": "FAIL"}[r.status]
     print(f"{label} stage {r.stage} · {r.check_id}", file=out)
