@@ -7,13 +7,21 @@ can afford three planted bugs per learner-facing function.
     def planted(tmp_path_factory): return BATCH.run(tmp_path_factory.mktemp("planted"))
     @pytest.mark.parametrize("bug", BATCH.names)
     def test_planted(bug, planted): BATCH.assert_fails_only(bug, planted)
-"""
+
+An entry may aim at several checks, ``(stage, [check ids that must fail], repl)``, and
+``also_passing={name: [check ids]}`` names checks run with them that must still pass.
+For tests with their own assertions, an entry may be a ``Planted`` (its own ``only``,
+seed, environment); ``BATCH.run(...)[name]`` reads like ``helpers.run_checker``'s answer
+(status, stdout, returncode, json results)."""
 
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from helpers import plant
@@ -21,31 +29,72 @@ from helpers import plant
 from coursekit.facts import ROOT
 
 
+@dataclass
+class Planted:
+    """One planted file: the stage to check, the replacements in the solution, and the
+    checks to run (``only``; empty: every check of the stage)."""
+    stage: int
+    replacements: list
+    only: list = field(default_factory=list)
+    seed: int | None = None       # this run's seed (default: the batch's)
+    env: dict | None = None       # variables for this run (checker and learner process)
+    fails: list = field(default_factory=list)    # for assert_fails_only
+    passes: list = field(default_factory=list)
+
+
 class PlantedBatch:
-    def __init__(self, project: str, planted: dict, seed: int = 20261201):
-        self.project, self.planted, self.seed = project, planted, seed
+    def __init__(self, project: str, planted: dict, seed: int | None = 20261201,
+                 also_passing: dict | None = None):
+        """``seed=None``: one fresh random seed for the batch (``COURSE_CHECK_SEED`` when
+        set), named in every assertion message, as check.py picks one per run."""
+        self.project, self.seed = project, seed
+        self.planted = {name: self._entry(entry, (also_passing or {}).get(name, []))
+                        for name, entry in planted.items()}
         self.names = sorted(planted)
 
+    @staticmethod
+    def _entry(entry, also_passing: list) -> Planted:
+        if isinstance(entry, Planted):
+            return entry
+        stage, aimed, replacements = entry[:3]
+        fails = [aimed] if isinstance(aimed, str) else list(aimed)
+        return Planted(stage, replacements, only=fails + list(also_passing), fails=fails,
+                       passes=list(also_passing))
+
     def run(self, folder: Path, timeout: float = 1800) -> dict:
+        seed = self.seed
+        if seed is None:
+            seed = int(os.environ.get("COURSE_CHECK_SEED", secrets.randbits(31)))
         runs = []
         for name in self.names:
-            stage, check_id, replacements = self.planted[name][:3]
-            impl = plant(folder, self.project, name, replacements)
-            runs.append({"name": name, "impl": str(impl), "stage": stage,
-                         "only": [check_id]})
+            p = self.planted[name]
+            impl = plant(folder, self.project, name, p.replacements)
+            run = {"name": name, "impl": str(impl), "stage": p.stage, "only": list(p.only)}
+            if p.seed is not None:
+                run["seed"] = p.seed
+            if p.env:
+                run["env"] = p.env
+            runs.append(run)
         spec, out = folder / "spec.json", folder / "out.json"
-        spec.write_text(json.dumps({"project": self.project, "seed": self.seed,
-                                    "runs": runs}))
+        spec.write_text(json.dumps({"project": self.project, "seed": seed, "runs": runs}))
         done = subprocess.run([sys.executable, "-m", "coursekit.checking.planted", str(spec),
                                str(out)], capture_output=True, text=True, timeout=timeout,
                               cwd=ROOT)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         return json.loads(out.read_text())
 
-    def assert_fails_only(self, name: str, results: dict) -> None:
-        """The check the bug is aimed at fails (by verdict, not by a crash of the checker),
-        and its FAIL line is printed."""
-        stage, check_id = self.planted[name][:2]
+    def assert_fails_only(self, name: str, results: dict, *,
+                          no_traceback: bool = False) -> None:
+        """The checks the bug is aimed at fail (by verdict, not by a crash of the
+        checker), each with its FAIL line printed, and the ones named to pass beside them
+        pass; nothing else was run. ``no_traceback``: and no traceback in the stdout."""
+        p = self.planted[name]
         got = results[name]
-        assert got["status"] == {check_id: "fail"}, (got["status"], got["stdout"])
-        assert f"FAIL stage {stage} · {check_id}" in got["stdout"]
+        seed = f"seed {got['json']['seed']}"
+        want = {**{c: "fail" for c in p.fails}, **{c: "pass" for c in p.passes}}
+        assert got["status"] == want, (seed, got["status"], got["stdout"])
+        for check_id in p.fails:
+            assert f"FAIL stage {p.stage} · {check_id}" in got["stdout"], (seed, got["stdout"])
+        assert got["returncode"] == 1, (seed, got["stdout"])
+        if no_traceback:
+            assert "Traceback" not in got["stdout"], (seed, got["stdout"])
