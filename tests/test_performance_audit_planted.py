@@ -22,6 +22,9 @@ TRACE_LOOP = ("        for i in range(steps):\n"
 BLOCK_REMAT = ("        step = jax.checkpoint(block, policy=getattr(jax.checkpoint_policies, "
                "policy))\n    for p in params:\n        x = step(p, x)\n")
 RESIDUAL_SUM = "leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(pullback)"
+FIRST_CALL = ("        start = time.perf_counter()\n        out = wait(fn(*args))\n"
+              "        first_call_s = time.perf_counter() - start\n")
+WARMUP_LOOP = "            for _ in range(warmup):\n                wait(fn(*args))\n"
 MATMUL_COST = '    return {"flops": 2 * m * k * n, "bytes": (m * k + k * n + m * n) * itemsize}'
 
 PLANTED = {
@@ -30,6 +33,22 @@ PLANTED = {
     "host_read_of_one_leaf": (1, "host_read_alone", [
         ("        return jax.tree.map(np.asarray, out)\n",
          "        return np.asarray(jax.tree.leaves(out)[0])\n")]),
+    # first_call_s, against the checker's own first call of a fresh copy of the same work
+    "first_call_not_synchronised": (1, "first_call_is_compile_and_run", [
+        (FIRST_CALL, FIRST_CALL.replace("out = wait(fn(*args))", "out = fn(*args)")
+         + "        out = wait(out)\n")]),
+    "first_call_is_the_warmed_median": (1, "first_call_is_compile_and_run", [
+        ('"first_call_s": first_call_s, "samples_s": samples,',
+         '"first_call_s": float(np.median(samples)) if samples else first_call_s,\n'
+         '        "samples_s": samples,')]),
+    "first_call_timed_after_a_warmup_call": (1, "first_call_is_compile_and_run", [
+        (FIRST_CALL, "        out = wait(fn(*args))  # compile first, then time a clean call\n"
+         + FIRST_CALL),
+        (WARMUP_LOOP, WARMUP_LOOP.replace("range(warmup)", "range(max(warmup - 1, 0))"))]),
+    "first_call_holds_the_warmup_calls": (1, "first_call_is_compile_and_run", [
+        (FIRST_CALL, FIRST_CALL.replace("        first_call_s", "        for _ in range(warmup):\n"
+                                        "            wait(fn(*args))\n        first_call_s")),
+        (WARMUP_LOOP, "")]),
     "comparable_ignores_dtypes": (1, "comparable_refuses_other_shapes_dtypes", [
         ('("shapes", "dtypes", "sync", "warmup", "backend")',
          '("shapes", "sync", "warmup", "backend")')]),

@@ -70,7 +70,7 @@ def time_fn(fn, *args, warmup: int = 2, iters: int = 10, sync: str = "block_unti
 
     Returns a JSON-able dict:
       label: str; sync: str; warmup: int; iters: int
-      first_call_s: float seconds of call 1
+      first_call_s: float seconds of call 1, and of nothing else
       samples_s: list of ``iters`` raw floats, seconds, one per timed call (not a summary)
       compiles_first_call / compiles_warmed: int, XLA compiles counted with
           ``jax.monitoring`` during call 1 and during calls 2-3 (should be 0)
@@ -79,7 +79,10 @@ def time_fn(fn, *args, warmup: int = 2, iters: int = 10, sync: str = "block_unti
 
     Done when: the warmed median is close to the true device time (an unsynchronised
     timer is about 10^4 times too fast), compile is never in ``samples_s``, and a wrong
-    output is reported. Size hint: a 512x512 matmul takes a few ms on 2 CPU cores.
+    output is reported. ``first_call_s`` is checked (stage 1) against the checker's own
+    first call of a fresh, never-compiled copy of the same work, measured before and after
+    yours, on works whose compile dwarfs one run, equals it, and is dwarfed by it.
+    Size hint: a 512x512 matmul takes a few ms on 2 CPU cores.
     """
     ### BEGIN SOLUTION stage 1: time_fn (first call apart, then synced warmed calls)
     if sync not in SYNC_METHODS:

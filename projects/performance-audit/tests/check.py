@@ -177,6 +177,110 @@ def _(impl, ctx):
                 "jax.monitoring.register_event_duration_secs_listener")
 
 
+# A first call is trace + compile + one complete run. Three works of the same kind (the
+# stage-1 work at three sizes) pull those apart; each is measured by this process too, on a
+# fresh never-compiled copy (its own compile), before and after yours:
+#   small  (n 41-99): the compile is ~0.1 s, a warmed call ~0.2 ms, 500x+ apart: a first
+#          call without the compile in it (a warmed sample in its place, or timed after a
+#          warm-up call) reads hundreds of times below the checker's own first call;
+#   medium (n 951-1051, 16 warm-up calls): compile and one run are about equal (~0.1 s
+#          each): a first call that also holds the warm-up calls reads ~7x the checker's;
+#   large  (n 1701-1801): one run is 0.4-1 s, the compile ~0.1 s: a first call that did
+#          not wait for its result holds the compile and the dispatch only, below a third of
+#          one run, while a synchronised one holds the whole run and more.
+# Honest first calls of the two processes agree within 2x under load (the same work,
+# measured seconds apart); the windows below are 10x, 3x and 0.6 of a run.
+FIRST_CALL_SIZES = {"small": (41, 100), "medium": (951, 1052), "large": (1701, 1802)}
+FIRST_CALL_FLOOR = 10.0    # yours at least the checker's own first call / 10
+FIRST_CALL_CEILING = 3.0   # yours at most 3x the slower of the checker's own two
+RUN_FLOOR = 0.6            # yours at least 0.6x the checker's fastest warmed run
+
+
+def first_call_input(ctx, size: str):
+    lo, hi = FIRST_CALL_SIZES[size]
+    rng = ctx.rng(f"first-call-{size}")
+    n = int(rng.integers(lo, hi)) | 1
+    return jnp.asarray(rng.standard_normal((n, n), dtype=np.float32) / np.sqrt(n)), rng
+
+
+def own_first_call(rng, x, warm: int):
+    """The checker's own synced first call of a fresh copy of the stage-1 work (a scale
+    of its own, so it compiles here), and ``warm`` warmed samples after it; and the
+    jitted copy, for more warmed samples later."""
+    from coursekit.measure.timing import count_compiles
+    fn = jax.jit(catalog.stage1_work(float(rng.uniform(0.5, 2.0))))
+    with count_compiles() as compiles:
+        timing = time_synced(fn, x, warmup=0, iters=warm)
+    if compiles[0] < 1:
+        raise RuntimeError("the checker's own first call did not compile")
+    return timing, fn
+
+
+def learner_first_call(impl, ctx, x, rng, warmup: int, iters: int, what: str) -> float:
+    time_fn = get_function(impl, "time_fn")
+    workload = Workload("performance-audit/stage1", scale=float(rng.uniform(0.5, 2.0)))
+    m = require_keys(time_fn(workload, x, warmup=warmup, iters=iters), MEASUREMENT_KEYS,
+                     "time_fn")
+    reported_times_within_wall(what, [m], impl.__bridge__.last_wall_s)
+    calls, compiled_at = reported_counts(what, workload.facts)
+    fail_unless(calls == 1 + warmup + iters and compiled_at == [0],
+                f"{what}: time_fn made the wrong calls", yours=f"{calls} calls, compiled "
+                f"in calls {compiled_at}", expected=f"{1 + warmup + iters} calls, the "
+                "compile in call 0 only", hint="one first call, warmup untimed calls, then "
+                "iters timed calls")
+    return as_float(m["first_call_s"], "first_call_s")
+
+
+@checker.check(1, "first_call_is_compile_and_run")
+def _(impl, ctx):
+    ms = 1e3
+    # small: compile-dominated. A first call without its compile is a warmed call.
+    x, rng = first_call_input(ctx, "small")
+    before, _ = own_first_call(rng, x, 3)
+    yours = learner_first_call(impl, ctx, x, rng, 1, 3, "time_fn (small work)")
+    after, _ = own_first_call(rng, x, 3)
+    floor = min(before.first_call_s, after.first_call_s) / FIRST_CALL_FLOOR
+    warmed = statistics.median(before.samples_s + after.samples_s)
+    fail_unless(yours >= floor,
+                f"your first_call_s is {yours / floor / FIRST_CALL_FLOOR:.3g}x the checker's "
+                f"own first call of a fresh copy of the same work (n={x.shape[0]}): "
+                "there is no compile in it", yours=f"{yours * ms:.4g} ms",
+                expected=f"about {floor * FIRST_CALL_FLOOR * ms:.4g} ms (trace + compile + "
+                f"run; a warmed call takes {warmed * ms:.3g} ms; at least 1/"
+                f"{FIRST_CALL_FLOOR:g} of it)", hint="time the very first call of fn, "
+                "before any warm-up call, and report that time, not a warmed sample")
+    # medium: compile ~ one run. A first call that holds the warm-up calls is several runs.
+    warmup = 16
+    x, rng = first_call_input(ctx, "medium")
+    before, _ = own_first_call(rng, x, 1)
+    yours = learner_first_call(impl, ctx, x, rng, warmup, 2, "time_fn (medium work)")
+    after, _ = own_first_call(rng, x, 1)
+    ceiling = max(before.first_call_s, after.first_call_s) * FIRST_CALL_CEILING
+    run = min(before.samples_s + after.samples_s)
+    fail_unless(yours <= ceiling,
+                f"your first_call_s is {yours / ceiling * FIRST_CALL_CEILING:.3g}x the "
+                f"checker's own first call of a fresh copy of the same work "
+                f"(n={x.shape[0]}, warmup={warmup}): it holds more than one call",
+                yours=f"{yours * ms:.4g} ms",
+                expected=f"about {ceiling / FIRST_CALL_CEILING * ms:.4g} ms (compile + one "
+                f"run of {run * ms:.3g} ms; at most {FIRST_CALL_CEILING:g}x)",
+                hint="stop the first call's clock when its result is ready, before the "
+                "warm-up calls")
+    # large: one run far longer than the compile. An unsynced first call misses the run.
+    x, rng = first_call_input(ctx, "large")
+    before, fn = own_first_call(rng, x, 1)
+    yours = learner_first_call(impl, ctx, x, rng, 0, 1, "time_fn (large work)")
+    run = min(before.samples_s + time_synced(fn, x, warmup=0, iters=1).samples_s)
+    fail_unless(yours >= RUN_FLOOR * run,
+                f"your first_call_s is {yours / run:.3g}x one warmed run of the same work "
+                f"(n={x.shape[0]}): the first call returned before its work was done",
+                yours=f"{yours * ms:.4g} ms", expected=f"at least {RUN_FLOOR:g}x the "
+                f"checker's fastest warmed run, {run * ms:.4g} ms (a first call holds "
+                f"compile + one whole run; the checker's own took "
+                f"{before.first_call_s * ms:.4g} ms)", hint="synchronise the first call "
+                "inside its timed boundary too (jax.block_until_ready, or the host read)")
+
+
 @checker.check(1, "raw_samples_kept")
 def _(impl, ctx):
     iters = int(ctx.rng("iters").integers(5, 9))
