@@ -94,12 +94,12 @@ print(f"last-level cache (sysfs): {LLC / MiB:.0f} MiB; headline array: {BW_BYTES
 # %% [markdown]
 # <details><summary>Reasoning (open after answering)</summary>
 #
-# `x * 2 + 1` does two FLOPs per element and moves eight bytes (read four, write four):
-# its intensity is a fraction of a FLOP per byte, far below any machine's ridge point, so
-# bandwidth sets its speed. An n x n matmul does 2n³ FLOPs on about 3n² numbers: its
-# intensity grows with n and passes the ridge point, so arithmetic sets its speed. The
-# roofline says: attainable FLOP/s = min(peak, intensity x bandwidth), where the bandwidth
-# is that of the memory level the working set actually lives in.
+# `x * 2 + 1` does a couple of FLOPs per element and moves several bytes per element: its
+# intensity is a fraction of a FLOP per byte, far below any machine's ridge point, so
+# bandwidth sets its speed. An n x n matmul does work that grows as n³ on data that grows
+# as n²: its intensity grows with n and passes the ridge point, so arithmetic sets its
+# speed. The memory roof that counts is the one of the level the working set lives in.
+# (The exact counts and the roofline's arithmetic are revealed after the stage-2 check.)
 # </details>
 
 # %% [markdown]
@@ -116,7 +116,8 @@ print(f"last-level cache (sysfs): {LLC / MiB:.0f} MiB; headline array: {BW_BYTES
 # each call. Each sample records the minor page faults it caused.
 
 # %%
-peak = attempt(impl.measure_peak_flops, PEAK_N, ITERS)
+peak_run = attempt(impl.measure_peak_flops, PEAK_N, ITERS)
+peak = peak_run["flops_per_s"] if ready(peak_run) else peak_run
 theory = bwm.theoretical_peak_flops()
 caches = attempt(impl.cache_sizes)
 headline = {kind: attempt(impl.measure_bandwidth, BW_BYTES, ITERS, kind)
@@ -125,7 +126,9 @@ with not_yet("the two roofs") as roofs:
     need(peak, caches, *headline.values())
     bandwidth = headline["in_place"]["bandwidth"]
     pages = -(-BW_BYTES // bwm.PAGE)
-    print(f"peak, attained     {peak / 1e9:8.1f} GFLOP/s (float32 {PEAK_N}x{PEAK_N} matmul)")
+    print(f"peak, attained     {peak / 1e9:8.1f} GFLOP/s (float32 {PEAK_N}x{PEAK_N} matmul: "
+          f"{peak_run['flops'] / 1e9:.3g} GFLOP in {peak_run['best_s'] * 1e3:.2f} ms, the "
+          f"fastest of {len(peak_run['samples_s'])})")
     print(f"peak, theoretical  {theory['flops'] / 1e9:8.1f} GFLOP/s = {theory['assumption']}")
     print(f"  attained / theoretical = {peak / theory['flops']:.2f}"
           + ("" if peak <= theory["flops"] else
@@ -213,9 +216,9 @@ with not_yet("bandwidth plot"):
 # %% [markdown]
 # ### FLOPs and bytes: by hand and from the compiler
 #
-# `matmul_cost_by_hand` counts one multiply and one add per inner-product term and reads
-# each input once, writes the output once. `cost_from_compiler` asks XLA
-# (`jax.jit(fn).lower(*args).compile().cost_analysis()`). Odd shapes on purpose:
+# `matmul_cost_by_hand` is your count, `cost_from_compiler` the compiler's count of the
+# program as it will run. Odd shapes on purpose; where the two columns disagree, one of
+# them counts something else:
 
 # %%
 rows = []
@@ -231,30 +234,6 @@ with not_yet("hand vs compiler counts"):
     for name, hand, comp in rows:
         print(f"{name:34s} {hand['flops']:12.0f} {comp['flops']:12.0f} {hand['bytes']:11.0f} "
               f"{comp['bytes']:11.0f}")
-
-
-# %% [markdown]
-# ### Lowered vs compiled cost analysis: what fusion saves
-#
-# `lowered.cost_analysis()` counts the program *before* XLA fuses it: every elementwise op
-# reads and writes a whole array. After compilation the chain is one fused loop that reads
-# `x` once and writes the result once. Same FLOPs, far fewer bytes, higher intensity.
-
-# %%
-def chain(x):
-    return jnp.tanh(x * 2.0 + 1.0) * 3.0 + x
-
-xs = jnp.ones((REST_ELEMS,), jnp.float32)
-lowered = jax.jit(chain).lower(xs)
-before = lowered.cost_analysis()
-after = lowered.compile().cost_analysis()
-after = after[0] if isinstance(after, (list, tuple)) else after
-for key in ("flops", "transcendentals", "bytes accessed"):
-    print(f"{key:16s} lowered {before.get(key, 0):14.0f}   compiled {after.get(key, 0):14.0f}")
-fusion_saving = before["bytes accessed"] / after["bytes accessed"]
-print(f"fusion cuts the bytes moved by {fusion_saving:.1f}x; intensity goes from "
-      f"{before['flops'] / before['bytes accessed']:.3f} to "
-      f"{after['flops'] / after['bytes accessed']:.3f} FLOP/byte")
 
 
 # %% [markdown]
@@ -362,6 +341,10 @@ def working_set_of(fn, args):
     return int(plan.argument_size_in_bytes + plan.output_size_in_bytes +
                plan.temp_size_in_bytes)
 
+def chain(x):                                 # a chain XLA fuses into one loop
+    return jnp.tanh(x * 2.0 + 1.0) * 3.0 + x
+
+xs = jnp.ones((REST_ELEMS,), jnp.float32)
 key = jax.random.key(0)
 n1 = PEAK_N // 2
 w = KERNEL_N // 2
@@ -439,7 +422,11 @@ with not_yet("roofline plot"):
 #
 # The grader's `check.py --stage 2`: the trace checks (notebook 02) and this notebook's
 # cost, peak, bandwidth, roofline and cache checks.
-#
+
+# %%
+check2 = run_check("performance-audit", 2, IMPL)
+
+# %% [markdown]
 # <details><summary>The arithmetic behind the contracts (open after your attempt)</summary>
 #
 # - A matmul `(m, k) @ (k, n)`: each of the `m n` outputs is an inner product of `k`
@@ -449,7 +436,8 @@ with not_yet("roofline plot"):
 # - The compiler's count: `jax.jit(fn).lower(*args).compile().cost_analysis()`, keys
 #   `"flops"` and `"bytes accessed"`. `lower(...).cost_analysis()` without `.compile()`
 #   counts the program before fusion (every intermediate read and written).
-# - Peak FLOP/s: **2 n^3 / fastest synchronised call** of the compiled matmul.
+# - Peak FLOP/s: the count of one product, **2 n^3** (the same count as by hand), over
+#   the **fastest synchronised call** of the compiled matmul: `flops / best_s`.
 # - Bandwidth: in place `x * 2 + 1` reads and writes every byte: **2 x nbytes** per call;
 #   `jnp.sum` only reads: **nbytes**. Bandwidth = moved bytes / fastest sample. Minor
 #   faults: `resource.getrusage(resource.RUSAGE_SELF).ru_minflt` before and after each
@@ -463,8 +451,26 @@ with not_yet("roofline plot"):
 #   cache level that holds the working set (else DRAM).
 # </details>
 
+# %% [markdown]
+# ### Lowered vs compiled cost analysis: what fusion saves
+#
+# The fused chain of the roofline above, counted twice. `lowered.cost_analysis()`
+# counts the program *before* XLA fuses it: every elementwise op
+# reads and writes a whole array. After compilation the chain is one fused loop that reads
+# `x` once and writes the result once. Same FLOPs, far fewer bytes, higher intensity.
+
 # %%
-check2 = run_check("performance-audit", 2, IMPL)
+lowered = jax.jit(chain).lower(xs)
+before = lowered.cost_analysis()
+after = lowered.compile().cost_analysis()
+after = after[0] if isinstance(after, (list, tuple)) else after
+for key in ("flops", "transcendentals", "bytes accessed"):
+    print(f"{key:16s} lowered {before.get(key, 0):14.0f}   compiled {after.get(key, 0):14.0f}")
+fusion_saving = before["bytes accessed"] / after["bytes accessed"]
+print(f"fusion cuts the bytes moved by {fusion_saving:.1f}x; intensity goes from "
+      f"{before['flops'] / before['bytes accessed']:.3f} to "
+      f"{after['flops'] / after['bytes accessed']:.3f} FLOP/byte")
+
 
 # %% [markdown]
 # ## Try a changed condition: a kernel twice as fast, a step barely faster
@@ -554,11 +560,11 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Amdahl: a part with share *s* sped up *k* times gives the whole step
-# 1 / ((1 - s) + s / k). When the measured step speedup falls short even of that, the other
-# suspects are: **copies** (a host read or device transfer in the step that did not shrink),
-# **synchronisation** (an extra wait per step), and **recompilation** (the compile count while
-# timing above should be zero: a new shape every step would recompile every step).
+# When the measured step speedup falls short even of what your `predict_step_speedup`
+# says, the other suspects are: **copies** (a host read or device transfer in the step
+# that did not shrink), **synchronisation** (an extra wait per step), and
+# **recompilation** (the compile count while timing above should be zero: a new shape
+# every step would recompile every step).
 #
 # ### Check stage 4 (Amdahl part)
 #
@@ -571,6 +577,15 @@ check4 = run_check("performance-audit", 4, IMPL)
 amdahl_check = {r["check_id"]: r["status"] for r in check4["results"]
                 if r["check_id"] == "amdahl_small_share"}
 print("Amdahl part of stage 4:", amdahl_check)
+
+# %% [markdown]
+# <details><summary>The arithmetic behind predict_step_speedup (open after your attempt)</summary>
+#
+# Amdahl: the step's time is `(1 - s) + s` of itself; only the share *s* gets *k* times
+# faster, so the new time is `(1 - s) + s / k` and the step's speedup is
+# **1 / ((1 - s) + s / k)**. It can never exceed 1 / (1 - s): a 5% share gains at most
+# about 5% however fast the kernel gets.
+# </details>
 
 # %% [markdown]
 # ## Diagnose a likely failure: a roofline estimate far off the measurement

@@ -691,18 +691,43 @@ def learner_bandwidth(impl, nbytes: int, kind: str, iters: int) -> dict:
 def _(impl, ctx):
     # interleaved rounds, best of each side: a burst of load (the reference once read 6.7x
     # slower than a single uninterleaved reading of its own at load 22) hits both alike
-    flops, a = 2 * 512**3, jnp.ones((512, 512), jnp.float32)
+    # The count is exact, so it is compared exactly: a factor of two in it (one FLOP per
+    # multiply-add) is exactly 2x, which no timing window can tell from load. The rate must
+    # be that count over the learner's own fastest sample; that sample is then a
+    # measurement, compared with the checker's own interleaved with it.
+    n = int(ctx.rng("peak-n").integers(150, 200)) * 2 + 1  # odd, 301-399
+    a = jnp.ones((n, n), jnp.float32)
     matmul = jax.jit(lambda a: a @ a)
+    own = jax.jit(jnp.matmul).lower(a, a).compile().cost_analysis()
+    own = (own[0] if isinstance(own, (list, tuple)) else own)["flops"]
+    flops, iters = 2 * n**3, 3
     yours_s, ref_s = [], []
     for _ in range(2):
-        ref_s.append(min(time_synced(matmul, a, iters=3).samples_s))
-        peak = as_float(get_function(impl, "measure_peak_flops")(n=512, iters=3),
-                        "peak FLOP/s")
-        fail_unless(peak > 0, "peak FLOP/s must be positive", yours=peak, expected="> 0")
-        yours_s.append(flops / peak)
-    within_ratio(min(yours_s), min(ref_s), TIME_RATIO_WINDOW, "your time per 512x512 "
-                 "matmul (2 n^3 FLOPs / your peak FLOP/s)", "time a compiled matmul with a "
-                 "sync; best of several calls",
+        ref_s.append(min(time_synced(matmul, a, iters=iters).samples_s))
+        m = require_keys(get_function(impl, "measure_peak_flops")(n=n, iters=iters),
+                         ("n", "flops", "samples_s", "best_s", "flops_per_s"),
+                         "measure_peak_flops")
+        fail_unless(m["n"] == n, "measure_peak_flops reports another size than it was "
+                    "asked for", yours=m["n"], expected=n)
+        fail_unless(as_float(m["flops"], "flops") == flops,
+                    f"the FLOP count of one ({n}x{n}) @ ({n}x{n}) product is off",
+                    yours=m["flops"], expected=f"{flops} (the checker's count; the "
+                    f"compiler's cost_analysis says {own:.0f})",
+                    hint="count it as matmul_cost_by_hand does: every multiply and every "
+                    "add is a FLOP")
+        samples = samples_of(m, "measure_peak_flops", iters)
+        best = as_float(m["best_s"], "best_s")
+        fail_unless(best == min(samples), "best_s is not the fastest of your samples_s",
+                    yours=best, expected=min(samples))
+        rate = as_float(m["flops_per_s"], "flops_per_s")
+        fail_unless(math.isclose(rate, flops / best, rel_tol=1e-9),
+                    "flops_per_s is not your FLOP count over your fastest sample",
+                    yours=rate, expected=f"{flops / best:.6g} FLOP/s = {flops} FLOPs / "
+                    f"{best:.6g} s", hint="a rate is FLOPs per second: count / seconds")
+        yours_s.append(best)
+    within_ratio(min(yours_s), min(ref_s), TIME_RATIO_WINDOW, f"your fastest {n}x{n} "
+                 "matmul (best_s)", "time a compiled matmul with a sync inside each timed "
+                 "call; best of several calls",
                  against="the checker's synchronised matmul, interleaved with yours")
     # the learner's calls interleaved with the checker's own in-place and fresh-output
     # measurements of the same size (best of each over the rounds)
