@@ -117,9 +117,10 @@ print("traces go to:", TRACE_ROOT)
 # ## Build in stages · stage 2 (trace part): write a trace, find the region
 #
 # The workload: one jitted training step of a two-layer MLP (`gelu`, mean squared output,
-# an SGD update). Your `write_trace` compiles first, then runs `STEPS` steps under
-# `jax.profiler.trace`, each inside `jax.profiler.TraceAnnotation(REGION)` and synchronised
-# *inside* the annotation (otherwise the region ends before the work does).
+# an SGD update). Your `write_trace` must leave a trace in which `REGION` appears once per
+# step, each occurrence holding one *completed*, steady step (no compile inside it): what
+# its docstring says is checked, and against what. (How the reference does it is revealed
+# after the stage-2 check.)
 
 # %%
 k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
@@ -332,7 +333,15 @@ with not_yet("the region in XProf"):
 # The grader's `check.py --stage 2`. The trace checks (`trace_written_and_newest_found`,
 # `region_summary_matches_checker`) belong to this notebook; the cost, peak and roofline
 # checks of the same stage are built in notebook 03 and say *not yet* until then.
-#
+
+# %%
+check2 = run_check("performance-audit", 2, IMPL)
+trace_checks = {r["check_id"]: r["status"] for r in check2["results"]
+                if r["check_id"] in ("trace_written_and_newest_found",
+                                     "region_summary_matches_checker")}
+print("trace part of stage 2:", trace_checks)
+
+# %% [markdown]
 # <details><summary>How the reference meets the contracts (open after your attempt)</summary>
 #
 # - `write_trace`: one untimed call first (`jax.block_until_ready(step_fn(*args))`, the
@@ -348,13 +357,6 @@ with not_yet("the region in XProf"):
 #   ending after overlaps without nesting (not a child), anything else is a new direct
 #   child. `self_us = total_us - child_us`.
 # </details>
-
-# %%
-check2 = run_check("performance-audit", 2, IMPL)
-trace_checks = {r["check_id"]: r["status"] for r in check2["results"]
-                if r["check_id"] in ("trace_written_and_newest_found",
-                                     "region_summary_matches_checker")}
-print("trace part of stage 2:", trace_checks)
 
 
 # %% [markdown]
