@@ -14,6 +14,8 @@ PROJECT = "performance-audit"
 
 PEAK_LOOP = ("        jax.block_until_ready(f(a))\n"
              "        samples.append(time.perf_counter() - start)\n")
+DECIDE_ROUNDS = ("    result = decide_rounds(before, after, min_gain=min_gain, "
+                 "confidence=confidence)\n")
 HOST_READ_CALL = ('"host_read": time_fn(fn, x, warmup=warmup, iters=iters, sync="host_read",\n'
                   '                                 label="host_read")}')
 TRACE_LOOP = ("        for i in range(steps):\n"
@@ -200,6 +202,20 @@ PLANTED = {
          "           **{f: int(getattr(plan, f, 0) or 0) for f in peak_memory.MEMORY_FIELDS}}\n"
          )]),
     # -- stage 4 ---------------------------------------------------------------------
+    # decide fed long-tail samples (stalls): a mean is thrown by them, a round's median is not
+    "decide_on_round_means": (4, "stalls_do_not_decide", [
+        (DECIDE_ROUNDS, "    def means(run):  # each round summarised by its mean\n"
+         "        ids = np.asarray(run.get('round_ids', range(len(run['samples_s']))))\n"
+         "        s = np.asarray(run['samples_s'])\n"
+         "        return dict(run, samples_s=[float(s[ids == r].mean()) for r in ids])\n"
+         "    result = decide_rounds(means(before), means(after), min_gain=min_gain, "
+         "confidence=confidence)\n")]),
+    "decide_on_the_ratio_of_means": (4, "stalls_do_not_decide", [
+        (DECIDE_ROUNDS, DECIDE_ROUNDS + "    ratio = float(np.mean(before['samples_s']) / "
+         "np.mean(after['samples_s']))\n"
+         "    result['ratio'] = ratio\n"
+         "    result['decision'] = ('accept' if ratio > 1 + min_gain else 'slower' "
+         "if ratio < 1 / (1 + min_gain) else 'reject')\n")]),
     "amdahl_linear_in_share": (4, "amdahl_small_share", [
         ("    return 1.0 / ((1.0 - share) + share / kernel_speedup)\n",
          "    return 1.0 + share * (kernel_speedup - 1.0)\n")]),

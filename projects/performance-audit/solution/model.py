@@ -623,7 +623,8 @@ def decide(before: dict, after: dict, *, min_gain: float = 0.05,
     is accepted; noise that looks 3% faster, a faster but wrong run and pairs that cannot
     be compared are rejected; a 2.6% gain is below the minimum; identical programs
     measured in drifting rounds, where pooled samples look clearly faster, are rejected;
-    a true 1.2x measured in drifting rounds is accepted; a real slowdown is "slower".
+    a true 1.2x measured in drifting rounds is accepted; a real slowdown is "slower";
+    samples with stalls (a few 20-60x slower than the rest) change none of these.
     """
     ### BEGIN SOLUTION stage 4: decide (refuse what is not comparable, then weigh rounds)
     from coursekit.measure.decision import decide_rounds

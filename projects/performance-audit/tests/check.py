@@ -1304,6 +1304,56 @@ def _(impl, ctx):
                 hint="without round_ids each sample is its own round")
 
 
+def with_stalls(rng, record: dict, rounds_hit: int = 3, per_round: int = 2) -> dict:
+    """``record`` (8 rounds of 12) with long-tail samples: in ``rounds_hit`` of its
+    rounds, ``per_round`` samples stalled 20-60x (a preemption, a page-in, a GC pause).
+    A round's median does not move; its mean grows several times."""
+    samples, ids = list(record["samples_s"]), record["round_ids"]
+    rounds = sorted(set(ids))
+    for r in rng.choice(rounds, rounds_hit, replace=False):
+        where = [i for i, v in enumerate(ids) if v == r]
+        for i in rng.choice(where, per_round, replace=False):
+            samples[i] *= float(rng.uniform(20, 60))
+    return dict(record, samples_s=samples)
+
+
+def round_means(record: dict) -> dict:
+    """Each sample replaced by its round's mean: what a decision built on means sees."""
+    ids = np.asarray(record["round_ids"])
+    samples = np.asarray(record["samples_s"])
+    return dict(record, samples_s=[float(samples[ids == r].mean()) for r in ids])
+
+
+@checker.check(4, "stalls_do_not_decide")
+def _(impl, ctx):
+    rng = ctx.rng("stalls")
+    # identical programs, "before" stalled in every round (it is the one that triggers the
+    # pauses): means say "after" is faster
+    for _ in range(200):
+        before, after = rounds_records(rng, 1.0, block_drift=0.03)
+        before = with_stalls(rng, before, rounds_hit=8)
+        if decision.decide_rounds(before, after)["ci"][0] < 0.99 and \
+                decision.decide_rounds(round_means(before), after)["decision"] == "accept":
+            break
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "reject", "identical programs were judged different because a few "
+                "samples of one stalled", yours=got, expected="reject",
+                hint="a few stalled samples (20-60x slower) throw a mean far off; a round's "
+                "median does not move")
+    # a true 1.3x speedup, "after" stalled in a few rounds: means say it is not faster
+    for _ in range(200):
+        before, after = rounds_records(rng, 1.3, block_drift=0.03)
+        after = with_stalls(rng, after)
+        if decision.decide_rounds(before, after)["ci"][0] > 1.12 and \
+                decision.decide_rounds(before, round_means(after))["decision"] != "accept":
+            break
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "accept", "a true 1.3x speedup was not accepted because a few of its "
+                "samples stalled", yours=got, expected="accept",
+                hint="summarise each round by a statistic a stall does not move (the "
+                "median), then compare rounds")
+
+
 @checker.check(4, "rejects_faster_but_wrong")
 def _(impl, ctx):
     rng = ctx.rng("wrong")
