@@ -1,12 +1,18 @@
 """foundations checker: the reference passes, the starter fails every stage with "not
 yet", and each planted bug fails the check meant to catch it while the stage's other
-checks still pass where they should (real checker subprocesses; ``only=`` keeps each run
-to the checks a bug is aimed at and the ones that must stay green)."""
+checks still pass where they should. ``only=`` keeps each run to the checks a bug is
+aimed at and the ones that must stay green.
+
+The planted bugs go through one checker process (tests/planted_batch.py: the batch of
+``coursekit.checking.planted``), each in a fresh learner process, with a fresh random
+seed per session as check.py picks one; the tests of the learner-facing command itself
+(reference, starter, the checker never importing the learner file) run check.py."""
 
 from __future__ import annotations
 
 import pytest
 from helpers import plant, reference_run, run_checker, starter
+from planted_batch import Planted, PlantedBatch
 
 PROJECT = "foundations"
 STAGE_1 = "mse_matches_float64_reference,mse_works_under_jit"
@@ -17,17 +23,40 @@ TRAIN = "train_follows_key_protocol,train_leaves_global_random_state_alone"
 WORKLOAD = ("workload_rerun_in_fresh_process_is_bitwise_equal,workload_params_follow_replay,"
             "workload_accuracy_vs_reference")
 
+BUGS: dict[str, Planted] = {}       # the batch every planted test reads
+SLOW_BUGS: dict[str, Planted] = {}  # the two that train the workload: their own batch
+
+
+def bug(name, replacements, stage, only=None, seed=None, slow=False) -> str:
+    """Plant ``name`` in the batch: check ``stage`` (only the ``only`` checks, a
+    comma-separated list; all of the stage without) under ``seed`` (the batch's without)."""
+    (SLOW_BUGS if slow else BUGS)[name] = Planted(
+        int(stage), replacements, only=only.split(",") if only else [], seed=seed)
+    return name
+
 
 def failing(result: dict) -> set[str]:
     return {cid for cid, status in result["status"].items() if status != "pass"}
 
 
-def run_bug(tmp_path, name, replacements, stage, only=None, seed=None) -> dict:
-    bug = plant(tmp_path, PROJECT, name, replacements)
-    result = run_checker(PROJECT, bug, stage, tmp=tmp_path, only=only, seed=seed)
-    assert result["json"] is not None, result["stdout"] + result["stderr"]
+def run_bug(results: dict, name: str) -> dict:
+    """The batch's result for ``name``: the checker gave verdicts (it did not crash) and
+    printed no traceback."""
+    result = results[name]
+    assert result["status"], result["stdout"]
     assert "Traceback" not in result["stdout"], result["stdout"]
     return result
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    return PlantedBatch(PROJECT, BUGS, seed=None).run(tmp_path_factory.mktemp("planted"))
+
+
+@pytest.fixture(scope="module")
+def planted_slow(tmp_path_factory):
+    return PlantedBatch(PROJECT, SLOW_BUGS, seed=None).run(
+        tmp_path_factory.mktemp("planted-slow"))
 
 
 @pytest.mark.slow
@@ -51,13 +80,13 @@ def test_starter_fails_every_stage_without_crashing(tmp_path):
 def test_the_checker_never_imports_the_learner_file(tmp_path):
     # A learner file that refuses to be imported by the checker's own process: it passes
     # only if every call goes over the bridge to the learner process.
-    bug = plant(tmp_path, PROJECT, "not-in-checker", [(
+    impl = plant(tmp_path, PROJECT, "not-in-checker", [(
         "from coursekit.workloads import classifier\n",
         "from coursekit.workloads import classifier\n"
         "import sys as _sys\n"
         "if _sys.argv[0].endswith('check.py'):\n"
         "    raise RuntimeError('imported by the checker process')\n")])
-    result = run_checker(PROJECT, bug, "1", tmp=tmp_path)
+    result = run_checker(PROJECT, impl, "1", tmp=tmp_path)
     assert result["returncode"] == 0, result["stdout"]
 
 
@@ -65,8 +94,7 @@ def test_the_checker_never_imports_the_learner_file(tmp_path):
 
 MSE = "return jnp.mean((pred - target) ** 2)"
 
-
-@pytest.mark.parametrize("name, new, caught, message", [
+MSE_BUGS = [
     ("sum", "return jnp.sum((pred - target) ** 2)", "mse_matches_float64_reference",
      "mean over every element"),
     ("root", "return jnp.sqrt(jnp.mean((pred - target) ** 2))",
@@ -78,23 +106,31 @@ MSE = "return jnp.mean((pred - target) ** 2)"
      "mse_works_under_jit", "jax.jit(mse) failed"),
     ("float16-result", "return jnp.mean((pred - target) ** 2).astype(jnp.float16)",
      "mse_matches_float64_reference", "wrong dtype"),
-])
-def test_mse_bugs_fail_the_check_aimed_at_them(tmp_path, name, new, caught, message):
-    result = run_bug(tmp_path, f"mse-{name}", [(MSE, new)], "1")
+]
+for _name, _new, *_ in MSE_BUGS:
+    bug(f"mse-{_name}", [(MSE, _new)], "1")
+
+
+@pytest.mark.parametrize("name, new, caught, message", MSE_BUGS)
+def test_mse_bugs_fail_the_check_aimed_at_them(planted, name, new, caught, message):
+    result = run_bug(planted, f"mse-{name}")
     assert caught in failing(result), result["stdout"]
     assert message in result["stdout"], result["stdout"]
     if caught == "mse_works_under_jit":  # the eager value is right
         assert result["status"]["mse_matches_float64_reference"] == "pass", result["stdout"]
 
 
-def test_mse_that_keeps_its_first_result_per_shape_fails(tmp_path):
-    result = run_bug(tmp_path, "mse-first-call", [(MSE, (
-        "key = tuple(pred.shape)\n"
-        "    if key not in _MSE_SEEN:\n"
-        "        _MSE_SEEN[key] = jnp.mean((pred - target) ** 2)\n"
-        "    return _MSE_SEEN[key]")), (
-        "# Stage 1: the edit-check loop\n", "# Stage 1: the edit-check loop\n_MSE_SEEN = {}\n")],
-        "1", only="mse_matches_float64_reference")
+MSE_FIRST_CALL = bug("mse-first-call", [(MSE, (
+    "key = tuple(pred.shape)\n"
+    "    if key not in _MSE_SEEN:\n"
+    "        _MSE_SEEN[key] = jnp.mean((pred - target) ** 2)\n"
+    "    return _MSE_SEEN[key]")), (
+    "# Stage 1: the edit-check loop\n", "# Stage 1: the edit-check loop\n_MSE_SEEN = {}\n")],
+    "1", only="mse_matches_float64_reference")
+
+
+def test_mse_that_keeps_its_first_result_per_shape_fails(planted):
+    result = run_bug(planted, MSE_FIRST_CALL)
     assert failing(result) == {"mse_matches_float64_reference"}, result["stdout"]
 
 
@@ -103,8 +139,7 @@ def test_mse_that_keeps_its_first_result_per_shape_fails(tmp_path):
 RESIDUAL = "residual = predict(params, x) - y"
 GRADS_RETURN = 'return {"w": 2.0 * (x.T @ residual) / n, "b": 2.0 * jnp.sum(residual) / n}'
 
-
-@pytest.mark.parametrize("name, replacements, message", [
+GRAD_BUGS = [
     ("sign", [(RESIDUAL, "residual = y - predict(params, x)")], "against float64 finite"),
     ("n-is-d", [("    n = x.shape[0]\n    return {", "    n = x.shape[1]\n    return {")],
      "against float64 finite"),
@@ -114,52 +149,69 @@ GRADS_RETURN = 'return {"w": 2.0 * (x.T @ residual) / n, "b": 2.0 * jnp.sum(resi
     ("b-from-w", [(GRADS_RETURN,
                    'return {"w": 2.0 * (x.T @ residual) / n, "b": 2.0 * jnp.mean(x) / n}')],
      "gradient for 'b'"),
-])
-def test_wrong_gradients_fail_the_finite_difference_check(tmp_path, name, replacements,
+]
+for _name, _replacements, _ in GRAD_BUGS:
+    bug(f"grad-{_name}", _replacements, "2", only=GRADS)
+
+
+@pytest.mark.parametrize("name, replacements, message", GRAD_BUGS)
+def test_wrong_gradients_fail_the_finite_difference_check(planted, name, replacements,
                                                          message):
-    result = run_bug(tmp_path, f"grad-{name}", replacements, "2", only=GRADS)
+    result = run_bug(planted, f"grad-{name}")
     assert "gradients_match_float64_finite_differences" in failing(result), result["stdout"]
     assert message in result["stdout"]
 
 
-def test_jax_grad_inside_regression_grads_fails_the_by_hand_rule(tmp_path):
-    result = run_bug(tmp_path, "grad-autodiff", [(
-        f"    {RESIDUAL}\n    n = x.shape[0]\n    {GRADS_RETURN}\n",
-        "    return jax.grad(regression_loss)(params, x, y)\n")], "2", only=GRADS)
+GRAD_AUTODIFF = bug("grad-autodiff", [(
+    f"    {RESIDUAL}\n    n = x.shape[0]\n    {GRADS_RETURN}\n",
+    "    return jax.grad(regression_loss)(params, x, y)\n")], "2", only=GRADS)
+
+
+def test_jax_grad_inside_regression_grads_fails_the_by_hand_rule(planted):
+    result = run_bug(planted, GRAD_AUTODIFF)
     assert failing(result) == {"regression_grads_written_by_hand"}, result["stdout"]
     assert "jax.grad" in result["stdout"] and "written by hand" in result["stdout"]
 
 
-def test_autodiff_hidden_from_the_source_is_counted_where_it_runs(tmp_path):
-    # A name the ast reading cannot resolve: the learner process's count catches it.
-    result = run_bug(tmp_path, "grad-hidden", [(
-        f"    {RESIDUAL}\n    n = x.shape[0]\n    {GRADS_RETURN}\n",
-        "    transform = getattr(jax, 'value_and' + '_grad')\n"
-        "    return transform(regression_loss)(params, x, y)[1]\n")], "2", only=GRADS)
+# A name the ast reading cannot resolve: the learner process's count catches it.
+GRAD_HIDDEN = bug("grad-hidden", [(
+    f"    {RESIDUAL}\n    n = x.shape[0]\n    {GRADS_RETURN}\n",
+    "    transform = getattr(jax, 'value_and' + '_grad')\n"
+    "    return transform(regression_loss)(params, x, y)[1]\n")], "2", only=GRADS)
+
+
+def test_autodiff_hidden_from_the_source_is_counted_where_it_runs(planted):
+    result = run_bug(planted, GRAD_HIDDEN)
     assert failing(result) == {"regression_grads_written_by_hand"}, result["stdout"]
     assert "autodiff transform(s)" in result["stdout"]
 
 
-def test_autodiff_in_a_helper_of_the_file_is_found(tmp_path):
-    result = run_bug(tmp_path, "grad-helper", [(
-        f"    {RESIDUAL}\n    n = x.shape[0]\n    {GRADS_RETURN}\n",
-        "    return _helper(params, x, y)\n"), (
-        "def regression_grads(", "def _helper(params, x, y):\n"
-        "    from jax import vjp as pullback\n"
-        "    _, back = pullback(lambda p: regression_loss(p, x, y), params)\n"
-        "    return back(jnp.ones((), jnp.float32))[0]\n\n\n"
-        "def regression_grads(")], "2", only=GRADS)
+GRAD_HELPER = bug("grad-helper", [(
+    f"    {RESIDUAL}\n    n = x.shape[0]\n    {GRADS_RETURN}\n",
+    "    return _helper(params, x, y)\n"), (
+    "def regression_grads(", "def _helper(params, x, y):\n"
+    "    from jax import vjp as pullback\n"
+    "    _, back = pullback(lambda p: regression_loss(p, x, y), params)\n"
+    "    return back(jnp.ones((), jnp.float32))[0]\n\n\n"
+    "def regression_grads(")], "2", only=GRADS)
+
+
+def test_autodiff_in_a_helper_of_the_file_is_found(planted):
+    result = run_bug(planted, GRAD_HELPER)
     assert failing(result) == {"regression_grads_written_by_hand"}, result["stdout"]
     assert "pullback" in result["stdout"]
 
 
-def test_gradient_kept_from_the_first_call_fails(tmp_path):
-    result = run_bug(tmp_path, "grad-first-call", [(
-        f"    {RESIDUAL}\n    n = x.shape[0]\n    {GRADS_RETURN}\n",
-        f"    if x.shape not in _SEEN:\n        {RESIDUAL}\n        n = x.shape[0]\n"
-        f"        _SEEN[x.shape] = {GRADS_RETURN.removeprefix('return ')}\n"
-        "    return _SEEN[x.shape]\n"), (
-        "def regression_grads(", "_SEEN = {}\n\n\ndef regression_grads(")], "2", only=GRADS)
+GRAD_FIRST_CALL = bug("grad-first-call", [(
+    f"    {RESIDUAL}\n    n = x.shape[0]\n    {GRADS_RETURN}\n",
+    f"    if x.shape not in _SEEN:\n        {RESIDUAL}\n        n = x.shape[0]\n"
+    f"        _SEEN[x.shape] = {GRADS_RETURN.removeprefix('return ')}\n"
+    "    return _SEEN[x.shape]\n"), (
+    "def regression_grads(", "_SEEN = {}\n\n\ndef regression_grads(")], "2", only=GRADS)
+
+
+def test_gradient_kept_from_the_first_call_fails(planted):
+    result = run_bug(planted, GRAD_FIRST_CALL)
     assert "gradients_match_float64_finite_differences" in failing(result), result["stdout"]
 
 
@@ -170,62 +222,79 @@ FIT_RETURN = ("    return params\n    ### END SOLUTION\n\n\n"
               "# ---------------------------------------------------------------------------------------\n"
               "# Stage 3")
 
+FIT_KEY_REUSE = bug("fit-key-reuse", [(FIT_LOOP, (
+    "    k_batches, k_step = jax.random.split(k_batches)\n    for _ in range(steps):\n"))],
+    "2", only=FIT)
 
-def test_one_key_for_every_step_fails_the_replay_with_a_named_hint(tmp_path):
-    result = run_bug(tmp_path, "fit-key-reuse", [(FIT_LOOP, (
-        "    k_batches, k_step = jax.random.split(k_batches)\n    for _ in range(steps):\n"))],
-        "2", only=FIT)
+
+def test_one_key_for_every_step_fails_the_replay_with_a_named_hint(planted):
+    result = run_bug(planted, FIT_KEY_REUSE)
     assert failing(result) == {"fit_follows_key_protocol"}, result["stdout"]
     assert "reused one key for every step" in result["stdout"]
 
 
-def test_result_that_depends_on_the_process_fails_only_the_fresh_process_check(tmp_path):
-    # A tiny, deterministic-in-process dependence on the process id: the replay's
-    # tolerance and the in-process reruns cannot see it; only a fresh process can.
-    result = run_bug(tmp_path, "fit-process", [(FIT_RETURN, FIT_RETURN.replace(
-        "    return params\n",
-        "    import os\n    return {**params, 'b': params['b'] + 1e-7 * (os.getpid() % 997 + 1)}\n"))],
-        "2", only=FIT)
+# A tiny, deterministic-in-process dependence on the process id: the replay's tolerance
+# and the in-process reruns cannot see it; only a fresh process can.
+FIT_PROCESS = bug("fit-process", [(FIT_RETURN, FIT_RETURN.replace(
+    "    return params\n",
+    "    import os\n    return {**params, 'b': params['b'] + 1e-7 * (os.getpid() % 997 + 1)}\n"))],
+    "2", only=FIT)
+
+
+def test_result_that_depends_on_the_process_fails_only_the_fresh_process_check(planted):
+    result = run_bug(planted, FIT_PROCESS)
     assert failing(result) == {"fit_rerun_in_fresh_process_is_bitwise_equal"}, result["stdout"]
     assert "different arrays in a fresh process" in result["stdout"]
 
 
-def test_numpy_global_draws_fail_the_global_state_check(tmp_path):
-    result = run_bug(tmp_path, "fit-np-random", [(FIT_LOOP, (
-        "    import numpy as np\n    for _ in range(steps):\n"
-        "        k_batches, _unused = jax.random.split(k_batches)\n"
-        "        k_step = jax.random.key(int(np.random.randint(2**31 - 1)))\n"))], "2", only=FIT)
+FIT_NP_RANDOM = bug("fit-np-random", [(FIT_LOOP, (
+    "    import numpy as np\n    for _ in range(steps):\n"
+    "        k_batches, _unused = jax.random.split(k_batches)\n"
+    "        k_step = jax.random.key(int(np.random.randint(2**31 - 1)))\n"))], "2", only=FIT)
+
+
+def test_numpy_global_draws_fail_the_global_state_check(planted):
+    result = run_bug(planted, FIT_NP_RANDOM)
     assert {"fit_leaves_global_random_state_alone",
             "fit_follows_key_protocol"} <= failing(result), result["stdout"]
     assert "global random generator" in result["stdout"]
 
 
-def test_reading_numpy_global_state_without_drawing_fails_bitwise(tmp_path):
-    # get_state() changes nothing, so only the outputs under two global seeds tell.
-    result = run_bug(tmp_path, "fit-np-read", [(FIT_RETURN, FIT_RETURN.replace(
-        "    return params\n",
-        "    import numpy as np\n"
-        "    word = int(np.random.get_state()[1][0]) / 2**32\n"
-        "    return {**params, 'b': params['b'] + 1e-3 * word}\n"))],
-        "2", only="fit_leaves_global_random_state_alone")
+# get_state() changes nothing, so only the outputs under two global seeds tell.
+FIT_NP_READ = bug("fit-np-read", [(FIT_RETURN, FIT_RETURN.replace(
+    "    return params\n",
+    "    import numpy as np\n"
+    "    word = int(np.random.get_state()[1][0]) / 2**32\n"
+    "    return {**params, 'b': params['b'] + 1e-3 * word}\n"))],
+    "2", only="fit_leaves_global_random_state_alone")
+
+
+def test_reading_numpy_global_state_without_drawing_fails_bitwise(planted):
+    result = run_bug(planted, FIT_NP_READ)
     assert failing(result) == {"fit_leaves_global_random_state_alone"}, result["stdout"]
     assert "global seeds changed" in result["stdout"]
 
 
-def test_fit_that_counts_its_calls_fails_the_rerun(tmp_path):
-    result = run_bug(tmp_path, "fit-first-call", [(FIT_RETURN, FIT_RETURN.replace(
-        "    return params\n",
-        "    _FITS.append(1)\n    return {**params, 'b': params['b'] + 1e-6 * len(_FITS)}\n")), (
-        "def fit_regression(", "_FITS = []\n\n\ndef fit_regression(")], "2", only=FIT)
+FIT_FIRST_CALL = bug("fit-first-call", [(FIT_RETURN, FIT_RETURN.replace(
+    "    return params\n",
+    "    _FITS.append(1)\n    return {**params, 'b': params['b'] + 1e-6 * len(_FITS)}\n")), (
+    "def fit_regression(", "_FITS = []\n\n\ndef fit_regression(")], "2", only=FIT)
+
+
+def test_fit_that_counts_its_calls_fails_the_rerun(planted):
+    result = run_bug(planted, FIT_FIRST_CALL)
     assert "fit_leaves_global_random_state_alone" in failing(result), result["stdout"]
     assert result["status"]["fit_follows_key_protocol"] == "pass", result["stdout"]
 
 
-def test_fit_ignoring_its_lr_fails_the_replay(tmp_path):
-    result = run_bug(tmp_path, "fit-fixed-lr", [(
-        "return jax.tree.map(lambda p, g: p - lr * g, params, grads)\n\n    for _ in",
-        "return jax.tree.map(lambda p, g: p - 0.05 * g, params, grads)\n\n    for _ in")],
-        "2", only="fit_follows_key_protocol")
+FIT_FIXED_LR = bug("fit-fixed-lr", [(
+    "return jax.tree.map(lambda p, g: p - lr * g, params, grads)\n\n    for _ in",
+    "return jax.tree.map(lambda p, g: p - 0.05 * g, params, grads)\n\n    for _ in")],
+    "2", only="fit_follows_key_protocol")
+
+
+def test_fit_ignoring_its_lr_fails_the_replay(planted):
+    result = run_bug(planted, FIT_FIXED_LR)
     assert failing(result) == {"fit_follows_key_protocol"}, result["stdout"]
 
 
@@ -233,36 +302,47 @@ def test_fit_ignoring_its_lr_fails_the_replay(tmp_path):
 
 PERMUTATION = "            order = jax.random.permutation(k_epoch, n)\n"
 
+TRAIN_SAME_ORDER = bug("train-same-order", [(
+    "        if j == 0:\n", "        if order is None:\n")], "3", only=TRAIN)
 
-def test_the_same_order_every_epoch_fails_the_replay_with_a_named_hint(tmp_path):
-    result = run_bug(tmp_path, "train-same-order", [(
-        "        if j == 0:\n", "        if order is None:\n")], "3", only=TRAIN)
+
+def test_the_same_order_every_epoch_fails_the_replay_with_a_named_hint(planted):
+    result = run_bug(planted, TRAIN_SAME_ORDER)
     assert failing(result) == {"train_follows_key_protocol"}, result["stdout"]
     assert "every epoch used the same order" in result["stdout"]
 
 
-def test_a_reused_key_for_the_shuffle_fails_the_replay(tmp_path):
-    result = run_bug(tmp_path, "train-key-reuse", [(
-        PERMUTATION, "            order = jax.random.permutation(k_init, n)\n")], "3",
-        only=TRAIN)
+TRAIN_KEY_REUSE = bug("train-key-reuse", [(
+    PERMUTATION, "            order = jax.random.permutation(k_init, n)\n")], "3",
+    only=TRAIN)
+
+
+def test_a_reused_key_for_the_shuffle_fails_the_replay(planted):
+    result = run_bug(planted, TRAIN_KEY_REUSE)
     assert failing(result) == {"train_follows_key_protocol"}, result["stdout"]
 
 
-def test_train_ignoring_its_lr_fails_the_replay(tmp_path):
-    result = run_bug(tmp_path, "train-fixed-lr", [(
-        "        grads = jax.grad(classifier.loss)(params, x[rows], y[rows])\n"
-        "        return jax.tree.map(lambda p, g: p - lr * g, params, grads)\n",
-        "        grads = jax.grad(classifier.loss)(params, x[rows], y[rows])\n"
-        "        return jax.tree.map(lambda p, g: p - 0.3 * g, params, grads)\n")], "3",
-        only=TRAIN)
+TRAIN_FIXED_LR = bug("train-fixed-lr", [(
+    "        grads = jax.grad(classifier.loss)(params, x[rows], y[rows])\n"
+    "        return jax.tree.map(lambda p, g: p - lr * g, params, grads)\n",
+    "        grads = jax.grad(classifier.loss)(params, x[rows], y[rows])\n"
+    "        return jax.tree.map(lambda p, g: p - 0.3 * g, params, grads)\n")], "3",
+    only=TRAIN)
+
+
+def test_train_ignoring_its_lr_fails_the_replay(planted):
+    result = run_bug(planted, TRAIN_FIXED_LR)
     assert failing(result) == {"train_follows_key_protocol"}, result["stdout"]
+
+
+NP_SHUFFLE = bug("np-shuffle", [(
+    PERMUTATION, "            order = jnp.asarray(__import__('numpy').random.permutation(n))\n")],
+    "3", only=f"{TRAIN},workload_rerun_in_fresh_process_is_bitwise_equal", slow=True)
 
 
 @pytest.mark.slow
-def test_global_numpy_shuffle_fails_the_global_state_checks(tmp_path):
-    result = run_bug(tmp_path, "np-shuffle", [(
-        PERMUTATION, "            order = jnp.asarray(__import__('numpy').random.permutation(n))\n")],
-        "3", only=f"{TRAIN},workload_rerun_in_fresh_process_is_bitwise_equal")
+def test_global_numpy_shuffle_fails_the_global_state_checks(planted_slow):
+    result = run_bug(planted_slow, NP_SHUFFLE)
     assert {"train_leaves_global_random_state_alone", "train_follows_key_protocol",
             "workload_rerun_in_fresh_process_is_bitwise_equal"} <= failing(result), \
         result["stdout"]
@@ -273,34 +353,42 @@ def test_global_numpy_shuffle_fails_the_global_state_checks(tmp_path):
 
 TRAIN_CALL = "params = train_classifier(k_train, x[:n_train], y[:n_train], steps=steps, "
 
+FIXED_SEED = bug("fixed-seed", [(
+    "k_data, k_train = jax.random.split(jax.random.key(seed))",
+    "k_data, k_train = jax.random.split(jax.random.key(0))")], "3",
+    only=f"train_follows_key_protocol,{WORKLOAD}", slow=True)
+
 
 @pytest.mark.slow
-def test_fixed_key_instead_of_the_seed_fails_the_workload_checks(tmp_path):
-    result = run_bug(tmp_path, "fixed-seed", [(
-        "k_data, k_train = jax.random.split(jax.random.key(seed))",
-        "k_data, k_train = jax.random.split(jax.random.key(0))")], "3",
-        only=f"train_follows_key_protocol,{WORKLOAD}")
+def test_fixed_key_instead_of_the_seed_fails_the_workload_checks(planted_slow):
+    result = run_bug(planted_slow, FIXED_SEED)
     assert "workload_rerun_in_fresh_process_is_bitwise_equal" in failing(result)
     assert "another seed gave bitwise the same workload" in result["stdout"]
     assert result["status"]["train_follows_key_protocol"] == "pass"
 
 
-def test_training_on_the_test_rows_fails_the_workload_replay(tmp_path):
-    result = run_bug(tmp_path, "test-rows", [(
-        TRAIN_CALL, TRAIN_CALL.replace("x[:n_train], y[:n_train]", "x[n_train:], y[n_train:]"))],
-        "3", only="workload_params_follow_replay")
+TEST_ROWS = bug("test-rows", [(
+    TRAIN_CALL, TRAIN_CALL.replace("x[:n_train], y[:n_train]", "x[n_train:], y[n_train:]"))],
+    "3", only="workload_params_follow_replay")
+
+
+def test_training_on_the_test_rows_fails_the_workload_replay(planted):
+    result = run_bug(planted, TEST_ROWS)
     assert failing(result) == {"workload_params_follow_replay"}, result["stdout"]
     assert "trained on the test rows" in result["stdout"]
 
 
-def test_workload_ignoring_its_batch_fails_the_replay(tmp_path):
-    result = run_bug(tmp_path, "fixed-batch", [(
-        "steps=steps, batch=batch,", "steps=steps, batch=64,")], "3",
-        only="workload_params_follow_replay")
+FIXED_BATCH = bug("fixed-batch", [(
+    "steps=steps, batch=batch,", "steps=steps, batch=64,")], "3",
+    only="workload_params_follow_replay")
+
+
+def test_workload_ignoring_its_batch_fails_the_replay(planted):
+    result = run_bug(planted, FIXED_BATCH)
     assert failing(result) == {"workload_params_follow_replay"}, result["stdout"]
 
 
-@pytest.mark.parametrize("name, old, new, message", [
+ACCURACY_BUGS = [
     ("train-accuracy-on-test-rows",
      '"train_accuracy": float(classifier.accuracy(params, x[:n_train], y[:n_train])),',
      '"train_accuracy": float(classifier.accuracy(params, x[n_train:], y[n_train:])),',
@@ -309,30 +397,41 @@ def test_workload_ignoring_its_batch_fails_the_replay(tmp_path):
      '"test_accuracy": float(classifier.accuracy(params, x[n_train:], y[n_train:]))}',
      '"test_accuracy": classifier.accuracy(params, x[n_train:], y[n_train:])}',
      "test_accuracy must be a plain Python float"),
-])
-def test_wrong_accuracy_fields_fail_the_accuracy_check(tmp_path, name, old, new, message):
-    result = run_bug(tmp_path, name, [(old, new)], "3",
-                     only="workload_params_follow_replay,workload_accuracy_vs_reference")
+]
+for _name, _old, _new, _ in ACCURACY_BUGS:
+    bug(_name, [(_old, _new)], "3",
+        only="workload_params_follow_replay,workload_accuracy_vs_reference")
+
+
+@pytest.mark.parametrize("name, old, new, message", ACCURACY_BUGS)
+def test_wrong_accuracy_fields_fail_the_accuracy_check(planted, name, old, new, message):
+    result = run_bug(planted, name)
     assert failing(result) == {"workload_accuracy_vs_reference"}, result["stdout"]
     assert message in result["stdout"]
 
 
-def test_too_little_training_fails_the_accuracy_check(tmp_path):
-    # The workload's data are not trivially separable (coursekit.workloads.classifier):
-    # a sixteenth of the steps (3 of the checker's 48) leaves a test accuracy 0.07-0.18
-    # below the checker's own training (16 seeds measured; the margin is 0.05). With
-    # separable data both reached 1.000 and this check could not tell them apart.
-    result = run_bug(tmp_path, "few-steps", [(
-        TRAIN_CALL, TRAIN_CALL.replace("steps=steps, ", "steps=steps // 16, "))], "3",
-        only="workload_accuracy_vs_reference", seed=7)
+# The workload's data are not trivially separable (coursekit.workloads.classifier): a
+# sixteenth of the steps (3 of the checker's 48) leaves a test accuracy 0.07-0.18 below
+# the checker's own training (16 seeds measured; the margin is 0.05). With separable
+# data both reached 1.000 and this check could not tell them apart.
+FEW_STEPS = bug("few-steps", [(
+    TRAIN_CALL, TRAIN_CALL.replace("steps=steps, ", "steps=steps // 16, "))], "3",
+    only="workload_accuracy_vs_reference", seed=7)
+
+
+def test_too_little_training_fails_the_accuracy_check(planted):
+    result = run_bug(planted, FEW_STEPS)
     assert failing(result) == {"workload_accuracy_vs_reference"}, result["stdout"]
     assert "trails the checker's own training" in result["stdout"]
     assert "untrained params score" in result["stdout"]
 
 
-def test_a_crash_in_learner_code_is_named_with_file_line_and_function(tmp_path):
-    result = run_bug(tmp_path, "mse-crash", [(MSE, "return {}['no such key']")], "1",
-                     only="mse_matches_float64_reference")
+MSE_CRASH = bug("mse-crash", [(MSE, "return {}['no such key']")], "1",
+                only="mse_matches_float64_reference")
+
+
+def test_a_crash_in_learner_code_is_named_with_file_line_and_function(planted):
+    result = run_bug(planted, MSE_CRASH)
     assert result["status"]["mse_matches_float64_reference"] == "error", result["stdout"]
     assert "foundations-mse-crash.py, line" in result["stdout"], result["stdout"]
     assert "in mse: KeyError" in result["stdout"], result["stdout"]

@@ -3,7 +3,7 @@ and the test suite's planted bugs), each file in its own learner process.
 
     python -m coursekit.checking.planted SPEC.json OUT.json
 
-SPEC: {"project": P, "seed": S, "runs": [{"name": N, "impl": PATH, "stage": K,
+SPEC: {"project": P, "seed": S, "runs": [{"name": N, "impl": PATH, "stage": K or [K, ...],
 "only": [check ids], "seed": S (optional, this run's), "env": {VAR: value} (optional,
 set in this process and the run's learner process while the run lasts)}, ...]}.
 OUT: {name: {"status": {check_id: status}, "stdout": text, "returncode": 0|1,
@@ -114,15 +114,16 @@ def run_all(spec: dict) -> dict:
 def _run_one(checker, bridge, runs, i, spec, captures, folder) -> dict:
     run = runs[i]
     seed = int(run.get("seed", spec["seed"]))
-    stage = int(run["stage"])
+    stages = run["stage"] if isinstance(run["stage"], list) else [run["stage"]]
+    stages = [int(s) for s in stages]
     only = set(run.get("only") or [])
-    known = {c.check_id for c in checker.checks if c.stage == stage}
+    known = {c.check_id for c in checker.checks if c.stage in stages}
     text = io.StringIO()
     results = []
     started = time.perf_counter()
     if only - known:
         text.write(f"planted run {run['name']!r}: no check {sorted(only - known)} in "
-                   f"stage {stage}\n")
+                   f"stage(s) {stages}\n")
     else:
         env = run.get("env") or {}
         outside = {k: os.environ.get(k) for k in env}  # what the next run's process gets
@@ -134,7 +135,7 @@ def _run_one(checker, bridge, runs, i, spec, captures, folder) -> dict:
                     bridge.prestart(nxt["impl"])
             try:
                 with tempfile.TemporaryDirectory(prefix="planted-") as tmp:
-                    results = checker.run(Path(run["impl"]), [stage], seed, Path(tmp),
+                    results = checker.run(Path(run["impl"]), stages, seed, Path(tmp),
                                           out=text, only=only)
             except Exception:  # a bug of the checker: this run fails, the batch goes on
                 text.write(traceback.format_exc())
