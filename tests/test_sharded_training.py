@@ -3,8 +3,10 @@ and fails each planted bug at the check meant to catch it; the multi-process lau
 ends a run whose learner code raises or hangs in one process, with a named error; the
 stage-4 record is one performance-audit's decision reads.
 
-Checker runs are real subprocesses (tests/helpers.run_checker). Planted bugs run only the
-checks they target (COURSE_CHECK_ONLY) to keep the suite's time down."""
+Checker runs are real subprocesses: check.py (tests/helpers.run_checker) for the
+reference, the starter and the hang, one checker process for the other planted bugs
+(tests/planted_batch.py), each in its own learner process. Planted bugs run only the
+checks they target to keep the suite's time down."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import textwrap
 
 import pytest
 from helpers import ROOT, plant, reference_run, run_checker, solution, starter
+from planted_batch import Planted, PlantedBatch
 
 PROJECT = "sharded-training"
 STAGES = {1: ["mesh_over_devices", "explicit_shardings", "state_replicated_batch_split",
@@ -99,6 +102,36 @@ def message(result: dict, check_id: str) -> str:
     return " ".join([r["message"], r["yours"], r["expected"], r["hint"]])
 
 
+# The planted bugs below go through one checker process (tests/planted_batch.py), each in
+# a fresh learner process, with a fresh random seed per session as check.py picks one.
+# The batch loads check.py as the grader does (runpy): its 8 CPU devices are set before
+# jax is imported there too. The hang test stays a check.py run of its own: its process
+# limit (COURSE_MP_LIMIT_S) is read when the checker is imported.
+BUGS: dict[str, Planted] = {}
+
+
+def bug(name: str, replacements, stage, *checks: str) -> str:
+    BUGS[name] = Planted(stage, replacements, only=list(checks))
+    return name
+
+
+@pytest.fixture(scope="module")
+def planted_folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("planted")
+
+
+@pytest.fixture(scope="module")
+def planted(planted_folder):
+    BUGS[MARKED].env = {"SHARDED_IMPORT_MARK": str(planted_folder / "imported-in-checker")}
+    return PlantedBatch(PROJECT, BUGS, seed=None).run(planted_folder, timeout=2400)
+
+
+def result_of(planted: dict, name: str) -> dict:
+    result = planted[name]
+    assert result["status"], result["stdout"]  # verdicts, not a crash of the checker
+    return result
+
+
 @pytest.mark.slow
 def test_reference_passes_every_stage():
     result = reference_run(PROJECT)  # shared with notebook 05's check cells
@@ -117,24 +150,28 @@ def test_starter_fails_every_stage_without_crashing(tmp_path):
     assert "not yet: stage 4: profile_train_step" in result["stdout"]
 
 
+CHECKER_IMPORT_CHECKS = ("mesh_over_devices", "valid_counts_per_shard", "state_roundtrip",
+                         "record_is_valid")
+MARKED = bug("mark-checker-import", MARK_CHECKER_IMPORT, [1, 2, 3, 4], *CHECKER_IMPORT_CHECKS)
+
+
 @pytest.mark.slow
-def test_checker_process_never_imports_the_learner_file(tmp_path):
-    impl = plant(tmp_path, PROJECT, "mark-checker-import", MARK_CHECKER_IMPORT)
-    mark = tmp_path / "imported-in-checker"
-    checks = ("mesh_over_devices", "valid_counts_per_shard", "state_roundtrip",
-              "record_is_valid")
-    result = run_checker(PROJECT, impl, "all", tmp=tmp_path,
-                         env={**only(*checks), "SHARDED_IMPORT_MARK": str(mark)})
-    assert result["status"] == {c: "pass" for c in checks}, result["stdout"]
+@pytest.mark.timeout(2400)  # whichever test comes first runs the batch
+def test_checker_process_never_imports_the_learner_file(planted, planted_folder):
+    result = result_of(planted, MARKED)
+    mark = planted_folder / "imported-in-checker"
+    assert result["status"] == {c: "pass" for c in CHECKER_IMPORT_CHECKS}, result["stdout"]
     assert not mark.exists(), mark.read_text()
 
 
+MEAN_OF_MEANS_BUG = bug("mean-of-means", MEAN_OF_MEANS, 2, "equal_counts_not_8x",
+                        "unequal_counts_weighted", "empty_shard_handled")
+
+
 @pytest.mark.slow
-def test_mean_of_means_fails_unequal_counts(tmp_path):
-    impl = plant(tmp_path, PROJECT, "mean-of-means", MEAN_OF_MEANS)
-    result = run_checker(PROJECT, impl, "2", tmp=tmp_path,
-                         env=only("equal_counts_not_8x", "unequal_counts_weighted",
-                                  "empty_shard_handled"))
+@pytest.mark.timeout(2400)
+def test_mean_of_means_fails_unequal_counts(planted):
+    result = result_of(planted, MEAN_OF_MEANS_BUG)
     status = result["status"]
     # With equal counts the mean of means *is* the global mean: only unequal ones show it.
     assert status["equal_counts_not_8x"] == "pass", result["stdout"]
@@ -145,14 +182,18 @@ def test_mean_of_means_fails_unequal_counts(tmp_path):
 
 
 GRAD_CHECKS = ("equal_counts_not_8x", "unequal_counts_weighted")
+SHARD_MEAN_BUGS = {"grad-of-shard-mean": bug("grad-of-shard-mean", GRAD_OF_SHARD_MEAN, 2,
+                                             *GRAD_CHECKS),
+                   "pmean-after-grad": bug("pmean-after-grad", PMEAN_AFTER_GRAD, 2,
+                                           *GRAD_CHECKS)}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("planted", [GRAD_OF_SHARD_MEAN, PMEAN_AFTER_GRAD],
-                         ids=["grad-of-shard-mean", "pmean-after-grad"])
-def test_grad_of_shard_means_is_8x_with_or_without_pmean(tmp_path, planted):
-    impl = plant(tmp_path, PROJECT, "shard-mean", planted)
-    result = run_checker(PROJECT, impl, "2", tmp=tmp_path, env=only(*GRAD_CHECKS))
+@pytest.mark.timeout(2400)
+@pytest.mark.parametrize("planted_bug", list(SHARD_MEAN_BUGS.values()),
+                         ids=list(SHARD_MEAN_BUGS))
+def test_grad_of_shard_means_is_8x_with_or_without_pmean(planted, planted_bug):
+    result = result_of(planted, planted_bug)
     assert result["status"] == {c: "fail" for c in GRAD_CHECKS}, result["stdout"]
     # Equal counts cannot tell this from a psum after grad: the checker replays unequal ones.
     for check in GRAD_CHECKS:
@@ -163,10 +204,13 @@ def test_grad_of_shard_means_is_8x_with_or_without_pmean(tmp_path, planted):
         assert "psum after grad" not in hint, hint
 
 
+PSUM_AFTER_GRAD_BUG = bug("psum-after-grad", PSUM_AFTER_GRAD, 2, *GRAD_CHECKS)
+
+
 @pytest.mark.slow
-def test_psum_after_grad_is_8x_at_every_count(tmp_path):
-    impl = plant(tmp_path, PROJECT, "psum-after-grad", PSUM_AFTER_GRAD)
-    result = run_checker(PROJECT, impl, "2", tmp=tmp_path, env=only(*GRAD_CHECKS))
+@pytest.mark.timeout(2400)
+def test_psum_after_grad_is_8x_at_every_count(planted):
+    result = result_of(planted, PSUM_AFTER_GRAD_BUG)
     assert result["status"] == {c: "fail" for c in GRAD_CHECKS}, result["stdout"]
     for check in GRAD_CHECKS:
         hint = message(result, check)
@@ -174,36 +218,50 @@ def test_psum_after_grad_is_8x_at_every_count(tmp_path):
         assert "pmean" not in hint, hint
 
 
+PSUM_AFTER_GRAD_OF_MEAN_BUG = bug("psum-after-grad-of-mean", PSUM_AFTER_GRAD_OF_MEAN, 2,
+                                  "equal_counts_not_8x")
+
+
 @pytest.mark.slow
-def test_psum_after_grad_of_shard_mean_is_64x(tmp_path):
-    impl = plant(tmp_path, PROJECT, "psum-after-grad-of-mean", PSUM_AFTER_GRAD_OF_MEAN)
-    result = run_checker(PROJECT, impl, "2", tmp=tmp_path, env=only("equal_counts_not_8x"))
+@pytest.mark.timeout(2400)
+def test_psum_after_grad_of_shard_mean_is_64x(planted):
+    result = result_of(planted, PSUM_AFTER_GRAD_OF_MEAN_BUG)
     assert result["status"] == {"equal_counts_not_8x": "fail"}, result["stdout"]
     assert "64x the mean of per-shard means" in message(result, "equal_counts_not_8x")
 
 
+PMEAN_CHECK_VMA_OFF_BUG = bug("pmean-check-vma-off", PMEAN_AFTER_GRAD_CHECK_VMA_OFF, 2,
+                              *GRAD_CHECKS)
+
+
 @pytest.mark.slow
-def test_planted_pmean_code_with_check_vma_off_is_1x_until_counts_differ(tmp_path):
-    impl = plant(tmp_path, PROJECT, "pmean-check-vma-off", PMEAN_AFTER_GRAD_CHECK_VMA_OFF)
-    result = run_checker(PROJECT, impl, "2", tmp=tmp_path, env=only(*GRAD_CHECKS))
+@pytest.mark.timeout(2400)
+def test_planted_pmean_code_with_check_vma_off_is_1x_until_counts_differ(planted):
+    result = result_of(planted, PMEAN_CHECK_VMA_OFF_BUG)
     assert result["status"] == {"equal_counts_not_8x": "pass",
                                 "unequal_counts_weighted": "fail"}, result["stdout"]
     assert "this is the mean of per-shard means" in message(result, "unequal_counts_weighted")
 
 
+CHECK_VMA_OFF_BUG = bug("check-vma-off", CHECK_VMA_OFF, 2, "equal_counts_not_8x")
+
+
 @pytest.mark.slow
-def test_reference_rule_with_check_vma_off_is_one_shards_part(tmp_path):
-    impl = plant(tmp_path, PROJECT, "check-vma-off", CHECK_VMA_OFF)
-    result = run_checker(PROJECT, impl, "2", tmp=tmp_path, env=only("equal_counts_not_8x"))
+@pytest.mark.timeout(2400)
+def test_reference_rule_with_check_vma_off_is_one_shards_part(planted):
+    result = result_of(planted, CHECK_VMA_OFF_BUG)
     assert result["status"] == {"equal_counts_not_8x": "fail"}, result["stdout"]
     assert "one shard's part alone" in message(result, "equal_counts_not_8x")
 
 
+KEY_NOT_RESTORED_BUG = bug("key-not-restored", KEY_NOT_RESTORED, 3, "state_roundtrip",
+                           "resume_after_sigkill_bitwise")
+
+
 @pytest.mark.slow
-def test_key_not_restored_fails_roundtrip_and_resume(tmp_path):
-    impl = plant(tmp_path, PROJECT, "key-not-restored", KEY_NOT_RESTORED)
-    result = run_checker(PROJECT, impl, "3", tmp=tmp_path,
-                         env=only("state_roundtrip", "resume_after_sigkill_bitwise"))
+@pytest.mark.timeout(2400)
+def test_key_not_restored_fails_roundtrip_and_resume(planted):
+    result = result_of(planted, KEY_NOT_RESTORED_BUG)
     assert result["status"] == {"state_roundtrip": "fail",
                                 "resume_after_sigkill_bitwise": "fail"}, result["stdout"]
     assert "restored key" in message(result, "state_roundtrip")
@@ -211,10 +269,14 @@ def test_key_not_restored_fails_roundtrip_and_resume(tmp_path):
     assert "not bitwise equal" in message(result, "resume_after_sigkill_bitwise")
 
 
+DATA_POS_NOT_RESTORED_BUG = bug("data-pos-not-restored", DATA_POS_NOT_RESTORED, 3,
+                                "state_roundtrip")
+
+
 @pytest.mark.slow
-def test_data_pos_not_restored_fails_roundtrip(tmp_path):
-    impl = plant(tmp_path, PROJECT, "data-pos-not-restored", DATA_POS_NOT_RESTORED)
-    result = run_checker(PROJECT, impl, "3", tmp=tmp_path, env=only("state_roundtrip"))
+@pytest.mark.timeout(2400)
+def test_data_pos_not_restored_fails_roundtrip(planted):
+    result = result_of(planted, DATA_POS_NOT_RESTORED_BUG)
     assert result["status"] == {"state_roundtrip": "fail"}, result["stdout"]
     assert "restored data_pos" in message(result, "state_roundtrip")
     assert "data order" in message(result, "state_roundtrip")
@@ -226,23 +288,27 @@ UNSYNCED_SAMPLES = [("""                start = time.perf_counter()
                      """                start = time.perf_counter()
                 step_fn(state, batch)  # planted: no wait inside the timed boundary
                 samples.append(time.perf_counter() - start)""")]
+UNSYNCED_BUG = bug("unsynced", UNSYNCED_SAMPLES, 4, "record_is_valid",
+                   "samples_are_synchronised")
 
 
 @pytest.mark.slow
-def test_unsynchronised_samples_fail_timing_check(tmp_path):
-    impl = plant(tmp_path, PROJECT, "unsynced", UNSYNCED_SAMPLES)
-    result = run_checker(PROJECT, impl, "4", tmp=tmp_path,
-                         env=only("record_is_valid", "samples_are_synchronised"))
+@pytest.mark.timeout(2400)
+def test_unsynchronised_samples_fail_timing_check(planted):
+    result = result_of(planted, UNSYNCED_BUG)
     assert result["status"] == {"record_is_valid": "pass",
                                 "samples_are_synchronised": "fail"}, result["stdout"]
     assert "block_until_ready" in message(result, "samples_are_synchronised")
 
 
+RAISE_IN_PROCESS_1_BUG = bug("raise-in-process-1", RAISE_IN_PROCESS_1, 3,
+                             "two_processes_match_one")
+
+
 @pytest.mark.slow
-def test_exception_in_one_process_is_named(tmp_path):
-    impl = plant(tmp_path, PROJECT, "raise-in-process-1", RAISE_IN_PROCESS_1)
-    result = run_checker(PROJECT, impl, "3", tmp=tmp_path, timeout=400,
-                         env=only("two_processes_match_one"))
+@pytest.mark.timeout(2400)
+def test_exception_in_one_process_is_named(planted):
+    result = result_of(planted, RAISE_IN_PROCESS_1_BUG)
     assert result["status"] == {"two_processes_match_one": "error"}, result["stdout"]
     text = message(result, "two_processes_match_one")
     assert "process 1 raised" in text and "planted failure in process 1 only" in text
