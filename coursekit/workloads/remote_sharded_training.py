@@ -186,12 +186,14 @@ def make_mesh(device_ids: list, axis: str = "data"):
 
 def place(tree, layout: dict, shards: bool = False) -> dict:
     """The checker's data placed as ``layout`` says: {"devices": ids, "spec": [axis or
-    None per dimension]} (a NamedSharding over a mesh of those devices, axis "data") or
-    {"device": id} (one device), for the whole tree or per top-level name. Kept, and
-    described."""
+    None per dimension]} (a NamedSharding over a mesh of those devices, axis "data"),
+    {"device": id} (one device) or {"host": True} (not placed), for the whole tree or
+    per top-level name. Kept, and described."""
     devices = {d.id: d for d in jax.devices()}
 
     def put(value, how):
+        if how.get("host"):  # left as it came: a leaf that is not a jax.Array
+            return value
         if "device" in how:
             target = devices[int(how["device"])]
         else:

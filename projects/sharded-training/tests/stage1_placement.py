@@ -53,11 +53,12 @@ def _(impl, ctx):
     fail_unless(len(info["device_ids"]) == N_DEVICES and info["axis_names"] == ["data"],
                 "make_mesh() should span every device on one axis named 'data'",
                 yours=f"{info['shape']}", expected=f"{{'data': {N_DEVICES}}}")
-    n = int(ctx.rng("mesh-n").choice([2, 4]))
-    _, small = learner_mesh(impl, n)
-    fail_unless(small["device_ids"] == list(range(n)),
-                f"make_mesh({n}) should use the first {n} devices",
-                yours=small["device_ids"], expected=list(range(n)))
+    # one device is a mesh too; and an odd count, not only powers of two
+    for n in (1, int(ctx.rng("mesh-n").choice([2, 3, 4, 5, 6, 7]))):
+        _, small = learner_mesh(impl, n)
+        fail_unless(small["device_ids"] == list(range(n)),
+                    f"make_mesh({n}) should use the first {n} devices",
+                    yours=small["device_ids"], expected=list(range(n)))
 
 
 @checker.check(1, "explicit_shardings")
@@ -149,8 +150,11 @@ def _(impl, ctx):
 def checker_placement(tree) -> dict:
     out = {}
     for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
+        if not isinstance(leaf, jax.Array):
+            continue
+        spec = getattr(leaf.sharding, "spec", None)
         out[jax.tree_util.keystr(path)] = {
-            "shape": list(leaf.shape),
+            "shape": list(leaf.shape), "spec": "" if spec is None else str(spec),
             "devices": sorted(d.id for d in leaf.sharding.device_set),
             "pieces": {s.device.id: [list(sl.indices(dim)[:2])
                                      for sl, dim in zip(s.index, leaf.shape)]
@@ -167,8 +171,9 @@ def _(impl, ctx):
     values = {"replicated": np.ones((int(rng.integers(3, 9)), 5), np.float32),
               "rows": np.ones((rows * N_DEVICES, 3), np.float32),
               "cols_on_half": np.ones((3, 4 * rows), np.float32),
-              "one_device": np.ones((7,), np.float32), "scalar": np.int32(3)}
-    layout = {"replicated": {"devices": ALL, "spec": []},
+              "one_device": np.ones((7,), np.float32), "scalar": np.int32(3),
+              "a_host_value": np.arange(3, dtype=np.int32)}  # first leaf: not a jax.Array
+    layout = {"a_host_value": {"host": True}, "replicated": {"devices": ALL, "spec": []},
               "rows": {"devices": ALL, "spec": ["data"]},
               "cols_on_half": {"devices": ALL[4:], "spec": [None, "data"]},
               "one_device": {"device": one}, "scalar": {"devices": ALL, "spec": []}}
@@ -182,6 +187,7 @@ def _(impl, ctx):
                                        NamedSharding(half, P(None, "data"))),
         "one_device": jax.device_put(values["one_device"], jax.devices()[one]),
         "scalar": jax.device_put(values["scalar"], NamedSharding(mesh, P())),
+        "a_host_value": values["a_host_value"],
     }
     expected = checker_placement(tree)
     there = place(impl, values, layout)
@@ -193,9 +199,10 @@ def _(impl, ctx):
                                  "checker asked")
     yours = call_plain(impl, "describe_placement", there.kept)
     fail_unless(isinstance(yours, dict) and sorted(yours) == sorted(expected),
-                "describe_placement must have one entry per array, keyed by "
-                "jax.tree_util.keystr(path)", yours=sorted(yours) if isinstance(yours, dict)
-                else yours, expected=sorted(expected))
+                "describe_placement must have one entry per jax.Array leaf (and none for "
+                "other leaves), keyed by jax.tree_util.keystr(path)",
+                yours=sorted(yours) if isinstance(yours, dict) else yours,
+                expected=sorted(expected))
     for name, want in expected.items():
         got = yours[name]
         fail_unless(isinstance(got, dict), f"entry {name} must be a dict", yours=got)
@@ -205,6 +212,9 @@ def _(impl, ctx):
                     yours={k: got.get(k) for k in ("shape", "devices")},
                     expected={k: want[k] for k in ("shape", "devices")},
                     hint="devices: sorted ids of leaf.sharding.device_set")
+        fail_unless(got.get("spec") == want["spec"], f"{name}: spec is not the "
+                    "sharding's PartitionSpec", yours=got.get("spec"), expected=want["spec"],
+                    hint="str(leaf.sharding.spec) where the sharding has one, else \"\"")
         pieces = got.get("pieces")
         fail_unless(isinstance(pieces, dict), f"{name}: pieces must be a dict", yours=pieces)
         norm = {int(d): [[int(a), int(b)] for a, b in spans] for d, spans in pieces.items()}
