@@ -341,6 +341,7 @@ trace_checks = {r["check_id"]: r["status"] for r in check2["results"]
                                      "region_summary_matches_checker")}
 print("trace part of stage 2:", trace_checks)
 
+
 # %% [markdown]
 # <details><summary>How the reference meets the contracts (open after your attempt)</summary>
 #
@@ -357,7 +358,6 @@ print("trace part of stage 2:", trace_checks)
 #   ending after overlaps without nesting (not a child), anything else is a new direct
 #   child. `self_us = total_us - child_us`.
 # </details>
-
 
 # %% [markdown]
 # ## Exercise: time covered by overlapping events

@@ -471,7 +471,6 @@ print(f"fusion cuts the bytes moved by {fusion_saving:.1f}x; intensity goes from
       f"{before['flops'] / before['bytes accessed']:.3f} to "
       f"{after['flops'] / after['bytes accessed']:.3f} FLOP/byte")
 
-
 # %% [markdown]
 # ## Try a changed condition: a kernel twice as fast, a step barely faster
 #
