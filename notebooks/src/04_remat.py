@@ -6,6 +6,8 @@
 #       DEPTH: 3
 #       HIDDEN: 512
 #       ITERS: 3
+#       REPEATS: 2
+#       ROUNDS: 2
 #       TANH_DEPTH: 4
 #       TANH_WIDTH: 256
 #       WIDTH: 32
