@@ -254,6 +254,33 @@ def test_reference_rule_with_check_vma_off_is_one_shards_part(planted):
     assert "one shard's part alone" in message(result, "equal_counts_not_8x")
 
 
+# Stage 1's building blocks: a bound that refuses a one-device mesh; a placement report
+# that stops at the first leaf that is not an array; a spec never filled in.
+STAGE1_BUGS = {
+    "mesh-refuses-one-device": bug("mesh-refuses-one-device", [(
+        "    if not 1 <= n <= len(devices):", "    if not 2 <= n <= len(devices):")], 1,
+        "mesh_over_devices"),
+    "placement-stops-at-host-leaf": bug("placement-stops-at-host-leaf", [(
+        "        if not isinstance(leaf, jax.Array):\n            continue\n",
+        "        if not isinstance(leaf, jax.Array):\n            break\n")], 1,
+        "placement_report_matches"),
+    "placement-spec-never-filled": bug("placement-spec-never-filled", [(
+        '"spec": "" if spec is None else str(spec)', '"spec": ""')], 1,
+        "placement_report_matches"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+@pytest.mark.parametrize("planted_bug", list(STAGE1_BUGS.values()), ids=list(STAGE1_BUGS))
+def test_stage1_building_blocks_are_checked_by_value(planted, planted_bug):
+    result = result_of(planted, planted_bug)
+    check = BUGS[planted_bug].only[0]
+    # a refused make_mesh(1) raises in the learner's code: "error", named, not a pass
+    assert result["status"] in ({check: "fail"}, {check: "error"}), result["stdout"]
+    assert f"FAIL stage 1 · {check}" in result["stdout"]
+
+
 KEY_NOT_RESTORED_BUG = bug("key-not-restored", KEY_NOT_RESTORED, 3, "state_roundtrip",
                            "resume_after_sigkill_bitwise")
 
