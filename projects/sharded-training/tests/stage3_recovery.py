@@ -146,9 +146,14 @@ def _(impl, ctx):
                 "the final state's step or data_pos is wrong",
                 yours=(report["final_step"], report["final_data_pos"]),
                 expected=(config["steps"], config["steps"]))
-    fail_unless(trainruns.finalized_steps(ctx.subdir("run-F") / "ckpt"),
-                "the run wrote no finished checkpoint", yours=[],
-                expected=f"steps that are multiples of {config['save_every']}")
+    saved = list(range(config["save_every"], config["steps"] + 1, config["save_every"]))
+    kept = saved[-config["max_to_keep"]:]
+    finished = trainruns.finalized_steps(ctx.subdir("run-F") / "ckpt")
+    fail_unless(finished == kept, "the finished checkpoints on disk are not the newest "
+                f"{config['max_to_keep']} saves of a save every {config['save_every']} steps",
+                yours=finished, expected=kept,
+                hint="save when the step is a multiple of save_every; the manager keeps the "
+                "newest max_to_keep")
 
 
 @checker.check(3, "resume_after_sigkill_bitwise")

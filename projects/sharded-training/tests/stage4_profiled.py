@@ -9,7 +9,10 @@ parses and the wall time it measured around the call bound them."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
+import time
 from pathlib import Path
 
 import jax
@@ -95,6 +98,22 @@ def reference_median(ctx) -> float:
     return ctx.once("reference-median", measure)
 
 
+NEAR = 3e-6   # expected_loss this far off the true loss is right (rtol 1e-5) ...
+MISS = 5e-5   # ... and this far off is wrong
+
+
+def decoy_trace(logdir: Path) -> None:
+    """An older trace already in logdir (an earlier session's), named to sort last: the
+    record must name the trace this call wrote, the newest by time."""
+    old = logdir / "plugins" / "profile" / "2099_01_01_00_00_00" / "old.trace.json.gz"
+    old.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(old, "wt") as f:
+        f.write('{"traceEvents": []}')
+    hour_ago = time.time() - 3600
+    for path in (old, old.parent):  # the folder's time is what orders sessions
+        os.utime(path, (hour_ago, hour_ago))
+
+
 def learner_record(impl, ctx) -> tuple[dict, dict, dict]:
     """The learner's run record of the timing workload (profiled once per run), the
     calls and compiles counted around the step it was handed, and the arguments."""
@@ -107,8 +126,11 @@ def learner_record(impl, ctx) -> tuple[dict, dict, dict]:
                 "warmup": int(rng.integers(1, 4)), "iters": int(rng.integers(6, 10)),
                 "trace_steps": int(rng.integers(2, 4))}
         logdir = ctx.subdir("profile")
+        decoy_trace(logdir)
+        # within the stated rtol 1e-5 of the true loss, not equal to it
         record = call_plain(impl, "profile_train_step", counter, there["state"],
-                            there["batch"], str(logdir), expected_loss=loss, **args)
+                            there["batch"], str(logdir), expected_loss=loss * (1 + NEAR),
+                            **args)
         fail_unless(isinstance(record, dict), "profile_train_step must return a dict",
                     yours=type(record).__name__, expected="a run record dict")
         cross_check_profile(impl, ctx, counter.facts, record, "profile_train_step")
@@ -187,7 +209,7 @@ def _(impl, ctx):
 @checker.check(4, "wrong_output_refused")
 def _(impl, ctx):
     _, _, args = learner_record(impl, ctx)
-    wrong = args["loss"] * 1.01 + 0.01
+    wrong = args["loss"] * (1 + MISS)  # 5x the stated rtol: a near miss is wrong too
     record = call_plain(impl, "profile_train_step",
                         Workload("sharded-training/timing_step", **args["spec"]["config"]),
                         args["there"]["state"], args["there"]["batch"],
@@ -202,4 +224,16 @@ def _(impl, ctx):
                 "a run with a wrong output must not be timed or traced",
                 yours={"samples_s": record.get("samples_s"), "trace": record.get("trace")},
                 expected={"samples_s": [], "trace": ""})
+    # and without an expected loss there is nothing to refuse: timed, output_ok None
+    unchecked = call_plain(impl, "profile_train_step",
+                           Workload("sharded-training/timing_step", **args["spec"]["config"]),
+                           args["there"]["state"], args["there"]["batch"],
+                           str(ctx.subdir("profile-unchecked")), region="unchecked",
+                           warmup=0, iters=2, trace_steps=1)
+    fail_unless(isinstance(unchecked, dict) and unchecked.get("output_ok") is None
+                and len(unchecked.get("samples_s") or []) == 2,
+                "without expected_loss the run must be timed, with output_ok None",
+                yours={k: unchecked.get(k) for k in ("output_ok", "samples_s")}
+                if isinstance(unchecked, dict) else unchecked,
+                expected={"output_ok": None, "samples_s": "2 samples"})
 
