@@ -277,11 +277,12 @@ def predict_crossover(config: dict, small: int, large: int, threshold: float,
     the model that each version's call time is a fixed cost per call plus a cost per
     example. Returns None when the modelled gain never falls to ``threshold``.
 
-    Checked, against the checker's own sweep in a fresh process: at the README's
-    threshold (4x), within the README's margin (4x) of the crossover that sweep measures;
-    at a higher threshold (the gain the same model, fitted to the checker's own end-size
-    medians, gives a quarter of the way from ``small`` to ``large`` in log), within 4x of
-    that batch size and below your prediction at 4x."""
+    Checked against the checker's own prediction from the same model on its own
+    measurements of the two sizes, taken in a fresh process right before and right after
+    yours (and its sweep's): within the README's margin (4x) of the range they give, at the
+    README's threshold (4x) and at a higher one (the gain that model gives a quarter of the
+    way from ``small`` to ``large`` in log), where it must also be below your prediction at
+    4x."""
     ### BEGIN SOLUTION stage 3: predict_crossover
     fit = {}
     for b in (small, large):
