@@ -704,19 +704,21 @@ def bracket_ok(predicted, references: list, largest: float, margin: float) -> bo
 @checker.check(3, "prediction_near_measured_crossover")
 def _(impl, ctx):
     """The learner's prediction against the checker's own, from the same model on its own
-    end-size measurements taken right before and right after the learner's (so a loaded
-    machine moves both alike), at the README's threshold and at a higher one (the gain the
+    end-size measurements taken around the learner's calls (so a loaded machine moves
+    both alike), at the README's threshold and at a higher one (the gain the
     checker's model of its sweep gives a quarter of the way from the smallest size to the
     largest): a prediction that ignores the threshold, the fixed cost or the measurements
     misses it. The sweep's measured crossover is shown beside it."""
     sizes = sweep_sizes(ctx)
     small, large = sizes[0], sizes[-1]
-    before = end_size_medians(ctx, "ends-before")
-    # the learner's calls next: an unwritten stage 3 says so before the checker's sweep
-    # (which times the learner's stage-2 train_fast) can answer for stage 2
+    # the learner's call first: an unwritten stage 3 says so before the checker's
+    # measurements (which time the learner's stage-2 train_fast) can answer for stage 2.
+    # The sweep (made earlier by sweep_matches_checker, or now) and a fresh measurement
+    # after it bracket this call; that one and another after the second call bracket it.
     predicted = impl.predict_crossover(sweep_config(ctx), small, large, GAIN_THRESHOLD,
                                        ctx.seed + 4)
     mine = checker_sweep(ctx)
+    between = end_size_medians(ctx, "ends-between")
     point = model_point(mine, sizes)
     again = None if point is None else impl.predict_crossover(
         sweep_config(ctx), small, large, point[1], ctx.seed + 6)
@@ -726,14 +728,14 @@ def _(impl, ctx):
     for threshold, got in ((GAIN_THRESHOLD, predicted),
                            *(((point[1], again),) if point is not None else ())):
         refs = [modelled_crossover(ends, small, large, threshold)
-                for ends in (before, mine_ends(mine), after)]
+                for ends in (mine_ends(mine), between, after)]
         values = sorted(r for r in refs if r is not None)
         expected = (f"within {CROSSOVER_MARGIN:g}x of {values[0]:.0f}-{values[-1]:.0f}"
                     if values else f"None or beyond {large / CROSSOVER_MARGIN:.0f}")
         fail_unless(bracket_ok(got, refs, large, CROSSOVER_MARGIN),
                     f"the predicted batch size where the gain falls below {threshold:.3g}x "
-                    "is far from the checker's own prediction from its measurements before "
-                    "and after yours", yours=got, expected=f"{expected} ({shown})",
+                    "is far from the checker's own prediction from its measurements around "
+                    "yours", yours=got, expected=f"{expected} ({shown})",
                     hint="the prediction comes from your measurements at the two end sizes "
                     "and the threshold given")
     if point is not None and point[1] >= 2 * GAIN_THRESHOLD and predicted is not None:
