@@ -272,8 +272,11 @@ with not_yet("memory per policy, plotted"):
                                       ("temp_mib", "compiler temp (no args/outputs)"),
                                       ("peak_mib", "run-only peak (median of repeats)"))):
         heights = [results[n][key] for n in names]
-        errs = ([[results[n]["peak_mib"] - min(results[n]["repeats_mib"]) for n in names],
-                 [max(results[n]["repeats_mib"]) - results[n]["peak_mib"] for n in names]]
+        # the repeats are shown rounded to 0.1 MiB; the median is not: clip at 0
+        errs = ([[max(0.0, results[n]["peak_mib"] - min(results[n]["repeats_mib"]))
+                  for n in names],
+                 [max(0.0, max(results[n]["repeats_mib"]) - results[n]["peak_mib"])
+                  for n in names]]
                 if key == "peak_mib" else None)
         ax1.bar(np.arange(len(names)) + (k - 1) * 0.27, heights, width=0.27, label=label,
                 yerr=errs, capsize=3)
