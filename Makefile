@@ -20,6 +20,7 @@ COURSE_ARGS ?=
 CHECK_ARGS ?=
 MUTANTS_PROJECT ?=
 MUTANTS_JOBS ?= 1
+MUTANTS_SAMPLE ?=
 FLAKE_RUNS ?= 20
 FLAKE_PROJECT ?=
 # A release (python -m autograder release) has no reference solutions: coursekit.facts decides.
@@ -89,9 +90,10 @@ xprof: $(STAMP)
 
 # Not in CI (hours for all projects): Cosmic Ray mutates the learner regions of each
 # solution, the project's checker is the oracle (build/mutants-<p>/report.json).
+# MUTANTS_SAMPLE=N: N drawn mutants per stage, an estimate with its 95% interval.
 mutants: $(STAMP)
 	$(PY) -m coursekit.commands.mutants $(if $(MUTANTS_PROJECT),--project $(MUTANTS_PROJECT)) \
-	  --jobs $(MUTANTS_JOBS)
+	  --jobs $(MUTANTS_JOBS) $(if $(MUTANTS_SAMPLE),--sample $(MUTANTS_SAMPLE))
 
 # Not in CI (too slow; CI keeps its 3-run test): failing seeds are printed to rerun.
 flake: $(STAMP)

@@ -89,3 +89,26 @@ def test_a_reasonless_equivalent_is_refused(tmp_path):
     path.write_text("sign/*\n")
     with pytest.raises(ValueError, match="pattern.*reason"):
         mutants.read_equivalents(path)
+
+
+def test_a_sample_is_drawn_by_seed_keeps_ids_and_says_what_it_estimates(toy):
+    full = mutants.measure_project("toy", root=toy, out=io.StringIO())
+    everyone = {m["id"]: m["outcome"] for m in full["mutants"] if m["stage"] == 2}
+    out = io.StringIO()
+    part = mutants.measure_project("toy", root=toy, out=out, sample=2, stages=[2])
+    drawn = {m["id"]: m["outcome"] for m in part["mutants"]}
+    assert len(drawn) == 2 < len(everyone)
+    assert all(everyone[i] == outcome for i, outcome in drawn.items())  # same ids, same fate
+    again = mutants.measure_project("toy", root=toy, out=io.StringIO(), sample=2, stages=[2])
+    assert {m["id"] for m in again["mutants"]} == set(drawn)  # the seed fixes the draw
+    stage2 = part["stages"][2]
+    assert stage2["sampled_from"] == len(everyone)
+    low, high = stage2["interval_95"]
+    assert 0 <= low <= (stage2["score"] or 0) <= high <= 1
+    assert f"a sample of 2 of {len(everyone)} mutants; 95% interval" in out.getvalue()
+
+
+def test_wilson_interval_is_sound_at_the_ends():
+    assert mutants.wilson(10, 10)[1] == 1.0 and mutants.wilson(10, 10)[0] > 0.6
+    low, high = mutants.wilson(0, 5)
+    assert low == 0.0 and 0.4 < high < 0.5

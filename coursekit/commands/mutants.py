@@ -37,7 +37,9 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import math
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -133,16 +135,18 @@ def write_config(path: Path, module: Path, command: str, timeout: float) -> None
 
 
 def select(db_path: Path, region: list[Region], keep_padding: bool, shard: int,
-           shards: int) -> dict[str, Mutant]:
+           shards: int, sample: int = 0, sample_seed: int = 0) -> tuple[dict[str, Mutant], int]:
     """Skip (as Cosmic Ray's own filters do) every work item outside this stage's regions,
-    padding operators and other shards; name the rest ``<function>/<operator>#k``."""
+    padding operators and other shards; name the rest ``<function>/<operator>#k``.
+    ``sample`` > 0 keeps that many of the stage's mutants, drawn with ``sample_seed`` (ids
+    are given before the draw, so a mutant has the same id sampled or not). Returns the
+    kept mutants and how many the stage has in all."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
-    kept, skipped, seen = {}, [], defaultdict(int)
+    candidates, skipped, seen = [], [], defaultdict(int)
     with use_db(str(db_path), WorkDB.Mode.open) as db:
         items = sorted(db.pending_work_items,
                        key=lambda w: (w.mutations[0].start_pos, w.mutations[0].operator_name))
-        index = 0
         for item in items:
             m = item.mutations[0]
             home = next((r for r in region if r.first <= m.start_pos[0] <= r.last), None)
@@ -151,17 +155,23 @@ def select(db_path: Path, region: list[Region], keep_padding: bool, shard: int,
                 continue
             op = m.operator_name.removeprefix("core/")
             seen[home.name, op] += 1
-            mutant = Mutant(f"{home.name}/{op}#{seen[home.name, op]}", home.stage,
-                            m.start_pos[0], op)
-            if index % shards == shard:
-                kept[item.job_id] = mutant
+            candidates.append((item.job_id, Mutant(f"{home.name}/{op}#{seen[home.name, op]}",
+                                                   home.stage, m.start_pos[0], op)))
+        chosen = range(len(candidates))
+        if 0 < sample < len(candidates):
+            chosen = sorted(random.Random(sample_seed).sample(range(len(candidates)), sample))
+        chosen = set(chosen)
+        kept, index = {}, 0
+        for k, (job_id, mutant) in enumerate(candidates):
+            if k in chosen and index % shards == shard:
+                kept[job_id] = mutant
             else:
-                skipped.append(item.job_id)
-            index += 1
+                skipped.append(job_id)
+            index += k in chosen
         if skipped:
             db.set_multiple_results(skipped, WorkResult(output="not this stage or shard",
                                                         worker_outcome=WorkerOutcome.SKIPPED))
-    return kept
+    return kept, len(candidates)
 
 
 def collect(db_path: Path, kept: dict[str, Mutant]) -> list[Mutant]:
@@ -199,7 +209,7 @@ def run_reference(checker: Path, impl: Path, stage: int, seed: int, env: dict) -
 
 def run_shard(stage: int, regions: list[Region], seed: int, shard: int,
               shards: int, base: Path, checker: Path, env: dict, timeout: float,
-              keep_padding: bool) -> list[Mutant]:
+              keep_padding: bool, sample: int = 0) -> tuple[list[Mutant], int]:
     work = base / f"stage{stage}-shard{shard}"
     work.mkdir(parents=True, exist_ok=True)
     module = work / "model.py"
@@ -211,17 +221,20 @@ def run_shard(stage: int, regions: list[Region], seed: int, shard: int,
     write_config(config, module, command, timeout)
     db.unlink(missing_ok=True)
     cosmic_ray("init", str(config), str(db))
-    kept = select(db, [r for r in regions if r.stage == stage], keep_padding, shard, shards)
+    kept, population = select(db, [r for r in regions if r.stage == stage], keep_padding,
+                              shard, shards, sample, sample_seed=seed * 1000 + stage)
     subprocess.run([str(Path(sys.executable).with_name("cosmic-ray")), "exec", str(config),
                     str(db)], check=True, env=env, stdout=subprocess.DEVNULL)
-    return collect(db, kept)
+    return collect(db, kept), population
 
 
 def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
                     stages: list[int] | None = None, keep_padding: bool = False,
-                    root: Path = ROOT, out=sys.stdout) -> dict:
+                    sample: int = 0, root: Path = ROOT, out=sys.stdout) -> dict:
     """Mutate ``root/projects/<project>/solution/model.py``, print and return the score
-    (also written to ``root/build/mutants-<project>/report.json``)."""
+    (also written to ``root/build/mutants-<project>/report.json``). ``sample`` > 0: only
+    that many mutants per stage, drawn with the seed: an estimate, printed with its 95%
+    interval, for a stage whose full run takes hours."""
     home = Path(root) / "projects" / project
     base = Path(root) / "build" / f"mutants-{project}"
     base.mkdir(parents=True, exist_ok=True)
@@ -237,6 +250,7 @@ def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + ONE_THREAD).strip()
     wanted = sorted({r.stage for r in regions} & set(stages or [r.stage for r in regions]))
     mutants: list[Mutant] = []
+    population: dict[int, int] = {}
     for stage in wanted:
         ref_s = run_reference(checker, solution, stage, seed, env)
         timeout = max(60.0, 4 * ref_s)
@@ -244,43 +258,66 @@ def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
               f"{timeout:.0f} s", file=out, flush=True)
         with ThreadPoolExecutor(jobs) as pool:
             shards = pool.map(lambda k, st=stage, t=timeout: run_shard(
-                st, regions, seed, k, jobs, base, checker, env, t, keep_padding),
+                st, regions, seed, k, jobs, base, checker, env, t, keep_padding, sample),
                 range(jobs))
-            for found in shards:
+            for found, population[stage] in shards:
                 mutants.extend(found)
     for m in mutants:
         if m.outcome == "survived":
             reason = equivalent_reason(m, equivalents)
             if reason:
                 m.outcome, m.reason = "equivalent", reason
-    report = score(project, mutants, seed)
-    (base / "report.json").write_text(json.dumps(report, indent=1))
+    report = score(project, mutants, seed, population)
+    name = f"report-sample{sample}.json" if sample else "report.json"
+    (base / name).write_text(json.dumps(report, indent=1))
     print_report(report, out)
     return report
 
 
-def score(project: str, mutants: list[Mutant], seed: int) -> dict:
+def score(project: str, mutants: list[Mutant], seed: int,
+          population: dict[int, int] | None = None) -> dict:
+    """Per stage and in all; ``population`` (stage -> mutants the stage has) marks a
+    sampled run: each tally then says how many it was drawn from."""
+    population = population or {}
     stages = {}
     for stage in sorted({m.stage for m in mutants}):
         group = [m for m in mutants if m.stage == stage]
-        stages[stage] = tally(group)
-    return {"project": project, "seed": seed, "stages": stages, "total": tally(mutants),
+        stages[stage] = tally(group, population.get(stage))
+    total = sum(population.values()) if population else None
+    return {"project": project, "seed": seed, "stages": stages,
+            "total": tally(mutants, total),
             "survivors": [asdict(m) for m in sorted(mutants, key=lambda m: m.id)
                           if m.outcome == "survived"],
             "mutants": [asdict(m) for m in mutants]}
 
 
-def tally(group: list[Mutant]) -> dict:
+def tally(group: list[Mutant], population: int | None = None) -> dict:
     counts = {k: sum(m.outcome == k for m in group)
               for k in ("killed", "timeout", "survived", "equivalent", "incompetent")}
     counted = len(group) - counts["equivalent"] - counts["incompetent"]
     killed = counts["killed"] + counts["timeout"]
-    return {**counts, "mutants": len(group),
-            "score": round(killed / counted, 4) if counted else None}
+    found = {**counts, "mutants": len(group),
+             "score": round(killed / counted, 4) if counted else None}
+    if population is not None and population > len(group) and counted:
+        found["sampled_from"] = population
+        found["interval_95"] = [round(x, 4) for x in wilson(killed, counted)]
+    return found
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson interval of a proportion k/n (sound at 0 and n, unlike k/n +- 2 se)."""
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def line(name: str, t: dict) -> str:
     pct = "n/a" if t["score"] is None else f"{100 * t['score']:.1f}%"
+    if "sampled_from" in t:
+        low, high = t["interval_95"]
+        pct += (f" (a sample of {t['mutants']} of {t['sampled_from']} mutants; 95% interval "
+                f"{100 * low:.0f}-{100 * high:.0f}%)")
     return (f"{name}: {pct} killed ({t['killed'] + t['timeout']} of "
             f"{t['mutants'] - t['equivalent'] - t['incompetent']}; {t['equivalent']} equivalent, "
             f"{t['survived']} survived, {t['timeout']} by timeout, "
@@ -303,13 +340,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stage", type=int, action="append", help="only these stages")
     parser.add_argument("--seed", type=int, default=1, help="the checker's seed (default 1)")
     parser.add_argument("--jobs", type=int, choices=(1, 2), default=1)
+    parser.add_argument("--sample", type=int, default=0, metavar="N",
+                        help="only N mutants per stage, drawn with the seed (an estimate "
+                             "with its 95%% interval; the full run is the measurement)")
     parser.add_argument("--all-operators", action="store_true",
                         help="keep bitwise and shift operator swaps too")
     args = parser.parse_args(argv)
     names = args.project or projects(with_solution=True)
     for name in names:
         measure_project(name, seed=args.seed, jobs=args.jobs, stages=args.stage,
-                        keep_padding=args.all_operators)
+                        keep_padding=args.all_operators, sample=args.sample)
     return 0
 
 
