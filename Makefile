@@ -23,6 +23,7 @@ MUTANTS_JOBS ?= 1
 MUTANTS_SAMPLE ?=
 FLAKE_RUNS ?= 20
 FLAKE_PROJECT ?=
+FLAKE_STAGE ?=
 # A release (python -m autograder release) has no reference solutions: coursekit.facts decides.
 IS_RELEASE = $(PY) -c 'import sys; from coursekit.facts import is_release; sys.exit(not is_release())'
 
@@ -98,7 +99,7 @@ mutants: $(STAMP)
 # Not in CI (too slow; CI keeps its 3-run test): failing seeds are printed to rerun.
 flake: $(STAMP)
 	$(PY) -m coursekit.commands.flake $(if $(FLAKE_PROJECT),--project $(FLAKE_PROJECT)) \
-	  --runs $(FLAKE_RUNS)
+	  $(if $(FLAKE_STAGE),--stage $(FLAKE_STAGE)) --runs $(FLAKE_RUNS)
 
 starters: $(STAMP)
 	$(PY) -m coursekit.authoring.starters

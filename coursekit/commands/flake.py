@@ -1,6 +1,6 @@
 """make flake: the reference must pass every stage N times in a row with the other core busy.
 
-    python -m coursekit.commands.flake [--project P] [--runs N] [--seed S]
+    python -m coursekit.commands.flake [--project P] [--stage K] [--runs N] [--seed S]
 
 Each run is ``check.py --stage K --impl projects/<p>/solution/model.py --seed SEED`` in a
 fresh process, with one spinning process keeping a second core busy for the whole
@@ -47,10 +47,15 @@ def run_once(project: str, stage: int, seed: int) -> tuple[bool, float, str]:
     return proc.returncode == 0, time.perf_counter() - start, "; ".join(failed)[:300]
 
 
-def measure(project: str, runs: int, base_seed: int, out=sys.stdout) -> dict:
+def measure(project: str, runs: int, base_seed: int, out=sys.stdout,
+            stages: list[int] | None = None) -> dict:
     rng = np.random.default_rng([base_seed, *project.encode()])
     result = {}
     for stage in stages_of(project):
+        if stages and stage not in stages:
+            for _ in range(runs):  # the same seeds per stage, chosen or not
+                rng.integers(0, 2**31)
+            continue
         passes, failures, seconds = 0, [], []
         for _ in range(runs):
             seed = int(rng.integers(0, 2**31))
@@ -75,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--project", action="append",
                         help="a project (repeatable); default: every project with a solution")
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--stage", type=int, action="append",
+                        help="only these stages (repeatable; the seeds stay as in a full run)")
     parser.add_argument("--seed", type=int, default=None,
                         help="base seed the per-run seeds are drawn from (default: random)")
     args = parser.parse_args(argv)
@@ -82,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"make flake: {args.runs} runs per stage, seeds drawn from --seed {base}")
     spinner = busy_core()
     try:
-        results = {p: measure(p, args.runs, base)
+        results = {p: measure(p, args.runs, base, stages=args.stage)
                    for p in (args.project or projects(with_solution=True))}
     finally:
         spinner.kill()
