@@ -164,18 +164,26 @@ def block_width(n: int) -> int:
 # but not in float64, whose exp underflows only past -745).
 EXTREME_OFFSET = (600.0, 1000.0)
 EXTREME_SCALE = (30.0, 60.0)
+BEYOND_FLOAT64 = (800.0, 1000.0)  # exp(709.8) overflows float64, exp(-745) underflows
 
 
 def draw(rng, shape, dtype, *, extreme: bool = True) -> jax.Array:
     """Rows with different scales and offsets (max subtraction matters); with ``extreme``
-    about half the rows (at least one) are overflow or underflow rows."""
+    about half the rows are overflow or underflow rows, and (as far as there are rows)
+    always one row beyond float64's exp range upwards, one underflow row and one beyond
+    it downwards: without max subtraction even float64 gives inf/inf or 0/0 there, on
+    every seed."""
     rows, _ = shape
     scale = rng.uniform(0.5, 4.0, (rows, 1))
     offset = rng.uniform(-20, 20, (rows, 1))
     if extreme:
         kind = rng.integers(0, 4, rows)  # 0, 1: ordinary; 2: overflow; 3: underflow
-        kind[int(rng.integers(0, rows))] = int(rng.integers(2, 4))
         big = rng.choice([-1, 1], rows) * rng.uniform(*EXTREME_OFFSET, rows)
+        forced = rng.permutation(rows)[:3]
+        for row, (k, sign) in zip(forced, ((2, 1.0), (3, 1.0), (2, -1.0))):
+            kind[row] = k
+            if k == 2:
+                big[row] = sign * rng.uniform(*BEYOND_FLOAT64)
         offset[kind == 2, 0] = big[kind == 2]
         scale[kind == 3, 0] = rng.uniform(*EXTREME_SCALE, int(np.sum(kind == 3)))
     x = rng.standard_normal(shape) * scale + offset
