@@ -1223,6 +1223,18 @@ def decision_of(impl, before, after, ctx) -> str:
     return result["decision"]
 
 
+def draw_until(make, holds, tries: int = 200):
+    """The first ``make()`` (a (before, after) pair) for which ``holds(before, after)``:
+    a case the checker's own statistic picked, so that a tempting wrong rule fails on
+    it. Never the last draw by default: a case not found in ``tries`` is the checker's
+    bug, said as such, not a verdict on the learner's code."""
+    for _ in range(tries):
+        drawn = make()
+        if holds(*drawn):
+            return drawn
+    raise RuntimeError(f"checker bug, not your code: no case drawn in {tries} tries")
+
+
 @checker.check(4, "accepts_real_speedup")
 def _(impl, ctx):
     rng = ctx.rng("real")
@@ -1240,13 +1252,13 @@ def _(impl, ctx):
     # Draw until "after" looks a little faster (a tempting claim) while the checker's own
     # intervals (over rounds, and over samples: without round_ids each sample is a round)
     # show it is noise: a decision that trusts the raw ratio must fail here.
-    for _ in range(200):
-        before, after = run_record(rng, base, 0.3), run_record(rng, base, 0.3)
-        rounds = decision.decide_rounds(before, after)["ci"]
-        pooled = decision.pooled_bootstrap(before, after)["ci"]
+    def tempting_noise(before, after):
         ratio = np.median(before["samples_s"]) / np.median(after["samples_s"])
-        if rounds[0] < 1.0 and pooled[0] < 1.0 and ratio > 1.03:
-            break
+        return (decision.decide_rounds(before, after)["ci"][0] < 1.0 and
+                decision.pooled_bootstrap(before, after)["ci"][0] < 1.0 and ratio > 1.03)
+
+    before, after = draw_until(lambda: (run_record(rng, base, 0.3), run_record(rng, base, 0.3)),
+                               tempting_noise)
     got = decision_of(impl, before, after, ctx)
     fail_unless(got == "reject", "a noise-only difference was accepted", yours=got,
                 expected="reject", hint="accept only when the lower end of a bootstrap "
@@ -1259,11 +1271,10 @@ def _(impl, ctx):
     # Identical programs measured in 8 interleaved rounds while the load drifts. Draw
     # until the pooled samples look clearly faster (a bootstrap that treats them as
     # independent accepts) while the rounds, the real evidence, hold 1 with a margin.
-    for _ in range(400):
-        before, after = rounds_records(rng, 1.0, block_drift=0.1)
-        if decision.pooled_bootstrap(before, after, n_boot=1000)["decision"] == "accept" \
-                and decision.decide_rounds(before, after)["ci"][0] < 0.99:
-            break
+    before, after = draw_until(
+        lambda: rounds_records(rng, 1.0, block_drift=0.1),
+        lambda b, a: decision.pooled_bootstrap(b, a, n_boot=1000)["decision"] == "accept"
+        and decision.decide_rounds(b, a)["ci"][0] < 0.99, tries=400)
     got = decision_of(impl, before, after, ctx)
     fail_unless(got == "reject", "identical programs measured in drifting rounds were judged "
                 "different", yours=got, expected="reject",
@@ -1274,10 +1285,9 @@ def _(impl, ctx):
 @checker.check(4, "accepts_speedup_in_drifting_rounds")
 def _(impl, ctx):
     rng = ctx.rng("drifting-fast")
-    for _ in range(100):  # a true 1.25x whose rounds clear the minimum gain with a margin
-        before, after = rounds_records(rng, 1.25)
-        if decision.decide_rounds(before, after)["ci"][0] > 1.12:
-            break
+    # a true 1.25x whose rounds clear the minimum gain with a margin
+    before, after = draw_until(lambda: rounds_records(rng, 1.25),
+                               lambda b, a: decision.decide_rounds(b, a)["ci"][0] > 1.12)
     got = decision_of(impl, before, after, ctx)
     fail_unless(got == "accept", "a true 1.25x speedup measured in 8 drifting rounds was "
                 "not accepted", yours=got, expected="accept",
@@ -1288,10 +1298,9 @@ def _(impl, ctx):
 @checker.check(4, "says_slower_when_slower")
 def _(impl, ctx):
     rng = ctx.rng("drifting-slow")
-    for _ in range(100):  # a true 1.4x slowdown, clear in the rounds
-        before, after = rounds_records(rng, 1 / 1.4)
-        if decision.decide_rounds(before, after)["ci"][1] < 0.85:
-            break
+    # a true 1.4x slowdown, clear in the rounds
+    before, after = draw_until(lambda: rounds_records(rng, 1 / 1.4),
+                               lambda b, a: decision.decide_rounds(b, a)["ci"][1] < 0.85)
     got = decision_of(impl, before, after, ctx)
     fail_unless(got == "slower", "a clear 1.4x slowdown was not reported as slower",
                 yours=got, expected="slower",
@@ -1329,24 +1338,26 @@ def _(impl, ctx):
     rng = ctx.rng("stalls")
     # identical programs, "before" stalled in every round (it is the one that triggers the
     # pauses): means say "after" is faster
-    for _ in range(200):
+    def stalled_before():
         before, after = rounds_records(rng, 1.0, block_drift=0.03)
-        before = with_stalls(rng, before, rounds_hit=8)
-        if decision.decide_rounds(before, after)["ci"][0] < 0.99 and \
-                decision.decide_rounds(round_means(before), after)["decision"] == "accept":
-            break
+        return with_stalls(rng, before, rounds_hit=8), after
+
+    before, after = draw_until(
+        stalled_before, lambda b, a: decision.decide_rounds(b, a)["ci"][0] < 0.99
+        and decision.decide_rounds(round_means(b), a)["decision"] == "accept")
     got = decision_of(impl, before, after, ctx)
     fail_unless(got == "reject", "identical programs were judged different because a few "
                 "samples of one stalled", yours=got, expected="reject",
                 hint="a few stalled samples (20-60x slower) throw a mean far off; a round's "
                 "median does not move")
     # a true 1.3x speedup, "after" stalled in a few rounds: means say it is not faster
-    for _ in range(200):
+    def stalled_after():
         before, after = rounds_records(rng, 1.3, block_drift=0.03)
-        after = with_stalls(rng, after)
-        if decision.decide_rounds(before, after)["ci"][0] > 1.12 and \
-                decision.decide_rounds(before, round_means(after))["decision"] != "accept":
-            break
+        return before, with_stalls(rng, after)
+
+    before, after = draw_until(
+        stalled_after, lambda b, a: decision.decide_rounds(b, a)["ci"][0] > 1.12
+        and decision.decide_rounds(b, round_means(a))["decision"] != "accept")
     got = decision_of(impl, before, after, ctx)
     fail_unless(got == "accept", "a true 1.3x speedup was not accepted because a few of its "
                 "samples stalled", yours=got, expected="accept",
