@@ -4,11 +4,13 @@ planted file in its own learner process (tests/planted_batch.py).
 
 Each bug is what a learner who half-understands writes: a trace of the compiling call, of
 two calls, or with the Python tracer on; a breakdown by time overlap across threads or
-divided by the phases' total; evidence by count, nested calls counted twice, a region
-matched by prefix; a sweep that ignores the batch size, times without sync or inverts the
-gain; a crossover read off the wrong side, interpolated linearly or missing the
-below-at-once case; a prediction through the origin, without sync or for a hard-coded
-threshold; records in milliseconds or of the wrong arrays. Each fails the check aimed at
+divided by the phases' total, time in no phase as a remainder; evidence by count, nested
+calls counted twice, a region matched by prefix; a sweep that ignores the batch size,
+times without sync or inverts the gain; a crossover read off the wrong side, interpolated
+linearly or missing the below-at-once case; a prediction through the origin, without
+sync, for a hard-coded threshold, with the intercept or slope wrong, or its medians
+swapped; records with output_ok written in, the Python tracer on, one learning rate,
+fixed call counts, in milliseconds or of the wrong arrays. Each fails the check aimed at
 it, by verdict."""
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ PLANTED = {
          "            if (other.name in phase_us and other.ts >= ev.ts\n"
          "                    and other.end <= ev.end):\n"
          "                phase_us[other.name] += other.dur\n")]),
+    "other_as_a_remainder": (1, "breakdown_matches_checker_parse", [
+        ('"other_us": step_us - sum(phase_us.values()),',
+         '"other_us": step_us % sum(phase_us.values()),')]),
     "shares_of_the_phases_total": (1, "breakdown_matches_checker_parse", [
         ('"shares": {p: (v / step_us if step_us else 0.0) for p, v in phase_us.items()}}',
          '"shares": {p: v / sum(phase_us.values()) for p, v in phase_us.items()}}')]),
@@ -85,10 +90,12 @@ PLANTED = {
     "crossover_misses_below_at_once": (3, "crossover_interpolation", [
         ("    if gains[0] < threshold:\n        return float(batch_sizes[0])\n", "")]),
     # predict_crossover -----------------------------------------------------------------
-    "prediction_through_the_origin": (3, "prediction_near_measured_crossover", [
+    "prediction_through_the_origin": (3, ["prediction_near_measured_crossover",
+                                           "prediction_is_the_model_of_your_medians"], [
         ("    base_s, base_f = s0 - slope_s * small, f0 - slope_f * small\n",
          "    slope_s, slope_f = s1 / large, f1 / large\n    base_s, base_f = 0.0, 0.0\n")]),
-    "prediction_timed_without_sync": (3, "prediction_near_measured_crossover", [
+    "prediction_timed_without_sync": (3, ["prediction_near_measured_crossover",
+                                           "prediction_is_the_model_of_your_medians"], [
         (_PAIR,
          "    fit = {}\n    problem_of = slow_step.make_problem\n    for b in (small, large):\n"
          "        problem = problem_of(dict(config, batch=int(b)), seed)\n"
@@ -105,10 +112,35 @@ PLANTED = {
          "                samples.append(time.perf_counter() - start)\n"
          "            times.append(statistics.median(samples))\n"
          "        fit[b] = tuple(times)\n")]),
-    "prediction_for_a_fixed_threshold": (3, "prediction_near_measured_crossover", [
+    "prediction_for_a_fixed_threshold": (3, "prediction_is_the_model_of_your_medians", [
         ("    denominator = threshold * slope_f - slope_s\n",
          "    threshold = 4.0\n    denominator = threshold * slope_f - slope_s\n")]),
+    # the model's arithmetic off by what a survived mutant changed: exact, so at any load
+    "prediction_intercept_added": (3, "prediction_is_the_model_of_your_medians", [
+        ("    base_s, base_f = s0 - slope_s * small, f0 - slope_f * small\n",
+         "    base_s, base_f = s0 + slope_s * small, f0 + slope_f * small\n")]),
+    "prediction_slope_over_the_size_ratio": (3, "prediction_is_the_model_of_your_medians", [
+        ("    slope_s, slope_f = (s1 - s0) / (large - small), (f1 - f0) / (large - small)\n",
+         "    slope_s, slope_f = (s1 - s0) / (large / small), (f1 - f0) / (large / small)\n")]),
+    "prediction_reports_the_medians_swapped": (3, "prediction_is_the_model_of_your_medians", [
+        ('    medians = {"median_slow_s": [s0, s1], "median_fast_s": [f0, f1]}\n',
+         '    medians = {"median_slow_s": [f0, f1], "median_fast_s": [s0, s1]}\n')]),
     # write_run_records -----------------------------------------------------------------
+    "records_output_ok_written_in": (4, "output_ok_is_measured", [   # and always timed
+        ('"output_ok": bool(ok),', '"output_ok": True,'),
+        ("            if ok:\n", "            if True:\n")]),
+    "records_traced_with_python_tracer": (4, "records_valid_for_decide", [
+        ("        options.python_tracer_level = 0\n        params = slow_step.fresh_copy",
+         "        params = slow_step.fresh_copy")]),
+    "records_one_learning_rate": (4, "records_valid_for_decide", [
+        ('    lrs = iter(problem["lr"] * (1 + 0.01 * i) for i in range(1, 10**6))\n',
+         '    lrs = iter(problem["lr"] for i in range(1, 10**6))\n')]),
+    "records_fixed_counts": (4, "records_valid_for_decide", [   # and says so: valid
+        ("                for _ in range(warmup):\n", "                for _ in range(1):\n"),
+        ("                samples = [call()[1] for _ in range(iters)]\n",
+         "                samples = [call()[1] for _ in range(5)]\n"),
+        ('"warmup": warmup,\n                  "iters": iters,',
+         '"warmup": 1,\n                  "iters": 5,')]),
     "records_in_milliseconds": (4, "records_agree_with_checker", [
         ("            return out, time.perf_counter() - start\n",
          "            return out, (time.perf_counter() - start) * 1e3\n")]),

@@ -335,7 +335,7 @@ with not_yet("the sweep") as sweeping:
     measured_cross = impl.crossover(sweep["batch_sizes"], sweep["gains"], THRESHOLD)
     for b, g in zip(sweep["batch_sizes"], sweep["gains"]):
         print(f"batch {b:6d}: gain {g:7.2f}x")
-    print(f"cost-model prediction (two end sizes): {model_says}")
+    print(f"cost-model prediction (two end sizes): {model_says['crossover']}")
     compare_prediction("07_optimisation_crossover", PREDICTED_CROSSOVER,
                        measured_cross if measured_cross is not None else float("nan"), "batch")
     fig, ax = plt.subplots(figsize=(6.5, 3.2))
@@ -377,7 +377,9 @@ check3 = run_check("optimisation", 3, IMPL)
 #   `base = t0 - slope * small`; `slow(b) / fast(b) = threshold` gives
 #   `b = (base_s - threshold * base_f) / (threshold * slope_f - slope_s)`, and None when
 #   the denominator is not positive (slow's cost per example is at least `threshold`
-#   times fast's, so the modelled gain never falls to it).
+#   times fast's, so the modelled gain never falls to it); at least 1. It returns the four
+#   medians too, so the checker can replay that arithmetic exactly and measure each median
+#   against its own.
 # </details>
 
 # %% [markdown]

@@ -138,9 +138,9 @@ def gain_sweep(config: dict, batch_sizes: list[int], rounds: int = 3, seed: int 
     copy of the parameters (``slow_step.fresh_copy``) made outside the boundary; the two
     versions are measured in interleaved rounds.
 
-    Checked: the gains are those of your own samples; at every size your median slow and
-    fast calls and your gain are within 3x of the checker's own interleaved sweep in a
-    fresh process (an unsynchronised timer is 20x+ off)."""
+    Checked: the gains are those of your own samples; at every size your median slow
+    call and your gain are within 5x of the checker's own interleaved sweep in a fresh
+    process (an unsynchronised timer is 20x+ off)."""
     raise NotImplementedError('stage 3: gain_sweep')
 
 
@@ -158,19 +158,24 @@ def crossover(batch_sizes: list[int], gains: list[float], threshold: float) -> f
 
 
 def predict_crossover(config: dict, small: int, large: int, threshold: float,
-                      seed: int = 0) -> float | None:
-    """Predict, before the sweep, the batch size (a float) where the gain falls below
-    ``threshold``, from measurements of each version at only two batch sizes, ``small`` and
-    ``large`` (synchronised calls in seconds, compile apart, a new ``lr`` each call), under
-    the model that each version's call time is a fixed cost per call plus a cost per
-    example. Returns None when the modelled gain never falls to ``threshold``.
+                      seed: int = 0) -> dict:
+    """Predict, before the sweep, the batch size where the gain falls below ``threshold``,
+    from measurements of each version at only two batch sizes, ``small`` and ``large``
+    (synchronised calls in seconds, compile apart, a new ``lr`` each call), under the
+    model that each version's call time is a fixed cost per call plus a cost per example.
 
-    Checked against the checker's own prediction from the same model on its own
-    measurements of the two sizes, taken in a fresh process right before and right after
-    yours (and its sweep's): within the README's margin (4x) of the range they give, at the
-    README's threshold (4x) and at a higher one (the gain that model gives a quarter of the
-    way from ``small`` to ``large`` in log), where it must also be below your prediction at
-    4x."""
+    Returns {"crossover": the batch size (a float, at least 1.0), or None when the
+    modelled gain never falls to ``threshold``; "median_slow_s": [at small, at large],
+    "median_fast_s": [at small, at large]}: the median call times (seconds) the
+    prediction was made from.
+
+    Checked: "crossover" is what the model gives on your own medians (rel 1e-9); each
+    median is within 5x of the checker's own measurements of that version at that size
+    taken right before and right after your call (an unsynchronised timer is 20x+ off);
+    and the crossover is within the README's margin (4x) of the range of the checker's
+    own predictions from those measurements, at the README's threshold (4x) and at a
+    higher one (the gain that model gives a quarter of the way from ``small`` to
+    ``large`` in log), where it must also be below your prediction at 4x."""
     raise NotImplementedError('stage 3: predict_crossover')
 
 
@@ -201,7 +206,11 @@ def write_run_records(config: dict, seed: int, outdir: str, *, warmup: int = 1,
     trace is of one more call, inside a ``REGION`` annotation.
 
     Checked: both records valid (``validate_run_record``, their traces holding
-    ``REGION``), of tokens and targets of this problem, output checks passed, no compile
-    in the after's timed calls; each record's median call and their speedup within 4x of
-    the checker's own fresh-process measurement (an unsynchronised "after" is 50x+ off)."""
+    ``REGION`` and no Python-tracer events), of tokens and targets of this problem,
+    ``warmup``/``iters`` as given with one sample per timed call, output checks passed,
+    no compile in the after's timed calls, and in the before's at least what the checker
+    counts for ``train_slow`` with a new learning rate per call; ``output_ok`` False when
+    the checker makes ``train_fast`` wrong for one more call; each record's median call
+    and their speedup within 4x of the checker's own fresh-process measurement (an
+    unsynchronised "after" is 50x+ off)."""
     raise NotImplementedError('stage 4: write_run_records')

@@ -11,6 +11,11 @@ measurement of both versions interleaved in a fresh process (``speed_driver.py``
 block's stamps bounded by the checker's own readings of the same monotonic clock.
 Sizes and seeds are drawn from the run's seed.
 
+Self-reported (run beside the learner's code, in the learner process): the one inspector
+``optimisation/records_with_a_wrong_fast`` swaps the module's ``train_fast`` for one call
+of ``write_run_records``; what comes back is checked as any record is (a swap that did
+not take reads as output_ok True and fails).
+
 Windows and factors, from what the bottlenecks cost on this CPU (README, "Numbers"):
 a dispatch-bound Python loop with a recompile per call runs 10-30x slower than the
 reference fix at the timing size, far above the +-18% drift of a shared machine.
@@ -33,12 +38,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the course root
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
+from coursekit.checking import bridge  # noqa: E402
+from coursekit.checking.bridge import LearnerFunction  # noqa: E402
 from coursekit.checking.contract import Checker, CheckFailed  # noqa: E402
 from coursekit.checking.learner import LearnerCodeError  # noqa: E402
 from coursekit.checking.probes import within_ratio  # noqa: E402
 from coursekit.checking.values import as_float, fail_unless, require_keys  # noqa: E402
 from coursekit.measure import traces  # noqa: E402
 from coursekit.measure.decision import decide_rounds  # noqa: E402
+from coursekit.measure.timing import count_compiles  # noqa: E402
 from coursekit.provenance.records import validate_run_record  # noqa: E402
 from coursekit.workloads import slow_step  # noqa: E402
 
@@ -139,13 +147,14 @@ def checker_trace(ctx) -> Path:
 
 
 def synthetic_trace(ctx) -> Path:
-    """A hand-built trace with random phase times (any phase can limit) and decoys: a
-    phase-named event nested inside a phase (not a direct child of the step), one on
-    another thread overlapping a step, one outside every step, and a region whose name
-    starts with the step's name (not a step). Inside every phase event, the event name
-    with the largest summed time (one long call, with a same-named call nested inside it
-    as real traces nest ``PjitFunction``) is not the one with the largest count (several
-    short calls), so the evidence is told apart from a count or a nested sum."""
+    """A hand-built trace with random phase times (any phase can limit), more time in no
+    phase than in the phases, and decoys: a phase-named event nested inside a phase (not
+    a direct child of the step), one on another thread overlapping a step, one outside
+    every step, and a region whose name starts with the step's name (not a step). Inside
+    every phase event, the event name with the largest summed time (one long call, with a
+    same-named call nested inside it as real traces nest ``PjitFunction``) is not the one
+    with the largest count (several short calls), so the evidence is told apart from a
+    count or a nested sum."""
     rng = ctx.rng("synthetic")
     heavy, light = "PjitFunction(matmul)", "ParseArguments"
     extras = ["PjitFunction(tanh)", "PjitFunction(sgd)", "np.asarray(jax.Array)"]
@@ -173,11 +182,16 @@ def synthetic_trace(ctx) -> Path:
     t = 1000.0
     for step in range(int(rng.integers(3, 7))):
         start = t
-        t += float(rng.uniform(1, 5))
-        for phase, w in zip(PHASES, weights):
-            dur = float(w * rng.uniform(800, 1200)) + 1.0
+        durs = [float(w * rng.uniform(800, 1200)) + 1.0 for w in weights]
+        # time in no phase (host gaps) outweighs the phases: other_us is a difference,
+        # not a remainder or a share of the phases
+        gap = sum(durs) * float(rng.uniform(1.1, 1.6))
+        lead = gap * float(rng.uniform(0.3, 0.7))
+        t += lead
+        for phase, dur in zip(PHASES, durs):
             phase_event(phase, t, dur, decoy=phase == PHASES[0])
             t += dur + float(rng.uniform(0.5, 3))
+        t += gap - lead
         x(STEP, start, t - start, step=str(step))
         x(PHASES[1], start + 2, 50.0, tid=9)                  # another thread
         t += float(rng.uniform(20, 60))
@@ -701,6 +715,50 @@ def bracket_ok(predicted, references: list, largest: float, margin: float) -> bo
     return min(values) / margin <= as_float(predicted, "prediction") <= max(values) * margin
 
 
+def prediction_runs(impl, ctx) -> dict:
+    """The learner's two predict_crossover calls and the checker's measurements that
+    bracket each in time, made once for both prediction checks. The learner's call comes
+    first: an unwritten stage 3 says so before the checker's measurements (which time
+    the learner's stage-2 train_fast) can answer for stage 2. The sweep (made earlier by
+    sweep_matches_checker, or now) and a fresh measurement after it bracket the first
+    call; that one and another after the second call bracket the second."""
+    def make():
+        sizes = sweep_sizes(ctx)
+        small, large = sizes[0], sizes[-1]
+        first = impl.predict_crossover(sweep_config(ctx), small, large, GAIN_THRESHOLD,
+                                       ctx.seed + 4)
+        mine = checker_sweep(ctx)
+        between = end_size_medians(ctx, "ends-between")
+        point = model_point(mine, sizes)
+        second = None if point is None else impl.predict_crossover(
+            sweep_config(ctx), small, large, point[1], ctx.seed + 6)
+        after = end_size_medians(ctx, "ends-after")
+        calls = [(GAIN_THRESHOLD, first, [mine_ends(mine), between])]
+        if point is not None:
+            calls.append((point[1], second, [between, after]))
+        return {"sizes": sizes, "mine": mine, "point": point, "calls": calls,
+                "all_ends": [mine_ends(mine), between, after]}
+    return ctx.once("predictions", make)
+
+
+def prediction_of(got, threshold: float) -> dict:
+    """The learner's answer, its fields checked for type: crossover and four medians."""
+    what = f"predict_crossover(..., threshold={threshold:.3g})"
+    got = require_keys(got, ("crossover", "median_slow_s", "median_fast_s"), what)
+    out = {"crossover": None if got["crossover"] is None
+           else as_float(got["crossover"], f"{what}['crossover']")}
+    for key in ("median_slow_s", "median_fast_s"):
+        value = got[key]
+        fail_unless(isinstance(value, list) and len(value) == 2,
+                    f"{what}['{key}'] is [median at small, median at large]", yours=value,
+                    expected="a list of 2 durations in seconds")
+        out[key] = [as_float(v, f"{what}['{key}']") for v in value]
+        fail_unless(all(v > 0 and math.isfinite(v) for v in out[key]),
+                    f"{what}['{key}']: medians are positive durations in seconds",
+                    yours=value)
+    return out
+
+
 @checker.check(3, "prediction_near_measured_crossover")
 def _(impl, ctx):
     """The learner's prediction against the checker's own, from the same model on its own
@@ -709,26 +767,15 @@ def _(impl, ctx):
     checker's model of its sweep gives a quarter of the way from the smallest size to the
     largest): a prediction that ignores the threshold, the fixed cost or the measurements
     misses it. The sweep's measured crossover is shown beside it."""
-    sizes = sweep_sizes(ctx)
+    runs = prediction_runs(impl, ctx)
+    sizes, mine = runs["sizes"], runs["mine"]
     small, large = sizes[0], sizes[-1]
-    # the learner's call first: an unwritten stage 3 says so before the checker's
-    # measurements (which time the learner's stage-2 train_fast) can answer for stage 2.
-    # The sweep (made earlier by sweep_matches_checker, or now) and a fresh measurement
-    # after it bracket this call; that one and another after the second call bracket it.
-    predicted = impl.predict_crossover(sweep_config(ctx), small, large, GAIN_THRESHOLD,
-                                       ctx.seed + 4)
-    mine = checker_sweep(ctx)
-    between = end_size_medians(ctx, "ends-between")
-    point = model_point(mine, sizes)
-    again = None if point is None else impl.predict_crossover(
-        sweep_config(ctx), small, large, point[1], ctx.seed + 6)
-    after = end_size_medians(ctx, "ends-after")
     shown = (f"the checker's sweep: gains {[round(g, 2) for g in mine['gains']]} at batch "
              f"sizes {sizes}, measured crossover {mine['crossover']}")
-    for threshold, got in ((GAIN_THRESHOLD, predicted),
-                           *(((point[1], again),) if point is not None else ())):
-        refs = [modelled_crossover(ends, small, large, threshold)
-                for ends in (mine_ends(mine), between, after)]
+    predicted = {}
+    for threshold, got, _ in runs["calls"]:
+        got = predicted[threshold] = prediction_of(got, threshold)["crossover"]
+        refs = [modelled_crossover(ends, small, large, threshold) for ends in runs["all_ends"]]
         values = sorted(r for r in refs if r is not None)
         expected = (f"within {CROSSOVER_MARGIN:g}x of {values[0]:.0f}-{values[-1]:.0f}"
                     if values else f"None or beyond {large / CROSSOVER_MARGIN:.0f}")
@@ -738,12 +785,50 @@ def _(impl, ctx):
                     "yours", yours=got, expected=f"{expected} ({shown})",
                     hint="the prediction comes from your measurements at the two end sizes "
                     "and the threshold given")
-    if point is not None and point[1] >= 2 * GAIN_THRESHOLD and predicted is not None:
-        fail_unless(again is not None and float(again) < float(predicted),
+    point = runs["point"]
+    at_4x = predicted[GAIN_THRESHOLD]
+    if point is not None and point[1] >= 2 * GAIN_THRESHOLD and at_4x is not None:
+        again = predicted[point[1]]
+        fail_unless(again is not None and again < at_4x,
                     f"a higher threshold ({point[1]:.3g}x against {GAIN_THRESHOLD:g}x) must "
                     "be reached at a smaller batch size",
-                    yours={f"{point[1]:.3g}x": again, f"{GAIN_THRESHOLD:g}x": predicted},
+                    yours={f"{point[1]:.3g}x": again, f"{GAIN_THRESHOLD:g}x": at_4x},
                     expected="a smaller prediction for the higher threshold")
+
+
+@checker.check(3, "prediction_is_the_model_of_your_medians")
+def _(impl, ctx):
+    """Each call's crossover replayed exactly from the medians it reports (the model's
+    arithmetic is exact: a wrong slope, intercept or threshold is wrong at any load), and
+    each median measured against the checker's own of that version and size, taken right
+    before and right after the call."""
+    runs = prediction_runs(impl, ctx)
+    small, large = runs["sizes"][0], runs["sizes"][-1]
+    for threshold, got, brackets in runs["calls"]:
+        got = prediction_of(got, threshold)
+        for key, column in (("median_slow_s", 0), ("median_fast_s", 1)):
+            for end, (size, value) in enumerate(zip((small, large), got[key])):
+                refs = [ends[end][column] for ends in brackets]
+                fail_unless(min(refs) / GAIN_WINDOW <= value <= max(refs) * GAIN_WINDOW,
+                            f"threshold {threshold:.3g}: your {key} at batch {size} is not "
+                            "what the checker measures for that version at that size "
+                            "right before and after your call",
+                            yours=f"{value * 1e3:.4g} ms",
+                            expected=f"{min(refs) * 1e3:.4g}-{max(refs) * 1e3:.4g} ms "
+                            f"(within {GAIN_WINDOW:g}x)",
+                            hint="median of synchronised calls at each size, compile "
+                            "apart, new lr per call (a one-size gain_sweep each)")
+        ends = list(zip(got["median_slow_s"], got["median_fast_s"]))
+        want = modelled_crossover(ends, small, large, threshold)
+        yours = got["crossover"]
+        fail_unless((yours is None) == (want is None) and (
+            want is None or math.isclose(yours, want, rel_tol=1e-9)),
+            f"threshold {threshold:.3g}: your crossover is not what a fixed cost plus a "
+            "cost per example, through your own two medians per version, gives",
+            yours=yours, expected=want,
+            hint="per version a straight line through (small, median) and (large, "
+            "median); the batch where slow / fast equals the threshold; None when the "
+            "lines never meet there; at least 1")
 
 
 def mine_ends(mine: dict) -> list[tuple[float, float]]:
@@ -755,11 +840,32 @@ def mine_ends(mine: dict) -> list[tuple[float, float]]:
 # Stage 4: the report
 # ---------------------------------------------------------------------------------------
 
+def record_counts(ctx) -> tuple[int, int]:
+    """The warmup and iters the records are asked for (drawn: a hard-coded count fails)."""
+    rng = ctx.rng("records")
+    return int(rng.integers(1, 3)), int(rng.integers(6, 10))
+
+
+def slow_compiles_per_call(ctx) -> int:
+    """The checker's own count of compiles in one steady train_slow call with a new lr
+    (its per-lr update is compiled for each learning rate), on the records' problem."""
+    def make():
+        problem = slow_step.make_problem(timing_config(ctx), ctx.seed + 5)
+        args = (problem["params"], problem["tokens"], problem["targets"])
+        jax.block_until_ready(slow_step.train_slow(*args, problem["lr"] * 0.5))
+        with count_compiles() as n:
+            for k in range(2):
+                jax.block_until_ready(slow_step.train_slow(*args, problem["lr"] * (0.3 + 0.1 * k)))
+        return n[0] // 2
+    return ctx.once("slow-compiles", make)
+
+
 def learner_records(impl, ctx) -> dict:
     def make():
         outdir = ctx.subdir("records")
+        warmup, iters = record_counts(ctx)
         paths = require_keys(impl.write_run_records(timing_config(ctx), ctx.seed + 5,
-                                                    str(outdir), warmup=1, iters=5),
+                                                    str(outdir), warmup=warmup, iters=iters),
                              ("before", "after"), "write_run_records")
         out = {}
         for label in ("before", "after"):
@@ -791,12 +897,57 @@ def _(impl, ctx):
         found = traces.region_summary(rec["trace"], rec["region"])
         fail_unless(found["count"] >= 1, f"the {label} record's trace has no "
                     f"{rec['region']!r} event", yours=found["count"], expected=">= 1")
+        python_calls = sum(1 for e in traces.load_events(rec["trace"])
+                           if str(e.get("name", "")).startswith("$"))
+        fail_unless(python_calls == 0, f"the {label} record's trace was taken with the "
+                    "Python tracer on (its per-call events slow the call they show)",
+                    yours=f"{python_calls} Python-call events ('$...')", expected=0,
+                    hint="jax.profiler.ProfileOptions() with python_tracer_level = 0")
+        warmup, iters = record_counts(ctx)
+        fail_unless(rec["warmup"] == warmup and rec["iters"] == iters
+                    and len(rec["samples_s"]) == iters,
+                    f"the {label} record does not hold the calls it was asked for",
+                    yours={"warmup": rec["warmup"], "iters": rec["iters"],
+                           "samples": len(rec["samples_s"])},
+                    expected={"warmup": warmup, "iters": iters, "samples": iters},
+                    hint="warmup and iters as given; one sample per timed call")
     fail_unless(records["after"]["compiles_warmed"] == 0, "the after record compiled in "
                 "its timed calls", yours=records["after"]["compiles_warmed"], expected=0,
                 hint="your fix must not recompile per call (stage 2)")
+    warmup, iters = record_counts(ctx)
+    least = slow_compiles_per_call(ctx) * (warmup + iters)
+    fail_unless(records["before"]["compiles_warmed"] >= least, "the before record's "
+                "warmed calls compiled less than train_slow does with a new learning rate "
+                "every call (as in use)", yours=records["before"]["compiles_warmed"],
+                expected=f"at least {least} (the checker counts "
+                f"{slow_compiles_per_call(ctx)} per call, {warmup + iters} calls)",
+                hint="give every call a learning rate of its own, the warm-up ones too")
     fail_unless(records["before"]["boundary"] == records["after"]["boundary"],
                 "before and after must time the same boundary",
                 yours=(records["before"]["boundary"], records["after"]["boundary"]))
+
+
+@checker.check(4, "output_ok_is_measured")
+def _(impl, ctx):
+    """The records' output_ok compared with the checker's own verdict on an "after" whose
+    output it made wrong: the learner's write_run_records run once more in the learner
+    process with its module's train_fast returning losses 1% off (self-reported: the
+    swap happens beside the learner's code; a record that still says True fails)."""
+    outdir = ctx.subdir("records-wrong-fast")
+    paths = require_keys(bridge.inspect(impl, "optimisation/records_with_a_wrong_fast",
+                                        LearnerFunction("write_run_records"),
+                                        timing_config(ctx), ctx.seed + 7, str(outdir), 1, 2),
+                         ("before", "after"), "write_run_records")
+    for label, want in (("before", True), ("after", False)):
+        path = paths[label]
+        fail_unless(isinstance(path, str) and Path(path).is_file(),
+                    f"write_run_records: no {label} file", yours=path)
+        got = json.loads(Path(path).read_text()).get("output_ok")
+        fail_unless(got is want, f"with a train_fast whose losses are 1% off, the {label} "
+                    f"record's output_ok must be {want}", yours=got, expected=want,
+                    hint="output_ok: the first call's outputs (every leaf) within "
+                    "slow_step.RTOL / ATOL of train_slow's on the same problem, computed "
+                    "each time, never written in")
 
 
 @checker.check(4, "records_agree_with_checker")
