@@ -90,12 +90,10 @@ PLANTED = {
     "crossover_misses_below_at_once": (3, "crossover_interpolation", [
         ("    if gains[0] < threshold:\n        return float(batch_sizes[0])\n", "")]),
     # predict_crossover -----------------------------------------------------------------
-    "prediction_through_the_origin": (3, ["prediction_near_measured_crossover",
-                                           "prediction_is_the_model_of_your_medians"], [
+    "prediction_through_the_origin": (3, "prediction_is_the_model_of_your_medians", [
         ("    base_s, base_f = s0 - slope_s * small, f0 - slope_f * small\n",
          "    slope_s, slope_f = s1 / large, f1 / large\n    base_s, base_f = 0.0, 0.0\n")]),
-    "prediction_timed_without_sync": (3, ["prediction_near_measured_crossover",
-                                           "prediction_is_the_model_of_your_medians"], [
+    "prediction_timed_without_sync": (3, "prediction_is_the_model_of_your_medians", [
         (_PAIR,
          "    fit = {}\n    problem_of = slow_step.make_problem\n    for b in (small, large):\n"
          "        problem = problem_of(dict(config, batch=int(b)), seed)\n"
@@ -113,6 +111,9 @@ PLANTED = {
          "            times.append(statistics.median(samples))\n"
          "        fit[b] = tuple(times)\n")]),
     "prediction_for_a_fixed_threshold": (3, "prediction_is_the_model_of_your_medians", [
+        ("    denominator = threshold * slope_f - slope_s\n",
+         "    threshold = 4.0\n    denominator = threshold * slope_f - slope_s\n")]),
+    "prediction_for_a_fixed_threshold_is_flat": (3, "prediction_falls_with_the_threshold", [
         ("    denominator = threshold * slope_f - slope_s\n",
          "    threshold = 4.0\n    denominator = threshold * slope_f - slope_s\n")]),
     # the model's arithmetic off by what a survived mutant changed: exact, so at any load

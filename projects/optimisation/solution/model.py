@@ -281,13 +281,12 @@ def predict_crossover(config: dict, small: int, large: int, threshold: float,
     "median_fast_s": [at small, at large]}: the median call times (seconds) the
     prediction was made from.
 
-    Checked: "crossover" is what the model gives on your own medians (rel 1e-9); each
-    median is within 5x of the checker's own measurements of that version at that size
-    taken right before and right after your call (an unsynchronised timer is 20x+ off);
-    and the crossover is within the README's margin (4x) of the range of the checker's
-    own predictions from those measurements, at the README's threshold (4x) and at a
-    higher one (the gain that model gives a quarter of the way from ``small`` to
-    ``large`` in log), where it must also be below your prediction at 4x."""
+    Checked, at the README's threshold (4x) and at a higher one (the gain the checker's
+    model of its sweep gives a quarter of the way from ``small`` to ``large`` in log):
+    "crossover" is what the model gives on your own medians (rel 1e-9); each median is
+    within 5x of the checker's own measurements of that version at that size taken right
+    before and right after your call (an unsynchronised timer is 20x+ off); and the
+    higher threshold's crossover is the smaller."""
     ### BEGIN SOLUTION stage 3: predict_crossover
     fit = {}
     for b in (small, large):

@@ -77,8 +77,6 @@ SWEEP_ROUNDS = 3
 # 3.7x between processes at batch ~160); an unsynced timer is 20x+ off, and fails
 # FAST_GROWTH first.
 GAIN_WINDOW = 5.0
-# the learner's predicted crossover vs the checker's own (the size grid steps by 8x)
-CROSSOVER_MARGIN = 4.0
 # The sweep's largest batch does about 64x the arithmetic of its smallest; train_fast's
 # median call grew 17x-130x across it here at load 17 (fixed costs and load spikes weigh
 # most at the small end). A timer that does not wait for the result, or a size that never
@@ -704,17 +702,6 @@ def model_point(mine: dict, sizes: list[int]) -> tuple[float, float] | None:
     return (batch, gain) if mine["gains"][-1] < gain < mine["gains"][0] else None
 
 
-def bracket_ok(predicted, references: list, largest: float, margin: float) -> bool:
-    """``predicted`` within ``margin`` of the range the checker's own predictions span
-    (None among them: "never falls to it" is one of the answers its measurements give)."""
-    values = [r for r in references if r is not None]
-    if predicted is None:
-        return len(values) < len(references) or max(values) >= largest / margin
-    if not values:
-        return as_float(predicted, "prediction") >= largest / margin
-    return min(values) / margin <= as_float(predicted, "prediction") <= max(values) * margin
-
-
 def prediction_runs(impl, ctx) -> dict:
     """The learner's two predict_crossover calls and the checker's measurements that
     bracket each in time, made once for both prediction checks. The learner's call comes
@@ -759,41 +746,35 @@ def prediction_of(got, threshold: float) -> dict:
     return out
 
 
-@checker.check(3, "prediction_near_measured_crossover")
+@checker.check(3, "prediction_falls_with_the_threshold")
 def _(impl, ctx):
-    """The learner's prediction against the checker's own, from the same model on its own
-    end-size measurements taken around the learner's calls (so a loaded machine moves
-    both alike), at the README's threshold and at a higher one (the gain the
-    checker's model of its sweep gives a quarter of the way from the smallest size to the
-    largest): a prediction that ignores the threshold, the fixed cost or the measurements
-    misses it. The sweep's measured crossover is shown beside it."""
+    """A higher threshold is reached at a smaller batch: the learner's two predictions
+    (at the README's 4x and at the gain the checker's model of its sweep gives a quarter
+    of the way from the smallest size to the largest, when that is at least 8x) in that
+    order. No window on the crossover itself: where threshold x fast's cost per example
+    nears slow's, the model's denominator nears 0 and a small change in one median moves
+    the crossover far (within 4x of the checker's own predictions failed the reference
+    in 1 flake run in 20); its inputs (each median, measured) and its arithmetic (exact)
+    are what prediction_is_the_model_of_your_medians verifies."""
     runs = prediction_runs(impl, ctx)
-    sizes, mine = runs["sizes"], runs["mine"]
+    mine, sizes = runs["mine"], runs["sizes"]
     small, large = sizes[0], sizes[-1]
-    shown = (f"the checker's sweep: gains {[round(g, 2) for g in mine['gains']]} at batch "
-             f"sizes {sizes}, measured crossover {mine['crossover']}")
-    predicted = {}
-    for threshold, got, _ in runs["calls"]:
-        got = predicted[threshold] = prediction_of(got, threshold)["crossover"]
-        refs = [modelled_crossover(ends, small, large, threshold) for ends in runs["all_ends"]]
-        values = sorted(r for r in refs if r is not None)
-        expected = (f"within {CROSSOVER_MARGIN:g}x of {values[0]:.0f}-{values[-1]:.0f}"
-                    if values else f"None or beyond {large / CROSSOVER_MARGIN:.0f}")
-        fail_unless(bracket_ok(got, refs, large, CROSSOVER_MARGIN),
-                    f"the predicted batch size where the gain falls below {threshold:.3g}x "
-                    "is far from the checker's own prediction from its measurements around "
-                    "yours", yours=got, expected=f"{expected} ({shown})",
-                    hint="the prediction comes from your measurements at the two end sizes "
-                    "and the threshold given")
-    point = runs["point"]
-    at_4x = predicted[GAIN_THRESHOLD]
-    if point is not None and point[1] >= 2 * GAIN_THRESHOLD and at_4x is not None:
-        again = predicted[point[1]]
-        fail_unless(again is not None and again < at_4x,
-                    f"a higher threshold ({point[1]:.3g}x against {GAIN_THRESHOLD:g}x) must "
-                    "be reached at a smaller batch size",
-                    yours={f"{point[1]:.3g}x": again, f"{GAIN_THRESHOLD:g}x": at_4x},
-                    expected="a smaller prediction for the higher threshold")
+    predicted = {threshold: prediction_of(got, threshold)["crossover"]
+                 for threshold, got, _ in runs["calls"]}
+    point, at_4x = runs["point"], predicted[GAIN_THRESHOLD]
+    if point is None or point[1] < 2 * GAIN_THRESHOLD or at_4x is None:
+        return
+    again = predicted[point[1]]
+    own = {t: [modelled_crossover(ends, small, large, t) for ends in runs["all_ends"]]
+           for t in (GAIN_THRESHOLD, point[1])}
+    fail_unless(again is not None and again < at_4x,
+                f"a higher threshold ({point[1]:.3g}x against {GAIN_THRESHOLD:g}x) must "
+                "be reached at a smaller batch size",
+                yours={f"{point[1]:.3g}x": again, f"{GAIN_THRESHOLD:g}x": at_4x},
+                expected=f"a smaller prediction for the higher threshold (the checker's "
+                f"own from its measurements: {own}; its sweep's measured crossover at "
+                f"{GAIN_THRESHOLD:g}x: {mine['crossover']})",
+                hint="the threshold given is the one to predict for")
 
 
 @checker.check(3, "prediction_is_the_model_of_your_medians")
