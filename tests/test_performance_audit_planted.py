@@ -78,6 +78,11 @@ PLANTED = {
         ('    return {"block": time_fn(fn, x, warmup=warmup, iters=iters, label="block"),',
          '    return {"host_read": time_fn(fn, x, warmup=warmup, iters=iters, label="block"),'),
         (HOST_READ_CALL, HOST_READ_CALL.replace('"host_read": time_fn', '"block": time_fn'))]),
+    # a checked, correct output left untimed (a sample of make mutants found it passing)
+    "time_fn_times_only_unchecked_outputs": (1, "output_check_catches_wrong_output", [
+        ("        if output_ok is not False:\n", "        if output_ok is not True:\n")]),
+    "time_fn_times_wrong_outputs_too": (1, "output_check_catches_wrong_output", [
+        ("        if output_ok is not False:\n", "        if True:\n")]),
     # -- stage 2 ---------------------------------------------------------------------
     "trace_compiles_in_first_step": (2, "trace_written_and_newest_found", [
         ("    jax.block_until_ready(step_fn(*args))\n    with jax.profiler.trace(logdir):",
@@ -216,6 +221,13 @@ PLANTED = {
          "    result['ratio'] = ratio\n"
          "    result['decision'] = ('accept' if ratio > 1 + min_gain else 'slower' "
          "if ratio < 1 / (1 + min_gain) else 'reject')\n")]),
+    # decide's refusals, found by a sample of make mutants
+    "decide_takes_four_samples": (4, "rejects_not_comparable", [
+        ("        if len(run.get(\"samples_s\") or []) < 5:\n",
+         "        if len(run.get(\"samples_s\") or []) < 4:\n")]),
+    "decide_takes_an_unchecked_output": (4, "rejects_not_comparable", [
+        ('        if run.get("output_ok") is not True:\n',
+         '        if run.get("output_ok") is False:\n')]),
     "amdahl_linear_in_share": (4, "amdahl_small_share", [
         ("    return 1.0 / ((1.0 - share) + share / kernel_speedup)\n",
          "    return 1.0 + share * (kernel_speedup - 1.0)\n")]),

@@ -309,6 +309,12 @@ def _(impl, ctx):
                 f"an output wrong at element ({i}, {j}) was not caught",
                 yours=bad["output_ok"], expected=False,
                 hint="check the first call's output against `expected` before timing")
+    for name, got, want in (("a correct", good, 2), ("a wrong", bad, 0)):
+        fail_unless(isinstance(got["samples_s"], list) and len(got["samples_s"]) == want,
+                    f"with {name} output, time_fn must give {want} warmed samples",
+                    yours=got["samples_s"], expected=f"{want} samples (iters=2)",
+                    hint="a checked, correct output is timed as usual; a wrong one is "
+                    "not timed at all")
 
 
 @checker.check(1, "comparable_refuses_other_shapes_dtypes")
@@ -1386,6 +1392,8 @@ def _(impl, ctx):
         "after without its first call reported apart":
             run_record(rng, base / 2, 0.05, first_call_s=None),
         "after on another shape": run_record(rng, base / 2, 0.05, shapes=[[128, 512]]),
+        "after with only 4 raw samples": run_record(rng, base / 2, 0.05, n=4),
+        "after without an output check": run_record(rng, base / 2, 0.05, output_ok=None),
     }
     for name, after in cases.items():
         got = decision_of(impl, before, after, ctx)
