@@ -66,7 +66,7 @@ class PlantedBatch:
         """Every planted file checked; the runs are dealt to ``shards`` checker processes
         at once (default ``COURSE_PLANTED_SHARDS`` or 2: on a 2-core machine each one
         then runs with the other core busy, the condition every check is built to hold
-        under, in half the wall time)."""
+        under; measured: the optimisation batch 137 -> 95 s, not half)."""
         seed = self.seed
         if seed is None:
             seed = int(os.environ.get("COURSE_CHECK_SEED", secrets.randbits(31)))
