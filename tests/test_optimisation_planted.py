@@ -113,9 +113,6 @@ PLANTED = {
     "prediction_for_a_fixed_threshold": (3, "prediction_is_the_model_of_your_medians", [
         ("    denominator = threshold * slope_f - slope_s\n",
          "    threshold = 4.0\n    denominator = threshold * slope_f - slope_s\n")]),
-    "prediction_for_a_fixed_threshold_is_flat": (3, "prediction_falls_with_the_threshold", [
-        ("    denominator = threshold * slope_f - slope_s\n",
-         "    threshold = 4.0\n    denominator = threshold * slope_f - slope_s\n")]),
     # the model's arithmetic off by what a survived mutant changed: exact, so at any load
     "prediction_intercept_added": (3, "prediction_is_the_model_of_your_medians", [
         ("    base_s, base_f = s0 - slope_s * small, f0 - slope_f * small\n",

@@ -170,11 +170,11 @@ def predict_crossover(config: dict, small: int, large: int, threshold: float,
     prediction was made from.
 
     Checked, at the README's threshold (4x) and at a higher one (the gain the checker's
-    model of its sweep gives a quarter of the way from ``small`` to ``large`` in log):
-    "crossover" is what the model gives on your own medians (rel 1e-9); each median is
-    within 5x of the checker's own measurements of that version at that size taken right
-    before and right after your call (an unsynchronised timer is 20x+ off); and the
-    higher threshold's crossover is the smaller."""
+    model of its sweep gives a quarter of the way from ``small`` to ``large`` in log,
+    at least 8x): "crossover" is what the model gives on your own medians at the
+    threshold given (rel 1e-9); each median is within 5x of the checker's own
+    measurements of that version at that size taken right before and right after your
+    call (an unsynchronised timer is 20x+ off)."""
     raise NotImplementedError('stage 3: predict_crossover')
 
 

@@ -702,9 +702,20 @@ def model_point(mine: dict, sizes: list[int]) -> tuple[float, float] | None:
     return (batch, gain) if mine["gains"][-1] < gain < mine["gains"][0] else None
 
 
+def second_threshold(point: tuple[float, float] | None) -> float:
+    """The threshold of the learner's second call: the gain of the checker's model a
+    quarter of the way along its sweep, and at least twice the README's. Always a call,
+    and never at the README's threshold, so a threshold ignored or hard-coded replays
+    wrong. Near 4x the lines may never meet (the reference
+    measured 4.0-4.5x at the sweep's largest size on a 2-core machine), and a check that
+    skipped when either prediction was None passed a threshold hard-coded to 4x in CI."""
+    return max(point[1] if point is not None else 0.0, 2 * GAIN_THRESHOLD)
+
+
 def prediction_runs(impl, ctx) -> dict:
     """The learner's two predict_crossover calls and the checker's measurements that
-    bracket each in time, made once for both prediction checks. The learner's call comes
+    bracket each in time (the first at the README's threshold, the second at
+    second_threshold), made once per run. The learner's call comes
     first: an unwritten stage 3 says so before the checker's measurements (which time
     the learner's stage-2 train_fast) can answer for stage 2. The sweep (made earlier by
     sweep_matches_checker, or now) and a fresh measurement after it bracket the first
@@ -716,15 +727,12 @@ def prediction_runs(impl, ctx) -> dict:
                                        ctx.seed + 4)
         mine = checker_sweep(ctx)
         between = end_size_medians(ctx, "ends-between")
-        point = model_point(mine, sizes)
-        second = None if point is None else impl.predict_crossover(
-            sweep_config(ctx), small, large, point[1], ctx.seed + 6)
+        higher = second_threshold(model_point(mine, sizes))
+        second = impl.predict_crossover(sweep_config(ctx), small, large, higher,
+                                        ctx.seed + 6)
         after = end_size_medians(ctx, "ends-after")
-        calls = [(GAIN_THRESHOLD, first, [mine_ends(mine), between])]
-        if point is not None:
-            calls.append((point[1], second, [between, after]))
-        return {"sizes": sizes, "mine": mine, "point": point, "calls": calls,
-                "all_ends": [mine_ends(mine), between, after]}
+        return {"sizes": sizes, "calls": [(GAIN_THRESHOLD, first, [mine_ends(mine), between]),
+                                          (higher, second, [between, after])]}
     return ctx.once("predictions", make)
 
 
@@ -744,37 +752,6 @@ def prediction_of(got, threshold: float) -> dict:
                     f"{what}['{key}']: medians are positive durations in seconds",
                     yours=value)
     return out
-
-
-@checker.check(3, "prediction_falls_with_the_threshold")
-def _(impl, ctx):
-    """A higher threshold is reached at a smaller batch: the learner's two predictions
-    (at the README's 4x and at the gain the checker's model of its sweep gives a quarter
-    of the way from the smallest size to the largest, when that is at least 8x) in that
-    order. No window on the crossover itself: where threshold x fast's cost per example
-    nears slow's, the model's denominator nears 0 and a small change in one median moves
-    the crossover far (within 4x of the checker's own predictions failed the reference
-    in 1 flake run in 20); its inputs (each median, measured) and its arithmetic (exact)
-    are what prediction_is_the_model_of_your_medians verifies."""
-    runs = prediction_runs(impl, ctx)
-    mine, sizes = runs["mine"], runs["sizes"]
-    small, large = sizes[0], sizes[-1]
-    predicted = {threshold: prediction_of(got, threshold)["crossover"]
-                 for threshold, got, _ in runs["calls"]}
-    point, at_4x = runs["point"], predicted[GAIN_THRESHOLD]
-    if point is None or point[1] < 2 * GAIN_THRESHOLD or at_4x is None:
-        return
-    again = predicted[point[1]]
-    own = {t: [modelled_crossover(ends, small, large, t) for ends in runs["all_ends"]]
-           for t in (GAIN_THRESHOLD, point[1])}
-    fail_unless(again is not None and again < at_4x,
-                f"a higher threshold ({point[1]:.3g}x against {GAIN_THRESHOLD:g}x) must "
-                "be reached at a smaller batch size",
-                yours={f"{point[1]:.3g}x": again, f"{GAIN_THRESHOLD:g}x": at_4x},
-                expected=f"a smaller prediction for the higher threshold (the checker's "
-                f"own from its measurements: {own}; its sweep's measured crossover at "
-                f"{GAIN_THRESHOLD:g}x: {mine['crossover']})",
-                hint="the threshold given is the one to predict for")
 
 
 @checker.check(3, "prediction_is_the_model_of_your_medians")
