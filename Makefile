@@ -15,6 +15,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BUILD := build
 PYTEST_ARGS ?=
+# make test: pytest workers (pytest-xdist; 0 runs the suite in this one process)
+PYTEST_WORKERS ?= 2
 LAB_PORT ?= 8888
 COURSE_ARGS ?=
 CHECK_ARGS ?=
@@ -66,7 +68,7 @@ test: $(STAMP)
 	fi; \
 	scripts/browser-deps || exit $$?; \
 	scripts/slurm-deps || exit $$?; \
-	set +e; PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	set +e; PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests (exit 5): that is a failure here"; exit 1; fi; \
 	exit $$rc
 

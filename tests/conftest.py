@@ -10,18 +10,56 @@ from pathlib import Path
 
 import pytest
 
+# Set by pytest_configure for this session when the caller did not: under pytest-xdist
+# each worker replaces these with its own (a worker inherits the controller's environment).
+_DEFAULTED = "COURSE_TESTS_DEFAULTED"
+
 
 def pytest_configure(config):
     """Before collection (so modules that read these at import see them too): point MLflow
     and the notebook records at a temporary folder, leaving build/mlflow.db and
-    build/learner untouched. An explicit setting from the caller wins."""
+    build/learner untouched. An explicit setting from the caller wins. Each pytest-xdist
+    worker gets its own folder (one MLflow database and one record count per process)."""
     tmp = Path(tempfile.mkdtemp(prefix="course-tests-"))
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
-    os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{tmp / 'mlflow.db'}")
-    os.environ.setdefault("COURSE_RECORDS", str(tmp / "learner"))
-    # One reference checker run per project and session, shared by the project's tests and
-    # the notebooks' check cells (tests/helpers.reference_run).
-    os.environ.setdefault("COURSE_CHECK_REUSE", str(tmp / "reference-runs"))
+    defaults = {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp / 'mlflow.db'}",
+                "COURSE_RECORDS": str(tmp / "learner"),
+                # One reference checker run per project and session, shared by the
+                # project's tests and the notebooks' check cells (helpers.reference_run).
+                "COURSE_CHECK_REUSE": str(tmp / "reference-runs")}
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    ours = set(filter(None, os.environ.get(_DEFAULTED, "").split(","))) if worker else set()
+    for key, value in defaults.items():
+        if key in ours or key not in os.environ:
+            os.environ[key] = value
+            ours.add(key)
+    os.environ[_DEFAULTED] = ",".join(sorted(ours))
+    if worker:
+        # The other worker already keeps the second core busy: a planted batch runs its
+        # checkers one at a time, as each was flake-tested (one other core busy).
+        os.environ.setdefault("COURSE_PLANTED_SHARDS", "1")
+
+
+# Files whose tests share one expensive session result run on one pytest-xdist worker
+# (make test: --dist loadgroup); every other file is a group of its own.
+SHARED_GROUPS = {
+    # helpers.reference_run: each project's reference run, reused by the notebooks' cells
+    "references": ("test_notebooks.py", "test_foundations.py", "test_optimisation.py",
+                   "test_pallas_kernel.py", "test_performance_audit.py",
+                   "test_sharded_training.py"),
+    # graded_reference below: one grader run of the instructor's work
+    "graded-reference": ("test_autograder_batch.py", "test_autograder_notebooks.py"),
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Each test's xdist group (before xdist reads it): a file's tests share its module
+    state (a planted batch runs once per file), so a file never splits across workers."""
+    group_of = {f: g for g, files in SHARED_GROUPS.items() for f in files}
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group(group_of.get(name, name)))
 
 
 @pytest.fixture
