@@ -13,6 +13,8 @@ import pytest
 # Set by pytest_configure for this session when the caller did not: under pytest-xdist
 # each worker replaces these with its own (a worker inherits the controller's environment).
 _DEFAULTED = "COURSE_TESTS_DEFAULTED"
+# The core a pytest-xdist worker is pinned to (pin_to_one_core); unset when not pinned.
+PINNED = "COURSE_TESTS_PINNED_CORE"
 
 
 def pytest_configure(config):
@@ -35,40 +37,73 @@ def pytest_configure(config):
             ours.add(key)
     os.environ[_DEFAULTED] = ",".join(sorted(ours))
     if worker:
-        # The other worker already keeps the second core busy: a planted batch runs its
-        # checkers one at a time, as each was flake-tested (one other core busy).
-        os.environ.setdefault("COURSE_PLANTED_SHARDS", "1")
+        pin_to_one_core(int(worker.removeprefix("gw")))
 
 
-# Files whose tests share one expensive session result run on one pytest-xdist worker
-# (make test: --dist loadgroup); every other file is a group of its own.
-SHARED_GROUPS = {
-    # helpers.reference_run: each project's reference run, reused by the notebooks' cells
-    "references": ("test_notebooks.py", "test_foundations.py", "test_optimisation.py",
-                   "test_pallas_kernel.py", "test_performance_audit.py",
-                   "test_sharded_training.py"),
-    # graded_reference below: one grader run of the instructor's work
-    "graded-reference": ("test_autograder_batch.py", "test_autograder_notebooks.py"),
-}
+def pin_to_one_core(index: int) -> None:
+    """Each pytest-xdist worker, and every process it starts (checkers, learner processes,
+    kernels, graders), on one core of its own: the condition every checker is flake-tested
+    under (one core for the run, the other busy), held for the whole test rather than
+    approximated by a spinner. So under a pinned worker a planted batch runs its checkers
+    one at a time and helpers.spinning_core does not spin (the other core is the other
+    worker's; a spinner here would halve this test's one core instead)."""
+    cores = sorted(os.sched_getaffinity(0))
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if count < 2 or len(cores) < count:
+        return
+    os.sched_setaffinity(0, {cores[index % len(cores)]})
+    os.environ[PINNED] = str(cores[index % len(cores)])
+    os.environ.setdefault("COURSE_PLANTED_SHARDS", "1")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """Each test's xdist group (before xdist reads it): a file's tests share its module
-    state (a planted batch runs once per file), so a file never splits across workers."""
-    group_of = {f: g for g, files in SHARED_GROUPS.items() for f in files}
-    for item in items:
-        name = item.path.name
-        item.add_marker(pytest.mark.xdist_group(group_of.get(name, name)))
+# Tests that share one expensive session result, or watch the whole machine, run on one
+# pytest-xdist worker (make test: --dist loadgroup); every other file is a group of its
+# own, so a module's own state (a planted batch runs once per file) is never split.
+GRADER_FILES = (  # one grading of the instructor's work (graded_reference below); and each
+    # asserts that no sandbox process outlives its batch, which another grader would break
+    "test_autograder.py", "test_autograder_batch.py", "test_autograder_notebooks.py",
+    "test_slurm_grading.py")
+REFERENCE_FILES = ("test_foundations.py", "test_optimisation.py", "test_pallas_kernel.py",
+                   "test_performance_audit.py", "test_sharded_training.py")
+
+
+def xdist_group_of(nodeid: str) -> str:
+    """A test's worker group, from its node id. helpers.reference_run's one run per
+    project serves its reference test and the notebooks' check cells (test_notebooks):
+    those go together."""
+    path, _, rest = nodeid.partition("::")
+    name, test = Path(path).name, rest.split("[")[0]
+    if name in GRADER_FILES:
+        return "grader"
+    if name == "test_notebooks.py" or (name in REFERENCE_FILES
+                                       and test.startswith("test_reference_")):
+        return "references"
+    return path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadgroup by xdist_group_of. xdist's own loadgroup reads xdist_group marks
+    through item._nodeid, which pytest 9 no longer has (its node ids live in item._id), so
+    with the pinned pytest it splits every group; a scheduler that groups node ids by the
+    table above needs no marks."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedResultGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group_of(nodeid)
+
+    return SharedResultGroups(config, log)
 
 
 @pytest.fixture
 def busy_core():
-    """Keep one core spinning, as on a loaded 2-core CI machine."""
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    yield
-    spinner.kill()
-    spinner.wait()
+    """Keep one core spinning, as on a loaded 2-core CI machine (helpers.spinning_core)."""
+    from helpers import spinning_core
+    with spinning_core():
+        yield
 
 
 # The instructor's own work, handed in once per session and graded by the real grader with

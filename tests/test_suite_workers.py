@@ -1,0 +1,37 @@
+"""How make test shares the machine between its two pytest-xdist workers (conftest)."""
+
+import os
+import subprocess
+import sys
+
+from conftest import PINNED, xdist_group_of
+
+
+def test_shared_results_and_machine_watchers_keep_to_one_worker():
+    assert {xdist_group_of(n) for n in (
+        "tests/test_notebooks.py::test_runs_against_solution[05_sharding_and_recovery]",
+        "tests/test_performance_audit.py::"
+        "test_reference_passes_every_stage_three_times_with_a_busy_core",
+        "tests/test_foundations.py::test_reference_passes_every_stage")} == {"references"}
+    assert {xdist_group_of(n) for n in (
+        "tests/test_autograder.py::test_nothing_escapes_and_nothing_is_lost",
+        "tests/test_autograder_notebooks.py::test_solution_notebooks_and_files_get_full_marks",
+        "tests/test_slurm_grading.py::test_slurm_array_with_a_cancelled_shard_equals_one_machine",
+    )} == {"grader"}
+    # a project's other tests stay with their file (its planted batch runs once per file)
+    assert xdist_group_of("tests/test_foundations.py::test_mse_bugs_fail[sum]") == \
+        xdist_group_of("tests/test_foundations.py::test_global_numpy_shuffle_fails") == \
+        "tests/test_foundations.py"
+
+
+def test_a_pinned_worker_and_what_it_starts_run_on_its_one_core():
+    """Under make test each worker is pinned; run alone (PYTEST_WORKERS=0) nothing is."""
+    core = os.environ.get(PINNED)
+    if os.environ.get("PYTEST_XDIST_WORKER") and len(os.sched_getaffinity(0)) > 1:
+        assert core is None  # a machine with fewer cores than workers: not pinned
+    if core is None:
+        return
+    child = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert sorted(os.sched_getaffinity(0)) == [int(core)] and child == f"[{core}]"
+    assert os.environ.get("COURSE_PLANTED_SHARDS") == "1"
