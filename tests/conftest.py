@@ -81,6 +81,24 @@ def xdist_group_of(nodeid: str) -> str:
     return path
 
 
+# Groups that take longest, handed out first (xdist gives each worker the next group in
+# collection order as it frees up): the last group to start is then a short one.
+LONGEST_FIRST = ("grader", "references", "tests/test_optimisation_planted.py",
+                 "tests/test_performance_audit.py", "tests/test_foundations.py",
+                 "tests/test_performance_audit_planted.py", "tests/test_sharded_training.py",
+                 "tests/test_pallas_kernel.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under make test's workers, collect the longest groups first (a stable sort: each
+    file's tests keep their order; every worker sorts the same collection alike)."""
+    if config.getoption("dist", "no") != "loadgroup" and not os.environ.get(
+            "PYTEST_XDIST_WORKER"):
+        return
+    rank = {g: i for i, g in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(xdist_group_of(item.nodeid), len(rank)))
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """--dist loadgroup by xdist_group_of. xdist's own loadgroup reads xdist_group marks

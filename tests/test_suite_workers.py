@@ -35,3 +35,13 @@ def test_a_pinned_worker_and_what_it_starts_run_on_its_one_core():
                            capture_output=True, text=True, check=True).stdout.strip()
     assert sorted(os.sched_getaffinity(0)) == [int(core)] and child == f"[{core}]"
     assert os.environ.get("COURSE_PLANTED_SHARDS") == "1"
+
+
+def test_the_longest_groups_named_first_exist():
+    """A renamed file would silently drop out of the order that balances the workers."""
+    from conftest import GRADER_FILES, LONGEST_FIRST, REFERENCE_FILES
+
+    from coursekit.facts import ROOT
+    files = {*GRADER_FILES, *REFERENCE_FILES, "test_notebooks.py",
+             *(g.removeprefix("tests/") for g in LONGEST_FIRST if g.startswith("tests/"))}
+    assert all((ROOT / "tests" / f).is_file() for f in files), files
