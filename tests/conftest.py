@@ -9,12 +9,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from helpers import PINNED, spinning_core
 
 # Set by pytest_configure for this session when the caller did not: under pytest-xdist
 # each worker replaces these with its own (a worker inherits the controller's environment).
 _DEFAULTED = "COURSE_TESTS_DEFAULTED"
-# The core a pytest-xdist worker is pinned to (pin_to_one_core); unset when not pinned.
-PINNED = "COURSE_TESTS_PINNED_CORE"
 
 
 def pytest_configure(config):
@@ -119,7 +118,6 @@ def pytest_xdist_make_scheduler(config, log):
 @pytest.fixture
 def busy_core():
     """Keep one core spinning, as on a loaded 2-core CI machine (helpers.spinning_core)."""
-    from helpers import spinning_core
     with spinning_core():
         yield
 

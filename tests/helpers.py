@@ -82,13 +82,17 @@ def reference_run(project: str, *, busy_core: bool = False) -> dict:
     return _REFERENCE_RUNS[project]
 
 
+# The core a pytest-xdist worker is pinned to (conftest.pin_to_one_core); unset when not.
+PINNED = "COURSE_TESTS_PINNED_CORE"
+
+
 @contextlib.contextmanager
 def spinning_core():
     """One core kept spinning while the block runs, as on a loaded 2-core CI machine (the
     ``busy_core`` fixture of conftest, for a part of a test). Not under a pytest-xdist
     worker pinned to one core (conftest.pin_to_one_core): that already is the condition,
     and a spinner would take half of the test's one core."""
-    if os.environ.get("COURSE_TESTS_PINNED_CORE"):
+    if os.environ.get(PINNED):
         yield
         return
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])

@@ -4,7 +4,8 @@ import os
 import subprocess
 import sys
 
-from conftest import PINNED, xdist_group_of
+from conftest import xdist_group_of
+from helpers import PINNED
 
 
 def test_shared_results_and_machine_watchers_keep_to_one_worker():
