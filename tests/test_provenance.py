@@ -122,7 +122,11 @@ def test_sigkilled_run_stays_running_in_mlflow_and_reads_back_as_killed(store, t
          f"sys.path.insert(0, {str(ROOT)!r})\n"
          "from coursekit.provenance import tracking as provenance\n"
          "run = provenance.start_run('doomed', {'n': 3})\n"
-         f"pathlib.Path({str(marker)!r}).write_text(run.run_id)\n"
+         # written whole, then renamed: the test reads it as soon as it exists (on one
+         # busy core a plain write_text was read empty)
+         f"part = pathlib.Path({str(marker)!r} + '.part')\n"
+         "part.write_text(run.run_id)\n"
+         f"part.replace({str(marker)!r})\n"
          "time.sleep(600)\n"], tmp_path / "logs", "doomed", env=os.environ.copy())
     try:
         reached = procgroup.wait_for_file(child, marker, timeout=120)

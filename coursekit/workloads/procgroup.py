@@ -105,7 +105,8 @@ def kill(proc: Proc, status: str = "stopped") -> None:
 def wait_for_file(proc: Proc, path: str | Path, timeout: float,
                   poll_s: float = 0.02) -> str:
     """Wait until ``path`` exists ("reached"), the process ends first ("exited"), or
-    ``timeout`` seconds pass ("timeout")."""
+    ``timeout`` seconds pass ("timeout"). Existence only: a caller that reads the file
+    has the process write it elsewhere and rename it into place."""
     path = Path(path)
     deadline = time.perf_counter() + timeout
     while time.perf_counter() < deadline:
