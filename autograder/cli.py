@@ -30,7 +30,8 @@ def _grade(args) -> int:
                         selection=args.stages, regrade=args.regrade,
                         notebooks_dir=args.notebooks, secrets_path=args.secrets,
                         cell_timeout=args.cell_timeout, nb_sizes=args.nb_sizes,
-                        max_procs=args.max_procs, progress=not args.quiet)
+                        max_procs=args.max_procs, progress=not args.quiet,
+                        share_runs=not args.stage_per_run)
     except SubmissionError as err:
         print(f"grade: {err}", file=sys.stderr)
         return 2
@@ -122,6 +123,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--nb-sizes", choices=("ci", "notebook"), default="ci",
                    help="notebook parameters: the notebook's course.ci_parameters "
                         "(default) or its own values")
+    p.add_argument("--stage-per-run", action="store_true",
+                   help="a sandboxed run (checker and learner process) for every stage; "
+                        "default: one for all stages of a project, each stage with its "
+                        "own seed and record, and graded again alone unless that run "
+                        "was clean")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print a JSON summary at the end")
     p.set_defaults(run=_grade)

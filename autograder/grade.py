@@ -5,7 +5,10 @@ content hash (submission files + checker or source notebook + seed). An item who
 latest gradebook row has the same hash is skipped (``--regrade failed`` re-runs those
 whose latest status is not pass, ``--regrade all`` everything). The rest run in
 ``--workers`` processes; each result is appended to the gradebook as it arrives, so a
-batch killed at any point resumes where it stopped with nothing lost or repeated.
+batch killed at any point resumes where it stopped with nothing lost or repeated. The
+stages of one project of one submission share a sandboxed run (one checker and one
+learner process; ``autograder.project_run``), each stage with its own seed and record;
+a run that was not clean is graded again stage by stage (``--stage-per-run``: always).
 
 Workers are separate processes that import nbclient/nbformat once and die with the
 grader (parent-death signal); every stage and every notebook kernel inside them runs in
@@ -33,6 +36,7 @@ from autograder.progress import Progress
 from autograder.workspace import Settings, submission_files_hash
 
 RETRYABLE = ("fail", "error", "timeout", "memory", "crash", "missing")
+STAGES = "stages"  # a unit of work: several stages of one project, one sandboxed run
 
 
 # ----------------------------------------------------------------------------------
@@ -54,8 +58,11 @@ def _worker_init(isolation: str, notebooks: bool) -> None:
         notebook.warm_up()  # no-op after autograder.warm
 
 
-def run_task(task: dict) -> dict:
-    """Grade one (student, item); never raises (a grader error becomes a record)."""
+def run_task(task: dict) -> dict | list[dict]:
+    """Grade one (student, item), or a unit of several stages of one project (a list of
+    records, one per stage); never raises (a grader error becomes a record)."""
+    if task["kind"] == STAGES:
+        return run_stages(task["tasks"])
     settings = Settings(**task["settings"])
     try:
         if task["error"]:
@@ -72,6 +79,46 @@ def run_task(task: dict) -> dict:
     except Exception:  # noqa: BLE001 - record it, keep the batch going
         return _error_record(task, "grader-error", traceback.format_exc()[-2000:],
                              status="crash")
+
+
+def run_stages(tasks: list[dict]) -> list[dict]:
+    """Stages of one project of one submission in one sandboxed run
+    (``autograder.project_run``)."""
+    first = tasks[0]
+    try:
+        from autograder.project_run import grade_stages
+        return grade_stages(Settings(**first["settings"]),
+                            [course_mod.Stage(**t["stage"]) for t in tasks],
+                            first["student"], Path(first["submission"]),
+                            [t["seed"] for t in tasks])
+    except Exception:  # noqa: BLE001 - record it, keep the batch going
+        text = traceback.format_exc()[-2000:]
+        return [_error_record(t, "grader-error", text, status="crash") for t in tasks]
+
+
+def members(unit: dict) -> list[dict]:
+    """The (student, item) tasks a unit of work grades."""
+    return unit["tasks"] if unit["kind"] == STAGES else [unit]
+
+
+def shared_runs(todo: list[dict]) -> list[dict]:
+    """The stage tasks of each (student, project) as one unit: one sandboxed checker run
+    and one learner process for all its stages, instead of one of each per stage. A unit
+    stands where its project's first stage stood; notebooks are left as they are."""
+    units: list[dict] = []
+    groups: dict[tuple[str, str], dict] = {}
+    for task in todo:
+        if task["kind"] != "stage" or task["error"]:
+            units.append(task)
+            continue
+        key = (task["student"], task["stage"]["project"])
+        if key not in groups:
+            groups[key] = {"kind": STAGES, "student": task["student"],
+                           "item": task["stage"]["project"], "tasks": []}
+            units.append(groups[key])
+        groups[key]["tasks"].append(task)
+    return [u["tasks"][0] if u["kind"] == STAGES and len(u["tasks"]) == 1 else u
+            for u in units]
 
 
 def _error_record(task: dict, reason: str, message: str, status: str = "error") -> dict:
@@ -204,16 +251,28 @@ def select(tasks: list[dict], book: Gradebook, regrade: str) -> tuple[list[dict]
 # ----------------------------------------------------------------------------------
 
 def run_batch(todo: list[dict], book: Gradebook, *, workers: int, run_id: str,
-              shard: str, secret_id: str, progress: bool = True) -> list[dict]:
+              shard: str, secret_id: str, progress: bool = True,
+              share_runs: bool = True) -> list[dict]:
+    """Grade ``todo`` in ``workers`` processes, appending each record as it arrives.
+    ``share_runs``: the stages of one project of one submission in one sandboxed run
+    (``shared_runs``); off, every stage runs alone."""
     records: list[dict] = []
     if not todo:
         return records
     bar = Progress(len(todo), workers) if progress else None
     notebooks = any(t["kind"] == "notebook" for t in todo)
-    pending = list(todo)
+    pending = shared_runs(todo) if share_runs else list(todo)
     attempts: Counter = Counter()
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["autograder.warm"] if notebooks else ["autograder.stage"])
+
+    def keep(task: dict, record: dict) -> None:
+        record.setdefault("isolation", sandbox.isolation())
+        book.append(record, task["hash"], run_id, shard, secret_id)
+        records.append(record)
+        if bar:
+            bar.update(record)
+
     while pending:
         pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                       initializer=_worker_init,
@@ -222,34 +281,29 @@ def run_batch(todo: list[dict], book: Gradebook, *, workers: int, run_id: str,
         broken = []
         try:
             for fut in cf.as_completed(futures):
-                task = futures[fut]
+                unit = futures[fut]
                 try:
-                    record = fut.result()
+                    result = fut.result()
                 except cf.process.BrokenProcessPool:
-                    broken.append(task)
+                    broken.append(unit)
                     continue
-                record.setdefault("isolation", sandbox.isolation())
-                book.append(record, task["hash"], run_id, shard, secret_id)
-                records.append(record)
-                if bar:
-                    bar.update(record)
+                for task, record in zip(members(unit),
+                                        result if isinstance(result, list) else [result]):
+                    keep(task, record)
         except KeyboardInterrupt:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True, cancel_futures=True)
         pending = []
-        for task in broken:  # a worker died under us: once more, then record it
-            attempts[task["item"], task["student"]] += 1
-            if attempts[task["item"], task["student"]] >= 2:
-                record = _error_record(task, "grader-worker-died",
-                                       "the grading worker died twice on this item",
-                                       status="crash")
-                book.append(record, task["hash"], run_id, shard, secret_id)
-                records.append(record)
-                if bar:
-                    bar.update(record)
+        for unit in broken:  # a worker died under us: once more, then record it
+            attempts[unit["item"], unit["student"]] += 1
+            if attempts[unit["item"], unit["student"]] >= 2:
+                for task in members(unit):
+                    keep(task, _error_record(task, "grader-worker-died",
+                                             "the grading worker died twice on this item",
+                                             status="crash"))
             else:
-                pending.append(task)
+                pending.append(unit)
     return records
 
 
@@ -271,7 +325,8 @@ def grade(submission_dir: Path, out: Path, *, workers: int = 2, shard_text: str 
           regrade: str = "none", notebooks_dir: Path | None = None,
           secrets_path: Path | None = None, cell_timeout: float = 120,
           nb_sizes: str = "ci", course_root: Path = course_mod.ROOT,
-          max_procs: int | None = None, progress: bool = True) -> dict:
+          max_procs: int | None = None, progress: bool = True,
+          share_runs: bool = True) -> dict:
     submission_dir, out = Path(submission_dir).resolve(), Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     out.chmod(0o700)
@@ -295,7 +350,7 @@ def grade(submission_dir: Path, out: Path, *, workers: int = 2, shard_text: str 
           file=sys.stderr, flush=True)
     run_id = book.start_run(sandbox.isolation(), shard_label, secret["id"])
     records = run_batch(todo, book, workers=workers, run_id=run_id, shard=shard_label,
-                        secret_id=secret["id"], progress=progress)
+                        secret_id=secret["id"], progress=progress, share_runs=share_runs)
     counts = Counter(r["status"] for r in records)
     book.close()
     summary = {"graded": len(records), "skipped": skipped, "students": students,

@@ -1,11 +1,14 @@
-"""Runs one checker stage inside the sandbox and streams each result as it completes.
+"""Runs a project's checker stages inside the sandbox and streams each result as it
+completes.
 
 Started by the grader (through ``autograder/jail.py``) as
-``python autograder_runner.py`` with ``AG_STAGE`` (JSON: check, impl, stages, seed,
-workdir), ``AG_TOKEN`` and the result channel's fd in ``AG_POLICY`` (names and message
-kinds: ``autograder_protocol``, the sandbox copy of ``autograder/protocol.py``). It loads
-the project's ``tests/check.py`` (the ``checker`` object, not its command line), then
-runs the selected stages with the seed the grader chose. Every ``CheckResult`` goes down
+``python autograder_runner.py`` with ``AG_STAGE`` (JSON: check, impl, stages, seeds: one
+per stage, None for a random one; workdir), ``AG_TOKEN`` and the result channel's fd in
+``AG_POLICY`` (names and message kinds: ``autograder_protocol``, the sandbox copy of
+``autograder/protocol.py``). It loads the project's ``tests/check.py`` (the ``checker``
+object, not its command line), then runs the selected stages, each with the seed the
+grader chose for it: several stages of one project share this run and its learner
+process, each with its own seed, cache and work folder. Every ``CheckResult`` goes down
 the channel as one JSON line the moment it is printed, so checks finished before a crash
 or a timeout keep their result. The final line ``{"kind": "done"}`` carries the
 environment versions and which isolation the checker used; no ``done`` means the run did
@@ -86,15 +89,15 @@ def main() -> int:
         original_print(result, out)
 
     checks.print_result = print_and_send
-    seed = cfg.get("seed")
-    if seed is None:
-        seed = secrets.randbits(31)
+    stages = [int(n) for n in cfg["stages"]]
+    given = cfg.get("seeds") or [cfg.get("seed")] * len(stages)  # one per stage
+    seeds = {n: secrets.randbits(31) if s is None else int(s) for n, s in zip(stages, given)}
     workdir = Path(cfg["workdir"])
     workdir.mkdir(parents=True, exist_ok=True)
-    results = checker.run(Path(cfg["impl"]), list(cfg["stages"]), int(seed), workdir)
+    results = checker.run(Path(cfg["impl"]), stages, seeds, workdir)
     isolation = protocol.LEARNER_PROCESS if getattr(checker, "learner_process", False) \
         else protocol.IN_PROCESS
-    send(protocol.DONE, count=len(results), seed_used=cfg.get("seed") is not None,
+    send(protocol.DONE, count=len(results), seed_used=None not in given,
          versions=checks.environment_versions(), learner_isolation=isolation)
     sys.stdout.flush()
     return 0

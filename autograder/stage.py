@@ -54,11 +54,27 @@ def missing_record(stage: Stage, student: str, impl: str) -> dict:
 
 def grade_stage(settings: Settings, stage: Stage, student: str, submission: Path,
                 seed: int | None) -> dict:
-    impl_rel = f"projects/{stage.project}/starter/model.py"
+    impl_rel = impl_of(stage.project)
     if not (submission / impl_rel).is_file() or (submission / impl_rel).is_symlink():
         return missing_record(stage, student, impl_rel)
-    namespaces, uid = sandbox.mode_settings()
     limits = settings.sandbox_limits()
+    outcome = sandboxed_run(settings, stage.project, [stage.number], [seed], submission,
+                            limits)
+    record = interpret(stage, student, outcome, limits)
+    record["isolation"] = sandbox.isolation()
+    return record
+
+
+def impl_of(project: str) -> str:
+    return f"projects/{project}/starter/model.py"
+
+
+def sandboxed_run(settings: Settings, project: str, numbers: list[int],
+                  seeds: list[int | None], submission: Path,
+                  limits: sandbox.Limits) -> sandbox.Outcome:
+    """One run of ``project``'s checker on the submission's file, for the stages
+    ``numbers`` (each with its seed), in a fresh sandbox under ``limits``."""
+    namespaces, uid = sandbox.mode_settings()
     sandbox.make_undumpable()  # this worker holds the token and seeds: not readable
     with sandbox.SandboxDir(uid) as box:
         course = prepare(box, settings, submission)
@@ -67,17 +83,14 @@ def grade_stage(settings: Settings, stage: Stage, student: str, submission: Path
         read_fd, write_fd = os.pipe()
         env = {protocol.ENV_TOKEN: token, "COURSE_RECORDS": str(work / "records"),
                protocol.ENV_STAGE: json.dumps({
-                   "check": str(course / "projects" / stage.project / "tests" / "check.py"),
-                   "impl": str(course / impl_rel), "stages": [stage.number],
-                   "seed": seed, "workdir": str(work / "check")})}
+                   "check": str(course / "projects" / project / "tests" / "check.py"),
+                   "impl": str(course / impl_of(project)), "stages": list(numbers),
+                   "seeds": list(seeds), "workdir": str(work / "check")})}
         jail = sandbox.Jail(box, [sys.executable, str(box.guard / "autograder_runner.py")],
                             uid=uid, cwd=work, env=env, limits=limits,
                             namespaces=namespaces, result_fd=write_fd,
                             hide=[Path(p) for p in settings.hide])
-        outcome = sandbox.run(jail, (read_fd, write_fd), token=token)
-    record = interpret(stage, student, outcome, limits)
-    record["isolation"] = sandbox.isolation()
-    return record
+        return sandbox.run(jail, (read_fd, write_fd), token=token)
 
 
 def interpret(stage: Stage, student: str, outcome: sandbox.Outcome,

@@ -3,9 +3,12 @@ graded by the real grader (``autograder.grade``: sandbox, runner, check.py) on a
 of the reference solutions, once with the course as it is (learner code in a learner
 process the runner starts early) and once with a copy of the course whose bridge imports
 learner code into the checker (``bridge.InProcess``: no isolation, the baseline),
-interleaved stage by stage in one run. Figures are the sandboxed runs' own wall times (the
-grader's start-up left out) and the checks' time inside them. Also the bridge's fixed
-costs: starting a learner process (Python, JAX and the learner file) and one round trip.
+interleaved project by project in one run. Both grade as a batch does: a project's stages
+share one sandboxed run (``autograder.project_run``), so the learner process is started
+once per project. Figures are the sandboxed runs' own wall times (the grader's start-up
+left out; each stage's record carries its checks' time plus an equal share of the run's
+start) and the checks' time inside them. Also the bridge's fixed costs: starting a
+learner process (Python, JAX and the learner file) and one round trip.
 
     python bench/bench_bridge.py [--project P] [--rounds R]
 
@@ -72,22 +75,24 @@ def submission_of_solutions(dest: Path) -> Path:
     return dest
 
 
-def graded_stage(course: Path, subs: Path, out: Path, project: str, stage: int) -> dict:
-    """One stage of the reference submission through the real grader; its record."""
+def graded_project(course: Path, subs: Path, out: Path, project: str) -> list[dict]:
+    """Every stage of ``project`` of the reference submission through the real grader
+    (as a batch grades them: one sandboxed run shared by the stages); the records."""
     import contextlib
     import io
 
     from autograder.grade import grade
     from autograder.gradebook import Gradebook
     with contextlib.redirect_stderr(io.StringIO()):
-        grade(subs, out, workers=1, selection=f"{project}:{stage}", regrade="all",
+        grade(subs, out, workers=1, selection=project, regrade="all",
               course_root=course, notebooks_dir=course / "notebooks", progress=False,
               timeout=900)
     book = Gradebook.in_dir(out)
-    rows = [r["record"] for r in book.latest().values()
-            if r["record"].get("project") == project and r["record"].get("stage") == stage]
+    rows = sorted((r["record"] for r in book.latest().values()
+                   if r["record"].get("project") == project),
+                  key=lambda rec: rec["stage"])
     book.close()
-    return rows[-1]
+    return rows
 
 
 def fixed_costs(project: str) -> dict:
@@ -116,24 +121,23 @@ def child(*args: str) -> dict:
 
 def one_project(project: str, rounds: int, courses: dict, subs: Path, tmp: Path) -> dict:
     from autograder import protocol
-    from coursekit.commands.flake import stages_of
     if not protocol.wants_learner_process(checker_path(project).read_text()):
         return {"project": project, "ported": False}
     found = {"project": project, "ported": True, **child("--fixed", project), "stages": {}}
-    for stage in stages_of(project):
-        walls = {m: [] for m in MODES}
-        inner = {m: [] for m in MODES}
-        ok = {m: True for m in MODES}
-        for _ in range(rounds):
-            for mode in MODES:  # interleaved: both see the same machine
-                record = graded_stage(courses[mode], subs, tmp / f"out-{mode}", project,
-                                      stage)
-                walls[mode].append(record["wall_s"])
-                inner[mode].append(record["check_time_s"])
-                ok[mode] = ok[mode] and record["status"] == "pass"
-        found["stages"][stage] = {m: {"wall_s": statistics.median(walls[m]),
-                                      "checker_s": statistics.median(inner[m]),
-                                      "passed": ok[m]} for m in MODES}
+    per_stage: dict = {}
+    for _ in range(rounds):
+        for mode in MODES:  # interleaved: both see the same machine
+            for record in graded_project(courses[mode], subs, tmp / f"out-{mode}", project):
+                seen = per_stage.setdefault(record["stage"], {m: {"wall_s": [], "checker_s": [],
+                                                                  "passed": True}
+                                                              for m in MODES})[mode]
+                seen["wall_s"].append(record["wall_s"])
+                seen["checker_s"].append(record["check_time_s"])
+                seen["passed"] = seen["passed"] and record["status"] == "pass"
+    for stage, modes in sorted(per_stage.items()):
+        found["stages"][stage] = {m: {"wall_s": statistics.median(v["wall_s"]),
+                                      "checker_s": statistics.median(v["checker_s"]),
+                                      "passed": v["passed"]} for m, v in modes.items()}
     return found
 
 
@@ -170,7 +174,12 @@ def report(found: list[dict], rounds: int) -> dict:
               f"({totals['learner-process']:.0f} s vs {totals['in-process']:.0f} s): "
               f"{verdict} the {THROUGHPUT_BOUND:.0%} bound [CPU figure; the checks alone, "
               f"without the sandbox and the checker's start: {checks_drop * 100:.0f}%]")
-        summary = {"drop": drop, "checks_drop": checks_drop, "within": drop <= THROUGHPUT_BOUND}
+        graded = sum(len(r["stages"]) for r in found if r["ported"])
+        per_stage = (totals["learner-process"] - totals["in-process"]) / max(graded, 1)
+        print(f"  the bridge's cost per graded stage: {per_stage:+.2f} s wall "
+              f"({graded} stages; a project's stages share one learner process)")
+        summary = {"drop": drop, "checks_drop": checks_drop, "within": drop <= THROUGHPUT_BOUND,
+                   "per_stage_s": per_stage}
     if comparable["in-process"]:
         drop = 1 - comparable["in-process"] / comparable["learner-process"]
         print(f"  the stages where the in-process baseline passes too: {drop * 100:.0f}% "

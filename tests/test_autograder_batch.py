@@ -281,6 +281,11 @@ def test_every_reference_solution_passes_in_the_sandbox(graded_reference):
                  for (_, item), r in graded_reference["latest"].items()
                  if item not in graded_reference["notebooks"]}
     assert set(isolation.values()) == {"learner-process"}, isolation
+    # every project's stages shared one clean sandboxed run (autograder.project_run)
+    runs = {item: r["record"].get("sandbox_run", "")
+            for (_, item), r in graded_reference["latest"].items()
+            if item not in graded_reference["notebooks"]}
+    assert all(run.startswith("shared by stages") for run in runs.values()), runs
 
 
 def test_stale_sandbox_folders_are_swept():

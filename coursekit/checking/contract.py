@@ -141,9 +141,13 @@ class Checker:
         return register
 
     # -- running -------------------------------------------------------------------
-    def run(self, impl_path: Path, stages: list[int], seed: int, workdir: Path,
-            out=None, only: set[str] | None = None,
+    def run(self, impl_path: Path, stages: list[int], seed: int | dict[int, int],
+            workdir: Path, out=None, only: set[str] | None = None,
             fail_fast: bool = False) -> list[CheckResult]:
+        """Run the selected stages' checks on one learner file, in one learner process.
+        ``seed``: one seed for every stage (checks of the run share ``Context.cache``), or
+        a seed per stage (the grader's held-out seeds): then each stage gets its own seed,
+        cache and ``workdir/stage<N>``, so it draws and measures as it would run alone."""
         selected = [c for c in self.checks
                     if c.stage in stages and (not only or c.check_id in only)]
         if self.learner_process:
@@ -164,10 +168,16 @@ class Checker:
     def _run_selected(self, selected, module, load_error, impl_path, seed, workdir, out,
                       fail_fast=False):
         results = []
-        cache: dict = {}
+        per_stage = isinstance(seed, dict)
+        caches: dict = {}
         for chk in selected:
-            ctx = Context(seed=seed, impl_path=impl_path, workdir=workdir, stage=chk.stage,
-                          cache=cache)
+            key = chk.stage if per_stage else None
+            folder = Path(workdir) / f"stage{chk.stage}" if per_stage else workdir
+            if per_stage:
+                folder.mkdir(parents=True, exist_ok=True)
+            ctx = Context(seed=int(seed[chk.stage]) if per_stage else seed,
+                          impl_path=impl_path, workdir=folder, stage=chk.stage,
+                          cache=caches.setdefault(key, {}))
             started = time.perf_counter()
             if load_error is not None:
                 result = self._failure(chk, load_error)
