@@ -35,7 +35,10 @@ def grade_stages(settings: Settings, stages: list[Stage], student: str, submissi
     if not (submission / impl_rel).is_file() or (submission / impl_rel).is_symlink():
         return [missing_record(st, student, impl_rel) for st in stages]
     limits = settings.sandbox_limits()
-    shared = dataclasses.replace(limits, wall_s=limits.wall_s * len(stages))
+    # a check that runs past one stage's limit would time its stage out alone: the run
+    # stops there ("quiet") and the stages are graded alone, instead of at N limits
+    shared = dataclasses.replace(limits, wall_s=limits.wall_s * len(stages),
+                                 quiet_s=limits.wall_s)
     numbers = [st.number for st in stages]
     outcome = sandboxed_run(settings, project, numbers, seeds, submission, shared)
     why = not_clean(stages, outcome, limits)

@@ -49,6 +49,7 @@ class Limits:
     max_output_bytes: int = 8 << 20  # stdout + stderr before the run is stopped
     file_mb: int = 512             # largest file the run may write
     poll_s: float = 0.1
+    quiet_s: float = 0.0           # stop the run after this long without a result (0: never)
 
 
 @dataclass
@@ -409,6 +410,7 @@ class Monitor:
         self._tails = {"stdout": bytearray(), "stderr": bytearray()}
         self._total_output = 0
         self._channel = bytearray()
+        self._heard = time.monotonic()  # when the last result (or the start) was
         self._stop = threading.Event()
 
     # -- output -------------------------------------------------------------------
@@ -436,6 +438,7 @@ class Monitor:
             msg = protocol.parse_line(line, self.token)
             if msg is not None:
                 self.outcome.channel.append(msg)
+                self._heard = time.monotonic()
         if len(self._channel) > 1 << 20:
             self._channel.clear()
 
@@ -468,7 +471,7 @@ class Monitor:
 
     # -- loop ---------------------------------------------------------------------
     def run(self) -> Outcome:
-        start = time.monotonic()
+        start = self._heard = time.monotonic()
         deadline = start + self.limits.wall_s
         sel = selectors.DefaultSelector()
         for name, fd in self.out_fds.items():
@@ -485,6 +488,9 @@ class Monitor:
                 self._kill("stopped")
             if now >= deadline and self.outcome.killed_for is None:
                 self._kill("wall-clock")
+            quiet = self.limits.quiet_s
+            if quiet and now >= self._heard + quiet and self.outcome.killed_for is None:
+                self._kill("quiet")
             if now >= next_poll and self.proc.poll() is None:
                 self._poll_tree()
                 next_poll = now + self.limits.poll_s

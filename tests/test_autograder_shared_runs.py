@@ -76,6 +76,7 @@ def test_a_clean_shared_run_is_split_into_what_each_stage_alone_records():
 
 @pytest.mark.parametrize("change, reason", [
     (lambda o: setattr(o, "killed_for", "wall-clock"), "was stopped (wall-clock)"),
+    (lambda o: setattr(o, "killed_for", "quiet"), "was stopped (quiet)"),
     (lambda o: setattr(o, "returncode", -11), "ended with SIGSEGV"),
     (lambda o: setattr(o, "returncode", 2), "ended with exit code 2"),
     (lambda o: o.channel.insert(1, {"kind": protocol.VIOLATION, "what": "network"}),
@@ -94,6 +95,24 @@ def test_anything_but_a_clean_run_grades_every_stage_alone(change, reason):
     outcome = Outcome(returncode=0, wall_s=9.0, channel=clean_channel())
     change(outcome)
     assert not_clean([STAGE_1, STAGE_2], outcome, LIMITS) == reason
+
+
+def test_a_run_silent_for_one_stage_limit_is_stopped():
+    """The shared run's watchdog: no result for ``quiet_s`` means some check ran past what
+    its stage alone may take; the run is stopped then, not after N stages' limits."""
+    import subprocess
+    import time
+
+    from autograder.sandbox import Monitor
+    for command, killed in (("import time; time.sleep(30)", "quiet"), ("pass", None)):
+        proc = subprocess.Popen([sys.executable, "-c", command], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        started = time.monotonic()
+        outcome = Monitor(proc, Limits(wall_s=60.0, quiet_s=1.0)).run()
+        assert outcome.killed_for == killed
+        assert time.monotonic() - started < 20
+        for stream in (proc.stdout, proc.stderr):
+            stream.close()
 
 
 CRASH_IN_STAGE_2 = '''
