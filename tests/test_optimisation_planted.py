@@ -57,6 +57,11 @@ PLANTED = {
          "    found = [ev for ev in traces.walk(forest) if ev.name.startswith(step_region)]\n"
          "    phase_us")]),
     # limiting_operation ----------------------------------------------------------------
+    "evidence_from_children_of_no_phase": (1, "limiting_operation_named", [
+        ("            if child.name != phase:\n",
+         "            if child.name in phases and child.name != phase:\n")]),
+    "evidence_from_children_sorting_after_the_phase": (1, "limiting_operation_named", [
+        ("            if child.name != phase:\n", "            if child.name < phase:\n")]),
     "evidence_by_count": (1, "limiting_operation_named", [
         ("name = max(totals, key=lambda n: totals[n][1])",
          "name = max(totals, key=lambda n: totals[n][0])")]),

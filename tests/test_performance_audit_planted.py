@@ -225,6 +225,9 @@ PLANTED = {
     "decide_takes_four_samples": (4, "rejects_not_comparable", [
         ("        if len(run.get(\"samples_s\") or []) < 5:\n",
          "        if len(run.get(\"samples_s\") or []) < 4:\n")]),
+    "decide_refuses_five_samples": (4, "accepts_real_speedup", [
+        ("        if len(run.get(\"samples_s\") or []) < 5:\n",
+         "        if len(run.get(\"samples_s\") or []) <= 5:\n")]),
     "decide_takes_an_unchecked_output": (4, "rejects_not_comparable", [
         ('        if run.get("output_ok") is not True:\n',
          '        if run.get("output_ok") is False:\n')]),

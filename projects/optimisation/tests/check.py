@@ -144,11 +144,19 @@ def checker_trace(ctx) -> Path:
     return ctx.once("trace", write)
 
 
+# Direct children of a step that are no phase, named to sort before and after every
+# phase: evidence gathered from the step's children by name order, or from every child
+# but the other phases, counts their calls.
+NO_PHASE = ("PjitFunction(prefetch)", "wait_for_device")
+assert all(NO_PHASE[0] < p < NO_PHASE[1] for p in PHASES)
+
+
 def synthetic_trace(ctx) -> Path:
     """A hand-built trace with random phase times (any phase can limit), more time in no
     phase than in the phases, and decoys: a phase-named event nested inside a phase (not
     a direct child of the step), one on another thread overlapping a step, one outside
-    every step, and a region whose name starts with the step's name (not a step). Inside
+    every step, a region whose name starts with the step's name (not a step), and in
+    every step two direct children that are no phase, holding long calls. Inside
     every phase event, the event name with the largest summed time (one long call, with a
     same-named call nested inside it as real traces nest ``PjitFunction``) is not the one
     with the largest count (several short calls), so the evidence is told apart from a
@@ -189,7 +197,11 @@ def synthetic_trace(ctx) -> Path:
         for phase, dur in zip(PHASES, durs):
             phase_event(phase, t, dur, decoy=phase == PHASES[0])
             t += dur + float(rng.uniform(0.5, 3))
-        t += gap - lead
+        trail = gap - lead
+        for name, at in ((NO_PHASE[0], 0.1), (NO_PHASE[1], 0.55)):
+            x(name, t + at * trail, 0.35 * trail)             # a child of no phase, with
+            x(heavy, t + (at + 0.02) * trail, 0.3 * trail)    # calls that are no evidence
+        t += trail
         x(STEP, start, t - start, step=str(step))
         x(PHASES[1], start + 2, 50.0, tid=9)                  # another thread
         t += float(rng.uniform(20, 60))

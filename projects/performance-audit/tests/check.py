@@ -180,27 +180,52 @@ def _(impl, ctx):
 # A first call is trace + compile + one complete run. Three works of the same kind (the
 # stage-1 work at three sizes) pull those apart; each is measured by this process too, on a
 # fresh never-compiled copy (its own compile), before and after yours:
-#   small  (n 41-99): the compile is ~0.1 s, a warmed call ~0.2 ms, 500x+ apart: a first
+#   small  (n 41-99): the compile is ~0.05 s, a warmed call ~0.1 ms, 300x+ apart: a first
 #          call without the compile in it (a warmed sample in its place, or timed after a
 #          warm-up call) reads hundreds of times below the checker's own first call;
-#   medium (n 951-1051, 16 warm-up calls): compile and one run are about equal (~0.1 s
-#          each): a first call that also holds the warm-up calls reads ~7x the checker's;
-#   large  (n 1701-1801): one run is 0.4-1 s, the compile ~0.1 s: a first call that did
-#          not wait for its result holds the compile and the dispatch only, below a third of
-#          one run, while a synchronised one holds the whole run and more.
+#   medium (n 951-1051): a compile and one run of 10-100 ms each; the warm-up calls are
+#          as many as take 8x the checker's own first call (at least 16): a first call that
+#          also holds them reads 9x+ the checker's;
+#   large  (n from 1701, grown until the checker's own warmed run takes 8x its compile,
+#          at most 4001): a first call that did not wait for its result holds the compile
+#          and the dispatch only, about 1/8 of one run, a synchronised one the whole run
+#          and more. Fixed sizes do not hold across machines: at n 1751 this machine's
+#          idle matmul (~400 GFLOP/s on 2 cores) ran in 55 ms, an unsynced first call in
+#          0.8x of that.
 # Honest first calls of the two processes agree within 2x under load (the same work,
 # measured seconds apart); the windows below are 10x, 3x and 0.6 of a run.
 FIRST_CALL_SIZES = {"small": (41, 100), "medium": (951, 1052), "large": (1701, 1802)}
 FIRST_CALL_FLOOR = 10.0    # yours at least the checker's own first call / 10
 FIRST_CALL_CEILING = 3.0   # yours at most 3x the slower of the checker's own two
 RUN_FLOOR = 0.6            # yours at least 0.6x the checker's fastest warmed run
+WARMUP_OVER_FIRST = 8.0    # medium: the warm-up calls take 8x the checker's first call
+WARMUP_RANGE = (16, 400)
+RUN_OVER_COMPILE = 8.0     # large: one run takes 8x the compile
+LARGE_N_MAX = 4001
 
 
 def first_call_input(ctx, size: str):
     lo, hi = FIRST_CALL_SIZES[size]
     rng = ctx.rng(f"first-call-{size}")
-    n = int(rng.integers(lo, hi)) | 1
-    return jnp.asarray(rng.standard_normal((n, n), dtype=np.float32) / np.sqrt(n)), rng
+    return square_input(rng, int(rng.integers(lo, hi)) | 1), rng
+
+
+def square_input(rng, n: int):
+    return jnp.asarray(rng.standard_normal((n, n), dtype=np.float32) / np.sqrt(n))
+
+
+def large_first_call_input(ctx):
+    """The large case's input: n drawn from FIRST_CALL_SIZES, then doubled in FLOPs until
+    the checker's own warmed run takes RUN_OVER_COMPILE times its own compile (first
+    call minus a run) on this machine, now, or n reaches LARGE_N_MAX."""
+    x, rng = first_call_input(ctx, "large")
+    while x.shape[0] < LARGE_N_MAX:
+        timing, _ = own_first_call(rng, x, 2)
+        run = min(timing.samples_s)
+        if run >= RUN_OVER_COMPILE * max(timing.first_call_s - run, 0.0):
+            break
+        x = square_input(rng, min(int(x.shape[0] * 2 ** (1 / 3)) | 1, LARGE_N_MAX))
+    return x, rng
 
 
 def own_first_call(rng, x, warm: int):
@@ -249,10 +274,12 @@ def _(impl, ctx):
                 f"run; a warmed call takes {warmed * ms:.3g} ms; at least 1/"
                 f"{FIRST_CALL_FLOOR:g} of it)", hint="time the very first call of fn, "
                 "before any warm-up call, and report that time, not a warmed sample")
-    # medium: compile ~ one run. A first call that holds the warm-up calls is several runs.
-    warmup = 16
+    # medium: a first call that holds the warm-up calls is many runs longer.
     x, rng = first_call_input(ctx, "medium")
     before, _ = own_first_call(rng, x, 1)
+    lo, hi = WARMUP_RANGE
+    warmup = max(lo, min(hi, math.ceil(WARMUP_OVER_FIRST * before.first_call_s
+                                       / min(before.samples_s))))
     yours = learner_first_call(impl, ctx, x, rng, warmup, 2, "time_fn (medium work)")
     after, _ = own_first_call(rng, x, 1)
     ceiling = max(before.first_call_s, after.first_call_s) * FIRST_CALL_CEILING
@@ -267,7 +294,7 @@ def _(impl, ctx):
                 hint="stop the first call's clock when its result is ready, before the "
                 "warm-up calls")
     # large: one run far longer than the compile. An unsynced first call misses the run.
-    x, rng = first_call_input(ctx, "large")
+    x, rng = large_first_call_input(ctx)
     before, fn = own_first_call(rng, x, 1)
     yours = learner_first_call(impl, ctx, x, rng, 0, 1, "time_fn (large work)")
     run = min(before.samples_s + time_synced(fn, x, warmup=0, iters=1).samples_s)
@@ -1249,6 +1276,12 @@ def _(impl, ctx):
     got = decision_of(impl, before, after, ctx)
     fail_unless(got == "accept", "a clear 2x speedup with correct output was rejected",
                 yours=got, expected="accept")
+    # the fewest raw samples the contract takes (5 each) still decide a clear case
+    before, after = run_record(rng, base, 0.05, n=5), run_record(rng, base / 2, 0.05, n=5)
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "accept", "a clear 2x speedup with 5 raw samples each (the fewest "
+                "the contract takes) was rejected", yours=got, expected="accept",
+                hint="refuse fewer than 5 raw samples, not 5")
 
 
 @checker.check(4, "rejects_noise")
