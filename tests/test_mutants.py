@@ -63,6 +63,28 @@ def test_regions_are_the_indented_solution_bodies():
         (1, "add", 4, 4), (2, "sign", 10, 10)]
 
 
+def test_module_level_regions_are_mutated_only_when_they_name_a_stage():
+    """A solution-only helper that one stage's function calls is that stage's code (the
+    starter drops it); imports and helpers shared by stages name no stage and stay out."""
+    source = textwrap.dedent('''\
+        ### BEGIN SOLUTION
+        import math
+        ### END SOLUTION
+        ### BEGIN SOLUTION stage 2: area's helper
+        def _square(a):
+            return a * a
+        ### END SOLUTION
+
+
+        def area(r):
+            ### BEGIN SOLUTION stage 2: area
+            return math.pi * _square(r)
+            ### END SOLUTION
+        ''')
+    assert [(r.stage, r.name, r.first, r.last) for r in mutants.learner_regions(source)] == [
+        (2, "area", 5, 6), (2, "area", 12, 12)]
+
+
 def test_runner_kills_obvious_mutants_and_honours_equivalents(toy):
     out = io.StringIO()
     report = mutants.measure_project("toy", root=toy, out=out)

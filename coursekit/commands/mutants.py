@@ -79,12 +79,16 @@ class Mutant:
 
 
 def learner_regions(source: str) -> list[Region]:
-    """The indented (inside a function) solution regions, with their stage and name."""
+    """The solution regions the learner writes, with their stage and name: every one
+    inside a function, and at module level those that name a stage (helpers only that
+    stage's functions call, which the starter drops); a module-level region naming none
+    (imports, helpers shared by stages) is not mutated."""
     regions, start = [], None
     for number, line in enumerate(source.splitlines(), 1):
         begin = BEGIN.match(line)
         if begin:
-            start = (number, begin) if begin["indent"] else None
+            named = begin["indent"] or STAGE.search(begin["hint"])
+            start = (number, begin) if named else None
         elif END.match(line) and start is not None:
             number0, match = start
             found = STAGE.search(match["hint"])

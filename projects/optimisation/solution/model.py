@@ -146,7 +146,7 @@ def limiting_operation(trace_file: str, step_region: str, phases: list[str]) -> 
 # Stage 2: fix it
 # ---------------------------------------------------------------------------------------
 
-### BEGIN SOLUTION
+### BEGIN SOLUTION stage 2: train_fast's helpers
 def _loss(params, tokens, targets):
     x = params["embed"][tokens]
     h = jnp.tanh(x @ params["w1"])
@@ -194,7 +194,7 @@ def _timed(fn) -> float:
     return time.perf_counter() - start
 
 
-### BEGIN SOLUTION
+### BEGIN SOLUTION stage 3: gain_sweep's helper
 def _measure_pair(problem: dict, rounds: int) -> tuple[list, list]:
     """First calls apart, then ``rounds`` alternating rounds of one synced call each."""
     args = (problem["tokens"], problem["targets"])
