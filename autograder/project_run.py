@@ -19,7 +19,14 @@ from pathlib import Path
 
 from autograder import protocol, sandbox
 from autograder.course import Stage
-from autograder.stage import grade_stage, impl_of, interpret, missing_record, sandboxed_run
+from autograder.stage import (
+    grade_stage,
+    has_impl,
+    impl_of,
+    interpret,
+    missing_record,
+    sandboxed_run,
+)
 from autograder.workspace import Settings
 
 SHARE_OF_LIMIT = 0.5  # a stage whose checks alone took more is graded again alone
@@ -31,9 +38,8 @@ def grade_stages(settings: Settings, stages: list[Stage], student: str, submissi
     if len(stages) == 1:
         return [grade_stage(settings, stages[0], student, submission, seeds[0])]
     project = stages[0].project
-    impl_rel = impl_of(project)
-    if not (submission / impl_rel).is_file() or (submission / impl_rel).is_symlink():
-        return [missing_record(st, student, impl_rel) for st in stages]
+    if not has_impl(submission, project):
+        return [missing_record(st, student, impl_of(project)) for st in stages]
     limits = settings.sandbox_limits()
     # a check that runs past one stage's limit would time its stage out alone: the run
     # stops there ("quiet") and the stages are graded alone, instead of at N limits

@@ -90,7 +90,7 @@ def main() -> int:
 
     checks.print_result = print_and_send
     stages = [int(n) for n in cfg["stages"]]
-    given = cfg.get("seeds") or [cfg.get("seed")] * len(stages)  # one per stage
+    given = cfg["seeds"]  # one per stage
     seeds = {n: secrets.randbits(31) if s is None else int(s) for n, s in zip(stages, given)}
     workdir = Path(cfg["workdir"])
     workdir.mkdir(parents=True, exist_ok=True)

@@ -54,9 +54,8 @@ def missing_record(stage: Stage, student: str, impl: str) -> dict:
 
 def grade_stage(settings: Settings, stage: Stage, student: str, submission: Path,
                 seed: int | None) -> dict:
-    impl_rel = impl_of(stage.project)
-    if not (submission / impl_rel).is_file() or (submission / impl_rel).is_symlink():
-        return missing_record(stage, student, impl_rel)
+    if not has_impl(submission, stage.project):
+        return missing_record(stage, student, impl_of(stage.project))
     limits = settings.sandbox_limits()
     outcome = sandboxed_run(settings, stage.project, [stage.number], [seed], submission,
                             limits)
@@ -67,6 +66,12 @@ def grade_stage(settings: Settings, stage: Stage, student: str, submission: Path
 
 def impl_of(project: str) -> str:
     return f"projects/{project}/starter/model.py"
+
+
+def has_impl(submission: Path, project: str) -> bool:
+    """The submission's file for ``project``, a plain file (a symlink is refused)."""
+    path = submission / impl_of(project)
+    return path.is_file() and not path.is_symlink()
 
 
 def sandboxed_run(settings: Settings, project: str, numbers: list[int],
