@@ -128,6 +128,10 @@ PLANTED = {
     "unsynchronised_sweep": (3, ["sweep_timings_synchronised"], [
         ("                    jax.block_until_ready(fn(x))\n                    samples.append",
          "                    fn(x)\n                    samples.append")]),
+    "baseline_unsynchronised": (3, ["sweep_timings_synchronised"], [
+        ("                    jax.block_until_ready(fn(x))\n                    samples.append",
+         "                    fn(x) if fn is baseline else jax.block_until_ready(fn(x))\n"
+         "                    samples.append")]),
     "wrong_kernel_timed": (3, ["sweep_checks_output_before_timing"], [
         ("        ok = bool(got.shape", "        ok = True or bool(got.shape")]),
     "extra_untimed_call": (3, ["sweep_records_complete"], [

@@ -97,12 +97,13 @@ SELF_REPORTED = {
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 BLOCK_ROWS = (8, 16, 32)
-# A kernel timing that forgot to wait is 10^2-10^3 times too fast on these workloads; a
-# 4x window cannot flake on a loaded machine yet cannot pass a missing sync.
+# A kernel timing that forgot to wait is 10^3 times too fast on the synchronisation
+# check's workload (SYNC_ROWS x SYNC_COLS); a 4x window cannot flake on a loaded machine
+# yet cannot pass a missing sync.
 TIME_RATIO_WINDOW = 4.0
-# The jnp baseline is a far shorter call (on 2 CPU cores, about 0.2 ms synchronised vs
-# about 0.01 ms unsynchronised, some 20x apart), so load moves its median relatively
-# further: its window is twice as wide, still well inside that 20x.
+# The jnp baseline is a far shorter call (measured on 2 CPU cores there: about 1-3 ms
+# synchronised vs about 0.01 ms unsynchronised), so load moves its median relatively
+# further: its window is twice as wide, still far inside that gap.
 BASELINE_RATIO_WINDOW = 2 * TIME_RATIO_WINDOW
 # "helps" means faster than the baseline by this factor; planted speedups stay outside
 # [0.9, 1.2], so any margin a learner picks in that range gives the same verdicts.
@@ -897,13 +898,20 @@ def _(impl, ctx):
 # first in even rounds, checker first in odd ones), so load that drifts over the check
 # moves both alike; one reference measured before or after the sweep would not.
 SYNC_ROUNDS, SYNC_ITERS = 4, 3
+# Programs long enough that a missing sync cannot look synchronised. A short one can: with
+# the dispatching thread and XLA's threads on one busy core, a woken XLA thread may run the
+# whole program before the dispatch returns. Measured on one core (taskset), median
+# unsynchronised / synchronised over 30 trials: a 376x243 jnp softmax (0.04 ms) up to 0.13,
+# past the baseline's 1/8; at 381x7001 (1.2 ms jnp, 51 ms interpreted kernel) at most
+# 0.0075 and 0.0003. The kernel's blocks are 8192 columns wide.
+SYNC_ROWS, SYNC_COLS = (360, 400), (6000, 8100)
 
 
 @checker.check(3, "sweep_timings_synchronised")
 def _(impl, ctx):
     rng = ctx.rng("synced")
     block_rows = 16
-    shape = (ragged(rng, 360, 400, block_rows), ragged(rng, 200, 255, 2))
+    shape = (ragged(rng, *SYNC_ROWS, block_rows), ragged(rng, *SYNC_COLS, 2))
     seed = int(rng.integers(0, 2**31))
     x = draw(rng, shape, jnp.float32)
     get_function(impl, "sweep")
