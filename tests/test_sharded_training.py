@@ -317,15 +317,24 @@ UNSYNCED_SAMPLES = [("""                start = time.perf_counter()
                 samples.append(time.perf_counter() - start)""")]
 UNSYNCED_BUG = bug("unsynced", UNSYNCED_SAMPLES, 4, "record_is_valid",
                    "samples_are_synchronised")
+# waits, but on its input: as fast as no wait at all
+SYNCED_ON_INPUT_BUG = bug("synced-on-input", [(
+    UNSYNCED_SAMPLES[0][0],
+    UNSYNCED_SAMPLES[0][0].replace("jax.block_until_ready(step_fn(state, batch))",
+                                   "step_fn(state, batch)\n                "
+                                   "jax.block_until_ready(state)"))], 4,
+    "record_is_valid", "samples_are_synchronised")
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(2400)
-def test_unsynchronised_samples_fail_timing_check(planted):
-    result = result_of(planted, UNSYNCED_BUG)
+@pytest.mark.parametrize("name", [UNSYNCED_BUG, SYNCED_ON_INPUT_BUG])
+def test_unsynchronised_samples_fail_timing_check(planted, name):
+    result = result_of(planted, name)
     assert result["status"] == {"record_is_valid": "pass",
                                 "samples_are_synchronised": "fail"}, result["stdout"]
     assert "block_until_ready" in message(result, "samples_are_synchronised")
+    assert "still being computed" in message(result, "samples_are_synchronised")
 
 
 RAISE_IN_PROCESS_1_BUG = bug("raise-in-process-1", RAISE_IN_PROCESS_1, 3,

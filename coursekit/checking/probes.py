@@ -2,8 +2,10 @@
 what it returns, to measure it independently.
 
 - ``CallCounter`` wraps a function the learner is asked to time and records how often it
-  was called and which calls compiled. It reports plain data (``report()``), so the same
-  facts can come back from another process as a self-reported fact to cross-check.
+  was called, which calls compiled, and which calls' outputs were still being computed
+  when the next call began (a timing that ended before its call finished). It reports
+  plain data (``report()``), so the same facts can come back from another process as a
+  self-reported fact to cross-check.
 - ``within_ratio`` is the one timing rule: the learner's time must lie within a factor
   ``window`` either way of the checker's own synchronised measurement of the same thing.
   Each project states its window with the physics behind it (how far off a missing sync
@@ -25,9 +27,13 @@ NAME_LETTERS = "abcdefghjkmnpqrstuvwxyz"  # no i, l, o: names read unambiguously
 
 
 class CallCounter:
-    """Wraps ``fn``: counts calls and records which of them compiled (by
-    ``jax.monitoring`` compile events). It never synchronises, so the learner's own
-    sync is what any timing around it measures.
+    """Wraps ``fn``: counts calls, records which of them compiled (by ``jax.monitoring``
+    compile events) and which returned outputs that were not ready yet when the next call
+    in the same group began (``is_ready()`` of every array leaf, a query that never
+    waits). It never synchronises, so the learner's own sync is what any timing around it
+    measures. A call whose output was ready at the next call's start was waited for, or
+    finished on its own: the signal is certain for a synchronised caller (never listed)
+    and near certain for one that does not wait on a program longer than its dispatch.
 
     ``group(*args, **kwargs)``, when given, keeps separate counts per group (for example
     per input shape and block size); without it every call is in group ``None``."""
@@ -36,28 +42,50 @@ class CallCounter:
         self.fn = fn
         self.group = group
         self._facts: dict[Hashable, dict] = {}
+        self._last_out: dict[Hashable, object] = {}
 
     def __call__(self, *args, **kwargs):
         key = None if self.group is None else self.group(*args, **kwargs)
         facts = self._facts.setdefault(key, _no_calls())
+        if key in self._last_out and not all_ready(self._last_out.pop(key)):
+            facts["unready_at_next_call"].append(facts["calls"] - 1)
         with count_compiles() as compiles:
             out = self.fn(*args, **kwargs)
         if compiles[0]:
             facts["compiled_at"].append(facts["calls"])
             facts["compiles"] += compiles[0]
         facts["calls"] += 1
+        self._last_out[key] = out
         return out
 
     def report(self, group: Hashable = None) -> dict:
         """Plain data for one group: ``calls`` (how many), ``compiled_at`` (the 0-based
-        indices of the calls that compiled) and ``compiles`` (compile events in all)."""
+        indices of the calls that compiled), ``compiles`` (compile events in all) and
+        ``unready_at_next_call`` (the indices of the calls whose output was not ready when
+        the next call began; the last call has no next one)."""
         facts = self._facts.get(group, _no_calls())
         return {"calls": facts["calls"], "compiled_at": list(facts["compiled_at"]),
-                "compiles": facts["compiles"]}
+                "compiles": facts["compiles"],
+                "unready_at_next_call": list(facts["unready_at_next_call"])}
 
 
 def _no_calls() -> dict:
-    return {"calls": 0, "compiled_at": [], "compiles": 0}
+    return {"calls": 0, "compiled_at": [], "compiles": 0, "unready_at_next_call": []}
+
+
+def all_ready(tree) -> bool:
+    """Whether every jax array in ``tree`` holds its value now (without waiting). An
+    array that cannot say (deleted, donated, a typed PRNG key without ``is_ready``)
+    counts as ready: the probe never fails the learner's call itself. One program's
+    outputs become ready together, so the other leaves still tell."""
+    import jax
+    for leaf in jax.tree.leaves(tree):
+        try:
+            if isinstance(leaf, jax.Array) and not leaf.is_ready():
+                return False
+        except Exception:  # noqa: BLE001 - see above
+            continue
+    return True
 
 
 def within_ratio(yours_s: float, reference_s: float, window: float, what: str, hint: str,
@@ -131,3 +159,16 @@ def reported_counts(what: str, facts: dict) -> tuple[int, list]:
         raise TamperEvidence(f"{what}: the learner process reported counts that are not "
                              f"counts: {facts!r}"[:300])
     return calls, compiled_at
+
+
+def reported_unready(what: str, facts: dict) -> list[int]:
+    """A workload's self-reported ``unready_at_next_call`` (indices of calls whose output
+    was not ready when the next call began), refused as tamper evidence unless it is a
+    list of call indices. Only ever a reason to fail: no report clears a timing."""
+    from coursekit.checking.bridge import TamperEvidence
+    calls, unready = facts.get("calls"), facts.get("unready_at_next_call")
+    if type(calls) is not int or not isinstance(unready, list) or \
+            not all(type(k) is int and 0 <= k < calls - 1 for k in unready):
+        raise TamperEvidence(f"{what}: the learner process reported unfinished calls that "
+                             f"are not call indices: {facts!r}"[:300])
+    return unready

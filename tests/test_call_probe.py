@@ -1,0 +1,79 @@
+"""The call probe every checker wraps around a workload it hands the learner
+(coursekit.checking.probes.CallCounter): which calls' outputs were still being computed
+when the next call began. It must never list a call its caller waited for, and must list
+the calls of a caller that does not wait on a program far longer than its dispatch."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from coursekit.checking.bridge import TamperEvidence
+from coursekit.checking.probes import CallCounter, all_ready, reported_unready
+
+
+@pytest.fixture(scope="module")
+def slow():
+    """A program of tens of milliseconds on 2 CPU cores (its dispatch: microseconds)."""
+    x = jnp.ones((1500, 1500), jnp.float32)
+    fn = jax.jit(lambda a: jnp.tanh(a @ a) @ a)
+    jax.block_until_ready(fn(x))
+    return fn, x
+
+
+def test_a_waiting_caller_is_never_listed(slow):
+    fn, x = slow
+    probe = CallCounter(fn)
+    for _ in range(6):
+        jax.block_until_ready(probe(x))
+    assert probe.report()["unready_at_next_call"] == []
+    assert probe.report()["calls"] == 6
+
+
+def test_calls_not_waited_for_are_listed(slow):
+    fn, x = slow
+    probe = CallCounter(fn)
+    jax.block_until_ready(probe(x))       # 0: waited for
+    for _ in range(3):                    # 1-3: not
+        probe(x)
+    jax.block_until_ready(probe(x))       # 4: waited for, and the last has no next call
+    probe(x)
+    jax.block_until_ready(probe(x))
+    assert probe.report()["unready_at_next_call"] == [1, 2, 3, 5]
+
+
+def test_groups_are_apart(slow):
+    fn, x = slow
+    probe = CallCounter(lambda a, tag: fn(a), group=lambda a, tag: tag)
+    probe(x, "a")
+    jax.block_until_ready(probe(x, "b"))  # another group's call: "a" 0 has no next yet
+    jax.block_until_ready(probe(x, "b"))
+    assert probe.report("b")["unready_at_next_call"] == []
+    assert probe.report("a")["unready_at_next_call"] == []
+    probe(x, "a")                         # now "a" 0 has a next call (it may have finished)
+    assert probe.report("a")["calls"] == 2
+
+
+def test_leaves_that_cannot_say_count_as_ready():
+    key = jax.random.key(0)               # a typed key array has no is_ready
+    done = jnp.ones(3)
+    deleted = jnp.ones(3) + 1
+    deleted.delete()
+    assert all_ready({"key": key, "x": done, "gone": deleted, "n": 3})
+
+
+@pytest.mark.parametrize("facts", [
+    {"calls": 3, "unready_at_next_call": "none"},
+    {"calls": 3, "unready_at_next_call": [2]},     # the last call has no next call
+    {"calls": 3, "unready_at_next_call": [-1]},
+    {"calls": 3, "unready_at_next_call": [1.0]},
+    {"calls": "3", "unready_at_next_call": []},
+])
+def test_a_report_that_is_not_call_indices_is_tamper_evidence(facts):
+    with pytest.raises(TamperEvidence):
+        reported_unready("step", facts)
+
+
+def test_a_true_report_reads_back():
+    assert reported_unready("step", {"calls": 4, "unready_at_next_call": [1, 2]}) == [1, 2]
