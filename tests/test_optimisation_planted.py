@@ -35,6 +35,8 @@ PLANTED = {
         (_WARM, _WARM.split("\n", 1)[1])]),
     "trace_holds_the_warmup_too": (1, "learner_trace_agrees_with_sync_timing", [
         (_WARM, _WARM.split("\n", 1)[1] + "    " + _WARM.split("\n", 1)[0] + "\n")]),
+    "trace_with_the_warmup_rate": (1, "learner_trace_agrees_with_sync_timing", [
+        ('problem["lr"] * 0.9)', 'problem["lr"])')]),
     "trace_with_python_tracer": (1, "learner_trace_agrees_with_sync_timing", [
         ("    options.python_tracer_level = 0\n    with jax.profiler.trace(logdir,",
          "    with jax.profiler.trace(logdir,")]),
@@ -51,12 +53,16 @@ PLANTED = {
     "shares_of_the_phases_total": (1, "breakdown_matches_checker_parse", [
         ('"shares": {p: (v / step_us if step_us else 0.0) for p, v in phase_us.items()}}',
          '"shares": {p: v / sum(phase_us.values()) for p, v in phase_us.items()}}')]),
+    "shares_of_no_step_are_whole": (1, "breakdown_matches_checker_parse", [
+        ("(v / step_us if step_us else 0.0)", "(v / step_us if step_us else 1.0)")]),
     "step_matched_by_prefix": (1, "breakdown_matches_checker_parse", [
         ("    found = [ev for ev in traces.walk(forest) if ev.name == step_region]\n"
          "    phase_us",
          "    found = [ev for ev in traces.walk(forest) if ev.name.startswith(step_region)]\n"
          "    phase_us")]),
     # limiting_operation ----------------------------------------------------------------
+    "no_evidence_is_none": (1, "limiting_operation_named", [
+        ('evidence = {"event": "", "count": 0, "us": 0.0}', "evidence = None")]),
     "evidence_from_children_of_no_phase": (1, "limiting_operation_named", [
         ("            if child.name != phase:\n",
          "            if child.name in phases and child.name != phase:\n")]),

@@ -84,11 +84,12 @@ def step_breakdown(trace_file: str, step_region: str, phases: list[str]) -> dict
       phase_us: {phase: summed duration over all steps} for every name in ``phases``
           (0.0 for a phase that never occurs)
       other_us: float, step_us minus the phases (time in no phase)
-      shares: {phase: phase_us / step_us}
+      shares: {phase: phase_us / step_us} (0.0 for every phase when there is no step)
     Durations come from the trace's events (``dur``, microseconds). Checked: every number
-    equals the checker's own parse (rel 1e-6) of a real trace of ``train_slow`` and of a
+    equals the checker's own parse (rel 1e-6) of a real trace of ``train_slow``, of a
     hand-built trace with decoys (a phase name nested deeper, on another thread, outside
-    every step, and a region whose name starts with ``step_region``)."""
+    every step, and a region whose name starts with ``step_region``), of one whose phases
+    hold no calls and of one without any step event."""
     ### BEGIN SOLUTION stage 1: step_breakdown
     forest = traces.build_forest(traces.load_events(trace_file))
     found = [ev for ev in traces.walk(forest) if ev.name == step_region]
@@ -112,12 +113,14 @@ def limiting_operation(trace_file: str, step_region: str, phases: list[str]) -> 
       share: float, its share of the step time (0..1)
       evidence: {"event": name, "count": n, "us": t}: among the direct children of that
           phase's events (all steps together), the event name with the largest summed
-          duration (microseconds), how many such events there are and their summed duration
+          duration (microseconds), how many such events there are and their summed duration;
+          {"event": "", "count": 0, "us": 0.0} when those events have no children
       amdahl_ceiling: float, the whole step's speedup if that phase took no time at all
           (``math.inf`` when share is 1)
-    Checked: each field equals the checker's own parse (rel 1e-6) of the same two traces
-    as ``step_breakdown``; in the hand-built one the name with the most time is not the
-    one with the most calls, and calls nest inside same-named calls."""
+    Checked: each field equals the checker's own parse (rel 1e-6) of the same traces as
+    ``step_breakdown`` but the one without a step; in the one with decoys the name with
+    the most time is not the one with the most calls, and calls nest inside same-named
+    calls."""
     ### BEGIN SOLUTION stage 1: limiting_operation
     breakdown = step_breakdown(trace_file, step_region, phases)
     phase = max(phases, key=lambda p: breakdown["shares"][p])

@@ -55,6 +55,13 @@ checker = Checker("optimisation", {
     learner_process=True)
 
 STEP, PHASES = slow_step.STEP_REGION, list(slow_step.PHASES)
+UPDATE = "update"
+assert UPDATE in PHASES
+# train_slow's update takes the learning rate as a static argument and every call in use
+# has a rate of its own: one step per call recompiles the update. Measured: 75 ms against
+# 0.1 ms for a warmed update (750x); a trace of a call with the warm-up's rate has none,
+# and at the trace sizes its summed time alone stays inside TRACE_WINDOW.
+RECOMPILE_FACTOR = 10
 # The learner's traced steps against the checker's synchronised timing of the same call,
 # taken just before and after it: a steady traced call (Python tracer off) is within
 # 1.1x of it and the load moves medians by +-18%; a traced first call, which compiles every
@@ -217,6 +224,38 @@ def synthetic_trace(ctx) -> Path:
     return path
 
 
+def bare_trace(ctx, *, steps: bool) -> Path:
+    """Hand-built edge cases: with ``steps``, a few steps whose phases hold no calls at
+    all (the limiting phase has no evidence to name), one phase far the largest; without,
+    no step event at all (phase-named events outside any step, a region named like a
+    step): shares are then 0.0, not a division by zero."""
+    rng = ctx.rng(f"bare-{steps}")
+    events, t = [], 1000.0
+    big = str(rng.choice(PHASES))
+    for step in range(int(rng.integers(2, 5)) if steps else 0):
+        start = t
+        for phase in PHASES:
+            dur = float(rng.uniform(300, 500) if phase == big else rng.uniform(10, 60))
+            t += float(rng.uniform(1, 5))
+            events.append({"ph": "X", "pid": 1, "tid": 5, "ts": t, "dur": dur,
+                           "name": phase})
+            t += dur
+        t += float(rng.uniform(5, 20))
+        events.append({"ph": "X", "pid": 1, "tid": 5, "ts": start, "dur": t - start,
+                       "name": STEP, "args": {"step": str(step)}})
+        t += 10.0
+    start = t
+    for phase in PHASES:                                      # outside every step
+        events.append({"ph": "X", "pid": 1, "tid": 5, "ts": t + 1, "dur": 50.0,
+                       "name": phase})
+        t += 60.0
+    events.append({"ph": "X", "pid": 1, "tid": 5, "ts": start, "dur": t - start + 2,
+                   "name": STEP + "_prefetch"})
+    path = ctx.subdir("bare") / f"{'bare-phases' if steps else 'no-step'}.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
 def expected_breakdown(path: Path) -> dict:
     steps = [ev for ev in traces.walk(traces.build_forest(traces.load_events(path)))
              if ev.name == STEP]
@@ -233,7 +272,8 @@ def expected_breakdown(path: Path) -> dict:
     step_us = sum(ev.dur for ev in steps)
     return {"steps": len(steps), "step_us": step_us, "phase_us": phase_us,
             "other_us": step_us - sum(phase_us.values()),
-            "shares": {p: v / step_us for p, v in phase_us.items()}, "below": below}
+            "shares": {p: v / step_us if step_us else 0.0 for p, v in phase_us.items()},
+            "below": below}
 
 
 def close(a, b) -> bool:
@@ -243,7 +283,11 @@ def close(a, b) -> bool:
 @checker.check(1, "breakdown_matches_checker_parse")
 def _(impl, ctx):
     for label, path in (("hand-built trace", synthetic_trace(ctx)),
-                        ("real trace of train_slow", checker_trace(ctx))):
+                        ("real trace of train_slow", checker_trace(ctx)),
+                        ("hand-built trace whose phases hold no calls",
+                         bare_trace(ctx, steps=True)),
+                        ("hand-built trace without a step event",
+                         bare_trace(ctx, steps=False))):
         want = expected_breakdown(path)
         got = require_keys(impl.step_breakdown(str(path), STEP, PHASES),
                            ("steps", "step_us", "phase_us", "other_us", "shares"),
@@ -275,7 +319,9 @@ def _(impl, ctx):
 @checker.check(1, "limiting_operation_named")
 def _(impl, ctx):
     for label, path in (("hand-built trace", synthetic_trace(ctx)),
-                        ("real trace of train_slow", checker_trace(ctx))):
+                        ("real trace of train_slow", checker_trace(ctx)),
+                        ("hand-built trace whose phases hold no calls",
+                         bare_trace(ctx, steps=True))):
         want = expected_breakdown(path)
         phase = max(PHASES, key=lambda p: want["shares"][p])
         share = want["shares"][phase]
@@ -335,6 +381,19 @@ def _(impl, ctx):
                 f"the trace should hold one {STEP!r} event per step of one call",
                 yours=got["steps"], expected=config["steps"],
                 hint="trace exactly one call of train_slow (after an untraced first call)")
+    update_us = sorted(child.dur for ev in traces.walk(traces.build_forest(events))
+                       if ev.name == STEP for child in ev.children if child.name == UPDATE)
+    fail_unless(len(update_us) >= 2 and
+                update_us[-1] >= RECOMPILE_FACTOR * float(np.median(update_us[:-1])),
+                f"the traced call did not recompile its {UPDATE!r} as a call in use does: "
+                "it had the warm-up call's learning rate, so the trace leaves out what "
+                "limits the step", yours=f"largest {UPDATE!r} phase {update_us[-1]:.0f} us, "
+                f"median of the others {float(np.median(update_us[:-1])):.0f} us"
+                if len(update_us) >= 2 else update_us,
+                expected=f"one step's {UPDATE!r} at least {RECOMPILE_FACTOR}x the others' "
+                "median (the compile a new learning rate causes)",
+                hint="give the traced call a learning rate of its own, as every call in "
+                "use has one; compile its other operations first, untraced")
     reference = float(np.median(samples))
     within_ratio(got["step_us"] * 1e-6, reference, TRACE_WINDOW, "the traced step",
                  "trace a steady call (compile its operations first, untraced), with the "
