@@ -23,6 +23,7 @@ CHECK_ARGS ?=
 MUTANTS_PROJECT ?=
 MUTANTS_JOBS ?= 1
 MUTANTS_SAMPLE ?=
+MUTANTS_STAGE ?=
 FLAKE_RUNS ?= 20
 FLAKE_PROJECT ?=
 FLAKE_STAGE ?=
@@ -94,9 +95,11 @@ xprof: $(STAMP)
 # Not in CI (hours for all projects): Cosmic Ray mutates the learner regions of each
 # solution, the project's checker is the oracle (build/mutants-<p>/report.json).
 # MUTANTS_SAMPLE=N: N drawn mutants per stage, an estimate with its 95% interval.
+# MUTANTS_STAGE=N: measure that stage again; the report keeps the others as last run.
 mutants: $(STAMP)
 	$(PY) -m coursekit.commands.mutants $(if $(MUTANTS_PROJECT),--project $(MUTANTS_PROJECT)) \
-	  --jobs $(MUTANTS_JOBS) $(if $(MUTANTS_SAMPLE),--sample $(MUTANTS_SAMPLE))
+	  --jobs $(MUTANTS_JOBS) $(if $(MUTANTS_SAMPLE),--sample $(MUTANTS_SAMPLE)) \
+	  $(if $(MUTANTS_STAGE),--stage $(MUTANTS_STAGE))
 
 # Not in CI (too slow; CI keeps its 3-run test): failing seeds are printed to rerun.
 flake: $(STAMP)

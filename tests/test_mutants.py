@@ -130,6 +130,29 @@ def test_a_sample_is_drawn_by_seed_keeps_ids_and_says_what_it_estimates(toy):
     assert f"a sample of 2 of {len(everyone)} mutants; 95% interval" in out.getvalue()
 
 
+def test_a_stage_measured_again_keeps_the_others_and_the_list_decides_anew(toy):
+    """After a check changes, one stage is measured again: the report keeps the other
+    stages as last measured (saying when each ran), and the equivalents file as it is now
+    decides every survivor, old or new."""
+    full = mutants.measure_project("toy", root=toy, out=io.StringIO())
+    stage1 = {m["id"]: m["outcome"] for m in full["mutants"] if m["stage"] == 1}
+    checker = toy / "projects" / "toy" / "tests" / "check.py"
+    checker.write_text(CHECKER.replace('"1": m.add(2, 3) == 5 and m.add(-1, 4) == 3',
+                                       '"1": m.add(2, 3) == 5'))   # weaker: more survive
+    (toy / "projects" / "toy" / "tests" / mutants.EQUIVALENTS).write_text("")
+    out = io.StringIO()
+    merged = mutants.measure_project("toy", root=toy, out=out, stages=[1])
+    assert {m["stage"] for m in merged["mutants"]} == {1, 2}
+    assert set(merged["stages"]) == {1, 2}
+    assert {m["id"] for m in merged["mutants"] if m["stage"] == 2} == \
+        {m["id"] for m in full["mutants"] if m["stage"] == 2}
+    gte = next(m for m in merged["mutants"] if m["id"] == "sign/ReplaceComparisonOperator_Gt_GtE#1")
+    assert gte["outcome"] == "survived"   # no longer listed: a survivor again
+    assert set(stage1) == {m["id"] for m in merged["mutants"] if m["stage"] == 1}
+    assert all(t["run_at"] for t in merged["stages"].values())
+    assert "toy stage 2:" in out.getvalue() and "[run " in out.getvalue()
+
+
 def test_wilson_interval_is_sound_at_the_ends():
     assert mutants.wilson(10, 10)[1] == 1.0 and mutants.wilson(10, 10)[0] > 0.6
     low, high = mutants.wilson(0, 5)

@@ -266,16 +266,37 @@ def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
                 range(jobs))
             for found, population[stage] in shards:
                 mutants.extend(found)
-    for m in mutants:
-        if m.outcome == "survived":
-            reason = equivalent_reason(m, equivalents)
-            if reason:
-                m.outcome, m.reason = "equivalent", reason
-    report = score(project, mutants, seed, population)
+    ran = {stage: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) for stage in wanted}
     name = f"report-sample{sample}.json" if sample else "report.json"
+    if not sample and stages:  # a rerun of some stages: the others as last measured
+        kept, ran, population = earlier_stages(base / name, wanted, seed, ran, population)
+        mutants.extend(kept)
+    for m in mutants:
+        if m.outcome in ("survived", "equivalent"):  # the list as it is now decides
+            reason = equivalent_reason(m, equivalents)
+            m.outcome, m.reason = ("equivalent", reason) if reason else ("survived", "")
+    report = score(project, mutants, seed, population)
+    for stage, when in ran.items():
+        report["stages"][stage]["run_at"] = when
     (base / name).write_text(json.dumps(report, indent=1))
     print_report(report, out)
     return report
+
+
+def earlier_stages(path: Path, rerun: list[int], seed: int, ran: dict,
+                   population: dict) -> tuple[list[Mutant], dict, dict]:
+    """The mutants of the stages not rerun now, from the last full report at the same
+    seed (none if there is none), with when each stage ran: a report stays whole when
+    one stage is measured again after its checker changed."""
+    if not path.is_file():
+        return [], ran, population
+    old = json.loads(path.read_text())
+    if old.get("seed") != seed:
+        return [], ran, population
+    kept = [Mutant(**m) for m in old["mutants"] if m["stage"] not in rerun]
+    for stage in {m.stage for m in kept}:
+        ran = {**ran, stage: old["stages"].get(str(stage), {}).get("run_at", "earlier")}
+    return kept, dict(sorted(ran.items())), population
 
 
 def score(project: str, mutants: list[Mutant], seed: int,
@@ -330,7 +351,8 @@ def line(name: str, t: dict) -> str:
 
 def print_report(report: dict, out=sys.stdout) -> None:
     for stage, t in report["stages"].items():
-        print(line(f"{report['project']} stage {stage}", t), file=out)
+        when = f" [run {t['run_at']}]" if "run_at" in t else ""
+        print(line(f"{report['project']} stage {stage}", t) + when, file=out)
     print(line(f"{report['project']} all stages", report["total"]), file=out)
     for m in report["survivors"]:
         print(f"  survived  {m['id']}  (line {m['line']}): {m['change']}", file=out)
