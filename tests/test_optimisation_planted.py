@@ -83,6 +83,11 @@ PLANTED = {
         ("_measure_pair(slow_step.make_problem(dict(config, batch=int(b)),\n"
          "                                                              seed), rounds)",
          "_measure_pair(slow_step.make_problem(config, seed), rounds)")]),
+    "sweep_slow_rate_fixed": (3, "sweep_matches_checker", [
+        ('return slow_step.train_slow(problem["params"], *args, next(lrs))',
+         'return slow_step.train_slow(problem["params"], *args, problem["lr"])')]),
+    "sweep_rounds_hard_coded": (3, "sweep_matches_checker", [
+        ("    for r in range(rounds):\n", "    for r in range(3):\n")]),
     "sweep_timed_without_sync": (3, "sweep_matches_checker", [
         ("            samples.append(_timed(fn))\n",
          "            start = time.perf_counter()\n            fn()\n"
@@ -104,6 +109,9 @@ PLANTED = {
     "prediction_through_the_origin": (3, "prediction_is_the_model_of_your_medians", [
         ("    base_s, base_f = s0 - slope_s * small, f0 - slope_f * small\n",
          "    slope_s, slope_f = s1 / large, f1 / large\n    base_s, base_f = 0.0, 0.0\n")]),
+    "prediction_floor_at_zero": (3, "prediction_is_the_model_of_your_medians", [
+        ('return {"crossover": float(max(batch, 1.0)), **medians}',
+         'return {"crossover": float(max(batch, 0.0)), **medians}')]),
     "prediction_timed_without_sync": (3, "prediction_is_the_model_of_your_medians", [
         (_PAIR,
          "    fit = {}\n    problem_of = slow_step.make_problem\n    for b in (small, large):\n"

@@ -1,6 +1,8 @@
 """What optimisation's checker runs in the learner process (``coursekit.workloads.
 inspectors``): the learner's ``write_run_records`` with a ``train_fast`` that is wrong,
-for one call, so the record's ``output_ok`` can be seen to be computed, not written in."""
+for one call, so the record's ``output_ok`` can be seen to be computed, not written in;
+and the learner's ``gain_sweep`` with both versions watched, so the learning rate of
+every call can be seen."""
 
 from __future__ import annotations
 
@@ -28,6 +30,41 @@ def records_with_a_wrong_fast(write_run_records, config: dict, seed: int, outdir
         module["train_fast"] = real
 
 
+def gain_sweep_watched(gain_sweep, config: dict, sizes: list, rounds: int,
+                       seed: int) -> dict:
+    """``gain_sweep(config, sizes, rounds, seed)`` while every call of
+    ``slow_step.train_slow`` and of the module's ``train_fast`` is recorded as
+    (version, batch, lr); restored after. Returns {"result": what it returned,
+    "calls": the records in call order}."""
+    from coursekit.workloads import slow_step
+    module = gain_sweep.__globals__
+    real = {"slow": slow_step.train_slow, "fast": module.get("train_fast")}
+    if real["fast"] is None:
+        raise NameError("your module defines no train_fast (stage 2)")
+    calls: list = []
+
+    def watched(version):
+        def call(params, tokens, targets, lr):
+            calls.append([version, int(tokens.shape[1]), float(lr)])
+            return real[version](params, tokens, targets, lr)
+        return call
+    patched = {"slow": watched("slow"), "fast": watched("fast")}
+    names = [name for name, value in module.items() if value is real["slow"]]
+    slow_step.train_slow = patched["slow"]
+    for name in names:  # a learner who imported train_slow by name
+        module[name] = patched["slow"]
+    module["train_fast"] = patched["fast"]
+    try:
+        result = gain_sweep(config, sizes, rounds, seed)
+    finally:
+        slow_step.train_slow = real["slow"]
+        for name in names:
+            module[name] = real["slow"]
+        module["train_fast"] = real["fast"]
+    return {"result": result, "calls": calls}
+
+
 INSPECTORS = {
     "optimisation/records_with_a_wrong_fast": records_with_a_wrong_fast,
+    "optimisation/gain_sweep_watched": gain_sweep_watched,
 }

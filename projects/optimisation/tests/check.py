@@ -629,7 +629,7 @@ def reference_crossover(sizes, gains, threshold):
 @checker.check(3, "crossover_interpolation")
 def _(impl, ctx):
     rng = ctx.rng("crossover")
-    for case in range(6):
+    for case in range(7):
         sizes = sorted(int(v) for v in rng.choice(np.arange(2, 9000), 5, replace=False))
         gains = sorted((float(v) for v in rng.uniform(0.8, 60, 5)), reverse=True)
         threshold = float(rng.uniform(1.5, 10))
@@ -637,6 +637,10 @@ def _(impl, ctx):
             threshold = gains[-1] * 0.5      # never falls below
         if case == 5:
             threshold = gains[0] * 1.5       # already below at the first size
+        if case == 6:                        # crossed between neighbours far apart in log
+            sizes = [int(rng.integers(2, 5)), int(rng.integers(30, 90))] + sorted(
+                int(v) for v in rng.choice(np.arange(100, 9000), 3, replace=False))
+            threshold = math.sqrt(gains[0] * gains[1])
         want = reference_crossover(sizes, gains, threshold)
         got = impl.crossover(sizes, gains, threshold)
         fail_unless((got is None and want is None) or (
@@ -693,18 +697,58 @@ def modelled_crossover(ends: list[tuple[float, float]], small: int, large: int,
     return max((base_s - threshold * base_f) / denominator, 1.0)
 
 
-def samples_of(value, what: str) -> list[float]:
-    fail_unless(isinstance(value, list) and len(value) == SWEEP_ROUNDS,
+def samples_of(value, what: str, rounds: int = SWEEP_ROUNDS) -> list[float]:
+    fail_unless(isinstance(value, list) and len(value) == rounds,
                 f"{what}: one raw sample per round", yours=value,
-                expected=f"a list of {SWEEP_ROUNDS} durations in seconds")
+                expected=f"a list of {rounds} durations in seconds")
     out = [as_float(v, what) for v in value]
     fail_unless(all(v > 0 and math.isfinite(v) for v in out), f"{what}: every sample is "
                 "a positive duration in seconds", yours=value)
     return out
 
 
+def rounds_honoured(impl, ctx) -> None:
+    """gain_sweep on a tiny problem (calls of a millisecond) with a drawn number of
+    rounds, more than the sweep's, both versions watched in the learner process: one
+    sample per round, the gain of the samples, and a learning rate of its own for every
+    call (a repeated rate skips the slow version's recompile). Its times are noise at
+    this size, so only the counts, the rates and the arithmetic are checked."""
+    rng = ctx.rng("rounds")
+    config = {"vocab": odd(rng, 31, 61), "embed": odd(rng, 5, 9), "hidden": odd(rng, 7, 15),
+              "steps": 2}
+    sizes, rounds = [3, 5], int(rng.integers(8, 12))
+    watched = bridge.inspect(impl, "optimisation/gain_sweep_watched",
+                             LearnerFunction("gain_sweep"), config, sizes, rounds,
+                             ctx.seed + 5)
+    got = require_keys(watched["result"], ("batch_sizes", "slow_s", "fast_s", "gains"),
+                       "gain_sweep")
+    for b in sizes:
+        calls = [c for c in watched["calls"] if c[1] == b]
+        for version in ("slow", "fast"):
+            made = sum(c[0] == version for c in calls)
+            fail_unless(made >= rounds + 1, f"rounds={rounds}, batch {b}: too few "
+                        f"{version} calls for a first call and one per round",
+                        yours=made, expected=f"at least {rounds + 1}")
+        rates = [c[2] for c in calls]
+        repeated = sorted({r for r in rates if rates.count(r) > 1})
+        fail_unless(not repeated, f"rounds={rounds}, batch {b}: calls shared a learning "
+                    "rate (in use every call has its own; a repeated one skips the slow "
+                    "version's recompile)", yours=f"{len(repeated)} rate(s) used more than "
+                    f"once in {len(rates)} calls", expected="every rate once",
+                    hint="draw a new rate for every call of either version")
+    for k, b in enumerate(sizes):
+        slow_s = samples_of(got["slow_s"][k], f"rounds={rounds}, batch {b}: slow_s", rounds)
+        fast_s = samples_of(got["fast_s"][k], f"rounds={rounds}, batch {b}: fast_s", rounds)
+        implied = float(np.median(slow_s) / np.median(fast_s))
+        fail_unless(close(as_float(got["gains"][k], f"gain at batch {b}"), implied),
+                    f"rounds={rounds}, batch {b}: your gain is not the median slow time "
+                    "over the median fast time of your own samples", yours=got["gains"][k],
+                    expected=implied)
+
+
 @checker.check(3, "sweep_matches_checker")
 def _(impl, ctx):
+    rounds_honoured(impl, ctx)
     config, sizes = sweep_config(ctx), sweep_sizes(ctx)
     got = require_keys(impl.gain_sweep(config, sizes, SWEEP_ROUNDS, ctx.seed + 3),
                        ("batch_sizes", "slow_s", "fast_s", "gains"), "gain_sweep")
@@ -783,14 +827,20 @@ def second_threshold(point: tuple[float, float] | None) -> float:
     return max(point[1] if point is not None else 0.0, 2 * GAIN_THRESHOLD)
 
 
+# A gain no fix has at any batch of at least 1 (the model's crossover then lies below 1):
+# the answer is the floor, 1.0, whenever train_fast has a fixed cost per call.
+UNREACHED = 1000 * GAIN_THRESHOLD
+
+
 def prediction_runs(impl, ctx) -> dict:
-    """The learner's two predict_crossover calls and the checker's measurements that
+    """The learner's three predict_crossover calls and the checker's measurements that
     bracket each in time (the first at the README's threshold, the second at
-    second_threshold), made once per run. The learner's call comes
+    second_threshold, the third at UNREACHED), made once per run. The learner's call comes
     first: an unwritten stage 3 says so before the checker's measurements (which time
     the learner's stage-2 train_fast) can answer for stage 2. The sweep (made earlier by
     sweep_matches_checker, or now) and a fresh measurement after it bracket the first
-    call; that one and another after the second call bracket the second."""
+    call; that one and another after the second call bracket the second; that one and
+    another after the third bracket the third."""
     def make():
         sizes = sweep_sizes(ctx)
         small, large = sizes[0], sizes[-1]
@@ -802,8 +852,12 @@ def prediction_runs(impl, ctx) -> dict:
         second = impl.predict_crossover(sweep_config(ctx), small, large, higher,
                                         ctx.seed + 6)
         after = end_size_medians(ctx, "ends-after")
+        third = impl.predict_crossover(sweep_config(ctx), small, large, UNREACHED,
+                                       ctx.seed + 8)
+        later = end_size_medians(ctx, "ends-later")
         return {"sizes": sizes, "calls": [(GAIN_THRESHOLD, first, [mine_ends(mine), between]),
-                                          (higher, second, [between, after])]}
+                                          (higher, second, [between, after]),
+                                          (UNREACHED, third, [after, later])]}
     return ctx.once("predictions", make)
 
 
