@@ -149,6 +149,9 @@ PLANTED = {
     "records_traced_with_python_tracer": (4, "records_valid_for_decide", [
         ("        options.python_tracer_level = 0\n        params = slow_step.fresh_copy",
          "        params = slow_step.fresh_copy")]),
+    "records_rates_cycle": (4, "records_valid_for_decide", [
+        ('lrs = iter(problem["lr"] * (1 + 0.01 * i) for i in range(1, 10**6))',
+         'lrs = iter(problem["lr"] * (1 + 0.01 * (i % 10)) for i in range(1, 10**6))')]),
     "records_one_learning_rate": (4, "records_valid_for_decide", [
         ('    lrs = iter(problem["lr"] * (1 + 0.01 * i) for i in range(1, 10**6))\n',
          '    lrs = iter(problem["lr"] for i in range(1, 10**6))\n')]),

@@ -340,7 +340,8 @@ def write_run_records(config: dict, seed: int, outdir: str, *, warmup: int = 1,
 
     Checked: both records valid (``validate_run_record``, their traces holding
     ``REGION`` and no Python-tracer events), of tokens and targets of this problem,
-    ``warmup``/``iters`` as given with one sample per timed call, output checks passed,
+    ``warmup``/``iters`` as given with one sample per timed call (also 30-40 timed calls
+    on a tiny problem), output checks passed,
     no compile in the after's timed calls, and in the before's at least what the checker
     counts for ``train_slow`` with a new learning rate per call; ``output_ok`` False when
     the checker makes ``train_fast`` wrong for one more call; each record's median call

@@ -960,9 +960,42 @@ def learner_records(impl, ctx) -> dict:
     return ctx.once("records", make)
 
 
+def many_calls_honoured(impl, ctx) -> None:
+    """write_run_records on a tiny problem with a drawn 30-40 timed calls (more than the
+    records' own): one sample per call, and the before record's warmed calls still
+    compile as train_slow does with a new learning rate each (a rate source that runs dry
+    or repeats fails here)."""
+    rng = ctx.rng("many-calls")
+    config = {"vocab": odd(rng, 31, 61), "embed": odd(rng, 5, 9), "hidden": odd(rng, 7, 15),
+              "batch": odd(rng, 3, 9), "steps": 2}
+    iters = int(rng.integers(30, 41))
+    paths = require_keys(impl.write_run_records(config, ctx.seed + 9,
+                                                str(ctx.subdir("records-many")), warmup=1,
+                                                iters=iters),
+                         ("before", "after"), "write_run_records")
+    for label in ("before", "after"):
+        fail_unless(isinstance(paths[label], str) and Path(paths[label]).is_file(),
+                    f"write_run_records (iters={iters}): no {label} file",
+                    yours=paths[label])
+        rec = json.loads(Path(paths[label]).read_text())
+        fail_unless(len(rec.get("samples_s") or []) == iters,
+                    f"write_run_records (iters={iters}): the {label} record does not hold "
+                    "one sample per timed call", yours=len(rec.get("samples_s") or []),
+                    expected=iters)
+        if label == "before":
+            least = slow_compiles_per_call(ctx) * (1 + iters)
+            fail_unless(rec.get("compiles_warmed", 0) >= least,
+                        f"write_run_records (iters={iters}): the before record's warmed "
+                        "calls compiled less than train_slow does with a new learning rate "
+                        "every call", yours=rec.get("compiles_warmed"),
+                        expected=f"at least {least}",
+                        hint="give every call a learning rate of its own, however many")
+
+
 @checker.check(4, "records_valid_for_decide")
 def _(impl, ctx):
     records = learner_records(impl, ctx)
+    many_calls_honoured(impl, ctx)
     config = timing_config(ctx)
     shape = [config["steps"], config["batch"]]
     for label, rec in records.items():
