@@ -172,7 +172,11 @@ def test_workload_facts_come_back_named(learner):
     _, impl, _ = learner
     workload = Workload("performance-audit/stage1", scale=1.0)
     impl.call_twice(workload, jnp.ones((9, 9), jnp.float32))
-    assert workload.facts == {"calls": 2, "compiled_at": [0], "compiles": 1}
+    facts = dict(workload.facts)
+    # call 0 is not waited for: its 9x9 output may or may not be ready at call 1
+    # (tests/test_call_probe.py pins that fact down on a long program)
+    assert facts.pop("unready_at_next_call") in ([], [0])
+    assert facts == {"calls": 2, "compiled_at": [0], "compiles": 1}
 
 
 def test_learner_process_reaches_no_secret(learner):
