@@ -212,7 +212,10 @@ def synthetic_trace(ctx) -> Path:
         x(STEP, start, t - start, step=str(step))
         x(PHASES[1], start + 2, 50.0, tid=9)                  # another thread
         t += float(rng.uniform(20, 60))
-    x(PHASES[0], t, 500.0)                                    # outside every step
+    x(PHASES[0], t, 500.0)                                    # outside every step,
+    for k, phase in enumerate(PHASES):                        # holding every phase
+        x(phase, t + 10 + 150 * k, 120.0)                     # with a long call in it:
+        x(heavy, t + 12 + 150 * k, 100.0)                     # no step, no evidence
     t += 600.0
     start = t                                                 # a region named like a step
     for phase in PHASES:
