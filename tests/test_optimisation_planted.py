@@ -109,6 +109,8 @@ PLANTED = {
     "prediction_through_the_origin": (3, "prediction_is_the_model_of_your_medians", [
         ("    base_s, base_f = s0 - slope_s * small, f0 - slope_f * small\n",
          "    slope_s, slope_f = s1 / large, f1 / large\n    base_s, base_f = 0.0, 0.0\n")]),
+    "prediction_guards_only_division_by_zero": (3, "prediction_is_the_model_of_your_medians", [
+        ("    if denominator <= 0:\n", "    if denominator == 0:\n")]),
     "prediction_floor_at_zero": (3, "prediction_is_the_model_of_your_medians", [
         ('return {"crossover": float(max(batch, 1.0)), **medians}',
          'return {"crossover": float(max(batch, 0.0)), **medians}')]),

@@ -833,17 +833,21 @@ def second_threshold(point: tuple[float, float] | None) -> float:
 # A gain no fix has at any batch of at least 1 (the model's crossover then lies below 1):
 # the answer is the floor, 1.0, whenever train_fast has a fixed cost per call.
 UNREACHED = 1000 * GAIN_THRESHOLD
+# A gain the modelled one never falls to: the fix would have to cost twice the slow
+# version per example. The lines never meet there (None), a branch no other call reaches.
+NEVER_FALLS_TO = 0.5
 
 
 def prediction_runs(impl, ctx) -> dict:
-    """The learner's three predict_crossover calls and the checker's measurements that
+    """The learner's four predict_crossover calls and the checker's measurements that
     bracket each in time (the first at the README's threshold, the second at
-    second_threshold, the third at UNREACHED), made once per run. The learner's call comes
+    second_threshold, the third at UNREACHED, the fourth at NEVER_FALLS_TO), made once
+    per run. The learner's call comes
     first: an unwritten stage 3 says so before the checker's measurements (which time
     the learner's stage-2 train_fast) can answer for stage 2. The sweep (made earlier by
     sweep_matches_checker, or now) and a fresh measurement after it bracket the first
     call; that one and another after the second call bracket the second; that one and
-    another after the third bracket the third."""
+    another after the third bracket the third, and so on."""
     def make():
         sizes = sweep_sizes(ctx)
         small, large = sizes[0], sizes[-1]
@@ -858,9 +862,13 @@ def prediction_runs(impl, ctx) -> dict:
         third = impl.predict_crossover(sweep_config(ctx), small, large, UNREACHED,
                                        ctx.seed + 8)
         later = end_size_medians(ctx, "ends-later")
+        fourth = impl.predict_crossover(sweep_config(ctx), small, large, NEVER_FALLS_TO,
+                                        ctx.seed + 10)
+        last = end_size_medians(ctx, "ends-last")
         return {"sizes": sizes, "calls": [(GAIN_THRESHOLD, first, [mine_ends(mine), between]),
                                           (higher, second, [between, after]),
-                                          (UNREACHED, third, [after, later])]}
+                                          (UNREACHED, third, [after, later]),
+                                          (NEVER_FALLS_TO, fourth, [later, last])]}
     return ctx.once("predictions", make)
 
 
