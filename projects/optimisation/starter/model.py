@@ -142,7 +142,7 @@ def gain_sweep(config: dict, batch_sizes: list[int], rounds: int = 3, seed: int 
     versions are measured in interleaved rounds.
 
     Checked: one sample per round and the gains those of your own samples, also for a
-    drawn number of rounds (8-11) on a tiny problem where every call of either version
+    drawn number of rounds (30-40) on a tiny problem where every call of either version
     is watched for its learning rate (none may repeat); at every size your median slow call
     and your gain are within 5x of the checker's own interleaved sweep in a fresh process
     (an unsynchronised timer is 20x+ off)."""

@@ -719,7 +719,7 @@ def rounds_honoured(impl, ctx) -> None:
     rng = ctx.rng("rounds")
     config = {"vocab": odd(rng, 31, 61), "embed": odd(rng, 5, 9), "hidden": odd(rng, 7, 15),
               "steps": 2}
-    sizes, rounds = [3, 5], int(rng.integers(8, 12))
+    sizes, rounds = [3, 5], int(rng.integers(30, 41))
     watched = bridge.inspect(impl, "optimisation/gain_sweep_watched",
                              LearnerFunction("gain_sweep"), config, sizes, rounds,
                              ctx.seed + 5)
