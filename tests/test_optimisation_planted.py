@@ -99,6 +99,8 @@ PLANTED = {
     "crossover_from_the_wrong_side": (3, "crossover_interpolation", [
         ("f = (math.log(g0) - math.log(threshold)) / (math.log(g0) - math.log(g1))",
          "f = (math.log(threshold) - math.log(g1)) / (math.log(g0) - math.log(g1))")]),
+    "crossover_strictly_above": (3, "crossover_interpolation", [
+        ("        if g0 >= threshold > g1:", "        if g0 > threshold > g1:")]),
     "crossover_linear_not_log": (3, "crossover_interpolation", [
         ("            f = (math.log(g0) - math.log(threshold)) / (math.log(g0) - math.log(g1))\n"
          "            return float(math.exp(math.log(b0) + f * (math.log(b1) - math.log(b0))))\n",

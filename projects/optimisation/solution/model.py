@@ -262,8 +262,9 @@ def crossover(batch_sizes: list[int], gains: list[float], threshold: float) -> f
     already below ``threshold``; None when no gain falls below it.
 
     Checked: equal (rel 1e-9) to the checker's own on random decreasing gains, including a
-    threshold never reached, one already passed at the first size, and a crossing between
-    neighbours far apart (the larger above the square of the smaller)."""
+    threshold never reached, one already passed at the first size, a crossing between
+    neighbours far apart (the larger above the square of the smaller), gains far above
+    and below the threshold, and a gain exactly at it."""
     ### BEGIN SOLUTION stage 3: crossover
     if gains[0] < threshold:
         return float(batch_sizes[0])

@@ -632,7 +632,7 @@ def reference_crossover(sizes, gains, threshold):
 @checker.check(3, "crossover_interpolation")
 def _(impl, ctx):
     rng = ctx.rng("crossover")
-    for case in range(7):
+    for case in range(9):
         sizes = sorted(int(v) for v in rng.choice(np.arange(2, 9000), 5, replace=False))
         gains = sorted((float(v) for v in rng.uniform(0.8, 60, 5)), reverse=True)
         threshold = float(rng.uniform(1.5, 10))
@@ -644,6 +644,12 @@ def _(impl, ctx):
             sizes = [int(rng.integers(2, 5)), int(rng.integers(30, 90))] + sorted(
                 int(v) for v in rng.choice(np.arange(100, 9000), 3, replace=False))
             threshold = math.sqrt(gains[0] * gains[1])
+        if case == 7:                        # gains far above and below it: log ratios
+            threshold = float(rng.uniform(1.5, 3))          # matter, not log differences
+            gains = [threshold ** 2.5, threshold ** 0.5] + sorted(
+                (float(v) for v in rng.uniform(0.5, 0.9, 3)), reverse=True)
+        if case == 8:                        # a gain exactly at the threshold: from it on
+            threshold = gains[2]             # the curve is below (f = 0 at that size)
         want = reference_crossover(sizes, gains, threshold)
         got = impl.crossover(sizes, gains, threshold)
         fail_unless((got is None and want is None) or (
