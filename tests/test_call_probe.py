@@ -57,7 +57,7 @@ def test_groups_are_apart(slow):
 
 def test_leaves_that_cannot_say_count_as_ready():
     key = jax.random.key(0)               # a typed key array has no is_ready
-    done = jnp.ones(3)
+    done = jax.block_until_ready(jnp.ones(3))
     deleted = jnp.ones(3) + 1
     deleted.delete()
     assert all_ready({"key": key, "x": done, "gone": deleted, "n": 3})
