@@ -269,7 +269,7 @@ def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
     ran = {stage: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) for stage in wanted}
     name = f"report-sample{sample}.json" if sample else "report.json"
     if not sample and stages:  # a rerun of some stages: the others as last measured
-        kept, ran, population = earlier_stages(base / name, wanted, seed, ran, population)
+        kept, ran = earlier_stages(base / name, wanted, seed, ran)
         mutants.extend(kept)
     for m in mutants:
         if m.outcome in ("survived", "equivalent"):  # the list as it is now decides
@@ -283,20 +283,20 @@ def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
     return report
 
 
-def earlier_stages(path: Path, rerun: list[int], seed: int, ran: dict,
-                   population: dict) -> tuple[list[Mutant], dict, dict]:
+def earlier_stages(path: Path, rerun: list[int], seed: int,
+                   ran: dict) -> tuple[list[Mutant], dict]:
     """The mutants of the stages not rerun now, from the last full report at the same
     seed (none if there is none), with when each stage ran: a report stays whole when
     one stage is measured again after its checker changed."""
     if not path.is_file():
-        return [], ran, population
+        return [], ran
     old = json.loads(path.read_text())
     if old.get("seed") != seed:
-        return [], ran, population
+        return [], ran
     kept = [Mutant(**m) for m in old["mutants"] if m["stage"] not in rerun]
     for stage in {m.stage for m in kept}:
         ran = {**ran, stage: old["stages"].get(str(stage), {}).get("run_at", "earlier")}
-    return kept, dict(sorted(ran.items())), population
+    return kept, dict(sorted(ran.items()))
 
 
 def score(project: str, mutants: list[Mutant], seed: int,

@@ -707,13 +707,43 @@ def modelled_crossover(ends: list[tuple[float, float]], small: int, large: int,
     return max((base_s - threshold * base_f) / denominator, 1.0)
 
 
-def samples_of(value, what: str, rounds: int = SWEEP_ROUNDS) -> list[float]:
+def samples_of(value, what: str, rounds: int) -> list[float]:
     fail_unless(isinstance(value, list) and len(value) == rounds,
                 f"{what}: one raw sample per round", yours=value,
                 expected=f"a list of {rounds} durations in seconds")
     out = [as_float(v, what) for v in value]
     fail_unless(all(v > 0 and math.isfinite(v) for v in out), f"{what}: every sample is "
                 "a positive duration in seconds", yours=value)
+    return out
+
+
+def tiny_config(rng, **sizes) -> dict:
+    """A problem of millisecond calls, for checks of counts and rates (not times)."""
+    return {"vocab": odd(rng, 31, 61), "embed": odd(rng, 5, 9), "hidden": odd(rng, 7, 15),
+            "steps": 2, **sizes}
+
+
+def sweep_samples(got, sizes: list[int], rounds: int, what: str = "") -> list[tuple]:
+    """gain_sweep's answer checked for form and arithmetic: every size given, in order,
+    one positive sample in seconds per round per version, and each gain the median slow
+    time over the median fast time of its own samples. Returns (slow_s, fast_s) per
+    size."""
+    got = require_keys(got, ("batch_sizes", "slow_s", "fast_s", "gains"), "gain_sweep")
+    fail_unless(isinstance(got["batch_sizes"], list) and list(got["batch_sizes"]) == sizes
+                and all(isinstance(got[k], list) and len(got[k]) == len(sizes)
+                        for k in ("slow_s", "fast_s", "gains")),
+                f"{what}gain_sweep must report every size it was given, in order, with "
+                "samples and a gain for each",
+                yours={k: got[k] for k in ("batch_sizes", "gains")}, expected=sizes)
+    out = []
+    for b, g, slow_s, fast_s in zip(sizes, got["gains"], got["slow_s"], got["fast_s"]):
+        slow_s = samples_of(slow_s, f"{what}batch {b}: slow_s", rounds)
+        fast_s = samples_of(fast_s, f"{what}batch {b}: fast_s", rounds)
+        implied = float(np.median(slow_s) / np.median(fast_s))
+        fail_unless(close(as_float(g, f"gain at batch {b}"), implied),
+                    f"{what}batch {b}: your gain is not the median slow time over the "
+                    "median fast time of your own samples", yours=g, expected=implied)
+        out.append((slow_s, fast_s))
     return out
 
 
@@ -724,14 +754,11 @@ def rounds_honoured(impl, ctx) -> None:
     call (a repeated rate skips the slow version's recompile). Its times are noise at
     this size, so only the counts, the rates and the arithmetic are checked."""
     rng = ctx.rng("rounds")
-    config = {"vocab": odd(rng, 31, 61), "embed": odd(rng, 5, 9), "hidden": odd(rng, 7, 15),
-              "steps": 2}
     sizes, rounds = [3, 5], int(rng.integers(30, 41))
     watched = bridge.inspect(impl, "optimisation/gain_sweep_watched",
-                             LearnerFunction("gain_sweep"), config, sizes, rounds,
+                             LearnerFunction("gain_sweep"), tiny_config(rng), sizes, rounds,
                              ctx.seed + 5)
-    got = require_keys(watched["result"], ("batch_sizes", "slow_s", "fast_s", "gains"),
-                       "gain_sweep")
+    sweep_samples(watched["result"], sizes, rounds, f"rounds={rounds}: ")
     for b in sizes:
         calls = [c for c in watched["calls"] if c[1] == b]
         for version in ("slow", "fast"):
@@ -746,37 +773,15 @@ def rounds_honoured(impl, ctx) -> None:
                     "version's recompile)", yours=f"{len(repeated)} rate(s) used more than "
                     f"once in {len(rates)} calls", expected="every rate once",
                     hint="draw a new rate for every call of either version")
-    for k, b in enumerate(sizes):
-        slow_s = samples_of(got["slow_s"][k], f"rounds={rounds}, batch {b}: slow_s", rounds)
-        fast_s = samples_of(got["fast_s"][k], f"rounds={rounds}, batch {b}: fast_s", rounds)
-        implied = float(np.median(slow_s) / np.median(fast_s))
-        fail_unless(close(as_float(got["gains"][k], f"gain at batch {b}"), implied),
-                    f"rounds={rounds}, batch {b}: your gain is not the median slow time "
-                    "over the median fast time of your own samples", yours=got["gains"][k],
-                    expected=implied)
 
 
 @checker.check(3, "sweep_matches_checker")
 def _(impl, ctx):
     rounds_honoured(impl, ctx)
     config, sizes = sweep_config(ctx), sweep_sizes(ctx)
-    got = require_keys(impl.gain_sweep(config, sizes, SWEEP_ROUNDS, ctx.seed + 3),
-                       ("batch_sizes", "slow_s", "fast_s", "gains"), "gain_sweep")
-    fail_unless(isinstance(got["batch_sizes"], list) and list(got["batch_sizes"]) == sizes
-                and all(isinstance(got[k], list) and len(got[k]) == len(sizes)
-                        for k in ("slow_s", "fast_s", "gains")),
-                "gain_sweep must report every size it was given, in order, with samples "
-                "and a gain for each", yours={k: got[k] for k in ("batch_sizes", "gains")},
-                expected=sizes)
-    raw = []
-    for b, g, slow_s, fast_s in zip(sizes, got["gains"], got["slow_s"], got["fast_s"]):
-        slow_s = samples_of(slow_s, f"batch {b}: slow_s")
-        fast_s = samples_of(fast_s, f"batch {b}: fast_s")
-        implied = float(np.median(slow_s) / np.median(fast_s))
-        fail_unless(close(as_float(g, f"gain at batch {b}"), implied),
-                    f"batch {b}: your gain is not the median slow time over the median fast "
-                    "time of your own samples", yours=g, expected=implied)
-        raw.append((float(np.median(slow_s)), float(np.median(fast_s))))
+    got = impl.gain_sweep(config, sizes, SWEEP_ROUNDS, ctx.seed + 3)
+    raw = [(float(np.median(slow_s)), float(np.median(fast_s)))
+           for slow_s, fast_s in sweep_samples(got, sizes, SWEEP_ROUNDS)]
     growth = raw[-1][1] / raw[0][1]
     fail_unless(growth >= FAST_GROWTH,
                 f"your train_fast times barely grow from batch {sizes[0]} to {sizes[-1]} "
@@ -973,20 +978,25 @@ def slow_compiles_per_call(ctx) -> int:
     return ctx.once("slow-compiles", make)
 
 
+def read_records(paths, what: str = "write_run_records") -> dict:
+    """write_run_records' answer: {"before": path, "after": path} of files that exist,
+    read as JSON."""
+    paths = require_keys(paths, ("before", "after"), what)
+    out = {}
+    for label in ("before", "after"):
+        path = paths[label]
+        fail_unless(isinstance(path, str) and Path(path).is_file(),
+                    f"{what}: no {label} file", yours=path)
+        out[label] = json.loads(Path(path).read_text())
+    return out
+
+
 def learner_records(impl, ctx) -> dict:
     def make():
         outdir = ctx.subdir("records")
         warmup, iters = record_counts(ctx)
-        paths = require_keys(impl.write_run_records(timing_config(ctx), ctx.seed + 5,
-                                                    str(outdir), warmup=warmup, iters=iters),
-                             ("before", "after"), "write_run_records")
-        out = {}
-        for label in ("before", "after"):
-            path = paths[label]
-            fail_unless(isinstance(path, str) and Path(path).is_file(),
-                        f"write_run_records: no {label} file", yours=path)
-            out[label] = json.loads(Path(path).read_text())
-        return out
+        return read_records(impl.write_run_records(timing_config(ctx), ctx.seed + 5,
+                                                   str(outdir), warmup=warmup, iters=iters))
     return ctx.once("records", make)
 
 
@@ -996,18 +1006,12 @@ def many_calls_honoured(impl, ctx) -> None:
     compile as train_slow does with a new learning rate each (a rate source that runs dry
     or repeats fails here)."""
     rng = ctx.rng("many-calls")
-    config = {"vocab": odd(rng, 31, 61), "embed": odd(rng, 5, 9), "hidden": odd(rng, 7, 15),
-              "batch": odd(rng, 3, 9), "steps": 2}
     iters = int(rng.integers(30, 41))
-    paths = require_keys(impl.write_run_records(config, ctx.seed + 9,
-                                                str(ctx.subdir("records-many")), warmup=1,
-                                                iters=iters),
-                         ("before", "after"), "write_run_records")
-    for label in ("before", "after"):
-        fail_unless(isinstance(paths[label], str) and Path(paths[label]).is_file(),
-                    f"write_run_records (iters={iters}): no {label} file",
-                    yours=paths[label])
-        rec = json.loads(Path(paths[label]).read_text())
+    records = read_records(impl.write_run_records(
+        tiny_config(rng, batch=odd(rng, 3, 9)), ctx.seed + 9,
+        str(ctx.subdir("records-many")), warmup=1, iters=iters),
+        f"write_run_records (iters={iters})")
+    for label, rec in records.items():
         fail_unless(len(rec.get("samples_s") or []) == iters,
                     f"write_run_records (iters={iters}): the {label} record does not hold "
                     "one sample per timed call", yours=len(rec.get("samples_s") or []),
@@ -1080,15 +1084,12 @@ def _(impl, ctx):
     process with its module's train_fast returning losses 1% off (self-reported: the
     swap happens beside the learner's code; a record that still says True fails)."""
     outdir = ctx.subdir("records-wrong-fast")
-    paths = require_keys(bridge.inspect(impl, "optimisation/records_with_a_wrong_fast",
-                                        LearnerFunction("write_run_records"),
-                                        timing_config(ctx), ctx.seed + 7, str(outdir), 1, 2),
-                         ("before", "after"), "write_run_records")
+    records = read_records(bridge.inspect(impl, "optimisation/records_with_a_wrong_fast",
+                                          LearnerFunction("write_run_records"),
+                                          timing_config(ctx), ctx.seed + 7, str(outdir), 1,
+                                          2))
     for label, want in (("before", True), ("after", False)):
-        path = paths[label]
-        fail_unless(isinstance(path, str) and Path(path).is_file(),
-                    f"write_run_records: no {label} file", yours=path)
-        got = json.loads(Path(path).read_text()).get("output_ok")
+        got = records[label].get("output_ok")
         fail_unless(got is want, f"with a train_fast whose losses are 1% off, the {label} "
                     f"record's output_ok must be {want}", yours=got, expected=want,
                     hint="output_ok: the first call's outputs (every leaf) within "

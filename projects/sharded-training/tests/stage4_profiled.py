@@ -183,6 +183,10 @@ def _(impl, ctx):
                 hint="count with coursekit.measure.timing.count_compiles()")
 
 
+SYNC_HINT = ("jax.block_until_ready(out) inside every timed boundary: the step returns "
+             "before the devices finish")
+
+
 @checker.check(4, "samples_are_synchronised")
 def _(impl, ctx):
     record, counted, args = learner_record(impl, ctx)
@@ -199,12 +203,9 @@ def _(impl, ctx):
                 yours=f"call(s) {unfinished} unfinished (call 0 is the first, calls "
                 f"{timed.start}-{timed.stop - 1} are timed)", expected="every timed call, "
                 "and the first, finished inside its own boundary",
-                hint="jax.block_until_ready(out) inside every timed boundary: the step "
-                "returns before the devices finish")
+                hint=SYNC_HINT)
     within_ratio(float(np.median(samples)), args["reference_s"], TIME_RATIO_WINDOW,
-                 "your median",
-                 "jax.block_until_ready(out) inside every timed boundary: the step returns "
-                 "before the devices finish", against="the checker's synchronised timing of "
+                 "your median", SYNC_HINT, against="the checker's synchronised timing of "
                  "the same step just before and just after your call")
 
 
