@@ -95,6 +95,16 @@ def status_bar_idle(page):
         re.compile(r"\|\s*Idle"), timeout=RUN_TIMEOUT_MS)
 
 
+def run_all_finished(page) -> None:
+    # The kernel reports idle between two queued cells, so "Idle" alone can be read while
+    # Run All is still going; a queued cell's "[*]" cannot. (A cell that raises aborts
+    # the rest, whose prompts go back to "[ ]": the caller's unrun check names them.)
+    from playwright.sync_api import expect
+    queued = page.locator(".jp-CodeCell .jp-InputPrompt", has_text="[*]")
+    expect(queued).to_have_count(0, timeout=RUN_TIMEOUT_MS)
+    status_bar_idle(page)
+
+
 def no_dialog(page, when: str) -> None:
     dialogs = page.locator(".jp-Dialog")
     if dialogs.count():
@@ -161,7 +171,7 @@ def test_learner_path_in_jupyterlab(tmp_path):
             output = check.locator(".jp-OutputArea")
             expect(output).to_contain_text(re.compile(r"\d+ passed, \d+ failed"),
                                            timeout=RUN_TIMEOUT_MS)
-            status_bar_idle(page)
+            run_all_finished(page)
             no_dialog(page, "after Run All")
             text = output.inner_text()
             assert "PASS stage" not in text and re.search(r"0 passed, [1-9]\d* failed", text), text
