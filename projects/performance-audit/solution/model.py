@@ -36,13 +36,6 @@ import numpy as np
 ### BEGIN SOLUTION
 from coursekit.measure.timing import count_compiles
 
-
-def _peak_call(depth, width, hidden, batch, policy):
-    """What each fresh process measures (it imports this file by path): the jitted
-    ``loss_and_grads`` and its inputs."""
-    params = init_blocks(jax.random.key(0), depth, width, hidden)
-    x = jax.random.normal(jax.random.key(1), (batch, width), jnp.float32)
-    return (lambda p, v: loss_and_grads(p, v, policy)), (params, x)
 ### END SOLUTION
 
 # ---------------------------------------------------------------------------------------
@@ -532,6 +525,16 @@ def compiler_temp_bytes(params: list, x, policy: str | None = None,
     fn = jax.jit(lambda p, v: jax.value_and_grad(loss)(p, v, policy))
     return int(fn.lower(params, x).compile().memory_analysis().temp_size_in_bytes)
     ### END SOLUTION
+
+
+### BEGIN SOLUTION stage 3: _peak_call (what peak_rss_fresh_process's processes run)
+def _peak_call(depth, width, hidden, batch, policy):
+    """What each fresh process measures (it imports this file by path): the jitted
+    ``loss_and_grads`` and its inputs."""
+    params = init_blocks(jax.random.key(0), depth, width, hidden)
+    x = jax.random.normal(jax.random.key(1), (batch, width), jnp.float32)
+    return (lambda p, v: loss_and_grads(p, v, policy)), (params, x)
+### END SOLUTION
 
 
 def peak_rss_fresh_process(depth: int, width: int, hidden: int, batch: int,
