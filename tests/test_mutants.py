@@ -5,6 +5,7 @@ mutant is killed, a listed equivalent leaves the score, an unlisted survivor is 
 from __future__ import annotations
 
 import io
+import json
 import textwrap
 
 import pytest
@@ -151,6 +152,18 @@ def test_a_stage_measured_again_keeps_the_others_and_the_list_decides_anew(toy):
     assert set(stage1) == {m["id"] for m in merged["mutants"] if m["stage"] == 1}
     assert all(t["run_at"] for t in merged["stages"].values())
     assert "toy stage 2:" in out.getvalue() and "[run " in out.getvalue()
+
+
+def test_a_run_stopped_halfway_keeps_the_stages_it_finished(toy):
+    """The report is written after every stage: a long run that stops in a later stage
+    (here the oracle breaks there) keeps the score of the stages before it."""
+    checker = toy / "projects" / "toy" / "tests" / "check.py"
+    checker.write_text(CHECKER.replace('"2": m.sign(5) == 1', '"2": False and m.sign(5) == 1'))
+    with pytest.raises(SystemExit, match="reference fails stage 2"):
+        mutants.measure_project("toy", root=toy, out=io.StringIO())
+    report = json.loads((toy / "build" / "mutants-toy" / "report.json").read_text())
+    assert set(report["stages"]) == {"1"} and report["stages"]["1"]["run_at"]
+    assert report["mutants"] and {m["stage"] for m in report["mutants"]} == {1}
 
 
 def test_wilson_interval_is_sound_at_the_ends():

@@ -255,6 +255,11 @@ def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
     wanted = sorted({r.stage for r in regions} & set(stages or [r.stage for r in regions]))
     mutants: list[Mutant] = []
     population: dict[int, int] = {}
+    ran: dict[int, str] = {}
+    name = f"report-sample{sample}.json" if sample else "report.json"
+    merge = bool(stages) and not sample
+    report = write_report(base / name, project, [], seed, {}, {}, equivalents, merge) \
+        if not wanted else None
     for stage in wanted:
         ref_s = run_reference(checker, solution, stage, seed, env)
         timeout = max(60.0, 4 * ref_s)
@@ -266,10 +271,21 @@ def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
                 range(jobs))
             for found, population[stage] in shards:
                 mutants.extend(found)
-    ran = {stage: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) for stage in wanted}
-    name = f"report-sample{sample}.json" if sample else "report.json"
-    if not sample and stages:  # a rerun of some stages: the others as last measured
-        kept, ran = earlier_stages(base / name, wanted, seed, ran)
+        ran[stage] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        # written after every stage: a run stopped halfway keeps the stages it finished
+        report = write_report(base / name, project, mutants, seed, population, ran,
+                              equivalents, merge)
+    print_report(report, out)
+    return report
+
+
+def write_report(path: Path, project: str, mutants: list[Mutant], seed: int,
+                 population: dict, ran: dict, equivalents: list, merge: bool) -> dict:
+    """Score the stages measured so far and write the report; ``merge``: a rerun of some
+    stages, the others as the last report at this seed has them."""
+    mutants = list(mutants)
+    if merge:
+        kept, ran = earlier_stages(path, sorted(ran), seed, ran)
         mutants.extend(kept)
     for m in mutants:
         if m.outcome in ("survived", "equivalent"):  # the list as it is now decides
@@ -278,8 +294,7 @@ def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
     report = score(project, mutants, seed, population)
     for stage, when in ran.items():
         report["stages"][stage]["run_at"] = when
-    (base / name).write_text(json.dumps(report, indent=1))
-    print_report(report, out)
+    path.write_text(json.dumps(report, indent=1))
     return report
 
 
