@@ -96,10 +96,11 @@ xprof: $(STAMP)
 # solution, the project's checker is the oracle (build/mutants-<p>/report.json).
 # MUTANTS_SAMPLE=N: N drawn mutants per stage, an estimate with its 95% interval.
 # MUTANTS_STAGE=N: measure that stage again; the report keeps the others as last run.
+# MUTANTS_RESCORE=1: no run; the last report decided again by the equivalents file.
 mutants: $(STAMP)
 	$(PY) -m coursekit.commands.mutants $(if $(MUTANTS_PROJECT),--project $(MUTANTS_PROJECT)) \
 	  --jobs $(MUTANTS_JOBS) $(if $(MUTANTS_SAMPLE),--sample $(MUTANTS_SAMPLE)) \
-	  $(if $(MUTANTS_STAGE),--stage $(MUTANTS_STAGE))
+	  $(if $(MUTANTS_STAGE),--stage $(MUTANTS_STAGE)) $(if $(MUTANTS_RESCORE),--rescore)
 
 # Not in CI (too slow; CI keeps its 3-run test): failing seeds are printed to rerun.
 flake: $(STAMP)

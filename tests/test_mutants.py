@@ -166,6 +166,30 @@ def test_a_run_stopped_halfway_keeps_the_stages_it_finished(toy):
     assert report["mutants"] and {m["stage"] for m in report["mutants"]} == {1}
 
 
+def test_rescore_decides_the_last_report_again_without_running_a_mutant(toy):
+    """A survivor justified after the run leaves the score on --rescore; a report that
+    does not exist is a named error."""
+    listed = toy / "projects" / "toy" / "tests" / mutants.EQUIVALENTS
+    listed.write_text("")
+    full = mutants.measure_project("toy", root=toy, out=io.StringIO())
+    assert any(m["id"].startswith("sign/ReplaceComparisonOperator_Gt_GtE")
+               for m in full["survivors"])
+    checker = toy / "projects" / "toy" / "tests" / "check.py"
+    checker.write_text("raise SystemExit(1)\n")  # a mutant run now would kill everything
+    listed.write_text("sign/ReplaceComparisonOperator_Gt_GtE#* -- outside the contract\n")
+    out = io.StringIO()
+    again = mutants.rescore("toy", root=toy, out=out)
+    assert not any(m["id"].startswith("sign/ReplaceComparisonOperator_Gt_GtE")
+                   for m in again["survivors"])
+    assert again["total"]["equivalent"] == full["total"]["equivalent"] + 1
+    assert again["total"]["killed"] == full["total"]["killed"]   # nothing ran
+    assert [t["run_at"] for t in again["stages"].values()] == \
+        [t["run_at"] for t in full["stages"].values()]
+    assert "toy all stages" in out.getvalue()
+    with pytest.raises(SystemExit, match="no mutation report"):
+        mutants.rescore("elsewhere", root=toy, out=io.StringIO())
+
+
 def test_wilson_interval_is_sound_at_the_ends():
     assert mutants.wilson(10, 10)[1] == 1.0 and mutants.wilson(10, 10)[0] > 0.6
     low, high = mutants.wilson(0, 5)

@@ -298,6 +298,22 @@ def write_report(path: Path, project: str, mutants: list[Mutant], seed: int,
     return report
 
 
+def rescore(project: str, *, root: Path = ROOT, out=sys.stdout) -> dict:
+    """The last full report decided again by the equivalents file as it is now, without
+    running a mutant: after a survivor is justified in the file, or an entry removed."""
+    path = Path(root) / "build" / f"mutants-{project}" / "report.json"
+    if not path.is_file():
+        raise SystemExit(f"{project}: no mutation report at {path} to score again; run "
+                         f"make mutants MUTANTS_PROJECT={project} first")
+    old = json.loads(path.read_text())
+    ran = {int(k): t.get("run_at", "earlier") for k, t in old["stages"].items()}
+    equivalents = read_equivalents(Path(root) / "projects" / project / "tests" / EQUIVALENTS)
+    report = write_report(path, project, [Mutant(**m) for m in old["mutants"]], old["seed"],
+                          {}, ran, equivalents, merge=False)
+    print_report(report, out)
+    return report
+
+
 def earlier_stages(path: Path, rerun: list[int], seed: int,
                    ran: dict) -> tuple[list[Mutant], dict]:
     """The mutants of the stages not rerun now, from the last full report at the same
@@ -386,9 +402,15 @@ def main(argv: list[str] | None = None) -> int:
                              "with its 95%% interval; the full run is the measurement)")
     parser.add_argument("--all-operators", action="store_true",
                         help="keep bitwise and shift operator swaps too")
+    parser.add_argument("--rescore", action="store_true",
+                        help="no mutant run: the last full report decided again by the "
+                             "equivalents file as it is now")
     args = parser.parse_args(argv)
     names = args.project or projects(with_solution=True)
     for name in names:
+        if args.rescore:
+            rescore(name)
+            continue
         measure_project(name, seed=args.seed, jobs=args.jobs, stages=args.stage,
                         keep_padding=args.all_operators, sample=args.sample)
     return 0
