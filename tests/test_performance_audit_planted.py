@@ -136,6 +136,8 @@ PLANTED = {
         ("    flops = 2 * n**3\n", "    flops = n**3\n")]),
     "peak_flops_rate_from_the_mean": (2, "peak_flops_and_bandwidth_measured", [
         ('"flops_per_s": flops / best}', '"flops_per_s": flops / (sum(samples) / iters)}')]),
+    "bandwidth_moves_the_bytes_asked": (2, "peak_flops_and_bandwidth_measured", [
+        ("(nbytes // 4) * 4", "nbytes")]),
     "bandwidth_counts_major_faults": (2, "peak_flops_and_bandwidth_measured", [
         ("        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n",
          "        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_majflt\n"),
@@ -148,6 +150,20 @@ PLANTED = {
     "cache_sizes_decimal_units": (2, "cache_sizes_read", [
         ('units = {"K": 2**10, "M": 2**20, "G": 2**30}',
          'units = {"K": 10**3, "M": 10**6, "G": 10**9}')]),
+    # sysfs folders the checker writes: a broken index among good ones, every unit
+    "cache_stops_at_a_broken_index": (2, "cache_sizes_read", [
+        ("        except (OSError, ValueError):\n            continue\n",
+         "        except (OSError, ValueError):\n            break\n")]),
+    "cache_sizes_trusts_every_index": (2, "cache_sizes_read", [
+        ("        except (OSError, ValueError):\n", "        except ():\n")]),
+    "cache_sizes_without_gib": (2, "cache_sizes_read", [
+        ('units = {"K": 2**10, "M": 2**20, "G": 2**30}', 'units = {"K": 2**10, "M": 2**20}')]),
+    "cache_sizes_ignores_root": (2, "cache_sizes_read", [
+        ("Path(root).glob", "Path(\"/sys/devices/system/cpu/cpu0/cache\").glob")]),
+    "roofline_levels_by_name": (2, "roofline_bound_and_memory_level", [
+        ("sorted(caches.items(), key=lambda kv: kv[1])", "sorted(caches.items())")]),
+    "roofline_exactly_full_spills": (2, "roofline_bound_and_memory_level", [
+        ("        if working_set_bytes <= size:\n", "        if working_set_bytes < size:\n")]),
     "roofline_bounds_swapped": (2, "roofline_bound_and_memory_level", [
         ('"lower_s": max(compute_s, memory_s), "upper_s": compute_s + memory_s}',
          '"lower_s": compute_s + memory_s, "upper_s": max(compute_s, memory_s)}')]),

@@ -188,8 +188,8 @@ BANDWIDTH_KINDS = ("in_place", "read_sum", "fresh_output")
 
 def measure_bandwidth(nbytes: int = 256 * 2**20, iters: int = 5,
                       kind: str = "in_place") -> dict:
-    """Attained memory bandwidth of one streaming op on a float32 array of ``nbytes``,
-    measured so that no sample pays for fresh memory pages.
+    """Attained memory bandwidth of one streaming op on a float32 array of ``nbytes``
+    (``nbytes // 4`` elements), measured so that no sample pays for fresh memory pages.
 
     ``kind``:
       "in_place"     ``x * 2 + 1`` written into its own input (the input donated)
@@ -199,7 +199,7 @@ def measure_bandwidth(nbytes: int = 256 * 2**20, iters: int = 5,
 
     Returns a JSON-able dict:
       kind: str; nbytes: int
-      moved_bytes: int, bytes the op reads plus writes in one call
+      moved_bytes: int, bytes of the array the op reads plus writes in one call
       samples_s: list of ``iters`` raw seconds, one per steady, completed call
       minor_faults: list of ``iters`` ints, the minor page faults this process took
           during each sample
@@ -214,12 +214,15 @@ def measure_bandwidth(nbytes: int = 256 * 2**20, iters: int = 5,
     raise NotImplementedError('stage 2: measure_bandwidth (in place, faults per sample)')
 
 
-def cache_sizes() -> dict:
-    """This machine's data-cache sizes in bytes (ints), smallest level first, e.g.
+def cache_sizes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> dict:
+    """This machine's data-cache sizes in bytes (ints) by level, e.g.
     ``{"L1": 49152, "L2": 2097152, "L3": 33554432}``, as the kernel describes cpu0's
-    caches in ``/sys/devices/system/cpu/cpu0/cache/`` (instruction caches hold no data).
-    Return ``{}`` when the folder does not exist. Checked (stage 2) for equality with the
-    checker's own reading of the same folder."""
+    caches in ``root`` (sysfs: one ``index*`` folder per cache, each with ``type``,
+    ``level`` and ``size`` files; sizes like ``48K``, ``2M``, ``1G`` or plain bytes;
+    instruction caches hold no data). An index whose files are missing or unreadable is
+    skipped; ``{}`` when ``root`` does not exist. Checked (stage 2) for equality with the
+    checker's own reading of this machine's folder and of folders it writes itself
+    (every unit, broken entries among good ones)."""
     raise NotImplementedError('stage 2: cache_sizes')
 
 
@@ -236,7 +239,8 @@ def roofline(flops: float, nbytes: float, peak_flops: float, bandwidth,
 
     Returns (floats unless said):
       memory_level: str, the memory level the working set lives in: the smallest level in
-          ``caches`` ("L1", "L2", ...) that holds it, or "DRAM"
+          ``caches`` (by size; names need not sort by size) that holds it (a working set
+          of exactly a level's size fits it), or "DRAM"
       bandwidth: the bytes/s used (that level's, when a dict was given)
       intensity: FLOP per byte of this workload
       ridge: FLOP per byte where the compute roof and this level's memory roof meet

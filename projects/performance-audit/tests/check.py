@@ -764,7 +764,10 @@ def _(impl, ctx):
                  against="the checker's synchronised matmul, interleaved with yours")
     # the learner's calls interleaved with the checker's own in-place and fresh-output
     # measurements of the same size (best of each over the rounds)
-    nbytes, iters = bandwidth_bytes(), 3
+    # a few bytes past a whole number of float32s: the array holds nbytes // 4 of them,
+    # and moved bytes count what the op touches, not what was asked for
+    nbytes = bandwidth_bytes() + int(ctx.rng("bandwidth-tail").integers(1, 4))
+    iters, touched = 3, nbytes // 4 * 4
     pages = -(-nbytes // bandwidth.PAGE)
     yours = {"in_place": [], "read_sum": []}
     ref = {"in_place": [], "read_sum": [], "fresh_output": []}
@@ -777,11 +780,12 @@ def _(impl, ctx):
                 ref_fresh_faults += m["minor_faults"]
         for kind in yours if r == 0 else reversed(yours):
             yours[kind].append(learner_bandwidth(impl, nbytes, kind, iters))
-    for kind, moved in (("in_place", 2 * nbytes), ("read_sum", nbytes)):
+    for kind, moved in (("in_place", 2 * touched), ("read_sum", touched)):
         got = as_float(yours[kind][0]["moved_bytes"], "moved_bytes")
-        fail_unless(got == moved, f"{kind}: wrong bytes moved per call", yours=got,
-                    expected=moved, hint="x * 2 + 1 reads and writes every byte once "
-                    "(2 * nbytes); a sum only reads them (nbytes)")
+        fail_unless(got == moved, f"{kind}: wrong bytes moved per call (nbytes={nbytes})",
+                    yours=got, expected=moved, hint="x * 2 + 1 reads and writes every "
+                    "byte of the array once (2 x its bytes); a sum only reads them; the "
+                    "array holds nbytes // 4 float32s")
     faults = max(f for m in yours["in_place"] for f in m["minor_faults"])
     fail_unless(faults < pages // 4,
                 f"your in-place samples paid {faults} minor page faults per call: a fresh "
@@ -805,12 +809,12 @@ def _(impl, ctx):
     slow_hint = (f"a fresh output each call reads {fresh_ratio:.1f}x slower here (page "
                  "faults, one per 4 KiB page): write in place (donate_argnums=0) and count "
                  "the faults per sample with resource.getrusage")
-    within_ratio(2 * nbytes / best["in_place"], 2 * nbytes / max(ref["in_place"]),
+    within_ratio(2 * touched / best["in_place"], 2 * touched / max(ref["in_place"]),
                  BANDWIDTH_WINDOW, "your time per in-place pass (from bandwidth)",
                  slow_hint if best["in_place"] < max(ref["in_place"]) else
                  "count bytes read + written; sync before stopping the clock",
                  against="the checker's in-place measurement, interleaved with yours")
-    within_ratio(nbytes / best["read_sum"], nbytes / max(ref["read_sum"]),
+    within_ratio(touched / best["read_sum"], touched / max(ref["read_sum"]),
                  TIME_RATIO_WINDOW, "your time per read_sum pass (from bandwidth)",
                  "jnp.sum reads nbytes once; sync before stopping the clock",
                  against="the checker's read_sum measurement, interleaved with yours")
@@ -827,7 +831,8 @@ def _(impl, ctx):
     cases = [(ridge * 0.25, caches["L3"] * 4, "memory", "DRAM"),
              (ridge * 8.0, caches["L1"] * 2, "compute", "L2"),
              (ridge * 0.5, caches["L1"] // 2, "memory", "L1"),
-             (ridge * 3.0, caches["L3"] - 1, "compute", "L3")]
+             (ridge * 3.0, caches["L3"] - 1, "compute", "L3"),
+             (ridge * 0.5, caches["L2"], "memory", "L2")]  # exactly full: it fits
     for intensity, working_set, bound, level in cases:
         nbytes = float(rng.uniform(1e6, 1e9))
         flops = intensity * nbytes
@@ -857,6 +862,17 @@ def _(impl, ctx):
                         f"{key}: the time bound is off", yours=r.get(key), expected=want,
                         hint="lower_s = max(compute, memory) (perfect overlap), upper_s = "
                         "their sum (no overlap)")
+    # levels are found by size, not by name: a memory-side cache in HBM (a Xeon Max in
+    # cache mode) is the largest level, yet its name sorts first
+    with_hbm = {"HBM": 64 * 2**30, **caches}
+    for working_set, level in ((caches["L1"] // 2, "L1"), (caches["L3"] * 4, "HBM"),
+                               (with_hbm["HBM"] + 1, "DRAM")):
+        r = require_keys(roofline(1e9, 1e8, peak, bw, working_set, dict(with_hbm)),
+                         ("memory_level",), "roofline")
+        fail_unless(r["memory_level"] == level, f"with caches {sorted(with_hbm)}, a "
+                    f"working set of {working_set} bytes lives in {level}",
+                    yours=r["memory_level"], expected=level, hint="the smallest cache *by "
+                    "size* that holds the working set; level names need not sort by size")
     # bandwidth per level: the level the working set lives in decides the roof
     per_level = {name: float(rng.uniform(1e10, 2e11)) for name in (*caches, "DRAM")}
     for working_set, level in ((caches["L1"] // 3, "L1"), (caches["L2"] - 1, "L2"),
@@ -874,10 +890,45 @@ def _(impl, ctx):
                     "given")
 
 
+def sysfs_caches(ctx) -> tuple[Path, dict]:
+    """A sysfs cache folder written by the checker: every size unit (K, M, G, plain
+    bytes), an instruction cache, and two broken indexes sorted first (one without its
+    size file, one whose level is no number) that must be skipped, not end the read; and
+    the sizes it describes."""
+    rng = ctx.rng("sysfs")
+    root = ctx.subdir("sysfs-cache")
+    l1, l2 = int(rng.integers(16, 80)), int(rng.integers(1, 5))
+    l3 = int(rng.integers(1, 64)) * 2**20 + int(rng.integers(1, 2**10)) * 2**10
+    l4 = int(rng.integers(1, 3))
+    entries = [("Data", "1", None), ("Unified", "x", "8M"), ("Data", "1", f"{l1}K"),
+               ("Instruction", "1", "32K"), ("Unified", "2", f"{l2}M"),
+               ("Unified", "3", str(l3)), ("Unified", "4", f"{l4}G")]
+    for k, (kind, level, size) in enumerate(entries):
+        index = root / f"index{k}"
+        index.mkdir()
+        (index / "type").write_text(kind + "\n")
+        (index / "level").write_text(level + "\n")
+        if size is not None:
+            (index / "size").write_text(size + "\n")
+    return root, {"L1": l1 * 2**10, "L2": l2 * 2**20, "L3": l3, "L4": l4 * 2**30}
+
+
 @checker.check(2, "cache_sizes_read")
 def _(impl, ctx):
+    cache_sizes = get_function(impl, "cache_sizes")
+    fake, want = sysfs_caches(ctx)
+    fail_unless(bandwidth.cache_sizes(fake) == want, "the checker's own reading of its "
+                "sysfs folder is wrong", yours=bandwidth.cache_sizes(fake), expected=want)
+    theirs = cache_sizes(str(fake))
+    fail_unless(theirs == want, "cache sizes differ from a sysfs folder the checker wrote",
+                yours=theirs, expected=want, hint="sizes end in K, M or G (KiB, MiB, "
+                "GiB) or are plain bytes; skip Instruction caches, and skip an index whose "
+                "files are missing or unreadable without stopping the read")
+    missing = cache_sizes(str(fake / "no-such-folder"))
+    fail_unless(missing == {}, "cache_sizes of a folder that does not exist must be {}",
+                yours=missing, expected={})
     root = Path("/sys/devices/system/cpu/cpu0/cache")
-    theirs = get_function(impl, "cache_sizes")()
+    theirs = cache_sizes()
     fail_unless(isinstance(theirs, dict), "cache_sizes must return a dict", yours=theirs)
     if not root.is_dir():
         return
