@@ -150,6 +150,15 @@ PLANTED = {
     "cache_sizes_decimal_units": (2, "cache_sizes_read", [
         ('units = {"K": 2**10, "M": 2**20, "G": 2**30}',
          'units = {"K": 10**3, "M": 10**6, "G": 10**9}')]),
+    # the hand-built trace of ties
+    "summary_child_must_start_after_region": (2, "region_summary_matches_checker", [
+        ('e["ts"] >= r["ts"] and', 'e["ts"] > r["ts"] and')]),
+    "summary_short_events_first": (2, "region_summary_matches_checker", [
+        ('key=lambda e: (e["ts"], -e["dur"]))', 'key=lambda e: e["ts"])')]),
+    "summary_adjacent_sibling_dropped": (2, "region_summary_matches_checker", [
+        ('            if e["ts"] < covered_until:\n', '            if e["ts"] <= covered_until:\n')]),
+    "summary_any_process": (2, "region_summary_matches_checker", [
+        ('if e is not r and e.get("pid") == r.get("pid")', 'if e is not r')]),
     # sysfs folders the checker writes: a broken index among good ones, every unit
     "cache_stops_at_a_broken_index": (2, "cache_sizes_read", [
         ("        except (OSError, ValueError):\n            continue\n",

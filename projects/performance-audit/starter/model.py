@@ -139,9 +139,11 @@ def summarize_region(trace_file: str, region: str) -> dict:
           counted once (a PjitFunction nested in itself must not be added twice)
       self_us: float, the region's time not covered by its direct children
     Checked (stage 2) against the checker's own parse of a real ``jax.profiler`` trace and
-    of a hand-built one with nested events, events on other threads, an event that starts
-    inside the region and ends after it, and events whose names start with the region's
-    name (they are other events). Durations to 1e-6 relative.
+    of hand-built ones with nested events, events on other threads and processes, an
+    event that starts inside the region and ends after it, events whose names start with
+    the region's name (they are other events), events that start or end together (with
+    the region, or one where another ends) and an event cut off without its ``dur`` (not
+    a complete event). Durations to 1e-6 relative.
     """
     raise NotImplementedError('stage 2: summarize_region')
 

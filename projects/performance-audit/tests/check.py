@@ -515,6 +515,52 @@ def synthetic_trace(ctx) -> tuple[Path, str]:
     return path, region
 
 
+def edge_trace(ctx) -> tuple[Path, str]:
+    """A hand-built trace of ties, in whole microseconds so every sum is exact: a child
+    that starts with the region, and inside it a grandchild that starts with both; a
+    sibling that starts exactly where the previous one ends; a child that ends exactly with
+    the region; events in the region's time on a lower and a higher pid and tid (other
+    threads); a complete event the profiler cut off without its duration; and a second
+    occurrence whose one child covers less than half of it."""
+    rng = ctx.rng("edge-trace")
+    region = region_name(ctx.rng("region")) + "_edge"
+    pid, tid = int(rng.integers(3, 9)), int(rng.integers(3, 9))
+    t0 = float(rng.integers(1_000, 9_000))
+    a, b, c, gap = (float(rng.integers(lo, hi)) for lo, hi in
+                    ((20, 60), (5, 30), (5, 30), (3, 15)))
+    total = a + b + gap + c
+
+    def ev(name, ts, dur, p=pid, t=tid, **extra):
+        return {"ph": "X", "pid": p, "tid": t, "ts": ts, "dur": dur, "name": name, **extra}
+
+    events = [
+        ev(region, t0, total),
+        ev("first", t0, a),                      # starts with the region
+        ev("first_inner", t0, a / 2),            # starts with both: nested in "first"
+        ev("adjacent", t0 + a, b),               # starts where "first" ends
+        ev("at_the_end", t0 + total - c, c),     # ends with the region
+    ]
+    # in the gap between "adjacent" and "at_the_end", where a child would be counted
+    gap_start = t0 + a + b
+    events += [ev(f"other_{what}", gap_start + 1, gap - 2, **where) for what, where in
+               (("pid_low", {"p": pid - 1}), ("pid_high", {"p": pid + 1}),
+                ("tid_low", {"t": tid - 1}), ("tid_high", {"t": tid + 1}))]
+    cut = ev("cut_off", gap_start + 1, 1.0)
+    del cut["dur"]                               # no duration: not a complete event
+    events.append(cut)
+    t1 = t0 + total + float(rng.integers(50, 200))
+    small = float(rng.integers(2, 10))           # covers under half of all occurrences
+    events += [ev(region, t1, 4 * total + small), ev("small", t1 + 3, small)]
+    rng.shuffle(events)  # a trace's order is not its time order...
+    names = [e["name"] for e in events]          # ...and here the inner one comes first
+    i, o = names.index("first_inner"), names.index("first")
+    if i > o:
+        events[i], events[o] = events[o], events[i]
+    path = ctx.subdir("edge") / "edge.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path, region
+
+
 def compare_summaries(yours, expected, label: str) -> None:
     yours = require_keys(yours, ("count", "total_us", "children", "child_us", "self_us"),
                          "summarize_region")
@@ -650,6 +696,9 @@ def _(impl, ctx):
     path, region = synthetic_trace(ctx)
     compare_summaries(summarize(str(path), region), traces.region_summary(path, region),
                       "hand-built trace")
+    path, region = edge_trace(ctx)
+    compare_summaries(summarize(str(path), region), traces.region_summary(path, region),
+                      "hand-built trace of ties (events that start or end together)")
     path, region = checker_trace(ctx)
     compare_summaries(summarize(str(path), region), traces.region_summary(path, region),
                       "real jax.profiler trace")
