@@ -163,10 +163,12 @@ PLANTED = {
     "cache_stops_at_a_broken_index": (2, "cache_sizes_read", [
         ("        except (OSError, ValueError):\n            continue\n",
          "        except (OSError, ValueError):\n            break\n")]),
-    "cache_sizes_trusts_every_index": (2, "cache_sizes_read", [
-        ("        except (OSError, ValueError):\n", "        except ():\n")]),
-    "cache_sizes_without_gib": (2, "cache_sizes_read", [
-        ('units = {"K": 2**10, "M": 2**20, "G": 2**30}', 'units = {"K": 2**10, "M": 2**20}')]),
+    "cache_sizes_gives_up_on_a_broken_index": (2, "cache_sizes_read", [
+        ("        except (OSError, ValueError):\n            continue\n",
+         "        except (OSError, ValueError):\n            return {}\n")]),
+    "cache_sizes_gib_as_mib": (2, "cache_sizes_read", [   # a copy-paste slip
+        ('units = {"K": 2**10, "M": 2**20, "G": 2**30}',
+         'units = {"K": 2**10, "M": 2**20, "G": 2**20}')]),
     "cache_sizes_ignores_root": (2, "cache_sizes_read", [
         ("Path(root).glob", "Path(\"/sys/devices/system/cpu/cpu0/cache\").glob")]),
     "roofline_levels_by_name": (2, "roofline_bound_and_memory_level", [
