@@ -190,6 +190,20 @@ def test_rescore_decides_the_last_report_again_without_running_a_mutant(toy):
         mutants.rescore("elsewhere", root=toy, out=io.StringIO())
 
 
+def test_two_jobs_flags_keep_a_checkers_own_device_count():
+    """MUTANTS_JOBS=2 adds its one-thread flag to XLA_FLAGS; a checker that then asks for
+    8 CPU devices (sharded-training) must get them (a flag XLA cannot read hides the rest)."""
+    import os
+    import subprocess
+    import sys
+
+    from coursekit.facts import use_cpu_devices
+    env = use_cpu_devices(8, dict(os.environ, XLA_FLAGS=mutants.ONE_THREAD))
+    got = subprocess.run([sys.executable, "-c", "import jax; print(jax.device_count())"],
+                         env=env, capture_output=True, text=True, check=True).stdout
+    assert got.split()[-1] == "8", env["XLA_FLAGS"]
+
+
 def test_wilson_interval_is_sound_at_the_ends():
     assert mutants.wilson(10, 10)[1] == 1.0 and mutants.wilson(10, 10)[0] > 0.6
     low, high = mutants.wilson(0, 5)

@@ -56,7 +56,9 @@ from coursekit.facts import ROOT, projects
 EQUIVALENTS = "equivalent_mutants.txt"
 PADDING_OPERATORS = re.compile(r"_(LShift|RShift|BitOr|BitAnd|BitXor)(_|$)")
 STAGE = re.compile(r"stage\s+(\d+)\s*:\s*([A-Za-z_]\w*)")
-ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+# Only --flags: XLA stops reading XLA_FLAGS at a token without "--", so a checker's own
+# flags appended after one (sharded-training's 8 CPU devices) would be ignored.
+ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
 
 
 @dataclass(frozen=True)
