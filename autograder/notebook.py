@@ -41,6 +41,7 @@ import warnings
 from pathlib import Path
 
 from autograder import outcomes, sandbox
+from autograder.nblimits import NotebookRefused, check_notebook_file
 from autograder.tamper import Probe, builtins_used
 from autograder.workspace import Settings, prepare
 
@@ -501,6 +502,15 @@ def grade_notebook(settings: Settings, name: str, key: dict, student: str,
         record.update(reason="missing-file", message=f"the submission has no {name}")
         record["questions"] = [{"id": g, "status": "missing", "points": 0.0,
                                 "max_points": t["points"], "message": ""}
+                               for g, t in key["tests"].items()]
+        return record
+    try:
+        check_notebook_file(path)  # bounded work before nbformat reads it all
+    except NotebookRefused as refused:
+        status, reason = outcomes.status_of(refused.reason)
+        record.update(status=status, reason=reason, message=refused.message[:500])
+        record["questions"] = [{"id": g, "status": status, "points": 0.0,
+                                "max_points": t["points"], "message": refused.message[:200]}
                                for g, t in key["tests"].items()]
         return record
     try:

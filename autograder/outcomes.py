@@ -63,6 +63,12 @@ TABLE: dict[str, Outcome] = {
     "exit-before-results": Outcome("crash", "the process exited before the checks finished"),
     "missing-file": Outcome("missing", "the file was not in the submission"),
     "unreadable-notebook": Outcome("error", "the notebook file could not be read"),
+    "notebook-too-large": Outcome("error", "the notebook file is larger than the grader "
+                                           "reads (clear large outputs)"),
+    "notebook-too-many-cells": Outcome("error", "the notebook has more cells than the "
+                                                "grader reads"),
+    "notebook-too-deep": Outcome("error", "the notebook's JSON is nested deeper than the "
+                                          "grader reads"),
     "bad-submission": Outcome("error", "the submission could not be unpacked"),
     # the grader's own failures
     "grader-error": Outcome("crash", "the grader failed on this item; your instructor has "

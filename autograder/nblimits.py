@@ -1,0 +1,90 @@
+"""Limits on what the grader's own process reads from a submitted notebook.
+
+The grader parses, validates and restores a notebook in its parent process, outside the
+sandbox and its wall clock: a notebook of 300,000 cells kept that process busy for about
+20 minutes before it scored 0. Everything here runs before nbformat sees the file, in
+time bounded by the file's size: the size (one ``stat``), the JSON nesting depth and the
+cell count (one parse, then one iterative walk). A refusal is a reason of its own
+(``autograder.outcomes``) with a sentence that says which limit and by how much.
+
+The bounds are far above any honest notebook (the course's largest has about 80 cells
+and 60 KB; executed with every plot inline, well under 5 MB) and far below what costs
+the grader minutes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+MAX_BYTES = 32 << 20   # a notebook file, outputs included
+MAX_CELLS = 2_000      # cells of any kind
+MAX_DEPTH = 64         # nesting of JSON objects and arrays (nbformat needs 6)
+MAX_CELL_CHARS = 2_000_000  # the source of one cell
+
+
+class NotebookRefused(Exception):
+    """A notebook over a limit: ``reason`` for the gradebook, ``message`` for people."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason, self.message = reason, message
+
+
+def _depth(value, limit: int) -> int:
+    """Nesting depth of parsed JSON, walked without recursion; stops past ``limit``."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def check_notebook_file(path: Path, *, max_bytes: int = MAX_BYTES,
+                        max_cells: int = MAX_CELLS, max_depth: int = MAX_DEPTH,
+                        max_cell_chars: int = MAX_CELL_CHARS) -> dict:
+    """The parsed JSON of ``path`` when it is within every limit; else NotebookRefused.
+    Plain JSON errors are left to nbformat's reader, which names them."""
+    name = path.name
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise NotebookRefused("notebook-too-large",
+                              f"{name} is {size / 2**20:.1f} MiB; the grader reads "
+                              f"notebooks up to {max_bytes >> 20} MiB (clear large "
+                              "outputs before handing in)")
+    try:
+        data = json.loads(path.read_bytes())
+    except RecursionError:
+        raise NotebookRefused("notebook-too-deep",
+                              f"{name} nests JSON deeper than the grader reads "
+                              f"({max_depth} levels)") from None
+    except ValueError:
+        return {}  # not JSON: nbformat's reader says so, as before
+    depth = _depth(data, max_depth)
+    if depth > max_depth:
+        raise NotebookRefused("notebook-too-deep",
+                              f"{name} nests JSON more than {max_depth} levels deep; a "
+                              f"notebook needs about 6")
+    cells = data.get("cells") if isinstance(data, dict) else None
+    if isinstance(cells, list):
+        if len(cells) > max_cells:
+            raise NotebookRefused("notebook-too-many-cells",
+                                  f"{name} has {len(cells):,} cells; the grader reads "
+                                  f"notebooks of up to {max_cells:,}")
+        for index, cell in enumerate(cells):
+            source = cell.get("source", "") if isinstance(cell, dict) else ""
+            chars = sum(map(len, source)) if isinstance(source, list) else len(str(source))
+            if chars > max_cell_chars:
+                raise NotebookRefused("notebook-too-large",
+                                      f"{name}: cell {index} has {chars:,} characters of "
+                                      f"source; the grader reads up to {max_cell_chars:,}")
+    return data
