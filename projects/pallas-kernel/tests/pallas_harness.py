@@ -1,0 +1,202 @@
+"""pallas-kernel's checker object and what every stage shares: what the learner process
+reports about itself (``SELF_REPORTED``) with what each report is cross-checked against,
+the checker's own references and rounding budget, its inputs, the comparison that names
+the worst element, and the learner's kernel exported as StableHLO.
+
+The learner's code runs in a learner process (the Checker's learner-process flag,
+``coursekit.checking.bridge``): this process never imports the learner's file. Checks send
+it inputs as data and get the learner's results back as data (softmax outputs, tolerance
+dicts, ``run_softmax`` results, sweep records, summaries), and verify them here against the
+checker's own references: a NumPy float64 softmax (the row max subtracted, ``ref64``) and a
+float32 ``jax.numpy`` softmax (``ref_jnp``), with the checker's own rounding budget
+(``budget``). Inputs and shapes come from a seed the learner does not see, with shapes
+that the block sizes do not divide (``draw``, ``ragged``).
+
+What needs the learner's *program* (a ``pallas_call``'s grid, blocks, index maps, the
+primitives inside and outside the kernel, the ``interpret`` flag, the flag with
+``execution_mode`` swapped, the calls and compiles of the kernel a sweep is given) is read
+in the learner process by inspectors (``coursekit/workloads/remote_pallas_kernel.py``,
+calling ``coursekit.measure.pallas_inspect``). Those answers are self-reported: each is
+listed in ``SELF_REPORTED`` with what it is cross-checked against here: the learner's
+program exported as StableHLO (``softmax_pallas.export``, ``exported_kernel``) and read and
+run in this process (its values against the float64 reference, its lowered mode, the grid
+loop and block tensors of an interpreted kernel), the shape arithmetic, ``run_softmax``'s
+declarations, and this process's wall clock around each request (the learner's clock and
+this one are the same system monotonic clock). A contradiction is tamper evidence (the
+stage scores 0)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from coursekit.checking.contract import Checker
+from coursekit.checking.learner import LearnerCodeError, get_function
+from coursekit.checking.values import as_array, fail_unless
+from coursekit.workloads.remote_pallas_kernel import reference_softmax_f32
+
+checker = Checker("pallas-kernel", {
+    1: "independent references", 2: "the kernel", 3: "measured"}, learner_process=True)
+
+# What the learner process reports about itself (inspector answers), and what each is
+# cross-checked against in this process.
+SELF_REPORTED = {
+    "pallas-kernel/jit_call": "softmax_jnp's values under jax.jit: compared element by "
+                              "element with this process's float64 softmax",
+    "pallas-kernel/sites (count of pallas_calls, outside/inside primitives)":
+        "the exported StableHLO read here: an interpreted pallas_call is a grid loop "
+        "(stablehlo.while), so reported interpreted sites in a program without a loop "
+        "are a contradiction; the exported program run here against float64",
+    "pallas-kernel/sites (grid, block shapes)": "the shape arithmetic (ceil(rows / "
+        "block_rows), block_cols(cols)), the exported program's grid loop bound and its "
+        "block tensor shapes, run_softmax's declared grid and block_rows",
+    "pallas-kernel/sites (block indices)": "program i -> block (i, 0) from the shape "
+        "arithmetic; on an interpreted kernel the exported program computes the right "
+        "values here (a wrong map gives wrong rows)",
+    "pallas-kernel/sites (interpret flag)": "the lowered mode read here from the exported "
+        "program (a compiled kernel is a Triton/Mosaic custom call, an interpreted one is "
+        "not) and this process's jax.default_backend()",
+    "pallas-kernel/interpret_flags_with_mode": "the expected flag for the mode the "
+        "checker chose (no independent reading: it is a trace with a swapped function)",
+    "pallas-kernel/sweep_probed (calls, compiles, entry/exit stamps)": "stamps inside "
+        "this process's wall-clock window around the request, in order and disjoint; "
+        "for a catalog kernel, the bridge's own call counter (Workload.facts); the "
+        "records' times within the stamped windows",
+    "pallas-kernel/lowered_mode, pallas-kernel/time_synced (off CPU only, when jax "
+    "cannot export a compiled Triton kernel)": "the mode against the sites' interpret "
+        "flag and the backend; the checker's own timing samples (its timing code, run "
+        "there) against the request's wall time measured here",
+    "pallas-kernel/call_plain": "summarize's answer carried with its int-keyed dicts as "
+                                "(key, value) pairs: every value compared with the "
+                                "checker's own summary of the records it planted",
+    "pallas-kernel/call_with_dtype": "tolerance(jnp.<dtype>, n) called there (a dtype "
+                                     "is not data): the rtol/atol it returns are checked "
+                                     "against the checker's own rounding budget and "
+                                     "against correct and wrong results computed here",
+    "pallas-kernel/value_error_of": "none independent: whether summarize raised a "
+        "ValueError and its message, read as the learner's code reported it",
+}
+
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+BLOCK_ROWS = (8, 16, 32)
+
+
+# ---------------------------------------------------------------------------------------
+# The checker's own references, rounding budget and inputs
+# ---------------------------------------------------------------------------------------
+
+def ref64(x) -> np.ndarray:
+    """The truth: float64 throughout (bfloat16 and float32 values are exact in float64),
+    the row max subtracted, so rows near +-1000 neither overflow nor lose their tiny
+    probabilities (which underflow to 0 in float32 and stay > 0 here)."""
+    z = np.asarray(x).astype(np.float64)
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    y = e / e.sum(axis=1, keepdims=True)
+    assert y.dtype == np.float64 and np.all(np.isfinite(y))  # the oracle's own promise
+    return y
+
+
+# The float32 jnp reference, run in this process (the learner process builds the same
+# function from the same source for the planted kernels of stage 3).
+ref_jnp = jax.jit(reference_softmax_f32)
+
+
+def unit_roundoff(dtype) -> float:
+    return float(jnp.finfo(dtype).eps) / 2
+
+
+def budget(dtype, n: int) -> tuple[float, float]:
+    """(rtol, atol): float32 arithmetic (u32 = 2^-24) through a length-n sum plus a few
+    roundings for exp, subtraction and division, then one rounding to ``dtype``."""
+    u_out, u32 = unit_roundoff(dtype), unit_roundoff(jnp.float32)
+    return u_out + (n + 4) * u32, 4 * u32
+
+
+# Extreme rows, mixed into every correctness input: an offset near +-1000 (exp overflows
+# float32 and float64 without max subtraction) and a spread of some 100-400 within a row
+# (probabilities below float32's smallest subnormal, 1.4e-45, underflow to 0 in float32
+# but not in float64, whose exp underflows only past -745).
+EXTREME_OFFSET = (600.0, 1000.0)
+EXTREME_SCALE = (30.0, 60.0)
+BEYOND_FLOAT64 = (800.0, 1000.0)  # exp(709.8) overflows float64, exp(-745) underflows
+
+
+def draw(rng, shape, dtype, *, extreme: bool = True) -> jax.Array:
+    """Rows with different scales and offsets (max subtraction matters); with ``extreme``
+    about half the rows are overflow or underflow rows, and (as far as there are rows)
+    always one row beyond float64's exp range upwards, one underflow row and one beyond
+    it downwards: without max subtraction even float64 gives inf/inf or 0/0 there, on
+    every seed."""
+    rows, _ = shape
+    scale = rng.uniform(0.5, 4.0, (rows, 1))
+    offset = rng.uniform(-20, 20, (rows, 1))
+    if extreme:
+        kind = rng.integers(0, 4, rows)  # 0, 1: ordinary; 2: overflow; 3: underflow
+        big = rng.choice([-1, 1], rows) * rng.uniform(*EXTREME_OFFSET, rows)
+        forced = rng.permutation(rows)[:3]
+        for row, (k, sign) in zip(forced, ((2, 1.0), (3, 1.0), (2, -1.0))):
+            kind[row] = k
+            if k == 2:
+                big[row] = sign * rng.uniform(*BEYOND_FLOAT64)
+        offset[kind == 2, 0] = big[kind == 2]
+        scale[kind == 3, 0] = rng.uniform(*EXTREME_SCALE, int(np.sum(kind == 3)))
+    x = rng.standard_normal(shape) * scale + offset
+    return jnp.asarray(x.astype(np.float32), dtype)
+
+
+def ragged(rng, lo: int, hi: int, multiple_of: int) -> int:
+    """A size in [lo, hi) that is not a multiple of ``multiple_of``."""
+    while True:
+        n = int(rng.integers(lo, hi))
+        if n % multiple_of:
+            return n
+
+
+
+def compare(y: np.ndarray, ref: np.ndarray, rtol: float, atol: float):
+    """(ok, (i, j) of the worst element, its error over the allowance)."""
+    y = y.astype(np.float64)
+    allowed = atol + rtol * np.abs(ref)
+    with np.errstate(invalid="ignore"):
+        excess = np.abs(y - ref) / allowed
+    excess = np.where(np.isnan(excess), np.inf, excess)
+    worst = np.unravel_index(int(np.argmax(excess)), excess.shape)
+    return bool(np.all(excess <= 1.0)), tuple(int(i) for i in worst), float(excess[worst])
+
+
+def expect_close(y, x, dtype_name: str, what: str, hint: str, also_jnp: bool = False) -> None:
+    """Compare a learner result with the float64 truth (and the float32 jnp reference,
+    which has its own rounding, so twice the budget) and name the worst element."""
+    shape, n = tuple(x.shape), x.shape[1]
+    y = as_array(y, what, shape=shape, dtype=DTYPES[dtype_name])
+    rtol, atol = budget(DTYPES[dtype_name], n)
+    refs = [("the float64 reference", ref64(x), rtol, atol)]
+    if also_jnp:
+        refs.append(("the float32 jnp reference", np.asarray(ref_jnp(x)).astype(np.float64),
+                     2 * rtol, 2 * atol))
+    for name, ref, rt, at in refs:
+        ok, (i, j), excess = compare(y, ref, rt, at)
+        fail_unless(ok, f"{what} differs from {name} at [{i}, {j}] by {excess:.3g}x the "
+                    f"rounding budget (rtol={rt:.3g}, atol={at:.3g})",
+                    yours=float(y.astype(np.float64)[i, j]), expected=float(ref[i, j]),
+                    hint=hint)
+
+
+# ---------------------------------------------------------------------------------------
+# The learner's kernel as a program this process reads (stage 2) and times (stage 3)
+# ---------------------------------------------------------------------------------------
+
+def exported_kernel(impl, x, block_rows: int):
+    """softmax_pallas(x, block_rows=...) exported by the learner process as StableHLO,
+    to be read and run in this process; None off CPU when it cannot be exported (jax
+    refuses to serialise a compiled Triton kernel: its IR has no stability guarantee)."""
+    try:
+        return get_function(impl, "softmax_pallas").export(x, block_rows=block_rows,
+                                                            out_example=x)
+    except LearnerCodeError:
+        if jax.default_backend() == "cpu":  # interpreted kernels always export
+            raise
+        return None
+

@@ -1,0 +1,173 @@
+"""pallas-kernel stage 1: independent references. The learner's ``softmax_jnp`` (run
+under ``jax.jit`` in the learner process, its values returned as data) and
+``softmax_numpy_f64`` are compared element by element with the checker's own float64
+softmax (``ref64``) on inputs with rows near +-1000 and rows whose tiny probabilities
+underflow float32; the learner's ``tolerance(dtype, n)`` (called there with the dtype,
+which is not data) must fall inside the checker's own bracket around its rounding budget,
+accept a correct softmax computed here and reject one 10x the budget off."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+from pallas_harness import (
+    DTYPES,
+    budget,
+    checker,
+    compare,
+    draw,
+    expect_close,
+    ragged,
+    ref64,
+    ref_jnp,
+    unit_roundoff,
+)
+
+from coursekit.checking import bridge
+from coursekit.checking.bridge import LearnerFunction
+from coursekit.checking.learner import get_function
+from coursekit.checking.values import as_array, as_float, fail_unless, require_keys
+
+# The bracket a derived rtol must fall in: no less than the worst case of the length-n
+# float32 sum ((n-1) roundings) plus the one rounding to the output dtype, no more than
+# 1.5x ``budget`` (which also counts exp, subtraction and division): any honest
+# count of "a few" extra roundings lands inside, eps-for-u (2x) or 2n-for-n does not.
+RTOL_OVER_BUDGET = 1.5
+ATOL_MAX_U32 = 10
+
+
+def rtol_bracket(dtype, n: int) -> tuple[float, float]:
+    u_out, u32 = unit_roundoff(dtype), unit_roundoff(jnp.float32)
+    return u_out + (n - 1) * u32, RTOL_OVER_BUDGET * budget(dtype, n)[0]
+
+
+REFERENCE_HINT = ("compute in float32 whatever the input dtype, subtract the row max, "
+                  "cast back to x.dtype once at the end")
+
+
+def learner_jnp(impl):
+    """The learner's softmax_jnp under jax.jit, run in the learner process; its values
+    come back as data (checked here against the float64 reference)."""
+    get_function(impl, "softmax_jnp")  # a missing function is named
+    return lambda x: bridge.inspect(impl, "pallas-kernel/jit_call",
+                                    LearnerFunction("softmax_jnp"), x)
+
+
+@checker.check(1, "jnp_reference_matches_float64")
+def _(impl, ctx):
+    fn = learner_jnp(impl)
+    rng = ctx.rng("jnp-ref")
+    shapes = [(int(rng.integers(2, 9)), int(rng.integers(1, 20))),
+              (int(rng.integers(9, 40)) | 1, ragged(rng, 100, 700, 2)),
+              (int(rng.integers(2, 6)), ragged(rng, 2000, 5000, 2))]
+    for dtype_name in DTYPES:
+        for shape in shapes:
+            x = draw(rng, shape, DTYPES[dtype_name])
+            expect_close(fn(x), x, dtype_name, f"softmax_jnp on {dtype_name} {shape}",
+                         REFERENCE_HINT)
+
+
+@checker.check(1, "jnp_reference_is_stable")
+def _(impl, ctx):
+    fn = learner_jnp(impl)
+    rng = ctx.rng("stable")
+    shape = (int(rng.integers(3, 12)), ragged(rng, 30, 300, 2))
+    x = rng.standard_normal(shape) * 3 + rng.choice([-1, 1], (shape[0], 1)) * rng.uniform(
+        600, 1000, (shape[0], 1))
+    x = jnp.asarray(x.astype(np.float32))
+    y = as_array(fn(x), "softmax_jnp", shape=shape, dtype=jnp.float32)
+    fail_unless(bool(np.all(np.isfinite(y))), "softmax_jnp gives inf or nan on rows of "
+                "values near +-1000", yours=y, expected="finite probabilities",
+                hint="exp(1000.) overflows float32: subtract each row's max first")
+    expect_close(y, x, "float32", "softmax_jnp on rows near +-1000", REFERENCE_HINT)
+
+
+@checker.check(1, "numpy_reference_is_float64")
+def _(impl, ctx):
+    fn = get_function(impl, "softmax_numpy_f64")
+    rng = ctx.rng("np-ref")
+    for dtype_name in DTYPES:
+        shape = (int(rng.integers(3, 20)), ragged(rng, 50, 3000, 2))
+        x = draw(rng, shape, DTYPES[dtype_name])
+        y = fn(x)
+        fail_unless(isinstance(y, np.ndarray), "softmax_numpy_f64 must return a NumPy "
+                    "array (it is the JAX-independent reference)", yours=type(y).__name__,
+                    expected="numpy.ndarray", hint="use numpy only: np.asarray(x)."
+                    "astype(np.float64), np.exp, .max, .sum")
+        y = as_array(y, "softmax_numpy_f64", shape=shape, dtype=np.float64)
+        ok, (i, j), excess = compare(y, ref64(x), 1e-12, 1e-300)
+        fail_unless(ok, f"softmax_numpy_f64 on {dtype_name} input is not float64-accurate "
+                    f"(worst at [{i}, {j}]: {excess:.3g}x a 1e-12 relative tolerance)",
+                    yours=float(y[i, j]), expected=float(ref64(x)[i, j]),
+                    hint="convert to float64 before any arithmetic; a float32 computation "
+                    "cast to float64 keeps float32's error")
+
+
+@checker.check(1, "tolerance_from_dtype_and_length")
+def _(impl, ctx):
+    get_function(impl, "tolerance")  # a missing function is named
+    rng = ctx.rng("tolerance")
+    lengths = (int(rng.integers(5, 12)), ragged(rng, 200, 500, 2), ragged(rng, 3000, 5000, 2))
+    got = {}
+    for dtype_name, dtype in DTYPES.items():
+        for n in lengths:
+            t = require_keys(bridge.inspect(impl, "pallas-kernel/call_with_dtype",
+                                            LearnerFunction("tolerance"), dtype_name, n),
+                             ("rtol", "atol", "why"), "tolerance")
+            rtol, atol = as_float(t["rtol"], "rtol"), as_float(t["atol"], "atol")
+            fail_unless(rtol > 0 and atol >= 0, "rtol must be > 0 and atol >= 0",
+                        yours=(rtol, atol))
+            lo, hi = rtol_bracket(dtype, n)
+            fail_unless(lo <= rtol <= hi, f"your rtol for {dtype_name}, length {n}, is not "
+                        "the rounding budget of this computation", yours=rtol,
+                        expected=f"in [{lo:.4g}, {hi:.4g}]: at least u_out + (n-1) u32 (the "
+                        "worst case of a length-n float32 sum, then one rounding to the "
+                        "output), at most 1.5x u_out + (n+4) u32",
+                        hint="u = finfo(dtype).eps / 2 is the unit roundoff (eps is twice "
+                        "it); a sum of n terms is n-1 roundings; count u_out once")
+            u32 = unit_roundoff(jnp.float32)
+            fail_unless(u32 <= atol <= ATOL_MAX_U32 * u32, f"your atol for {dtype_name}, "
+                        f"length {n}, is not an absolute error of float32 arithmetic",
+                        yours=atol, expected=f"in [u32, {ATOL_MAX_U32} u32] = [{u32:.3g}, "
+                        f"{ATOL_MAX_U32 * u32:.3g}]", hint="tiny probabilities carry the "
+                        "rounding of their exp argument: a few u32 in absolute terms")
+            fail_unless(isinstance(t["why"], str) and len(t["why"].split()) >= 5,
+                        "`why` must say how the tolerance was derived",
+                        yours=t["why"], expected="a sentence naming the roundings counted")
+            got[dtype_name, n] = (rtol, atol)
+            x = draw(rng, (6, n), dtype)
+            truth = ref64(x)
+            ok, (i, j), excess = compare(np.asarray(ref_jnp(x)), truth, rtol, atol)
+            fail_unless(ok, f"your tolerance rejects a correct {dtype_name} softmax of "
+                        f"length {n} (element [{i}, {j}] is {excess:.3g}x your allowance)",
+                        yours={"rtol": rtol, "atol": atol},
+                        expected=f"at least the rounding budget {budget(dtype, n)}",
+                        hint="count every rounding: the float32 sum over the row, exp, "
+                        "division, and the final cast to the output dtype; atol covers "
+                        "tiny probabilities")
+            b_rtol, _ = budget(dtype, n)
+            bad = truth.copy()
+            j = int(np.argmax(truth[0]))
+            bad[0, j] *= 1 + 10 * b_rtol
+            ok, _, _ = compare(bad, truth, rtol, atol)
+            fail_unless(not ok, f"your tolerance for {dtype_name}, length {n}, accepts a "
+                        "result off by 10x the rounding budget", yours={"rtol": rtol,
+                        "atol": atol}, expected=f"rtol below {10 * b_rtol:.3g}",
+                        hint="derive it from the unit roundoff and the reduction length; a "
+                        "loose tolerance passes wrong kernels")
+    for dtype_name in DTYPES:
+        short_n, long_n = lengths[0], lengths[-1]
+        fail_unless(got[dtype_name, long_n][0] > got[dtype_name, short_n][0]
+                    or dtype_name == "bfloat16",
+                    f"the {dtype_name} tolerance does not grow with the reduction length",
+                    yours={short_n: got[dtype_name, short_n][0],
+                           long_n: got[dtype_name, long_n][0]},
+                    expected="a larger rtol for the longer row",
+                    hint="a sum of n terms collects up to about n roundings")
+    for n in lengths:
+        fail_unless(got["bfloat16", n][0] > got["float32", n][0],
+                    f"the bfloat16 tolerance is not wider than float32's (length {n})",
+                    yours={"bfloat16": got["bfloat16", n][0],
+                           "float32": got["float32", n][0]},
+                    hint="the result is rounded to bfloat16 (8 significant bits) at the end")
+

@@ -1,0 +1,326 @@
+"""pallas-kernel stage 2: the kernel. ``execution_mode`` against the backends; the
+learner's ``softmax_pallas`` program, read in the learner process (its ``pallas_call``
+sites: grid, block shapes, index maps, the primitives inside and outside the kernel, the
+``interpret`` flag; self-reported, see ``SELF_REPORTED``), against the shape arithmetic
+(``ceil(rows / block_rows)`` programs, ``block_cols(cols)`` columns) and against the
+program exported as StableHLO and read here (lowered mode, grid loop bound, block
+tensors); its values, on shapes the blocks do not divide, against the float64 and float32
+references, there and once more through the exported program run here; ``run_softmax``'s
+declared mode, backend, grid and block against the ``pallas_call`` that ran."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import jax
+import jax.numpy as jnp
+from pallas_harness import (
+    BLOCK_ROWS,
+    DTYPES,
+    checker,
+    draw,
+    expect_close,
+    exported_kernel,
+    ragged,
+)
+
+from coursekit.checking import bridge
+from coursekit.checking.bridge import LearnerFunction, TamperEvidence
+from coursekit.checking.contract import CheckFailed, short
+from coursekit.checking.learner import get_function
+from coursekit.checking.values import fail_unless, require_keys
+from coursekit.measure.pallas_inspect import KERNEL_CALL_MARKERS
+
+
+def block_width(n: int) -> int:
+    return max(128, 1 << max(0, int(n) - 1).bit_length())
+
+
+
+def describe(shape, block_rows: int) -> str:
+    rows, cols = shape
+    divides = "divisible" if rows % block_rows == 0 else "NOT divisible"
+    return (f"shape {tuple(shape)}, block_rows={block_rows} (rows {divides}; {cols} of "
+            f"{block_width(cols)} block columns used)")
+
+
+
+KERNEL_HINT = ("mask the block's columns >= n_cols with -inf (the identity of max; exp "
+               "gives 0, the identity of sum) before reducing, and make the grid "
+               "pl.cdiv(rows, block_rows) so the last, partial block is computed too")
+# Not allowed outside the kernel: softmax arithmetic, and host callbacks (a way to compute
+# the result somewhere else and hand it back).
+FORBIDDEN_OUTSIDE = {"exp", "reduce_max", "reduce_sum", "div", "log", "logistic", "exp2",
+                     "argmax", "cumsum", "cumlogsumexp", "cummax", "pure_callback",
+                     "io_callback", "callback"}
+
+
+def learner_kernel(impl, block_rows: int):
+    """The learner's softmax_pallas(x, block_rows=...), run in the learner process."""
+    fn = get_function(impl, "softmax_pallas")
+    return lambda x: fn(x, block_rows=block_rows)
+
+
+def learner_sites(impl, x, block_rows: int, programs: int = 0) -> dict:
+    """The learner process's reading of softmax_pallas(x, block_rows=...)'s program
+    (self-reported: ``SELF_REPORTED``)."""
+    get_function(impl, "softmax_pallas")
+    info = bridge.inspect(impl, "pallas-kernel/sites", LearnerFunction("softmax_pallas"), x,
+                          programs=programs, block_rows=block_rows)
+    if not (isinstance(info, dict) and isinstance(info.get("sites"), list)
+            and isinstance(info.get("outside"), list)
+            and all(isinstance(s, dict) and {"grid", "block_shapes", "interpret",
+                                             "kernel_primitives"} <= set(s)
+                    for s in info["sites"])):
+        raise TamperEvidence(f"the sites inspector answered {short(info)}")
+    return info
+
+
+def program_facts(exported) -> dict:
+    """What this process reads from an exported StableHLO program: the lowered mode (a
+    compiled Pallas kernel is a custom call), the bounds of its loops (an interpreted
+    pallas_call is a loop over its grid: ``iterArg < programs``) and its tensor shapes."""
+    text = exported.mlir_module()
+    constants = dict(re.findall(r"%(\w+) = stablehlo\.constant dense<(-?\d+)> : tensor<i32>",
+                                text))
+    bounds = [int(constants[name]) for name in
+              re.findall(r"stablehlo\.compare\s+LT,\s*%iterArg\w*,\s*%(\w+)", text)
+              if name in constants]
+    return {"lowered": "compiled" if any(m in text for m in KERNEL_CALL_MARKERS)
+            else "interpreted", "loops": text.count("stablehlo.while"),
+            "bounds": bounds, "tensors": set(re.findall(r"tensor<((?:\d+x)+)\w+>", text))}
+
+
+def cross_check_sites(impl, x, block_rows: int, info: dict) -> dict:
+    """The learner process's site report against the exported program read here: an
+    interpreted pallas_call is a loop over its grid with (block_rows, block_cols) block
+    tensors in the body. Returns the program's facts."""
+    exported = exported_kernel(impl, x, block_rows)
+    if exported is None:  # a compiled kernel that cannot be exported: its mode read there
+        return {"lowered": bridge.inspect(impl, "pallas-kernel/lowered_mode",
+                                          LearnerFunction("softmax_pallas"), x,
+                                          block_rows=block_rows)}
+    facts = program_facts(exported)
+    sites = info["sites"]
+    if facts["lowered"] != "interpreted" or not sites \
+            or not all(s["interpret"] for s in sites):
+        return facts  # a compiled kernel is one custom call: nothing more to read here
+    if not facts["loops"]:
+        raise TamperEvidence(f"the learner process reported {len(sites)} interpreted "
+                             "pallas_call(s), but the exported program has no grid loop")
+    for s in sites:
+        grid = s["grid"]
+        if len(grid) == 1 and grid[0] > 1 and grid[0] not in facts["bounds"]:
+            raise TamperEvidence(f"the learner process reported grid {grid}, but the "
+                                 f"exported program's loops run {facts['bounds']} times")
+        for block in s["block_shapes"]:
+            dims = "".join(f"{d}x" for d in block if d is not None)
+            if dims and dims not in facts["tensors"]:
+                raise TamperEvidence(f"the learner process reported block {block}, but "
+                                     "the exported program holds no such tensor")
+    return facts
+
+
+@checker.check(2, "execution_mode_by_backend")
+def _(impl, ctx):
+    mode = get_function(impl, "execution_mode")
+    for backend, want in (("cpu", "interpreted"), ("gpu", "compiled"), ("tpu", "compiled")):
+        got = mode(backend)
+        fail_unless(got == want and isinstance(got, str), f"execution_mode({backend!r})",
+                    yours=got, expected=want, hint="compiled Pallas does not run on CPU: "
+                    "there it must run with interpret=True")
+    here = "interpreted" if jax.default_backend() == "cpu" else "compiled"
+    got = mode()
+    fail_unless(got == here, "execution_mode() without an argument must describe "
+                "jax.default_backend()", yours=got, expected=here)
+
+
+@checker.check(2, "kernel_is_a_pallas_call")
+def _(impl, ctx):
+    rng = ctx.rng("pallas-call")
+    block_rows = int(rng.choice(BLOCK_ROWS))
+    shape = (ragged(rng, 20, 60, block_rows), ragged(rng, 130, 500, 2))
+    x = draw(rng, shape, jnp.float32)
+    info = learner_sites(impl, x, block_rows)
+    fail_unless(len(info["sites"]) > 0, "softmax_pallas runs no pallas_call: the result "
+                "comes from ordinary jax.numpy code, not from a kernel",
+                yours=f"primitives {sorted(info['outside'])[:12]}",
+                expected="a pallas_call in the program",
+                hint="build the kernel with pl.pallas_call(softmax_kernel, grid=..., "
+                "in_specs=..., out_specs=...)(x)")
+    outside = set(info["outside"]) & FORBIDDEN_OUTSIDE
+    fail_unless(not outside, "softmax arithmetic runs outside the kernel",
+                yours=sorted(outside), expected="none: exp, max and sum inside the kernel",
+                hint="the kernel must do the whole softmax; the wrapper only sets up the "
+                "pallas_call")
+    inside = set().union(*(set(s["kernel_primitives"]) for s in info["sites"]))
+    missing = {"exp", "reduce_max", "reduce_sum"} - inside
+    fail_unless(not missing, "the kernel does not contain the softmax's reductions",
+                yours=sorted(inside)[:20], expected=f"also {sorted(missing)}",
+                hint="take jnp.max and jnp.sum over the row inside softmax_kernel")
+    cross_check_sites(impl, x, block_rows, info)
+
+
+@checker.check(2, "grid_and_blockspec")
+def _(impl, ctx):
+    rng = ctx.rng("grid")
+    for block_rows in rng.permutation(BLOCK_ROWS)[:2]:
+        block_rows = int(block_rows)
+        shape = (ragged(rng, 3 * block_rows, 6 * block_rows, block_rows),
+                 ragged(rng, 20, 900, 2))
+        x = draw(rng, shape, jnp.float32)
+        want_grid = [math.ceil(shape[0] / block_rows)]
+        info = learner_sites(impl, x, block_rows, programs=want_grid[0])
+        sites = info["sites"]
+        fail_unless(len(sites) == 1, "softmax_pallas should make exactly one pallas_call",
+                    yours=len(sites), expected=1)
+        fail_unless(sites[0]["grid"] == want_grid,
+                    f"wrong grid for {describe(shape, block_rows)}",
+                    yours=tuple(sites[0]["grid"]), expected=tuple(want_grid),
+                    hint="one program per block of rows: grid=(pl.cdiv(rows, block_rows),); "
+                    "floor division drops the last, partial block")
+        want_block = [block_rows, block_width(shape[1])]
+        for k, block in enumerate(sites[0]["block_shapes"]):
+            fail_unless(block == want_block, f"block shape {k} of the pallas_call "
+                        f"for {describe(shape, block_rows)}", yours=tuple(block),
+                        expected=tuple(want_block), hint="BlockSpec((block_rows, "
+                        "block_cols(cols)), lambda i: (i, 0)) for input and output: whole "
+                        "rows per block")
+        # Interpreted Pallas clamps an out-of-range block index (compiled Pallas does
+        # not), so a wrong index map can pass on CPU: read the map itself.
+        want_index = [[i, 0] for i in range(want_grid[0])]
+        indices = info.get("block_indices")
+        fail_unless(isinstance(indices, list) and len(indices) == 2,
+                    "the pallas_call should have one BlockSpec for the input and one for "
+                    "the output", yours=short(indices), expected="2 index maps")
+        for k, got in enumerate(indices):
+            fail_unless(got == want_index, f"BlockSpec {k}'s index map for "
+                        f"{describe(shape, block_rows)} does not give program i the row "
+                        "block i and the one column block",
+                        yours=[tuple(g) for g in got[:6]] if isinstance(got, list) else got,
+                        expected=[tuple(w) for w in want_index[:6]], hint="lambda i: (i, 0): "
+                        "program i takes row block i; the whole row is column block 0")
+        cross_check_sites(impl, x, block_rows, info)
+
+
+def kernel_matches(impl, ctx, dtype_name: str, salt: str) -> None:
+    rng = ctx.rng(salt)
+    cases = []
+    b = int(rng.choice(BLOCK_ROWS))
+    cases.append(((b * int(rng.integers(2, 4)), int(rng.choice([128, 256]))), b))  # divisible
+    b = int(rng.choice(BLOCK_ROWS))
+    cols = ragged(rng, 129, 700, 2) if rng.random() < 0.7 else ragged(rng, 3, 127, 2)
+    cases.append(((ragged(rng, b + 1, 4 * b, b), cols), b))  # neither dimension divides
+    passed = []
+    for shape, block_rows in cases:
+        x = draw(rng, shape, DTYPES[dtype_name])
+        what = f"softmax_pallas on {dtype_name} {describe(shape, block_rows)}"
+        try:
+            expect_close(learner_kernel(impl, block_rows)(x), x, dtype_name, what,
+                         KERNEL_HINT, also_jnp=True)
+        except CheckFailed as err:
+            if passed:
+                err.args = (f"{err.args[0]} (it was right on {passed[0]}: a kernel correct "
+                            "only where the blocks divide the array)",)
+            raise
+        passed.append(describe(shape, block_rows))
+    # The same program exported and run here: the values this process computes through
+    # the learner's kernel must be right too (on the ragged case).
+    exported = exported_kernel(impl, x, block_rows)
+    try:
+        if exported is None:
+            return  # a compiled kernel jax cannot export (off CPU): nothing to run here
+        y = jax.jit(exported.call)(x)
+        expect_close(y, x, dtype_name, f"{what}, exported and run by the checker",
+                     KERNEL_HINT)
+    except CheckFailed as err:
+        raise TamperEvidence(f"the learner process's result was right, but its exported "
+                             f"program computes otherwise here: {err.args[0]}") from None
+
+
+@checker.check(2, "matches_references_float32")
+def _(impl, ctx):
+    kernel_matches(impl, ctx, "float32", "match-f32")
+
+
+@checker.check(2, "matches_references_bfloat16")
+def _(impl, ctx):
+    kernel_matches(impl, ctx, "bfloat16", "match-bf16")
+
+
+@checker.check(2, "edge_shapes")
+def _(impl, ctx):
+    rng = ctx.rng("edges")
+    block_rows = int(rng.choice(BLOCK_ROWS[1:]))
+    for shape in ((1, 1), (ragged(rng, 2, block_rows, block_rows), ragged(rng, 3, 127, 2)),
+                  (block_rows + 1, int(rng.choice([129, 1023, 1025])))):
+        x = draw(rng, shape, jnp.float32)
+        expect_close(learner_kernel(impl, block_rows)(x), x, "float32",
+                     f"softmax_pallas on {describe(shape, block_rows)}", KERNEL_HINT)
+
+
+@checker.check(2, "declared_mode_is_the_one_that_ran")
+def _(impl, ctx):
+    run = get_function(impl, "run_softmax")
+    rng = ctx.rng("mode")
+    block_rows = int(rng.choice(BLOCK_ROWS[1:]))  # not run_softmax's default (8)
+    shape = (ragged(rng, block_rows + 1, 3 * block_rows, block_rows), ragged(rng, 60, 400, 2))
+    x = draw(rng, shape, jnp.float32)
+    result = require_keys(run(x, block_rows=block_rows),
+                          ("y", "mode", "backend", "block_rows", "grid"), "run_softmax")
+    expect_close(result["y"], x, "float32", "run_softmax()['y']", KERNEL_HINT)
+    backend = jax.default_backend()
+    fail_unless(result["backend"] == backend, "run_softmax declares the wrong backend",
+                yours=result["backend"], expected=backend)
+    info = learner_sites(impl, x, block_rows)
+    sites = info["sites"]
+    fail_unless(bool(sites), "no pallas_call ran, so no kernel mode can be declared",
+                hint="stage 2's softmax_pallas must call pl.pallas_call")
+    ran = "interpreted" if all(s["interpret"] for s in sites) else "compiled"
+    # The lowered program, read here from the learner's exported StableHLO.
+    lowered = cross_check_sites(impl, x, block_rows, info)["lowered"]
+    fail_unless(lowered == ran, "the pallas_call's interpret flag and the lowered program "
+                "disagree", yours=f"flag says {ran}", expected=f"lowered program: {lowered}")
+    # The declared launch, compared exactly with the pallas_call the checker found.
+    want_grid = [math.ceil(shape[0] / block_rows)]
+    fail_unless(list(sites[0]["grid"]) == want_grid, "the pallas_call that ran has the wrong "
+                "grid", yours=tuple(sites[0]["grid"]), expected=tuple(want_grid))
+    grid = result["grid"]
+    fail_unless(isinstance(grid, (list, tuple)) and [int(g) for g in grid] == want_grid
+                and all(isinstance(g, int) for g in grid),
+                "run_softmax declares a grid that is not the one that ran", yours=grid,
+                expected=f"{want_grid} (the grid of the pallas_call found in the program: "
+                f"ceil({shape[0]} / {block_rows}))",
+                hint="report the grid you passed to pallas_call, as a list of ints")
+    fail_unless(type(result["block_rows"]) is int and result["block_rows"] == block_rows
+                == sites[0]["block_shapes"][0][0],
+                "run_softmax declares block_rows that are not the block that ran",
+                yours=result["block_rows"], expected=f"{block_rows} (the pallas_call's "
+                f"block is {tuple(sites[0]['block_shapes'][0])})")
+    fail_unless(result["mode"] == ran, "the declared execution mode is not the one that ran",
+                yours=result["mode"], expected=f"{ran} (read from the program that ran on "
+                f"{backend})", hint="declare execution_mode() and pass interpret="
+                "(mode == 'interpreted') to pallas_call, so the two cannot disagree")
+    if backend == "cpu":
+        fail_unless(ran == "interpreted", "on CPU only interpreted Pallas runs",
+                    yours=ran, expected="interpreted")
+    # interpret=None must follow execution_mode(): traced (not run) in the learner process
+    # with the learner module's execution_mode swapped (and put back), on a shape no
+    # other check traces (jit caches traces per shape).
+    get_function(impl, "execution_mode")
+    odd = jnp.zeros((3, 5), jnp.bfloat16)
+    for mode in ("compiled", "interpreted"):
+        flags = bridge.inspect(impl, "pallas-kernel/interpret_flags_with_mode",
+                               LearnerFunction("softmax_pallas"),
+                               LearnerFunction("execution_mode"), mode, odd)
+        fail_unless(isinstance(flags, list) and bool(flags)
+                    and flags[0] is (mode == "interpreted"),
+                    "softmax_pallas's interpret flag does not follow execution_mode()",
+                    yours=f"interpret={flags[0] if flags else None} when "
+                    f"execution_mode() says {mode!r}", expected=f"interpret="
+                    f"{mode == 'interpreted'}", hint="interpret=None means "
+                    "interpret = (execution_mode() == 'interpreted'): on a GPU the same "
+                    "code must compile")
+        odd = jnp.zeros((3, 6), jnp.bfloat16)
+

@@ -1,0 +1,598 @@
+"""pallas-kernel stage 3: measured. The learner's ``sweep`` runs in the learner process
+with a probed kernel (its calls, compiles, entry and exit stamps, checked against this
+process's wall clock around the request): its records must be complete, declare what ran,
+time each call inside the call's own window, compile only in the first call, and never
+time a kernel whose output the checker's planted kernels make wrong. ``summarize`` gets
+synthetic records with known medians and must give the checker's own summary, refuse
+records it cannot compare and state an interpreted run's caveat.
+
+Timing: the learner's sweep times itself in the learner process; this process times the
+learner's exported programs itself, synchronised, interleaved with the sweep round by
+round, and compares ratios with wide windows, never absolute times."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from pallas_harness import BLOCK_ROWS, DTYPES, budget, checker, draw, exported_kernel, ragged
+
+from coursekit.checking import bridge
+from coursekit.checking.bridge import LearnerFunction, TamperEvidence, Workload
+from coursekit.checking.contract import CheckFailed, short
+from coursekit.checking.learner import get_function
+from coursekit.checking.probes import samples_of, within_ratio
+from coursekit.checking.values import as_float, fail_unless, require_keys
+from coursekit.measure.timing import time_synced
+from coursekit.workloads.remote_pallas_kernel import DICT_ITEMS
+
+# A kernel timing that forgot to wait is 10^3 times too fast on the synchronisation
+# check's workload (SYNC_ROWS x SYNC_COLS); a 4x window cannot flake on a loaded machine
+# yet cannot pass a missing sync.
+TIME_RATIO_WINDOW = 4.0
+# The jnp baseline is a far shorter call (measured on 2 CPU cores there: about 1-3 ms
+# synchronised vs about 0.01 ms unsynchronised), so load moves its median relatively
+# further: its window is twice as wide, still far inside that gap.
+BASELINE_RATIO_WINDOW = 2 * TIME_RATIO_WINDOW
+# "helps" means faster than the baseline by this factor; planted speedups stay outside
+# [0.9, 1.2], so any margin a learner picks in that range gives the same verdicts.
+HELP_MARGIN = 1.1
+
+
+RECORD_KEYS = ("impl", "shape", "dtype", "block_rows", "grid", "mode", "backend",
+               "warmup", "iters", "first_call_s", "samples_s", "compiles_first_call",
+               "compiles_warmed", "output_ok")
+
+
+class ProbedCalls:
+    """The probe's report of the kernel calls a sweep made in the learner process (every
+    call's (shape, block_rows), entry, exit and compiles), cross-checked here: every stamp
+    inside this process's wall-clock window around the request (``time.perf_counter`` is
+    the system's monotonic clock in both processes), in order, each call ending before
+    the next begins. A learner's timing of a call must contain the call (at least exit -
+    entry) and end before the next call begins."""
+
+    def __init__(self, answer, started: float, finished: float, what: str):
+        calls, returned = answer.get("calls"), answer.get("returned")
+        ok = isinstance(calls, list) and type(returned) is float
+        previous = started
+        for c in calls if ok else ():
+            ok = ok and isinstance(c, dict) and type(c.get("entry")) is float \
+                and type(c.get("exit")) is float and type(c.get("compiles")) is int \
+                and c["compiles"] >= 0 and previous <= c["entry"] <= c["exit"]
+            previous = c["exit"] if ok else previous
+        if not (ok and previous <= returned <= finished):
+            raise TamperEvidence(f"{what}: the learner process's record of the kernel calls "
+                                 "does not fit the request's own time window "
+                                 f"[{started:.6f}, {finished:.6f}] s as measured here")
+        self.calls, self.returned = calls, returned
+
+    def group(self, shape, block_rows: int) -> list[dict]:
+        return [c for c in self.calls
+                if c["shape"] == list(shape) and c["block_rows"] == int(block_rows)]
+
+    def report(self, shape, block_rows: int) -> dict:
+        mine = self.group(shape, block_rows)
+        return {"calls": len(mine), "compiled_at": [k for k, c in enumerate(mine)
+                                                    if c["compiles"]],
+                "compiles": sum(c["compiles"] for c in mine)}
+
+    def windows(self, shape, block_rows: int) -> list[tuple[float, float]]:
+        """[(least_s, most_s) per call of the group]: the call's own duration, and the
+        time from its entry to the next call's entry (or to the sweep's return)."""
+        out = []
+        for k, c in enumerate(self.calls):
+            if c["shape"] == list(shape) and c["block_rows"] == int(block_rows):
+                after = self.calls[k + 1]["entry"] if k + 1 < len(self.calls) \
+                    else self.returned
+                out.append((c["exit"] - c["entry"], after - c["entry"]))
+        return out
+
+
+# Between the learner's clock start and our wrapper's entry lies one Python call, but on a
+# loaded machine the learner may be preempted there: half the gap and 50 ms more.
+PREEMPT_SLACK_S, PREEMPT_SLACK_FRACTION = 0.05, 0.5
+
+
+def within_call_window(value, window, what: str) -> None:
+    least, most = window
+    most = most * (1 + PREEMPT_SLACK_FRACTION) + PREEMPT_SLACK_S
+    seconds = as_float(value, what)
+    fail_unless(least <= seconds <= most, f"{what} is not the time of the call it reports",
+                yours=f"{seconds * 1e3:.4g} ms", expected=f"between {least * 1e3:.4g} ms "
+                f"(the call itself, measured by the checker around it) and {most * 1e3:.4g} "
+                "ms (from the call's start to the next call's, with slack)",
+                hint="start the clock right before the call, stop it right after "
+                "jax.block_until_ready(out); time nothing else")
+
+
+def expected_mode() -> str:
+    return "interpreted" if jax.default_backend() == "cpu" else "compiled"
+
+
+def check_records(records) -> list[dict]:
+    fail_unless(isinstance(records, list) and all(isinstance(r, dict) for r in records),
+                "sweep must return a list of dicts", yours=short(records))
+    for r in records:
+        require_keys(r, RECORD_KEYS, "a sweep record")
+    try:
+        json.dumps(records)
+    except (TypeError, ValueError) as err:
+        raise CheckFailed(f"sweep records are not JSON-able: {err}",
+                          hint="plain floats, ints, strings and lists (float(...), "
+                          "list(shape)); no arrays") from None
+    return records
+
+
+def reported_times_fit(impl, records, what: str) -> None:
+    """The sweep's reported seconds add up to no more than the request's wall time
+    measured here: no harness times more than elapsed (a unit slip fails the same way, so
+    it is a failure, not tamper evidence)."""
+    timed = 0.0
+    for r in records:
+        samples = r.get("samples_s")
+        for v in [r.get("first_call_s"), *(samples if isinstance(samples, list) else [])]:
+            if type(v) in (int, float) and math.isfinite(v) and v > 0:
+                timed += v
+    wall = impl.__bridge__.last_wall_s
+    fail_unless(timed <= wall * 1.01 + 1e-3, f"{what}: the times in the records add up to "
+                "more than the whole sweep took", yours=f"{timed:.4g} s",
+                expected=f"at most {wall:.4g} s (the sweep call, timed by the checker)",
+                hint="seconds, one timed call each: time.perf_counter() after the sync "
+                "minus time.perf_counter() before the call")
+
+
+def run_sweep(impl, shapes, blocks, kernel=None, **kwargs):
+    """The learner's sweep, run in the learner process. With ``kernel`` (the learner's
+    ``LearnerFunction`` or a catalog ``Workload``), the kernel it is given is probed there
+    (``ProbedCalls``); returns (records, probed calls or None)."""
+    get_function(impl, "sweep")
+    shapes, blocks = [list(s) for s in shapes], list(blocks)
+    if kernel is None:
+        records = check_records(impl.sweep(shapes, blocks, **kwargs))
+        reported_times_fit(impl, records, "sweep")
+        return records, None
+    started = time.perf_counter()
+    answer = bridge.inspect(impl, "pallas-kernel/sweep_probed", LearnerFunction("sweep"),
+                            kernel, shapes, blocks, **kwargs)
+    finished = time.perf_counter()
+    if not isinstance(answer, dict):
+        raise TamperEvidence(f"the sweep probe answered {short(answer)}")
+    records = check_records(answer.get("records"))
+    probed = ProbedCalls(answer, started, finished, "sweep")
+    if isinstance(kernel, Workload) and kernel.facts.get("calls") != len(probed.calls):
+        raise TamperEvidence(f"the bridge counted {kernel.facts.get('calls')} calls of the "
+                             f"checker's kernel, the probe {len(probed.calls)}")
+    return records, probed
+
+
+def declared(record: dict, what: str, want: dict) -> None:
+    """The record's declared facts, compared exactly with what the checker asked for or
+    recomputed (the grid: ceil(rows / block_rows) programs)."""
+    for key, value in want.items():
+        got = record[key]
+        same = got == value and type(got) is type(value) if value is not None else got is None
+        if isinstance(value, list):
+            same = isinstance(got, list) and [type(v) for v in got] == [type(v) for v in value] \
+                and got == value
+        fail_unless(same, f"{what}: {key} is not what ran", yours=got, expected=value,
+                    hint="declare the facts of the run you timed, as plain ints, strings "
+                    "and lists (grid: [ceil(rows / block_rows)]; the baseline has none)")
+
+
+def find(records, impl: str, shape, block_rows=None) -> dict:
+    found = [r for r in records if r["impl"] == impl and list(r["shape"]) == list(shape)
+             and (impl == "jnp" or r["block_rows"] == block_rows)]
+    fail_unless(len(found) == 1, f"expected one {impl} record for shape {list(shape)}"
+                + (f", block_rows={block_rows}" if impl == "pallas" else ""),
+                yours=f"{len(found)} records", expected="1")
+    return found[0]
+
+
+@checker.check(3, "sweep_records_complete")
+def _(impl, ctx):
+    rng = ctx.rng("sweep")
+    shapes = [(ragged(rng, 17, 40, 8), ragged(rng, 40, 127, 2)),
+              (ragged(rng, 41, 64, 8), ragged(rng, 129, 300, 2))]
+    blocks = sorted(int(b) for b in rng.permutation(BLOCK_ROWS)[:2])
+    warmup, iters = 1, int(rng.integers(3, 6))
+    get_function(impl, "softmax_pallas")
+    records, probed = run_sweep(impl, shapes, blocks, LearnerFunction("softmax_pallas"),
+                                dtype="float32", warmup=warmup, iters=iters,
+                                seed=int(rng.integers(0, 2**31)))
+    fail_unless(len(records) == len(shapes) * (1 + len(blocks)), "one record per shape for "
+                "the baseline and one per shape and block size for the kernel",
+                yours=len(records), expected=len(shapes) * (1 + len(blocks)))
+    # First calls compile different programs (a jnp softmax, kernels of two block sizes,
+    # two shapes): their durations differ by far more than 0.1%. One value repeated is
+    # a reading of something else (a clock's, a constant), not a duration per first call:
+    # the call windows below cannot tell it from a slow compile on a loaded machine.
+    firsts = [r["first_call_s"] for r in records]
+    if all(type(v) in (int, float) and v > 0 for v in firsts):
+        fail_unless(max(firsts) - min(firsts) > 1e-3 * max(firsts), "first_call_s is about "
+                    "the same number in every record: not each first call's duration",
+                    yours=[f"{v:.6g}" for v in firsts[:6]], expected="the seconds of each "
+                    "record's own first (compiling) call", hint="first_call_s = "
+                    "time.perf_counter() after the sync minus time.perf_counter() before "
+                    "the call")
+    backend, mode = jax.default_backend(), expected_mode()
+    for shape in shapes:
+        base = find(records, "jnp", shape)
+        fail_unless(base["output_ok"] is True, f"the baseline's output for {list(shape)} was "
+                    "judged wrong", yours=base["output_ok"], expected=True)
+        samples_of(base, f"baseline {list(shape)}", iters)
+        declared(base, f"baseline {list(shape)}", {
+            "impl": "jnp", "shape": list(shape), "dtype": "float32", "block_rows": None,
+            "grid": None, "mode": "compiled", "backend": backend, "warmup": warmup,
+            "iters": iters})
+        for b in blocks:
+            r = find(records, "pallas", shape, b)
+            what = f"kernel {list(shape)} block_rows={b}"
+            fail_unless(r["mode"] == mode and r["backend"] == backend,
+                        f"{what}: the record must declare the mode and backend that ran",
+                        yours=(r["mode"], r["backend"]), expected=(mode, backend))
+            fail_unless(r["output_ok"] is True, f"{what}: a correct output was judged wrong",
+                        yours=r["output_ok"], expected=True,
+                        hint="compare with softmax_numpy_f64(x) using tolerance(dtype, cols)")
+            samples = samples_of(r, what, iters)
+            declared(r, what, {
+                "impl": "pallas", "shape": list(shape), "dtype": "float32", "block_rows": b,
+                "grid": [math.ceil(shape[0] / b)], "mode": mode, "backend": backend,
+                "warmup": warmup, "iters": iters})
+            facts = probed.report(shape, b)
+            calls = facts["calls"]
+            fail_unless(calls == 1 + warmup + iters, f"{what}: wrong number of kernel calls",
+                        yours=calls, expected=f"1 first call + {warmup} warmup + {iters} "
+                        "timed", hint="call `kernel(x, block_rows=b)` exactly so; do not "
+                        "time the compiling first call with the others")
+            fail_unless(facts["compiled_at"] == [0] and
+                        r["compiles_first_call"] >= 1 and r["compiles_warmed"] == 0,
+                        f"{what}: the compile must fall in the first call, and only there",
+                        yours=f"compiled in calls {facts['compiled_at']}; "
+                        f"record says first={r['compiles_first_call']!r} warmed="
+                        f"{r['compiles_warmed']!r}", expected="call 0; first>=1 warmed=0",
+                        hint="count compiles with coursekit.measure.timing.count_compiles")
+            fail_unless(r["compiles_first_call"] == facts["compiles"],
+                        f"{what}: compiles_first_call is not the number of compiles the "
+                        "first call made", yours=r["compiles_first_call"],
+                        expected=f"{facts['compiles']} (counted by the checker around the "
+                        "call)", hint="count_compiles() around the first call only")
+            windows = probed.windows(shape, b)
+            within_call_window(r["first_call_s"], windows[0], f"{what}: first_call_s")
+            for k, sample in enumerate(samples):
+                within_call_window(sample, windows[1 + warmup + k], f"{what}: samples_s[{k}]")
+
+
+# The learner's sweep and the checker's own timing alternate, round by round (learner
+# first in even rounds, checker first in odd ones), so load that drifts over the check
+# moves both alike; one reference measured before or after the sweep would not.
+SYNC_ROUNDS, SYNC_ITERS = 4, 3
+# Programs long enough that a missing sync cannot look synchronised. A short one can: with
+# the dispatching thread and XLA's threads on one busy core, a woken XLA thread may run the
+# whole program before the dispatch returns. Measured on one core (taskset), median
+# unsynchronised / synchronised over 30 trials: a 376x243 jnp softmax (0.04 ms) up to 0.13,
+# past the baseline's 1/8; at 381x7001 (1.2 ms jnp, 51 ms interpreted kernel) at most
+# 0.0075 and 0.0003. The kernel's blocks are 8192 columns wide.
+SYNC_ROWS, SYNC_COLS = (360, 400), (6000, 8100)
+
+
+@checker.check(3, "sweep_timings_synchronised")
+def _(impl, ctx):
+    rng = ctx.rng("synced")
+    block_rows = 16
+    shape = (ragged(rng, *SYNC_ROWS, block_rows), ragged(rng, *SYNC_COLS, 2))
+    seed = int(rng.integers(0, 2**31))
+    x = draw(rng, shape, jnp.float32)
+    get_function(impl, "sweep")
+    fns: dict = {}  # built after the first sweep (a sweep not written yet is named first)
+    yours = {"pallas": [], "jnp": []}
+    mine = {"pallas": [], "jnp": []}
+
+    def learner_round():
+        records, _ = run_sweep(impl, [shape], [block_rows], dtype="float32", warmup=1,
+                               iters=SYNC_ITERS, seed=seed)
+        for name in yours:
+            yours[name] += samples_of(find(records, name, shape, block_rows), name,
+                                      SYNC_ITERS)
+
+    def checker_round():
+        if not fns:
+            # The checker's own measurement: the learner's programs exported as StableHLO
+            # and run, synchronised, in this process (the XLA program the learner's jit
+            # runs).
+            exported = exported_kernel(impl, x, block_rows)
+            fns["pallas"] = None if exported is None else jax.jit(exported.call)
+            fns["jnp"] = jax.jit(get_function(impl, "softmax_jnp").export(
+                x, out_example=x).call)
+        for name, fn in fns.items():
+            if fn is not None:
+                mine[name] += time_synced(fn, x, warmup=1, iters=SYNC_ITERS).samples_s
+                continue
+            # A compiled kernel jax cannot export (off CPU): the checker's own timing
+            # code (coursekit.measure.timing) runs in the learner process; its samples
+            # must fit the request's wall time measured here.
+            samples = bridge.inspect(impl, "pallas-kernel/time_synced",
+                                     LearnerFunction("softmax_pallas"), x, warmup=1,
+                                     iters=SYNC_ITERS, block_rows=block_rows)
+            if not (isinstance(samples, list) and len(samples) == SYNC_ITERS
+                    and all(type(v) is float and v > 0 for v in samples)
+                    and sum(samples) <= impl.__bridge__.last_wall_s):
+                raise TamperEvidence(f"the learner process's synchronised timing "
+                                     f"{short(samples)} does not fit the request's "
+                                     f"{impl.__bridge__.last_wall_s:.4g} s")
+            mine[name] += samples
+
+    for r in range(SYNC_ROUNDS):
+        for step in ((learner_round, checker_round) if r % 2 == 0
+                     else (checker_round, learner_round)):
+            step()
+    for name in fns:
+        window = TIME_RATIO_WINDOW if name == "pallas" else BASELINE_RATIO_WINDOW
+        within_ratio(statistics.median(yours[name]), statistics.median(mine[name]), window,
+                     f"your {name} median",
+                     "jax.block_until_ready(out) inside every timed boundary: JAX returns "
+                     "before the work is done", against="the checker's synchronised timing "
+                     f"of the same program on {list(shape)}, interleaved with your sweep "
+                     f"over {SYNC_ROUNDS} rounds")
+
+
+# How far off the subtly wrong kernel is: this many times the budget's allowance
+# (atol + rtol * |p|) at one probability near 1e-2, outside any honest tolerance (the
+# bracket allows 1.5), yet let through by a test that divides by |p| (rtol / |p|).
+SUBTLE_BUDGETS = 3
+
+
+@checker.check(3, "sweep_checks_output_before_timing")
+def _(impl, ctx):
+    rng = ctx.rng("wrong-kernel")
+    shape = (ragged(rng, 9, 30, 8), ragged(rng, 20, 120, 2))
+    i, j = int(rng.integers(0, shape[0])), int(rng.integers(0, shape[1]))
+    rtol, atol = budget(jnp.float32, shape[1])
+    for dtype_name in DTYPES:
+        # Built in the learner process from the catalog (remote_pallas_kernel): 8 plainly
+        # wrong at [i, j], 16 SUBTLE_BUDGETS allowances off at row 0's p nearest 1e-2,
+        # 64 one row short, 128 one row too many, 32 right.
+        kernels = Workload("pallas-kernel/planted_kernels", i=i, j=j, rtol=float(rtol),
+                           atol=float(atol), subtle=float(SUBTLE_BUDGETS))
+        blocks = [8, 16, 32, 64, 128] if dtype_name == "float32" else [32]
+        records, probed = run_sweep(impl, [shape], blocks, kernels, dtype=dtype_name,
+                                    warmup=1, iters=3, seed=int(rng.integers(0, 2**31)))
+        for b, right, what in ((8, False, f"a kernel wrong at element [{i}, {j}]"),
+                               (16, False, f"a kernel {SUBTLE_BUDGETS}x the rounding "
+                                "budget off at one small probability"),
+                               (32, True, f"a correct {dtype_name} kernel"),
+                               (64, False, "a kernel whose output is one row short"),
+                               (128, False, "a kernel whose output has a row too many")):
+            if b not in blocks:
+                continue
+            r = find(records, "pallas", shape, b)
+            fail_unless(r["output_ok"] is right, f"{what} was judged "
+                        f"{'right' if r['output_ok'] else 'wrong'}", yours=r["output_ok"],
+                        expected=right, hint="check the first call's output against "
+                        "softmax_numpy_f64(x) with |y - y64| <= atol + rtol * |y64| from "
+                        "tolerance(dtype, cols), before timing anything")
+            calls = probed.report(shape, b)["calls"]
+            if not right:
+                fail_unless(r["samples_s"] == [] and calls == 1, "a wrong kernel was timed "
+                            "anyway", yours=f"{calls} calls, {len(r['samples_s'])} samples",
+                            expected="1 call (the checked one), no samples",
+                            hint="a timing of a wrong result is worse than none")
+
+
+def synthetic_records(rng, plan: dict, mode: str, backend: str = "cpu",
+                      dtype: str = "float32", n: int = 7) -> list[dict]:
+    """Records with known medians: plan = {shape: (baseline_s, {block: speedup}, ...)}."""
+    def record(impl, shape, block, median, ok=True):
+        samples = [] if not ok else [float(median * math.exp(v))
+                                     for v in rng.normal(0, 0.02, n)]
+        if ok:
+            samples[0] = float(median)  # keep the median where it was planned
+        return {"impl": "".join(list(impl)), "shape": list(shape),
+                "dtype": "".join(list(dtype)), "block_rows": block,
+                "grid": None if block is None else [math.ceil(shape[0] / block)],
+                # strings built at run time, as read from a JSON file: not interned
+                "mode": "".join(list("compiled" if impl == "jnp" else mode)),
+                "backend": "".join(list(backend)),
+                "warmup": 1, "iters": n, "first_call_s": float(median * 50),
+                "samples_s": samples, "compiles_first_call": 1, "compiles_warmed": 0,
+                "output_ok": ok}
+    records = []
+    for shape, (base, speedups, wrong_block) in plan.items():
+        records.append(record("jnp", shape, None, base))
+        for block, s in speedups.items():
+            records.append(record("pallas", shape, block, base / s))
+        if wrong_block:  # fastest of all, but wrong: must be ignored
+            wrong = record("pallas", shape, wrong_block, base / 50, ok=True)
+            wrong["output_ok"] = False
+            records.append(wrong)
+    order = rng.permutation(len(records))
+    return [records[k] for k in order]
+
+
+def expected_summary(records) -> dict:
+    base = {tuple(r["shape"]): statistics.median(r["samples_s"])
+            for r in records if r["impl"] == "jnp"}
+    per_shape = []
+    for shape in sorted(base, key=lambda s: (math.prod(s), s)):
+        sp = {r["block_rows"]: base[shape] / statistics.median(r["samples_s"])
+              for r in records if r["impl"] == "pallas" and tuple(r["shape"]) == shape
+              and r["output_ok"]}
+        best = max(sp, key=sp.get)
+        per_shape.append({"shape": list(shape), "baseline_median_s": base[shape],
+                          "speedup_by_block": sp, "best_block_rows": best,
+                          "best_speedup": sp[best], "helps": sp[best] > HELP_MARGIN})
+    last = max((i for i, p in enumerate(per_shape) if p["helps"]), default=-1)
+    stops = per_shape[last + 1]["shape"] if last + 1 < len(per_shape) else None
+    return {"per_shape": per_shape, "stops_helping_at": stops}
+
+
+def plan_shapes(rng, helps: list[bool]) -> dict:
+    plan, rows = {}, 16
+    for k, h in enumerate(helps):
+        rows = rows * 2 + int(rng.integers(1, 8))
+        shape = (rows, int(rng.integers(100, 300)))
+        blocks = [int(b) for b in rng.permutation(BLOCK_ROWS)]
+        lo, hi = (1.2, 3.0) if h else (0.2, 0.85)
+        speedups = {b: float(rng.uniform(lo, hi)) for b in blocks}
+        speedups[blocks[0]] = hi + 0.5 if h else 0.9  # a clear best block
+        plan[shape] = (float(rng.uniform(1e-4, 1e-2)), speedups, 64 if k % 2 == 0 else None)
+    return plan
+
+
+def from_plain(value):
+    """The learner's value with its DICT_ITEMS tuples made dicts again (keys as sent)."""
+    if type(value) is tuple and len(value) == 2 and value[0] == DICT_ITEMS \
+            and isinstance(value[1], list):
+        try:
+            return {k: from_plain(v) for k, v in value[1]}
+        except (TypeError, ValueError):
+            raise TamperEvidence("the learner process sent a dict that is not one") from None
+    if type(value) is dict:
+        return {k: from_plain(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(from_plain(v) for v in value)
+    return value
+
+
+def learner_summary(impl, records) -> dict:
+    """summarize(records) in the learner process; its dicts keyed by block_rows cross the
+    bridge as (key, value) pairs (``pallas-kernel/call_plain``)."""
+    get_function(impl, "summarize")
+    got = from_plain(bridge.inspect(impl, "pallas-kernel/call_plain",
+                                    LearnerFunction("summarize"), records))
+    return require_keys(got, ("mode", "backend", "per_shape", "stops_helping_at", "caveat"),
+                        "summarize")
+
+
+@checker.check(3, "summary_finds_where_it_stops_helping")
+def _(impl, ctx):
+    rng = ctx.rng("summary")
+    for helps, mode, backend in (([True, True, False, False], "interpreted", "cpu"),
+                                 ([False, False, False], "compiled", "gpu"),
+                                 ([False, True, True], "compiled", "tpu"),
+                                 ([True, True, False], "interpreted", "cpu")):
+        records = synthetic_records(rng, plan_shapes(rng, helps), mode, backend=backend)
+        want = expected_summary(records)
+        got = learner_summary(impl, records)
+        fail_unless(got["mode"] == mode, "summary mode differs from the records'",
+                    yours=got["mode"], expected=mode)
+        fail_unless(got["backend"] == backend, "summary backend differs from the records'",
+                    yours=got["backend"], expected=backend)
+        per_shape = got["per_shape"]
+        fail_unless(isinstance(per_shape, list) and len(per_shape) == len(want["per_shape"]),
+                    "per_shape must hold one entry per shape", yours=short(per_shape),
+                    expected=len(want["per_shape"]))
+        for yours, exp in zip(per_shape, want["per_shape"]):
+            yours = require_keys(yours, ("shape", "best_block_rows", "best_speedup", "helps"),
+                                 "a per_shape entry")
+            fail_unless(list(yours["shape"]) == exp["shape"], "per_shape is not in order of "
+                        "element count", yours=[p.get("shape") for p in per_shape],
+                        expected=[p["shape"] for p in want["per_shape"]])
+            fail_unless(math.isclose(as_float(yours.get("baseline_median_s"),
+                                              "baseline_median_s"),
+                                     exp["baseline_median_s"], rel_tol=1e-9),
+                        f"baseline median for {exp['shape']}",
+                        yours=yours.get("baseline_median_s"),
+                        expected=exp["baseline_median_s"],
+                        hint="the median of the baseline record's raw samples")
+            speedups = yours.get("speedup_by_block")
+            fail_unless(isinstance(speedups, dict) and set(speedups) == set(
+                exp["speedup_by_block"]) and all(math.isclose(
+                    as_float(speedups[b], "speedup"), v, rel_tol=1e-9)
+                    for b, v in exp["speedup_by_block"].items()),
+                f"speedup_by_block for {exp['shape']}", yours=short(speedups),
+                expected=short(exp["speedup_by_block"]),
+                hint="one entry per block size whose output was correct: median(baseline) "
+                "/ median(kernel)")
+            fail_unless(yours["best_block_rows"] == exp["best_block_rows"],
+                        f"best block size for {exp['shape']}", yours=yours["best_block_rows"],
+                        expected=exp["best_block_rows"], hint="speedup = median(baseline) / "
+                        "median(kernel); ignore blocks whose output was wrong")
+            fail_unless(math.isclose(as_float(yours["best_speedup"], "best_speedup"),
+                                     exp["best_speedup"], rel_tol=1e-9),
+                        f"best speedup for {exp['shape']}", yours=yours["best_speedup"],
+                        expected=exp["best_speedup"], hint="ratio of medians of the raw "
+                        "samples (not means, not minima)")
+            fail_unless(isinstance(yours["helps"], (bool, np.bool_))
+                        and bool(yours["helps"]) == exp["helps"],
+                        f"helps for {exp['shape']}", yours=yours["helps"], expected=exp["helps"])
+        stops = got["stops_helping_at"]
+        stops = None if stops is None else list(stops)
+        fail_unless(stops == want["stops_helping_at"], "stops_helping_at",
+                    yours=stops, expected=want["stops_helping_at"],
+                    hint="the shape after the last shape where the kernel helps; None when "
+                    "it helps at the largest")
+
+
+def value_error(impl, records) -> str | None:
+    """The message of the ValueError summarize(records) raised in the learner process, or
+    None when it returned (any other exception propagates, named)."""
+    get_function(impl, "summarize")
+    answer = bridge.inspect(impl, "pallas-kernel/value_error_of",
+                            LearnerFunction("summarize"), records)
+    if not (isinstance(answer, dict) and type(answer.get("raised")) is bool
+            and (not answer["raised"] or type(answer.get("message")) is str)):
+        raise TamperEvidence(f"the ValueError inspector answered {short(answer)}")
+    return answer["message"] if answer["raised"] else None
+
+
+@checker.check(3, "summary_refuses_mixed_modes")
+def _(impl, ctx):
+    rng = ctx.rng("mixed")
+    plan = plan_shapes(rng, [True, False])
+    for field, change in (("mode", "compiled"), ("backend", "gpu"), ("dtype", "bfloat16")):
+        records = synthetic_records(rng, plan, "interpreted")
+        kernel_records = [r for r in records if r["impl"] == "pallas"]
+        kernel_records[int(rng.integers(0, len(kernel_records)))][field] = change
+        err = value_error(impl, records)
+        if err is not None:
+            fail_unless(field in err, f"the ValueError for mixed {field} values does "
+                        "not name the field", yours=err, expected=f"a message naming "
+                        f"{field!r}")
+            continue
+        raise CheckFailed(f"records that mix {field} values were summarised as if "
+                          "comparable", yours="no error", expected=f"ValueError naming {field}",
+                          hint="an interpreted and a compiled timing measure different things")
+    # Records that lack the field altogether (every kernel record), and records with no
+    # baseline: nothing to compare, so refused too.
+    lacking = synthetic_records(rng, plan, "interpreted")
+    for r in lacking:
+        if r["impl"] == "pallas":
+            r["mode"] = None
+    kernels_only = [r for r in synthetic_records(rng, plan, "interpreted")
+                    if r["impl"] == "pallas"]
+    for records, what in ((lacking, "kernel records without a mode"),
+                          (kernels_only, "kernel records without a baseline")):
+        if value_error(impl, records) is not None:
+            continue
+        raise CheckFailed(f"{what} were summarised", yours="no error",
+                          expected="ValueError", hint="a speedup needs a baseline and a "
+                          "known mode to mean anything")
+
+
+@checker.check(3, "summary_states_interpreted_mode")
+def _(impl, ctx):
+    rng = ctx.rng("caveat")
+    plan = plan_shapes(rng, [False, False])
+    interpreted = learner_summary(impl, synthetic_records(rng, plan, "interpreted"))
+    text = interpreted["caveat"]
+    fail_unless(isinstance(text, str) and "interpreted" in text.lower()
+                and "target" in text.lower(), "an interpreted run's summary must say "
+                "plainly that its timings say nothing about the target's speed",
+                yours=text, expected="a sentence with 'interpreted' and 'target'")
+    shape = next(iter(plan))  # the smallest sweep: one shape, one block size
+    single = learner_summary(impl, synthetic_records(
+        rng, {shape: (1e-3, {int(rng.choice(BLOCK_ROWS)): 1.5}, None)}, "interpreted"))
+    fail_unless("interpreted" in str(single["caveat"]).lower(), "a one-kernel-record "
+                "summary lost the interpreted caveat", yours=single["caveat"])
+    compiled = learner_summary(impl, synthetic_records(rng, plan, "compiled", backend="gpu"))
+    fail_unless(isinstance(compiled["caveat"], str)
+                and "interpreted" not in compiled["caveat"].lower(),
+                "a compiled run's summary claims it was interpreted",
+                yours=compiled["caveat"], expected="no interpreted caveat")
+
