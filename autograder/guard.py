@@ -18,8 +18,8 @@ Each attempt raises ``PermissionError`` where it happened and reports one JSON l
 ``AG_POLICY``) or, failing that, as an ``AUTOGRADER-VIOLATION`` line on stderr. In a
 learner process (``AG_GUARD``: the same policy without any fd) the refusals also wait in
 ``drain_violations()``, which the learner process sends to the checker over the bridge.
-Names come from ``autograder_protocol`` (``autograder/protocol.py``). Standard library
-only; nothing here runs unless ``AG_POLICY`` or ``AG_GUARD`` is set.
+Names come from ``autograder_protocol`` (the sandbox's copy of ``coursekit/protocol.py``).
+Standard library only; nothing here runs unless ``AG_POLICY`` or ``AG_GUARD`` is set.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import types
 try:  # copied next to this file in the sandbox; the package elsewhere
     import autograder_protocol as _protocol
 except ImportError:
-    from autograder import protocol as _protocol
+    from coursekit import protocol as _protocol
 
 _POLICY = json.loads(os.environ.get(_protocol.ENV_POLICY) or
                      os.environ.get(_protocol.ENV_GUARD) or "null")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from autograder import protocol, sandbox
+from autograder import sandbox
 from autograder.course import Stage
 from autograder.stage import (
     grade_stage,
@@ -28,6 +28,7 @@ from autograder.stage import (
     sandboxed_run,
 )
 from autograder.workspace import Settings
+from coursekit import protocol
 
 SHARE_OF_LIMIT = 0.5  # a stage whose checks alone took more is graded again alone
 

@@ -5,7 +5,7 @@ Started by the grader (through ``autograder/jail.py``) as
 ``python autograder_runner.py`` with ``AG_STAGE`` (JSON: check, impl, stages, seeds: one
 per stage, None for a random one; workdir), ``AG_TOKEN`` and the result channel's fd in
 ``AG_POLICY`` (names and message kinds: ``autograder_protocol``, the sandbox copy of
-``autograder/protocol.py``). It loads the project's ``tests/check.py`` (the ``checker``
+``coursekit/protocol.py``). It loads the project's ``tests/check.py`` (the ``checker``
 object, not its command line), then runs the selected stages, each with the seed the
 grader chose for it: several stages of one project share this run and its learner
 process, each with its own seed, cache and work folder. Every ``CheckResult`` goes down

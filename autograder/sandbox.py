@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import protocol
+from coursekit import protocol
 
 PACKAGE = Path(__file__).resolve().parent
 ROOT = PACKAGE.parent
@@ -175,7 +175,9 @@ class SandboxDir:
         self.guard.mkdir(mode=0o755)
         shutil.copy(PACKAGE / "guard.py", self.guard / "sitecustomize.py")
         shutil.copy(PACKAGE / "runner.py", self.guard / "autograder_runner.py")
-        shutil.copy(PACKAGE / "protocol.py", self.guard / "autograder_protocol.py")
+        # the protocol lives in coursekit (the bottom layer); the course folder is
+        # hidden in the jail, so the runner and the guard get their own copy
+        shutil.copy(protocol.__file__, self.guard / "autograder_protocol.py")
         self.course = self.path / f"c-{secrets.token_hex(8)}"
         self.course.mkdir(mode=0o755)
         self.writable_dirs: list[Path] = []

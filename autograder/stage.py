@@ -30,9 +30,10 @@ import signal
 import sys
 from pathlib import Path
 
-from autograder import outcomes, protocol, sandbox
+from autograder import outcomes, sandbox
 from autograder.course import Stage
 from autograder.workspace import Settings, prepare
+from coursekit import protocol
 
 STATUSES, KILLED = outcomes.STATUSES, outcomes.KILLED  # the one outcome table
 

@@ -120,7 +120,7 @@ def child(*args: str) -> dict:
 
 
 def one_project(project: str, rounds: int, courses: dict, subs: Path, tmp: Path) -> dict:
-    from autograder import protocol
+    from coursekit import protocol
     if not protocol.wants_learner_process(checker_path(project).read_text()):
         return {"project": project, "ported": False}
     found = {"project": project, "ported": True, **child("--fixed", project), "stages": {}}

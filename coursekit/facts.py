@@ -38,8 +38,8 @@ _DEVICE_FLAG = "--xla_force_host_platform_device_count"
 CHECKER_CODE = ("coursekit/__init__.py", "coursekit/facts.py", "coursekit/checking",
                 "coursekit/measure", "coursekit/workloads", "coursekit/provenance/__init__.py",
                 "coursekit/provenance/records.py",
-                # the bridge to the learner process speaks the grader's protocol
-                "autograder/__init__.py", "autograder/protocol.py")
+                # the protocol the bridge, the runner and the grader speak
+                "coursekit/protocol.py")
 
 
 def records_dir() -> Path:

@@ -14,12 +14,12 @@ sys.path.insert(0, str(ROOT))
 
 from test_autograder import grader  # noqa: E402
 
-from autograder import protocol  # noqa: E402
 from autograder.course import Stage  # noqa: E402
 from autograder.grade import STAGES, members, shared_runs  # noqa: E402
 from autograder.gradebook import Gradebook  # noqa: E402
 from autograder.project_run import SHARE_OF_LIMIT, not_clean, split  # noqa: E402
 from autograder.sandbox import Limits, Outcome  # noqa: E402
+from coursekit import protocol  # noqa: E402
 
 STAGE_1 = Stage("p", 1, "one", [("a", 1.0), ("b", 2.0)])
 STAGE_2 = Stage("p", 2, "two", [("c", 1.0)])

@@ -229,7 +229,7 @@ def test_the_runner_starts_the_learner_process_with_the_declared_devices():
     """sharded-training declares its 8 CPU devices in check.py, where the runner reads them
     before check.py is imported; the harness keeps an early process that has them and
     stops one that does not."""
-    from autograder import protocol
+    from coursekit import protocol
     from coursekit.checking import bridge
     from coursekit.facts import ROOT, use_cpu_devices
     tests = ROOT / "projects" / "sharded-training" / "tests"

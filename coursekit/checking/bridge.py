@@ -27,10 +27,10 @@ from pathlib import Path
 from coursekit.checking.codec import Encoder, Handle, LearnerFunction, Workload, decode
 from coursekit.checking.learner import LearnerCodeError
 
-try:  # the sandbox's copy first: there the course folder (with autograder/) is hidden
+try:  # the sandbox's copy first: the one the runner and the guard speak there
     import autograder_protocol as protocol
 except ImportError:
-    from autograder import protocol
+    from coursekit import protocol
 
 __all__ = ["Handle", "LearnerFunction", "LearnerProcess", "LearnerProcessDied",
            "TamperEvidence", "Workload"]

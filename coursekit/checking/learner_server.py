@@ -5,7 +5,7 @@ data. It holds no verdict logic and no result channel.
 
 Started by ``coursekit.checking.bridge``. Its environment has no channel secret, its only
 open descriptors are stdin (/dev/null), stdout, stderr and the two bridge pipes. Frames
-(``autograder.protocol``): the checker sends ``call``/``export`` requests, this process
+(``coursekit.protocol``): the checker sends ``call``/``export`` requests, this process
 answers each with ``result`` or ``error``, beside which it names the facts it reports
 about itself (the call counts of every ``Workload`` the call used) and any refusal the
 sandbox guard made in this process (``violations``) for the checker to relay.

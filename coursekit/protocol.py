@@ -1,10 +1,12 @@
 """The one protocol every side of a graded run speaks: the grader, the runner (checker
 process), the sandbox guard, the checker's bridge and the learner process.
 
-Standard library only. The sandbox copies this file next to the runner as
-``autograder_protocol.py`` (the course folder, with ``autograder/``, is hidden there);
-elsewhere it is ``autograder.protocol``. ``import_protocol()`` below is how every other
-module finds it.
+Standard library only, at the bottom of the course's layers: the grader (``autograder``)
+and the checker's side (``coursekit.checking``) both import it, and it imports neither.
+The sandbox copies this file next to the runner as ``autograder_protocol.py``: the runner
+and the guard load that copy (the course folder is hidden there), and the checking side
+prefers it too (``coursekit.checking.wire``), so every side of a graded run speaks the
+grader's copy. Elsewhere it is ``coursekit.protocol``.
 
 Two channels:
 
@@ -56,16 +58,6 @@ PROTECTED_TIMING = {
 CHECKER_MODULES = ("coursekit.checking.contract", "coursekit.checking.learner",
                    "coursekit.checking.values", "coursekit.checking.bridge",
                    "coursekit.checking.learner_server", "coursekit.measure.timing")
-
-
-def import_protocol():
-    """This module, however it was found (sandbox copy first: the real course is hidden
-    there and reading it would be refused)."""
-    try:
-        import autograder_protocol as protocol  # noqa: PLC0415
-    except ImportError:
-        from autograder import protocol  # noqa: PLC0415
-    return protocol
 
 
 # -- result channel --------------------------------------------------------------------
