@@ -14,7 +14,6 @@ Item names used everywhere (gradebook, CSV columns, feedback):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -22,7 +21,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coursekit.facts import ROOT  # noqa: E402  (the default course folder)
+# ROOT: the default course folder. The checker fingerprint lives in the bottom layer
+# (notebook check cells key on it too); the grader's name for it stays here.
+from coursekit.facts import ROOT, checker_fingerprint
 
 _LIST_CHECKS = r"""
 import json, runpy, sys
@@ -32,20 +33,6 @@ print(json.dumps({"project": checker.project,
                   "titles": {str(k): v for k, v in checker.stage_titles.items()},
                   "checks": [[c.stage, c.check_id, c.points] for c in checker.checks]}))
 """
-
-
-def tree_hash(paths: list[Path], base: Path | None = None) -> str:
-    """Content hash of files and folders (names relative to ``base`` and bytes)."""
-    h = hashlib.sha256()
-    for path in paths:
-        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else (
-            [path] if path.is_file() else [])
-        for f in files:
-            if "__pycache__" in f.parts or f.suffix == ".pyc" or f.is_symlink():
-                continue
-            rel = f.relative_to(base) if base and f.is_relative_to(base) else f
-            h.update(str(rel).encode() + b"\0" + f.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 @dataclass
@@ -100,15 +87,6 @@ class Notebook:
     @property
     def max_points(self) -> float:
         return float(sum(q.points for q in self.questions))
-
-
-def checker_fingerprint(root: Path, project: str) -> str:
-    """Hash of what decides a stage's result apart from the submission."""
-    from coursekit.facts import CHECKER_CODE
-    p = root / "projects" / project
-    parts = [p / "tests", *(root / c for c in CHECKER_CODE)] + [
-        x for x in p.iterdir() if x.name not in ("solution", "starter")]
-    return tree_hash(parts, root)
 
 
 def list_checks(check: Path, cache_dir: Path | None = None, root: Path = ROOT) -> dict:

@@ -58,7 +58,7 @@ def prepare(box: sandbox.SandboxDir, settings: Settings, submission: Path) -> Pa
 
 def submission_files_hash(submission: Path) -> str:
     """Content hash of everything a project stage reads from a submission."""
-    from autograder.course import tree_hash
+    from coursekit.facts import tree_hash
     starters = [p for p in sorted(submission.glob("projects/*/starter"))
                 if not p.is_symlink()]
     return tree_hash(starters, submission)

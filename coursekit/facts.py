@@ -6,6 +6,7 @@ Standard library only: checkers, the grader, notebooks and make targets all impo
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -33,13 +34,39 @@ ALLOWED_ERROR_TAG = "raises-exception"
 _DEVICE_FLAG = "--xla_force_host_platform_device_count"
 
 # What a project's checker may import from coursekit (relative to the course root). The
-# grader's checker fingerprint hashes exactly these, so editing the portfolio or the
-# notebook runtime regrades nobody; tests/test_layout.py fails when a checker imports more.
+# grader's checker fingerprint (``checker_fingerprint`` below) hashes exactly these, so
+# editing the portfolio or the notebook runtime regrades nobody; tests/test_layout.py fails
+# when a checker imports more.
 CHECKER_CODE = ("coursekit/__init__.py", "coursekit/facts.py", "coursekit/checking",
                 "coursekit/measure", "coursekit/workloads", "coursekit/provenance/__init__.py",
                 "coursekit/provenance/records.py",
                 # the protocol the bridge, the runner and the grader speak
                 "coursekit/protocol.py")
+
+
+def tree_hash(paths: list[Path], base: Path | None = None) -> str:
+    """Content hash of files and folders (names relative to ``base`` and bytes)."""
+    h = hashlib.sha256()
+    for path in paths:
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else (
+            [path] if path.is_file() else [])
+        for f in files:
+            if "__pycache__" in f.parts or f.suffix == ".pyc" or f.is_symlink():
+                continue
+            rel = f.relative_to(base) if base and f.is_relative_to(base) else f
+            h.update(str(rel).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def checker_fingerprint(root: Path, project: str) -> str:
+    """Hash of what decides a stage's result apart from the submission: the project's
+    checker folder, ``CHECKER_CODE`` and the project's other files (never its solution or
+    starter). The grader keys its cached check lists and gradebook rows on it; notebook
+    check cells key reused results on it."""
+    p = root / "projects" / project
+    parts = [p / "tests", *(root / c for c in CHECKER_CODE)] + [
+        x for x in p.iterdir() if x.name not in ("solution", "starter")]
+    return tree_hash(parts, root)
 
 
 def records_dir() -> Path:

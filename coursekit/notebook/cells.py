@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from coursekit.facts import ROOT, checker_path, records_dir
+from coursekit.facts import ROOT, checker_fingerprint, checker_path, records_dir
 
 RECORDS = records_dir()
 
@@ -85,7 +85,6 @@ def _reuse_key(project: str, stage: int | str, impl: Path) -> str:
     """Same checker code, same learner file, same stage: the same run."""
     import hashlib
 
-    from autograder.course import checker_fingerprint
     digest = hashlib.sha256(Path(impl).read_bytes()).hexdigest()[:16]
     return f"{project}-stage{stage}-{digest}-{checker_fingerprint(ROOT, project)[:16]}"
 
