@@ -57,7 +57,8 @@ PROTECTED_TIMING = {
 # replaces them has tried to change a verdict (which lives in another process anyway)
 CHECKER_MODULES = ("coursekit.checking.contract", "coursekit.checking.learner",
                    "coursekit.checking.values", "coursekit.checking.bridge",
-                   "coursekit.checking.learner_server", "coursekit.measure.timing")
+                   "coursekit.checking.errors", "coursekit.checking.learner_server",
+                   "coursekit.measure.timing")
 
 
 # -- result channel --------------------------------------------------------------------

@@ -25,12 +25,8 @@ import time
 from pathlib import Path
 
 from coursekit.checking.codec import Encoder, Handle, LearnerFunction, Workload, decode
-from coursekit.checking.learner import LearnerCodeError
-
-try:  # the sandbox's copy first: the one the runner and the guard speak there
-    import autograder_protocol as protocol
-except ImportError:
-    from coursekit import protocol
+from coursekit.checking.errors import LearnerCodeError, LearnerProcessDied, TamperEvidence
+from coursekit.checking.wire import protocol
 
 __all__ = ["Handle", "LearnerFunction", "LearnerProcess", "LearnerProcessDied",
            "TamperEvidence", "Workload"]
@@ -39,23 +35,6 @@ PR_SET_DUMPABLE = 4
 MAX_STARTS = 3  # a learner process that keeps dying is not restarted for every check
 VIOLATION_SINKS: list = []  # callables(what, detail): the runner relays to the grader
 _PRESTARTED: dict = {}
-
-
-class TamperEvidence(LearnerCodeError):
-    """What the learner process reported contradicts what the checker measured (or it
-    wrote to the bridge outside the protocol). The grader scores the stage 0."""
-
-    def __init__(self, message: str):
-        super().__init__(protocol.TAMPER_EVIDENCE, protocol.TAMPER_PREFIX + message,
-                         "the checker measures what it needs itself; a report that "
-                         "contradicts it is recorded as tampering")
-
-
-class LearnerProcessDied(LearnerCodeError):
-    def __init__(self, message: str, cause: str):
-        super().__init__("crash", message, "run the function by hand on a small input: "
-                         "it crashed the Python process running it")
-        self.cause = cause  # "SIGSEGV", "exit 0", ...
 
 
 def make_undumpable() -> None:
@@ -328,8 +307,8 @@ class InProcess:
         pass
 
     def request(self, kind: str, fn: str, args=(), kwargs=None, **extra):
-        from coursekit.checking.learner_server import Server
         from coursekit.checking.probes import CallCounter
+        from coursekit.checking.programs import export_call
         from coursekit.workloads import catalog
         counters = {}
 
@@ -356,7 +335,7 @@ class InProcess:
         function = getattr(self.loaded, fn)
         try:
             if kind == "export":
-                return Server.export(function, args, kwargs, extra.get("transform"))
+                return export_call(function, args, kwargs, extra.get("transform"))
             return function(*args, **kwargs)
         finally:
             self.last_wall_s = time.perf_counter() - started

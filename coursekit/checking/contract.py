@@ -32,19 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from coursekit.checking.learner import LearnerCodeError, explain_exception, load_impl
+from coursekit.checking.errors import CheckFailed, LearnerCodeError
+from coursekit.checking.learner import explain_exception, load_impl
+from coursekit.checking.values import short
 from coursekit.measure.environment import environment_versions
-
-
-class CheckFailed(Exception):
-    """Raised by a check: the learner's result is wrong in the way ``message`` says."""
-
-    def __init__(self, message: str, *, yours: Any = None, expected: Any = None,
-                 hint: str = ""):
-        super().__init__(message)
-        self.yours = yours
-        self.expected = expected
-        self.hint = hint
 
 
 @dataclass
@@ -102,22 +93,6 @@ class _Check:
     check_id: str
     fn: Callable
     points: float
-
-
-def short(value: Any, limit: int = 300) -> str:
-    """A one-line, bounded rendering of any value for yours:/expected: lines."""
-    if isinstance(value, float):
-        text = f"{value:.6g}"
-    elif isinstance(value, np.ndarray):
-        text = np.array2string(value, threshold=8, precision=5).replace("\n", " ")
-        text = f"array{value.shape} {value.dtype}: {text}"
-    else:
-        try:
-            text = repr(value)
-        except Exception:  # noqa: BLE001 - a hostile __repr__ must not crash the checker
-            text = f"<{type(value).__name__} with a broken repr>"
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class Checker:

@@ -15,16 +15,7 @@ import uuid
 from pathlib import Path
 from types import ModuleType
 
-
-class LearnerCodeError(Exception):
-    """The learner's file could not be used. ``kind`` is one of: missing-file, syntax,
-    import, missing-function, not-implemented, exception."""
-
-    def __init__(self, kind: str, message: str, hint: str = "", exc_type: str = ""):
-        super().__init__(message)
-        self.kind = kind
-        self.hint = hint
-        self.exc_type = exc_type  # the learner's exception class name, where one was raised
+from coursekit.checking.errors import LearnerCodeError
 
 
 def load_impl(path: str | Path) -> ModuleType:

@@ -18,6 +18,8 @@ import os
 import sys
 from pathlib import Path
 
+from coursekit.checking.wire import protocol
+
 PR_CAPBSET_DROP = 24
 CAP_LAST = 63
 
@@ -45,7 +47,6 @@ def drop_privileges() -> None:
 def snapshot() -> dict:
     """(module, attribute) -> object for the checker code and the clocks, so a learner
     file replacing any of them is named (the verdict is elsewhere; this says who tried)."""
-    from coursekit.checking.bridge import protocol
     out = {}
     for mod_name in protocol.CHECKER_MODULES:
         mod = sys.modules.get(mod_name)
@@ -70,7 +71,6 @@ def snapshot() -> dict:
 
 def changed(before: dict) -> list[tuple[str, str]]:
     """[(violation name, detail)] for what differs from ``before``."""
-    from coursekit.checking.bridge import protocol
     now = snapshot()
     found = []
     for key, obj in before.items():
@@ -86,7 +86,6 @@ def changed(before: dict) -> list[tuple[str, str]]:
 
 class Server:
     def __init__(self, impl_path: Path, rfd: int, wfd: int):
-        from coursekit.checking.bridge import protocol
         self.protocol = protocol
         self.impl_path, self.rfd, self.wfd = impl_path, rfd, wfd
         self.handles: dict = {}
@@ -127,10 +126,15 @@ class Server:
 
     # -- requests ---------------------------------------------------------------------
     def load(self) -> None:
-        import coursekit.checking.bridge  # noqa: F401 - watched like the rest
+        # the checker's modules (protocol.CHECKER_MODULES) are loaded before the learner's
+        # file, so the snapshot holds them and a file that replaces any of them is named
+        import coursekit.checking.bridge  # noqa: F401
+        import coursekit.checking.contract  # noqa: F401
         import coursekit.checking.probes  # noqa: F401
         import coursekit.checking.values  # noqa: F401
-        from coursekit.checking.learner import LearnerCodeError, load_impl
+        import coursekit.measure.timing  # noqa: F401
+        from coursekit.checking.errors import LearnerCodeError
+        from coursekit.checking.learner import load_impl
         self.before = snapshot()
         try:
             self.module = load_impl(self.impl_path)
@@ -158,7 +162,8 @@ class Server:
             elif kind == "call":
                 value = self.learner_function(header["fn"])(*args, **kwargs)
             elif kind == "export":
-                value = self.export(self.learner_function(header["fn"]), args, kwargs,
+                from coursekit.checking.programs import export_call
+                value = export_call(self.learner_function(header["fn"]), args, kwargs,
                                     header.get("transform"))
             else:
                 raise ValueError(f"unknown request {kind!r}")
@@ -181,21 +186,6 @@ class Server:
             return
         self.reply({"kind": "result", "value": tree}, encoder.buffers)
 
-    @staticmethod
-    def export(fn, args, kwargs, transform):
-        """The learner's function as a program (StableHLO bytes: data the checker analyses
-        and runs itself), optionally under a transform the checker names."""
-        import jax
-
-        def f(*a):
-            return fn(*a, **kwargs)
-        if transform == "value_and_grad":
-            f = jax.value_and_grad(f)
-        elif transform is not None:
-            raise ValueError(f"unknown transform {transform!r}")
-        from coursekit.checking.programs import describe
-        return describe(jax.export.export(jax.jit(f))(*args))
-
     def serve(self) -> None:
         self.load()
         while True:
@@ -207,7 +197,6 @@ class Server:
 
 
 def main() -> None:
-    from coursekit.checking.bridge import protocol
     fds = os.environ.pop(protocol.ENV_BRIDGE)
     rfd, wfd = (int(v) for v in fds.split(","))
     drop_privileges()

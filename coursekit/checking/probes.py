@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable
 
-from coursekit.checking.contract import short
-from coursekit.checking.values import as_float, fail_unless
+from coursekit.checking.errors import TamperEvidence
+from coursekit.checking.values import as_float, fail_unless, short
 from coursekit.measure.timing import count_compiles
 
 NAME_LETTERS = "abcdefghjkmnpqrstuvwxyz"  # no i, l, o: names read unambiguously in a hint
@@ -138,7 +138,6 @@ def reported_times_within_wall(what: str, records, wall_s: float) -> None:
     """Self-reported harness times (each record's ``first_call_s`` and ``samples_s``)
     cannot add up to more than the wall time the checker measured around the call: no
     harness times more than elapsed. A contradiction is tamper evidence."""
-    from coursekit.checking.bridge import TamperEvidence
     timed = 0.0
     for m in records:
         samples = m.get("samples_s")
@@ -152,7 +151,6 @@ def reported_times_within_wall(what: str, records, wall_s: float) -> None:
 def reported_counts(what: str, facts: dict) -> tuple[int, list]:
     """A workload's self-reported (calls, compiled_at), refused as tamper evidence unless
     they are counts: an int of calls and the indices of the calls that compiled."""
-    from coursekit.checking.bridge import TamperEvidence
     calls, compiled_at = facts.get("calls"), facts.get("compiled_at")
     if type(calls) is not int or not isinstance(compiled_at, list) or \
             not all(type(c) is int and 0 <= c < max(calls, 1) for c in compiled_at):
@@ -165,7 +163,6 @@ def reported_unready(what: str, facts: dict) -> list[int]:
     """A workload's self-reported ``unready_at_next_call`` (indices of calls whose output
     was not ready when the next call began), refused as tamper evidence unless it is a
     list of call indices. Only ever a reason to fail: no report clears a timing."""
-    from coursekit.checking.bridge import TamperEvidence
     calls, unready = facts.get("calls"), facts.get("unready_at_next_call")
     if type(calls) is not int or not isinstance(unready, list) or \
             not all(type(k) is int and 0 <= k < calls - 1 for k in unready):

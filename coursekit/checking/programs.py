@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from coursekit.checking.errors import TamperEvidence
+
 
 def describe(exp, **more) -> dict:
     """Learner side: an ``Exported`` as data (numpy bytes, ints, strings)."""
@@ -28,13 +30,27 @@ def describe(exp, **more) -> dict:
             "effects": len(exp.ordered_effects) + len(exp.unordered_effects), **more}
 
 
+def export_call(fn, args, kwargs, transform=None) -> dict:
+    """Learner side: ``fn(*args, **kwargs)`` exported as a program and described, under
+    the transform the checker names (None, or ``"value_and_grad"``). The learner process
+    answers an ``export`` request with it; ``bridge.InProcess`` calls it directly."""
+    import jax
+
+    def f(*a):
+        return fn(*a, **kwargs)
+    if transform == "value_and_grad":
+        f = jax.value_and_grad(f)
+    elif transform is not None:
+        raise ValueError(f"unknown transform {transform!r}")
+    return describe(jax.export.export(jax.jit(f))(*args))
+
+
 def aval_of(text: str, dtypes: dict):
     """'float32[16,4]' (or 'float32[16@data,4]', 'key<fry>[]') as a ShapedArray; a dtype
     name not in ``dtypes`` (the checker's own inputs' dtypes) must be a numpy one."""
     import jax
     import numpy as np
 
-    from coursekit.checking.bridge import TamperEvidence
     m = re.fullmatch(r"(.+?)\[(.*)\]", str(text).strip())
     if not m:
         raise TamperEvidence(f"the exported program has an unreadable type {text!r}")

@@ -9,10 +9,27 @@ wrong, so a check compares real numbers and never trusts the learner's compariso
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
-from coursekit.checking.contract import CheckFailed
+from coursekit.checking.errors import CheckFailed
+
+
+def short(value: Any, limit: int = 300) -> str:
+    """A one-line, bounded rendering of any value for yours:/expected: lines."""
+    if isinstance(value, float):
+        text = f"{value:.6g}"
+    elif isinstance(value, np.ndarray):
+        text = np.array2string(value, threshold=8, precision=5).replace("\n", " ")
+        text = f"array{value.shape} {value.dtype}: {text}"
+    else:
+        try:
+            text = repr(value)
+        except Exception:  # noqa: BLE001 - a hostile __repr__ must not crash the checker
+            text = f"<{type(value).__name__} with a broken repr>"
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def fail_unless(cond: bool, message: str, **details) -> None:

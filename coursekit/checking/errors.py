@@ -1,0 +1,60 @@
+"""The exceptions of the checker contract, at the bottom of ``coursekit.checking``: the
+modules that raise or catch them import them from here, not from each other.
+
+* ``CheckFailed``: a check's verdict on a wrong result (``coursekit.checking.contract``
+  prints it as a FAIL line with ``yours:``/``expected:``/``hint:``);
+* ``LearnerCodeError``: the learner's file could not be used (``coursekit.checking.learner``
+  names the file, line and function);
+* ``TamperEvidence``: a self-reported fact contradicted by measurement, or bytes on the
+  bridge outside the protocol (the grader scores the stage 0);
+* ``LearnerProcessDied``: the learner process crashed, exited or was killed
+  (``coursekit.checking.bridge``).
+
+Each is still importable from the module that first defined it (``contract``,
+``learner``, ``bridge``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coursekit.checking.wire import protocol
+
+
+class CheckFailed(Exception):
+    """Raised by a check: the learner's result is wrong in the way ``message`` says."""
+
+    def __init__(self, message: str, *, yours: Any = None, expected: Any = None,
+                 hint: str = ""):
+        super().__init__(message)
+        self.yours = yours
+        self.expected = expected
+        self.hint = hint
+
+
+class LearnerCodeError(Exception):
+    """The learner's file could not be used. ``kind`` is one of: missing-file, syntax,
+    import, missing-function, not-implemented, exception."""
+
+    def __init__(self, kind: str, message: str, hint: str = "", exc_type: str = ""):
+        super().__init__(message)
+        self.kind = kind
+        self.hint = hint
+        self.exc_type = exc_type  # the learner's exception class name, where one was raised
+
+
+class TamperEvidence(LearnerCodeError):
+    """What the learner process reported contradicts what the checker measured (or it
+    wrote to the bridge outside the protocol). The grader scores the stage 0."""
+
+    def __init__(self, message: str):
+        super().__init__(protocol.TAMPER_EVIDENCE, protocol.TAMPER_PREFIX + message,
+                         "the checker measures what it needs itself; a report that "
+                         "contradicts it is recorded as tampering")
+
+
+class LearnerProcessDied(LearnerCodeError):
+    def __init__(self, message: str, cause: str):
+        super().__init__("crash", message, "run the function by hand on a small input: "
+                         "it crashed the Python process running it")
+        self.cause = cause  # "SIGSEGV", "exit 0", ...
