@@ -1,0 +1,384 @@
+"""performance-audit stage 1: a comparable measurement. The learner's ``time_fn``,
+``comparable`` and its two one-change experiments (a shape change, a host read) run in
+the learner process on fresh jitted copies of the stage-1 workload (``audit_harness``).
+What they report is checked against the checker's own synchronised measurement of the
+same work (medians as ratios within ``TIME_RATIO_WINDOW``, never absolute times), the
+checker's own first calls of fresh copies of the work at three sizes (a first call is
+trace + compile + one complete run), outputs the checker computes and corrupts itself,
+and the call and compile counts the learner process reports (``SELF_REPORTED``),
+cross-checked against the CPU time this process saw it spend and the wall time this
+process measured around each call."""
+
+from __future__ import annotations
+
+import copy
+import math
+import statistics
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from audit_harness import (
+    TIME_RATIO_WINDOW,
+    checker,
+    reference,
+    reference_median,
+    stage1_workload,
+)
+
+from coursekit.checking.bridge import TamperEvidence, Workload
+from coursekit.checking.learner import get_function
+from coursekit.checking.probes import (
+    reported_counts,
+    reported_times_within_wall,
+    samples_of,
+    within_ratio,
+)
+from coursekit.checking.values import as_float, fail_unless, require_keys
+from coursekit.measure.timing import time_synced
+from coursekit.workloads import catalog
+
+# A forged count claims calls that never ran: the CPU they need is missing by a factor of
+# (claimed calls / real calls), 9x for a single real call. Honest runs sit at or above
+# 1x (load adds spinning threads, never removes work), so a factor-4 floor cannot flake.
+CPU_FLOOR_FACTOR = 4.0
+
+MEASUREMENT_KEYS = ("sync", "warmup", "first_call_s", "samples_s", "compiles_first_call",
+                    "compiles_warmed", "shapes", "dtypes", "output_ok")
+
+
+def cross_check_counts(impl, ctx, facts: dict, what: str, *measurements) -> dict:
+    """The learner process's self-reported call and compile counts, checked against the
+    CPU time this process saw it spend during the call, and the times its harness
+    reported (``measurements``) against the call's wall time here (``SELF_REPORTED``)."""
+    reported_times_within_wall(what, measurements, impl.__bridge__.last_wall_s)
+    calls, compiled_at = reported_counts(what, facts)
+    ref = reference(ctx)
+    needed = len(compiled_at) * ref["compile_cpu_s"] + calls * ref["call_cpu_s"]
+    spent = impl.__bridge__.last_cpu_s
+    if calls >= 3 and spent * CPU_FLOOR_FACTOR < needed:
+        raise TamperEvidence(
+            f"{what}: the learner process reported {calls} calls and "
+            f"{len(compiled_at)} compiles, which take about {needed:.3g} CPU s here, but "
+            f"it spent {spent:.3g} CPU s (floor 1/{CPU_FLOOR_FACTOR:g})")
+    return facts
+
+
+def learner_measurement(impl, ctx, **kwargs) -> tuple[dict, dict]:
+    """The learner's ``time_fn`` on a fresh jitted workload: its measurement, and the
+    calls and compiles counted around the function it was handed (in the learner
+    process: self-reported, cross-checked here)."""
+    time_fn = get_function(impl, "time_fn")
+    workload, _, x = stage1_workload(ctx)
+    m = require_keys(time_fn(workload, x, **kwargs), MEASUREMENT_KEYS, "time_fn")
+    return m, cross_check_counts(impl, ctx, workload.facts, "time_fn", m)
+
+
+@checker.check(1, "warm_median_is_device_time")
+def _(impl, ctx):
+    m, _ = learner_measurement(impl, ctx, warmup=2, iters=7)
+    samples = samples_of(m, "time_fn", raw=False)
+    within_ratio(float(np.median(samples)), reference_median(ctx), TIME_RATIO_WINDOW,
+                 "your warmed median", "wait for the result inside the timed region: "
+                 "jax.block_until_ready(out) before you stop the clock (JAX returns "
+                 "before the work is done)")
+
+
+@checker.check(1, "first_call_reported_apart")
+def _(impl, ctx):
+    warmup, iters = 2, 6
+    m, counted = learner_measurement(impl, ctx, warmup=warmup, iters=iters)  # plain facts
+    as_float(m["first_call_s"], "first_call_s")
+    fail_unless(counted["calls"] == 1 + warmup + iters,
+                "time_fn made the wrong number of calls: the compiling first call must be "
+                "timed alone, then warmup untimed calls, then iters timed calls",
+                yours=f"{counted['calls']} calls", expected=f"{1 + warmup + iters} calls",
+                hint="call once (first_call_s), then warm up, then take iters samples; "
+                "never let the first call's compile land in samples_s")
+    fail_unless(counted["compiled_at"] == [0], "the compile did not happen in the first call",
+                yours=f"compiled in calls {counted['compiled_at']}", expected="only call 0")
+    fail_unless(m["compiles_first_call"] == len(counted["compiled_at"]) and
+                m["compiles_warmed"] == 0,
+                "compile counts do not match what jax.monitoring saw",
+                yours=f"first={m['compiles_first_call']!r} warmed={m['compiles_warmed']!r}",
+                expected=f"first={len(counted['compiled_at'])} warmed=0",
+                hint="count '/jax/core/compile/backend_compile_duration' events with "
+                "jax.monitoring.register_event_duration_secs_listener")
+
+
+# A first call is trace + compile + one complete run. Three works of the same kind (the
+# stage-1 work at three sizes) pull those apart; each is measured by this process too, on a
+# fresh never-compiled copy (its own compile), before and after yours:
+#   small  (n 41-99): the compile is ~0.05 s, a warmed call ~0.1 ms, 300x+ apart: a first
+#          call without the compile in it (a warmed sample in its place, or timed after a
+#          warm-up call) reads hundreds of times below the checker's own first call;
+#   medium (n 951-1051): a compile and one run of 10-100 ms each; the warm-up calls are
+#          as many as take 8x the checker's own first call (at least 16): a first call that
+#          also holds them reads 9x+ the checker's;
+#   large  (n from 1701, grown until the checker's own warmed run takes 8x its compile,
+#          at most 4001): a first call that did not wait for its result holds the compile
+#          and the dispatch only, about 1/8 of one run, a synchronised one the whole run
+#          and more. Fixed sizes do not hold across machines: at n 1751 this machine's
+#          idle matmul (~400 GFLOP/s on 2 cores) ran in 55 ms, an unsynced first call in
+#          0.8x of that.
+# Honest first calls of the two processes agree within 2x under load (the same work,
+# measured seconds apart); the windows below are 10x, 3x and 0.6 of a run.
+FIRST_CALL_SIZES = {"small": (41, 100), "medium": (951, 1052), "large": (1701, 1802)}
+FIRST_CALL_FLOOR = 10.0    # yours at least the checker's own first call / 10
+FIRST_CALL_CEILING = 3.0   # yours at most 3x the slower of the checker's own two
+RUN_FLOOR = 0.6            # yours at least 0.6x the checker's fastest warmed run
+WARMUP_OVER_FIRST = 8.0    # medium: the warm-up calls take 8x the checker's first call
+WARMUP_RANGE = (16, 400)
+RUN_OVER_COMPILE = 8.0     # large: one run takes 8x the compile
+LARGE_N_MAX = 4001
+
+
+def first_call_input(ctx, size: str):
+    lo, hi = FIRST_CALL_SIZES[size]
+    rng = ctx.rng(f"first-call-{size}")
+    return square_input(rng, int(rng.integers(lo, hi)) | 1), rng
+
+
+def square_input(rng, n: int):
+    return jnp.asarray(rng.standard_normal((n, n), dtype=np.float32) / np.sqrt(n))
+
+
+def large_first_call_input(ctx):
+    """The large case's input: n drawn from FIRST_CALL_SIZES, then doubled in FLOPs until
+    the checker's own warmed run takes RUN_OVER_COMPILE times its own compile (first
+    call minus a run) on this machine, now, or n reaches LARGE_N_MAX."""
+    x, rng = first_call_input(ctx, "large")
+    while x.shape[0] < LARGE_N_MAX:
+        timing, _ = own_first_call(rng, x, 2)
+        run = min(timing.samples_s)
+        if run >= RUN_OVER_COMPILE * max(timing.first_call_s - run, 0.0):
+            break
+        x = square_input(rng, min(int(x.shape[0] * 2 ** (1 / 3)) | 1, LARGE_N_MAX))
+    return x, rng
+
+
+def own_first_call(rng, x, warm: int):
+    """The checker's own synced first call of a fresh copy of the stage-1 work (a scale
+    of its own, so it compiles here), and ``warm`` warmed samples after it; and the
+    jitted copy, for more warmed samples later."""
+    from coursekit.measure.timing import count_compiles
+    fn = jax.jit(catalog.stage1_work(float(rng.uniform(0.5, 2.0))))
+    with count_compiles() as compiles:
+        timing = time_synced(fn, x, warmup=0, iters=warm)
+    if compiles[0] < 1:
+        raise RuntimeError("the checker's own first call did not compile")
+    return timing, fn
+
+
+def learner_first_call(impl, ctx, x, rng, warmup: int, iters: int, what: str) -> float:
+    time_fn = get_function(impl, "time_fn")
+    workload = Workload("performance-audit/stage1", scale=float(rng.uniform(0.5, 2.0)))
+    m = require_keys(time_fn(workload, x, warmup=warmup, iters=iters), MEASUREMENT_KEYS,
+                     "time_fn")
+    reported_times_within_wall(what, [m], impl.__bridge__.last_wall_s)
+    calls, compiled_at = reported_counts(what, workload.facts)
+    fail_unless(calls == 1 + warmup + iters and compiled_at == [0],
+                f"{what}: time_fn made the wrong calls", yours=f"{calls} calls, compiled "
+                f"in calls {compiled_at}", expected=f"{1 + warmup + iters} calls, the "
+                "compile in call 0 only", hint="one first call, warmup untimed calls, then "
+                "iters timed calls")
+    return as_float(m["first_call_s"], "first_call_s")
+
+
+@checker.check(1, "first_call_is_compile_and_run")
+def _(impl, ctx):
+    ms = 1e3
+    # small: compile-dominated. A first call without its compile is a warmed call.
+    x, rng = first_call_input(ctx, "small")
+    before, _ = own_first_call(rng, x, 3)
+    yours = learner_first_call(impl, ctx, x, rng, 1, 3, "time_fn (small work)")
+    after, _ = own_first_call(rng, x, 3)
+    floor = min(before.first_call_s, after.first_call_s) / FIRST_CALL_FLOOR
+    warmed = statistics.median(before.samples_s + after.samples_s)
+    fail_unless(yours >= floor,
+                f"your first_call_s is {yours / floor / FIRST_CALL_FLOOR:.3g}x the checker's "
+                f"own first call of a fresh copy of the same work (n={x.shape[0]}): "
+                "there is no compile in it", yours=f"{yours * ms:.4g} ms",
+                expected=f"about {floor * FIRST_CALL_FLOOR * ms:.4g} ms (trace + compile + "
+                f"run; a warmed call takes {warmed * ms:.3g} ms; at least 1/"
+                f"{FIRST_CALL_FLOOR:g} of it)", hint="time the very first call of fn, "
+                "before any warm-up call, and report that time, not a warmed sample")
+    # medium: a first call that holds the warm-up calls is many runs longer.
+    x, rng = first_call_input(ctx, "medium")
+    before, _ = own_first_call(rng, x, 1)
+    lo, hi = WARMUP_RANGE
+    warmup = max(lo, min(hi, math.ceil(WARMUP_OVER_FIRST * before.first_call_s
+                                       / min(before.samples_s))))
+    yours = learner_first_call(impl, ctx, x, rng, warmup, 2, "time_fn (medium work)")
+    after, _ = own_first_call(rng, x, 1)
+    ceiling = max(before.first_call_s, after.first_call_s) * FIRST_CALL_CEILING
+    run = min(before.samples_s + after.samples_s)
+    fail_unless(yours <= ceiling,
+                f"your first_call_s is {yours / ceiling * FIRST_CALL_CEILING:.3g}x the "
+                f"checker's own first call of a fresh copy of the same work "
+                f"(n={x.shape[0]}, warmup={warmup}): it holds more than one call",
+                yours=f"{yours * ms:.4g} ms",
+                expected=f"about {ceiling / FIRST_CALL_CEILING * ms:.4g} ms (compile + one "
+                f"run of {run * ms:.3g} ms; at most {FIRST_CALL_CEILING:g}x)",
+                hint="stop the first call's clock when its result is ready, before the "
+                "warm-up calls")
+    # large: one run far longer than the compile. An unsynced first call misses the run.
+    x, rng = large_first_call_input(ctx)
+    before, fn = own_first_call(rng, x, 1)
+    yours = learner_first_call(impl, ctx, x, rng, 0, 1, "time_fn (large work)")
+    run = min(before.samples_s + time_synced(fn, x, warmup=0, iters=1).samples_s)
+    fail_unless(yours >= RUN_FLOOR * run,
+                f"your first_call_s is {yours / run:.3g}x one warmed run of the same work "
+                f"(n={x.shape[0]}): the first call returned before its work was done",
+                yours=f"{yours * ms:.4g} ms", expected=f"at least {RUN_FLOOR:g}x the "
+                f"checker's fastest warmed run, {run * ms:.4g} ms (a first call holds "
+                f"compile + one whole run; the checker's own took "
+                f"{before.first_call_s * ms:.4g} ms)", hint="synchronise the first call "
+                "inside its timed boundary too (jax.block_until_ready, or the host read)")
+
+
+@checker.check(1, "raw_samples_kept")
+def _(impl, ctx):
+    iters = int(ctx.rng("iters").integers(5, 9))
+    m, _ = learner_measurement(impl, ctx, warmup=1, iters=iters)
+    samples_of(m, "time_fn", iters)
+
+
+@checker.check(1, "output_check_catches_wrong_output")
+def _(impl, ctx):
+    time_fn = get_function(impl, "time_fn")
+    workload, work, x = stage1_workload(ctx)
+    right = np.asarray(jax.jit(work)(x))
+    wrong = right.copy()
+    rng = ctx.rng("wrong-output")
+    i, j = (int(v) for v in rng.integers(0, right.shape[0], 2))
+    wrong[i, j] += 0.1 * float(np.abs(right).max()) + 0.1
+    good = require_keys(time_fn(workload, x, warmup=0, iters=2, expected=right),
+                        MEASUREMENT_KEYS, "time_fn")
+    workload, _, _ = stage1_workload(ctx)  # a fresh jit, as before
+    bad = require_keys(time_fn(workload, x, warmup=0, iters=2, expected=wrong),
+                       MEASUREMENT_KEYS, "time_fn")
+    fail_unless(good["output_ok"] is True, "a correct output was not reported as correct",
+                yours=good["output_ok"], expected=True,
+                hint="compare np.asarray(out) with expected using np.allclose")
+    fail_unless(bad["output_ok"] is False,
+                f"an output wrong at element ({i}, {j}) was not caught",
+                yours=bad["output_ok"], expected=False,
+                hint="check the first call's output against `expected` before timing")
+    for name, got, want in (("a correct", good, 2), ("a wrong", bad, 0)):
+        fail_unless(isinstance(got["samples_s"], list) and len(got["samples_s"]) == want,
+                    f"with {name} output, time_fn must give {want} warmed samples",
+                    yours=got["samples_s"], expected=f"{want} samples (iters=2)",
+                    hint="a checked, correct output is timed as usual; a wrong one is "
+                    "not timed at all")
+
+
+@checker.check(1, "comparable_refuses_other_shapes_dtypes")
+def _(impl, ctx):
+    comparable = get_function(impl, "comparable")
+    m, _ = learner_measurement(impl, ctx, warmup=1, iters=3)
+    same = comparable(m, copy.deepcopy(m))
+    fail_unless(isinstance(same, list) and same == [] and type(same) is list,
+                "two measurements of the same configuration were refused",
+                yours=same, expected=[])
+    for field, change in (("shapes", lambda s: [[d + 1 for d in shape] for shape in s]),
+                          ("dtypes", lambda s: ["bfloat16" for _ in s]),
+                          ("sync", lambda s: "none"), ("warmup", lambda s: s + 3),
+                          ("backend", lambda s: "tpu" if s != "tpu" else "gpu")):
+        other = copy.deepcopy(m)
+        other[field] = change(other[field])
+        reasons = comparable(m, other)
+        fail_unless(isinstance(reasons, list) and len(reasons) > 0,
+                    f"measurements with different {field} were accepted as comparable",
+                    yours=reasons, expected=f"a reason naming {field}",
+                    hint="compare shapes, dtypes, sync and warmup; list each difference")
+        text = " ".join(map(str, reasons)).lower()
+        fail_unless(field.rstrip("s") in text,
+                    f"the reasons do not name the field that differs ({field})",
+                    yours=reasons, expected=f"a reason mentioning {field}")
+    # a measurement whose output check failed is refused whatever else agrees
+    failed = copy.deepcopy(m)
+    failed["output_ok"] = False
+    for pair in ((m, failed), (failed, m)):
+        reasons = comparable(*pair)
+        fail_unless(isinstance(reasons, list) and len(reasons) > 0,
+                    "a measurement whose output check failed was accepted as comparable",
+                    yours=reasons, expected="a reason naming output_ok",
+                    hint="a wrong output is never comparable: refuse output_ok False")
+
+
+@checker.check(1, "shape_change_alone")
+def _(impl, ctx):
+    experiment = get_function(impl, "experiment_shape_change")
+    comparable = get_function(impl, "comparable")
+    workload, _, x = stage1_workload(ctx)
+    extra = int(ctx.rng("extra").integers(1, 8)) * 2 + 1
+    x2 = jnp.pad(x, ((0, extra), (0, extra)))
+    result = require_keys(experiment(workload, x, x2, warmup=1, iters=4), ("base", "changed"),
+                          "experiment_shape_change")
+    base = require_keys(result["base"], MEASUREMENT_KEYS, "base")
+    changed = require_keys(result["changed"], MEASUREMENT_KEYS, "changed")
+    compiled_at = cross_check_counts(impl, ctx, workload.facts, "experiment_shape_change",
+                                     base, changed)["compiled_at"]
+    fail_unless(len(compiled_at) == 2,
+                "the shape change should cost exactly one new compile",
+                yours=f"compiles at calls {compiled_at}",
+                expected="one compile per shape", hint="jit the function once; vary x only")
+    fail_unless(changed["compiles_first_call"] >= 1 and changed["compiles_warmed"] == 0,
+                "the changed shape's compile is not in its first call",
+                yours=f"first={changed['compiles_first_call']} warmed="
+                      f"{changed['compiles_warmed']}", expected="first>=1 warmed=0")
+    for name, m, arg in (("base", base, x), ("changed", changed, x2)):
+        fail_unless(m["shapes"] == [list(arg.shape)] and m["dtypes"] == [str(arg.dtype)],
+                    f"the {name} measurement does not report the input this check passed",
+                    yours=(m["shapes"], m["dtypes"]),
+                    expected=([list(arg.shape)], [str(arg.dtype)]),
+                    hint="time fn on x and on x_changed, unchanged")
+    fail_unless(base["warmup"] == changed["warmup"] == 1 and base["sync"] == changed["sync"],
+                "only the shape may change: warm-up and sync must be the ones asked for",
+                yours=[(m["warmup"], m["sync"]) for m in (base, changed)],
+                expected="warmup=1 and the same sync for both",
+                hint="pass warmup and iters through to both time_fn calls")
+    reasons = comparable(base, changed)
+    text = " ".join(map(str, reasons)).lower()
+    others = [f for f in ("dtype", "sync", "warmup", "backend", "output") if f in text]
+    fail_unless(reasons and "shape" in text and not others,
+                "comparable() should name the shape, and only the shape",
+                yours=reasons, expected="one reason: shapes differ")
+
+
+@checker.check(1, "host_read_alone")
+def _(impl, ctx):
+    experiment = get_function(impl, "experiment_host_read")
+    comparable = get_function(impl, "comparable")
+    workload, _, x = stage1_workload(ctx)
+    result = require_keys(experiment(workload, x, warmup=1, iters=6),
+                          ("block", "host_read"), "experiment_host_read")
+    block = require_keys(result["block"], MEASUREMENT_KEYS, "block")
+    read = require_keys(result["host_read"], MEASUREMENT_KEYS, "host_read")
+    fail_unless(block["sync"] == "block_until_ready" and read["sync"] == "host_read",
+                "the two measurements must differ in sync method",
+                yours=(block["sync"], read["sync"]),
+                expected=("block_until_ready", "host_read"))
+    within_ratio(float(np.median(samples_of(read, "host_read", raw=False))),
+                 reference_median(ctx), TIME_RATIO_WINDOW, "the host-read median",
+                 "np.asarray(out) inside the timed region waits for the result; a read "
+                 "outside it measures nothing")
+    reasons = comparable(block, read)
+    text = " ".join(map(str, reasons)).lower()
+    others = [f for f in ("shape", "dtype", "warmup", "backend", "output") if f in text]
+    fail_unless(reasons and "sync" in text and not others,
+                "comparable() should name the sync method, and only it",
+                yours=reasons, expected="one reason: sync differs")
+    # A step with more than one output leaf: the first is a host value ready at once, the
+    # second is the same device work. A host read must read every leaf (a read of the first
+    # alone times nothing); the checker's reference is its own synced timing of the work.
+    time_fn = get_function(impl, "time_fn")
+    several, _, _ = stage1_workload(ctx, "performance-audit/host_metric_step")
+    m = require_keys(time_fn(several, x, warmup=1, iters=4, sync="host_read"),
+                     MEASUREMENT_KEYS, "time_fn")
+    within_ratio(float(np.median(samples_of(m, "host_read", raw=False))),
+                 reference_median(ctx), TIME_RATIO_WINDOW,
+                 "the host-read median of a step with two output leaves",
+                 "read every output leaf (jax.tree.map(np.asarray, out)): reading one "
+                 "leaf waits only for that leaf")

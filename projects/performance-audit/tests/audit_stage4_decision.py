@@ -1,0 +1,254 @@
+"""performance-audit stage 4: decide what is ready. The learner's ``load_run`` and
+``decide`` on before/after run records the checker writes: each case is drawn until the
+checker's own statistics (``coursekit.measure.decision``: intervals over interleaved
+rounds, and over pooled samples) say what the answer must be, so that a tempting wrong
+rule (trusting the raw ratio, pooling samples of drifting rounds, means thrown off by a
+few stalls) fails; comparability and a correct output come before speed; and
+``predict_step_speedup`` against Amdahl's law."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+from audit_harness import checker
+
+from coursekit.checking.learner import get_function
+from coursekit.checking.values import as_float, fail_unless, require_keys
+from coursekit.measure import decision
+
+
+def run_record(rng, median_s, spread, n=30, **overrides):
+    record = {"label": "", "boundary": "train_step", "sync": "block_until_ready",
+              "warmup": 2, "iters": n, "first_call_s": median_s * 20,
+              "samples_s": list(np.exp(rng.normal(np.log(median_s), spread, n))),
+              "compiles_first_call": 1, "compiles_warmed": 0, "shapes": [[256, 512]],
+              "dtypes": ["float32"], "output_ok": True, "backend": "cpu",
+              "trace": "", "region": "train_step"}
+    record.update(overrides)
+    return record
+
+
+def rounds_records(rng, true_ratio, rounds=8, iters=12, **drift):
+    """A before/after pair measured in ``rounds`` interleaved rounds on a drifting machine
+    (``decision.simulate_pair``), as run records with ``round_ids``."""
+    base = float(rng.uniform(5e-3, 2e-2))
+    pair = decision.simulate_pair(rng, true_ratio, rounds=rounds, iters=iters, base_s=base,
+                                  **drift)
+    return tuple(run_record(rng, base, 0.0, n=rounds * iters, **part) for part in pair)
+
+
+def decision_of(impl, before, after, ctx) -> str:
+    path = ctx.subdir("records")
+    (path / "before.json").write_text(json.dumps(before))
+    (path / "after.json").write_text(json.dumps(after))
+    load = get_function(impl, "load_run")
+    result = get_function(impl, "decide")(load(str(path / "before.json")),
+                                          load(str(path / "after.json")))
+    result = require_keys(result, ("decision", "reasons"), "decide")
+    fail_unless(result["decision"] in decision.OUTCOMES and isinstance(result["reasons"],
+                                                                       list)
+                and result["reasons"], "decide must say accept, reject or slower, with reasons",
+                yours=result,
+                expected="{'decision': 'accept'|'reject'|'slower', 'reasons': [...]}")
+    return result["decision"]
+
+
+def draw_until(make, holds, tries: int = 200):
+    """The first ``make()`` (a (before, after) pair) for which ``holds(before, after)``:
+    a case the checker's own statistic picked, so that a tempting wrong rule fails on
+    it. Never the last draw by default: a case not found in ``tries`` is the checker's
+    bug, said as such, not a verdict on the learner's code."""
+    for _ in range(tries):
+        drawn = make()
+        if holds(*drawn):
+            return drawn
+    raise RuntimeError(f"checker bug, not your code: no case drawn in {tries} tries")
+
+
+@checker.check(4, "accepts_real_speedup")
+def _(impl, ctx):
+    rng = ctx.rng("real")
+    base = float(rng.uniform(5e-3, 2e-2))
+    before, after = run_record(rng, base, 0.08), run_record(rng, base / 2, 0.08)
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "accept", "a clear 2x speedup with correct output was rejected",
+                yours=got, expected="accept")
+    # the fewest raw samples the contract takes (5 each) still decide a clear case
+    before, after = run_record(rng, base, 0.05, n=5), run_record(rng, base / 2, 0.05, n=5)
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "accept", "a clear 2x speedup with 5 raw samples each (the fewest "
+                "the contract takes) was rejected", yours=got, expected="accept",
+                hint="refuse fewer than 5 raw samples, not 5")
+
+
+@checker.check(4, "rejects_noise")
+def _(impl, ctx):
+    rng = ctx.rng("noise")
+    base = float(rng.uniform(5e-3, 2e-2))
+    # Draw until "after" looks a little faster (a tempting claim) while the checker's own
+    # intervals (over rounds, and over samples: without round_ids each sample is a round)
+    # show it is noise: a decision that trusts the raw ratio must fail here.
+    def tempting_noise(before, after):
+        ratio = np.median(before["samples_s"]) / np.median(after["samples_s"])
+        return (decision.decide_rounds(before, after)["ci"][0] < 1.0 and
+                decision.pooled_bootstrap(before, after)["ci"][0] < 1.0 and ratio > 1.03)
+
+    before, after = draw_until(lambda: (run_record(rng, base, 0.3), run_record(rng, base, 0.3)),
+                               tempting_noise)
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "reject", "a noise-only difference was accepted", yours=got,
+                expected="reject", hint="accept only when the lower end of a bootstrap "
+                "interval on the ratio of medians clears 1 + a minimum gain")
+
+
+@checker.check(4, "rejects_drifting_null")
+def _(impl, ctx):
+    rng = ctx.rng("drifting-null")
+    # Identical programs measured in 8 interleaved rounds while the load drifts. Draw
+    # until the pooled samples look clearly faster (a bootstrap that treats them as
+    # independent accepts) while the rounds, the real evidence, hold 1 with a margin.
+    before, after = draw_until(
+        lambda: rounds_records(rng, 1.0, block_drift=0.1),
+        lambda b, a: decision.pooled_bootstrap(b, a, n_boot=1000)["decision"] == "accept"
+        and decision.decide_rounds(b, a)["ci"][0] < 0.99, tries=400)
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "reject", "identical programs measured in drifting rounds were judged "
+                "different", yours=got, expected="reject",
+                hint="samples of one round share its load: they are not independent. Compare "
+                "rounds (per-round ratios, or resample whole rounds), not pooled samples")
+
+
+@checker.check(4, "accepts_speedup_in_drifting_rounds")
+def _(impl, ctx):
+    rng = ctx.rng("drifting-fast")
+    # a true 1.25x whose rounds clear the minimum gain with a margin
+    before, after = draw_until(lambda: rounds_records(rng, 1.25),
+                               lambda b, a: decision.decide_rounds(b, a)["ci"][0] > 1.12)
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "accept", "a true 1.25x speedup measured in 8 drifting rounds was "
+                "not accepted", yours=got, expected="accept",
+                hint="pair the rounds: the drift a round shares cancels in its before/after "
+                "ratio")
+
+
+@checker.check(4, "says_slower_when_slower")
+def _(impl, ctx):
+    rng = ctx.rng("drifting-slow")
+    # a true 1.4x slowdown, clear in the rounds
+    before, after = draw_until(lambda: rounds_records(rng, 1 / 1.4),
+                               lambda b, a: decision.decide_rounds(b, a)["ci"][1] < 0.85)
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "slower", "a clear 1.4x slowdown was not reported as slower",
+                yours=got, expected="slower",
+                hint="three outcomes: 'slower' when the whole interval lies below "
+                "1 / (1 + min_gain)")
+    plain_before, plain_after = run_record(rng, 0.01, 0.05), run_record(rng, 0.015, 0.05)
+    got = decision_of(impl, plain_before, plain_after, ctx)
+    fail_unless(got == "slower", "a 1.5x slowdown in records without round_ids was not "
+                "reported as slower", yours=got, expected="slower",
+                hint="without round_ids each sample is its own round")
+
+
+def with_stalls(rng, record: dict, rounds_hit: int = 3, per_round: int = 2) -> dict:
+    """``record`` (8 rounds of 12) with long-tail samples: in ``rounds_hit`` of its
+    rounds, ``per_round`` samples stalled 20-60x (a preemption, a page-in, a GC pause).
+    A round's median does not move; its mean grows several times."""
+    samples, ids = list(record["samples_s"]), record["round_ids"]
+    rounds = sorted(set(ids))
+    for r in rng.choice(rounds, rounds_hit, replace=False):
+        where = [i for i, v in enumerate(ids) if v == r]
+        for i in rng.choice(where, per_round, replace=False):
+            samples[i] *= float(rng.uniform(20, 60))
+    return dict(record, samples_s=samples)
+
+
+def round_means(record: dict) -> dict:
+    """Each sample replaced by its round's mean: what a decision built on means sees."""
+    ids = np.asarray(record["round_ids"])
+    samples = np.asarray(record["samples_s"])
+    return dict(record, samples_s=[float(samples[ids == r].mean()) for r in ids])
+
+
+@checker.check(4, "stalls_do_not_decide")
+def _(impl, ctx):
+    rng = ctx.rng("stalls")
+    # identical programs, "before" stalled in every round (it is the one that triggers the
+    # pauses): means say "after" is faster
+    def stalled_before():
+        before, after = rounds_records(rng, 1.0, block_drift=0.03)
+        return with_stalls(rng, before, rounds_hit=8), after
+
+    before, after = draw_until(
+        stalled_before, lambda b, a: decision.decide_rounds(b, a)["ci"][0] < 0.99
+        and decision.decide_rounds(round_means(b), a)["decision"] == "accept")
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "reject", "identical programs were judged different because a few "
+                "samples of one stalled", yours=got, expected="reject",
+                hint="a few stalled samples (20-60x slower) throw a mean far off; a round's "
+                "median does not move")
+    # a true 1.3x speedup, "after" stalled in a few rounds: means say it is not faster
+    def stalled_after():
+        before, after = rounds_records(rng, 1.3, block_drift=0.03)
+        return before, with_stalls(rng, after)
+
+    before, after = draw_until(
+        stalled_after, lambda b, a: decision.decide_rounds(b, a)["ci"][0] > 1.12
+        and decision.decide_rounds(b, round_means(a))["decision"] != "accept")
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "accept", "a true 1.3x speedup was not accepted because a few of its "
+                "samples stalled", yours=got, expected="accept",
+                hint="summarise each round by a statistic a stall does not move (the "
+                "median), then compare rounds")
+
+
+@checker.check(4, "rejects_faster_but_wrong")
+def _(impl, ctx):
+    rng = ctx.rng("wrong")
+    base = float(rng.uniform(5e-3, 2e-2))
+    before = run_record(rng, base, 0.05)
+    after = run_record(rng, base / 3, 0.05, output_ok=False)
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "reject", "a 3x faster run with a wrong output was accepted",
+                yours=got, expected="reject", hint="correctness comes before speed")
+
+
+@checker.check(4, "rejects_not_comparable")
+def _(impl, ctx):
+    rng = ctx.rng("comparable")
+    base = float(rng.uniform(5e-3, 2e-2))
+    before = run_record(rng, base, 0.05)
+    cases = {
+        "after timed without sync": run_record(rng, base / 1000, 0.05, sync="none"),
+        "after without its first call reported apart":
+            run_record(rng, base / 2, 0.05, first_call_s=None),
+        "after on another shape": run_record(rng, base / 2, 0.05, shapes=[[128, 512]]),
+        "after with only 4 raw samples": run_record(rng, base / 2, 0.05, n=4),
+        "after without an output check": run_record(rng, base / 2, 0.05, output_ok=None),
+    }
+    for name, after in cases.items():
+        got = decision_of(impl, before, after, ctx)
+        fail_unless(got == "reject", f"not comparable ({name}) but accepted", yours=got,
+                    expected="reject", hint="check comparability before comparing times")
+
+
+@checker.check(4, "amdahl_small_share")
+def _(impl, ctx):
+    predict = get_function(impl, "predict_step_speedup")
+    rng = ctx.rng("amdahl")
+    for _ in range(5):
+        share, speedup = float(rng.uniform(0.01, 0.99)), float(rng.uniform(1.1, 10))
+        expected = 1 / ((1 - share) + share / speedup)
+        got = as_float(predict(share, speedup), "predicted speedup")
+        fail_unless(math.isclose(got, expected, rel_tol=1e-9),
+                    f"step speedup for share={share:.3f}, kernel {speedup:.2f}x",
+                    yours=got, expected=expected, hint="Amdahl: 1/((1-s) + s/k)")
+    # The kernel got 2x faster, but it is a 5% share: the step gains about 2.6%.
+    base = float(rng.uniform(5e-3, 2e-2))
+    before = run_record(rng, base, 0.01)
+    after = run_record(rng, base / predict(0.05, 2.0), 0.01)
+    got = decision_of(impl, before, after, ctx)
+    fail_unless(got == "reject", "a 2.6% step gain (2x kernel, 5% share) was accepted as "
+                "a real improvement", yours=got, expected="reject",
+                hint="require a minimum gain (for example 5%) as well as a clear interval")
