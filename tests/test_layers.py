@@ -1,0 +1,278 @@
+"""Every arrow points down: the imports between the course's own modules (everything in
+coursekit/ and autograder/) follow one table of floors, and no modules import each other
+in a circle.
+
+Floors, bottom to top; a module may import its own floor and the floors below it:
+
+    ground      coursekit (the package), coursekit.facts, coursekit.protocol: stdlib only;
+                course facts (with the checker fingerprint) and the protocol the checker,
+                the runner, the guard and the grader speak
+    measure     coursekit.measure: timing, environment, traces, compile counts
+    records     coursekit.provenance (the package) and coursekit.provenance.records: the
+                run-record format measurements write (it reads measure.environment)
+    checking    coursekit.checking: errors, wire, codec, learner import, values, programs,
+                probes (probes read measure.timing; nothing here imports a workload)
+    workloads   coursekit.workloads: what checkers hand the learner process, drivers and
+                process glue (the drivers load the learner's file with checking.learner,
+                the remote inspectors describe programs with checking.programs, the
+                capstone writes run records)
+    checker     coursekit.checking.{contract, bridge, learner_server, planted}: the checker
+                and its learner process, which builds workloads and runs inspectors by name
+                (contract starts the bridge; contract reads measure.environment)
+    provenance  the rest of coursekit.provenance: MLflow tracking and comparisons (its
+                demo run measures the classifier workload)
+    apps        coursekit.notebook, coursekit.portfolio, coursekit.authoring: what notebooks,
+                make portfolio and the notebook build call; they do not import each other
+    autograder  autograder: releases with authoring, grades with the checker
+    commands    coursekit.commands: the make targets; the only floor above the grader
+                (course.py releases notebooks with autograder.nbsource)
+
+An entry ``pkg.*`` places the package and everything under it; a plain name places that
+module only, and wins over a ``.*`` entry. ``autograder_protocol`` (the sandbox's copy of
+coursekit/protocol.py, imported by that name inside the jail) counts as coursekit.protocol.
+
+An arrow is any ``import`` statement: at module level, inside a function (a lazy import),
+under ``try:`` (an ``except ImportError`` fallback) or ``if``. Importing ``a.b.c`` also
+runs the packages ``a.b`` and ``a``, so those are arrows too (except the importer's own
+packages, which always ran before it). Imports by name at run time (``importlib``,
+``runpy``) are not arrows here.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from coursekit.facts import ROOT
+
+PACKAGES = ("coursekit", "autograder")
+ALIASES = {"autograder_protocol": "coursekit.protocol"}
+FLOORS = (
+    ("ground", ("coursekit", "coursekit.facts", "coursekit.protocol")),
+    ("measure", ("coursekit.measure.*",)),
+    ("records", ("coursekit.provenance", "coursekit.provenance.records")),
+    ("checking", ("coursekit.checking.*",)),
+    ("workloads", ("coursekit.workloads.*",)),
+    ("checker", ("coursekit.checking.contract", "coursekit.checking.bridge",
+                 "coursekit.checking.learner_server", "coursekit.checking.planted")),
+    ("provenance", ("coursekit.provenance.*",)),
+    ("apps", ("coursekit.notebook.*", "coursekit.portfolio.*", "coursekit.authoring.*")),
+    ("autograder", ("autograder.*",)),
+    ("commands", ("coursekit.commands.*",)),
+)
+
+
+@dataclass(frozen=True)
+class Arrow:
+    source: str   # importing module
+    target: str   # imported module (or package whose __init__ the import runs)
+    file: str     # the importing file, relative to the walked root
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.source} imports {self.target}"
+
+
+def module_files(root: Path, packages=PACKAGES) -> dict[str, Path]:
+    """module name -> file, for every .py file of ``packages`` under ``root``."""
+    found = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def arrows_of(name: str, path: Path, known: dict, root: Path, packages=PACKAGES,
+              aliases=ALIASES) -> list[Arrow]:
+    """Every arrow from module ``name`` (file ``path``) to a module of ``packages``,
+    at any depth of the file: module level, functions, try/except, if."""
+    is_package = path.name == "__init__.py"
+    here = name.split(".") if is_package else name.split(".")[:-1]
+    rel = path.relative_to(root).as_posix()
+    out = []
+
+    def add(target: str, line: int) -> None:
+        target = aliases.get(target, target)
+        if target.split(".")[0] not in packages:
+            return
+        parts = target.split(".")
+        own = {".".join(name.split(".")[:i]) for i in range(1, len(name.split(".")) + 1)}
+        for i in range(1, len(parts) + 1):  # the packages an import runs, then the module
+            step = ".".join(parts[:i])
+            if step not in own and (step in known or i == len(parts)):
+                out.append(Arrow(name, step, rel, line))
+
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from the importing module's package upwards
+                base = here[:len(here) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            module = aliases.get(module, module)
+            for alias in node.names:  # `from pkg import sub` imports the submodule
+                sub = f"{module}.{alias.name}"
+                add(sub if sub in known else module, node.lineno)
+    return sorted(set(out), key=lambda a: (a.line, a.target))
+
+
+def all_arrows(root: Path, packages=PACKAGES, aliases=ALIASES) -> tuple[dict, list[Arrow]]:
+    known = module_files(root, packages)
+    arrows = [a for name, path in known.items()
+              for a in arrows_of(name, path, known, root, packages, aliases)]
+    return known, arrows
+
+
+def floor_of(name: str, floors=FLOORS) -> int | None:
+    """The floor of module ``name``: a plain entry naming it, else the ``pkg.*`` entry of
+    its nearest package; None when the table does not place it."""
+    for level, (_, entries) in enumerate(floors):
+        if name in entries:
+            return level
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        wildcard = ".".join(parts[:i]) + ".*"
+        for level, (_, entries) in enumerate(floors):
+            if wildcard in entries:
+                return level
+    return None
+
+
+def unplaced(known: dict, arrows: list[Arrow], floors=FLOORS) -> list[str]:
+    names = set(known) | {a.target for a in arrows}
+    return sorted(n for n in names if floor_of(n, floors) is None)
+
+
+def upward(arrows: list[Arrow], floors=FLOORS) -> list[str]:
+    """Each arrow to a higher floor, named by file and line."""
+    out = []
+    for a in arrows:
+        src, dst = floor_of(a.source, floors), floor_of(a.target, floors)
+        if src is not None and dst is not None and dst > src:
+            out.append(f"{a} (floor {floors[src][0]} -> {floors[dst][0]}, which is above it)")
+    return out
+
+
+def circles(known: dict, arrows: list[Arrow]) -> list[list[str]]:
+    """Strongly connected components of more than one module (or a module importing
+    itself) in the graph of every arrow between known modules; each as the arrows that
+    close it."""
+    graph: dict[str, set[str]] = {n: set() for n in known}
+    for a in arrows:
+        if a.target in known:
+            graph[a.source].add(a.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components = []
+
+    def connect(v: str) -> None:  # Tarjan
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            members = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                members.append(w)
+                if w == v:
+                    break
+            if len(members) > 1 or v in graph[v]:
+                components.append(set(members))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return [[str(a) for a in sorted(arrows, key=lambda a: (a.file, a.line, a.target))
+             if a.source in c and a.target in c] for c in components]
+
+
+@pytest.fixture(scope="module")
+def course():
+    return all_arrows(ROOT)
+
+
+def test_every_module_has_a_floor(course):
+    known, arrows = course
+    missing = unplaced(known, arrows)
+    assert not missing, f"not in tests/test_layers.py's FLOORS: {missing}"
+
+
+def test_every_arrow_points_down(course):
+    known, arrows = course
+    wrong = upward(arrows)
+    assert not wrong, "imports that point up a floor:\n" + "\n".join(wrong)
+
+
+def test_no_import_circles(course):
+    known, arrows = course
+    found = circles(known, arrows)
+    assert not found, "modules that import each other in a circle:\n" + "\n\n".join(
+        "\n".join(c) for c in found)
+
+
+def test_the_walk_sees_lazy_and_fallback_imports(course):
+    """The table is checked against the real graph, arrows the old layout had included:
+    a lazy import, the sandbox copy's name, a package an import runs."""
+    known, arrows = course
+    seen = {(a.source, a.target) for a in arrows}
+    assert ("coursekit.checking.contract", "coursekit.checking.bridge") in seen  # lazy
+    assert ("coursekit.checking.wire", "coursekit.protocol") in seen  # try/except ImportError
+    assert ("autograder.runner", "coursekit.protocol") in seen  # autograder_protocol
+    assert ("coursekit.workloads.capstone", "coursekit.provenance") in seen  # its package
+
+
+def test_the_walker_catches_an_upward_arrow_and_a_circle(tmp_path):
+    """A planted package: a lazy import up a floor, a circle through a relative import and
+    an ``except ImportError`` fallback, and an alias. The walker must name each."""
+    pkg = tmp_path / "pkgx"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text('"""planted"""\n')
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "low.py").write_text("import os\n\n\ndef later():\n"
+                                "    from pkgx.high import thing\n    return thing\n")
+    (pkg / "high.py").write_text("import pkgx_copy\n\nthing = 1\n")
+    (pkg / "sub" / "a.py").write_text("from . import b\n")
+    (pkg / "sub" / "b.py").write_text("try:\n    import pkgx.sub.a\nexcept ImportError:\n"
+                                      "    pass\n")
+    floors = (("bottom", ("pkgx", "pkgx.low", "pkgx.base")),
+              ("top", ("pkgx.high", "pkgx.sub.*")))
+    aliases = {"pkgx_copy": "pkgx.base"}
+    known, arrows = all_arrows(tmp_path, ("pkgx",), aliases)
+    assert set(known) == {"pkgx", "pkgx.sub", "pkgx.low", "pkgx.high", "pkgx.sub.a",
+                          "pkgx.sub.b"}
+
+    assert upward(arrows, floors) == [
+        "pkgx/low.py:5: pkgx.low imports pkgx.high (floor bottom -> top, which is above it)"]
+    assert unplaced(known, arrows, floors) == []
+    assert ("pkgx.high", "pkgx.base") in {(a.source, a.target) for a in arrows}  # alias
+    assert circles(known, arrows) == [["pkgx/sub/a.py:1: pkgx.sub.a imports pkgx.sub.b",
+                                       "pkgx/sub/b.py:2: pkgx.sub.b imports pkgx.sub.a"]]
+
+    (pkg / "sub" / "b.py").write_text("")  # the circle broken, the arrow fixed
+    (pkg / "low.py").write_text("import os\n")
+    known, arrows = all_arrows(tmp_path, ("pkgx",), aliases)
+    assert upward(arrows, floors) == [] and circles(known, arrows) == []
+
+    (pkg / "new.py").write_text("")  # a module the table does not place
+    known, arrows = all_arrows(tmp_path, ("pkgx",), aliases)
+    assert unplaced(known, arrows, floors) == ["pkgx.new"]
