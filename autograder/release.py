@@ -3,12 +3,14 @@
 What goes in (an allow-list, so a new instructor-only folder never leaks by default):
 a README written for learners (``autograder/release_readme.md`` with the course's
 notebooks and projects filled in; the instructor's README stays in the course), the
-set-up files, ``scripts/``, ``coursekit/``, ``autograder/`` (learners run
-``validate``; it holds no secret), ``nbgrader_config.py``, every project without its
-``solution/`` folder, and every ``notebooks/*.ipynb`` turned into its learner version by
-nbgrader's preprocessors (``autograder.nbsource``). Never: ``solution/``,
-``notebooks/src/`` (the generators hold the answers), ``tests/``, ``bench/``, ``.git``,
-a gradebook or the grader's secrets (held-out seeds are made at grading time).
+learner guides (``docs/learners.md``, ``docs/gpu.md``; the instructor, checker and CI
+guides stay in the course), the set-up files, ``scripts/``, ``coursekit/``,
+``autograder/`` (learners run ``validate``; it holds no secret), ``nbgrader_config.py``,
+every project without its ``solution/`` folder, and every ``notebooks/*.ipynb`` turned
+into its learner version by nbgrader's preprocessors (``autograder.nbsource``). Never:
+``solution/``, ``notebooks/src/`` (the generators hold the answers), ``tests/``,
+``bench/``, ``.git``, a gradebook or the grader's secrets (held-out seeds are made at
+grading time).
 
 Before writing anything the starters are checked against their solutions
 (``coursekit.authoring.starters``); after writing, every file of the release is scanned for
@@ -28,6 +30,9 @@ TOP_FILES = ("Makefile", "pyproject.toml", "environment.yml", ".gitignore",
              "nbgrader_config.py")
 README_TEMPLATE = Path(__file__).with_name("release_readme.md")
 TOP_DIRS = ("scripts", "coursekit", "autograder")
+# The guides a learner reads; the release README links them, and they link only each
+# other, the README and the project READMEs.
+LEARNER_DOCS = ("docs/learners.md", "docs/gpu.md")
 FORBIDDEN_NAMES = ("secrets.json", "gradebook.sqlite", "gradebook.db")
 MARKER = re.compile(r"^\s*(#+|//|<!--)?\s*(BEGIN|END) (SOLUTION|HIDDEN TESTS|MARK SCHEME)\b")
 # autograder/samples holds hostile demo submissions for the grader's tests: not for learners.
@@ -129,6 +134,10 @@ def _write(out: Path, root: Path, notebooks_dir: Path) -> dict:
     for name in TOP_DIRS:
         if (root / name).is_dir():
             shutil.copytree(root / name, out / name, ignore=IGNORE)
+    for name in LEARNER_DOCS:
+        if (root / name).is_file():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, out / name)
     projects = []
     for project in sorted(p for p in (root / "projects").iterdir() if p.is_dir()):
         projects.append(project.name)

@@ -142,6 +142,25 @@ def test_release_readme_is_written_for_learners(release):
         assert f"projects/{project.name}/README.md" in text
 
 
+def test_release_ships_the_learner_guides_and_its_links_resolve(release):
+    """The learner guides ship (the instructor, checker and CI guides do not), the release
+    README links them, and every relative link of the release's README, guides and
+    project READMEs resolves inside the release."""
+    from test_docs import link_problems, links, split_markdown
+    for name in ("docs/learners.md", "docs/gpu.md"):
+        assert (release / name).is_file(), name
+    for name in ("docs/instructors.md", "docs/checkers.md", "docs/ci.md", "docs/checkers"):
+        assert not (release / name).exists(), name
+    readme = release / "README.md"
+    targets = links(split_markdown(readme.read_text())[0])
+    assert "docs/learners.md" in targets and "docs/gpu.md" in targets, targets
+    pages = [readme, *sorted((release / "docs").rglob("*.md")),
+             *sorted(release.glob("projects/*/README.md"))]
+    broken = {str(p.relative_to(release)): link_problems(p.read_text(), p, release)
+              for p in pages}
+    assert not {k: v for k, v in broken.items() if v}
+
+
 def release_make(release: Path, target: str, **variables: str) -> subprocess.CompletedProcess:
     """``make TARGET`` in the release with this checkout's venv (``-o`` its stamp: never a
     reinstall) and the release's own coursekit first on the path, kernels included."""
