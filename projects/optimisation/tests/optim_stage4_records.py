@@ -1,0 +1,234 @@
+"""optimisation stage 4: the report. The learner's ``write_run_records`` for before
+(``train_slow``) and after (``train_fast``) at stage 2's held-out size: each a valid run
+record (``coursekit.provenance.records.validate_run_record``, trace included) of the
+workload asked for, with the warm-up and timed calls asked for (drawn counts, and a
+drawn 30-40 calls on a tiny problem), a trace with the step region and the Python tracer
+off, the before record's warmed calls compiling at least as often as the checker counts
+for ``train_slow`` with a new learning rate per call, the after record's not at all.
+``output_ok`` must be computed: the inspector ``optimisation/records_with_a_wrong_fast``
+(self-reported, run beside the learner's code) swaps the module's ``train_fast`` for one
+whose losses are 1% off, and the after record must then say False. The records' medians
+and speedup are compared with the checker's own synchronised timing of ``train_slow`` in
+this process and with stage 2's fresh-process measurement (within ``RECORD_WINDOW``)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+from optim_harness import checker, odd, timing_config, timing_run, tiny_config
+
+from coursekit.checking import bridge
+from coursekit.checking.bridge import LearnerFunction
+from coursekit.checking.values import fail_unless, require_keys
+from coursekit.measure import traces
+from coursekit.measure.timing import count_compiles
+from coursekit.provenance.records import validate_run_record
+from coursekit.workloads import slow_step
+
+# The records' speedup against the checker's own (both measured on a loaded
+# machine, in separate processes): an "after" without sync reads 50x+ too fast.
+RECORD_WINDOW = 4.0
+
+
+def record_counts(ctx) -> tuple[int, int]:
+    """The warmup and iters the records are asked for (drawn: a hard-coded count fails)."""
+    rng = ctx.rng("records")
+    return int(rng.integers(1, 3)), int(rng.integers(6, 10))
+
+
+# Learning rates this process has never used: the update is compiled once per rate and
+# process, and one checker process may check several files with the same seed (the
+# planted batches do): a rate met before compiles nothing, and counted 0 per call.
+_FRESH_RATES = itertools.count(1)
+
+
+def slow_compiles_per_call(ctx) -> int:
+    """The checker's own count of compiles in one steady train_slow call with a new lr
+    (its per-lr update is compiled for each learning rate), on the records' problem."""
+    def make():
+        problem = slow_step.make_problem(timing_config(ctx), ctx.seed + 5)
+        args = (problem["params"], problem["tokens"], problem["targets"])
+
+        def fresh() -> float:
+            return problem["lr"] * (0.3 + 1e-4 * next(_FRESH_RATES))
+        jax.block_until_ready(slow_step.train_slow(*args, fresh()))
+        with count_compiles() as n:
+            for _ in range(2):
+                jax.block_until_ready(slow_step.train_slow(*args, fresh()))
+        if n[0] < 2:  # a vacuous bound would pass any learner: the checker's own fault
+            raise RuntimeError(f"the checker counted {n[0]} compiles in two train_slow "
+                               "calls with fresh learning rates (expected one or more each)")
+        return n[0] // 2
+    return ctx.once("slow-compiles", make)
+
+
+def read_records(paths, what: str = "write_run_records") -> dict:
+    """write_run_records' answer: {"before": path, "after": path} of files that exist,
+    read as JSON."""
+    paths = require_keys(paths, ("before", "after"), what)
+    out = {}
+    for label in ("before", "after"):
+        path = paths[label]
+        fail_unless(isinstance(path, str) and Path(path).is_file(),
+                    f"{what}: no {label} file", yours=path)
+        out[label] = json.loads(Path(path).read_text())
+    return out
+
+
+def learner_records(impl, ctx) -> dict:
+    def make():
+        outdir = ctx.subdir("records")
+        warmup, iters = record_counts(ctx)
+        return read_records(impl.write_run_records(timing_config(ctx), ctx.seed + 5,
+                                                   str(outdir), warmup=warmup, iters=iters))
+    return ctx.once("records", make)
+
+
+def many_calls_honoured(impl, ctx) -> None:
+    """write_run_records on a tiny problem with a drawn 30-40 timed calls (more than the
+    records' own): one sample per call, and the before record's warmed calls still
+    compile as train_slow does with a new learning rate each (a rate source that runs dry
+    or repeats fails here)."""
+    rng = ctx.rng("many-calls")
+    iters = int(rng.integers(30, 41))
+    records = read_records(impl.write_run_records(
+        tiny_config(rng, batch=odd(rng, 3, 9)), ctx.seed + 9,
+        str(ctx.subdir("records-many")), warmup=1, iters=iters),
+        f"write_run_records (iters={iters})")
+    for label, rec in records.items():
+        fail_unless(len(rec.get("samples_s") or []) == iters,
+                    f"write_run_records (iters={iters}): the {label} record does not hold "
+                    "one sample per timed call", yours=len(rec.get("samples_s") or []),
+                    expected=iters)
+        if label == "before":
+            least = slow_compiles_per_call(ctx) * (1 + iters)
+            fail_unless(rec.get("compiles_warmed", 0) >= least,
+                        f"write_run_records (iters={iters}): the before record's warmed "
+                        "calls compiled less than train_slow does with a new learning rate "
+                        "every call", yours=rec.get("compiles_warmed"),
+                        expected=f"at least {least}",
+                        hint="give every call a learning rate of its own, however many")
+
+
+@checker.check(4, "records_valid_for_decide")
+def _(impl, ctx):
+    records = learner_records(impl, ctx)
+    many_calls_honoured(impl, ctx)
+    config = timing_config(ctx)
+    shape = [config["steps"], config["batch"]]
+    for label, rec in records.items():
+        problems = validate_run_record(rec, check_trace=True)
+        fail_unless(not problems, f"the {label} record is not a valid run record",
+                    yours=problems, expected="no problems",
+                    hint="build it with coursekit.provenance.records.make_run_record")
+        fail_unless(rec["shapes"] == [shape, shape] and rec["dtypes"] == ["int32", "int32"],
+                    f"the {label} record times another workload than the one asked for",
+                    yours=(rec["shapes"], rec["dtypes"]),
+                    expected=([shape, shape], ["int32", "int32"]),
+                    hint="time make_problem(config, seed): tokens and targets of that size")
+        fail_unless(rec["output_ok"] is True, f"the {label} record's output check did not "
+                    "pass", yours=rec["output_ok"], expected=True)
+        found = traces.region_summary(rec["trace"], rec["region"])
+        fail_unless(found["count"] >= 1, f"the {label} record's trace has no "
+                    f"{rec['region']!r} event", yours=found["count"], expected=">= 1")
+        python_calls = sum(1 for e in traces.load_events(rec["trace"])
+                           if str(e.get("name", "")).startswith("$"))
+        fail_unless(python_calls == 0, f"the {label} record's trace was taken with the "
+                    "Python tracer on (its per-call events slow the call they show)",
+                    yours=f"{python_calls} Python-call events ('$...')", expected=0,
+                    hint="jax.profiler.ProfileOptions() with python_tracer_level = 0")
+        warmup, iters = record_counts(ctx)
+        fail_unless(rec["warmup"] == warmup and rec["iters"] == iters
+                    and len(rec["samples_s"]) == iters,
+                    f"the {label} record does not hold the calls it was asked for",
+                    yours={"warmup": rec["warmup"], "iters": rec["iters"],
+                           "samples": len(rec["samples_s"])},
+                    expected={"warmup": warmup, "iters": iters, "samples": iters},
+                    hint="warmup and iters as given; one sample per timed call")
+    fail_unless(records["after"]["compiles_warmed"] == 0, "the after record compiled in "
+                "its timed calls", yours=records["after"]["compiles_warmed"], expected=0,
+                hint="your fix must not recompile per call (stage 2)")
+    warmup, iters = record_counts(ctx)
+    least = slow_compiles_per_call(ctx) * (warmup + iters)
+    fail_unless(records["before"]["compiles_warmed"] >= least, "the before record's "
+                "warmed calls compiled less than train_slow does with a new learning rate "
+                "every call (as in use)", yours=records["before"]["compiles_warmed"],
+                expected=f"at least {least} (the checker counts "
+                f"{slow_compiles_per_call(ctx)} per call, {warmup + iters} calls)",
+                hint="give every call a learning rate of its own, the warm-up ones too")
+    fail_unless(records["before"]["boundary"] == records["after"]["boundary"],
+                "before and after must time the same boundary",
+                yours=(records["before"]["boundary"], records["after"]["boundary"]))
+
+
+@checker.check(4, "output_ok_is_measured")
+def _(impl, ctx):
+    """The records' output_ok compared with the checker's own verdict on an "after" whose
+    output it made wrong: the learner's write_run_records run once more in the learner
+    process with its module's train_fast returning losses 1% off (self-reported: the
+    swap happens beside the learner's code; a record that still says True fails)."""
+    outdir = ctx.subdir("records-wrong-fast")
+    records = read_records(bridge.inspect(impl, "optimisation/records_with_a_wrong_fast",
+                                          LearnerFunction("write_run_records"),
+                                          timing_config(ctx), ctx.seed + 7, str(outdir), 1,
+                                          2))
+    for label, want in (("before", True), ("after", False)):
+        got = records[label].get("output_ok")
+        fail_unless(got is want, f"with a train_fast whose losses are 1% off, the {label} "
+                    f"record's output_ok must be {want}", yours=got, expected=want,
+                    hint="output_ok: the first call's outputs (every leaf) within "
+                    "slow_step.RTOL / ATOL of train_slow's on the same problem, computed "
+                    "each time, never written in")
+
+
+@checker.check(4, "records_agree_with_checker")
+def _(impl, ctx):
+    records = learner_records(impl, ctx)
+    samples = {}
+    for label in ("before", "after"):
+        value = records[label]["samples_s"]
+        fail_unless(isinstance(value, list) and value and all(
+            isinstance(v, (int, float)) and v > 0 for v in value),
+            f"the {label} record's samples_s must be the timed calls' durations in seconds",
+            yours=value)
+        samples[label] = float(np.median(value))
+    # First the checker's own synchronised timing of train_slow on the same problem, in
+    # this process (cheap, before the fresh-process measurement).
+    config = timing_config(ctx)
+    problem = slow_step.make_problem(config, ctx.seed + 5)
+    args = (problem["params"], problem["tokens"], problem["targets"])
+    jax.block_until_ready(slow_step.train_slow(*args, problem["lr"]))
+    quick = []
+    for i in range(2):
+        start = time.perf_counter()
+        jax.block_until_ready(slow_step.train_slow(*args, problem["lr"] * (0.9 - 0.05 * i)))
+        quick.append(time.perf_counter() - start)
+    quick_s = float(np.median(quick))
+    fail_unless(1 / RECORD_WINDOW <= samples["before"] / quick_s <= RECORD_WINDOW,
+                f"the before record's median call is {samples['before'] / quick_s:.3g}x the "
+                "checker's own synchronised timing of train_slow on the same problem",
+                yours=f"{samples['before']:.4g} s", expected=f"about {quick_s:.4g} s (within "
+                f"{RECORD_WINDOW:g}x)", hint="samples_s in seconds, one synchronised call "
+                "each, first call apart")
+    theirs = samples["before"] / samples["after"]
+    report = timing_run(ctx)
+    for label, version in (("before", "train_slow"), ("after", "train_fast")):
+        yours = samples[label]
+        want = float(np.median(report[label]["samples_s"]))
+        fail_unless(1 / RECORD_WINDOW <= yours / want <= RECORD_WINDOW,
+                    f"the {label} record's median call ({version}) is {yours / want:.3g}x "
+                    "the checker's own measurement of it", yours=f"{yours:.4g} s",
+                    expected=f"about {want:.4g} s (within {RECORD_WINDOW:g}x)",
+                    hint="samples_s in seconds, one synchronised call each, first call apart")
+    mine = report["decision"]["ratio"]
+    ratio = theirs / mine
+    fail_unless(1 / RECORD_WINDOW <= ratio <= RECORD_WINDOW,
+                f"the records' speedup is {ratio:.3g}x the checker's own measurement",
+                yours=f"{theirs:.3g}x", expected=f"about {mine:.3g}x (within "
+                f"{RECORD_WINDOW:g}x)", hint="synchronise inside every timed call, first "
+                "call apart, the same problem and a fresh parameter copy for both")
