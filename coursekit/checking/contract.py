@@ -10,9 +10,13 @@ hint aimed at the likely mistake. Exceptions from learner code become readable f
 (``coursekit.checking.learner``); a broken learner file fails every selected check with the same
 named message instead of crashing the checker.
 
-Output: one line per check, ``PASS stage 2 · trace_region_found`` or ``FAIL ...`` with
-``yours:``/``expected:``/``hint:`` lines, then ``N passed, M failed``. Exit 0 only when
-every selected check passed. ``--json`` writes the machine-readable results the grader
+Output: one line per check, ``PASS stage 2 · trace_region_found``, ``FAIL ...`` with
+``yours:``/``expected:``/``evidence:``/``hint:`` lines, or ``INCONCLUSIVE ...`` when a
+timing check's own measurements could not decide within its budget (raised as
+``CheckInconclusive``: what it measured and the load, never a guess); then
+``N passed, M failed`` (``, K inconclusive`` when there are any). Exit 0 only when every
+selected check passed; 1 when any failed; ``INCONCLUSIVE_EXIT`` (3) when none failed but
+some were inconclusive. ``--json`` writes the machine-readable results the grader
 reads (never a pickle).
 """
 
@@ -32,17 +36,20 @@ from typing import Any
 
 import numpy as np
 
-from coursekit.checking.errors import CheckFailed, LearnerCodeError
+from coursekit.checking.errors import CheckFailed, CheckInconclusive, LearnerCodeError
 from coursekit.checking.learner import explain_exception, load_impl
 from coursekit.checking.values import short
 from coursekit.measure.environment import environment_versions
+
+INCONCLUSIVE_EXIT = 3  # no check failed, but a timing check could not decide
 
 
 @dataclass
 class CheckResult:
     stage: int
     check_id: str
-    status: str  # "pass" | "fail" | "error" (learner code raised) | "not-implemented"
+    status: str  # "pass" | "fail" | "inconclusive" (a timing check could not decide)
+    #              | "error" (learner code raised) | "not-implemented"
     #              | "crash" (the learner process died)
     points: float
     max_points: float
@@ -51,6 +58,7 @@ class CheckResult:
     expected: str = ""
     hint: str = ""
     duration_s: float = 0.0
+    evidence: str = ""  # what a timing verdict measured (rounds, spread, load)
 
 
 @dataclass
@@ -168,10 +176,14 @@ class Checker:
     def _run_one(self, chk: _Check, module, ctx: Context) -> CheckResult:
         try:
             chk.fn(module, ctx)
+        except CheckInconclusive as err:
+            return CheckResult(chk.stage, chk.check_id, "inconclusive", 0.0, chk.points,
+                               str(err), hint=err.hint, evidence=err.evidence)
         except CheckFailed as err:
             return CheckResult(chk.stage, chk.check_id, "fail", 0.0, chk.points, str(err),
                                "" if err.yours is None else short(err.yours),
-                               "" if err.expected is None else short(err.expected), err.hint)
+                               "" if err.expected is None else short(err.expected), err.hint,
+                               evidence=err.evidence)
         except Exception as err:  # noqa: BLE001 - learner code may raise anything
             # Named location (learner file, line, function) instead of a traceback wall.
             return self._failure(chk, explain_exception(err, ctx.impl_path))
@@ -225,18 +237,23 @@ class Checker:
             results = self.run(impl, stages, seed, Path(tmp), only=only,
                                fail_fast=args.fail_fast)
         passed = sum(r.status == "pass" for r in results)
-        failed = len(results) - passed
-        print(f"{passed} passed, {failed} failed", flush=True)
+        unsure = sum(r.status == "inconclusive" for r in results)
+        failed = len(results) - passed - unsure
+        print(f"{passed} passed, {failed} failed"
+              + (f", {unsure} inconclusive (rerun when the machine is quieter)"
+                 if unsure else ""), flush=True)
         if args.json_path:
             write_json(args.json_path, self.project, impl, stages, seed, results,
                        time.perf_counter() - started)
-        return 0 if failed == 0 and results else 1
+        if failed or not results:
+            return 1
+        return INCONCLUSIVE_EXIT if unsure else 0
 
 
 def print_result(r: CheckResult, out=None) -> None:
     out = sys.stdout if out is None else out  # (at call time: a redirect is honoured)
     label = {"pass": "PASS", "fail": "FAIL", "error": "FAIL", "crash": "FAIL",
-             "not-implemented": "FAIL"}[r.status]
+             "not-implemented": "FAIL", "inconclusive": "INCONCLUSIVE"}[r.status]
     print(f"{label} stage {r.stage} · {r.check_id}", file=out)
     if r.status == "pass":
         return
@@ -245,6 +262,8 @@ def print_result(r: CheckResult, out=None) -> None:
         print(f"    yours:    {r.yours}", file=out)
     if r.expected:
         print(f"    expected: {r.expected}", file=out)
+    if r.evidence:
+        print(f"    evidence: {r.evidence}", file=out)
     if r.hint:
         print(f"    hint:     {r.hint}", file=out)
     out.flush()
@@ -259,7 +278,8 @@ def write_json(path, project, impl, stages, seed, results, duration_s) -> None:
         "duration_s": round(duration_s, 3),
         "versions": environment_versions(),
         "passed": sum(r.status == "pass" for r in results),
-        "failed": sum(r.status != "pass" for r in results),
+        "failed": sum(r.status not in ("pass", "inconclusive") for r in results),
+        "inconclusive": sum(r.status == "inconclusive" for r in results),
         "results": [asdict(r) for r in results],
     }
     Path(path).parent.mkdir(parents=True, exist_ok=True)

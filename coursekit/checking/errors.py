@@ -3,6 +3,8 @@ modules that raise or catch them import them from here, not from each other.
 
 * ``CheckFailed``: a check's verdict on a wrong result (``coursekit.checking.contract``
   prints it as a FAIL line with ``yours:``/``expected:``/``hint:``);
+* ``CheckInconclusive``: a timing check that could not decide within its budget (printed
+  as INCONCLUSIVE; the grader retries it and never scores it as the learner's failure);
 * ``LearnerCodeError``: the learner's file could not be used (``coursekit.checking.learner``
   names the file, line and function);
 * ``TamperEvidence``: a self-reported fact contradicted by measurement, or bytes on the
@@ -25,10 +27,23 @@ class CheckFailed(Exception):
     """Raised by a check: the learner's result is wrong in the way ``message`` says."""
 
     def __init__(self, message: str, *, yours: Any = None, expected: Any = None,
-                 hint: str = ""):
+                 hint: str = "", evidence: str = ""):
         super().__init__(message)
         self.yours = yours
         self.expected = expected
+        self.hint = hint
+        self.evidence = evidence  # what a timing verdict measured: rounds, spread, load
+
+
+class CheckInconclusive(Exception):
+    """Raised by a timing check whose own measurements could not decide within its budget
+    (``coursekit.measure.verdict``): neither PASS nor FAIL, and never the learner's fault.
+    ``evidence`` says what was measured and under which load."""
+
+    def __init__(self, message: str, *, evidence: str = "",
+                 hint: str = "rerun when the machine is quieter"):
+        super().__init__(message)
+        self.evidence = evidence
         self.hint = hint
 
 

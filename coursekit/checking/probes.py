@@ -17,11 +17,13 @@ what it returns, to measure it independently.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Hashable
 
-from coursekit.checking.errors import TamperEvidence
+from coursekit.checking.errors import CheckFailed, CheckInconclusive, TamperEvidence
 from coursekit.checking.values import as_float, fail_unless, short
 from coursekit.measure.timing import count_compiles
+from coursekit.measure.verdict import RatioEvidence, measure_ratio
 
 NAME_LETTERS = "abcdefghjkmnpqrstuvwxyz"  # no i, l, o: names read unambiguously in a hint
 
@@ -99,6 +101,48 @@ def within_ratio(yours_s: float, reference_s: float, window: float, what: str, h
                 expected=f"about {reference_s * 1e3:.4g} ms (within {window:g}x either way)",
                 hint=hint)
     return ratio
+
+
+def timing_budget_s(default: float) -> float:
+    """A timing check's budget in seconds: ``default``, scaled by ``COURSE_TIMING_BUDGET``
+    (a factor: 0.5 halves every budget, for tests that only need the mechanism)."""
+    import os
+    try:
+        scale = float(os.environ.get("COURSE_TIMING_BUDGET", "1"))
+    except ValueError:
+        scale = 1.0
+    return default * max(scale, 0.0)
+
+
+def ratio_verdict(yours: Callable[[int], float], reference: Callable[[int], float],
+                  window: float | tuple[float, float], what: str, hint: str, *,
+                  against: str = "the checker's synchronised measurement",
+                  first: tuple[float, float] | None = None, budget_s: float = 20.0,
+                  min_rounds: int = 3, max_rounds: int = 10) -> RatioEvidence:
+    """The ratio of ``yours(i)`` (the learner's figure in round ``i``, seconds) to
+    ``reference(i)`` (the checker's own, taken in the same round) decided in interleaved
+    rounds by ``coursekit.measure.verdict.measure_ratio``: returns the evidence when the
+    ratio is clearly inside ``window`` (``w``: ``[1/w, w]``; or ``(lo, hi)``), raises
+    ``CheckFailed`` naming the evidence when it is clearly outside, and
+    ``CheckInconclusive`` with the spread and the load when the budget runs out first.
+    ``first``: a round the check already measured."""
+    lo, hi = (1 / window, window) if isinstance(window, (int, float)) else window
+    ev = measure_ratio(yours, reference, lo, hi, first=first, min_rounds=min_rounds,
+                       max_rounds=max_rounds, budget_s=timing_budget_s(budget_s))
+    mine_ms = sorted(ev.reference_s)[len(ev.reference_s) // 2] * 1e3
+    yours_ms = sorted(ev.yours_s)[len(ev.yours_s) // 2] * 1e3
+    if ev.verdict == "fail":
+        raise CheckFailed(f"{what} is {ev.ratio:.3g}x {against}",
+                          yours=f"{yours_ms:.4g} ms (median of {len(ev.yours_s)} rounds)",
+                          expected=f"about {mine_ms:.4g} ms ({ev.window_text()})",
+                          hint=hint, evidence=ev.summary())
+    if ev.verdict == "inconclusive":
+        raise CheckInconclusive(
+            f"{what}: {ev.ratio:.3g}x {against}, but the rounds were too noisy to tell "
+            f"whether it lies within {ev.window_text()}",
+            evidence=f"{ev.summary()}; {ev.conditions()}",
+            hint="nothing here points at your code: rerun when the machine is quieter")
+    return ev
 
 
 def samples_of(record: dict, what: str, iters: int | None = None, *,
