@@ -40,7 +40,7 @@ def sections(records: list[dict]) -> list[dict]:
                     row["details"].append("a hidden check failed")
                 elif c.get("message"):
                     row["details"].append(c["message"])
-                for label in ("yours", "expected", "hint"):
+                for label in ("yours", "expected", "evidence", "hint"):
                     if c.get(label):
                         row["details"].append(f"{label}: {c[label]}")
             sec["rows"].append(row)
@@ -88,6 +88,7 @@ def html_page(student: str, records: list[dict]) -> str:
              "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}"
              "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em}"
              ".pass{color:#060}.fail,.error,.timeout,.memory,.crash,.missing{color:#a00}"
+             ".inconclusive{color:#a60}"
              "</style></head><body>",
              f"<h1>Feedback for {e(student)}</h1>",
              f"<p><b>Total: {total:g} / {top:g} points</b></p>"]

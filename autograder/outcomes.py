@@ -5,6 +5,8 @@ learner reads in the feedback. Stages (``autograder.stage``), notebooks
 ``validate`` all read it here.
 
     pass     everything passed                 fail     it ran; an answer was wrong
+    inconclusive  a timing check's own measurements could not decide on the grading
+             machine's load (retried once at the end of the batch; not the learner's fault)
     error    the code could not run, or did something refused (a sandbox refusal,
              tampering with the timing or the grader, a fork bomb, an output flood)
     timeout  past the wall-clock limit         memory   past the memory limit
@@ -15,7 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-STATUSES = ("pass", "fail", "error", "timeout", "memory", "crash", "missing")
+STATUSES = ("pass", "fail", "inconclusive", "error", "timeout", "memory", "crash",
+            "missing")
 # What costs marks for reasons other than the answers (``validate`` exits 1 on these).
 PROBLEMS = ("missing", "crash", "timeout", "memory", "error")
 
@@ -57,6 +60,12 @@ TABLE: dict[str, Outcome] = {
                                         "(an input transformer, exception handler, trace "
                                         "function or replaced test function); the notebook "
                                         "scores 0", flagged=True),
+    # the grading machine
+    "timing-inconclusive": Outcome("inconclusive", "a timing check could not tell a right "
+                                                   "measurement from a wrong one under the "
+                                                   "grading machine's load, even when run "
+                                                   "again; it is not counted as your "
+                                                   "mistake, and your instructor sees it"),
     # the learner's code
     "learner-code": Outcome("error", ""),  # the checker's own message says what
     "kernel-died": Outcome("crash", "the notebook kernel died (a crash in your code?)"),

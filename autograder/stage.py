@@ -2,6 +2,8 @@
 a gradebook record with one of the statuses below.
 
     pass     every check of the stage passed
+    inconclusive  no check failed, but a timing check could not decide under the
+             machine's load (the grader retries the stage once at the end of the batch)
     fail     the checks ran; some failed (a wrong answer, or "not yet" on a starter)
     error    the learner's code could not run (syntax error, missing function, an
              exception), or the run did something refused: a sandbox violation
@@ -120,6 +122,7 @@ def interpret(stage: Stage, student: str, outcome: sandbox.Outcome,
                        "points": float(r["points"]), "max_points": float(r["max_points"]),
                        "message": r.get("message", ""), "hint": r.get("hint", ""),
                        "yours": r.get("yours", ""), "expected": r.get("expected", ""),
+                       "evidence": r.get("evidence", ""),
                        "duration_s": r.get("duration_s", 0.0)})
     points = 0.0 if violations else sum(c["points"] for c in checks)
     record.update(status=status, reason=reason, message=message, points=points,
@@ -178,5 +181,9 @@ def _stage_status(outcome, results, violations, done, limits) -> tuple[str, str,
     errors = [r for r in results.values() if r["status"] == "error"]
     if errors:
         return "error", "learner-code", errors[0].get("message", "")
-    first = next((r for r in results.values() if r["status"] != "pass"), None)
+    if statuses and all(s in ("pass", "inconclusive") for s in statuses):
+        unsure = next(r for r in results.values() if r["status"] == "inconclusive")
+        return "inconclusive", "timing-inconclusive", unsure.get("message", "")
+    first = next((r for r in results.values() if r["status"] not in ("pass",
+                                                                       "inconclusive")), None)
     return "fail", "", (first or {}).get("message", "no checks ran")
