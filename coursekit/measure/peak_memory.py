@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
+
+from coursekit.measure.children import run_clean
 
 COURSE_ROOT = Path(__file__).resolve().parents[2]
 MEMORY_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
@@ -114,12 +114,12 @@ print("RESULT " + json.dumps(peak_memory.measure_here(fn, args)))
 
 
 def fresh_process_peak(factory: str, kwargs: dict, *, timeout: float = 300) -> dict:
-    """One fresh process measuring ``factory(**kwargs)`` (see ``measure_here``)."""
+    """One fresh process measuring ``factory(**kwargs)`` (see ``measure_here``), started
+    clean (``coursekit.measure.children``)."""
     spec = json.dumps({"factory": factory, "kwargs": kwargs})
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(COURSE_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]))
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(COURSE_ROOT), spec],
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    # started clean (python -I, a folder of its own): the caller's working folder may be
+    # one a submission wrote, and python -c would import from it first
+    done = run_clean(["-c", _CHILD, str(COURSE_ROOT), spec], timeout=timeout)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"peak-memory child for {factory} failed "
