@@ -25,8 +25,6 @@ OURS = ("coursekit", "autograder")
 TOOLS = {"pytest", "pip", "jupyter", "ruff", "nbgrader", "papermill", "jupytext", "mlflow",
          "ipykernel", "venv", "playwright", "cosmic_ray", "xprof"}
 # A file moving in a change under way: the guides may name either path until it lands.
-MOVING = {"coursekit/protocol.py": "autograder/protocol.py",
-          "autograder/protocol.py": "coursekit/protocol.py"}
 # Outputs and placeholders, never repository paths.
 NOT_REPO = ("build/", "grading/", ".venv/", "/", "~", "$")
 PLACEHOLDER = re.compile(r"[<>*{}$…|\\]|\.\.\.")
@@ -127,8 +125,6 @@ def path_exists(token: str, doc: Path, root: Path) -> bool:
     name = token.rstrip("/")
     if "/" not in name:
         return name in file_names(root)
-    if name in MOVING and (root / MOVING[name]).exists():
-        return True
     return (root / name).exists() or (doc.parent / name).exists()
 
 
