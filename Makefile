@@ -27,6 +27,9 @@ MUTANTS_STAGE ?=
 FLAKE_RUNS ?= 20
 FLAKE_PROJECT ?=
 FLAKE_STAGE ?=
+# make flake FLAKE_LOAD=heavy: every core busy plus a memory hog (inconclusive allowed, never FAIL)
+FLAKE_LOAD ?= busy
+FLAKE_IMPL ?=
 # A release (python -m autograder release) has no reference solutions: coursekit.facts decides.
 IS_RELEASE = $(PY) -c 'import sys; from coursekit.facts import is_release; sys.exit(not is_release())'
 
@@ -105,7 +108,8 @@ mutants: $(STAMP)
 # Not in CI (too slow; CI keeps its 3-run test): failing seeds are printed to rerun.
 flake: $(STAMP)
 	$(PY) -m coursekit.commands.flake $(if $(FLAKE_PROJECT),--project $(FLAKE_PROJECT)) \
-	  $(if $(FLAKE_STAGE),--stage $(FLAKE_STAGE)) --runs $(FLAKE_RUNS)
+	  $(if $(FLAKE_STAGE),--stage $(FLAKE_STAGE)) --runs $(FLAKE_RUNS) --load $(FLAKE_LOAD) \
+	  $(if $(FLAKE_IMPL),--impl $(FLAKE_IMPL))
 
 starters: $(STAMP)
 	$(PY) -m coursekit.authoring.starters
