@@ -1,0 +1,489 @@
+"""``python -m autograder similar GRADING``: similar work across submissions, for a
+person to read. Never a grade: nothing here touches a score, and every page says so.
+
+What is compared, each against the same thing in every other submission:
+
+* each project's learner file, ``projects/<p>/starter/model.py``;
+* each notebook's answer cells (the cells nbgrader marks as solutions), a submission's
+  code answers as one document and its written (Markdown) answers as another, each
+  answer headed by its question id.
+
+With copydetect (Lingenfelter's winnowing detector, pinned in pyproject.toml): code is
+tokenised and names and strings are replaced by placeholders before fingerprinting
+(k-grams of ``NOISE`` tokens, winnowed so that any shared run of ``GUARANTEE`` or more
+is found), so renaming variables hides nothing; written answers are compared as text.
+The released starter files and the released notebooks' text are the boilerplate:
+their fingerprints are removed first, so what the course handed out never counts.
+``--ignore-common F`` also drops passages that more than a fraction F of the
+submissions share (Moss's "-m": the idiom everyone writes).
+
+Scale: each document is fingerprinted once; each pair first meets by the size of its
+shared fingerprint set (a C set intersection), and only pairs that could reach the
+threshold are compared in full (copydetect's ``compare_files``: shares and passages).
+200 submissions are about 20,000 pairs per file; ``make bench`` prints the time.
+
+Printed: the pairs at or above ``--threshold`` (the larger of the two shares: the
+fraction of a document's own tokens found in the other) with at least ``--min-tokens``
+shared tokens, ranked; and submissions whose learner files are byte-identical. Written
+to ``--out`` (default GRADING/similar/): ``index.html`` (ranked pairs), one side-by-side
+page per pair (``--pages`` at most) with shared passages marked, ``similar.json``.
+
+Submission files come from the folder the gradebook's latest ``grade`` run graded
+(``--submissions`` to say where, if it moved), zips from GRADING/.unpacked/; the
+released text from the course (starters) and that run's ``--notebooks`` folder. The
+gradebook is only read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import io
+import json
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder import course as course_mod
+from autograder.classdata import ClassDataError, load, nfc, run_argv
+
+NOISE, GUARANTEE = 25, 30   # copydetect's k and its guarantee (window = 30 - 25 + 1)
+THRESHOLD, MIN_TOKENS, PAGES = 0.5, 40, 200
+CAUTION = ("Evidence for a person to read, never a grade. A high share means two "
+           "submissions contain the same passages beyond the released starter code and "
+           "notebook text; it does not say who wrote them, or whether working together "
+           "was allowed. Read both files before concluding anything.")
+
+
+@dataclass
+class Doc:
+    student: str
+    key: str          # what is compared: a file, or a notebook's answers
+    text: str
+    language: str | None   # "python" (tokenised) or None (plain text)
+    fp: object = None
+
+
+@dataclass
+class Pair:
+    key: str
+    a: str
+    b: str
+    share_a: float
+    share_b: float
+    tokens: int
+    slices: tuple = ()
+    texts: tuple = ()
+
+    @property
+    def score(self) -> float:
+        return max(self.share_a, self.share_b)
+
+
+@dataclass
+class Found:
+    pairs: list[Pair]
+    identical: list[list[str]]
+    compared: dict[str, int]            # key -> documents compared
+    pair_count: int
+    no_own_text: dict[str, list[str]]   # key -> students with nothing beyond the release
+    not_found: list[str]
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+# ----------------------------------------------------------------------------------
+# Documents
+# ----------------------------------------------------------------------------------
+
+def answer_cells(cells) -> list[tuple[str, str, str]]:
+    """(grade id, "code" or "markdown", source) of the answer (nbgrader solution) cells
+    of a notebook's JSON cells."""
+    out = []
+    for cell in cells if isinstance(cells, list) else []:
+        if not isinstance(cell, dict):
+            continue
+        meta = (cell.get("metadata") or {}).get("nbgrader") or {}
+        if not isinstance(meta, dict) or not meta.get("solution"):
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        kind = "code" if cell.get("cell_type") == "code" else "markdown"
+        out.append((str(meta.get("grade_id", "?")), kind, source))
+    return out
+
+
+def answers_text(cells: list[tuple[str, str, str]], kind: str) -> str:
+    head = "# --- answer: {} ---\n" if kind == "code" else "--- answer: {} ---\n"
+    return "\n".join(head.format(gid) + src + "\n" for gid, k, src in cells if k == kind)
+
+
+def _same(a: str, b: str) -> bool:
+    return a.split() == b.split()
+
+
+def answer_docs(student: str, nb_path: Path, name: str,
+                released: dict[str, dict[str, str]]) -> list[Doc]:
+    """A learner notebook's answer cells, those changed from the release only: one code
+    and one written document."""
+    from autograder.nblimits import NotebookRefused, check_notebook_file
+    try:
+        data = check_notebook_file(nb_path)
+    except (NotebookRefused, OSError):
+        return []
+    given = released.get(name, {})
+    cells = [c for c in answer_cells(data.get("cells") if isinstance(data, dict) else [])
+             if not (c[0] in given and _same(given[c[0]], c[2]))]
+    out = []
+    for kind, label, language in (("code", "code answers", "python"),
+                                  ("markdown", "written answers", None)):
+        text = answers_text(cells, kind)
+        if text.strip():
+            out.append(Doc(student, f"{name} ({label})", text, language))
+    return out
+
+
+def learner_docs(student: str, root: Path, released: dict[str, dict[str, str]]
+                 ) -> list[Doc]:
+    docs = []
+    for path in sorted(root.glob("projects/*/starter/model.py")):
+        if path.is_file() and not path.is_symlink() and path.stat().st_size < 4 << 20:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            docs.append(Doc(student, str(path.relative_to(root)), text, "python"))
+    for path in sorted(root.glob("notebooks/*.ipynb")):
+        if path.is_file() and not path.is_symlink():
+            docs += answer_docs(student, path, f"notebooks/{path.name}", released)
+    return docs
+
+
+def released_notebooks(notebooks_dir: Path | None, names: set[str]) -> dict[str, object]:
+    """notebook name -> its released version (nbgrader's own release steps)."""
+    out = {}
+    for name in sorted(names):
+        source = (Path(notebooks_dir) / Path(name).name) if notebooks_dir else None
+        if not source or not source.is_file():
+            continue
+        import nbformat
+
+        from autograder.nbsource import release_notebook
+        out[name] = release_notebook(nbformat.read(str(source), as_version=4))
+    return out
+
+
+def released_answers(notebooks: dict[str, object]) -> dict[str, dict[str, str]]:
+    """notebook name -> grade id -> the released text of that answer cell."""
+    return {name: {gid: src for gid, _, src in answer_cells(
+        [dict(c) for c in nb.cells])} for name, nb in notebooks.items()}
+
+
+def released_text(course_root: Path, notebooks: dict[str, object], keys: set[str]
+                  ) -> dict[str, list[tuple[str, str | None]]]:
+    """key -> the released text it is compared against as boilerplate: the starter, or
+    every cell of the released notebook and its answer cells as one document."""
+    out: dict[str, list[tuple[str, str | None]]] = defaultdict(list)
+    for key in keys:
+        if key.startswith("projects/"):
+            starter = course_root / key
+            if starter.is_file():
+                out[key].append((starter.read_text(encoding="utf-8", errors="replace"),
+                                 "python"))
+    for name, nb in notebooks.items():
+        answers = answer_cells([dict(c) for c in nb.cells])
+        out[f"{name} (code answers)"].append((answers_text(answers, "code"), "python"))
+        out[f"{name} (written answers)"].append((answers_text(answers, "markdown"), None))
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                out[f"{name} (code answers)"].append((cell.source, "python"))
+            else:
+                out[f"{name} (written answers)"].append((cell.source, None))
+    return out
+
+
+# ----------------------------------------------------------------------------------
+# Comparing
+# ----------------------------------------------------------------------------------
+
+def fingerprint(text: str, language: str | None, window: int | None = None):
+    from copydetect.detector import CodeFingerprint
+    window = GUARANTEE - NOISE + 1 if window is None else window
+    return CodeFingerprint("doc.py" if language else "doc.txt", NOISE, window,
+                           filter=language is not None, language=language,
+                           fp=io.StringIO(text))
+
+
+def boilerplate_hashes(texts: list[tuple[str, str | None]]) -> set:
+    """Every k-gram (window 1) of the released text, as copydetect takes boilerplate."""
+    hashes: set = set()
+    for text, language in texts:
+        hashes |= fingerprint(text, language, window=1).hashes
+    return hashes
+
+
+def strip(fp, hashes: set) -> None:
+    """Remove ``hashes`` from a fingerprint (its passages no longer count) and recount
+    the tokens it covers, the denominator of its share."""
+    from copydetect.utils import get_token_coverage
+    gone = fp.hashes & hashes
+    if not gone:
+        return
+    fp.hashes -= gone
+    for h in gone:
+        fp.hash_idx.pop(h, None)
+    fp.token_coverage = get_token_coverage(fp.hash_idx, fp.k, len(fp.filtered_code))
+
+
+def drop_common(docs: list[Doc], fraction: float, population: int) -> int:
+    """Remove fingerprints that more than ``fraction`` of the ``population``
+    submissions share."""
+    counts: dict = defaultdict(int)
+    for d in docs:
+        for h in d.fp.hashes:
+            counts[h] += 1
+    common = {h for h, n in counts.items() if n > fraction * population and n > 1}
+    for d in docs:
+        strip(d.fp, common)
+    return len(common)
+
+
+def compare_key(docs: list[Doc], threshold: float, min_tokens: int) -> list[Pair]:
+    from copydetect.detector import compare_files
+    sets = [d.fp.hashes for d in docs]
+    sizes = [len(s) for s in sets]
+    pairs = []
+    for i in range(len(docs)):
+        si = sets[i]
+        for j in range(i + 1, len(docs)):
+            smaller = min(sizes[i], sizes[j])
+            if not smaller:
+                continue
+            shared = len(si & sets[j])
+            # a pair whose shared fingerprints are well under the threshold cannot
+            # reach it; only the rest is compared in full
+            if shared == 0 or shared < 0.5 * threshold * smaller:
+                continue
+            tokens, (share_a, share_b), slices = compare_files(docs[i].fp, docs[j].fp)
+            if max(share_a, share_b) >= threshold and tokens >= min_tokens:
+                pairs.append(Pair(docs[i].key, docs[i].student, docs[j].student,
+                                  float(share_a), float(share_b), int(tokens), slices,
+                                  (docs[i].text, docs[j].text)))
+    return pairs
+
+
+def find_similar(roots: dict[str, Path], course_root: Path, notebooks_dir: Path | None,
+                 threshold: float = THRESHOLD, min_tokens: int = MIN_TOKENS,
+                 ignore_common: float | None = None) -> Found:
+    started = time.perf_counter()
+    by_key: dict[str, list[Doc]] = defaultdict(list)
+    whole: dict[str, str] = {}
+    names = {f"notebooks/{p.name}" for root in roots.values()
+             for p in root.glob("notebooks/*.ipynb")}
+    notebooks = released_notebooks(notebooks_dir, names)
+    given = released_answers(notebooks)
+    for student, root in roots.items():
+        docs = learner_docs(student, root, given)
+        for d in docs:
+            by_key[d.key].append(d)
+        if docs:
+            digest = hashlib.sha256()
+            for d in sorted(docs, key=lambda d: d.key):
+                digest.update(d.key.encode() + b"\0" + d.text.encode() + b"\0")
+            whole[student] = digest.hexdigest()
+    released = released_text(course_root, notebooks, set(by_key))
+    notes = [f"{key}: no released text found; nothing is removed as boilerplate"
+             for key in sorted(by_key) if key not in released]
+    pairs, compared, no_own, pair_count = [], {}, {}, 0
+    for key in sorted(by_key):
+        bp = boilerplate_hashes(released.get(key, []))
+        docs = by_key[key]
+        for d in docs:
+            d.fp = fingerprint(d.text, d.language)
+            strip(d.fp, bp)
+        if ignore_common:
+            dropped = drop_common(docs, ignore_common, len(roots))
+            if dropped:
+                notes.append(f"{key}: {dropped} passage fingerprint(s) shared by more than "
+                             f"{ignore_common:.0%} of submissions ignored")
+        own = [d for d in docs if d.fp.hashes]
+        no_own[key] = sorted(d.student for d in docs if not d.fp.hashes)
+        compared[key] = len(own)
+        pair_count += len(own) * (len(own) - 1) // 2
+        pairs += compare_key(own, threshold, min_tokens)
+    pairs.sort(key=lambda p: (-p.score, -p.tokens, p.key, p.a, p.b))
+    groups: dict[str, list[str]] = defaultdict(list)
+    for student, digest in whole.items():
+        groups[digest].append(student)
+    own_text = {d.student for docs in by_key.values() for d in docs if d.fp.hashes}
+    unchanged = set(whole) - own_text   # nothing beyond the release: not "identical"
+    identical = sorted(sorted(g) for g in groups.values()
+                       if len(g) > 1 and not set(g) <= unchanged)
+    return Found(pairs, identical, compared, pair_count, no_own, [], notes,
+                 time.perf_counter() - started)
+
+
+# ----------------------------------------------------------------------------------
+# Where the submissions are
+# ----------------------------------------------------------------------------------
+
+def graded_folders(grading: Path, book, submissions: Path | None
+                   ) -> tuple[Path | None, Path | None]:
+    """(the submissions folder, the source notebooks folder) of the latest grade run."""
+    from autograder.cli import parser
+    notebooks = None
+    for argv in run_argv(book):
+        if "grade" not in argv:
+            continue
+        try:
+            args, _ = parser().parse_known_args(argv[argv.index("grade"):])
+        except SystemExit:
+            continue
+        notebooks = args.notebooks
+        if submissions is None:
+            for base in (Path.cwd(), Path(grading).resolve().parent):
+                candidate = args.submissions if args.submissions.is_absolute() \
+                    else base / args.submissions
+                if candidate.is_dir():
+                    submissions = candidate
+                    break
+        break
+    if notebooks is not None and not Path(notebooks).is_absolute():
+        notebooks = Path.cwd() / notebooks
+    return submissions, Path(notebooks) if notebooks else course_mod.ROOT / "notebooks"
+
+
+def submission_roots(grading: Path, students: list[str], folder: Path
+                     ) -> tuple[dict[str, Path], list[str]]:
+    from autograder import submissions as subs_mod
+    found = {nfc(k): v for k, v in subs_mod.find(folder).items()}
+    roots, missing = {}, []
+    for student in students:
+        path = found.get(nfc(student))
+        if path is not None and path.suffix == ".zip":
+            unpacked = Path(grading) / ".unpacked" / student
+            path = subs_mod.submission_root(unpacked) if unpacked.is_dir() else None
+        if path is None:
+            missing.append(student)
+        else:
+            roots[student] = path
+    return roots, missing
+
+
+# ----------------------------------------------------------------------------------
+# Output
+# ----------------------------------------------------------------------------------
+
+CSS = ("body{font-family:sans-serif;margin:1.2em;color:#222}table{border-collapse:collapse}"
+       "td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left}"
+       ".caution{background:#fff3cd;border:1px solid #e0c36a;padding:.6em 1em;"
+       "max-width:60em}.side{display:flex;gap:1em}.side>div{flex:1;min-width:0}"
+       "pre{background:#fafafa;border:1px solid #ddd;padding:.5em;overflow-x:auto;"
+       "font-size:85%;white-space:pre-wrap}mark{background:#ffd27a}")
+
+
+def marked(text: str, slices) -> str:
+    """``text`` HTML-escaped, the shared passages in <mark>."""
+    out, at = [], 0
+    try:
+        spans = sorted(zip(slices[0].tolist(), slices[1].tolist()))
+    except (AttributeError, IndexError, TypeError):
+        spans = []
+    for start, end in spans:
+        start, end = max(int(start), at), min(int(end), len(text))
+        if start >= end:
+            continue
+        out.append(html.escape(text[at:start]))
+        out.append("<mark>" + html.escape(text[start:end]) + "</mark>")
+        at = end
+    out.append(html.escape(text[at:]))
+    return "".join(out)
+
+
+def pair_page(n: int, p: Pair) -> str:
+    e = html.escape
+    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            f"<title>Pair {n}: {e(p.a)} and {e(p.b)}</title><style>{CSS}</style></head>"
+            f"<body><p class='caution'><b>{e(CAUTION)}</b></p>"
+            f"<h1>{e(p.key)}</h1><p>{p.tokens} shared tokens; {p.share_a:.0%} of "
+            f"{e(p.a)}'s own text is found in {e(p.b)}'s, {p.share_b:.0%} the other way. "
+            "Shared passages are marked; the released starter text is not counted.</p>"
+            "<p><a href='index.html'>all pairs</a></p><div class='side'>"
+            f"<div><h2>{e(p.a)}</h2><pre>{marked(p.texts[0], p.slices[0])}</pre></div>"
+            f"<div><h2>{e(p.b)}</h2><pre>{marked(p.texts[1], p.slices[1])}</pre></div>"
+            "</div></body></html>\n")
+
+
+def index_page(found: Found, pages: int, threshold: float) -> str:
+    e = html.escape
+    rows = []
+    for n, p in enumerate(found.pairs, 1):
+        link = f"<a href='pair-{n:04d}.html'>side by side</a>" if n <= pages else ""
+        rows.append(f"<tr><td>{n}</td><td>{p.score:.0%}</td><td>{e(p.a)}</td>"
+                    f"<td>{e(p.b)}</td><td>{e(p.key)}</td><td>{p.tokens}</td>"
+                    f"<td>{link}</td></tr>")
+    same = "".join(f"<li>{e(', '.join(g))}</li>" for g in found.identical)
+    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            f"<title>Similar submissions</title><style>{CSS}</style></head><body>"
+            f"<h1>Similar submissions</h1><p class='caution'><b>{e(CAUTION)}</b></p>"
+            f"<p>{found.pair_count} pair(s) compared; {len(found.pairs)} at or above "
+            f"{threshold:.0%}.</p>"
+            + (f"<h2>Byte-identical learner files</h2><ul>{same}</ul>" if same else "")
+            + "<h2>Pairs, most similar first</h2><table><tr><th>#</th><th>share</th>"
+            "<th>submission</th><th>submission</th><th>compared</th><th>shared tokens</th>"
+            "<th></th></tr>" + "".join(rows) + "</table>"
+            + "".join(f"<p><small>{e(n)}</small></p>" for n in found.notes)
+            + "</body></html>\n")
+
+
+def write(found: Found, out: Path, pages: int, threshold: float) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("pair-*.html"):
+        old.unlink()
+    (out / "index.html").write_text(index_page(found, pages, threshold), encoding="utf-8")
+    for n, p in enumerate(found.pairs[:pages], 1):
+        (out / f"pair-{n:04d}.html").write_text(pair_page(n, p), encoding="utf-8")
+    (out / "similar.json").write_text(json.dumps({
+        "caution": CAUTION, "threshold": threshold, "pairs_compared": found.pair_count,
+        "documents": found.compared, "identical": found.identical,
+        "not_found": found.not_found, "notes": found.notes, "seconds": found.seconds,
+        "pairs": [{"rank": n, "key": p.key, "a": p.a, "b": p.b, "share_a": p.share_a,
+                   "share_b": p.share_b, "tokens": p.tokens,
+                   "page": f"pair-{n:04d}.html" if n <= pages else None}
+                  for n, p in enumerate(found.pairs, 1)]}, indent=1, ensure_ascii=False),
+        encoding="utf-8")
+
+
+def main(grading: Path, out: Path | None, submissions: Path | None, threshold: float,
+         min_tokens: int, pages: int, ignore_common: float | None) -> int:
+    try:
+        book = load(grading)
+    except ClassDataError as err:
+        print(f"similar: {err}", file=sys.stderr)
+        return 2
+    folder, notebooks = graded_folders(grading, book, submissions)
+    if folder is None or not Path(folder).is_dir():
+        print("similar: cannot tell where the graded submissions are (the gradebook's "
+              "grade runs name no folder that exists here); pass --submissions DIR",
+              file=sys.stderr)
+        return 2
+    roots, missing = submission_roots(grading, book.students, Path(folder))
+    found = find_similar(roots, course_mod.ROOT, notebooks, threshold, min_tokens,
+                         ignore_common)
+    found.not_found = missing
+    out = Path(out) if out else Path(grading) / "similar"
+    write(found, out, pages, threshold)
+    print(f"similar: {len(roots)} submission(s) from {folder}; {found.pair_count} pair(s) "
+          f"compared in {found.seconds:.1f} s; {len(found.pairs)} at or above "
+          f"{threshold:.0%} with {min_tokens}+ shared tokens")
+    print(f"  {CAUTION}")
+    for n, p in enumerate(found.pairs, 1):
+        print(f"{n:4d}. {p.score:4.0%}  {p.a} ~ {p.b}  {p.key}  ({p.tokens} shared tokens; "
+              f"{p.share_a:.0%} / {p.share_b:.0%})")
+    for group in found.identical:
+        print(f"identical learner files: {', '.join(group)}")
+    for s in missing:
+        print(f"not found on disk (in the gradebook, not in {folder}): {s}", file=sys.stderr)
+    for note in found.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"side by side: {out / 'index.html'}")
+    return 0
