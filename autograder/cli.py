@@ -1,4 +1,5 @@
-"""Command line: ``python -m autograder {release,grade,export,validate,merge} --help``."""
+"""Command line: ``python -m autograder {release,grade,export,validate,merge,report,similar,
+diff} --help``."""
 
 from __future__ import annotations
 
@@ -41,12 +42,31 @@ def _grade(args) -> int:
 
 
 def _export(args) -> int:
+    if args.format != "csv":
+        from autograder import lms
+        return lms.main(args.dir, args.csv, args.format, args.roster)
     from autograder.export import export
     info = export(args.dir, args.csv, args.feedback)
     print(f"wrote {info['csv']} ({info['students']} student(s), {info['columns']} columns) "
           f"and feedback for each student under {Path(info['feedback'][0]).parent.parent}"
           if info["feedback"] else f"wrote {info['csv']} (no results yet)")
     return 0
+
+
+def _report(args) -> int:
+    from autograder import classreport
+    return classreport.main(args.grading, args.out)
+
+
+def _similar(args) -> int:
+    from autograder import similar
+    return similar.main(args.grading, args.out, args.submissions, args.threshold,
+                        args.min_tokens, args.pages, args.ignore_common)
+
+
+def _diff(args) -> int:
+    from autograder import regrade_diff
+    return regrade_diff.main(args.grading, args.since, args.json)
 
 
 def _validate(args) -> int:
@@ -139,7 +159,55 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", type=Path, required=True, metavar="FILE")
     p.add_argument("--feedback", type=Path, metavar="DIR",
                    help="where per-student feedback goes (default DIR/feedback)")
+    p.add_argument("--format", choices=("csv", "canvas", "moodle"), default="csv",
+                   help="csv (default: the quoted CSV and feedback above, unchanged), or "
+                        "the grade-import CSV of Canvas or Moodle, one column per item, "
+                        "with FILE.unmatched.csv naming whoever the roster does not match "
+                        "(no feedback is written then)")
+    p.add_argument("--roster", type=Path, metavar="FILE",
+                   help="with --format canvas|moodle: a CSV of submission,<LMS identity "
+                        "columns>; see autograder/lms.py")
     p.set_defaults(run=_export)
+
+    p = sub.add_parser("report", help="the class at a glance: one HTML page and its JSON",
+                       description=_doc("classreport"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("grading", type=Path, metavar="GRADING", help="the grader folder "
+                   "(grade --out)")
+    p.add_argument("--out", type=Path, required=True, metavar="REPORT_DIR",
+                   help="where report.html and report.json go")
+    p.set_defaults(run=_report)
+
+    p = sub.add_parser("similar", help="similar learner files and notebook answers across "
+                       "submissions (evidence to read, never a grade)",
+                       description=_doc("similar"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("grading", type=Path, metavar="GRADING", help="the grader folder")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="where the side-by-side pages go (default GRADING/similar)")
+    p.add_argument("--submissions", type=Path, metavar="DIR",
+                   help="the graded submissions (default: the folder the gradebook's "
+                        "latest grade run graded)")
+    p.add_argument("--threshold", type=float, default=0.5, metavar="SHARE",
+                   help="list pairs whose larger share is at least this (default 0.5)")
+    p.add_argument("--min-tokens", type=int, default=40, metavar="N",
+                   help="and that share at least N tokens (default 40)")
+    p.add_argument("--pages", type=int, default=200, metavar="N",
+                   help="side-by-side pages for the first N pairs (default 200)")
+    p.add_argument("--ignore-common", type=float, metavar="FRACTION",
+                   help="also ignore passages that more than FRACTION of the submissions "
+                        "share (default: only the released text is ignored)")
+    p.set_defaults(run=_similar)
+
+    p = sub.add_parser("diff", help="what a regrade moved: score or status changes between "
+                       "gradings of the same files", description=_doc("regrade_diff"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("grading", type=Path, metavar="GRADING", help="the grader folder")
+    p.add_argument("--since", metavar="FINGERPRINT|TIME",
+                   help="a checker fingerprint or run id (prefix), or a time "
+                        "(2025-03-01T14:00, or Unix seconds)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(run=_diff)
 
     p = sub.add_parser("validate", help="check a submission before handing it in",
                        description=_doc("validate"),
