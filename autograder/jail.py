@@ -8,11 +8,18 @@ file (written by ``autograder.sandbox``, readable only by root) is deleted once 
 
 As root, with Linux namespaces available (what the grader uses when it can):
 
-* new mount, network and PID namespaces: the command sees an empty network with only
-  loopback up (multi-process JAX on 127.0.0.1 still works), its own /proc (no grader
-  process to inspect), and a file system that is read-only except its own work folder;
-  the course folder (solutions, .git, gradebook, other submissions) is covered by empty
-  read-only mounts, the Python environment left visible;
+* new mount, network, PID, IPC and UTS namespaces: the command sees an empty network
+  with only loopback up (multi-process JAX on 127.0.0.1 still works), its own /proc (no
+  grader process to inspect), its own SysV IPC (a segment another submission made is not
+  there, and its own die with it) and host name, and a file system that is read-only
+  except its own work folder;
+* the file system is an allow-list: the system's own folders (``SYSTEM_TOP``: /usr,
+  /etc, ...) stay, and every other top-level folder or file (/tmp, /home, /root, /srv,
+  /opt, /mnt, /var, /work, whatever the machine has) is covered by an empty read-only
+  tmpfs into which only the paths the run needs are bound back: its sandbox folder (the
+  course copy, the guard, its work folders) and the Python environment. Another copy of
+  the course, other users' homes and scratch space are not there. The course folder
+  (solutions, .git, gradebook, other submissions) is covered too, wherever it is;
 * it runs as a throw-away uid (no passwd entry), so the per-uid process limit stops a
   fork bomb without touching anyone else, and it cannot signal or trace other processes;
 * no new privileges (setuid binaries do not elevate), parent-death signal, resource
@@ -51,6 +58,9 @@ RLIMITS = {"DATA": resource.RLIMIT_DATA, "FSIZE": resource.RLIMIT_FSIZE,
 FLAG_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
                 "noatime": MS_NOATIME, "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
 SYSTEM_PREFIXES = ("/proc", "/sys", "/dev")
+# top-level entries left as they are (read-only); everything else is an allow-list
+SYSTEM_TOP = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc",
+              "sys", "dev")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -112,6 +122,7 @@ def confine_filesystem(cfg: dict) -> None:
                   "size=4k,mode=755")
         elif os.path.lexists(path):
             mount("/dev/null", path, None, MS_BIND)
+    cover_top_level(cfg.get("keep", []))
     reveal(cfg.get("reveal", []))
     writable = cfg.get("writable", [])
     for target, flags in before:
@@ -123,6 +134,34 @@ def confine_filesystem(cfg: dict) -> None:
             pass  # left as it was; tests/test_autograder_batch.py checks / is read-only
     mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
           f"size={cfg.get('shm_mb', 256)}m,mode=1777")
+
+
+def cover_top_level(keep: list[str]) -> None:
+    """Every top-level entry but ``SYSTEM_TOP`` hidden: a folder gets an empty read-only
+    tmpfs with the ``keep`` paths inside it bound back (opened before the cover, so the
+    bind brings each tree back with the mounts under it: the run's writable folders); a
+    top-level file gets /dev/null. Symbolic links at the top (bin -> usr/bin) stay."""
+    if not keep:
+        return
+    kept = sorted({os.path.realpath(k) for k in keep})
+    # a kept path inside another kept path comes back with it
+    kept = [k for k in kept if not any(k != o and under(k, o) for o in kept)]
+    for name in sorted(os.listdir("/")):
+        top = "/" + name
+        if name in SYSTEM_TOP or os.path.islink(top):
+            continue
+        if not os.path.isdir(top):
+            mount("/dev/null", top, None, MS_BIND)
+            continue
+        inside = [(k, os.open(k, os.O_PATH)) for k in kept if under(k, top) and k != top]
+        if any(k == top for k in kept):
+            continue  # the whole folder is needed (a sandbox root at the top)
+        mount("tmpfs", top, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=755")
+        for path, fd in inside:
+            os.makedirs(path, mode=0o755, exist_ok=True)
+            mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+            os.close(fd)
+        mount(None, top, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
 def reveal(paths: list[str]) -> None:
@@ -253,7 +292,8 @@ def main(path: str) -> None:
     namespaces = False
     if cfg.get("namespaces") and os.geteuid() == 0:
         try:
-            os.unshare(os.CLONE_NEWNS | os.CLONE_NEWNET | os.CLONE_NEWPID)
+            os.unshare(os.CLONE_NEWNS | os.CLONE_NEWNET | os.CLONE_NEWPID
+                       | os.CLONE_NEWIPC | os.CLONE_NEWUTS)
             namespaces = True
         except (OSError, AttributeError) as err:
             os.write(2, f"autograder jail: no namespaces ({err}); limits only\n".encode())

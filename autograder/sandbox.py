@@ -282,6 +282,9 @@ class Jail:
         keep = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
         self.hide = hidden_paths(list(hide), keep)
         self.reveal = sorted({str(k) for k in keep})
+        # the allow-list outside the system's folders: the Python environment and this
+        # run's sandbox folder (course copy, guard, work folders), nothing else
+        self.keep = sorted({*self.reveal, str(box.path.resolve())})
         self.cwd = cwd or box.course
         self.namespaces = namespaces
         home = box.writable_dirs[0] if box.writable_dirs else box.course
@@ -316,6 +319,7 @@ class Jail:
             rlimits["NPROC"] = lim.max_tasks + 64
         return {"cmd": self.cmd, "env": self.env, "cwd": str(self.cwd), "uid": self.uid,
                 "namespaces": self.namespaces, "hide": self.hide, "reveal": self.reveal,
+                "keep": self.keep,
                 "writable": [str(p) for p in self.box.writable_dirs], "rlimits": rlimits}
 
     def argv(self) -> list[str]:
