@@ -542,6 +542,7 @@ def grade_notebook(settings: Settings, name: str, key: dict, student: str,
     record.update(status=status, reason=reason, questions=questions, tampered=tampered,
                   restored_missing=missing, points=sum(q["points"] for q in questions),
                   message=message, isolation=sandbox.isolation(),
+                  not_applied=sandbox.not_applied(),
                   wall_s=round(wall, 3),
                   peak_memory_mb=round(outcome.peak_memory_mb, 1) if outcome else 0.0,
                   stderr_tail=stderr)

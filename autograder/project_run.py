@@ -112,6 +112,7 @@ def split(stages: list[Stage], student: str, outcome: sandbox.Outcome,
                      or (m.get("result") or {}).get("stage") == st.number])
         record = interpret(st, student, view, limits)
         record["isolation"] = sandbox.isolation()
+        record["not_applied"] = sandbox.not_applied()
         record["sandbox_run"] = f"shared by stages {numbers} ({outcome.wall_s:.1f} s)"
         records.append(record)
     return records

@@ -137,6 +137,26 @@ def _runs_python(mode: str) -> bool:
     return done.returncode == 0 and "jail:" not in done.stderr
 
 
+# What each weaker mode cannot apply (the gradebook row names it: an instructor grading
+# without root sees what a submission could still reach).
+NOT_APPLIED = {
+    "namespaces": [],
+    "uid": ["namespaces: the file system outside the course folder stays readable (other "
+            "copies of the course, scratch space), SysV IPC and abstract Unix sockets are "
+            "shared with other runs, the network is not cut, other processes are visible"],
+    "limits": ["namespaces: the file system outside the course folder stays readable (other "
+               "copies of the course, scratch space), SysV IPC and abstract Unix sockets are "
+               "shared with other runs, the network is not cut, other processes are visible",
+               "a throw-away uid: the run is the grader's own user, fenced from the hidden "
+               "course folder and the grader's files only by the audit hooks"],
+}
+
+
+def not_applied() -> list[str]:
+    """The fences the current isolation mode could not apply."""
+    return list(NOT_APPLIED.get(isolation(), ["unknown isolation mode"]))
+
+
 def mode_settings() -> tuple[bool, int | None]:
     """(use namespaces, uid) for runs in the current isolation mode."""
     namespaces, with_uid = MODES[isolation()]

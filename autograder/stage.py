@@ -64,6 +64,7 @@ def grade_stage(settings: Settings, stage: Stage, student: str, submission: Path
                             limits)
     record = interpret(stage, student, outcome, limits)
     record["isolation"] = sandbox.isolation()
+    record["not_applied"] = sandbox.not_applied()
     return record
 
 

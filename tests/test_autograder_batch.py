@@ -238,6 +238,8 @@ def test_fallback_without_namespaces(tmp_path):
     got = {s: (r["status"], r["record"]["reason"]) for s, r in results(out).items()}
     assert got == expected
     assert all(results(out)[s]["points"] == 0.0 for s in forging)
+    # each row names the fences this mode could not apply (namespaces, a throw-away uid)
+    assert all(len(results(out)[s]["record"]["not_applied"]) == 2 for s in expected)
     assert not sandbox_processes()
 
 
