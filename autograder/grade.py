@@ -35,7 +35,7 @@ from autograder.gradebook import Gradebook
 from autograder.progress import Progress
 from autograder.workspace import Settings, submission_files_hash
 
-RETRYABLE = ("fail", "error", "timeout", "memory", "crash", "missing")
+RETRYABLE = ("fail", "inconclusive", "error", "timeout", "memory", "crash", "missing")
 STAGES = "stages"  # a unit of work: several stages of one project, one sandboxed run
 
 
@@ -316,6 +316,25 @@ def run_batch(todo: list[dict], book: Gradebook, *, workers: int, run_id: str,
     return records
 
 
+def retry_inconclusive(todo: list[dict], records: list[dict], book: Gradebook, *,
+                       workers: int, run_id: str, shard: str, secret_id: str,
+                       progress: bool) -> list[dict]:
+    """Grade once more, at the end of the batch (when the machine is usually quieter),
+    every stage whose timing checks could not decide: its second record is appended and
+    becomes the latest. Still inconclusive after that, it stays ``inconclusive`` (never
+    scored as the learner's failure; the instructor sees it)."""
+    unsure = {(r["student"], r["item"]) for r in records if r["status"] == "inconclusive"}
+    again = [t for t in todo if (t["student"], t["item"]) in unsure]
+    if not again:
+        return records
+    print(f"retrying {len(again)} inconclusive stage(s) once, at the end of the batch",
+          file=sys.stderr, flush=True)
+    retried = run_batch(again, book, workers=workers, run_id=run_id, shard=shard,
+                        secret_id=secret_id, progress=progress, share_runs=False)
+    done = {(r["student"], r["item"]) for r in retried}
+    return [r for r in records if (r["student"], r["item"]) not in done] + retried
+
+
 def make_settings(course_root: Path, hide: list[Path], timeout: float, memory_mb: int,
                   cell_timeout: float, nb_sizes: str, max_procs: int | None = None
                   ) -> Settings:
@@ -360,6 +379,9 @@ def grade(submission_dir: Path, out: Path, *, workers: int = 2, shard_text: str 
     run_id = book.start_run(sandbox.isolation(), shard_label, secret["id"])
     records = run_batch(todo, book, workers=workers, run_id=run_id, shard=shard_label,
                         secret_id=secret["id"], progress=progress, share_runs=share_runs)
+    records = retry_inconclusive(todo, records, book, workers=workers, run_id=run_id,
+                                 shard=shard_label, secret_id=secret["id"],
+                                 progress=progress)
     counts = Counter(r["status"] for r in records)
     book.close()
     summary = {"graded": len(records), "skipped": skipped, "students": students,
