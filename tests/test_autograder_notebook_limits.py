@@ -116,6 +116,7 @@ def test_every_refusal_has_an_outcome_with_a_sentence():
         assert status == "error" and outcomes.TABLE[reason].explain
 
 
+@pytest.mark.slow
 def test_the_grader_refuses_hostile_notebooks_in_seconds_and_grades_the_honest_one(
         tmp_path, honest):
     subs = tmp_path / "subs"
