@@ -2,14 +2,15 @@
 (``train_slow``) and after (``train_fast``) at stage 2's held-out size: each a valid run
 record (``coursekit.provenance.records.validate_run_record``, trace included) of the
 workload asked for, with the warm-up and timed calls asked for (drawn counts, and a
-drawn 30-40 calls on a tiny problem), a trace with the step region and the Python tracer
-off, the before record's warmed calls compiling at least as often as the checker counts
-for ``train_slow`` with a new learning rate per call, the after record's not at all.
-``output_ok`` must be computed: the inspector ``optimisation/records_with_a_wrong_fast``
-(self-reported, run beside the learner's code) swaps the module's ``train_fast`` for one
-whose losses are 1% off, and the after record must then say False. The records' medians
-and speedup are compared with the checker's own synchronised timing of ``train_slow`` in
-this process and with stage 2's fresh-process measurement (within ``RECORD_WINDOW``)."""
+drawn 30-40 calls on a tiny problem), ``output_ok`` True, a trace that holds the
+record's region and was taken with the Python tracer off, the before record's warmed
+calls compiling at least as often as the checker counts for ``train_slow`` with a new
+learning rate per call, the after record's not at all. ``output_ok`` must be computed:
+the inspector ``optimisation/records_with_a_wrong_fast`` (self-reported, run beside the
+learner's code) swaps the module's ``train_fast`` for one whose losses are 1% off, and
+the after record must then say False. The records' medians and speedup are compared
+with the checker's own synchronised timing of ``train_slow`` in this process and with
+stage 2's fresh-process measurement (within ``RECORD_WINDOW``)."""
 
 from __future__ import annotations
 
