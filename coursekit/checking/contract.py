@@ -38,6 +38,7 @@ import numpy as np
 
 from coursekit.checking.errors import CheckFailed, CheckInconclusive, LearnerCodeError
 from coursekit.checking.learner import explain_exception, load_impl
+from coursekit.checking.terminal_record import keep_terminal_record
 from coursekit.checking.values import short
 from coursekit.measure.environment import environment_versions
 
@@ -242,9 +243,12 @@ class Checker:
         print(f"{passed} passed, {failed} failed"
               + (f", {unsure} inconclusive (rerun when the machine is quieter)"
                  if unsure else ""), flush=True)
+        payload = result_payload(self.project, impl, stages, seed, results,
+                                 time.perf_counter() - started)
         if args.json_path:
-            write_json(args.json_path, self.project, impl, stages, seed, results,
-                       time.perf_counter() - started)
+            Path(args.json_path).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.json_path).write_text(json.dumps(payload, indent=2))
+        keep_terminal_record(self.project, impl, stages, payload)
         if failed or not results:
             return 1
         return INCONCLUSIVE_EXIT if unsure else 0
@@ -270,7 +274,14 @@ def print_result(r: CheckResult, out=None) -> None:
 
 
 def write_json(path, project, impl, stages, seed, results, duration_s) -> None:
-    payload = {
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(result_payload(project, impl, stages, seed, results,
+                                                    duration_s), indent=2))
+
+
+def result_payload(project, impl, stages, seed, results, duration_s) -> dict:
+    """What ``--json`` writes and the grader, the notebooks and the portfolio read."""
+    return {
         "project": project,
         "impl": str(impl),
         "stages": stages,
@@ -282,5 +293,3 @@ def write_json(path, project, impl, stages, seed, results, duration_s) -> None:
         "inconclusive": sum(r.status == "inconclusive" for r in results),
         "results": [asdict(r) for r in results],
     }
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(payload, indent=2))

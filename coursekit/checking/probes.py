@@ -106,7 +106,6 @@ def within_ratio(yours_s: float, reference_s: float, window: float, what: str, h
 def timing_budget_s(default: float) -> float:
     """A timing check's budget in seconds: ``default``, scaled by ``COURSE_TIMING_BUDGET``
     (a factor: 0.5 halves every budget, for tests that only need the mechanism)."""
-    import os
     try:
         scale = float(os.environ.get("COURSE_TIMING_BUDGET", "1"))
     except ValueError:

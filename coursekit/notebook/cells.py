@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from coursekit.checking.terminal_record import FROM_CELL_ENV
 from coursekit.facts import ROOT, checker_fingerprint, checker_path, records_dir
 
 RECORDS = records_dir()
@@ -47,7 +48,9 @@ def run_check(project: str, stage: int | str, impl: str | Path | None = None,
             cmd = [sys.executable, str(check), "--stage", str(stage), "--impl", str(impl),
                    "--json", str(out)]
             try:
-                done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+                # the cell keeps its own record (below): the checker need not keep one
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                                      env={**os.environ, FROM_CELL_ENV: "1"})
                 text, rc = done.stdout + done.stderr[-2000:], done.returncode
             except subprocess.TimeoutExpired:
                 text = f"FAIL stage {stage} · timeout\n    the checker ran over {timeout} s\n"

@@ -441,8 +441,9 @@ def render(rec: Records, states: list[MilestoneState], out: Path, title: str,
                 first = stage.failing[0]
                 text.append(f" Failing now: {', '.join(r['check_id'] for r in stage.failing)}"
                             f" (first: {first['message'][:160]})")
-            text.append(f" Run: {stage.stage.command()} (or the check cell of notebook "
-                        f"{'/'.join(s.milestone.notebooks)}).")
+            cells = stage.stage.check_cell_notebooks()
+            text.append(f" Run: {stage.stage.command()}" + (
+                f" (or the check cell of notebook {'/'.join(cells)})." if cells else "."))
             items.append(text)
             missing.append(f"{s.milestone.title}: {stage.stage.label} {stage.state}")
         doc.bullets(items)

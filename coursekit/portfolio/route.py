@@ -28,8 +28,12 @@ A stage's ``checks``/``skip`` are regular expressions on check ids (``re.search`
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
+
+from coursekit.facts import NOTEBOOKS
 
 REQUIRED = "required"
 EXTENSION = "extension"
@@ -62,6 +66,20 @@ class Stage:
     def command(self) -> str:
         return (f"python projects/{self.project}/tests/check.py --stage {self.stage} "
                 f"--impl projects/{self.project}/starter/model.py")
+
+    def check_cell_notebooks(self, folder: Path = NOTEBOOKS) -> list[str]:
+        """The notebooks (by number) whose check cells run this stage, as each notebook's
+        ``metadata.course`` declares (project and stages), not the milestone's list."""
+        found = []
+        for path in sorted(folder.glob("*.ipynb")):
+            try:
+                course = json.loads(path.read_text()).get("metadata", {}).get("course", {})
+            except (OSError, ValueError):
+                continue
+            if course.get("project") == self.project and self.stage in course.get(
+                    "stages", []):
+                found.append(path.name.split("_", 1)[0])
+        return found
 
 
 @dataclass(frozen=True)
