@@ -335,6 +335,26 @@ def _add_run_record(rec: Records, path: Path, shown: str, data: dict) -> None:
         items_basis=basis, link=path.resolve().as_uri(), problems=problems))
 
 
+def merge_duplicate_runs(rec: Records) -> None:
+    """One measurement reached the portfolio twice (its run record file and the MLflow
+    run logged beside it) and showed two throughputs from two guesses of the items per
+    call. Runs with the same raw samples are one run: the copy whose items per call was
+    recorded (not assumed from a shape) is kept, and names where the other was found."""
+    kept: dict[tuple, RunRecord] = {}
+    for run in rec.runs:
+        key = tuple(round(s, 12) for s in run.samples_s)
+        if len(key) < 2 or key not in kept:
+            kept[key if len(key) >= 2 else (id(run),)] = run
+            continue
+        first = kept[key]
+        recorded = [r for r in (first, run) if r.items_basis.startswith("recorded")]
+        keep, other = (recorded[0], run if recorded[0] is first else first) if recorded \
+            else (first, run)
+        keep.problems = [*keep.problems, f"the same samples are also in {other.source}"]
+        kept[key] = keep
+    rec.runs = list(kept.values())
+
+
 def items_per_call(data: dict) -> tuple[float | None, str]:
     """Items one timed call processes: an explicit ``items``/``items_per_call``/``batch``
     key, else the leading dimension of the first array argument (said so)."""

@@ -38,6 +38,7 @@ from coursekit.portfolio.evidence import (
     CheckRecord,
     Records,
     default_store,
+    merge_duplicate_runs,
     read_records,
     read_store,
     when,
@@ -502,6 +503,7 @@ def build_portfolio(records_dir, out_dir, mlflow_uri: str | None = None, *,
         read_store(rec, uri)
     else:
         rec.mlflow = "MLflow store not read for this report."
+    merge_duplicate_runs(rec)
     states = assess(rec)
     out.mkdir(parents=True, exist_ok=True)
     for old in (out / "plots").glob("*.png"):
