@@ -276,9 +276,11 @@ def render(rec: Records, states: list[MilestoneState], out: Path, title: str,
         else:
             check = "no output check recorded"
         if r.link.startswith("file:"):
-            harness = pa.get(1)
-            check += ("; timing harness: performance-audit stage 1 "
-                      f"{harness.state if harness else 'not run'}")
+            state = pa.get(1).state if pa.get(1) else "not run"
+            check += "; timing harness: " + (
+                "checked by performance-audit stage 1 (passed)" if state == "passed" else
+                "performance-audit stage 1 failing now" if state == "failing" else
+                "your own, not yet checked (run performance-audit stage 1)")
         if r.status != "FINISHED":
             check += f"; run {r.status}" + (f": {r.error}" if r.error else "")
         note = "" if r in synced else (
