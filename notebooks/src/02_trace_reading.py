@@ -381,20 +381,29 @@ def covered_us(intervals):
 
 
 # %% nbgrader={"grade": true, "grade_id": "covered_us_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert covered_us([]) == 0.0
-assert covered_us([(0, 10)]) == 10.0
-assert covered_us([(0, 10), (5, 15)]) == 15.0          # overlap counted once
-assert covered_us([(0, 10), (2, 3)]) == 10.0           # nested
-assert covered_us([(20, 30), (0, 10)]) == 20.0         # any order, with a gap
+for _iv, _want in (([], 0.0),
+                   ([(0, 10)], 10.0),
+                   ([(0, 10), (5, 15)], 15.0),          # overlap counted once
+                   ([(0, 10), (2, 3)], 10.0),           # nested
+                   ([(20, 30), (0, 10)], 20.0)):        # any order, with a gap
+    _v = covered_us(_iv)
+    assert type(_v) is float or type(_v) is int, \
+        f"covered_us should return a plain float (float(...)), not {type(_v).__name__}"
+    assert _v == _want, (_iv, _v, _want)
 ### BEGIN HIDDEN TESTS
-_rng = np.random.default_rng(11)
-for _ in range(20):
-    _starts = _rng.integers(0, 200, 12)
-    _iv = [(int(s), int(s + d)) for s, d in zip(_starts, _rng.integers(0, 40, 12))]
-    _grid = np.zeros(260, bool)
-    for _a, _b in _iv:
-        _grid[_a:_b] = True
-    assert covered_us(_iv) == float(_grid.sum()), (_iv, covered_us(_iv), _grid.sum())
+# 20 cases of 12 intervals from a plain integer recurrence; each expected total was counted
+# once on a unit grid (numpy) and is written here.
+_seed = 11
+for _want in (134, 163, 108, 136, 133, 132, 163, 140, 114, 125,
+              135, 160, 183, 161, 167, 182, 126, 137, 147, 122):
+    _iv = []
+    for _ in range(12):
+        _seed = (_seed * 1103515245 + 12345) % 2 ** 31
+        _start = (_seed >> 16) % 200
+        _seed = (_seed * 1103515245 + 12345) % 2 ** 31
+        _iv.append((_start, _start + (_seed >> 16) % 40))
+    _v = covered_us(_iv)
+    assert (type(_v) is float or type(_v) is int) and _v == _want, (_iv, _v, _want)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -429,7 +438,8 @@ PREDICTED_OP_COVERAGE = 0.9
 
 # %% nbgrader={"grade": true, "grade_id": "prediction_op_coverage_present", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 record_prediction("02_op_coverage_with_flag", PREDICTED_OP_COVERAGE, "fraction")
-assert isinstance(PREDICTED_OP_COVERAGE, (int, float)), "write a number as your prediction"
+assert type(PREDICTED_OP_COVERAGE) is int or type(PREDICTED_OP_COVERAGE) is float, \
+    "write a number as your prediction (a plain int or float, not a subclass)"
 
 # %%
 FLAG = "--xla_cpu_experimental_ynn_fusion_type="
