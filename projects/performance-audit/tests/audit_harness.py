@@ -2,13 +2,20 @@
 learner process reports about itself (``SELF_REPORTED``) with what each report is
 checked against here; the stage-1 workload (a catalog workload the learner process
 builds a fresh jitted copy of, and an input of a size drawn per run) and the checker's
-own synchronised measurement of it, which stage 1 compares the learner's medians with
-and stage 2 the learner's traced steps; and the window those timing ratios must fall
-in (``TIME_RATIO_WINDOW``: ratios with wide margins, never absolute times)."""
+own synchronised measurements of it, which stage 1 compares the learner's medians with
+and stage 2 the learner's traced steps; the window those timing ratios must fall in
+(``TIME_RATIO_WINDOW``: ratios with wide margins, never absolute times); and
+``timing_verdict``, the one way a check here decides on a time: interleaved rounds of the
+learner's figure and the checker's own, taken back to back, until the ratio's interval
+is clearly inside the window, clearly outside it, or the check's budget runs out
+(``coursekit.checking.probes.ratio_verdict``: PASS, FAIL with the evidence, or
+INCONCLUSIVE), with a hint for the side the rounds fell on."""
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -16,6 +23,8 @@ import numpy as np
 
 from coursekit.checking.bridge import Workload
 from coursekit.checking.contract import Checker
+from coursekit.checking.errors import CheckFailed, CheckInconclusive
+from coursekit.checking.probes import ratio_verdict
 from coursekit.measure.timing import time_synced
 from coursekit.workloads import catalog
 
@@ -52,8 +61,11 @@ def stage1_workload(ctx, name: str = "performance-audit/stage1"):
 
 
 def reference(ctx) -> dict:
-    """The checker's own measurement of the stage-1 workload (once): synchronised warmed
-    median, and CPU seconds of a compile and of one warmed call in this process."""
+    """The checker's own measurement of the stage-1 workload (once): CPU seconds of a
+    compile and of one warmed call in this process (what a learner process's reported
+    counts are checked against), and the synchronised warmed median they came with. The
+    timing checks do not compare with this median: each takes its own rounds of
+    ``checker_stage1_samples`` in turn with the learner's."""
     def measure():
         _, work, x = stage1_workload(ctx)
         fn = jax.jit(work)
@@ -68,5 +80,88 @@ def reference(ctx) -> dict:
     return ctx.once("reference", measure)
 
 
-def reference_median(ctx) -> float:
-    return reference(ctx)["median_s"]
+def own_stage1(ctx):
+    """The checker's own jitted copy of the stage-1 work and the run's input, compiled and
+    warmed once (shared by every check's rounds)."""
+    def make():
+        _, work, x = stage1_workload(ctx)
+        fn = jax.jit(work)
+        jax.block_until_ready(fn(x))
+        jax.block_until_ready(fn(x))
+        return fn, x
+    return ctx.once("own-stage1", make)
+
+
+def synced_samples(fn, *args, iters: int) -> list[float]:
+    """``iters`` synchronised calls of an already compiled ``fn``, each timed alone."""
+    samples = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def checker_stage1_samples(ctx, iters: int) -> list[float]:
+    """The checker's synchronised warmed calls of the stage-1 work, now: one side of a
+    round, taken back to back with the learner's figure."""
+    fn, x = own_stage1(ctx)
+    return synced_samples(fn, x, iters=iters)
+
+
+LEAST_S = 1e-9  # a learner's figure of 0 s (or less) counts as this: far too fast
+
+
+def timing_verdict(yours: Callable[[int], float], reference: Callable[[int], float],
+                   window, what: str, *, against: str, too_fast: str, too_slow: str = "",
+                   first: tuple[float, float] | None = None, budget_s: float,
+                   min_rounds: int = 3, max_rounds: int = 6):
+    """``ratio_verdict`` on rounds of ``yours(i)`` (the learner's figure, seconds) and
+    ``reference(i)`` (the checker's own, taken back to back), with the hint for the side
+    the rounds fell on: ``too_fast`` when the learner's figure read below the window (a
+    timing that ended before the work did), ``too_slow`` above it (more than the work in
+    the timed region). A one-sided window needs only the hint of its side."""
+    seen: dict[str, list[float]] = {"yours": [], "reference": []}
+    if first is not None:
+        first = (max(float(first[0]), LEAST_S), float(first[1]))
+        seen["yours"].append(first[0])
+        seen["reference"].append(first[1])
+
+    def record(side, fn):
+        def measured(i):
+            value = float(fn(i))
+            if side == "yours":  # a zero or negative time reads as far too fast
+                value = max(value, LEAST_S)
+            seen[side].append(value)
+            return value
+        return measured
+
+    try:
+        return ratio_verdict(record("yours", yours), record("reference", reference),
+                             window, what, too_fast, against=against, first=first,
+                             budget_s=budget_s, min_rounds=min_rounds,
+                             max_rounds=max_rounds)
+    except CheckFailed as err:
+        logs = [math.log(y / r) for y, r in zip(seen["yours"], seen["reference"])
+                if y > 0 and r > 0]
+        err.hint = too_fast if sum(logs) < 0 else (too_slow or too_fast)
+        raise
+
+
+def all_verdicts(*decide: Callable[[], object]) -> None:
+    """The verdicts of a check that makes several, in order: a FAIL ends the check (it is
+    decided, whatever the others would say); an INCONCLUSIVE one does not stop the ones
+    after it, so a clear FAIL further on is still found under load; then the first
+    INCONCLUSIVE, if any, is the check's verdict."""
+    undecided = []
+    for verdict in decide:
+        try:
+            verdict()
+        except CheckInconclusive as err:
+            undecided.append(err)
+    if undecided:
+        first = undecided[0]
+        if len(undecided) > 1:
+            first.evidence += f" ({len(undecided) - 1} more of this check's timings " \
+                              "undecided too)"
+        raise first

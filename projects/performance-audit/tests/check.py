@@ -4,7 +4,9 @@
 
 Every check computes its own reference (its own timing, its own trace parse, its own
 gradients and cost counts) from inputs drawn from a seed the learner does not see, with
-odd shapes. Timing checks compare ratios with wide margins, never absolute times.
+odd shapes. Timing checks compare ratios with wide margins, never absolute times, in
+interleaved rounds of the learner's figure and the checker's own until the verdict is
+clear or the check's budget runs out (PASS, FAIL with its evidence, or INCONCLUSIVE).
 
 The learner's code runs in a learner process (``learner_process=True``): checks send it
 data and catalog workloads (``coursekit.workloads.catalog``) and get data back; this
