@@ -11,7 +11,8 @@ offline and can be mailed) and ``REPORT/report.json`` (the same figures as data)
 * per notebook question: pass rate and status counts;
 * per check (and notebook question): how many submissions failed it, the hints (or
   visible messages) they were given, and two anonymised ``yours:``/``expected:``
-  examples, ranked: the class's most common mistakes first;
+  examples, ranked: the class's most common mistakes first (a timing check left
+  ``inconclusive`` by the machine's load is counted apart, not as a mistake);
 * flagged: checks that nobody passes (a broken check or an unteachable stage), and
   checks that no grading ever failed (a check that may not be able to fail);
 * the distribution of totals;
@@ -41,6 +42,7 @@ from autograder.classdata import ClassBook, ClassDataError, Row, item_order, loa
 from autograder.regrade_diff import changes
 
 NOT_RUN = "not run"   # the message prefix of a check the stage never reached
+INCONCLUSIVE = "inconclusive"   # a timing check that could not decide: no mistake
 EXAMPLES = 2
 TOP_HINTS = 3
 
@@ -79,7 +81,7 @@ def anonymiser(students: list[str]):
 
 def check_failed(check: dict) -> bool:
     """The check itself said no (not a stage that never reached it)."""
-    return check.get("status") not in ("pass", "missing") and not str(
+    return check.get("status") not in ("pass", "missing", INCONCLUSIVE) and not str(
         check.get("message") or "").startswith(NOT_RUN)
 
 
@@ -112,7 +114,8 @@ def figures(book: ClassBook) -> dict:
             for c in row.checks:
                 entry = per_check.setdefault((item, str(c["id"])), {
                     "item": item, "check": str(c["id"]), "kind": row.kind, "graded": 0,
-                    "ran": 0, "passed": 0, "failed": 0, "statuses": Counter(),
+                    "ran": 0, "passed": 0, "failed": 0, "inconclusive": 0,
+                    "statuses": Counter(),
                     "hints": Counter(), "messages": Counter(), "examples": []})
                 entry["graded"] += 1
                 status = str(c.get("status"))
@@ -122,6 +125,9 @@ def figures(book: ClassBook) -> dict:
                 entry["ran"] += 1
                 if status == "pass":
                     entry["passed"] += 1
+                    continue
+                if status == INCONCLUSIVE:
+                    entry["inconclusive"] += 1
                     continue
                 entry["failed"] += 1
                 if c.get("hint"):
@@ -192,7 +198,7 @@ TIMING_WORDS = re.compile(r"tim|speed|fast|slow|latenc|throughput|overhead|\bms\
 
 def _timing(change) -> bool:
     """A moved verdict that looks like a timing one (a time limit, a timing check)."""
-    if "timeout" in (change.old.status, change.new.status):
+    if {"timeout", INCONCLUSIVE} & {change.old.status, change.new.status}:
         return True
     return any(TIMING_WORDS.search(" ".join([m["id"], m["old_message"], m["new_message"]]))
                for m in change.checks)
@@ -214,6 +220,7 @@ def plots(data: dict) -> dict[str, str]:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
     out = {}
     items = [r for r in data["per_item"] if r["pass_rate"] is not None]
     if items:
@@ -229,6 +236,7 @@ def plots(data: dict) -> dict[str, str]:
         ax.hist(values, bins=min(20, max(5, len(set(values)))), color="#47a")
         ax.set_xlabel(f"total points (of {data['totals']['max_total']:g})")
         ax.set_ylabel("submissions")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         out["totals"] = _png(fig)
     timed = [r for r in data["per_item"] if r["time_s"]]
     if timed:
@@ -245,6 +253,7 @@ def plots(data: dict) -> dict[str, str]:
         ax.barh([f"{c['item']} · {c['check']}" for c in failing][::-1],
                 [c["failed"] for c in failing][::-1], color="#a54")
         ax.set_xlabel("submissions that failed the check (latest gradings)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         out["failing"] = _png(fig)
     return out
 
@@ -310,7 +319,8 @@ def page(data: dict, images: dict[str, str]) -> str:
         out.append("<p>No check was failed in the latest gradings.</p>")
     else:
         out.append("<table><tr><th>#</th><th>check</th><th>failed / ran</th>"
-                   "<th>hints given (how many)</th><th>examples (anonymised)</th></tr>")
+                   "<th>hints given, or else the message (how many)</th>"
+                   "<th>examples (anonymised)</th></tr>")
         for n, c in enumerate(failing, 1):
             said = c["hints"] or c["messages"]
             hints = "<br>".join(f"{e(h)} <small>({k})</small>" for h, k in said)

@@ -61,7 +61,8 @@ def _report(args) -> int:
 def _similar(args) -> int:
     from autograder import similar
     return similar.main(args.grading, args.out, args.submissions, args.threshold,
-                        args.min_tokens, args.pages, args.ignore_common)
+                        args.min_tokens, args.pages, args.ignore_common, args.notebooks,
+                        args.workers)
 
 
 def _diff(args) -> int:
@@ -188,12 +189,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--submissions", type=Path, metavar="DIR",
                    help="the graded submissions (default: the folder the gradebook's "
                         "latest grade run graded)")
+    p.add_argument("--notebooks", type=Path, metavar="DIR",
+                   help="the source notebooks, whose released text is not counted "
+                        "(default: the --notebooks of the latest grade run, else the "
+                        "course's notebooks/)")
     p.add_argument("--threshold", type=float, default=0.5, metavar="SHARE",
                    help="list pairs whose larger share is at least this (default 0.5)")
     p.add_argument("--min-tokens", type=int, default=40, metavar="N",
                    help="and that share at least N tokens (default 40)")
     p.add_argument("--pages", type=int, default=200, metavar="N",
                    help="side-by-side pages for the first N pairs (default 200)")
+    p.add_argument("--workers", type=int, default=2, metavar="N",
+                   help="processes that tokenise the files (default 2)")
     p.add_argument("--ignore-common", type=float, metavar="FRACTION",
                    help="also ignore passages that more than FRACTION of the submissions "
                         "share (default: only the released text is ignored)")

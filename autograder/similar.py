@@ -15,9 +15,12 @@ is found), so renaming variables hides nothing; written answers are compared as 
 The released starter files and the released notebooks' text are the boilerplate:
 their fingerprints are removed first, so what the course handed out never counts.
 ``--ignore-common F`` also drops passages that more than a fraction F of the
-submissions share (Moss's "-m": the idiom everyone writes).
+submissions share (Moss's "-m": the idiom everyone writes). The k-grams are hashed with
+BLAKE2b rather than copydetect's ``hash()``, which Python salts per process: the same
+class gives the same figures every run.
 
-Scale: each document is fingerprinted once; each pair first meets by the size of its
+Scale: each distinct document is fingerprinted once (tokenising is most of the time,
+shared by ``--workers`` processes); each pair first meets by the size of its
 shared fingerprint set (a C set intersection), and only pairs that could reach the
 threshold are compared in full (copydetect's ``compare_files``: shares and passages).
 200 submissions are about 20,000 pairs per file; ``make bench`` prints the time.
@@ -30,12 +33,14 @@ page per pair (``--pages`` at most) with shared passages marked, ``similar.json`
 
 Submission files come from the folder the gradebook's latest ``grade`` run graded
 (``--submissions`` to say where, if it moved), zips from GRADING/.unpacked/; the
-released text from the course (starters) and that run's ``--notebooks`` folder. The
-gradebook is only read.
+released text from the course (starters) and that run's ``--notebooks`` folder (or
+``--notebooks``; a notebook whose source is not found is compared with nothing removed,
+and a note says so). The gradebook is only read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import html
 import io
@@ -205,12 +210,36 @@ def released_text(course_root: Path, notebooks: dict[str, object], keys: set[str
 # Comparing
 # ----------------------------------------------------------------------------------
 
+def stable_kgrams(string: str, k: int):
+    """copydetect's ``hashed_kgrams`` with a hash that is the same in every process
+    (it uses ``hash()``, salted per process, so winnowing picked other k-grams and the
+    shares moved a little from one run to the next)."""
+    import numpy as np
+    if len(string) < k:
+        return np.array([])
+    blake = hashlib.blake2b
+    return np.array([int.from_bytes(blake(string[i:i + k].encode("utf-8", "replace"),
+                                          digest_size=8).digest(), "big", signed=True)
+                     for i in range(len(string) - k + 1)], dtype=np.int64)
+
+
+@contextlib.contextmanager
+def stable_hashes():
+    import copydetect.utils as utils
+    saved, utils.hashed_kgrams = utils.hashed_kgrams, stable_kgrams
+    try:
+        yield
+    finally:
+        utils.hashed_kgrams = saved
+
+
 def fingerprint(text: str, language: str | None, window: int | None = None):
     from copydetect.detector import CodeFingerprint
     window = GUARANTEE - NOISE + 1 if window is None else window
-    return CodeFingerprint("doc.py" if language else "doc.txt", NOISE, window,
-                           filter=language is not None, language=language,
-                           fp=io.StringIO(text))
+    with stable_hashes():
+        return CodeFingerprint("doc.py" if language else "doc.txt", NOISE, window,
+                               filter=language is not None, language=language,
+                               fp=io.StringIO(text))
 
 
 def boilerplate_hashes(texts: list[tuple[str, str | None]]) -> set:
@@ -271,9 +300,36 @@ def compare_key(docs: list[Doc], threshold: float, min_tokens: int) -> list[Pair
     return pairs
 
 
+def _fingerprint_job(job: tuple[str, str | None]):
+    """One document's fingerprint, in a worker process (the hashes are the same in
+    every process, so fingerprints made apart compare)."""
+    return fingerprint(*job)
+
+
+def fingerprints(jobs: list[tuple[str, str | None]], workers: int) -> list:
+    """Each distinct (text, language) fingerprinted once; tokenising is most of the
+    pass's time, so ``workers`` processes share it."""
+    distinct = list(dict.fromkeys(jobs))
+    if workers > 1 and len(distinct) > 8:
+        import concurrent.futures as cf
+        import multiprocessing
+        with cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(
+                "forkserver")) as pool:
+            made = dict(zip(distinct, pool.map(_fingerprint_job, distinct, chunksize=4)))
+    else:
+        made = {job: fingerprint(*job) for job in distinct}
+    import copy
+    seen: set = set()
+    out = []
+    for job in jobs:   # a repeated text gets its own copy (strip() edits it in place)
+        out.append(copy.deepcopy(made[job]) if job in seen else made[job])
+        seen.add(job)
+    return out
+
+
 def find_similar(roots: dict[str, Path], course_root: Path, notebooks_dir: Path | None,
                  threshold: float = THRESHOLD, min_tokens: int = MIN_TOKENS,
-                 ignore_common: float | None = None) -> Found:
+                 ignore_common: float | None = None, workers: int = 2) -> Found:
     started = time.perf_counter()
     by_key: dict[str, list[Doc]] = defaultdict(list)
     whole: dict[str, str] = {}
@@ -294,11 +350,13 @@ def find_similar(roots: dict[str, Path], course_root: Path, notebooks_dir: Path 
     notes = [f"{key}: no released text found; nothing is removed as boilerplate"
              for key in sorted(by_key) if key not in released]
     pairs, compared, no_own, pair_count = [], {}, {}, 0
+    every = [d for key in sorted(by_key) for d in by_key[key]]
+    for d, fp in zip(every, fingerprints([(d.text, d.language) for d in every], workers)):
+        d.fp = fp
     for key in sorted(by_key):
         bp = boilerplate_hashes(released.get(key, []))
         docs = by_key[key]
         for d in docs:
-            d.fp = fingerprint(d.text, d.language)
             strip(d.fp, bp)
         if ignore_common:
             dropped = drop_common(docs, ignore_common, len(roots))
@@ -326,11 +384,12 @@ def find_similar(roots: dict[str, Path], course_root: Path, notebooks_dir: Path 
 # Where the submissions are
 # ----------------------------------------------------------------------------------
 
-def graded_folders(grading: Path, book, submissions: Path | None
-                   ) -> tuple[Path | None, Path | None]:
-    """(the submissions folder, the source notebooks folder) of the latest grade run."""
+def graded_folders(grading: Path, book, submissions: Path | None,
+                   notebooks: Path | None = None) -> tuple[Path | None, Path | None]:
+    """(the submissions folder, the source notebooks folder) of the latest grade run;
+    either given is kept."""
     from autograder.cli import parser
-    notebooks = None
+    given = notebooks
     for argv in run_argv(book):
         if "grade" not in argv:
             continue
@@ -338,7 +397,7 @@ def graded_folders(grading: Path, book, submissions: Path | None
             args, _ = parser().parse_known_args(argv[argv.index("grade"):])
         except SystemExit:
             continue
-        notebooks = args.notebooks
+        notebooks = given or args.notebooks
         if submissions is None:
             for base in (Path.cwd(), Path(grading).resolve().parent):
                 candidate = args.submissions if args.submissions.is_absolute() \
@@ -421,7 +480,7 @@ def index_page(found: Found, pages: int, threshold: float) -> str:
         rows.append(f"<tr><td>{n}</td><td>{p.score:.0%}</td><td>{e(p.a)}</td>"
                     f"<td>{e(p.b)}</td><td>{e(p.key)}</td><td>{p.tokens}</td>"
                     f"<td>{link}</td></tr>")
-    same = "".join(f"<li>{e(', '.join(g))}</li>" for g in found.identical)
+    same = "".join(f"<li>{' = '.join(e(s) for s in g)}</li>" for g in found.identical)
     return ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>Similar submissions</title><style>{CSS}</style></head><body>"
             f"<h1>Similar submissions</h1><p class='caution'><b>{e(CAUTION)}</b></p>"
@@ -454,13 +513,14 @@ def write(found: Found, out: Path, pages: int, threshold: float) -> None:
 
 
 def main(grading: Path, out: Path | None, submissions: Path | None, threshold: float,
-         min_tokens: int, pages: int, ignore_common: float | None) -> int:
+         min_tokens: int, pages: int, ignore_common: float | None,
+         notebooks: Path | None = None, workers: int = 2) -> int:
     try:
         book = load(grading)
     except ClassDataError as err:
         print(f"similar: {err}", file=sys.stderr)
         return 2
-    folder, notebooks = graded_folders(grading, book, submissions)
+    folder, notebooks = graded_folders(grading, book, submissions, notebooks)
     if folder is None or not Path(folder).is_dir():
         print("similar: cannot tell where the graded submissions are (the gradebook's "
               "grade runs name no folder that exists here); pass --submissions DIR",
@@ -468,7 +528,7 @@ def main(grading: Path, out: Path | None, submissions: Path | None, threshold: f
         return 2
     roots, missing = submission_roots(grading, book.students, Path(folder))
     found = find_similar(roots, course_mod.ROOT, notebooks, threshold, min_tokens,
-                         ignore_common)
+                         ignore_common, workers)
     found.not_found = missing
     out = Path(out) if out else Path(grading) / "similar"
     write(found, out, pages, threshold)
@@ -480,7 +540,7 @@ def main(grading: Path, out: Path | None, submissions: Path | None, threshold: f
         print(f"{n:4d}. {p.score:4.0%}  {p.a} ~ {p.b}  {p.key}  ({p.tokens} shared tokens; "
               f"{p.share_a:.0%} / {p.share_b:.0%})")
     for group in found.identical:
-        print(f"identical learner files: {', '.join(group)}")
+        print(f"identical learner files: {' = '.join(group)}")
     for s in missing:
         print(f"not found on disk (in the gradebook, not in {folder}): {s}", file=sys.stderr)
     for note in found.notes:

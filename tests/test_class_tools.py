@@ -482,3 +482,27 @@ def test_similar_ranks_copies_and_never_counts_the_release(tmp_path, monkeypatch
     data = json.loads((tmp_path / "s2" / "similar.json").read_text())
     assert [(p["key"], p["page"]) for p in data["pairs"]] == [(code, "pair-0001.html")]
     assert sorted((tmp_path / "s2").glob("pair-*.html")) == [tmp_path / "s2" / "pair-0001.html"]
+
+
+def test_fingerprints_made_in_worker_processes_are_the_ones_made_here():
+    """Tokenising is shared by worker processes: their k-gram hashes must be the ones
+    this process makes (copydetect's own hash() is salted per process)."""
+    from autograder.similar import fingerprints
+    texts = [(fx.SOLUTION.read_text()[i * 2000:(i + 1) * 2000 + 500], "python")
+             for i in range(9)] + [("A written answer, long enough to fingerprint.", None)]
+    apart = fingerprints(texts, workers=2)
+    here = fingerprints(texts, workers=1)
+    assert [f.hashes for f in apart] == [f.hashes for f in here]
+    assert all(f.hashes for f in here)
+
+
+def test_an_inconclusive_timing_check_is_no_mistake(tmp_path):
+    folder = build(tmp_path / "g", [
+        stage("a", STAGE2, [check("speed", "inconclusive", message="could not decide")],
+              status="inconclusive", reason="timing-inconclusive"),
+        stage("b", STAGE2, [check("speed", "pass")])])
+    assert run("report", folder, "--out", tmp_path / "rep") == 0
+    data = json.loads((tmp_path / "rep" / "report.json").read_text())
+    (speed,) = data["per_check"]
+    assert (speed["failed"], speed["inconclusive"], speed["ran"]) == (0, 1, 2)
+    assert data["per_item"][0]["statuses"] == {"inconclusive": 1, "pass": 1}
