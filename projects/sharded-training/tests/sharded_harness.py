@@ -61,10 +61,14 @@ SELF_REPORTED = {
     "device_count": "the device ids of the learner's own meshes and arrays",
     "timing_step workload facts (calls, compiled_at, compiles)": "the trace this process "
         "parses (one region per traced call), the wall time this process measured around "
-        "the call (calls x the checker's own median cannot exceed it by the timing "
-        "window) and the record's own counts",
+        "the call (calls x the checker's own fastest sample / 6 cannot exceed it) and the "
+        "record's own counts",
+    "timing_step workload facts (unready_at_next_call)": "only ever a reason to fail "
+        "(a synchronised timer is never listed); the samples and traced regions are "
+        "also timed against the checker's own, in interleaved rounds",
     "profile record (samples_s, first_call_s)": "their sum against the call's wall time "
-        "measured here; the median against the checker's own synchronised median",
+        "measured here; the median against the checker's own synchronised samples of the "
+        "same step, in interleaved rounds (stage 4)",
     "raises (the exception check_same_mesh raised)": "its message is the graded output",
 }
 
