@@ -10,7 +10,8 @@ order: hidden tests are cleared after the first checksums, checksums computed ag
 (computed once per batch in the parent and cached by content hash, so workers never
 import nbgrader): for every autograded test cell its released (visible) cell with
 checksum, its hidden part, its points; every locked cell as released; manual answers;
-the notebook's CI parameters.
+the notebook's CI parameters; what the tamper probe watches (``autograder.tamper.
+watch_targets``: the libraries the test cells call).
 """
 
 from __future__ import annotations
@@ -85,11 +86,14 @@ def grade_id(cell) -> str | None:
 
 def grading_key(path: Path) -> dict:
     import nbformat
+
+    from autograder.tamper import watch_targets
     utils = nbgrader_utils()
     source = nbformat.read(str(path), as_version=4)
     released = release_notebook(source)
     key = {"tests": {}, "locked": {}, "order": [], "manual": [],
-           "ci_parameters": source.metadata.get("course", {}).get("ci_parameters", {})}
+           "ci_parameters": source.metadata.get("course", {}).get("ci_parameters", {}),
+           "watch": watch_targets(source)}
     for src_cell, rel_cell in zip(source.cells, released.cells, strict=True):
         gid = grade_id(src_cell)
         if gid is None:
@@ -114,7 +118,9 @@ def cached_grading_key(path: Path, cache_dir: Path | None) -> dict:
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:20]
     cached = cache_dir / f"nbkey-{Path(path).stem}-{digest}.json" if cache_dir else None
     if cached and cached.exists():
-        return json.loads(cached.read_text())
+        key = json.loads(cached.read_text())
+        if "watch" in key:  # a key cached before the probe watched libraries is rebuilt
+            return key
     key = grading_key(path)
     key["source_hash"] = digest
     if cached:

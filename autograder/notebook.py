@@ -13,8 +13,9 @@ kernel with nbclient, score each autograded question.
   memory, process and output limits from ``sandbox.Monitor``.
 * Before and after each graded cell ``autograder.tamper`` asks the kernel, outside any
   cell, whether an earlier cell changed what a test cell relies on (transformers, event
-  callbacks, exception handlers, trace functions, builtins, testing functions...); a
-  finding scores the whole notebook 0, ``error``/``tamper-notebook``.
+  callbacks, exception handlers, trace functions, builtins, testing functions, and the
+  library functions and classes the test cells call: the key's ``watch``); a finding
+  scores the whole notebook 0, ``error``/``tamper-notebook``.
 * The kernel's MLflow store and ``COURSE_RECORDS`` live in the run's own folder (the
   course copy is read-only; notebook 00 logs its runs).
 * nbclient and nbformat are imported once per worker process; CI parameters go in as
@@ -219,9 +220,10 @@ def _kernel_manager_class():
 
 
 def execute(settings: Settings, cells: list, submission: Path, parameters: dict,
-            env_extra: dict) -> dict:
-    """Run ``cells`` in a sandboxed kernel. Returns {"cells", "replies", "timeouts",
-    "dead_at", "outcome", "flood"}."""
+            env_extra: dict, watch: list[str] = ()) -> dict:
+    """Run ``cells`` in a sandboxed kernel; ``watch``: what the tamper probe watches
+    besides its own list (the grading key's ``watch``). Returns {"cells", "replies",
+    "timeouts", "dead_at", "outcome", "flood"}."""
     _, nbformat, _ = _imports()
     namespaces, uid = sandbox.mode_settings()
     limits = settings.sandbox_limits()
@@ -287,7 +289,7 @@ def execute(settings: Settings, cells: list, submission: Path, parameters: dict,
                     monitor_box["monitor"] = monitor
                     monitor_thread = threading.Thread(target=monitor.run, daemon=True)
                     monitor_thread.start()
-                    _run_cells(client, nb, state, monitor)
+                    _run_cells(client, nb, state, monitor, watch)
         except Exception as err:  # noqa: BLE001 - a kernel that never started
             state.setdefault("error", f"{type(err).__name__}: {err}")
         finally:
@@ -322,10 +324,10 @@ def _probed(probe, cell, index: int, when: str, state, monitor) -> bool:
     return True
 
 
-def _run_cells(client, nb, state, monitor) -> None:
+def _run_cells(client, nb, state, monitor, watch=()) -> None:
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     probe = Probe(client)
-    probe.start()
+    probe.start(watch)
     state["probe_error"] = probe.error
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
@@ -526,7 +528,7 @@ def grade_notebook(settings: Settings, name: str, key: dict, student: str,
     params = key.get("ci_parameters") if settings.nb_sizes == "ci" else {}
     env = {"COURSE_CHECK_SEED": str(seed)} if seed is not None else {}
     started = time.monotonic()
-    run = execute(settings, cells, submission, params or {}, env)
+    run = execute(settings, cells, submission, params or {}, env, key.get("watch", []))
     wall = time.monotonic() - started
     questions = score(key, run, tampered, settings.sandbox_limits(), settings.cell_timeout)
     statuses = [q["status"] for q in questions]

@@ -1,25 +1,33 @@
 """Kernel side of the notebook tamper probe (``autograder.tamper`` is the grader side).
 
 The grader sends this file's text to a fresh kernel before any learner cell runs and
-calls ``install(key_hex, modname)``: it takes references to the originals of everything
-a cell could use to forge a graded test cell (IPython's transformer lists, event
+calls ``install(key_hex, modname, targets)``: it takes references to the originals of
+everything a cell could use to forge a graded test cell (IPython's transformer lists, event
 callbacks, custom exception handler, the shell/kernel/session classes and instances,
 ``sys`` hooks, trace/profile/monitoring, builtins, numpy/numpy.testing/math/unittest)
-and records their identities. Before and after each graded cell the grader evaluates
-``sys.modules[modname].probe(nonce, names)`` as a user expression (not a cell: no
-transformer or event sees it); the answer lists every change as a sentence, signed with
-HMAC-SHA256 under a key only this closure and the grader hold, so a probe that was
-replaced, silenced or answered by someone else is itself a finding.
+and records their identities. ``targets`` are the dotted names the notebook's test cells
+call (``autograder.tamper.watch_targets``: ``jax.random.key_data``, ``numpy.asarray``,
+``coursekit.notebook.cells.record_prediction``, ``jax.stages.Compiled``...): each is
+imported now, before any learner cell, and every module and class on its path is watched
+as well (the module's functions, classes and submodules; the class's attributes, its
+bases' too), with the object the name resolves to. Before and after each graded cell the
+grader evaluates ``sys.modules[modname].probe(nonce, names)`` as a user expression (not a
+cell: no transformer or event sees it); the answer lists every change as a sentence,
+signed with HMAC-SHA256 under a key only this closure and the grader hold, so a probe that
+was replaced, silenced or answered by someone else is itself a finding.
 
 Everything here is looked up once, at install time, and held in this closure; the probe
-compares with ``is`` and builds its answer with methods of built-in types, which no cell
-can replace. Standard library and IPython only (the kernel has no ``autograder``).
+compares with ``is``, reads modules and classes through their own dicts (no attribute
+hook a cell installs runs) and builds its answer with methods of built-in types, which no
+cell can replace. Its own code is standard library and IPython only (the kernel has no
+``autograder``); it imports the targets besides.
 """
 
 
-def install(key_hex, modname):  # noqa: C901 - one closure on purpose: nothing to name
+def install(key_hex, modname, targets=()):  # noqa: C901 - one closure on purpose
     import builtins
     import hashlib
+    import importlib
     import math
     import sys
     import threading
@@ -39,8 +47,10 @@ def install(key_hex, modname):  # noqa: C901 - one closure on purpose: nothing t
         hashlib.sha256, builtins.callable, len, type, tuple, dict, range)
     repr_, sorted_, str_, isinstance_, getattr_ = repr, sorted, str, isinstance, getattr
     static, classm, zip_, all_, any_, id_ = staticmethod, classmethod, zip, all, any, id
+    prop = property
     join, encode, append = str.join, str.encode, list.append
-    method_type, function_type = types.MethodType, types.FunctionType
+    method_type, function_type, module_type = types.MethodType, types.FunctionType, \
+        types.ModuleType
     class_dict = type.__dict__["__dict__"].__get__
     instance_dict = object.__getattribute__
     gettrace, getprofile = sys.gettrace, sys.getprofile
@@ -95,12 +105,69 @@ def install(key_hex, modname):  # noqa: C901 - one closure on purpose: nothing t
         for c in cls.__mro__:
             if c is not object and c not in classes:
                 classes.append(c)
+
+    # What the test cells call: imported now (before any learner cell); every module and
+    # class on each name's path, and the object the whole name resolves to.
+    def lookup(obj, part):
+        """``getattr`` without running anything a cell could have installed: a module's
+        own dict, or the dicts of a class's MRO (no __getattr__, no descriptors)."""
+        if isinstance_(obj, type):
+            for c in obj.__mro__:
+                found = class_dict(c).get(part, missing)
+                if found is not missing:
+                    return found
+            return missing
+        return own(obj).get(part, missing)
+
+    target_modules, target_names, target_classes, unresolved = {}, {}, [], []
+    for target in targets:
+        parts = split(target, ".")
+        try:
+            obj = importlib.import_module(parts[0])
+        except Exception:  # noqa: BLE001 - reported to the instructor, not a finding
+            append(unresolved, target)
+            continue
+        target_modules[parts[0]] = obj
+        root, path = obj, []
+        for i, part in enumerate(parts[1:], 1):
+            nxt = lookup(obj, part)
+            if nxt is missing and type_(obj) is module_type:
+                try:  # a submodule not imported yet
+                    nxt = importlib.import_module(join(".", parts[:i + 1]))
+                except Exception:  # noqa: BLE001 - not a module: left unresolved
+                    nxt = missing
+            if nxt is missing:
+                append(unresolved, target)
+                break
+            obj = nxt
+            append(path, part)
+            if type_(obj) is module_type:
+                target_modules[join(".", parts[:i + 1])] = obj
+            elif isinstance_(obj, type):
+                for c in obj.__mro__:
+                    if c is not object and c not in classes and c not in target_classes:
+                        append(target_classes, c)
+            elif i < len_(parts) - 1:
+                break  # an attribute of a function or value: not a namespace of its own
+        else:
+            target_names[target] = (root, tuple_(path))
+
+    def resolved(root, path):
+        obj = root
+        for part in path:
+            obj = lookup(obj, part)
+            if obj is missing:
+                return missing
+        return obj
+
     events = ("pre_execute", "pre_run_cell", "post_execute", "post_run_cell")
     watched_modules = ("builtins", "sys", "math", "unittest", "numpy", "numpy.testing",
                        "IPython.core.interactiveshell", "ipykernel.ipkernel")
 
     # label -> (kind, getter); kind "obj": identity, "seq": item identities, "map": the
-    # identity of every value present at install (and, "map+", no new callables)
+    # identity of every value present at install (and, "map+", no new callables), "mod":
+    # the identity of every callable or module present at install, "cls": "map" and no
+    # new callables or descriptors
     watch = {
         "the IPython shell's class": ("obj", lambda: type_(shell)),
         "the notebook's namespace (user_ns)": ("obj", lambda: shell.user_ns),
@@ -139,9 +206,23 @@ def install(key_hex, modname):  # noqa: C901 - one closure on purpose: nothing t
     if numpy is not None:
         watch["numpy"] = ("map", lambda: instance_dict(numpy, "__dict__"))
         watch["numpy.testing"] = ("map", lambda: instance_dict(numpy.testing, "__dict__"))
+    for name, mod in target_modules.items():
+        if name in watched_modules:
+            continue
+        # its functions, classes and submodules (data such as caches and flags may change)
+        watch[f"module {name}"] = ("mod", lambda mod=mod: own(mod))
+        watch[f"module {name}'s type"] = ("obj", lambda mod=mod: type_(mod))
+        watch[f"sys.modules[{name!r}]"] = ("obj", lambda name=name: modules.get(name))
+    for target, (root, path) in target_names.items():
+        watch[f"{target} (what the test cells call)"] = (
+            "obj", lambda root=root, path=path: resolved(root, path))
     for cls in classes:
         label = f"{cls.__module__}.{cls.__qualname__}"
         watch[label] = ("map+", lambda cls=cls: class_dict(cls))
+    for cls in target_classes:  # every attribute: a property or a constant counts too
+        label = f"{cls.__module__}.{cls.__qualname__}"
+        watch[label] = ("cls", lambda cls=cls: class_dict(cls))
+    classes += target_classes
 
     def snap(kind, value):
         if kind == "obj":
@@ -210,11 +291,13 @@ def install(key_hex, modname):  # noqa: C901 - one closure on purpose: nothing t
             else:
                 changed = [k for k, v in was.items()
                            if not same(v, now.get(k, missing))
-                           and (kind == "map" or is_callable(v))]
-                if kind == "map+":
+                           and (kind in ("map", "cls") or is_callable(v)
+                                or type_(v) is module_type)]
+                if kind in ("map+", "cls"):
                     changed += [k for k, v in now.items() if k not in was
                                 and (type_(v) in (function_type, method_type)
-                                     or isinstance_(v, (static, classm)))]
+                                     or isinstance_(v, (static, classm))
+                                     or (kind == "cls" and isinstance_(v, prop)))]
                 if changed:
                     shown = join(", ", [str_(k) for k in sorted_(changed, key=str_)[:6]])
                     append(found, f"{label}: {shown} replaced")
@@ -240,7 +323,9 @@ def install(key_hex, modname):  # noqa: C901 - one closure on purpose: nothing t
         for label, (kind, get) in watch.items():
             base[label] = snap(kind, get())
         sys.addaudithook(hook)
-        return sign(nonce, "started") + "|started"
+        text = "started" + ("\nnot watched (not importable): " + join(", ", unresolved)
+                            if unresolved else "")
+        return sign(nonce, text) + "|" + text
 
     def probe(nonce, names=(), arm=False):
         """What changed since install; ``arm``: a graded cell runs next."""
