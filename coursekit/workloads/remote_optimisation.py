@@ -1,12 +1,29 @@
 """What optimisation's checker runs in the learner process (``coursekit.workloads.
 inspectors``): the learner's ``write_run_records`` with a ``train_fast`` that is wrong,
 for one call, so the record's ``output_ok`` can be seen to be computed, not written in;
-and the learner's ``gain_sweep`` with both versions watched, so the learning rate of
-every call can be seen."""
+the learner's ``gain_sweep`` with both versions watched, so the learning rate of every
+call can be seen; and blocks of the learner's ``train_fast`` for the checker to time.
+
+A block is two requests: ``block_prepare`` builds the problem and one fresh parameter
+copy per call (untimed), then ``fast_block`` makes the calls, each result waited for, and
+answers with their losses. The checker times ``fast_block`` on its own clock, from the
+request it sends to the answer it reads (``LearnerProcess.last_wall_s``); the times this
+process reports for the calls are self-reported and only cross-checked against that
+(they cannot add up to more than it). The learning rates arrive with the request, drawn
+by the checker at random, so no call can be made before it is asked for."""
 
 from __future__ import annotations
 
+import time
+
 import jax
+import numpy as np
+
+# Problems by (size, seed), built in this process once (a sweep alternates sizes), and
+# the copies of the next block.
+_PROBLEMS: dict = {}
+_NEXT_BLOCK: dict = {}
+_MAX_PROBLEMS = 8
 
 
 def records_with_a_wrong_fast(write_run_records, config: dict, seed: int, outdir: str,
@@ -64,7 +81,46 @@ def gain_sweep_watched(gain_sweep, config: dict, sizes: list, rounds: int,
     return {"result": result, "calls": calls}
 
 
+def block_prepare(config: dict, seed: int, calls: int) -> int:
+    """``slow_step.make_problem(config, seed)`` (kept for later blocks of that size) and
+    ``calls`` fresh copies of its parameters, ready, for the next ``fast_block``. Returns
+    ``calls``."""
+    from coursekit.workloads import slow_step
+    key = (tuple(sorted((str(k), int(v)) for k, v in config.items())), int(seed))
+    problem = _PROBLEMS.get(key)
+    if problem is None:
+        if len(_PROBLEMS) >= _MAX_PROBLEMS:
+            _PROBLEMS.clear()
+        problem = _PROBLEMS[key] = slow_step.make_problem(config, seed)
+    copies = [slow_step.fresh_copy(problem["params"]) for _ in range(int(calls))]
+    jax.block_until_ready(copies)
+    _NEXT_BLOCK["block"] = (problem, copies)
+    return int(calls)
+
+
+def fast_block(train_fast, lrs: list) -> dict:
+    """``train_fast(copy, tokens, targets, lr)`` once per rate in ``lrs`` on the copies
+    ``block_prepare`` made, each result waited for. Returns {"losses": [each call's
+    losses], "samples_s": [this process's own time of each call], "compiles": compile
+    events during the calls} (the times and the count are self-reported)."""
+    from coursekit.measure.timing import count_compiles
+    problem, copies = _NEXT_BLOCK.pop("block")
+    if len(copies) != len(lrs):
+        raise ValueError(f"{len(lrs)} rates for {len(copies)} prepared copies")
+    args = (problem["tokens"], problem["targets"])
+    losses, samples = [], []
+    with count_compiles() as compiles:
+        for params, lr in zip(copies, lrs):
+            start = time.perf_counter()
+            out = jax.block_until_ready(train_fast(params, *args, float(lr)))
+            samples.append(time.perf_counter() - start)
+            losses.append(np.asarray(out[1]))
+    return {"losses": losses, "samples_s": samples, "compiles": int(compiles[0])}
+
+
 INSPECTORS = {
     "optimisation/records_with_a_wrong_fast": records_with_a_wrong_fast,
     "optimisation/gain_sweep_watched": gain_sweep_watched,
+    "optimisation/block_prepare": block_prepare,
+    "optimisation/fast_block": fast_block,
 }

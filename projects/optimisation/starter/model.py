@@ -110,11 +110,11 @@ def train_fast(params: dict, tokens, targets, lr: float):
     ``lr`` on every call. You may donate ``params`` (the caller never reuses it).
 
     Checked: outputs within the contract on three odd shapes, twice per shape with new
-    values, and the gradient a one-step call implies; then, measured by the checker in a
-    fresh process in interleaved rounds at a size you have not seen: every timed call's
-    losses match ``train_slow``'s, later calls of the fixed shape compile nothing and take
-    under a third of the first call, and the speedup's interval lies above the README's
-    factor (3x)."""
+    values, and the gradient a one-step call implies; then, timed by the checker in
+    interleaved rounds at a size you have not seen (``train_slow`` in its own process,
+    yours in blocks it times from its side): a timed call's losses match ``train_slow``'s
+    in every round, later calls of the fixed shape compile nothing and take under a third
+    of the first call, and the speedup's interval lies above the README's factor (3x)."""
     raise NotImplementedError('stage 2: train_fast')
 
 
@@ -143,9 +143,10 @@ def gain_sweep(config: dict, batch_sizes: list[int], rounds: int = 3, seed: int 
 
     Checked: one sample per round and the gains those of your own samples, also for a
     drawn number of rounds (30-40) on a tiny problem where every call of either version
-    is watched for its learning rate (none may repeat); at every size your median slow call
-    and your gain are within 5x of the checker's own interleaved sweep in a fresh process
-    (an unsynchronised timer is 20x+ off)."""
+    is watched for its learning rate (none may repeat); your median fast call grows at
+    least 4x from the smallest size to the largest; at every size your median slow and
+    fast calls are within 5x of the checker's own, in rounds interleaved with more calls
+    of yours (an unsynchronised timer is 20x+ off)."""
     raise NotImplementedError('stage 3: gain_sweep')
 
 
@@ -182,8 +183,8 @@ def predict_crossover(config: dict, small: int, large: int, threshold: float,
     fast version has a fixed cost per call) and at one it never falls to (0.5: None):
     "crossover" is what the model gives on your own medians at the threshold given
     (rel 1e-9); each median is within 5x of the checker's own
-    measurements of that version at that size taken right before and right after your
-    call (an unsynchronised timer is 20x+ off)."""
+    measurements of that version at that size, taken right before or after each call, in
+    interleaved rounds (an unsynchronised timer is 20x+ off)."""
     raise NotImplementedError('stage 3: predict_crossover')
 
 
@@ -220,6 +221,6 @@ def write_run_records(config: dict, seed: int, outdir: str, *, warmup: int = 1,
     no compile in the after's timed calls, and in the before's at least what the checker
     counts for ``train_slow`` with a new learning rate per call; ``output_ok`` False when
     the checker makes ``train_fast`` wrong for one more call; each record's median call
-    and their speedup within 4x of the checker's own fresh-process measurement (an
-    unsynchronised "after" is 50x+ off)."""
+    and their speedup within 4x of the checker's own measurement, in interleaved rounds
+    with smaller calls of yours (an unsynchronised "after" is 50x+ off)."""
     raise NotImplementedError('stage 4: write_run_records')

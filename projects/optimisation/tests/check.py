@@ -6,10 +6,11 @@ The workload is ``coursekit.workloads.slow_step``; the checker builds its refere
 it and never imports the learner's file: the learner's functions run in a learner
 process (``learner_process=True``) and answer with data. Every figure the learner
 reports is compared with the checker's own: its parse of the same trace, its
-recomputation, its synchronised timing of ``train_slow`` in this process, or its
-measurement of both versions interleaved in a fresh process (``speed_driver.py``), each
-block's stamps bounded by the checker's own readings of the same monotonic clock.
-Sizes and seeds are drawn from the run's seed.
+recomputation, or its own timing of both versions (``train_slow`` in this process, the
+learner's ``train_fast`` in blocks in the learner process timed on this process's clock
+from request to answer: no process that imported learner code times the reference or
+produces a time a verdict rests on), in interleaved rounds that stop at each check's
+budget with PASS, FAIL or INCONCLUSIVE. Sizes and seeds are drawn from the run's seed.
 
 Self-reported (run beside the learner's code, in the learner process): the inspector
 ``optimisation/records_with_a_wrong_fast`` swaps the module's ``train_fast`` for one call
@@ -17,14 +18,18 @@ of ``write_run_records``; what comes back is checked as any record is (a swap th
 not take reads as output_ok True and fails). The inspector
 ``optimisation/gain_sweep_watched`` records the version, batch and learning rate of every
 call ``gain_sweep`` makes; they are checked against the rounds asked for, and the sweep's
-times against the checker's own fresh-process sweep.
+times against the checker's own. The inspectors ``optimisation/block_prepare`` and
+``optimisation/fast_block`` run blocks of ``train_fast`` for the checker to time; the
+times and compile count they report are self-reported (the times only cross-checked
+against the checker's clock; the compile count backs ``no_recompile_fixed_shape``
+beside the checker's timing of the first call against later ones).
 
 The checks live beside this file, one module a stage; this file only gathers them into
 ``checker`` (what the autograder reads) and runs it:
 
-    optim_harness            the checker, sizes drawn per run, the fresh-process timing
-                             of both versions (speed_driver.py) and stage 2's
-                             measurement at the held-out size, which stage 4 reuses
+    optim_harness            the checker, sizes drawn per run, the checker's timing of
+                             both versions (Versions), budgets and decide (interleaved
+                             rounds through coursekit.checking.probes.ratio_verdict)
     optim_stage1_breakdown   stage 1: find it (trace breakdown, limiting operation)
     optim_stage2_speedup     stage 2: fix it (contract, no recompile, speedup)
     optim_stage3_crossover   stage 3: where it stops helping (sweep and crossover)

@@ -1,45 +1,68 @@
 """optimisation's checker object and what several stages share: sizes drawn from the
-run's seed, the float comparison of parsed figures, and the fresh-process timing of both
-versions (``speed_driver.py``) with the stage-2 measurement at the held-out size that
-stage 4's records are also checked against.
+run's seed, the float comparison of parsed figures, and the checker's own timing of both
+versions, decided by interleaved rounds within each stage's time budget.
 
 The workload is ``coursekit.workloads.slow_step``; the checker builds its reference from
 it and never imports the learner's file: the learner's functions run in a learner
-process (``learner_process=True``) and answer with data. Timing that decides a verdict is
-the checker's own: ``run_driver`` times both versions interleaved in a fresh process,
-each block's stamps bounded by this process's readings of the same monotonic clock."""
+process (``learner_process=True``) and answer with data.
+
+Where the clocks are (issue 27: nothing a submission can reach is trusted). A process
+that has imported learner code never times the reference and never produces a time a
+verdict rests on:
+
+* ``train_slow``, the reference, runs and is timed **in this process**, which never
+  imports the learner's file;
+* the learner's ``train_fast`` runs in the learner process in blocks (the inspectors
+  ``optimisation/block_prepare`` and ``optimisation/fast_block``): this process draws the
+  learning rates at random, sends them, and times the request on its own clock until
+  the answer arrives (``LearnerProcess.last_wall_s``). The learner process only runs the
+  calls and answers with their losses; the times it reports for them are checked against
+  that clock (they cannot add up to more), never used for a verdict;
+* while this process times ``train_slow`` the learner process has nothing to run: the
+  CPU time it spends then (read from ``/proc``, not reported) must stay near zero, or a
+  thread of the learner's slowing the reference is named as tampering.
+
+Every timing verdict goes through ``decide`` (``coursekit.checking.probes.ratio_verdict``:
+interleaved rounds until the interval of the ratio clears its window, INCONCLUSIVE when
+the rounds or the check's budget run out first), and a round never starts after the
+check's budget is spent (``Budget``): under load a check ends at its budget with a
+verdict or INCONCLUSIVE."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import secrets
-import subprocess
-import sys
-import threading
+import random
 import time
-from pathlib import Path
 
+import jax
+import numpy as np
+
+from coursekit.checking import bridge
+from coursekit.checking.bridge import LearnerFunction, TamperEvidence, process_cpu_s
 from coursekit.checking.contract import Checker, CheckFailed
-from coursekit.checking.learner import LearnerCodeError
-from coursekit.measure.decision import decide_rounds
+from coursekit.checking.errors import CheckInconclusive
+from coursekit.checking.probes import (
+    ratio_verdict,
+    reported_times_within_wall,
+    timing_budget_s,
+)
+from coursekit.checking.values import fail_unless
+from coursekit.measure.verdict import machine_load
+from coursekit.workloads import slow_step
 
 checker = Checker("optimisation", {
     1: "find it", 2: "fix it", 3: "where it stops helping", 4: "the report"},
     learner_process=True)
 
-# Stage 2: the fix must be clearly faster than this factor (decide_rounds' interval
-# above it). Measured here (make bench, default size, load 4-9): the reference fix 17.5x
-# [15, 20]; each fix alone: one jitted step 2.1x, the lr traced 1.5x, one host read 1.06x,
-# the gather 0.9x eager / 2.1x jitted, donation 0.96x. 3x passes a fix that removes both
-# the op-by-op dispatch and the per-call recompile (about 6x together) and no single fix.
-MIN_SPEEDUP = 3.0
-TIMING_ROUNDS, SLOW_ITERS, FAST_ITERS = 6, 1, 4
-DRIVER = Path(__file__).resolve().parent / "speed_driver.py"
-# A block stamp (the driver's monotonic clock) may not be later than the checker's own
-# reading of the same clock when the line arrived; 1 ms of slack for the clock reads.
-MARK_SLACK_S = 1e-3
+# While this process times train_slow the learner process waits for its next request: it
+# may spend this much CPU (a fraction of what this process spent on the block, plus slack
+# for the clock's 10 ms tick and a thread finishing up) and no more. Measured: 0 ms
+# during each of six train_slow calls of 0.8-1.5 s at load 12 per core. Threads of the
+# learner's that spin while it waits took 0.25 CPU s per wall s at load 15 per core, when
+# this process got 0.07: a fraction of this process's own CPU, not of the wall time, is
+# what tells them apart at any load.
+IDLE_CPU_FRACTION, IDLE_CPU_SLACK_S = 0.25, 0.05
 
 
 # ---------------------------------------------------------------------------------------
@@ -68,92 +91,235 @@ def close(a, b) -> bool:
     return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6)
 
 
+def size_text(config: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in config.items())
+
+
 # ---------------------------------------------------------------------------------------
-# Fresh-process timing
+# Budgets
 # ---------------------------------------------------------------------------------------
 
-def run_driver(ctx, configs: list[dict], seed: int, *, rounds: int, slow_iters: int,
-               fast_iters: int, name: str, timeout: float = 400) -> list[dict]:
-    """Run speed_driver.py on the learner's file, one size after another; its blocks are
-    stamped on the monotonic clock and bounded by this process's readings of it. Returns
-    per config the driver's report plus "blocks": {(round, "slow"|"fast"): seconds}."""
-    folder = ctx.subdir(f"driver-{name}")
-    spec = {"impl": str(Path(ctx.impl_path).resolve()), "configs": configs, "seed": seed,
-            "rounds": rounds, "slow_iters": slow_iters, "fast_iters": fast_iters,
-            "out": str(folder / "report.json")}
-    (folder / "spec.json").write_text(json.dumps(spec))
-    tag = secrets.token_hex(8)
-    env = {**os.environ, "OPT_BLOCK_TAG": tag, "JAX_PLATFORMS":
-           os.environ.get("JAX_PLATFORMS", "cpu")}
-    proc = subprocess.Popen([sys.executable, str(DRIVER), str(folder / "spec.json")],
-                            stdout=subprocess.PIPE, stderr=open(folder / "stderr", "wb"),
-                            stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-    marks: dict = {}
-    refused: list = []
+class OutOfBudget(Exception):
+    """A round was asked for after the check's budget was spent (``decide`` turns it
+    into INCONCLUSIVE with the rounds measured so far)."""
 
-    def read():
-        last = -math.inf
-        for line in proc.stdout:
-            now = time.perf_counter()
-            parts = line.decode("utf-8", "replace").split()
-            if len(parts) != 5 or parts[1] != tag:
-                continue
-            stamp = float(parts[4])
-            if not last <= stamp <= now + MARK_SLACK_S:
-                refused.append(line)
-            last = stamp
-            marks[(parts[0], int(parts[2]), parts[3])] = stamp
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+
+class Budget:
+    """A check's time budget in seconds (scaled by ``COURSE_TIMING_BUDGET``), from now."""
+
+    def __init__(self, seconds: float, what: str):
+        self.seconds, self.what = timing_budget_s(seconds), what
+        self.started = time.monotonic()
+
+    def left(self) -> float:
+        return self.seconds - (time.monotonic() - self.started)
+
+    def spent(self) -> bool:
+        return self.left() <= 0
+
+    def inconclusive(self, done: str) -> CheckInconclusive:
+        """The verdict when the budget ran out with ``done`` measured (and no failure)."""
+        load = machine_load()
+        return CheckInconclusive(
+            f"{self.what}: the check's time budget ({self.seconds:.0f} s) ran out after "
+            f"{done}, before its timing could be decided",
+            evidence=f"{time.monotonic() - self.started:.0f} s spent; load "
+            f"{load.get('load_per_core')} per core over {load.get('cores')} cores",
+            hint="nothing here points at your code: rerun when the machine is quieter")
+
+
+def check_budget(ctx, seconds: float, what: str) -> Budget:
+    """The budget of the check now running (one per check and run: a check that runs
+    twice, as in a planted batch, gets its own)."""
+    return ctx.once(f"budget:{what}", lambda: Budget(seconds, what))
+
+
+class Rounds:
+    """Rounds measured on demand and kept: ``get(i, budget)`` measures rounds up to ``i``
+    with ``make(i)`` (none after ``budget`` is spent), so every verdict that reads them
+    shares them and more are measured only while one is still open."""
+
+    def __init__(self, make, first: dict | None = None):
+        self.make = make
+        self.done: list[dict] = [first] if first is not None else []
+
+    def get(self, i: int, budget: Budget) -> dict:
+        while len(self.done) <= i:
+            if budget.spent():
+                raise OutOfBudget(len(self.done))
+            self.done.append(self.make(len(self.done)))
+        return self.done[i]
+
+
+def decide(yours, reference, window, what: str, hint: str, *, against: str, budget: Budget,
+           first: tuple[float, float] | None = None, max_rounds: int = 8,
+           unit: str = "s", hint_above: str | None = None):
+    """``probes.ratio_verdict`` of ``yours(i)`` over ``reference(i)`` within ``budget``:
+    its rounds stop at the budget (INCONCLUSIVE, with the rounds so far). ``unit="x"``:
+    the figures are ratios, not seconds, and a FAIL says so. ``hint_above``: the hint
+    when the rounds fell above the window (``hint`` is for below it)."""
+    seen: dict[str, list] = {"yours": [], "reference": []}
+    if first is not None:
+        seen["yours"].append(first[0])
+        seen["reference"].append(first[1])
+
+    def tracked(fn, key):
+        def call(i):
+            value = float(fn(i))
+            seen[key].append(value)
+            return value
+        return call
+    scale = timing_budget_s(1.0)
     try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
-        proc.wait()
-        raise CheckFailed(f"the timing process ran over {timeout:.0f} s",
-                          hint="train_fast should take milliseconds per call at this size"
-                          ) from None
-    reader.join(timeout=10)
-    if refused:
-        raise CheckFailed("the timing process wrote block stamps the checker did not see "
-                          "happen (from its future or out of order)",
-                          yours=refused[0][:120], hint="do not write to stdout in the "
-                          "timing process's format")
-    report_path = Path(spec["out"])
-    if not report_path.is_file():
-        tail = (folder / "stderr").read_text(errors="replace").strip()[-500:]
-        raise CheckFailed(f"the timing process died (exit {proc.returncode}): {tail}")
-    report = json.loads(report_path.read_text())
-    if not report.get("ok") and report.get("kind") in ("not-implemented", "missing-function",
-                                                        "syntax", "import", "exception"):
-        raise LearnerCodeError(report["kind"], f"in the timing process: {report['error']}",
-                               report.get("hint", ""))
-    if not report.get("ok"):
-        raise CheckFailed(f"in the timing process: {report.get('error')}",
-                          hint="train_fast must import and run in a fresh process")
-    sizes = report["sizes"]
-    for (kind, r, which), t in marks.items():
-        if kind == "B" and ("E", r, which) in marks:
-            version, _, index = which.partition("@")
-            sizes[int(index)].setdefault("blocks", {})[(r, version)] = \
-                marks[("E", r, which)] - t
-    return sizes
+        return ratio_verdict(tracked(yours, "yours"), tracked(reference, "reference"),
+                             window, what, hint, against=against, first=first,
+                             budget_s=max(budget.left(), 0.0) / scale if scale > 0 else 0.0,
+                             max_rounds=max_rounds)
+    except OutOfBudget:
+        pairs = list(zip(seen["yours"], seen["reference"]))
+        if not pairs:
+            raise budget.inconclusive(f"no round of {what}") from None
+        ratio = math.exp(sum(math.log(y / r) for y, r in pairs) / len(pairs))
+        err = budget.inconclusive(f"{len(pairs)} round{'s' if len(pairs) != 1 else ''} "
+                                  f"of {what}")
+        err.evidence = (f"{what}: {ratio:.3g}x {against} so far (geometric mean of "
+                        f"{len(pairs)} rounds); {err.evidence}")
+        raise err from None
+    except CheckFailed as err:
+        pairs = list(zip(seen["yours"], seen["reference"]))
+        if hint_above and pairs and sum(math.log(y / r) for y, r in pairs) > 0:
+            err.hint = hint_above
+        if unit == "x":
+            mid = len(seen["yours"]) // 2
+            err.yours = f"{sorted(seen['yours'])[mid]:.3g}x (median of {len(seen['yours'])} rounds)"
+            err.expected = f"about {sorted(seen['reference'])[mid]:.3g}x ({_window(window)})"
+        raise
 
 
-def timing_run(ctx) -> dict:
-    """Stage 2's fresh-process measurement at the held-out size (shared with stage 4)."""
-    def make():
-        config = timing_config(ctx)
-        report = run_driver(ctx, [config], ctx.seed + 2, rounds=TIMING_ROUNDS,
-                            slow_iters=SLOW_ITERS, fast_iters=FAST_ITERS, name="timing")[0]
-        before, after = {"samples_s": [], "round_ids": []}, {"samples_s": [], "round_ids": []}
-        for r in range(TIMING_ROUNDS):
-            for which, rec, n in (("slow", before, SLOW_ITERS), ("fast", after, FAST_ITERS)):
-                if (r, which) not in report["blocks"]:
-                    raise CheckFailed(f"the timing process did not mark round {r} ({which})")
-                rec["samples_s"].append(report["blocks"][(r, which)] / n)
-                rec["round_ids"].append(r)
-        report.update(config=config, before=before, after=after,
-                      decision=decide_rounds(before, after, min_gain=MIN_SPEEDUP - 1))
-        return report
-    return ctx.once("timing", make)
+def _window(window) -> str:
+    lo, hi = (1 / window, window) if isinstance(window, (int, float)) else window
+    if math.isinf(hi):
+        return f"at least {lo:.3g}x"
+    if lo <= 0:
+        return f"at most {hi:.3g}x"
+    return f"{lo:.3g}x-{hi:.3g}x"
+
+
+def first_open(verdicts) -> None:
+    """Run ``verdicts`` (callables) in order: the first failure is raised at once; an
+    inconclusive one does not stop the others (one of them may still fail clearly), and
+    is raised at the end."""
+    undecided = None
+    for verdict in verdicts:
+        try:
+            verdict()
+        except CheckInconclusive as err:
+            undecided = undecided or err
+    if undecided is not None:
+        raise undecided
+
+
+# ---------------------------------------------------------------------------------------
+# The checker's timing of both versions
+# ---------------------------------------------------------------------------------------
+
+_RATES = random.SystemRandom()
+
+
+class Versions:
+    """Both versions at one size, timed by this process: ``train_slow`` here (this process
+    never imports the learner's file), the learner's ``train_fast`` in the learner
+    process, in blocks this process times from request to answer. Every call has a
+    learning rate of its own, drawn here at random when the block starts."""
+
+    def __init__(self, impl, config: dict, seed: int):
+        self.impl, self.config, self.seed = impl, dict(config), int(seed)
+        problem = slow_step.make_problem(config, seed)
+        self.args = (problem["params"], problem["tokens"], problem["targets"])
+        self.lr = problem["lr"]
+        self.first_slow_s = self.first_fast_s = None
+        self.fast_compiles = 0  # compile events the learner process reported (self-reported)
+
+    def rates(self, n: int) -> list[float]:
+        return [self.lr * _RATES.uniform(0.7, 1.4) for _ in range(n)]
+
+    def warm(self) -> None:
+        """The first call of each version at this size (each compiles: the slow one its
+        operations, the fast one its program), timed apart, never a sample."""
+        if self.first_slow_s is None:
+            self.first_slow_s = self.slow(self.rates(1))[0]
+        if self.first_fast_s is None:
+            self.first_fast_s = self.fast(self.rates(1))[0]
+
+    def slow(self, lrs: list[float]) -> tuple[float, list[np.ndarray]]:
+        """``train_slow`` once per rate, here, each result waited for: (seconds per call,
+        each call's losses). The learner process must stay idle meanwhile."""
+        process = getattr(self.impl, "__bridge__", None)
+        pid = getattr(process, "pid", None)
+        pid = pid if pid and pid != os.getpid() else None
+        cpu_before = process_cpu_s(pid) if pid else 0.0
+        mine_before = time.process_time()
+        outs = []
+        start = time.perf_counter()
+        for lr in lrs:
+            outs.append(jax.block_until_ready(slow_step.train_slow(*self.args, lr)))
+        wall = time.perf_counter() - start
+        if pid:
+            spent = process_cpu_s(pid) - cpu_before
+            mine = time.process_time() - mine_before
+            if spent > IDLE_CPU_FRACTION * mine + IDLE_CPU_SLACK_S:
+                raise TamperEvidence(
+                    f"the learner process spent {spent:.3g} CPU s while the checker timed "
+                    f"train_slow ({wall:.3g} s, {mine:.3g} CPU s of its own), with nothing "
+                    "asked of it: something in it ran between the checker's requests")
+        return wall / len(lrs), [np.asarray(o[1], np.float64) for o in outs]
+
+    def fast(self, lrs: list[float]) -> tuple[float, list[np.ndarray]]:
+        """The learner's ``train_fast`` once per rate in the learner process, timed here
+        from the request to the answer: (seconds per call, each call's losses)."""
+        bridge.inspect(self.impl, "optimisation/block_prepare", self.config, self.seed,
+                       len(lrs))
+        got = bridge.inspect(self.impl, "optimisation/fast_block",
+                             LearnerFunction("train_fast"), [float(lr) for lr in lrs])
+        wall = self.impl.__bridge__.last_wall_s
+        what = f"train_fast at {size_text(self.config)}"
+        fail_unless(isinstance(got, dict) and isinstance(got.get("losses"), list)
+                    and len(got["losses"]) == len(lrs), f"{what}: the calls did not "
+                    "return losses", yours=type(got).__name__)
+        samples = got.get("samples_s")
+        reported_times_within_wall(what, [{"samples_s": samples}], wall)
+        if type(got.get("compiles")) is int:
+            self.fast_compiles += got["compiles"]
+        steps = self.args[1].shape[0]
+        losses = []
+        for value in got["losses"]:
+            fail_unless(hasattr(value, "shape") and tuple(np.shape(value)) == (steps,),
+                        f"{what}: train_fast's losses are not one per step",
+                        yours=np.shape(value) if hasattr(value, "shape") else value,
+                        expected=(steps,))
+            losses.append(np.asarray(value, np.float64))
+        return wall / len(lrs), losses
+
+
+def timed_pair(versions: Versions, i: int, slow_calls: int, fast_calls: int) -> dict:
+    """One round at one size: a block of ``slow_calls`` train_slow calls and one of
+    ``fast_calls`` train_fast calls (slow first in even rounds, fast first in odd ones).
+    The slow block's first rate is that of one fast call picked at random here, so that
+    call's losses can be compared with train_slow's (``checked``)."""
+    lrs = versions.rates(fast_calls)
+    k = _RATES.randrange(fast_calls)
+    slow_lrs = [lrs[k]] + versions.rates(slow_calls - 1)
+    if i % 2 == 0:
+        slow_s, slow_losses = versions.slow(slow_lrs)
+        fast_s, fast_losses = versions.fast(lrs)
+    else:
+        fast_s, fast_losses = versions.fast(lrs)
+        slow_s, slow_losses = versions.slow(slow_lrs)
+    return {"slow_s": slow_s, "fast_s": fast_s, "lr": lrs[k],
+            "checked": (fast_losses[k], slow_losses[0])}
+
+
+def losses_agree(pair: dict) -> bool:
+    fast, slow = pair["checked"]
+    return bool(np.all(np.isfinite(fast))) and np.allclose(
+        fast, slow, rtol=slow_step.RTOL, atol=slow_step.ATOL)

@@ -4,40 +4,92 @@ included. ``gain_sweep``'s answer checked for form and arithmetic, on a tiny pro
 drawn number of rounds watched in the learner process (one sample per round, a learning
 rate of its own for every call: the inspector ``optimisation/gain_sweep_watched``,
 self-reported, checked against the rounds and rates the checker asked for), and its
-medians and gains at the sweep's sizes against the checker's own sweep of both versions
-interleaved in a fresh process (``speed_driver.py``). ``predict_crossover``'s four calls
-(the README's threshold, a higher one from the checker's own cost model, one no fix
+medians at the sweep's two sizes against the checker's own. ``predict_crossover``'s four
+calls (the README's threshold, a higher one from the checker's own cost model, one no fix
 reaches, one the modelled gain never falls to): each crossover replayed exactly from the
-medians the call reports, each median against the checker's own measurements of that
-version and size taken right before and after the call."""
+medians the call reports, right after the call, and each median against the checker's
+own.
+
+The checker's own times (``optim_harness.Versions``): ``train_slow`` timed in the
+checker's process, the learner's ``train_fast`` in blocks in the learner process timed by
+the checker from request to answer. Every timing comparison decides through
+``optim_harness.decide`` in interleaved rounds, a round being one call of the learner's
+function (the first one the check already makes, then smaller ones) and the checker's
+own measurement at both sizes right before or after it (the order alternates):
+
+* ``sweep_matches_checker``: a round is ``gain_sweep(config, [small, large], rounds)``
+  (``SWEEP_ROUNDS`` the first time, one round after that) and the checker's block of one
+  slow and ``FAST_CALLS`` fast calls at each size. Decided on those rounds: your
+  ``train_fast`` grows at least ``FAST_GROWTH`` from small to large, the checker's
+  ``train_fast`` grows at least ``GAIN_SHRINK`` more than its ``train_slow`` (the fix's
+  gain shrinks), and at each size your median slow and fast calls within ``GAIN_WINDOW``
+  of the checker's.
+* ``prediction_is_the_model_of_your_medians``: a round is one ``predict_crossover`` call
+  (the four thresholds, then more at the README's only while a verdict is open) and the
+  checker's block at both sizes; its four medians (slow and fast, small and large) each
+  within ``GAIN_WINDOW`` of the checker's.
+
+Two sizes, the fewest that decide: the growth, the shrinking gain and the two-point model
+all read the ends; a size between them decided nothing the ends do not.
+
+Budget: about a minute for the stage on an idle 2-core machine, most of it the two
+timing checks (``SWEEP_BUDGET_S`` and ``PREDICTION_BUDGET_S`` each, from the check's
+start, the learner's own calls included; ``COURSE_TIMING_BUDGET`` scales them). No round
+and no further call of yours starts after a check's budget is spent: under load the check
+ends there, INCONCLUSIVE unless something already failed, within one call of its budget.
+"""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from optim_harness import checker, close, odd, run_driver, tiny_config
+from optim_harness import (
+    OutOfBudget,
+    Rounds,
+    Versions,
+    check_budget,
+    checker,
+    close,
+    decide,
+    first_open,
+    losses_agree,
+    odd,
+    timed_pair,
+    tiny_config,
+)
 
 from coursekit.checking import bridge
-from coursekit.checking.bridge import LearnerFunction
-from coursekit.checking.probes import within_ratio
+from coursekit.checking.bridge import LearnerFunction, TamperEvidence
+from coursekit.checking.errors import CheckInconclusive
+from coursekit.checking.probes import reported_times_within_wall
 from coursekit.checking.values import as_float, fail_unless, require_keys
 
 # Gain below which the rewrite is not worth it here, the sweep, and margins.
 GAIN_THRESHOLD = 4.0
 SWEEP_STEPS = 4
-SWEEP_SIZES = (24, 192, 1536)
+SWEEP_SIZES = (24, 1536)
 SWEEP_ROUNDS = 3
-# The learner's medians and gain vs the checker's, per size: fast calls of a few ms at the
-# small sizes are where a loaded scheduler's delays show (at load 17-26, medians of 3 moved
-# 3.7x between processes at batch ~160); an unsynced timer is 20x+ off, and fails
-# FAST_GROWTH first.
+# Your medians vs the checker's, per size and version, each round a pair taken back to
+# back: an unsynchronised timer is 20x+ off, a size that never reaches the problem 10x+ at
+# the large end; load moves single few-ms calls by up to 30x, which the rounds' interval
+# sees and answers with more rounds or INCONCLUSIVE, never a FAIL.
 GAIN_WINDOW = 5.0
-# The sweep's largest batch does about 64x the arithmetic of its smallest; train_fast's
+# The sweep's large batch does about 64x the arithmetic of its small one; train_fast's
 # median call grew 17x-130x across it here at load 17 (fixed costs and load spikes weigh
 # most at the small end). A timer that does not wait for the result, or a size that never
 # reaches the problem, grows by about 1x.
 FAST_GROWTH = 4.0
+# In the checker's sweep, the fix's time grows at least this much more than train_slow's
+# from the small to the large size (its gain shrinks): measured about 10-15x for the
+# reference fix (gains of about 40x and 3x); a "fix" with the slow version's costs, 1x.
+GAIN_SHRINK = 2.0
+# The checker's fast block per size and round (a few ms per call at the small size).
+FAST_CALLS = 2
+SWEEP_BUDGET_S, SWEEP_MAX_ROUNDS = 30.0, 6
+# Seeds of the sweep's later calls: ctx.seed + 3 + ROUND_SEED_STEP * round.
+ROUND_SEED_STEP = 7919
+PREDICTION_BUDGET_S, PREDICTION_MAX_ROUNDS = 30.0, 6
 
 
 def sweep_config(ctx) -> dict:
@@ -93,38 +145,6 @@ def _(impl, ctx):
             f"threshold {threshold:.3g}", yours=got, expected=want,
             hint="first pair with g0 >= threshold > g1, linear in log(batch) vs "
             "log(gain); the first size if already below; None if never")
-
-
-def checker_sweep(ctx) -> dict:
-    """The checker's own interleaved sweep (slow vs the learner's fast) in one fresh
-    process, its block stamps bounded by this process's clock."""
-    def make():
-        config, sizes = sweep_config(ctx), sweep_sizes(ctx)
-        gains, slow_med, fast_med = [], [], []
-        reports = run_driver(ctx, [dict(config, batch=b) for b in sizes], ctx.seed + 3,
-                             rounds=SWEEP_ROUNDS, slow_iters=1, fast_iters=2, name="sweep")
-        for report in reports:
-            slow = [report["blocks"][(r, "slow")] for r in range(SWEEP_ROUNDS)]
-            fast = [report["blocks"][(r, "fast")] / 2 for r in range(SWEEP_ROUNDS)]
-            slow_med.append(float(np.median(slow)))
-            fast_med.append(float(np.median(fast)))
-            gains.append(slow_med[-1] / fast_med[-1])
-        return {"config": config, "sizes": sizes, "gains": gains, "slow_s": slow_med,
-                "fast_s": fast_med,
-                "crossover": reference_crossover(sizes, gains, GAIN_THRESHOLD)}
-    return ctx.once("sweep", make)
-
-
-def end_size_medians(ctx, name: str) -> list[tuple[float, float]]:
-    """The checker's own (slow, fast) median call times at the sweep's two end sizes,
-    measured now in a fresh process (as predict_crossover measures them)."""
-    config, sizes = sweep_config(ctx), sweep_sizes(ctx)
-    reports = run_driver(ctx, [dict(config, batch=b) for b in (sizes[0], sizes[-1])],
-                         ctx.seed + 3, rounds=SWEEP_ROUNDS, slow_iters=1, fast_iters=2,
-                         name=name)
-    return [(float(np.median([r["blocks"][(k, "slow")] for k in range(SWEEP_ROUNDS)])),
-             float(np.median([r["blocks"][(k, "fast")] / 2 for k in range(SWEEP_ROUNDS)])))
-            for r in reports]
 
 
 def modelled_crossover(ends: list[tuple[float, float]], small: int, large: int,
@@ -203,40 +223,134 @@ def rounds_honoured(impl, ctx) -> None:
                     hint="draw a new rate for every call of either version")
 
 
+def end_versions(impl, ctx) -> dict:
+    """Both versions at the sweep's two sizes, timed by the checker (shared by both timing
+    checks of the stage; each size warmed on first use)."""
+    def make():
+        config = sweep_config(ctx)
+        return {b: Versions(impl, dict(config, batch=b), ctx.seed + 3)
+                for b in sweep_sizes(ctx)}
+    return ctx.once("sweep-versions", make)
+
+
+def checker_round(impl, ctx, i: int) -> dict:
+    """The checker's own round at both sizes: one train_slow call and a block of
+    FAST_CALLS train_fast calls each ({"slow": [s, l], "fast": [s, l], "pairs": ...})."""
+    out: dict = {"slow": [], "fast": [], "pairs": []}
+    for b, versions in end_versions(impl, ctx).items():
+        versions.warm()
+        pair = timed_pair(versions, i, 1, FAST_CALLS)
+        out["slow"].append(pair["slow_s"])
+        out["fast"].append(pair["fast_s"])
+        out["pairs"].append((b, pair))
+    return out
+
+
+def learner_sweep(impl, config: dict, sizes: list[int], rounds: int, seed: int) -> dict:
+    """One gain_sweep call: its form and arithmetic checked, its samples within the call's
+    wall time on the checker's clock; {"slow": [median per size], "fast": [...]}."""
+    got = impl.gain_sweep(config, sizes, rounds, seed)
+    wall = impl.__bridge__.last_wall_s
+    samples = sweep_samples(got, sizes, rounds)
+    reported_times_within_wall("gain_sweep", [{"samples_s": s + f} for s, f in samples], wall)
+    return {"slow": [float(np.median(s)) for s, _ in samples],
+            "fast": [float(np.median(f)) for _, f in samples]}
+
+
+def losses_checked(rounds: Rounds, what: str) -> None:
+    """The fast call picked in each of the checker's blocks returned train_slow's
+    losses for its rate (stage 2's contract, at these sizes)."""
+    for r, entry in enumerate(rounds.done):
+        for b, pair in entry["mine"]["pairs"]:
+            fast, slow = pair["checked"]
+            fail_unless(losses_agree(pair), f"{what}: in the checker's round {r} at batch "
+                        f"{b} train_fast's losses differ from train_slow's for the same rate",
+                        yours=fast, expected=slow,
+                        hint="stage 2's contract holds at every size: compute with this "
+                        "call's inputs and lr")
+
+
+SYNC_HINT = ("synchronise every call inside its timed boundary (jax.block_until_ready on "
+             "the result), compile apart, new lr per call")
+BOUNDARY_HINT = ("time the call alone, in seconds: start the clock right before it and stop "
+                 "it right after the result is ready; the first call stays out of the "
+                 "samples")
+
+
+def median_verdicts(get, sizes: list[int], budget, what: str, against: str, hint: str,
+                    max_rounds: int) -> list:
+    """Per size and version: your median (``get(i)["yours"]``) against the checker's
+    (``get(i)["mine"]``), within GAIN_WINDOW; the hint by the side the rounds fell on."""
+    out = []
+    for column, b in enumerate(sizes):
+        for version, key in (("train_slow", "slow"), ("train_fast", "fast")):
+            def verdict(column=column, b=b, version=version, key=key):
+                decide(lambda i: get(i)["yours"][key][column],
+                       lambda i: get(i)["mine"][key][column], GAIN_WINDOW,
+                       what.format(b=b, version=version), hint,
+                       hint_above=BOUNDARY_HINT, against=against, budget=budget,
+                       max_rounds=max_rounds)
+            out.append(verdict)
+    return out
+
+
 @checker.check(3, "sweep_matches_checker")
 def _(impl, ctx):
+    budget = check_budget(ctx, SWEEP_BUDGET_S, "sweep_matches_checker")
     rounds_honoured(impl, ctx)
     config, sizes = sweep_config(ctx), sweep_sizes(ctx)
-    got = impl.gain_sweep(config, sizes, SWEEP_ROUNDS, ctx.seed + 3)
-    raw = [(float(np.median(slow_s)), float(np.median(fast_s)))
-           for slow_s, fast_s in sweep_samples(got, sizes, SWEEP_ROUNDS)]
-    growth = raw[-1][1] / raw[0][1]
-    fail_unless(growth >= FAST_GROWTH,
-                f"your train_fast times barely grow from batch {sizes[0]} to {sizes[-1]} "
-                f"(about {sizes[-1] / sizes[0]:.0f}x the arithmetic)",
-                yours=f"{growth:.3g}x ({raw[0][1] * 1e3:.4g} ms -> {raw[-1][1] * 1e3:.4g} ms)",
-                expected=f"at least {FAST_GROWTH:g}x",
-                hint="wait for each result inside its timed boundary "
-                "(jax.block_until_ready), and build each size's own problem")
-    mine = checker_sweep(ctx)
-    fail_unless(mine["gains"][0] > mine["gains"][-1],
-                "your fix's gain does not shrink with the batch size in the checker's sweep",
-                yours=[round(g, 2) for g in mine["gains"]], expected="falling gains",
-                hint="stage 2 must pass first")
-    for b, g, want, (slow, _), my_slow in zip(sizes, got["gains"], mine["gains"], raw,
-                                              mine["slow_s"]):
-        # train_slow's calls (tens of ms and up) are the steady figure; train_fast's enter
-        # through the gain (its few-ms calls are what the load moves most).
-        within_ratio(slow, my_slow, GAIN_WINDOW, f"batch {b}: your median train_slow call",
-                     "time each call at this batch size in seconds, synchronised inside "
-                     "its timed boundary, compile apart, new lr per call",
-                     against="the checker's own measurement of it")
-        ratio = float(g) / want
-        fail_unless(1 / GAIN_WINDOW <= ratio <= GAIN_WINDOW,
-                    f"batch {b}: your gain is {ratio:.3g}x the checker's measurement",
-                    yours=f"{g:.3g}x", expected=f"about {want:.3g}x (within {GAIN_WINDOW:g}x)",
-                    hint="synchronise every call inside its timed boundary "
-                    "(jax.block_until_ready on the result), compile apart, new lr per call")
+    small, large = sizes[0], sizes[-1]
+    if budget.spent():
+        raise budget.inconclusive("the tiny-problem sweep")
+    first = learner_sweep(impl, config, sizes, SWEEP_ROUNDS, ctx.seed + 3)
+
+    def make(i: int) -> dict:
+        """Round i: your gain_sweep (the first call, then one round a call) and the
+        checker's round at both sizes, yours first in even rounds. Each later call gets a
+        problem of its own seed (same sizes): a sweep draws its rates from the problem's,
+        and rates met in an earlier call would skip train_slow's recompile, which every
+        call in use makes (and every call of the checker's does)."""
+        if i == 0:
+            return {"yours": first, "mine": checker_round(impl, ctx, 0)}
+        seed = ctx.seed + 3 + ROUND_SEED_STEP * i
+        if i % 2:
+            mine = checker_round(impl, ctx, i)
+            return {"mine": mine, "yours": learner_sweep(impl, config, sizes, 1, seed)}
+        yours = learner_sweep(impl, config, sizes, 1, seed)
+        return {"yours": yours, "mine": checker_round(impl, ctx, i)}
+    rounds = Rounds(make)
+
+    def get(i: int) -> dict:
+        return rounds.get(i, budget)
+    verdicts = [
+        lambda: decide(
+            lambda i: get(i)["yours"]["fast"][1], lambda i: get(i)["yours"]["fast"][0],
+            (FAST_GROWTH, math.inf), f"your median train_fast call at batch {large}",
+            "wait for each result inside its timed boundary (jax.block_until_ready), and "
+            "build each size's own problem",
+            against=f"your own at batch {small} (about {large / small:.0f}x the "
+            "arithmetic; it must grow with it)", budget=budget,
+            max_rounds=SWEEP_MAX_ROUNDS),
+        lambda: decide(
+            lambda i: get(i)["mine"]["fast"][1] / get(i)["mine"]["fast"][0],
+            lambda i: get(i)["mine"]["slow"][1] / get(i)["mine"]["slow"][0],
+            (GAIN_SHRINK, math.inf),
+            f"in the checker's sweep, how much your train_fast's call grows from batch "
+            f"{small} to {large}", "stage 2 must pass first: a fix that removes the fixed "
+            "costs of every call and step gains most at small batches",
+            against="how much train_slow's grows (your fix's gain must shrink as the "
+            "batch grows)", budget=budget, max_rounds=SWEEP_MAX_ROUNDS, unit="x"),
+        *median_verdicts(get, sizes, budget, "batch {b}: your median {version} call",
+                         "the checker's own measurement of it in the same round",
+                         SYNC_HINT, SWEEP_MAX_ROUNDS)]
+    undecided = None
+    try:
+        first_open(verdicts)
+    except CheckInconclusive as err:
+        undecided = err
+    losses_checked(rounds, "sweep")
+    if undecided is not None:
+        raise undecided
 
 
 def model_point(mine: dict, sizes: list[int]) -> tuple[float, float] | None:
@@ -278,40 +392,6 @@ UNREACHED = 1000 * GAIN_THRESHOLD
 NEVER_FALLS_TO = 0.5
 
 
-def prediction_runs(impl, ctx) -> dict:
-    """The learner's four predict_crossover calls and the checker's measurements that
-    bracket each in time (the first at the README's threshold, the second at
-    second_threshold, the third at UNREACHED, the fourth at NEVER_FALLS_TO), made once
-    per run. The learner's call comes
-    first: an unwritten stage 3 says so before the checker's measurements (which time
-    the learner's stage-2 train_fast) can answer for stage 2. The sweep (made earlier by
-    sweep_matches_checker, or now) and a fresh measurement after it bracket the first
-    call; that one and another after the second call bracket the second; that one and
-    another after the third bracket the third, and so on."""
-    def make():
-        sizes = sweep_sizes(ctx)
-        small, large = sizes[0], sizes[-1]
-        first = impl.predict_crossover(sweep_config(ctx), small, large, GAIN_THRESHOLD,
-                                       ctx.seed + 4)
-        mine = checker_sweep(ctx)
-        between = end_size_medians(ctx, "ends-between")
-        higher = second_threshold(model_point(mine, sizes))
-        second = impl.predict_crossover(sweep_config(ctx), small, large, higher,
-                                        ctx.seed + 6)
-        after = end_size_medians(ctx, "ends-after")
-        third = impl.predict_crossover(sweep_config(ctx), small, large, UNREACHED,
-                                       ctx.seed + 8)
-        later = end_size_medians(ctx, "ends-later")
-        fourth = impl.predict_crossover(sweep_config(ctx), small, large, NEVER_FALLS_TO,
-                                        ctx.seed + 10)
-        last = end_size_medians(ctx, "ends-last")
-        return {"sizes": sizes, "calls": [(GAIN_THRESHOLD, first, [mine_ends(mine), between]),
-                                          (higher, second, [between, after]),
-                                          (UNREACHED, third, [after, later]),
-                                          (NEVER_FALLS_TO, fourth, [later, last])]}
-    return ctx.once("predictions", make)
-
-
 def prediction_of(got, threshold: float) -> dict:
     """The learner's answer, its fields checked for type: crossover and four medians."""
     what = f"predict_crossover(..., threshold={threshold:.3g})"
@@ -330,41 +410,111 @@ def prediction_of(got, threshold: float) -> dict:
     return out
 
 
+def replay(got: dict, threshold: float, small: int, large: int) -> None:
+    """The call's crossover is exactly what the model gives on the medians it reports
+    (the model's arithmetic is exact: a wrong slope, intercept or threshold is wrong at any
+    load)."""
+    ends = list(zip(got["median_slow_s"], got["median_fast_s"]))
+    want = modelled_crossover(ends, small, large, threshold)
+    yours = got["crossover"]
+    fail_unless((yours is None) == (want is None) and (
+        want is None or math.isclose(yours, want, rel_tol=1e-9)),
+        f"threshold {threshold:.3g}: your crossover is not what a fixed cost plus a "
+        "cost per example, through your own two medians per version, gives",
+        yours=yours, expected=want,
+        hint="per version a straight line through (small, median) and (large, "
+        "median); the batch where slow / fast equals the threshold; None when the "
+        "lines never meet there; at least 1")
+
+
+def mine_of(mine: dict) -> dict:
+    """The checker's round at both sizes, as model_point reads a sweep."""
+    return {"slow_s": mine["slow"], "fast_s": mine["fast"],
+            "gains": [s / f for s, f in zip(mine["slow"], mine["fast"])]}
+
+
+# The calls every run makes, in order (the second threshold is computed from the
+# checker's round 0); more calls, at thresholds drawn between these, only while a median's
+# verdict is open.
+FIXED_CALLS = 4
+
+
+def prediction_rounds(impl, ctx) -> Rounds:
+    """Round i: the learner's predict_crossover call i (first in even rounds: an unwritten
+    stage 3 says so before the checker's measurements, which time the learner's stage-2
+    train_fast, can answer for stage 2), replayed as soon as it answers, and the
+    checker's own round at both sizes."""
+    def make_rounds():
+        sizes = sweep_sizes(ctx)
+        small, large = sizes[0], sizes[-1]
+        extra = ctx.rng("prediction-thresholds")
+        rounds: Rounds
+
+        def threshold(i: int) -> float:
+            if i == 0:
+                return GAIN_THRESHOLD
+            if i == 1:
+                return second_threshold(model_point(mine_of(rounds.done[0]["mine"]), sizes))
+            if i == 2:
+                return UNREACHED
+            if i == 3:
+                return NEVER_FALLS_TO
+            return float(extra.uniform(1.5, 4) * GAIN_THRESHOLD)
+
+        def learner(i: int) -> dict:
+            t = threshold(i)
+            got = prediction_of(impl.predict_crossover(sweep_config(ctx), small, large, t,
+                                                       ctx.seed + 4 + 2 * i), t)
+            wall = impl.__bridge__.last_wall_s
+            medians = got["median_slow_s"] + got["median_fast_s"]
+            if sum(medians) > wall * 1.01 + 1e-3:
+                raise TamperEvidence(f"predict_crossover (threshold {t:.3g}): its medians "
+                                     f"add up to {sum(medians):.4g} s, but the whole call "
+                                     f"took {wall:.4g} s")
+            replay(got, t, small, large)
+            return {"threshold": t, "slow": got["median_slow_s"],
+                    "fast": got["median_fast_s"]}
+
+        def make(i: int) -> dict:
+            if i % 2 == 0:
+                yours = learner(i)
+                return {"yours": yours, "mine": checker_round(impl, ctx, i)}
+            mine = checker_round(impl, ctx, i)
+            return {"mine": mine, "yours": learner(i)}
+        rounds = Rounds(make)
+        return rounds
+    return ctx.once("predictions", make_rounds)
+
+
 @checker.check(3, "prediction_is_the_model_of_your_medians")
 def _(impl, ctx):
-    """Each call's crossover replayed exactly from the medians it reports (the model's
-    arithmetic is exact: a wrong slope, intercept or threshold is wrong at any load), and
-    each median measured against the checker's own of that version and size, taken right
-    before and right after the call."""
-    runs = prediction_runs(impl, ctx)
-    small, large = runs["sizes"][0], runs["sizes"][-1]
-    for threshold, got, brackets in runs["calls"]:
-        got = prediction_of(got, threshold)
-        for key, column in (("median_slow_s", 0), ("median_fast_s", 1)):
-            for end, (size, value) in enumerate(zip((small, large), got[key])):
-                refs = [ends[end][column] for ends in brackets]
-                fail_unless(min(refs) / GAIN_WINDOW <= value <= max(refs) * GAIN_WINDOW,
-                            f"threshold {threshold:.3g}: your {key} at batch {size} is not "
-                            "what the checker measures for that version at that size "
-                            "right before and after your call",
-                            yours=f"{value * 1e3:.4g} ms",
-                            expected=f"{min(refs) * 1e3:.4g}-{max(refs) * 1e3:.4g} ms "
-                            f"(within {GAIN_WINDOW:g}x)",
-                            hint="median of synchronised calls at each size, compile "
-                            "apart, new lr per call (a one-size gain_sweep each)")
-        ends = list(zip(got["median_slow_s"], got["median_fast_s"]))
-        want = modelled_crossover(ends, small, large, threshold)
-        yours = got["crossover"]
-        fail_unless((yours is None) == (want is None) and (
-            want is None or math.isclose(yours, want, rel_tol=1e-9)),
-            f"threshold {threshold:.3g}: your crossover is not what a fixed cost plus a "
-            "cost per example, through your own two medians per version, gives",
-            yours=yours, expected=want,
-            hint="per version a straight line through (small, median) and (large, "
-            "median); the batch where slow / fast equals the threshold; None when the "
-            "lines never meet there; at least 1")
+    """Four calls, each's crossover replayed exactly from the medians it reports as soon
+    as it answers; then each median (slow and fast, small and large) against the
+    checker's own measurement of that version and size, taken right before or after each
+    call, in rounds (more calls only while a verdict is open)."""
+    budget = check_budget(ctx, PREDICTION_BUDGET_S,
+                          "prediction_is_the_model_of_your_medians")
+    rounds = prediction_rounds(impl, ctx)
+    for i in range(FIXED_CALLS):
+        try:
+            rounds.get(i, budget)
+        except OutOfBudget:
+            raise budget.inconclusive(f"{i} of the {FIXED_CALLS} predict_crossover "
+                                      "calls") from None
+    sizes = sweep_sizes(ctx)
 
-
-def mine_ends(mine: dict) -> list[tuple[float, float]]:
-    """The end sizes of the checker's sweep, as end_size_medians gives them."""
-    return [(mine["slow_s"][0], mine["fast_s"][0]), (mine["slow_s"][-1], mine["fast_s"][-1])]
+    def get(i: int) -> dict:
+        return rounds.get(i, budget)
+    undecided = None
+    try:
+        first_open(median_verdicts(
+            get, [sizes[0], sizes[-1]], budget,
+            "batch {b}: the {version} median your predict_crossover calls report",
+            "the checker's own measurement of that version at that size right before or "
+            "after each call", "median of synchronised calls at each size, compile apart, "
+            "new lr per call (a one-size gain_sweep each)", PREDICTION_MAX_ROUNDS))
+    except CheckInconclusive as err:
+        undecided = err
+    losses_checked(rounds, "predictions")
+    if undecided is not None:
+        raise undecided
