@@ -75,4 +75,12 @@ def test_ratio_verdict_windows(monkeypatch):
     monkeypatch.setenv("COURSE_TIMING_BUDGET", "0")
     with pytest.raises(CheckInconclusive) as unsure:
         ratio_verdict(*simulate_rounds(rng, 1.0, 3.0), 5.0, "gain", "h", max_rounds=50)
-    assert "3 rounds" in unsure.value.evidence
+    assert "1 round in" in unsure.value.evidence  # a budget of 0: one round, then stop
+
+
+def test_a_pair_of_hints_follows_the_side_of_the_window():
+    rng = np.random.default_rng(5)
+    for ratio, expected in ((0.004, "below"), (300.0, "above")):
+        with pytest.raises(CheckFailed) as failed:
+            ratio_verdict(*simulate_rounds(rng, ratio, 0.01), 5.0, "t", ("below", "above"))
+        assert failed.value.hint == expected

@@ -82,3 +82,12 @@ def test_bad_times_are_refused():
         measure_ratio(lambda i: 0.0, lambda i: 1.0, 0.2, 5)
     with pytest.raises(ValueError):
         measure_ratio(lambda i: 1.0, lambda i: 1.0, 5, 0.2)
+
+
+def test_the_budget_holds_before_the_minimum_rounds():
+    ticks = iter(range(0, 1000, 10))  # every reading 10 s later: one round overruns
+    rng = np.random.default_rng(2)
+    yours, ref = simulate_rounds(rng, 1.0, 0.01)
+    ev = measure_ratio(yours, ref, 0.2, 5, budget_s=5, clock=lambda: next(ticks))
+    assert ev.verdict == "inconclusive" and ev.stopped_by == "budget"
+    assert len(ev.ratios) == 1

@@ -114,7 +114,8 @@ def timing_budget_s(default: float) -> float:
 
 
 def ratio_verdict(yours: Callable[[int], float], reference: Callable[[int], float],
-                  window: float | tuple[float, float], what: str, hint: str, *,
+                  window: float | tuple[float, float], what: str,
+                  hint: str | tuple[str, str], *,
                   against: str = "the checker's synchronised measurement",
                   first: tuple[float, float] | None = None, budget_s: float = 20.0,
                   min_rounds: int = 3, max_rounds: int = 10) -> RatioEvidence:
@@ -124,13 +125,16 @@ def ratio_verdict(yours: Callable[[int], float], reference: Callable[[int], floa
     ratio is clearly inside ``window`` (``w``: ``[1/w, w]``; or ``(lo, hi)``), raises
     ``CheckFailed`` naming the evidence when it is clearly outside, and
     ``CheckInconclusive`` with the spread and the load when the budget runs out first.
-    ``first``: a round the check already measured."""
+    ``first``: a round the check already measured. ``hint``: one sentence, or a pair
+    (below the window, above it) so the hint follows the side the rounds fell on."""
     lo, hi = (1 / window, window) if isinstance(window, (int, float)) else window
     ev = measure_ratio(yours, reference, lo, hi, first=first, min_rounds=min_rounds,
                        max_rounds=max_rounds, budget_s=timing_budget_s(budget_s))
     mine_ms = sorted(ev.reference_s)[len(ev.reference_s) // 2] * 1e3
     yours_ms = sorted(ev.yours_s)[len(ev.yours_s) // 2] * 1e3
     if ev.verdict == "fail":
+        if not isinstance(hint, str):
+            hint = hint[0] if ev.ratio < lo else hint[1]
         raise CheckFailed(f"{what} is {ev.ratio:.3g}x {against}",
                           yours=f"{yours_ms:.4g} ms (median of {len(ev.yours_s)} rounds)",
                           expected=f"about {mine_ms:.4g} ms ({ev.window_text()})",
