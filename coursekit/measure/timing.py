@@ -44,7 +44,9 @@ def count_compiles():
         yield counter
     finally:
         with _lock:
-            _counters.remove(counter)
+            # by identity: list.remove compares by value, and a nested counter equal to
+            # this one ([1] == [1]) would be removed in its place
+            _counters[:] = [c for c in _counters if c is not counter]
 
 
 @dataclass
