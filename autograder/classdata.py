@@ -177,10 +177,13 @@ def _read(db: sqlite3.Connection, path: Path) -> ClassBook:
     if unreadable:
         warnings.append(f"{unreadable} row(s) with an unreadable record: their status and "
                         "points are used, their checks are not")
-    if rows and not any(r.files_hash for r in rows):
-        warnings.append("older gradebook: no row names its files hash and checker "
-                        "fingerprint apart; only regrades under an identical content "
-                        "hash can be told apart from checker changes")
+    older = sum(not r.files_hash for r in rows)
+    if older:
+        who = "older gradebook: its rows come" if older == len(rows) else \
+            f"{older} row(s) come"
+        warnings.append(f"{who} from a grader that did not record the files hash and "
+                        "checker fingerprint apart: such a row is compared only with rows "
+                        "of the same content hash (same files, checker and seed)")
     runs = []
     if "runs" in tables:
         run_cols = {r[1] for r in db.execute("PRAGMA table_info(runs)")}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -186,7 +187,6 @@ def diff(grading: Path, since: str | None = None) -> dict:
 
 
 def main(grading: Path, since: str | None, as_json: bool) -> int:
-    import sys
     try:
         result = diff(grading, since)
     except ClassDataError as err:
