@@ -104,3 +104,22 @@ def spinning_core():
 
 
 _REFERENCE_RUNS: dict = {}
+
+
+def assert_reference_ok(result: dict, checks: list[str] | int, context="") -> None:
+    """A reference run's verdicts: every check PASSed, or, for a timing check whose own
+    rounds could not decide on this machine's load, was INCONCLUSIVE (exit 3); never a
+    FAIL, an error or a missing check (issue 28: a correct solution never FAILs, and an
+    inconclusive verdict is not a failure). ``checks``: the ids, or how many there are."""
+    status = result["status"]
+    bad = {k: v for k, v in status.items() if v not in ("pass", "inconclusive")}
+    unsure = [k for k, v in status.items() if v == "inconclusive"]
+    assert not bad, (context, bad, result["stdout"][-3000:])
+    assert result["returncode"] == (3 if unsure else 0), (context, result["returncode"],
+                                                           result["stdout"][-3000:])
+    if isinstance(checks, int):
+        assert len(status) == checks, (context, sorted(status))
+    else:
+        assert sorted(status) == sorted(checks), (context, sorted(status))
+    last = result["stdout"].strip().splitlines()[-1]
+    assert last.startswith(f"{len(status) - len(unsure)} passed, 0 failed"), (context, last)
