@@ -384,17 +384,26 @@ def find_similar(roots: dict[str, Path], course_root: Path, notebooks_dir: Path 
 # Where the submissions are
 # ----------------------------------------------------------------------------------
 
+def _grade_argv():
+    """The two arguments of a recorded ``grade`` command line this needs (the CLI's own
+    parser sits above this module: importing it would make a circle)."""
+    import argparse
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("submissions", type=Path)
+    parser.add_argument("--notebooks", type=Path, default=None)
+    return parser
+
+
 def graded_folders(grading: Path, book, submissions: Path | None,
                    notebooks: Path | None = None) -> tuple[Path | None, Path | None]:
     """(the submissions folder, the source notebooks folder) of the latest grade run;
     either given is kept."""
-    from autograder.cli import parser
     given = notebooks
     for argv in run_argv(book):
         if "grade" not in argv:
             continue
         try:
-            args, _ = parser().parse_known_args(argv[argv.index("grade"):])
+            args, _ = _grade_argv().parse_known_args(argv[argv.index("grade") + 1:])
         except SystemExit:
             continue
         notebooks = given or args.notebooks
