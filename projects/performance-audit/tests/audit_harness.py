@@ -13,7 +13,6 @@ INCONCLUSIVE), with a hint for the side the rounds fell on."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 
@@ -23,7 +22,7 @@ import numpy as np
 
 from coursekit.checking.bridge import Workload
 from coursekit.checking.contract import Checker
-from coursekit.checking.errors import CheckFailed, CheckInconclusive
+from coursekit.checking.errors import CheckInconclusive
 from coursekit.checking.probes import ratio_verdict
 from coursekit.measure.timing import time_synced
 from coursekit.workloads import catalog
@@ -120,32 +119,13 @@ def timing_verdict(yours: Callable[[int], float], reference: Callable[[int], flo
     ``reference(i)`` (the checker's own, taken back to back), with the hint for the side
     the rounds fell on: ``too_fast`` when the learner's figure read below the window (a
     timing that ended before the work did), ``too_slow`` above it (more than the work in
-    the timed region). A one-sided window needs only the hint of its side."""
-    seen: dict[str, list[float]] = {"yours": [], "reference": []}
+    the timed region). A one-sided window needs only the hint of its side. A learner's
+    figure of 0 s or less reads as ``LEAST_S``: far too fast, a verdict, not a crash."""
     if first is not None:
         first = (max(float(first[0]), LEAST_S), float(first[1]))
-        seen["yours"].append(first[0])
-        seen["reference"].append(first[1])
-
-    def record(side, fn):
-        def measured(i):
-            value = float(fn(i))
-            if side == "yours":  # a zero or negative time reads as far too fast
-                value = max(value, LEAST_S)
-            seen[side].append(value)
-            return value
-        return measured
-
-    try:
-        return ratio_verdict(record("yours", yours), record("reference", reference),
-                             window, what, too_fast, against=against, first=first,
-                             budget_s=budget_s, min_rounds=min_rounds,
-                             max_rounds=max_rounds)
-    except CheckFailed as err:
-        logs = [math.log(y / r) for y, r in zip(seen["yours"], seen["reference"])
-                if y > 0 and r > 0]
-        err.hint = too_fast if sum(logs) < 0 else (too_slow or too_fast)
-        raise
+    return ratio_verdict(lambda i: max(float(yours(i)), LEAST_S), reference, window, what,
+                         (too_fast, too_slow or too_fast), against=against, first=first,
+                         budget_s=budget_s, min_rounds=min_rounds, max_rounds=max_rounds)
 
 
 def all_verdicts(*decide: Callable[[], object]) -> None:

@@ -172,25 +172,28 @@ def _(impl, ctx):
 #   medium (n 951-1051): a compile and one run of 10-100 ms each; the warm-up calls are
 #          as many as take 8x the checker's own first call (at least 16): a first call that
 #          also holds them reads 9x+ the checker's;
-#   large  (n from 1701, grown until the checker's own warmed run takes 8x its compile,
+#   large  (n from 1701, grown until the checker's own warmed run takes 16x its compile,
 #          at most 4001): a first call that did not wait for its result holds the compile
-#          and the dispatch only, about 1/8 of one run, a synchronised one the whole run
-#          and more. Fixed sizes do not hold across machines: at n 1751 this machine's
-#          idle matmul (~400 GFLOP/s on 2 cores) ran in 55 ms, an unsynced first call in
-#          0.8x of that. Sized so, an unsynced first call reads about 1/8 of a run and a
-#          synchronised one 1.1x or more: the floor, 0.4 of a run, sits between them
-#          (about 2.7x from each, in log terms; 0.6 left a synchronised first call only
+#          and the dispatch only, a synchronised one the whole run and more. Fixed sizes
+#          do not hold across machines: at n 1751 this machine's idle matmul (~400 GFLOP/s
+#          on 2 cores) ran in 55 ms, an unsynced first call in 0.8x of that. The learner
+#          process's unsynced first call (trace + compile + dispatch, in another process)
+#          read about 2x the checker's own compile timed alone (108-244 ms against under
+#          100, at load 6 per core), so sized to 8x an unsynced first call read 0.13-0.3
+#          of a run: too near any floor that a synchronised one (1.1x or more) clears with
+#          room. Sized to 16x it reads about 1/8 at most; the floor, 1/3 of a run, sits
+#          about 3x from each side in log terms (0.6 once left a synchronised first call
 #          1.7x of room, which load took: 0.99x with an interval reaching 0.53x).
 # Honest first calls of the two processes agree within 2x under load (the same work,
-# measured seconds apart); the windows below are 10x, 3x and 0.4 of a run, each decided in
+# measured seconds apart); the windows below are 10x, 3x and 1/3 of a run, each decided in
 # interleaved rounds (a fresh copy on each side per round: each first call compiles).
 FIRST_CALL_SIZES = {"small": (41, 100), "medium": (951, 1052), "large": (1701, 1802)}
 FIRST_CALL_FLOOR = 10.0    # yours at least the checker's own first call / 10
 FIRST_CALL_CEILING = 3.0   # yours at most 3x the checker's own first call
-RUN_FLOOR = 0.4            # yours at least 0.4x the checker's warmed run
+RUN_FLOOR = 1 / 3          # yours at least 1/3 of the checker's warmed run
 WARMUP_OVER_FIRST = 8.0    # medium: the warm-up calls take 8x the checker's first call
 WARMUP_RANGE = (16, 400)
-RUN_OVER_COMPILE = 8.0     # large: one run takes 8x the compile
+RUN_OVER_COMPILE = 16.0    # large: one run takes 16x the compile
 LARGE_N_MAX = 4001
 
 
@@ -205,18 +208,22 @@ def square_input(rng, n: int):
 
 
 def large_first_call_input(ctx):
-    """The large case's input: n drawn from FIRST_CALL_SIZES, then doubled in FLOPs until
-    the checker's own warmed run takes RUN_OVER_COMPILE times its own compile (first
-    call minus a run) on this machine, now, or n reaches LARGE_N_MAX. With it, the
-    checker's own first call of a fresh copy at that size and the jitted copy (the last
-    measurement of the search, not repeated). A search that outgrows its budget (a
-    loaded machine: every run slower, n larger) leaves the large case undecided."""
+    """The large case's input: n drawn from FIRST_CALL_SIZES, then grown until the
+    checker's own warmed run takes RUN_OVER_COMPILE times its own compile on this
+    machine, now, or n reaches LARGE_N_MAX. The compile is the larger of a fresh copy's
+    trace + lower + compile timed alone and a first call minus a run: the difference alone
+    is two large noisy times apart, and under load it read 0 (a first call faster than a
+    run) where the compile took 0.25 s, which stopped the search at a size where a first
+    call that did not wait read 0.29 of a run. With it, the checker's own first call of a
+    fresh copy at that size and the jitted copy (the search's last measurement, not
+    repeated). A search that outgrows its budget (a loaded machine: every run slower, n
+    larger) leaves the large case undecided."""
     x, rng = first_call_input(ctx, "large")
     started, budget = time.monotonic(), timing_budget_s(BUDGET_S["large_search"])
     while True:
         timing, fn = own_first_call(rng, x, 1)
         run = min(timing.samples_s)
-        compile_s = max(timing.first_call_s - run, 0.0)
+        compile_s = max(own_compile_s(rng, x), timing.first_call_s - run)
         if x.shape[0] >= LARGE_N_MAX or run >= RUN_OVER_COMPILE * compile_s:
             return x, rng, timing, fn
         if time.monotonic() - started > budget:
@@ -227,7 +234,19 @@ def large_first_call_input(ctx):
                 "a first call that waits for its run from one that does not needs a run "
                 f"of {RUN_OVER_COMPILE:g}x the compile, and the search for that size took "
                 f"{time.monotonic() - started:.1f} s; {load_text()}")
-        x = square_input(rng, min(int(x.shape[0] * 2 ** (1 / 3)) | 1, LARGE_N_MAX))
+        # straight to the size whose run would take RUN_OVER_COMPILE x the compile (a run
+        # grows as n^3), 10% past it; at least one FLOP-doubling step
+        grow = max(2 ** (1 / 3), 1.1 * (RUN_OVER_COMPILE * compile_s / run) ** (1 / 3))
+        x = square_input(rng, min(int(x.shape[0] * grow) | 1, LARGE_N_MAX))
+
+
+def own_compile_s(rng, x) -> float:
+    """Seconds to trace, lower and compile a fresh copy of the stage-1 work for ``x`` (no
+    run): the compile a first call holds, timed alone."""
+    fn = jax.jit(catalog.stage1_work(float(rng.uniform(0.5, 2.0))))
+    start = time.perf_counter()
+    fn.lower(x).compile()
+    return time.perf_counter() - start
 
 
 def own_first_call(rng, x, warm: int):
