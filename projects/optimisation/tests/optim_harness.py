@@ -268,20 +268,26 @@ class Versions:
     def rates(self, n: int) -> list[float]:
         return [self.lr * _RATES.uniform(0.7, 1.4) for _ in range(n)]
 
+    def warm_slow(self) -> None:
+        """train_slow's first call at this size (it compiles its operations), timed
+        apart, never a sample, and not watched (it may overlap a learner call)."""
+        if self.first_slow_s is None:
+            self.first_slow_s = self.slow(self.rates(1), watch=False)[0]
+
     def warm(self) -> None:
         """The first call of each version at this size (each compiles: the slow one its
         operations, the fast one its program), timed apart, never a sample."""
-        if self.first_slow_s is None:
-            self.first_slow_s = self.slow(self.rates(1))[0]
+        self.warm_slow()
         if self.first_fast_s is None:
             self.first_fast_s = self.fast(self.rates(1))[0]
+            self.fast_compiles = 0  # the first call compiles; later ones may not
 
-    def slow(self, lrs: list[float]) -> tuple[float, list[np.ndarray]]:
+    def slow(self, lrs: list[float], watch: bool = True) -> tuple[float, list[np.ndarray]]:
         """``train_slow`` once per rate, here, each result waited for: (seconds per call,
-        each call's losses). The learner process must stay idle meanwhile: a block it
-        spent CPU in is timed again once it is quiet (``IDLE_*``)."""
+        each call's losses). The learner process must stay idle meanwhile (``watch``): a
+        block it spent CPU in is timed again once it is quiet (``IDLE_*``)."""
         process = getattr(self.impl, "__bridge__", None)
-        pid = getattr(process, "pid", None)
+        pid = getattr(process, "pid", None) if watch else None
         pid = pid if pid and pid != os.getpid() else None
         for attempt in range(IDLE_TRIES):
             if attempt:

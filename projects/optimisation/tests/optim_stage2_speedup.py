@@ -15,10 +15,11 @@ Both timing checks decide through ``optim_harness.decide`` (paired interval of t
 ratio over the rounds; more rounds only while it is open, up to ``MAX_ROUNDS``;
 INCONCLUSIVE when the budget runs out first) on the same rounds.
 
-Budget: about 25 s for the stage on an idle 2-core machine (the contract's calls on
-three shapes, both versions' first calls at the timing size, 3-4 rounds of about 0.3 s);
-each timing check stops starting rounds after ``TIMING_BUDGET_S`` (``COURSE_TIMING_BUDGET``
-scales it), so under load the stage ends within about twice that.
+Budget: the stage took 15 s at load 3 per core (6 on 2 cores): the contract's calls on
+three shapes (9 s), both versions' first calls at the timing size, three or four rounds
+of about 0.3 s. Each timing check starts no round after ``TIMING_BUDGET_S`` from its own
+start (30 s, scaled by ``COURSE_TIMING_BUDGET``; the first calls count): under heavier
+load it ends there, INCONCLUSIVE unless something already failed.
 
 Windows and factors, from what the bottlenecks cost on this CPU (README, "Numbers"):
 a dispatch-bound Python loop with a recompile per call runs 10-30x slower than the
