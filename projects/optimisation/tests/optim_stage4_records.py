@@ -8,9 +8,25 @@ calls compiling at least as often as the checker counts for ``train_slow`` with 
 learning rate per call, the after record's not at all. ``output_ok`` must be computed:
 the inspector ``optimisation/records_with_a_wrong_fast`` (self-reported, run beside the
 learner's code) swaps the module's ``train_fast`` for one whose losses are 1% off, and
-the after record must then say False. The records' medians and speedup are compared
-with the checker's own synchronised timing of ``train_slow`` in this process and with
-stage 2's fresh-process measurement (within ``RECORD_WINDOW``)."""
+the after record must then say False. The times the records hold (first calls and
+samples) cannot add up to more than the call took on the checker's clock.
+
+Timing (``records_agree_with_checker``): the records' medians and speedup against the
+checker's own (``optim_harness.Versions``: ``train_slow`` timed in the checker's process,
+the learner's ``train_fast`` in a block in the learner process timed by the checker from
+request to answer), within ``RECORD_WINDOW``, in interleaved rounds
+(``optim_harness.decide``): round 0 is the records the stage already made and the
+checker's round measured right after; a later round is one smaller
+``write_run_records`` call (``ROUND_WARMUP`` and ``ROUND_ITERS``, a problem of its own
+seed) and the checker's round right before or after it. More rounds only while a verdict
+is open.
+
+Budget: the stage took 20 s at load 2.3 per core (4.7 on 2 cores): the records at the
+timing size and the 30-40 calls on a tiny problem (14 s), the records with a wrong
+``train_fast`` (1 s), and the timing check's three rounds (3 s). The timing check starts
+no round after ``RECORDS_BUDGET_S`` from its start (25 s, scaled by
+``COURSE_TIMING_BUDGET``): under heavier load it ends there, INCONCLUSIVE unless
+something failed, within one call of its budget."""
 
 from __future__ import annotations
 
