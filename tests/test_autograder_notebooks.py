@@ -1,6 +1,8 @@
 """Notebook grading through the real grader: test cells that earlier cells forged score
 0 with a named reason (``tamper-notebook``), with full isolation and in the fallback
-mode; honest notebooks score exactly as before; the instructor's own solution notebooks
+mode, and so do answers that forge a comparison (an always-equal value: ``fail``, named;
+a patched library class a test relies on: ``tamper-notebook``); honest notebooks score
+exactly as before; the instructor's own solution notebooks
 and solution files get full marks (notebook 00 writes its provenance into the run's
 own folder, not the read-only course copy)."""
 
@@ -35,7 +37,10 @@ VECTOR = {"nb-forge-input-transformer": "input_transformers_cleanup",
           "nb-forge-shadow": "float is redefined",
           "nb-forge-post-run-cell": "post_run_cell",
           "nb-forge-run-cell": "run_cell",
-          "nb-forge-probe-killer": "probe"}
+          "nb-forge-probe-killer": "probe",
+          # issue 27: forged values, not cells (fx.notebook_value_forgers)
+          "nb-forge-always-equal": "square should return a plain number, not AlwaysEqual",
+          "nb-forge-library-class": "statistics.NormalDist.from_samples"}
 HONEST_POINTS = {"nb-good": 3.0, "nb-wrong": 1.0, "nb-hidden-wrong": 1.0,
                  "nb-tampered": 1.0, "nb-kernel-crash": 2.0, "nb-cell-loop": 2.0}
 
@@ -67,15 +72,33 @@ def demo_batch(tmp: Path, students: dict, isolation: str | None = None) -> dict:
                         "--cell-timeout", 8))
 
 
+def all_forgers() -> dict:
+    return {**fx.notebook_forgers(), **fx.notebook_value_forgers()}
+
+
 def assert_forgers_caught(latest: dict) -> None:
+    """A forged cell or library: every question 0, ``tamper-notebook``, the record naming
+    what was forged. A forged value: the questions it answers 0 with their expected
+    status and the reason in their message, the rest as expected, no tamper flag."""
     wrong = {}
     for student, vector in VECTOR.items():
         rec = latest[student]["record"]
+        expected = all_forgers()[student][1]
         qs = {q["id"]: (q["status"], q.get("reason"), q["points"]) for q in rec["questions"]}
-        if (rec["status"], rec["reason"], rec["points"]) != ("error", "tamper-notebook", 0.0) \
-                or set(qs.values()) != {("error", "tamper-notebook", 0.0)} \
-                or vector not in rec["message"]:
-            wrong[student] = (rec["status"], rec["reason"], rec["points"], rec["message"][:300])
+        if set(expected.values()) == {"error"}:
+            caught = (rec["status"], rec["reason"], rec["points"]) == (
+                "error", "tamper-notebook", 0.0) \
+                and set(qs.values()) == {("error", "tamper-notebook", 0.0)} \
+                and vector in rec["message"]
+        else:
+            attacked = [q for q in rec["questions"] if expected[q["id"]] != "pass"]
+            caught = {q["id"]: q["status"] for q in rec["questions"]} == expected \
+                and rec["reason"] != "tamper-notebook" and attacked \
+                and all(q["points"] == 0.0 and vector in q["message"] for q in attacked)
+        if not caught:
+            wrong[student] = (rec["status"], rec["reason"], rec["points"], rec["message"][:300],
+                              [(q["id"], q["status"], q["message"][:200])
+                               for q in rec["questions"]])
     assert not wrong, wrong
 
 
@@ -92,14 +115,19 @@ def assert_honest_unchanged(latest: dict, students) -> None:
 @pytest.fixture(scope="module")
 def namespaces_batch(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("nb-forgers")
-    latest = demo_batch(tmp, {**fx.notebook_variants(), **fx.notebook_forgers()})
+    latest = demo_batch(tmp, {**fx.notebook_variants(), **all_forgers()})
     return {"tmp": tmp, "latest": latest}
 
 
 def test_forgers_are_named_in_the_sample_set():
-    assert set(fx.notebook_forgers()) == set(VECTOR)
+    assert set(all_forgers()) == set(VECTOR)
+    assert not set(fx.notebook_forgers()) & set(fx.notebook_value_forgers())
     assert all(e == {"square_tests": "error", "mean_tests": "error"}
                for _, e in fx.notebook_forgers().values())
+    # every graded question of the fixture meets a forged value or library
+    attacked = {q for _, e in fx.notebook_value_forgers().values() for q, s in e.items()
+                if s != "pass"}
+    assert attacked == {"square_tests", "mean_tests"}
 
 
 @pytest.mark.slow
@@ -131,7 +159,7 @@ def test_export_flags_and_feedback_name_the_tampering(namespaces_batch):
 @pytest.mark.slow
 def test_forged_test_cells_score_zero_in_the_fallback_mode(tmp_path):
     students = {**{s: fx.notebook_variants()[s] for s in ("nb-good", "nb-wrong")},
-                **fx.notebook_forgers()}
+                **all_forgers()}
     latest = demo_batch(tmp_path, students, isolation="limits")
     assert_forgers_caught(latest)
     assert_honest_unchanged(latest, ("nb-good", "nb-wrong"))

@@ -231,6 +231,32 @@ def notebook_forgers() -> dict:
             for student, code in forgers.items()}
 
 
+def notebook_value_forgers() -> dict:
+    """student -> (edits, expected per question) for answers that forge a comparison
+    rather than a cell (issue 27): a value whose ``__eq__`` always says True, refused by
+    the test's plain-type check (square_tests 0, ``fail``, named in the message); and a
+    wrong ``mean`` with a cell that patches the library class the mean test takes its
+    expected value from (every question 0, ``error``/``tamper-notebook``)."""
+    always_equal = ("class AlwaysEqual(float):\n"
+                    "    def __eq__(self, other):\n"
+                    "        return True\n"
+                    "    __hash__ = float.__hash__\n"
+                    "def square(x):\n"
+                    "    return AlwaysEqual(x + x)")
+    patched_library = ("def mean(xs):\n"
+                       "    return sum(xs) / (len(xs) + 1)\n"
+                       "import statistics\n"
+                       "statistics.NormalDist.from_samples = classmethod(\n"
+                       "    lambda cls, data: cls(mean(list(data)), 1.0))")
+    return {
+        "nb-forge-always-equal": ({"square": always_equal, "mean": _GOOD_MEAN},
+                                  {"square_tests": "fail", "mean_tests": "pass"}),
+        "nb-forge-library-class": ({"square": "def square(x):\n    return x * x",
+                                    "mean": patched_library},
+                                   {"square_tests": "error", "mean_tests": "error"}),
+    }
+
+
 def learner_notebook(edits: dict) -> dict:
     """The released fixture notebook with solution cells replaced by ``edits``."""
     import nbformat

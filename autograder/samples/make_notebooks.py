@@ -6,6 +6,12 @@ Writes ``ag_demo.ipynb`` next to this file: an nbgrader source notebook with
 two solution cells, two autograded test cells that carry hidden tests (each hidden
 assert has a unique marker text the feedback tests search for), one manually graded
 answer, and a ``parameters`` cell. Stored without outputs.
+
+The square test takes the learner's value only as a plain int or float (an always-equal
+subclass is refused by name). The mean test takes its expected value from a library class,
+``statistics.NormalDist``, on purpose: course notebooks write expected values as constants
+(tests/test_notebook_tests_plain.py), and this fixture keeps the one case the grader's
+tamper probe must catch instead, a patched library a test relies on.
 """
 
 from pathlib import Path
@@ -32,7 +38,10 @@ def build() -> nbformat.NotebookNode:
         new_code_cell("N = 5  # papermill may override", metadata={"tags": ["parameters"]}),
         new_code_cell("def square(x):\n    ### BEGIN SOLUTION\n    return x * x\n"
                       "    ### END SOLUTION", metadata=nbg("square", grade=False, solution=True)),
-        new_code_cell("assert float(square(3)) == 9.0, 'square(3) should be 9'\n"
+        new_code_cell("_v = square(3)\n"
+                      "assert type(_v) is int or type(_v) is float, \\\n"
+                      "    f'square should return a plain number, not {type(_v).__name__}'\n"
+                      "assert _v == 9, 'square(3) should be 9'\n"
                       "### BEGIN HIDDEN TESTS\n"
                       f"assert float(square(-4)) == 16.0, '{HIDDEN_MARKERS[0]}'\n"
                       "### END HIDDEN TESTS",
@@ -40,9 +49,12 @@ def build() -> nbformat.NotebookNode:
                                    points=2)),
         new_code_cell("def mean(xs):\n    ### BEGIN SOLUTION\n    return sum(xs) / len(xs)\n"
                       "    ### END SOLUTION", metadata=nbg("mean", grade=False, solution=True)),
-        new_code_cell("assert abs(float(mean([1, 2, 3])) - 2.0) < 1e-12\n"
+        new_code_cell("import statistics\n\n"
+                      "_want = statistics.NormalDist.from_samples([1, 2, 3]).mean\n"
+                      "assert abs(float(mean([1, 2, 3])) - _want) < 1e-12\n"
                       "### BEGIN HIDDEN TESTS\n"
-                      f"assert abs(float(mean([2.5, N])) - (2.5 + N) / 2) < 1e-12, "
+                      "_want = statistics.NormalDist.from_samples([2.5, N]).mean\n"
+                      f"assert abs(float(mean([2.5, N])) - _want) < 1e-12, "
                       f"'{HIDDEN_MARKERS[1]}'\n"
                       "### END HIDDEN TESTS",
                       metadata=nbg("mean_tests", grade=True, solution=False, locked=True,
