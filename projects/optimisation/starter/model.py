@@ -180,7 +180,7 @@ def predict_crossover(config: dict, small: int, large: int, threshold: float,
     Checked, at the README's threshold (4x), at a higher one (the gain the checker's
     model of its sweep gives a quarter of the way from ``small`` to ``large`` in log,
     at least 8x), at one no fix reaches at any batch (4000x: the floor, 1.0, when the
-    fast version has a fixed cost per call) and at one it never falls to (0.5: None):
+    fast version has a fixed cost per call) and at one it never falls to (0.1: None):
     "crossover" is what the model gives on your own medians at the threshold given
     (rel 1e-9); each median is within 5x of the checker's own
     measurements of that version at that size, taken right before or after each call, in
