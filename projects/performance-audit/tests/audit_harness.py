@@ -23,8 +23,9 @@ import numpy as np
 from coursekit.checking.bridge import Workload
 from coursekit.checking.contract import Checker
 from coursekit.checking.errors import CheckInconclusive
-from coursekit.checking.probes import ratio_verdict
+from coursekit.checking.probes import ratio_verdict, timing_budget_s
 from coursekit.measure.timing import time_synced
+from coursekit.measure.verdict import machine_load
 from coursekit.workloads import catalog
 
 checker = Checker("performance-audit", {
@@ -109,23 +110,46 @@ def checker_stage1_samples(ctx, iters: int) -> list[float]:
 
 
 LEAST_S = 1e-9  # a learner's figure of 0 s (or less) counts as this: far too fast
+AFFORD = 1.5    # the rounds a verdict still needs may take this many times its budget
 
 
 def timing_verdict(yours: Callable[[int], float], reference: Callable[[int], float],
                    window, what: str, *, against: str, too_fast: str, too_slow: str = "",
                    first: tuple[float, float] | None = None, budget_s: float,
-                   min_rounds: int = 3, max_rounds: int = 6):
+                   min_rounds: int = 3, max_rounds: int = 6,
+                   first_cost_s: float | None = None):
     """``ratio_verdict`` on rounds of ``yours(i)`` (the learner's figure, seconds) and
     ``reference(i)`` (the checker's own, taken back to back), with the hint for the side
     the rounds fell on: ``too_fast`` when the learner's figure read below the window (a
     timing that ended before the work did), ``too_slow`` above it (more than the work in
     the timed region). A one-sided window needs only the hint of its side. A learner's
-    figure of 0 s or less reads as ``LEAST_S``: far too fast, a verdict, not a crash."""
+    figure of 0 s or less reads as ``LEAST_S``: far too fast, a verdict, not a crash.
+
+    ``first_cost_s``: the seconds round 0 took. Where the rounds still needed for a
+    verdict would take more than ``AFFORD`` times the budget at that pace (a loaded
+    machine, an expensive round), the verdict is INCONCLUSIVE at once, with round 0 and
+    the pace as its evidence, instead of rounds that overrun the stage."""
     if first is not None:
         first = (max(float(first[0]), LEAST_S), float(first[1]))
+        budget = timing_budget_s(budget_s)
+        needed = max(min_rounds - 1, 1)
+        if first_cost_s is not None and first_cost_s * needed > AFFORD * budget:
+            raise CheckInconclusive(
+                f"{what}: {first[0] / first[1]:.3g}x {against} in one round, but the "
+                "machine is too slow now for the rounds a verdict needs",
+                evidence=f"round 0 took {first_cost_s:.1f} s, so the {needed} more rounds "
+                f"a verdict needs would take about {first_cost_s * needed:.0f} s, against "
+                f"this timing's budget of {budget:.0f} s; {load_text()}",
+                hint="nothing here points at your code: rerun when the machine is quieter")
     return ratio_verdict(lambda i: max(float(yours(i)), LEAST_S), reference, window, what,
                          (too_fast, too_slow or too_fast), against=against, first=first,
                          budget_s=budget_s, min_rounds=min_rounds, max_rounds=max_rounds)
+
+
+def load_text() -> str:
+    """The machine's load, as an INCONCLUSIVE verdict states it."""
+    load = machine_load()
+    return f"load {load['load_per_core']} per core over {load['cores']} cores"
 
 
 def all_verdicts(*decide: Callable[[], object]) -> None:
