@@ -37,10 +37,10 @@ Budget: the stage took 40 s at load 3 per core (6 on 2 cores), against 68 s idle
 12 s of CPU, every slow call recompiling its update), its first sweep, the checker's
 first calls at the two sizes (overlapping the tiny sweep), three rounds of each timing
 check, and four predictions. Each timing check starts no round and no call of yours
-after ``SWEEP_BUDGET_S`` / ``PREDICTION_BUDGET_S`` from its own start (45 s and 35 s,
-scaled by ``COURSE_TIMING_BUDGET``; room for the mandatory calls at the usual load of one
-busy core): under heavier load it ends there, INCONCLUSIVE unless something already
-failed, within one call of yours of its budget.
+after ``SWEEP_BUDGET_S`` / ``PREDICTION_BUDGET_S`` from its own start (60 s and 40 s,
+scaled by ``COURSE_TIMING_BUDGET``; room for the calls every run makes, at the usual
+load of one busy core, and three rounds): under heavier load it ends there,
+INCONCLUSIVE unless something already failed, within one call of yours of its budget.
 """
 
 from __future__ import annotations
@@ -93,10 +93,10 @@ GAIN_SHRINK = 2.0
 # small size (calls of a few ms, where one load spike weighs most) the median of
 # FAST_BLOCKS_SMALL such blocks, as your figures there are medians of samples.
 FAST_CALLS, FAST_BLOCKS_SMALL = 2, 3
-SWEEP_BUDGET_S, SWEEP_MAX_ROUNDS = 45.0, 6
+SWEEP_BUDGET_S, SWEEP_MAX_ROUNDS = 60.0, 6
 # Seeds of the sweep's later calls: ctx.seed + 3 + ROUND_SEED_STEP * round.
 ROUND_SEED_STEP = 7919
-PREDICTION_BUDGET_S, PREDICTION_MAX_ROUNDS = 35.0, 6
+PREDICTION_BUDGET_S, PREDICTION_MAX_ROUNDS = 40.0, 6
 
 
 def sweep_config(ctx) -> dict:
