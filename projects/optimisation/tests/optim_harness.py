@@ -142,17 +142,25 @@ def check_budget(ctx, seconds: float, what: str) -> Budget:
     return ctx.once(f"budget:{what}", lambda: Budget(seconds, what))
 
 
+class NeedMore(Exception):
+    """A verdict asked for a round past ``Rounds.limit`` (``decide_together``)."""
+
+
 class Rounds:
     """Rounds measured on demand and kept: ``get(i, budget)`` measures rounds up to ``i``
-    with ``make(i)`` (none after ``budget`` is spent), so every verdict that reads them
-    shares them and more are measured only while one is still open."""
+    with ``make(i)`` (none after ``budget`` is spent, none past ``limit`` when set), so
+    every verdict that reads them shares them and more are measured only while one is
+    still open."""
 
     def __init__(self, make, first: dict | None = None):
         self.make = make
         self.done: list[dict] = [first] if first is not None else []
+        self.limit: int | None = None
 
     def get(self, i: int, budget: Budget) -> dict:
         while len(self.done) <= i:
+            if self.limit is not None and len(self.done) >= self.limit:
+                raise NeedMore(len(self.done))
             if budget.spent():
                 raise OutOfBudget(len(self.done))
             self.done.append(self.make(len(self.done)))
@@ -213,16 +221,29 @@ def _window(window) -> str:
     return f"{lo:.3g}x-{hi:.3g}x"
 
 
-def first_open(verdicts) -> None:
-    """Run ``verdicts`` (callables) in order: the first failure is raised at once; an
-    inconclusive one does not stop the others (one of them may still fail clearly), and
-    is raised at the end."""
+def decide_together(verdicts, rounds: Rounds, min_rounds: int = 3) -> None:
+    """Several ``decide`` verdicts (callables) on the same ``rounds``, looked at together
+    round by round: each is decided on the rounds measured so far before any of them gets
+    another, so a clear failure is seen as soon as its rounds show it, not after another
+    verdict has spent the budget on rounds of its own. (Re-deciding on more rounds repeats
+    the same looks on the same data, then one more: the sequential test each would run
+    alone.) The first failure is raised at once; an inconclusive verdict, when nothing
+    failed, at the end."""
+    still, limit = list(verdicts), min_rounds
     undecided = None
-    for verdict in verdicts:
-        try:
-            verdict()
-        except CheckInconclusive as err:
-            undecided = undecided or err
+    while still:
+        rounds.limit = limit
+        waiting = []
+        for verdict in still:
+            try:
+                verdict()
+            except NeedMore:
+                waiting.append(verdict)
+            except CheckInconclusive as err:  # its own rounds or the budget ran out
+                undecided = undecided or err
+        still = waiting  # each stops by itself at its max_rounds or the budget
+        limit += 1
+    rounds.limit = None
     if undecided is not None:
         raise undecided
 

@@ -34,7 +34,7 @@ all read the ends; a size between them decided nothing the ends do not.
 
 Budget: the stage took 40 s at load 3 per core (6 on 2 cores), against 68 s idle and
 13-22 min at load 25-60 before: the learner's tiny sweep (one size, 30-40 rounds: about
-12 s of CPU, every slow call recompiling its update), its first sweep, the checker's
+6 s of CPU, every slow call recompiling its update), its first sweep, the checker's
 first calls at the two sizes (overlapping the tiny sweep), three rounds of each timing
 check, and four predictions. Each timing check starts no round and no call of yours
 after ``SWEEP_BUDGET_S`` / ``PREDICTION_BUDGET_S`` from its own start (60 s and 40 s,
@@ -57,7 +57,7 @@ from optim_harness import (
     checker,
     close,
     decide,
-    first_open,
+    decide_together,
     losses_agree,
     odd,
     timed_pair,
@@ -93,10 +93,10 @@ GAIN_SHRINK = 2.0
 # small size (calls of a few ms, where one load spike weighs most) the median of
 # FAST_BLOCKS_SMALL such blocks, as your figures there are medians of samples.
 FAST_CALLS, FAST_BLOCKS_SMALL = 2, 3
-SWEEP_BUDGET_S, SWEEP_MAX_ROUNDS = 60.0, 6
+SWEEP_BUDGET_S, SWEEP_MAX_ROUNDS = 60.0, 8
 # Seeds of the sweep's later calls: ctx.seed + 3 + ROUND_SEED_STEP * round.
 ROUND_SEED_STEP = 7919
-PREDICTION_BUDGET_S, PREDICTION_MAX_ROUNDS = 40.0, 6
+PREDICTION_BUDGET_S, PREDICTION_MAX_ROUNDS = 40.0, 8
 
 
 def sweep_config(ctx) -> dict:
@@ -366,7 +366,7 @@ def _(impl, ctx):
                          SYNC_HINT, SWEEP_MAX_ROUNDS)]
     undecided = None
     try:
-        first_open(verdicts)
+        decide_together(verdicts, rounds)
     except CheckInconclusive as err:
         undecided = err
     losses_checked(rounds, "sweep")
@@ -528,12 +528,12 @@ def _(impl, ctx):
         return rounds.get(i, budget)
     undecided = None
     try:
-        first_open(median_verdicts(
+        decide_together(median_verdicts(
             get, [sizes[0], sizes[-1]], budget,
             "batch {b}: the {version} median your predict_crossover calls report",
             "the checker's own measurement of that version at that size right before or "
             "after each call", "median of synchronised calls at each size, compile apart, "
-            "new lr per call (a one-size gain_sweep each)", PREDICTION_MAX_ROUNDS))
+            "new lr per call (a one-size gain_sweep each)", PREDICTION_MAX_ROUNDS), rounds)
     except CheckInconclusive as err:
         undecided = err
     losses_checked(rounds, "predictions")
