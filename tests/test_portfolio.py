@@ -232,7 +232,7 @@ def test_complete_record_meets_every_milestone_with_evidence(tmp_path, monkeypat
     assert before[1:6] == ["CPU", "block_until_ready", "160", "4", "3.84-4.15"]  # ms
     assert before[7].startswith("64,000 items/s (256 per call")  # 256 rows / 4 ms
     assert "output checked before timing: pass" in before[8]
-    assert "performance-audit stage 1 passed" in before[8]
+    assert "checked by performance-audit stage 1 (passed)" in before[8]
     assert "cpu test CPU" in before[9]                            # its fingerprint
     memory = section(md, "Memory: saved residuals, compiler estimate, observed peak")
     assert "| nothing_saveable | 8.0 | 32.0 | 610.0 | yes |" in memory
