@@ -161,11 +161,8 @@ with not_yet("mse on a small example"):
 check1 = run_check("foundations", 1, IMPL)
 
 # %% [markdown]
-# **How the reference does stage 1** (read after your attempt). `jnp.mean((pred - target)
-# ** 2)`: subtract first, then square. The expanded form `pred**2 - 2*pred*target +
-# target**2` is the same algebra but not the same float32 arithmetic: for two large values
-# a few units apart the three terms are ~1e34 each and their difference is lost to
-# rounding, which is why the checker draws such a case.
+# A walk-through of the reference's stage 1 comes with your grading feedback once the stage
+# has been graded (or ask your instructor).
 
 # %% [markdown]
 # ## Stage 2: a regression fit with checked gradients and explicit keys
@@ -251,12 +248,8 @@ with not_yet("rerun in a fresh process"):
 check2 = run_check("foundations", 2, IMPL)
 
 # %% [markdown]
-# **How the reference does stage 2** (read after your attempt). With the residual
-# `r = x @ w + b - y` over `n` rows, the loss is `mean(r**2)`, so
-# `d/dw = 2/n * x.T @ r` and `d/db = 2/n * sum(r)`: prediction minus target (the sign),
-# the factor 2 from the square, the 1/n from the mean. Writing it by hand is the exercise
-# because this is what a custom VJP rule or a fused kernel's backward pass looks like, and
-# there `jax.grad` is not available to check you; the finite differences above are.
+# A walk-through of the reference's stage 2 comes with your grading feedback once the stage
+# has been graded (or ask your instructor).
 
 # %% [markdown]
 # ## Try a changed condition: finite differences in float32

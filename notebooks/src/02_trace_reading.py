@@ -119,8 +119,7 @@ print("traces go to:", TRACE_ROOT)
 # The workload: one jitted training step of a two-layer MLP (`gelu`, mean squared output,
 # an SGD update). Your `write_trace` must leave a trace in which `REGION` appears once per
 # step, each occurrence holding one *completed*, steady step (no compile inside it): what
-# its docstring says is checked, and against what. (How the reference does it is revealed
-# after the stage-2 check.)
+# its docstring says is checked, and against what.
 
 # %%
 k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
@@ -343,21 +342,8 @@ print("trace part of stage 2:", trace_checks)
 
 
 # %% [markdown]
-# <details><summary>How the reference meets the contracts (open after your attempt)</summary>
-#
-# - `write_trace`: one untimed call first (`jax.block_until_ready(step_fn(*args))`, the
-#   compile), then `with jax.profiler.trace(logdir):` and, per step,
-#   `with jax.profiler.TraceAnnotation(region, step=i): jax.block_until_ready(step_fn(*args))`:
-#   the wait is *inside* the annotation, so the region ends when the step's work does.
-# - `newest_trace_file`: every `*.trace.json.gz` under `logdir/plugins/profile/*/`, sorted
-#   by modification time; the last one, or `FileNotFoundError` naming `logdir`.
-# - `summarize_region`: the events named exactly `region` (a name that only starts with it
-#   is another event); for each occurrence, the events on its pid and tid that start *and
-#   end* inside it, sorted by (start, -duration); walk them keeping the end of the last
-#   direct child: an event ending before it is nested (skip), one starting before it but
-#   ending after overlaps without nesting (not a child), anything else is a new direct
-#   child. `self_us = total_us - child_us`.
-# </details>
+# A walk-through of the reference's `write_trace`, `newest_trace_file` and `summarize_region`
+# comes with your grading feedback once stage 2 has been graded (or ask your instructor).
 
 # %% [markdown]
 # ## Exercise: time covered by overlapping events

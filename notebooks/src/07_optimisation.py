@@ -204,23 +204,8 @@ check1 = run_check("optimisation", 1, IMPL)
 
 
 # %% [markdown]
-# <details><summary>How the reference does stage 1 (open after your attempt)</summary>
-#
-# * `trace_slow`: build the problem, call `train_slow` once untraced (that call compiles
-#   every eager operation for these shapes), then once under
-#   `jax.profiler.trace(logdir, profiler_options=options)`, with `options =
-#   jax.profiler.ProfileOptions()` and `options.python_tracer_level = 0`, and a new rate
-#   (`problem["lr"] * 0.9`), `jax.block_until_ready` on the result inside the `with`;
-#   return `str(traces.newest_trace(logdir))`.
-# * `step_breakdown`: `traces.build_forest(traces.load_events(path))` gives per-thread
-#   trees of direct children; the steps are the events named exactly `step_region` (found
-#   with `traces.walk`); a phase's time is the sum of `dur` over the steps' direct children
-#   of that name; `other_us = step_us - sum(phase_us)`, `shares = phase_us / step_us`.
-# * `limiting_operation`: the phase of largest share; for the evidence, add up count and
-#   `dur` per name over the direct children of that phase's events and take the name with
-#   the largest time (not the largest count; walking deeper counts nested `PjitFunction`
-#   calls twice); Amdahl's ceiling for removing a share `s` is `1 / (1 - s)`.
-# </details>
+# A walk-through of the reference's stage 1 comes with your grading feedback once the
+# stage has been graded (or ask your instructor).
 
 # %% [markdown]
 # ## Stage 2: fix it
@@ -367,26 +352,8 @@ with not_yet("the sweep") as sweeping:
 check3 = run_check("optimisation", 3, IMPL)
 
 # %% [markdown]
-# <details><summary>How the reference does stage 3 (open after your attempt)</summary>
-#
-# * `gain_sweep`: per size, `make_problem(dict(config, batch=b), seed)`; one first call of
-#   each version timed apart; then `rounds` rounds alternating which version goes first,
-#   each call timed as `start = time.perf_counter(); jax.block_until_ready(fn(...));
-#   time.perf_counter() - start`, with rates `lr * (1 + 0.01 * i)` and a
-#   `slow_step.fresh_copy` of the parameters made (and synchronised) before the timer
-#   starts; the gain is `median(slow_s) / median(fast_s)`.
-# * `crossover`: the first size if its gain is already below; otherwise, at the first pair
-#   with `g0 >= threshold > g1`, `f = (log g0 - log threshold) / (log g0 - log g1)` and the
-#   batch `exp(log b0 + f * (log b1 - log b0))`; None if there is no such pair.
-# * `predict_crossover`: median times `t0` at `small` and `t1` at `large` per version (a
-#   one-size `gain_sweep` each); per version `slope = (t1 - t0) / (large - small)` and
-#   `base = t0 - slope * small`; `slow(b) / fast(b) = threshold` gives
-#   `b = (base_s - threshold * base_f) / (threshold * slope_f - slope_s)`, and None when
-#   the denominator is not positive (slow's cost per example is at least `threshold`
-#   times fast's, so the modelled gain never falls to it); at least 1. It returns the four
-#   medians too, so the checker can replay that arithmetic exactly and measure each median
-#   against its own.
-# </details>
+# A walk-through of the reference's stage 3 comes with your grading feedback once the
+# stage has been graded (or ask your instructor).
 
 # %% [markdown]
 # ## Try a changed condition: four times the steps per call
@@ -494,19 +461,8 @@ with not_yet("the run records, in MLflow"):
 check4 = run_check("optimisation", 4, IMPL)
 
 # %% [markdown]
-# <details><summary>How the reference does stage 4 (open after your attempt)</summary>
-#
-# For each version in turn ("before" `train_slow`, then "after" `train_fast`): one first
-# call with the problem's own `lr`, timed alone and synchronised, inside
-# `count_compiles()`; its outputs against `train_slow`'s first outputs with
-# `np.allclose(..., rtol=slow_step.RTOL, atol=slow_step.ATOL)` for `output_ok`; inside a
-# second `count_compiles()` the `warmup` untimed calls and the `iters` timed ones (a fresh
-# parameter copy, synchronised, before each timer starts; a new `lr` per call;
-# `jax.block_until_ready` inside the timer); one more call under `jax.profiler.trace`
-# (Python tracer off) inside `jax.profiler.TraceAnnotation(REGION)`; then
-# `make_run_record(timing, boundary="train", trace=traces.newest_trace(logdir),
-# region=REGION)` written as JSON.
-# </details>
+# A walk-through of the reference's stage 4 comes with your grading feedback once the
+# stage has been graded (or ask your instructor).
 
 # %%
 evidence = {
