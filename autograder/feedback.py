@@ -6,17 +6,71 @@ hidden part is only the seed). Per notebook question its status and points; the 
 line of a visible test; for a hidden test only "a hidden check failed" (its code, its
 message and every cell output stay out). Sandbox refusals are named in plain words
 without the instructor's paths. Never: stdout/stderr tails, seeds, hidden test text.
+
+A project stage the learner attempted (graded, and not every check a stub's "not yet")
+also gets its walk-through, how the reference does that stage: the ``### Stage N`` part
+of the section "How the reference does each stage" of the instructor's
+``docs/checkers/<project>.md``. The learner release holds neither that page nor the
+walk-throughs; where the page is absent (grading from a release) there are none.
 """
 
 from __future__ import annotations
 
 import html
+import re
+from functools import cache
 from pathlib import Path
 
 from autograder import outcomes
+from coursekit.facts import ROOT
 
 REASONS = {reason: o.explain for reason, o in outcomes.TABLE.items()}
 _reason_text = outcomes.explain
+
+
+WALKTHROUGH_DOCS = ROOT / "docs" / "checkers"
+WALKTHROUGH_SECTION = "## How the reference does each stage"
+_STAGE_HEADING = re.compile(r"^### Stage (\d+)\b.*$", re.M)
+_NOT_STARTED = ("not-implemented", "missing")
+WALKTHROUGH_TITLE = "How the reference does this stage"
+
+
+@cache
+def walkthroughs(project: str, docs: Path = WALKTHROUGH_DOCS) -> dict[int, str]:
+    """Stage number -> its walk-through (Markdown) from ``docs/<project>.md``; empty when
+    the page, or its walk-through section, is not there."""
+    page = Path(docs) / f"{project}.md"
+    if not re.fullmatch(r"[\w.-]+", project) or not page.is_file():
+        return {}
+    text = page.read_text()
+    start = text.find(WALKTHROUGH_SECTION + "\n")
+    if start < 0:
+        return {}
+    body = text[start + len(WALKTHROUGH_SECTION):]
+    end = re.search(r"^## ", body, re.M)
+    body = body[:end.start()] if end else body
+    heads = list(_STAGE_HEADING.finditer(body))
+    return {int(h.group(1)): body[h.end():nxt.start() if nxt else len(body)].strip()
+            for h, nxt in zip(heads, heads[1:] + [None], strict=True)}
+
+
+def attempted(record: dict) -> bool:
+    """A graded project stage the learner worked on: not missing, and not every check a
+    stub's "not yet" (``not-implemented``)."""
+    checks = record.get("checks") or []
+    return (record.get("kind") == "stage" and record.get("status") != "missing"
+            and not (checks and all(c.get("status") in _NOT_STARTED for c in checks)))
+
+
+def walkthrough(record: dict, docs: Path = WALKTHROUGH_DOCS) -> str:
+    """The walk-through a stage record's feedback carries ('' when none is due)."""
+    if not attempted(record):
+        return ""
+    try:
+        return walkthroughs(str(record.get("project", "")), Path(docs)).get(
+            int(record.get("stage", 0)), "")
+    except (TypeError, ValueError):
+        return ""
 
 
 def _title(record: dict) -> str:
@@ -25,13 +79,13 @@ def _title(record: dict) -> str:
     return record["item"]
 
 
-def sections(records: list[dict]) -> list[dict]:
+def sections(records: list[dict], docs: Path = WALKTHROUGH_DOCS) -> list[dict]:
     """The learner-visible content, one section per item (shared by both formats)."""
     out = []
     for r in records:
         sec = {"title": _title(r), "status": r["status"], "points": r["points"],
                "max_points": r["max_points"], "why": _reason_text(r), "rows": [],
-               "notes": []}
+               "notes": [], "walkthrough": walkthrough(r, docs)}
         for c in r.get("questions") or r.get("checks") or []:
             row = {"id": c["id"], "status": c["status"], "points": c.get("points", 0.0),
                    "max_points": c.get("max_points", 0.0), "details": []}
@@ -57,11 +111,11 @@ def sections(records: list[dict]) -> list[dict]:
     return out
 
 
-def markdown(student: str, records: list[dict]) -> str:
+def markdown(student: str, records: list[dict], docs: Path = WALKTHROUGH_DOCS) -> str:
     total = sum(r["points"] for r in records)
     top = sum(r["max_points"] for r in records)
     lines = [f"# Feedback for {student}", "", f"**Total: {total:g} / {top:g} points**", ""]
-    for sec in sections(records):
+    for sec in sections(records, docs):
         lines += [f"## {sec['title']}", "",
                   f"Status: **{sec['status']}**, {sec['points']:g} / {sec['max_points']:g} "
                   "points" + (f" ({sec['why']})" if sec["why"] else ""), ""]
@@ -76,10 +130,12 @@ def markdown(student: str, records: list[dict]) -> str:
                     lines += [f"    - {d}" for d in row["details"]]
             lines.append("")
         lines += [f"> {n}" for n in sec["notes"]] + ([""] if sec["notes"] else [])
+        if sec["walkthrough"]:
+            lines += [f"### {WALKTHROUGH_TITLE}", "", sec["walkthrough"], ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def html_page(student: str, records: list[dict]) -> str:
+def html_page(student: str, records: list[dict], docs: Path = WALKTHROUGH_DOCS) -> str:
     e = html.escape
     total = sum(r["points"] for r in records)
     top = sum(r["max_points"] for r in records)
@@ -88,11 +144,11 @@ def html_page(student: str, records: list[dict]) -> str:
              "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}"
              "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em}"
              ".pass{color:#060}.fail,.error,.timeout,.memory,.crash,.missing{color:#a00}"
-             ".inconclusive{color:#a60}"
+             ".inconclusive{color:#a60}.walkthrough{white-space:pre-wrap}"
              "</style></head><body>",
              f"<h1>Feedback for {e(student)}</h1>",
              f"<p><b>Total: {total:g} / {top:g} points</b></p>"]
-    for sec in sections(records):
+    for sec in sections(records, docs):
         parts.append(f"<h2>{e(sec['title'])}</h2><p>Status: <b class='{e(sec['status'])}'>"
                      f"{e(sec['status'])}</b>, {sec['points']:g} / {sec['max_points']:g} "
                      "points" + (f" ({e(sec['why'])})" if sec["why"] else "") + "</p>")
@@ -106,6 +162,9 @@ def html_page(student: str, records: list[dict]) -> str:
                              f"{row['max_points']:g}</td><td>{details}</td></tr>")
             parts.append("</table>")
         parts += [f"<p><i>{e(n)}</i></p>" for n in sec["notes"]]
+        if sec["walkthrough"]:
+            parts.append(f"<h3>{e(WALKTHROUGH_TITLE)}</h3>"
+                         f"<div class='walkthrough'>{e(sec['walkthrough'])}</div>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

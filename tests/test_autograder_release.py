@@ -144,9 +144,10 @@ def test_release_readme_is_written_for_learners(release):
 
 def test_release_ships_the_learner_guides_and_its_links_resolve(release):
     """The learner guides ship (the instructor, checker and CI guides do not), the release
-    README links them, and every relative link of the release's README, guides and
-    project READMEs resolves inside the release."""
-    from test_docs import link_problems, links, split_markdown
+    README links them, and every relative link and every path named in code of the
+    release's README, guides and project READMEs resolves inside the release (not only in
+    the course)."""
+    from test_docs import link_problems, links, path_problems, split_markdown
     for name in ("docs/learners.md", "docs/gpu.md"):
         assert (release / name).is_file(), name
     for name in ("docs/instructors.md", "docs/checkers.md", "docs/ci.md", "docs/checkers"):
@@ -157,7 +158,7 @@ def test_release_ships_the_learner_guides_and_its_links_resolve(release):
     pages = [readme, *sorted((release / "docs").rglob("*.md")),
              *sorted(release.glob("projects/*/README.md"))]
     broken = {str(p.relative_to(release)): link_problems(p.read_text(), p, release)
-              for p in pages}
+              + path_problems(p.read_text(), p, release) for p in pages}
     assert not {k: v for k, v in broken.items() if v}
 
 
