@@ -302,22 +302,8 @@ with not_yet("memory per policy, plotted"):
 # own, the policies in order for the blocks model and no saving for the tanh chain, and a
 # run-only peak from fresh processes, repeated, close to its own.
 #
-# <details><summary>How the reference meets the contracts (open after your attempt)</summary>
-#
-# - `loss_and_grads`: `jax.value_and_grad(block_loss)(params, x, policy)`: the policy must
-#   reach `block_loss`, or the numbers agree while nothing is rematerialised.
-# - `saved_residual_bytes`: `_, pullback = jax.vjp(lambda p, v: loss(p, v, policy), params,
-#   x)`; the pullback is a `jax.tree_util.Partial`, a pytree whose leaves are exactly the
-#   saved values (an argument kept as a residual is the argument array itself). Sum
-#   `leaf.size * leaf.dtype.itemsize` over the leaves whose `id` is not an argument's.
-# - `compiler_temp_bytes`: `jax.jit(lambda p, v: jax.value_and_grad(loss)(p, v, policy))
-#   .lower(params, x).compile().memory_analysis().temp_size_in_bytes` (arguments and
-#   outputs are `argument_size_in_bytes` and `output_size_in_bytes`, apart).
-# - `peak_rss_fresh_process`: in each fresh process build the inputs, compile, reset the
-#   high-water mark (write `5` to `/proc/self/clear_refs`), note the RSS, run once, read
-#   `VmHWM` from `/proc/self/status`: the run's peak is VmHWM minus the RSS at the reset.
-#   `coursekit.measure.peak_memory.fresh_process_peaks` does exactly this.
-# </details>
+# A walk-through of the reference's stage 3 comes with your grading feedback once the
+# stage has been graded (or ask your instructor).
 
 # %%
 check3 = run_check("performance-audit", 3, IMPL)
