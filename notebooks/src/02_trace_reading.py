@@ -56,6 +56,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from coursekit.measure import traces
+from coursekit.notebook import claims
 from coursekit.notebook.cells import (
     RECORDS,
     compare_prediction,
@@ -90,8 +91,10 @@ print("traces go to:", TRACE_ROOT)
 # (c) about *E*. `PjitFunction(step)` is *dispatch*: the host checks the arguments, enqueues
 # the compiled program and returns (the nested one is the same interval seen by two layers of
 # the runtime, so not *2P*). The computation runs on the execution thread (*E*). *W* is the
-# Python thread *waiting* for that computation to complete: it lasts about as long as the
-# work that is still running when dispatch returns. *P + W* adds up to about *T* (direct
+# Python thread *waiting* for that computation to complete: it ends when the work does, so
+# it holds the work still running when dispatch returns plus any time the work waited to
+# run (how the two compare in your trace is printed beside the breakdown below, not assumed
+# here). *P + W* adds up to about *T* (direct
 # children of the region); adding *E* counts the same time twice, because it runs
 # concurrently with the wait.
 
@@ -214,6 +217,8 @@ with not_yet("dispatch, wait and execution"):
     print(f"median step: dispatch {med['dispatch_us'] / med['total_us']:.1%} of the region, "
           f"wait {med['wait_us'] / med['total_us']:.1%}; the execution threads ran "
           f"{med['execution_us'] / med['total_us']:.1%} of it ({LABEL})")
+    if med["wait_us"] > 0 and med["execution_us"] > 0:
+        print(claims.wait_vs_execution(med["wait_us"] * 1e-6, med["execution_us"] * 1e-6))
     slow_host = [i for i, row in enumerate(parts) if row["dispatch_us"] > row["wait_us"]]
     overlapped = [i for i in slow_host if parts[i]["execution_start"] is not None
                   and parts[i]["execution_start"] < parts[i]["dispatch_end"]]
