@@ -1,0 +1,312 @@
+"""make mistakes: a corpus of learner mistakes per stage, each stage's checker the judge.
+
+    python -m coursekit.commands.mistakes [--project P] [--stage N] [--jobs 1|2] [--seed S]
+
+``make mutants`` asks whether a checker notices small mechanical changes; this asks
+whether it notices what a learner who half-understands the material writes: a timer that
+does not wait for the result, the mean where the contract says median, a key reused, a
+float32 reference where float64 is asked. The corpus is ``tests/mistakes/<project>.py``,
+separate from the mutation run and from the planted bugs a check's own tests aim at it::
+
+    MISTAKES = [
+        {"stage": 1, "id": "mse-sum", "misunderstood": "one line: what the learner got wrong",
+         "edits": [(old text, new text), ...]},
+        ...
+    ]
+    JUSTIFIED = {"<id>": "why no check can catch it without failing correct work"}
+
+Each ``old`` must occur exactly once in the reference ``projects/<p>/solution/model.py``
+(as the edits before it left it) and lie inside one of that stage's ``### BEGIN SOLUTION
+stage N`` regions. Each mistake is written to ``build/mistakes-<p>/<id>/model.py`` (three
+levels below the course root, as the solution and ``make mutants``' mutants) and judged
+by ``check.py --stage N --impl COPY --seed S --fail-fast`` in a fresh process with a
+timeout, the checker snapshotted to ``build/mistakes-<p>/tests`` first. Outcomes: caught
+(exit 1), accepted (exit 0: the checker passed a wrong solution), inconclusive (exit 3,
+after a second run without ``--fail-fast`` in case a later check fails it; counted as not
+caught), timeout (the stage ran past the timeout: counted as caught, as the grader
+records it), error (any other exit: the checker itself broke; not caught).
+
+A stage's line reads ``caught of total``, then every mistake not caught with what it
+misunderstood, marked ``justified`` (with the reason) when JUSTIFIED lists it; the
+project's README says the same. The report is ``build/mistakes-<p>/report.json``, written
+after every stage; a run of some stages (``--stage``) keeps the others as last measured at
+the same seed. ``make mutants`` prints each stage's last corpus figure beside its score.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import runpy
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from coursekit.checking.contract import INCONCLUSIVE_EXIT
+from coursekit.commands.mutants import ONE_THREAD, learner_regions, run_reference
+from coursekit.facts import ROOT, projects
+from coursekit.workloads.procgroup import kill, start
+
+CAUGHT = ("caught", "timeout")
+
+
+@dataclass(frozen=True)
+class Mistake:
+    stage: int
+    id: str
+    misunderstood: str
+    edits: tuple[tuple[str, str], ...]
+
+
+@dataclass
+class Outcome:
+    id: str
+    stage: int
+    misunderstood: str
+    outcome: str  # caught | accepted | inconclusive | timeout | error
+    returncode: int | None
+    failed_checks: list[str]
+    seconds: float
+    detail: str = ""
+
+
+def corpus_path(project: str, root: Path = ROOT) -> Path:
+    return Path(root) / "tests" / "mistakes" / f"{project}.py"
+
+
+def load_corpus(project: str, root: Path = ROOT) -> tuple[list[Mistake], dict[str, str]]:
+    """The project's mistakes and its justified exceptions; a malformed entry is an
+    error naming it."""
+    path = corpus_path(project, root)
+    if not path.is_file():
+        raise SystemExit(f"{project}: no mistake corpus at {path}")
+    data = runpy.run_path(str(path))
+    mistakes = []
+    for k, entry in enumerate(data.get("MISTAKES", [])):
+        missing = {"stage", "id", "misunderstood", "edits"} - set(entry)
+        if missing or not entry["edits"]:
+            raise ValueError(f"{path}: mistake #{k} ({entry.get('id')!r}) lacks "
+                             f"{sorted(missing) or ['edits']}")
+        mistakes.append(Mistake(int(entry["stage"]), str(entry["id"]),
+                                str(entry["misunderstood"]),
+                                tuple((str(old), str(new)) for old, new in entry["edits"])))
+    return mistakes, {str(k): str(v) for k, v in data.get("JUSTIFIED", {}).items()}
+
+
+def apply(source: str, mistake: Mistake) -> str:
+    """``source`` with the mistake's edits made, each ``old`` found exactly once inside one
+    of the mistake's stage regions; ValueError naming the edit otherwise."""
+    text = source
+    for n, (old, new) in enumerate(mistake.edits, 1):
+        where = f"mistake {mistake.id!r}, edit {n} ({old[:60]!r})"
+        count = text.count(old)
+        if count != 1:
+            raise ValueError(f"{where}: the old text occurs {count} times (must be once)")
+        first = text[:text.index(old)].count("\n") + 1
+        last = first + old.rstrip("\n").count("\n")
+        inside = [r for r in learner_regions(text) if r.stage == mistake.stage
+                  and r.first <= first and last <= r.last]
+        if not inside:
+            raise ValueError(f"{where}: lines {first}-{last} are not inside a stage "
+                             f"{mistake.stage} solution region")
+        text = text.replace(old, new)
+    if text == source:
+        raise ValueError(f"mistake {mistake.id!r}: the edits change nothing")
+    return text
+
+
+def classify(returncode: int | None, timed_out: bool) -> str:
+    """The checker's exit status as an outcome (see the module docstring)."""
+    if timed_out:
+        return "timeout"
+    return {0: "accepted", 1: "caught", INCONCLUSIVE_EXIT: "inconclusive"}.get(
+        returncode, "error")
+
+
+def run_checker(checker: Path, impl: Path, stage: int, seed: int, env: dict,
+                timeout: float, fail_fast: bool) -> tuple[int | None, bool, list[str], str]:
+    """(exit status, timed out, ids of the checks that did not pass, output tail), the
+    checker in its own process group (its learner processes go with it on a timeout)."""
+    report = impl.with_name("result.json")
+    report.unlink(missing_ok=True)
+    cmd = [sys.executable, str(checker), "--stage", str(stage), "--impl", str(impl),
+           "--seed", str(seed), "--json", str(report)] + (["--fail-fast"] if fail_fast else [])
+    proc = start(cmd, impl.parent, "check", env=env)
+    timed_out = False
+    try:
+        proc.popen.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    kill(proc, "timeout" if timed_out else "stopped")  # and any child left in its group
+    failed = []
+    if report.is_file():
+        try:
+            failed = [f"{r['status']}:{r['check_id']}" for r in
+                      json.loads(report.read_text()).get("results", [])
+                      if r.get("status") != "pass"]
+        except (ValueError, KeyError, TypeError):
+            failed = []
+    tail = "\n".join((proc.stdout() + proc.stderr()).splitlines()[-6:])
+    return proc.popen.returncode, timed_out, failed, tail
+
+
+def judge(mistake: Mistake, text: str, base: Path, checker: Path, seed: int, env: dict,
+          timeout: float) -> Outcome:
+    work = base / mistake.id
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    impl = work / "model.py"
+    impl.write_text(text)
+    began = time.perf_counter()
+    rc, timed_out, failed, tail = run_checker(checker, impl, mistake.stage, seed, env,
+                                              timeout, fail_fast=True)
+    outcome = classify(rc, timed_out)
+    if outcome == "inconclusive":  # --fail-fast stopped there: a later check may fail it
+        rc, timed_out, failed, tail = run_checker(checker, impl, mistake.stage, seed, env,
+                                                  timeout, fail_fast=False)
+        outcome = classify(rc, timed_out)
+    return Outcome(mistake.id, mistake.stage, mistake.misunderstood, outcome, rc, failed,
+                   round(time.perf_counter() - began, 1),
+                   "" if outcome in ("caught", "accepted") else tail)
+
+
+def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
+                    stages: list[int] | None = None, root: Path = ROOT,
+                    out=sys.stdout) -> dict:
+    """Judge the project's corpus (the stages asked), print and return the report (also
+    ``root/build/mistakes-<project>/report.json``)."""
+    home = Path(root) / "projects" / project
+    base = Path(root) / "build" / f"mistakes-{project}"
+    base.mkdir(parents=True, exist_ok=True)
+    source = (home / "solution" / "model.py").read_text()
+    solution = base / "solution.py"
+    solution.write_text(source)
+    mistakes, justified = load_corpus(project, root)
+    texts = {m.id: apply(source, m) for m in mistakes}  # every edit applies, before any run
+    shutil.rmtree(base / "tests", ignore_errors=True)
+    shutil.copytree(home / "tests", base / "tests",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    checker = base / "tests" / "check.py"
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    if jobs > 1:  # two checkers at once on 2 cores: one XLA thread each
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + ONE_THREAD).strip()
+    wanted = sorted({m.stage for m in mistakes} & set(stages or [m.stage for m in mistakes]))
+    path = base / "report.json"
+    results: list[Outcome] = []
+    ran: dict[int, str] = {}
+    report = write_report(path, project, seed, results, ran, justified, mistakes)
+    for stage in wanted:
+        try:
+            ref_s = run_reference(checker, solution, stage, seed, env)
+        except SystemExit as broken:
+            print(f"{project} stage {stage}: not measured: {str(broken)[:400]}", file=out,
+                  flush=True)
+            continue
+        timeout = max(60.0, 4 * ref_s)
+        group = [m for m in mistakes if m.stage == stage]
+        print(f"{project} stage {stage}: reference passes in {ref_s:.1f} s; {len(group)} "
+              f"mistakes, timeout {timeout:.0f} s each", file=out, flush=True)
+        with ThreadPoolExecutor(jobs) as pool:
+            for found in pool.map(lambda m, t=timeout: judge(
+                    m, texts[m.id], base, checker, seed, env, t), group):
+                results.append(found)
+                print(f"  {found.outcome:<12} {found.id} ({found.seconds:.0f} s) "
+                      f"{' '.join(found.failed_checks)[:120]}", file=out, flush=True)
+        ran[stage] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        report = write_report(path, project, seed, results, ran, justified, mistakes)
+    print_report(report, out)
+    return report
+
+
+def write_report(path: Path, project: str, seed: int, results: list[Outcome], ran: dict,
+                 justified: dict[str, str], mistakes: list[Mistake]) -> dict:
+    """Tally the stages judged now, the others kept as the last report at this seed has
+    them; the corpus as it is now decides what is justified and what a stage holds."""
+    rows = [asdict(r) for r in results]
+    when = {str(k): v for k, v in ran.items()}
+    if path.is_file():
+        old = json.loads(path.read_text())
+        if old.get("seed") == seed:
+            rows += [r for r in old.get("mistakes", []) if str(r["stage"]) not in when]
+            when = {**{k: s["run_at"] for k, s in old.get("stages", {}).items()
+                       if k not in when and "run_at" in s}, **when}
+    current = {m.id for m in mistakes}
+    rows = [r for r in rows if r["id"] in current]  # a mistake since removed goes
+    stages = {}
+    for stage in sorted({int(k) for k in when}):
+        group = [r for r in rows if r["stage"] == stage]
+        stages[str(stage)] = tally(group, justified, sum(m.stage == stage for m in mistakes))
+        stages[str(stage)]["run_at"] = when[str(stage)]
+    report = {"project": project, "seed": seed, "stages": stages,
+              "justified": justified, "mistakes": rows}
+    path.write_text(json.dumps(report, indent=1))
+    return report
+
+
+def tally(group: list[dict], justified: dict[str, str], in_corpus: int) -> dict:
+    caught = [r["id"] for r in group if r["outcome"] in CAUGHT]
+    missed = [r for r in group if r["outcome"] not in CAUGHT]
+    return {"total": len(group), "in_corpus": in_corpus, "caught": len(caught),
+            "rate": round(len(caught) / len(group), 4) if group else None,
+            "missed": [{"id": r["id"], "outcome": r["outcome"],
+                        "misunderstood": r["misunderstood"],
+                        "justified": justified.get(r["id"])} for r in missed],
+            "unjustified": sum(r["id"] not in justified for r in missed),
+            "justified_but_caught": [i for i in caught if i in justified]}
+
+
+def figure(t: dict) -> str:
+    """One stage's corpus figure: ``9 of 10 learner mistakes caught (90%)``."""
+    pct = "n/a" if t["rate"] is None else f"{100 * t['rate']:.0f}%"
+    text = f"{t['caught']} of {t['total']} learner mistakes caught ({pct}"
+    justified = len(t["missed"]) - t["unjustified"]
+    return text + (f"; {justified} justified)" if justified else ")")
+
+
+def corpus_figure(project: str, stage: int, root: Path = ROOT) -> str | None:
+    """The stage's figure from the last corpus report, for ``make mutants``; None when
+    there is none."""
+    path = Path(root) / "build" / f"mistakes-{project}" / "report.json"
+    try:
+        t = json.loads(path.read_text())["stages"].get(str(stage))
+    except (OSError, ValueError, KeyError):
+        return None
+    return figure(t) + f" [run {t['run_at']}]" if t else None
+
+
+def print_report(report: dict, out=sys.stdout) -> None:
+    for stage, t in report["stages"].items():
+        short = (f"; {t['in_corpus'] - t['total']} of the corpus not judged"
+                 if t["in_corpus"] > t["total"] else "")
+        print(f"{report['project']} stage {stage}: {figure(t)}{short} "
+              f"[run {t['run_at']}]", file=out)
+        for m in t["missed"]:
+            why = f"justified: {m['justified']}" if m["justified"] else "NOT JUSTIFIED"
+            print(f"  {m['outcome']:<12} {m['id']}: {m['misunderstood']} ({why})", file=out)
+        for i in t["justified_but_caught"]:
+            print(f"  caught       {i} is in JUSTIFIED: drop it from the list", file=out)
+    out.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--project", action="append",
+                        help="a project (repeatable); default: every project with a solution")
+    parser.add_argument("--stage", type=int, action="append", help="only these stages")
+    parser.add_argument("--seed", type=int, default=1, help="the checker's seed (default 1)")
+    parser.add_argument("--jobs", type=int, choices=(1, 2), default=1)
+    args = parser.parse_args(argv)
+    unjustified = 0
+    for name in args.project or projects(with_solution=True):
+        report = measure_project(name, seed=args.seed, jobs=args.jobs, stages=args.stage)
+        unjustified += sum(t["unjustified"] for t in report["stages"].values())
+    return 1 if unjustified else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
