@@ -17,7 +17,6 @@ about itself is listed in ``SELF_REPORTED``, each with its independent counterpa
 
 from __future__ import annotations
 
-import ast
 import sys
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coursekit.checking import bridge
+from coursekit.checking import bridge, forbidden
 from coursekit.checking.contract import Checker, CheckFailed
 from coursekit.checking.learner import LearnerCodeError, get_function
 from coursekit.checking.values import as_array, as_float, as_float64_array, fail_unless
@@ -55,8 +54,6 @@ GRAD_RTOL = 1e-3       # float32 analytic gradient vs float64 finite differences
 REPLAY_RTOL = 1e-3     # learner's fit vs the checker's replay (float32, other op order)
 MSE_RTOL = 1e-5        # float32 mean of at most ~300 squares vs float64: ~1e-6 measured
 ACCURACY_MARGIN = 0.05  # test accuracy may trail the checker's own training by this much
-AUTODIFF = ("grad", "value_and_grad", "vjp", "jacrev", "jacfwd", "hessian", "jvp",
-            "linearize")
 
 
 def relative_error(yours: np.ndarray, ref: np.ndarray) -> float:
@@ -285,56 +282,12 @@ def _(impl, ctx):
 
 
 def autodiff_in_source(path: Path, root: str = "regression_grads") -> list[str]:
-    """'line N: jax.grad' for each autodiff transform named in ``root`` or in any function
-    or module-level name of the same file that it reaches (read with ``ast``)."""
-    try:
-        tree = ast.parse(path.read_text(), str(path))
-    except (OSError, SyntaxError, ValueError):
-        return []
-    jax_modules, autodiff_names, defs = {"jax"}, {}, {}
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name == "jax" or alias.name.startswith("jax."):
-                    jax_modules.add(alias.asname or alias.name.split(".")[0])
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "jax":
-            for alias in node.names:
-                if alias.name in AUTODIFF:
-                    autodiff_names[alias.asname or alias.name] = f"jax.{alias.name}"
-                else:
-                    jax_modules.add(alias.asname or alias.name)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            defs[node.name] = node
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name):
-                        defs.setdefault(name.id, node)
-    found, seen, todo = [], set(), [root]
-    while todo:
-        name = todo.pop()
-        if name in seen or name not in defs:
-            continue
-        seen.add(name)
-        for node in ast.walk(defs[name]):
-            if isinstance(node, ast.ImportFrom) and \
-                    (node.module or "").split(".")[0] == "jax" and \
-                    any(alias.name in AUTODIFF for alias in node.names):
-                found.append(f"line {node.lineno}: {ast.unparse(node)} (in {name})")
-            elif isinstance(node, ast.Attribute) and node.attr in AUTODIFF:
-                base = node.value
-                while isinstance(base, ast.Attribute):
-                    base = base.value
-                if isinstance(base, ast.Name) and base.id in jax_modules:
-                    found.append(f"line {node.lineno}: {ast.unparse(node)} (in {name})")
-            elif isinstance(node, ast.Name):
-                if node.id in autodiff_names:
-                    found.append(f"line {node.lineno}: {node.id} = "
-                                 f"{autodiff_names[node.id]} (in {name})")
-                elif node.id in defs:
-                    todo.append(node.id)
-    return sorted(set(found))
+    """'line N: jax.grad (in f)' for each autodiff transform named in ``root`` or in any
+    function or module-level name of the same file that it reaches: the course's one
+    reading of a learner file for what it may not use (``coursekit.checking.forbidden``,
+    foundations' rules ``within`` regression_grads)."""
+    found = forbidden.scan(path, forbidden.rules_for("foundations", 2, within=root))
+    return sorted({str(f) for f in found})
 
 
 @checker.check(2, "regression_grads_written_by_hand")

@@ -73,6 +73,35 @@ def trace_slow(config: dict, seed: int, logdir: str) -> str:
     ### END SOLUTION
 
 
+### BEGIN SOLUTION stage 1: step_breakdown's helper
+def _steps(trace_file: str, step_region: str) -> list[dict]:
+    """The complete events named ``step_region``, each {"dur", "children"}, its direct
+    children in the same form: each event sits under the innermost event of its thread
+    that contains it (an event that overlaps without nesting starts a new tree)."""
+    by_thread: dict[tuple, list[dict]] = {}
+    for e in traces.load_events(trace_file):
+        if e.get("ph") == "X" and "dur" in e:
+            by_thread.setdefault((e.get("pid"), e.get("tid")), []).append(
+                {"name": e.get("name", ""), "ts": float(e["ts"]), "dur": float(e["dur"]),
+                 "children": []})
+    found = []
+    for events in by_thread.values():
+        events.sort(key=lambda ev: (ev["ts"], -ev["dur"]))
+        stack: list[dict] = []
+        for ev in events:
+            while stack and ev["ts"] >= stack[-1]["ts"] + stack[-1]["dur"]:
+                stack.pop()
+            if stack and ev["ts"] + ev["dur"] <= stack[-1]["ts"] + stack[-1]["dur"]:
+                stack[-1]["children"].append(ev)
+            else:
+                stack.clear()
+            stack.append(ev)
+            if ev["name"] == step_region:
+                found.append(ev)
+    return found
+### END SOLUTION
+
+
 def step_breakdown(trace_file: str, step_region: str, phases: list[str]) -> dict:
     """Where a step's time goes, from a Chrome trace (``.json`` or ``.json.gz``).
 
@@ -91,14 +120,13 @@ def step_breakdown(trace_file: str, step_region: str, phases: list[str]) -> dict
     every step, and a region whose name starts with ``step_region``), of one whose phases
     hold no calls and of one without any step event."""
     ### BEGIN SOLUTION stage 1: step_breakdown
-    forest = traces.build_forest(traces.load_events(trace_file))
-    found = [ev for ev in traces.walk(forest) if ev.name == step_region]
+    found = _steps(trace_file, step_region)
     phase_us = {p: 0.0 for p in phases}
     for ev in found:
-        for child in ev.children:
-            if child.name in phase_us:
-                phase_us[child.name] += child.dur
-    step_us = float(sum(ev.dur for ev in found))
+        for child in ev["children"]:
+            if child["name"] in phase_us:
+                phase_us[child["name"]] += child["dur"]
+    step_us = float(sum(ev["dur"] for ev in found))
     return {"steps": len(found), "step_us": step_us, "phase_us": phase_us,
             "other_us": step_us - sum(phase_us.values()),
             "shares": {p: (v / step_us if step_us else 0.0) for p, v in phase_us.items()}}
@@ -125,16 +153,15 @@ def limiting_operation(trace_file: str, step_region: str, phases: list[str]) -> 
     breakdown = step_breakdown(trace_file, step_region, phases)
     phase = max(phases, key=lambda p: breakdown["shares"][p])
     share = breakdown["shares"][phase]
-    forest = traces.build_forest(traces.load_events(trace_file))
     totals: dict[str, list] = {}
-    for step in (ev for ev in traces.walk(forest) if ev.name == step_region):
-        for child in step.children:
-            if child.name != phase:
+    for step in _steps(trace_file, step_region):
+        for child in step["children"]:
+            if child["name"] != phase:
                 continue
-            for grandchild in child.children:
-                entry = totals.setdefault(grandchild.name, [0, 0.0])
+            for grandchild in child["children"]:
+                entry = totals.setdefault(grandchild["name"], [0, 0.0])
                 entry[0] += 1
-                entry[1] += grandchild.dur
+                entry[1] += grandchild["dur"]
     if totals:
         name = max(totals, key=lambda n: totals[n][1])
         evidence = {"event": name, "count": totals[name][0], "us": totals[name][1]}

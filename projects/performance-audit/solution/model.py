@@ -34,6 +34,7 @@ import numpy as np
 
 # isort: split
 ### BEGIN SOLUTION
+from coursekit.measure.decision import t_quantile
 from coursekit.measure.timing import count_compiles
 
 ### END SOLUTION
@@ -540,6 +541,42 @@ def _peak_call(depth, width, hidden, batch, policy):
     params = init_blocks(jax.random.key(0), depth, width, hidden)
     x = jax.random.normal(jax.random.key(1), (batch, width), jnp.float32)
     return (lambda p, v: loss_and_grads(p, v, policy)), (params, x)
+
+
+# One fresh process: build the inputs, compile, start the runtime, then reset VmHWM to the
+# current RSS (clear_refs 5) so that the run alone raises it; the compiler's plan beside.
+_PEAK_CHILD = r"""
+import importlib.util, json, os, sys
+spec = json.loads(sys.argv[1])
+sys.path[:0] = spec["path"]
+import jax, jax.numpy as jnp
+
+def status(field):
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+found = importlib.util.spec_from_file_location("peak_model", spec["file"])
+model = importlib.util.module_from_spec(found)
+found.loader.exec_module(model)
+fn, args = model._peak_call(**spec["kwargs"])
+args = jax.block_until_ready(args)
+compiled = jax.jit(fn).lower(*args).compile()
+jax.block_until_ready(jax.jit(lambda v: v + 1)(jnp.ones(8)))
+with open("/proc/self/clear_refs", "w") as fh:
+    fh.write("5")
+rss = status("VmRSS")
+out = jax.block_until_ready(compiled(*args))
+hwm = status("VmHWM")
+plan = compiled.memory_analysis()
+stats = jax.devices()[0].memory_stats() or {}
+print("RESULT " + json.dumps({
+    "run_peak_bytes": hwm - rss, "vmhwm_bytes": hwm, "pid": os.getpid(),
+    "device_peak_bytes": stats.get("peak_bytes_in_use"),
+    **{f: int(getattr(plan, f)) for f in spec["fields"]}}))
+"""
 ### END SOLUTION
 
 
@@ -569,14 +606,36 @@ def peak_rss_fresh_process(depth: int, width: int, hidden: int, batch: int,
     Size hint: 3 blocks, width 33, hidden 513, batch 6001: about 1 s each.
     """
     ### BEGIN SOLUTION stage 3: peak_rss_fresh_process (reset VmHWM after compile)
-    from coursekit.measure import peak_memory
-    kwargs = {"depth": depth, "width": width, "hidden": hidden, "batch": batch,
-              "policy": policy}
-    factory = f"{Path(__file__).resolve()}:_peak_call"
-    got = peak_memory.fresh_process_peaks({"run": (factory, kwargs)}, repeats=repeats)["run"]
-    keys = ("run_peak_bytes", "vmhwm_bytes", "pids", "device_peak_bytes",
-            *peak_memory.MEMORY_FIELDS)
-    return {k: got[k] for k in keys}
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+
+    fields = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
+              "peak_memory_in_bytes", "total_allocation_bytes")
+    spec = json.dumps({"file": str(Path(__file__).resolve()), "path": [p for p in sys.path if p],
+                       "fields": fields, "kwargs": {"depth": depth, "width": width,
+                                                    "hidden": hidden, "batch": batch,
+                                                    "policy": policy}})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+
+    def one(_):
+        with tempfile.TemporaryDirectory() as folder:  # -I and a folder of its own
+            done = subprocess.run([sys.executable, "-I", "-c", _PEAK_CHILD, spec], cwd=folder,
+                                  env=env, capture_output=True, text=True, timeout=300)
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+        if done.returncode != 0 or not lines:
+            raise RuntimeError(f"peak child failed (exit {done.returncode}): "
+                               f"{done.stderr[-800:]}")
+        return json.loads(lines[-1][len("RESULT "):])
+
+    with ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0))) as pool:
+        runs = list(pool.map(one, range(repeats)))
+    return {"run_peak_bytes": [r["run_peak_bytes"] for r in runs],
+            "vmhwm_bytes": [r["vmhwm_bytes"] for r in runs], "pids": [r["pid"] for r in runs],
+            "device_peak_bytes": runs[0]["device_peak_bytes"],
+            **{f: runs[0][f] for f in fields}}
     ### END SOLUTION
 
 
@@ -636,8 +695,6 @@ def decide(before: dict, after: dict, *, min_gain: float = 0.05,
     samples with stalls (a few 20-60x slower than the rest) change none of these.
     """
     ### BEGIN SOLUTION stage 4: decide (refuse what is not comparable, then weigh rounds)
-    from coursekit.measure.decision import decide_rounds
-
     reasons = list(comparable(before, after))
     for name, run in (("before", before), ("after", after)):
         if run.get("first_call_s") is None:
@@ -649,7 +706,68 @@ def decide(before: dict, after: dict, *, min_gain: float = 0.05,
                            f"{run.get('output_ok')!r})")
     if reasons:
         return {"decision": "reject", "reasons": reasons, "ratio": None, "ci": None}
-    result = decide_rounds(before, after, min_gain=min_gain, confidence=confidence)
-    return {key: result[key] for key in ("decision", "reasons", "ratio", "ci", "rounds",
-                                         "method", "n_rounds")}
+    if min_gain < 0:
+        raise ValueError(f"min_gain must be >= 0, got {min_gain!r}")
+
+    def medians(run):  # {round: median seconds}; no round_ids: a round per sample
+        samples = [float(s) for s in run["samples_s"]]
+        if any(not math.isfinite(s) or s <= 0 for s in samples):
+            raise ValueError("samples_s must be a list of positive seconds")
+        ids = run.get("round_ids", range(len(samples)))
+        if len(ids) != len(samples):
+            raise ValueError(f"round_ids holds {len(ids)} entries for {len(samples)} samples")
+        by_round = {}
+        for r, sample in zip(ids, samples):
+            by_round.setdefault(int(r), []).append(sample)
+        return {r: float(np.median(v)) for r, v in sorted(by_round.items())}
+
+    mb, ma = medians(before), medians(after)
+    shared = sorted(set(mb) & set(ma))
+    if "round_ids" in before and "round_ids" in after and len(shared) >= 2:
+        # paired rounds: drift common to a round cancels in its log ratio
+        method, n_rounds = "paired rounds", len(shared)
+        d = np.array([math.log(mb[r]) - math.log(ma[r]) for r in shared])
+        df = d.size - 1
+        est = float(d.mean())
+        half = t_quantile(confidence, df) * (float(np.std(d, ddof=1)) / math.sqrt(d.size))
+        rows = [{"round": r, "before_s": mb[r], "after_s": ma[r], "ratio": mb[r] / ma[r]}
+                for r in shared]
+    else:
+        # unpaired rounds: Welch's t on the mean per-round log medians
+        method, n_rounds = "unpaired rounds", min(len(mb), len(ma))
+        lb, la = np.log(list(mb.values())), np.log(list(ma.values()))
+        est, half, df, rows = float(lb.mean() - la.mean()), math.inf, 0, []
+        if lb.size >= 2 and la.size >= 2:
+            vb, va = float(np.var(lb, ddof=1)) / lb.size, float(np.var(la, ddof=1)) / la.size
+            df = lb.size + la.size - 2 if vb + va == 0 else max(1, math.floor(
+                (vb + va) ** 2 / (vb**2 / (lb.size - 1) + va**2 / (la.size - 1))))
+            half = t_quantile(confidence, df) * math.sqrt(vb + va)
+            rows = [{"round": r, "before_s": mb.get(r), "after_s": ma.get(r),
+                     "ratio": mb[r] / ma[r] if r in mb and r in ma else None}
+                    for r in sorted(set(mb) | set(ma))]
+    out = {"ratio": math.exp(est), "ci": None, "rounds": rows, "method": method,
+           "n_rounds": n_rounds}
+    if not math.isfinite(half):
+        return {**out, "decision": "reject", "reasons": [
+            f"fewer than 2 rounds on one side ({method}): no interval can be formed; "
+            "measure in several interleaved rounds"]}
+    lo, hi = math.exp(est - half), math.exp(est + half)
+    up, down = 1.0 + min_gain, 1.0 / (1.0 + min_gain)
+    where = (f"{confidence:.0%} interval of the speedup [{lo:.3f}, {hi:.3f}] from "
+             f"{n_rounds} {method} (t, {df} degrees of freedom)")
+    if lo > up:
+        decision, why = "accept", (f"lies above 1 + {min_gain:g}: faster by at least the "
+                                   "minimum gain")
+    elif hi < down:
+        decision, why = "slower", (f"lies below 1 / (1 + {min_gain:g}) = {down:.3f}: slower "
+                                   "by at least the minimum")
+    elif lo > 1.0:
+        decision, why = "reject", (f"is above 1 but does not clear 1 + {min_gain:g}: a real "
+                                   "gain smaller than the minimum")
+    elif hi < 1.0:
+        decision, why = "reject", (f"is below 1 but does not reach 1 / (1 + {min_gain:g}): a "
+                                   "real slowdown smaller than the minimum")
+    else:
+        decision, why = "reject", "holds 1: no detectable change"
+    return {**out, "ci": [lo, hi], "decision": decision, "reasons": [f"{where} {why}"]}
     ### END SOLUTION

@@ -51,5 +51,12 @@ import audit_stage2_evidence  # noqa: E402, F401
 import audit_stage3_remat  # noqa: E402, F401
 import audit_stage4_decision  # noqa: E402, F401
 
+# isort: split
+# The first check of each stage refuses a file that uses the course's own implementation
+# of what the stage asks for (coursekit/checking/forbidden.py names it and says why).
+from coursekit.checking.forbidden import guard  # noqa: E402
+
+guard(checker)
+
 if __name__ == "__main__":
     sys.exit(checker.main())

@@ -1,0 +1,382 @@
+"""What a learner file may not import: the course's own implementation of what a stage
+asks for, found by reading the file (``ast``; reading is not importing).
+
+Per project, ``RULES`` lists ``Rule(module, name, stage, why)``: ``name`` is an attribute
+of ``module`` (``"*"``: the module itself and everything in it), ``within`` (optional)
+limits the rule to one learner function and every function or module-level name of the
+file it reaches (foundations: no autodiff *inside* ``regression_grads``; elsewhere the
+file may use it). ``ALLOWED`` lists, per project, what the contract gives the learner from
+the same modules, and why it stays allowed; a name in neither list is allowed.
+
+The scan follows the usual ways to reach a name: ``import m``, ``import m as a``,
+``from m import n [as a]``, ``from m import *``, attribute chains through any of those
+(``import coursekit.measure.decision as d; d.decide_rounds``), a module-level or local
+assignment of one (``f = traces.build_forest``), ``importlib.import_module("m")``,
+``__import__("m", fromlist=[...])``, ``sys.modules["m"]`` and ``getattr(x, "n")`` with
+constant strings. A name built at run time (``getattr(m, "build" + "_forest")``) is out of
+reach of any reading; where that matters a check also observes what ran (foundations
+counts autodiff transforms in the learner process).
+
+A checker uses it in one of two ways:
+
+    guard(checker)                       # in check.py, after the stage modules: the first
+                                         # check of each stage with rules refuses a file
+                                         # that uses one, naming it and why
+    scan(path, rules_for(project, stage, within="regression_grads"))
+                                         # the findings, for a check of its own
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from coursekit.checking.contract import CheckFailed
+
+
+@dataclass(frozen=True)
+class Rule:
+    module: str
+    name: str          # an attribute of ``module``; "*": the module and all of it
+    stage: int
+    why: str
+    within: str | None = None  # only inside this learner function and what it reaches
+
+    @property
+    def qualified(self) -> str:
+        return self.module if self.name == "*" else f"{self.module}.{self.name}"
+
+    def matches(self, qualified: str) -> bool:
+        if self.name == "*":
+            return qualified == self.module or qualified.startswith(self.module + ".")
+        return qualified == self.qualified
+
+
+@dataclass(frozen=True)
+class Allowed:
+    module: str
+    name: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    line: int
+    text: str
+    rule: Rule
+    function: str | None = None
+
+    def __str__(self) -> str:
+        where = f" (in {self.function})" if self.function else ""
+        return f"line {self.line}: {self.text}{where}"
+
+
+_DECISION = "coursekit.measure.decision"
+_TRACES = "coursekit.measure.traces"
+_TIMING = "coursekit.measure.timing"
+_AUTODIFF = ("grad", "value_and_grad", "vjp", "jacrev", "jacfwd", "hessian", "jvp",
+             "linearize")
+
+RULES: dict[str, tuple[Rule, ...]] = {
+    "foundations": tuple(
+        Rule("jax", name, 2, "regression_grads is the gradient written by hand: JAX's "
+             "autodiff computes the very gradient the stage checks", within="regression_grads")
+        for name in _AUTODIFF),
+    "performance-audit": (
+        Rule(_TIMING, "time_synced", 1, "the course's synchronised timer with warm-up and "
+             "raw samples: what time_fn is"),
+        Rule(_TRACES, "newest_trace", 2, "the course's reading of a profiler log folder: "
+             "what newest_trace_file is"),
+        Rule(_TRACES, "build_forest", 2, "the course's nesting of trace events into direct "
+             "children: the parse summarize_region is"),
+        Rule(_TRACES, "walk", 2, "walks the course's event forest (build_forest's): part of "
+             "the parse summarize_region is"),
+        Rule(_TRACES, "region_summary", 2, "the course's summarize_region itself"),
+        Rule("coursekit.measure.bandwidth", "*", 2, "the course's bandwidth measurement, "
+             "cache-size reading, memory level and roofline bounds: what measure_bandwidth, "
+             "cache_sizes and roofline are"),
+        Rule("coursekit.measure.peak_memory", "*", 3, "the course's fresh-process run-only "
+             "peak, memory plan and remat models: what peak_rss_fresh_process, "
+             "compiler_temp_bytes, block_loss and tanh_chain_loss are"),
+        Rule(_DECISION, "decide_rounds", 4, "the course's round-based decision statistic: "
+             "what decide is"),
+        Rule(_DECISION, "_interval", 4, "the interval inside decide_rounds"),
+        Rule(_DECISION, "round_medians", 4, "the per-round summary inside decide_rounds: "
+             "the unit of evidence decide must choose"),
+    ),
+    "optimisation": (
+        Rule(_TRACES, "build_forest", 1, "the course's nesting of trace events into direct "
+             "children: the parse step_breakdown and limiting_operation are"),
+        Rule(_TRACES, "walk", 1, "walks the course's event forest (build_forest's): part of "
+             "the parse step_breakdown is"),
+        Rule(_TRACES, "region_summary", 1, "the course's per-region breakdown into direct "
+             "children: what step_breakdown computes"),
+        Rule(_TRACES, "descendant_sum", 1, "the course's sum of a region's events"),
+        Rule(_DECISION, "measure_interleaved", 3, "the course's interleaved-rounds timer: "
+             "the measurement gain_sweep is"),
+        Rule(_TIMING, "time_synced", 3, "the course's synchronised timer: the measurement "
+             "gain_sweep and predict_crossover are"),
+        Rule(_TIMING, "time_synced", 4, "the course's synchronised timer: the timing "
+             "write_run_records records"),
+    ),
+    "pallas-kernel": (
+        Rule("coursekit.measure.pallas_inspect", "lowered_mode", 2, "the checker's own "
+             "reading of how a pallas_call ran: run_softmax's declared mode is checked "
+             "against it, so it must come from your own knowledge of your call"),
+        Rule("coursekit.measure.pallas_inspect", "inspect_pallas", 2, "the checker's own "
+             "reading of a pallas_call's grid and blocks: what run_softmax declares"),
+    ),
+    "sharded-training": (
+        Rule("coursekit.workloads.capstone", "make_candidate_step", 1, "a data-parallel "
+             "train step of the course's (the capstone's proposed change): what "
+             "make_train_step is"),
+        Rule("coursekit.workloads.capstone", "make_step", 1, "returns the course's train "
+             "step (the capstone's): what make_train_step is"),
+    ),
+}
+
+ALLOWED: dict[str, tuple[Allowed, ...]] = {
+    "foundations": (
+        Allowed("coursekit.workloads.classifier", "*", "the stage-3 workload: its loss, "
+                "data and accuracy are the contract, not the exercise"),
+        Allowed("jax", "grad", "outside regression_grads (train_classifier's gradient): "
+                "the exercise is the hand-written gradient only"),
+    ),
+    "performance-audit": (
+        Allowed(_TIMING, "count_compiles", "counting compile events with jax.monitoring is "
+                "how time_fn's compile fields are defined, not what it is asked to measure"),
+        Allowed(_TRACES, "load_events", "reading a Chrome trace's JSON (gzip or not) is "
+                "not the parse: the nesting into direct children is"),
+        Allowed(_DECISION, "t_quantile", "a Student-t quantile is a table look-up "
+                "(scipy.stats.t.ppf does the same): which interval to form from which "
+                "evidence is the exercise"),
+        Allowed(_DECISION, "simulate_pair", "makes test records; decides nothing"),
+    ),
+    "optimisation": (
+        Allowed(_TRACES, "load_events", "the contract gives it: reading the trace file is "
+                "not the breakdown"),
+        Allowed(_TRACES, "newest_trace", "the contract gives it: which file a profiler "
+                "run wrote is performance-audit's exercise, not this one's"),
+        Allowed(_TIMING, "count_compiles", "write_run_records' contract names it for the "
+                "compile fields"),
+        Allowed("coursekit.provenance.records", "make_run_record", "the record format the "
+                "contract asks for"),
+        Allowed("coursekit.workloads.slow_step", "*", "the workload to trace, fix and "
+                "measure: its contract"),
+    ),
+    "pallas-kernel": (
+        Allowed(_TIMING, "count_compiles", "sweep's compile fields are defined by it"),
+    ),
+    "sharded-training": (
+        Allowed(_TIMING, "count_compiles", "the compile fields of the run records"),
+        Allowed("coursekit.provenance.records", "make_run_record", "the record format the "
+                "contract asks for"),
+        Allowed("coursekit.workloads.classifier", "*", "the model and loss being trained: "
+                "the contract"),
+    ),
+}
+
+
+def rules_for(project: str, stage: int | None = None, *, within: str | None = None
+              ) -> tuple[Rule, ...]:
+    """The project's rules (of ``stage`` when given), those limited to ``within``
+    when given, else those for the whole file."""
+    return tuple(r for r in RULES.get(project, ())
+                 if (stage is None or r.stage == stage) and r.within == within)
+
+
+# ---------------------------------------------------------------------------------------
+# Reading a file
+# ---------------------------------------------------------------------------------------
+
+_IMPORTERS = ("importlib.import_module", "__import__")
+
+
+class _Names:
+    """Local names bound to modules and objects (``name -> "pkg.mod.obj"``)."""
+
+    def __init__(self) -> None:
+        self.bound: dict[str, str] = {}
+
+    def resolve(self, node: ast.AST) -> str | None:
+        """The dotted name ``node`` stands for, when a reading can tell."""
+        if isinstance(node, ast.Name):
+            if node.id in self.bound:
+                return self.bound[node.id]
+            return node.id if node.id in ("__import__", "getattr") else None
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value)
+            return f"{base}.{node.attr}" if base else None
+        if isinstance(node, ast.Subscript):
+            key = node.slice
+            if self.resolve(node.value) == "sys.modules" and _text(key):
+                return _text(key)
+            return None
+        if isinstance(node, ast.Call):
+            func = self.resolve(node.func)
+            first = _text(node.args[0]) if node.args else None
+            if func == "importlib.import_module" and first:
+                return first
+            if func == "__import__" and first:
+                fromlist = [k for k in node.keywords if k.arg == "fromlist"]
+                return first if (fromlist or len(node.args) >= 4) else first.split(".")[0]
+            if func == "getattr" and len(node.args) >= 2 and _text(node.args[1]):
+                base = self.resolve(node.args[0])
+                return f"{base}.{_text(node.args[1])}" if base else None
+        return None
+
+    def bind(self, node: ast.AST) -> None:
+        """Record the names an import or a plain assignment binds."""
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self.bound[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".")[0]
+                    self.bound[top] = top
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for alias in node.names:
+                if alias.name != "*":
+                    self.bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = self.resolve(node.value)
+            if value:
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        self.bound[target.id] = value
+
+
+def _text(node) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+        else None
+
+
+def _hits(node: ast.AST, names: _Names, rules: tuple[Rule, ...]) -> list[tuple[str, Rule]]:
+    """(text, rule) for each rule ``node`` itself breaks."""
+    found = []
+    if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+        for alias in node.names:
+            if alias.name == "*":
+                found += [(ast.unparse(node), r) for r in rules
+                          if r.module == node.module or r.matches(node.module)]
+            else:
+                found += [(ast.unparse(node), r) for r in rules
+                          if r.matches(f"{node.module}.{alias.name}")]
+    elif isinstance(node, ast.Import):
+        found += [(ast.unparse(node), r) for alias in node.names for r in rules
+                  if r.name == "*" and r.matches(alias.name)]
+    elif isinstance(node, (ast.Attribute, ast.Subscript, ast.Call, ast.Name)):
+        what = names.resolve(node)
+        if what:
+            text = f"{node.id} = {what}" if isinstance(node, ast.Name) else ast.unparse(node)
+            found += [(text, r) for r in rules if r.matches(what)]
+        if isinstance(node, ast.Call) and names.resolve(node.func) == "__import__" \
+                and node.args and _text(node.args[0]):
+            for keyword in node.keywords:
+                if keyword.arg == "fromlist" and isinstance(keyword.value, (ast.List, ast.Tuple)):
+                    for element in keyword.value.elts:
+                        qualified = f"{_text(node.args[0])}.{_text(element)}"
+                        found += [(ast.unparse(node), r) for r in rules
+                                  if _text(element) and r.matches(qualified)]
+    return found
+
+
+def _module_defs(tree: ast.Module) -> dict[str, ast.AST]:
+    defs: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defs[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        defs.setdefault(name.id, node)
+    return defs
+
+
+def scan(source: str | Path, rules: tuple[Rule, ...] | list[Rule]) -> list[Finding]:
+    """Where the file (a path, or its text) uses what ``rules`` forbid, in line order.
+    A rule with ``within`` counts only inside that function and what it reaches; an
+    unreadable file has no findings (the checks report it)."""
+    rules = tuple(rules)
+    try:
+        text = source.read_text() if isinstance(source, Path) else str(source)
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return []
+    found: dict[tuple[int, str], tuple] = {}
+    for root in sorted({r.within for r in rules}, key=str):
+        group = tuple(r for r in rules if r.within == root)
+        for function, nodes in _regions(tree, root):
+            names = _Names()
+            for _ in range(2):  # twice: an assignment may name what a later one binds
+                for node in (*tree.body, *nodes):
+                    names.bind(node)
+            for node in nodes:
+                for what, rule in _hits(node, names, group):
+                    # one finding a line and rule: the use itself rather than a name
+                    # bound to it, the outermost expression rather than a part of it
+                    key = (node.lineno, rule.qualified)
+                    rank = (not isinstance(node, ast.Name), len(what))
+                    if key not in found or rank > found[key][0]:
+                        found[key] = (rank, Finding(node.lineno, what, rule, function))
+    return sorted((f for _, f in found.values()), key=lambda f: (f.line, f.text))
+
+
+def _regions(tree: ast.Module, root: str | None):
+    """(function name or None, the nodes to read) for a whole file or for ``root`` and
+    every module-level function and name it reaches."""
+    if root is None:
+        yield None, [n for n in ast.walk(tree) if hasattr(n, "lineno")]
+        return
+    defs, seen, todo = _module_defs(tree), set(), [root]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in defs:
+            continue
+        seen.add(name)
+        nodes = [n for n in ast.walk(defs[name]) if hasattr(n, "lineno")]
+        todo += [n.id for n in nodes if isinstance(n, ast.Name) and n.id in defs]
+        yield name, nodes
+
+
+# ---------------------------------------------------------------------------------------
+# In a checker
+# ---------------------------------------------------------------------------------------
+
+def refuse(path: str | Path, rules: tuple[Rule, ...], stage: int) -> None:
+    """Raise ``CheckFailed`` naming each forbidden use in the file, and why."""
+    found = scan(Path(path), rules)
+    if not found:
+        return
+    names = sorted({f.rule.qualified for f in found})
+    why = "; ".join(f"{r.qualified}: {r.why}" for r in
+                    sorted({f.rule for f in found}, key=lambda r: r.qualified))
+    raise CheckFailed(
+        f"your file uses the course's own implementation of what stage {stage} asks you to "
+        f"write ({', '.join(names)})", yours=list(dict.fromkeys(map(str, found)))[:5],
+        expected="your own code for it",
+        hint=f"write it yourself; {why}. What the contract gives you (see "
+             "coursekit/checking/forbidden.py, ALLOWED) stays allowed")
+
+
+def guard(checker, rules: tuple[Rule, ...] | None = None) -> None:
+    """Make the first check of each stage with whole-file rules refuse a learner file
+    that uses one (before the check's own work). Call once the stages are registered;
+    calling again changes nothing."""
+    rules = rules_for(checker.project) if rules is None else tuple(rules)
+    for stage in sorted({r.stage for r in rules if r.within is None}):
+        first = next((c for c in checker.checks if c.stage == stage), None)
+        if first is None or getattr(first.fn, "forbidden_guard", False):
+            continue
+        stage_rules = tuple(r for r in rules if r.stage == stage and r.within is None)
+
+        def guarded(impl, ctx, _check=first.fn, _rules=stage_rules, _stage=stage):
+            refuse(ctx.impl_path, _rules, _stage)
+            return _check(impl, ctx)
+        guarded.forbidden_guard = True
+        guarded.__doc__ = first.fn.__doc__
+        first.fn = guarded
