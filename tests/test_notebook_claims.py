@@ -91,36 +91,38 @@ PRINTED_ROOFLINE = {
     "01 tanh(a@a)@a": (0.793, 0.725, 0.774, 0),
     "matmul PEAK_N": (2.955, 2.901, 2.931, 0),
     "x*2+1 fresh out": (49.688, 4.099, 4.462, 16385),
-    "fused chain": (12.144, 0.325, 0.506, 4096),
     "02 MLP step": (7.982, 6.195, 6.406, 288),
-    "04 remat blocks": (16.450, 13.615, 14.074, 577),
 }
-# the same workloads' sum at the roofs' median samples (best of 3 vs median: a few %)
-MEDIAN_SUM_MS = {"01 tanh(a@a)@a": 0.81, "matmul PEAK_N": 3.0, "x*2+1 fresh out": 4.7,
-                 "fused chain": 0.55, "02 MLP step": 6.6, "04 remat blocks": 14.5}
-PAGES = {"01 tanh(a@a)@a": 448, "matmul PEAK_N": 768, "x*2+1 fresh out": 32768,
-         "fused chain": 8192, "02 MLP step": 5327, "04 remat blocks": 11592}
+# not printed by that run: the sums at the roofs' median samples, taken a few % to 35%
+# above the best-of-3 sums
+MEDIAN_SUM_MS = {"01 tanh(a@a)@a": 0.81, "matmul PEAK_N": 3.0, "x*2+1 fresh out": 6.0,
+                 "02 MLP step": 6.6}
+# one fault, from that run's headline: fresh output 2.8 GB/s, in place 31.7 GB/s, on
+# 64 MiB moved twice, 16385 faults
+FAULT_S = (2 * 64 * 2**20 / 2.8e9 - 2 * 64 * 2**20 / 31.7e9) / 16385
 
 
 def test_03_sum_of_roofs_not_called_an_upper_bound_every_workload_exceeds():
     verdicts = {k: claims.roofline_verdict(m * 1e-3, lo * 1e-3, up * 1e-3,
-                                           MEDIAN_SUM_MS[k] * 1e-3, f, PAGES[k])
+                                           MEDIAN_SUM_MS[k] * 1e-3, f * FAULT_S)
                 for k, (m, lo, up, f) in PRINTED_ROOFLINE.items()}
-    assert verdicts["01 tanh(a@a)@a"] == "above: roofs' spread"
-    assert verdicts["matmul PEAK_N"] == "above: roofs' spread"
-    assert verdicts["x*2+1 fresh out"] == "above: page faults"
-    assert verdicts["fused chain"] == "above: page faults"  # 4096 faults of 8192 pages
-    assert verdicts["02 MLP step"] == "above: not modelled"  # 288 faults of 5327 pages
+    assert verdicts == {"01 tanh(a@a)@a": "above: roofs' spread",
+                        "matmul PEAK_N": "above: roofs' spread",
+                        "x*2+1 fresh out": "above: page faults",
+                        "02 MLP step": "above: not modelled"}  # 288 faults: 0.8 ms
     text = claims.roofline_summary(verdicts, 3)
     assert "bounded all" not in text
-    assert "held for 0 of 6" in text and "fastest of 3 samples" in text
+    assert "held for 0 of 4" in text and "fastest of 3 samples" in text
 
 
 def test_03_sum_is_an_upper_bound_when_every_median_lies_within_it():
-    v = claims.roofline_verdict(1.0e-3, 0.9e-3, 1.1e-3, 1.2e-3, 0, 100)
+    v = claims.roofline_verdict(1.0e-3, 0.9e-3, 1.1e-3, 1.2e-3, 0.0)
     assert v == "within the bounds"
-    assert "bounded all 1" in claims.roofline_summary({"w": v}, 5)
-    assert claims.roofline_verdict(0.8e-3, 0.9e-3, 1.1e-3, 1.2e-3, 0, 100) == "below the max"
+    assert claims.roofline_summary({"w": v}, 5) == \
+        "the sum of the roofs bounded all 1 workloads from above"
+    fast = claims.roofline_verdict(0.8e-3, 0.9e-3, 1.1e-3, 1.2e-3, 0.0)
+    assert fast == "below the max"
+    assert "no lower bound" in claims.roofline_summary({"w": v, "f": fast}, 5)
 
 
 # ---------------------------------------------------------------------------------------

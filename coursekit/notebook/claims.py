@@ -141,23 +141,27 @@ ROOFLINE_VERDICTS = ("below the max", "within the bounds", "above: roofs' spread
 
 
 def roofline_verdict(measured_s: float, lower_s: float, upper_s: float,
-                     upper_median_s: float, faults: float, pages: float) -> str:
+                     upper_median_s: float, fault_s: float) -> str:
     """Where a measured median lies against the roofline's two times: ``lower_s`` (max of
     compute and memory time, perfect overlap) and ``upper_s`` (their sum, no overlap),
     both at the fastest-sample roofs, and ``upper_median_s`` (the sum at the roofs'
-    median samples). One of ``ROOFLINE_VERDICTS``: above the sum but within the median
-    sum is the roofs' own spread; beyond it, page faults when the call took at least one
-    per 8 pages it touched (``pages``), else a cost the roofs do not model."""
+    median samples). ``fault_s``: the page faults the call paid, in seconds (faults per
+    call times the cost of one fault measured on this machine). One of
+    ``ROOFLINE_VERDICTS``: above the sum but within the median sum is the roofs' own
+    spread; above that but within it plus ``fault_s`` is the page faults; beyond, a cost
+    the roofs do not model. Below the max says the roofs understate this call's speed."""
     for name, v in (("measured_s", measured_s), ("lower_s", lower_s), ("upper_s", upper_s),
                     ("upper_median_s", upper_median_s)):
         _positive(name, v)
+    if not fault_s >= 0:
+        raise ValueError(f"fault_s must be >= 0 seconds, got {fault_s!r}")
     if measured_s < lower_s:
         return "below the max"
     if measured_s <= upper_s:
         return "within the bounds"
     if measured_s <= upper_median_s:
         return "above: roofs' spread"
-    if pages > 0 and faults >= pages / 8:
+    if fault_s > 0 and measured_s <= upper_median_s + fault_s:
         return "above: page faults"
     return "above: not modelled"
 
@@ -172,10 +176,14 @@ def roofline_summary(verdicts: dict[str, str], roof_samples: int) -> str:
         raise ValueError(f"verdicts must be among {ROOFLINE_VERDICTS}, got {sorted(unknown)}")
     n = len(verdicts)
     held = [k for k, v in verdicts.items() if v in ("within the bounds", "below the max")]
+    fast = [k for k, v in verdicts.items() if v == "below the max"]
     above = {v: [k for k, w in verdicts.items() if w == v] for v in ROOFLINE_VERDICTS[2:]}
+    below = ("" if not fast else
+             f"; {len(fast)} measured below the max of the two ({', '.join(fast)}): there "
+             "the roofs understate this machine (measured at a slower moment, or a roof "
+             "below the level's real rate), so the max is no lower bound for them")
     if len(held) == n:
-        return (f"the sum of the roofs bounded all {n} workloads from above: every median "
-                "lay within the roofline's two times")
+        return (f"the sum of the roofs bounded all {n} workloads from above" + below)
     parts = []
     spread = above["above: roofs' spread"]
     if spread:
@@ -183,15 +191,16 @@ def roofline_summary(verdicts: dict[str, str], roof_samples: int) -> str:
                      f"are the fastest of {roof_samples} samples, each placement a median: "
                      f"the roofs' own spread) ({', '.join(spread)})")
     if above["above: page faults"]:
-        parts.append(f"{len(above['above: page faults'])} paid page faults the roofs do not "
-                     f"model ({', '.join(above['above: page faults'])})")
+        parts.append(f"{len(above['above: page faults'])} within that plus their page "
+                     f"faults at this machine's cost per fault, which the roofs do not model "
+                     f"({', '.join(above['above: page faults'])})")
     if above["above: not modelled"]:
         parts.append(f"{len(above['above: not modelled'])} above even that, with a cost "
                      f"neither roof models, such as the fixed cost of each call "
                      f"({', '.join(above['above: not modelled'])})")
     return (f"the sum of the roofs is an upper bound only for a call that pays nothing but "
             f"its arithmetic and its level's traffic at the roofs' own rates: it held for "
-            f"{len(held)} of {n} workloads; of the rest, " + "; ".join(parts))
+            f"{len(held)} of {n} workloads; of the rest, " + "; ".join(parts) + below)
 
 
 # ---------------------------------------------------------------------------------------
