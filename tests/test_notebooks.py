@@ -20,6 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from helpers import reference_run
+from test_notebook_claims import printed_claim_problems
 
 from coursekit.authoring import nbbuild
 from coursekit.authoring.nbbuild import ALLOWED_ERROR_TAG
@@ -268,6 +269,11 @@ def test_runs_against_solution(path, tmp_path, kernel):
         reference_run(project, busy_core=True)
     row = run(path, tmp_path, learner=False)
     assert row["checks_failed"] == 0 and row["check_cells_ok"] == row["check_cells"]
+    printed = "\n".join(o.get("text", "") for c in read(Path(row["executed"])).cells
+                        if c.cell_type == "code" for o in c.get("outputs", [])
+                        if o.get("output_type") == "stream")
+    assert not printed_claim_problems(path.stem, printed), printed_claim_problems(path.stem,
+                                                                                 printed)
     assert row["tests_failed"] == 0 and row["not_yet_lines"] == 0
     if read(path).metadata["course"].get("project"):
         assert row["check_cells"] >= 1, f"{path.name} has no check cell that ran"
