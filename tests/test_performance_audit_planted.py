@@ -248,6 +248,12 @@ PLANTED = {
          "    result['ratio'] = ratio\n"
          "    result['decision'] = ('accept' if ratio > 1 + min_gain else 'slower' "
          "if ratio < 1 / (1 + min_gain) else 'reject')\n")]),
+    # an interval that lets only "after" vary: noise on the "before" side hides nothing
+    # (issue 29)
+    "decide_interval_from_after_only": (4, "rejects_noise", [
+        ("            vb, va = float(np.var(lb, ddof=1)) / lb.size, float(np.var(la, "
+         "ddof=1)) / la.size\n",
+         "            vb, va = 0.0, float(np.var(la, ddof=1)) / la.size\n")]),
     # decide's refusals, found by a sample of make mutants
     "decide_takes_four_samples": (4, "rejects_not_comparable", [
         ("        if len(run.get(\"samples_s\") or []) < 5:\n",

@@ -101,6 +101,39 @@ def _(impl, ctx):
     fail_unless(got == "reject", "a noise-only difference was accepted", yours=got,
                 expected="reject", hint="accept only when the lower end of a bootstrap "
                 "interval on the ratio of medians clears 1 + a minimum gain")
+    # Most of the noise on the "before" side, "after" tight and a little faster: an
+    # interval that lets only "after" vary clears 1 + min_gain, the one with both
+    # records' spread holds 1 (the checker's own, over rounds and over pooled samples).
+    def noisy_before(before, after):
+        return (decision.decide_rounds(before, after)["ci"][0] < 0.99
+                and decision.pooled_bootstrap(before, after)["ci"][0] < 0.99
+                and after_only_interval(before, after)[0] > 1.1)
+
+    before, after = draw_until(lambda: (run_record(rng, base, 0.45),
+                                        run_record(rng, base / 1.2, 0.02)), noisy_before,
+                               tries=400)
+    got = decision_of(impl, before, after, ctx)
+    both, alone = decision.decide_rounds(before, after)["ci"], after_only_interval(before,
+                                                                                   after)
+    fail_unless(got == "reject", "a speedup that the noise of the 'before' samples hides "
+                "was accepted", yours=f"{got} (as an interval letting only 'after' vary "
+                f"would: [{alone[0]:.3f}, {alone[1]:.3f}], clear of 1.05)",
+                expected=f"reject: with both records' spread (before's samples spread "
+                f"{np.std(np.log(before['samples_s']), ddof=1):.2f} in log, after's "
+                f"{np.std(np.log(after['samples_s']), ddof=1):.2f}) the 95% interval is "
+                f"[{both[0]:.3f}, {both[1]:.3f}], which holds 1",
+                hint="the interval's width comes from both records: Var(log before) / "
+                "n_before + Var(log after) / n_after (or resample both sides)")
+
+
+def after_only_interval(before: dict, after: dict, confidence: float = 0.95):
+    """The 95% interval of the speedup (mean log before - mean log after, each sample its
+    own round) with only the "after" samples' spread in its width: the mistake."""
+    lb, la = np.log(before["samples_s"]), np.log(after["samples_s"])
+    est = float(lb.mean() - la.mean())
+    half = decision.t_quantile(confidence, la.size - 1) * float(np.std(la, ddof=1)) \
+        / math.sqrt(la.size)
+    return math.exp(est - half), math.exp(est + half)
 
 
 @checker.check(4, "rejects_drifting_null")
