@@ -67,6 +67,9 @@ SELF_REPORTED = {
     "cannot export a compiled Triton kernel)": "the mode against the sites' interpret "
         "flag and the backend; the checker's own timing samples (its timing code, run "
         "there) against the request's wall time measured here",
+    "pallas-kernel/run_observed": "run_softmax's own run with each pallas_call it traced "
+        "recorded (grid, blocks): the grid against ceil(rows / the block that ran), the "
+        "result's values against the float64 reference",
     "pallas-kernel/call_plain": "summarize's answer carried with its int-keyed dicts as "
                                 "(key, value) pairs: every value compared with the "
                                 "checker's own summary of the records it planted",

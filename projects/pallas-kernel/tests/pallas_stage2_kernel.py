@@ -260,15 +260,55 @@ def _(impl, ctx):
                      f"softmax_pallas on {describe(shape, block_rows)}", KERNEL_HINT)
 
 
+def run_observed(impl, x, block_rows: int) -> tuple[dict, list[dict]]:
+    """``run_softmax(x, block_rows=...)`` run once in the learner process with every
+    ``pallas_call`` it traced recorded there (self-reported: ``SELF_REPORTED``):
+    (its result, the sites of the kernels that ran)."""
+    get_function(impl, "run_softmax")
+    answer = bridge.inspect(impl, "pallas-kernel/run_observed",
+                            LearnerFunction("run_softmax"), x, block_rows=block_rows)
+    sites = answer.get("sites") if isinstance(answer, dict) else None
+    if not (isinstance(sites, list) and all(
+            isinstance(s, dict) and isinstance(s.get("grid"), list)
+            and isinstance(s.get("block_shapes"), list) for s in sites)):
+        raise TamperEvidence(f"the run_softmax observer answered {short(answer)}")
+    result = require_keys(answer.get("result"), ("y", "mode", "backend", "block_rows",
+                                                 "grid"), "run_softmax")
+    return result, sites
+
+
+def declared_is_what_ran(result: dict, sites: list[dict], shape, block_rows: int) -> None:
+    """run_softmax's declared block and grid against the pallas_call(s) its own run
+    traced; the observed ones cross-checked against the shape arithmetic (a grid of
+    ceil(rows / block) for the block that ran) and the result's values (checked before)."""
+    fail_unless(bool(sites), "run_softmax ran no pallas_call of its own (none was traced "
+                "while it ran, with JAX's caches cleared first)", yours="no pallas_call",
+                expected=f"softmax_pallas(x, block_rows={block_rows}) run inside run_softmax",
+                hint="run_softmax must run softmax_pallas on x with the block_rows it was "
+                "given and report that run")
+    for site in sites:
+        blocks = {b[0] for b in site["block_shapes"] if b}
+        ran_rows = blocks.pop() if len(blocks) == 1 else None
+        if ran_rows is not None and site["grid"] != [math.ceil(shape[0] / ran_rows)]:
+            raise TamperEvidence(f"the run_softmax observer reported grid {site['grid']} "
+                                 f"for blocks of {ran_rows} rows on {shape[0]} rows")
+        fail_unless(ran_rows == block_rows == result["block_rows"]
+                    and list(result["grid"]) == site["grid"],
+                    f"run_softmax(x, block_rows={block_rows}) reports a launch that is not "
+                    "the one it ran", yours=f"declared block_rows={result['block_rows']!r}, "
+                    f"grid={result['grid']!r}", expected=f"what its own run traced: blocks "
+                    f"{[tuple(b) for b in site['block_shapes']]}, grid {site['grid']}",
+                    hint="pass block_rows through: softmax_pallas(x, block_rows=block_rows), "
+                    "and declare the block and grid of that call")
+
+
 @checker.check(2, "declared_mode_is_the_one_that_ran")
 def _(impl, ctx):
-    run = get_function(impl, "run_softmax")
     rng = ctx.rng("mode")
     block_rows = int(rng.choice(BLOCK_ROWS[1:]))  # not run_softmax's default (8)
     shape = (ragged(rng, block_rows + 1, 3 * block_rows, block_rows), ragged(rng, 60, 400, 2))
     x = draw(rng, shape, jnp.float32)
-    result = require_keys(run(x, block_rows=block_rows),
-                          ("y", "mode", "backend", "block_rows", "grid"), "run_softmax")
+    result, ran_sites = run_observed(impl, x, block_rows)
     expect_close(result["y"], x, "float32", "run_softmax()['y']", KERNEL_HINT)
     backend = jax.default_backend()
     fail_unless(result["backend"] == backend, "run_softmax declares the wrong backend",
@@ -298,6 +338,7 @@ def _(impl, ctx):
                 "run_softmax declares block_rows that are not the block that ran",
                 yours=result["block_rows"], expected=f"{block_rows} (the pallas_call's "
                 f"block is {tuple(sites[0]['block_shapes'][0])})")
+    declared_is_what_ran(result, ran_sites, shape, block_rows)
     fail_unless(result["mode"] == ran, "the declared execution mode is not the one that ran",
                 yours=result["mode"], expected=f"{ran} (read from the program that ran on "
                 f"{backend})", hint="declare execution_mode() and pass interpret="

@@ -287,6 +287,77 @@ def _(impl, ctx):
             within_call_window(r["first_call_s"], windows[0], f"{what}: first_call_s")
             for k, sample in enumerate(samples):
                 within_call_window(sample, windows[1 + warmup + k], f"{what}: samples_s[{k}]")
+    sweep_of_a_watched_kernel(impl, rng)
+
+
+# The checker's kernel for sweep_of_a_watched_kernel (remote_pallas_kernel_runs): its first
+# call's program runs this many chained 256x256 matmuls after its dispatch returns (about
+# 0.4 s on one idle CPU core here, several times the watch's 1 ms polling), and its first
+# warm-up call compiles a program of its own.
+SLOW_MATMULS = 800
+
+
+def sweep_of_a_watched_kernel(impl, rng) -> None:
+    """The learner's sweep given the checker's kernel whose first call returns long before
+    its output is ready and whose first warm-up call compiles: the probe (in the learner
+    process) stamps each call and the last moment its output was seen unfinished. The
+    record's first_call_s must reach that moment (a clock stopped at the dispatch does
+    not), and compiles_warmed must count the warm-up call's compile."""
+    shape = (ragged(rng, 17, 40, 8), ragged(rng, 40, 127, 2))
+    b, warmup, iters = int(rng.choice(BLOCK_ROWS)), 1, 2
+    kernel = Workload("pallas-kernel/slow_first_recompiles", matmuls=SLOW_MATMULS)
+    get_function(impl, "sweep")
+    started = time.perf_counter()
+    answer = bridge.inspect(impl, "pallas-kernel/sweep_watched", LearnerFunction("sweep"),
+                            kernel, [list(shape)], [b], dtype="float32", warmup=warmup,
+                            iters=iters, seed=int(rng.integers(0, 2**31)))
+    finished = time.perf_counter()
+    if not isinstance(answer, dict):
+        raise TamperEvidence(f"the sweep watch answered {short(answer)}")
+    records = check_records(answer.get("records"))
+    probed = ProbedCalls(answer, started, finished, "sweep (watched)")
+    if kernel.facts.get("calls") != len(probed.calls):
+        raise TamperEvidence(f"the bridge counted {kernel.facts.get('calls')} calls of the "
+                             f"checker's kernel, the probe {len(probed.calls)}")
+    for k, c in enumerate(probed.calls):
+        later = probed.calls[k + 1]["entry"] if k + 1 < len(probed.calls) else finished
+        seen = c.get("unready_at")
+        if not (seen is None or (type(seen) is float and c["exit"] <= seen <= later)):
+            raise TamperEvidence(f"the sweep watch saw call {k}'s output unfinished at "
+                                 f"{seen!r}, outside [{c['exit']:.6f}, {later:.6f}] s")
+    what = f"sweep with the checker's kernel, {list(shape)} block_rows={b}"
+    r = find(records, "pallas", shape, b)
+    fail_unless(r["output_ok"] is True, f"{what}: a correct output was judged wrong",
+                yours=r["output_ok"], expected=True)
+    calls = probed.group(shape, b)
+    fail_unless(len(calls) == 1 + warmup + iters, f"{what}: wrong number of kernel calls",
+                yours=len(calls), expected=1 + warmup + iters)
+    first = calls[0]
+    if first["unready_at"] is not None:
+        unready_s = first["unready_at"] - first["entry"]
+        seconds = as_float(r["first_call_s"], f"{what}: first_call_s")
+        fail_unless(seconds >= unready_s * (1 - CLOCK_SLACK_FRACTION) - CLOCK_SLACK_S,
+                    f"{what}: first_call_s stopped before the first call's output was "
+                    "ready", yours=f"{seconds * 1e3:.4g} ms", expected=f"at least "
+                    f"{unready_s * 1e3:.4g} ms: the checker's probe saw the output still "
+                    f"being computed then (the call itself returned after "
+                    f"{(first['exit'] - first['entry']) * 1e3:.4g} ms: compile and "
+                    "dispatch only)", hint="jax.block_until_ready(out) before stopping the "
+                    "first call's clock too: JAX returns before the work is done, and a "
+                    "compile does not make the wait unnecessary")
+    want_first = first["compiles"]
+    want_warmed = sum(c["compiles"] for c in calls[1:])
+    compiled_in = [k for k, c in enumerate(calls) if c["compiles"]]
+    fail_unless(r["compiles_warmed"] == want_warmed, f"{what}: compiles_warmed is not the "
+                "number of compiles in the calls after the first", yours=r["compiles_warmed"],
+                expected=f"{want_warmed} (counted by the checker's probe around each call: "
+                f"compiles in calls {compiled_in}; calls 1..{warmup} are the warm-up)",
+                hint="count compiles around every call after the first, warm-up calls "
+                "included: a compile during warm-up is one the timed calls may meet again")
+    fail_unless(r["compiles_first_call"] == want_first, f"{what}: compiles_first_call is "
+                "not the number of compiles the first call made",
+                yours=r["compiles_first_call"], expected=f"{want_first} (counted by the "
+                "checker around the call)")
 
 
 # The learner's sweep and the checker's own timing alternate, round by round (learner
@@ -459,6 +530,34 @@ def _(impl, ctx):
                             "anyway", yours=f"{calls} calls, {len(r['samples_s'])} samples",
                             expected="1 call (the checked one), no samples",
                             hint="a timing of a wrong result is worse than none")
+    off_in_float64_only(impl, rng)
+
+
+def off_in_float64_only(impl, rng) -> None:
+    """A kernel off the float64 softmax by just more than the learner's own tolerance at
+    one element, yet within that tolerance (less two float32 steps) of the float32 jnp
+    softmax (its element of largest float32 rounding error moved further the same way,
+    ``remote_pallas_kernel_runs.off_in_float64_only``): wrong by the contract, right by a
+    float32 reference."""
+    shape = (ragged(rng, 20, 40, 8), ragged(rng, 150, 400, 2))
+    get_function(impl, "tolerance")
+    tol = require_keys(bridge.inspect(impl, "pallas-kernel/call_with_dtype",
+                                      LearnerFunction("tolerance"), "float32", shape[1]),
+                       ("rtol", "atol"), "tolerance")
+    rtol, atol = as_float(tol["rtol"], "tolerance rtol"), as_float(tol["atol"], "tolerance atol")
+    kernel = Workload("pallas-kernel/off_in_float64_only", rtol=rtol, atol=atol)
+    records, probed = run_sweep(impl, [shape], [32], kernel, dtype="float32", warmup=1,
+                                iters=3, seed=int(rng.integers(0, 2**31)))
+    r = find(records, "pallas", shape, 32)
+    calls = probed.report(shape, 32)["calls"]
+    fail_unless(r["output_ok"] is False and r["samples_s"] == [] and calls == 1,
+                "a kernel off the float64 softmax by more than your tolerance at one "
+                "element, but within it of the float32 jnp softmax, was judged right and "
+                "timed", yours=f"output_ok={r['output_ok']!r}, {calls} calls",
+                expected=f"output_ok=False, 1 call (off by just over atol + rtol * |y64| "
+                f"with your rtol={rtol:.3g}, atol={atol:.3g})",
+                hint="judge the first call's output against softmax_numpy_f64(x), the "
+                "float64 truth: a float32 reference carries rounding errors of its own")
 
 
 def synthetic_records(rng, plan: dict, mode: str, backend: str = "cpu",
@@ -508,11 +607,17 @@ def expected_summary(records) -> dict:
     return {"per_shape": per_shape, "stops_helping_at": stops}
 
 
-def plan_shapes(rng, helps: list[bool]) -> dict:
+def plan_shapes(rng, helps: list[bool], crossing: bool = False) -> dict:
+    """Shapes in order of element count with the speedups ``helps`` asks for. With
+    ``crossing`` the rows fall as the element count grows (cols double each time), so an
+    order by (rows, cols) is the reverse of the order by size."""
     plan, rows = {}, 16
     for k, h in enumerate(helps):
         rows = rows * 2 + int(rng.integers(1, 8))
         shape = (rows, int(rng.integers(100, 300)))
+        if crossing:
+            shape = (200 - 20 * k - int(rng.integers(1, 8)),
+                     100 * 2**k + int(rng.integers(1, 50)))
         blocks = [int(b) for b in rng.permutation(BLOCK_ROWS)]
         lo, hi = (1.2, 3.0) if h else (0.2, 0.85)
         speedups = {b: float(rng.uniform(lo, hi)) for b in blocks}
@@ -552,8 +657,12 @@ def _(impl, ctx):
     for helps, mode, backend in (([True, True, False, False], "interpreted", "cpu"),
                                  ([False, False, False], "compiled", "gpu"),
                                  ([False, True, True], "compiled", "tpu"),
-                                 ([True, True, False], "interpreted", "cpu")):
-        records = synthetic_records(rng, plan_shapes(rng, helps), mode, backend=backend)
+                                 ([True, True, False], "interpreted", "cpu"),
+                                 ([True, False, False], "crossing", "cpu")):
+        # "crossing": rows fall as the size grows (plan_shapes), kernel interpreted
+        crossing, mode = mode == "crossing", "interpreted" if mode == "crossing" else mode
+        records = synthetic_records(rng, plan_shapes(rng, helps, crossing), mode,
+                                    backend=backend)
         want = expected_summary(records)
         got = learner_summary(impl, records)
         fail_unless(got["mode"] == mode, "summary mode differs from the records'",
@@ -567,9 +676,15 @@ def _(impl, ctx):
         for yours, exp in zip(per_shape, want["per_shape"]):
             yours = require_keys(yours, ("shape", "best_block_rows", "best_speedup", "helps"),
                                  "a per_shape entry")
+            by_rows = sorted(p["shape"] for p in want["per_shape"])
+            got_order = [p.get("shape") if isinstance(p, dict) else p for p in per_shape]
             fail_unless(list(yours["shape"]) == exp["shape"], "per_shape is not in order of "
-                        "element count", yours=[p.get("shape") for p in per_shape],
-                        expected=[p["shape"] for p in want["per_shape"]])
+                        "element count (rows * cols)" + (
+                            ": it is in order of (rows, cols), and here the shape with "
+                            "more rows holds fewer elements"
+                            if [list(g) for g in got_order] == by_rows else ""),
+                        yours=got_order, expected=[p["shape"] for p in want["per_shape"]],
+                        hint="sort the shapes by rows * cols (math.prod(shape))")
             fail_unless(math.isclose(as_float(yours.get("baseline_median_s"),
                                               "baseline_median_s"),
                                      exp["baseline_median_s"], rel_tol=1e-9),
@@ -622,10 +737,16 @@ def value_error(impl, records) -> str | None:
 def _(impl, ctx):
     rng = ctx.rng("mixed")
     plan = plan_shapes(rng, [True, False])
-    for field, change in (("mode", "compiled"), ("backend", "gpu"), ("dtype", "bfloat16")):
+    # One record changed at a time: a kernel record's mode, backend or dtype, then a
+    # baseline record's backend or dtype (the baseline's mode is always "compiled").
+    for which, field, change in (("pallas", "mode", "compiled"), ("pallas", "backend", "gpu"),
+                                 ("pallas", "dtype", "bfloat16"), ("jnp", "backend", "gpu"),
+                                 ("jnp", "dtype", "bfloat16")):
         records = synthetic_records(rng, plan, "interpreted")
-        kernel_records = [r for r in records if r["impl"] == "pallas"]
-        kernel_records[int(rng.integers(0, len(kernel_records)))][field] = change
+        group = [r for r in records if r["impl"] == which]
+        changed = group[int(rng.integers(0, len(group)))]
+        changed[field] = change
+        record = f"{'kernel' if which == 'pallas' else 'baseline'} record {changed['shape']}"
         err = value_error(impl, records)
         if err is not None:
             fail_unless(field in err, f"the ValueError for mixed {field} values does "
@@ -633,8 +754,13 @@ def _(impl, ctx):
                         f"{field!r}")
             continue
         raise CheckFailed(f"records that mix {field} values were summarised as if "
-                          "comparable", yours="no error", expected=f"ValueError naming {field}",
-                          hint="an interpreted and a compiled timing measure different things")
+                          f"comparable: one {record} had {field}={change!r}, the others "
+                          f"{sorted({str(r[field]) for r in records if r is not changed})}",
+                          yours="no error", expected=f"ValueError naming {field}",
+                          hint="an interpreted and a compiled timing measure different "
+                          "things" if field == "mode" else f"every record, the baseline's "
+                          f"too, must share one {field}: a speedup across {field}s compares "
+                          "two different runs")
     # Records that lack the field altogether (every kernel record), and records with no
     # baseline: nothing to compare, so refused too.
     lacking = synthetic_records(rng, plan, "interpreted")
