@@ -1,0 +1,200 @@
+"""The learner-mistake corpus (tests/mistakes/<project>.py) and its runner
+(``coursekit/commands/mistakes.py``, ``make mistakes``), statically: every mistake applies
+where it says, each stage holds at least 10, and the runner classifies exit statuses and
+tallies stages as documented. Running the corpus itself is ``make mistakes`` (slow)."""
+
+from __future__ import annotations
+
+import ast
+import io
+from collections import Counter
+
+import pytest
+
+from coursekit.commands import mistakes as runner
+from coursekit.commands.mutants import learner_regions
+from coursekit.facts import ROOT, projects
+
+PROJECTS = projects(with_solution=True)
+AT_LEAST = 10
+
+
+def solution_text(project: str) -> str:
+    return (ROOT / "projects" / project / "solution" / "model.py").read_text()
+
+
+def test_every_project_has_a_corpus():
+    missing = [p for p in PROJECTS if not runner.corpus_path(p).is_file()]
+    assert not missing, f"no tests/mistakes/<project>.py for {missing}"
+
+
+@pytest.mark.parametrize("project", PROJECTS)
+def test_every_mistake_applies_inside_its_stage_and_changes_the_file(project):
+    source = solution_text(project)
+    found, _ = runner.load_corpus(project)
+    broken = []
+    for mistake in found:
+        try:
+            text = runner.apply(source, mistake)
+        except ValueError as err:
+            broken.append(str(err))
+            continue
+        assert text != source
+        try:
+            ast.parse(text)  # a plausible mistake is Python, not a syntax error
+        except SyntaxError as err:
+            broken.append(f"{mistake.id}: not valid Python ({err})")
+    assert not broken, "\n".join(broken)
+
+
+@pytest.mark.parametrize("project", PROJECTS)
+def test_ids_unique_and_every_stage_has_enough(project):
+    found, justified = runner.load_corpus(project)
+    repeated = [i for i, n in Counter(m.id for m in found).items() if n > 1]
+    assert not repeated, f"{project}: ids used twice: {repeated}"
+    assert all(m.misunderstood.strip() and "\n" not in m.misunderstood for m in found)
+    stages = sorted({r.stage for r in learner_regions(solution_text(project))})
+    counts = Counter(m.stage for m in found)
+    short = {s: counts.get(s, 0) for s in stages if counts.get(s, 0) < AT_LEAST}
+    assert not short, (f"{project}: stages with fewer than {AT_LEAST} mistakes "
+                       f"(stage: count): {short}")
+    assert set(counts) <= set(stages), f"{project}: mistakes for stages it lacks"
+
+
+@pytest.mark.parametrize("project", PROJECTS)
+def test_justified_exceptions_name_real_mistakes_and_the_readme_says_so(project):
+    found, justified = runner.load_corpus(project)
+    ids = {m.id for m in found}
+    assert set(justified) <= ids, f"JUSTIFIED names unknown ids {set(justified) - ids}"
+    assert all(reason.strip() for reason in justified.values())
+    readme = (ROOT / "projects" / project / "README.md").read_text()
+    unstated = [i for i in justified if i not in readme]
+    assert not unstated, (f"{project}: the README must state each justified exception "
+                          f"(by id, with why): {unstated}")
+
+
+# -- apply's refusals ---------------------------------------------------------------------
+
+SOURCE = '''def f():
+    """doc: return 1"""
+    ### BEGIN SOLUTION stage 1: f
+    return 1
+    ### END SOLUTION
+
+
+def g():
+    ### BEGIN SOLUTION stage 2: g
+    return 1 + 1
+    ### END SOLUTION
+'''
+
+
+def one(stage, *edits):
+    return runner.Mistake(stage, "m", "a test", tuple(edits))
+
+
+def test_apply_edits_inside_the_stage_region():
+    assert "return 2\n" in runner.apply(SOURCE, one(1, ("    return 1\n", "    return 2\n")))
+
+
+@pytest.mark.parametrize("mistake, says", [
+    (one(1, ("return 1", "return 2")), "occurs 3 times"),         # not unique
+    (one(1, ("return 7", "return 2")), "occurs 0 times"),         # not there
+    (one(1, ("doc: return 1", "doc")), "not inside a stage 1"),   # a docstring
+    (one(1, ("return 1 + 1", "return 3")), "not inside a stage 1"),  # stage 2's region
+    (one(1, ("    return 1\n    ### END SOLUTION\n", "x")), "not inside"),  # spills out
+    (one(2, ("return 1 + 1", "return 1 + 1")), "change nothing"),
+])
+def test_apply_refuses(mistake, says):
+    with pytest.raises(ValueError, match=says):
+        runner.apply(SOURCE, mistake)
+
+
+# -- classification and tallies -----------------------------------------------------------
+
+@pytest.mark.parametrize("rc, timed_out, outcome", [
+    (0, False, "accepted"), (1, False, "caught"), (3, False, "inconclusive"),
+    (None, True, "timeout"), (-9, True, "timeout"), (2, False, "error"),
+    (-11, False, "error"),
+])
+def test_classify(rc, timed_out, outcome):
+    assert runner.classify(rc, timed_out) == outcome
+    assert (outcome in runner.CAUGHT) == (outcome in ("caught", "timeout"))
+
+
+FAKE_CHECKER = '''import json, sys, time
+args = sys.argv[1:]
+impl = args[args.index("--impl") + 1]
+report = args[args.index("--json") + 1]
+code = int(open(impl).read().split("EXIT=")[1].split()[0])
+if "--fail-fast" not in args and code == 3 and "LATER_FAIL" in open(impl).read():
+    code = 1
+if code == 99:
+    time.sleep(60)
+status = {0: "pass", 1: "fail", 3: "inconclusive"}.get(code, "crash")
+json.dump({"results": [{"check_id": "c", "status": status}]}, open(report, "w"))
+print(status.upper(), "stage 1 · c")
+sys.exit(code)
+'''
+
+
+@pytest.mark.parametrize("body, outcome, failed", [
+    ("EXIT=0", "accepted", []),
+    ("EXIT=1", "caught", ["fail:c"]),
+    ("EXIT=3", "inconclusive", ["inconclusive:c"]),
+    ("EXIT=3 LATER_FAIL", "caught", ["fail:c"]),  # --fail-fast stopped at an inconclusive
+    ("EXIT=2", "error", ["crash:c"]),
+    ("EXIT=99", "timeout", []),
+])
+def test_judge_on_a_fake_checker(tmp_path, body, outcome, failed):
+    checker = tmp_path / "check.py"
+    checker.write_text(FAKE_CHECKER)
+    mistake = one(1, ("x", "y"))
+    found = runner.judge(mistake, body + "\n", tmp_path / "base", checker, seed=1,
+                         env={"PATH": "/usr/bin:/bin"}, timeout=3 if outcome == "timeout" else 30)
+    assert (found.outcome, found.failed_checks) == (outcome, failed)
+
+
+def outcome(stage, id_, result):
+    return runner.Outcome(id_, stage, f"{id_} misunderstood", result, None, [], 1.0)
+
+
+def test_report_tallies_justifies_and_keeps_other_stages(tmp_path):
+    corpus = [runner.Mistake(s, i, "x", (("a", "b"),)) for s, i in
+              [(1, "a"), (1, "b"), (1, "c"), (2, "d"), (2, "e")]]
+    path = tmp_path / "report.json"
+    justified = {"b": "cannot be told from correct work on CPU", "a": "stale"}
+    runner.write_report(path, "p", 1, [outcome(1, "a", "caught"), outcome(1, "b", "accepted"),
+                                       outcome(1, "c", "inconclusive")],
+                        {1: "t1"}, justified, corpus)
+    report = runner.write_report(path, "p", 1, [outcome(2, "d", "timeout"),
+                                                outcome(2, "e", "error")],
+                                 {2: "t2"}, justified, corpus)
+    one_, two = report["stages"]["1"], report["stages"]["2"]
+    assert (one_["caught"], one_["total"], one_["unjustified"]) == (1, 3, 1)
+    assert [m["id"] for m in one_["missed"]] == ["b", "c"]
+    assert one_["justified_but_caught"] == ["a"] and one_["run_at"] == "t1"
+    assert (two["caught"], two["total"], two["unjustified"]) == (1, 2, 1)
+    assert runner.figure(one_) == "1 of 3 learner mistakes caught (33%; 1 justified)"
+    out = io.StringIO()
+    runner.print_report(report, out)
+    text = out.getvalue()
+    assert "accepted     b: b misunderstood (justified: cannot be told" in text
+    assert "inconclusive c: c misunderstood (NOT JUSTIFIED)" in text
+    assert "a is in JUSTIFIED: drop it" in text
+    # another seed starts over; a mistake removed from the corpus leaves the report
+    again = runner.write_report(path, "p", 2, [outcome(2, "d", "caught")], {2: "t3"},
+                                {}, corpus[3:])
+    assert list(again["stages"]) == ["2"] and again["stages"]["2"]["total"] == 1
+
+
+def test_corpus_figure_for_make_mutants(tmp_path):
+    corpus = [runner.Mistake(1, "a", "x", (("a", "b"),))]
+    path = tmp_path / "build" / "mistakes-p" / "report.json"
+    path.parent.mkdir(parents=True)
+    assert runner.corpus_figure("p", 1, root=tmp_path) is None
+    runner.write_report(path, "p", 1, [outcome(1, "a", "caught")], {1: "t1"}, {}, corpus)
+    assert runner.corpus_figure("p", 1, root=tmp_path) == (
+        "1 of 1 learner mistakes caught (100%) [run t1]")
+    assert runner.corpus_figure("p", 2, root=tmp_path) is None
+
