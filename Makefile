@@ -8,6 +8,7 @@
 #   make mlflow-ui  the MLflow record of every run (failed ones too) on http://127.0.0.1:5000
 #   make xprof    XProf's trace viewer on your own profiler traces on http://127.0.0.1:8791
 #   make mutants  developers: each checker's mutation score per stage (slow; MUTANTS_PROJECT=p)
+#   make mistakes developers: each checker's catch rate on a learner-mistake corpus (slow)
 #   make flake    developers: the reference passes every stage FLAKE_RUNS times, a core busy
 SHELL := /bin/bash
 VENV ?= .venv
@@ -24,6 +25,9 @@ MUTANTS_PROJECT ?=
 MUTANTS_JOBS ?= 1
 MUTANTS_SAMPLE ?=
 MUTANTS_STAGE ?=
+MISTAKES_PROJECT ?=
+MISTAKES_STAGE ?=
+MISTAKES_JOBS ?= 1
 FLAKE_RUNS ?= 20
 FLAKE_PROJECT ?=
 FLAKE_STAGE ?=
@@ -34,9 +38,9 @@ FLAKE_IMPL ?=
 IS_RELEASE = $(PY) -c 'import sys; from coursekit.facts import is_release; sys.exit(not is_release())'
 
 .PHONY: setup course test check lab bench starters portfolio mlflow-ui xprof browser-deps slurm-deps clean help \
-	mutants flake
+	mutants mistakes flake
 help:
-	@sed -n '1,11p' Makefile
+	@sed -n '1,12p' Makefile
 
 setup: $(STAMP)
 
@@ -104,6 +108,12 @@ mutants: $(STAMP)
 	$(PY) -m coursekit.commands.mutants $(if $(MUTANTS_PROJECT),--project $(MUTANTS_PROJECT)) \
 	  --jobs $(MUTANTS_JOBS) $(if $(MUTANTS_SAMPLE),--sample $(MUTANTS_SAMPLE)) \
 	  $(if $(MUTANTS_STAGE),--stage $(MUTANTS_STAGE)) $(if $(MUTANTS_RESCORE),--rescore)
+
+# Not in CI (slow): the learner-mistake corpus tests/mistakes/<p>.py, each mistake judged by
+# its stage's checker (build/mistakes-<p>/report.json); `make mutants` prints it beside its score.
+mistakes: $(STAMP)
+	$(PY) -m coursekit.commands.mistakes $(if $(MISTAKES_PROJECT),--project $(MISTAKES_PROJECT)) \
+	  --jobs $(MISTAKES_JOBS) $(if $(MISTAKES_STAGE),--stage $(MISTAKES_STAGE))
 
 # Not in CI (too slow; CI keeps its 3-run test): failing seeds are printed to rerun.
 flake: $(STAMP)

@@ -383,9 +383,12 @@ def line(name: str, t: dict) -> str:
 
 
 def print_report(report: dict, out=sys.stdout) -> None:
+    from coursekit.commands.mistakes import corpus_figure  # it imports this module
     for stage, t in report["stages"].items():
         when = f" [run {t['run_at']}]" if "run_at" in t else ""
         print(line(f"{report['project']} stage {stage}", t) + when, file=out)
+        corpus = corpus_figure(report["project"], int(stage))
+        print(f"  beside it, make mistakes: {corpus or 'no corpus report yet'}", file=out)
     print(line(f"{report['project']} all stages", report["total"]), file=out)
     for m in report["survivors"]:
         print(f"  survived  {m['id']}  (line {m['line']}): {m['change']}", file=out)
