@@ -297,10 +297,10 @@ def amdahl_ceiling_claim(phase: str, share: float, traced_call_s: float,
             f"{tm * 1e3:.0f} ms timed: {ratio_text(inflation)})")
     if _about_same(inflation):
         return head + "; the profiler left the call about as long, so the share holds untraced"
-    return (head + "; the profiler changed the call's length, and not evenly across phases "
-            "(each traced event costs the same, and phases hold different numbers of events), "
-            "so the traced share is not the untraced call's share: a measured gain can pass "
-            "this ceiling")
+    return (head + "; the traced call is not the length of a timed one (the profiler's own "
+            "cost, which is not even across phases since they hold different numbers of "
+            "events, and the load moving between the two measurements), so the traced share "
+            "is not the untraced call's share: a measured gain can pass this ceiling")
 
 
 def collective_prediction(cost_s: float, ci_s, predicted: float,

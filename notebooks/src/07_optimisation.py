@@ -61,6 +61,7 @@ import numpy as np
 from coursekit.facts import records_dir
 from coursekit.measure import traces
 from coursekit.measure.decision import decide_rounds, measure_interleaved
+from coursekit.notebook import claims
 from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
 from coursekit.notebook.guard import attempt, load_learner, need, not_yet, ready
 from coursekit.notebook.plots import plain_log, titled
@@ -140,8 +141,11 @@ with not_yet("the breakdown"):
         print(f"{phase:18s} {breakdown['phase_us'][phase] / 1e3:9.1f} ms  {share:6.1%}")
     print(f"limiting: {limit['phase']} ({limit['share']:.1%} of the step); evidence: "
           f"{limit['evidence']['count']} x {limit['evidence']['event']} "
-          f"({limit['evidence']['us'] / 1e3:.1f} ms); removing it entirely gives at most "
-          f"{limit['amdahl_ceiling']:.2f}x ({LABEL})")
+          f"({limit['evidence']['us'] / 1e3:.1f} ms) ({LABEL})")
+    if breakdown["step_us"] > 0:
+        print(claims.amdahl_ceiling_claim(limit["phase"], limit["share"],
+                                          breakdown["step_us"] * 1e-6,
+                                          float(np.median(slow_times["samples_s"]))))
 
 
 # %%
@@ -234,11 +238,13 @@ with not_yet("the fix, measured") as fixing:
     need(errors, odd_errors)
     print("max |fast - slow| here:", {k: f"{v:.2g}" for k, v in errors.items()})
     print("max |fast - slow| on an odd shape:", {k: f"{v:.2g}" for k, v in odd_errors.items()})
-    print(f"contract: rtol {slow_step.RTOL:g}, atol {slow_step.ATOL:g}")
+    print(claims.contract_differences(
+        {f"{k}{where}": v for where, errs in (("", errors), (" (odd shape)", odd_errors))
+         for k, v in errs.items()}, slow_step.RTOL, slow_step.ATOL))
     timed = measure_interleaved(slow_call, fast_call, rounds=ROUNDS, iters=1, warmup=0)
     fix = decide_rounds(timed["before"], timed["after"], min_gain=0.05)
-    print(f"speedup {fix['ratio']:.1f}x, interval {fix['ci']}, {fix['decision']} "
-          f"({fix['n_rounds']} rounds) ({LABEL})")
+    print(f"speedup {claims.estimate_text(fix['ratio'], fix['ci'])}, {fix['decision']} "
+          f"({fix['n_rounds']} interleaved rounds, untraced) ({LABEL})")
 
 # %%
 with not_yet("the trace after the fix"):
@@ -263,9 +269,14 @@ with not_yet("the trace after the fix"):
     ax.set_xlabel(f"one call of {STEPS} steps (ms, traced)")
     ax.legend(fontsize=8)
     titled(ax, f"Trace before and after: {total_before:.0f} ms -> "
-           f"{after['total_us'] / 1e3:.1f} ms", LABEL)
+           f"{after['total_us'] / 1e3:.1f} ms (one traced call each)", LABEL)
     fig.tight_layout()
     plt.show()
+    if breakdown["step_us"] > 0 and after["total_us"] > 0:
+        print(claims.traced_vs_timed(breakdown["step_us"] * 1e-6, after["total_us"] * 1e-6,
+                                     float(np.median(timed["before"]["samples_s"])),
+                                     float(np.median(timed["after"]["samples_s"])),
+                                     fix["ratio"], fix["ci"]))
 
 # %% [markdown]
 # Shares are not speedups: each bottleneck's *share* of the slow step, from your stage-1
@@ -395,7 +406,8 @@ with not_yet("four times the steps"):
 #
 # **Symptom.** A first measurement says the fix is barely faster (or slower); a colleague
 # measures 10x. **What to check next:** (1) was a compiling call inside the timed region
-# (the fix's first call compiles the whole scanned loop: far longer than one slow call)?
+# (the fix's first call compiles the whole scanned loop: how it compares with a slow call is
+# printed below)?
 # (2) does the fast version compile again on later calls (a value in a static position)?
 # (3) was each call synchronised inside its boundary?
 #
@@ -415,8 +427,12 @@ with not_yet("the planted failure"):
     fast_once = time.perf_counter() - start
     print(f"planted: one call each, compile included: {slow_once / fast_once:.2f}x "
           f"(slow {slow_once * 1e3:.0f} ms, fast {fast_once * 1e3:.0f} ms)")
+    print(claims.first_call_claim(slow_once, fast_once,
+                                  float(np.median(timed["before"]["samples_s"])),
+                                  float(np.median(timed["after"]["samples_s"])))
+          + f" (warmed calls: the interleaved rounds above, batch {BATCH})")
     print(f"measured properly (first calls apart, {fix['n_rounds']} interleaved rounds): "
-          f"{fix['ratio']:.1f}x ({LABEL})")
+          f"{claims.estimate_text(fix['ratio'], fix['ci'])} ({LABEL})")
 
 # %% [markdown]
 # The fix: report the first call apart and decide on warmed, synchronised calls in
@@ -469,7 +485,8 @@ evidence = {
     "checks passed (stages 1-4)": [c["passed"] for c in (check1, check2, check3, check4)],
     "limiting phase and share": (f"{limit['phase']} {limit['share']:.1%}" if ready(limit)
                                  else "not yet"),
-    "speedup (interleaved rounds)": (f"{fix['ratio']:.1f}x {fix['ci']}" if timed else "not yet"),
+    "speedup (interleaved rounds)": (claims.estimate_text(fix["ratio"], fix["ci"]) if timed
+                                     else "not yet"),
     "gain falls below 4x at batch": (f"{measured_cross:.0f}" if ready(sweeping) and
                                      measured_cross else "not yet / not in range"),
 }
