@@ -76,6 +76,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from coursekit.measure import collectives as trace_collectives
+from coursekit.notebook import claims
 from coursekit.notebook.cells import (
     RECORDS,
     compare_prediction,
@@ -328,6 +329,7 @@ with not_yet("the collective measured alone"):
 
 # %%
 predicted = predicted_upper = naive_ceiling = None
+prediction_text = ""
 with not_yet("Amdahl's prediction"):
     if count_share is None or not comm:
         raise NotYet("no trace or collective evidence yet")
@@ -339,9 +341,10 @@ with not_yet("Amdahl's prediction"):
     predicted_upper = impl.predict_step_speedup(min(saving_hi / step_s, 1.0), math.inf)
     print(f"on the traced share ({count_share:.1%}, mostly waiting): {naive_ceiling:.3f}x; not a "
           "prediction, the waiting does not vanish")
-    print(f"on the collective's own cost ({cost['cost_s'] * 1e6:+.1f} us of the "
-          f"{step_s * 1e3:.3f} ms timed step): {predicted:.3f}x, at most {predicted_upper:.3f}x "
-          f"at the upper end of its interval ({LABEL})")
+    prediction_text = claims.collective_prediction(cost["cost_s"], cost["ci_s"], predicted,
+                                                   predicted_upper)
+    print(f"on the collective's own cost (of the {step_s * 1e3:.3f} ms timed step): "
+          f"{prediction_text} ({LABEL})")
 
 # %% [markdown]
 # ### The decision
@@ -362,8 +365,7 @@ with not_yet("the decision on before vs after"):
         print(f"speedup before / after = {verdict['ratio']:.3f}, 95% interval over the rounds "
               f"[{verdict['ci'][0]:.3f}, {verdict['ci'][1]:.3f}]")
     if predicted:
-        print(f"predicted from the collective's own cost: {predicted:.3f}x (at most "
-              f"{predicted_upper:.3f}x)")
+        print(f"from the collective's own cost: {prediction_text}")
     for reason in verdict["reasons"]:
         print("  -", reason)
     print(LABEL)
@@ -406,12 +408,8 @@ with not_yet("traced and timed step reconciled"):
     lo, hi = verdict["ci"]
     traced_ratio = traced["before"] / traced["after"]
     inside = lo <= traced_ratio <= hi
-    print(f"speedup by the trace {traced_ratio:.3f}x ({traced_ratio - 1:+.1%}), by the timed "
-          f"rounds {verdict['ratio']:.3f}x ({verdict['ratio'] - 1:+.1%}), interval "
-          f"[{lo:.3f}, {hi:.3f}]: " + (
-              "the traced change lies inside the timing's interval; they agree within noise"
-              if inside else "the traced change lies outside the timing's interval: a few "
-              "profiled steps are not a timing, and the decision rests on the timed rounds"))
+    print(claims.traced_vs_timed(traced["before"], traced["after"], timed["before"],
+                                 timed["after"], verdict["ratio"], verdict["ci"]))
     resolution = math.sqrt(hi / lo) - 1  # half-width of the interval, relative
     gain_upper = predicted_upper - 1
     below = gain_upper < resolution
@@ -497,13 +495,16 @@ with not_yet("results and speed across shapes"):
             print(line + "equal; speed: your decide is not ready yet")
             continue
         sweep[b] = s
-        pred = (impl.predict_step_speedup(min(max(comm["scalar"]["cost_s"], 0.0)
-                                              / float(np.median(pair["before"]["samples_s"])),
-                                              1.0), math.inf) if comm else None)
+        pred = pred_text = None
+        if comm:
+            c, b_step = comm["scalar"], float(np.median(pair["before"]["samples_s"]))
+            c_hi = max(c["ci_s"][1] if c["ci_s"] else c["cost_s"], 0.0)
+            pred, pred_hi = (impl.predict_step_speedup(min(max(v, 0.0) / b_step, 1.0), math.inf)
+                             for v in (c["cost_s"], c_hi))
+            pred_text = claims.collective_prediction(c["cost_s"], c["ci_s"], pred, pred_hi)
         s["predicted"] = pred
-        ci_text = f"[{s['ci'][0]:.3f}, {s['ci'][1]:.3f}]" if s["ci"] else "(no interval)"
-        print(line + f"equal; speedup {s['ratio']:.3f} {ci_text} -> {s['decision']}"
-              + (f"; predicted from the collective's cost {pred:.3f}x" if pred else ""))
+        print(line + f"equal; speedup {claims.estimate_text(s['ratio'], s['ci'])} -> "
+              f"{s['decision']}" + (f"; {pred_text}" if pred_text else ""))
     order = sorted(sweep)
     steps_ratio = np.diff([sweep[b]["ratio"] for b in order])
     trend = ("rises" if np.all(steps_ratio > 0) else "falls" if np.all(steps_ratio < 0)
@@ -837,7 +838,8 @@ with not_yet("the four readiness questions"):
           + (f"measured alone one scalar all-reduce costs {scalar['cost_s'] * 1e6:+.1f} us ("
              + ("resolved" if scalar["resolved"] else "not resolved on this CPU") + "); "
              if scalar else "")
-          + f"predicted {shown(predicted)}x, measured {shown(verdict['ratio'])}x"
+          + (prediction_text if predicted else "predicted: not yet")
+          + f", measured {claims.estimate_text(verdict['ratio'], verdict['ci'])}"
           + ("; the predicted gain is below what this CPU can resolve"
              if reconciled.get("below_resolution") else ""))
     equal = [b for b, p in preserved.items() if p["equal"]]
@@ -858,6 +860,8 @@ with not_yet("the four readiness questions"):
           f"the teammate's record differs in {len(differs)} field(s) "
           f"({', '.join(d.split(':')[0] for d in differs) or '-'}), so it was refused")
     print(f"decision on the change at batch {BATCH}: {verdict['decision'].upper()} ({LABEL})")
+    print("recommendation: " + claims.readiness_recommendation(BATCH, verdict["decision"],
+                                                               sweep))
 
 # %% [markdown]
 # ### Honest limits
@@ -912,11 +916,13 @@ with not_yet("the four readiness questions"):
 # and what must still be measured on the target before it ships.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "decision_07", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
-# Follow the printed decision. If it says ACCEPT: accept for data-parallel training on several
-# devices at the batch sizes where the interval cleared the minimum gain, with results equal
-# within tolerance and the removed collective named in the compiled programs. If it says
-# REJECT: no gain of 5% is distinguishable from noise at this batch on this machine (and
-# where line 2 says so, the predicted gain is below what this CPU can resolve at all); keep
-# the change only if it simplifies the code, not as an optimisation. If it says SLOWER:
-# reject, and find out why. Either way: CPU evidence only; measure on the target
-# accelerator (same records, same decision, one environment) before claiming a speedup.
+# Follow the printed recommendation line, which reads the decision at this batch and the
+# decisions across batch sizes together. If it says ACCEPT: accept for data-parallel
+# training on several devices at the batch sizes it names, with results equal within
+# tolerance and the removed collective named in the compiled programs. If it says REJECT
+# with a size clearly slower: reject, and find out why before anything else. If it says
+# REJECT with no size clearly slower: no gain of 5% is distinguishable from noise here (and
+# where line 2 says so, the predicted gain is below what this CPU can resolve at all); only
+# then may the change be kept for simpler code, not as an optimisation. Either way: CPU
+# evidence only; measure on the target accelerator (same records, same decision, one
+# environment) before claiming a speedup.
