@@ -288,6 +288,39 @@ def test_stage1_building_blocks_are_checked_by_value(planted, planted_bug):
     assert f"FAIL stage 1 · {check}" in result["stdout"]
 
 
+# Issue 29: mistakes the checks only see in the learner's own call. Counts summed on the
+# host (no shard_map: right numbers, no per-shard code); a state built eagerly and
+# device_put (passes one process, fails stage 3's two); a mesh check that compares how
+# many devices a leaf is on, not which.
+ISSUE29_BUGS = {
+    "counts-on-the-host": (bug("counts-on-the-host", [(
+        "    counted = jax.shard_map(lambda m: jnp.sum(m, keepdims=True), mesh=mesh,\n"
+        "                            in_specs=P(AXIS), out_specs=P(AXIS))\n"
+        "    return np.rint(np.asarray(jax.jit(counted)(mask))).astype(int)\n",
+        "    return np.asarray(mask).reshape(mesh.devices.size, -1).sum(axis=1).astype(int)\n")],
+        2, "valid_counts_per_shard"), "ran no shard_map"),
+    "init-state-device-put": (bug("init-state-device-put", [(
+        "    return jax.jit(build, out_shardings=rep)()\n",
+        "    return jax.device_put(build(), rep)\n")], 1, "init_state_matches"),
+        "Disallowed device-to-device transfer"),
+    "same-mesh-by-device-count": (bug("same-mesh-by-device-count", [(
+        "        if have != wanted:\n", "        if len(have) != len(wanted):\n")], 1,
+        "mixed_meshes_reported"), "as many devices, not the same ones"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+@pytest.mark.parametrize("planted_bug", list(ISSUE29_BUGS), ids=list(ISSUE29_BUGS))
+def test_mistakes_seen_only_in_the_learners_own_call(planted, planted_bug):
+    name, evidence = ISSUE29_BUGS[planted_bug]
+    result = result_of(planted, name)
+    check = BUGS[name].only[0]
+    assert result["status"] == {check: "fail"}, result["stdout"]
+    assert f"FAIL stage {BUGS[name].stage} · {check}" in result["stdout"]
+    assert evidence in message(result, check), result["stdout"]
+
+
 KEY_NOT_RESTORED_BUG = bug("key-not-restored", KEY_NOT_RESTORED, 3, "state_roundtrip",
                            "resume_after_sigkill_bitwise")
 

@@ -70,6 +70,12 @@ SELF_REPORTED = {
         "measured here; the median against the checker's own synchronised samples of the "
         "same step, in interleaved rounds (stage 4)",
     "raises (the exception check_same_mesh raised)": "its message is the graded output",
+    "call_watched (shard_maps traced during the learner's own call)": "none independent "
+        "for the count: it is only ever a reason to fail (0 means no per-shard code ran); "
+        "the call's values against the checker's own counts",
+    "call_guarded (a device-to-device copy refused during init_state)": "only ever a "
+        "reason to fail, with JAX's own message; the state's values against the checker's "
+        "own initial state",
 }
 
 # One compilation cache for this run: the checker and every training process it starts

@@ -17,6 +17,7 @@ from sharded_learner import (
     ask,
     call,
     call_plain,
+    checker_mesh_there,
     learner_fn,
     learner_mesh,
     learner_state,
@@ -125,6 +126,18 @@ def _(impl, ctx):
 def _(impl, ctx):
     mesh, _ = learner_mesh(impl)
     config = run_config(ctx, "init")
+    # Built under JAX's device-to-device transfer guard, in the learner's own call: a
+    # state computed on one device and then copied onto the mesh passes in one process
+    # but fails in a multi-process run (stage 3), where a typed key cannot be device_put
+    # onto other processes' devices.
+    guarded = ask(impl, "call_guarded", learner_fn(impl, "init_state"), config, mesh)
+    fail_unless("refused" not in guarded, "init_state built the state on one device and "
+                "copied it onto the mesh", yours=f"a device-to-device copy during "
+                f"init_state, refused by JAX's transfer guard: {guarded.get('refused')}",
+                expected="no copy: every leaf created on the mesh's devices",
+                hint="build the state inside jax.jit(build, out_shardings=replicated)() "
+                "rather than jax.device_put(state, ...): in a multi-process run a typed "
+                "key cannot be device_put onto other processes' devices")
     state = learner_state(impl, config, mesh)
     key = state.leaves.get("['key']")
     fail_unless(is_key(key), "state['key'] must be a typed PRNG key",
@@ -351,14 +364,31 @@ def _(impl, ctx):
                     {"w": rep, name_a: {"device": dev}}), name_a),
              (place(impl, {"params": {"w1": np.ones((4, 2), np.float32)}, "x": x},
                     {"params": {"devices": ALL[:4], "spec": []}, "x": rows}), "w1")]
-    for tree, culprit in cases:
-        result = ask(impl, "raises", check, tree.kept, mesh)
+    # the same number of devices, not the same devices: a leaf on devices 4..7 against
+    # a mesh of devices 0..3
+    half = N_DEVICES // 2
+    small = checker_mesh_there(impl, ALL[:half])
+    name_b = random_name(rng, "emb_", 5, "abcdefgh")
+    elsewhere = place(impl, {"w": w, name_b: np.ones((2, 3), np.float32)},
+                      {"w": {"devices": ALL[:half], "spec": []},
+                       name_b: {"devices": ALL[half:], "spec": []}})
+    cases.append((elsewhere, name_b, small))
+    for tree, culprit, *on in cases:
+        on_mesh = on[0] if on else mesh
+        result = ask(impl, "raises", check, tree.kept, on_mesh)
         if result["raised"]:
             text = result["message"]
             fail_unless(culprit in text and "mesh" in text.lower(),
                         "the message must name the array that is elsewhere and the mesh",
                         yours=text[:200], expected=f"a message naming {culprit!r} and "
                         "the mesh's devices", hint="use jax.tree_util.keystr(path)")
+        elif on:
+            raise CheckFailed(f"an array ({culprit}) on devices {ALL[half:]} was not "
+                              f"reported against a mesh of devices {ALL[:half]}: as many "
+                              "devices, not the same ones", yours="no error",
+                              expected="ValueError naming it",
+                              hint="compare which devices: the set of device ids of "
+                              "leaf.sharding.device_set with the mesh's, not their number")
         else:
             raise CheckFailed(f"an array ({culprit}) on other devices was not reported",
                               yours="no error", expected="ValueError naming it",

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from sharded_harness import ATOL, N_DEVICES, RTOL, checker
-from sharded_learner import ALL, ask, call, checker_mesh_there, learner_fn, place
+from sharded_learner import ALL, Value, ask, call, checker_mesh_there, learner_fn, place
 from sharded_program import exported, manual_computation
 from sharded_reference import random_mask, ref_init_params, stage_batch
 from sharded_trees import flat, host
@@ -209,13 +209,22 @@ def _(impl, ctx):
     counts = rng.integers(0, rows + 1, N_DEVICES)
     mask = random_mask(rng, rows, counts)
     placed = place(impl, mask, ROWS)
-    got = np.asarray(host(call(impl, "shard_valid_counts", placed, mesh).leaves.get("",
-                                                                                 None)))
+    # the learner's own call, with every shard_map it traces counted there (caches
+    # cleared first): per-shard code is what this stage asks for
+    answer = ask(impl, "call_watched", learner_fn(impl, "shard_valid_counts"), placed.kept,
+                 mesh)
+    got = np.asarray(host(Value(answer["value"]).leaves.get("", None)))
     got = got.astype(np.int64)
     fail_unless(got.shape == (N_DEVICES,) and np.array_equal(got, counts),
                 "valid rows per shard differ", yours=got, expected=np.asarray(counts),
                 hint="inside shard_map each device sums its own piece of the mask; "
                 "out_specs P('data') gathers one number per device")
+    fail_unless(answer.get("shard_maps", 0) > 0, "shard_valid_counts ran no shard_map: the "
+                "counts are right, but they were not computed per shard",
+                yours="0 shard_maps traced during your call (JAX's caches cleared first)",
+                expected="a jax.shard_map in which each device sums its own piece of the "
+                "mask", hint="jax.shard_map(lambda m: jnp.sum(m, keepdims=True), mesh=mesh, "
+                "in_specs=P('data'), out_specs=P('data')), jitted; not a sum on the host")
 
 
 @checker.check(2, "uses_shard_map")
