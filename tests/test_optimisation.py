@@ -57,7 +57,7 @@ PLANTED = {
         ("jnp.float32(lr))\n    ### END", "float(lr))\n    ### END")]),
     "share_from_wrong_events": (1, "breakdown_matches_checker_parse", [
         ("        for child in ev.children:\n            if child.name in phase_us:",
-         "        for child in traces.walk(ev.children):\n            if child.name in phase_us:")]),
+         "        for child in _walk(ev.children):\n            if child.name in phase_us:")]),
     "after_timed_without_sync": (4, "records_agree_with_checker", [
         ("            out = jax.block_until_ready(fn(params, *args, next(lrs) if lr is None "
          "else lr))",

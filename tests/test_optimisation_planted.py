@@ -43,7 +43,7 @@ PLANTED = {
     # step_breakdown --------------------------------------------------------------------
     "breakdown_by_overlap_across_threads": (1, "breakdown_matches_checker_parse", [
         (_PHASE_LOOP,
-         "        for other in traces.walk(forest):\n"
+         "        for other in _walk(forest):\n"
          "            if (other.name in phase_us and other.ts >= ev.ts\n"
          "                    and other.end <= ev.end):\n"
          "                phase_us[other.name] += other.dur\n")]),
@@ -56,9 +56,9 @@ PLANTED = {
     "shares_of_no_step_are_whole": (1, "breakdown_matches_checker_parse", [
         ("(v / step_us if step_us else 0.0)", "(v / step_us if step_us else 1.0)")]),
     "step_matched_by_prefix": (1, "breakdown_matches_checker_parse", [
-        ("    found = [ev for ev in traces.walk(forest) if ev.name == step_region]\n"
+        ("    found = [ev for ev in _walk(forest) if ev.name == step_region]\n"
          "    phase_us",
-         "    found = [ev for ev in traces.walk(forest) if ev.name.startswith(step_region)]\n"
+         "    found = [ev for ev in _walk(forest) if ev.name.startswith(step_region)]\n"
          "    phase_us")]),
     # limiting_operation ----------------------------------------------------------------
     "no_evidence_is_none": (1, "limiting_operation_named", [
@@ -73,7 +73,7 @@ PLANTED = {
          "name = max(totals, key=lambda n: totals[n][0])")]),
     "evidence_counts_nested_calls": (1, "limiting_operation_named", [
         ("            for grandchild in child.children:\n",
-         "            for grandchild in traces.walk(child.children):\n")]),
+         "            for grandchild in _walk(child.children):\n")]),
     "evidence_steps_by_prefix": (1, "limiting_operation_named", [
         ("if ev.name == step_region):", "if ev.name.startswith(step_region)):")]),
     "amdahl_of_the_share_itself": (1, "limiting_operation_named", [

@@ -45,8 +45,8 @@ def test_starter_fails_each_stage_with_its_hint(tmp_path):
         f"0 passed, {sum(CHECKS_PER_STAGE.values())} failed"
 
 
-DECIDE_ROUNDS = ("    result = decide_rounds(before, after, min_gain=min_gain, "
-                 "confidence=confidence)\n")
+DECIDE_ROUNDS = ('    result = {**out, "ci": [lo, hi], "decision": decision, '
+                 '"reasons": [f"{where} {why}"]}\n')
 PLANTED = {
     "unsynchronised_timer": (1, "warm_median_is_device_time", [
         ("            return jax.block_until_ready(out)\n", "            return out\n")]),
@@ -80,8 +80,8 @@ PLANTED = {
         ("        bandwidth = bandwidth[level]\n",
          "        bandwidth = bandwidth['DRAM']\n")]),
     "peak_not_reset_after_compile": (3, "peak_memory_from_fresh_process", [
-        ("    return {k: got[k] for k in keys}\n",
-         "    return dict({k: got[k] for k in keys}, run_peak_bytes=got['vmhwm_bytes'])\n")]),
+        ('"run_peak_bytes": [r["run_peak_bytes"] for r in runs]',
+         '"run_peak_bytes": [r["vmhwm_bytes"] for r in runs]')]),
     "peak_ignores_policy": (3, "peak_memory_from_fresh_process", [
         ('"batch": batch,\n              "policy": policy}', '"batch": batch,\n'
          '              "policy": None}')]),

@@ -14,8 +14,8 @@ PROJECT = "performance-audit"
 
 PEAK_LOOP = ("        jax.block_until_ready(f(a))\n"
              "        samples.append(time.perf_counter() - start)\n")
-DECIDE_ROUNDS = ("    result = decide_rounds(before, after, min_gain=min_gain, "
-                 "confidence=confidence)\n")
+DECIDE_ROUNDS = ('    result = {**out, "ci": [lo, hi], "decision": decision, '
+                 '"reasons": [f"{where} {why}"]}\n')
 HOST_READ_CALL = ('"host_read": time_fn(fn, x, warmup=warmup, iters=iters, sync="host_read",\n'
                   '                                 label="host_read")}')
 TRACE_LOOP = ("        for i in range(steps):\n"
@@ -220,28 +220,23 @@ PLANTED = {
          "fn = jax.jit(lambda p, v: jax.value_and_grad(loss)(p, v))")]),
     # repeats in the learner's own process: its high-water mark holds everything before
     "peak_measured_in_this_process": (3, "peak_memory_from_fresh_process", [
-        ('    got = peak_memory.fresh_process_peaks({"run": (factory, kwargs)}, '
-         'repeats=repeats)["run"]\n',
-         "    import os\n"
+        ("    with ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0))) as pool:\n"
+         "        runs = list(pool.map(one, range(repeats)))\n",
          "    fn, args = _peak_call(**kwargs)\n"
          "    compiled = jax.jit(fn).lower(*args).compile()\n"
          "    jax.block_until_ready(compiled(*args))\n"
          '    status = Path("/proc/self/status").read_text()\n'
          '    hwm = int(status.split("VmHWM:")[1].split()[0]) * 1024\n'
          "    plan = compiled.memory_analysis()\n"
-         '    got = {"run_peak_bytes": [hwm] * repeats, "vmhwm_bytes": [hwm] * repeats,\n'
-         '           "pids": [os.getpid()] * repeats, "device_peak_bytes": None,\n'
-         "           **{f: int(getattr(plan, f, 0) or 0) for f in peak_memory.MEMORY_FIELDS}}\n"
+         '    runs = [{"run_peak_bytes": hwm, "vmhwm_bytes": hwm, "pid": os.getpid(),\n'
+         '             "device_peak_bytes": None,\n'
+         "             **{f: int(getattr(plan, f, 0) or 0) for f in fields}}] * repeats\n"
          )]),
     # -- stage 4 ---------------------------------------------------------------------
     # decide fed long-tail samples (stalls): a mean is thrown by them, a round's median is not
     "decide_on_round_means": (4, "stalls_do_not_decide", [
-        (DECIDE_ROUNDS, "    def means(run):  # each round summarised by its mean\n"
-         "        ids = np.asarray(run.get('round_ids', range(len(run['samples_s']))))\n"
-         "        s = np.asarray(run['samples_s'])\n"
-         "        return dict(run, samples_s=[float(s[ids == r].mean()) for r in ids])\n"
-         "    result = decide_rounds(means(before), means(after), min_gain=min_gain, "
-         "confidence=confidence)\n")]),
+        ("        return {r: float(np.median(v)) for r, v in sorted(by_round.items())}\n",
+         "        return {r: float(np.mean(v)) for r, v in sorted(by_round.items())}\n")]),
     "decide_on_the_ratio_of_means": (4, "stalls_do_not_decide", [
         (DECIDE_ROUNDS, DECIDE_ROUNDS + "    ratio = float(np.mean(before['samples_s']) / "
          "np.mean(after['samples_s']))\n"

@@ -105,16 +105,15 @@ def fit_regression(key, x, y, *, steps: int = 200, batch: int = 32, lr: float = 
     linear params, a function of the arguments alone.
 
     key: a typed PRNG key (``jax.random.key``); x float32 (n, d); y float32 (n,);
-    steps, batch: ints >= 1; lr: a float.
-    The key protocol (the checker replays it exactly):
-      k_init, k_batches = jax.random.split(key)
-      params = init_linear(k_init, x.shape[1])
-      every step: split k_batches into (new k_batches, k_step), draw
-        rows = jax.random.randint(k_step, (batch,), 0, n), and update
-        params <- params - lr * regression_grads(params, x[rows], y[rows]).
+    steps, batch: ints >= 1; lr: a float. Returns: {"w": float32 (d,), "b": float32 ()}.
+
+    The key protocol (the checker replays it exactly): ``key`` splits once into an init
+    key (the start is ``init_linear`` of it, for d features) and a batch-stream key; each
+    of the ``steps`` steps splits the stream key once, carries the first half on and
+    draws its ``batch`` row indices, uniform in [0, n) (``jax.random.randint``), with the
+    second; a step moves the params by ``-lr`` times ``regression_grads`` on those rows.
     A key used once is spent: reusing one for every step draws the same rows every time.
 
-    Returns: {"w": float32 (d,), "b": float32 ()}.
     Checked: within relative 1e-3 of the checker's float64 replay (steps, batch and lr
     drawn per run); bitwise the same under two numpy/Python global seeds, which it must
     neither read nor change (the state digest is read in your process); bitwise the same
@@ -150,15 +149,18 @@ def train_classifier(key, x, y, *, classes: int = classifier.CLASSES, steps: int
     the trained params, a function of the arguments alone.
 
     key: a typed PRNG key; x float32 (n, features), y int32 (n,) in [0, classes);
-    steps, batch (<= n): ints >= 1; lr: a float.
-    The key protocol (the checker replays it exactly):
-      k_init, k_order = jax.random.split(key)
-      params = classifier.init_params(k_init, features=x.shape[1], classes=classes)
-      an epoch is n // batch steps; at the start of each epoch split k_order into
-        (new k_order, k_epoch) and take order = jax.random.permutation(k_epoch, n);
-      step j of the epoch uses rows order[j * batch:(j + 1) * batch] and updates
-        params <- params - lr * jax.grad(classifier.loss)(params, x[rows], y[rows]).
-    Returns: the params dict of ``classifier.init_params`` (same keys and shapes, float32).
+    steps, batch (<= n): ints >= 1; lr: a float. Returns: the params dict of
+    ``classifier.init_params`` (same keys and shapes, float32).
+
+    The key protocol (the checker replays it exactly): ``key`` splits once into an init
+    key (the start is ``classifier.init_params`` of it, for x's features and
+    ``classes``) and an order key. An epoch is n // batch steps; each epoch splits the
+    order key once, carries the first half on and shuffles the rows with the second
+    (``jax.random.permutation`` of n); the epoch's steps take that order's consecutive
+    slices of ``batch`` rows, and a step moves the params by ``-lr`` times the gradient of
+    ``classifier.loss`` on its rows. Training stops after ``steps`` steps, mid-epoch or
+    not.
+
     Checked: within relative 1e-3 of the checker's replay (odd n and batch, 3 classes,
     steps and lr drawn per run); bitwise the same under two numpy/Python global seeds,
     which it must neither read nor change. Size hint: 12 lines.
@@ -189,14 +191,16 @@ def reference_workload(seed: int, *, n_train: int = 2048, n_test: int = 512,
                        steps: int = 300, batch: int = 64, lr: float = 0.3) -> dict:
     """The course's reference workload, from one integer seed and nothing else.
 
-      key = jax.random.key(seed); k_data, k_train = jax.random.split(key)
-      x, y = classifier.make_dataset(k_data, n_train + n_test)   (no download)
-      the first n_train rows train (train_classifier with k_train), the rest test.
+    ``jax.random.key(seed)`` splits once into a data key and a training key; the data is
+    ``classifier.make_dataset`` of the data key, ``n_train + n_test`` rows (no
+    download): the first ``n_train`` rows train (``train_classifier`` with the training
+    key and the other arguments), the rest test.
 
     Returns: exactly {"params": the trained params (float32, init_params' shapes),
     "train_accuracy": float, "test_accuracy": float}, the accuracies plain Python floats
     in [0, 1]: ``classifier.accuracy`` of the returned params on the training rows and
     on the test rows.
+
     Checked: the params within relative 1e-3 of the checker's replay of that training
     (batch and lr drawn per run); each accuracy within 1e-6 of the checker's own
     accuracy of your params on those rows; the test accuracy at most 0.05 below that of

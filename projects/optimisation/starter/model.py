@@ -129,24 +129,27 @@ def _timed(fn) -> float:
 
 
 def gain_sweep(config: dict, batch_sizes: list[int], rounds: int = 3, seed: int = 0) -> dict:
-    """``train_slow`` against your ``train_fast`` at each batch size (other sizes from
-    ``config``; the problem of each size is ``slow_step.make_problem(config with that
-    batch, seed)``), measured by you in this process.
+    """How much faster ``train_fast`` is than ``train_slow`` at each batch size, from
+    your own measurements in this process (the problem of each size:
+    ``slow_step.make_problem`` of ``config`` with that batch, and ``seed``).
 
-    Returns {"batch_sizes": [the sizes given, in order], "slow_s": [[rounds raw seconds]
-    per size], "fast_s": [[rounds raw seconds] per size], "gains": [median slow_s / median
-    fast_s per size]}. Each raw sample is the wall time in seconds of one call, finished
-    (synchronised) inside its timed boundary; the first call of each version (it compiles)
-    is not a sample; every call has a learning rate of its own and ``train_fast`` a fresh
-    copy of the parameters (``slow_step.fresh_copy``) made outside the boundary; the two
-    versions are measured in interleaved rounds.
+    Returns {"batch_sizes": the sizes given, in order (ints); "slow_s", "fast_s": per
+    size, ``rounds`` raw samples in seconds (lists, not summaries); "gains": per size,
+    median slow sample / median fast sample (unitless)}.
 
-    Checked: one sample per round and the gains those of your own samples, also for a
-    drawn number of rounds (30-40) on a tiny problem where every call of either version
-    is watched for its learning rate (none may repeat); your median fast call grows at
-    least 4x from the smallest size to the largest; at every size your median slow and
-    fast calls are within 5x of the checker's own, in rounds interleaved with more calls
-    of yours (an unsynchronised timer is 20x+ off)."""
+    What must hold for a sample: it is the wall time of one call and of that call alone,
+    finished (its outputs computed) before its clock stops; a call that compiles is not a
+    sample; no two calls share a learning rate (in use each call gets its own);
+    ``train_fast`` may donate its parameters, and whatever that needs is outside the
+    sample. The versions are measured in rounds that interleave them, so that load
+    drifting over the sweep reaches both alike.
+
+    How it is checked: one sample per round and gains equal to those of your own samples
+    (rel 1e-9), also for a drawn number of rounds (30-40) on a tiny problem where the
+    learning rate of every call of either version is watched; your median fast call grows
+    at least 4x from the smallest size to the largest; at every size your medians are
+    within 5x of the checker's own, in rounds interleaved with more calls of yours (an
+    unsynchronised timer is 20x+ off)."""
     raise NotImplementedError('stage 3: gain_sweep')
 
 
@@ -197,30 +200,37 @@ REGION = "optimised_train"
 
 def write_run_records(config: dict, seed: int, outdir: str, *, warmup: int = 1,
                       iters: int = 8) -> dict:
-    """Two run records of the workload at ``slow_step.make_problem(config, seed)``, which
-    performance-audit's ``load_run`` / ``decide`` read: "before" (``train_slow``) and
-    "after" (your ``train_fast``). Writes ``outdir/before.json`` and ``outdir/after.json``
-    and returns {"before": path, "after": path} (str).
+    """Two run records of the workload at ``slow_step.make_problem(config, seed)``, one
+    of ``train_slow`` ("before") and one of your ``train_fast`` ("after"), which
+    performance-audit's ``load_run`` / ``decide`` read. Writes ``outdir/before.json``
+    and ``outdir/after.json``; returns {"before": path, "after": path} (str).
 
-    Each record is a ``coursekit.provenance.records.make_run_record(timing,
-    boundary="train", trace=..., region=REGION)`` where ``timing`` holds performance-audit
-    ``time_fn``'s keys: label "before"/"after", sync "block_until_ready", ``warmup`` and
-    ``iters`` as given, ``first_call_s`` (the first call, alone), ``samples_s`` (``iters``
-    calls after ``warmup`` untimed ones, each in seconds and synchronised inside its
-    boundary, each with a learning rate of its own and, for ``train_fast``, a fresh copy
-    of the parameters made outside the boundary), ``compiles_first_call`` and
-    ``compiles_warmed`` (compile events, ``coursekit.measure.timing.count_compiles``),
-    ``shapes`` and ``dtypes`` of tokens and targets, ``output_ok`` (the first call's
-    outputs within ``slow_step.RTOL`` / ``ATOL`` of ``train_slow``'s) and ``backend``; the
-    trace is of one more call, inside a ``REGION`` annotation.
+    What must hold for each record:
+      - it is a valid run record (``coursekit.provenance.records.make_run_record`` builds
+        one; ``validate_run_record`` judges it) of boundary "train" and region ``REGION``,
+        whose timing holds performance-audit ``time_fn``'s fields with their meaning
+        there: label "before"/"after", sync "block_until_ready", ``warmup`` and ``iters``
+        as given, ``shapes`` and ``dtypes`` of tokens and targets, ``backend``;
+      - ``first_call_s`` (seconds) is the first call alone, compile included;
+        ``samples_s`` holds ``iters`` raw seconds, each one call, finished before its
+        clock stops, taken after ``warmup`` calls that are not samples; no two calls share
+        a learning rate, and what ``train_fast``'s donated parameters need stays outside
+        every sample;
+      - ``compiles_first_call`` / ``compiles_warmed``: compile events during the first
+        call and during all later calls (``coursekit.measure.timing.count_compiles``
+        counts them);
+      - ``output_ok``: whether the first call's outputs are within ``slow_step.RTOL`` /
+        ``ATOL`` of ``train_slow``'s on the same inputs; a wrong output is not timed;
+      - its trace: a ``jax.profiler`` trace of one more call inside a ``REGION``
+        annotation, without the Python tracer.
 
-    Checked: both records valid (``validate_run_record``, their traces holding
-    ``REGION`` and no Python-tracer events), of tokens and targets of this problem,
-    ``warmup``/``iters`` as given with one sample per timed call (also 30-40 timed calls
-    on a tiny problem), output checks passed,
-    no compile in the after's timed calls, and in the before's at least what the checker
-    counts for ``train_slow`` with a new learning rate per call; ``output_ok`` False when
-    the checker makes ``train_fast`` wrong for one more call; each record's median call
-    and their speedup within 4x of the checker's own measurement, in interleaved rounds
-    with smaller calls of yours (an unsynchronised "after" is 50x+ off)."""
+    How it is checked: both records valid, their traces holding ``REGION`` and no
+    Python-tracer events, of tokens and targets of this problem; ``warmup``/``iters`` as
+    given with one sample per timed call (also 30-40 timed calls on a tiny problem);
+    output checks passed; no compile in the after's timed calls, and in the before's at
+    least what the checker counts for ``train_slow`` with a new learning rate per call;
+    ``output_ok`` False when the checker makes ``train_fast`` wrong for one more call;
+    each record's median call and their speedup within 4x of the checker's own
+    measurement, in interleaved rounds with smaller calls of yours (an unsynchronised
+    "after" is 50x+ off)."""
     raise NotImplementedError('stage 4: write_run_records')

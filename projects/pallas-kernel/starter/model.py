@@ -95,14 +95,15 @@ def tolerance(dtype, n_cols: int) -> dict:
     ``|y - y64| <= atol + rtol * |y64|`` (``np.allclose``'s form; rtol unitless, atol in
     probability units), for a result computed in float32 and rounded once to ``dtype``.
 
-    Must hold, with u the unit roundoff (u32 of float32, u_out of ``dtype``):
-      rtol in [u_out + (n_cols - 1) u32, 1.5 (u_out + (n_cols + 4) u32)]: derived from the
-          roundings a value goes through, not guessed (a guess is off by 2x or more);
-      atol in [u32, 10 u32];
-      it accepts correct results and rejects one off by ten times that budget;
-      why: a sentence saying what was counted.
-    The checker tries float32 and bfloat16 at three row lengths (short, hundreds,
-    thousands).
+    Must hold: the budget comes from an error analysis of that computation (the
+    roundings a value goes through, as functions of ``n_cols`` and of the two dtypes'
+    unit roundoffs), not from a guess: rtol no smaller than the least those roundings can
+    cost and no more than half as large again as a complete count of them; atol of the
+    order of float32's unit roundoff (between 1 and 10 of it); it accepts correct results
+    and rejects one off by ten times the budget; ``why`` is a sentence saying what was
+    counted. How it is checked: against the checker's own analysis for float32 and
+    bfloat16 at three row lengths (short, hundreds, thousands); a guessed constant is off
+    by 2x or more at one of them.
     """
     raise NotImplementedError('stage 1: tolerance')
 

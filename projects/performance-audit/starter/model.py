@@ -45,33 +45,36 @@ def time_fn(fn, *args, warmup: int = 2, iters: int = 10, sync: str = "block_unti
             expected=None, rtol: float = 1e-5, atol: float = 1e-6, label: str = "") -> dict:
     """Time ``fn(*args)`` so that the result is comparable with another measurement.
 
-    Calls, in this order and no others (a checker counts them):
-      1. one first call, timed alone and synchronised: trace + compile + run,
-      2. ``warmup`` untimed calls,
-      3. ``iters`` timed calls, each synchronised *inside* its own timed boundary.
-
-    ``sync``: "block_until_ready" (``jax.block_until_ready(out)``) or "host_read"
-    (``np.asarray`` of every output leaf: a device-to-host read, which also waits).
-    ``expected``: when given, the first call's output is compared with it
-    (``np.allclose(out, expected, rtol, atol)``) *before* anything else is timed; a
-    wrong output gives ``output_ok=False`` and no warmed samples. Without it,
-    ``output_ok`` is None.
+    What must hold (the checker counts your calls of ``fn``: ``1 + warmup + iters``, no
+    others):
+      - the first call is measured alone: ``first_call_s`` covers it (trace, compile and
+        run, finished) and nothing else, and it is never a sample;
+      - ``samples_s`` holds ``iters`` raw seconds, one per call made after ``warmup``
+        calls that are not samples, each covering its call's work *finished* (the
+        outputs computed, not only dispatched);
+      - ``sync`` names how completion is waited for: "block_until_ready" (JAX's wait) or
+        "host_read" (every output leaf read to the host, which also waits); anything
+        else is a ValueError;
+      - with ``expected``, the first call's output is compared with it
+        (``np.allclose`` semantics with ``rtol``/``atol``) before anything is timed; a
+        wrong output gives ``output_ok=False`` and no warmed samples; without it,
+        ``output_ok`` is None.
 
     Returns a JSON-able dict:
       label: str; sync: str; warmup: int; iters: int
-      first_call_s: float seconds of call 1, and of nothing else
-      samples_s: list of ``iters`` raw floats, seconds, one per timed call (not a summary)
-      compiles_first_call / compiles_warmed: int, XLA compiles counted with
-          ``jax.monitoring`` during call 1 and during calls 2-3 (should be 0)
+      first_call_s: float seconds of the first call alone
+      samples_s: list of ``iters`` floats, seconds (raw, not a summary)
+      compiles_first_call / compiles_warmed: int, XLA compiles during the first call and
+          during every later call (``jax.monitoring`` events; 0 when warmed)
       shapes: list of lists (shape of each array argument); dtypes: list of str
       output_ok: bool or None; backend: str (``jax.default_backend()``)
 
-    Done when: the warmed median is close to the true device time (an unsynchronised
-    timer is about 10^4 times too fast), compile is never in ``samples_s``, and a wrong
-    output is reported. ``first_call_s`` is checked (stage 1) against the checker's own
-    first call of a fresh, never-compiled copy of the same work, measured before and after
-    yours, on works whose compile dwarfs one run, equals it, and is dwarfed by it.
-    Size hint: a 512x512 matmul takes a few ms on 2 CPU cores.
+    How it is checked (stage 1): the warmed median against the checker's own
+    synchronised timing of the same work (an unsynchronised timer is about 10^4 times too
+    fast), compile never in ``samples_s``, a wrong output reported, and ``first_call_s``
+    against the checker's own first call of a fresh, never-compiled copy of the same
+    work, measured before and after yours, on works whose compile dwarfs one run, equals
+    it, and is dwarfed by it. Size hint: a 512x512 matmul takes a few ms on 2 CPU cores.
     """
     raise NotImplementedError('stage 1: time_fn (first call apart, then synced warmed calls)')
 
@@ -87,16 +90,18 @@ def comparable(a: dict, b: dict) -> list[str]:
 
 
 def experiment_shape_change(fn, x, x_changed, *, warmup: int = 2, iters: int = 10) -> dict:
-    """Change only the input shape: ``{"base": time_fn(fn, x), "changed": time_fn(fn,
-    x_changed)}`` with everything else equal. Done when the changed measurement's first
-    call shows the new compile and ``comparable`` names only the shape."""
+    """Two ``time_fn`` measurements of ``fn`` that differ in the input shape alone
+    (``x``, then ``x_changed``): ``{"base": ..., "changed": ...}``, ``warmup`` and
+    ``iters`` as given. Checked: the changed measurement's first call shows the new
+    compile and ``comparable`` names only the shape."""
     raise NotImplementedError('stage 1: experiment_shape_change')
 
 
 def experiment_host_read(fn, x, *, warmup: int = 2, iters: int = 10) -> dict:
-    """Change only the sync method: ``{"block": time_fn(..., sync="block_until_ready"),
-    "host_read": time_fn(..., sync="host_read")}``. Done when both medians measure the
-    same completed work and ``comparable`` names only the sync method."""
+    """Two ``time_fn`` measurements of ``fn(x)`` that differ in the sync method alone:
+    ``{"block": ... "block_until_ready", "host_read": ... "host_read"}``, ``warmup`` and
+    ``iters`` as given. Checked: both medians measure the same completed work and
+    ``comparable`` names only the sync method."""
     raise NotImplementedError('stage 1: experiment_host_read')
 
 
@@ -280,17 +285,21 @@ def block(p: dict, x):
 
 
 def block_loss(params: list, x, policy: str | None = None):
-    """Mean of squares of the output of all blocks applied in order. When ``policy``
-    names one of ``REMAT_POLICIES``, wrap *each block* in ``jax.checkpoint`` with
-    ``jax.checkpoint_policies.<policy>`` so its activations are recomputed in the
-    backward pass instead of saved; ``None`` means no remat. Scalar float32."""
+    """Mean of squares of the output of all blocks (``block``) applied in order: a
+    float32 scalar. ``policy``: None (nothing rematerialised) or one of
+    ``REMAT_POLICIES``, the ``jax.checkpoint_policies`` rule for what each *block* saves
+    for the backward pass (the rest is recomputed there); anything else is a ValueError.
+    Checked (stage 3, through ``loss_and_grads`` and the byte counts): equal gradients
+    under every policy, one checkpoint region per block in the exported program, and
+    fewer saved bytes with ``nothing_saveable``."""
     raise NotImplementedError('stage 3: block_loss')
 
 
 def tanh_chain_loss(ws: list, x, policy: str | None = None):
     """Mean of squares after a plain chain of layers ``x = tanh(x @ w)``, one per entry of
-    ``ws`` (square float32 matrices). ``policy`` as in ``block_loss``: each *layer* in
-    ``jax.checkpoint`` with that policy; ``None`` means no remat. Scalar float32."""
+    ``ws`` (square float32 matrices): a float32 scalar. ``policy`` as in ``block_loss``,
+    applying to each *layer*. Checked (stage 3) through ``saved_residual_bytes`` and
+    ``compiler_temp_bytes`` against the checker's own model."""
     raise NotImplementedError('stage 3: tanh_chain_loss')
 
 

@@ -122,13 +122,15 @@ def shardings(mesh) -> dict:
 
 
 def init_state(config: dict, mesh) -> dict:
-    """The training state at step 0, every leaf replicated on ``mesh``:
-    params = ``classifier.init_params(k_params)``, opt_state = ``make_optimizer(config)
-    .init(params)``, step = 0, key = ``k_train``, data_pos = 0, where
-    ``k_params, k_train = jax.random.split(jax.random.key(config["seed"]))``.
-    step and data_pos are int32 scalars; key is a typed key. Works in a multi-process
-    run too: build the state inside ``jax.jit(..., out_shardings=...)`` rather than
-    ``device_put`` (a typed key cannot be device_put onto other processes' devices)."""
+    """The training state at step 0, every leaf replicated on ``mesh``: {"params",
+    "opt_state", "step", "key", "data_pos"}. The seed ``config["seed"]`` is the only
+    source of randomness: its key splits into the params' key (``classifier.init_params``)
+    and the training key kept in the state (first and second half of one
+    ``jax.random.split``); opt_state is ``make_optimizer(config)``'s initial state for
+    those params; step and data_pos are int32 scalars 0; key is a typed key.
+    Must hold in a multi-process run too, where a typed key cannot be ``device_put``
+    onto other processes' devices. Checked against the checker's own state, leaf by
+    leaf, and for where each leaf lives."""
     raise NotImplementedError('stage 1: init_state')
 
 
@@ -165,15 +167,18 @@ def check_same_mesh(tree, mesh) -> None:
 
 
 def make_train_step(optimizer: optax.GradientTransformation, noise: float = 0.0):
-    """A jitted data-parallel step ``step(state, batch) -> (new_state, loss)``.
-
-    With ``key, sub = jax.random.split(state["key"])``: inputs get noise,
-    ``x + noise * jax.random.normal(sub, x.shape)``; loss = ``classifier.loss(params,
-    x_noisy, y, mask)`` (mean over valid rows of the *global* batch); one optimizer
-    update; new step = step + 1, data_pos = data_pos + 1, key = ``key``. Return the
+    """A jitted data-parallel step ``step(state, batch) -> (new_state, loss)``: the
     ``jax.jit`` object itself (the checker reads its compiled HLO: the gradient of
-    replicated params from row-sharded data needs an all-reduce). Do not donate the
-    inputs. Done when 8 devices and 1 device agree within rtol 1e-4 after a few steps."""
+    replicated params from row-sharded data needs an all-reduce); it does not donate its
+    inputs.
+
+    Must hold: it is the step the checker replays on one device. The state's key splits
+    in two (``jax.random.split``): the first half is the new state's key, the second
+    draws the input noise, ``noise`` times a standard normal of x's shape and dtype, added
+    to x. loss is ``classifier.loss`` of the params on the noisy rows with y and mask (the
+    mean over valid rows of the *global* batch); params and opt_state take one
+    ``optimizer`` update from the gradient of that loss; step and data_pos each advance
+    by one. Checked: 8 devices and 1 device agree within rtol 1e-4 after a few steps."""
     raise NotImplementedError('stage 1: make_train_step')
 
 
@@ -188,22 +193,25 @@ def shard_valid_counts(mask, mesh) -> np.ndarray:
 
 
 def global_grads(params: dict, batch: dict, mesh):
-    """``(loss, grads)`` of the mean loss over the valid rows of the whole batch,
-    computed inside ``jax.shard_map`` (params replicated, batch rows split): each shard
-    takes the gradient of its *sum* of losses, the shards' sums are added across the
-    mesh axis, and the total is divided by the *total* valid count. Shards may hold
-    different numbers of valid rows, even none.
+    """``(loss, grads)`` of the mean loss over the valid rows of the whole batch, computed
+    inside ``jax.shard_map`` (params replicated, batch rows split across the mesh axis).
+    Shards may hold different numbers of valid rows, even none: every valid row of the
+    global batch weighs the same, whichever shard holds it.
+
+    Must hold: loss a float32 scalar and grads a tree like ``params``, equal to one
+    device's loss and gradient over the valid rows of the same batch (rtol 1e-4), for
+    any counts; ``check_vma`` stays on (with it off, ``grad`` no longer sums the shards
+    for you and wrong versions look right while counts are equal).
 
     Tempting versions that are wrong (measured on 8 devices): the mean of per-shard
     means (weights a shard with 3 valid rows like one with 64); ``grad`` of each shard's
     *mean* loss with respect to the replicated params: with ``check_vma`` on, the
     transpose of a replicated input already sums over the shards, so that is 8x on 8
     devices, and a ``pmean`` after it changes nothing (the value is already the same on
-    every device); a ``psum`` after ``grad`` sums once more (8x after grad of the sum).
-    Keep ``check_vma`` on: with it off the pmean version is 1x only while counts are
-    equal (it is the mean of means), and ``grad`` no longer sums the shards at all.
-    Done when grads match one device's gradient over the valid rows within rtol 1e-4
-    for any counts. Size hint: about 10 lines."""
+    every device); a ``psum`` after ``grad`` of a sum sums once more (8x).
+    How it is checked: on 8 devices against the checker's single-device gradient, with
+    equal counts, unequal counts and a shard without a valid row, and the program read
+    for its ``shard_map``. Size hint: about 10 lines."""
     raise NotImplementedError('stage 2: global_grads')
 
 
@@ -247,19 +255,22 @@ def initialize_distributed(coordinator: str, num_processes: int, process_id: int
 
 def train(config: dict, ckpt_dir: str, mesh, on_step=None) -> dict:
     """Train to ``config["steps"]`` steps, resuming from the newest checkpoint in
-    ``ckpt_dir`` when there is one. The loop:
+    ``ckpt_dir`` when there is one, and return the final state.
 
-        state = restored state, or init_state(config, mesh) when there is no checkpoint
-        while step < config["steps"]:
-            state, loss = step_fn(state, place_batch(batch_at(data, config, data_pos)))
-            if the new step is a multiple of config["save_every"]: save_state(...)
-            on_step(new step as int, loss as float)    # when on_step is given
-        wait for pending saves, close the manager; return state
-
-    with ``data = make_data(config)`` and ``step_fn = make_train_step(
-    make_optimizer(config), config["noise"])``. Done when a run killed at any moment and
-    restarted in a fresh process ends with parameters *bitwise* equal to a run that was
-    never interrupted."""
+    Must hold:
+      - the run is the one ``init_state(config, mesh)`` starts: each step is
+        ``make_train_step(make_optimizer(config), config["noise"])`` on the batch at
+        the state's ``data_pos`` (``batch_at`` of ``make_data(config)``, placed with
+        ``place_batch``), so a restored state continues exactly where it was saved;
+      - every state whose step is a multiple of ``config["save_every"]`` is saved
+        (``save_state``, a manager keeping ``config["max_to_keep"]``), and every save
+        has reached the disk, and the manager is closed, before this returns;
+      - ``on_step``, when given, is called once per step taken, after it, with the new
+        step (int) and its loss (float).
+    How it is checked: the checker's runs in fresh processes (killed mid-run and
+    mid-save and resumed, resumed on 4 devices, two processes) end with parameters
+    *bitwise* equal to a run that was never interrupted on the same mesh, and within
+    tolerance across meshes."""
     raise NotImplementedError('stage 3: train')
 
 
@@ -270,20 +281,26 @@ def train(config: dict, ckpt_dir: str, mesh, on_step=None) -> dict:
 def profile_train_step(step_fn, state: dict, batch: dict, logdir: str, *,
                        region: str = "train_step", warmup: int = 2, iters: int = 10,
                        trace_steps: int = 3, expected_loss: float | None = None) -> dict:
-    """A run record of ``step_fn(state, batch)``, readable by performance-audit stage 4.
+    """A run record of ``step_fn(state, batch)``, readable by performance-audit stage 4:
+    a ``coursekit.provenance.records.make_run_record`` of boundary "train_step" whose
+    timing holds performance-audit ``time_fn``'s fields with their meaning there (label,
+    sync "block_until_ready", warmup, iters, first_call_s, raw samples_s,
+    compiles_first_call / compiles_warmed (``coursekit.measure.timing.count_compiles``
+    counts them), shapes and dtypes of the batch arrays, output_ok, backend), and whose
+    trace is the newest ``*.trace.json.gz`` under ``logdir`` with ``region``.
 
-    In this order and no other calls: one first call, timed alone and synchronised
-    (compile + run), its loss compared with ``expected_loss`` (rtol 1e-5) when given;
-    then, only if the output is right, ``warmup`` untimed calls, ``iters`` timed calls
-    each synchronised inside its own boundary (``jax.block_until_ready``), and finally
-    ``trace_steps`` calls under ``jax.profiler.trace(logdir)``, each inside
-    ``jax.profiler.TraceAnnotation(region, step=i)`` and synchronised inside it. Always
-    call with the same ``state`` (do not feed the new state back).
-
-    Returns ``coursekit.provenance.records.make_run_record(timing, boundary="train_step",
-    trace=<newest *.trace.json.gz under logdir>, region=region)`` where ``timing`` has
-    the keys of performance-audit's ``time_fn`` (label, sync, warmup, iters,
-    first_call_s, samples_s (raw), compiles_first_call, compiles_warmed (count with
-    ``coursekit.measure.timing.count_compiles``), shapes/dtypes of the batch arrays, output_ok,
-    backend). With a wrong output: output_ok False, samples_s empty, trace "" ."""
+    Must hold (the checker counts your calls of ``step_fn``: ``1 + warmup + iters +
+    trace_steps`` when the output is right, one when it is not):
+      - every call gets the same ``state`` (the new state is never fed back);
+      - the first call is measured alone (compile and run, finished); with
+        ``expected_loss`` its loss must be within rtol 1e-5 of it, else ``output_ok`` is
+        False, nothing more is called, ``samples_s`` is empty and the trace "";
+      - ``samples_s``: ``iters`` raw seconds, each one call finished before its clock
+        stops, after ``warmup`` calls that are not samples;
+      - the trace holds ``trace_steps`` occurrences of ``region``, each one finished
+        step (``step`` = its index), and no compile.
+    How it is checked: the record, the samples, the trace and the refusal of a wrong
+    output, each against the checker's own count of your calls, its own synchronised
+    timing of the same step in rounds interleaved with more calls of yours, and its own
+    parse of your trace."""
     raise NotImplementedError('stage 4: profile_train_step')
