@@ -70,6 +70,9 @@ SELF_REPORTED = {
     "pallas-kernel/run_observed": "run_softmax's own run with each pallas_call it traced "
         "recorded (grid, blocks): the grid against ceil(rows / the block that ran), the "
         "result's values against the float64 reference",
+    "pallas-kernel/sweep_watched (calls, stamps, unready_at)": "as sweep_probed; each "
+        "call's last moment seen unfinished between its return and the next call; only "
+        "ever a reason to fail a first_call_s that ends before it",
     "pallas-kernel/call_plain": "summarize's answer carried with its int-keyed dicts as "
                                 "(key, value) pairs: every value compared with the "
                                 "checker's own summary of the records it planted",
