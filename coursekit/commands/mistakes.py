@@ -29,8 +29,9 @@ records it), error (any other exit: the checker itself broke; not caught).
 A stage's line reads ``caught of total``, then every mistake not caught with what it
 misunderstood, marked ``justified`` (with the reason) when JUSTIFIED lists it; the
 project's README says the same. The report is ``build/mistakes-<p>/report.json``, written
-after every stage; a run of some stages (``--stage``) keeps the others as last measured at
-the same seed. ``make mutants`` prints each stage's last corpus figure beside its score.
+after every mistake (a stage stopped halfway says how many it did not judge); a run of
+some stages (``--stage``) keeps the others as last measured at the same seed.
+``make mutants`` prints each stage's last corpus figure beside its score.
 """
 
 from __future__ import annotations
@@ -217,8 +218,9 @@ def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
                 results.append(found)
                 print(f"  {found.outcome:<12} {found.id} ({found.seconds:.0f} s) "
                       f"{' '.join(found.failed_checks)[:120]}", file=out, flush=True)
-        ran[stage] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        report = write_report(path, project, seed, results, ran, justified, mistakes)
+                # after every mistake: a run stopped halfway keeps what it judged
+                ran[stage] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                report = write_report(path, project, seed, results, ran, justified, mistakes)
     print_report(report, out)
     return report
 
