@@ -5,9 +5,9 @@ WARM = ('    jax.block_until_ready(slow_step.train_slow(problem["params"], *args
         'problem["lr"]))\n')
 TRACED = ('        out = slow_step.train_slow(problem["params"], *args, problem["lr"] * 0.9)\n'
           "        jax.block_until_ready(out)\n")
-PHASES = ('        for child in ev["children"]:\n'
-          '            if child["name"] in phase_us:\n'
-          '                phase_us[child["name"]] += child["dur"]\n')
+PHASES = ("        for child in ev.children:\n"
+          "            if child.name in phase_us:\n"
+          "                phase_us[child.name] += child.dur\n")
 SCAN = ("    def step(p, batch):\n"
         "        value, grads = jax.value_and_grad(_loss)(p, *batch)\n"
         "        return jax.tree.map(lambda a, g: a - lr * g, p, grads), value\n")
@@ -51,23 +51,20 @@ MISTAKES = [
                  "    with jax.profiler.trace(logdir, profiler_options=options):\n" + "    " + WARM)]},
     {"stage": 1, "id": "breakdown-any-depth",
      "misunderstood": "a phase counted wherever it appears under a step, nested ones too",
-     "edits": [(PHASES, '        stack = list(ev["children"])\n'
-                        "        while stack:\n"
-                        "            child = stack.pop()\n"
-                        '            stack.extend(child["children"])\n'
-                        '            if child["name"] in phase_us:\n'
-                        '                phase_us[child["name"]] += child["dur"]\n')]},
+     "edits": [(PHASES, "        for child in _walk(ev.children):\n"
+                        "            if child.name in phase_us:\n"
+                        "                phase_us[child.name] += child.dur\n")]},
     {"stage": 1, "id": "breakdown-prefix",
      "misunderstood": "steps found by name prefix ('train_step_x' counted as a step)",
-     "edits": [('            if ev["name"] == step_region:\n',
-                '            if ev["name"].startswith(step_region):\n')]},
+     "edits": [("    found = [ev for ev in _walk(forest) if ev.name == step_region]\n",
+                "    found = [ev for ev in _walk(forest) if ev.name.startswith(step_region)]\n")]},
     {"stage": 1, "id": "breakdown-absent-phase-left-out",
      "misunderstood": "a phase that never occurs left out of phase_us, not 0.0",
      "edits": [("    phase_us = {p: 0.0 for p in phases}\n", "    phase_us = {}\n"),
-               (PHASES, '        for child in ev["children"]:\n'
-                        '            if child["name"] in phases:\n'
-                        '                phase_us[child["name"]] = phase_us.get(child["name"], '
-                        '0.0) + child["dur"]\n')]},
+               (PHASES, "        for child in ev.children:\n"
+                        "            if child.name in phases:\n"
+                        "                phase_us[child.name] = phase_us.get(child.name, 0.0) "
+                        "+ child.dur\n")]},
     {"stage": 1, "id": "breakdown-share-of-phases",
      "misunderstood": "shares as parts of the phases' total, not of the step time",
      "edits": [('            "shares": {p: (v / step_us if step_us else 0.0) for p, v in '
@@ -76,8 +73,9 @@ MISTAKES = [
                 'for p, v in phase_us.items()}}\n')]},
     {"stage": 1, "id": "breakdown-all-threads",
      "misunderstood": "events of every thread nested together, as if one timeline",
-     "edits": [('            by_thread.setdefault((e.get("pid"), e.get("tid")), []).append(\n',
-                '            by_thread.setdefault("all", []).append(\n')]},
+     "edits": [('            by_thread.setdefault((e.get("pid"), e.get("tid")), [])'
+                '.append(_Event(e))\n',
+                '            by_thread.setdefault("all", []).append(_Event(e))\n')]},
     {"stage": 1, "id": "limiting-most-calls",
      "misunderstood": "the evidence event chosen by how often it is called, not its time",
      "edits": [("        name = max(totals, key=lambda n: totals[n][1])\n",
@@ -88,8 +86,8 @@ MISTAKES = [
                 "    ceiling = math.inf if share <= 0.0 else 1.0 / share\n")]},
     {"stage": 1, "id": "limiting-first-step-only",
      "misunderstood": "one step taken as representative of all for the evidence",
-     "edits": [("    for step in _steps(trace_file, step_region):\n",
-                "    for step in _steps(trace_file, step_region)[:1]:\n")]},
+     "edits": [("    for step in (ev for ev in _walk(forest) if ev.name == step_region):\n",
+                "    for step in [ev for ev in _walk(forest) if ev.name == step_region][:1]:\n")]},
     # ---- stage 2: fix it ----------------------------------------------------------------
     {"stage": 2, "id": "fast-lr-static",
      "misunderstood": "the learning rate made static 'because it is a constant'",
