@@ -10,6 +10,8 @@ in the same interpreter cannot remove, though ctypes can step around them.
   submissions) -> ``read-outside``;
 * writing, deleting or renaming outside the work folders -> ``write-outside``;
 * connecting to anything but loopback or a Unix socket -> ``network``;
+* a signal (``os.kill``, ``os.killpg``) to anything but itself or a process it started
+  -> ``signal-outside`` (without a PID namespace the checker and the grader are in reach);
 * replacing ``time.perf_counter`` (and the other clocks) or ``jax.block_until_ready``
   -> ``tamper-timing``: timing functions are read-only while grading.
 
@@ -144,6 +146,53 @@ def _host_of(address):
     return None  # AF_UNIX path or abstract name: local
 
 
+def _own_process(pid: int) -> bool:
+    """This process or one of its descendants (walked up through /proc's parent links)."""
+    me = os.getpid()
+    for _ in range(64):
+        if pid == me:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+            pid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid <= 1:
+            return False
+    return False
+
+
+def _own_group(pgid: int) -> bool:
+    """A process group other than its own (which holds the checker) with a member it
+    started (the leader may have exited before its group)."""
+    if pgid == os.getpgrp():
+        return False
+    if _own_process(pgid):
+        return True
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    stat = f.read()
+                if int(stat[stat.rindex(b")") + 2:].split()[2]) == pgid and \
+                        _own_process(int(entry)):
+                    return True
+            except (OSError, ValueError, IndexError):
+                continue
+    return False
+
+
+def _check_signal(event: str, args: tuple) -> None:
+    target, sig = (tuple(args) + (None, None))[:2]
+    if not isinstance(target, int) or sig == 0:  # signal 0 only asks whether it lives
+        return
+    if target > 0 and (_own_process(target) if event == "os.kill" else _own_group(target)):
+        return
+    what = "process group" if event == "os.killpg" or target <= 0 else "process"
+    _refuse("signal-outside", f"a signal to {what} {target}")
+
+
 def _hook(event: str, args: tuple) -> None:
     if event == "open":
         path, mode, flags = args
@@ -157,6 +206,8 @@ def _hook(event: str, args: tuple) -> None:
             if i < len(args):
                 _check_write(args[i], args[fd_index] if fd_index is not None
                              and fd_index < len(args) else None)
+    elif event in ("os.kill", "os.killpg"):
+        _check_signal(event, args)
     elif event in _NET_EVENTS:
         host = args[0] if event.startswith("socket.get") else _host_of(args[1])
         if isinstance(host, bytes):

@@ -48,6 +48,8 @@ TABLE: dict[str, Outcome] = {
                                       "the stage scores 0", flagged=True),
     "network": Outcome("error", "it tried to use the network (refused); the stage scores 0",
                        flagged=True),
+    "signal-outside": Outcome("error", "it tried to signal a process it did not start "
+                                       "(refused); the stage scores 0", flagged=True),
     "tamper-timing": Outcome("error", "it replaced a timing function (time.perf_counter or "
                                       "jax.block_until_ready); the stage scores 0",
                              flagged=True),

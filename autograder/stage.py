@@ -7,9 +7,10 @@ a gradebook record with one of the statuses below.
     fail     the checks ran; some failed (a wrong answer, or "not yet" on a starter)
     error    the learner's code could not run (syntax error, missing function, an
              exception), or the run did something refused: a sandbox violation
-             (``read-outside``, ``write-outside``, ``network``, ``tamper-timing``,
-             ``tamper-checker``), evidence of forged self-reports (``tamper-evidence``),
-             a fork bomb (``process-limit``), an output flood (``output-limit``)
+             (``read-outside``, ``write-outside``, ``network``, ``signal-outside``,
+             ``tamper-timing``, ``tamper-checker``), evidence of forged self-reports
+             (``tamper-evidence``), a fork bomb (``process-limit``), an output flood
+             (``output-limit``)
     timeout  the stage ran past its wall-clock limit
     memory   the stage ran past its memory limit (killed, or MemoryError raised)
     crash    the process running learner code died (a signal such as SIGSEGV/SIGABRT,
