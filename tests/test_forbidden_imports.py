@@ -1,0 +1,248 @@
+"""A learner file may not import the course's own implementation of what its stage asks
+for (coursekit/checking/forbidden.py). The reading catches every ordinary way to reach a
+forbidden name and lets through what the contract gives; each project's checker refuses a
+planted copy of the solution that uses one, at the stage it belongs to, naming it and why.
+
+Static tests read text only; one checker run per project (--fail-fast: the first check
+of the stage is the one that refuses) keeps the module fast."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import ROOT, plant, solution, starter
+
+from coursekit.checking import forbidden
+from coursekit.checking.contract import Checker, CheckFailed, Context
+
+PROJECTS = sorted(forbidden.RULES)
+AUDIT = "performance-audit"
+
+# ---------------------------------------------------------------------------------------
+# The reading
+# ---------------------------------------------------------------------------------------
+
+FORMS = {
+    "plain import": "import coursekit.measure.decision\n"
+                    "r = coursekit.measure.decision.decide_rounds(a, b)\n",
+    "from-import": "from coursekit.measure.decision import decide_rounds\n",
+    "from-import alias": "from coursekit.measure.decision import decide_rounds as dr\n",
+    "module alias": "import coursekit.measure.decision as d\nd.decide_rounds(a, b)\n",
+    "attribute through a module": "from coursekit.measure import decision\n"
+                                  "def decide(a, b):\n    return decision.decide_rounds(a, b)\n",
+    "a name bound to it": "from coursekit.measure import decision as dm\nf = dm.decide_rounds\n",
+    "import inside a function": "def decide(a, b):\n"
+                                "    from coursekit.measure.decision import decide_rounds\n"
+                                "    return decide_rounds(a, b)\n",
+    "importlib": "import importlib\n"
+                 "importlib.import_module('coursekit.measure.decision').decide_rounds(a, b)\n",
+    "importlib, bound then getattr": "import importlib as il\n"
+                                     "m = il.import_module('coursekit.measure.decision')\n"
+                                     "f = getattr(m, 'decide_rounds')\n",
+    "__import__ with fromlist": "m = __import__('coursekit.measure.decision', "
+                                "fromlist=['decide_rounds'])\n",
+    "sys.modules": "import sys\nsys.modules['coursekit.measure.decision'].decide_rounds\n",
+    "star import": "from coursekit.measure.decision import *\n",
+}
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_each_form_of_reaching_a_forbidden_name_is_found(form):
+    found = forbidden.scan(FORMS[form], forbidden.rules_for(AUDIT, 4))
+    assert found, form
+    assert {f.rule.qualified for f in found} >= {"coursekit.measure.decision.decide_rounds"} \
+        or form == "star import"
+    assert all(f.rule.stage == 4 for f in found)
+
+
+def test_a_whole_module_rule_catches_the_module_and_its_names():
+    rules = forbidden.rules_for(AUDIT, 3)
+    for text in ("from coursekit.measure import peak_memory\n",
+                 "import coursekit.measure.peak_memory as pm\n",
+                 "from coursekit.measure.peak_memory import fresh_process_peaks\n",
+                 "import importlib\nimportlib.import_module('coursekit.measure.peak_memory')\n"):
+        assert forbidden.scan(text, rules), text
+
+
+def test_the_traces_helpers_that_compute_the_breakdown_are_found():
+    text = ("from coursekit.measure import traces\n"
+            "def step_breakdown(f, region, phases):\n"
+            "    forest = traces.build_forest(traces.load_events(f))\n"
+            "    return [ev for ev in traces.walk(forest) if ev.name == region]\n")
+    found = forbidden.scan(text, forbidden.rules_for("optimisation", 1))
+    assert {f.rule.name for f in found} == {"build_forest", "walk"}
+    assert [f.line for f in found] == [3, 4]
+
+
+ALLOWED_USE = {
+    "optimisation": "from coursekit.measure import traces\n"
+                    "from coursekit.measure.timing import count_compiles\n"
+                    "from coursekit.provenance.records import make_run_record\n"
+                    "from coursekit.workloads import slow_step\n"
+                    "events = traces.load_events(traces.newest_trace('log'))\n"
+                    "p = slow_step.make_problem({}, 0)\n",
+    AUDIT: "import coursekit.measure.decision as d\n"
+           "from coursekit.measure.timing import count_compiles\n"
+           "from coursekit.measure.traces import load_events\n"
+           "t = d.t_quantile(0.95, 7)\n"
+           "before, after = d.simulate_pair(rng, 1.2)\n"
+           "def decide(): return 'decide_rounds'  # a string is not a use\n",
+    "foundations": "import jax\nfrom coursekit.workloads import classifier\n"
+                   "def train_classifier(p, x, y):\n"
+                   "    return jax.grad(classifier.loss)(p, x, y)\n"
+                   "def regression_grads(p, x, y):\n    return {'w': x.T @ y, 'b': y.sum()}\n",
+}
+
+
+@pytest.mark.parametrize("project", sorted(ALLOWED_USE))
+def test_what_the_contract_gives_stays_allowed(project):
+    rules = forbidden.RULES[project]
+    assert forbidden.scan(ALLOWED_USE[project], rules) == []
+
+
+def test_autodiff_is_forbidden_only_inside_regression_grads_and_what_it_reaches():
+    rules = forbidden.rules_for("foundations", 2, within="regression_grads")
+    text = ("import jax\nfrom jax import vjp as pullback\n"
+            "def _helper(p, x, y):\n    return pullback(loss, p)\n"
+            "def regression_grads(p, x, y):\n    return _helper(p, x, y)\n"
+            "def fit(p, x, y):\n    return jax.grad(loss)(p, x, y)\n")
+    found = forbidden.scan(text, rules)
+    assert [str(f) for f in found] == ["line 4: pullback = jax.vjp (in _helper)"]
+
+
+def test_every_rule_names_something_that_exists():
+    for project, rules in forbidden.RULES.items():
+        for rule in rules:
+            module = importlib.import_module(rule.module)
+            assert rule.name == "*" or hasattr(module, rule.name), (project, rule)
+            assert rule.why.strip(), (project, rule)
+
+
+def test_no_allowed_name_is_forbidden_in_the_same_project():
+    for project, allowed in forbidden.ALLOWED.items():
+        for entry in allowed:
+            names = [entry.module] if entry.name == "*" else [f"{entry.module}.{entry.name}"]
+            clash = [r for r in forbidden.rules_for(project) for n in names if r.matches(n)]
+            assert not clash, (project, entry, clash)
+            assert entry.why.strip()
+
+
+@pytest.mark.parametrize("project", PROJECTS)
+def test_reference_solutions_and_starters_use_nothing_forbidden(project):
+    for path in (solution(project), starter(project)):
+        assert forbidden.scan(path, forbidden.RULES[project]) == [], path
+        for root in {r.within for r in forbidden.RULES[project]} - {None}:
+            assert forbidden.scan(path, forbidden.rules_for(project, within=root)) == []
+
+
+def test_a_file_that_does_not_parse_has_no_findings():
+    assert forbidden.scan("def broken(:\n", forbidden.RULES[AUDIT]) == []
+
+
+# ---------------------------------------------------------------------------------------
+# The guard: the first check of each stage with rules refuses such a file
+# ---------------------------------------------------------------------------------------
+
+def toy_checker(calls: list) -> Checker:
+    checker = Checker(AUDIT, {3: "three", 4: "four"})
+    for stage, check_id in ((3, "c3a"), (4, "c4a"), (4, "c4b")):
+        checker.check(stage, check_id)(lambda impl, ctx, cid=check_id: calls.append(cid))
+    return checker
+
+
+def context(tmp_path: Path, text: str) -> Context:
+    impl = tmp_path / "model.py"
+    impl.write_text(text)
+    return Context(seed=1, impl_path=impl, workdir=tmp_path, stage=4, cache={})
+
+
+def test_the_guard_refuses_at_the_first_check_of_the_stage_naming_what_and_why(tmp_path):
+    calls: list = []
+    checker = toy_checker(calls)
+    forbidden.guard(checker)
+    forbidden.guard(checker)  # a second call changes nothing
+    ctx = context(tmp_path, FORMS["module alias"])
+    first, second = checker.checks[1], checker.checks[2]
+    with pytest.raises(CheckFailed) as err:
+        first.fn(None, ctx)
+    assert "decide_rounds" in str(err.value) and "stage 4" in str(err.value)
+    assert "the course's round-based decision statistic" in err.value.hint
+    assert err.value.yours == ["line 2: d.decide_rounds"]
+    second.fn(None, ctx)          # only the first check of the stage carries it
+    checker.checks[0].fn(None, ctx)  # stage 3's rules do not cover decide_rounds
+    assert calls == ["c4b", "c3a"]
+
+
+def test_the_guard_lets_a_clean_file_through_to_the_check(tmp_path):
+    calls: list = []
+    checker = toy_checker(calls)
+    forbidden.guard(checker)
+    checker.checks[1].fn(None, context(tmp_path, ALLOWED_USE[AUDIT]))
+    assert calls == ["c4a"]
+
+
+@pytest.mark.parametrize("project", [p for p in PROJECTS if p != "foundations"])
+def test_each_checker_installs_the_guard(project):
+    text = (ROOT / "projects" / project / "tests" / "check.py").read_text()
+    assert re.search(r"^guard\(checker\)$", text, re.M), project
+
+
+# ---------------------------------------------------------------------------------------
+# Each checker on a planted copy of its solution (foundations' autodiff rule has its own
+# check, with planted copies in tests/test_foundations.py)
+# ---------------------------------------------------------------------------------------
+
+PLANTED = {
+    AUDIT: (4, "decide_rounds", [(
+        '    result = {**out, "ci": [lo, hi], "decision": decision, '
+        '"reasons": [f"{where} {why}"]}\n',
+        "    from coursekit.measure import decision as course\n"
+        "    result = course.decide_rounds(before, after, min_gain=min_gain, "
+        "confidence=confidence)\n")]),
+    "optimisation": (1, "build_forest", [(
+        "    forest = _forest(trace_file)\n"
+        "    found = [ev for ev in _walk(forest) if ev.name == step_region]\n",
+        "    forest = traces.build_forest(traces.load_events(trace_file))\n"
+        "    found = [ev for ev in traces.walk(forest) if ev.name == step_region]\n")]),
+    "pallas-kernel": (2, "lowered_mode", [(
+        '    return {"y": np.asarray(y), "mode": execution_mode(),',
+        '    inspect = __import__("coursekit.measure.pallas_inspect", '
+        'fromlist=["lowered_mode"])\n'
+        '    return {"y": np.asarray(y), "mode": inspect.lowered_mode(softmax_pallas, x),')]),
+    "sharded-training": (1, "make_candidate_step", [(
+        "    ### BEGIN SOLUTION stage 1: make_train_step\n",
+        "    ### BEGIN SOLUTION stage 1: make_train_step\n"
+        "    import coursekit.workloads.capstone as capstone\n"
+        "    return capstone.make_candidate_step(optimizer, noise)\n")]),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("project", sorted(PLANTED))
+def test_each_checker_refuses_a_planted_forbidden_helper_at_its_stage(tmp_path, project):
+    stage, name, replacements = PLANTED[project]
+    impl = plant(tmp_path, project, f"forbidden-{name}", replacements)
+    stages = {f.rule.stage for f in forbidden.scan(impl, forbidden.RULES[project])}
+    assert stages == {stage}, stages
+    result = run_first_check(project, impl, stage)
+    first = result["json"]["results"][0]
+    assert first["stage"] == stage and first["status"] == "fail", result["stdout"]
+    assert name in first["message"] and "course's own implementation" in first["message"]
+    assert name in first["hint"] and "write it yourself" in first["hint"], first
+    assert "Traceback" not in result["stdout"]
+
+
+def run_first_check(project: str, impl: Path, stage: int) -> dict:
+    """The stage's checks up to the first that does not pass (--fail-fast)."""
+    out = impl.with_suffix(".json")
+    done = subprocess.run([sys.executable, str(ROOT / "projects" / project / "tests" /
+                                                "check.py"), "--stage", str(stage), "--impl",
+                           str(impl), "--json", str(out), "--seed", "1", "--fail-fast"],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    return {"stdout": done.stdout + done.stderr, "json": json.loads(out.read_text())}
