@@ -228,7 +228,8 @@ def make_checkpoint_manager(directory: str, max_to_keep: int = 3):
 
 def save_state(manager, state: dict) -> None:
     """Save the *whole* state (params, opt_state, step, typed key, data_pos) as the
-    checkpoint of step ``int(state["step"])`` (``ocp.args.StandardSave``)."""
+    checkpoint of step ``int(state["step"])``, in Orbax's standard format: the checker
+    reads the checkpoint folder itself, with Orbax, and compares every leaf."""
     raise NotImplementedError('stage 3: save_state')
 
 
@@ -237,10 +238,10 @@ def restore_latest(manager, like: dict):
 
     ``like`` is a state of the same structure already placed where the restored state
     must live (for example ``init_state(config, mesh)`` on this run's mesh, which may
-    have another device count than the run that saved): restore onto its shapes, dtypes
-    and shardings (``jax.ShapeDtypeStruct(..., sharding=...)`` leaves,
-    ``ocp.args.StandardRestore``). Every field comes back: a state whose key or
-    data_pos starts over does not continue the same run."""
+    have another device count than the run that saved): the restored leaves have its
+    shapes, dtypes and shardings, whatever mesh saved them. Every field comes back: a
+    state whose key or data_pos starts over does not continue the same run. Checked by
+    a round trip on this mesh and by a run resumed on another device count."""
     raise NotImplementedError('stage 3: restore_latest')
 
 
