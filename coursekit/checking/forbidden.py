@@ -32,7 +32,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from coursekit.checking.contract import CheckFailed
+from coursekit.checking.errors import CheckFailed
 
 
 @dataclass(frozen=True)
