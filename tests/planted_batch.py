@@ -9,7 +9,9 @@ can afford three planted bugs per learner-facing function.
     def test_planted(bug, planted): BATCH.assert_fails_only(bug, planted)
 
 An entry may aim at several checks, ``(stage, [check ids that must fail], repl)``, and
-``also_passing={name: [check ids]}`` names checks run with them that must still pass.
+``also_passing={name: [check ids]}`` names checks run with them that must still pass;
+``hints={name: [phrases]}`` phrases the output must hold (the hint names the measured
+cause) and ``wrong_hints={name: [phrases]}`` ones it must not (a cause it does not have).
 For tests with their own assertions, an entry may be a ``Planted`` (its own ``only``,
 seed, environment); ``BATCH.run(...)[name]`` reads like ``helpers.run_checker``'s answer
 (status, stdout, returncode, json results). The files are dealt to two checker processes
@@ -41,17 +43,24 @@ class Planted:
     env: dict | None = None       # variables for this run (checker and learner process)
     fails: list = field(default_factory=list)    # for assert_fails_only
     passes: list = field(default_factory=list)
+    hints: list = field(default_factory=list)        # phrases the output must hold
+    wrong_hints: list = field(default_factory=list)  # phrases it must not
 
 
 class PlantedBatch:
     def __init__(self, project: str, planted: dict, seed: int | None = 20261201,
-                 also_passing: dict | None = None):
+                 also_passing: dict | None = None, hints: dict | None = None,
+                 wrong_hints: dict | None = None):
         """``seed=None``: one fresh random seed for the batch (``COURSE_CHECK_SEED`` when
         set), named in every assertion message, as check.py picks one per run."""
         self.project, self.seed = project, seed
         self.planted = {name: self._entry(entry, (also_passing or {}).get(name, []))
                         for name, entry in planted.items()}
         self.names = sorted(planted)
+        for name, phrases in (hints or {}).items():
+            self.planted[name].hints = [phrases] if isinstance(phrases, str) else phrases
+        for name, phrases in (wrong_hints or {}).items():
+            self.planted[name].wrong_hints = [phrases] if isinstance(phrases, str) else phrases
 
     @staticmethod
     def _entry(entry, also_passing: list) -> Planted:
@@ -120,3 +129,7 @@ class PlantedBatch:
         assert got["returncode"] == 1, (seed, got["stdout"])
         if no_traceback:
             assert "Traceback" not in got["stdout"], (seed, got["stdout"])
+        for phrase in p.hints:
+            assert phrase in got["stdout"], (seed, phrase, got["stdout"])
+        for phrase in p.wrong_hints:
+            assert phrase not in got["stdout"], (seed, phrase, got["stdout"])

@@ -117,6 +117,13 @@ PLANTED = {
         ("grid=(pl.cdiv(rows, block_rows),)", "grid=(pl.cdiv(rows, 8),)")]),
     "kernel_computes_in_bfloat16": (2, ["matches_references_bfloat16"], [
         ("    x = x_ref[...].astype(jnp.float32)\n", "    x = x_ref[...]\n")]),
+    # issue 29 item 5: hints that name what was measured (HINTS below)
+    "kernel_row_sum_in_bfloat16": (2, ["matches_references_bfloat16"], [
+        ("    s = jnp.sum(e, axis=1, keepdims=True)\n",
+         "    s = jnp.sum(e.astype(x_ref.dtype), axis=1, keepdims=True)\n")]),
+    "kernel_max_over_the_block": (
+        2, ["matches_references_float32", "matches_references_bfloat16", "edge_shapes"], [
+            ("    m = jnp.max(x, axis=1, keepdims=True)\n", "    m = jnp.max(x)\n")]),
     # the block it was asked for declared, the default run: seen only in run_softmax's
     # own run (issue 29)
     "run_softmax_runs_the_default_block": (2, ["declared_mode_is_the_one_that_ran"], [
@@ -190,6 +197,19 @@ PLANTED = {
          '    if False:\n        caveat = (')]),
 }
 
+# The phrase each hint must hold (the measured cause) and the ones it must not (issue 29
+# item 5: a bfloat16 row sum and a block-wide max were told about -inf masking).
+MASKING = "mask the block's columns >= n_cols with -inf"
+HINTS = {"kernel_row_sum_in_bfloat16": "the same values given as float32 come out within",
+         "kernel_computes_in_bfloat16": "a step runs in bfloat16",
+         "kernel_max_over_the_block": ["take the max of each row (axis=1",
+                                       "only rows of the last, partial block"],
+         "grid_floor_division": "only rows of the last, partial block",
+         "no_mask_correct_only_on_divisible_shapes": MASKING,
+         "padding_masked_with_zero": MASKING}
+WRONG_HINTS = {"kernel_row_sum_in_bfloat16": MASKING, "kernel_computes_in_bfloat16": MASKING,
+               "kernel_max_over_the_block": MASKING}
+
 # Checks that must still pass beside the aimed ones (run with them).
 ALSO_PASSING = {"no_mask_correct_only_on_divisible_shapes": ["kernel_is_a_pallas_call",
                                                              "grid_and_blockspec"]}
@@ -230,7 +250,8 @@ SEEDED.update({f"{bug}@seed{seed}": Planted(PLANTED[bug][0], PLANTED[bug][2],
 
 # One checker process for every planted bug, a fresh learner process each (next one
 # started while the current one is checked), a fresh random seed per session as check.py.
-BATCH = PlantedBatch(PROJECT, {**PLANTED, **SEEDED}, seed=None, also_passing=ALSO_PASSING)
+BATCH = PlantedBatch(PROJECT, {**PLANTED, **SEEDED}, seed=None, also_passing=ALSO_PASSING,
+                     hints=HINTS, wrong_hints=WRONG_HINTS)
 
 
 @pytest.fixture(scope="module")
