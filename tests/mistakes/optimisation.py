@@ -262,4 +262,7 @@ MISTAKES = [
                 ' "output_ok": bool(ok),\n')]},
 ]
 
-JUSTIFIED: dict[str, str] = {}
+JUSTIFIED: dict[str, str] = {
+    "trace-not-finished": "train_slow reads every step's loss to the host, so the call has "
+                          "finished but for its last update when it returns: no effect",
+}

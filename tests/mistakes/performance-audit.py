@@ -299,4 +299,8 @@ MISTAKES = [
                 "    if len(shared) >= 2:\n")]},
 ]
 
-JUSTIFIED: dict[str, str] = {}
+JUSTIFIED: dict[str, str] = {
+    "decide-normal-quantile": "the contract asks for an interval, not a method: z and t "
+                              "differ only near the minimum gain, where other sound "
+                              "intervals (bootstrap, Welch) fall on either side too",
+}
