@@ -113,7 +113,8 @@ mutants: $(STAMP)
 # its stage's checker (build/mistakes-<p>/report.json); `make mutants` prints it beside its score.
 mistakes: $(STAMP)
 	$(PY) -m coursekit.commands.mistakes $(if $(MISTAKES_PROJECT),--project $(MISTAKES_PROJECT)) \
-	  --jobs $(MISTAKES_JOBS) $(if $(MISTAKES_STAGE),--stage $(MISTAKES_STAGE))
+	  --jobs $(MISTAKES_JOBS) $(if $(MISTAKES_STAGE),--stage $(MISTAKES_STAGE)) \
+	  $(if $(MISTAKES_RESCORE),--rescore)
 
 # Not in CI (too slow; CI keeps its 3-run test): failing seeds are printed to rerun.
 flake: $(STAMP)

@@ -198,3 +198,15 @@ def test_corpus_figure_for_make_mutants(tmp_path):
         "1 of 1 learner mistakes caught (100%) [run t1]")
     assert runner.corpus_figure("p", 2, root=tmp_path) is None
 
+
+
+def test_rescore_tallies_the_last_report_by_the_corpus_as_it_is_now(tmp_path, monkeypatch):
+    corpus = [runner.Mistake(1, "a", "x", (("a", "b"),)), runner.Mistake(1, "b", "y", (("a", "c"),))]
+    path = tmp_path / "build" / "mistakes-p" / "report.json"
+    path.parent.mkdir(parents=True)
+    runner.write_report(path, "p", 5, [outcome(1, "a", "caught"), outcome(1, "b", "accepted")],
+                        {1: "t1"}, {}, corpus)
+    monkeypatch.setattr(runner, "load_corpus", lambda p, root: (corpus, {"b": "why"}))
+    report = runner.rescore("p", root=tmp_path, out=io.StringIO())
+    assert report["seed"] == 5 and report["stages"]["1"]["unjustified"] == 0
+    assert report["stages"]["1"]["missed"][0]["justified"] == "why"

@@ -30,7 +30,9 @@ A stage's line reads ``caught of total``, then every mistake not caught with wha
 misunderstood, marked ``justified`` (with the reason) when JUSTIFIED lists it; the
 project's README says the same. The report is ``build/mistakes-<p>/report.json``, written
 after every mistake (a stage stopped halfway says how many it did not judge); a run of
-some stages (``--stage``) keeps the others as last measured at the same seed.
+some stages (``--stage``) keeps the others as last measured at the same seed;
+``--rescore`` runs nothing and tallies the last reports again by the corpus as it is now
+(after an entry is added to JUSTIFIED).
 ``make mutants`` prints each stage's last corpus figure beside its score.
 """
 
@@ -302,6 +304,20 @@ def print_report(report: dict, out=sys.stdout) -> None:
     out.flush()
 
 
+def rescore(project: str, *, root: Path = ROOT, out=sys.stdout) -> dict:
+    """The last report tallied again by the corpus as it is now (its JUSTIFIED list, the
+    mistakes it still holds), without running a checker."""
+    path = Path(root) / "build" / f"mistakes-{project}" / "report.json"
+    if not path.is_file():
+        raise SystemExit(f"{project}: no corpus report at {path}; run make mistakes "
+                         f"MISTAKES_PROJECT={project} first")
+    mistakes, justified = load_corpus(project, root)
+    report = write_report(path, project, json.loads(path.read_text())["seed"], [], {},
+                          justified, mistakes)
+    print_report(report, out)
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--project", action="append",
@@ -309,10 +325,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stage", type=int, action="append", help="only these stages")
     parser.add_argument("--seed", type=int, default=1, help="the checker's seed (default 1)")
     parser.add_argument("--jobs", type=int, choices=(1, 2), default=1)
+    parser.add_argument("--rescore", action="store_true",
+                        help="run nothing: the last reports tallied by the corpus as it is now")
     args = parser.parse_args(argv)
     unjustified = 0
     for name in args.project or projects(with_solution=True):
-        report = measure_project(name, seed=args.seed, jobs=args.jobs, stages=args.stage)
+        report = (rescore(name) if args.rescore else
+                  measure_project(name, seed=args.seed, jobs=args.jobs, stages=args.stage))
         unjustified += sum(t["unjustified"] for t in report["stages"].values())
     return 1 if unjustified else 0
 
