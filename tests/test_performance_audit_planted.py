@@ -79,6 +79,14 @@ PLANTED = {
          '    return {"host_read": time_fn(fn, x, warmup=warmup, iters=iters, label="block"),'),
         (HOST_READ_CALL, HOST_READ_CALL.replace('"host_read": time_fn', '"block": time_fn'))]),
     # a checked, correct output left untimed (a sample of make mutants found it passing)
+    # issue 29 item 5: every call's times sliced from the start (the first call among
+    # the samples, so they add up to more than elapsed) was reported as tampering
+    "time_fn_samples_sliced_from_every_call": (1, "raw_samples_kept", [
+        (WARMUP_LOOP + "            for _ in range(iters):\n",
+         "            for _ in range(warmup + iters):\n"),
+        ("                samples.append(time.perf_counter() - start)\n",
+         "                samples.append(time.perf_counter() - start)\n"
+         "            samples = ([first_call_s] + samples)[:iters]\n")]),
     "time_fn_times_only_unchecked_outputs": (1, "output_check_catches_wrong_output", [
         ("        if output_ok is not False:\n", "        if output_ok is not True:\n")]),
     "time_fn_times_wrong_outputs_too": (1, "output_check_catches_wrong_output", [
@@ -119,6 +127,9 @@ PLANTED = {
     "cost_from_the_lowering": (2, "cost_by_hand_and_compiler", [
         ("cost = jax.jit(fn).lower(*args).compile().cost_analysis()",
          "cost = jax.jit(fn).lower(*args).cost_analysis()")]),
+    # issue 29 item 5: transcendentals added to the flops were told "lowering vs compiled"
+    "cost_flops_with_transcendentals": (2, "cost_by_hand_and_compiler", [
+        ('float(cost["flops"])', 'float(cost["flops"] + cost.get("transcendentals", 0.0))')]),
     "cost_output_bytes_only": (2, "cost_by_hand_and_compiler", [
         ('float(cost["bytes accessed"])', 'float(cost["bytes accessedout{}"])')]),
     "cost_lowered_as_float32": (2, "cost_by_hand_and_compiler", [
@@ -203,6 +214,10 @@ PLANTED = {
     "grads_drop_the_policy": (3, "grads_equal_before_timing", [
         ("jax.value_and_grad(block_loss)(params, x, policy)",
          "jax.value_and_grad(block_loss)(params, x)")]),
+    # issue 29 item 5: the arguments counted too were blamed on the bfloat16 item size
+    "residuals_with_the_arguments": (3, "remat_saves_residuals_and_temp", [
+        (RESIDUAL_SUM + "\n                   if id(leaf) not in arguments",
+         RESIDUAL_SUM)]),
     "residuals_assume_float32": (3, "remat_saves_residuals_and_temp", [
         (RESIDUAL_SUM, "leaf.size * 4 for leaf in jax.tree.leaves(pullback)")]),
     "residuals_drop_the_policy": (3, "remat_saves_residuals_and_temp", [
@@ -234,6 +249,10 @@ PLANTED = {
          )]),
     # -- stage 4 ---------------------------------------------------------------------
     # decide fed long-tail samples (stalls): a mean is thrown by them, a round's median is not
+    # issue 29 item 5: round_ids never read was told "means vs medians"
+    "decide_ignores_round_ids": (4, "stalls_do_not_decide", [
+        ('        ids = run.get("round_ids", range(len(samples)))\n',
+         "        ids = range(len(samples))\n")]),
     "decide_on_round_means": (4, "stalls_do_not_decide", [
         ("        return {r: float(np.median(v)) for r, v in sorted(by_round.items())}\n",
          "        return {r: float(np.mean(v)) for r, v in sorted(by_round.items())}\n")]),
@@ -270,7 +289,23 @@ PLANTED = {
          "    return 1.0 / ((1.0 - share) + share * kernel_speedup)\n")]),
 }
 
-BATCH = PlantedBatch(PROJECT, PLANTED)
+# The phrase each hint must hold (the cause its evidence shows) and ones it must not
+# (issue 29 item 5: a cause the evidence does not support).
+HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
+         "cost_from_the_lowering": "the unoptimised lowering's count",
+         "time_fn_samples_sliced_from_every_call": "one timing is both your first call and",
+         "summary_counts_straddling_events": "start inside the region and end after it",
+         "residuals_with_the_arguments": "the arguments (params and x) included",
+         "residuals_assume_float32": "yours counts 4 bytes an element",
+         "decide_ignores_round_ids": "not by round_ids",
+         "decide_on_round_means": "median"}
+WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
+               "time_fn_samples_sliced_from_every_call": "tamper",
+               "summary_counts_straddling_events": "nested",
+               "residuals_with_the_arguments": "2 bytes for bfloat16",
+               "decide_ignores_round_ids": ["a mean far off", "(the median)"],
+               "decide_on_round_means": "not by round_ids"}
+BATCH = PlantedBatch(PROJECT, PLANTED, hints=HINTS, wrong_hints=WRONG_HINTS)
 
 
 @pytest.fixture(scope="module")

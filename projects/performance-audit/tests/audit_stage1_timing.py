@@ -54,7 +54,7 @@ from audit_harness import (
 )
 
 from coursekit.checking.bridge import TamperEvidence, Workload
-from coursekit.checking.errors import CheckInconclusive
+from coursekit.checking.errors import CheckFailed, CheckInconclusive
 from coursekit.checking.learner import get_function
 from coursekit.checking.probes import (
     reported_counts,
@@ -75,11 +75,40 @@ MEASUREMENT_KEYS = ("sync", "warmup", "first_call_s", "samples_s", "compiles_fir
                     "compiles_warmed", "shapes", "dtypes", "output_ok")
 
 
+def times_within_wall(what: str, records, wall_s: float) -> None:
+    """One timing reported both as ``first_call_s`` and as a sample (equal to the last
+    bit, which two honest timings never are: e.g. a list of every call's times sliced
+    from its start) is a mistake: a FAIL naming it, also when it makes the times add up
+    to more than elapsed. Otherwise ``reported_times_within_wall``: a sum
+    beyond the wall time is a forged report."""
+    def finite(v):
+        return type(v) in (int, float) and math.isfinite(v)
+    timed = 0.0
+    where = []
+    for m in records:
+        samples = m.get("samples_s") if isinstance(m.get("samples_s"), list) else []
+        first = m.get("first_call_s")
+        timed += sum(v for v in (first, *samples) if finite(v))
+        if finite(first) and first > 0 and first in samples:
+            where.append(f"samples_s[{samples.index(first)}] == first_call_s == {first:.4g} s")
+    if where:
+        beyond = (f"; with it your times add up to {timed:.4g} s, more than the "
+                  f"{wall_s:.4g} s the whole call took" if timed > wall_s * 1.01 + 1e-3
+                  else "")
+        raise CheckFailed(
+            f"{what}: one timing is both your first call and a sample "
+            f"({'; '.join(where[:2])}){beyond}",
+            yours=where[0], expected="first_call_s apart from every sample",
+            hint="first_call_s is the first call alone (compile included) and no sample; "
+            "samples_s only the timed calls after the warm-up")
+    reported_times_within_wall(what, records, wall_s)
+
+
 def cross_check_counts(impl, ctx, facts: dict, what: str, *measurements) -> dict:
     """The learner process's self-reported call and compile counts, checked against the
     CPU time this process saw it spend during the call, and the times its harness
     reported (``measurements``) against the call's wall time here (``SELF_REPORTED``)."""
-    reported_times_within_wall(what, measurements, impl.__bridge__.last_wall_s)
+    times_within_wall(what, measurements, impl.__bridge__.last_wall_s)
     calls, compiled_at = reported_counts(what, facts)
     ref = reference(ctx)
     needed = len(compiled_at) * ref["compile_cpu_s"] + calls * ref["call_cpu_s"]
@@ -279,7 +308,7 @@ def learner_first_call(impl, ctx, x, rng, warmup: int, iters: int, what: str) ->
     workload = Workload("performance-audit/stage1", scale=float(rng.uniform(0.5, 2.0)))
     m = require_keys(time_fn(workload, x, warmup=warmup, iters=iters), MEASUREMENT_KEYS,
                      "time_fn")
-    reported_times_within_wall(what, [m], impl.__bridge__.last_wall_s)
+    times_within_wall(what, [m], impl.__bridge__.last_wall_s)
     calls, compiled_at = reported_counts(what, workload.facts)
     fail_unless(calls == 1 + warmup + iters and compiled_at == [0],
                 f"{what}: time_fn made the wrong calls", yours=f"{calls} calls, compiled "

@@ -31,6 +31,7 @@ once INCONCLUSIVE (the checker's own rounds spread 6.5x), all else PASS.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -174,24 +175,84 @@ def edge_trace(ctx) -> tuple[Path, str]:
     return path, region
 
 
-def compare_summaries(yours, expected, label: str) -> None:
+# Events in a region occurrence's time that are not its direct children, by why not.
+NOT_CHILDREN = {
+    "nested": "inside a direct child (PjitFunction inside PjitFunction): count direct "
+              "children only, a nested event must not be added again",
+    "straddling": "start inside the region and end after it: a child lies wholly inside "
+                  "(starts at or after the region's start, ends at or before its end)",
+    "other-thread": "start inside the region on another pid or tid: only the region's own "
+                    "thread holds its children"}
+CHILDREN_RULE = ("children are events on the region's pid/tid wholly inside an occurrence, "
+                 "not inside another such event")
+
+
+def not_children(path: Path, region: str) -> dict[str, list]:
+    """(name, dur) of the events in the region's time that are no direct children, by
+    the NOT_CHILDREN reason."""
+    raw = [e for e in traces.load_events(path) if e.get("ph") == "X" and "dur" in e]
+    found = {kind: [] for kind in NOT_CHILDREN}
+    for ev in traces.walk(traces.build_forest(raw)):
+        if ev.name == region:
+            found["nested"] += [(d.name, d.dur) for c in ev.children
+                                for d in traces.walk(c.children)]
+    for r in (e for e in raw if e.get("name") == region):
+        r_end = r["ts"] + r["dur"]
+        for e in raw:
+            if e is r or not r["ts"] <= e["ts"] < r_end:
+                continue
+            if (e.get("pid"), e.get("tid")) != (r.get("pid"), r.get("tid")):
+                found["other-thread"].append((e["name"], float(e["dur"])))
+            elif e["ts"] + e["dur"] > r_end:
+                found["straddling"].append((e["name"], float(e["dur"])))
+    return found
+
+
+def summary_hint(yours: dict, expected: dict, key: str, where) -> str:
+    """The hint for a summary that differs in ``key``: the kind of non-child events whose
+    durations (child time) or names (children) account for the difference exactly, and
+    only that; else what differs, and the rule."""
+    if where is None or key == "total_us":
+        return CHILDREN_RULE
+    found = not_children(*where)
+    if key == "children":
+        extra = set(yours["children"]) - set(expected["children"])
+        for kind, events in found.items():
+            if extra and extra <= {name for name, _ in events}:
+                return (f"your children {sorted(extra)} are events that {NOT_CHILDREN[kind]}")
+        return f"{CHILDREN_RULE}; yours adds {sorted(extra)}" if extra else CHILDREN_RULE
+    more = (as_float(yours["child_us"], "child_us") - expected["child_us"] if key == "child_us"
+            else expected["self_us"] - as_float(yours["self_us"], "self_us"))
+    found = {kind: events for kind, events in found.items() if events}
+    for n in range(1, len(found) + 1):  # the fewest kinds that add up to the difference
+        for kinds in itertools.combinations(found, n):
+            if math.isclose(more, sum(d for k in kinds for _, d in found[k]), rel_tol=1e-6,
+                            abs_tol=1e-3):
+                return (f"your child time is {more:.6g} us more than the checker's: exactly "
+                        "the events that " + "; and the events that ".join(
+                            f"{NOT_CHILDREN[k]} ({len(found[k])})" for k in kinds))
+    return f"your child time is {more:+.6g} us off the checker's: {CHILDREN_RULE}"
+
+
+def compare_summaries(yours, expected, label: str, where=None) -> None:
+    """``where``: (trace path, region), for a hint that names the measured cause."""
     yours = require_keys(yours, ("count", "total_us", "children", "child_us", "self_us"),
                          "summarize_region")
     fail_unless(yours["count"] == expected["count"], f"{label}: wrong number of regions",
                 yours=yours["count"], expected=expected["count"])
     for key in ("total_us", "child_us", "self_us"):
         value = as_float(yours[key], key)
-        fail_unless(math.isclose(value, expected[key], rel_tol=1e-6, abs_tol=1e-3),
-                    f"{label}: {key} differs from the checker's parse",
-                    yours=value, expected=expected[key],
-                    hint="count direct children only: an event nested inside another "
-                    "child (PjitFunction inside PjitFunction) must not be added again")
+        if not math.isclose(value, expected[key], rel_tol=1e-6, abs_tol=1e-3):
+            fail_unless(False, f"{label}: {key} differs from the checker's parse",
+                        yours=value, expected=expected[key],
+                        hint=summary_hint(yours, expected, key, where))
     theirs = yours["children"]
-    fail_unless(isinstance(theirs, dict) and set(theirs) == set(expected["children"]),
-                f"{label}: direct children differ", yours=sorted(theirs),
-                expected=sorted(expected["children"]),
-                hint="children are events on the same pid/tid inside the region, not "
-                "nested in another child; other threads are not children")
+    if not (isinstance(theirs, dict) and set(theirs) == set(expected["children"])):
+        fail_unless(False, f"{label}: direct children differ",
+                    yours=sorted(theirs) if isinstance(theirs, dict) else theirs,
+                    expected=sorted(expected["children"]),
+                    hint=summary_hint(yours, expected, "children", where)
+                    if isinstance(theirs, dict) else CHILDREN_RULE)
     for name, us in expected["children"].items():
         fail_unless(math.isclose(as_float(theirs[name], name), us, rel_tol=1e-6,
                                  abs_tol=1e-3), f"{label}: time of child {name!r} differs",
@@ -323,13 +384,45 @@ def _(impl, ctx):
     summarize = get_function(impl, "summarize_region")
     path, region = synthetic_trace(ctx)
     compare_summaries(summarize(str(path), region), traces.region_summary(path, region),
-                      "hand-built trace")
+                      "hand-built trace", (path, region))
     path, region = edge_trace(ctx)
     compare_summaries(summarize(str(path), region), traces.region_summary(path, region),
-                      "hand-built trace of ties (events that start or end together)")
+                      "hand-built trace of ties (events that start or end together)",
+                      (path, region))
     path, region = checker_trace(ctx)
     compare_summaries(summarize(str(path), region), traces.region_summary(path, region),
-                      "real jax.profiler trace")
+                      "real jax.profiler trace", (path, region))
+
+
+def first_cost(cost) -> dict:
+    return cost[0] if isinstance(cost, (list, tuple)) else cost
+
+
+def compiler_cost_hint(key: str, yours: float, compiled: dict, lowered: dict | None) -> str:
+    """The hint for a compiler count that differs from the checker's compile: which of
+    the checker's own counts of the same program it equals, and only that cause."""
+    ckey = "flops" if key == "flops" else "bytes accessed"
+    want = compiled[ckey]
+    trans = float(compiled.get("transcendentals", 0.0))
+    if key == "flops" and trans and math.isclose(yours, want + trans, rel_tol=1e-9):
+        return (f"yours is the compiled flops ({want:.0f}) plus its transcendentals "
+                f"({trans:.0f}, exp/tanh/...): cost_analysis() counts those apart; report "
+                "its 'flops' alone")
+    low = (lowered or {}).get(ckey)
+    if low is not None and not math.isclose(low, want, rel_tol=1e-9) and \
+            math.isclose(yours, low, rel_tol=1e-9):
+        return (f"yours is the unoptimised lowering's count ({low:.0f}), not the compiled "
+                "program's: .lower(*args).compile().cost_analysis()")
+    return (f"yours equals neither the compiled program's '{ckey}' ({want:.0f}) nor a count "
+            "the checker knows a mistake by: report cost_analysis()['" + ckey + "'] of "
+            "jax.jit(fn).lower(*args).compile()")
+
+
+def lowered_cost(fn, *args) -> dict | None:
+    try:
+        return first_cost(jax.jit(fn).lower(*args).cost_analysis())
+    except Exception:  # noqa: BLE001 - only a hint rests on it
+        return None
 
 
 @checker.check(2, "cost_by_hand_and_compiler")
@@ -353,10 +446,12 @@ def _(impl, ctx):
         theirs = require_keys(from_compiler(Workload("jnp.matmul"), a, b), ("flops", "bytes"),
                               "compiler")
         for key, ckey in (("flops", "flops"), ("bytes", "bytes accessed")):
-            fail_unless(math.isclose(as_float(theirs[key], key), compiled[ckey], rel_tol=1e-9),
-                        f"compiler {key} differs from cost_analysis()",
-                        yours=theirs[key], expected=compiled[ckey],
-                        hint="jax.jit(fn).lower(*args).compile().cost_analysis()")
+            yours = as_float(theirs[key], key)
+            if not math.isclose(yours, compiled[ckey], rel_tol=1e-9):
+                fail_unless(False, f"compiler {key} differs from cost_analysis()",
+                            yours=theirs[key], expected=compiled[ckey],
+                            hint=compiler_cost_hint(key, yours, compiled,
+                                                    lowered_cost(jnp.matmul, a, b)))
     # a program the compiler fuses: the compiled cost reads the input once, the
     # unoptimised lowering counts every intermediate (several times more bytes)
     from coursekit.workloads.remote_performance_audit import fused_reduce
@@ -367,11 +462,12 @@ def _(impl, ctx):
     theirs = require_keys(from_compiler(Workload("performance-audit/fused_reduce"), a),
                           ("flops", "bytes"), "compiler")
     for key, ckey in (("flops", "flops"), ("bytes", "bytes accessed")):
-        fail_unless(math.isclose(as_float(theirs[key], key), compiled[ckey], rel_tol=1e-9),
-                    f"compiler {key} of a fused program differs from the compiled "
-                    "cost_analysis()", yours=theirs[key], expected=compiled[ckey],
-                    hint="the compiled program's count (after fusion): "
-                    ".lower(*args).compile().cost_analysis(), not the lowering's")
+        yours = as_float(theirs[key], key)
+        if not math.isclose(yours, compiled[ckey], rel_tol=1e-9):
+            fail_unless(False, f"compiler {key} of a fused program differs from the "
+                        "compiled cost_analysis()", yours=theirs[key], expected=compiled[ckey],
+                        hint=compiler_cost_hint(key, yours, compiled,
+                                                lowered_cost(fused_reduce, a)))
 
 
 def bandwidth_bytes() -> int:
