@@ -47,6 +47,14 @@ PLANTED = {
          "            if (other.name in phase_us and other.ts >= ev.ts\n"
          "                    and other.end <= ev.end):\n"
          "                phase_us[other.name] += other.dur\n")]),
+    # issue 29 item 5: phase events that start inside a step (nested ones and other
+    # threads' too) were told only about nesting
+    "breakdown_phases_that_start_inside_a_step": (1, "breakdown_matches_checker_parse", [
+        (_PHASE_LOOP,
+         "        for e in traces.load_events(trace_file):\n"
+         "            if (e.get(\"ph\") == \"X\" and \"dur\" in e and e.get(\"name\") in phase_us\n"
+         "                    and ev.ts <= float(e[\"ts\"]) < ev.end):\n"
+         "                phase_us[e[\"name\"]] += float(e[\"dur\"])\n")]),
     "other_as_a_remainder": (1, "breakdown_matches_checker_parse", [
         ('"other_us": step_us - sum(phase_us.values()),',
          '"other_us": step_us % sum(phase_us.values()),')]),
@@ -175,7 +183,13 @@ PLANTED = {
          '                  "dtypes": [str(a.dtype) for a in problem["params"].values()],')]),
 }
 
-BATCH = PlantedBatch("optimisation", PLANTED)
+# The phrase each hint must hold (the cause its evidence shows), and ones it must not.
+HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named events on "
+         "another pid/tid during a step",
+         "breakdown_by_overlap_across_threads": "on another pid/tid during a step",
+         "shares_of_the_phases_total": "the phase's part of the phases' total"}
+WRONG_HINTS = {"shares_of_the_phases_total": "direct child"}
+BATCH = PlantedBatch("optimisation", PLANTED, hints=HINTS, wrong_hints=WRONG_HINTS)
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ before and after it (within ``TRACE_WINDOW``)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
@@ -190,6 +191,59 @@ def expected_breakdown(path: Path) -> dict:
             "below": below}
 
 
+# Phase-named events that are not a phase of a step, by why not.
+NOT_A_PHASE = {
+    "nested": "phase-named events nested inside another event of a step (not its direct "
+              "children)",
+    "straddling": "phase-named events that start inside a step and end after it",
+    "other-thread": "phase-named events on another pid/tid during a step",
+    "outside": "phase-named events outside every step"}
+PHASE_RULE = ("a phase counts only as a direct child of a step event: same pid/tid, wholly "
+              "inside it, not inside another event of the step")
+
+
+def not_phases(path: Path) -> dict[str, dict[str, float]]:
+    """{reason: {phase: summed us}} of the phase-named events that are no phase of a
+    step, by the NOT_A_PHASE reason."""
+    raw = [e for e in traces.load_events(path) if e.get("ph") == "X" and "dur" in e]
+    steps = [ev for ev in traces.walk(traces.build_forest(raw)) if ev.name == STEP]
+    found = {kind: {p: 0.0 for p in PHASES} for kind in NOT_A_PHASE}
+    for s in steps:
+        for d in (d for c in s.children for d in traces.walk(c.children)):
+            if d.name in PHASES:
+                found["nested"][d.name] += d.dur
+    for e in raw:
+        if e.get("name") not in PHASES:
+            continue
+        step = next((s for s in steps if s.ts <= e["ts"] < s.end), None)
+        if step is None:
+            found["outside"][e["name"]] += float(e["dur"])
+        elif (e.get("pid"), e.get("tid")) != (step.pid, step.tid):
+            found["other-thread"][e["name"]] += float(e["dur"])
+        elif e["ts"] + e["dur"] > step.end:
+            found["straddling"][e["name"]] += float(e["dur"])
+    return found
+
+
+def phase_hint(path: Path, key: str, phase: str, yours: float, want: dict) -> str:
+    """The hint for a phase_us or share that differs: the kind of phase-named events that
+    accounts for the difference exactly, and only that; else the rule."""
+    if key == "shares":
+        phases = sum(want["phase_us"].values())
+        if phases and close(yours, want["phase_us"][phase] / phases):
+            return ("your share is the phase's part of the phases' total: divide by the "
+                    "step time (phases and what lies between them)")
+        return "a share is the phase's time over the step time"
+    more = yours - want["phase_us"][phase]
+    found = {kind: sums[phase] for kind, sums in not_phases(path).items() if sums[phase]}
+    for n in range(1, len(found) + 1):  # the fewest kinds that add up to the difference
+        for kinds in itertools.combinations(found, n):
+            if close(more, sum(found[k] for k in kinds)):
+                return (f"yours is {more:.6g} us more than the checker's: exactly the "
+                        f"{' and the '.join(NOT_A_PHASE[k] for k in kinds)}: {PHASE_RULE}")
+    return f"yours is {more:+.6g} us off the checker's: {PHASE_RULE}"
+
+
 @checker.check(1, "breakdown_matches_checker_parse")
 def _(impl, ctx):
     for label, path in (("hand-built trace", synthetic_trace(ctx)),
@@ -214,13 +268,11 @@ def _(impl, ctx):
                         f"{label}: {key} must hold every phase", yours=theirs,
                         expected=PHASES)
             for p in PHASES:
-                fail_unless(close(as_float(theirs[p], f"{key}[{p}]"), want[key][p]),
-                            f"{label}: {key}[{p!r}] differs from the checker's parse",
-                            yours=theirs[p], expected=want[key][p],
-                            hint="a phase counts only as a direct child of a step event "
-                            "(same pid/tid, inside it); an event of the same name nested "
-                            "deeper, on another thread or outside every step is not one; "
-                            "shares divide by the step time, not the whole trace")
+                value = as_float(theirs[p], f"{key}[{p}]")
+                if not close(value, want[key][p]):
+                    fail_unless(False, f"{label}: {key}[{p!r}] differs from the checker's "
+                                "parse", yours=theirs[p], expected=want[key][p],
+                                hint=phase_hint(path, key, p, value, want))
         fail_unless(close(as_float(got["other_us"], "other_us"), want["other_us"]),
                     f"{label}: other_us differs", yours=got["other_us"],
                     expected=want["other_us"])
