@@ -70,6 +70,10 @@ PSUM_AFTER_GRAD = [(GRADS_BODY, """        loss_sum, g = jax.value_and_grad(clas
         return loss, jax.tree.map(lambda a: jax.lax.psum(a, AXIS) / total, g)""")]
 PSUM_AFTER_GRAD_OF_MEAN = [(GRADS_BODY, """        loss, g = jax.value_and_grad(classifier.loss)(p, x, y, m)
         return jax.lax.pmean(loss, AXIS), jax.lax.psum(g, AXIS)""")]
+# issue 29 item 5: the counts' pmean as the divisor (N times too small) is 8x too, at
+# every count, loss included: it was told "a psum after grad"
+PMEAN_DIVISOR = [(GRADS_BODY, GRADS_BODY.replace("total = jax.lax.psum(jnp.sum(m), AXIS)",
+                                                 "total = jax.lax.pmean(jnp.sum(m), AXIS)"))]
 CHECK_VMA_OFF = [(GRADS_SHARD_MAP, "                       out_specs=(P(), P()), check_vma=False)")]
 PMEAN_AFTER_GRAD_CHECK_VMA_OFF = PMEAN_AFTER_GRAD + CHECK_VMA_OFF
 RESTORE = "    return manager.restore(step, args=ocp.args.StandardRestore(target))"
@@ -223,6 +227,22 @@ def test_psum_after_grad_is_8x_at_every_count(planted):
         hint = message(result, check)
         assert "8x the true gradient at every count: a psum after grad" in hint, hint
         assert "pmean" not in hint, hint
+
+
+PMEAN_DIVISOR_BUG = bug("pmean-divisor", PMEAN_DIVISOR, 2, *GRAD_CHECKS)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_a_pmean_of_the_counts_as_divisor_is_named_by_its_loss(planted):
+    # the same 8x gradient as a psum after grad; the loss, 8x too, tells them apart
+    result = result_of(planted, PMEAN_DIVISOR_BUG)
+    assert result["status"] == {c: "fail" for c in GRAD_CHECKS}, result["stdout"]
+    for check in GRAD_CHECKS:
+        hint = message(result, check)
+        assert "8x the true loss at every count" in hint, hint
+        assert "divide by the psum of the valid counts" in hint, hint
+        assert "psum after grad" not in hint, hint
 
 
 PSUM_AFTER_GRAD_OF_MEAN_BUG = bug("psum-after-grad-of-mean", PSUM_AFTER_GRAD_OF_MEAN, 2,

@@ -2,8 +2,9 @@
 gradient is compared with one device's gradient over the valid rows only, with equal,
 unequal and empty shards; a wrong answer is diagnosed by what its numbers match (the mean
 of per-shard means, the gradient of each shard's mean under check_vma with or without a
-pmean, a psum after grad, one shard's part alone), replaying the learner on unequal counts
-where equal ones cannot tell two causes apart. The learner's code runs in the learner
+pmean, a psum after grad, a divisor N times too small (the loss N times off too), one
+shard's part alone), replaying the learner on unequal counts where equal ones cannot tell
+two causes apart. The learner's code runs in the learner
 process, on the checker's mesh and placement built there from the checker's data; the
 gradients come back as data. Whether it uses shard_map is read here from its program
 (exported as StableHLO): per-shard code is a manual computation.
@@ -92,6 +93,10 @@ HINTS = {
         "grad's transpose of the replicated params already summed the shards' gradient "
         f"sums, and psum of that value (equal on every device) multiplies it by {N} again. "
         "Drop the collective on the gradient; keep the psums of the loss sum and the count"),
+    "divisor": (
+        f"{N}x the true gradient and {N}x the true loss at every count: both were divided "
+        f"by a count {N} times too small, the mean of the shards' valid counts (a pmean of "
+        "them) where the total is meant: divide by the psum of the valid counts"),
     "psum_after_grad_of_mean": (
         f"{N * N}x the mean of per-shard means: grad of each shard's mean loss already sums "
         f"over the shards ({N}x, check_vma on), and the psum after it multiplies by {N} "
@@ -110,11 +115,13 @@ HINTS = {
 
 
 def diagnose(got: np.ndarray, ref: np.ndarray, mom: np.ndarray | None, parts=None,
-             replay_unequal=None) -> str:
+             replay_unequal=None, loss_scale: float | None = None) -> str:
     """The hint for ``got`` against the true gradient ``ref`` and the mean of per-shard
     means ``mom`` (None when a shard is empty). ``parts()`` gives shard_parts;
     ``replay_unequal()`` gives (got, ref, mom) of the learner on unequal counts, for the
-    one case equal counts cannot tell apart. Both run only here, on failure."""
+    one case equal counts cannot tell apart. Both run only here, on failure.
+    ``loss_scale``: the learner's loss over the true loss, on the same batch (N with the
+    gradient's N: one divisor N times too small, not a collective on the gradient)."""
     if not np.all(np.isfinite(got)):
         return HINTS["nan"]
     if close(got, N * N * ref) or (mom is not None and close(got, N * N * mom)):
@@ -127,6 +134,8 @@ def diagnose(got: np.ndarray, ref: np.ndarray, mom: np.ndarray | None, parts=Non
     if n_mom and not n_ref:
         return HINTS["grad_of_shard_mean"]
     if n_ref and not n_mom:
+        if loss_scale is not None and math.isclose(loss_scale, N, rel_tol=1e-3):
+            return HINTS["divisor"]
         return HINTS["psum_after_grad"]
     if n_ref:
         return (f"{N}x the true gradient: either grad of each shard's mean loss (with or "
@@ -188,8 +197,13 @@ def check_global_grads(impl, ctx, salt: str, counts, what: str) -> None:
             _, g = learner_grads(impl, mesh, params, other)
             return vec(g), vec(ref_grads(params, other)[1]), vec(mean_of_means(params, other))
 
+        try:
+            loss_scale = float(host(loss)) / ref_loss if ref_loss else None
+        except (TypeError, ValueError):
+            loss_scale = None
         hint = diagnose(got, want, mom, parts=lambda: shard_parts(params, batch),
-                        replay_unequal=replay_unequal if len(set(counts)) == 1 else None)
+                        replay_unequal=replay_unequal if len(set(counts)) == 1 else None,
+                        loss_scale=loss_scale)
         raise CheckFailed(f"{what}: gradients differ from one device's over the valid rows "
                           f"(valid rows per shard {list(counts)})", yours=got,
                           expected=want, hint=hint)
