@@ -356,6 +356,32 @@ def test_key_not_restored_fails_roundtrip_and_resume(planted):
     assert "not bitwise equal" in message(result, "resume_after_sigkill_bitwise")
 
 
+# issue 29 item 5: the state saved before its update (under the new step) was blamed on
+# restore_latest; the checkpoint on disk, read by the checker, shows the save's fault
+SAVED_BEFORE_UPDATE = [("""            state, loss = step_fn(state, batch)
+            step = int(state["step"])
+            if step % config["save_every"] == 0:
+                save_state(manager, state)
+""", """            new_state, loss = step_fn(state, batch)
+            step = int(new_state["step"])
+            if step % config["save_every"] == 0:
+                manager.save(step, args=ocp.args.StandardSave(state))
+            state = new_state
+""")]
+SAVED_BEFORE_UPDATE_BUG = bug("saved-before-update", SAVED_BEFORE_UPDATE, 3,
+                              "resume_after_sigkill_bitwise")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_a_state_saved_before_its_update_is_named_by_the_checkpoint(planted):
+    result = result_of(planted, SAVED_BEFORE_UPDATE_BUG)
+    assert result["status"] == {"resume_after_sigkill_bitwise": "fail"}, result["stdout"]
+    hint = message(result, "resume_after_sigkill_bitwise")
+    assert "holds a state whose step is" in hint and "saved before its update" in hint, hint
+    assert "restore_latest must" not in hint, hint
+
+
 DATA_POS_NOT_RESTORED_BUG = bug("data-pos-not-restored", DATA_POS_NOT_RESTORED, 3,
                                 "state_roundtrip")
 

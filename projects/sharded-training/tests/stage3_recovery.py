@@ -32,15 +32,40 @@ from coursekit.checking.values import fail_unless
 from coursekit.workloads import procgroup, trainruns
 
 
-def check_resumed(report: dict, restored: int | None, what: str) -> None:
-    first = report.get("first_step")
+def saved_step(killed: dict, restored: int | None) -> int | None:
+    """The ``step`` inside the killed run's newest finished checkpoint, read here with
+    Orbax from the copy taken before any resume (once: a later resume in that copy may
+    remove it); None when it cannot be read."""
     if restored is None:
+        return None
+    if "saved_step" not in killed:
+        try:
+            leaves = checkpoint_on_disk(Path(killed["copy"]) / str(restored))
+            killed["saved_step"] = int(np.asarray(leaves["step"]))
+        except (CheckFailed, KeyError, TypeError, ValueError, OSError):
+            killed["saved_step"] = None
+    return killed["saved_step"]
+
+
+def check_resumed(report: dict, restored: int | None, what: str,
+                  saved: int | None = None) -> None:
+    """The resumed run's first step follows the newest finished checkpoint. ``saved``:
+    the step inside that checkpoint as read here: one other than its own number puts the
+    fault in the save (a state saved before its update), not in the restore."""
+    first = report.get("first_step")
+    if restored is None or first == restored + 1:
         return
-    fail_unless(first == restored + 1, f"{what}: the fresh process did not continue from "
-                f"the newest finished checkpoint (step {restored})",
-                yours=f"first step run: {first}", expected=f"first step run: {restored + 1}",
-                hint="restore_latest must restore manager.latest_step() and train must "
-                "start from the restored state (step, key, data_pos and all)")
+    hint = ("restore_latest must restore manager.latest_step() and train must start from "
+            "the restored state (step, key, data_pos and all)")
+    if saved is not None and saved != restored:
+        hint = (f"the checkpoint of step {restored} holds a state whose step is {saved} "
+                f"(read here from disk), and the resumed run went on from there: the state "
+                f"was saved {'before its update' if saved == restored - 1 else 'as another step'}"
+                ". Save the state after the step that makes its step a multiple of "
+                "save_every, under that step")
+    fail_unless(False, f"{what}: the fresh process did not continue from the newest "
+                f"finished checkpoint (step {restored})", yours=f"first step run: {first}",
+                expected=f"first step run: {restored + 1}", hint=hint)
 
 
 def normalised(name: str) -> str:
@@ -167,7 +192,7 @@ def _(impl, ctx):
                 "running, but the next save waits for it")
     restored = max(killed["finalized"])
     resumed = killed["resumed"]
-    check_resumed(resumed, restored, "after the SIGKILL")
+    check_resumed(resumed, restored, "after the SIGKILL", saved_step(killed, restored))
     compare_trees(resumed["final"], killed["full"]["final"],
                   f"SIGKILLed, resumed in a fresh process from step {restored}, vs never "
                   "interrupted (same mesh)", bitwise=True,
@@ -191,7 +216,8 @@ def _(impl, ctx):
                 expected=f"checkpoints before step {save_at}")
     restored = max(killed["finalized"])
     resumed = killed["resumed"]
-    check_resumed(resumed, restored, f"after a kill during the save of step {save_at}")
+    check_resumed(resumed, restored, f"after a kill during the save of step {save_at}",
+                  saved_step(killed, restored))
     compare_trees(resumed["final"], killed["full"]["final"],
                   f"killed while saving step {save_at}, resumed from {restored}",
                   bitwise=True, hint="restore the newest *finished* checkpoint "
@@ -203,11 +229,12 @@ def _(impl, ctx):
     killed = killed_mid_run(ctx)
     full = killed["full"]
     restored = max(killed["finalized"]) if killed["finalized"] else None
+    saved = saved_step(killed, restored)  # read before this run resumes in the copy
     resumed = driver_run(ctx, "D", stage3_config(ctx), killed["copy"],
                          "the run resumed on 4 devices", devices=4)
     fail_unless(resumed.get("device_count") == 4, "the resumed run did not see 4 devices",
                 yours=resumed.get("device_count"), expected=4)
-    check_resumed(resumed, restored, "on 4 devices")
+    check_resumed(resumed, restored, "on 4 devices", saved)
     compare_trees(resumed["final"], full["final"], "resumed on 4 devices vs 8 devices",
                   hint="restore onto the shardings of a state made on *this* run's mesh "
                   "(ShapeDtypeStruct with sharding=...), not the saved ones")
