@@ -11,7 +11,9 @@ TRACE_LOOP = ("        for i in range(steps):\n"
               "            with jax.profiler.TraceAnnotation(region, step=i):\n"
               "                jax.block_until_ready(step_fn(*args))\n")
 NESTED = ("            if e[\"ts\"] + e[\"dur\"] <= covered_until:\n"
-          "                continue  # nested inside a direct child already counted\n")
+          "                continue  # nested inside a direct child already counted\n"
+          "            if e[\"ts\"] < covered_until:\n"
+          "                continue  # overlaps a direct child without nesting: not a child\n")
 MATMUL = '    return {"flops": 2 * m * k * n, "bytes": (m * k + k * n + m * n) * itemsize}\n'
 PEAK_TIMED = ("        start = time.perf_counter()\n"
               "        jax.block_until_ready(f(a))\n"
@@ -300,6 +302,9 @@ MISTAKES = [
 ]
 
 JUSTIFIED: dict[str, str] = {
+    "newest-by-name": "jax.profiler names each run's folder by its start time, so the name "
+                      "order is the time order: a check preferring mtimes would fail correct "
+                      "work",
     "decide-normal-quantile": "the contract asks for an interval, not a method: z and t "
                               "differ only near the minimum gain, where other sound "
                               "intervals (bootstrap, Welch) fall on either side too",
