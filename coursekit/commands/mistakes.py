@@ -51,6 +51,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from coursekit.checking.contract import INCONCLUSIVE_EXIT
+from coursekit.commands.mistakes_report import corpus_figure, figure  # noqa: F401 (re-export)
 from coursekit.commands.mutants import ONE_THREAD, learner_regions, run_reference
 from coursekit.facts import ROOT, projects
 from coursekit.workloads.procgroup import kill, start
@@ -269,25 +270,6 @@ def tally(group: list[dict], justified: dict[str, str], in_corpus: int) -> dict:
                         "justified": justified.get(r["id"])} for r in missed],
             "unjustified": sum(r["id"] not in justified for r in missed),
             "justified_but_caught": [i for i in caught if i in justified]}
-
-
-def figure(t: dict) -> str:
-    """One stage's corpus figure: ``9 of 10 learner mistakes caught (90%)``."""
-    pct = "n/a" if t["rate"] is None else f"{100 * t['rate']:.0f}%"
-    text = f"{t['caught']} of {t['total']} learner mistakes caught ({pct}"
-    justified = len(t["missed"]) - t["unjustified"]
-    return text + (f"; {justified} justified)" if justified else ")")
-
-
-def corpus_figure(project: str, stage: int, root: Path = ROOT) -> str | None:
-    """The stage's figure from the last corpus report, for ``make mutants``; None when
-    there is none."""
-    path = Path(root) / "build" / f"mistakes-{project}" / "report.json"
-    try:
-        t = json.loads(path.read_text())["stages"].get(str(stage))
-    except (OSError, ValueError, KeyError):
-        return None
-    return figure(t) + f" [run {t['run_at']}]" if t else None
 
 
 def print_report(report: dict, out=sys.stdout) -> None:

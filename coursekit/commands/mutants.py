@@ -383,7 +383,7 @@ def line(name: str, t: dict) -> str:
 
 
 def print_report(report: dict, out=sys.stdout) -> None:
-    from coursekit.commands.mistakes import corpus_figure  # it imports this module
+    from coursekit.commands.mistakes_report import corpus_figure
     for stage, t in report["stages"].items():
         when = f" [run {t['run_at']}]" if "run_at" in t else ""
         print(line(f"{report['project']} stage {stage}", t) + when, file=out)
