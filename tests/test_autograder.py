@@ -34,7 +34,7 @@ STAGE = "performance-audit/stage-4"
 NB = "notebooks/ag_demo.ipynb"
 WITH_NOTEBOOK = ("good", "infinite-loop", "segfault", "fork-bomb")
 # A line of decide's reference code that the starter does not have.
-SOLUTION_LINE = "result = decide_rounds(before, after, min_gain=min_gain, confidence=confidence)"
+SOLUTION_LINE = 'result = {**out, "ci": [lo, hi], "decision": decision, "reasons": [f"{where} {why}"]}'
 
 
 def grader(*args, timeout=900, **kw) -> subprocess.CompletedProcess:

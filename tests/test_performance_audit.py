@@ -1,6 +1,7 @@
 """performance-audit's checker tells right from wrong: the reference passes every stage
-(three times in a row with the other core busy), the starter fails every stage with its
-stage hint, and each planted bug fails the check aimed at it."""
+(three times with the other core busy: a timing check may be INCONCLUSIVE, never FAIL),
+the starter fails every stage with its stage hint, and each planted bug fails the check
+aimed at it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ import subprocess
 import sys
 
 import pytest
-from helpers import plant, reference_run, run_checker, solution, spinning_core, starter
+from helpers import (
+    assert_reference_ok,
+    plant,
+    reference_run,
+    run_checker,
+    solution,
+    spinning_core,
+    starter,
+)
 from planted_batch import PlantedBatch
 
 PROJECT = "performance-audit"
@@ -27,11 +36,8 @@ def test_reference_passes_every_stage_three_times_with_a_busy_core(tmp_path):
         else:
             with spinning_core():
                 result = run_checker(PROJECT, solution(PROJECT), "all", tmp=tmp_path)
-        failed = {k: v for k, v in result["status"].items() if v != "pass"}
-        assert result["returncode"] == 0 and not failed, (attempt, failed, result["stdout"])
-        assert len(result["status"]) == sum(CHECKS_PER_STAGE.values())
-        assert result["stdout"].strip().splitlines()[-1] == \
-            f"{sum(CHECKS_PER_STAGE.values())} passed, 0 failed"
+        # a timing check may be INCONCLUSIVE under the load, never FAIL (issue 28)
+        assert_reference_ok(result, sum(CHECKS_PER_STAGE.values()), context=attempt)
 
 
 def test_starter_fails_each_stage_with_its_hint(tmp_path):
