@@ -77,3 +77,27 @@ def test_a_report_that_is_not_call_indices_is_tamper_evidence(facts):
 
 def test_a_true_report_reads_back():
     assert reported_unready("step", {"calls": 4, "unready_at_next_call": [1, 2]}) == [1, 2]
+
+
+def test_host_read_probe_tells_a_host_read_from_a_wait():
+    """On CPU a host read and block_until_ready take the same time: the probe leaf says
+    which sync each call's caller used, whichever way it read (and nothing for a wait)."""
+    import numpy as np
+
+    from coursekit.checking.probes import HostReadProbe
+    fn = jax.jit(lambda a: a * 2)
+    counter = CallCounter(lambda a: (HostReadProbe(np.int32(3)), fn(a)))
+    x = jnp.ones((4,), jnp.float32)
+    reads = [lambda out: jax.block_until_ready(out),
+             lambda out: jax.tree.map(np.asarray, out),
+             lambda out: jax.device_get(out),
+             lambda out: float(out[0]),
+             lambda out: np.asarray(out[1])]  # the device leaf only: the probe unread
+    for read in reads:
+        read(counter(x))
+    report = counter.report()
+    assert report["probed_at"] == [0, 1, 2, 3, 4]
+    assert report["host_read_at"] == [1, 2, 3]
+    plain = CallCounter(fn)
+    plain(x)
+    assert "host_read_at" not in plain.report()

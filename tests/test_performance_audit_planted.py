@@ -35,6 +35,12 @@ PLANTED = {
     "host_read_of_one_leaf": (1, "host_read_alone", [
         ("        return jax.tree.map(np.asarray, out)\n",
          "        return np.asarray(jax.tree.leaves(out)[0])\n")]),
+    # time_fn waits with block_until_ready whatever sync it is asked for, and reports the
+    # sync asked for: on CPU only the step's HostReadProbe leaf tells (issue 29 corpus)
+    "host_read_never_read": (1, "host_read_alone", [
+        ("        if sync == \"block_until_ready\":\n            return jax.block_until_ready(out)\n"
+         "        return jax.tree.map(np.asarray, out)\n",
+         "        return jax.block_until_ready(out)\n")]),
     # first_call_s, against the checker's own first call of a fresh copy of the same work
     "first_call_not_synchronised": (1, "first_call_is_compile_and_run", [
         (FIRST_CALL, FIRST_CALL.replace("out = wait(fn(*args))", "out = fn(*args)")
@@ -268,6 +274,13 @@ PLANTED = {
         ("            vb, va = float(np.var(lb, ddof=1)) / lb.size, float(np.var(la, "
          "ddof=1)) / la.size\n",
          "            vb, va = 0.0, float(np.var(la, ddof=1)) / la.size\n")]),
+    # the learner-mistake corpus's two decide gaps (issue 29): "slower" by the point
+    # estimate, and records without round_ids paired sample by sample
+    "decide_slower_by_the_estimate": (4, "rejects_noise", [
+        ("    elif hi < down:\n", "    elif math.exp(est) < down:\n")]),
+    "decide_pairs_samples_by_position": (4, "rejects_drifting_null", [
+        ('    if "round_ids" in before and "round_ids" in after and len(shared) >= 2:\n',
+         "    if len(shared) >= 2:\n")]),
     # decide's refusals, found by a sample of make mutants
     "decide_takes_four_samples": (4, "rejects_not_comparable", [
         ("        if len(run.get(\"samples_s\") or []) < 5:\n",
@@ -298,6 +311,9 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "residuals_with_the_arguments": "the arguments (params and x) included",
          "residuals_assume_float32": "yours counts 4 bytes an element",
          "decide_ignores_round_ids": "not by round_ids",
+         "host_read_never_read": "was not read to the host in timed calls",
+         "decide_slower_by_the_estimate": "not just the point estimate",
+         "decide_pairs_samples_by_position": "pair only samples whose round_ids say so",
          "decide_on_round_means": "median"}
 WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
                "time_fn_samples_sliced_from_every_call": "tamper",

@@ -10,6 +10,10 @@ what it returns, to measure it independently.
   ``window`` either way of the checker's own synchronised measurement of the same thing.
   Each project states its window with the physics behind it (how far off a missing sync
   reads on its workload, against how far load on a shared machine moves a median).
+- ``HostReadProbe`` is an output leaf a workload returns to learn whether the caller
+  read it to the host (``np.asarray``, ``float``, ``.item()``, ``jax.device_get``) or
+  only waited on it (``block_until_ready``): on CPU the two take the same time, so only
+  the leaf itself can tell which sync a timing used.
 - ``samples_of`` reads a timing record's raw samples, or fails naming what is wrong.
 - ``random_name`` / ``region_name``: names drawn per run, so nothing can be hard-coded.
 """
@@ -56,6 +60,9 @@ class CallCounter:
         if compiles[0]:
             facts["compiled_at"].append(facts["calls"])
             facts["compiles"] += compiles[0]
+        probes = host_read_probes(out)
+        if probes:
+            facts["probes"].append((facts["calls"], probes))
         facts["calls"] += 1
         self._last_out[key] = out
         return out
@@ -64,15 +71,66 @@ class CallCounter:
         """Plain data for one group: ``calls`` (how many), ``compiled_at`` (the 0-based
         indices of the calls that compiled), ``compiles`` (compile events in all) and
         ``unready_at_next_call`` (the indices of the calls whose output was not ready when
-        the next call began; the last call has no next one)."""
+        the next call began; the last call has no next one); for a function whose outputs
+        hold ``HostReadProbe`` leaves, ``host_read_at`` (the calls all of whose probes
+        were read to the host by now) and ``probed_at`` (the calls that returned one)."""
         facts = self._facts.get(group, _no_calls())
-        return {"calls": facts["calls"], "compiled_at": list(facts["compiled_at"]),
-                "compiles": facts["compiles"],
-                "unready_at_next_call": list(facts["unready_at_next_call"])}
+        report = {"calls": facts["calls"], "compiled_at": list(facts["compiled_at"]),
+                  "compiles": facts["compiles"],
+                  "unready_at_next_call": list(facts["unready_at_next_call"])}
+        if facts["probes"]:
+            report["probed_at"] = [i for i, _ in facts["probes"]]
+            report["host_read_at"] = [i for i, probes in facts["probes"]
+                                      if all(p.reads for p in probes)]
+        return report
 
 
 def _no_calls() -> dict:
-    return {"calls": 0, "compiled_at": [], "compiles": 0, "unready_at_next_call": []}
+    return {"calls": 0, "compiled_at": [], "compiles": 0, "unready_at_next_call": [],
+            "probes": []}
+
+
+class HostReadProbe:
+    """An output leaf holding a small host value that counts how it was synchronised:
+    ``reads`` (converted to a host value: ``np.asarray``, ``float``, ``int``, ``.item()``,
+    ``.tolist()``, ``jax.device_get``) and ``blocks`` (``block_until_ready``, which
+    returns it unchanged, as for an array)."""
+
+    def __init__(self, value):
+        import numpy as np
+        self.value, self.reads, self.blocks = np.asarray(value), 0, 0
+
+    def __array__(self, dtype=None, copy=None):
+        self.reads += 1
+        return self.value if dtype is None else self.value.astype(dtype)
+
+    def __float__(self) -> float:
+        self.reads += 1
+        return float(self.value)
+
+    def __int__(self) -> int:
+        self.reads += 1
+        return int(self.value)
+
+    def item(self):
+        self.reads += 1
+        return self.value.item()
+
+    def tolist(self):
+        self.reads += 1
+        return self.value.tolist()
+
+    def block_until_ready(self):
+        self.blocks += 1
+        return self
+
+    def __repr__(self) -> str:
+        return f"HostReadProbe({self.value!r})"
+
+
+def host_read_probes(tree) -> list:
+    import jax
+    return [leaf for leaf in jax.tree.leaves(tree) if isinstance(leaf, HostReadProbe)]
 
 
 def all_ready(tree) -> bool:

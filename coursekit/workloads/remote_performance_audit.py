@@ -8,17 +8,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from coursekit.checking.probes import HostReadProbe
 from coursekit.workloads import catalog
 
 
 def host_metric_step(scale: float):
     """A step whose first output leaf is a host value ready at once (a step count kept on
     the host) and whose second is the stage-1 device work. A host read of every leaf waits
-    for the work; a read of the first leaf alone waits for nothing."""
+    for the work; a read of the first leaf alone waits for nothing. The first leaf is a
+    ``HostReadProbe``: the call counter reports which calls had it read to the host, the
+    one sign on CPU that a timing used the host read it reports (both syncs take the same
+    time there)."""
     work = jax.jit(catalog.stage1_work(scale))
 
     def step(a):
-        return np.asarray(a.shape[0], np.int32), work(a)
+        return HostReadProbe(np.asarray(a.shape[0], np.int32)), work(a)
     return step
 
 

@@ -525,6 +525,23 @@ def _(impl, ctx):
                 yours=reasons, expected="one reason: shapes differ")
 
 
+def host_read_every_timed_call(facts: dict, timed: int) -> None:
+    """On CPU a host read and block_until_ready take the same time, so the step's own
+    first output leaf (``HostReadProbe``) says which one time_fn used: with
+    sync="host_read" each timed call's outputs are read to the host."""
+    calls = int(facts.get("calls", 0))
+    timed_calls = list(range(calls - timed, calls))
+    unread = [i for i in timed_calls if i not in facts.get("host_read_at", [])]
+    fail_unless(not unread, "time_fn(sync='host_read') reported a host read, but the "
+                "step's first output leaf (a host value) was not read to the host in "
+                f"timed calls {unread} of {timed_calls}", yours=f"read in calls "
+                f"{facts.get('host_read_at', [])}", expected=f"read in every timed call "
+                f"{timed_calls}", hint="with sync='host_read', read every output leaf to "
+                "the host (np.asarray) inside each timed call: waiting with "
+                "block_until_ready instead, or reading only some leaves, is not the sync "
+                "the record reports")
+
+
 @checker.check(1, "host_read_alone")
 def _(impl, ctx):
     experiment = get_function(impl, "experiment_host_read")
@@ -552,6 +569,7 @@ def _(impl, ctx):
     several, _, _ = stage1_workload(ctx, "performance-audit/host_metric_step")
     m = require_keys(time_fn(several, x, warmup=1, iters=4, sync="host_read"),
                      MEASUREMENT_KEYS, "time_fn")
+    host_read_every_timed_call(several.facts, timed=4)
     leaves_first = (median_s(samples_of(m, "host_read", raw=False)), checker_median(ctx, 4))
 
     # The two medians against the checker's, each in rounds (the facts above first, so a

@@ -128,6 +128,23 @@ def _(impl, ctx):
                 f"[{both[0]:.3f}, {both[1]:.3f}], which holds 1",
                 hint="the interval's width comes from both records: Var(log before) / "
                 "n_before + Var(log after) / n_after (or resample both sides)")
+    # Noise whose point estimate reads more than the minimum slower while the interval
+    # (the checker's own, over rounds and over pooled samples) still holds 1: "slower"
+    # asks the whole interval to lie below 1 / (1 + min_gain), as "accept" asks it above.
+    def tempting_slowdown(before, after):
+        own = decision.decide_rounds(before, after)
+        return (own["ratio"] < 0.93 and own["ci"][1] > 1.02
+                and decision.pooled_bootstrap(before, after)["ci"][1] > 1.02)
+
+    before, after = draw_until(lambda: (run_record(rng, base, 0.3), run_record(rng, base, 0.3)),
+                               tempting_slowdown, tries=400)
+    got = decision_of(impl, before, after, ctx)
+    own = decision.decide_rounds(before, after)
+    fail_unless(got == "reject", "noise that looks slower was called 'slower'",
+                yours=f"{got} (the estimate {own['ratio']:.3f} lies below 1/1.05 = 0.952)",
+                expected=f"reject: the 95% interval [{own['ci'][0]:.3f}, {own['ci'][1]:.3f}]"
+                " holds 1", hint="decide 'slower' by the whole interval, as 'accept': its "
+                "upper end must lie below 1 / (1 + min_gain), not just the point estimate")
 
 
 def after_only_interval(before: dict, after: dict, confidence: float = 0.95):
@@ -155,6 +172,42 @@ def _(impl, ctx):
                 "different", yours=got, expected="reject",
                 hint="samples of one round share its load: they are not independent. Compare "
                 "rounds (per-round ratios, or resample whole rounds), not pooled samples")
+    # Two records without round_ids, measured one after the other, each slowing down
+    # over its run in the same way (caches, clocks): sample i of one was not measured
+    # beside sample i of the other. Each sample is its own round, unpaired: the interval
+    # holds 1; pairing by position cancels the shared trend and "finds" a gain.
+    def shared_trend():
+        base, n = float(rng.uniform(5e-3, 2e-2)), int(rng.integers(20, 31))
+        trend = np.linspace(0.0, float(rng.uniform(0.5, 0.8)), n)
+        ratio = float(rng.uniform(1.06, 1.1))
+        def record(median_s):
+            samples = median_s * np.exp(trend + rng.normal(0.0, 0.01, n))
+            return run_record(rng, median_s, 0.0, n=n, samples_s=[float(v) for v in samples])
+        return record(base), record(base / ratio)
+
+    before, after = draw_until(
+        shared_trend, lambda b, a: decision.decide_rounds(b, a)["ci"][0] < 0.99
+        and paired_by_position(b, a)[0] > 1.06)
+    got = decision_of(impl, before, after, ctx)
+    both, paired = decision.decide_rounds(before, after)["ci"], paired_by_position(before,
+                                                                                  after)
+    fail_unless(got == "reject", "two runs without round_ids were compared sample by "
+                "sample, as if measured side by side", yours=f"{got} (as pairing sample i "
+                f"with sample i would: [{paired[0]:.3f}, {paired[1]:.3f}])",
+                expected=f"reject: each sample its own round, the 95% interval is "
+                f"[{both[0]:.3f}, {both[1]:.3f}], which holds 1",
+                hint="without round_ids nothing says two samples shared their load: pair "
+                "only samples whose round_ids say so; otherwise compare the two sets "
+                "unpaired")
+
+
+def paired_by_position(before: dict, after: dict, confidence: float = 0.95):
+    """The 95% interval of the speedup with sample i of each record paired (the mistake
+    for records without round_ids)."""
+    n = min(len(before["samples_s"]), len(after["samples_s"]))
+    d = np.log(before["samples_s"][:n]) - np.log(after["samples_s"][:n])
+    half = decision.t_quantile(confidence, n - 1) * float(np.std(d, ddof=1)) / math.sqrt(n)
+    return math.exp(float(d.mean()) - half), math.exp(float(d.mean()) + half)
 
 
 @checker.check(4, "accepts_speedup_in_drifting_rounds")
