@@ -7,7 +7,9 @@
 - ``sharded-training/call_guarded``: a learner function called under JAX's transfer
   guard for device-to-device copies, so a state built on one device and copied onto the
   mesh (what a multi-process run cannot do for a typed key) is named with the guard's
-  own words.
+  own words;
+- ``sharded-training/deleted``: which array leaves of a kept tree have been deleted (a
+  jitted step that donates its inputs deletes the caller's arrays).
 
 Every answer is self-reported; ``projects/sharded-training/tests`` lists each in
 ``SELF_REPORTED`` with what it is cross-checked against there.
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import jax
 
-from coursekit.workloads.remote_sharded_training import call
+from coursekit.workloads.remote_sharded_training import call, unwrap
 
 # What JAX's transfer guard says when it refuses a copy (jax 0.12: a JaxRuntimeError).
 REFUSED = "Disallowed device-to-device transfer"
@@ -59,7 +61,16 @@ def call_guarded(fn, *args, **kwargs) -> dict:
         return {"refused": str(err)[:600]}
 
 
+def deleted(tree) -> dict:
+    """{keystr(path): True when that jax.Array leaf of a kept tree has been deleted}
+    (``is_deleted()``: a donated buffer is deleted once the call that took it runs)."""
+    return {jax.tree_util.keystr(p): bool(leaf.is_deleted())
+            for p, leaf in jax.tree_util.tree_leaves_with_path(unwrap(tree))
+            if isinstance(leaf, jax.Array)}
+
+
 INSPECTORS = {
     "sharded-training/call_watched": call_watched,
     "sharded-training/call_guarded": call_guarded,
+    "sharded-training/deleted": deleted,
 }

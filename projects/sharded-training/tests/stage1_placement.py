@@ -244,9 +244,12 @@ def _(impl, ctx):
     rows = int(ctx.rng("rows1").integers(3, 9)) * 2 + 1
     batches = [stage_batch(ctx, f"step1-batch{i}", rows) for i in range(n_steps)]
     losses = []
-    for b in batches:
-        state, loss = run_step(impl, step, state, call(impl, "place_batch", b, mesh))
+    for i, b in enumerate(batches):
+        given, placed = state, call(impl, "place_batch", b, mesh)
+        state, loss = run_step(impl, step, given, placed)
         losses.append(float(host(loss)))
+        if i == 0:
+            inputs_kept(impl, given, placed)
     ref, ref_losses = ref_train(config, n_steps, batches)
     hint = ("loss = classifier.loss(params, x + noise * normal(sub, x.shape), y, mask) "
             "with key, sub = split(state['key']); one optax update per step")
@@ -266,6 +269,21 @@ def _(impl, ctx):
     expect_on_mesh(state.placement, "after the step, {name} left the mesh",
                    "keep the state replicated on the mesh (no device_get, no "
                    "single-device arrays inside the step)")
+
+
+def inputs_kept(impl, state, batch) -> None:
+    """Fails when a step left the caller's state or batch deleted (donated inputs)."""
+    gone = [f"state{k}" for k, dead in ask(impl, "deleted", state.kept).items() if dead]
+    gone += [f"batch{k}" for k, dead in ask(impl, "deleted", batch.kept).items() if dead]
+    shown = ", ".join(gone[:4]) + (" ..." if len(gone) > 4 else "")
+    fail_unless(not gone, "after one call of your step, the caller's arrays it was given "
+                "are deleted: the step donates its inputs", yours=f"deleted: {shown}",
+                expected="the state and batch passed in still usable after the call",
+                hint="make_train_step must not donate (no donate_argnums / donate_argnames "
+                "on jax.jit): a donated state's buffers are reused for the output and the "
+                "caller's arrays are deleted, so whoever still holds them (a checkpoint, a "
+                "profiler handing the same state to every call) gets 'Array has been "
+                "deleted'")
 
 
 def reported_split(where: dict) -> bool | None:
@@ -373,8 +391,12 @@ def _(impl, ctx):
                       {"w": {"devices": ALL[:half], "spec": []},
                        name_b: {"devices": ALL[half:], "spec": []}})
     cases.append((elsewhere, name_b, small))
+    # a host (numpy) value beside arrays on the mesh: not a jax.Array on the mesh
+    name_c = random_name(rng, "host_", 5, "abcdefgh")
+    cases.append((place(impl, {"w": w, name_c: np.ones((2, 2), np.float32)},
+                        {"w": rep, name_c: {"host": True}}), name_c, None))
     for tree, culprit, *on in cases:
-        on_mesh = on[0] if on else mesh
+        on_mesh = on[0] if on and on[0] is not None else mesh
         result = ask(impl, "raises", check, tree.kept, on_mesh)
         if result["raised"]:
             text = result["message"]
@@ -382,6 +404,14 @@ def _(impl, ctx):
                         "the message must name the array that is elsewhere and the mesh",
                         yours=text[:200], expected=f"a message naming {culprit!r} and "
                         "the mesh's devices", hint="use jax.tree_util.keystr(path)")
+        elif on and on[0] is None:
+            raise CheckFailed(f"a host (numpy) value ({culprit}) in the tree was not "
+                              "reported", yours="no error", expected="PlacementError "
+                              f"naming {culprit!r}: it is not a jax.Array on the mesh",
+                              hint="a leaf that is not a jax.Array is not on the mesh: "
+                              "raise for it too, do not skip it. jit would copy a numpy "
+                              "value to its devices on every call, and in a multi-process "
+                              "run it is one process's value, not an array on the mesh")
         elif on:
             raise CheckFailed(f"an array ({culprit}) on devices {ALL[half:]} was not "
                               f"reported against a mesh of devices {ALL[:half]}: as many "

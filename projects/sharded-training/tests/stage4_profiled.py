@@ -218,6 +218,16 @@ def region_durations(trace: Path, region: str) -> list[float]:
             if ev.name == region]
 
 
+def region_steps(trace: Path, region: str) -> list[str | None]:
+    """The step number each ``region`` event carries in the trace (its ``step`` argument,
+    or ``step_num`` as ``StepTraceAnnotation`` writes it; None when it has neither), in the
+    order the regions began (this process's parse)."""
+    found = sorted((ev for ev in traces.walk(traces.build_forest(traces.load_events(trace)))
+                    if ev.name == region), key=lambda ev: ev.ts)
+    return [str(ev.args["step"]) if "step" in ev.args else str(ev.args["step_num"])
+            if "step_num" in ev.args else None for ev in found]
+
+
 def timing_round(impl, ctx, i: int) -> dict:
     """Round ``i`` (from 1; round 0 is the record): one more ``profile_train_step`` of a
     fresh step on the same state and batch (warmup ROUND_WARMUP, ROUND_ITERS timed,
@@ -317,6 +327,25 @@ def _(impl, ctx):
                 yours={k: back[k] for k in ("boundary", "region", "output_ok", "iters")},
                 expected={"region": args["region"], "output_ok": True,
                           "iters": args["iters"]})
+    # the batch's arrays, in any order: the checker's own batch, placed from the same data
+    want = sorted((list(a.shape), str(a.dtype)) for a in args["batch"].values())
+    shapes, dtypes = record.get("shapes"), record.get("dtypes")
+    try:
+        got = sorted(([int(d) for d in s], str(t)) for s, t in zip(shapes, dtypes)) \
+            if len(shapes) == len(dtypes) else None
+    except (TypeError, ValueError):  # a shape that is not a list of ints
+        got = None
+    state_like = sorted((list(a.shape), str(a.dtype))
+                        for a in jax.tree.leaves(args["state"]["params"]))
+    fail_unless(got == want, "the record's shapes and dtypes are not the batch's",
+                yours={"shapes": shapes, "dtypes": dtypes},
+                expected={k: [list(a.shape) if k == "shapes" else str(a.dtype)
+                              for _, a in sorted(args["batch"].items())]
+                          for k in ("shapes", "dtypes")},
+                hint="shapes and dtypes of the batch arrays (x, y, mask): these are the "
+                "shapes and dtypes of the state's params, not of the data the step ran on"
+                if got == state_like else "one [shape] and one dtype per batch array "
+                "(x, y, mask), as performance-audit's time_fn records its arguments")
 
 
 @checker.check(4, "compile_apart_and_calls")
@@ -405,6 +434,15 @@ def _(impl, ctx):
     fail_unless(summary["child_us"] > 0, "the region holds no events: the step did not "
                 "run inside it", yours=summary, expected="the jitted step nested inside",
                 hint="synchronise inside the annotation")
+    numbers = region_steps(trace, args["region"])
+    want = [str(i) for i in range(args["trace_steps"])]
+    fail_unless(numbers == want, "the traced regions are not numbered by step: each "
+                "region's step argument, in the order they ran, must be its index",
+                yours=numbers, expected=want,
+                hint="jax.profiler.TraceAnnotation(region, step=i): without step=i the "
+                "regions are named but not numbered, and a trace viewer cannot tell the "
+                "steps apart" if not any(numbers) else
+                "TraceAnnotation(region, step=i) with i counting the traced calls from 0")
     durations = region_durations(trace, args["region"])
 
     def traced(r: dict) -> float:
