@@ -76,6 +76,9 @@ SELF_REPORTED = {
     "call_guarded (a device-to-device copy refused during init_state)": "only ever a "
         "reason to fail, with JAX's own message; the state's values against the checker's "
         "own initial state",
+    "deleted (which arrays a step call left deleted, stage 1)": "only ever a reason to "
+        "fail (a donating step deletes the caller's state); the step's values against "
+        "the checker's own single-device step",
 }
 
 # One compilation cache for this run: the checker and every training process it starts
