@@ -192,6 +192,11 @@ PLANTED = {
         ('    stops = per_shape[last_help + 1]["shape"] if last_help + 1 < len(per_shape) '
          'else None\n',
          '    stops = next((p["shape"] for p in per_shape if not p["helps"]), None)\n')]),
+    # the corpus's summarize-any-speedup-helps (issue 29): a best block 1.02-1.08x faster
+    # than the baseline is faster, yet within HELP_MARGIN's noise margin
+    "summary_any_speedup_helps": (3, ["summary_finds_where_it_stops_helping"], [
+        ('"helps": best_speedup is not None and best_speedup > HELP_MARGIN})\n',
+         '"helps": best_speedup is not None and best_speedup > 1.0})\n')]),
     "summary_without_caveat": (3, ["summary_states_interpreted_mode"], [
         ('    if mode == "interpreted":\n        caveat = (',
          '    if False:\n        caveat = (')]),
@@ -206,7 +211,8 @@ HINTS = {"kernel_row_sum_in_bfloat16": "the same values given as float32 come ou
                                        "only rows of the last, partial block"],
          "grid_floor_division": "only rows of the last, partial block",
          "no_mask_correct_only_on_divisible_shapes": MASKING,
-         "padding_masked_with_zero": MASKING}
+         "padding_masked_with_zero": MASKING,
+         "summary_any_speedup_helps": "not by more than HELP_MARGIN"}
 WRONG_HINTS = {"kernel_row_sum_in_bfloat16": MASKING, "kernel_computes_in_bfloat16": MASKING,
                "kernel_max_over_the_block": MASKING}
 
