@@ -341,6 +341,41 @@ def test_mistakes_seen_only_in_the_learners_own_call(planted, planted_bug):
     assert evidence in message(result, check), result["stdout"]
 
 
+# Issue 29, the corpus's accepted mistakes: a mesh check that skips host (numpy) leaves; a
+# step that donates the caller's state; traced regions named but not numbered by step; the
+# record's shapes and dtypes taken from the state's params instead of the batch.
+TRACED_REGION = "                    with jax.profiler.TraceAnnotation(region, step=i):\n"
+CORPUS_BUGS = {
+    "same-mesh-skips-host-values": (bug("same-mesh-skips-host-values", [(
+        "        if not isinstance(leaf, jax.Array):\n            raise PlacementError(\n",
+        "        if not isinstance(leaf, jax.Array):\n            continue  # planted\n"
+        "            raise PlacementError(\n")], 1, "mixed_meshes_reported"),
+        "a host (numpy) value"),
+    "step-donates-state": (bug("step-donates-state", [(
+        "    return jax.jit(step)\n", "    return jax.jit(step, donate_argnums=(0,))\n")], 1,
+        "step_matches_single_device"), "the step donates its inputs"),
+    "region-not-numbered": (bug("region-not-numbered", [(
+        TRACED_REGION, TRACED_REGION.replace("(region, step=i)", "(region)"))], 4,
+        "trace_holds_region"), "without step=i the regions are named but not numbered"),
+    "record-shapes-of-params": (bug("record-shapes-of-params", [(
+        "    arrays = [batch[k] for k in sorted(batch)]\n",
+        "    arrays = jax.tree.leaves(state[\"params\"])  # planted\n")], 4,
+        "record_is_valid"), "these are the shapes and dtypes of the state's params"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+@pytest.mark.parametrize("planted_bug", list(CORPUS_BUGS), ids=list(CORPUS_BUGS))
+def test_corpus_mistakes_fail_with_a_hint_naming_them(planted, planted_bug):
+    name, evidence = CORPUS_BUGS[planted_bug]
+    result = result_of(planted, name)
+    check = BUGS[name].only[0]
+    assert result["status"] == {check: "fail"}, result["stdout"]
+    assert f"FAIL stage {BUGS[name].stage} · {check}" in result["stdout"]
+    assert evidence in message(result, check), result["stdout"]
+
+
 KEY_NOT_RESTORED_BUG = bug("key-not-restored", KEY_NOT_RESTORED, 3, "state_roundtrip",
                            "resume_after_sigkill_bitwise")
 
