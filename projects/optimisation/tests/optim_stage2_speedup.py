@@ -28,6 +28,7 @@ reference fix at the timing size, far above the +-18% drift of a shared machine.
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 from optim_harness import (
     Rounds,
@@ -62,6 +63,14 @@ RECOMPILE_RATIO = 1 / 3
 # request's own cost of well under 1 ms).
 SLOW_ITERS, FAST_ITERS = 1, 4
 MAX_ROUNDS, TIMING_BUDGET_S = 8, 30.0
+# A confident model, within the contract (any float32 params): w2 scaled so that the
+# first step's largest logit is drawn in this range, far above 88.7, where float32's exp
+# overflows (a log-sum-exp without the max shift gives inf losses and nan parameters;
+# train_slow's log_softmax stays finite). At a hundredth of the drawn rate the loss falls
+# (60-120 at the start); the reference fix stays within 0.002x of the allowed error here.
+CONFIDENT_LOGIT = (100.0, 200.0)
+CONFIDENT_LR_SCALE = 0.01
+FLOAT32_EXP_MAX = float(np.log(np.finfo(np.float32).max))  # 88.72
 
 
 def learner_train(impl, problem: dict, lr: float):
@@ -140,6 +149,45 @@ def _(impl, ctx):
                             f"{label}: the gradient of {k!r} implied by one step "
                             "differs from jax.grad of the loss", yours=implied,
                             expected=np.asarray(g), hint="one step is params - lr * grad")
+    confident_model_checked(impl, ctx, shapes[-1])
+
+
+def confident_problem(config: dict, seed: int, largest_logit: float) -> dict:
+    """``make_problem(config, seed)`` with ``w2`` scaled so the first step's largest logit
+    is ``largest_logit``, at ``CONFIDENT_LR_SCALE`` of its rate."""
+    problem = slow_step.make_problem(config, seed)
+    params = {k: np.asarray(v) for k, v in problem["params"].items()}
+    x = params["embed"][np.asarray(problem["tokens"])[0]].astype(np.float64)
+    logits = np.tanh(x @ params["w1"].astype(np.float64)) @ params["w2"].astype(np.float64)
+    params["w2"] = (params["w2"] * (largest_logit / float(np.max(logits)))).astype(np.float32)
+    return dict(problem, params={k: jnp.asarray(v) for k, v in params.items()},
+                lr=problem["lr"] * CONFIDENT_LR_SCALE)
+
+
+def confident_model_checked(impl, ctx, config: dict) -> None:
+    """The contract on a confident model (logits far beyond float32's exp range), on a
+    shape already seen: finite where train_slow is finite, then within the tolerance."""
+    largest = float(ctx.rng("confident").uniform(*CONFIDENT_LOGIT))
+    problem = confident_problem(config, ctx.seed * 7 + 97, largest)
+    label = (", ".join(f"{k}={v}" for k, v in config.items())
+             + f", w2 scaled so the largest logit is {largest:.0f}")
+    got = learner_train(impl, problem, problem["lr"])
+    want = slow_step.train_slow(problem["params"], problem["tokens"], problem["targets"],
+                                problem["lr"])
+    g_params, g_losses = got
+    finite = {name: bool(np.all(np.isfinite(np.asarray(v, np.float64))))
+              for name, v in [("losses", g_losses)] + sorted(
+                  (f"params[{k!r}]", v) for k, v in
+                  (g_params.items() if isinstance(g_params, dict) else []))}
+    broken = [name for name, ok in finite.items() if not ok]
+    fail_unless(not broken, f"{label}: your {', '.join(broken)} are not finite (inf or "
+                "nan) where train_slow's are: exp of a logit above "
+                f"{FLOAT32_EXP_MAX:.1f} overflows float32, and this case's logits reach "
+                f"{largest:.0f} (a confident model: the contract holds for any float32 "
+                "parameters)", yours=np.asarray(g_losses), expected=want[1],
+                hint="a log-sum-exp (or softmax) must not overflow for any logits: "
+                "subtract each row's largest logit before exp and add it back after the log")
+    compare_outputs(got, want, label)
 
 
 

@@ -110,12 +110,14 @@ def sweep_sizes(ctx) -> list[int]:
     return [max(3, int(round(b * factor)) | 1) for b in SWEEP_SIZES]
 
 
-def reference_crossover(sizes, gains, threshold):
+def reference_crossover(sizes, gains, threshold, at_is_below: bool = False):
+    """The crossing; ``at_is_below``: as a learner who takes a gain exactly at the
+    threshold as below it would have it (for the hint only)."""
     if gains[0] < threshold:
         return float(sizes[0])
     for i in range(len(sizes) - 1):
         g0, g1 = gains[i], gains[i + 1]
-        if g0 >= threshold > g1:
+        if (g0 > threshold >= g1) if at_is_below else (g0 >= threshold > g1):
             f = (math.log(g0) - math.log(threshold)) / (math.log(g0) - math.log(g1))
             return math.exp(math.log(sizes[i]) + f * (math.log(sizes[i + 1])
                                                      - math.log(sizes[i])))
@@ -125,7 +127,7 @@ def reference_crossover(sizes, gains, threshold):
 @checker.check(3, "crossover_interpolation")
 def _(impl, ctx):
     rng = ctx.rng("crossover")
-    for case in range(9):
+    for case in range(11):
         sizes = sorted(int(v) for v in rng.choice(np.arange(2, 9000), 5, replace=False))
         gains = sorted((float(v) for v in rng.uniform(0.8, 60, 5)), reverse=True)
         threshold = float(rng.uniform(1.5, 10))
@@ -143,15 +145,33 @@ def _(impl, ctx):
                 (float(v) for v in rng.uniform(0.5, 0.9, 3)), reverse=True)
         if case == 8:                        # a gain exactly at the threshold: from it on
             threshold = gains[2]             # the curve is below (f = 0 at that size)
+        if case == 9:                        # exactly at it at the first size: not below
+            threshold = gains[0]             # there, the crossing is that size (f = 0)
+        if case == 10:                       # exactly at it at the last size only: it
+            threshold = gains[-1]            # never falls below (None)
         want = reference_crossover(sizes, gains, threshold)
         got = impl.crossover(sizes, gains, threshold)
-        fail_unless((got is None and want is None) or (
-            got is not None and want is not None
-            and math.isclose(as_float(got, "crossover"), want, rel_tol=1e-9)),
-            f"crossover for gains {[round(g, 2) for g in gains]} at sizes {sizes}, "
-            f"threshold {threshold:.3g}", yours=got, expected=want,
-            hint="first pair with g0 >= threshold > g1, linear in log(batch) vs "
-            "log(gain); the first size if already below; None if never")
+        if got is None or want is None:
+            same = got is None and want is None
+        else:
+            same = math.isclose(as_float(got, "crossover"), want, rel_tol=1e-9)
+        strict = reference_crossover(sizes, gains, threshold, at_is_below=True)
+        if got is None or strict is None:
+            at_as_below = got is None and strict is None
+        else:
+            at_as_below = (isinstance(got, (int, float))
+                           and math.isclose(float(got), strict, rel_tol=1e-9))
+        at_as_below = at_as_below and not same
+        fail_unless(same, f"crossover for gains {[round(g, 2) for g in gains]} at sizes "
+                    f"{sizes}, threshold {threshold:.3g}"
+                    + (" (a gain exactly at it)" if threshold in gains else ""),
+                    yours="None" if got is None else got,
+                    expected="None" if want is None else want,
+                    hint="your answer is the one that takes a gain equal to the threshold "
+                    "as already below it: a gain at the threshold is at or above it, so "
+                    "the curve falls below only after that size" if at_as_below else
+                    "first pair with g0 >= threshold > g1, linear in log(batch) vs "
+                    "log(gain); the first size if already below; None if never")
 
 
 def modelled_crossover(ends: list[tuple[float, float]], small: int, large: int,
