@@ -86,7 +86,20 @@ PLANTED = {
         ("if ev.name == step_region):", "if ev.name.startswith(step_region)):")]),
     "amdahl_of_the_share_itself": (1, "limiting_operation_named", [
         ("else 1.0 / (1.0 - share)", "else 1.0 / share")]),
+    # train_fast (more in tests/test_optimisation.py) ------------------------------------
+    "fast_logsumexp_unshifted": (2, "fast_matches_contract", [
+        ("    lse = jax.nn.logsumexp(logits, axis=-1)\n",
+         "    lse = jnp.log(jnp.exp(logits).sum(axis=-1))\n")]),
     # gain_sweep (and its helper _measure_pair) -----------------------------------------
+    "sweep_copy_inside_the_fast_sample": (3, "sweep_matches_checker", [
+        ("        return train_fast(copies.pop(), *args, next(lrs))\n",
+         '        return train_fast(slow_step.fresh_copy(problem["params"]), *args, '
+         "next(lrs))\n")]),
+    "sweep_slow_rounds_then_fast_rounds": (3, "sweep_matches_checker", [
+        ("        for fn, samples in (order if r % 2 == 0 else order[::-1]):\n"
+         "            samples.append(_timed(fn))\n    return slow_s, fast_s\n",
+         "        slow_s.append(_timed(slow))\n    for r in range(rounds):\n"
+         "        fast_s.append(_timed(fast))\n    return slow_s, fast_s\n")]),
     "sweep_ignores_the_batch_size": (3, "sweep_matches_checker", [
         ("_measure_pair(slow_step.make_problem(dict(config, batch=int(b)),\n"
          "                                                              seed), rounds)",
@@ -109,6 +122,8 @@ PLANTED = {
          "f = (math.log(threshold) - math.log(g1)) / (math.log(g0) - math.log(g1))")]),
     "crossover_strictly_above": (3, "crossover_interpolation", [
         ("        if g0 >= threshold > g1:", "        if g0 > threshold > g1:")]),
+    "crossover_gain_at_threshold_is_below": (3, "crossover_interpolation", [
+        ("        if g0 >= threshold > g1:", "        if g0 > threshold >= g1:")]),
     "crossover_linear_not_log": (3, "crossover_interpolation", [
         ("            f = (math.log(g0) - math.log(threshold)) / (math.log(g0) - math.log(g1))\n"
          "            return float(math.exp(math.log(b0) + f * (math.log(b1) - math.log(b0))))\n",
@@ -141,6 +156,11 @@ PLANTED = {
          "                samples.append(time.perf_counter() - start)\n"
          "            times.append(statistics.median(samples))\n"
          "        fit[b] = tuple(times)\n")]),
+    "prediction_from_mean_times": (3, "prediction_is_the_model_of_your_medians", [
+        ('        fit[b] = (statistics.median(sweep["slow_s"][0]), '
+         'statistics.median(sweep["fast_s"][0]))\n',
+         '        fit[b] = tuple(sum(sweep[k][0]) / len(sweep[k][0]) '
+         'for k in ("slow_s", "fast_s"))\n')]),
     "prediction_for_a_fixed_threshold": (3, "prediction_is_the_model_of_your_medians", [
         ("    denominator = threshold * slope_f - slope_s\n",
          "    threshold = 4.0\n    denominator = threshold * slope_f - slope_s\n")]),
@@ -187,7 +207,15 @@ PLANTED = {
 HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named events on "
          "another pid/tid during a step",
          "breakdown_by_overlap_across_threads": "on another pid/tid during a step",
-         "shares_of_the_phases_total": "the phase's part of the phases' total"}
+         "shares_of_the_phases_total": "the phase's part of the phases' total",
+         # issue 29: corpus mistakes the checker accepted (tests/mistakes/optimisation.py)
+         "trace_with_the_warmup_rate": "no compile event inside any of its steps'",
+         "fast_logsumexp_unshifted": "overflows float32",
+         "sweep_copy_inside_the_fast_sample": "the copy is inside the timed sample",
+         "sweep_slow_rounds_then_fast_rounds": "not measured in rounds that interleave",
+         "crossover_gain_at_threshold_is_below": "takes a gain equal to the threshold as "
+                                                 "already below it",
+         "prediction_from_mean_times": "it is their mean"}
 WRONG_HINTS = {"shares_of_the_phases_total": "direct child"}
 BATCH = PlantedBatch("optimisation", PLANTED, hints=HINTS, wrong_hints=WRONG_HINTS)
 

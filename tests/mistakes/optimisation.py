@@ -155,8 +155,10 @@ MISTAKES = [
                 "next(lrs))\n")]},
     {"stage": 3, "id": "sweep-not-interleaved",
      "misunderstood": "all slow calls first, then all fast ones",
-     "edits": [(ROUNDS, "        for fn, samples in order:\n"
-                        "            samples.append(_timed(fn))\n")]},
+     # every round's copy made first, then the rounds of slow calls, then those of fast
+     "edits": [(ROUNDS, "        slow_s.append(_timed(slow))\n"
+                        "    for r in range(rounds):\n"
+                        "        fast_s.append(_timed(fast))\n")]},
     {"stage": 3, "id": "sweep-gain-mean",
      "misunderstood": "the gain from mean samples, where the median is asked",
      "edits": [(GAIN, GAIN.replace("statistics.median", "statistics.mean"))]},

@@ -253,6 +253,74 @@ def rounds_honoured(impl, ctx) -> None:
                     hint="draw a new rate for every call of either version")
 
 
+# The checker's stubs (the inspector optimisation/stubbed_calls, in the learner process:
+# what they record is self-reported, and only set against the learner's own figures from
+# the same call): train_slow, train_fast and slow_step.fresh_copy replaced by sleeps of
+# these lengths, so each sample can be set against the call it times. A sample is the
+# call and a few us of Python and sync around it; a copy made inside it adds the copy's
+# length (STUB_COPY_S).
+STUB_SLOW_S, STUB_FAST_S, STUB_COPY_S = 0.02, 0.01, 0.08
+STUB_ROUNDS = (8, 13)
+# A median sample may exceed the median call it times by this share of a copy, no more.
+EXCESS_OF_A_COPY = 0.5
+
+
+def longest_run(versions: list[str]) -> tuple[int, str]:
+    """The most calls of one version in a row, and that version. Interleaved rounds put
+    a few in a row at most (first calls, a round's order reversed); more than half the
+    rounds' calls in a row are not interleaved."""
+    best, run = (0, ""), 0
+    for i, v in enumerate(versions):
+        run = run + 1 if i and versions[i - 1] == v else 1
+        best = max(best, (run, v))
+    return best
+
+
+def stubbed_sweep_checked(impl, ctx) -> None:
+    """gain_sweep over two tiny sizes with both versions and the parameter copy stubbed:
+    at each size, the calls of the two versions interleaved (no more than half the
+    rounds' calls of one version in a row), and each version's median sample no longer
+    than the median call it times by half a copy (a copy made inside the timed call adds
+    a whole one)."""
+    rng = ctx.rng("stubbed-sweep")
+    config, rounds = tiny_config(rng), int(rng.integers(*STUB_ROUNDS))
+    sizes = [odd(rng, 3, 9), odd(rng, 11, 21)]
+    got = bridge.inspect(impl, "optimisation/stubbed_calls", LearnerFunction("gain_sweep"),
+                         [config, sizes, rounds, ctx.seed + 6], slow_s=STUB_SLOW_S,
+                         fast_s=STUB_FAST_S, copy_s=STUB_COPY_S)
+    what = (f"with both versions and slow_step.fresh_copy replaced by the checker's stubs "
+            f"(rounds={rounds}): ")
+    samples = sweep_samples(got["result"], sizes, rounds, what)
+    copies = [end - start for start, end in got["copies"]]
+    for b, versions_samples in zip(sizes, samples):
+        calls = [c for c in got["calls"] if c[1] == b]
+        run, version = longest_run([c[0] for c in calls])
+        fail_unless(run <= rounds // 2 + 2, f"{what}batch {b}: {run} {version} calls in a "
+                    "row: the versions were not measured in rounds that interleave them",
+                    yours=" ".join(c[0] for c in calls),
+                    expected="slow and fast calls taking turns, round by round",
+                    hint="in each round one call of each version (alternating which goes "
+                    "first), so load that drifts over the sweep reaches both alike")
+        for version, yours in zip(("slow", "fast"), versions_samples):
+            took = [end - start for v, _, _, start, end in calls if v == version][1:]
+            if not took:
+                continue  # too few calls: the tiny sweep's counts say so
+            excess = float(np.median(yours) - np.median(took))
+            copy_s = float(np.median(copies)) if copies else STUB_COPY_S
+            inside = bool(copies) and abs(excess - copy_s) <= 0.5 * copy_s
+            fail_unless(excess <= EXCESS_OF_A_COPY * STUB_COPY_S,
+                        f"{what}batch {b}: your median {version} sample is {excess:.3g} s "
+                        f"longer than the median {version} call it times"
+                        + (f", about one parameter copy ({copy_s:.3g} s with the stub): "
+                           "the copy is inside the timed sample" if inside else ""),
+                        yours=f"median sample {float(np.median(yours)):.4g} s",
+                        expected=f"median call {float(np.median(took)):.4g} s (the "
+                        "stub's own time, self-reported)",
+                        hint="make the fresh parameter copy (and wait for it) before the "
+                        "clock starts: a sample is the call alone" if inside else
+                        BOUNDARY_HINT)
+
+
 def end_versions(impl, ctx) -> dict:
     """Both versions at the sweep's two sizes, timed by the checker (shared by both timing
     checks of the stage; each size warmed on first use)."""
@@ -327,6 +395,7 @@ def median_verdicts(get, sizes: list[int], budget, what: str, against: str, hint
 
 @checker.check(3, "sweep_matches_checker")
 def _(impl, ctx):
+    stubbed_sweep_checked(impl, ctx)  # sleeps, before the budget: about 3 s
     budget = check_budget(ctx, SWEEP_BUDGET_S, "sweep_matches_checker")
     # the checker's first train_slow calls at the sweep's sizes (they compile its
     # operations: about 3 s each) overlap the learner's tiny sweep, whose times decide
@@ -483,6 +552,57 @@ def mine_of(mine: dict) -> dict:
 FIXED_CALLS = 4
 
 
+# predict_crossover with both versions stubbed (optimisation/stubbed_calls): every call
+# at each version and size sleeps PREDICT_STUB_S but the second (index 1, the first
+# after a call made apart), which sleeps PREDICT_OUTLIER_S: the median of the calls after
+# any first ones stays a short call (three samples or more), their mean does not (3
+# samples: about 12x the short call; 10 samples: 4x).
+PREDICT_STUB_S = {"slow": 0.016, "fast": 0.008}
+PREDICT_OUTLIER_S = 0.3
+# A reported median may exceed the largest median of the calls after the first j
+# (j = 1, 2, ...: however many calls were made apart) by this factor, no more.
+MEDIAN_SLACK = 2.0
+
+
+def stubbed_prediction_checked(impl, ctx) -> None:
+    """predict_crossover at two tiny sizes with both versions stubbed: each median it
+    reports is a median of the calls it made there (after the first ones), not pulled up
+    by the one long call among them."""
+    rng = ctx.rng("stubbed-prediction")
+    config, small, large = tiny_config(rng), odd(rng, 3, 9), odd(rng, 11, 21)
+    answer = bridge.inspect(
+        impl, "optimisation/stubbed_calls", LearnerFunction("predict_crossover"),
+        [config, small, large, GAIN_THRESHOLD, ctx.seed + 8],
+        slow_s=PREDICT_STUB_S["slow"], fast_s=PREDICT_STUB_S["fast"], copy_s=0.0,
+        outlier_s=PREDICT_OUTLIER_S, outlier_at=1)
+    got = prediction_of(answer["result"], GAIN_THRESHOLD)
+    for version in ("slow", "fast"):
+        for column, b in enumerate((small, large)):
+            took = [end - start for v, batch, _, start, end in answer["calls"]
+                    if v == version and batch == b]
+            tails = [took[j:] for j in range(1, len(took))]
+            if not tails:
+                continue  # one call or none: nothing to set a median against
+            medians = [float(np.median(t)) for t in tails]
+            yours = got[f"median_{version}_s"][column]
+            means = [float(np.mean(t)) for t in tails]
+            as_mean = any(abs(yours - m) <= 0.2 * m for m in means)
+            fail_unless(
+                yours <= MEDIAN_SLACK * max(medians),
+                f"with both versions replaced by the checker's stubs (one call of each "
+                f"version and size {PREDICT_OUTLIER_S:g} s, the others "
+                f"{PREDICT_STUB_S[version]:g} s): your median_{version}_s at batch {b} is "
+                f"{yours:.4g} s, above any median of the {version} calls you made there"
+                + (": it is their mean, which the one long call pulls up" if as_mean
+                   else ""),
+                yours=yours, expected=f"at most {max(medians):.4g} s (the largest "
+                "median of your calls after the first one or ones; each call's time by "
+                f"the stub, self-reported: {[round(t, 4) for t in took]})",
+                hint="the model is fitted on median call times: the middle sample, "
+                "which one slow call does not move" if as_mean else
+                "report the median of the samples the prediction was made from")
+
+
 def prediction_rounds(impl, ctx) -> Rounds:
     """Round i: the learner's predict_crossover call i (first in even rounds: an unwritten
     stage 3 says so before the checker's measurements, which time the learner's stage-2
@@ -533,6 +653,7 @@ def _(impl, ctx):
     as it answers; then each median (slow and fast, small and large) against the
     checker's own measurement of that version and size, taken right before or after each
     call, in rounds (more calls only while a verdict is open)."""
+    stubbed_prediction_checked(impl, ctx)  # sleeps, before the budget: about 2 s
     budget = check_budget(ctx, PREDICTION_BUDGET_S,
                           "prediction_is_the_model_of_your_medians")
     rounds = prediction_rounds(impl, ctx)
