@@ -56,9 +56,17 @@ def trace_config(ctx) -> dict:
             "steps": int(rng.integers(10, 15))}
 
 
+# Traces this process has written: each one's call gets a rate no earlier call here had
+# (one checker process checks several files in a planted batch: a rate met before skips
+# the recompile the stage's trace check reads from this trace).
+_TRACES_WRITTEN = itertools.count()
+
+
 def checker_trace(ctx) -> Path:
-    """A real trace of one slow call, written by the checker itself, once per run."""
+    """A real trace of one slow call, written by the checker itself, once per run, with a
+    learning rate of its own (its update recompiles, as a call in use does)."""
     def write():
+        rate = 0.9 - 1e-3 * next(_TRACES_WRITTEN)
         problem = slow_step.make_problem(trace_config(ctx), ctx.seed)
         args = (problem["params"], problem["tokens"], problem["targets"])
         jax.block_until_ready(slow_step.train_slow(*args, problem["lr"]))
@@ -66,7 +74,7 @@ def checker_trace(ctx) -> Path:
         options.python_tracer_level = 0
         logdir = ctx.subdir("checker-trace")
         with jax.profiler.trace(str(logdir), profiler_options=options):
-            jax.block_until_ready(slow_step.train_slow(*args, problem["lr"] * 0.9))
+            jax.block_until_ready(slow_step.train_slow(*args, problem["lr"] * rate))
         return traces.newest_trace(logdir)
     return ctx.once("trace", write)
 
