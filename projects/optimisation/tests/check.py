@@ -18,9 +18,15 @@ of ``write_run_records``; what comes back is checked as any record is (a swap th
 not take reads as output_ok True and fails). The inspector
 ``optimisation/gain_sweep_watched`` records the version, batch and learning rate of every
 call ``gain_sweep`` makes; they are checked against the rounds asked for, and the sweep's
-times against the checker's own. The inspectors ``optimisation/block_prepare`` and
-``optimisation/fast_block`` run blocks of ``train_fast`` for the checker to time; the
-times and compile count they report are self-reported (the times only cross-checked
+times against the checker's own. The inspector ``optimisation/stubbed_calls``
+(``coursekit/workloads/remote_optimisation_stubbed.py``) runs ``gain_sweep`` and
+``predict_crossover`` once each with both versions and ``slow_step.fresh_copy`` replaced
+by sleeps of lengths the checker sets; the lengths the stubs record are self-reported and
+only set against the learner's own samples and medians from the same call (a copy inside
+a sample, calls not interleaved, a mean reported as the median). The inspectors
+``optimisation/block_prepare`` and ``optimisation/fast_block`` run blocks of
+``train_fast`` for the checker to time; the times and compile count they report are
+self-reported (the times only cross-checked
 against the checker's clock; the compile count backs ``no_recompile_fixed_shape``
 beside the checker's timing of the first call against later ones).
 

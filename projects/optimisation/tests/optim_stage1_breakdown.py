@@ -5,7 +5,9 @@ deeper, on another thread or outside every step, a region named like a step, chi
 a step that are no phase, evidence that a count or a nested sum would name wrongly, steps
 whose phases hold no calls, no step at all), and a real trace of ``train_slow`` the
 checker writes itself. The learner's own trace (``trace_slow``) must be of a steady call
-with the Python tracer off that recompiles its update as a call in use does, and its
+with the Python tracer off that recompiles its update as a call in use does (a compile's
+events inside an update phase, as in the checker's own trace of a call with a new rate),
+and its
 step time must agree with the checker's synchronised timing of the same call taken just
 before and after it (within ``TRACE_WINDOW``)."""
 

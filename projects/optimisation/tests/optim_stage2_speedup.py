@@ -1,7 +1,8 @@
 """optimisation stage 2: fix it. The learner's ``train_fast`` against the contract of
 ``coursekit.workloads.slow_step.train_slow``: its params and losses on three drawn shapes
-(new values of a shape seen before too), float32, within ``slow_step.RTOL`` / ``ATOL``,
-and the gradient one step implies against ``jax.grad`` of the loss. Then both versions
+(new values of a shape seen before too) and on a confident model (logits past float32
+exp's range), float32, within ``slow_step.RTOL`` / ``ATOL``, and the gradient one step
+implies against ``jax.grad`` of the loss. Then both versions
 timed by the checker at a held-out size drawn from the run's seed, in interleaved rounds
 (``timing_run``): a round is one ``train_slow`` call timed in the checker's own process
 and a block of ``FAST_ITERS`` ``train_fast`` calls in the learner process, timed by the

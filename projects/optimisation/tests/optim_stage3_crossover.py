@@ -29,6 +29,13 @@ own measurement at both sizes right before or after it (the order alternates):
   checker's block at both sizes; its four medians (slow and fast, small and large) each
   within ``GAIN_WINDOW`` of the checker's.
 
+Before either check's budget starts, one call each with both versions (and
+``slow_step.fresh_copy``) replaced by the checker's sleeps (the inspector
+``optimisation/stubbed_calls``, self-reported): ``gain_sweep``'s calls of each version
+interleaved and each median sample no longer than the calls it times by half a copy;
+``predict_crossover``'s medians no higher than a median of the calls it made (one call of
+each version and size is long, so a mean shows).
+
 Two sizes, the fewest that decide: the growth, the shrinking gain and the two-point model
 all read the ends; a size between them decided nothing the ends do not.
 
