@@ -210,7 +210,7 @@ HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named e
          "shares_of_the_phases_total": "the phase's part of the phases' total",
          # issue 29: corpus mistakes the checker accepted (tests/mistakes/optimisation.py)
          "trace_with_the_warmup_rate": "no compile event inside any of its steps'",
-         "fast_logsumexp_unshifted": "overflows float32",
+         "fast_logsumexp_unshifted": "float32's exp overflows",
          "sweep_copy_inside_the_fast_sample": "the copy is inside the timed sample",
          "sweep_slow_rounds_then_fast_rounds": "not measured in rounds that interleave",
          "crossover_gain_at_threshold_is_below": "takes a gain equal to the threshold as "

@@ -19,10 +19,12 @@ import numpy as np
 
 
 def stubbed_calls(target, args: list, *, slow_s: float, fast_s: float, copy_s: float,
+                  per_example_s: tuple[float, float] = (0.0, 0.0),
                   outlier_s: float | None = None, outlier_at: int = 1) -> dict:
     """``target(*args)`` while ``slow_step.train_slow`` sleeps ``slow_s``, the module's
-    ``train_fast`` ``fast_s`` and ``slow_step.fresh_copy`` ``copy_s`` before copying;
-    with ``outlier_s``, the ``outlier_at``-th call (from 0) of each version at each batch
+    ``train_fast`` ``fast_s`` (each plus its ``per_example_s``, slow's then fast's, times
+    the batch) and ``slow_step.fresh_copy`` ``copy_s`` before copying; with
+    ``outlier_s``, the ``outlier_at``-th call (from 0) of each version at each batch
     sleeps that long instead. The versions return their ``params`` and zero losses (numpy).
     Returns {"result": what target returned, "calls": [version, batch, lr, start, end]
     per call of either version, "copies": [start, end] per copy}, in call order."""
@@ -36,9 +38,10 @@ def stubbed_calls(target, args: list, *, slow_s: float, fast_s: float, copy_s: f
     copies: list = []
     made: dict = {}
 
-    def version(name: str, seconds: float):
+    def version(name: str, base: float, per_example: float):
         def call(params, tokens, targets, lr):
             batch = int(tokens.shape[1])
+            seconds = base + per_example * batch
             k = made[(name, batch)] = made.get((name, batch), -1) + 1
             losses = np.zeros((int(tokens.shape[0]),), np.float32)  # nothing to compile
             start = time.perf_counter()
@@ -53,7 +56,8 @@ def stubbed_calls(target, args: list, *, slow_s: float, fast_s: float, copy_s: f
         out = real["copy"](params)
         copies.append([start, time.perf_counter()])
         return out
-    stubs = {"slow": version("slow", slow_s), "fast": version("fast", fast_s),
+    stubs = {"slow": version("slow", slow_s, per_example_s[0]),
+             "fast": version("fast", fast_s, per_example_s[1]),
              "copy": fresh_copy}
     rebound = [(name, key) for name, value in module.items() for key in ("slow", "copy")
                if value is real[key]]

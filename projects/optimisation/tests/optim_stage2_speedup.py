@@ -182,12 +182,14 @@ def confident_model_checked(impl, ctx, config: dict) -> None:
                   (g_params.items() if isinstance(g_params, dict) else []))}
     broken = [name for name, ok in finite.items() if not ok]
     fail_unless(not broken, f"{label}: your {', '.join(broken)} are not finite (inf or "
-                "nan) where train_slow's are: exp of a logit above "
-                f"{FLOAT32_EXP_MAX:.1f} overflows float32, and this case's logits reach "
-                f"{largest:.0f} (a confident model: the contract holds for any float32 "
-                "parameters)", yours=np.asarray(g_losses), expected=want[1],
-                hint="a log-sum-exp (or softmax) must not overflow for any logits: "
-                "subtract each row's largest logit before exp and add it back after the log")
+                "nan) where train_slow's are: this case's logits reach "
+                f"{largest:.0f}, where float32's exp overflows (above "
+                f"{FLOAT32_EXP_MAX:.1f}) and a softmax probability can round to 0 (a "
+                "confident model: the contract holds for any float32 parameters)",
+                yours=np.asarray(g_losses), expected=want[1],
+                hint="compute the loss from a log-sum-exp shifted by each row's largest "
+                "logit (as log_softmax does), never exp of a raw logit or the log of a "
+                "probability")
     compare_outputs(got, want, label)
 
 

@@ -560,11 +560,13 @@ FIXED_CALLS = 4
 
 
 # predict_crossover with both versions stubbed (optimisation/stubbed_calls): every call
-# at each version and size sleeps PREDICT_STUB_S but the second (index 1, the first
-# after a call made apart), which sleeps PREDICT_OUTLIER_S: the median of the calls after
-# any first ones stays a short call (three samples or more), their mean does not (3
-# samples: about 12x the short call; 10 samples: 4x).
-PREDICT_STUB_S = {"slow": 0.016, "fast": 0.008}
+# at each version and size sleeps a fixed cost plus a cost per example (PREDICT_STUB_S,
+# PREDICT_PER_EXAMPLE_S: 13-20 ms slow, 6-8 ms fast, so the model's lines have slopes as
+# in use) but the second (index 1, the first after a call made apart), which sleeps
+# PREDICT_OUTLIER_S: the median of the calls after any first ones stays a short call
+# (three samples or more), their mean does not (3 samples: 5x-16x a short call; 10: 2x+).
+PREDICT_STUB_S = {"slow": 0.012, "fast": 0.006}
+PREDICT_PER_EXAMPLE_S = (4e-4, 1e-4)
 PREDICT_OUTLIER_S = 0.3
 # A reported median may exceed the largest median of the calls after the first j
 # (j = 1, 2, ...: however many calls were made apart) by this factor, no more.
@@ -581,7 +583,7 @@ def stubbed_prediction_checked(impl, ctx) -> None:
         impl, "optimisation/stubbed_calls", LearnerFunction("predict_crossover"),
         [config, small, large, GAIN_THRESHOLD, ctx.seed + 8],
         slow_s=PREDICT_STUB_S["slow"], fast_s=PREDICT_STUB_S["fast"], copy_s=0.0,
-        outlier_s=PREDICT_OUTLIER_S, outlier_at=1)
+        per_example_s=PREDICT_PER_EXAMPLE_S, outlier_s=PREDICT_OUTLIER_S, outlier_at=1)
     got = prediction_of(answer["result"], GAIN_THRESHOLD)
     for version in ("slow", "fast"):
         for column, b in enumerate((small, large)):
@@ -598,7 +600,7 @@ def stubbed_prediction_checked(impl, ctx) -> None:
                 yours <= MEDIAN_SLACK * max(medians),
                 f"with both versions replaced by the checker's stubs (one call of each "
                 f"version and size {PREDICT_OUTLIER_S:g} s, the others "
-                f"{PREDICT_STUB_S[version]:g} s): your median_{version}_s at batch {b} is "
+                f"{float(np.median(took)):.3g} s or so): your median_{version}_s at batch {b} is "
                 f"{yours:.4g} s, above any median of the {version} calls you made there"
                 + (": it is their mean, which the one long call pulls up" if as_mean
                    else ""),
