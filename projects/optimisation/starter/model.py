@@ -51,9 +51,11 @@ def trace_slow(config: dict, seed: int, logdir: str) -> str:
     show). Returns the path (str) of that ``*.trace.json.gz`` file.
 
     Checked: the file holds ``config["steps"]`` ``slow_step.STEP_REGION`` events (one
-    call, no more), no Python-call events (names starting with ``$``), and the steps'
-    summed duration is within 2.5x of the checker's own synchronised timing of the same
-    call, taken just before and just after yours (a traced compiling call is about 5x)."""
+    call, no more), no Python-call events (names starting with ``$``), a compile's events
+    inside one step's ``update`` phase (the recompile a new learning rate causes there,
+    as in the checker's own trace of such a call), and the steps' summed duration is
+    within 2.5x of the checker's own synchronised timing of the same call, taken just
+    before and just after yours (a traced compiling call is about 5x)."""
     raise NotImplementedError('stage 1: trace_slow')
 
 
