@@ -264,7 +264,8 @@ def large_first_call_input(ctx):
     fresh copy at that size and the jitted copy (the search's last measurement, not
     repeated). A search that outgrows its budget (a loaded machine: every run slower, n
     larger) keeps the size it reached when its run is already RUN_OVER_COMPILE_LEAST times
-    the compile, and leaves the large case undecided otherwise."""
+    the compile, else grows to the largest size whose measurement still fits the budget
+    when that run would reach it, and leaves the large case undecided otherwise."""
     x, rng = first_call_input(ctx, "large")
     started, budget = time.monotonic(), timing_budget_s(BUDGET_S["large_search"])
     while True:
@@ -278,9 +279,17 @@ def large_first_call_input(ctx):
         grow = max(2 ** (1 / 3), 1.1 * (RUN_OVER_COMPILE * compile_s / run) ** (1 / 3))
         n = min(int(x.shape[0] * grow) | 1, LARGE_N_MAX)
         next_s = 2 * compile_s + 2 * run * (n / x.shape[0]) ** 3  # its cost, foreseen
-        if time.monotonic() - started + next_s > budget:
+        left_s = budget - (time.monotonic() - started)
+        if next_s > left_s:
             if run >= RUN_OVER_COMPILE_LEAST * compile_s:
                 return x, rng, timing, fn
+            # the largest size whose measurement still fits: under load a run of 3.5x the
+            # compile stopped here when the size for 16x foresaw 13 s against 12.6 s left
+            fit_run_s = (left_s - 2 * compile_s) / 2
+            fit_n = int(x.shape[0] * (max(fit_run_s, 0.0) / run) ** (1 / 3)) | 1
+            if fit_run_s >= RUN_OVER_COMPILE_LEAST * compile_s and fit_n > x.shape[0]:
+                x = square_input(rng, min(fit_n, LARGE_N_MAX))
+                continue
             raise CheckInconclusive(
                 "your first_call_s (large work): the checker could not size the work "
                 "within its budget", evidence=f"at n={x.shape[0]} the checker's own run "
