@@ -6,7 +6,8 @@
 reference solution, each with the matching variant of the fixture notebook: wrong,
 hidden-test failure, edited test cell, kernel crash, endless cell) are graded with
 ``--workers 2``: performance-audit stage 4 and the notebook, every item sandboxed.
-Printed, measured in this one run:
+Printed, measured in this one run (``--against COMMIT`` prints only the whole batch's
+throughput against the grader at COMMIT, a git worktree, in interleaved rounds):
 
 * whole batch: submissions per minute;
 * per stage: the sandboxed run's wall time above the checks' own run time (what the
@@ -141,14 +142,71 @@ def nbgrader_autograde(tmp: Path, subs: Path, students: list[str]) -> float:
     return wall
 
 
+def base_tree(commit: str, where: Path) -> Path:
+    """A detached git worktree of ``commit`` at ``where``, sharing this checkout's
+    environment (its .venv linked in): the grader as it was, on the same machine."""
+    if where.exists():
+        subprocess.run(["git", "worktree", "remove", "--force", str(where)], cwd=ROOT,
+                       capture_output=True, check=False)
+        shutil.rmtree(where, ignore_errors=True)
+    subprocess.run(["git", "worktree", "add", "--detach", str(where), commit], cwd=ROOT,
+                   capture_output=True, check=True)
+    (where / ".venv").symlink_to(ROOT / ".venv")
+    return where
+
+
+def against(commit: str, rounds: int, tmp: Path, subs: Path, n: int) -> int:
+    """The whole batch graded by this checkout's grader and by ``commit``'s, in
+    alternating order (A B, B A, ...), so drifting load falls on both: the throughput
+    ratio per round and its median."""
+    base = base_tree(commit, tmp / "base-tree")
+    stages = f"performance-audit:4,{NB}"
+    walls: dict[str, list[float]] = {"now": [], commit: []}
+    try:
+        for r in range(rounds):
+            order = ("now", commit) if r % 2 == 0 else (commit, "now")
+            for who in order:
+                root = ROOT if who == "now" else base
+                out = tmp / f"out-{'now' if who == 'now' else 'base'}-{r}"
+                start = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs),
+                                "--out", str(out), "--stages", stages, "--notebooks",
+                                str(fx.NOTEBOOK.parent), "--workers", "2", "--timeout",
+                                "30", "--cell-timeout", str(CELL_TIMEOUT), "--memory",
+                                "1500", "--max-procs", "200", "--quiet"], cwd=root,
+                               env={**env(), "PYTHONPATH": str(root)}, capture_output=True,
+                               check=False)
+                walls[who].append(time.perf_counter() - start)
+            print(f"round {r + 1}: now {walls['now'][-1]:.1f} s, {commit} "
+                  f"{walls[commit][-1]:.1f} s (whole batch of {n}, --workers 2)", flush=True)
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT,
+                       capture_output=True, check=False)
+    ratios = [b / a for a, b in zip(walls["now"], walls[commit])]
+    ratio = statistics.median(ratios)
+    print(f"throughput now / at {commit}: median {ratio:.3f} over {rounds} interleaved "
+          f"rounds (per round {', '.join(f'{x:.3f}' for x in ratios)}); "
+          f"{'within' if ratio >= 0.9 else 'NOT within'} 10% of it. CPU figures "
+          f"({os.cpu_count()} cores), a shared machine.")
+    (tmp.parent / "bench_grader_against.json").write_text(json.dumps(
+        {"commit": commit, "walls_s": walls, "ratios": ratios, "median": ratio}, indent=1))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "build" / "bench"))
+    parser.add_argument("--against", default="", metavar="COMMIT",
+                        help="only the whole-batch throughput, against the grader at COMMIT "
+                        "(a git worktree), in interleaved rounds")
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args(argv)
     tmp = Path(args.out) / "grader"
     shutil.rmtree(tmp, ignore_errors=True)
     subs = tmp / "submissions"
     students = build(subs, tmp / "out-full")
+    if args.against:
+        return against(args.against, args.rounds, tmp, subs, len(students))
     n = len(students)
     print(f"{n} submissions ({MIX.count('good')} good, {MIX.count('starter')} unfinished, "
           f"{n - MIX.count('good') - MIX.count('starter')} wrong or hostile); each: "
