@@ -214,6 +214,23 @@ def test_08_reject_without_a_slower_size_may_keep_it_for_simpler_code():
     assert accepted.startswith("ACCEPT") and "[64]" in accepted
 
 
+def test_08_trend_claimed_only_when_the_end_intervals_are_apart():
+    # the points rise, but each interval spans 6-30x: the old line said "rises" anyway
+    overlapping = {64: {"ratio": 0.918, "ci": [0.356, 2.364]},
+                   1024: {"ratio": 1.05, "ci": [0.194, 5.691]},
+                   16384: {"ratio": 1.4, "ci": [0.9, 2.2]}}
+    text = claims.speedup_trend(overlapping)
+    assert "rises with the batch" not in text and "no trend is resolved" in text
+    assert "0.918x [0.356x, 2.36x]" in text
+    apart = {64: {"ratio": 1.02, "ci": [0.98, 1.06]}, 4096: {"ratio": 1.5, "ci": [1.4, 1.6]}}
+    assert claims.speedup_trend(apart).startswith("the speedup rises with the batch")
+    falling = {64: {"ratio": 1.5, "ci": [1.4, 1.6]}, 4096: {"ratio": 1.02, "ci": None}}
+    assert "no trend is resolved" in claims.speedup_trend(falling)
+    zigzag = {64: {"ratio": 1.0, "ci": [0.9, 1.1]}, 128: {"ratio": 2.0, "ci": [1.9, 2.1]},
+              256: {"ratio": 1.5, "ci": [1.4, 1.6]}}
+    assert "no monotone trend" in claims.speedup_trend(zigzag)
+
+
 # ---------------------------------------------------------------------------------------
 # The same contradictions, read off an executed notebook's printed text
 # ---------------------------------------------------------------------------------------
@@ -238,6 +255,9 @@ def printed_claim_problems(notebook: str, text: str) -> list[str]:
             problems.append(f"the fix prints {f[0]!r} for a validation at {v[1]} faults")
     if notebook.startswith("08") and "agree within noise" in text:
         problems.append("'agree within noise' is no longer a claim any cell makes")
+    if notebook.startswith("08") and re.search(r"speedup (rises|falls) with the batch \(",
+                                               text):
+        problems.append("a trend with the batch printed from the point figures alone")
     return problems
 
 
@@ -252,3 +272,5 @@ def test_printed_claim_problems_catches_the_printed_contradictions():
         "a + 2b in place: 96 MiB moved (0 faults per call): measured / predicted = 1.20\n"
         "fixed: roof 32.7 GB/s (DRAM, in place); the workload paid no page fault per call"))
     assert not printed_claim_problems("07_optimisation", "speedup 30.8x [12.6x, 75.5x]")
+    assert printed_claim_problems("08_readiness_review", "the measured speedup rises with "
+                                  "the batch (64: 0.918, 1024: 1.050)")

@@ -322,6 +322,34 @@ def collective_prediction(cost_s: float, ci_s, predicted: float,
             f"{ratio_text(predicted)} rests on nothing this CPU resolved)")
 
 
+def speedup_trend(sweep: dict) -> str:
+    """How the speedup moves with the batch, from ``sweep`` (batch -> {"ratio", "ci"}).
+    A direction is claimed only when the smallest and largest batch's intervals do not
+    overlap and every step's point figure moves that way; otherwise the points are shown
+    with the condition that stops a claim (overlapping intervals, or no monotone order)."""
+    order = sorted(sweep)
+    points = ", ".join(f"{b}: {estimate_text(sweep[b]['ratio'], sweep[b]['ci'])}"
+                       for b in order)
+    if len(order) < 2:
+        return f"the speedup was measured at one size ({points})"
+    ratios = [float(sweep[b]["ratio"]) for b in order]
+    steps = [b - a for a, b in zip(ratios, ratios[1:])]
+    first, last = (_interval("ci", sweep[b]["ci"]) for b in (order[0], order[-1]))
+    if all(d > 0 for d in steps):
+        direction, apart = "rises", first is not None and last is not None \
+            and first[1] < last[0]
+    elif all(d < 0 for d in steps):
+        direction, apart = "falls", first is not None and last is not None \
+            and last[1] < first[0]
+    else:
+        return f"the speedup has no monotone trend with the batch ({points})"
+    if apart:
+        return (f"the speedup {direction} with the batch: the largest batch's interval "
+                f"lies clear of the smallest's ({points})")
+    return (f"the point figures {direction[:-1]} with the batch, but the smallest and "
+            f"largest batch's intervals overlap: no trend is resolved ({points})")
+
+
 def readiness_recommendation(batch: int, decision: str, sweep: dict) -> str:
     """The recommendation a readiness review states, from the decision at ``batch``
     (``decision``: "accept", "reject" or "slower") and the decisions across batch sizes

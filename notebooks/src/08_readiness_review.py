@@ -505,12 +505,7 @@ with not_yet("results and speed across shapes"):
         s["predicted"] = pred
         print(line + f"equal; speedup {claims.estimate_text(s['ratio'], s['ci'])} -> "
               f"{s['decision']}" + (f"; {pred_text}" if pred_text else ""))
-    order = sorted(sweep)
-    steps_ratio = np.diff([sweep[b]["ratio"] for b in order])
-    trend = ("rises" if np.all(steps_ratio > 0) else "falls" if np.all(steps_ratio < 0)
-             else "has no monotone trend") if len(order) > 1 else "was measured at one size"
-    sweep_trend = (f"the measured speedup {trend} with the batch ("
-                   + ", ".join(f"{b}: {sweep[b]['ratio']:.3f}" for b in order) + ")")
+    sweep_trend = claims.speedup_trend(sweep) if sweep else ""
     print(sweep_trend + f" ({LABEL})")
 
 
