@@ -20,8 +20,9 @@ import numpy as np
 
 def stubbed_calls(target, args: list, *, slow_s: float, fast_s: float, copy_s: float,
                   per_example_s: tuple[float, float] = (0.0, 0.0),
-                  outlier_s: float | None = None, outlier_at: int = 1) -> dict:
-    """``target(*args)`` while ``slow_step.train_slow`` sleeps ``slow_s``, the module's
+                  outlier_s: float | None = None, outlier_at: int = 1,
+                  kwargs: dict | None = None) -> dict:
+    """``target(*args, **kwargs)`` while ``slow_step.train_slow`` sleeps ``slow_s``, the module's
     ``train_fast`` ``fast_s`` (each plus its ``per_example_s``, slow's then fast's, times
     the batch) and ``slow_step.fresh_copy`` ``copy_s`` before copying; with
     ``outlier_s``, the ``outlier_at``-th call (from 0) of each version at each batch
@@ -66,7 +67,7 @@ def stubbed_calls(target, args: list, *, slow_s: float, fast_s: float, copy_s: f
         module[name] = stubs[key]
     module["train_fast"] = stubs["fast"]
     try:
-        result = target(*args)
+        result = target(*args, **(kwargs or {}))
     finally:
         slow_step.train_slow, slow_step.fresh_copy = real["slow"], real["copy"]
         for name, key in rebound:

@@ -237,6 +237,80 @@ def _(impl, ctx):
                     hint="output_ok: the first call's outputs (every leaf) within "
                     "slow_step.RTOL / ATOL of train_slow's on the same problem, computed "
                     "each time, never written in")
+    samples = records["after"].get("samples_s")
+    fail_unless(not samples, "with a train_fast whose losses are 1% off, the after "
+                "record still holds samples: a wrong output was timed and its samples kept",
+                yours=samples, expected="no samples (an empty samples_s)",
+                hint="a wrong output is not timed: when output_ok is False, time no calls "
+                "and keep no samples")
+
+
+# The checker's stubs (the inspector optimisation/stubbed_calls, in the learner process,
+# as in stage 3: self-reported, and only set against the learner's own figures from the
+# same call): train_slow, train_fast and slow_step.fresh_copy replaced by sleeps of these
+# lengths, the first call of each version sleeping STUB_FIRST_S (as a compile would). A
+# sample is the call and a few us of Python and sync around it; a copy made inside it
+# adds the copy's length. The first call's time is that first call, not a later one.
+STUB_SLOW_S, STUB_FAST_S, STUB_COPY_S, STUB_FIRST_S = 0.02, 0.01, 0.08, 0.3
+# A median sample may exceed the median call it times by this share of a copy, no more.
+EXCESS_OF_A_COPY = 0.5
+
+
+@checker.check(4, "records_time_the_calls")
+def _(impl, ctx):
+    """write_run_records on a tiny problem with both versions and the parameter copy
+    replaced by the checker's sleeps (self-reported): each record's median sample no
+    longer than the median call it times (the first apart) by half a copy, and its
+    first_call_s at least half the first call the stubs saw of that version."""
+    rng = ctx.rng("stubbed-records")
+    warmup, iters = int(rng.integers(1, 3)), int(rng.integers(4, 7))
+    got = bridge.inspect(impl, "optimisation/stubbed_calls",
+                         LearnerFunction("write_run_records"),
+                         [tiny_config(rng, batch=odd(rng, 3, 9)), ctx.seed + 11,
+                          str(ctx.subdir("records-stubbed"))],
+                         slow_s=STUB_SLOW_S, fast_s=STUB_FAST_S, copy_s=STUB_COPY_S,
+                         outlier_s=STUB_FIRST_S, outlier_at=0,
+                         kwargs={"warmup": warmup, "iters": iters})
+    what = ("with both versions and slow_step.fresh_copy replaced by the checker's stubs "
+            f"(warmup={warmup}, iters={iters}): ")
+    records = read_records(got["result"], f"{what}write_run_records")
+    copies = [end - start for start, end in got["copies"]]
+    copy_s = float(np.median(copies)) if copies else STUB_COPY_S
+    for label, version in (("before", "slow"), ("after", "fast")):
+        rec = records[label]
+        took = [end - start for v, _, _, start, end in got["calls"] if v == version]
+        samples = rec.get("samples_s")
+        first_s = rec.get("first_call_s")
+        fail_unless(took and isinstance(samples, list) and samples
+                    and all(type(v) in (int, float) for v in samples)
+                    and type(first_s) in (int, float),
+                    f"{what}the {label} record holds no timed calls of {version} version "
+                    "with their first call and samples in seconds",
+                    yours={"calls": len(took), "first_call_s": first_s,
+                           "samples_s": samples})
+        fail_unless(first_s >= 0.5 * took[0],
+                    f"{what}the {label} record's first_call_s is {first_s:.3g} s, the "
+                    f"first {version} call took {took[0]:.3g} s (the stub's own time, "
+                    "self-reported): a call was made before the 'first call', which is "
+                    "then a warmed one",
+                    yours=f"first_call_s {first_s:.4g} s",
+                    expected=f"the first call, {took[0]:.4g} s or more",
+                    hint="first_call_s times the very first call of the version, compile "
+                    "included: make no call before it")
+        if len(took) < 2:
+            continue
+        excess = float(np.median(samples) - np.median(took[1:]))
+        inside = bool(copies) and abs(excess - copy_s) <= 0.5 * copy_s
+        fail_unless(excess <= EXCESS_OF_A_COPY * STUB_COPY_S,
+                    f"{what}your {label} record's median sample is {excess:.3g} s longer "
+                    f"than the median {version} call it times"
+                    + (f", about one parameter copy ({copy_s:.3g} s with the stub): the "
+                       "copy is inside the timed sample" if inside else ""),
+                    yours=f"median sample {float(np.median(samples)):.4g} s",
+                    expected=f"median call {float(np.median(took[1:])):.4g} s (the stub's "
+                    "own time, self-reported)",
+                    hint="start the clock after the fresh parameter copy is made and "
+                    "ready; a sample holds the call and its sync only")
 
 
 def record_medians(records: dict) -> dict:
