@@ -376,6 +376,50 @@ def test_corpus_mistakes_fail_with_a_hint_naming_them(planted, planted_bug):
     assert evidence in message(result, check), result["stdout"]
 
 
+# Issue 29, stage 3's accepted mistakes, in a batch of their own (not the module's): the
+# directory handed to Orbax as given (the uninterrupted run gets a relative ckpt_dir), and
+# the state saved before the step whose number is a multiple (the run's last step, a
+# multiple of save_every, is then never saved).
+SAVE_LOOP = """            batch = place_batch(batch_at(data, config, int(state["data_pos"])), mesh)
+            state, loss = step_fn(state, batch)
+            step = int(state["step"])
+            if step % config["save_every"] == 0:
+                save_state(manager, state)
+"""
+STAGE3_CORPUS_BUGS = {
+    "ckpt-relative-path": (Planted(3, [(
+        "    return ocp.CheckpointManager(Path(directory).resolve(), options=options)\n",
+        "    return ocp.CheckpointManager(directory, options=options)  # planted\n")],
+        only=["uninterrupted_run_trains"]), "Orbax needs an absolute checkpoint path"),
+    "train-save-before-step": (Planted(3, [(SAVE_LOOP, """\
+            if int(state["step"]) % config["save_every"] == 0:  # planted
+                save_state(manager, state)
+            batch = place_batch(batch_at(data, config, int(state["data_pos"])), mesh)
+            state, loss = step_fn(state, batch)
+            step = int(state["step"])
+""")], only=["uninterrupted_run_trains"]),
+        "the state was saved before the step that makes its step a multiple"),
+}
+
+
+@pytest.fixture(scope="module")
+def planted_stage3_corpus(tmp_path_factory):
+    bugs = {name: entry for name, (entry, _) in STAGE3_CORPUS_BUGS.items()}
+    return PlantedBatch(PROJECT, bugs, seed=None).run(
+        tmp_path_factory.mktemp("planted-stage3-corpus"), timeout=1200)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+@pytest.mark.parametrize("name", list(STAGE3_CORPUS_BUGS), ids=list(STAGE3_CORPUS_BUGS))
+def test_stage3_corpus_mistakes_fail_with_a_hint_naming_them(planted_stage3_corpus, name):
+    entry, evidence = STAGE3_CORPUS_BUGS[name]
+    result = result_of(planted_stage3_corpus, name)
+    assert result["status"] == {"uninterrupted_run_trains": "fail"}, result["stdout"]
+    assert "FAIL stage 3 · uninterrupted_run_trains" in result["stdout"]
+    assert evidence in message(result, "uninterrupted_run_trains"), result["stdout"]
+
+
 KEY_NOT_RESTORED_BUG = bug("key-not-restored", KEY_NOT_RESTORED, 3, "state_roundtrip",
                            "resume_after_sigkill_bitwise")
 

@@ -174,6 +174,13 @@ def _(impl, ctx):
     saved = list(range(config["save_every"], config["steps"] + 1, config["save_every"]))
     kept = saved[-config["max_to_keep"]:]
     finished = trainruns.finalized_steps(ctx.subdir("run-F") / "ckpt")
+    last = config["steps"]
+    if finished != kept and last not in finished and finished == saved[-len(kept) - 1:-1]:
+        raise CheckFailed(f"no checkpoint of the last step ({last}, a multiple of save_every)",
+                          yours=finished, expected=kept,
+                          hint="the state was saved before the step that makes its step a "
+                          "multiple of save_every, so the last state was never saved: save "
+                          "after that step, the state it returns")
     fail_unless(finished == kept, "the finished checkpoints on disk are not the newest "
                 f"{config['max_to_keep']} saves of a save every {config['save_every']} steps",
                 yours=finished, expected=kept,

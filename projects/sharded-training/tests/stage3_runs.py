@@ -115,15 +115,31 @@ def driver_run(ctx, name: str, config: dict, ckpt: Path, what: str, **opts) -> d
 
 
 def stage3_config(ctx) -> dict:
-    return ctx.once("config3", lambda: run_config(ctx, "stage3"))
+    """The stage's run: 4 x save_every steps, so the last step's state is one the
+    contract saves (a state saved before its step instead leaves the last one unsaved)."""
+    return ctx.once("config3", lambda: run_config(ctx, "stage3", steps=4 * 7, save_every=7))
 
 
 def uninterrupted(ctx) -> dict:
     def make():
         config = stage3_config(ctx)
         ckpt = ctx.subdir("run-F") / "ckpt"
+        # The folder is given relative to the driver's working directory (the course
+        # root): the contract takes a path, and Orbax refuses relative ones.
+        relative = os.path.relpath(ckpt, ROOT)
         started = time.perf_counter()
-        report = driver_run(ctx, "F", config, ckpt, "the uninterrupted run")
+        try:
+            report = driver_run(ctx, "F", config, relative, "the uninterrupted run")
+        except LearnerCodeError as err:
+            if "should be absolute" not in str(err) and relative not in str(err):
+                raise
+            raise CheckFailed(f"the uninterrupted run, given the relative ckpt_dir "
+                              f"{relative!r}: {err}", yours="the relative path given to "
+                              "Orbax", expected="the run saves into that folder",
+                              hint="Orbax failed on the relative path itself (its error names "
+                              "it): Orbax needs an absolute checkpoint path, so the manager "
+                              "must get the directory made absolute (resolved against the "
+                              "working directory)") from None
         if "COURSE_RUN_LIMIT_S" not in os.environ:
             ctx.cache["run_limit"] = max(MIN_LIMIT_S, 8 * (time.perf_counter() - started))
         return report
