@@ -10,8 +10,9 @@ times without sync or inverts the gain; a crossover read off the wrong side, int
 linearly or missing the below-at-once case; a prediction through the origin, without
 sync, for a hard-coded threshold, with the intercept or slope wrong, or its medians
 swapped; records with output_ok written in, the Python tracer on, one learning rate,
-fixed call counts, in milliseconds or of the wrong arrays. Each fails the check aimed at
-it, by verdict."""
+fixed call counts, in milliseconds or of the wrong arrays, with the copy or a
+warm-up call inside what is timed, a wrong output timed, or the traced call not waited
+for. Each fails the check aimed at it, by verdict."""
 
 from __future__ import annotations
 
@@ -201,6 +202,22 @@ PLANTED = {
          '                  "dtypes": [str(a.dtype) for a in args],',
          '                  "shapes": [list(a.shape) for a in problem["params"].values()],\n'
          '                  "dtypes": [str(a.dtype) for a in problem["params"].values()],')]),
+    # issue 29: corpus mistakes the stage-4 checker accepted (records-*)
+    "records_clock_started_before_the_copy": (4, "records_time_the_calls", [
+        ('            params = slow_step.fresh_copy(problem["params"])\n'
+         "            jax.block_until_ready(params)\n"
+         "            start = time.perf_counter()\n",
+         "            start = time.perf_counter()\n"
+         '            params = slow_step.fresh_copy(problem["params"])\n'
+         "            jax.block_until_ready(params)\n")]),
+    "records_first_call_after_a_warm_up": (4, "records_time_the_calls", [
+        ("        with count_compiles() as first:\n",
+         "        call(lr=problem[\"lr\"])\n        with count_compiles() as first:\n")]),
+    "records_wrong_output_still_timed": (4, "output_ok_is_measured", [
+        ("            if ok:\n", "            if True:\n")]),
+    "records_traced_call_not_waited_for": (4, "records_agree_with_checker", [
+        ("                jax.block_until_ready(fn(params, *args, next(lrs)))\n",
+         "                fn(params, *args, next(lrs))\n")]),
 }
 
 # The phrase each hint must hold (the cause its evidence shows), and ones it must not.
@@ -215,7 +232,13 @@ HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named e
          "sweep_slow_rounds_then_fast_rounds": "not measured in rounds that interleave",
          "crossover_gain_at_threshold_is_below": "takes a gain equal to the threshold as "
                                                  "already below it",
-         "prediction_from_mean_times": "it is their mean"}
+         "prediction_from_mean_times": "it is their mean",
+         "records_clock_started_before_the_copy": "the copy is inside the timed sample",
+         "records_first_call_after_a_warm_up": "a call was made before the 'first call'",
+         "records_wrong_output_still_timed": "a wrong output was timed and its samples "
+                                             "kept",
+         "records_traced_call_not_waited_for": "the traced call not waited for inside the "
+                                               "trace"}
 WRONG_HINTS = {"shares_of_the_phases_total": "direct child"}
 BATCH = PlantedBatch("optimisation", PLANTED, hints=HINTS, wrong_hints=WRONG_HINTS)
 
