@@ -8,15 +8,24 @@ calls compiling at least as often as the checker counts for ``train_slow`` with 
 learning rate per call, the after record's not at all. ``output_ok`` must be computed:
 the inspector ``optimisation/records_with_a_wrong_fast`` (self-reported, run beside the
 learner's code) swaps the module's ``train_fast`` for one whose losses are 1% off, and
-the after record must then say False. The times the records hold (first calls and
-samples) cannot add up to more than the call took on the checker's clock.
+the after record must then say False and hold no samples (a wrong output is not timed).
+The times the records hold (first calls and samples) cannot add up to more than the call
+took on the checker's clock.
+
+Stubbed (``records_time_the_calls``, the inspector ``optimisation/stubbed_calls`` as in
+stage 3, self-reported): one call on a tiny problem with both versions and the
+parameter copy replaced by sleeps of known length, the first call of each version long:
+a median sample a copy longer than the calls it times fails (the copy inside the
+sample), a ``first_call_s`` under half the first call fails (a call made before it).
 
 Timing (``records_agree_with_checker``): the records' medians and speedup against the
 checker's own (``optim_harness.Versions``: ``train_slow`` timed in the checker's process,
 the learner's ``train_fast`` in a block in the learner process timed by the checker from
 request to answer), within ``RECORD_WINDOW``, in interleaved rounds
 (``optim_harness.decide``): round 0 is the records the stage already made and the
-checker's round measured right after; a later round is one smaller
+checker's round measured right after (and, one-sided, the after record's traced call,
+its region event in the learner's trace, not under a quarter of the checker's call: a
+traced call not waited for inside the trace is its dispatch); a later round is one smaller
 ``write_run_records`` call (``ROUND_WARMUP`` and ``ROUND_ITERS``, a problem of its own
 seed) and the checker's round right before or after it. More rounds only while a verdict
 is open.
