@@ -23,9 +23,7 @@ checker's own (``optim_harness.Versions``: ``train_slow`` timed in the checker's
 the learner's ``train_fast`` in a block in the learner process timed by the checker from
 request to answer), within ``RECORD_WINDOW``, in interleaved rounds
 (``optim_harness.decide``): round 0 is the records the stage already made and the
-checker's round measured right after (and, one-sided, the after record's traced call,
-its region event in the learner's trace, not under a quarter of the checker's call: a
-traced call not waited for inside the trace is its dispatch); a later round is one smaller
+checker's round measured right after; a later round is one smaller
 ``write_run_records`` call (``ROUND_WARMUP`` and ``ROUND_ITERS``, a problem of its own
 seed) and the checker's round right before or after it. More rounds only while a verdict
 is open.
@@ -336,21 +334,9 @@ def record_medians(records: dict) -> dict:
     return out
 
 
-def after_region_s(records: dict) -> float:
-    """The after record's REGION event in its own trace (seconds, the mean if several):
-    a traced call waited for inside it lasts the call (and the profiler's cost), one
-    only dispatched inside it lasts the dispatch."""
-    rec = records["after"]
-    found = traces.region_summary(rec["trace"], rec["region"])
-    fail_unless(found["count"] >= 1, f"the after record's trace has no {rec['region']!r} "
-                "event", yours=found["count"], expected=">= 1")
-    return max(found["total_us"] / found["count"] * 1e-6, 1e-9)
-
-
 @checker.check(4, "records_agree_with_checker")
 def _(impl, ctx):
     first = record_medians(learner_records(impl, ctx))
-    first["region"] = after_region_s(learner_records(impl, ctx))
     config = timing_config(ctx)
 
     def versions() -> Versions:
@@ -374,7 +360,7 @@ def _(impl, ctx):
         records = records_call(
             impl, ctx.subdir(f"records-round{i}"), ROUND_WARMUP, ROUND_ITERS, config,
             ctx.seed + 5 + ROUND_SEED_STEP * i, f"write_run_records (round {i})")
-        return {**record_medians(records), "region": after_region_s(records)}
+        return record_medians(records)
 
     def make(i: int) -> dict:
         if i == 0:
@@ -407,18 +393,7 @@ def _(impl, ctx):
                 RECORD_WINDOW, "the records' speedup", "synchronise inside every timed "
                 "call, first call apart, the same problem and a fresh parameter copy for "
                 "both", against="the checker's own measurement", budget=budget,
-                max_rounds=RECORDS_MAX_ROUNDS, unit="x"),
-            # one-sided: a region longer than the call (the profiler's cost) counts as
-            # the call; one far shorter holds the call's dispatch only
-            lambda: decide(
-                lambda i: min(get(i)["yours"]["region"], get(i)["mine"]["after"]),
-                lambda i: get(i)["mine"]["after"], RECORD_WINDOW,
-                "the after record's traced call (its region event, counted up to the "
-                "checker's call)", "the traced call not waited for inside the trace: its "
-                "region holds the dispatch only; block_until_ready the call inside the "
-                "trace and its region annotation", against="the checker's own timing of "
-                "your train_fast on the same problem", budget=budget,
-                max_rounds=RECORDS_MAX_ROUNDS)], rounds)
+                max_rounds=RECORDS_MAX_ROUNDS, unit="x")], rounds)
     except CheckInconclusive as err:
         undecided = err
     for r, entry in enumerate(rounds.done):
