@@ -35,6 +35,8 @@ from autograder.gradebook import Gradebook
 from autograder.progress import Progress
 from autograder.workspace import Settings, submission_files_hash
 
+# a stage graded once more, alone, because its shared run was inconclusive
+RETRIED_ALONE = "alone: graded again after an inconclusive run"
 RETRYABLE = ("fail", "inconclusive", "error", "timeout", "memory", "crash", "missing")
 STAGES = "stages"  # a unit of work: several stages of one project, one sandboxed run
 
@@ -272,6 +274,8 @@ def run_batch(todo: list[dict], book: Gradebook, *, workers: int, run_id: str,
 
     def keep(task: dict, record: dict) -> None:
         record.setdefault("isolation", sandbox.isolation())
+        if task.get("retry_of_inconclusive"):
+            record.setdefault("sandbox_run", RETRIED_ALONE)
         # the two halves of the content hash, apart: `diff` tells a regrade of the same
         # files under a changed checker from one under the same checker (noise)
         for part in ("files_hash", "checker_fp"):
@@ -324,7 +328,8 @@ def retry_inconclusive(todo: list[dict], records: list[dict], book: Gradebook, *
     becomes the latest. Still inconclusive after that, it stays ``inconclusive`` (never
     scored as the learner's failure; the instructor sees it)."""
     unsure = {(r["student"], r["item"]) for r in records if r["status"] == "inconclusive"}
-    again = [t for t in todo if (t["student"], t["item"]) in unsure]
+    again = [{**t, "retry_of_inconclusive": True} for t in todo
+             if (t["student"], t["item"]) in unsure]
     if not again:
         return records
     print(f"retrying {len(again)} inconclusive stage(s) once, at the end of the batch",

@@ -28,6 +28,7 @@ from test_autograder import STAGE, grader, sandbox_processes  # noqa: E402
 
 import autograder.samples as fx  # noqa: E402
 from autograder import sandbox, submissions  # noqa: E402
+from autograder.grade import RETRIED_ALONE  # noqa: E402
 from autograder.gradebook import Gradebook  # noqa: E402
 
 SIMPLE = {"good": "pass", "starter": "fail", "always-equal": "fail",
@@ -287,7 +288,10 @@ def test_every_reference_solution_passes_in_the_sandbox(graded_reference):
     runs = {item: r["record"].get("sandbox_run", "")
             for (_, item), r in graded_reference["latest"].items()
             if item not in graded_reference["notebooks"]}
-    assert all(run.startswith("shared by stages") for run in runs.values()), {
+    # (a stage whose shared run was INCONCLUSIVE under load is graded again alone at the
+    # end of the batch, and says so)
+    assert all(run.startswith("shared by stages") or run == RETRIED_ALONE
+               for run in runs.values()), {
         item: run for item, run in runs.items() if not run.startswith("shared by stages")}
 
 

@@ -55,6 +55,8 @@ def test_only_inconclusive_stages_are_graded_again_once(monkeypatch):
 
     def fake_run_batch(todo, book, **kw):
         calls.append([t["student"] for t in todo])
+        # marked, so the record says it was graded again alone (sandbox_run)
+        assert all(t.get("retry_of_inconclusive") for t in todo)
         return [{"student": t["student"], "item": t["item"], "status": "pass"} for t in todo]
 
     monkeypatch.setattr(grade, "run_batch", fake_run_batch)
