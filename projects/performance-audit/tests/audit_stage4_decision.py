@@ -17,6 +17,7 @@ from audit_harness import checker
 from coursekit.checking.learner import get_function
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import decision
+from coursekit.measure.verdict import interval_of
 
 
 def run_record(rng, median_s, spread, n=30, **overrides):
@@ -149,12 +150,10 @@ def _(impl, ctx):
 
 def after_only_interval(before: dict, after: dict, confidence: float = 0.95):
     """The 95% interval of the speedup (mean log before - mean log after, each sample its
-    own round) with only the "after" samples' spread in its width: the mistake."""
+    own round) with only the "after" samples' spread in its width: the mistake. Each
+    "after" sample against the mean of "before": before's spread never enters."""
     lb, la = np.log(before["samples_s"]), np.log(after["samples_s"])
-    est = float(lb.mean() - la.mean())
-    half = decision.t_quantile(confidence, la.size - 1) * float(np.std(la, ddof=1)) \
-        / math.sqrt(la.size)
-    return math.exp(est - half), math.exp(est + half)
+    return interval_of(lb.mean() - la, confidence)
 
 
 @checker.check(4, "rejects_drifting_null")
@@ -205,9 +204,8 @@ def paired_by_position(before: dict, after: dict, confidence: float = 0.95):
     """The 95% interval of the speedup with sample i of each record paired (the mistake
     for records without round_ids)."""
     n = min(len(before["samples_s"]), len(after["samples_s"]))
-    d = np.log(before["samples_s"][:n]) - np.log(after["samples_s"][:n])
-    half = decision.t_quantile(confidence, n - 1) * float(np.std(d, ddof=1)) / math.sqrt(n)
-    return math.exp(float(d.mean()) - half), math.exp(float(d.mean()) + half)
+    return interval_of(np.log(before["samples_s"][:n]) - np.log(after["samples_s"][:n]),
+                       confidence)
 
 
 @checker.check(4, "accepts_speedup_in_drifting_rounds")
