@@ -404,6 +404,33 @@ def times_within_call(what: str, times, wall_s: float) -> None:
                 hint="seconds, not milliseconds: each sample the wall time of one call")
 
 
+# A median sample may exceed the median call it times by this share of a copy, no more.
+EXCESS_OF_A_COPY = 0.5
+
+
+def no_copy_in_sample(sample: str, version: str, samples, took, copies, stub_copy_s: float,
+                      *, hint_copy: str, hint_other: str) -> None:
+    """With the parameter copy stubbed by a sleep of ``stub_copy_s`` (the inspector
+    ``optimisation/stubbed_calls``), the median of ``samples`` (the learner's, of
+    ``version``) exceeds the median of ``took`` (the stubbed calls it times, their own
+    self-reported durations) by at most EXCESS_OF_A_COPY of that copy. An excess of
+    about one copy (within half the median of ``copies``, the stubbed copies' own
+    durations) is named as the copy inside the timed sample, hinted ``hint_copy``; any
+    other excess is hinted ``hint_other``. ``sample`` names the sample in the failure,
+    the checker's context first ("...: your median slow sample")."""
+    excess = float(np.median(samples) - np.median(took))
+    copy_s = float(np.median(copies)) if copies else stub_copy_s
+    inside = bool(copies) and abs(excess - copy_s) <= 0.5 * copy_s
+    fail_unless(excess <= EXCESS_OF_A_COPY * stub_copy_s,
+                f"{sample} is {excess:.3g} s longer than the median {version} call it times"
+                + (f", about one parameter copy ({copy_s:.3g} s with the stub): the copy is "
+                   "inside the timed sample" if inside else ""),
+                yours=f"median sample {float(np.median(samples)):.4g} s",
+                expected=f"median call {float(np.median(took)):.4g} s (the stub's own "
+                "time, self-reported)",
+                hint=hint_copy if inside else hint_other)
+
+
 def losses_agree(pair: dict) -> bool:
     fast, slow = pair["checked"]
     return bool(np.all(np.isfinite(fast))) and np.allclose(

@@ -66,6 +66,7 @@ from optim_harness import (
     decide,
     decide_together,
     losses_agree,
+    no_copy_in_sample,
     odd,
     timed_pair,
     times_within_call,
@@ -268,8 +269,6 @@ def rounds_honoured(impl, ctx) -> None:
 # length (STUB_COPY_S).
 STUB_SLOW_S, STUB_FAST_S, STUB_COPY_S = 0.02, 0.01, 0.08
 STUB_ROUNDS = (8, 13)
-# A median sample may exceed the median call it times by this share of a copy, no more.
-EXCESS_OF_A_COPY = 0.5
 
 
 def longest_run(versions: list[str]) -> tuple[int, str]:
@@ -312,20 +311,11 @@ def stubbed_sweep_checked(impl, ctx) -> None:
             took = [end - start for v, _, _, start, end in calls if v == version][1:]
             if not took:
                 continue  # too few calls: the tiny sweep's counts say so
-            excess = float(np.median(yours) - np.median(took))
-            copy_s = float(np.median(copies)) if copies else STUB_COPY_S
-            inside = bool(copies) and abs(excess - copy_s) <= 0.5 * copy_s
-            fail_unless(excess <= EXCESS_OF_A_COPY * STUB_COPY_S,
-                        f"{what}batch {b}: your median {version} sample is {excess:.3g} s "
-                        f"longer than the median {version} call it times"
-                        + (f", about one parameter copy ({copy_s:.3g} s with the stub): "
-                           "the copy is inside the timed sample" if inside else ""),
-                        yours=f"median sample {float(np.median(yours)):.4g} s",
-                        expected=f"median call {float(np.median(took)):.4g} s (the "
-                        "stub's own time, self-reported)",
-                        hint="make the fresh parameter copy (and wait for it) before the "
-                        "clock starts: a sample is the call alone" if inside else
-                        BOUNDARY_HINT)
+            no_copy_in_sample(f"{what}batch {b}: your median {version} sample", version,
+                              yours, took, copies, STUB_COPY_S,
+                              hint_copy="make the fresh parameter copy (and wait for it) "
+                              "before the clock starts: a sample is the call alone",
+                              hint_other=BOUNDARY_HINT)
 
 
 def end_versions(impl, ctx) -> dict:

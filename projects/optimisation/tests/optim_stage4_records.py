@@ -52,6 +52,7 @@ from optim_harness import (
     decide,
     decide_together,
     losses_agree,
+    no_copy_in_sample,
     odd,
     timed_pair,
     times_within_call,
@@ -259,8 +260,6 @@ def _(impl, ctx):
 # sample is the call and a few us of Python and sync around it; a copy made inside it
 # adds the copy's length. The first call's time is that first call, not a later one.
 STUB_SLOW_S, STUB_FAST_S, STUB_COPY_S, STUB_FIRST_S = 0.02, 0.01, 0.08, 0.3
-# A median sample may exceed the median call it times by this share of a copy, no more.
-EXCESS_OF_A_COPY = 0.5
 
 
 @checker.check(4, "records_time_the_calls")
@@ -282,7 +281,6 @@ def _(impl, ctx):
             f"(warmup={warmup}, iters={iters}): ")
     records = read_records(got["result"], f"{what}write_run_records")
     copies = [end - start for start, end in got["copies"]]
-    copy_s = float(np.median(copies)) if copies else STUB_COPY_S
     for label, version in (("before", "slow"), ("after", "fast")):
         rec = records[label]
         took = [end - start for v, _, _, start, end in got["calls"] if v == version]
@@ -306,18 +304,10 @@ def _(impl, ctx):
                     "included: make no call before it")
         if len(took) < 2:
             continue
-        excess = float(np.median(samples) - np.median(took[1:]))
-        inside = bool(copies) and abs(excess - copy_s) <= 0.5 * copy_s
-        fail_unless(excess <= EXCESS_OF_A_COPY * STUB_COPY_S,
-                    f"{what}your {label} record's median sample is {excess:.3g} s longer "
-                    f"than the median {version} call it times"
-                    + (f", about one parameter copy ({copy_s:.3g} s with the stub): the "
-                       "copy is inside the timed sample" if inside else ""),
-                    yours=f"median sample {float(np.median(samples)):.4g} s",
-                    expected=f"median call {float(np.median(took[1:])):.4g} s (the stub's "
-                    "own time, self-reported)",
-                    hint="start the clock after the fresh parameter copy is made and "
-                    "ready; a sample holds the call and its sync only")
+        hint = ("start the clock after the fresh parameter copy is made and ready; a "
+                "sample holds the call and its sync only")
+        no_copy_in_sample(f"{what}your {label} record's median sample", version, samples,
+                          took[1:], copies, STUB_COPY_S, hint_copy=hint, hint_other=hint)
 
 
 def record_medians(records: dict) -> dict:
