@@ -80,6 +80,34 @@ def test_the_traces_helpers_that_compute_the_breakdown_are_found():
     assert [f.line for f in found] == [3, 4]
 
 
+# Course helpers that already do a stage's work, found by a walk-through of the release
+# (issue 30): each is refused at the stage it answers, and only there.
+HELPERS_THAT_ANSWER = [
+    (AUDIT, 4, "from coursekit.measure.verdict import interval_of\n"
+               "ci = interval_of(log_ratios, 0.95)\n"),
+    ("pallas-kernel", 1, "from coursekit.workloads import remote_pallas_kernel as r\n"
+                         "def softmax_jnp(x):\n    return r.reference_softmax_f32(x)\n"),
+    ("pallas-kernel", 3, "from coursekit.measure.timing import time_synced\n"
+                         "t = time_synced(f, x, warmup=1, iters=5)\n"),
+    ("sharded-training", 1, "import coursekit.workloads.remote_sharded_training as r\n"
+                            "def describe_placement(tree):\n    return r.placement(tree)\n"),
+    ("sharded-training", 4, "from coursekit.measure import timing\n"
+                            "t = timing.time_synced(step, state, batch)\n"),
+    ("optimisation", 4, "from coursekit.measure.decision import measure_interleaved\n"
+                        "rec = measure_interleaved(slow, fast, rounds=4)\n"),
+]
+
+
+@pytest.mark.parametrize("project,stage,text", HELPERS_THAT_ANSWER,
+                         ids=[f"{p}-{s}" for p, s, _ in HELPERS_THAT_ANSWER])
+def test_a_course_helper_that_answers_a_stage_is_refused_at_that_stage(project, stage, text):
+    # the guard reads a stage's own rules (scan keeps one finding a line and name)
+    found = forbidden.scan(text, forbidden.rules_for(project, stage))
+    assert found and {f.rule.stage for f in found} == {stage}, text
+    # the rule belongs to its project: the same text passes where the helper answers nothing
+    assert forbidden.scan(text, forbidden.rules_for("foundations")) == []
+
+
 ALLOWED_USE = {
     "optimisation": "from coursekit.measure import traces\n"
                     "from coursekit.measure.timing import count_compiles\n"

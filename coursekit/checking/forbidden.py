@@ -75,6 +75,11 @@ class Finding:
 _DECISION = "coursekit.measure.decision"
 _TRACES = "coursekit.measure.traces"
 _TIMING = "coursekit.measure.timing"
+_VERDICT = "coursekit.measure.verdict"
+# The checkers' own code that runs in the learner process (coursekit.workloads.inspectors
+# loads it there): never part of an answer, and some of it is one.
+_REMOTE_PALLAS = "coursekit.workloads.remote_pallas_kernel"
+_REMOTE_SHARDED = "coursekit.workloads.remote_sharded_training"
 _AUTODIFF = ("grad", "value_and_grad", "vjp", "jacrev", "jacfwd", "hessian", "jvp",
              "linearize")
 
@@ -104,6 +109,8 @@ RULES: dict[str, tuple[Rule, ...]] = {
         Rule(_DECISION, "_interval", 4, "the interval inside decide_rounds"),
         Rule(_DECISION, "round_medians", 4, "the per-round summary inside decide_rounds: "
              "the unit of evidence decide must choose"),
+        Rule(_VERDICT, "interval_of", 4, "the course's Student-t interval of per-round log "
+             "ratios, exponentiated: the interval decide forms"),
     ),
     "optimisation": (
         Rule(_TRACES, "build_forest", 1, "the course's nesting of trace events into direct "
@@ -119,6 +126,8 @@ RULES: dict[str, tuple[Rule, ...]] = {
              "gain_sweep and predict_crossover are"),
         Rule(_TIMING, "time_synced", 4, "the course's synchronised timer: the timing "
              "write_run_records records"),
+        Rule(_DECISION, "measure_interleaved", 4, "the course's interleaved-rounds timer "
+             "(first call apart, raw samples): the timing write_run_records records"),
     ),
     "pallas-kernel": (
         Rule("coursekit.measure.pallas_inspect", "lowered_mode", 2, "the checker's own "
@@ -126,6 +135,14 @@ RULES: dict[str, tuple[Rule, ...]] = {
              "against it, so it must come from your own knowledge of your call"),
         Rule("coursekit.measure.pallas_inspect", "inspect_pallas", 2, "the checker's own "
              "reading of a pallas_call's grid and blocks: what run_softmax declares"),
+        Rule(_REMOTE_PALLAS, "*", 1, "the checker's code in your learner process: its "
+             "reference_softmax_f32 is softmax_jnp"),
+        Rule(_REMOTE_PALLAS, "*", 2, "the checker's code in your learner process: its sites "
+             "and lowered_mode read the program run_softmax declares"),
+        Rule(_REMOTE_PALLAS, "*", 3, "the checker's code in your learner process: its "
+             "time_synced is the timing sweep records"),
+        Rule(_TIMING, "time_synced", 3, "the course's synchronised timer (first call apart, "
+             "warm-up, raw samples): the timing sweep records"),
     ),
     "sharded-training": (
         Rule("coursekit.workloads.capstone", "make_candidate_step", 1, "a data-parallel "
@@ -133,6 +150,11 @@ RULES: dict[str, tuple[Rule, ...]] = {
              "make_train_step is"),
         Rule("coursekit.workloads.capstone", "make_step", 1, "returns the course's train "
              "step (the capstone's): what make_train_step is"),
+        Rule(_REMOTE_SHARDED, "*", 1, "the checker's code in your learner process: its "
+             "make_mesh, placement and timing_step are make_mesh, describe_placement and "
+             "make_train_step"),
+        Rule(_TIMING, "time_synced", 4, "the course's synchronised timer (first call apart, "
+             "warm-up, raw samples): the timing profile_train_step records"),
     ),
 }
 
