@@ -41,6 +41,10 @@ SELF_REPORTED = {
     "first_call_s, samples_s": "their sum against the wall time this process measured "
                                "around the whole call (no harness can time more than "
                                "elapsed)",
+    "host_read_at": "(the calls that read the HostReadProbe leaf of host_metric_step to the "
+                    "host) none independent: on CPU a host read and block_until_ready take "
+                    "the same time; only ever a reason to fail time_fn(sync='host_read'), "
+                    "whose host-read medians are also timed against this process's own",
 }
 
 # An unsynchronised timer reads about 10^3-10^4 times too fast on this workload, so a
