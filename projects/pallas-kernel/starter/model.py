@@ -132,7 +132,7 @@ def softmax_kernel(x_ref, o_ref, *, n_cols: int) -> None:
     ``softmax_jnp``'s budget, whatever the cells past the edge hold; the row's max and
     sum are taken here, inside the kernel (checked through ``softmax_pallas``).
     """
-    raise NotImplementedError('stage 2: softmax_kernel (mask columns >= n_cols, then reduce)')
+    raise NotImplementedError('stage 2: softmax_kernel')
 
 
 @functools.partial(jax.jit, static_argnames=("block_rows", "interpret"))
@@ -152,7 +152,7 @@ def softmax_pallas(x: jax.Array, *, block_rows: int = 8,
     Size hint on CPU: tens of programs (about a millisecond each, interpreted).
     """
     _check_input(x, "softmax_pallas")
-    raise NotImplementedError('stage 2: softmax_pallas (grid over row blocks, BlockSpec, pallas_call)')
+    raise NotImplementedError('stage 2: softmax_pallas')
 
 
 def run_softmax(x: jax.Array, *, block_rows: int = 8) -> dict:

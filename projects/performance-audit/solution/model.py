@@ -520,7 +520,7 @@ def saved_residual_bytes(params: list, x, policy: str | None = None,
     for reading). Checked (stage 3) for equality with the checker's own count, without
     remat and with ``nothing_saveable``, in float32 and bfloat16, for both models.
     """
-    ### BEGIN SOLUTION stage 3: saved_residual_bytes (public route: the vjp's leaves)
+    ### BEGIN SOLUTION stage 3: saved_residual_bytes
     loss = MODELS[model]
     _, pullback = jax.vjp(lambda p, v: loss(p, v, policy), params, x)
     arguments = {id(leaf) for leaf in jax.tree.leaves((params, x))}
@@ -614,7 +614,7 @@ def peak_rss_fresh_process(depth: int, width: int, hidden: int, batch: int,
     ``nothing_saveable``; the plan's arguments and outputs exact.
     Size hint: 3 blocks, width 33, hidden 513, batch 6001: about 1 s each.
     """
-    ### BEGIN SOLUTION stage 3: peak_rss_fresh_process (reset VmHWM after compile)
+    ### BEGIN SOLUTION stage 3: peak_rss_fresh_process (the run alone)
     import os
     import subprocess
     import sys

@@ -326,7 +326,7 @@ def saved_residual_bytes(params: list, x, policy: str | None = None,
     for reading). Checked (stage 3) for equality with the checker's own count, without
     remat and with ``nothing_saveable``, in float32 and bfloat16, for both models.
     """
-    raise NotImplementedError("stage 3: saved_residual_bytes (public route: the vjp's leaves)")
+    raise NotImplementedError('stage 3: saved_residual_bytes')
 
 
 def compiler_temp_bytes(params: list, x, policy: str | None = None,
@@ -364,7 +364,7 @@ def peak_rss_fresh_process(depth: int, width: int, hidden: int, batch: int,
     ``nothing_saveable``; the plan's arguments and outputs exact.
     Size hint: 3 blocks, width 33, hidden 513, batch 6001: about 1 s each.
     """
-    raise NotImplementedError('stage 3: peak_rss_fresh_process (reset VmHWM after compile)')
+    raise NotImplementedError('stage 3: peak_rss_fresh_process (the run alone)')
 
 
 # ---------------------------------------------------------------------------------------

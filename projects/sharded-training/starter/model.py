@@ -200,18 +200,15 @@ def global_grads(params: dict, batch: dict, mesh):
 
     Must hold: loss a float32 scalar and grads a tree like ``params``, equal to one
     device's loss and gradient over the valid rows of the same batch (rtol 1e-4), for
-    any counts; ``check_vma`` stays on (with it off, ``grad`` no longer sums the shards
-    for you and wrong versions look right while counts are equal).
+    any counts, a shard without a valid row included (finite, no 0/0); ``check_vma``
+    stays on (with it off, some wrong versions agree with one device while the counts
+    are equal).
 
-    Tempting versions that are wrong (measured on 8 devices): the mean of per-shard
-    means (weights a shard with 3 valid rows like one with 64); ``grad`` of each shard's
-    *mean* loss with respect to the replicated params: with ``check_vma`` on, the
-    transpose of a replicated input already sums over the shards, so that is 8x on 8
-    devices, and a ``pmean`` after it changes nothing (the value is already the same on
-    every device); a ``psum`` after ``grad`` of a sum sums once more (8x).
     How it is checked: on 8 devices against the checker's single-device gradient, with
     equal counts, unequal counts and a shard without a valid row, and the program read
-    for its ``shard_map``. Size hint: about 10 lines."""
+    for its ``shard_map``. A failure names the known mistake your numbers match (8x the
+    gradient, the mean of per-shard means, NaN); notebook 05 measures where each comes
+    from. Size hint: about 10 lines."""
     raise NotImplementedError('stage 2: global_grads')
 
 
