@@ -122,15 +122,19 @@ import ctypes as _ctypes
 _honest_grads = regression_grads
 
 
-def regression_grads(params, x, y):  # stage 2 dies; stages 1 and 3 are the reference's
+def regression_grads(params, x, y):  # stage 2 dies; stage 1 is the reference's
     _ctypes.string_at(0)
+
+
+def train_classifier(key, x, y, **kwargs):  # stage 3 not written yet: its checks end at
+    raise NotImplementedError               # once (the reference's takes ~20 s a grading)
 '''
 
 
 @pytest.mark.slow
 def test_shared_and_stage_by_stage_grading_record_the_same(tmp_path):
     """Through the real grader, with the same held-out seeds: a submission whose stage 2
-    crashes its learner process is graded again stage by stage (every record as alone),
+    crashes its learner process (its stage 3 unwritten) is graded again stage by stage (every record as alone),
     and an unfinished one is split from its one clean run; both score exactly as
     ``--stage-per-run`` grading scores them."""
     subs = tmp_path / "subs"
@@ -168,5 +172,6 @@ def test_shared_and_stage_by_stage_grading_record_the_same(tmp_path):
             assert shared["sandbox_run"].startswith("shared by stages [1, 2, 3]")
     crashed = {item: r["status"] for (student, item), r in latest["alone"].items()
                if student == "crashes-in-2"}
+    unfinished = latest["alone"][("unfinished", "foundations/stage-3")]["status"]
     assert crashed == {"foundations/stage-1": "pass", "foundations/stage-2": "crash",
-                       "foundations/stage-3": "pass"}, crashed
+                       "foundations/stage-3": unfinished} and unfinished != "pass", crashed
