@@ -1,5 +1,5 @@
 """performance-audit's checker tells right from wrong: the reference passes every stage
-(three times with the other core busy: a timing check may be INCONCLUSIVE, never FAIL),
+(with the other core busy: a timing check may be INCONCLUSIVE, never FAIL),
 the starter fails every stage with its stage hint, and each planted bug fails the check
 aimed at it."""
 
@@ -16,7 +16,6 @@ from helpers import (
     reference_run,
     run_checker,
     solution,
-    spinning_core,
     starter,
 )
 from planted_batch import PlantedBatch
@@ -26,18 +25,16 @@ CHECKS_PER_STAGE = {1: 8, 2: 6, 3: 5, 4: 9}
 
 
 @pytest.mark.slow
-def test_reference_passes_every_stage_three_times_with_a_busy_core(tmp_path):
-    """Three runs of ``check.py --stage all``, each in its own process with the other core
-    busy. The first is the session's shared busy-core reference run (notebooks 01-04 and
-    08 read its passed stages in their check cells); two more follow here."""
-    for attempt in range(3):
-        if attempt == 0:
-            result = reference_run(PROJECT, busy_core=True)
-        else:
-            with spinning_core():
-                result = run_checker(PROJECT, solution(PROJECT), "all", tmp=tmp_path)
-        # a timing check may be INCONCLUSIVE under the load, never FAIL (issue 28)
-        assert_reference_ok(result, sum(CHECKS_PER_STAGE.values()), context=attempt)
+def test_reference_passes_every_stage_with_a_busy_core():
+    """``check.py --stage all`` with the other core busy: the session's shared busy-core
+    reference run (notebooks 01-04 and 08 read its passed stages in their check cells).
+    The sandboxed grading of the same solution (test_autograder_batch) is a second run
+    under other conditions; repeated runs to find flakes are ``make flake``'s job
+    (FLAKE_RUNS times, FLAKE_LOAD=heavy), not the suite's: two more runs here cost about
+    four minutes of every CI run."""
+    result = reference_run(PROJECT, busy_core=True)
+    # a timing check may be INCONCLUSIVE under the load, never FAIL (issue 28)
+    assert_reference_ok(result, sum(CHECKS_PER_STAGE.values()))
 
 
 def test_starter_fails_each_stage_with_its_hint(tmp_path):
