@@ -17,6 +17,7 @@ about itself is listed in ``SELF_REPORTED``, each with its independent counterpa
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -162,7 +163,10 @@ def mse_cases(ctx) -> list[tuple[str, np.ndarray, np.ndarray]]:
 
 
 def mse64(pred: np.ndarray, target: np.ndarray) -> float:
-    return float(np.mean((pred.astype(np.float64) - target.astype(np.float64)) ** 2))
+    """The checker's own mean squared error: float64 squares summed exactly rounded
+    (``math.fsum``), so the reference carries no summation error of its own."""
+    diff = pred.astype(np.float64).ravel() - target.astype(np.float64).ravel()
+    return math.fsum(diff * diff) / diff.size
 
 
 def scalar_float32(value, what: str) -> float:
@@ -327,23 +331,33 @@ def expect_replay(function: str, yours: np.ndarray, ref: np.ndarray, diagnoses,
                       yours=yours, expected=ref, hint=hint)
 
 
+def batch_loss64(params: dict, xb, yb):
+    """``regression_loss`` on one batch, for ``jax.grad`` in float64 (``replay_fit``)."""
+    return jnp.mean((xb @ params["w"] + params["b"] - yb) ** 2)
+
+
 def replay_fit(key, x, y, steps, batch, lr, reuse_key: bool = False) -> dict:
-    """The checker's own SGD with the documented key protocol (float64 gradients,
-    float32 parameters). ``reuse_key`` replays the classic mistake, for diagnosis."""
+    """The checker's own SGD with the documented key protocol: the rows of every step
+    drawn first, then float64 steps whose gradient is ``jax.grad`` of the checker's loss
+    (autodiff, which regression_grads may not use, so this replay holds no answer to it).
+    ``reuse_key`` replays the classic mistake, for diagnosis."""
     x64, y64 = np.asarray(x, np.float64), np.asarray(y, np.float64)
     n, d = x64.shape
     k_init, k_batches = jax.random.split(key)
     w = np.asarray(jax.random.normal(k_init, (d,), jnp.float32) / jnp.sqrt(d), np.float64)
-    b = 0.0
-    k_step = None
+    schedule, k_step = [], None
     for _ in range(steps):
         if not (reuse_key and k_step is not None):
             k_batches, k_step = jax.random.split(k_batches)
-        rows = np.asarray(jax.random.randint(k_step, (batch,), 0, n))
-        residual = x64[rows] @ w + b - y64[rows]
-        w = w - lr * 2.0 * x64[rows].T @ residual / batch
-        b = b - lr * 2.0 * residual.mean()
-    return {"w": w, "b": np.float64(b)}
+        schedule.append(np.asarray(jax.random.randint(k_step, (batch,), 0, n)))
+    # float64 only here: under x64 the draws above would change (randint's default dtype)
+    with jax.enable_x64(True):
+        grad = jax.jit(jax.grad(batch_loss64))
+        params = {"w": jnp.asarray(w, jnp.float64), "b": jnp.zeros((), jnp.float64)}
+        for rows in schedule:
+            g = grad(params, jnp.asarray(x64[rows]), jnp.asarray(y64[rows]))
+            params = {k: params[k] - lr * g[k] for k in params}
+        return {"w": np.asarray(params["w"], np.float64), "b": np.float64(params["b"])}
 
 
 def fit_case(ctx) -> dict:
