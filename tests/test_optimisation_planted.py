@@ -11,8 +11,8 @@ linearly or missing the below-at-once case; a prediction through the origin, wit
 sync, for a hard-coded threshold, with the intercept or slope wrong, or its medians
 swapped; records with output_ok written in, the Python tracer on, one learning rate,
 fixed call counts, in milliseconds or of the wrong arrays, with the copy or a
-warm-up call inside what is timed, or a wrong output timed. Each fails the check aimed
-at it, by verdict."""
+warm-up call inside what is timed, a wrong output timed, or the traced call not waited
+for inside the trace. Each fails the check aimed at it, by verdict."""
 
 from __future__ import annotations
 
@@ -215,6 +215,11 @@ PLANTED = {
          "        call(lr=problem[\"lr\"])\n        with count_compiles() as first:\n")]),
     "records_wrong_output_still_timed": (4, "output_ok_is_measured", [
         ("            if ok:\n", "            if True:\n")]),
+    # issue 29: the traced call waited for only after the trace has closed
+    "records_traced_call_not_waited_for": (4, "records_valid_for_decide", [
+        ("                jax.block_until_ready(fn(params, *args, next(lrs)))\n",
+         "                out_traced = fn(params, *args, next(lrs))\n"
+         "        jax.block_until_ready(out_traced)\n")]),
 }
 
 # The phrase each hint must hold (the cause its evidence shows), and ones it must not.
@@ -233,7 +238,9 @@ HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named e
          "records_clock_started_before_the_copy": "the copy is inside the timed sample",
          "records_first_call_after_a_warm_up": "a call was made before the 'first call'",
          "records_wrong_output_still_timed": "a wrong output was timed and its samples "
-                                             "kept"}
+                                             "kept",
+         "records_traced_call_not_waited_for": "the traced call was not finished inside "
+                                               "the trace"}
 WRONG_HINTS = {"shares_of_the_phases_total": "direct child"}
 BATCH = PlantedBatch("optimisation", PLANTED, hints=HINTS, wrong_hints=WRONG_HINTS)
 

@@ -3,7 +3,10 @@
 record (``coursekit.provenance.records.validate_run_record``, trace included) of the
 workload asked for, with the warm-up and timed calls asked for (drawn counts, and a
 drawn 30-40 calls on a tiny problem), ``output_ok`` True, a trace that holds the
-record's region and was taken with the Python tracer off, the before record's warmed
+record's region and was taken with the Python tracer off, the after record's region
+holding its traced call to the end (the XLA operations that ran inside it, at least
+``FINISHED_OPS_SHARE`` of those one call runs in a trace the checker has the learner
+process take, ``optimisation/fast_traced``, self-reported), the before record's warmed
 calls compiling at least as often as the checker counts for ``train_slow`` with a new
 learning rate per call, the after record's not at all. ``output_ok`` must be computed:
 the inspector ``optimisation/records_with_a_wrong_fast`` (self-reported, run beside the
@@ -30,7 +33,8 @@ is open.
 
 Budget: the stage took 20 s at load 2.3 per core (4.7 on 2 cores): the records at the
 timing size and the 30-40 calls on a tiny problem (14 s), the records with a wrong
-``train_fast`` (1 s), and the timing check's three rounds (3 s). The timing check starts
+``train_fast`` (1 s), and the timing check's three rounds (3 s); the checker's traced
+``train_fast`` call adds 0.1-0.3 s (measured on one core). The timing check starts
 no round after ``RECORDS_BUDGET_S`` (25 s, scaled by ``COURSE_TIMING_BUDGET``) from the
 end of what it needs once whatever the load (the records, both versions' first calls at
 their size): under heavier load it ends there, INCONCLUSIVE unless something failed,
@@ -176,6 +180,45 @@ def many_calls_honoured(impl, ctx) -> None:
                         hint="give every call a learning rate of its own, however many")
 
 
+# The after record's traced call against one the checker has waited for inside a trace
+# (the inspector optimisation/fast_traced, in the learner process: self-reported), by the
+# XLA operations each executed inside its region. Both are the same program on the same
+# problem: a finished call's count was the checker's exactly at 7 seeds (420-484 ops),
+# while a call not waited for inside the trace had 1-157 of them in its region (the rest
+# ran after the trace closed). Under this share of the checker's count it fails.
+FINISHED_OPS_SHARE = 0.9
+
+
+def ops_in_region(trace, region: str) -> int:
+    """XLA operations executed inside the ``region`` events of ``trace``: the events the
+    CPU runtime's thunk executor records per operation run (their args name the
+    ``hlo_op``), each lying wholly within one region event. An operation ends before the
+    call that runs it returns, so a call waited for inside its region has them all there."""
+    events = [e for e in traces.load_events(trace) if e.get("ph") == "X" and "dur" in e]
+    spans = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in events
+             if e.get("name") == region]
+    return sum(1 for e in events if "hlo_op" in (e.get("args") or {}) and any(
+        start <= float(e["ts"]) and float(e["ts"]) + float(e["dur"]) <= end
+        for start, end in spans))
+
+
+def fast_ops_per_call(impl, ctx, region: str) -> int:
+    """The XLA operations one finished train_fast call on the records' problem executes:
+    counted in a trace the checker has the learner process take of one such call, waited
+    for inside its region (``optimisation/fast_traced``, self-reported)."""
+    def make():
+        path = bridge.inspect(impl, "optimisation/fast_traced", LearnerFunction("train_fast"),
+                              timing_config(ctx), ctx.seed + 5,
+                              str(ctx.subdir("fast-traced")), region,
+                              [1.3 + 1e-3 * next(_FRESH_RATES) for _ in range(2)])
+        ops = ops_in_region(path, region)
+        if ops < 1:  # a vacuous bound would pass any learner: the checker's own fault
+            raise RuntimeError(f"the checker's own trace of one train_fast call holds {ops} "
+                               "XLA operation events (expected the call's operations)")
+        return ops
+    return ctx.once("fast-ops", make)
+
+
 @checker.check(4, "records_valid_for_decide")
 def _(impl, ctx):
     records = learner_records(impl, ctx)
@@ -225,6 +268,18 @@ def _(impl, ctx):
     fail_unless(records["before"]["boundary"] == records["after"]["boundary"],
                 "before and after must time the same boundary",
                 yours=(records["before"]["boundary"], records["after"]["boundary"]))
+    after = records["after"]
+    mine = fast_ops_per_call(impl, ctx, after["region"])
+    yours = ops_in_region(after["trace"], after["region"])
+    fail_unless(yours >= FINISHED_OPS_SHARE * mine,
+                f"the after record's trace holds {yours} of the {mine} XLA operations one "
+                f"train_fast call on this problem executes inside its {after['region']!r} "
+                "region: the traced call was not finished inside the trace",
+                yours=f"{yours} operations inside the region",
+                expected=f"{mine} (the checker's count: one call waited for inside a trace "
+                "in your process, self-reported)",
+                hint="wait for the traced call (jax.block_until_ready) inside its region "
+                "annotation, before the trace closes: what runs after is not in the trace")
 
 
 @checker.check(4, "output_ok_is_measured")
