@@ -137,6 +137,9 @@ RULES: dict[str, tuple[Rule, ...]] = {
              "reading of a pallas_call's grid and blocks: what run_softmax declares"),
         Rule(_REMOTE_PALLAS, "*", 1, "the checker's code in your learner process: its "
              "reference_softmax_f32 is softmax_jnp"),
+        Rule("scipy.special", "*", 1, "SciPy's float64 softmax (softmax, log_softmax, "
+             "logsumexp) is the checker's own reference: what softmax_numpy_f64 asks you to "
+             "write in NumPy, the row max subtracted"),
         Rule(_REMOTE_PALLAS, "*", 2, "the checker's code in your learner process: its sites "
              "and lowered_mode read the program run_softmax declares"),
         Rule(_REMOTE_PALLAS, "*", 3, "the checker's code in your learner process: its "

@@ -7,10 +7,10 @@ The learner's code runs in a learner process (the Checker's learner-process flag
 ``coursekit.checking.bridge``): this process never imports the learner's file. Checks send
 it inputs as data and get the learner's results back as data (softmax outputs, tolerance
 dicts, ``run_softmax`` results, sweep records, summaries), and verify them here against the
-checker's own references: a NumPy float64 softmax (the row max subtracted, ``ref64``) and a
-float32 ``jax.numpy`` softmax (``ref_jnp``), with the checker's own rounding budget
-(``budget``). Inputs and shapes come from a seed the learner does not see, with shapes
-that the block sizes do not divide (``draw``, ``ragged``).
+checker's own references: a float64 softmax (SciPy's, the row max subtracted,
+``ref64``) and a float32 ``jax.numpy`` softmax (``ref_jnp``), with the checker's own
+rounding budget (``budget``). Inputs and shapes come from a seed the learner does not
+see, with shapes that the block sizes do not divide (``draw``, ``ragged``).
 
 What needs the learner's *program* (a ``pallas_call``'s grid, blocks, index maps, the
 primitives inside and outside the kernel, the ``interpret`` flag, the flag with
@@ -30,6 +30,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.special
 
 from coursekit.checking.contract import Checker
 from coursekit.checking.learner import LearnerCodeError, get_function
@@ -95,11 +96,10 @@ BLOCK_ROWS = (8, 16, 32)
 def ref64(x) -> np.ndarray:
     """The truth: float64 throughout (bfloat16 and float32 values are exact in float64),
     the row max subtracted, so rows near +-1000 neither overflow nor lose their tiny
-    probabilities (which underflow to 0 in float32 and stay > 0 here)."""
-    z = np.asarray(x).astype(np.float64)
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    y = e / e.sum(axis=1, keepdims=True)
+    probabilities (which underflow to 0 in float32 and stay > 0 here). Computed by
+    ``scipy.special.softmax``, which a learner file may not use at stage 1
+    (``coursekit.checking.forbidden``): this reference is no copyable softmax_numpy_f64."""
+    y = scipy.special.softmax(np.asarray(x).astype(np.float64), axis=1)
     assert y.dtype == np.float64 and np.all(np.isfinite(y))  # the oracle's own promise
     return y
 
