@@ -28,7 +28,11 @@ a sample, calls not interleaved, a mean reported as the median). The inspectors
 ``train_fast`` for the checker to time; the times and compile count they report are
 self-reported (the times only cross-checked
 against the checker's clock; the compile count backs ``no_recompile_fixed_shape``
-beside the checker's timing of the first call against later ones).
+beside the checker's timing of the first call against later ones). The inspector
+``optimisation/fast_traced`` (``coursekit/workloads/remote_optimisation_traced.py``) traces
+one finished ``train_fast`` call on the records' problem; the checker reads that trace
+itself, and the count of XLA operations in it is self-reported, only ever a reason to fail
+an after record whose region holds fewer (a traced call not waited for inside its trace).
 
 The checks live beside this file, one module a stage; this file only gathers them into
 ``checker`` (what the autograder reads) and runs it:
