@@ -1,0 +1,232 @@
+"""The released checkers hold no copy of a stage's answer (issue 30 walk-through, "the
+released checkers hold the reference code").
+
+The learner release ships every project's ``tests/`` (learners run ``check.py`` locally;
+``autograder.release`` copies a project whole, less ``solution/``), and a checker computes
+its own references: where that code *is* a learner function, a learner can copy it and pass.
+A checker's reference is therefore computed with a tool the learner file is refused at that
+stage (``coursekit.checking.forbidden``: JAX autodiff in foundations' replay of the fit,
+``scipy.special`` for pallas' float64 softmax, ``coursekit.measure.peak_memory``'s models for
+the remat losses), or independently of the learner's algorithm (pallas' expected summary is
+read from the plan that planted the records). This test reads every function of the
+released checker files beside every learner function of each ``solution/model.py`` (a
+function holding, or lying inside, a ``BEGIN SOLUTION`` block):
+
+* no checker function has the same body as a learner function once names and constants
+  are abstracted (``tokens``: the AST in pre-order, docstrings dropped, every identifier
+  and constant one token, attribute names kept: they are the APIs the code uses);
+* no function of the project's own checker holds more than ``CONTAINED`` of a learner
+  function's runs of ``RUN`` consecutive tokens (learner functions of at least
+  ``MIN_RUNS`` runs: shorter ones are a line or two, where any two calls look alike;
+  across projects only equal bodies count: an SGD step in sharded-training's reference
+  shares 0.47 of optimisation's jitted scan by the idioms alone).
+
+Measured on the checkers before the fix (commit 0535b50): the answers scored 0.46
+(saved_residual_bytes ~ residual_bytes) to 0.96 (matmul_cost_by_hand), among them ref64 ~
+softmax_numpy_f64 0.56, reference_loss ~ block_loss 0.52, replay_train ~ train_classifier
+0.57; the highest pair that is no answer, write_trace ~ the checker's own trace writer,
+0.43 (both call the profiler with a named region). ``ALLOWED`` lists what stays, each with
+why; an entry that no longer matches must go.
+
+Its reach: whole functions. A one-line answer inside a longer checker function (the hand
+gradient foundations' replay once held, the rounding budget pallas' ``budget`` computes)
+is below it; those were read, not scanned.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from coursekit.facts import ROOT
+
+RUN = 6            # tokens per run (shingle)
+MIN_RUNS = 20      # learner functions shorter than this are compared exactly only
+MIN_TOKENS = 8     # below this a body is `return x` or so: equal by accident
+CONTAINED = 0.45   # share of a learner function's runs found in one checker function
+
+# (project, learner function, checker file, checker function): why it stays.
+ALLOWED = {
+    ("foundations", "train_classifier", "foundations/tests/check.py", "replay_train"):
+        "the stage-3 contract is a replay (\"the checker replays it exactly\"): every tool "
+        "of it (jax.random, jax.grad of classifier.loss, the update) is one the learner "
+        "needs and may use, so any replay the checker runs is a train_classifier once "
+        "pasted (a float64 or reformulated one after one cast); closing it needs the "
+        "replay kept off the learner's machine, a design decision",
+    ("performance-audit", "matmul_cost_by_hand", "performance-audit/tests/"
+     "audit_stage2_evidence.py", "_"):
+        "the answer is a closed-form count checked exactly: any code the checker runs to "
+        "get the number is the answer; the compiler's count is no substitute: the learner "
+        "may call it too (cost_from_compiler, the same stage), and whether it equals the "
+        "hand count off CPU was not measured",
+    ("performance-audit", "cost_from_compiler", "performance-audit/tests/"
+     "audit_stage2_evidence.py", "_"):
+        "the contract is equality with the checker's own compile of the same function: "
+        "the checker has to make the very call (jit, lower, compile, cost_analysis)",
+    ("performance-audit", "saved_residual_bytes", "performance-audit/tests/"
+     "audit_stage3_remat.py", "residual_bytes"):
+        "the count is defined as the leaves of jax.vjp's pullback that are not the "
+        "arguments (the public route the docstring and notebook 04 name); another count "
+        "would need a private JAX API the learner may equally call",
+    ("optimisation", "step_breakdown", "optimisation/tests/optim_stage1_breakdown.py",
+     "expected_breakdown"):
+        "open, outside this change: built on traces helpers a learner file is refused at "
+        "stage 1, so a copy is refused, though its logic can be read",
+    ("optimisation", "crossover", "optimisation/tests/optim_stage3_crossover.py",
+     "reference_crossover"):
+        "open, outside this change (issue 30 table: optimisation stage 3)",
+    ("sharded-training", "describe_placement", "sharded-training/tests/stage1_placement.py",
+     "checker_placement"):
+        "open, outside this change (issue 30 table: sharded-training stage 1)",
+}
+
+
+def tokens(fn: ast.AST) -> tuple[str, ...]:
+    """The body of ``fn`` in pre-order: node types, every name or argument "N", every
+    constant "C", attributes by name; docstrings and load/store contexts dropped."""
+    out: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.expr_context):
+            return
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
+                and isinstance(node.value.value, str):
+            return
+        if isinstance(node, ast.Attribute):
+            out.append("." + node.attr)
+        elif isinstance(node, (ast.Name, ast.arg)):
+            out.append("N")
+        elif isinstance(node, ast.Constant):
+            out.append("C")
+        else:
+            out.append(type(node).__name__)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    for statement in fn.body:
+        visit(statement)
+    return tuple(out)
+
+
+def runs(seq: tuple[str, ...]) -> set[tuple[str, ...]]:
+    return {seq[i:i + RUN] for i in range(len(seq) - RUN + 1)}
+
+
+def functions(tree: ast.AST, prefix: str = "") -> list[tuple[str, ast.AST]]:
+    """(qualified name, node) of every function in ``tree``, nested ones as outer.inner."""
+    out = []
+    for node in ast.iter_child_nodes(tree):
+        name = prefix
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            name = prefix + node.name
+            out.append((name, node))
+            name += "."
+        out += functions(node, name)
+    return out
+
+
+def learner_functions(project: str) -> dict[str, tuple[str, ...]]:
+    """Name -> tokens of each module-level function of the solution that holds a BEGIN
+    SOLUTION block or lies inside one (a nested function is part of its learner function:
+    on its own, a jitted SGD step looks like every other)."""
+    text = (ROOT / "projects" / project / "solution" / "model.py").read_text()
+    lines = text.splitlines()
+    blocks, start = [], None
+    for number, line in enumerate(lines, 1):
+        if "### BEGIN SOLUTION" in line:
+            start = number
+        elif "### END SOLUTION" in line and start is not None:
+            blocks.append((start, number))
+            start = None
+    found = {}
+    for name, fn in functions(ast.parse(text)):
+        if "." in name:
+            continue
+        holds = any(fn.lineno <= b <= fn.end_lineno for b, _ in blocks)
+        inside = any(b <= fn.lineno and fn.end_lineno <= e for b, e in blocks)
+        if holds or inside:
+            found[name] = tokens(fn)
+    return found
+
+
+def checker_functions() -> list[tuple[str, str, tuple[str, ...]]]:
+    """(file under projects/, function name, tokens) for every function of every released
+    checker file."""
+    out = []
+    for path in sorted((ROOT / "projects").glob("*/tests/**/*.py")):
+        where = path.relative_to(ROOT / "projects").as_posix()
+        out += [(where, name, tokens(fn)) for name, fn in functions(ast.parse(path.read_text()))]
+    return out
+
+
+PROJECTS = sorted(p.parent.parent.name for p in (ROOT / "projects").glob("*/solution/model.py"))
+
+
+def matches(project: str, checkers) -> dict[tuple[str, str, str, str], str]:
+    """(project, learner function, checker file, checker function) -> what matched."""
+    found = {}
+    for name, mine in learner_functions(project).items():
+        own = runs(mine)
+        for where, other, theirs in checkers:
+            if len(mine) >= MIN_TOKENS and mine == theirs:
+                found[(project, name, where, other)] = "the same body, names abstracted"
+            elif len(own) >= MIN_RUNS and where.startswith(project + "/"):
+                share = len(own & runs(theirs)) / len(own)
+                if share > CONTAINED:
+                    found[(project, name, where, other)] = (
+                        f"{share:.2f} of its {RUN}-token runs (limit {CONTAINED})")
+    return found
+
+
+@pytest.fixture(scope="module")
+def checkers():
+    return checker_functions()
+
+
+@pytest.mark.parametrize("project", PROJECTS)
+def test_no_released_checker_function_is_a_learner_answer(project, checkers):
+    found = matches(project, checkers)
+    new = {k: v for k, v in found.items() if k not in ALLOWED}
+    assert not new, ("a released checker function holds a learner function's code "
+                     "(compute the reference with a tool the learner is refused at that "
+                     f"stage, or independently of the learner's algorithm): {new}")
+    stale = [k for k in ALLOWED if k[0] == project and k not in found]
+    assert not stale, f"allowed but no longer matching, remove from ALLOWED: {stale}"
+
+
+def test_every_allowed_entry_says_why():
+    for key, why in ALLOWED.items():
+        assert key[0] in PROJECTS and len(why.split()) >= 8, key
+
+
+def test_the_scan_finds_a_pasted_answer():
+    """A checker that holds the reference's softmax_numpy_f64 under another name, with
+    other variable names, is caught; the checker's own reference (scipy's softmax, which a
+    learner file may not use at stage 1) is not."""
+    pasted = ("def oracle(a):\n    q = np.asarray(a).astype(np.float64)\n"
+              "    q = q - q.max(axis=-1, keepdims=True)\n    t = np.exp(q)\n"
+              "    return t / t.sum(axis=-1, keepdims=True)\n")
+    fake = [("pallas-kernel/tests/planted.py", "oracle",
+             tokens(functions(ast.parse(pasted))[0][1]))]
+    assert ("pallas-kernel", "softmax_numpy_f64", "pallas-kernel/tests/planted.py",
+            "oracle") in matches("pallas-kernel", fake)
+    other = ("def oracle(a):\n"
+             "    return scipy.special.softmax(np.asarray(a).astype(np.float64), axis=1)\n")
+    fake = [("pallas-kernel/tests/planted.py", "oracle",
+             tokens(functions(ast.parse(other))[0][1]))]
+    assert not any(k[3] == "oracle" for k in matches("pallas-kernel", fake))
+
+
+def test_a_long_answer_is_caught_inside_a_longer_checker_function():
+    """Containment, not likeness: summarize's reference, pasted into a checker function
+    with more around it, still counts."""
+    text = (ROOT / "projects" / "pallas-kernel" / "solution" / "model.py").read_text()
+    summarize = dict(functions(ast.parse(text)))["summarize"]
+    body = "\n".join(ast.unparse(statement) for statement in summarize.body)
+    wrapped = ("def expected(records):\n    import math\n    extra = [1, 2, 3]\n"
+               + "\n".join("    " + line for line in body.splitlines()) + "\n")
+    fake = [("pallas-kernel/tests/planted.py", "expected",
+             tokens(functions(ast.parse(wrapped))[0][1]))]
+    assert ("pallas-kernel", "summarize", "pallas-kernel/tests/planted.py",
+            "expected") in matches("pallas-kernel", fake)
