@@ -5,11 +5,11 @@
 The learner's code runs in a learner process (``learner_process=True``,
 ``coursekit.checking.bridge``): this process never imports the learner's file. Checks send
 it inputs as data and get the learner's results back as data, and verify them here against
-the checker's own references: a NumPy float64 softmax (the row max subtracted) and a float32
-``jax.numpy`` softmax, with the checker's own rounding budget. Inputs and shapes come from
-a seed the learner does not see, with shapes that the block sizes do not divide. What needs
-the learner's *program* is read in the learner process by inspectors; those answers are
-self-reported, listed in ``SELF_REPORTED`` (``pallas_harness``) with what each is
+the checker's own references: SciPy's float64 softmax (refused in the learner's stage 1)
+and a float32 ``jax.numpy`` softmax, with the checker's own rounding budget. Inputs and
+shapes come from a seed the learner does not see, with shapes that the block sizes do not
+divide. What needs the learner's *program* is read in the learner process by inspectors;
+those answers are self-reported, listed in ``SELF_REPORTED`` (``pallas_harness``) with what each is
 cross-checked against here (the program exported as StableHLO and read and run in this
 process, the shape arithmetic, this process's wall clock); a contradiction is tamper
 evidence (the stage scores 0). Timing (stage 3) compares ratios with wide windows, never
