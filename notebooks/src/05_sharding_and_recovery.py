@@ -269,16 +269,14 @@ check1 = run_check("sharded-training", 1, IMPL)
 # `jax.shard_map` runs a function once per device on that device's piece; you write the
 # collectives yourself. Padding makes the pieces unequal: the last batch of an epoch,
 # or a dataset that does not divide evenly, leaves some shards with few real rows, or
-# none. The global update is the sum of per-shard gradient *sums* divided by the total
-# valid count.
+# none. The global update is the mean gradient over the *valid* rows of the whole batch,
+# however they are spread over the shards: one device's gradient over the same real rows.
 #
 # One JAX detail decides the code: inside `shard_map`, the parameters are *replicated*
-# (the same on every device), and with `check_vma` on (the default) JAX knows it. The
-# transpose of a replicated input sums over the axis, so `grad` of a shard's loss sum
-# already returns the global sum of gradients, the same on every device. A `psum` on top
-# multiplies it by the device count again; a `pmean` on top changes nothing (the mean of
-# 8 equal values is that value), so it cannot undo the sum either. The diagnosis section
-# below measures each of these.
+# (the same on every device), and with `check_vma` on (the default) JAX knows it, so what
+# `grad` returns for them inside `shard_map` is not what one device's `grad` of the same
+# code returns. The diagnosis section below measures what that does to a shard's mean loss
+# with a `pmean` or a `psum` on top; what the right update needs follows from it.
 
 # %%
 def reference_grads(params, host_batch):
@@ -571,7 +569,7 @@ with not_yet("the 4-device restart") as four_ok:
 # shards. So `grad` of each shard's mean loss already returns the sum of the 8 per-shard
 # gradients: 8 times the mean when the shards are equal. That sum is identical on every
 # device, and `pmean` of a value identical on every device returns it unchanged. The cell
-# below measures five versions on this notebook's 8 devices: the factor is |gradient| /
+# below measures four versions on this notebook's 8 devices: the factor is |gradient| /
 # |one device's gradient| with equal valid counts, and the last column the relative error
 # against one device with unequal counts (a factor of 1.0 at equal counts is not yet
 # correct weighting).
@@ -595,24 +593,16 @@ def planted_per_shard(p, x, y, m):                  # the planted failure
     return jax.lax.pmean(g, "data")                 # "average over the devices"
 
 
-def psum_after_grad(p, x, y, m):                    # pmap-era count-weighted code
-    g = jax.grad(classifier.loss_sum)(p, x, y, m)
-    total = jax.lax.psum(jnp.sum(m), "data")
-    return jax.tree.map(lambda a: jax.lax.psum(a, "data") / total, g)
-
-
-def count_weighted(p, x, y, m):                     # no collective on the gradient
-    g = jax.grad(classifier.loss_sum)(p, x, y, m)
-    total = jax.lax.psum(jnp.sum(m), "data")
-    return jax.tree.map(lambda a: a / total, g)
+def psum_after_grad(p, x, y, m):                    # "sum over the devices"
+    g = jax.grad(classifier.loss)(p, x, y, m)       # gradient of this shard's mean loss
+    return jax.lax.psum(g, "data")
 
 
 planted_8x_grads = shard_map_grads(planted_per_shard)
 VARIANTS = {
     "grad(shard mean)": shard_map_grads(grad_of_shard_mean),
     "grad(shard mean) + pmean (planted)": planted_8x_grads,
-    "grad(shard sum) + psum, / count": shard_map_grads(psum_after_grad),
-    "grad(shard sum) / count (the fix)": shard_map_grads(count_weighted),
+    "grad(shard mean) + psum": shard_map_grads(psum_after_grad),
     "planted, check_vma=False": shard_map_grads(planted_per_shard, check_vma=False),
 }
 equal = padded_batch([ROWS_PER_DEVICE] * D, ROWS_PER_DEVICE, seed=5)
@@ -627,21 +617,18 @@ for name, grads_fn in VARIANTS.items():
     err_unequal[name] = rel_err(grads_fn(params_on_mesh, on_mesh(unequal), nb_mesh), ref_unequal)
     print(f"{name:36s} {factor[name]:7.3f}x {err_unequal[name]:20.2g}")
 f_mean, ratio_8x = factor["grad(shard mean)"], factor["grad(shard mean) + pmean (planted)"]
-f_psum = factor["grad(shard sum) + psum, / count"]
-f_fix = factor["grad(shard sum) / count (the fix)"]
+f_psum = factor["grad(shard mean) + psum"]
 f_off = factor["planted, check_vma=False"]
 print(f"grad of the shard means alone: {f_mean:.3f}x; adding pmean changes that by a factor "
       f"of {ratio_8x / f_mean:.4f}, so the {ratio_8x:.1f}x is grad's transpose, not the pmean")
 print(f"psum after grad: {f_psum:.3f}x (the transpose summed the {D} shards, psum of a value "
-      f"already equal on every device multiplies by {f_psum / f_fix:.1f} again); the fix: "
-      f"{f_fix:.3f}x, relative error {err_unequal['grad(shard sum) / count (the fix)']:.1g} "
-      f"with unequal counts")
+      f"already equal on every device multiplies by {f_psum / f_mean:.1f} again)")
 print(f"the planted code with check_vma=False: {f_off:.3f}x with equal counts, but relative "
       f"error {err_unequal['planted, check_vma=False']:.2g} with unequal ones: without the "
       f"replication record it is the mean of per-shard means of stage 2")
 # The explanation above rests on these measurements; if a JAX release changes them, say so.
 assert abs(f_mean - D) < 1e-3 * D and abs(ratio_8x - D) < 1e-3 * D, (f_mean, ratio_8x)
-assert abs(f_psum - D) < 1e-3 * D and abs(f_fix - 1) < 1e-3 and abs(f_off - 1) < 1e-3, factor
+assert abs(f_psum - D * D) < 1e-3 * D * D and abs(f_off - 1) < 1e-3, factor
 
 
 def one_device_grads(params, batch, mesh):
@@ -669,12 +656,13 @@ print(f"largest relative gap between the planted run's loss and the one-device r
 
 
 # %% [markdown]
-# **Fix it.** Write `fixed_grads(params, batch, mesh)`: the same `shard_map` (with
-# `check_vma` on), but each shard takes the gradient of its loss *sum*
-# (`classifier.loss_sum`), and the result is divided by the total valid count
-# (`jax.lax.psum` of the shard's mask sum). No collective on the gradient: `grad`'s
-# transpose already added the shards' sums. Return the gradients (a pytree shaped like
-# `params`). The table above measured this rule; here you write it yourself.
+# **Fix it.** Write `fixed_grads(params, batch, mesh)`: a `shard_map` over the rows like the
+# ones above (parameters replicated, `check_vma` on) whose result equals one device's
+# gradient of the mean loss over the batch's real rows, with equal and with unequal valid
+# counts, a shard without real rows included (no NaN). `classifier` has both a mean loss
+# (`loss`) and a sum (`loss_sum`). Return the gradients (a pytree shaped like `params`).
+# The table above says what `grad` gives inside `shard_map` and what each collective on top
+# does to it; which quantities to reduce, and where, is yours to work out.
 
 # %% nbgrader={"grade": false, "grade_id": "fixed_grads", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 def fixed_grads(params, batch, mesh):
@@ -753,15 +741,18 @@ for _counts in ([3, 17, 1, 9, 0, 12, 5, 2], [1, 0, 0, 0, 0, 0, 0, 4]):
 with not_yet("the fix, trained") as fix_ok:
     fixed_ratio = np.linalg.norm(flat(fixed_grads(params_on_mesh, on_mesh(equal), nb_mesh))) / \
         np.linalg.norm(flat(reference_grads(params0, equal)))
+    fixed_err_unequal = rel_err(fixed_grads(params_on_mesh, on_mesh(unequal), nb_mesh),
+                                ref_unequal)
     fixed_losses = sgd_losses(fixed_grads, DIVERGE_STEPS)
-    print(f"|fixed gradient| / |one-device gradient| = {fixed_ratio:.6f}")
+    print(f"|fixed gradient| / |one-device gradient| = {fixed_ratio:.6f}; relative error "
+          f"{fixed_err_unequal:.1g} with unequal counts")
 fig, ax = plt.subplots(figsize=(7, 3.4))
 steps = range(1, DIVERGE_STEPS + 1)
 ax.plot(steps, reference_losses, "-", color="gray", lw=3, alpha=0.5, label="one device (reference)")
 ax.plot(steps, planted_losses, "o-", ms=3,
         label=f"planted: pmean(grad(shard mean)) ({ratio_8x:.1f}x)")
 if ready(fix_ok):
-    ax.plot(steps, fixed_losses, "x", ms=5, label="fixed: sum / count")
+    ax.plot(steps, fixed_losses, "x", ms=5, label="fixed: your fixed_grads")
 ax.set_xlabel(f"SGD step (learning rate {CONFIG['lr']:g})")
 ax.set_ylabel("loss on the batch (cross-entropy, nats)")
 ax.set_yscale("log")
@@ -781,7 +772,7 @@ print(f"after {DIVERGE_STEPS} steps: one device {reference_losses[-1]:.4g}, plan
 # the factor mostly cancels in the update, which hides it from the loss but not from
 # anything that reads gradient norms (clipping, logging). The ratio of norms finds it in
 # one call, and the unequal-count column tells an 8x that only looks fixed (check_vma off:
-# right at equal counts, the mean of means otherwise) from the count-weighted fix.
+# right at equal counts, the mean of means otherwise) from a correct fix.
 
 # %% [markdown]
 # ### Provenance: the step's timing in MLflow
