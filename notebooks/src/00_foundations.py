@@ -423,20 +423,19 @@ assert not np.array_equal(current_draw, old_default_draw)
 # 4. *Does the result survive a fresh process, and other global seeds?* If not, hidden
 #    state decides it.
 #
-# The planted failure, reproduced: the batch key is split *once*, before the loop, and its
-# subkey reused at every step, so every step trains on the same rows.
+# The planted failure, reproduced: a loop that draws every step's rows with the same key,
+# never split, so every step trains on the same rows. (It starts from zero parameters and
+# draws with `jax.random.choice`: a loop of its own, not `fit_regression`'s protocol.)
 
 # %%
 def sq_loss(params, xb, yb):
     return jnp.mean((impl.predict(params, xb) - yb) ** 2)
 
 def fit_reusing_key(key, x, y, steps, batch=32, lr=0.05):   # the planted failure
-    k_init, k_batches = jax.random.split(key)
-    params = impl.init_linear(k_init, x.shape[1])
-    k_batches, k_step = jax.random.split(k_batches)        # split once ...
+    params = {"w": jnp.zeros((x.shape[1],), jnp.float32), "b": jnp.zeros((), jnp.float32)}
     seen = set()
     for _ in range(steps):
-        rows = jax.random.randint(k_step, (batch,), 0, x.shape[0])  # ... spent every step
+        rows = jax.random.choice(key, x.shape[0], (batch,))  # the same key every step
         seen.update(np.asarray(rows).tolist())
         g = jax.grad(sq_loss)(params, x[rows], y[rows])
         params = jax.tree.map(lambda p, gi: p - lr * gi, params, g)
@@ -451,10 +450,9 @@ print(f"full-data loss with the reused key: {reused_loss:.4f}; "
 
 
 # %% [markdown]
-# The fix is the key protocol of `fit_regression`: split at every step and spend each
-# subkey once. Write the smallest piece of it yourself: `step_keys(key, steps)` returns the
-# list of `steps` subkeys a loop would spend, threading the key as `fit_regression` does
-# (`key, sub = jax.random.split(key)` per step, collect `sub`).
+# The rule the planted loop breaks: a key is spent once. Write the smallest piece of a loop
+# that keeps it: `step_keys(key, steps)` returns the list of `steps` subkeys a loop would
+# spend, one per step, threading the key the way `fit_regression`'s docstring states.
 
 # %% nbgrader={"grade": false, "grade_id": "step_keys", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 def step_keys(key, steps):
