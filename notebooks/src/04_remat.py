@@ -156,7 +156,7 @@ assert type(PREDICTED_SAVING_TANH_PCT) is int or type(PREDICTED_SAVING_TANH_PCT)
 # What the backward pass keeps from one block, with and without remat
 # (`jax.ad_checkpoint.print_saved_residuals`, a public function; "from the argument"
 # lines are the parameters and inputs, kept anyway). Your `saved_residual_bytes` counts the
-# same list by a public route: the leaves of `jax.vjp`'s pullback (a pytree).
+# same list, by a public route you choose (its docstring says which values count).
 
 # %%
 with not_yet("saved residuals of one block"):
@@ -326,18 +326,19 @@ def remat_floor_bytes(depth, batch, width, itemsize):
 
 
 # %% nbgrader={"grade": true, "grade_id": "remat_floor_bytes_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-# Expected: the bytes jax saves, counted once with the course's pinned jax on CPU by the
-# public route and written here: `_, pullback = jax.vjp(loss, params, x)` for `depth`
-# float32 blocks `v + jax.nn.gelu(v @ w1) @ w2` (hidden width 4 * width), each under
-# `jax.checkpoint(..., policy=jax.checkpoint_policies.nothing_saveable)`, loss
-# `jnp.mean(v ** 2)`; the saved bytes are the pullback's leaves that are not the arguments.
-# depth 2, batch 8, width 16: 1024 bytes.
+# Expected: the residual bytes jax saves for `depth` float32 blocks of `block_loss`'s model
+# (hidden width 4 * width), each block under `nothing_saveable`, counted once with the
+# course's pinned jax on CPU and written here. depth 2, batch 8, width 16: 1024 bytes.
 _v = remat_floor_bytes(2, 8, 16, 4)
 assert type(_v) is int or type(_v) is float, \
     f"return a plain int (bytes), not {type(_v).__name__}"
 assert _v == 1024, _v
 ### BEGIN HIDDEN TESTS
-# the same route for (depth, batch, width) = (3, 17, 33) and (5, 9, 7)
+# Counted by `_, pullback = jax.vjp(loss, params, x)` for `depth` float32 blocks
+# `v + jax.nn.gelu(v @ w1) @ w2`, each under
+# `jax.checkpoint(..., policy=jax.checkpoint_policies.nothing_saveable)`, loss
+# `jnp.mean(v ** 2)`: the pullback's leaves that are not the arguments.
+# The same count for (depth, batch, width) = (3, 17, 33) and (5, 9, 7).
 for _d, _b, _w, _want in ((3, 17, 33, 6732), (5, 9, 7, 1260)):
     _v = remat_floor_bytes(_d, _b, _w, 4)
     assert (type(_v) is int or type(_v) is float) and _v == _want, (_d, _b, _w, _v)
