@@ -94,15 +94,14 @@ print("workload sizes:", CONFIG)
 # %% [markdown]
 # <details><summary>Reasoning (open after answering)</summary>
 #
-# JAX is fast when one compiled program does a lot of work per call. Here the opposite
-# happens: `jax.value_and_grad(loss)` runs *eagerly*, one small compiled program per
-# primitive (tens of microseconds of Python each, far more than the arithmetic at this
-# size); `jax.jit(sgd_update, static_argnames="lr")` compiles again for every new
-# learning rate, and the caller's schedule gives a new one to every call; `float(loss)`
-# stops the host every step until the device catches up; `one_hot(tokens) @ embed`
-# builds a (batch, vocab) matrix to select rows a gather would read directly; the update
-# writes a new copy of the parameters every step. Which of these *limits* the step is a
-# measurement, not a guess: that is stage 1.
+# JAX is fast when one compiled program does a lot of work per call. Two ways code like
+# this does the opposite: a function that is not jitted runs *eagerly*, one small compiled
+# program per primitive dispatched from Python (tens of microseconds each, far more than
+# the arithmetic at this size; a trace shows many short events per step), and a jitted
+# function whose static argument changes from call to call compiles again each time (a
+# trace shows a long compile inside the step). Reading `slow_step`'s code for these, and
+# for the other costs it pays every step, is the start of stage 1; which of them *limits*
+# the step is a measurement, not a guess.
 # </details>
 
 # %% [markdown]
