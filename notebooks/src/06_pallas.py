@@ -257,7 +257,6 @@ with not_yet("stage 2: the kernel") as stage2:
     print("lowered program says:",
           lowered_mode(lambda a: impl.softmax_pallas(a, block_rows=b0), x2))
 
-
 # %% [markdown]
 # Correct on one shape proves little. The cases below differ in whether `block_rows` divides
 # the rows and whether the row fills the block; each bar is the worst error as a fraction of
