@@ -5,6 +5,13 @@ in any released notebook or Markdown page (README, guide). The walk-throughs liv
 instructor's ``docs/checkers/<project>.md`` and reach a learner through the grading
 feedback, once the stage was graded and attempted (``autograder.feedback``).
 
+A ``<details>`` block on a learner page is the reasoning of a question the learner has just
+answered ("Reasoning (open after answering)"), nothing else: "the arithmetic behind the
+contracts (open after your attempt)" is a walk-through under another name. The stage
+answers themselves, as the notebooks once wrote them (formulas, the reference's lines of
+code), are listed with the reference's own form of each (``ANSWERS``), so the list cannot
+drift into phrases that answer nothing.
+
 The scanner is shown to fail on planted material; a path a released page names that only
 the course holds is caught by ``test_docs.path_problems`` run against the release."""
 
@@ -43,9 +50,59 @@ RECIPES = (
     "makes a scanned loop impossible",
     "leaf.size * leaf.dtype.itemsize",
 )
+# Stage answers as the learner notebooks wrote them (issue 30 release walk-through), each
+# with where the course holds it and in what form (a solution file, a checker, or a
+# notebook's solution or hidden-test region): written out, any one passes its stage or
+# the notebook exercise that is that stage in small.
+ANSWERS = {
+    # performance-audit stage 2 (notebook 03's "arithmetic behind the contracts")
+    "2 m k n": ("projects/performance-audit/solution/model.py", "2 * m * k * n"),
+    "(m k + k n + m n) x itemsize": ("projects/performance-audit/solution/model.py",
+                                     "(m * k + k * n + m * n) * itemsize"),
+    "resource.getrusage(resource.RUSAGE_SELF).ru_minflt": (
+        "projects/performance-audit/solution/model.py",
+        "resource.getrusage(resource.RUSAGE_SELF).ru_minflt"),
+    "min(peak, I x bandwidth)": ("projects/performance-audit/solution/model.py",
+                                 "min(peak_flops, intensity * bandwidth)"),
+    # performance-audit stage 3 (notebook 04's test comment)
+    "jax.vjp(loss, params, x)": ("projects/performance-audit/solution/model.py",
+                                 "_, pullback = jax.vjp("),
+    # performance-audit stage 4 (notebooks 03 and 08)
+    "1 / ((1 - s) + s / k)": ("projects/performance-audit/solution/model.py",
+                              "1.0 / ((1.0 - share) + share / kernel_speedup)"),
+    "lo > 1 + min_gain": ("projects/performance-audit/solution/model.py", "1.0 + min_gain"),
+    "hi < 1 / (1 + min_gain)": ("projects/performance-audit/solution/model.py",
+                                "1.0 / (1.0 + min_gain)"),
+    # pallas-kernel stage 1 (notebook 06's budget() and the bracket it printed)
+    "u_out + (n + 4) * u32": ("projects/pallas-kernel/solution/model.py",
+                              "rtol = u_out + (n + 4) * u32"),
+    "u_out + (n-1) u32": ("projects/pallas-kernel/tests/pallas_stage1_references.py",
+                          "u_out + (n - 1) * u32"),
+    # pallas-kernel stage 1 (notebook 06's ref64 and its softmax_jnp recipe)
+    "np.asarray(x).astype(np.float64)": ("projects/pallas-kernel/solution/model.py",
+                                         "z = np.asarray(x).astype(np.float64)"),
+    "the row max subtracted first": ("projects/pallas-kernel/solution/model.py",
+                                     "z - jnp.max(z, axis=-1, keepdims=True)"),
+    # pallas-kernel stage 2 (notebook 06's step list, softmax_with and the mask's tool)
+    "jax.lax.broadcasted_iota gives column indices": (
+        "projects/pallas-kernel/solution/model.py", "jax.lax.broadcasted_iota"),
+    "grid=(pl.cdiv(rows, block_rows),)": ("projects/pallas-kernel/solution/model.py",
+                                          "pl.cdiv(rows, block_rows)"),
+    "masks columns >= n_cols to -inf": ("projects/pallas-kernel/solution/model.py",
+                                        "-jnp.inf"),
+    # sharded-training stages 1 and 2 (notebook 08's make_rows_step, 05's count_weighted)
+    "jax.value_and_grad(classifier.loss_sum)": ("projects/sharded-training/solution/model.py",
+                                                "jax.value_and_grad(classifier.loss_sum)"),
+    'jax.lax.psum(jnp.sum(m), "data")': ("projects/sharded-training/solution/model.py",
+                                         "jax.lax.psum(jnp.sum(m), AXIS)"),
+    # foundations stage 2 (notebook 00's fix, which is step_keys' answer)
+    "key, sub = jax.random.split(key)": ("notebooks/src/00_foundations.py",
+                                         "key, sub = jax.random.split(key)"),
+}
 PHRASE = re.compile(r"how the reference (does|meets|solves|passes|fixes)", re.I)
 SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.I | re.S)
 OFFERS = re.compile(r"\b(reference|solutions?|answers?|walk-?through)\b", re.I)
+REASONING = re.compile(r"^\s*reasoning \(open after answering\)\s*$", re.I)
 SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 FIX_HEADER = re.compile(r"\bfix(es|ed)?\b", re.I)
 # Released files that still hold such material, each with why it is not fixed here; the
@@ -59,11 +116,17 @@ def flat(text: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"\n[ \t]*#+[ \t]?", "\n", text))
 
 
+def plain(text: str) -> str:
+    """``flat`` and lower case, without Markdown's code and emphasis marks: "**2 m k n**"
+    and "`2 m k n`" read as "2 m k n"."""
+    return re.sub(r"`|\*\*", "", flat(text)).lower()
+
+
 def answer_material(text: str) -> list[str]:
     """What in ``text`` (a notebook cell or a Markdown page) gives an answer away."""
     found = [f"phrase {m.group(0)!r}" for m in PHRASE.finditer(flat(text))]
     found += [f"<details> offering {s.strip()!r}" for s in SUMMARY.findall(text)
-              if OFFERS.search(s)]
+              if OFFERS.search(s) or not REASONING.match(flat(s))]
     lines = text.splitlines()
     for head, rule in zip(lines, lines[1:], strict=False):
         cells = [c.strip() for c in head.strip().strip("|").split("|")]
@@ -71,6 +134,8 @@ def answer_material(text: str) -> list[str]:
             found.append(f"table of fixes {head.strip()[:60]!r}")
     low = flat(text).lower()
     found += [f"recipe {r!r}" for r in RECIPES if flat(r).lower() in low]
+    bare = plain(text)
+    found += [f"answer {a!r}" for a in ANSWERS if plain(a) in bare]
     return found
 
 
@@ -122,6 +187,7 @@ def test_a_planted_walkthrough_is_caught(release, tmp_path):
                      "</summary>\n\nsee above\n</details>",
         "table of fixes": "| fix, applied alone | speedup |\n|---|---|\n| a jitted step | 2x |",
         "recipe": "`f = (log g0 - log threshold) /\n(log g0 - log g1)` at the first pair",
+        "answer": "- A matmul: **2 m k n\nFLOPs**, bytes `(m k + k n + m n) x itemsize`.",
     }
     nb = json.loads(source.read_text())
     for rule, text in plants.items():
@@ -130,6 +196,21 @@ def test_a_planted_walkthrough_is_caught(release, tmp_path):
         path = tmp_path / f"{rule}.ipynb"
         path.write_text(json.dumps(planted))
         assert [f for f in scan(path) if f.startswith(rule)], (rule, scan(path))
+    # what the walk-through found: a <details> block whose summary offers no "reference"
+    # but "the arithmetic", an answer written as code, and one in a check cell's comment
+    arithmetic = ("<details><summary>The arithmetic behind the contracts (open after your "
+                  "attempt)</summary>\n\nsee above\n</details>")
+    assert [f for f in answer_material(arithmetic) if f.startswith("<details>")]
+    reasoning = "<details><summary>Reasoning (open after answering)</summary>\n\nx\n</details>"
+    assert not answer_material(reasoning)
+    budget = ("def budget(dtype, n):\n    u_out, u32 = 2.0 ** -8, 2.0 ** -24\n"
+              "    return u_out + (n + 4) * u32, 4 * u32\n")
+    assert answer_material(budget) == ["answer 'u_out + (n + 4) * u32'"]
+    amdahl = "# the step's speedup is\n# **1 / ((1 - s) +\n# s / k)**"
+    assert answer_material(amdahl) == ["answer '1 / ((1 - s) + s / k)'"]
+    comment = ("# Expected: counted once by the public route `_, pullback =\n"
+               "# jax.vjp(loss, params, x)` for depth blocks\nassert _v == 1024, _v\n")
+    assert answer_material(comment) == ["answer 'jax.vjp(loss, params, x)'"]
     # a recipe wrapped over two lines of a code cell's comments
     code = "# the crossover: (base_s - threshold * base_f) /\n#   (threshold * slope_f - slope_s)\n"
     assert answer_material(code)
@@ -162,6 +243,19 @@ def test_the_walkthroughs_are_in_the_instructor_docs_with_the_recipes():
     for project, numbers in MOVED.items():
         for n in numbers:
             assert len(feedback.walkthroughs(project, CHECKER_DOCS)[n]) > 200, (project, n)
+
+
+def test_each_listed_answer_is_the_courses_own():
+    """Each ANSWERS entry is held by the course in the form given (a solution file, a
+    checker, a notebook's solution region): the list names answers, not any phrase."""
+    for phrase, (path, form) in ANSWERS.items():
+        assert form in (ROOT / path).read_text(), (phrase, path, form)
+    # the notebook-held ones sit inside a region the release strips
+    nb = (ROOT / "notebooks/src/00_foundations.py").read_text()
+    start = nb.index("def step_keys")
+    region = nb[start:nb.index("### END SOLUTION", start)]
+    assert "### BEGIN SOLUTION" in region
+    assert ANSWERS["key, sub = jax.random.split(key)"][1] in region
 
 
 def stage_record(project: str, stage: int, status: str, checks: list[str]) -> dict:
