@@ -33,7 +33,7 @@ from autograder import feedback  # noqa: E402
 
 CHECKER_DOCS = ROOT / "docs" / "checkers"
 # What the notebooks showed above their check cells, and where it lives now.
-MOVED = {"foundations": {1, 2}, "performance-audit": {2, 3}, "optimisation": {1, 3, 4}}
+MOVED = {"foundations": {1, 2}, "performance-audit": {2, 3, 4}, "optimisation": {1, 3, 4}}
 # Phrases only the answers hold: the reference's formulas and steps from the walk-throughs,
 # and the optimisation README's traps that named the fix. Each must be in the instructor
 # docs (test below), so the list cannot drift into phrases that answer nothing.
