@@ -599,8 +599,9 @@ print("Amdahl part of stage 4:", amdahl_check)
 
 # %% [markdown]
 # Whatever the check said: why can no kernel speedup, however large, take the step past
-# a limit set by the share alone, and what is that limit for the share measured above? A walk-through of the reference's stage 4 comes with your
-# grading feedback once the stage has been graded (or ask your instructor).
+# a limit set by the share alone, and what is that limit for the share measured above?
+# A walk-through of the reference's stage 4 comes with your grading feedback once the
+# stage has been graded (or ask your instructor).
 
 # %% [markdown]
 # ## Diagnose a likely failure: a roofline estimate far off the measurement
