@@ -82,12 +82,13 @@ ALLOWED = {
     ("06_pallas", "fixed_kernel_tests"): {
         "jax.experimental.pallas.BlockSpec": _KERNEL,
         "jax.experimental.pallas.pallas_call": _KERNEL,
-        "jax.experimental.pallas.cdiv": _KERNEL,
         "jax.experimental.pallas.next_power_of_2": _KERNEL,
         "jax.ShapeDtypeStruct": _KERNEL, "functools.partial": _KERNEL,
         "jax.numpy.asarray": "puts the test's own input on the device for the kernel",
         "numpy.random.default_rng": "draws the test's own inputs",
-        "numpy.exp": _REFERENCE},
+        "jax.nn.softmax": "the test's reference: JAX's own float32 softmax of the test's own "
+                          "input (jax is in the tamper probe's watch); a NumPy float64 "
+                          "softmax written here would be stage 1's answer in the release"},
     ("06_pallas", "decision_06_backed_by_evidence"): {
         "check2": "the decision is held to stage 2's checker run in the notebook; its verdict "
                   "is read with `is True`, never converted from a learner object",
