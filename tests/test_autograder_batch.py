@@ -24,7 +24,13 @@ from coursekit.facts import ROOT  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
-from test_autograder import STAGE, grader, sandbox_processes  # noqa: E402
+from test_autograder import (  # noqa: E402
+    STAGE,
+    grader,
+    orphaned_sandbox_processes,
+    sandbox_processes,
+    sandbox_uids_of,
+)
 
 import autograder.samples as fx  # noqa: E402
 from autograder import sandbox, submissions  # noqa: E402
@@ -70,15 +76,17 @@ def test_sigkill_mid_batch_then_resume(tmp_path):
             break
         time.sleep(0.2)
     assert proc.poll() is None and rows >= 2, "the batch ended before it could be killed"
+    # this batch's own sandboxes: other tests' batches may be running beside it
+    ours = sandbox_uids_of(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)  # only the grader itself; the rest must follow
     proc.wait()
     killed_at = len(results(out))
     assert 2 <= killed_at < len(names)
     for _ in range(100):  # workers and sandboxes die with the grader (parent-death signal)
-        if not sandbox_processes():
+        if not sandbox_processes(ours):
             break
         time.sleep(0.1)
-    assert not sandbox_processes()
+    assert not sandbox_processes(ours)
     done = grader("grade", subs, "--out", out, "--stages", "performance-audit:4",
                   "--quiet", "--json")
     assert done.returncode == 0, done.stderr[-2000:]
@@ -241,7 +249,7 @@ def test_fallback_without_namespaces(tmp_path):
     assert all(results(out)[s]["points"] == 0.0 for s in forging)
     # each row names the fences this mode could not apply (namespaces, a throw-away uid)
     assert all(len(results(out)[s]["record"]["not_applied"]) == 2 for s in expected)
-    assert not sandbox_processes()
+    assert not orphaned_sandbox_processes()
 
 
 def test_guard_follows_dir_fd_and_refuses_outside(tmp_path):
