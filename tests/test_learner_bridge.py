@@ -16,10 +16,11 @@ from coursekit.checking.bridge import (
     Handle,
     LearnerProcess,
     LearnerProcessDied,
+    RemoteModule,
     TamperEvidence,
     Workload,
 )
-from coursekit.checking.learner import LearnerCodeError, get_function
+from coursekit.checking.learner import LearnerCodeError, get_function, load_impl, require_written
 
 LEARNER = '''
 import ctypes
@@ -79,6 +80,16 @@ def write_fd(fd):
         return "written"
     except OSError:
         return "OSError"
+
+
+def unwritten_stub(x, *, y, z=3):
+    """A starter's stub: its body only raises."""
+    raise NotImplementedError("stage 9: unwritten_stub")
+
+
+def works_then_raises(x):
+    x = x + 1
+    raise NotImplementedError("stage 9: after some work")
 
 
 def call_twice(fn, x):
@@ -158,6 +169,40 @@ def test_learner_errors_name_file_line_function(learner):
     assert "ZeroDivisionError" in str(err.value) and err.value.exc_type == "ZeroDivisionError"
     with pytest.raises(LearnerCodeError, match="`nothing_here` is missing"):
         get_function(impl, "nothing_here")
+
+
+def test_an_unwritten_stub_is_named_before_any_call(learner, tmp_path):
+    """require_written raises, before a check prepares anything, exactly what a call of
+    a starter's stub raises; a function that does anything before its raise, a written
+    one, or a file whose NotImplementedError is something else, is left to its call."""
+    process, impl, _ = learner
+    with pytest.raises(LearnerCodeError) as early:
+        require_written(impl, "echo", "unwritten_stub")
+    with pytest.raises(LearnerCodeError) as called:
+        impl.unwritten_stub(1, y=2)
+    assert early.value.kind == called.value.kind == "not-implemented"
+    assert str(early.value) == str(called.value) and "in unwritten_stub" in str(early.value)
+    assert early.value.hint == called.value.hint
+    require_written(impl, "echo", "works_then_raises", "divide")  # their calls decide
+    with pytest.raises(LearnerCodeError, match="`nothing_here` is missing"):
+        require_written(impl, "nothing_here")
+    # imported here (no learner process): the same answers
+    here = tmp_path / "here.py"
+    here.write_text(LEARNER)
+    module = load_impl(here)
+    with pytest.raises(LearnerCodeError) as local:
+        require_written(module, "unwritten_stub")
+    assert str(local.value).replace("here.py", "model.py") == str(called.value)
+    require_written(module, "works_then_raises")
+    shadowed = tmp_path / "shadowed.py"
+    shadowed.write_text("NotImplementedError = ValueError\n\n\ndef f(x):\n"
+                        "    raise NotImplementedError('stage 1: f')\n")
+    require_written(load_impl(shadowed), "f")  # raises a ValueError when called: no stub
+    # the learner process's report is data: anything but a not-yet error is ignored
+    for junk in (["unwritten_stub"], {"echo": "x"}, {"echo": {"kind": "exception"}}):
+        remote = RemoteModule(process, ["echo"], junk)
+        assert remote.__unwritten__ == {}
+        require_written(remote, "echo")
 
 
 def test_a_crash_is_named_and_the_next_call_works(learner):

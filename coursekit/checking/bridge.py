@@ -169,7 +169,8 @@ class LearnerProcess:
         if err:
             raise LearnerCodeError(str(err.get("kind")), str(err.get("message")),
                                    str(err.get("hint", "")))
-        return RemoteModule(self, [str(f) for f in ready.get("functions", [])])
+        return RemoteModule(self, [str(f) for f in ready.get("functions", [])],
+                            ready.get("unwritten"))
 
     def request(self, kind: str, fn: str, args=(), kwargs=None, **extra):
         self._ensure()
@@ -227,10 +228,19 @@ class RemoteFunction:
 class RemoteModule:
     """The learner's module: its functions, called in the learner process."""
 
-    def __init__(self, process: LearnerProcess, functions: list[str]):
+    def __init__(self, process: LearnerProcess, functions: list[str],
+                 unwritten: dict | None = None):
+        """``unwritten``: the learner process's report of the functions still the
+        starter's stub, each with the error a call raises (``learner.require_written``).
+        Self-reported, and only ever the same failure sooner."""
         self.__bridge__ = process
         self.__file__ = str(process.impl_path)
         self.__functions = set(functions)
+        self.__unwritten__ = {
+            str(name): LearnerCodeError(str(e.get("kind")), str(e.get("message")),
+                                        str(e.get("hint", "")), str(e.get("type", "")))
+            for name, e in (unwritten.items() if isinstance(unwritten, dict) else ())
+            if isinstance(e, dict) and e.get("kind") == "not-implemented"}
 
     def __getattr__(self, name: str):
         if name.startswith("_") or name not in self.__functions:
@@ -300,8 +310,11 @@ class InProcess:
         self.loaded = load_impl(self.impl_path)
 
     def module(self) -> RemoteModule:
+        from coursekit.checking.learner import unwritten
         names = [n for n, v in vars(self.loaded).items() if callable(v)]
-        return RemoteModule(self, names)
+        stubs = {n: {"kind": e.kind, "message": str(e), "hint": e.hint, "type": e.exc_type}
+                 for n, e in unwritten(self.loaded, self.impl_path).items()}
+        return RemoteModule(self, names, stubs)
 
     def close(self) -> None:
         pass

@@ -8,9 +8,12 @@ so a check prints one clear line instead of a traceback wall.
 
 from __future__ import annotations
 
+import dis
 import importlib.util
+import inspect
 import sys
 import traceback
+import types
 import uuid
 from pathlib import Path
 from types import ModuleType
@@ -83,3 +86,60 @@ def explain_exception(err: BaseException, impl_path: Path | str) -> LearnerCodeE
     return LearnerCodeError("exception", f"{where}: {type(err).__name__}: {err}",
                             "run the function by hand on a small input to see the error",
                             type(err).__name__)
+
+
+# Opcodes around ``raise NotImplementedError("...")`` that carry no work of their own.
+_NO_WORK = {"RESUME", "NOP", "CACHE", "PUSH_NULL", "EXTENDED_ARG", "PRECALL"}
+
+
+def is_stub(fn) -> bool:
+    """``fn`` is a plain function whose body only raises ``NotImplementedError`` (with a
+    constant message or none), as every function of a starter file does: a call of it,
+    whatever its arguments, runs nothing but that raise."""
+    if not isinstance(fn, types.FunctionType) or fn.__code__.co_flags & (
+            inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+        return False
+    ops = [(i.opname, i.argval) for i in dis.get_instructions(fn) if i.opname not in _NO_WORK]
+    return (len(ops) >= 2 and ops[0] == ("LOAD_GLOBAL", "NotImplementedError")
+            and ops[-1][0] == "RAISE_VARARGS"
+            and [op for op, _ in ops[1:-1]] in ([], ["CALL"], ["LOAD_CONST", "CALL"]))
+
+
+def unwritten(module: ModuleType, impl_path: Path | str) -> dict[str, LearnerCodeError]:
+    """The module's functions still the starter's stub, each with the error a call of it
+    raises (the stub is called, with ``None`` for every required argument: it runs
+    nothing but its raise). Run where the learner's module lives."""
+    found = {}
+    for name, fn in list(vars(module).items()):
+        if name.startswith("__") or not is_stub(fn):
+            continue
+        params = inspect.signature(fn).parameters.values()
+        args = [None for p in params if p.default is p.empty
+                and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        kwargs = {p.name: None for p in params
+                  if p.default is p.empty and p.kind is p.KEYWORD_ONLY}
+        try:
+            fn(*args, **kwargs)
+        except NotImplementedError as err:
+            found[name] = explain_exception(err, impl_path)
+        except Exception:  # noqa: BLE001 - not the starter's raise after all: calls will say
+            pass
+    return found
+
+
+def require_written(module, *names: str) -> None:
+    """Raise, before a check prepares anything, the error a call of the first of ``names``
+    that is still the starter's stub would raise (a missing one is named as by
+    ``get_function``): an unwritten stage hears "not yet" at once, not after the
+    checker's own reference runs. Only ever the verdict that call would give."""
+    for name in names:
+        get_function(module, name)
+        known = getattr(module, "__unwritten__", None)
+        if isinstance(known, dict):
+            err = known.get(name)
+        elif isinstance(module, ModuleType):
+            err = unwritten(module, getattr(module, "__file__", "")).get(name)
+        else:
+            err = None
+        if isinstance(err, LearnerCodeError):
+            raise err

@@ -297,11 +297,12 @@ class Versions:
 
     def warm(self) -> None:
         """The first call of each version at this size (each compiles: the slow one its
-        operations, the fast one its program), timed apart, never a sample."""
-        self.warm_slow()
+        operations, the fast one its program), timed apart, never a sample. The learner's
+        first: an unwritten ``train_fast`` hears so before train_slow compiles."""
         if self.first_fast_s is None:
             self.first_fast_s = self.fast(self.rates(1))[0]
             self.fast_compiles = 0  # the first call compiles; later ones may not
+        self.warm_slow()
 
     def slow(self, lrs: list[float], watch: bool = True) -> tuple[float, list[np.ndarray]]:
         """``train_slow`` once per rate, here, each result waited for: (seconds per call,

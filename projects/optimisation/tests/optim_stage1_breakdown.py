@@ -24,6 +24,7 @@ import jax
 import numpy as np
 from optim_harness import checker, close, odd
 
+from coursekit.checking.learner import require_written
 from coursekit.checking.probes import within_ratio
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import traces
@@ -276,12 +277,15 @@ def phase_hint(path: Path, key: str, phase: str, yours: float, want: dict) -> st
 
 @checker.check(1, "breakdown_matches_checker_parse")
 def _(impl, ctx):
-    for label, path in (("hand-built trace", synthetic_trace(ctx)),
-                        ("real trace of train_slow", checker_trace(ctx)),
+    # each trace made when its turn comes: an unwritten function hears so before the
+    # checker's own traced run of train_slow
+    for label, make in (("hand-built trace", lambda: synthetic_trace(ctx)),
+                        ("real trace of train_slow", lambda: checker_trace(ctx)),
                         ("hand-built trace whose phases hold no calls",
-                         bare_trace(ctx, steps=True)),
+                         lambda: bare_trace(ctx, steps=True)),
                         ("hand-built trace without a step event",
-                         bare_trace(ctx, steps=False))):
+                         lambda: bare_trace(ctx, steps=False))):
+        path = make()
         want = expected_breakdown(path)
         got = require_keys(impl.step_breakdown(str(path), STEP, PHASES),
                            ("steps", "step_us", "phase_us", "other_us", "shares"),
@@ -310,10 +314,11 @@ def _(impl, ctx):
 
 @checker.check(1, "limiting_operation_named")
 def _(impl, ctx):
-    for label, path in (("hand-built trace", synthetic_trace(ctx)),
-                        ("real trace of train_slow", checker_trace(ctx)),
+    for label, make in (("hand-built trace", lambda: synthetic_trace(ctx)),
+                        ("real trace of train_slow", lambda: checker_trace(ctx)),
                         ("hand-built trace whose phases hold no calls",
-                         bare_trace(ctx, steps=True))):
+                         lambda: bare_trace(ctx, steps=True))):
+        path = make()
         want = expected_breakdown(path)
         phase = max(PHASES, key=lambda p: want["shares"][p])
         share = want["shares"][phase]
@@ -347,6 +352,7 @@ def _(impl, ctx):
 
 @checker.check(1, "learner_trace_agrees_with_sync_timing")
 def _(impl, ctx):
+    require_written(impl, "trace_slow")  # before the checker's own timed calls
     config, seed = trace_config(ctx), ctx.seed + 1
     problem = slow_step.make_problem(config, seed)
     args = (problem["params"], problem["tokens"], problem["targets"])

@@ -46,6 +46,7 @@ from optim_harness import (
 
 from coursekit.checking.contract import CheckFailed
 from coursekit.checking.errors import CheckInconclusive
+from coursekit.checking.learner import require_written
 from coursekit.checking.values import fail_unless
 from coursekit.workloads import slow_step
 
@@ -120,6 +121,7 @@ def compare_outputs(got, want, label: str, what_else: str = "") -> None:
 
 @checker.check(2, "fast_matches_contract")
 def _(impl, ctx):
+    require_written(impl, "train_fast")  # before the checker builds its problems
     rng = ctx.rng("shapes")
     shapes = [{"vocab": odd(rng, 30, 60), "embed": odd(rng, 3, 9), "hidden": odd(rng, 5, 15),
                "batch": odd(rng, 1, 6), "steps": 1},
@@ -198,6 +200,7 @@ def timing_run(impl, ctx) -> dict:
     """Both versions at the held-out size (``timing_config``), first calls apart, and the
     interleaved rounds both timing checks read (measured as they are asked for)."""
     def make():
+        require_written(impl, "train_fast")  # before the checker's own first calls
         config = timing_config(ctx)
         versions = Versions(impl, config, ctx.seed + 2)
         versions.warm()

@@ -28,6 +28,7 @@ from stage3_runs import (
 )
 
 from coursekit.checking.contract import CheckFailed
+from coursekit.checking.learner import require_written
 from coursekit.checking.values import fail_unless
 from coursekit.workloads import procgroup, trainruns
 
@@ -151,6 +152,7 @@ def _(impl, ctx):
 
 @checker.check(3, "uninterrupted_run_trains")
 def _(impl, ctx):
+    require_written(impl, "train")  # before the driver process starts
     report = uninterrupted(ctx)
     config = stage3_config(ctx)
     fail_unless(report["steps"] == list(range(1, config["steps"] + 1)),
@@ -190,6 +192,7 @@ def _(impl, ctx):
 
 @checker.check(3, "resume_after_sigkill_bitwise")
 def _(impl, ctx):
+    require_written(impl, "train")
     killed = killed_mid_run(ctx)
     fail_unless(killed["finalized"], f"no finished checkpoint before the kill (the run had "
                 f"reported steps up to {killed['steps'][-1:]})",
@@ -210,6 +213,7 @@ def _(impl, ctx):
 
 @checker.check(3, "kill_during_save_falls_back")
 def _(impl, ctx):
+    require_written(impl, "train")
     killed = killed_mid_run(ctx)
     save_at = killed["save_at"]
     fail_unless("blocked_in_save" in killed["marker"], "the run was not stopped inside a "
@@ -233,6 +237,7 @@ def _(impl, ctx):
 
 @checker.check(3, "restore_on_other_device_count")
 def _(impl, ctx):
+    require_written(impl, "train")
     killed = killed_mid_run(ctx)
     full = killed["full"]
     restored = max(killed["finalized"]) if killed["finalized"] else None
@@ -249,6 +254,7 @@ def _(impl, ctx):
 
 @checker.check(3, "distributed_timeouts_set")
 def _(impl, ctx):
+    require_written(impl, "initialize_distributed")  # before two processes start
     result = two_processes(ctx)
     kwargs = [r.get("init_kwargs") for r in result["reports"]]
     if not any(kwargs):
@@ -277,6 +283,7 @@ def _(impl, ctx):
 
 @checker.check(3, "two_processes_match_one")
 def _(impl, ctx):
+    require_written(impl, "train")
     result = two_processes(ctx)
     failure = two_process_failure(result)
     if failure:

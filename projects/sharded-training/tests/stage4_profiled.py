@@ -60,6 +60,7 @@ from sharded_reference import blobs, ref_step_fn
 
 from coursekit.checking.bridge import TamperEvidence, Workload
 from coursekit.checking.errors import CheckFailed
+from coursekit.checking.learner import require_written
 from coursekit.checking.probes import (
     ratio_verdict,
     region_name,
@@ -185,6 +186,8 @@ def decoy_trace(logdir: Path) -> None:
 def learner_record(impl, ctx) -> tuple[dict, dict, dict]:
     """The learner's run record of the timing workload (profiled once per run), the
     calls and compiles counted around the step it was handed, and the arguments."""
+    require_written(impl, "profile_train_step")  # before the checker's own timed steps
+
     def profile_once():
         fn, state, batch, loss, spec = timing_workload(ctx)
         there = inputs_there(impl, spec)
