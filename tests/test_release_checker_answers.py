@@ -73,9 +73,6 @@ ALLOWED = {
      "expected_breakdown"):
         "open, outside this change: built on traces helpers a learner file is refused at "
         "stage 1, so a copy is refused, though its logic can be read",
-    ("optimisation", "crossover", "optimisation/tests/optim_stage3_crossover.py",
-     "reference_crossover"):
-        "open, outside this change (issue 30 table: optimisation stage 3)",
     ("sharded-training", "describe_placement", "sharded-training/tests/stage1_placement.py",
      "checker_placement"):
         "open, outside this change (issue 30 table: sharded-training stage 1)",

@@ -118,52 +118,60 @@ def sweep_sizes(ctx) -> list[int]:
     return [max(3, int(round(b * factor)) | 1) for b in SWEEP_SIZES]
 
 
-def reference_crossover(sizes, gains, threshold, at_is_below: bool = False):
-    """The crossing; ``at_is_below``: as a learner who takes a gain exactly at the
-    threshold as below it would have it (for the hint only)."""
-    if gains[0] < threshold:
-        return float(sizes[0])
-    for i in range(len(sizes) - 1):
-        g0, g1 = gains[i], gains[i + 1]
-        if (g0 > threshold >= g1) if at_is_below else (g0 >= threshold > g1):
-            f = (math.log(g0) - math.log(threshold)) / (math.log(g0) - math.log(g1))
-            return math.exp(math.log(sizes[i]) + f * (math.log(sizes[i + 1])
-                                                     - math.log(sizes[i])))
-    return None
+def crossover_case(rng, case: int) -> tuple[list[int], list[float], float, object, object]:
+    """One case of ``crossover``, built around its answer: (sizes, gains, threshold, the
+    crossing, and the crossing as a learner who takes a gain exactly at the threshold as
+    already below it would have it, for the hint). Where the curve crosses between two
+    sizes, the crossing is drawn first (a fraction of the way from one size to the next,
+    in log) and the gain after it is the one that puts the threshold there, so the checker
+    never runs the search it asks for."""
+    sizes = sorted(int(v) for v in rng.choice(np.arange(2, 9000), 5, replace=False))
+    if case == 6:                            # crossed between neighbours far apart in log
+        sizes = [int(rng.integers(2, 5)), int(rng.integers(30, 90))] + sorted(
+            int(v) for v in rng.choice(np.arange(100, 9000), 3, replace=False))
+    threshold = float(rng.uniform(1.5, 10))
+    steps = [float(v) for v in rng.uniform(0.05, 0.8, 5)]  # log gain lost between sizes
+
+    def falling(first: float, count: int) -> list[float]:
+        return [first * math.exp(-sum(steps[:k])) for k in range(count)]
+
+    def rising_to(last: float, count: int) -> list[float]:
+        return [last * math.exp(sum(steps[:count - 1 - k])) for k in range(count)]
+
+    if case == 4:                            # never falls below
+        return sizes, falling(threshold * math.exp(3.5), 5), threshold, None, None
+    if case == 5:                            # already below at the first size
+        return (sizes, falling(threshold * math.exp(-0.1), 5), threshold,
+                float(sizes[0]), float(sizes[0]))
+    if case == 8:                            # a gain exactly at the threshold: from it on
+        gains = rising_to(threshold, 3) + falling(threshold, 3)[1:]  # below (f = 0 there)
+        return sizes, gains, threshold, float(sizes[2]), float(sizes[2])
+    if case == 9:                            # exactly at it at the first size: not below
+        return sizes, falling(threshold, 5), threshold, float(sizes[0]), None
+    if case == 10:                           # exactly at it at the last size only: it
+        return sizes, rising_to(threshold, 5), threshold, None, float(sizes[-1])
+    i = 0 if case in (6, 7) else int(rng.integers(0, 4))
+    f = float(rng.uniform(0.1, 0.9))
+    log_b0, log_b1 = math.log(sizes[i]), math.log(sizes[i + 1])
+    crossing = math.exp(log_b0 + f * (log_b1 - log_b0))
+    above = (threshold ** float(rng.uniform(2, 3)) if case == 7  # far above and below:
+             else threshold * math.exp(float(rng.uniform(0.05, 1.5))))  # log ratios matter
+    below = math.exp(math.log(above) - (math.log(above) - math.log(threshold)) / f)
+    gains = rising_to(above, i + 1) + [below * math.exp(-sum(steps[:k]))
+                                       for k in range(4 - i)]
+    return sizes, gains, threshold, crossing, crossing
 
 
 @checker.check(3, "crossover_interpolation")
 def _(impl, ctx):
     rng = ctx.rng("crossover")
     for case in range(11):
-        sizes = sorted(int(v) for v in rng.choice(np.arange(2, 9000), 5, replace=False))
-        gains = sorted((float(v) for v in rng.uniform(0.8, 60, 5)), reverse=True)
-        threshold = float(rng.uniform(1.5, 10))
-        if case == 4:
-            threshold = gains[-1] * 0.5      # never falls below
-        if case == 5:
-            threshold = gains[0] * 1.5       # already below at the first size
-        if case == 6:                        # crossed between neighbours far apart in log
-            sizes = [int(rng.integers(2, 5)), int(rng.integers(30, 90))] + sorted(
-                int(v) for v in rng.choice(np.arange(100, 9000), 3, replace=False))
-            threshold = math.sqrt(gains[0] * gains[1])
-        if case == 7:                        # gains far above and below it: log ratios
-            threshold = float(rng.uniform(1.5, 3))          # matter, not log differences
-            gains = [threshold ** 2.5, threshold ** 0.5] + sorted(
-                (float(v) for v in rng.uniform(0.5, 0.9, 3)), reverse=True)
-        if case == 8:                        # a gain exactly at the threshold: from it on
-            threshold = gains[2]             # the curve is below (f = 0 at that size)
-        if case == 9:                        # exactly at it at the first size: not below
-            threshold = gains[0]             # there, the crossing is that size (f = 0)
-        if case == 10:                       # exactly at it at the last size only: it
-            threshold = gains[-1]            # never falls below (None)
-        want = reference_crossover(sizes, gains, threshold)
+        sizes, gains, threshold, want, strict = crossover_case(rng, case)
         got = impl.crossover(sizes, gains, threshold)
         if got is None or want is None:
             same = got is None and want is None
         else:
             same = math.isclose(as_float(got, "crossover"), want, rel_tol=1e-9)
-        strict = reference_crossover(sizes, gains, threshold, at_is_below=True)
         if got is None or strict is None:
             at_as_below = got is None and strict is None
         else:
