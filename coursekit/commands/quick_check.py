@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     steps = [("lint (ruff)", [sys.executable, "-m", "ruff", "check", *LINTED])]
     if not args.no_tests:
         steps.append(("fast tests", [sys.executable, "-m", "pytest", "-q", "-m", "not slow",
-                                     "-p", "no:cacheprovider"]))
+                                     "-p", "no:cacheprovider", "-n", "2",
+                                     "--dist", "loadgroup"]))
     for project in projects(with_solution=True):
         steps.append((f"{project} stage {args.stage} (reference)",
                       [sys.executable, str(checker_path(project)), "--stage", args.stage,
