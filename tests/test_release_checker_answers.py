@@ -28,6 +28,11 @@ softmax_numpy_f64 0.56, reference_loss ~ block_loss 0.52, replay_train ~ train_c
 0.43 (both call the profiler with a named region). ``ALLOWED`` lists what stays, each with
 why; an entry that no longer matches must go.
 
+Hints too: no ``hint=`` text of a released checker holds ``HINT_RUN`` code tokens in a row
+of a line of the reference's solution blocks (a hint is shown after a failure, but the
+file can be read before one). Measured when it came in: 15 hints held such a line (the
+mesh, shard_map, checkpoint and BlockSpec lines among them); they now say what must hold.
+
 Its reach: whole functions. A one-line answer inside a longer checker function (the hand
 gradient foundations' replay once held, the rounding budget pallas' ``budget`` computes)
 is below it; those were read, not scanned.
@@ -36,6 +41,7 @@ is below it; those were read, not scanned.
 from __future__ import annotations
 
 import ast
+import re
 
 import pytest
 
@@ -233,3 +239,67 @@ def test_a_long_answer_is_caught_inside_a_longer_checker_function():
              tokens(functions(ast.parse(wrapped))[0][1]))]
     assert ("pallas-kernel", "summarize", "pallas-kernel/tests/planted.py",
             "expected") in matches("pallas-kernel", fake)
+
+
+# -- hints --------------------------------------------------------------------------------
+# A hint is printed after a failure, but the released checker's text can be read before
+# any attempt: a hint that holds a line of the reference is that line, handed out.
+HINT_RUN = 9   # code tokens in a row; API names alone ("jax.random.key(seed)") stay below
+CODE_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+|==|!=|<=|>=|\*\*|//|[^\s\w]")
+
+
+def code_runs(text: str) -> set[tuple[str, ...]]:
+    found = CODE_TOKEN.findall(text)
+    return {tuple(found[i:i + HINT_RUN]) for i in range(len(found) - HINT_RUN + 1)}
+
+
+def solution_line_runs(project: str) -> set[tuple[str, ...]]:
+    """Runs of every code line inside the solution's BEGIN/END SOLUTION blocks."""
+    out, inside = set(), False
+    for line in (ROOT / "projects" / project / "solution" / "model.py").read_text().splitlines():
+        code = line.strip()
+        if code.startswith("### BEGIN SOLUTION"):
+            inside = True
+        elif code.startswith("### END SOLUTION"):
+            inside = False
+        elif inside and code and not code.startswith("#"):
+            out |= code_runs(code)
+    return out
+
+
+def hints_of(source: str) -> list[tuple[int, str]]:
+    """(line, text) of each ``hint=`` argument: its string constants joined (the constant
+    parts of an f-string or a conditional included)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.keyword) and node.arg == "hint":
+            parts = [c.value for c in ast.walk(node.value)
+                     if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+            if parts:
+                out.append((node.value.lineno, "".join(parts)))
+    return out
+
+
+def hints_holding_answers(project: str, files: dict[str, str]) -> list[str]:
+    answers = solution_line_runs(project)
+    return [f"{name}:{line}: {text[:90]!r}" for name, source in files.items()
+            for line, text in hints_of(source) if code_runs(text) & answers]
+
+
+@pytest.mark.parametrize("project", PROJECTS)
+def test_no_hint_in_a_released_checker_is_a_line_of_the_answer(project):
+    files = {p.relative_to(ROOT / "projects").as_posix(): p.read_text()
+             for p in sorted((ROOT / "projects" / project / "tests").glob("**/*.py"))}
+    found = hints_holding_answers(project, files)
+    assert not found, ("a hint holds a line of the reference (say what must hold and what "
+                       f"was measured, not the code): {found}")
+
+
+def test_the_hint_scan_finds_a_pasted_line():
+    """Planted both ways: the mesh line of sharded-training's reference, pasted as a hint,
+    is found; the same API named in prose is not."""
+    pasted = ('fail_unless(ok, "no mesh", hint="jax.make_mesh((n,), (\'data\',), '
+              'devices=jax.devices()[:n])")\n')
+    assert hints_holding_answers("sharded-training", {"planted.py": pasted})
+    prose = 'fail_unless(ok, "no mesh", hint="a Mesh of the first n devices (jax.make_mesh)")\n'
+    assert not hints_holding_answers("sharded-training", {"planted.py": prose})

@@ -92,8 +92,8 @@ def _(impl, ctx):
         y = fn(x)
         fail_unless(isinstance(y, np.ndarray), "softmax_numpy_f64 must return a NumPy "
                     "array (it is the JAX-independent reference)", yours=type(y).__name__,
-                    expected="numpy.ndarray", hint="use numpy only: np.asarray(x)."
-                    "astype(np.float64), np.exp, .max, .sum")
+                    expected="numpy.ndarray", hint="NumPy only, in float64 from the "
+                    "input on: no JAX array may take part")
         y = as_array(y, "softmax_numpy_f64", shape=shape, dtype=np.float64)
         ok, (i, j), excess = compare(y, ref64(x), 1e-12, 1e-300)
         fail_unless(ok, f"softmax_numpy_f64 on {dtype_name} input is not float64-accurate "

@@ -265,15 +265,15 @@ def _(impl, ctx):
         fail_unless(sites[0]["grid"] == want_grid,
                     f"wrong grid for {describe(shape, block_rows)}",
                     yours=tuple(sites[0]["grid"]), expected=tuple(want_grid),
-                    hint="one program per block of rows: grid=(pl.cdiv(rows, block_rows),); "
-                    "floor division drops the last, partial block")
+                    hint="one program per block of rows, the last, partial block "
+                    "included: a grid that rounds the count down drops those rows")
         want_block = [block_rows, block_width(shape[1])]
         for k, block in enumerate(sites[0]["block_shapes"]):
             fail_unless(block == want_block, f"block shape {k} of the pallas_call "
                         f"for {describe(shape, block_rows)}", yours=tuple(block),
-                        expected=tuple(want_block), hint="BlockSpec((block_rows, "
-                        "block_cols(cols)), lambda i: (i, 0)) for input and output: whole "
-                        "rows per block")
+                        expected=tuple(want_block), hint="input and output blocks alike: "
+                        "block_rows rows by the block width block_cols gives, whole rows "
+                        "per block, program i on row block i")
         # Interpreted Pallas clamps an out-of-range block index (compiled Pallas does
         # not), so a wrong index map can pass on CPU: read the map itself.
         want_index = [[i, 0] for i in range(want_grid[0])]

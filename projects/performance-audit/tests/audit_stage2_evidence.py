@@ -489,7 +489,8 @@ def learner_bandwidth(impl, nbytes: int, kind: str, iters: int) -> dict:
                 all(type(f) is int and f >= 0 for f in faults),
                 "minor_faults must hold one count per sample",
                 yours=faults, expected=f"{iters} ints (ru_minflt after - before)",
-                hint="resource.getrusage(resource.RUSAGE_SELF).ru_minflt around each sample")
+                hint="this process's minor page-fault count, read just before and just after "
+                "each sample")
     return m
 
 
@@ -581,8 +582,8 @@ def _(impl, ctx):
                 "your fresh_output samples report fewer minor page faults than a fresh "
                 f"{nbytes // 2**20} MiB output causes", yours=fresh["minor_faults"],
                 expected=f"about {want:.0f} per call (the checker's own count; the array "
-                f"has {pages} pages)", hint="resource.getrusage(resource.RUSAGE_SELF)"
-                ".ru_minflt before and after each sample (minor faults, this process)")
+                f"has {pages} pages)", hint="this process's minor page-fault count, "
+                "read just before and just after each sample (minor faults, this process)")
     # The times, last, so that a noisy machine leaves none of the exact facts above unsaid:
     # the matmul, then the time per pass of each kind, in rounds (your measure_bandwidth
     # call against the checker's own measurement of the same kind and size: each side a

@@ -98,7 +98,7 @@ def learner_mesh(impl, n=None) -> tuple[Handle, dict]:
         {"is_mesh": False, "type": type(mesh).__name__}
     fail_unless(info.get("is_mesh"), "make_mesh must return a jax.sharding.Mesh",
                 yours=info.get("type"), expected="Mesh",
-                hint="jax.make_mesh((n,), ('data',), devices=jax.devices()[:n])")
+                hint="a Mesh of the first n devices, with one axis named 'data'")
     return mesh, info
 
 

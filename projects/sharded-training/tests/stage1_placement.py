@@ -145,8 +145,8 @@ def _(impl, ctx):
                 hint="jax.random.key(seed), not the legacy uint32 PRNGKey")
     ref = ref_state(config)
     compare_trees(hosts(state.field("params")), flat(ref["params"]), "initial params",
-                  rtol=1e-6, atol=1e-7, hint="params from the first half of "
-                  "jax.random.split(jax.random.key(config['seed']))")
+                  rtol=1e-6, atol=1e-7, hint="the params come from the first of the two keys "
+                  "split from the typed key of config['seed']")
     fail_unless(np.array_equal(host(key), host(ref["key"])),
                 "the training key is not the second half of split(key(seed))",
                 yours=host(key), expected=host(ref["key"]))
@@ -233,8 +233,9 @@ def _(impl, ctx):
         norm = {int(d): [[int(a), int(b)] for a, b in spans] for d, spans in pieces.items()}
         fail_unless(norm == want["pieces"], f"{name}: pieces do not match the shards "
                     "each device holds", yours=norm, expected=want["pieces"],
-                    hint="for each shard in leaf.addressable_shards: [start, stop] of "
-                    "every slice in shard.index, resolved against the shape")
+                    hint="one entry per piece this process can see, keyed by its device "
+                    "id: the [start, stop) each dimension of the piece covers, as plain "
+                    "ints within the shape")
 
 
 @checker.check(1, "step_matches_single_device")
@@ -311,7 +312,7 @@ def _(impl, ctx):
     desc = ask(impl, "export", step, state.kept, batch.kept)
     fail_unless(desc["has_lower"], "make_train_step must return the jax.jit object",
                 yours="no .lower", expected="a jitted function (has .lower)",
-                hint="return jax.jit(step)")
+                hint="return the jitted step itself, not a function that calls it")
     # The learner's arrays, in the order the program takes them, as this process's own
     # arrays: placed the way the program declares, once its declaration is checked
     # against what the learner process reported.

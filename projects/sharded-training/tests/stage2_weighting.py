@@ -237,8 +237,8 @@ def _(impl, ctx):
                 "counts are right, but they were not computed per shard",
                 yours="0 shard_maps traced during your call (JAX's caches cleared first)",
                 expected="a jax.shard_map in which each device sums its own piece of the "
-                "mask", hint="jax.shard_map(lambda m: jnp.sum(m, keepdims=True), mesh=mesh, "
-                "in_specs=P('data'), out_specs=P('data')), jitted; not a sum on the host")
+                "mask", hint="each device counts its own rows inside a jitted shard_map over "
+                "the mesh's 'data' axis; not a sum on the host")
 
 
 @checker.check(2, "uses_shard_map")

@@ -84,8 +84,8 @@ def checkpoint_on_disk(folder: Path) -> dict:
     except Exception as err:  # noqa: BLE001 - an unreadable checkpoint is named
         raise CheckFailed(f"the checkpoint in {folder.name} cannot be read with "
                           f"Orbax: {type(err).__name__}: {str(err)[:200]}",
-                          hint="save with manager.save(step, args=ocp.args.StandardSave("
-                          "state))") from None
+                          hint="save the state as a standard Orbax checkpoint through the "
+                          "manager, under its step") from None
     return {normalised(k): v for k, v in flat(restored).items()}
 
 
@@ -262,8 +262,8 @@ def _(impl, ctx):
         if failure:
             raise failure
         raise CheckFailed("initialize_distributed did not call jax.distributed.initialize",
-                          hint="jax.distributed.initialize(coordinator, num_processes, "
-                          "process_id, ...)")
+                          hint="initialize_distributed must start JAX's distributed runtime "
+                          "with the coordinator, process count and id it is given")
     for i, kw in enumerate(kwargs):
         if kw is None:
             failure = two_process_failure(result)

@@ -433,7 +433,7 @@ def _(impl, ctx):
     fail_unless(summary["count"] == args["trace_steps"],
                 "the annotated region is not in the trace once per traced step",
                 yours=summary["count"], expected=args["trace_steps"],
-                hint="jax.profiler.TraceAnnotation(region, step=i) around each call")
+                hint="one annotated region named as asked around each traced call")
     fail_unless(summary["child_us"] > 0, "the region holds no events: the step did not "
                 "run inside it", yours=summary, expected="the jitted step nested inside",
                 hint="synchronise inside the annotation")
@@ -442,7 +442,7 @@ def _(impl, ctx):
     fail_unless(numbers == want, "the traced regions are not numbered by step: each "
                 "region's step argument, in the order they ran, must be its index",
                 yours=numbers, expected=want,
-                hint="jax.profiler.TraceAnnotation(region, step=i): without step=i the "
+                hint="each region carries its step number: without step=i the "
                 "regions are named but not numbered, and a trace viewer cannot tell the "
                 "steps apart" if not any(numbers) else
                 "TraceAnnotation(region, step=i) with i counting the traced calls from 0")
@@ -454,7 +454,7 @@ def _(impl, ctx):
         fail_unless(len(found) == ROUND_TRACE, "the annotated region is not in the trace "
                     "once per traced step", yours=f"{len(found)} in {path}",
                     expected=f"{ROUND_TRACE} (trace_steps={ROUND_TRACE})",
-                    hint="jax.profiler.TraceAnnotation(region, step=i) around each call")
+                    hint="one annotated region named as asked around each traced call")
         return min(found)
     decide("your shortest traced step (a region in the trace)", traced, min(durations),
            (REGION_FLOOR, math.inf),
