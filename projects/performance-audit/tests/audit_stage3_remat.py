@@ -349,8 +349,8 @@ def _(impl, ctx):
                     expected=f"about {want / mib:.1f} MiB (the checker's repeats "
                     f"{[round(v / mib, 1) for v in ref['run_peak_bytes']]}; within "
                     f"{PEAK_WINDOW}x)", hint="VmHWM alone holds the runtime, compilation "
-                    "and inputs: after compiling, write 5 to /proc/self/clear_refs, run, then "
-                    "subtract the RSS at the reset from VmHWM")
+                    "and inputs: the figure asked is how far memory rose above what the "
+                    "process held just before the run, during the run alone")
     plain = statistics.median(yours[None]["run_peak_bytes"])
     remat = statistics.median(yours["nothing_saveable"]["run_peak_bytes"])
     fail_unless(remat < plain, "the run-only peak with nothing_saveable is not below the "
