@@ -198,6 +198,10 @@ def test_an_unwritten_stub_is_named_before_any_call(learner, tmp_path):
     shadowed.write_text("NotImplementedError = ValueError\n\n\ndef f(x):\n"
                         "    raise NotImplementedError('stage 1: f')\n")
     require_written(load_impl(shadowed), "f")  # raises a ValueError when called: no stub
+    odd = tmp_path / "odd.py"
+    odd.write_text("def g(x):\n    raise NotImplementedError('stage 1: g')\n\n\n"
+                   "g.__signature__ = 5\n")
+    require_written(load_impl(odd), "g")  # a signature it cannot read: left to the call
     # the learner process's report is data: anything but a not-yet error is ignored
     for junk in (["unwritten_stub"], {"echo": "x"}, {"echo": {"kind": "exception"}}):
         remote = RemoteModule(process, ["echo"], junk)

@@ -113,17 +113,17 @@ def unwritten(module: ModuleType, impl_path: Path | str) -> dict[str, LearnerCod
     for name, fn in list(vars(module).items()):
         if name.startswith("__") or not is_stub(fn):
             continue
-        params = inspect.signature(fn).parameters.values()
-        args = [None for p in params if p.default is p.empty
-                and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        kwargs = {p.name: None for p in params
-                  if p.default is p.empty and p.kind is p.KEYWORD_ONLY}
         try:
+            params = inspect.signature(fn).parameters.values()
+            args = [None for p in params if p.default is p.empty
+                    and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            kwargs = {p.name: None for p in params
+                      if p.default is p.empty and p.kind is p.KEYWORD_ONLY}
             fn(*args, **kwargs)
         except NotImplementedError as err:
             found[name] = explain_exception(err, impl_path)
-        except Exception:  # noqa: BLE001 - not the starter's raise after all: calls will say
-            pass
+        except Exception:  # noqa: BLE001 - not the starter's raise after all (or a signature
+            pass           # set by hand that cannot be read): its calls will say
     return found
 
 
