@@ -310,11 +310,9 @@ class InProcess:
         self.loaded = load_impl(self.impl_path)
 
     def module(self) -> RemoteModule:
-        from coursekit.checking.learner import unwritten
+        from coursekit.checking.learner import unwritten_report
         names = [n for n, v in vars(self.loaded).items() if callable(v)]
-        stubs = {n: {"kind": e.kind, "message": str(e), "hint": e.hint, "type": e.exc_type}
-                 for n, e in unwritten(self.loaded, self.impl_path).items()}
-        return RemoteModule(self, names, stubs)
+        return RemoteModule(self, names, unwritten_report(self.loaded, self.impl_path))
 
     def close(self) -> None:
         pass

@@ -127,6 +127,13 @@ def unwritten(module: ModuleType, impl_path: Path | str) -> dict[str, LearnerCod
     return found
 
 
+def unwritten_report(module: ModuleType, impl_path: Path | str) -> dict[str, dict]:
+    """``unwritten`` as data, as the learner process reports it (``bridge.RemoteModule``
+    reads it back)."""
+    return {name: {"kind": e.kind, "message": str(e), "hint": e.hint, "type": e.exc_type}
+            for name, e in unwritten(module, impl_path).items()}
+
+
 def require_written(module, *names: str) -> None:
     """Raise, before a check prepares anything, the error a call of the first of ``names``
     that is still the starter's stub would raise (a missing one is named as by

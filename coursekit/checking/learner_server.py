@@ -134,7 +134,7 @@ class Server:
         import coursekit.checking.values  # noqa: F401
         import coursekit.measure.timing  # noqa: F401
         from coursekit.checking.errors import LearnerCodeError
-        from coursekit.checking.learner import load_impl, unwritten
+        from coursekit.checking.learner import load_impl, unwritten_report
         self.before = snapshot()
         try:
             self.module = load_impl(self.impl_path)
@@ -144,9 +144,7 @@ class Server:
         functions = [] if self.module is None else sorted(
             name for name, value in list(vars(self.module).items())
             if callable(value) and not name.startswith("__"))
-        stubs = {} if self.module is None else {
-            name: {"kind": e.kind, "message": str(e), "hint": e.hint, "type": e.exc_type}
-            for name, e in unwritten(self.module, self.impl_path).items()}
+        stubs = {} if self.module is None else unwritten_report(self.module, self.impl_path)
         self.reply({"kind": "ready", "pid": os.getpid(), "functions": functions,
                     "unwritten": stubs, "load_error": error})
 
