@@ -102,9 +102,15 @@ def pytest_collection_modifyitems(config, items):
     """Under make test's workers, collect the longest groups first (a stable sort: each
     file's tests keep their order; every worker sorts the same collection alike). Before
     any selection by mark: a test using a batch fixture is marked slow."""
+    split = []
     for item in items:
         if BATCH_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+            if xdist_group_of(item.nodeid) != xdist_group_of(item.nodeid.partition("::")[0]):
+                split.append(item.nodeid)
+    if split:  # its module's batch would run again on the other group's worker (140 s once)
+        raise pytest.UsageError("a test outside its file's worker group uses the file's "
+                                f"batch fixture (rename it): {split}")
     if config.getoption("dist", "no") != "loadgroup" and not os.environ.get(
             "PYTEST_XDIST_WORKER"):
         return

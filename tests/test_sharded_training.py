@@ -275,7 +275,7 @@ CHECK_VMA_OFF_BUG = bug("check-vma-off", CHECK_VMA_OFF, 2, "equal_counts_not_8x"
 
 @pytest.mark.slow
 @pytest.mark.timeout(2400)
-def test_reference_rule_with_check_vma_off_is_one_shards_part(planted):
+def test_check_vma_off_reference_rule_is_one_shards_part(planted):
     result = result_of(planted, CHECK_VMA_OFF_BUG)
     assert result["status"] == {"equal_counts_not_8x": "fail"}, result["stdout"]
     assert "one shard's part alone" in message(result, "equal_counts_not_8x")
