@@ -3,12 +3,12 @@
 import atexit
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+from graded_reference import SESSION_ENV
 from helpers import PINNED, spinning_core
 
 # Set by pytest_configure for this session when the caller did not: under pytest-xdist
@@ -29,6 +29,8 @@ def pytest_configure(config):
                 # project's tests and the notebooks' check cells (helpers.reference_run).
                 "COURSE_CHECK_REUSE": str(tmp / "reference-runs")}
     worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:  # one folder for the whole session, every worker's (graded_reference)
+        os.environ[SESSION_ENV] = str(tmp / "session")
     ours = set(filter(None, os.environ.get(_DEFAULTED, "").split(","))) if worker else set()
     for key, value in defaults.items():
         if key in ours or key not in os.environ:
@@ -83,12 +85,16 @@ def xdist_group_of(nodeid: str) -> str:
     return path
 
 
-# Groups that take longest, handed out first (xdist gives each worker the next group in
-# collection order as it frees up): the last group to start is then a short one.
-LONGEST_FIRST = ("grader", "references", "tests/test_optimisation_planted.py",
+# The order groups are handed out in (xdist gives each worker the next group in this order
+# as it frees up; the scheduler below keeps it, where xdist would sort by test count). The
+# grader group comes first and starts with the session's sandboxed grading of the
+# instructor's work (tests/graded_reference.py); the references group reads that grading,
+# so it comes after about 800 s of other work and seldom waits for it. Then the longest.
+LONGEST_FIRST = ("grader", "tests/test_optimisation_planted.py",
+                 "tests/test_performance_audit_planted.py", "tests/test_pallas_kernel.py",
+                 "references", "tests/test_sharded_training.py",
                  "tests/test_performance_audit.py", "tests/test_foundations.py",
-                 "tests/test_performance_audit_planted.py", "tests/test_sharded_training.py",
-                 "tests/test_pallas_kernel.py")
+                 "tests/test_optimisation_trust.py")
 
 
 # Module fixtures that run a batch of checker processes (planted bugs, a graded batch):
@@ -115,7 +121,15 @@ def pytest_collection_modifyitems(config, items):
             "PYTEST_XDIST_WORKER"):
         return
     rank = {g: i for i, g in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(xdist_group_of(item.nodeid), len(rank)))
+    grading = {i.nodeid.partition("::")[0] for i in items
+               if "graded_reference" in getattr(i, "fixturenames", ())}
+
+    def order(item):  # a file stays in one piece (its module fixtures run once)
+        group, path = xdist_group_of(item.nodeid), item.nodeid.partition("::")[0]
+        first = group == "grader" and path in grading
+        return (rank.get(group, len(rank)), not first, path if first else "",
+                first and "graded_reference" not in item.fixturenames)
+    items.sort(key=order)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -132,6 +146,7 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             return xdist_group_of(nodeid)
 
+    config.option.loadscopereorder = False  # LONGEST_FIRST's order, not by test count
     return SharedResultGroups(config, log)
 
 
@@ -142,40 +157,14 @@ def busy_core():
         yield
 
 
-# The instructor's own work, handed in once per session and graded by the real grader with
-# full isolation: every project's solution as its starter (every stage of every project)
-# and two solution notebooks (00, which logs to MLflow, plus the cheap 01). Shared by
-# test_autograder_batch (every reference stage passes in the sandbox) and
-# test_autograder_notebooks (the solution notebooks get full marks): one grader run, its
-# two workers kept busy, instead of two.
-REFERENCE_NOTEBOOKS = ("00_foundations.ipynb", "01_async_timing.ipynb")
-
-
 @pytest.fixture(scope="session")
-def graded_reference(tmp_path_factory):
+def graded_reference():
+    """The instructor's own work graded once per session, shared by every worker
+    (tests/graded_reference.py): test_autograder_batch (every reference stage passes in
+    the sandbox), test_autograder_notebooks (the solution notebooks get full marks), and,
+    through helpers.reference_run, each project's reference test and the notebooks'
+    check cells."""
     from coursekit.facts import ROOT
     sys.path.insert(0, str(ROOT))
-    from autograder.gradebook import Gradebook
-
-    tmp = tmp_path_factory.mktemp("graded-reference")
-    ref, out = tmp / "subs" / "reference", tmp / "out"
-    (ref / "notebooks").mkdir(parents=True)
-    for name in REFERENCE_NOTEBOOKS:
-        shutil.copy(ROOT / "notebooks" / name, ref / "notebooks" / name)
-    projects = sorted(p.parent.parent.name for p in ROOT.glob("projects/*/tests/check.py"))
-    for name in projects:
-        shutil.copytree(ROOT / "projects" / name / "solution",
-                        ref / "projects" / name / "starter",
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    stages = ",".join(["projects", *(f"notebooks/{n}" for n in REFERENCE_NOTEBOOKS)])
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp / "subs"),
-                           "--out", str(out), "--stages", stages, "--workers", "2",
-                           "--timeout", "900", "--quiet"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=1800, env=env, check=False)
-    book = Gradebook.in_dir(out) if out.exists() else None
-    latest = book.latest() if book else {}
-    if book:
-        book.close()
-    return {"projects": projects, "notebooks": [f"notebooks/{n}" for n in REFERENCE_NOTEBOOKS],
-            "done": done, "latest": latest, "out": out}
+    from graded_reference import graded_reference as batch
+    return batch()

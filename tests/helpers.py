@@ -56,25 +56,20 @@ def plant(tmp_path: Path, project: str, name: str, replacements: list[tuple[str,
     return path
 
 
-def reference_run(project: str, *, busy_core: bool = False) -> dict:
-    """``check.py --stage all`` on the project's reference solution, run once per test
-    session and shared: the project's own reference test reads it, and the notebooks'
-    check cells against the same solution reuse its passed stages instead of running the
-    same checker again (``COURSE_CHECK_REUSE``, set by conftest; see
+def reference_run(project: str) -> dict:
+    """The project's reference solution, every stage, from the session's one sandboxed
+    grading of the instructor's work (tests/graded_reference.py), in ``run_checker``'s
+    form. The project's own reference test reads it, and the notebooks' check cells
+    against the same solution reuse its passed stages instead of running the checker
+    again (``COURSE_CHECK_REUSE``, set by conftest; see
     ``coursekit.notebook.cells.reusable_result``).
 
-    ``busy_core=True``: the shared run is made with one other core kept spinning (as on a
-    loaded 2-core CI machine), for the projects whose reference test demands that. A
-    busy-core run also serves a plain ``reference_run``; a plain one does not serve a
-    busy-core request (it is run again, busy, and replaces it)."""
-    cached = _REFERENCE_RUNS.get(project)
-    if cached is None or (busy_core and not cached["busy_core"]):
-        if busy_core:
-            with spinning_core():
-                result = run_checker(project, solution(project), "all")
-        else:
-            result = run_checker(project, solution(project), "all")
-        _REFERENCE_RUNS[project] = {**result, "busy_core": busy_core}
+    It is a run under load, as the timed stages' reference tests demand: under make test
+    the grading's two workers share the one core the pytest worker is pinned to."""
+    if project not in _REFERENCE_RUNS:
+        from graded_reference import reference_result
+        result = reference_result(project)
+        _REFERENCE_RUNS[project] = result
         folder = os.environ.get("COURSE_CHECK_REUSE")
         if folder and result["json"]:
             from coursekit.notebook.cells import share_reference_result

@@ -29,14 +29,6 @@ from coursekit.authoring.nbbuild import ALLOWED_ERROR_TAG
 from coursekit.commands import course
 from coursekit.facts import KERNELSPEC, ROOT
 
-# Projects whose reference checker run (tests/helpers.reference_run) is shared between the
-# project's own tests and its notebook's check cells. The projects with timed stages
-# (performance-audit, optimisation, pallas-kernel) demand the reference pass with the other
-# core busy, so theirs is the shared busy-core run (a pass under load serves a check cell
-# just as well).
-SHARED_REFERENCE_RUNS = ("foundations", "sharded-training")
-SHARED_BUSY_REFERENCE_RUNS = ("performance-audit", "optimisation", "pallas-kernel")
-
 NOTEBOOKS = course.discover_notebooks()
 IDS = [p.stem for p in NOTEBOOKS]
 
@@ -266,10 +258,8 @@ def run(path: Path, tmp_path: Path, learner: bool) -> dict:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_runs_against_solution(path, tmp_path, kernel):
     project = read(path).metadata["course"].get("project")
-    if project in SHARED_REFERENCE_RUNS:
-        reference_run(project)  # its passed stages serve this notebook's check cells
-    if project in SHARED_BUSY_REFERENCE_RUNS:
-        reference_run(project, busy_core=True)
+    if project:  # the session's sandboxed grading of the solution serves its check cells
+        reference_run(project)
     started_ms = time.time() * 1000
     row = run(path, tmp_path, learner=False)
     if path.stem == "01_async_timing":

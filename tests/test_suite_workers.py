@@ -12,7 +12,7 @@ def test_shared_results_and_machine_watchers_keep_to_one_worker():
     assert {xdist_group_of(n) for n in (
         "tests/test_notebooks.py::test_runs_against_solution[05_sharding_and_recovery]",
         "tests/test_performance_audit.py::"
-        "test_reference_passes_every_stage_with_a_busy_core",
+        "test_reference_passes_every_stage_under_load",
         "tests/test_foundations.py::test_reference_passes_every_stage")} == {"references"}
     assert {xdist_group_of(n) for n in (
         "tests/test_autograder.py::test_nothing_escapes_and_nothing_is_lost",
@@ -46,3 +46,28 @@ def test_the_longest_groups_named_first_exist():
     files = {*GRADER_FILES, *REFERENCE_FILES, "test_notebooks.py",
              *(g.removeprefix("tests/") for g in LONGEST_FIRST if g.startswith("tests/"))}
     assert all((ROOT / "tests" / f).is_file() for f in files), files
+
+
+def test_the_session_grading_is_made_once_for_every_worker(tmp_path):
+    """Two workers asking for the session's grading of the instructor's work at once
+    (tests/graded_reference.py): one grades, the other waits on the lock and reads it."""
+    from graded_reference import SESSION_ENV
+
+    from coursekit.facts import ROOT
+    worker = (
+        "import json, sys, time\n"
+        f"sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+        "import graded_reference as g\n"
+        "def grade(folder):\n"
+        "    with open(sys.argv[1], 'a') as f: f.write('graded\\n')\n"
+        "    time.sleep(1.0)\n"
+        "    return {'projects': [], 'notebooks': [], 'latest': [], 'out': str(folder),\n"
+        "            'done': {'returncode': 0, 'stdout': '', 'stderr': ''}}\n"
+        "g._grade = grade\n"
+        "print(json.dumps(g.graded_reference()['done'].returncode))\n")
+    log = tmp_path / "gradings"
+    env = {**os.environ, SESSION_ENV: str(tmp_path / "session")}
+    procs = [subprocess.Popen([sys.executable, "-c", worker, str(log)], env=env,
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=60)[0].strip() for p in procs]
+    assert outs == ["0", "0"] and log.read_text() == "graded\n"
