@@ -239,6 +239,11 @@ PLANTED = {
     "temp_drops_the_policy": (3, "remat_saves_residuals_and_temp", [
         ("fn = jax.jit(lambda p, v: jax.value_and_grad(loss)(p, v, policy))",
          "fn = jax.jit(lambda p, v: jax.value_and_grad(loss)(p, v))")]),
+    # the plan read from the second repeat: right for every repeats the checker used to
+    # ask (3), an IndexError at repeats=1, which the signature admits
+    "peak_plan_of_the_second_repeat": (3, "peak_memory_from_fresh_process", [
+        ('"device_peak_bytes": runs[0]["device_peak_bytes"]',
+         '"device_peak_bytes": runs[1]["device_peak_bytes"]')]),
     # repeats in the learner's own process: its high-water mark holds everything before
     "peak_measured_in_this_process": (3, "peak_memory_from_fresh_process", [
         ("    with ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0))) as pool:\n"
@@ -314,7 +319,8 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "host_read_never_read": "was not read to the host in timed calls",
          "decide_slower_by_the_estimate": "not just the point estimate",
          "decide_pairs_samples_by_position": "pair only samples whose round_ids say so",
-         "decide_on_round_means": "median"}
+         "decide_on_round_means": "median",
+         "peak_plan_of_the_second_repeat": "IndexError"}
 WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
                "time_fn_samples_sliced_from_every_call": "tamper",
                "summary_counts_straddling_events": "nested",

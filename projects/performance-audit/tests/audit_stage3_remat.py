@@ -351,6 +351,12 @@ def _(impl, ctx):
                     f"{PEAK_WINDOW}x)", hint="VmHWM alone holds the runtime, compilation "
                     "and inputs: the figure asked is how far memory rose above what the "
                     "process held just before the run, during the run alone")
+    # repeats=1 is a request the signature admits: one fresh process, its figure, its plan
+    single = learner_peak(impl, cfg, None, 1)
+    fail_unless(single["argument_size_in_bytes"] == reference["None"]["argument_size_in_bytes"],
+                "repeats=1: argument_size_in_bytes is not the plan of the program that ran",
+                yours=single["argument_size_in_bytes"],
+                expected=reference["None"]["argument_size_in_bytes"])
     plain = statistics.median(yours[None]["run_peak_bytes"])
     remat = statistics.median(yours["nothing_saveable"]["run_peak_bytes"])
     fail_unless(remat < plain, "the run-only peak with nothing_saveable is not below the "
