@@ -596,8 +596,9 @@ def _(impl, ctx):
             return "you trained on the test rows: train on x[:n_train], test on the rest"
 
     expect_replay("reference_workload's params", yours, params_vector(ref), [test_rows],
-                  "k_data, k_train = split(key(seed)); train_classifier(k_train, first "
-                  "n_train rows, with the steps, batch and lr you were given)")
+                  "every key comes from the seed as the docstring states; the params are "
+                  "train_classifier's on the first n_train rows, with the steps, batch and "
+                  "lr you were given")
 
 
 @checker.check(3, "workload_accuracy_vs_reference")
@@ -616,7 +617,7 @@ def _(impl, ctx):
         reported = out[field]
         fail_unless(type(reported) is float, f"{field} must be a plain Python float",
                     yours=type(reported).__name__, expected="float",
-                    hint="float(classifier.accuracy(...))")
+                    hint="a plain Python float, not a jax or numpy scalar")
         reported = as_float(reported, field)
         fail_unless(abs(reported - measured[field]) < 1e-6,
                     f"{field} is not the accuracy of your params on {where}",

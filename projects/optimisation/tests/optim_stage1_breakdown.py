@@ -337,7 +337,7 @@ def _(impl, ctx):
                     and (close(float(yours), ceiling) or yours == ceiling),
                     f"{label}: the Amdahl ceiling for removing {phase!r} is wrong",
                     yours=yours, expected=ceiling,
-                    hint="removing a part with share s entirely: 1 / (1 - s)")
+                    hint="the step's time now over its time with that phase taking none")
         below = want["below"][phase]
         name = max(below, key=lambda n: below[n][1]) if below else ""
         count, us = below.get(name, [0, 0.0])

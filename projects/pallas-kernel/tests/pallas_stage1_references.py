@@ -41,8 +41,8 @@ def rtol_bracket(dtype, n: int) -> tuple[float, float]:
     return u_out + (n - 1) * u32, RTOL_OVER_BUDGET * budget(dtype, n)[0]
 
 
-REFERENCE_HINT = ("compute in float32 whatever the input dtype, subtract the row max, "
-                  "cast back to x.dtype once at the end")
+REFERENCE_HINT = ("what must hold: the error of a float32 computation rounded once to "
+                  "x.dtype, whatever the input dtype, and finite on every row")
 
 
 def learner_jnp(impl):

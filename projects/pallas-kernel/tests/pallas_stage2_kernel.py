@@ -234,8 +234,8 @@ def _(impl, ctx):
                 "comes from ordinary jax.numpy code, not from a kernel",
                 yours=f"primitives {sorted(info['outside'])[:12]}",
                 expected="a pallas_call in the program",
-                hint="build the kernel with pl.pallas_call(softmax_kernel, grid=..., "
-                "in_specs=..., out_specs=...)(x)")
+                hint="softmax_pallas must run softmax_kernel through one pallas_call, "
+                "as its docstring states")
     outside = set(info["outside"]) & FORBIDDEN_OUTSIDE
     fail_unless(not outside, "softmax arithmetic runs outside the kernel",
                 yours=sorted(outside), expected="none: exp, max and sum inside the kernel",
@@ -245,7 +245,7 @@ def _(impl, ctx):
     missing = {"exp", "reduce_max", "reduce_sum"} - inside
     fail_unless(not missing, "the kernel does not contain the softmax's reductions",
                 yours=sorted(inside)[:20], expected=f"also {sorted(missing)}",
-                hint="take jnp.max and jnp.sum over the row inside softmax_kernel")
+                hint="the row's max and sum must be computed inside softmax_kernel")
     cross_check_sites(impl, x, block_rows, info)
 
 
@@ -286,8 +286,8 @@ def _(impl, ctx):
                         f"{describe(shape, block_rows)} does not give program i the row "
                         "block i and the one column block",
                         yours=[tuple(g) for g in got[:6]] if isinstance(got, list) else got,
-                        expected=[tuple(w) for w in want_index[:6]], hint="lambda i: (i, 0): "
-                        "program i takes row block i; the whole row is column block 0")
+                        expected=[tuple(w) for w in want_index[:6]], hint="program i must "
+                        "get row block i, and the whole row: column block 0 of every row")
         cross_check_sites(impl, x, block_rows, info)
 
 
@@ -385,8 +385,8 @@ def declared_is_what_ran(result: dict, sites: list[dict], shape, block_rows: int
                     "the one it ran", yours=f"declared block_rows={result['block_rows']!r}, "
                     f"grid={result['grid']!r}", expected=f"what its own run traced: blocks "
                     f"{[tuple(b) for b in site['block_shapes']]}, grid {site['grid']}",
-                    hint="pass block_rows through: softmax_pallas(x, block_rows=block_rows), "
-                    "and declare the block and grid of that call")
+                    hint="run_softmax must run softmax_pallas with the block_rows it was "
+                    "given, and declare the block and grid of that very call")
 
 
 @checker.check(2, "declared_mode_is_the_one_that_ran")
@@ -428,8 +428,8 @@ def _(impl, ctx):
     declared_is_what_ran(result, ran_sites, shape, block_rows)
     fail_unless(result["mode"] == ran, "the declared execution mode is not the one that ran",
                 yours=result["mode"], expected=f"{ran} (read from the program that ran on "
-                f"{backend})", hint="declare execution_mode() and pass interpret="
-                "(mode == 'interpreted') to pallas_call, so the two cannot disagree")
+                f"{backend})", hint="the declared mode must be the one the pallas_call ran in: "
+                "a mode written in separately from the call can disagree with it")
     if backend == "cpu":
         fail_unless(ran == "interpreted", "on CPU only interpreted Pallas runs",
                     yours=ran, expected="interpreted")
@@ -447,8 +447,7 @@ def _(impl, ctx):
                     "softmax_pallas's interpret flag does not follow execution_mode()",
                     yours=f"interpret={flags[0] if flags else None} when "
                     f"execution_mode() says {mode!r}", expected=f"interpret="
-                    f"{mode == 'interpreted'}", hint="interpret=None means "
-                    "interpret = (execution_mode() == 'interpreted'): on a GPU the same "
-                    "code must compile")
+                    f"{mode == 'interpreted'}", hint="with interpret=None the call must run in the "
+                    "mode execution_mode() names: on a GPU the same code must compile")
         odd = jnp.zeros((3, 6), jnp.bfloat16)
 

@@ -572,8 +572,8 @@ def _(impl, ctx):
                 f"your in-place samples paid {faults} minor page faults per call: a fresh "
                 f"{nbytes // 2**20} MiB output each call (one fault per page of it)",
                 yours=f"{faults} faults per call", expected=f"about 0 (the array has {pages} "
-                "pages)", hint="page faults, not memory: donate the input "
-                "(jax.jit(f, donate_argnums=0)) and feed each output back as the next input")
+                "pages)", hint="page faults, not memory: an in-place sample must write into "
+                "memory the process already holds, not a fresh output each call")
     # the fault counts themselves, where the checker knows what they must be: a fresh
     # output each call faults once per page of it (the checker's own count, here)
     fresh = learner_bandwidth(impl, nbytes, "fresh_output", 2)
@@ -656,8 +656,8 @@ def _(impl, ctx):
                           ("upper_s", compute_s + memory_s)):
             fail_unless(math.isclose(as_float(r.get(key), key), want, rel_tol=1e-9),
                         f"{key}: the time bound is off", yours=r.get(key), expected=want,
-                        hint="lower_s = max(compute, memory) (perfect overlap), upper_s = "
-                        "their sum (no overlap)")
+                        hint="lower_s: compute and memory time fully overlapped; upper_s: "
+                        "not overlapped at all")
     # levels are found by size, not by name: a memory-side cache in HBM (a Xeon Max in
     # cache mode) is the largest level, yet its name sorts first
     with_hbm = {"HBM": 64 * 2**30, **caches}

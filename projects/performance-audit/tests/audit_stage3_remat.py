@@ -266,7 +266,8 @@ def _(impl, ctx):
         fail_unless(yours[policy] == want, f"blocks: compiler temp bytes with policy={policy} "
                     "differ from the checker's compile of the same model",
                     yours=yours[policy], expected=want,
-                    hint="memory_analysis().temp_size_in_bytes of jax.jit(value_and_grad(...))")
+                    hint="the temporaries of the compiler's own memory plan for this "
+                    "program (value_and_grad of the model, with this policy), not an estimate")
     # Only nothing_saveable < None is a property of remat itself: how dots_saveable and
     # everything_saveable compare with None depends on the sizes the seed draws (the
     # reference failed a full ordering on one seed), and every policy's value is already

@@ -127,8 +127,8 @@ def _(impl, ctx):
                 f"{np.std(np.log(before['samples_s']), ddof=1):.2f} in log, after's "
                 f"{np.std(np.log(after['samples_s']), ddof=1):.2f}) the 95% interval is "
                 f"[{both[0]:.3f}, {both[1]:.3f}], which holds 1",
-                hint="the interval's width comes from both records: Var(log before) / "
-                "n_before + Var(log after) / n_after (or resample both sides)")
+                hint="the interval's width must carry the spread of both records, not only "
+                "the 'after' samples'")
     # Noise whose point estimate reads more than the minimum slower while the interval
     # (the checker's own, over rounds and over pooled samples) still holds 1: "slower"
     # asks the whole interval to lie below 1 / (1 + min_gain), as "accept" asks it above.
@@ -364,7 +364,9 @@ def _(impl, ctx):
         got = as_float(predict(share, speedup), "predicted speedup")
         fail_unless(math.isclose(got, expected, rel_tol=1e-9),
                     f"step speedup for share={share:.3f}, kernel {speedup:.2f}x",
-                    yours=got, expected=expected, hint="Amdahl: 1/((1-s) + s/k)")
+                    yours=got, expected=expected,
+                    hint="Amdahl's law: only the share's part gets faster; the rest of the "
+                    "step keeps its time")
     # The kernel got 2x faster, but it is a 5% share: the step gains about 2.6%.
     base = float(rng.uniform(5e-3, 2e-2))
     before = run_record(rng, base, 0.01)

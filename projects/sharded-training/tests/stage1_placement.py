@@ -252,8 +252,9 @@ def _(impl, ctx):
         if i == 0:
             inputs_kept(impl, given, placed)
     ref, ref_losses = ref_train(config, n_steps, batches)
-    hint = ("loss = classifier.loss(params, x + noise * normal(sub, x.shape), y, mask) "
-            "with key, sub = split(state['key']); one optax update per step")
+    hint = ("the step must be the one make_train_step's docstring states (the key's "
+            "split, the input noise, the loss over the global batch's valid rows, one "
+            "optimizer update): the checker replays exactly that on one device")
     fail_unless(np.allclose(losses, ref_losses, rtol=RTOL, atol=ATOL),
                 f"losses over {n_steps} steps differ from one device's",
                 yours=np.array(losses), expected=np.array(ref_losses), hint=hint)

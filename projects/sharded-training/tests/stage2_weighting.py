@@ -79,20 +79,21 @@ def close(a, b) -> bool:
 
 N = N_DEVICES
 HINTS = {
-    "nan": ("NaN or inf: a shard with no valid rows divided by its own count (0); divide "
-            "the summed gradient by the *global* valid count"),
+    "nan": ("NaN or inf: a shard with no valid rows divided by its own count (0). A shard "
+            "without valid rows must add nothing to the update, and no division may be by "
+            "one shard's count"),
     "grad_of_shard_mean": (
         f"{N}x the mean of per-shard means: you took grad of each shard's *mean* loss with "
         "respect to the replicated params. Inside shard_map (check_vma on) grad's transpose "
         "of a replicated input already sums over the shards, so that is the sum of the "
         f"{N} shard means ({N}x the true gradient when counts are equal); a pmean on top "
-        "changes nothing (the value is already the same on every device). Take grad of the "
-        "shard's loss *sum* and divide by the psum of the valid counts"),
+        "changes nothing (the value is already the same on every device). What must hold: "
+        "every valid row of the global batch weighs the same, whichever shard holds it"),
     "psum_after_grad": (
         f"{N}x the true gradient at every count: a psum after grad of the shard's loss sum. "
         "grad's transpose of the replicated params already summed the shards' gradient "
         f"sums, and psum of that value (equal on every device) multiplies it by {N} again. "
-        "Drop the collective on the gradient; keep the psums of the loss sum and the count"),
+        "Count which reductions over the shards your gradient goes through"),
     "divisor": (
         f"{N}x the true gradient and {N}x the true loss at every count: both were divided "
         f"by a count {N} times too small, the mean of the shards' valid counts (a pmean of "
@@ -100,17 +101,17 @@ HINTS = {
     "psum_after_grad_of_mean": (
         f"{N * N}x the mean of per-shard means: grad of each shard's mean loss already sums "
         f"over the shards ({N}x, check_vma on), and the psum after it multiplies by {N} "
-        "again. Take grad of the shard's loss sum, divide by the psum of the counts, and "
-        "put no collective on the gradient"),
+        "again: two reductions over the shards where the true gradient has one, and "
+        "each shard weighted by its mean instead of its valid rows"),
     "mean_of_means": (
         "this is the mean of per-shard means: a shard with 3 valid rows weighs as much as "
         "one with 64 (pmean of per-shard mean gradients, e.g. with check_vma=False or "
-        "varying params); sum per-shard gradient sums, divide by the total valid count"),
+        "varying params); every valid row of the global batch must weigh the same"),
     "one_shard": (
         "this is one shard's part alone: nothing summed the shards. With check_vma=False "
         "(or params cast to varying) grad no longer sums over the shards and out_specs P() "
-        "returns one device's value; keep check_vma on (its transpose does the sum) or "
-        "psum the shards' gradient sums before dividing by the global count"),
+        "returns one device's value; the gradient must cover the valid rows of every "
+        "shard (check_vma stays on)"),
 }
 
 
@@ -211,7 +212,8 @@ def check_global_grads(impl, ctx, salt: str, counts, what: str) -> None:
     fail_unless(math.isclose(loss, ref_loss, rel_tol=RTOL, abs_tol=ATOL),
                 f"{what}: the loss is not the mean over all valid rows",
                 yours=loss, expected=ref_loss,
-                hint="psum the shards' loss sums, divide by the psum of the counts")
+                hint="the loss is the mean over every valid row of the global batch, "
+                "whichever shard holds it")
 
 
 @checker.check(2, "valid_counts_per_shard")
