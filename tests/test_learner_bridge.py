@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from coursekit.checking import bridge
 from coursekit.checking.bridge import (
     Handle,
     LearnerProcess,
@@ -21,6 +22,7 @@ from coursekit.checking.bridge import (
     Workload,
 )
 from coursekit.checking.learner import LearnerCodeError, get_function, load_impl, require_written
+from coursekit.checking.zygote import Zygotes
 
 LEARNER = '''
 import ctypes
@@ -111,13 +113,17 @@ def forge():
 '''
 
 
-@pytest.fixture(scope="module")
-def learner(tmp_path_factory):
+@pytest.fixture(scope="module", params=["cold", "forked"])
+def learner(request, tmp_path_factory):
+    """Every test below on a learner process started cold (check.py, the grader) and on
+    one forked by a warm zygote (the planted runner, ``coursekit.checking.zygote``)."""
     path = tmp_path_factory.mktemp("bridge") / "model.py"
     path.write_text(LEARNER)
     os.environ["AG_TOKEN"] = "not-for-learners"
     read_fd, secret_fd = os.pipe()
     os.set_inheritable(secret_fd, True)
+    if request.param == "forked":
+        bridge.FORK_FROM = Zygotes(fork_first=True)
     process = LearnerProcess(path)
     try:
         yield process, process.module(), secret_fd
@@ -126,6 +132,10 @@ def learner(tmp_path_factory):
         process.close()
         os.close(read_fd)
         os.close(secret_fd)
+        zygotes, bridge.FORK_FROM = bridge.FORK_FROM, None
+        if zygotes is not None:
+            assert zygotes.forked >= 2 and zygotes.cold == 0, vars(zygotes)
+            zygotes.close()
 
 
 def test_arrays_and_pytrees_round_trip(learner):

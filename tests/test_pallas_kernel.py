@@ -274,6 +274,14 @@ def test_planted_bug_fails_the_right_check(bug, planted):
         assert result["status"]["grid_and_blockspec"] == "pass"
 
 
+def test_the_batch_forks_its_learner_processes(planted):
+    # each shard's first learner process and one-off environments start cold, the rest
+    # are forked by the shard's zygote (coursekit/checking/zygote.py)
+    starts = [got["learner_starts"] for got in planted.values()]
+    cold, forked = (sum(s[k] for s in starts) for k in ("cold", "forked"))
+    assert cold <= 4 and forked >= len(planted) - 4, (cold, forked, len(planted))
+
+
 def test_checker_process_never_imports_the_learner_file(tmp_path):
     """The learner's file is imported only in the learner process: a copy of the reference
     that notes the pid and argv of every process importing it, run through one check of

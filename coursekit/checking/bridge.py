@@ -35,6 +35,10 @@ PR_SET_DUMPABLE = 4
 MAX_STARTS = 3  # a learner process that keeps dying is not restarted for every check
 VIOLATION_SINKS: list = []  # callables(what, detail): the runner relays to the grader
 _PRESTARTED: dict = {}
+# None: every learner process starts cold (``python -m ...learner_server``). The planted
+# runner sets ``coursekit.checking.zygote.Zygotes()``: a callable (environment, file,
+# read fd, write fd) -> a process forked warm, or None to start this one cold.
+FORK_FROM = None
 
 
 def make_undumpable() -> None:
@@ -75,13 +79,17 @@ class LearnerProcess:
         to_learner_r, to_learner_w = os.pipe()
         from_learner_r, from_learner_w = os.pipe()
         env = protocol.learner_environment({**os.environ, **self.extra_env})
-        env[protocol.ENV_BRIDGE] = f"{to_learner_r},{from_learner_w}"
         env["PYTHONPATH"] = os.pathsep.join(
             [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p] + [str(COURSE_ROOT)])
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "coursekit.checking.learner_server", str(self.impl_path)],
-            stdin=subprocess.DEVNULL, close_fds=True, pass_fds=(to_learner_r, from_learner_w),
-            env=env)
+        self.proc = None
+        if FORK_FROM is not None:
+            self.proc = FORK_FROM(env, self.impl_path, to_learner_r, from_learner_w)
+        if self.proc is None:
+            env[protocol.ENV_BRIDGE] = f"{to_learner_r},{from_learner_w}"
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "coursekit.checking.learner_server",
+                 str(self.impl_path)], stdin=subprocess.DEVNULL, close_fds=True,
+                pass_fds=(to_learner_r, from_learner_w), env=env)
         os.close(to_learner_r)
         os.close(from_learner_w)
         self.wfd, self.rfd = to_learner_w, from_learner_r
