@@ -28,10 +28,16 @@ softmax_numpy_f64 0.56, reference_loss ~ block_loss 0.52, replay_train ~ train_c
 0.43 (both call the profiler with a named region). ``ALLOWED`` lists what stays, each with
 why; an entry that no longer matches must go.
 
-Hints too: no ``hint=`` text of a released checker holds ``HINT_RUN`` code tokens in a row
-of a line of the reference's solution blocks (a hint is shown after a failure, but the
-file can be read before one). Measured when it came in: 15 hints held such a line (the
-mesh, shard_map, checkpoint and BlockSpec lines among them); they now say what must hold.
+Hints too: no hint of a released checker (a ``hint=`` text, or a value bound to a name
+holding "hint") holds ``HINT_RUN`` code tokens in a row of a line of the reference's
+solution blocks, nor one of its formulas under other names (``FORMULA_RUN``): a hint is
+shown after a failure, but the file can be read before one. Measured when it came in: 15
+hints held such a line (the mesh, shard_map, checkpoint and BlockSpec lines among them);
+they now say what must hold. The formula scan came with session 8's walk-through, which
+found the Amdahl formulas of optimisation stage 1 and performance-audit stage 4 handed out
+as hints ("1 / (1 - s)", "1/((1-s) + s/k)"), below the verbatim scan: it finds both in
+the checkers before that walk-through (commit d30e14e) and nothing else but the one
+definition ``ALLOWED_FORMULAS`` keeps.
 
 Its reach: whole functions. A one-line answer inside a longer checker function (the hand
 gradient foundations' replay once held, the rounding budget pallas' ``budget`` computes)
@@ -42,6 +48,7 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
 import pytest
 
@@ -267,23 +274,76 @@ def solution_line_runs(project: str) -> set[tuple[str, ...]]:
     return out
 
 
+def _text(node: ast.AST) -> str:
+    return "".join(c.value for c in ast.walk(node)
+                   if isinstance(c, ast.Constant) and isinstance(c.value, str))
+
+
 def hints_of(source: str) -> list[tuple[int, str]]:
-    """(line, text) of each ``hint=`` argument: its string constants joined (the constant
-    parts of an f-string or a conditional included)."""
+    """(line, text) of each hint: a ``hint=`` argument, and a value bound to a name
+    holding "hint" (``REFERENCE_HINT = ...``, ``hint = ...``; a dict's values each on
+    their own): its string constants joined (the constant parts of an f-string or a
+    conditional included)."""
     out = []
     for node in ast.walk(ast.parse(source)):
+        values = []
         if isinstance(node, ast.keyword) and node.arg == "hint":
-            parts = [c.value for c in ast.walk(node.value)
-                     if isinstance(c, ast.Constant) and isinstance(c.value, str)]
-            if parts:
-                out.append((node.value.lineno, "".join(parts)))
+            values = [node.value]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if node.value is not None and any(isinstance(t, ast.Name) and "hint" in
+                                              t.id.lower() for t in targets):
+                values = node.value.values if isinstance(node.value, ast.Dict) \
+                    else [node.value]
+        for value in values:
+            if value is not None and _text(value):
+                out.append((value.lineno, _text(value)))
+    return out
+
+
+# A formula handed out as a hint ("Amdahl: 1/((1-s) + s/k)") is the answer's line with
+# other names: runs of FORMULA_RUN tokens with every name and number abstracted, holding
+# at least two arithmetic operators (a run of API names or prose holds none).
+FORMULA_RUN = 6
+FORMULA_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d*)?(?:e-?\d+)?|==|!=|<=|>=|\*\*|//|[^\s\w]")
+ARITHMETIC = {"+", "-", "*", "/", "**", "//"}
+STRING = re.compile(r"\"[^\"]*\"|'[^']*'")
+# (project, file, phrase of the hint): why the formula stays.
+ALLOWED_FORMULAS = {
+    ("performance-audit", "audit_stage4_decision.py", "1 / (1 + min_gain)"):
+        "the docstring's 'slower by more than min_gain' in ratio form: the definition the "
+        "decision is checked against, not a step of computing the interval",
+}
+
+
+def formula_runs(text: str) -> set[tuple[str, ...]]:
+    found = ["N" if re.match(r"[A-Za-z_]", t) else "C" if t[0].isdigit() else t
+             for t in FORMULA_TOKEN.findall(text)]
+    runs = (tuple(found[i:i + FORMULA_RUN]) for i in range(len(found) - FORMULA_RUN + 1))
+    return {run for run in runs if sum(t in ARITHMETIC for t in run) >= 2}
+
+
+def solution_formula_runs(project: str) -> set[tuple[str, ...]]:
+    """Formula runs of the solution blocks' code lines, their string literals dropped."""
+    out, inside = set(), False
+    for line in (ROOT / "projects" / project / "solution" / "model.py").read_text().splitlines():
+        code = line.strip()
+        if code.startswith("### BEGIN SOLUTION"):
+            inside = True
+        elif code.startswith("### END SOLUTION"):
+            inside = False
+        elif inside and code and not code.startswith("#"):
+            out |= formula_runs(STRING.sub(" S ", code))
     return out
 
 
 def hints_holding_answers(project: str, files: dict[str, str]) -> list[str]:
-    answers = solution_line_runs(project)
+    answers, formulas = solution_line_runs(project), solution_formula_runs(project)
     return [f"{name}:{line}: {text[:90]!r}" for name, source in files.items()
-            for line, text in hints_of(source) if code_runs(text) & answers]
+            for line, text in hints_of(source)
+            if code_runs(text) & answers or (formula_runs(text) & formulas and not any(
+                (project, Path(name).name) == key[:2] and key[2] in text
+                for key in ALLOWED_FORMULAS))]
 
 
 @pytest.mark.parametrize("project", PROJECTS)
@@ -293,6 +353,26 @@ def test_no_hint_in_a_released_checker_is_a_line_of_the_answer(project):
     found = hints_holding_answers(project, files)
     assert not found, ("a hint holds a line of the reference (say what must hold and what "
                        f"was measured, not the code): {found}")
+
+
+def test_the_hint_scan_finds_a_formula_under_other_names():
+    """Planted both ways: the Amdahl step speedup of performance-audit's reference, as a
+    hint with one-letter names (the hint it had before the walk-through), and the same
+    in a hint constant, are found; the law said in words is not."""
+    formula = 'fail_unless(ok, "amdahl", hint="Amdahl: 1/((1-s) + s/k)")\n'
+    assert hints_holding_answers("performance-audit", {"planted.py": formula})
+    constant = 'AMDAHL_HINT = ("Amdahl: 1/((1-s) + s/k)")\n'
+    assert hints_holding_answers("performance-audit", {"planted.py": constant})
+    words = ('fail_unless(ok, "amdahl", hint="only the share\'s part gets faster; the rest '
+             'keeps its time")\n')
+    assert not hints_holding_answers("performance-audit", {"planted.py": words})
+
+
+def test_every_allowed_formula_is_still_there_and_says_why():
+    for (project, name, phrase), why in ALLOWED_FORMULAS.items():
+        assert len(why) > 40, (project, name)
+        text = (ROOT / "projects" / project / "tests" / name).read_text()
+        assert phrase in text, f"{project}/{name} no longer holds {phrase!r}: drop the entry"
 
 
 def test_the_hint_scan_finds_a_pasted_line():
