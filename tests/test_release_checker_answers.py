@@ -260,9 +260,9 @@ def code_runs(text: str) -> set[tuple[str, ...]]:
     return {tuple(found[i:i + HINT_RUN]) for i in range(len(found) - HINT_RUN + 1)}
 
 
-def solution_line_runs(project: str) -> set[tuple[str, ...]]:
-    """Runs of every code line inside the solution's BEGIN/END SOLUTION blocks."""
-    out, inside = set(), False
+def solution_code_lines(project: str):
+    """Every code line inside the solution's BEGIN/END SOLUTION blocks, stripped."""
+    inside = False
     for line in (ROOT / "projects" / project / "solution" / "model.py").read_text().splitlines():
         code = line.strip()
         if code.startswith("### BEGIN SOLUTION"):
@@ -270,8 +270,12 @@ def solution_line_runs(project: str) -> set[tuple[str, ...]]:
         elif code.startswith("### END SOLUTION"):
             inside = False
         elif inside and code and not code.startswith("#"):
-            out |= code_runs(code)
-    return out
+            yield code
+
+
+def solution_line_runs(project: str) -> set[tuple[str, ...]]:
+    """Runs of every code line inside the solution's BEGIN/END SOLUTION blocks."""
+    return set().union(*map(code_runs, solution_code_lines(project)))
 
 
 def _text(node: ast.AST) -> str:
@@ -325,16 +329,8 @@ def formula_runs(text: str) -> set[tuple[str, ...]]:
 
 def solution_formula_runs(project: str) -> set[tuple[str, ...]]:
     """Formula runs of the solution blocks' code lines, their string literals dropped."""
-    out, inside = set(), False
-    for line in (ROOT / "projects" / project / "solution" / "model.py").read_text().splitlines():
-        code = line.strip()
-        if code.startswith("### BEGIN SOLUTION"):
-            inside = True
-        elif code.startswith("### END SOLUTION"):
-            inside = False
-        elif inside and code and not code.startswith("#"):
-            out |= formula_runs(STRING.sub(" S ", code))
-    return out
+    return set().union(*(formula_runs(STRING.sub(" S ", code))
+                         for code in solution_code_lines(project)))
 
 
 def hints_holding_answers(project: str, files: dict[str, str]) -> list[str]:
