@@ -296,6 +296,13 @@ PLANTED = {
     "decide_takes_an_unchecked_output": (4, "rejects_not_comparable", [
         ('        if run.get("output_ok") is not True:\n',
          '        if run.get("output_ok") is False:\n')]),
+    # the minimum gain on both sides, found by session 8's sample of make mutants (2 of 8
+    # killed): any real slowdown called slower, and min_gain=0 read as "not given"
+    "decide_slower_below_one": (4, "says_slower_when_slower", [
+        ("    up, down = 1.0 + min_gain, 1.0 / (1.0 + min_gain)\n",
+         "    up, down = 1.0 + min_gain, 1.0\n")]),
+    "decide_zero_min_gain_is_the_default": (4, "amdahl_small_share", [
+        ("    if min_gain < 0:\n", "    min_gain = min_gain or 0.05\n    if min_gain < 0:\n")]),
     "amdahl_linear_in_share": (4, "amdahl_small_share", [
         ("    return 1.0 / ((1.0 - share) + share / kernel_speedup)\n",
          "    return 1.0 + share * (kernel_speedup - 1.0)\n")]),

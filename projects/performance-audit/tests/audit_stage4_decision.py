@@ -40,17 +40,18 @@ def rounds_records(rng, true_ratio, rounds=8, iters=12, **drift):
     return tuple(run_record(rng, base, 0.0, n=rounds * iters, **part) for part in pair)
 
 
-def decision_of(impl, before, after, ctx) -> str:
-    return decide_result(impl, before, after, ctx)["decision"]
+def decision_of(impl, before, after, ctx, **options) -> str:
+    return decide_result(impl, before, after, ctx, **options)["decision"]
 
 
-def decide_result(impl, before, after, ctx) -> dict:
+def decide_result(impl, before, after, ctx, **options) -> dict:
+    """The learner's ``decide`` on these records (``options``: its keyword arguments)."""
     path = ctx.subdir("records")
     (path / "before.json").write_text(json.dumps(before))
     (path / "after.json").write_text(json.dumps(after))
     load = get_function(impl, "load_run")
     result = get_function(impl, "decide")(load(str(path / "before.json")),
-                                          load(str(path / "after.json")))
+                                          load(str(path / "after.json")), **options)
     result = require_keys(result, ("decision", "reasons"), "decide")
     fail_unless(result["decision"] in decision.OUTCOMES and isinstance(result["reasons"],
                                                                        list)
@@ -237,6 +238,22 @@ def _(impl, ctx):
     fail_unless(got == "slower", "a 1.5x slowdown in records without round_ids was not "
                 "reported as slower", yours=got, expected="slower",
                 hint="without round_ids each sample is its own round")
+    # A real slowdown smaller than the minimum: the checker's own interval lies wholly
+    # below 1 and wholly above 1 / (1 + min_gain): not "slower", as a gain that small is
+    # not "accept".
+    down = 1 / 1.05
+    base = float(rng.uniform(5e-3, 2e-2))
+    small_before, small_after = draw_until(
+        lambda: (run_record(rng, base, 0.01), run_record(rng, base * 1.025, 0.01)),
+        lambda b, a: down < decision.decide_rounds(b, a)["ci"][0]
+        and decision.decide_rounds(b, a)["ci"][1] < 0.995)
+    own = decision.decide_rounds(small_before, small_after)["ci"]
+    got = decision_of(impl, small_before, small_after, ctx)
+    fail_unless(got == "reject", "a real slowdown smaller than the minimum was reported "
+                "as slower", yours=got, expected=f"reject: the 95% interval [{own[0]:.3f}, "
+                f"{own[1]:.3f}] lies below 1 but above 1 / (1 + min_gain) = {down:.3f}",
+                hint="'slower' means slower by more than the minimum, as 'accept' means "
+                "faster by more than it")
 
 
 def with_stalls(rng, record: dict, rounds_hit: int = 3, per_round: int = 2) -> dict:
@@ -375,3 +392,10 @@ def _(impl, ctx):
     fail_unless(got == "reject", "a 2.6% step gain (2x kernel, 5% share) was accepted as "
                 "a real improvement", yours=got, expected="reject",
                 hint="require a minimum gain (for example 5%) as well as a clear interval")
+    # min_gain=0 is in the contract (min_gain >= 0): then any real gain is accepted, this
+    # one too when the checker's own interval (min_gain 0) says so
+    if decision.decide_rounds(before, after, min_gain=0.0)["decision"] == "accept":
+        got = decision_of(impl, before, after, ctx, min_gain=0.0)
+        fail_unless(got == "accept", "with min_gain=0 a real 2.6% step gain was not "
+                    "accepted", yours=got, expected="accept (its interval lies above 1)",
+                    hint="min_gain=0 is allowed: any gain whose whole interval lies above 1")
