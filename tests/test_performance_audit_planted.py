@@ -303,6 +303,13 @@ PLANTED = {
          "    up, down = 1.0 + min_gain, 1.0\n")]),
     "decide_zero_min_gain_is_the_default": (4, "amdahl_small_share", [
         ("    if min_gain < 0:\n", "    min_gain = min_gain or 0.05\n    if min_gain < 0:\n")]),
+    "decide_takes_a_negative_min_gain": (4, "amdahl_small_share", [
+        ("    if min_gain < 0:\n        raise ValueError(f\"min_gain must be >= 0, got "
+         "{min_gain!r}\")\n", "")]),
+    # the interval reported the other way round (after / before) beside a right decision
+    "decide_reports_the_inverse_interval": (4, "accepts_real_speedup", [
+        ('    result = {**out, "ci": [lo, hi], "decision": decision,',
+         '    result = {**out, "ci": [1 / hi, 1 / lo], "decision": decision,')]),
     "amdahl_linear_in_share": (4, "amdahl_small_share", [
         ("    return 1.0 / ((1.0 - share) + share / kernel_speedup)\n",
          "    return 1.0 + share * (kernel_speedup - 1.0)\n")]),

@@ -412,6 +412,7 @@ def decide(before: dict, after: dict, *, min_gain: float = 0.05,
         share that round's load, so 8 rounds of 20 samples are 8 pieces of evidence, not
         160.
       - Every reason is a sentence computed from the numbers.
+      - ``min_gain >= 0``: a negative one raises ValueError.
 
     How it is checked: on planted records from seeds you do not see: a clear 2x speedup
     is accepted; noise that looks 3% faster, a faster but wrong run and pairs that cannot

@@ -14,6 +14,7 @@ import math
 import numpy as np
 from audit_harness import checker
 
+from coursekit.checking.errors import LearnerCodeError, TamperEvidence
 from coursekit.checking.learner import get_function
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import decision
@@ -58,7 +59,43 @@ def decide_result(impl, before, after, ctx, **options) -> dict:
                 and result["reasons"], "decide must say accept, reject or slower, with reasons",
                 yours=result,
                 expected="{'decision': 'accept'|'reject'|'slower', 'reasons': [...]}")
+    min_gain = options.get("min_gain", 0.05)
+    try:
+        own = decision.decide_rounds(before, after, min_gain=min_gain)["decision"]
+    except ValueError:
+        own = None
+    if result["decision"] == own:  # a wrong decision is the check's own verdict to give
+        decided_by_its_interval(result, min_gain)
     return result
+
+
+def decided_by_its_interval(result: dict, min_gain: float) -> None:
+    """The decision is the one the learner's own interval gives (the contract defines
+    each outcome by where the whole interval lies), whatever method made the interval:
+    "accept" needs it above 1 + min_gain, "slower" below 1 / (1 + min_gain), and a
+    "reject" with an interval may have it on neither side. Asked when the decision is
+    the one the checker's own statistics give, so the interval is what can be wrong."""
+    got, ci = result["decision"], result.get("ci")
+    if ci is None and got == "reject":
+        return  # not comparable, or too few rounds for an interval
+    fail_unless(isinstance(ci, (list, tuple)) and len(ci) == 2
+                and all(isinstance(v, (int, float)) and math.isfinite(v) for v in ci)
+                and 0 < ci[0] <= ci[1], f"decide said {got!r} without its interval",
+                yours=ci, expected="ci: [lo, hi], 0 < lo <= hi, the speedup's interval")
+    lo, hi = (float(v) for v in ci)
+    up, down = 1 + min_gain, 1 / (1 + min_gain)
+    above, below = lo > up * (1 + 1e-9), hi < down * (1 - 1e-9)
+    want = "accept" if above else "slower" if below else "reject"
+    if got == "accept":
+        above = lo >= up * (1 - 1e-9)
+    elif got == "slower":
+        below = hi <= down * (1 + 1e-9)
+    agrees = {"accept": above, "slower": below, "reject": not (above or below)}[got]
+    fail_unless(agrees, f"decide said {got!r}, but its own interval [{lo:.3f}, {hi:.3f}] "
+                f"says {want!r} (min_gain {min_gain:g}: accept above {up:.3f}, slower below "
+                f"{down:.3f})", yours=got, expected=want,
+                hint="decide by where the whole interval you report lies, and report the "
+                "interval you decided by: the speedup before / after")
 
 
 def draw_until(make, holds, tries: int = 200):
@@ -392,6 +429,19 @@ def _(impl, ctx):
     fail_unless(got == "reject", "a 2.6% step gain (2x kernel, 5% share) was accepted as "
                 "a real improvement", yours=got, expected="reject",
                 hint="require a minimum gain (for example 5%) as well as a clear interval")
+    # a negative minimum gain is bad input, refused by name (the contract: min_gain >= 0)
+    try:
+        got = decision_of(impl, before, after, ctx, min_gain=-0.05)
+    except LearnerCodeError as err:
+        if isinstance(err, TamperEvidence) or err.kind != "exception":
+            raise
+        fail_unless(err.exc_type == "ValueError", "decide with min_gain=-0.05 raised "
+                    f"{err.exc_type or 'an exception'}, not ValueError", yours=str(err)[:200],
+                    expected="ValueError naming min_gain")
+    else:
+        fail_unless(False, "decide took a negative min_gain", yours=got,
+                    expected="ValueError: min_gain must be >= 0",
+                    hint="bad input gets a clear error, not a decision")
     # min_gain=0 is in the contract (min_gain >= 0): then any real gain is accepted, this
     # one too when the checker's own interval (min_gain 0) says so
     if decision.decide_rounds(before, after, min_gain=0.0)["decision"] == "accept":
