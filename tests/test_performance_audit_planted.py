@@ -8,7 +8,7 @@ learner process."""
 from __future__ import annotations
 
 import pytest
-from planted_batch import PlantedBatch
+from planted_batch import Planted, PlantedBatch
 
 PROJECT = "performance-audit"
 
@@ -341,7 +341,18 @@ WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
                "residuals_with_the_arguments": "2 bytes for bfloat16",
                "decide_ignores_round_ids": ["a mean far off", "(the median)"],
                "decide_on_round_means": "not by round_ids"}
-BATCH = PlantedBatch(PROJECT, PLANTED, hints=HINTS, wrong_hints=WRONG_HINTS)
+# Right answers by another route, which every check they are run through must pass.
+DECIDE_CHECKS = ["accepts_real_speedup", "rejects_noise", "rejects_drifting_null",
+                 "accepts_speedup_in_drifting_rounds", "says_slower_when_slower",
+                 "stalls_do_not_decide", "amdahl_small_share"]
+RIGHT = {
+    # decide's interval as NumPy float32 scalars: numbers, read as such
+    "decide_interval_as_numpy_float32": Planted(4, [
+        ('    result = {**out, "ci": [lo, hi], "decision": decision,',
+         '    result = {**out, "ci": [np.float32(lo), np.float32(hi)], "decision": decision,')],
+        only=DECIDE_CHECKS),
+}
+BATCH = PlantedBatch(PROJECT, {**PLANTED, **RIGHT}, hints=HINTS, wrong_hints=WRONG_HINTS)
 
 
 @pytest.fixture(scope="module")
@@ -354,9 +365,17 @@ def planted(tmp_path_factory):
 RAISES = {"peak_plan_of_the_second_repeat"}
 
 
-@pytest.mark.parametrize("bug", [n for n in BATCH.names if n not in RAISES])
+@pytest.mark.parametrize("bug", [n for n in BATCH.names if n not in RAISES | set(RIGHT)])
 def test_planted(bug, planted):
     BATCH.assert_fails_only(bug, planted)
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT))
+def test_a_right_answer_by_another_route_passes(name, planted):
+    got = planted[name]
+    assert got["status"] == {c: "pass" for c in RIGHT[name].only}, (got["status"],
+                                                                      got["stdout"])
+    assert got["returncode"] == 0, got["stdout"]
 
 
 @pytest.mark.parametrize("bug", sorted(RAISES))

@@ -78,11 +78,16 @@ def decided_by_its_interval(result: dict, min_gain: float) -> None:
     got, ci = result["decision"], result.get("ci")
     if ci is None and got == "reject":
         return  # not comparable, or too few rounds for an interval
-    fail_unless(isinstance(ci, (list, tuple)) and len(ci) == 2
-                and all(isinstance(v, (int, float)) and math.isfinite(v) for v in ci)
-                and 0 < ci[0] <= ci[1], f"decide said {got!r} without its interval",
+    bounds = None
+    if isinstance(ci, (list, tuple)) and len(ci) == 2:
+        try:  # a NumPy or JAX scalar is a number too
+            bounds = [float(v) for v in ci]
+        except (TypeError, ValueError):
+            bounds = None
+    fail_unless(bounds is not None and all(math.isfinite(v) for v in bounds)
+                and 0 < bounds[0] <= bounds[1], f"decide said {got!r} without its interval",
                 yours=ci, expected="ci: [lo, hi], 0 < lo <= hi, the speedup's interval")
-    lo, hi = (float(v) for v in ci)
+    lo, hi = bounds
     up, down = 1 + min_gain, 1 / (1 + min_gain)
     above, below = lo > up * (1 + 1e-9), hi < down * (1 - 1e-9)
     want = "accept" if above else "slower" if below else "reject"
