@@ -701,7 +701,7 @@ def decide(before: dict, after: dict, *, min_gain: float = 0.05,
     is accepted; noise that looks 3% faster, a faster but wrong run and pairs that cannot
     be compared are rejected; a 2.6% gain is below the minimum (and accepted with
     ``min_gain=0``); identical programs measured in drifting rounds, where pooled samples
-    look clearly faster, are rejected; a true 1.2x measured in drifting rounds is
+    look clearly faster, are rejected; a true 1.25x measured in drifting rounds is
     accepted; a real slowdown is "slower", one smaller than the minimum is not; samples
     with stalls (a few 20-60x slower than the rest) change none of these.
     """
