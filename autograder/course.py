@@ -79,6 +79,7 @@ class Notebook:
     path: Path         # the source (instructor) version
     questions: list[Question]
     manual: list[str]  # grade_ids graded by hand (not by the autograder)
+    project: str | None = None  # the project its check cells check (metadata.course)
 
     @property
     def item(self) -> str:
@@ -143,7 +144,8 @@ def read_notebook_questions(path: Path, name: str) -> Notebook:
             manual.append(meta["grade_id"])
         else:
             questions.append(Question(name, meta["grade_id"], float(meta.get("points", 0))))
-    return Notebook(name, path, questions, manual)
+    return Notebook(name, path, questions, manual,
+                    nb.get("metadata", {}).get("course", {}).get("project"))
 
 
 def discover_notebooks(folder: Path, only: set[str] | None = None) -> dict[str, Notebook]:

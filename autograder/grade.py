@@ -31,6 +31,7 @@ from pathlib import Path
 
 from autograder import course as course_mod
 from autograder import sandbox, seeds, submissions
+from autograder.check_cells import HeldNotebooks
 from autograder.gradebook import Gradebook
 from autograder.progress import Progress
 from autograder.workspace import Settings, submission_files_hash
@@ -77,7 +78,8 @@ def run_task(task: dict) -> dict | list[dict]:
         from autograder.notebook import grade_notebook
         key = json.loads(Path(task["key_path"]).read_text())
         return grade_notebook(settings, task["item"], key, task["student"], submission,
-                              task["seed"], hidden=task["hidden"])
+                              task["seed"], hidden=task["hidden"],
+                              graded_stages=task.get("graded_stages", []))
     except Exception:  # noqa: BLE001 - record it, keep the batch going
         return _error_record(task, "grader-error", traceback.format_exc()[-2000:],
                              status="crash")
@@ -173,6 +175,7 @@ class Items:
                        or n in chosen_projects[name]]
         self.keys: dict[str, tuple[dict, Path]] = {}
         notebooks = course_mod.discover_notebooks(notebooks_dir, chosen_notebooks)
+        self.nb_project = {name: nb.project for name, nb in notebooks.items()}
         if chosen_notebooks and len(notebooks) < len(chosen_notebooks):
             raise SystemExit(f"unknown notebook(s) in --stages: {sorted(chosen_notebooks)}; "
                              f"known in {notebooks_dir}: "
@@ -205,12 +208,17 @@ class Items:
                                         st.item)})
         for name, (key, key_path) in self.keys.items():
             seed = seeds.seed_for(secret["secret"], name) if hidden else None
+            project = self.nb_project.get(name)
             nb_file = root / name
             nb_hash = hashlib.sha256(nb_file.read_bytes()).hexdigest() if nb_file.is_file() \
                 and not nb_file.is_symlink() and not error else "none"
             tasks.append({**base, "item": name, "kind": "notebook", "seed": seed,
                           "key_path": str(key_path), "hidden": hidden,
                           "max_points": sum(t["points"] for t in key["tests"].values()),
+                          # what its check cells check, to be answered from this
+                          # submission's graded stages (graded_stages_for)
+                          "project": project, "submission_files": files,
+                          "project_fp": self.checker_fp.get(project, ""),
                           "files_hash": _hash(nb_hash, files),
                           "checker_fp": _hash(key["source_hash"], self.all_fp,
                                               settings.nb_sizes),
@@ -268,6 +276,10 @@ def run_batch(todo: list[dict], book: Gradebook, *, workers: int, run_id: str,
     bar = Progress(len(todo), workers) if progress else None
     notebooks = any(t["kind"] == "notebook" for t in todo)
     pending = shared_runs(todo) if share_runs else list(todo)
+    # a notebook waits for its project's stages: its check cells show their records
+    held = HeldNotebooks(pending, book.latest() if notebooks else {})
+    pending = [u for u in pending if not held.hold(u)]
+    released: list[dict] = []
     attempts: Counter = Counter()
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["autograder.warm"] if notebooks else ["autograder.stage"])
@@ -283,6 +295,7 @@ def run_batch(todo: list[dict], book: Gradebook, *, workers: int, run_id: str,
                 record.setdefault(part, task[part])
         book.append(record, task["hash"], run_id, shard, secret_id)
         records.append(record)
+        released.extend(held.graded(task, record))
         if bar:
             bar.update(record)
 
@@ -290,24 +303,30 @@ def run_batch(todo: list[dict], book: Gradebook, *, workers: int, run_id: str,
         pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                       initializer=_worker_init,
                                       initargs=(sandbox.isolation(), notebooks))
-        futures = {pool.submit(run_task, t): t for t in pending}
+        futures = {pool.submit(run_task, held.with_stages(t)): t for t in pending}
         broken = []
         try:
-            for fut in cf.as_completed(futures):
-                unit = futures[fut]
-                try:
-                    result = fut.result()
-                except cf.process.BrokenProcessPool:
-                    broken.append(unit)
-                    continue
-                for task, record in zip(members(unit),
-                                        result if isinstance(result, list) else [result]):
-                    keep(task, record)
+            while futures:
+                done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
+                for fut in done:
+                    unit = futures.pop(fut)
+                    try:
+                        result = fut.result()
+                    except cf.process.BrokenProcessPool:
+                        broken.append(unit)
+                        continue
+                    for task, record in zip(members(unit),
+                                            result if isinstance(result, list) else [result]):
+                        keep(task, record)
+                while released and not broken:
+                    task = released.pop(0)
+                    futures[pool.submit(run_task, held.with_stages(task))] = task
         except KeyboardInterrupt:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True, cancel_futures=True)
-        pending = []
+        pending = list(released)
+        released.clear()
         for unit in broken:  # a worker died under us: once more, then record it
             attempts[unit["item"], unit["student"]] += 1
             if attempts[unit["item"], unit["student"]] >= 2:
@@ -317,6 +336,8 @@ def run_batch(todo: list[dict], book: Gradebook, *, workers: int, run_id: str,
                                              status="crash"))
             else:
                 pending.append(unit)
+        pending += released or ([] if pending else held.release_all())
+        released.clear()  # (notebooks freed by the records just written)
     return records
 
 

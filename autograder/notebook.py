@@ -42,9 +42,11 @@ import warnings
 from pathlib import Path
 
 from autograder import outcomes, sandbox
+from autograder.check_cells import answered
 from autograder.nblimits import NotebookRefused, check_notebook_file
 from autograder.tamper import Probe, builtins_used
 from autograder.workspace import Settings, prepare
+from coursekit.notebook.reuse import REUSE_ENV, write_graded
 
 _nbclient = None
 _QUIET = logging.getLogger("autograder.nbclient")  # statuses say what happened
@@ -220,10 +222,12 @@ def _kernel_manager_class():
 
 
 def execute(settings: Settings, cells: list, submission: Path, parameters: dict,
-            env_extra: dict, watch: list[str] = ()) -> dict:
+            env_extra: dict, watch: list[str] = (), graded_stages: list[dict] = ()) -> dict:
     """Run ``cells`` in a sandboxed kernel; ``watch``: what the tamper probe watches
-    besides its own list (the grading key's ``watch``). Returns {"cells", "replies",
-    "timeouts", "dead_at", "outcome", "flood"}."""
+    besides its own list (the grading key's ``watch``); ``graded_stages``: stage records
+    of this submission its check cells may show instead of running the checker
+    (``autograder.check_cells``). Returns {"cells", "replies", "timeouts", "dead_at",
+    "outcome", "flood"}."""
     _, nbformat, _ = _imports()
     namespaces, uid = sandbox.mode_settings()
     limits = settings.sandbox_limits()
@@ -235,6 +239,11 @@ def execute(settings: Settings, cells: list, submission: Path, parameters: dict,
     state = {"timeouts": [], "dead_at": None, "flood": False, "tamper": {}}
     with sandbox.SandboxDir(uid) as box:
         prepare(box, settings, submission)
+        if graded_stages:  # in the read-only course copy: the kernel reads, never writes
+            shown = box.course / ".graded-stages"
+            shown.mkdir(mode=0o755)
+            if write_graded(shown, box.course, list(graded_stages)):
+                env_extra = {**env_extra, REUSE_ENV: str(shown)}
         home = box.writable("work")
         nbdir = box.writable("notebooks")
         kernel_dir = home / ".kernel"
@@ -491,8 +500,10 @@ def _tampering(questions: list[dict], where: dict, tamper: dict) -> None:
 
 
 def grade_notebook(settings: Settings, name: str, key: dict, student: str,
-                   submission: Path, seed: int | None, hidden: bool = True) -> dict:
-    """One gradebook record for ``name`` (``notebooks/<file>.ipynb``)."""
+                   submission: Path, seed: int | None, hidden: bool = True,
+                   graded_stages: list[dict] = ()) -> dict:
+    """One gradebook record for ``name`` (``notebooks/<file>.ipynb``); ``graded_stages``:
+    this submission's graded stage records its check cells show."""
     _, nbformat, _ = _imports()
     max_points = sum(t["points"] for t in key["tests"].values())
     record = {"student": student, "item": name, "kind": "notebook", "notebook": name,
@@ -528,7 +539,8 @@ def grade_notebook(settings: Settings, name: str, key: dict, student: str,
     params = key.get("ci_parameters") if settings.nb_sizes == "ci" else {}
     env = {"COURSE_CHECK_SEED": str(seed)} if seed is not None else {}
     started = time.monotonic()
-    run = execute(settings, cells, submission, params or {}, env, key.get("watch", []))
+    run = execute(settings, cells, submission, params or {}, env, key.get("watch", []),
+                  graded_stages)
     wall = time.monotonic() - started
     questions = score(key, run, tampered, settings.sandbox_limits(), settings.cell_timeout)
     statuses = [q["status"] for q in questions]
@@ -545,7 +557,7 @@ def grade_notebook(settings: Settings, name: str, key: dict, student: str,
                   restored_missing=missing, points=sum(q["points"] for q in questions),
                   message=message, isolation=sandbox.isolation(),
                   not_applied=sandbox.not_applied(),
-                  wall_s=round(wall, 3),
+                  wall_s=round(wall, 3), check_cells=answered(run["cells"]),
                   peak_memory_mb=round(outcome.peak_memory_mb, 1) if outcome else 0.0,
                   stderr_tail=stderr)
     record["checks"] = record["questions"]

@@ -6,7 +6,7 @@ cheap 01).
 Three kinds of test read it: the grader's (every reference stage passes in the sandbox,
 the solution notebooks get full marks), each project's reference test (every stage
 passes), and the notebooks' check cells against the solutions (their stages' results are
-reused, ``coursekit.notebook.cells.reusable_result``). One grading serves all three: the
+reused, ``coursekit.notebook.reuse.reusable_result``). One grading serves all three: the
 suite used to run every project's checker on its solution a second time, outside the
 sandbox, for the last two (about 300 s of a CI run).
 

@@ -62,7 +62,7 @@ def reference_run(project: str) -> dict:
     form. The project's own reference test reads it, and the notebooks' check cells
     against the same solution reuse its passed stages instead of running the checker
     again (``COURSE_CHECK_REUSE``, set by conftest; see
-    ``coursekit.notebook.cells.reusable_result``).
+    ``coursekit.notebook.reuse.reusable_result``).
 
     It is a run under load, as the timed stages' reference tests demand: under make test
     the grading's two workers share the one core the pytest worker is pinned to."""
@@ -72,7 +72,7 @@ def reference_run(project: str) -> dict:
         _REFERENCE_RUNS[project] = result
         folder = os.environ.get("COURSE_CHECK_REUSE")
         if folder and result["json"]:
-            from coursekit.notebook.cells import share_reference_result
+            from coursekit.notebook.reuse import share_reference_result
             share_reference_result(Path(folder), project, solution(project), result["json"])
     return _REFERENCE_RUNS[project]
 

@@ -9,6 +9,7 @@ own folder, not the read-only course copy)."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import subprocess
@@ -183,6 +184,14 @@ def test_solution_notebooks_and_files_get_full_marks(graded_reference):
     assert all(r["status"] == "pass" and r["points"] == r["max_points"] > 0
                for r in got.values()), short
     assert all(r["isolation"] in ("namespaces", "limits") for r in got.values())
+    # every check cell showed this submission's graded stage instead of grading it again
+    # (autograder.check_cells): the stages were graded in the same batch
+    cells = {i: sum("run_check(" in "".join(c["source"])
+                    for c in json.loads((ROOT / i).read_text())["cells"]
+                    if c["cell_type"] == "code") for i in got}
+    assert all(cells.values()), cells
+    assert {i: r["check_cells"] for i, r in got.items()} == {
+        i: {"from_graded": n, "ran": 0} for i, n in cells.items()}
 
 
 def test_every_recorded_reason_is_in_the_outcome_table():

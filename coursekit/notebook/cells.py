@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 from coursekit.checking.terminal_record import FROM_CELL_ENV
-from coursekit.facts import ROOT, checker_fingerprint, checker_path, records_dir
+from coursekit.facts import ROOT, checker_path, records_dir
+from coursekit.notebook.reuse import reusable_result
 
 RECORDS = records_dir()
 
@@ -84,46 +85,6 @@ def run_check(project: str, stage: int | str, impl: str | Path | None = None,
         else:
             print(f"\nnot yet: fix the first FAIL above in {shown}, then re-run this cell.")
     return summary
-
-
-REUSE_ENV = "COURSE_CHECK_REUSE"
-
-
-def _reuse_key(project: str, stage: int | str, impl: Path) -> str:
-    """Same checker code, same learner file, same stage: the same run."""
-    import hashlib
-
-    digest = hashlib.sha256(Path(impl).read_bytes()).hexdigest()[:16]
-    return f"{project}-stage{stage}-{digest}-{checker_fingerprint(ROOT, project)[:16]}"
-
-
-def share_reference_result(folder: Path, project: str, impl: Path, payload: dict) -> None:
-    """Keep, per stage that passed completely, a ``check.py --json`` result for
-    ``reusable_result``. Only the test suite does this (tests/helpers.reference_run):
-    a stage that failed anywhere is never shared, so its check cell runs for real."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for stage in payload.get("stages", []):
-        results = [r for r in payload["results"] if r["stage"] == stage]
-        if results and all(r["status"] == "pass" for r in results):
-            part = {**payload, "stages": [stage], "results": results,
-                    "passed": len(results), "failed": 0}
-            (folder / f"{_reuse_key(project, stage, impl)}.json").write_text(json.dumps(part))
-
-
-def reusable_result(project: str, stage: int | str, impl: Path):
-    """(text, returncode, payload) of a shared run of exactly this check, or None. Only
-    when ``$COURSE_CHECK_REUSE`` is set (the test suite's notebooks): learners, make course
-    and the grader always run the checker."""
-    folder = os.environ.get(REUSE_ENV)
-    if not folder or not Path(impl).is_file():
-        return None
-    path = Path(folder) / f"{_reuse_key(project, stage, impl)}.json"
-    if not path.is_file():
-        return None
-    payload = json.loads(path.read_text())
-    lines = [f"PASS stage {r['stage']} · {r['check_id']}" for r in payload["results"]]
-    lines.append(f"{len(lines)} passed, 0 failed (shared reference run of this test session)")
-    return "\n".join(lines) + "\n", 0, payload
 
 
 # "not yet: stage 1: time_fn (what it does) (model.py, line 72, in time_fn)": the message

@@ -1,0 +1,111 @@
+"""Check cells answered from a run already made of exactly that check: the same checker
+code, the same learner file, the same stage.
+
+Two makers, one reader:
+
+* the grader hands each notebook it grades the stages it has just graded for the same
+  submission (``graded_payload``, written where the kernel may read and not write): a
+  notebook's check cells are the project checks run again, and the grader has the
+  sandboxed result already, so a class's notebooks no longer cost a second grading of
+  every project;
+* the test suite shares its one sandboxed grading of the reference
+  (``share_reference_result``, passed stages only);
+* a check cell finds either through ``$COURSE_CHECK_REUSE`` (``reusable_result``), after
+  hashing the file it was asked to check itself: a learner file changed since it was
+  graded, or another checker, finds nothing and the cell runs the checker.
+
+Learners running their notebooks never have the variable set, nor does ``make course``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from pathlib import Path
+
+from coursekit.checking.contract import INCONCLUSIVE_EXIT, CheckResult, print_result
+from coursekit.facts import ROOT, checker_fingerprint
+
+REUSE_ENV = "COURSE_CHECK_REUSE"
+# The line a reused answer ends with, after check.py's own summary line.
+SHARED_SOURCE = "shared reference run of this test session"
+GRADED_MARK = "the grader's own run of this file"
+GRADED_SOURCE = GRADED_MARK + ", graded as stage {stage}"
+
+
+def reuse_key(project: str, stage: int | str, impl: Path, root: Path = ROOT) -> str:
+    """Same checker code (under ``root``), same learner file, same stage: the same run."""
+    digest = hashlib.sha256(Path(impl).read_bytes()).hexdigest()[:16]
+    return f"{project}-stage{stage}-{digest}-{checker_fingerprint(root, project)[:16]}"
+
+
+def share_reference_result(folder: Path, project: str, impl: Path, payload: dict) -> None:
+    """Keep, per stage that passed completely, a ``check.py --json`` result for
+    ``reusable_result``. Only the test suite does this (tests/helpers.reference_run):
+    a stage that failed anywhere is never shared, so its check cell runs for real."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for stage in payload.get("stages", []):
+        results = [r for r in payload["results"] if r["stage"] == stage]
+        if results and all(r["status"] == "pass" for r in results):
+            part = {**payload, "stages": [stage], "results": results,
+                    "passed": len(results), "failed": 0, "source": SHARED_SOURCE}
+            (folder / f"{reuse_key(project, stage, impl)}.json").write_text(json.dumps(part))
+
+
+def graded_payload(record: dict) -> dict:
+    """A grader's stage record as the ``check.py --json`` payload of that stage."""
+    results = [{"stage": record["stage"], "check_id": c["id"], "status": c["status"],
+                "points": c.get("points", 0.0), "max_points": c.get("max_points", 0.0),
+                **{k: c.get(k) or "" for k in ("message", "yours", "expected", "hint",
+                                                 "evidence")},
+                "duration_s": c.get("duration_s", 0.0)} for c in record.get("checks", [])]
+    return {"project": record["project"], "stages": [record["stage"]],
+            "seed": "the grader's", "versions": record.get("versions", {}),
+            "passed": sum(r["status"] == "pass" for r in results),
+            "inconclusive": sum(r["status"] == "inconclusive" for r in results),
+            "failed": sum(r["status"] not in ("pass", "inconclusive") for r in results),
+            "results": results, "source": GRADED_SOURCE.format(stage=record["stage"])}
+
+
+def write_graded(folder: Path, root: Path, records: list[dict]) -> int:
+    """Write each graded stage record (with checks) for the check cells of a kernel whose
+    course copy is ``root``; the files are keyed on that copy's learner file and checker.
+    Returns how many were written."""
+    written = 0
+    for record in records:
+        impl = root / "projects" / record["project"] / "starter" / "model.py"
+        if not record.get("checks") or not impl.is_file():
+            continue
+        path = folder / f"{reuse_key(record['project'], record['stage'], impl, root)}.json"
+        path.write_text(json.dumps(graded_payload(record)))
+        path.chmod(0o644)
+        written += 1
+    return written
+
+
+def reusable_result(project: str, stage: int | str, impl: Path):
+    """(text, returncode, payload) of a run already made of exactly this check, or None
+    (``$COURSE_CHECK_REUSE`` unset, or nothing there for this file and checker). The text
+    and return code are check.py's for those results, then where they come from."""
+    folder = os.environ.get(REUSE_ENV)
+    if not folder or not Path(impl).is_file():
+        return None
+    path = Path(folder) / f"{reuse_key(project, stage, impl)}.json"
+    if not path.is_file():
+        return None
+    payload = json.loads(path.read_text())
+    out = io.StringIO()
+    for r in payload["results"]:
+        print_result(CheckResult(**{k: r[k] for k in CheckResult.__dataclass_fields__
+                                    if k in r}), out=out)
+    passed = sum(r["status"] == "pass" for r in payload["results"])
+    unsure = sum(r["status"] == "inconclusive" for r in payload["results"])
+    failed = len(payload["results"]) - passed - unsure
+    out.write(f"{passed} passed, {failed} failed"
+              + (f", {unsure} inconclusive (rerun when the machine is quieter)"
+                 if unsure else "") + "\n")
+    out.write(f"({payload.get('source', SHARED_SOURCE)})\n")
+    returncode = 1 if failed or not payload["results"] else (INCONCLUSIVE_EXIT if unsure else 0)
+    return out.getvalue(), returncode, payload
