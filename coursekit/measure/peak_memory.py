@@ -201,14 +201,21 @@ def tanh_chain_loss(ws, x, policy=None):
 
 
 def blocks_inputs(depth: int, width: int, hidden: int, batch: int, seed: int = 0):
+    """Normal float32 weights (scaled by fan-in) and input, drawn by NumPy: a peak depends
+    on the shapes alone, and jax.random would compile a program per shape first (1.1 of a
+    fresh process's 3.1 s here)."""
     import math
 
-    import jax
-    keys = jax.random.split(jax.random.key(seed), 2 * depth + 1)
-    params = [{"w1": jax.random.normal(keys[2 * i], (width, hidden)) / math.sqrt(width),
-               "w2": jax.random.normal(keys[2 * i + 1], (hidden, width)) / math.sqrt(hidden)}
-              for i in range(depth)]
-    return params, jax.random.normal(keys[-1], (batch, width))
+    import jax.numpy as jnp
+    import numpy as np
+    rng = np.random.default_rng(seed)
+
+    def normal(*shape: int, scale: float = 1.0):
+        return jnp.asarray((rng.standard_normal(shape) * scale).astype(np.float32))
+    params = [{"w1": normal(width, hidden, scale=1 / math.sqrt(width)),
+               "w2": normal(hidden, width, scale=1 / math.sqrt(hidden))}
+              for _ in range(depth)]
+    return params, normal(batch, width)
 
 
 def blocks_call(depth: int, width: int, hidden: int, batch: int, policy=None, seed: int = 0):
