@@ -244,6 +244,11 @@ PLANTED = {
     "peak_plan_of_the_second_repeat": (3, "peak_memory_from_fresh_process", [
         ('"device_peak_bytes": runs[0]["device_peak_bytes"]',
          '"device_peak_bytes": runs[1]["device_peak_bytes"]')]),
+    # one repeat measured another way than several: VmHWM, compile and runtime included
+    "peak_single_repeat_unreset": (3, "peak_memory_from_fresh_process", [
+        ('"run_peak_bytes": [r["run_peak_bytes"] for r in runs]',
+         '"run_peak_bytes": [r["run_peak_bytes"] if repeats > 1 else r["vmhwm_bytes"] '
+         'for r in runs]')]),
     # repeats in the learner's own process: its high-water mark holds everything before
     "peak_measured_in_this_process": (3, "peak_memory_from_fresh_process", [
         ("    with ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0))) as pool:\n"
@@ -334,7 +339,8 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "decide_slower_by_the_estimate": "not just the point estimate",
          "decide_pairs_samples_by_position": "pair only samples whose round_ids say so",
          "decide_on_round_means": "median",
-         "peak_plan_of_the_second_repeat": "IndexError"}
+         "peak_plan_of_the_second_repeat": "IndexError",
+         "peak_single_repeat_unreset": "repeats=1: your run-only peak is"}
 WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
                "time_fn_samples_sliced_from_every_call": "tamper",
                "summary_counts_straddling_events": "nested",

@@ -358,6 +358,12 @@ def _(impl, ctx):
                 "repeats=1: argument_size_in_bytes is not the plan of the program that ran",
                 yours=single["argument_size_in_bytes"],
                 expected=reference["None"]["argument_size_in_bytes"])
+    alone, want = single["run_peak_bytes"][0], reference["None"]["median_run_peak_bytes"]
+    fail_unless(1 / PEAK_WINDOW <= alone / want <= PEAK_WINDOW,
+                f"repeats=1: your run-only peak is {alone / want:.2f}x the checker's",
+                yours=f"{alone / mib:.1f} MiB", expected=f"about {want / mib:.1f} MiB (within "
+                f"{PEAK_WINDOW}x)", hint="one repeat is measured as each of several is: "
+                "the run alone, in its own fresh process")
     plain = statistics.median(yours[None]["run_peak_bytes"])
     remat = statistics.median(yours["nothing_saveable"]["run_peak_bytes"])
     fail_unless(remat < plain, "the run-only peak with nothing_saveable is not below the "
