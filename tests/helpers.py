@@ -77,6 +77,24 @@ def reference_run(project: str) -> dict:
     return _REFERENCE_RUNS[project]
 
 
+_STARTER_RUNS: set = set()
+
+
+def starter_run(project: str) -> None:
+    """The project's starter, every stage, checked once per worker and shared with the
+    check cells of the learner-version notebooks (``COURSE_CHECK_REUSE``): one checker
+    run per project instead of one per check cell (19 cells of 3-4 s, most of it two
+    processes starting)."""
+    folder = os.environ.get("COURSE_CHECK_REUSE")
+    if folder and project not in _STARTER_RUNS:
+        _STARTER_RUNS.add(project)
+        result = run_checker(project, starter(project), "all")
+        if result["json"]:
+            from coursekit.notebook.reuse import share_reference_result
+            share_reference_result(Path(folder), project, starter(project), result["json"],
+                                   passed_only=False)
+
+
 # The core a pytest-xdist worker is pinned to (conftest.pin_to_one_core); unset when not.
 PINNED = "COURSE_TESTS_PINNED_CORE"
 

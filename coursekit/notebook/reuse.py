@@ -8,8 +8,8 @@ Two makers, one reader:
   notebook's check cells are the project checks run again, and the grader has the
   sandboxed result already, so a class's notebooks no longer cost a second grading of
   every project;
-* the test suite shares its one sandboxed grading of the reference
-  (``share_reference_result``, passed stages only);
+* the test suite shares its one sandboxed grading of the reference and one run of each
+  starter (``share_reference_result``);
 * a check cell finds either through ``$COURSE_CHECK_REUSE`` (``reusable_result``), after
   hashing the file it was asked to check itself: a learner file changed since it was
   graded, or another checker, finds nothing and the cell runs the checker.
@@ -30,7 +30,7 @@ from coursekit.facts import ROOT, checker_fingerprint
 
 REUSE_ENV = "COURSE_CHECK_REUSE"
 # The line a reused answer ends with, after check.py's own summary line.
-SHARED_SOURCE = "shared reference run of this test session"
+SHARED_SOURCE = "shared run of this test session"
 GRADED_MARK = "the grader's own run of this file"
 GRADED_SOURCE = GRADED_MARK + ", graded as stage {stage}"
 
@@ -41,16 +41,22 @@ def reuse_key(project: str, stage: int | str, impl: Path, root: Path = ROOT) -> 
     return f"{project}-stage{stage}-{digest}-{checker_fingerprint(root, project)[:16]}"
 
 
-def share_reference_result(folder: Path, project: str, impl: Path, payload: dict) -> None:
-    """Keep, per stage that passed completely, a ``check.py --json`` result for
-    ``reusable_result``. Only the test suite does this (tests/helpers.reference_run):
-    a stage that failed anywhere is never shared, so its check cell runs for real."""
+def share_reference_result(folder: Path, project: str, impl: Path, payload: dict, *,
+                           passed_only: bool = True) -> None:
+    """Keep, per stage, a ``check.py --json`` result for ``reusable_result``. Only the
+    test suite does this: the reference's stages that passed completely
+    (tests/helpers.reference_run; one that failed anywhere is never shared, so its check
+    cell runs for real), and every stage of a starter (``passed_only=False``,
+    tests/helpers.starter_run: its checks wait for unwritten functions)."""
     folder.mkdir(parents=True, exist_ok=True)
     for stage in payload.get("stages", []):
         results = [r for r in payload["results"] if r["stage"] == stage]
-        if results and all(r["status"] == "pass" for r in results):
-            part = {**payload, "stages": [stage], "results": results,
-                    "passed": len(results), "failed": 0, "source": SHARED_SOURCE}
+        if results and (not passed_only or all(r["status"] == "pass" for r in results)):
+            passed = sum(r["status"] == "pass" for r in results)
+            unsure = sum(r["status"] == "inconclusive" for r in results)
+            part = {**payload, "stages": [stage], "results": results, "passed": passed,
+                    "inconclusive": unsure, "failed": len(results) - passed - unsure,
+                    "source": SHARED_SOURCE}
             (folder / f"{reuse_key(project, stage, impl)}.json").write_text(json.dumps(part))
 
 
