@@ -46,19 +46,42 @@ STAGES = "stages"  # a unit of work: several stages of one project, one sandboxe
 # Worker side
 # ----------------------------------------------------------------------------------
 
-def _worker_init(isolation: str, notebooks: bool) -> None:
+def _worker_init(isolation: str, notebooks: bool, grader: int) -> None:
     """Workers come from a fork server that already imported what they need
-    (``autograder.warm``); the fork server leaves when the grader dies, and each worker
-    follows it (parent-death signal), taking its sandboxes along."""
+    (``autograder.warm``). A worker dies with the grader: it watches the grader's pid
+    itself (``follow``), since the fork server cannot be relied on to go first (CPython
+    hands each of its children the server's liveness pipe, so the server lives while a
+    worker does). Each worker's sandboxes follow it (parent-death signal)."""
     try:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
     except OSError:
         pass
+    follow(grader)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     sandbox._ISOLATION = isolation
     if notebooks:
         from autograder import notebook
         notebook.warm_up()  # no-op after autograder.warm
+
+
+def follow(pid: int) -> None:
+    """Kill this process when process ``pid`` ends (a thread waits on its pidfd; a pid
+    already gone, now)."""
+    import select
+    import threading
+
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        os.kill(os.getpid(), signal.SIGKILL)
+        return
+    except (AttributeError, OSError):  # no pidfds here: the parent-death signal only
+        return
+
+    def wait() -> None:
+        select.select([fd], [], [])
+        os.kill(os.getpid(), signal.SIGKILL)
+    threading.Thread(target=wait, name="follow-grader", daemon=True).start()
 
 
 def run_task(task: dict) -> dict | list[dict]:
@@ -302,7 +325,8 @@ def run_batch(todo: list[dict], book: Gradebook, *, workers: int, run_id: str,
     while pending:
         pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                       initializer=_worker_init,
-                                      initargs=(sandbox.isolation(), notebooks))
+                                      initargs=(sandbox.isolation(), notebooks,
+                                                os.getpid()))
         futures = {pool.submit(run_task, held.with_stages(t)): t for t in pending}
         broken = []
         try:

@@ -55,6 +55,19 @@ def results(out: Path) -> dict:
 
 
 @pytest.mark.slow
+def alive(pids: list[int]) -> list[int]:
+    """Those of ``pids`` still running (a zombie has ended)."""
+    running = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            running.append(pid)
+    return running
+
+
 def test_sigkill_mid_batch_then_resume(tmp_path):
     subs, out = tmp_path / "subs", tmp_path / "out"
     names = {**{k: k for k in SIMPLE}, "good-2": "good", "starter-2": "starter"}
@@ -78,15 +91,18 @@ def test_sigkill_mid_batch_then_resume(tmp_path):
     assert proc.poll() is None and rows >= 2, "the batch ended before it could be killed"
     # this batch's own sandboxes: other tests' batches may be running beside it
     ours = sandbox_uids_of(proc.pid)
+    tree = [p for p in sandbox.process_tree(proc.pid) if p != proc.pid]  # server, workers
+    assert len(tree) >= 3, tree
     os.kill(proc.pid, signal.SIGKILL)  # only the grader itself; the rest must follow
     proc.wait()
     killed_at = len(results(out))
     assert 2 <= killed_at < len(names)
-    for _ in range(100):  # workers and sandboxes die with the grader (parent-death signal)
-        if not sandbox_processes(ours):
+    for _ in range(100):  # workers (watching the grader) and their sandboxes die with it
+        if not sandbox_processes(ours) and not alive(tree):
             break
         time.sleep(0.1)
     assert not sandbox_processes(ours)
+    assert not alive(tree), f"the grader's fork server or workers outlived it: {alive(tree)}"
     done = grader("grade", subs, "--out", out, "--stages", "performance-audit:4",
                   "--quiet", "--json")
     assert done.returncode == 0, done.stderr[-2000:]
