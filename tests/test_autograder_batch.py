@@ -54,7 +54,6 @@ def results(out: Path) -> dict:
     return latest
 
 
-@pytest.mark.slow
 def alive(pids: list[int]) -> list[int]:
     """Those of ``pids`` still running (a zombie has ended)."""
     running = []
@@ -68,6 +67,7 @@ def alive(pids: list[int]) -> list[int]:
     return running
 
 
+@pytest.mark.slow
 def test_sigkill_mid_batch_then_resume(tmp_path):
     subs, out = tmp_path / "subs", tmp_path / "out"
     names = {**{k: k for k in SIMPLE}, "good-2": "good", "starter-2": "starter"}
