@@ -239,7 +239,7 @@ class Items:
                           "key_path": str(key_path), "hidden": hidden,
                           "max_points": sum(t["points"] for t in key["tests"].values()),
                           # what its check cells check, to be answered from this
-                          # submission's graded stages (graded_stages_for)
+                          # submission's graded stages (autograder.check_cells)
                           "project": project, "submission_files": files,
                           "project_fp": self.checker_fp.get(project, ""),
                           "files_hash": _hash(nb_hash, files),
