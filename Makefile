@@ -124,6 +124,7 @@ flake: $(STAMP)
 
 starters: $(STAMP)
 	$(PY) -m coursekit.authoring.starters
+	$(PY) -m coursekit.authoring.sealed
 
 clean:
 	rm -rf $(BUILD) .pytest_cache

@@ -12,9 +12,10 @@ into its learner version by nbgrader's preprocessors (``autograder.nbsource``). 
 ``bench/``, ``.git``, a gradebook or the grader's secrets (held-out seeds are made at
 grading time).
 
-Before writing anything the starters are checked against their solutions
-(``coursekit.authoring.starters``); after writing, every file of the release is scanned for
-solution or hidden-test markers, and the release fails (and is removed) if one is left.
+Before writing anything the starters and the checkers' sealed programs are checked
+against their solutions (``coursekit.authoring.starters``, ``coursekit.authoring.sealed``);
+after writing, every file of the release is scanned for solution or hidden-test markers,
+and the release fails (and is removed) if one is left.
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ def stale_starters(root: Path) -> list[str]:
             or starter.read_text() != strip_solutions(solution.read_text(), str(solution))]
 
 
+def stale_sealed(root: Path) -> list[str]:
+    """The sealed programs (a checker's replays) missing or not those of their sources."""
+    from coursekit.authoring.sealed import stale
+    return [str(target.relative_to(root)) for target in stale(root)]
+
+
 def markers_in(path: Path) -> list[str]:
     """'file: line' for every solution/hidden-test marker left in a released file."""
     found = []
@@ -79,9 +86,10 @@ def release(out: Path, course_root: Path = ROOT, notebooks_dir: Path | None = No
             len(course_root.parts)] not in ("build",):
         raise ReleaseError(f"--out {out} is inside the course folder (use build/ or "
                            "somewhere else)")
-    stale = stale_starters(course_root)
+    stale = stale_starters(course_root) + stale_sealed(course_root)
     if stale:
-        raise ReleaseError("starters out of date with their solutions: " + ", ".join(stale)
+        raise ReleaseError("starters or sealed programs out of date with their solutions: "
+                           + ", ".join(stale)
                            + " (run `make starters`)")
     if out.exists():
         if any(out.iterdir()) and not force:

@@ -63,6 +63,8 @@ def fragments() -> set[str]:
         inside, outside = regions(sol.read_text())
         secret += inside
         public += outside
+    for sealed_source in ROOT.glob("projects/*/solution/sealed.py"):  # shipped compiled only
+        secret += [line.strip() for line in sealed_source.read_text().splitlines()]
     for nb in course_notebooks():
         for text in cell_texts(nb):
             inside, outside = regions(text)
@@ -102,6 +104,17 @@ def test_release_has_no_solutions_and_no_hidden_tests(release):
         assert (release / "projects" / name / "tests" / "check.py").is_file()
     assert (release / "autograder" / "__main__.py").is_file()
     assert (release / "README.md").is_file()
+
+
+def test_release_holds_the_sealed_programs_not_their_sources(release):
+    from coursekit.checking import sealed
+    programs = sorted(ROOT.glob("projects/*/tests/sealed/*" + sealed.SUFFIX))
+    assert programs, "no sealed program in the course: the test is blind"
+    for program in programs:
+        shipped = release / program.relative_to(ROOT)
+        assert shipped.read_bytes() == program.read_bytes()
+        assert sealed.program(shipped.parent.parent, program.stem).in_avals
+    assert not list(release.rglob("sealed.py"))
 
 
 def test_released_notebooks_are_locked_and_checksummed(release):

@@ -61,12 +61,6 @@ CONTAINED = 0.45   # share of a learner function's runs found in one checker fun
 
 # (project, learner function, checker file, checker function): why it stays.
 ALLOWED = {
-    ("foundations", "train_classifier", "foundations/tests/check.py", "replay_train"):
-        "the stage-3 contract is a replay (\"the checker replays it exactly\"): every tool "
-        "of it (jax.random, jax.grad of classifier.loss, the update) is one the learner "
-        "needs and may use, so any replay the checker runs is a train_classifier once "
-        "pasted (a float64 or reformulated one after one cast); closing it needs the "
-        "replay kept off the learner's machine, a design decision",
     ("performance-audit", "matmul_cost_by_hand", "performance-audit/tests/"
      "audit_stage2_evidence.py", "_"):
         "the answer is a closed-form count checked exactly: any code the checker runs to "

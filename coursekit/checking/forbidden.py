@@ -87,7 +87,10 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "foundations": tuple(
         Rule("jax", name, 2, "regression_grads is the gradient written by hand: JAX's "
              "autodiff computes the very gradient the stage checks", within="regression_grads")
-        for name in _AUTODIFF),
+        for name in _AUTODIFF) + tuple(
+        Rule(module, "*", 3, "loads or runs the checker's sealed replay of the training: "
+             "train_classifier is that training")
+        for module in ("jax.export", "jax._src.export", "coursekit.checking.sealed")),
     "performance-audit": (
         Rule(_TIMING, "time_synced", 1, "the course's synchronised timer with warm-up and "
              "raw samples: what time_fn is"),

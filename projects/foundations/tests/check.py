@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coursekit.checking import bridge, forbidden
+from coursekit.checking import bridge, forbidden, sealed
 from coursekit.checking.contract import Checker, CheckFailed
 from coursekit.checking.learner import LearnerCodeError, get_function, require_written
 from coursekit.checking.values import as_array, as_float, as_float64_array, fail_unless
@@ -55,6 +55,8 @@ GRAD_RTOL = 1e-3       # float32 analytic gradient vs float64 finite differences
 REPLAY_RTOL = 1e-3     # learner's fit vs the checker's replay (float32, other op order)
 MSE_RTOL = 1e-5        # float32 mean of at most ~300 squares vs float64: ~1e-6 measured
 ACCURACY_MARGIN = 0.05  # test accuracy may trail the checker's own training by this much
+MAX_REPLAY_ROWS = 1625  # the sealed replay's one-sort shuffle is jax's up to this many rows
+TESTS = Path(__file__).resolve().parent  # tests/sealed/ holds the sealed replay
 
 
 def relative_error(yours: np.ndarray, ref: np.ndarray) -> float:
@@ -441,21 +443,16 @@ def classifier_case(ctx) -> dict:
 
 
 def replay_train(key, case: dict, same_order: bool = False) -> dict:
-    """The checker's own epoch-shuffled SGD with the documented key protocol."""
-    x, y = jnp.asarray(case["x"]), jnp.asarray(case["y"])
-    n, batch, lr = x.shape[0], case["batch"], case["lr"]
-    k_init, k_order = jax.random.split(key)
-    params = classifier.init_params(k_init, features=x.shape[1], classes=case["classes"])
-    update = jax.jit(lambda p, rows: jax.tree.map(
-        lambda v, g: v - lr * g, p, jax.grad(classifier.loss)(p, x[rows], y[rows])))
-    per_epoch = n // batch
-    order = None
-    for i in range(case["steps"]):
-        j = i % per_epoch
-        if j == 0 and (order is None or not same_order):
-            k_order, k_epoch = jax.random.split(k_order)
-            order = np.asarray(jax.random.permutation(k_epoch, n))
-        params = update(params, order[j * batch:(j + 1) * batch])
+    """The checker's own epoch-shuffled SGD with the documented key protocol: a sealed
+    program (its source stays with the instructors; it would be train_classifier).
+    ``same_order`` replays the classic mistake, for diagnosis."""
+    assert len(case["x"]) <= MAX_REPLAY_ROWS, "a case larger than the sealed replay holds"
+    params = sealed.call(sealed.program(TESTS, "train_replay"), jax.random.key_data(key),
+                         jnp.asarray(case["x"], jnp.float32),
+                         jnp.asarray(case["y"], jnp.int32), np.int32(case["steps"]),
+                         np.float32(case["lr"]), np.bool_(same_order),
+                         np.zeros(case["batch"], np.int8),
+                         np.zeros(case["classes"], np.int8))
     return {k: np.asarray(v, np.float64) for k, v in params.items()}
 
 
@@ -638,6 +635,8 @@ def _(impl, ctx):
                 hint="train on the first n_train rows with k_train from the seed's split, "
                      "for all the steps you were given")
 
+
+forbidden.guard(checker)  # stage 3: no loading of the sealed replay
 
 if __name__ == "__main__":
     sys.exit(checker.main())

@@ -1,0 +1,84 @@
+"""The checkers' sealed references are written from their sources, so the two never drift.
+
+``projects/<p>/solution/sealed.py`` defines ``EXPORTS``: a name -> (function, a callable
+returning its input types, symbolic sizes allowed). Each becomes
+``projects/<p>/tests/sealed/<name>.jaxexport``, exported for the CPU
+(``coursekit.checking.sealed`` loads and runs it). The release ships the programs and
+leaves ``solution/`` behind.
+
+    python -m coursekit.authoring.sealed            # rewrite every sealed program
+    python -m coursekit.authoring.sealed --check    # exit 1 when one is missing or stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+from coursekit.checking import sealed
+from coursekit.facts import ROOT
+
+
+def sources(root: Path) -> list[Path]:
+    return sorted(root.glob("projects/*/solution/sealed.py"))
+
+
+def load(source: Path):
+    """A project's ``solution/sealed.py`` as a module (solution/ is no package)."""
+    spec = importlib.util.spec_from_file_location(
+        f"sealed_source_{source.parent.parent.name.replace('-', '_')}", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def serialised(fn, types) -> bytes:
+    """The program's bytes, the same in every checkout and after any edit elsewhere: no
+    source locations (they would name this checkout's paths and line numbers)."""
+    import jax
+
+    before = jax.config.jax_traceback_in_locations_limit
+    jax.config.update("jax_traceback_in_locations_limit", 0)
+    try:
+        exported = jax.export.export(jax.jit(fn), platforms=("cpu",))(*types())
+        return bytes(exported.serialize())
+    finally:
+        jax.config.update("jax_traceback_in_locations_limit", before)
+
+
+def programs(root: Path) -> dict[Path, bytes]:
+    """Every sealed program's target path and bytes, from the sources under ``root``."""
+    out = {}
+    for source in sources(root):
+        for name, (fn, types) in load(source).EXPORTS.items():
+            out[sealed.path(source.parent.parent / "tests", name)] = serialised(fn, types)
+    return out
+
+
+def stale(root: Path) -> dict[Path, bytes]:
+    """The programs missing or not what their sources export now, with their bytes."""
+    return {target: data for target, data in programs(root).items()
+            if not target.is_file() or target.read_bytes() != data}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report stale programs")
+    parser.add_argument("--root", default=ROOT, type=Path)
+    args = parser.parse_args(argv)
+    root = args.root.resolve()
+    todo = stale(root)
+    for target, data in todo.items():
+        if args.check:
+            print(f"stale: {target.relative_to(root)} (run `make starters`)")
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        print(f"wrote {target.relative_to(root)}")
+    return 1 if args.check and todo else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""foundations' sealed reference: the source of the checker's replay of stage 3's training.
+
+Instructor material: the learner release holds this only as the program
+``tests/sealed/train_replay.jaxexport`` (``coursekit.checking.sealed``), written by
+``python -m coursekit.authoring.sealed`` (``make starters``). Written out in Python it
+would be ``train_classifier``, and the release ships the checkers.
+
+One program covers every case the checker draws: the sizes are symbolic (rows, features,
+batch, classes), the step count and learning rate are inputs, and ``same_order`` replays
+the classic mistake (one shuffle reused every epoch) for the diagnosis.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from coursekit.workloads import classifier
+
+# jax.random.permutation of n rows sorts by one draw of 32-bit keys while 3 log(n) <=
+# log(2**32), and by more draws above that; the replay does that one sort itself (the
+# library's shuffle needs a constant n), so it holds up to this many rows.
+MAX_ROWS = 1625
+
+
+def shuffled_rows(key, n):
+    """``jax.random.permutation(key, n)`` for a symbolic n <= MAX_ROWS, bit for bit."""
+    _, subkey = jax.random.split(key)
+    bits = jax.random.bits(subkey, (n,), jnp.uint32)
+    return jax.lax.sort_key_val(bits, jnp.arange(n, dtype=jnp.int32))[1]
+
+
+def train_replay(key_data, x, y, steps, lr, same_order, batch_like, classes_like):
+    """The params ``train_classifier(wrap_key_data(key_data), x, y, classes, steps, batch,
+    lr)`` must return; batch and classes are the lengths of ``batch_like`` and
+    ``classes_like`` (shapes are what a program may vary by)."""
+    key = jax.random.wrap_key_data(key_data)
+    n, batch = x.shape[0], batch_like.shape[0]
+    k_init, k_order = jax.random.split(key)
+    params = classifier.init_params(k_init, features=x.shape[1],
+                                    classes=classes_like.shape[0])
+    per_epoch = n // batch
+
+    def step(i, carry):
+        params, k_order, order = carry
+        j = i % per_epoch
+
+        def reshuffle(state):
+            k_next, k_epoch = jax.random.split(state[0])
+            return k_next, shuffled_rows(k_epoch, n)
+
+        fresh = (j == 0) & ((i == 0) | jnp.logical_not(same_order))
+        k_order, order = jax.lax.cond(fresh, reshuffle, lambda state: state,
+                                      (k_order, order))
+        rows = jax.lax.dynamic_slice(order, (j * batch,), (batch,))
+        grads = jax.grad(classifier.loss)(params, x[rows], y[rows])
+        return jax.tree.map(lambda v, g: v - lr * g, params, grads), k_order, order
+
+    start = (params, k_order, jnp.zeros((n,), jnp.int32))
+    return jax.lax.fori_loop(0, steps, step, start)[0]
+
+
+def train_replay_types():
+    """The input types: every size symbolic, the batch no larger than the rows."""
+    n, f, b, c = jax.export.symbolic_shape("n, f, b, c", constraints=("n >= b",))
+    spec = jax.ShapeDtypeStruct
+    return (spec((2,), jnp.uint32), spec((n, f), jnp.float32), spec((n,), jnp.int32),
+            spec((), jnp.int32), spec((), jnp.float32), spec((), jnp.bool_),
+            spec((b,), jnp.int8), spec((c,), jnp.int8))
+
+
+EXPORTS = {"train_replay": (train_replay, train_replay_types)}

@@ -1,0 +1,103 @@
+"""Sealed references (``coursekit.checking.sealed``): foundations' replay of stage 3's
+training ships as a jax.export program, never as Python a learner could paste.
+
+The program is held bit for bit against the replay written the obvious way (a Python
+loop, ``jax.random.permutation``), here in the course's own tests, which the release does
+not ship; the stored bytes are what the source exports now; a learner file that loads the
+program is refused; a missing program says what to do.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+
+import jax
+import numpy as np
+import pytest
+
+from coursekit.authoring import sealed as authoring
+from coursekit.checking import forbidden, sealed
+from coursekit.facts import ROOT
+from coursekit.workloads import classifier
+
+TESTS = ROOT / "projects" / "foundations" / "tests"
+SOURCE = ROOT / "projects" / "foundations" / "solution" / "sealed.py"
+
+
+def plain_replay(key, x, y, classes, steps, batch, lr, same_order=False):
+    """train_classifier's key protocol in plain Python (the docstring, line by line)."""
+    k_init, k_order = jax.random.split(key)
+    params = classifier.init_params(k_init, features=x.shape[1], classes=classes)
+    grad = jax.jit(jax.grad(classifier.loss))
+    order, per_epoch = None, x.shape[0] // batch
+    for i in range(steps):
+        j = i % per_epoch
+        if j == 0 and (order is None or not same_order):
+            k_order, k_epoch = jax.random.split(k_order)
+            order = jax.random.permutation(k_epoch, x.shape[0])
+        rows = order[j * batch:(j + 1) * batch]
+        g = grad(params, x[rows], y[rows])
+        params = jax.tree.map(lambda v, d: v - lr * d, params, g)
+    return params
+
+
+def sealed_replay(key, x, y, classes, steps, batch, lr, same_order=False):
+    return sealed.call(sealed.program(TESTS, "train_replay"), jax.random.key_data(key), x, y,
+                       np.int32(steps), np.float32(lr), np.bool_(same_order),
+                       np.zeros(batch, np.int8), np.zeros(classes, np.int8))
+
+
+@pytest.mark.parametrize("n, features, classes, batch, steps, same_order", [
+    (151, 7, 3, 13, 40, False),     # odd sizes, mid-epoch stop (the checker's cases)
+    (151, 7, 3, 13, 40, True),      # the diagnosis: one order for every epoch
+    (512, 8, 4, 61, 30, False),     # the workload's rows
+    (1625, 3, 2, 400, 9, False),    # the most rows one sort shuffles as jax does
+])
+def test_sealed_replay_is_the_protocol_bit_for_bit(n, features, classes, batch, steps,
+                                                     same_order):
+    key = jax.random.key(n + batch)
+    x, y = classifier.make_dataset(jax.random.key(7), n, features, classes)
+    want = plain_replay(key, x, y, classes, steps, batch, 0.25, same_order)
+    got = sealed_replay(key, x, y, classes, steps, batch, 0.25, same_order)
+    assert sorted(got) == sorted(want)
+    for name in want:
+        np.testing.assert_array_equal(got[name], np.asarray(want[name]), err_msg=name)
+
+
+def test_one_sort_is_jax_permutation_up_to_the_stated_rows():
+    """jax shuffles with ceil(3 log n / log(2**32 - 1)) sorts: one up to 1625 rows."""
+    rounds = lambda n: math.ceil(3 * math.log(n) / math.log(2**32 - 1))  # noqa: E731
+    assert rounds(1625) == 1 and rounds(1626) == 2
+    shuffled_rows = authoring.load(SOURCE).shuffled_rows
+    key = jax.random.key(3)
+    for n in (2, 1625):
+        np.testing.assert_array_equal(shuffled_rows(key, n), jax.random.permutation(key, n))
+
+
+def test_stored_programs_are_what_their_sources_export():
+    assert not authoring.stale(ROOT), "run `make starters`"
+
+
+def test_the_checker_holds_no_replay_source():
+    """replay_train runs the program: no shuffle, gradient or update of its own."""
+    tree = ast.parse((TESTS / "check.py").read_text())
+    replay = next(n for n in ast.walk(tree)
+                  if isinstance(n, ast.FunctionDef) and n.name == "replay_train")
+    names = {n.attr for n in ast.walk(replay) if isinstance(n, ast.Attribute)}
+    assert "program" in names and not names & {"permutation", "grad", "split", "map"}
+
+
+def test_a_learner_file_loading_the_program_is_refused(tmp_path):
+    rules = forbidden.rules_for("foundations", 3)
+    for source in ("import jax\nf = jax.export.deserialize\n",
+                   "from jax import export\n",
+                   "from coursekit.checking.sealed import program\n"):
+        learner = tmp_path / "model.py"
+        learner.write_text(source)
+        assert forbidden.scan(learner, rules), source
+
+
+def test_a_missing_program_says_what_to_do(tmp_path):
+    with pytest.raises(sealed.SealedMissing, match="copy the project's tests/ folder"):
+        sealed.program(tmp_path, "train_replay")
