@@ -77,3 +77,38 @@ def planted(tmp_path_factory):
 @pytest.mark.parametrize("bug", BATCH.names)
 def test_planted_bug_fails_the_right_check(bug, planted):
     BATCH.assert_fails_only(bug, planted)
+
+
+def test_crossover_is_checked_by_its_definition_alone():
+    """Stage 3 checks a crossover by what defines it (the sign of slow - threshold * fast
+    under the model), not by a formula a learner could read in the released checker. It
+    accepts the closed form on 20,000 random medians and thresholds, and refuses that
+    answer moved by 1e-6 or 1, None in its place, and a number where the lines never
+    meet."""
+    import random
+    import sys
+
+    from coursekit.facts import ROOT
+    sys.path.insert(0, str(ROOT / "projects" / "optimisation" / "tests"))
+    from optim_stage3_crossover import crossover_holds, model_lines
+
+    def closed_form(lines, threshold):
+        (base_s, per_s), (base_f, per_f) = lines["slow"], lines["fast"]
+        if threshold * per_f - per_s <= 0:
+            return None
+        return max((base_s - threshold * base_f) / (threshold * per_f - per_s), 1.0)
+
+    rng = random.Random(1)
+    for _ in range(20_000):
+        small, large = rng.choice([(3, 11), (27, 1655), (7, 513)])
+        s0, f0 = rng.uniform(1e-3, 0.1), rng.uniform(1e-4, 0.05)
+        got = {"median_slow_s": [s0, s0 + rng.uniform(0, 0.5)],
+               "median_fast_s": [f0, f0 + rng.uniform(0, 0.3)]}
+        threshold = rng.choice([4.0, 4000.0, 0.1, rng.uniform(1, 20)])
+        lines = model_lines(got, small, large)
+        want = closed_form(lines, threshold)
+        assert crossover_holds(want, lines, threshold)
+        wrong = [5.0] if want is None else [None, want + 1] + (
+            [want * (1 + 1e-6), want * (1 - 1e-6)] if want > 1.0001 else [])
+        for answer in wrong:
+            assert not crossover_holds(answer, lines, threshold), (answer, want)

@@ -191,17 +191,48 @@ def _(impl, ctx):
                     "log(gain); the first size if already below; None if never")
 
 
-def modelled_crossover(ends: list[tuple[float, float]], small: int, large: int,
-                       threshold: float) -> float | None:
-    """The checker's own prediction: per version, call time = fixed + per_example * batch
-    through the two end medians; the batch where slow / fast falls to ``threshold``."""
-    (s0, f0), (s1, f1) = ends
-    slope_s, slope_f = (s1 - s0) / (large - small), (f1 - f0) / (large - small)
-    base_s, base_f = s0 - slope_s * small, f0 - slope_f * small
-    denominator = threshold * slope_f - slope_s
-    if denominator <= 0:
-        return None
-    return max((base_s - threshold * base_f) / denominator, 1.0)
+def model_lines(got: dict, small: int, large: int) -> dict:
+    """Per version the model's line through the medians an answer reports: (fixed cost
+    per call, cost per example), in seconds."""
+    lines = {}
+    for version in ("slow", "fast"):
+        t0, t1 = got[f"median_{version}_s"]
+        per_example = (t1 - t0) / (large - small)
+        lines[version] = (t0 - per_example * small, per_example)
+    return lines
+
+
+# A crossover is checked by what defines it, never by a formula for it (the release ships
+# this file): under the model, slow - threshold * fast changes sign there, within this
+# relative step of the batch either way, or is zero to rounding there.
+CROSSOVER_RTOL = 1e-9
+ROUNDING = 1e-12
+
+
+def crossover_holds(crossover: float | None, lines: dict, threshold: float) -> bool:
+    """Whether ``crossover`` is the model's answer at ``threshold``: None exactly when the
+    gain never falls to the threshold as the batch grows; else at least 1, and the batch
+    where it does, or 1 when it is already below at batch 1."""
+    (base_s, per_s), (base_f, per_f) = lines["slow"], lines["fast"]
+
+    def above(batch: float) -> float:  # > 0 while the modelled gain is above the threshold
+        return (base_s + per_s * batch) - threshold * (base_f + per_f * batch)
+
+    falls = per_s - threshold * per_f < 0
+    if crossover is None or not falls:
+        return crossover is None and not falls
+    if crossover < 1:
+        return False
+    scale = abs(base_s + per_s * crossover) + threshold * abs(base_f + per_f * crossover)
+    return (above(crossover * (1 - CROSSOVER_RTOL)) >= 0 >= above(crossover * (1 + CROSSOVER_RTOL))
+            or abs(above(crossover)) <= ROUNDING * scale
+            or crossover == 1.0 and above(1.0) <= 0)
+
+
+def modelled_gain(lines: dict, batch: float) -> float:
+    (base_s, per_s), (base_f, per_f) = lines["slow"], lines["fast"]
+    fast = base_f + per_f * batch
+    return (base_s + per_s * batch) / fast if fast > 0 else math.inf
 
 
 def samples_of(value, what: str, rounds: int) -> list[float]:
@@ -530,20 +561,28 @@ def prediction_of(got, threshold: float) -> dict:
 
 
 def replay(got: dict, threshold: float, small: int, large: int) -> None:
-    """The call's crossover is exactly what the model gives on the medians it reports
-    (the model's arithmetic is exact: a wrong slope, intercept or threshold is wrong at any
+    """The call's crossover is what the model gives on the medians it reports (the
+    model's arithmetic is exact: a wrong slope, intercept or threshold is wrong at any
     load)."""
-    ends = list(zip(got["median_slow_s"], got["median_fast_s"]))
-    want = modelled_crossover(ends, small, large, threshold)
+    lines = model_lines(got, small, large)
     yours = got["crossover"]
-    fail_unless((yours is None) == (want is None) and (
-        want is None or math.isclose(yours, want, rel_tol=1e-9)),
-        f"threshold {threshold:.3g}: your crossover is not what a fixed cost plus a "
-        "cost per example, through your own two medians per version, gives",
-        yours=yours, expected=want,
-        hint="per version a straight line through (small, median) and (large, "
-        "median); the batch where slow / fast equals the threshold; None when the "
-        "lines never meet there; at least 1")
+    if crossover_holds(yours, lines, threshold):
+        return
+    (_, per_s), (_, per_f) = lines["slow"], lines["fast"]
+    limit = per_s / per_f if per_f > 0 else math.inf
+    if yours is None or yours < 1:
+        found = f"the modelled gain at batch 1 is {modelled_gain(lines, 1.0):.4g}"
+    else:
+        found = f"the modelled gain at your crossover is {modelled_gain(lines, yours):.6g}"
+    fail_unless(False,
+                f"threshold {threshold:.3g}: your crossover is not what a fixed cost plus "
+                "a cost per example, through your own two medians per version, gives",
+                yours=yours, expected=f"the batch (at least 1) where the modelled gain falls "
+                f"to {threshold:.6g}, or None if it never does ({found}; as the batch grows "
+                f"it tends to {limit:.4g})",
+                hint="per version a straight line through (small, median) and (large, "
+                "median); the batch where slow / fast equals the threshold; None when the "
+                "lines never meet there; at least 1")
 
 
 def mine_of(mine: dict) -> dict:
