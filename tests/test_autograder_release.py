@@ -114,7 +114,7 @@ def test_release_holds_the_sealed_programs_not_their_sources(release):
         shipped = release / program.relative_to(ROOT)
         assert shipped.read_bytes() == program.read_bytes()
         assert sealed.program(shipped.parent.parent, program.stem).in_avals
-    assert not list(release.rglob("sealed.py"))
+    assert not list((release / "projects").rglob("sealed.py"))
 
 
 def test_released_notebooks_are_locked_and_checksummed(release):
