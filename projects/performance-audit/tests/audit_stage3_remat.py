@@ -316,6 +316,22 @@ def learner_peak(impl, cfg: dict, policy, repeats: int) -> dict:
     return result
 
 
+# The checker's own peaks per workload, plans and repeats, measured once per checker
+# process: a peak depends on the program and its shapes, not on the load or the learner's
+# file (check.py and the grader measure once anyway; a planted-bug batch, many files in
+# one checker process, measured the same six processes again for each).
+_REFERENCE_PEAKS: dict[str, dict] = {}
+
+
+def reference_peaks(cfg: dict, policies: tuple, repeats: int) -> dict:
+    key = repr((sorted(cfg.items()), policies, repeats))
+    if key not in _REFERENCE_PEAKS:
+        _REFERENCE_PEAKS[key] = peak_memory.fresh_process_peaks(
+            {str(p): (peak_memory.blocks_factory(), dict(cfg, policy=p)) for p in policies},
+            repeats=repeats)
+    return _REFERENCE_PEAKS[key]
+
+
 @checker.check(3, "peak_memory_from_fresh_process")
 def _(impl, ctx):
     import statistics
@@ -325,9 +341,8 @@ def _(impl, ctx):
     reference: dict = {}
     # the checker's own run-only peaks, in its own fresh processes, while the learner's
     # second policy runs (memory per process does not depend on the load)
-    worker = threading.Thread(target=lambda: reference.update(peak_memory.fresh_process_peaks(
-        {str(p): (peak_memory.blocks_factory(), dict(cfg, policy=p)) for p in policies},
-        repeats=repeats)))
+    worker = threading.Thread(target=lambda: reference.update(
+        reference_peaks(cfg, policies, repeats)))
     worker.start()
     try:
         yours["nothing_saveable"] = learner_peak(impl, cfg, "nothing_saveable", repeats)
