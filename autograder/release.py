@@ -6,7 +6,8 @@ notebooks and projects filled in; the instructor's README stays in the course), 
 learner guides (``docs/learners.md``, ``docs/gpu.md``; the instructor, checker and CI
 guides stay in the course), the set-up files, ``scripts/``, ``coursekit/``,
 ``autograder/`` (learners run ``validate``; it holds no secret), ``nbgrader_config.py``,
-every project without its ``solution/`` folder, and every ``notebooks/*.ipynb`` turned
+every project without its ``solution/`` folder and its checker's list of equivalent
+mutants (it quotes the reference's lines), and every ``notebooks/*.ipynb`` turned
 into its learner version by nbgrader's preprocessors (``autograder.nbsource``). Never:
 ``solution/``, ``notebooks/src/`` (the generators hold the answers), ``tests/``,
 ``bench/``, ``.git``, a gradebook or the grader's secrets (held-out seeds are made at
@@ -34,11 +35,13 @@ TOP_DIRS = ("scripts", "coursekit", "autograder")
 # The guides a learner reads; the release README links them, and they link only each
 # other, the README and the project READMEs.
 LEARNER_DOCS = ("docs/learners.md", "docs/gpu.md")
-FORBIDDEN_NAMES = ("secrets.json", "gradebook.sqlite", "gradebook.db")
+FORBIDDEN_NAMES = ("secrets.json", "gradebook.sqlite", "gradebook.db", "equivalent_mutants.txt")
 MARKER = re.compile(r"^\s*(#+|//|<!--)?\s*(BEGIN|END) (SOLUTION|HIDDEN TESTS|MARK SCHEME)\b")
 # autograder/samples holds hostile demo submissions for the grader's tests: not for learners.
+# equivalent_mutants.txt: make mutants' list of the checker mutants that change nothing,
+# each quoting a line of the reference (instructor material beside solution/)
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info",
-                                "samples")
+                                "samples", "equivalent_mutants.txt")
 
 
 class ReleaseError(Exception):

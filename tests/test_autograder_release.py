@@ -117,6 +117,13 @@ def test_release_holds_the_sealed_programs_not_their_sources(release):
     assert not list((release / "projects").rglob("sealed.py"))
 
 
+def test_release_leaves_the_mutation_lists_behind(release):
+    """equivalent_mutants.txt quotes the reference's lines (each mutant that changes
+    nothing, as the line it mutates): instructor material, like solution/."""
+    assert list(ROOT.glob("projects/*/tests/equivalent_mutants.txt")), "the test is blind"
+    assert not list(release.rglob("equivalent_mutants.txt"))
+
+
 def test_released_notebooks_are_locked_and_checksummed(release):
     for nb in course_notebooks():
         cells = json.loads((release / "notebooks" / nb.name).read_text())["cells"]

@@ -96,6 +96,23 @@ HELPERS_THAT_ANSWER = [
     ("optimisation", 4, "from coursekit.measure.decision import measure_interleaved\n"
                         "rec = measure_interleaved(slow, fast, rounds=4)\n"),
 ]
+# the checker's code in the learner process answers several stages: refused at each
+REFUSED_AT = [
+    ("foundations", (3,), "import jax\n"
+                          "replay = jax.export.deserialize(open('x.jaxexport', 'rb').read())\n"),
+    ("optimisation", (1, 3, 4), "from coursekit.workloads.remote_optimisation import "
+                                "fast_block\nsamples = fast_block(train_fast, lrs)\n"),
+    ("optimisation", (1, 3, 4), "import coursekit.workloads.remote_optimisation_traced as t\n"
+                                "path = t.fast_traced(train_slow, config, 0, 'log', 'r', [])\n"),
+]
+
+
+@pytest.mark.parametrize("project,stages,text", REFUSED_AT,
+                         ids=["sealed-replay", "fast_block", "fast_traced"])
+def test_the_checkers_own_code_is_refused_where_it_answers(project, stages, text):
+    refused = {stage for stage in range(1, 5)
+               if forbidden.scan(text, forbidden.rules_for(project, stage))}
+    assert refused == set(stages), text
 
 
 @pytest.mark.parametrize("project,stage,text", HELPERS_THAT_ANSWER,
@@ -215,7 +232,7 @@ def test_the_guard_lets_a_clean_file_through_to_the_check(tmp_path):
     assert calls == ["c4a"]
 
 
-@pytest.mark.parametrize("project", [p for p in PROJECTS if p != "foundations"])
+@pytest.mark.parametrize("project", PROJECTS)
 def test_each_checker_installs_the_guard(project):
     text = (ROOT / "projects" / project / "tests" / "check.py").read_text()
     assert re.search(r"^guard\(checker\)$", text, re.M), project

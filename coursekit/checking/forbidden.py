@@ -80,6 +80,8 @@ _VERDICT = "coursekit.measure.verdict"
 # loads it there): never part of an answer, and some of it is one.
 _REMOTE_PALLAS = "coursekit.workloads.remote_pallas_kernel"
 _REMOTE_SHARDED = "coursekit.workloads.remote_sharded_training"
+_REMOTE_OPTIMISATION = tuple(f"coursekit.workloads.remote_optimisation{suffix}"
+                             for suffix in ("", "_stubbed", "_traced"))
 _AUTODIFF = ("grad", "value_and_grad", "vjp", "jacrev", "jacfwd", "hessian", "jvp",
              "linearize")
 
@@ -131,7 +133,12 @@ RULES: dict[str, tuple[Rule, ...]] = {
              "write_run_records records"),
         Rule(_DECISION, "measure_interleaved", 4, "the course's interleaved-rounds timer "
              "(first call apart, raw samples): the timing write_run_records records"),
-    ),
+    ) + tuple(
+        Rule(module, "*", stage, "the checker's code in your learner process: it times "
+             "and traces train_fast and train_slow for the checker (block_prepare, "
+             "fast_block, fast_traced, stubbed_calls): the measurements and traces "
+             "trace_slow, gain_sweep, predict_crossover and write_run_records make")
+        for stage in (1, 3, 4) for module in _REMOTE_OPTIMISATION),
     "pallas-kernel": (
         Rule("coursekit.measure.pallas_inspect", "lowered_mode", 2, "the checker's own "
              "reading of how a pallas_call ran: run_softmax's declared mode is checked "

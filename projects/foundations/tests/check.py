@@ -29,6 +29,7 @@ import numpy as np
 
 from coursekit.checking import bridge, forbidden, sealed
 from coursekit.checking.contract import Checker, CheckFailed
+from coursekit.checking.forbidden import guard
 from coursekit.checking.learner import LearnerCodeError, get_function, require_written
 from coursekit.checking.values import as_array, as_float, as_float64_array, fail_unless
 from coursekit.workloads import classifier
@@ -636,7 +637,8 @@ def _(impl, ctx):
                      "for all the steps you were given")
 
 
-forbidden.guard(checker)  # stage 3: no loading of the sealed replay
+# stage 3 refuses a file that loads the sealed replay (coursekit.checking.forbidden)
+guard(checker)
 
 if __name__ == "__main__":
     sys.exit(checker.main())
