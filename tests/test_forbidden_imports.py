@@ -98,8 +98,8 @@ HELPERS_THAT_ANSWER = [
 ]
 # the checker's code in the learner process answers several stages: refused at each
 REFUSED_AT = [
-    ("foundations", (3,), "import jax\n"
-                          "replay = jax.export.deserialize(open('x.jaxexport', 'rb').read())\n"),
+    ("foundations", (2, 3), "import jax\n"
+                            "replay = jax.export.deserialize(open('x.jaxexport', 'rb').read())\n"),
     ("optimisation", (1, 3, 4), "from coursekit.workloads.remote_optimisation import "
                                 "fast_block\nsamples = fast_block(train_fast, lrs)\n"),
     ("optimisation", (1, 3, 4), "import coursekit.workloads.remote_optimisation_traced as t\n"

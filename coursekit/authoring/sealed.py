@@ -1,7 +1,8 @@
 """The checkers' sealed references are written from their sources, so the two never drift.
 
 ``projects/<p>/solution/sealed.py`` defines ``EXPORTS``: a name -> (function, a callable
-returning its input types, symbolic sizes allowed). Each becomes
+returning its input types, symbolic sizes allowed, whether it runs with x64 on: float64
+types need it, and the checker turns it on for the call). Each becomes
 ``projects/<p>/tests/sealed/<name>.jaxexport``, exported for the CPU
 (``coursekit.checking.sealed`` loads and runs it). The release ships the programs and
 leaves ``solution/`` behind.
@@ -34,7 +35,7 @@ def load(source: Path):
     return module
 
 
-def serialised(fn, types) -> bytes:
+def serialised(fn, types, x64: bool) -> bytes:
     """The program's bytes, the same in every checkout and after any edit elsewhere: no
     source locations (they would name this checkout's paths and line numbers)."""
     import jax
@@ -42,7 +43,8 @@ def serialised(fn, types) -> bytes:
     before = jax.config.jax_traceback_in_locations_limit
     jax.config.update("jax_traceback_in_locations_limit", 0)
     try:
-        exported = jax.export.export(jax.jit(fn), platforms=("cpu",))(*types())
+        with jax.enable_x64(x64):
+            exported = jax.export.export(jax.jit(fn), platforms=("cpu",))(*types())
         return bytes(exported.serialize())
     finally:
         jax.config.update("jax_traceback_in_locations_limit", before)
@@ -52,8 +54,8 @@ def programs(root: Path) -> dict[Path, bytes]:
     """Every sealed program's target path and bytes, from the sources under ``root``."""
     out = {}
     for source in sources(root):
-        for name, (fn, types) in load(source).EXPORTS.items():
-            out[sealed.path(source.parent.parent / "tests", name)] = serialised(fn, types)
+        for name, (fn, types, x64) in load(source).EXPORTS.items():
+            out[sealed.path(source.parent.parent / "tests", name)] = serialised(fn, types, x64)
     return out
 
 

@@ -90,8 +90,9 @@ RULES: dict[str, tuple[Rule, ...]] = {
         Rule("jax", name, 2, "regression_grads is the gradient written by hand: JAX's "
              "autodiff computes the very gradient the stage checks", within="regression_grads")
         for name in _AUTODIFF) + tuple(
-        Rule(module, "*", 3, "loads or runs the checker's sealed replay of the training: "
-             "train_classifier is that training")
+        Rule(module, "*", stage, "loads or runs the checker's sealed replays: the fit and "
+             "the training they replay are fit_regression and train_classifier")
+        for stage in (2, 3)
         for module in ("jax.export", "jax._src.export", "coursekit.checking.sealed")),
     "performance-audit": (
         Rule(_TIMING, "time_synced", 1, "the course's synchronised timer with warm-up and "

@@ -45,13 +45,14 @@ def program(tests_dir: Path, name: str):
             "copy the project's tests/ folder from the course release again") from None
 
 
-def call(exported, *args):
+def call(exported, *args, x64: bool = False):
     """Run a sealed program on the CPU (it is exported for the CPU only), whatever the
-    default device is; the result as numpy arrays."""
+    default device is, with x64 on when it was exported so (its float64 inputs stay
+    float64); the result as numpy arrays."""
     import jax
     import numpy as np
 
     cpu = jax.devices("cpu")[0]
-    with jax.default_device(cpu):
+    with jax.default_device(cpu), jax.enable_x64(x64):
         out = exported.call(*(jax.device_put(a, cpu) for a in args))
-    return jax.tree.map(np.asarray, out)
+        return jax.tree.map(np.asarray, out)

@@ -1,13 +1,16 @@
-"""foundations' sealed reference: the source of the checker's replay of stage 3's training.
+"""foundations' sealed references: the source of the checker's replays of stage 2's fit
+and stage 3's training.
 
-Instructor material: the learner release holds this only as the program
-``tests/sealed/train_replay.jaxexport`` (``coursekit.checking.sealed``), written by
-``python -m coursekit.authoring.sealed`` (``make starters``). Written out in Python it
-would be ``train_classifier``, and the release ships the checkers.
+Instructor material: the learner release holds these only as the programs
+``tests/sealed/*.jaxexport`` (``coursekit.checking.sealed``), written by
+``python -m coursekit.authoring.sealed`` (``make starters``). Written out in Python they
+would be ``fit_regression`` (with autodiff where the learner's own gradient goes) and
+``train_classifier``, and the release ships the checkers.
 
 One program covers every case the checker draws: the sizes are symbolic (rows, features,
-batch, classes), the step count and learning rate are inputs, and ``same_order`` replays
-the classic mistake (one shuffle reused every epoch) for the diagnosis.
+batch, classes), the step count and learning rate are inputs, and a flag replays the
+classic mistake of each stage for its diagnosis (one key for every step's rows; one
+shuffle for every epoch).
 """
 
 from __future__ import annotations
@@ -69,4 +72,47 @@ def train_replay_types():
             spec((b,), jnp.int8), spec((c,), jnp.int8))
 
 
-EXPORTS = {"train_replay": (train_replay, train_replay_types)}
+def batch_loss64(params: dict, xb, yb):
+    """``regression_loss`` on one batch, float64."""
+    return jnp.mean((xb @ params["w"] + params["b"] - yb) ** 2)
+
+
+def fit_replay(key_data, x, y, steps, lr, reuse_key, batch_like):
+    """The params ``fit_regression(wrap_key_data(key_data), x, y, steps, batch, lr)`` must
+    return, the steps in float64 with autodiff's gradient (exported with x64 on: the draws
+    name their 32-bit dtypes, so they are the learner's bits)."""
+    key = jax.random.wrap_key_data(key_data)
+    n, d, batch = x.shape[0], x.shape[1], batch_like.shape[0]
+    x64, y64 = x.astype(jnp.float64), y.astype(jnp.float64)
+    k_init, k_batches = jax.random.split(key)
+    w = jax.random.normal(k_init, (d,), jnp.float32) / jnp.sqrt(jnp.float32(d))
+    params = {"w": w.astype(jnp.float64), "b": jnp.zeros((), jnp.float64)}
+
+    def step(i, carry):
+        params, k_batches, k_step = carry
+
+        def advance(keys):
+            k_next, k_new = jax.random.split(keys[0])
+            return k_next, k_new
+
+        fresh = (i == 0) | jnp.logical_not(reuse_key)
+        k_batches, k_step = jax.lax.cond(fresh, advance, lambda keys: keys,
+                                         (k_batches, k_step))
+        rows = jax.random.randint(k_step, (batch,), 0, n, jnp.int32)
+        grads = jax.grad(batch_loss64)(params, x64[rows], y64[rows])
+        return jax.tree.map(lambda v, g: v - lr * g, params, grads), k_batches, k_step
+
+    return jax.lax.fori_loop(0, steps, step, (params, k_batches, k_batches))[0]
+
+
+def fit_replay_types():
+    n, d, b = jax.export.symbolic_shape("n, d, b")
+    spec = jax.ShapeDtypeStruct
+    return (spec((2,), jnp.uint32), spec((n, d), jnp.float32), spec((n,), jnp.float32),
+            spec((), jnp.int32), spec((), jnp.float64), spec((), jnp.bool_),
+            spec((b,), jnp.int8))
+
+
+# name -> (function, its input types, whether it is exported and run with x64 on)
+EXPORTS = {"train_replay": (train_replay, train_replay_types, False),
+           "fit_replay": (fit_replay, fit_replay_types, True)}

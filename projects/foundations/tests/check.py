@@ -334,33 +334,16 @@ def expect_replay(function: str, yours: np.ndarray, ref: np.ndarray, diagnoses,
                       yours=yours, expected=ref, hint=hint)
 
 
-def batch_loss64(params: dict, xb, yb):
-    """``regression_loss`` on one batch, for ``jax.grad`` in float64 (``replay_fit``)."""
-    return jnp.mean((xb @ params["w"] + params["b"] - yb) ** 2)
-
-
 def replay_fit(key, x, y, steps, batch, lr, reuse_key: bool = False) -> dict:
-    """The checker's own SGD with the documented key protocol: the rows of every step
-    drawn first, then float64 steps whose gradient is ``jax.grad`` of the checker's loss
-    (autodiff, which regression_grads may not use, so this replay holds no answer to it).
-    ``reuse_key`` replays the classic mistake, for diagnosis."""
-    x64, y64 = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    n, d = x64.shape
-    k_init, k_batches = jax.random.split(key)
-    w = np.asarray(jax.random.normal(k_init, (d,), jnp.float32) / jnp.sqrt(d), np.float64)
-    schedule, k_step = [], None
-    for _ in range(steps):
-        if not (reuse_key and k_step is not None):
-            k_batches, k_step = jax.random.split(k_batches)
-        schedule.append(np.asarray(jax.random.randint(k_step, (batch,), 0, n)))
-    # float64 only here: under x64 the draws above would change (randint's default dtype)
-    with jax.enable_x64(True):
-        grad = jax.jit(jax.grad(batch_loss64))
-        params = {"w": jnp.asarray(w, jnp.float64), "b": jnp.zeros((), jnp.float64)}
-        for rows in schedule:
-            g = grad(params, jnp.asarray(x64[rows]), jnp.asarray(y64[rows]))
-            params = {k: params[k] - lr * g[k] for k in params}
-        return {"w": np.asarray(params["w"], np.float64), "b": np.float64(params["b"])}
+    """The checker's own SGD with the documented key protocol, float64 steps with
+    autodiff's gradient (which regression_grads may not use): a sealed program (its
+    source stays with the instructors; it would be fit_regression). ``reuse_key``
+    replays the classic mistake, for diagnosis."""
+    params = sealed.call(sealed.program(TESTS, "fit_replay"), jax.random.key_data(key),
+                         np.asarray(x, np.float32), np.asarray(y, np.float32),
+                         np.int32(steps), np.float64(lr), np.bool_(reuse_key),
+                         np.zeros(batch, np.int8), x64=True)
+    return {"w": np.asarray(params["w"], np.float64), "b": np.float64(params["b"])}
 
 
 def fit_case(ctx) -> dict:
@@ -637,7 +620,7 @@ def _(impl, ctx):
                      "for all the steps you were given")
 
 
-# stage 3 refuses a file that loads the sealed replay (coursekit.checking.forbidden)
+# stages 2 and 3 refuse a file that loads a sealed replay (coursekit.checking.forbidden)
 guard(checker)
 
 if __name__ == "__main__":
