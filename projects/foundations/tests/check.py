@@ -57,7 +57,7 @@ REPLAY_RTOL = 1e-3     # learner's fit vs the checker's replay (float32, other o
 MSE_RTOL = 1e-5        # float32 mean of at most ~300 squares vs float64: ~1e-6 measured
 ACCURACY_MARGIN = 0.05  # test accuracy may trail the checker's own training by this much
 MAX_REPLAY_ROWS = 1625  # the sealed replay's one-sort shuffle is jax's up to this many rows
-TESTS = Path(__file__).resolve().parent  # tests/sealed/ holds the sealed replay
+TESTS = Path(__file__).resolve().parent  # tests/sealed/ holds the sealed replays
 
 
 def relative_error(yours: np.ndarray, ref: np.ndarray) -> float:
@@ -432,8 +432,8 @@ def replay_train(key, case: dict, same_order: bool = False) -> dict:
     ``same_order`` replays the classic mistake, for diagnosis."""
     assert len(case["x"]) <= MAX_REPLAY_ROWS, "a case larger than the sealed replay holds"
     params = sealed.call(sealed.program(TESTS, "train_replay"), jax.random.key_data(key),
-                         jnp.asarray(case["x"], jnp.float32),
-                         jnp.asarray(case["y"], jnp.int32), np.int32(case["steps"]),
+                         np.asarray(case["x"], np.float32),
+                         np.asarray(case["y"], np.int32), np.int32(case["steps"]),
                          np.float32(case["lr"]), np.bool_(same_order),
                          np.zeros(case["batch"], np.int8),
                          np.zeros(case["classes"], np.int8))

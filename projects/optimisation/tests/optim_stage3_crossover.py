@@ -507,17 +507,10 @@ def model_point(mine: dict, sizes: list[int]) -> tuple[float, float] | None:
     the model has no positive fast time there or its gain there is outside the measured
     gains."""
     small, large = sizes[0], sizes[-1]
-    fit = []
-    for key in ("slow_s", "fast_s"):
-        t0, t1 = mine[key][0], mine[key][-1]
-        slope = (t1 - t0) / (large - small)
-        fit.append((t0 - slope * small, slope))
+    lines = model_lines({f"median_{v}_s": [mine[f"{v}_s"][0], mine[f"{v}_s"][-1]]
+                         for v in ("slow", "fast")}, small, large)
     batch = float(small ** 0.75 * large ** 0.25)
-    (base_s, slope_s), (base_f, slope_f) = fit
-    fast = base_f + slope_f * batch
-    if fast <= 0:
-        return None
-    gain = (base_s + slope_s * batch) / fast
+    gain = modelled_gain(lines, batch)  # inf without a positive fast time: outside
     return (batch, gain) if mine["gains"][-1] < gain < mine["gains"][0] else None
 
 
