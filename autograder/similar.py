@@ -6,7 +6,12 @@ What is compared, each against the same thing in every other submission:
 * each project's learner file, ``projects/<p>/starter/model.py``;
 * each notebook's answer cells (the cells nbgrader marks as solutions), a submission's
   code answers as one document and its written (Markdown) answers as another, each
-  answer headed by its question id.
+  answer headed by its question id;
+* and each learner file against the course's own code a learner file may not import
+  (``coursekit.checking.forbidden``: ``decide_rounds``, ``build_forest``, ...), whose
+  source the release ships: a copy of one pairs with ``(course) <its name>``. What the
+  course's own reference answer (``solution/``, beside the grader) shares with that code
+  is removed from it first: it is what any answer holds.
 
 With copydetect (Lingenfelter's winnowing detector, pinned in pyproject.toml): code is
 tokenised and names and strings are replaced by placeholders before fingerprinting
@@ -163,6 +168,41 @@ def learner_docs(student: str, root: Path, released: dict[str, dict[str, str]]
     return docs
 
 
+# The course's own implementations a learner file may not import
+# (coursekit.checking.forbidden): their source ships in the release all the same, so a
+# copy of one is a passage to read too. Each is one more document per learner file, its
+# "student" this prefix and its name (one document each: pasted into a longer file, a
+# function is most of itself but little of the file).
+COURSE_CODE = "(course) "
+
+
+def is_course(student: str) -> bool:
+    return student.startswith(COURSE_CODE)
+
+
+def refused_code(course_root: Path, project: str) -> dict[str, str]:
+    """Name -> source of every course function refused to ``project``'s learner file (a
+    whole module where the rule takes all of it)."""
+    import ast
+
+    from coursekit.checking.forbidden import RULES
+
+    out = {}
+    for module, name in dict.fromkeys((r.module, r.name) for r in RULES.get(project, ())
+                                      if r.module.startswith("coursekit.")):
+        path = course_root / (module.replace(".", "/") + ".py")
+        if not path.is_file():
+            continue
+        source = path.read_text(encoding="utf-8")
+        if name == "*":
+            out[module] = source
+            continue
+        for node in ast.parse(source).body:
+            if getattr(node, "name", None) == name:
+                out[f"{module}.{name}"] = ast.get_source_segment(source, node) or ""
+    return out
+
+
 def released_notebooks(notebooks_dir: Path | None, names: set[str]) -> dict[str, object]:
     """notebook name -> its released version (nbgrader's own release steps)."""
     out = {}
@@ -285,7 +325,7 @@ def compare_key(docs: list[Doc], threshold: float, min_tokens: int) -> list[Pair
         si = sets[i]
         for j in range(i + 1, len(docs)):
             smaller = min(sizes[i], sizes[j])
-            if not smaller:
+            if not smaller or is_course(docs[i].student) and is_course(docs[j].student):
                 continue
             shared = len(si & sets[j])
             # a pair whose shared fingerprints are well under the threshold cannot
@@ -349,6 +389,14 @@ def find_similar(roots: dict[str, Path], course_root: Path, notebooks_dir: Path 
     released = released_text(course_root, notebooks, set(by_key))
     notes = [f"{key}: no released text found; nothing is removed as boilerplate"
              for key in sorted(by_key) if key not in released]
+    for key in sorted(k for k in by_key if k.startswith("projects/")):
+        refused = refused_code(course_root, Path(key).parts[1])
+        by_key[key] += [Doc(COURSE_CODE + name, key, text, "python")
+                        for name, text in refused.items()]
+        if refused:
+            notes.append(f"{key}: also compared with the course's own code a learner file "
+                         f"may not import, each shown as {COURSE_CODE}<name> "
+                         f"({len(refused)}: {', '.join(refused)})")
     pairs, compared, no_own, pair_count = [], {}, {}, 0
     every = [d for key in sorted(by_key) for d in by_key[key]]
     for d, fp in zip(every, fingerprints([(d.text, d.language) for d in every], workers)):
@@ -358,21 +406,31 @@ def find_similar(roots: dict[str, Path], course_root: Path, notebooks_dir: Path 
         docs = by_key[key]
         for d in docs:
             strip(d.fp, bp)
+        # what the course's reference answer shares with the course's code is what any
+        # answer holds (a t interval is a t interval): only the rest of it counts
+        reference = course_root / key.replace("/starter/", "/solution/")
+        if key.startswith("projects/") and reference.is_file():
+            answer = boilerplate_hashes([(reference.read_text(encoding="utf-8"), "python")])
+            for d in docs:
+                if is_course(d.student):
+                    strip(d.fp, answer)
         if ignore_common:
             dropped = drop_common(docs, ignore_common, len(roots))
             if dropped:
                 notes.append(f"{key}: {dropped} passage fingerprint(s) shared by more than "
                              f"{ignore_common:.0%} of submissions ignored")
         own = [d for d in docs if d.fp.hashes]
-        no_own[key] = sorted(d.student for d in docs if not d.fp.hashes)
-        compared[key] = len(own)
+        no_own[key] = sorted(d.student for d in docs
+                             if not d.fp.hashes and not is_course(d.student))
+        compared[key] = sum(not is_course(d.student) for d in own)
         pair_count += len(own) * (len(own) - 1) // 2
         pairs += compare_key(own, threshold, min_tokens)
     pairs.sort(key=lambda p: (-p.score, -p.tokens, p.key, p.a, p.b))
     groups: dict[str, list[str]] = defaultdict(list)
     for student, digest in whole.items():
         groups[digest].append(student)
-    own_text = {d.student for docs in by_key.values() for d in docs if d.fp.hashes}
+    own_text = {d.student for docs in by_key.values() for d in docs
+                if d.fp.hashes and not is_course(d.student)}
     unchanged = set(whole) - own_text   # nothing beyond the release: not "identical"
     identical = sorted(sorted(g) for g in groups.values()
                        if len(g) > 1 and not set(g) <= unchanged)

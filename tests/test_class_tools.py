@@ -484,6 +484,38 @@ def test_similar_ranks_copies_and_never_counts_the_release(tmp_path, monkeypatch
     assert sorted((tmp_path / "s2").glob("pair-*.html")) == [tmp_path / "s2" / "pair-0001.html"]
 
 
+def test_similar_names_a_copy_of_the_course_code_a_learner_file_may_not_import(
+        tmp_path, monkeypatch, capsys):
+    """The release ships coursekit, refused imports included (decide_rounds at stage 4):
+    a learner file that pastes one's source, renamed, pairs with the course's code; the
+    reference solution, written apart, does not."""
+    import ast
+
+    from autograder.similar import COURSE_CODE
+    refused = COURSE_CODE + "coursekit.measure.decision.decide_rounds"
+    source = (ROOT / "coursekit/measure/decision.py").read_text()
+    node = next(n for n in ast.parse(source).body if getattr(n, "name", "") == "decide_rounds")
+    pasted = ast.get_source_segment(source, node).replace("decide_rounds", "my_decide") \
+        .replace("before", "old").replace("after", "new")
+    solution = fx.SOLUTION.read_text()
+    subs = tmp_path / "subs"
+    fx.write(subs, "alice", solution, None)
+    fx.write(subs, "bob", solution + "\n\n" + pasted + "\n", None)
+    grading = tmp_path / "grading"
+    monkeypatch.setattr(sys, "argv", ["autograder", "grade", str(subs), "--out",
+                                      str(grading)])
+    build(grading, [stage(s, STAGE1, [check("x", "pass")]) for s in ("alice", "bob")])
+    assert run("similar", grading) == 0
+    out = capsys.readouterr().out
+    data = json.loads((grading / "similar" / "similar.json").read_text())
+    model = "projects/performance-audit/starter/model.py"
+    course = [p for p in data["pairs"] if p["a"].startswith(COURSE_CODE)
+              or p["b"].startswith(COURSE_CODE)]
+    assert [{p["a"], p["b"]} for p in course] == [{refused, "bob"}], data["pairs"]
+    assert course[0]["key"] == model and data["documents"][model] == 2
+    assert refused in out
+
+
 def test_fingerprints_made_in_worker_processes_are_the_ones_made_here():
     """Tokenising is shared by worker processes: their k-gram hashes must be the ones
     this process makes (copydetect's own hash() is salted per process)."""
