@@ -257,6 +257,13 @@ SEEDED["sweep_judges_by_float32_reference@seed55155449"] = Planted(
     3, PLANTED["sweep_judges_by_float32_reference"][2],
     only=PLANTED["sweep_judges_by_float32_reference"][1], seed=55155449,
     fails=PLANTED["sweep_judges_by_float32_reference"][1])
+# A grid over the columns: at this seed the 60-400 columns drawn came to as many blocks of
+# 32 as the rows did, so the declared grid matched (make test, session 10); the columns
+# are now drawn above three blocks of rows.
+SEEDED["run_softmax_grid_over_columns@seed2088556142"] = Planted(
+    2, PLANTED["run_softmax_grid_over_columns"][2],
+    only=PLANTED["run_softmax_grid_over_columns"][1], seed=2088556142,
+    fails=PLANTED["run_softmax_grid_over_columns"][1])
 
 # One checker process for every planted bug, a fresh learner process each (next one
 # started while the current one is checked), a fresh random seed per session as check.py.

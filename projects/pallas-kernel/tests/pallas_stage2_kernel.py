@@ -393,7 +393,10 @@ def declared_is_what_ran(result: dict, sites: list[dict], shape, block_rows: int
 def _(impl, ctx):
     rng = ctx.rng("mode")
     block_rows = int(rng.choice(BLOCK_ROWS[1:]))  # not run_softmax's default (8)
-    shape = (ragged(rng, block_rows + 1, 3 * block_rows, block_rows), ragged(rng, 60, 400, 2))
+    # more columns than 3 blocks of rows: a grid over the columns is always another grid
+    # (60-400 columns once matched the rows' 2 or 3 blocks of 32 at 1 seed in about 10)
+    shape = (ragged(rng, block_rows + 1, 3 * block_rows, block_rows),
+             ragged(rng, max(60, 3 * block_rows + 1), 400, 2))
     x = draw(rng, shape, jnp.float32)
     result, ran_sites = run_observed(impl, x, block_rows)
     expect_close(result["y"], x, "float32", "run_softmax()['y']", KERNEL_HINT)
