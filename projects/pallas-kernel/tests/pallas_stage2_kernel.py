@@ -59,10 +59,9 @@ FORBIDDEN_OUTSIDE = {"exp", "reduce_max", "reduce_sum", "div", "log", "logistic"
                      "io_callback", "callback"}
 
 
-# float32's exp underflows below -87.3 (subnormal) and to 0 below -104: a row whose max
-# lies more than UNDERFLOW_GAP below a max it was shifted by may lose its values, one
-# more than ZERO_GAP below it does (every exp is 0: 0/0).
-UNDERFLOW_GAP, ZERO_GAP = 80.0, 104.0
+# float32's exp is 0 below -104 (subnormal below -87.3): a row whose max lies more than
+# ZERO_GAP below the max it was shifted by loses every value (0/0).
+ZERO_GAP = 104.0
 
 
 def wrong_rows(y, x, dtype_name: str) -> np.ndarray:
@@ -75,33 +74,92 @@ def wrong_rows(y, x, dtype_name: str) -> np.ndarray:
     return np.flatnonzero(~ok.all(axis=1))
 
 
+# A replay of a classic mistake is compared where float32 settles it: not on rows whose
+# largest exp lies between e^-SETTLED_GAP and 0 (XLA may flush what numpy keeps subnormal).
+SETTLED_GAP = 69.0
+
+
+def mistake_replays(x, block_rows: int):
+    """This process's float32 replays of two kernel mistakes, each as (kind, rows it
+    covers, y, rows it leaves unsettled): ``zero-padding`` (the columns past the edge
+    counted as 0s, every row) and ``block-max`` (each block's max in place of each row's,
+    the rows of full blocks: a partial block's rows past the edge hold anything)."""
+    z = np.asarray(jnp.asarray(x, jnp.float32)).astype(np.float32)
+    rows, cols = z.shape
+    width = block_width(cols)
+    with np.errstate(invalid="ignore", divide="ignore", under="ignore", over="ignore"):
+        if cols < width:
+            padded = np.zeros((rows, width), np.float32)
+            padded[:, :cols] = z
+            e = np.exp(padded - padded.max(axis=1, keepdims=True))
+            yield ("zero-padding", np.arange(rows),
+                   e[:, :cols] / e.sum(axis=1, keepdims=True), np.zeros(rows, bool))
+        full = (rows // block_rows) * block_rows
+        if full:
+            row_max = z.max(axis=1).astype(np.float64)
+            shift = np.repeat(z[:full].reshape(-1, block_rows, cols).max(axis=(1, 2)),
+                              block_rows)
+            e = np.exp(z[:full] - shift[:, None])
+            gap = shift - row_max[:full]
+            yield ("block-max", np.arange(full), e / e.sum(axis=1, keepdims=True),
+                   (gap > SETTLED_GAP) & (gap < ZERO_GAP + 1))
+
+
+def replayed_mistake(x, y, bad, dtype_name: str, block_rows: int):
+    """The first mistake whose replay this process computes that the learner's output
+    equals on every settled row it covers (to rtol max(1e-3, 2 eps of the dtype), NaN
+    where NaN), with at least one wrong row among them: (kind, rtol, a wrong row, its
+    worst column, the replay's value there), or None."""
+    rtol = max(1e-3, 2 * float(jnp.finfo(DTYPES[dtype_name]).eps))
+    y = np.asarray(y).astype(np.float64)
+    for kind, covered, replay, unsettled in mistake_replays(x, block_rows):
+        settled = covered[~unsettled]
+        wrong = np.intersect1d(bad, settled)
+        if not wrong.size:
+            continue
+        same = np.isclose(y[settled], replay[settled], rtol=rtol, atol=1e-6, equal_nan=True)
+        if same.all():
+            with np.errstate(invalid="ignore"):
+                off = np.abs(y[wrong] - ref64(x)[wrong])
+            i, c = np.unravel_index(int(np.argmax(np.where(np.isnan(off), np.inf, off))),
+                                    off.shape)
+            r = int(wrong[i])
+            return kind, rtol, r, int(c), float(replay[r, c])
+    return None
+
+
 def kernel_diagnosis(impl, x, y, dtype_name: str, block_rows: int) -> tuple[str, str]:
-    """(kind, hint) for a kernel result outside the budget, from where its wrong rows lie:
-    ``block-max`` (in the full blocks, every row whose max lies more than ZERO_GAP below
-    its block's largest value is wrong, and every wrong row more than UNDERFLOW_GAP below
-    it), ``partial-block`` (only the last, partial block's
-    rows), ``low-precision`` (bfloat16 wrong, the same values as float32 right: measured
-    here with one more call), ``edge-columns`` (the blocks hold columns past the edge),
-    else ``unknown``, whose hint names no cause."""
+    """(kind, hint) for a kernel result outside the budget. First by replay: the learner's
+    output equals this process's replay of a classic mistake (``mistake_replays``:
+    ``zero-padding``, ``block-max``); else from where its wrong rows lie:
+    ``partial-block`` (only the last, partial block's rows), ``low-precision`` (bfloat16
+    wrong, the same values as float32 right: measured here with one more call),
+    ``edge-columns`` (the blocks hold columns past the edge), else ``unknown``, whose hint
+    names no cause."""
     rows, cols = x.shape
     bad = wrong_rows(y, x, dtype_name)
     full = (rows // block_rows) * block_rows  # rows of full blocks: [0, full)
     in_full = bad[bad < full]
-    row_max = np.asarray(x).astype(np.float64).max(axis=1)
-    block_max = np.array([row_max[r - r % block_rows:r - r % block_rows + block_rows].max()
-                          for r in range(rows)])
-    gap = block_max - row_max
-    zeroed = np.flatnonzero(gap[:full] > ZERO_GAP)
-    if (in_full.size and np.all(gap[in_full] > UNDERFLOW_GAP)
-            and np.all(np.isin(zeroed, in_full))):
-        r = int(in_full[0])
-        return "block-max", (
-            f"the wrong rows of full blocks ({in_full.size}) are the rows whose own max lies "
-            f"far below the largest value in their block of rows (all {zeroed.size} more "
-            f"than {ZERO_GAP:.0f} below it, none less than {UNDERFLOW_GAP:.0f}; row {r}: "
-            f"max {row_max[r]:.4g}, its block's {block_max[r]:.4g}); exp of such a gap "
-            "underflows to 0 in float32: take the max of each row (axis=1, "
-            "keepdims=True), not of the block")
+    found = replayed_mistake(x, y, bad, dtype_name, block_rows)
+    if found:
+        kind, rtol, r, c, replayed = found
+        yours = float(np.asarray(y).astype(np.float64)[r, c])
+        evidence = (f"row {r}, column {c}: yours {yours:.6g}, that replay's {replayed:.6g}, "
+                    f"the reference's {float(ref64(x)[r, c]):.6g}")
+        if kind == "zero-padding":
+            return kind, (
+                f"your output equals (rtol {rtol:.0e}) this checker's softmax with the "
+                f"{block_width(cols) - cols} columns past the array's edge counted as 0s "
+                f"({evidence}): a 0 there raises the max of a row below 0 and adds exp(0 - max) "
+                f"to every row's sum; {KERNEL_HINT}")
+        z = np.asarray(jnp.asarray(x, jnp.float32)).astype(np.float64)
+        start = r - r % block_rows
+        return kind, (
+            f"the rows of full blocks equal (rtol {rtol:.0e}) this checker's softmax with "
+            f"each block's max in place of each row's ({evidence}; row {r}'s max "
+            f"{z[r].max():.4g}, its block's {z[start:start + block_rows].max():.4g}): exp "
+            f"of a gap over {ZERO_GAP:.0f} underflows to 0 in float32: take the max of "
+            "each row (axis=1, keepdims=True), not of the block")
     if bad.size and not in_full.size:
         return "partial-block", (
             f"only rows of the last, partial block (rows {full}..{rows - 1}) are wrong: "
@@ -307,7 +365,8 @@ def kernel_matches(impl, ctx, dtype_name: str, salt: str) -> None:
             expect_kernel_close(impl, learner_kernel(impl, block_rows)(x), x, dtype_name,
                                 what, block_rows, also_jnp=True)
         except CheckFailed as err:
-            if passed and getattr(err, "kind", None) in ("edge-columns", "partial-block"):
+            if passed and getattr(err, "kind", None) in ("edge-columns", "partial-block",
+                                                          "zero-padding"):
                 err.args = (f"{err.args[0]} (it was right on {passed[0]}: a kernel correct "
                             "only where the blocks divide the array)",)
             raise
