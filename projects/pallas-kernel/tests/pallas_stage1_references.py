@@ -120,11 +120,10 @@ def _(impl, ctx):
             lo, hi = rtol_bracket(dtype, n)
             fail_unless(lo <= rtol <= hi, f"your rtol for {dtype_name}, length {n}, is not "
                         "the rounding budget of this computation", yours=rtol,
-                        expected=f"in [{lo:.4g}, {hi:.4g}]: at least u_out + (n-1) u32 (the "
-                        "worst case of a length-n float32 sum, then one rounding to the "
-                        "output), at most 1.5x u_out + (n+4) u32",
-                        hint="u = finfo(dtype).eps / 2 is the unit roundoff (eps is twice "
-                        "it); a sum of n terms is n-1 roundings; count u_out once")
+                        expected=f"in [{lo:.4g}, {hi:.4g}]: from the worst case of the "
+                        "roundings this computation makes, with a little room above it",
+                        hint="count the roundings of one output element, in the precision "
+                        "each happens in, and what one rounding costs at most there")
             u32 = unit_roundoff(jnp.float32)
             fail_unless(u32 <= atol <= ATOL_MAX_U32 * u32, f"your atol for {dtype_name}, "
                         f"length {n}, is not an absolute error of float32 arithmetic",
