@@ -292,7 +292,7 @@ def test_guard_follows_dir_fd_and_refuses_outside(tmp_path):
 @pytest.mark.slow
 def test_every_reference_solution_passes_in_the_sandbox(graded_reference):
     """The sandbox must not fail correct work: each project's reference solution, graded
-    like a submission (every stage, two workers), passes every stage. The grading is the
+    like a submission (every stage), passes every stage. The grading is the
     session's shared one (conftest ``graded_reference``: the solution notebooks are graded
     in the same batch)."""
     done, projects = graded_reference["done"], graded_reference["projects"]
