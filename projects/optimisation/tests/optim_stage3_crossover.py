@@ -35,7 +35,8 @@ Before either check's budget starts, one call each with both versions (and
 interleaved and each median sample no longer than the calls it times by half a copy;
 ``predict_crossover``'s medians no higher than a median of the calls it made (one call of
 each version and size is long, so a mean shows), and its crossover at a threshold no fix
-reaches replayed: the stubs' fixed costs put it at the floor, 1, at any load.
+reaches replayed: the stubs' fixed costs put it at the floor, 1, at any load; then its crossover
+with stubs shaped as in use at a drawn threshold and at one never reached, replayed.
 
 Two sizes, the fewest that decide: the growth, the shrinking gain and the two-point model
 all read the ends; a size between them decided nothing the ends do not.
@@ -602,6 +603,14 @@ PREDICT_OUTLIER_S = 0.3
 # A reported median may exceed the largest median of the calls after the first j
 # (j = 1, 2, ...: however many calls were made apart) by this factor, no more.
 MEDIAN_SLACK = 2.0
+# Then two calls with stubs shaped as in use (a fixed cost far above the fix's, a cost per
+# example 1.5x the fix's: the stubbed gain falls from 10x towards 1.5x), at a threshold
+# drawn where the lines cross between the two ends and beyond them, and at NEVER_FALLS_TO:
+# the model's arithmetic (slope, intercept, threshold, the None branch) is replayed in
+# about a second instead of after the real sweeps of the first rounds.
+MODEL_STUB_S = {"slow": 0.030, "fast": 0.003}
+MODEL_PER_EXAMPLE_S = (1.5e-4, 1e-4)
+MODEL_STUB_THRESHOLDS = (3.0, 8.0)
 
 
 def stubbed_prediction_checked(impl, ctx) -> None:
@@ -609,7 +618,8 @@ def stubbed_prediction_checked(impl, ctx) -> None:
     reports is a median of the calls it made there (after the first ones), not pulled up
     by the one long call among them; and its crossover at a threshold no fix reaches is
     replayed. The stubs' fixed costs put that crossover at the floor whatever the load,
-    where the real calls' medians, noisy under load, may not reach it."""
+    where the real calls' medians, noisy under load, may not reach it. Then its crossover
+    with stubs shaped as in use, at a drawn threshold and at NEVER_FALLS_TO, replayed."""
     rng = ctx.rng("stubbed-prediction")
     config, small, large = tiny_config(rng), odd(rng, 3, 9), odd(rng, 11, 21)
     answer = bridge.inspect(
@@ -644,6 +654,13 @@ def stubbed_prediction_checked(impl, ctx) -> None:
                 "which one slow call does not move" if as_mean else
                 "report the median of the samples the prediction was made from")
     replay(got, UNREACHED, small, large)
+    for threshold in (float(rng.uniform(*MODEL_STUB_THRESHOLDS)), NEVER_FALLS_TO):
+        answer = bridge.inspect(
+            impl, "optimisation/stubbed_calls", LearnerFunction("predict_crossover"),
+            [config, small, large, threshold, ctx.seed + 9],
+            slow_s=MODEL_STUB_S["slow"], fast_s=MODEL_STUB_S["fast"], copy_s=0.0,
+            per_example_s=MODEL_PER_EXAMPLE_S)
+        replay(prediction_of(answer["result"], threshold), threshold, small, large)
 
 
 def prediction_rounds(impl, ctx) -> Rounds:
