@@ -141,10 +141,12 @@ def softmax_pallas(x: jax.Array, *, block_rows: int = 8,
     """Row softmax of ``x`` (rows, cols), float32 or bfloat16, with one ``pallas_call``
     of ``softmax_kernel``; output of x's shape and dtype.
 
-    Must hold, read by the checker from the traced program and compared exactly:
-      one pallas_call; grid (ceil(rows / block_rows),): one program per block of rows,
-          the last, partial block included; every block (input and output) is
-          (block_rows, block_cols(cols)), and program i's block index is (i, 0);
+    Must hold, read by the checker from the traced program (grid, block shapes, index
+    maps) and compared exactly:
+      one pallas_call, a one-dimensional grid in which program i owns the i-th run of
+          ``block_rows`` rows, every row of x owned by exactly one program (the last run
+          may be partial); each program reads and writes one block of its rows that
+          spans every column, ``block_cols(cols)`` wide;
       exp, max and sum inside the kernel, no softmax arithmetic (or callback) outside;
       ``interpret=None`` follows ``execution_mode()`` (the flag is read with the mode
           swapped); values within both references' budgets on shapes that neither
