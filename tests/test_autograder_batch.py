@@ -255,7 +255,7 @@ def test_fallback_without_namespaces(tmp_path):
     # the loop's limit bounds this test's wall time; a good stage 4 takes 1.5-3 s idle, up
     # to 12 s at load 15-30 (as in test_slurm_grading, whose batch also runs under 30 s)
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out",
-                           str(out), "--stages", "performance-audit:4", "--timeout", "30",
+                           str(out), "--stages", "performance-audit:4", "--timeout", "20",
                            "--quiet"], cwd=ROOT, capture_output=True, check=False, text=True,
                           timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
