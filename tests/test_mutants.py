@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -44,9 +46,8 @@ sys.exit(0 if ok else 1)
 '''
 
 
-@pytest.fixture
-def toy(tmp_path):
-    project = tmp_path / "projects" / "toy"
+def make_toy(root: Path) -> Path:
+    project = root / "projects" / "toy"
     (project / "solution").mkdir(parents=True)
     (project / "tests").mkdir()
     (project / "solution" / "model.py").write_text(SOLUTION)
@@ -55,7 +56,31 @@ def toy(tmp_path):
         # the toy contract says nothing about 0
         sign/ReplaceComparisonOperator_Gt_GtE#* -- sign(0) is outside the toy contract
         """))
-    return tmp_path
+    return root
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """One full measurement of the toy (Cosmic Ray's init and exec cost seconds a run),
+    shared by the tests that start from it: (root, report, printed)."""
+    root = make_toy(tmp_path_factory.mktemp("measured"))
+    out = io.StringIO()
+    report = mutants.measure_project("toy", root=root, out=out)
+    return root, report, out.getvalue()
+
+
+@pytest.fixture
+def toy(tmp_path):
+    """A toy project never measured."""
+    return make_toy(tmp_path)
+
+
+@pytest.fixture
+def toy_measured(measured, tmp_path):
+    """A copy of the measured toy, its report included (build/mutants-toy)."""
+    root = tmp_path / "toy"
+    shutil.copytree(measured[0], root)
+    return root
 
 
 def test_regions_are_the_indented_solution_bodies():
@@ -86,9 +111,8 @@ def test_module_level_regions_are_mutated_only_when_they_name_a_stage():
         (2, "area", 5, 6), (2, "area", 12, 12)]
 
 
-def test_runner_kills_obvious_mutants_and_honours_equivalents(toy):
-    out = io.StringIO()
-    report = mutants.measure_project("toy", root=toy, out=out)
+def test_runner_kills_obvious_mutants_and_honours_equivalents(measured):
+    _, report, text = measured
     by_id = {m["id"]: m for m in report["mutants"]}
     assert all(m["line"] in (4, 10) for m in report["mutants"])  # nothing outside regions
     assert by_id["add/ReplaceBinaryOperator_Add_Sub#1"]["outcome"] == "killed"
@@ -101,7 +125,6 @@ def test_runner_kills_obvious_mutants_and_honours_equivalents(toy):
     stage2 = report["stages"][2]
     assert stage2["equivalent"] == 1
     assert stage2["score"] == pytest.approx(stage2["killed"] / (stage2["mutants"] - 1), abs=1e-4)
-    text = out.getvalue()
     assert "toy stage 1: 100.0% killed" in text
     for survivor in survivors:
         assert f"survived  {survivor}" in text
@@ -114,8 +137,9 @@ def test_a_reasonless_equivalent_is_refused(tmp_path):
         mutants.read_equivalents(path)
 
 
-def test_a_sample_is_drawn_by_seed_keeps_ids_and_says_what_it_estimates(toy):
-    full = mutants.measure_project("toy", root=toy, out=io.StringIO())
+def test_a_sample_is_drawn_by_seed_keeps_ids_and_says_what_it_estimates(measured,
+                                                                         toy_measured):
+    toy, full = toy_measured, measured[1]
     everyone = {m["id"]: m["outcome"] for m in full["mutants"] if m["stage"] == 2}
     out = io.StringIO()
     part = mutants.measure_project("toy", root=toy, out=out, sample=2, stages=[2])
@@ -131,11 +155,12 @@ def test_a_sample_is_drawn_by_seed_keeps_ids_and_says_what_it_estimates(toy):
     assert f"a sample of 2 of {len(everyone)} mutants; 95% interval" in out.getvalue()
 
 
-def test_a_stage_measured_again_keeps_the_others_and_the_list_decides_anew(toy):
+def test_a_stage_measured_again_keeps_the_others_and_the_list_decides_anew(measured,
+                                                                            toy_measured):
     """After a check changes, one stage is measured again: the report keeps the other
     stages as last measured (saying when each ran), and the equivalents file as it is now
     decides every survivor, old or new."""
-    full = mutants.measure_project("toy", root=toy, out=io.StringIO())
+    toy, full = toy_measured, measured[1]
     stage1 = {m["id"]: m["outcome"] for m in full["mutants"] if m["stage"] == 1}
     checker = toy / "projects" / "toy" / "tests" / "check.py"
     checker.write_text(CHECKER.replace('"1": m.add(2, 3) == 5 and m.add(-1, 4) == 3',
@@ -166,12 +191,16 @@ def test_a_run_stopped_halfway_keeps_the_stages_it_finished(toy):
     assert report["mutants"] and {m["stage"] for m in report["mutants"]} == {1}
 
 
-def test_rescore_decides_the_last_report_again_without_running_a_mutant(toy):
+def test_rescore_decides_the_last_report_again_without_running_a_mutant(measured,
+                                                                        toy_measured):
     """A survivor justified after the run leaves the score on --rescore; a report that
     does not exist is a named error."""
+    toy = toy_measured
     listed = toy / "projects" / "toy" / "tests" / mutants.EQUIVALENTS
     listed.write_text("")
-    full = mutants.measure_project("toy", root=toy, out=io.StringIO())
+    full = mutants.rescore("toy", root=toy, out=io.StringIO())  # the listed one unlisted
+    assert [t["run_at"] for t in full["stages"].values()] == \
+        [t["run_at"] for t in measured[1]["stages"].values()]
     assert any(m["id"].startswith("sign/ReplaceComparisonOperator_Gt_GtE")
                for m in full["survivors"])
     checker = toy / "projects" / "toy" / "tests" / "check.py"
