@@ -81,7 +81,8 @@ SETTLED_GAP = 69.0
 
 def mistake_replays(x, block_rows: int):
     """This process's float32 replays of two kernel mistakes, each as (kind, rows it
-    covers, y, rows it leaves unsettled): ``zero-padding`` (the columns past the edge
+    covers, y of x's shape, which of the covered rows it leaves unsettled):
+    ``zero-padding`` (the columns past the edge
     counted as 0s, every row) and ``block-max`` (each block's max in place of each row's,
     the rows of full blocks: a partial block's rows past the edge hold anything)."""
     z = np.asarray(jnp.asarray(x, jnp.float32)).astype(np.float32)
@@ -101,21 +102,28 @@ def mistake_replays(x, block_rows: int):
                               block_rows)
             e = np.exp(z[:full] - shift[:, None])
             gap = shift - row_max[:full]
-            yield ("block-max", np.arange(full), e / e.sum(axis=1, keepdims=True),
+            y = np.full(z.shape, np.nan, np.float32)  # rows past the full blocks: none
+            y[:full] = e / e.sum(axis=1, keepdims=True)
+            yield ("block-max", np.arange(full), y,
                    (gap > SETTLED_GAP) & (gap < ZERO_GAP + 1))
 
 
 def replayed_mistake(x, y, bad, dtype_name: str, block_rows: int):
     """The first mistake whose replay this process computes that the learner's output
     equals on every settled row it covers (to rtol max(1e-3, 2 eps of the dtype), NaN
-    where NaN), with at least one wrong row among them: (kind, rtol, a wrong row, its
-    worst column, the replay's value there), or None."""
+    where NaN), with at least one wrong row among them and the replay itself wrong on
+    each: (kind, rtol, a wrong row, its worst column, the replay's value there), or
+    None."""
     rtol = max(1e-3, 2 * float(jnp.finfo(DTYPES[dtype_name]).eps))
     y = np.asarray(y).astype(np.float64)
     for kind, covered, replay, unsettled in mistake_replays(x, block_rows):
+        # rounded once to the output dtype, as the kernel's store rounds
+        replay = np.asarray(jnp.asarray(replay).astype(DTYPES[dtype_name]), np.float64)
         settled = covered[~unsettled]
         wrong = np.intersect1d(bad, settled)
-        if not wrong.size:
+        # the mistake explains a wrong row only where it is itself wrong (outside the
+        # budget): where it equals softmax, it matches a right answer and a near one too
+        if not wrong.size or not np.isin(wrong, wrong_rows(replay, x, dtype_name)).all():
             continue
         same = np.isclose(y[settled], replay[settled], rtol=rtol, atol=1e-6, equal_nan=True)
         if same.all():
