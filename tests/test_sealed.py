@@ -51,12 +51,16 @@ def sealed_replay(key, x, y, classes, steps, batch, lr, same_order=False):
                        np.zeros(batch, np.int8), np.zeros(classes, np.int8))
 
 
+# make check keeps the checker's case; the others (about 4 s each) run in make test
+SLOW = pytest.mark.slow
+
+
 @pytest.mark.parametrize("n, features, classes, batch, steps, same_order", [
     (151, 7, 3, 13, 40, False),     # odd sizes, mid-epoch stop (the checker's cases)
-    (151, 7, 3, 13, 40, True),      # the diagnosis: one order for every epoch
-    (512, 8, 4, 61, 30, False),     # the workload's rows
-    (1625, 3, 2, 400, 9, False),    # the most rows one sort shuffles as jax does
-])
+    pytest.param(151, 7, 3, 13, 40, True, marks=SLOW),  # the diagnosis: one order always
+    pytest.param(512, 8, 4, 61, 30, False, marks=SLOW),     # the workload's rows
+    pytest.param(1625, 3, 2, 400, 9, False, marks=SLOW),    # the most rows one sort
+])                                                          # shuffles as jax does
 def test_sealed_replay_is_the_protocol_bit_for_bit(n, features, classes, batch, steps,
                                                      same_order):
     key = jax.random.key(n + batch)
