@@ -70,7 +70,7 @@ def _grade(folder: Path) -> dict:
                         ignore=shutil.ignore_patterns("__pycache__"))
     stages = ",".join(["projects", *(f"notebooks/{n}" for n in NOTEBOOKS)])
     # One grading worker: the session pins this worker to one core, where two CPU-bound
-    # sandboxes only take turns (measured: 339 s with one, 386 s with two).
+    # sandboxes only take turns (measured back to back, alone on one core: 368 s with one, 380 s with two).
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs),
                            "--out", str(out), "--stages", stages, "--workers", "1",

@@ -82,9 +82,9 @@ SETTLED_GAP = 69.0
 def mistake_replays(x, block_rows: int):
     """This process's float32 replays of two kernel mistakes, each as (kind, rows it
     covers, y of x's shape, which of the covered rows it leaves unsettled):
-    ``zero-padding`` (the columns past the edge
-    counted as 0s, every row) and ``block-max`` (each block's max in place of each row's,
-    the rows of full blocks: a partial block's rows past the edge hold anything)."""
+    ``zero-padding`` (the columns past the edge counted as 0s, every row) and
+    ``block-max`` (each block's max in place of each row's, the rows of full blocks: a
+    partial block's rows past the edge hold anything)."""
     z = np.asarray(jnp.asarray(x, jnp.float32)).astype(np.float32)
     rows, cols = z.shape
     width = block_width(cols)
