@@ -238,16 +238,21 @@ def test_at_least_three_planted_bugs_per_learner_function():
 # without max subtraction passed numpy_reference_is_float64 at seed 2092805504 when the
 # draws could leave every extreme row inside float64's exp range.
 LUCK_SEEDS = (2092805504, 1, 2, 3, 4, 5, 6, 7)
-SEEDED = {f"{bug}@seed{seed}": Planted(1, PLANTED[bug][2], only=PLANTED[bug][1], seed=seed,
-                                       fails=PLANTED[bug][1])
+
+
+def seeded(bug: str, seed: int) -> Planted:
+    """``bug`` at a fixed seed, beside the batch's random one: only the checks it aims at."""
+    stage, fails, replacements = PLANTED[bug]
+    return Planted(stage, replacements, only=fails, seed=seed, fails=fails)
+
+
+SEEDED = {f"{bug}@seed{seed}": seeded(bug, seed)
           for bug in ("numpy_reference_without_max_subtraction", "numpy_reference_adds_the_max")
           for seed in LUCK_SEEDS}
 # Issue 29's mistakes fail on every seed, not on a lucky draw: a few fixed seeds each
 # beside the batch's random one (the stage 3 ones only the checks they aim at).
 ISSUE29_SEEDS = (1, 2, 3)
-SEEDED.update({f"{bug}@seed{seed}": Planted(PLANTED[bug][0], PLANTED[bug][2],
-                                            only=PLANTED[bug][1], seed=seed,
-                                            fails=PLANTED[bug][1])
+SEEDED.update({f"{bug}@seed{seed}": seeded(bug, seed)
                for bug in ("run_softmax_runs_the_default_block",
                            "sweep_judges_by_float32_reference",
                            "summary_compares_kernel_records_only",
@@ -257,24 +262,19 @@ SEEDED.update({f"{bug}@seed{seed}": Planted(PLANTED[bug][0], PLANTED[bug][2],
 # in float64 only sat more than two ulps outside the eager softmax's allowance and the
 # float32-judging sweep passed (make test, session 9); it is now inside every float32
 # softmax's allowance the workload lists.
-SEEDED["sweep_judges_by_float32_reference@seed55155449"] = Planted(
-    3, PLANTED["sweep_judges_by_float32_reference"][2],
-    only=PLANTED["sweep_judges_by_float32_reference"][1], seed=55155449,
-    fails=PLANTED["sweep_judges_by_float32_reference"][1])
+SEEDED["sweep_judges_by_float32_reference@seed55155449"] = seeded(
+    "sweep_judges_by_float32_reference", 55155449)
 # A grid over the columns: at this seed the 60-400 columns drawn came to as many blocks of
 # 32 as the rows did, so the declared grid matched (make test, session 10); the columns
 # are now drawn above three blocks of rows.
-SEEDED["run_softmax_grid_over_columns@seed2088556142"] = Planted(
-    2, PLANTED["run_softmax_grid_over_columns"][2],
-    only=PLANTED["run_softmax_grid_over_columns"][1], seed=2088556142,
-    fails=PLANTED["run_softmax_grid_over_columns"][1])
+SEEDED["run_softmax_grid_over_columns@seed2088556142"] = seeded(
+    "run_softmax_grid_over_columns", 2088556142)
 # Zero padding: at this seed the rows it got wrong were also rows whose max lay far below
 # their block's, and every row of the edge case was in the partial block, so the hints
 # blamed a block-wide max and the grid (CI, session 10); the hints now come from this
 # checker's replay of the mistake the output equals.
-SEEDED["padding_masked_with_zero@seed1506760828"] = Planted(
-    2, PLANTED["padding_masked_with_zero"][2], only=PLANTED["padding_masked_with_zero"][1],
-    seed=1506760828, fails=PLANTED["padding_masked_with_zero"][1])
+SEEDED["padding_masked_with_zero@seed1506760828"] = seeded("padding_masked_with_zero",
+                                                           1506760828)
 
 # One checker process for every planted bug, a fresh learner process each (next one
 # started while the current one is checked), a fresh random seed per session as check.py.

@@ -35,8 +35,9 @@ Before either check's budget starts, one call each with both versions (and
 interleaved and each median sample no longer than the calls it times by half a copy;
 ``predict_crossover``'s medians no higher than a median of the calls it made (one call of
 each version and size is long, so a mean shows), and its crossover at a threshold no fix
-reaches replayed: the stubs' fixed costs put it at the floor, 1, at any load; then its crossover
-with stubs shaped as in use at a drawn threshold and at one never reached, replayed.
+reaches replayed: the stubs' fixed costs put it at the floor, 1, at any load; then its
+crossover with stubs shaped as in use at a drawn threshold and at one never reached,
+replayed.
 
 Two sizes, the fewest that decide: the growth, the shrinking gain and the two-point model
 all read the ends; a size between them decided nothing the ends do not.
@@ -606,8 +607,9 @@ MEDIAN_SLACK = 2.0
 # Then two calls with stubs shaped as in use (a fixed cost far above the fix's, a cost per
 # example 1.5x the fix's: the stubbed gain falls from 10x towards 1.5x), at a threshold
 # drawn where the lines cross between the two ends and beyond them, and at NEVER_FALLS_TO:
-# the model's arithmetic (slope, intercept, threshold, the None branch) is replayed in
-# about a second instead of after the real sweeps of the first rounds.
+# the model's arithmetic (slope, intercept, threshold, the None branch) is replayed
+# before the real sweeps of the first rounds (a planted mistake there failed in 3-4 s of
+# its learner run, against 10-17 s when only the rounds could show it).
 MODEL_STUB_S = {"slow": 0.030, "fast": 0.003}
 MODEL_PER_EXAMPLE_S = (1.5e-4, 1e-4)
 MODEL_STUB_THRESHOLDS = (3.0, 8.0)
