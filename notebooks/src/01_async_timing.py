@@ -366,8 +366,8 @@ print(f"claimed: v1 {claimed_v1 * 1e3:.2f} ms, v2 {claimed_v2 * 1e3:.3f} ms -> "
 # (v1, v2; v2, v1; ...) so both see the same drift. Beside each block: the process's CPU
 # seconds per wall second (`time.process_time` around the block), the contention evidence.
 # The rounds are then judged by the course's decision statistic
-# (`coursekit.measure.decision.decide_rounds`: paired per-round ratios, a t interval, a 5%
-# minimum effect); performance-audit's stage 4 has you build your own.
+# (`coursekit.measure.decision.decide_rounds`, with a 5% minimum effect: the round is the
+# unit of evidence); performance-audit's stage 4 has you build your own.
 
 # %%
 repeats = []

@@ -175,9 +175,8 @@ with not_yet("saved residuals of one block"):
 #   *excludes* the arguments and outputs), the arguments and outputs themselves, and the
 #   plan's own `peak_memory_in_bytes` and `total_allocation_bytes`;
 # * **the observed run-only peak**: in `REPEATS` fresh processes each (your
-#   `peak_rss_fresh_process`), the high-water mark reset after compile and read after one
-#   run, minus the RSS at the reset: the run alone, without the runtime, compilation or
-#   inputs. The median and the spread (max - min) over the repeats;
+#   `peak_rss_fresh_process`): how far memory rose above what the process held just
+#   before the run, during the run alone, without the runtime, compilation or inputs. The median and the spread (max - min) over the repeats;
 # * the compiler's FLOPs and a synchronised time, measured in interleaved rounds (every
 #   policy once per round, the order alternating) so drift hits every policy alike.
 

@@ -135,10 +135,10 @@ print("implementation under test:", IMPL)
 # A device with $n_d$ real rows gives each of them weight $1/n_d$ inside its own mean;
 # averaging $D$ devices multiplies by $1/D$. So a row weighs $1/(D\,n_d)$, while the global
 # mean gives every real row $1/N$ with $N = \sum_d n_d$. The two agree only when every
-# device holds the same number of real rows. The fix is to reduce *sums*: each shard
-# returns $\sum_{i \in d} \nabla \ell_i$ and $n_d$, the mesh adds both, and one division
-# by $N$ comes last. A device with no real rows then contributes zero instead of $0/0$.
-# The cell below computes the weights for the question's counts.
+# device holds the same number of real rows, and a device with no real rows divides $0$
+# by $0$. Which quantities the mesh must reduce so that every real row weighs $1/N$ on
+# any counts is stage 2's question. The cell below computes the weights for the
+# question's counts.
 # </details>
 
 # %%
