@@ -105,6 +105,9 @@ ANSWERS = {
     # foundations stage 2 (notebook 00's fix, which is step_keys' answer)
     "key, sub = jax.random.split(key)": ("notebooks/src/00_foundations.py",
                                          "key, sub = jax.random.split(key)"),
+    # the same idiom with other names (notebook 00's reasoning block, until session 12)
+    "k, sub = jax.random.split(k)": ("notebooks/src/00_foundations.py",
+                                     "key, sub = jax.random.split(key)"),
 }
 PHRASE = re.compile(r"how the reference (does|meets|solves|passes|fixes)", re.I)
 SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.I | re.S)

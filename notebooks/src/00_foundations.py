@@ -98,8 +98,8 @@ print("implementation under test:", IMPL)
 #
 # `jax.random` functions are pure: the output depends only on the key and the shape. That
 # is what makes a JAX program repeatable and safe to `jit`, `vmap` and shard: no hidden state
-# changes behind your back. The price is that *you* thread the state: `k, sub =
-# jax.random.split(k)` gives a new key to carry on and a subkey to spend once. numpy's
+# changes behind your back. The price is that *you* thread the state: a key is spent
+# once, so every draw needs a key no other draw used, derived from the one you hold. numpy's
 # legacy `np.random.*` functions and Python's `random` each keep a hidden global generator
 # per process, and they are **two separate generators**: `np.random.seed` does not seed
 # `random`, nor the other way round. A result drawn from either depends on every draw that
