@@ -28,11 +28,11 @@ records it), error (any other exit: the checker itself broke; not caught).
 
 A stage's line reads ``caught of total``, then every mistake not caught with what it
 misunderstood, marked ``justified`` (with the reason) when JUSTIFIED lists it; the
-project's checker page (``docs/checkers/<p>.md``) says the same. The report is ``build/mistakes-<p>/report.json``, written
-after every mistake (a stage stopped halfway says how many it did not judge); a run of
-some stages (``--stage``) keeps the others as last measured at the same seed;
-``--rescore`` runs nothing and tallies the last reports again by the corpus as it is now
-(after an entry is added to JUSTIFIED).
+project's checker page (``docs/checkers/<p>.md``) says the same. The report is
+``build/mistakes-<p>/report.json``, written after every mistake (a stage stopped halfway
+says how many it did not judge); a run of some stages (``--stage``) keeps the others as
+last measured at the same seed; ``--rescore`` runs nothing and tallies the last reports
+again by the corpus as it is now (after an entry is added to JUSTIFIED).
 ``make mutants`` prints each stage's last corpus figure beside its score.
 """
 

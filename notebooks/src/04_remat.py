@@ -176,7 +176,8 @@ with not_yet("saved residuals of one block"):
 #   plan's own `peak_memory_in_bytes` and `total_allocation_bytes`;
 # * **the observed run-only peak**: in `REPEATS` fresh processes each (your
 #   `peak_rss_fresh_process`): how far memory rose above what the process held just
-#   before the run, during the run alone, without the runtime, compilation or inputs. The median and the spread (max - min) over the repeats;
+#   before the run, during the run alone, without the runtime, compilation or inputs.
+#   The median and the spread (max - min) over the repeats;
 # * the compiler's FLOPs and a synchronised time, measured in interleaved rounds (every
 #   policy once per round, the order alternating) so drift hits every policy alike.
 

@@ -119,13 +119,13 @@ print("backend:", BACKEND, "| Pallas runs", "interpreted" if INTERPRET else "com
 # <details><summary>Reasoning (open after answering)</summary>
 #
 # A reduction over a padded block is right only if the padding is the reduction's
-# *identity*: `-inf` for max, `0` for sum. Softmax reduces twice; what each reduction
-# must see in the padded cells, and where your kernel makes sure of it, is stage 2's
-# question. What the cells hold *before* you mask them is not yours to choose: interpreted Pallas fills
-# them with `NaN` (so a forgotten mask shows at once as NaN rows), while a GPU leaves whatever
-# memory held (so the same bug can pass a test by luck). Rows past the edge of the last
-# block are never written back, so their contents do not matter. The cell below shows what a
-# block holds past the edge on this machine.
+# *identity*: `-inf` for max, `0` for sum. Softmax reduces twice; what each reduction must
+# see in the padded cells, and where your kernel makes sure of it, is stage 2's question.
+# What the cells hold *before* you mask them is not yours to choose: interpreted Pallas
+# fills them with `NaN` (so a forgotten mask shows at once as NaN rows), while a GPU leaves
+# whatever memory held (so the same bug can pass a test by luck). Rows past the edge of the
+# last block are never written back, so their contents do not matter. The cell below shows
+# what a block holds past the edge on this machine.
 # </details>
 
 # %%
