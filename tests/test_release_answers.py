@@ -56,6 +56,10 @@ RECIPES = (
     "serves both reductions",
     "paired per-round ratios",
     "reset the high-water mark",
+    # the READMEs' traps that named the route (pallas-kernel, sharded-training)
+    "which `exp` turns into `0`",
+    "build the state inside `jax.jit(..., out_shardings=...)`",
+    "pass `ShapeDtypeStruct(shape, dtype, sharding=...)` leaves",
 )
 # Stage answers as the learner notebooks wrote them (issue 30 release walk-through), each
 # with where the course holds it and in what form (a solution file, a checker, or a
