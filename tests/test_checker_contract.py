@@ -49,3 +49,25 @@ def test_fail_fast_on_a_right_file_runs_everything(tmp_path, capfd):
 def test_only_runs_the_named_checks(tmp_path, capfd):
     code, text = run(tmp_path, capfd, 3, "--only", "first,third")
     assert code == 0 and "second" not in text
+
+
+def test_a_memory_error_stops_its_stage_not_the_next(tmp_path, capfd):
+    """Each later check of the stage would call the learner's code again and wait for the
+    same MemoryError (under load that ran a memory bomb into the grader's wall-clock
+    limit); they are named as not run, and the next stage runs as usual."""
+    checker = Checker("toy", {1: "one", 2: "two"})
+    for name in ("a", "b", "c"):
+        checker.check(1, name)(lambda impl, ctx: impl.grab())
+    checker.check(2, "d")(lambda impl, ctx: impl.fine())
+    calls = tmp_path / "calls"
+    impl = tmp_path / "model.py"
+    impl.write_text(f"def grab():\n    open({str(calls)!r}, 'a').write('x')\n"
+                    "    raise MemoryError('Unable to allocate 128. MiB')\n\n"
+                    "def fine():\n    return 1\n")
+    capfd.readouterr()
+    code = checker.main(["--stage", "all", "--impl", str(impl), "--seed", "1"])
+    text = capfd.readouterr().out
+    assert code == 1 and calls.read_text() == "x", text
+    assert "MemoryError: Unable to allocate" in text
+    assert text.count("not run: your code ran out of memory (MemoryError) in a") == 2, text
+    assert "PASS stage 2 · d" in text and text.strip().splitlines()[-1] == "1 passed, 3 failed"

@@ -62,6 +62,17 @@ class CheckResult:
     evidence: str = ""  # what a timing verdict measured (rounds, spread, load)
 
 
+def after_memory_error(first: CheckResult) -> LearnerCodeError:
+    """What a check is told when the learner's code ran out of memory in an earlier one:
+    each later check would call it again and wait for the same MemoryError (nine of
+    performance-audit's stage 4 did, for 25 s under load: the grader's wall-clock limit
+    then named a memory bomb a timeout)."""
+    return LearnerCodeError("exception", f"not run: your code ran out of memory (MemoryError) "
+                            f"in {first.check_id}, so this stage stopped there",
+                            first.hint or "fix the first error above and run the check again",
+                            "MemoryError")
+
+
 @dataclass
 class Context:
     """What a check gets besides the learner module."""
@@ -154,6 +165,7 @@ class Checker:
         results = []
         per_stage = isinstance(seed, dict)
         caches: dict = {}
+        out_of_memory: dict = {}  # stage -> the check where the learner's code ran out of memory
         for chk in selected:
             key = chk.stage if per_stage else None
             folder = Path(workdir) / f"stage{chk.stage}" if per_stage else workdir
@@ -165,8 +177,12 @@ class Checker:
             started = time.perf_counter()
             if load_error is not None:
                 result = self._failure(chk, load_error)
+            elif chk.stage in out_of_memory:
+                result = self._failure(chk, after_memory_error(out_of_memory[chk.stage]))
             else:
                 result = self._run_one(chk, module, ctx)
+                if getattr(result, "exc_type", "") == "MemoryError":
+                    out_of_memory[chk.stage] = result
             result.duration_s = round(time.perf_counter() - started, 3)
             results.append(result)
             print_result(result, out)
@@ -187,7 +203,10 @@ class Checker:
                                evidence=err.evidence)
         except Exception as err:  # noqa: BLE001 - learner code may raise anything
             # Named location (learner file, line, function) instead of a traceback wall.
-            return self._failure(chk, explain_exception(err, ctx.impl_path))
+            explained = explain_exception(err, ctx.impl_path)
+            result = self._failure(chk, explained)
+            result.exc_type = explained.exc_type  # read by _run_selected, not reported
+            return result
         return CheckResult(chk.stage, chk.check_id, "pass", chk.points, chk.points)
 
     @staticmethod
