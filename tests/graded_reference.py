@@ -20,13 +20,14 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
+
+from helpers import at_ci_sizes
 
 from coursekit.facts import ROOT
 
@@ -87,24 +88,6 @@ def _grade(folder: Path) -> dict:
                      "stderr": done.stderr},
             "latest": [[student, item, row] for (student, item), row in latest.items()],
             "out": str(out)}
-
-
-def at_ci_sizes(nb: dict) -> dict:
-    """The notebook as a learner who set its parameters cell to the CI sizes would hand it
-    in (an unlocked cell learners may edit): the grader runs it as handed in, and notebook
-    00 at its learner sizes cost 59 s of this grading's 450 (measured), at CI sizes it
-    still logs to MLflow, kills a run and reads its check cells from the graded stages."""
-    sizes = nb["metadata"].get("course", {}).get("ci_parameters", {})
-    for cell in nb["cells"]:
-        if "parameters" not in cell.get("metadata", {}).get("tags", []):
-            continue
-        source = "".join(cell["source"])
-        for key, value in sizes.items():
-            source, found = re.subn(rf"^{key} = [^#\n]*", f"{key} = {value!r}  ", source,
-                                    flags=re.M)
-            assert found == 1, f"{key} is not set once in the parameters cell"
-        cell["source"] = source.splitlines(keepends=True)
-    return nb
 
 
 def _load(saved: dict) -> dict:

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import at_ci_sizes
 
 from coursekit.facts import ROOT
 
@@ -105,7 +106,7 @@ def attacked_batch(tmp_path_factory):
         folder.mkdir(parents=True)
         for name in NOTEBOOKS:
             edits = ATTACKS[name] if student == "attacker" else {}
-            (folder / name).write_text(json.dumps(solved(name, edits)))
+            (folder / name).write_text(json.dumps(at_ci_sizes(solved(name, edits))))
     stages = ",".join(f"notebooks/{n}" for n in NOTEBOOKS)
     return grade(tmp / "subs", tmp / "out", stages)
 
