@@ -56,6 +56,8 @@ RECIPES = (
     "serves both reductions",
     "paired per-round ratios",
     "reset the high-water mark",
+    "pairs the two variants' blocks of each round",
+    "per-round difference of medians",
     # the READMEs' traps that named the route (pallas-kernel, sharded-training)
     "which `exp` turns into `0`",
     "build the state inside `jax.jit(..., out_shardings=...)`",
@@ -94,6 +96,9 @@ ANSWERS = {
                                          "z = np.asarray(x).astype(np.float64)"),
     "the row max subtracted first": ("projects/pallas-kernel/solution/model.py",
                                      "z - jnp.max(z, axis=-1, keepdims=True)"),
+    # the same, as the README's and the module docstring's formula said it until session 12
+    "exp(x[i, j] - max_j x": ("projects/pallas-kernel/solution/model.py",
+                              "z - jnp.max(z, axis=-1, keepdims=True)"),
     # pallas-kernel stage 2 (notebook 06's step list, softmax_with and the mask's tool)
     "jax.lax.broadcasted_iota gives column indices": (
         "projects/pallas-kernel/solution/model.py", "jax.lax.broadcasted_iota"),

@@ -173,6 +173,26 @@ def measure(kind: str, nbytes: int, *, iters: int = 5, warmup: int = 1) -> dict:
     return _record(stream, first, samples, faults)
 
 
+def timed_with_faults(fn, args: tuple, iters: int, *, donate_first: bool = False
+                      ) -> tuple[float, float]:
+    """Median synchronised seconds and median minor page faults per call of ``fn(*args)``
+    over ``iters`` samples, its first (compiling) call apart. ``donate_first``: ``fn``
+    donates its first argument, so each call is given the previous call's output there
+    (notebook 03 validates the roof with it; a learner's ``measure_bandwidth`` is the
+    stage-2 answer this module may not be imported for)."""
+    out = jax.block_until_ready(fn(*args))
+    seconds, faults = [], []
+    for _ in range(iters):
+        if donate_first:
+            args = (out, *args[1:])
+        before = minor_faults()
+        start = time.perf_counter()
+        out = jax.block_until_ready(fn(*args))
+        seconds.append(time.perf_counter() - start)
+        faults.append(minor_faults() - before)
+    return float(statistics.median(seconds)), float(statistics.median(faults))
+
+
 def measure_interleaved(kinds, nbytes: int, *, rounds: int = 3, iters: int = 3,
                         warmup: int = 1) -> dict[str, dict]:
     """Several kinds on arrays of the same size, timed in alternating rounds (a burst of

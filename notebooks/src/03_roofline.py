@@ -53,8 +53,6 @@ KERNEL_N = 512             # matmul size of the "kernel" in the Amdahl experimen
 REST_ELEMS = 16 * 2**20    # float32 elements of the rest of that step
 
 # %%
-import time
-
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -255,9 +253,8 @@ def elementwise_cost_by_hand(n, itemsize):
 
 
 # %% nbgrader={"grade": true, "grade_id": "elementwise_cost_by_hand_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-# The compiler's count, taken once on CPU with the course's pinned jax and written here:
-# jax.jit(lambda v: v * 2 + 1).lower(jnp.ones((1000,), jnp.float32)).compile()
-# .cost_analysis() says flops 2000.0 and "bytes accessed" 8000.0.
+# The compiler's own count for `v * 2 + 1` on 1000 float32 values, taken once on CPU with
+# the course's pinned jax and written here: 2000 FLOPs and 8000 bytes accessed.
 _mine = elementwise_cost_by_hand(1000, 4)
 assert type(_mine) is dict and len(_mine) == 2, \
     f"return a plain dict with the keys flops and bytes, not {_mine!r}"
@@ -287,20 +284,6 @@ for _n, _flops, _bytes in ((4097, 8194, 32776), (333, 666, 2664)):
 # that working set lives in, then measured.
 
 # %%
-def timed_with_faults(fn, args, iters, donate_first=False):
-    """Median synchronised seconds and minor page faults per call (first call apart)."""
-    out = jax.block_until_ready(fn(*args))
-    seconds, faults = [], []
-    for _ in range(iters):
-        if donate_first:
-            args = (out, *args[1:])
-        f0 = bwm.minor_faults()
-        start = time.perf_counter()
-        out = jax.block_until_ready(fn(*args))
-        seconds.append(time.perf_counter() - start)
-        faults.append(bwm.minor_faults() - f0)
-    return float(np.median(seconds)), float(np.median(faults))
-
 with not_yet("the roof validated on another workload") as validated:
     need(swept)
     n = BW_BYTES // 8                       # two arrays of BW_BYTES / 2 each
@@ -312,7 +295,7 @@ with not_yet("the roof validated on another workload") as validated:
     if level not in level_bw:              # the sweep did not reach it (CI cap)
         level = max(level_bw, key=lambda k: caches.get(k, 0) if k != "DRAM" else 2**62)
     predicted = moved / level_bw[level]
-    measured, faults = timed_with_faults(axpy, (va, vb), ITERS, donate_first=True)
+    measured, faults = bwm.timed_with_faults(axpy, (va, vb), ITERS, donate_first=True)
     off = measured / predicted
     validation = dict(level=level, bandwidth=level_bw[level], faults=faults,
                       predicted_s=predicted, measured_s=measured)
@@ -407,7 +390,7 @@ with not_yet("workloads on the roofline") as placing:
         roof_bw_median = {k: level_bw_median.get(k, v) for k, v in roof_bw.items()}
         r_median = impl.roofline(cost["flops"], cost["bytes"], peak_median, roof_bw_median,
                                  ws, caches)
-        t, faults = timed_with_faults(jax.jit(fn), args, ITERS)
+        t, faults = bwm.timed_with_faults(jax.jit(fn), args, ITERS)
         verdict = claims.roofline_verdict(t, r["lower_s"], r["upper_s"], r_median["upper_s"],
                                           faults * fault_cost_s)
         placed[name] = dict(r, flops=cost["flops"], bytes=cost["bytes"], measured_s=t,

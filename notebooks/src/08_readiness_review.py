@@ -170,9 +170,9 @@ print("run records and traces go to:      ", RUNS)
 # other would put that drift into the comparison, so the variants are measured in `ROUNDS`
 # alternating blocks (before, after, after, before, ...) and each variant's blocks are pooled
 # into one record (`capstone.pool_records`: raw samples concatenated, each tagged with its
-# round in `round_ids`, the first call and the trace from the block that compiled). The
-# decision pairs the two variants' blocks of each round: drift a round shares cancels. The
-# records are written to disk and read back with `load_run`, as a reviewer receives them.
+# round in `round_ids`, the first call and the trace from the block that compiled), so
+# the decision can take the round as its unit of evidence. The records are written to disk
+# and read back with `load_run`, as a reviewer receives them.
 
 # %%
 def measure(name, step, w, iters, *, trace_steps=3, folder=RUNS):
@@ -288,8 +288,8 @@ with not_yet("plot of where the step's time goes"):
 # Time spent waiting does not vanish with the collective: remove one all-reduce and the
 # threads meet at the next one. What one all-reduce *costs* is measured apart, on the same
 # mesh: a program with one scalar `psum` against the same program without it, in
-# interleaved rounds (`coursekit.measure.collectives.collective_cost`: per-round difference
-# of medians, a t interval over rounds), then the same with 1 MiB per device. The two sizes
+# interleaved rounds (`coursekit.measure.collectives.collective_cost`, the round as the
+# unit of evidence), then the same with 1 MiB per device. The two sizes
 # give the communication roofline: a message of b bytes costs about latency + b / bandwidth,
 # and below latency x bandwidth bytes the latency sets the cost.
 

@@ -1,8 +1,9 @@
 """pallas-kernel: a measured custom kernel with correctness checks.
 
-The operation is a row softmax, ``y[i, j] = exp(x[i, j] - max_j x[i]) / sum_j exp(...)``,
-written as one fused Pallas kernel: a grid over blocks of rows, each block holding whole
-rows (padded to a block width), the two reductions (max, sum) inside the kernel.
+The operation is a row softmax, ``y[i, j] = exp(x[i, j]) / sum_j exp(x[i, j])`` (finite
+for rows of any magnitude), written as one fused Pallas kernel: a grid over blocks of rows,
+each block holding whole rows (padded to a block width), the two reductions (max, sum)
+inside the kernel.
 
 Your code goes in this file; check it with
 
