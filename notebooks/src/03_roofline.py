@@ -59,6 +59,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from coursekit.measure import bandwidth as bwm
+from coursekit.measure import peak_memory
 from coursekit.measure.timing import count_compiles, time_synced
 from coursekit.notebook import claims
 from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
@@ -335,10 +336,10 @@ def mlp_step(params, x):                      # the training step of notebook 02
         return jnp.mean((jax.nn.gelu(x @ p["w1"]) @ p["w2"]) ** 2)
     return jax.value_and_grad(loss)(params)
 
-def working_set_of(fn, args):
-    plan = jax.jit(fn).lower(*args).compile().memory_analysis()
-    return int(plan.argument_size_in_bytes + plan.output_size_in_bytes +
-               plan.temp_size_in_bytes)
+def working_set_of(fn, args):                 # the compiler's plan (arguments, outputs, temps)
+    plan = peak_memory.memory_fields(jax.jit(fn).lower(*args).compile())
+    return plan["argument_size_in_bytes"] + plan["output_size_in_bytes"] + \
+        plan["temp_size_in_bytes"]
 
 def chain(x):                                 # a chain XLA fuses into one loop
     return jnp.tanh(x * 2.0 + 1.0) * 3.0 + x
