@@ -111,6 +111,25 @@ def run_all_finished(page) -> None:
     status_bar_idle(page)
 
 
+def unrun_cells(page) -> str:
+    """'' when every code cell has an execution count; else which did not, the status
+    bar, and the end of the output of the last cell that ran before the first of them
+    (a cell that raised aborts the rest; a kernel that restarted clears every prompt)."""
+    cells = page.locator(".jp-CodeCell")
+    prompts = [cells.nth(i).locator(".jp-InputPrompt").inner_text()
+               for i in range(cells.count())]
+    unrun = [i for i, p in enumerate(prompts) if not re.search(r"\[\d+\]", p)]
+    if not unrun:
+        return ""
+    before = max([i for i in range(unrun[0]) if i not in unrun], default=None)
+    tail = ("" if before is None else
+            cells.nth(before).locator(".jp-OutputArea").inner_text()[-800:])
+    return (f"code cells (0-based among code cells) {unrun} of {len(prompts)}, prompts "
+            f"{[prompts[i] for i in unrun]}; status bar: "
+            f"{page.locator('#jp-main-statusbar').inner_text()!r}; output of code cell "
+            f"{before}, the last that ran before them:\n{tail}")
+
+
 def no_dialog(page, when: str) -> None:
     dialogs = page.locator(".jp-Dialog")
     if dialogs.count():
@@ -190,9 +209,10 @@ def test_learner_path_in_jupyterlab(tmp_path):
             assert re.search(r"not yet: start with \w+ \(.*model\.py, line \d+\)", text), text
             assert "hint:     replace" not in text, f"one line per check, not condensed:\n{text}"
             # Run All reached the end: every code cell has an execution count.
-            prompts = page.locator(".jp-CodeCell .jp-InputPrompt")
-            unrun = [p for p in prompts.all_inner_texts() if not re.search(r"\[\d+\]", p)]
-            assert not unrun, f"code cells left unrun after Run All: {unrun}"
+            unrun = unrun_cells(page)
+            if unrun:
+                page.screenshot(path=str(SHOTS / "01-unrun.png"), full_page=True)
+            assert not unrun, f"code cells left unrun after Run All:\n{unrun}"
             check.scroll_into_view_if_needed()
             page.screenshot(path=str(SHOTS / "01-starter-fail.png"))
             phase("run all done, not yet read")
