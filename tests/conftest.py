@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import suite_costs
 from graded_reference import SESSION_ENV
 from helpers import PINNED, spinning_core
 
@@ -21,6 +22,7 @@ def pytest_configure(config):
     and the notebook records at a temporary folder, leaving build/mlflow.db and
     build/learner untouched. An explicit setting from the caller wins. Each pytest-xdist
     worker gets its own folder (one MLflow database and one record count per process)."""
+    config.pluginmanager.register(suite_costs, "suite_costs")  # the run's costs, at its end
     tmp = Path(tempfile.mkdtemp(prefix="course-tests-"))
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     defaults = {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp / 'mlflow.db'}",

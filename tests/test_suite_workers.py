@@ -71,3 +71,38 @@ def test_the_session_grading_is_made_once_for_every_worker(tmp_path):
                               stdout=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=60)[0].strip() for p in procs]
     assert outs == ["0", "0"] and log.read_text() == "graded\n"
+
+
+def test_the_run_says_where_its_time_went(tmp_path):
+    """tests/suite_costs.py: each file's CPU holds the children its tests waited for (a
+    test that burns half a second in a child shows it; one that sleeps does not), and a
+    run shorter than COURSE_TESTS_COSTS_MIN_S prints nothing."""
+    from coursekit.facts import ROOT
+    (tmp_path / "conftest.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\nimport suite_costs\n\n"
+        "def pytest_configure(config):\n"
+        "    config.pluginmanager.register(suite_costs, 'suite_costs')\n")
+    (tmp_path / "test_burn.py").write_text(
+        "import subprocess, sys, time\n\n"
+        "def test_child():\n"
+        "    subprocess.run([sys.executable, '-c', 'import time\\nt = time.process_time()\\n"
+        "while time.process_time() - t < 0.5: pass'], check=True)\n")
+    (tmp_path / "test_sleep.py").write_text("import time\n\ndef test_sleep():\n"
+                                            "    time.sleep(0.4)\n")
+
+    def run(min_s: str) -> str:
+        env = {**os.environ, "COURSE_TESTS_COSTS_MIN_S": min_s}
+        env.pop("PYTEST_XDIST_WORKER", None)
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               "-p", "no:xdist", str(tmp_path)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120).stdout
+
+    out = run("0")
+    assert "where the run's time went" in out and "probe units" in out, out
+    import json
+    costs = json.loads((tmp_path / "build" / "test-costs.json").read_text())
+    burn, sleep = costs["files"]["test_burn.py"], costs["files"]["test_sleep.py"]
+    assert burn["cpu"] >= 0.45 and burn["tests"] == 1, costs
+    assert sleep["cpu"] < 0.2 <= 0.35 <= sleep["wall"], costs
+    assert 0 < costs["probe_cpu_s"] < 1 and costs["cpu_s"] >= burn["cpu"], costs
+    assert "where the run's time went" not in run("3600")

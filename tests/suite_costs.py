@@ -1,0 +1,124 @@
+"""Where a pytest run's time went, printed at its end (runs of a minute or more): each
+file's wall and CPU seconds, the cores' use, and a probe of the machine's speed, so two
+runs on different machines compare by work rather than by the clock. The same suite took
+852 s here one day and 1,587 s the day before, and CI's 1,128-2,416 s: the machine moves
+more than most changes to the suite do.
+
+A test's CPU is its worker's own (``os.times``) plus that of the children it waited for,
+which holds the checkers, learner processes, kernels and graders a test starts (each
+waits for its own). The probe is the best of three CPU times of one fixed piece of
+Python and numpy work, taken before the workers start; ``probe units`` (CPU / probe) are
+the figure to compare across machines. The figures also go to ``build/test-costs.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+COSTS_ENV = "COURSE_TESTS_COSTS"           # the folder every worker writes its lines to
+MIN_WALL_ENV = "COURSE_TESTS_COSTS_MIN_S"  # print for runs at least this long (default 60)
+SHOWN = 12                                 # files in the table
+_STARTED: dict = {}
+
+
+def probe_cpu_s() -> float:
+    """CPU seconds of one thread doing a fixed workload (Python arithmetic and numpy's
+    element-wise work), best of five: the machine's speed as the suite's own Python and
+    compiler work feel it. One thread's clock, since a process's clock also counts BLAS
+    threads that spin after a matmul (1.8x a loop's wall time here)."""
+    best = float("inf")
+    a = np.linspace(-3.0, 3.0, 1_000_000)
+    for _ in range(5):
+        start = time.thread_time()
+        total = 0
+        for i in range(400_000):
+            total += i * i % 7
+        for _ in range(10):
+            a = np.tanh(a) * 3.0
+        best = min(best, time.thread_time() - start)
+    return best
+
+
+def _cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def pytest_configure(config):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    folder = Path(tempfile.mkdtemp(prefix="course-costs-"))
+    os.environ[COSTS_ENV] = str(folder)  # before the workers start: they inherit it
+    _STARTED.update(folder=folder, wall=time.perf_counter(), probe=probe_cpu_s(),
+                    cores=len(os.sched_getaffinity(0)))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    wall, cpu = time.perf_counter(), _cpu_s()
+    yield
+    folder = os.environ.get(COSTS_ENV)
+    if folder and Path(folder).is_dir():
+        line = {"file": item.nodeid.partition("::")[0], "wall": time.perf_counter() - wall,
+                "cpu": _cpu_s() - cpu}
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(Path(folder) / f"{worker}.jsonl", "a") as f:
+            f.write(json.dumps(line) + "\n")
+
+
+def summary(folder: Path, wall_s: float, probe_s: float, cores: int) -> dict:
+    """The run's figures from the workers' lines: per file and in all."""
+    files: dict = defaultdict(lambda: {"wall": 0.0, "cpu": 0.0, "tests": 0})
+    for path in sorted(folder.glob("*.jsonl")):
+        for text in path.read_text().splitlines():
+            line = json.loads(text)
+            row = files[line["file"]]
+            row["wall"] += line["wall"]
+            row["cpu"] += line["cpu"]
+            row["tests"] += 1
+    cpu = sum(r["cpu"] for r in files.values())
+    return {"wall_s": wall_s, "cores": cores, "cpu_s": cpu, "probe_cpu_s": probe_s,
+            "probe_units": cpu / probe_s if probe_s > 0 else None,
+            "busy": cpu / (wall_s * cores) if wall_s > 0 else None,
+            "files": dict(sorted(files.items(), key=lambda kv: -kv[1]["cpu"]))}
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    folder = _STARTED.get("folder")
+    if folder is None:
+        return
+    wall = time.perf_counter() - _STARTED["wall"]
+    try:
+        if wall < float(os.environ.get(MIN_WALL_ENV, "60")):
+            return
+        s = summary(folder, wall, _STARTED["probe"], _STARTED["cores"])
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    tr = terminalreporter
+    tr.section("where the run's time went (CPU figures of this machine)")
+    busy = f"{s['busy']:.0%}" if s["busy"] is not None else "?"
+    tr.write_line(f"{s['wall_s']:,.0f} s wall on {s['cores']} cores; the tests and the "
+                  f"children they waited for: {s['cpu_s']:,.0f} s of CPU ({busy} of the "
+                  "cores' time)")
+    tr.write_line(f"machine probe: {s['probe_cpu_s']:.3f} s of CPU for a fixed workload; "
+                  f"this run was {s['probe_units']:,.0f} probe units of work (compare runs "
+                  "on different machines by these, not by seconds)")
+    tr.write_line(f"{'CPU s':>8} {'wall s':>8} {'tests':>5}  file")
+    for name, row in list(s["files"].items())[:SHOWN]:
+        tr.write_line(f"{row['cpu']:8.1f} {row['wall']:8.1f} {row['tests']:5d}  {name}")
+    out = Path(config.rootpath) / "build" / "test-costs.json"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(s, indent=1))
+        tr.write_line(f"(every file: {out.relative_to(config.rootpath)})")
+    except OSError as err:
+        tr.write_line(f"(not written: {out}: {err})")
