@@ -4,11 +4,13 @@ runs on different machines compare by work rather than by the clock. The same su
 852 s here one day and 1,587 s the day before, and CI's 1,128-2,416 s: the machine moves
 more than most changes to the suite do.
 
-A test's CPU is its worker's own (``os.times``) plus that of the children it waited for,
-which holds the checkers, learner processes, kernels and graders a test starts (each
-waits for its own). The probe is the best of three CPU times of one fixed piece of
-Python and numpy work, taken before the workers start; ``probe units`` (CPU / probe) are
-the figure to compare across machines. The figures also go to ``build/test-costs.json``.
+A test's CPU, under make test's pinned workers (conftest.pin_to_one_core), is its core's
+busy time in ``/proc/stat``: the worker and everything it started, whoever waits for it
+(the grader's sandboxes are not the test's children). Unpinned, it is the process's own
+(``os.times``) plus the children it waited for. The probe is the best of five CPU times
+of one thread doing a fixed piece of Python and numpy work, taken before the workers
+start; ``probe units`` (CPU / probe) are the figure to compare across machines. The
+figures also go to ``build/test-costs.json``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import PINNED
 
 COSTS_ENV = "COURSE_TESTS_COSTS"           # the folder every worker writes its lines to
 MIN_WALL_ENV = "COURSE_TESTS_COSTS_MIN_S"  # print for runs at least this long (default 60)
@@ -48,7 +51,20 @@ def probe_cpu_s() -> float:
     return best
 
 
+def core_busy_s(core: int) -> float:
+    """Seconds core ``core`` has been busy since boot (user, nice, system, irq, softirq)."""
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith(f"cpu{core} "):
+                ticks = [int(v) for v in line.split()[1:8]]
+                return (sum(ticks[:3]) + sum(ticks[5:7])) / os.sysconf("SC_CLK_TCK")
+    raise LookupError(f"no cpu{core} line in /proc/stat")
+
+
 def _cpu_s() -> float:
+    core = os.environ.get(PINNED)
+    if core is not None:
+        return core_busy_s(int(core))
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
 
@@ -69,7 +85,7 @@ def pytest_runtest_protocol(item, nextitem):
     folder = os.environ.get(COSTS_ENV)
     if folder and Path(folder).is_dir():
         line = {"file": item.nodeid.partition("::")[0], "wall": time.perf_counter() - wall,
-                "cpu": _cpu_s() - cpu}
+                "cpu": _cpu_s() - cpu, "pinned": os.environ.get(PINNED) is not None}
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         with open(Path(folder) / f"{worker}.jsonl", "a") as f:
             f.write(json.dumps(line) + "\n")
@@ -78,6 +94,7 @@ def pytest_runtest_protocol(item, nextitem):
 def summary(folder: Path, wall_s: float, probe_s: float, cores: int) -> dict:
     """The run's figures from the workers' lines: per file and in all."""
     files: dict = defaultdict(lambda: {"wall": 0.0, "cpu": 0.0, "tests": 0})
+    pinned = []
     for path in sorted(folder.glob("*.jsonl")):
         for text in path.read_text().splitlines():
             line = json.loads(text)
@@ -85,10 +102,12 @@ def summary(folder: Path, wall_s: float, probe_s: float, cores: int) -> dict:
             row["wall"] += line["wall"]
             row["cpu"] += line["cpu"]
             row["tests"] += 1
+            pinned.append(line.get("pinned", False))
     cpu = sum(r["cpu"] for r in files.values())
     return {"wall_s": wall_s, "cores": cores, "cpu_s": cpu, "probe_cpu_s": probe_s,
             "probe_units": cpu / probe_s if probe_s > 0 else None,
             "busy": cpu / (wall_s * cores) if wall_s > 0 else None,
+            "pinned": bool(pinned) and all(pinned),
             "files": dict(sorted(files.items(), key=lambda kv: -kv[1]["cpu"]))}
 
 
@@ -106,9 +125,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr = terminalreporter
     tr.section("where the run's time went (CPU figures of this machine)")
     busy = f"{s['busy']:.0%}" if s["busy"] is not None else "?"
-    tr.write_line(f"{s['wall_s']:,.0f} s wall on {s['cores']} cores; the tests and the "
-                  f"children they waited for: {s['cpu_s']:,.0f} s of CPU ({busy} of the "
-                  "cores' time)")
+    how = ("each pinned worker's core's busy time" if s["pinned"]
+           else "theirs and their waited-for children's")
+    tr.write_line(f"{s['wall_s']:,.0f} s wall on {s['cores']} cores; the tests' CPU "
+                  f"({how}): {s['cpu_s']:,.0f} s ({busy} of the cores' time)")
     tr.write_line(f"machine probe: {s['probe_cpu_s']:.3f} s of CPU for a fixed workload; "
                   f"this run was {s['probe_units']:,.0f} probe units of work (compare runs "
                   "on different machines by these, not by seconds)")

@@ -75,8 +75,11 @@ def test_the_session_grading_is_made_once_for_every_worker(tmp_path):
 
 def test_the_run_says_where_its_time_went(tmp_path):
     """tests/suite_costs.py: each file's CPU holds the children its tests waited for (a
-    test that burns half a second in a child shows it; one that sleeps does not), and a
-    run shorter than COURSE_TESTS_COSTS_MIN_S prints nothing."""
+    test that burns half a second in a child shows it; one that sleeps does not); pinned
+    to one core, it is that core's busy time (the child is counted there too); a run
+    shorter than COURSE_TESTS_COSTS_MIN_S prints nothing."""
+    import json
+
     from coursekit.facts import ROOT
     (tmp_path / "conftest.py").write_text(
         f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\nimport suite_costs\n\n"
@@ -89,20 +92,31 @@ def test_the_run_says_where_its_time_went(tmp_path):
         "while time.process_time() - t < 0.5: pass'], check=True)\n")
     (tmp_path / "test_sleep.py").write_text("import time\n\ndef test_sleep():\n"
                                             "    time.sleep(0.4)\n")
+    core = min(os.sched_getaffinity(0))
 
-    def run(min_s: str) -> str:
+    def run(min_s: str, pinned: bool = False) -> tuple[str, dict]:
         env = {**os.environ, "COURSE_TESTS_COSTS_MIN_S": min_s}
         env.pop("PYTEST_XDIST_WORKER", None)
-        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                               "-p", "no:xdist", str(tmp_path)], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=120).stdout
+        env.pop(PINNED, None)
+        if pinned:
+            env[PINNED] = str(core)
+        out = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+             "no:xdist", str(tmp_path)], cwd=tmp_path, env=env, capture_output=True,
+            text=True, timeout=120,
+            preexec_fn=(lambda: os.sched_setaffinity(0, {core})) if pinned else None).stdout
+        written = tmp_path / "build" / "test-costs.json"
+        costs = json.loads(written.read_text()) if written.exists() else {}
+        written.unlink(missing_ok=True)
+        return out, costs
 
-    out = run("0")
+    out, costs = run("0")
     assert "where the run's time went" in out and "probe units" in out, out
-    import json
-    costs = json.loads((tmp_path / "build" / "test-costs.json").read_text())
     burn, sleep = costs["files"]["test_burn.py"], costs["files"]["test_sleep.py"]
     assert burn["cpu"] >= 0.45 and burn["tests"] == 1, costs
     assert sleep["cpu"] < 0.2 <= 0.35 <= sleep["wall"], costs
     assert 0 < costs["probe_cpu_s"] < 1 and costs["cpu_s"] >= burn["cpu"], costs
-    assert "where the run's time went" not in run("3600")
+    out, costs = run("0", pinned=True)
+    assert costs["files"]["test_burn.py"]["cpu"] >= 0.45, (out, costs)
+    out, costs = run("3600")
+    assert "where the run's time went" not in out and costs == {}, out
