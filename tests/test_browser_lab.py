@@ -46,6 +46,7 @@ QUICK_STAGE_1 = [c for stage, c, _ in list_checks(ROOT / "projects" / PROJECT / 
                  if stage == 1 and c not in SLOW_CHECKS]
 RUN_TIMEOUT_MS = 180_000  # Run All of the learner notebook at CI sizes on 2 loaded cores
 UI_TIMEOUT_MS = 60_000
+QUIET_S = 5.0  # idle with no prompt changing this long after Run All: nothing more runs
 
 
 def _missing(reason: str):
@@ -102,12 +103,26 @@ def status_bar_idle(page):
 
 
 def run_all_finished(page) -> None:
-    # The kernel reports idle between two queued cells, so "Idle" alone can be read while
-    # Run All is still going; a queued cell's "[*]" cannot. (A cell that raises aborts
-    # the rest, whose prompts go back to "[ ]": the caller's unrun check names them.)
-    from playwright.sync_api import expect
-    queued = page.locator(".jp-CodeCell .jp-InputPrompt", has_text="[*]")
-    expect(queued).to_have_count(0, timeout=RUN_TIMEOUT_MS)
+    """Run All has ended: every code cell has its execution count, or the kernel has been
+    idle for QUIET_S with no prompt changing (a cell that raised without its
+    raises-exception tag aborts the rest, which the caller's unrun check names). Neither
+    "Idle" nor the absence of "[*]" says it: the kernel reports idle between two queued
+    cells, and at the first error reply, a raises-exception stub's included, JupyterLab
+    (4.6, runCells) sets every cell not yet run back to "[ ]" while the kernel goes on
+    running them (a suite run failed here on a loaded core: six cells still to run)."""
+    prompts = page.locator(".jp-CodeCell .jp-InputPrompt")
+    status = page.locator("#jp-main-statusbar")
+    deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
+    last, quiet_since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        now = prompts.all_inner_texts()
+        if now and all(re.search(r"\[\d+\]", p) for p in now):
+            break
+        if now != last or not re.search(r"\|\s*Idle", status.inner_text()):
+            last, quiet_since = now, time.monotonic()
+        elif time.monotonic() - quiet_since >= QUIET_S:
+            break
+        page.wait_for_timeout(250)
     status_bar_idle(page)
 
 
