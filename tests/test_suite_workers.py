@@ -100,11 +100,13 @@ def test_the_run_says_where_its_time_went(tmp_path):
         env.pop(PINNED, None)
         if pinned:
             env[PINNED] = str(core)
-        out = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
-             "no:xdist", str(tmp_path)], cwd=tmp_path, env=env, capture_output=True,
-            text=True, timeout=120,
-            preexec_fn=(lambda: os.sched_setaffinity(0, {core})) if pinned else None).stdout
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+               "no:xdist", str(tmp_path)]
+        if pinned:  # pinned in the child itself (a preexec_fn would fork a JAX process)
+            cmd = [sys.executable, "-c", "import os, sys; os.sched_setaffinity(0, "
+                   f"{{{core}}}); os.execv(sys.executable, sys.argv[1:])", *cmd]
+        out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=120).stdout
         written = tmp_path / "build" / "test-costs.json"
         costs = json.loads(written.read_text()) if written.exists() else {}
         written.unlink(missing_ok=True)
