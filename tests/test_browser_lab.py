@@ -136,7 +136,7 @@ def unrun_cells(page) -> str:
     unrun = [i for i, p in enumerate(prompts) if not re.search(r"\[\d+\]", p)]
     if not unrun:
         return ""
-    before = max([i for i in range(unrun[0]) if i not in unrun], default=None)
+    before = unrun[0] - 1 if unrun[0] else None
     tail = ("" if before is None else
             cells.nth(before).locator(".jp-OutputArea").inner_text()[-800:])
     return (f"code cells (0-based among code cells) {unrun} of {len(prompts)}, prompts "
