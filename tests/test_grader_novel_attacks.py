@@ -121,10 +121,15 @@ def _serve():
         _os._exit(0)
 _serve()
 '''.replace("NAME", repr(SOCKET_NAME))
+# The copier keeps trying for COPY_TRIES_S: the publisher, graded at the same moment by
+# the other worker, serves from its import until its stage (foundations 1, a few seconds)
+# ends. Every second of it is a second the suite waits: only a copier kept apart ever
+# waits it out (40 s before session 14).
+COPY_TRIES_S = 15
 COPY = r'''
 import socket as _socket, time as _time
 def _copied():
-    deadline = _time.monotonic() + 40
+    deadline = _time.monotonic() + TRIES
     while _time.monotonic() < deadline:
         try:
             c = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -142,7 +147,7 @@ def _copied():
 _source = _copied()
 if _source:
     exec(compile(_source, __file__, "exec"), globals())
-'''.replace("NAME", repr(SOCKET_NAME))
+'''.replace("NAME", repr(SOCKET_NAME)).replace("TRIES", str(COPY_TRIES_S))
 LOCKER = r'''
 import fcntl as _fcntl, os as _os, sys as _sys, time as _time
 def _hold():
