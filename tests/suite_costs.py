@@ -1,8 +1,8 @@
 """Where a pytest run's time went, printed at its end (runs of a minute or more): each
 file's wall and CPU seconds, the cores' use, and a probe of the machine's speed, so two
 runs on different machines compare by work rather than by the clock. The same suite took
-852 s here one day and 1,587 s the day before, and CI's 1,128-2,416 s: the machine moves
-more than most changes to the suite do.
+852 s here one day and 1,587 s the day before: the machine moves more than most changes to
+the suite do (CI's own figures: docs/ci.md).
 
 A test's CPU, under make test's pinned workers (conftest.pin_to_one_core), is its core's
 busy time in ``/proc/stat``: the worker and everything it started, whoever waits for it

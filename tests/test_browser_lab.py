@@ -102,6 +102,11 @@ def status_bar_idle(page):
         re.compile(r"\|\s*Idle"), timeout=RUN_TIMEOUT_MS)
 
 
+def has_run(prompt: str) -> bool:
+    """A code cell's prompt holds its execution count ("[3]"), not "[ ]" or "[*]"."""
+    return re.search(r"\[\d+\]", prompt) is not None
+
+
 def run_all_finished(page) -> None:
     """Run All has ended: every code cell has its execution count, or the kernel has been
     idle for QUIET_S with no prompt changing (a cell that raised without its
@@ -116,7 +121,7 @@ def run_all_finished(page) -> None:
     last, quiet_since = None, time.monotonic()
     while time.monotonic() < deadline:
         now = prompts.all_inner_texts()
-        if now and all(re.search(r"\[\d+\]", p) for p in now):
+        if now and all(map(has_run, now)):
             break
         if now != last or not re.search(r"\|\s*Idle", status.inner_text()):
             last, quiet_since = now, time.monotonic()
@@ -133,7 +138,7 @@ def unrun_cells(page) -> str:
     cells = page.locator(".jp-CodeCell")
     prompts = [cells.nth(i).locator(".jp-InputPrompt").inner_text()
                for i in range(cells.count())]
-    unrun = [i for i, p in enumerate(prompts) if not re.search(r"\[\d+\]", p)]
+    unrun = [i for i, p in enumerate(prompts) if not has_run(p)]
     if not unrun:
         return ""
     before = unrun[0] - 1 if unrun[0] else None
