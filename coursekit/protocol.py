@@ -129,10 +129,25 @@ def with_learner_platforms(environ) -> dict:
     return env
 
 
+ENV_ACCELERATOR = "COURSE_ACCELERATOR"  # "1": the learner process opens the chip first
+ACCELERATOR_DEVICES = ("/dev/accel0", "/dev/vfio/0", "/dev/nvidia0")
+# what a TPU VM's image sets (TPU_SKIP_MDS_QUERY is not: importing jax sets it anywhere)
+ACCELERATOR_VARIABLES = ("TPU_ACCELERATOR_TYPE", "TPU_CHIPS_PER_HOST_BOUNDS")
+
+
+def accelerator_present(environ=os.environ) -> bool:
+    """Whether this machine shows an accelerator (a TPU VM's variables, a TPU or GPU
+    device file), without starting JAX (which would take the chip)."""
+    return any(k in environ for k in ACCELERATOR_VARIABLES) or any(
+        os.path.exists(p) for p in ACCELERATOR_DEVICES)
+
+
 def learner_environment(environ) -> dict:
     """The learner process's environment: the checker's minus every channel secret, with
     the user's own JAX platforms (``with_learner_platforms``)."""
     env = {k: v for k, v in with_learner_platforms(environ).items() if k not in SECRET_ENV}
+    if env.get("JAX_PLATFORMS", "") != "cpu" and accelerator_present(env):
+        env[ENV_ACCELERATOR] = "1"
     policy = json.loads(environ.get(ENV_POLICY) or "null")
     if policy:  # the guard stays on; its violations travel over the bridge
         env[ENV_GUARD] = json.dumps({k: v for k, v in policy.items() if k != "result_fd"})

@@ -51,3 +51,16 @@ def test_a_check_names_the_device_its_learner_code_ran_on():
          str(impl), "--seed", "3"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "measured on: CPU figure (cpu), 1 device(s), JAX" in done.stdout
+
+
+def test_a_tpu_machine_is_told_by_its_own_variables_not_by_jax_s():
+    """A TPU VM sets TPU_ACCELERATOR_TYPE; importing jax sets TPU_SKIP_MDS_QUERY anywhere
+    (a CPU checker once judged its learner's kernel 'compiled' on a CPU from it)."""
+    from coursekit.checking.device import learner_may_hold_accelerator
+    assert not learner_may_hold_accelerator({"TPU_SKIP_MDS_QUERY": "1"})
+    tpu = {"TPU_ACCELERATOR_TYPE": "v5litepod-4", "JAX_PLATFORMS": "cpu",
+           protocol.ENV_LEARNER_PLATFORMS: protocol.PLATFORMS_UNSET}
+    assert learner_may_hold_accelerator(tpu)
+    assert protocol.learner_environment(tpu)[protocol.ENV_ACCELERATOR] == "1"
+    kept_on_cpu = {**tpu, protocol.ENV_LEARNER_PLATFORMS: "cpu"}  # the user asked for CPU
+    assert not learner_may_hold_accelerator(kept_on_cpu)

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
 
 from coursekit.checking.codec import Encoder, Handle, LearnerFunction, Workload, decode
@@ -35,6 +36,10 @@ PR_SET_DUMPABLE = 4
 MAX_STARTS = 3  # a learner process that keeps dying is not restarted for every check
 VIOLATION_SINKS: list = []  # callables(what, detail): the runner relays to the grader
 _PRESTARTED: dict = {}
+# Learner processes of this checker that are running: one at a time may hold an
+# accelerator (a TPU admits one process), so a new one that may use it first stops those
+# that hold it (``take_accelerator``); each starts again on its next request.
+_LIVE: weakref.WeakSet = weakref.WeakSet()
 # None: every learner process starts cold (``python -m ...learner_server``). The planted
 # runner sets ``coursekit.checking.zygote.Zygotes()``: a callable (environment, file,
 # read fd, write fd) -> a process forked warm, or None to start this one cold.
@@ -72,6 +77,7 @@ class LearnerProcess:
         self.last_wall_s = 0.0  # wall time of the last request, measured here
         self.starts = 0
         self.last_death: LearnerCodeError | None = None
+        self.backend: str | None = None  # the JAX backend it has opened (it says so)
 
     # -- process -------------------------------------------------------------------
     def start(self) -> None:
@@ -81,6 +87,8 @@ class LearnerProcess:
         # the user's own JAX platforms come back (the accelerator is the learner's); a
         # checker's explicit variables (its fake CPU devices) are applied after them
         env = {**protocol.learner_environment(os.environ), **self.extra_env}
+        if env.get("JAX_PLATFORMS") != "cpu":
+            take_accelerator(keep=self)
         env["PYTHONPATH"] = os.pathsep.join(
             [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p] + [str(COURSE_ROOT)])
         self.proc = None
@@ -96,7 +104,9 @@ class LearnerProcess:
         os.close(from_learner_w)
         self.wfd, self.rfd = to_learner_w, from_learner_r
         self.ready = None
+        self.backend = None
         self.starts += 1
+        _LIVE.add(self)
 
     @property
     def pid(self) -> int | None:
@@ -152,6 +162,8 @@ class LearnerProcess:
             self.last_death = TamperEvidence(f"the learner process wrote to the bridge "
                                              f"outside the protocol while {during}: {err}")
             raise self.last_death from None
+        if header.get("backend"):
+            self.backend = str(header["backend"])
         for v in header.get("violations") or []:
             if isinstance(v, dict):
                 for sink in VIOLATION_SINKS:
@@ -207,6 +219,24 @@ class LearnerProcess:
         if reply.get("kind") != "result":
             raise TamperEvidence(f"the learner process answered {reply.get('kind')!r}")
         return decode(reply.get("value"), buffers)
+
+
+def holds_accelerator(process) -> bool:
+    """Whether ``process`` (a LearnerProcess) has opened a backend other than the CPU."""
+    return getattr(process, "proc", None) is not None and process.backend not in (None, "cpu")
+
+
+def take_accelerator(keep=None) -> int:
+    """Stop every running learner process that holds an accelerator, but ``keep``, so the
+    chip is free for another process (a fresh learner process, a reference child on the
+    device). Each starts again on its next request, its handles gone. Returns how many
+    were stopped. On a CPU (no process holds an accelerator) it does nothing."""
+    stopped = 0
+    for process in list(_LIVE):
+        if process is not keep and holds_accelerator(process):
+            process.close()
+            stopped += 1
+    return stopped
 
 
 def inspect(module, name: str, *args, **kwargs):

@@ -81,6 +81,7 @@ class Context:
     workdir: Path
     stage: int
     cache: dict = field(default_factory=dict)  # shared by the checks of one run
+    learner: Any = None  # the learner module the run's checks get (coursekit.checking.device)
 
     def rng(self, salt: str) -> np.random.Generator:
         """A generator that depends on the run's seed and the check, not on check order."""
@@ -195,7 +196,7 @@ class Checker:
                 folder.mkdir(parents=True, exist_ok=True)
             ctx = Context(seed=int(seed[chk.stage]) if per_stage else seed,
                           impl_path=impl_path, workdir=folder, stage=chk.stage,
-                          cache=caches.setdefault(key, {}))
+                          cache=caches.setdefault(key, {}), learner=module)
             started = time.perf_counter()
             if load_error is not None:
                 result = self._failure(chk, load_error)

@@ -84,6 +84,19 @@ def changed(before: dict) -> list[tuple[str, str]]:
     return found
 
 
+def open_backend() -> str | None:
+    """The JAX backend this process has opened (``"tpu"``, ``"cpu"``), or None while none
+    is: a process holds an accelerator from its first computation on, and the checker
+    needs to know who holds it (one process at a time can hold a TPU)."""
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    if bridge is None or not getattr(bridge, "_backends", None):
+        return None
+    try:
+        return str(sys.modules["jax"].default_backend())
+    except Exception:  # noqa: BLE001 - a backend that broke holds nothing we can name
+        return None
+
+
 class Server:
     def __init__(self, impl_path: Path, rfd: int, wfd: int):
         self.protocol = protocol
@@ -120,6 +133,7 @@ class Server:
 
     def reply(self, header: dict, buffers=()) -> None:
         header["facts"] = {str(wid): c.report() for wid, c in self.counters.items()}
+        header["backend"] = open_backend()
         header["violations"] = self.violations()
         self.counters = {}
         self.protocol.write_frame(self.wfd, header, buffers)
@@ -197,10 +211,36 @@ class Server:
             self.handle(header, buffers)
 
 
+MATMUL_PRECISION = "highest"  # on an accelerator: float32 products keep float32 digits
+OPEN_TRIES, OPEN_WAIT_S = 15, 1.0
+
+
+def open_accelerator() -> None:
+    """On a machine with an accelerator: open it before the learner's file is imported,
+    trying again while another process lets go of it (a chip refuses a program started
+    just after another ended), and make float32 matmuls float32 (a TPU's default
+    precision multiplies in bfloat16 passes: three digits where the contracts promise
+    float32's). A learner who wants bfloat16 speed asks for it with bfloat16 arrays."""
+    import time
+
+    import jax
+    jax.config.update("jax_default_matmul_precision", MATMUL_PRECISION)
+    for attempt in range(OPEN_TRIES):
+        try:
+            jax.devices()
+            return
+        except RuntimeError as err:
+            if "lockfile" not in str(err) or attempt == OPEN_TRIES - 1:
+                return  # the learner's first JAX call raises it again, named there
+            time.sleep(OPEN_WAIT_S)
+
+
 def main() -> None:
     fds = os.environ.pop(protocol.ENV_BRIDGE)
     rfd, wfd = (int(v) for v in fds.split(","))
     drop_privileges()
+    if os.environ.get(protocol.ENV_ACCELERATOR) == "1":
+        open_accelerator()
     Server(Path(sys.argv[1]), rfd, wfd).serve()
     sys.stdout.flush()
     os._exit(0)  # no atexit handlers from learner code after the checker is done

@@ -12,8 +12,11 @@ variants are interleaved so that drift hits them alike.
 Beside it, the compiler's plan of the same compiled program
 (``compiled.memory_analysis()``): ``argument``, ``output`` and ``temp`` bytes (temp
 excludes arguments and outputs), ``peak_memory_in_bytes`` and ``total_allocation_bytes``.
-Where the device reports memory (``device.memory_stats()``, an accelerator), its
-``peak_bytes_in_use`` is returned too; on CPU it is None, and VmHWM is *host* memory: it
+Where the device reports memory (``device.memory_stats()``, an accelerator), the figure is
+the device's instead: ``run_peak_bytes`` is how far ``peak_bytes_in_use`` rose above the
+``bytes_in_use`` just before the run (``peak_source`` says "device"; the host's VmHWM is
+kept beside it), and the repeats run one at a time (one process at a time can hold a TPU).
+On CPU ``memory_stats()`` is None and the figure is VmHWM's (``peak_source`` "host"), which
 says nothing about an accelerator's HBM.
 
 API::
@@ -65,10 +68,15 @@ def memory_fields(compiled) -> dict:
             for f in MEMORY_FIELDS}
 
 
+def device_stat(device, key: str = "peak_bytes_in_use") -> int | None:
+    """``key`` from ``device.memory_stats()`` where the device reports it (None on CPU)."""
+    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
+    return int(stats[key]) if stats and key in stats else None
+
+
 def device_peak(device) -> int | None:
     """``peak_bytes_in_use`` from ``device.memory_stats()`` where the device reports it."""
-    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
-    return int(stats["peak_bytes_in_use"]) if stats and "peak_bytes_in_use" in stats else None
+    return device_stat(device, "peak_bytes_in_use")
 
 
 def load_factory(spec: str):
@@ -89,17 +97,22 @@ def measure_here(fn, args) -> dict:
     args = jax.block_until_ready(args)
     compiled = jax.jit(fn).lower(*args).compile()
     jax.block_until_ready(jax.jit(lambda v: v + 1)(jnp.ones(8)))  # start the runtime
+    device = jax.devices()[0]
     unreset = status_bytes("VmHWM")
     reset = reset_high_water_mark()
     rss_before = status_bytes("VmRSS")
+    held_before = device_stat(device, "bytes_in_use")
     out = jax.block_until_ready(compiled(*args))
     hwm = status_bytes("VmHWM")
     del out
-    device = jax.devices()[0]
-    return {"run_peak_bytes": hwm - rss_before if reset else None,
+    peak = device_peak(device)
+    host = hwm - rss_before if reset else None
+    on_device = peak is not None and held_before is not None
+    return {"run_peak_bytes": peak - held_before if on_device else host,
+            "peak_source": "device" if on_device else "host", "host_run_peak_bytes": host,
             "vmhwm_bytes": hwm, "vmhwm_before_run_bytes": unreset,
             "rss_before_run_bytes": rss_before, "reset_ok": reset, "pid": os.getpid(),
-            "device": str(device.platform), "device_peak_bytes": device_peak(device),
+            "device": str(device.platform), "device_peak_bytes": peak,
             **memory_fields(compiled)}
 
 
@@ -113,13 +126,14 @@ print("RESULT " + json.dumps(peak_memory.measure_here(fn, args)))
 """
 
 
-def fresh_process_peak(factory: str, kwargs: dict, *, timeout: float = 300) -> dict:
+def fresh_process_peak(factory: str, kwargs: dict, *, timeout: float = 300,
+                       env: dict | None = None) -> dict:
     """One fresh process measuring ``factory(**kwargs)`` (see ``measure_here``), started
-    clean (``coursekit.measure.children``)."""
+    clean (``coursekit.measure.children``), with ``env`` on top of this environment."""
     spec = json.dumps({"factory": factory, "kwargs": kwargs})
     # started clean (python -I, a folder of its own): the caller's working folder may be
     # one a submission wrote, and python -c would import from it first
-    done = run_clean(["-c", _CHILD, str(COURSE_ROOT), spec], timeout=timeout)
+    done = run_clean(["-c", _CHILD, str(COURSE_ROOT), spec], timeout=timeout, env=env)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"peak-memory child for {factory} failed "
@@ -128,7 +142,9 @@ def fresh_process_peak(factory: str, kwargs: dict, *, timeout: float = 300) -> d
 
 
 def fresh_process_peaks(variants: dict[str, tuple[str, dict]], *, repeats: int = 3,
-                        timeout: float = 300, workers: int | None = None) -> dict[str, dict]:
+                        timeout: float = 300, workers: int | None = None,
+                        env: dict | None = None, one_at_a_time: bool = False
+                        ) -> dict[str, dict]:
     """Every variant ``repeats`` times, one fresh process each, started interleaved
     (variant A, B, ... then again), at most ``workers`` at a time (default: the cores this
     process may use; each process's high-water mark is its own, so running them side by
@@ -136,12 +152,15 @@ def fresh_process_peaks(variants: dict[str, tuple[str, dict]], *, repeats: int =
     ``run_peak_bytes``, ``vmhwm_bytes``, ``rss_before_run_bytes``, ``pids``; the plan's
     fields and ``device_peak_bytes`` from the first repeat (the plan is the same program
     each time); ``spread_bytes`` (max - min of the run-only peaks) and
-    ``median_run_peak_bytes``."""
+    ``median_run_peak_bytes``. ``env``: variables for the children (a checker's children
+    on the chip get the learner's platforms back); ``one_at_a_time`` for children on an
+    accelerator, which admits one process at a time."""
     from concurrent.futures import ThreadPoolExecutor
     order = [(name, spec) for _ in range(repeats) for name, spec in variants.items()]
-    workers = workers or len(os.sched_getaffinity(0))
+    workers = 1 if one_at_a_time else (workers or len(os.sched_getaffinity(0)))
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = [(name, pool.submit(fresh_process_peak, factory, kwargs, timeout=timeout))
+        futures = [(name, pool.submit(fresh_process_peak, factory, kwargs, timeout=timeout,
+                                      env=env))
                    for name, (factory, kwargs) in order]
         runs: dict[str, list] = {name: [] for name in variants}
         for name, future in futures:
@@ -155,7 +174,8 @@ def summarise(runs: list[dict]) -> dict:
     peaks = [r["run_peak_bytes"] for r in runs]
     first = runs[0]
     known = [p for p in peaks if p is not None]
-    return {"run_peak_bytes": peaks, "vmhwm_bytes": [r["vmhwm_bytes"] for r in runs],
+    return {"run_peak_bytes": peaks, "peak_source": first.get("peak_source", "host"),
+            "vmhwm_bytes": [r["vmhwm_bytes"] for r in runs],
             "rss_before_run_bytes": [r["rss_before_run_bytes"] for r in runs],
             "pids": [r["pid"] for r in runs], "repeats": len(runs),
             "median_run_peak_bytes": int(statistics.median(known)) if known else None,

@@ -31,6 +31,7 @@ from pallas_harness import (
 from coursekit.checking import bridge
 from coursekit.checking.bridge import LearnerFunction, TamperEvidence
 from coursekit.checking.contract import CheckFailed, short
+from coursekit.checking.device import learner_backend
 from coursekit.checking.learner import LearnerCodeError, get_function
 from coursekit.checking.values import as_array, fail_unless, require_keys
 from coursekit.measure.pallas_inspect import KERNEL_CALL_MARKERS
@@ -283,10 +284,10 @@ def _(impl, ctx):
         fail_unless(got == want and isinstance(got, str), f"execution_mode({backend!r})",
                     yours=got, expected=want, hint="compiled Pallas does not run on CPU: "
                     "there it must run with interpret=True")
-    here = "interpreted" if jax.default_backend() == "cpu" else "compiled"
+    here = "interpreted" if learner_backend(ctx) == "cpu" else "compiled"
     got = mode()
     fail_unless(got == here, "execution_mode() without an argument must describe "
-                "jax.default_backend()", yours=got, expected=here)
+                "jax.default_backend() where it runs", yours=got, expected=here)
 
 
 @checker.check(2, "kernel_is_a_pallas_call")
@@ -467,7 +468,7 @@ def _(impl, ctx):
     x = draw(rng, shape, jnp.float32)
     result, ran_sites = run_observed(impl, x, block_rows)
     expect_close(result["y"], x, "float32", "run_softmax()['y']", KERNEL_HINT)
-    backend = jax.default_backend()
+    backend = learner_backend(ctx)
     fail_unless(result["backend"] == backend, "run_softmax declares the wrong backend",
                 yours=result["backend"], expected=backend)
     info = learner_sites(impl, x, block_rows)

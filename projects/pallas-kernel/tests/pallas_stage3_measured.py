@@ -39,6 +39,7 @@ from pallas_harness import BLOCK_ROWS, DTYPES, budget, checker, draw, exported_k
 from coursekit.checking import bridge
 from coursekit.checking.bridge import LearnerFunction, TamperEvidence, Workload
 from coursekit.checking.contract import CheckFailed, short
+from coursekit.checking.device import learner_backend, learner_may_hold_accelerator
 from coursekit.checking.errors import CheckInconclusive
 from coursekit.checking.learner import get_function
 from coursekit.checking.probes import ratio_verdict, samples_of
@@ -133,7 +134,9 @@ def within_call_window(value, window, what: str) -> None:
 
 
 def expected_mode() -> str:
-    return "interpreted" if jax.default_backend() == "cpu" else "compiled"
+    """The mode the learner's kernel must run in where it runs (static: a CPU interprets,
+    an accelerator compiles)."""
+    return "compiled" if learner_may_hold_accelerator() else "interpreted"
 
 
 def check_records(records) -> list[dict]:
@@ -241,7 +244,7 @@ def _(impl, ctx):
                     "record's own first (compiling) call", hint="first_call_s = "
                     "time.perf_counter() after the sync minus time.perf_counter() before "
                     "the call")
-    backend, mode = jax.default_backend(), expected_mode()
+    backend, mode = learner_backend(ctx), expected_mode()
     for shape in shapes:
         base = find(records, "jnp", shape)
         fail_unless(base["output_ok"] is True, f"the baseline's output for {list(shape)} was "
@@ -429,8 +432,9 @@ def _(impl, ctx):
             # runs).
             exported = exported_kernel(impl, x, block_rows)
             fns["pallas"] = None if exported is None else jax.jit(exported.call)
-            fns["jnp"] = jax.jit(get_function(impl, "softmax_jnp").export(
-                x, out_example=x).call)
+            # on an accelerator the baseline too is timed where it runs, on the chip
+            fns["jnp"] = None if learner_may_hold_accelerator() else jax.jit(
+                get_function(impl, "softmax_jnp").export(x, out_example=x).call)
         mine = {}
         for name, fn in fns.items():
             if fn is not None:
@@ -440,9 +444,11 @@ def _(impl, ctx):
             # A compiled kernel jax cannot export (off CPU): the checker's own timing
             # code (coursekit.measure.timing) runs in the learner process; its samples
             # must fit the request's wall time measured here.
+            learner_fn, extra = (("softmax_pallas", {"block_rows": block_rows})
+                                 if name == "pallas" else ("softmax_jnp", {}))
             samples = bridge.inspect(impl, "pallas-kernel/time_synced",
-                                     LearnerFunction("softmax_pallas"), x, warmup=warmup,
-                                     iters=SYNC_ITERS, block_rows=block_rows)
+                                     LearnerFunction(learner_fn), x, warmup=warmup,
+                                     iters=SYNC_ITERS, **extra)
             if not (isinstance(samples, list) and len(samples) == SYNC_ITERS
                     and all(type(v) is float and v > 0 for v in samples)
                     and sum(samples) <= impl.__bridge__.last_wall_s):

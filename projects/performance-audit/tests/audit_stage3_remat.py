@@ -16,6 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 from audit_harness import checker
 
+from coursekit import protocol
+from coursekit.checking import bridge
+from coursekit.checking.device import learner_may_hold_accelerator
 from coursekit.checking.learner import get_function, require_written
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import peak_memory
@@ -324,12 +327,32 @@ _REFERENCE_PEAKS: dict[str, dict] = {}
 
 
 def reference_peaks(cfg: dict, policies: tuple, repeats: int) -> dict:
+    """The checker's own run-only peaks. On an accelerator its children run on the chip
+    (the learner's platforms, one at a time, every learner process off the chip first): a
+    device peak is compared with a device peak, never with host memory."""
     key = repr((sorted(cfg.items()), policies, repeats))
     if key not in _REFERENCE_PEAKS:
+        chip = learner_may_hold_accelerator()
+        if chip:
+            bridge.take_accelerator()
+        env = {k: v for k, v in protocol.with_learner_platforms(os.environ).items()
+               if k.startswith(("JAX_", "XLA_", "TPU_"))} if chip else None
+        if chip and "JAX_PLATFORMS" not in env:
+            env["JAX_PLATFORMS"] = ""  # unset for the child: JAX picks the chip
         _REFERENCE_PEAKS[key] = peak_memory.fresh_process_peaks(
             {str(p): (peak_memory.blocks_factory(), dict(cfg, policy=p)) for p in policies},
-            repeats=repeats)
+            repeats=repeats, env=env, one_at_a_time=chip)
     return _REFERENCE_PEAKS[key]
+
+
+def peak_module(impl, ctx):
+    """Where ``peak_rss_fresh_process`` is called: the run's learner process, or on an
+    accelerator a learner process that never opens the chip itself (its fresh processes
+    must, and one process at a time can hold it): (module, process to close or None)."""
+    if not learner_may_hold_accelerator():
+        return impl, None
+    process = bridge.LearnerProcess(ctx.impl_path, env={protocol.ENV_ACCELERATOR: "0"})
+    return process.module(), process
 
 
 @checker.check(3, "peak_memory_from_fresh_process")
@@ -337,17 +360,30 @@ def _(impl, ctx):
     import statistics
     import threading
     cfg, repeats, policies = peak_workload(ctx), 3, (None, "nothing_saveable")
-    yours = {None: learner_peak(impl, cfg, None, repeats)}
-    reference: dict = {}
-    # the checker's own run-only peaks, in its own fresh processes, while the learner's
-    # second policy runs (memory per process does not depend on the load)
-    worker = threading.Thread(target=lambda: reference.update(
-        reference_peaks(cfg, policies, repeats)))
-    worker.start()
+    module, process = peak_module(impl, ctx)
     try:
-        yours["nothing_saveable"] = learner_peak(impl, cfg, "nothing_saveable", repeats)
+        yours = {None: learner_peak(module, cfg, None, repeats)}
+        reference: dict = {}
+        if process is not None:  # on the chip: one process at a time, each in turn
+            yours["nothing_saveable"] = learner_peak(module, cfg, "nothing_saveable",
+                                                     repeats)
+            single = learner_peak(module, cfg, None, 1)
+            reference.update(reference_peaks(cfg, policies, repeats))
+        else:
+            # the checker's own run-only peaks, in its own fresh processes, while the
+            # learner's second policy runs (memory per process does not depend on the load)
+            worker = threading.Thread(target=lambda: reference.update(
+                reference_peaks(cfg, policies, repeats)))
+            worker.start()
+            try:
+                yours["nothing_saveable"] = learner_peak(module, cfg, "nothing_saveable",
+                                                         repeats)
+            finally:
+                worker.join()
+            single = None
     finally:
-        worker.join()
+        if process is not None:
+            process.close()
     fail_unless(set(reference) == {str(p) for p in policies},
                 "the checker's own peak measurement failed", yours="", expected="")
     mib = 2**20
@@ -368,7 +404,7 @@ def _(impl, ctx):
                     "and inputs: the figure asked is how far memory rose above what the "
                     "process held just before the run, during the run alone")
     # repeats=1 is a request the signature admits: one fresh process, its figure, its plan
-    single = learner_peak(impl, cfg, None, 1)
+    single = single or learner_peak(module, cfg, None, 1)
     fail_unless(single["argument_size_in_bytes"] == reference["None"]["argument_size_in_bytes"],
                 "repeats=1: argument_size_in_bytes is not the plan of the program that ran",
                 yours=single["argument_size_in_bytes"],

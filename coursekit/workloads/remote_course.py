@@ -1,0 +1,73 @@
+"""Course code every checker may run in the learner process, on the device it holds.
+
+On an accelerator the learner process is the one process that holds the chip (a TPU
+admits one at a time; the checker's process is pinned to the CPU), so the checker's own
+measurements of a catalog workload that must be taken on the chip (its synchronised
+timing, the compiled program's cost and memory plan) run here, as course code beside the
+learner's (``coursekit.checking.device``). They are self-reported in the checkers'
+sense: each check that uses one says what bounds it (the wall time the checker measures
+around the request bounds every time; a compiler count must agree with the count by
+hand where one exists). On the CPU the checker measures in its own process as before.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def device(*_args, **_kwargs) -> dict:
+    """Where this process computes (``coursekit.measure.environment.device_facts``)."""
+    from coursekit.measure.environment import device_facts
+    return device_facts()
+
+
+def time_workload(fn, *args, iters: int, first: bool = False) -> dict:
+    """Synchronised calls of ``fn`` (a catalog workload, resolved here to a fresh jitted
+    function) on ``args``: the first call timed apart when ``first`` (trace, compile and
+    run), else two untimed warm-up calls; then ``iters`` calls each timed alone."""
+    import jax
+    first_s = None
+    if first:
+        start = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        first_s = time.perf_counter() - start
+    else:
+        jax.block_until_ready(fn(*args))
+        jax.block_until_ready(fn(*args))
+    samples = []
+    for _ in range(int(iters)):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        samples.append(time.perf_counter() - start)
+    return {"first_call_s": first_s, "samples_s": samples}
+
+
+def _compiled(fn, args):
+    import jax
+    target = getattr(fn, "fn", fn)  # a CallCounter around the catalog's function
+    return jax.jit(target).lower(*args).compile()
+
+
+def compiled_cost(fn, *args) -> dict:
+    """``cost_analysis()`` of ``fn`` compiled here, for this device: flops, bytes accessed,
+    transcendentals (floats)."""
+    cost = _compiled(fn, args).cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+    return {k: float(cost[k]) for k in ("flops", "bytes accessed", "transcendentals")
+            if k in (cost or {})}
+
+
+def memory_plan(fn, *args) -> dict:
+    """``memory_analysis()`` of ``fn`` compiled here, for this device (bytes, ints)."""
+    plan = _compiled(fn, args).memory_analysis()
+    fields = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
+              "peak_memory_in_bytes", "total_allocation_bytes")
+    return {f: int(getattr(plan, f)) for f in fields if hasattr(plan, f)}
+
+
+INSPECTORS = {
+    "course/device": device,
+    "course/time_workload": time_workload,
+    "course/compiled_cost": compiled_cost,
+    "course/memory_plan": memory_plan,
+}
