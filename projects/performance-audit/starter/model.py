@@ -342,15 +342,19 @@ def compiler_temp_bytes(params: list, x, policy: str | None = None,
 def peak_rss_fresh_process(depth: int, width: int, hidden: int, batch: int,
                            policy: str | None = None, repeats: int = 3) -> dict:
     """Observed peak memory of *running* one jitted ``loss_and_grads`` call (inputs from
-    ``init_blocks(jax.random.key(0), ...)`` and a ``(batch, width)`` normal input), host
-    memory, measured ``repeats`` times, each in a fresh Python process.
+    ``init_blocks(jax.random.key(0), ...)`` and a ``(batch, width)`` normal input),
+    measured ``repeats`` times, each in a fresh Python process: the memory of the device
+    that ran it (host memory on a CPU; the accelerator's own memory where
+    ``memory_stats()`` reports it, where one process at a time may hold the device).
 
-    A process's high-water mark (``VmHWM`` in ``/proc/self/status``) also holds the
-    runtime, the compile and the inputs; what is asked is the run alone.
+    A process's high-water mark (``VmHWM`` in ``/proc/self/status``; a device's
+    ``peak_bytes_in_use``) also holds the runtime, the compile and the inputs; what is
+    asked is the run alone.
 
     Returns a JSON-able dict (bytes, ints):
-      run_peak_bytes: list, one per repeat: how far above its resident memory just
-          before the run the process's memory rose during the run
+      run_peak_bytes: list, one per repeat: how far above what the process held just
+          before the run its memory rose during the run (the device's, where it reports
+          memory, else the host's)
       vmhwm_bytes: list, VmHWM after the run
       pids: list of the fresh processes' pids
       argument_size_in_bytes, output_size_in_bytes, temp_size_in_bytes,
