@@ -62,15 +62,21 @@ def on_accelerator(ctx, module=None) -> bool:
     return learner_backend(ctx, module) != "cpu"
 
 
-def time_on_device(module, workload, *args, iters: int, first: bool = False) -> dict:
+def time_on_device(module, workload, *args, iters: int, first: bool = False,
+                   keep: str | None = None) -> dict:
     """The checker's own synchronised timing of ``workload`` (a catalog ``Workload``, a
     fresh jitted copy) on ``args``, taken in the learner process, where the chip is:
     {"first_call_s": float or None, "samples_s": [iters floats]} (the first call is timed
-    apart when ``first``; warm-up otherwise). Raises ``CheckFailed`` when the times add
-    up to more than the wall time this process measured around the request."""
+    apart when ``first``; warm-up otherwise). ``workload`` may instead be the name a
+    copy was kept by (``keep``): that copy, warm, timed again. Raises ``CheckFailed`` when
+    the times add up to more than the wall time this process measured around the
+    request."""
     started = time.perf_counter()
-    got = bridge.inspect(module, "course/time_workload", workload, *args, iters=int(iters),
-                         first=bool(first))
+    if isinstance(workload, str):
+        got = bridge.inspect(module, "course/time_kept", workload, *args, iters=int(iters))
+    else:
+        got = bridge.inspect(module, "course/time_workload", workload, *args,
+                             iters=int(iters), first=bool(first), keep=keep)
     wall = time.perf_counter() - started
     samples = [float(s) for s in got.get("samples_s", [])] if isinstance(got, dict) else []
     first_s = got.get("first_call_s") if isinstance(got, dict) else None
@@ -80,3 +86,27 @@ def time_on_device(module, workload, *args, iters: int, first: bool = False) -> 
                           "up", yours=f"{total:.4g} s of samples in {wall:.4g} s of wall time",
                           hint="the learner process reported times it cannot have measured")
     return {"first_call_s": None if first_s is None else float(first_s), "samples_s": samples}
+
+
+class KeptWork:
+    """The checker's own warm copy of a workload, kept in the learner process on the chip
+    (``time_on_device(..., keep=...)``): ``samples(*args, iters=...)`` times it again."""
+
+    def __init__(self, module, key: str):
+        self.module, self.key = module, key
+
+    def samples(self, *args, iters: int) -> list[float]:
+        return time_on_device(self.module, self.key, *args, iters=iters)["samples_s"]
+
+
+def compile_on_device(module, workload, *args) -> float:
+    """Seconds to trace, lower and compile a fresh copy of ``workload`` on the chip (no
+    run), bounded by the wall time around the request."""
+    started = time.perf_counter()
+    seconds = bridge.inspect(module, "course/compile_time", workload, *args)
+    wall = time.perf_counter() - started
+    if not isinstance(seconds, float) or not 0 < seconds <= wall:
+        raise CheckFailed("the compile time taken in the learner process does not fit the "
+                          "request", yours=seconds, expected=f"0 < s <= {wall:.4g}",
+                          hint="the learner process reported a time it cannot have measured")
+    return seconds

@@ -21,11 +21,20 @@ def device(*_args, **_kwargs) -> dict:
     return device_facts()
 
 
-def time_workload(fn, *args, iters: int, first: bool = False) -> dict:
+# Workloads kept for later rounds of the same check (``keep``): the checker's own warm copy
+# on the chip, timed again without another compile.
+_KEPT: dict = {}
+
+
+def time_workload(fn, *args, iters: int, first: bool = False, keep: str | None = None
+                  ) -> dict:
     """Synchronised calls of ``fn`` (a catalog workload, resolved here to a fresh jitted
     function) on ``args``: the first call timed apart when ``first`` (trace, compile and
-    run), else two untimed warm-up calls; then ``iters`` calls each timed alone."""
+    run), else two untimed warm-up calls; then ``iters`` calls each timed alone. ``keep``:
+    a name to time the same compiled copy again by (``time_kept``)."""
     import jax
+    if keep:
+        _KEPT[str(keep)] = fn
     first_s = None
     if first:
         start = time.perf_counter()
@@ -40,6 +49,32 @@ def time_workload(fn, *args, iters: int, first: bool = False) -> dict:
         jax.block_until_ready(fn(*args))
         samples.append(time.perf_counter() - start)
     return {"first_call_s": first_s, "samples_s": samples}
+
+
+def time_kept(key: str, *args, iters: int) -> dict:
+    """``iters`` more synchronised calls of a kept workload, each timed alone."""
+    import jax
+    fn = _KEPT[str(key)]
+    samples = []
+    for _ in range(int(iters)):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        samples.append(time.perf_counter() - start)
+    return {"first_call_s": None, "samples_s": samples}
+
+
+def compile_time(fn, *args) -> float:
+    """Seconds to trace, lower and compile a fresh copy of ``fn`` for ``args`` (no run)."""
+    import jax
+    start = time.perf_counter()
+    jax.jit(getattr(fn, "fn", fn)).lower(*args).compile()
+    return time.perf_counter() - start
+
+
+def bandwidth_samples(kind: str, nbytes: int, iters: int) -> dict:
+    """``coursekit.measure.bandwidth.measure`` here, on this device."""
+    from coursekit.measure import bandwidth
+    return bandwidth.measure(kind, int(nbytes), iters=int(iters))
 
 
 def _compiled(fn, args):
@@ -68,6 +103,9 @@ def memory_plan(fn, *args) -> dict:
 INSPECTORS = {
     "course/device": device,
     "course/time_workload": time_workload,
+    "course/time_kept": time_kept,
+    "course/compile_time": compile_time,
+    "course/bandwidth": bandwidth_samples,
     "course/compiled_cost": compiled_cost,
     "course/memory_plan": memory_plan,
 }

@@ -32,7 +32,23 @@ def fused_reduce(a):
     return jnp.sum(jnp.tanh(a) * 2.0 + 1.0, axis=0)
 
 
+def stage1_repeated(scale: float, repeats: int):
+    """The stage-1 step ``tanh(v @ a * scale)`` repeated ``repeats`` times in one jitted
+    program (a loop the compiler keeps): on an accelerator, a run far longer than its
+    compile on a modest input."""
+    def run(a):
+        return jax.lax.fori_loop(0, int(repeats), lambda i, v: jnp.tanh(v @ a * scale), a)
+    return jax.jit(run)
+
+
+def square_matmul():
+    """``a @ a``, jitted: the checker's own matmul of the peak-FLOP/s check."""
+    return jax.jit(lambda a: a @ a)
+
+
 WORKLOADS = {
+    "performance-audit/stage1_repeated": stage1_repeated,
+    "performance-audit/square_matmul": square_matmul,
     "performance-audit/host_metric_step": host_metric_step,
     "performance-audit/fused_reduce": lambda: fused_reduce,
 }

@@ -22,6 +22,7 @@ import numpy as np
 
 from coursekit.checking.bridge import Workload
 from coursekit.checking.contract import Checker
+from coursekit.checking.device import KeptWork, on_accelerator, time_on_device
 from coursekit.checking.errors import CheckInconclusive
 from coursekit.checking.probes import ratio_verdict, timing_budget_s
 from coursekit.measure.timing import time_synced
@@ -84,11 +85,22 @@ def reference(ctx) -> dict:
     return ctx.once("reference", measure)
 
 
+def on_chip(ctx) -> bool:
+    """Whether the learner's code runs on an accelerator: the checker's own timings are
+    then taken there, in the learner process (``coursekit.checking.device``), since this
+    process stays on the CPU and a CPU's time says nothing about the chip."""
+    return ctx.learner is not None and on_accelerator(ctx)
+
+
 def own_stage1(ctx):
     """The checker's own jitted copy of the stage-1 work and the run's input, compiled and
-    warmed once (shared by every check's rounds)."""
+    warmed once (shared by every check's rounds): here, or kept on the chip."""
     def make():
-        _, work, x = stage1_workload(ctx)
+        workload, work, x = stage1_workload(ctx)
+        if on_chip(ctx):
+            key = f"own-stage1-{ctx.seed}-{ctx.stage}"
+            time_on_device(ctx.learner, workload, x, iters=1, first=True, keep=key)
+            return KeptWork(ctx.learner, key), x
         fn = jax.jit(work)
         jax.block_until_ready(fn(x))
         jax.block_until_ready(fn(x))
@@ -97,7 +109,10 @@ def own_stage1(ctx):
 
 
 def synced_samples(fn, *args, iters: int) -> list[float]:
-    """``iters`` synchronised calls of an already compiled ``fn``, each timed alone."""
+    """``iters`` synchronised calls of an already compiled ``fn``, each timed alone (a
+    ``KeptWork``: on the chip, in the learner process)."""
+    if isinstance(fn, KeptWork):
+        return fn.samples(*args, iters=iters)
     samples = []
     for _ in range(iters):
         start = time.perf_counter()

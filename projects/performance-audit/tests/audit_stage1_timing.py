@@ -47,6 +47,7 @@ from audit_harness import (
     checker,
     checker_stage1_samples,
     load_text,
+    on_chip,
     reference,
     stage1_workload,
     synced_samples,
@@ -54,6 +55,7 @@ from audit_harness import (
 )
 
 from coursekit.checking.bridge import TamperEvidence, Workload
+from coursekit.checking.device import KeptWork, compile_on_device, time_on_device
 from coursekit.checking.errors import CheckFailed, CheckInconclusive
 from coursekit.checking.learner import get_function
 from coursekit.checking.probes import (
@@ -269,7 +271,7 @@ def large_first_call_input(ctx):
     x, rng = first_call_input(ctx, "large")
     started, budget = time.monotonic(), timing_budget_s(BUDGET_S["large_search"])
     while True:
-        timing, fn = own_first_call(rng, x, 1)
+        timing, fn = own_first_call(rng, x, 1, ctx)
         run = min(timing.samples_s)
         compile_s = max(own_compile_s(rng, x), timing.first_call_s - run)
         if x.shape[0] >= LARGE_N_MAX or run >= RUN_OVER_COMPILE * compile_s:
@@ -301,20 +303,65 @@ def large_first_call_input(ctx):
         x = square_input(rng, n)
 
 
-def own_compile_s(rng, x) -> float:
+STAGE1 = ("performance-audit/stage1", {})
+# On an accelerator a run far longer than its compile needs no huge input: the stage-1
+# step repeated in one program (a loop the compiler keeps), n this size, the repeats grown.
+CHIP_LARGE_N, CHIP_REPEATS = 1025, (8, 1 << 14)
+
+
+def large_chip_input(ctx):
+    """The large case on an accelerator: the stage-1 step repeated ``repeats`` times in one
+    program on an (n, n) input, repeats doubled until the checker's own run (on the chip)
+    takes RUN_OVER_COMPILE times its compile, within the search's budget (else the case
+    is undecided, as on a CPU). Returns (x, rng, timing, kept copy, work)."""
+    rng = ctx.rng("first-call-large")
+    x = square_input(rng, CHIP_LARGE_N)
+    started, budget = time.monotonic(), timing_budget_s(BUDGET_S["large_search"])
+    repeats = CHIP_REPEATS[0]
+    while True:
+        work = ("performance-audit/stage1_repeated", {"repeats": repeats})
+        timing, fn = own_first_call(rng, x, 1, ctx, work)
+        run = min(timing.samples_s)
+        compile_s = max(own_compile_s(rng, x, ctx, work), timing.first_call_s - run)
+        if run >= RUN_OVER_COMPILE * compile_s or repeats >= CHIP_REPEATS[1]:
+            return x, rng, timing, fn, work
+        repeats *= 2
+        if time.monotonic() - started + 2 * (compile_s + 2 * run) > budget:
+            if run >= RUN_OVER_COMPILE_LEAST * compile_s:
+                return x, rng, timing, fn, work
+            raise CheckInconclusive(
+                "your first_call_s (large work): the checker could not size the work "
+                "within its budget", evidence=f"{repeats // 2} repeats at n={x.shape[0]} "
+                f"ran {run * 1e3:.4g} ms on the chip against a compile of "
+                f"{compile_s * 1e3:.4g} ms; a verdict needs a run of {RUN_OVER_COMPILE:g}x "
+                f"the compile; {load_text()}")
+
+
+def own_compile_s(rng, x, ctx=None, work=STAGE1) -> float:
     """Seconds to trace, lower and compile a fresh copy of the stage-1 work for ``x`` (no
-    run): the compile a first call holds, timed alone."""
-    fn = jax.jit(catalog.stage1_work(float(rng.uniform(0.5, 2.0))))
+    run): the compile a first call holds, timed alone (on the chip, where the learner's
+    code runs on one; ``work``: the catalog name and parameters used there)."""
+    scale = float(rng.uniform(0.5, 2.0))
+    if ctx is not None and on_chip(ctx):
+        return compile_on_device(ctx.learner, Workload(work[0], scale=scale, **work[1]), x)
+    fn = jax.jit(catalog.stage1_work(scale))
     start = time.perf_counter()
     fn.lower(x).compile()
     return time.perf_counter() - start
 
 
-def own_first_call(rng, x, warm: int):
+def own_first_call(rng, x, warm: int, ctx=None, work=STAGE1):
     """The checker's own synced first call of a fresh copy of the stage-1 work (a scale
     of its own, so it compiles here), and ``warm`` warmed samples after it; and the
-    jitted copy, for more warmed samples later."""
-    from coursekit.measure.timing import count_compiles
+    jitted copy, for more warmed samples later. Where the learner's code runs on an
+    accelerator, both are taken on the chip (``KeptWork``)."""
+    from coursekit.measure.timing import Timing, count_compiles
+    if ctx is not None and on_chip(ctx):
+        key = f"first-{ctx.seed}-{int(rng.integers(2**62))}"
+        got = time_on_device(ctx.learner, Workload(work[0], scale=float(
+            rng.uniform(0.5, 2.0)), **work[1]), x, iters=max(warm, 1), first=True, keep=key)
+        return Timing(got["first_call_s"], got["samples_s"][:warm]), \
+            KeptWork(ctx.learner, key)
     fn = jax.jit(catalog.stage1_work(float(rng.uniform(0.5, 2.0))))
     with count_compiles() as compiles:
         timing = time_synced(fn, x, warmup=0, iters=warm)
@@ -323,9 +370,10 @@ def own_first_call(rng, x, warm: int):
     return timing, fn
 
 
-def learner_first_call(impl, ctx, x, rng, warmup: int, iters: int, what: str) -> float:
+def learner_first_call(impl, ctx, x, rng, warmup: int, iters: int, what: str,
+                       work=STAGE1) -> float:
     time_fn = get_function(impl, "time_fn")
-    workload = Workload("performance-audit/stage1", scale=float(rng.uniform(0.5, 2.0)))
+    workload = Workload(work[0], scale=float(rng.uniform(0.5, 2.0)), **work[1])
     m = require_keys(time_fn(workload, x, warmup=warmup, iters=iters), MEASUREMENT_KEYS,
                      "time_fn")
     times_within_wall(what, [m], impl.__bridge__.last_wall_s)
@@ -353,14 +401,14 @@ def first_call_small(impl, ctx) -> None:
     ~0.1 ms, which a stall of a few ms under load once read as 0.1 of a compile in one
     round of ten; the faster of two is not stalled twice as often."""
     x, rng = first_call_input(ctx, "small")
-    before, _ = own_first_call(rng, x, 3)
+    before, _ = own_first_call(rng, x, 3, ctx)
     what = "time_fn (small work)"
     yours = learner_first_call(impl, ctx, x, rng, 1, 3, what)
-    after, _ = own_first_call(rng, x, 3)
+    after, _ = own_first_call(rng, x, 3, ctx)
     warmed = statistics.median(before.samples_s + after.samples_s)
     timing_verdict(
         lambda i: min(learner_first_call(impl, ctx, x, rng, 1, 3, what) for _ in range(2)),
-        lambda i: min(own_first_call(rng, x, 0)[0].first_call_s for _ in range(2)),
+        lambda i: min(own_first_call(rng, x, 0, ctx)[0].first_call_s for _ in range(2)),
         (1 / FIRST_CALL_FLOOR, math.inf), f"your first_call_s (small work, n={x.shape[0]})",
         against=FIRST_CALL_AGAINST,
         first=(yours, geometric_mean(before.first_call_s, after.first_call_s)),
@@ -373,14 +421,14 @@ def first_call_small(impl, ctx) -> None:
 def first_call_medium(impl, ctx) -> None:
     """A first call that holds the warm-up calls is many runs longer."""
     x, rng = first_call_input(ctx, "medium")
-    before, _ = own_first_call(rng, x, 1)
+    before, _ = own_first_call(rng, x, 1, ctx)
     lo, hi = WARMUP_RANGE
     warmup = max(lo, min(hi, math.ceil(WARMUP_OVER_FIRST * before.first_call_s
                                        / min(before.samples_s))))
     what = "time_fn (medium work)"
     started = time.monotonic()
     yours = learner_first_call(impl, ctx, x, rng, warmup, 2, what)
-    after, _ = own_first_call(rng, x, 1)
+    after, _ = own_first_call(rng, x, 1, ctx)
     round_s = time.monotonic() - started
     run = min(before.samples_s + after.samples_s)
     holds_more = (f"it holds more than one call (compile + one run of {run * 1e3:.3g} ms; "
@@ -388,7 +436,7 @@ def first_call_medium(impl, ctx) -> None:
                   "result is ready, before the warm-up calls")
     timing_verdict(
         lambda i: learner_first_call(impl, ctx, x, rng, warmup, 1, what),
-        lambda i: own_first_call(rng, x, 0)[0].first_call_s,
+        lambda i: own_first_call(rng, x, 0, ctx)[0].first_call_s,
         (0.0, FIRST_CALL_CEILING), f"your first_call_s (medium work, n={x.shape[0]}, "
         f"warmup={warmup})", against=FIRST_CALL_AGAINST,
         first=(yours, geometric_mean(before.first_call_s, after.first_call_s)),
@@ -398,14 +446,15 @@ def first_call_medium(impl, ctx) -> None:
 
 def first_call_large(impl, ctx) -> None:
     """One run far longer than the compile: an unsynced first call misses the run."""
-    x, rng, before, fn = large_first_call_input(ctx)
+    x, rng, before, fn, work = (large_chip_input(ctx) if on_chip(ctx)
+                                else (*large_first_call_input(ctx), STAGE1))
     what = "time_fn (large work)"
     started = time.monotonic()
-    yours = learner_first_call(impl, ctx, x, rng, 0, 1, what)
+    yours = learner_first_call(impl, ctx, x, rng, 0, 1, what, work)
     after = synced_samples(fn, x, iters=1)[0]
     round_s = time.monotonic() - started
     timing_verdict(
-        lambda i: learner_first_call(impl, ctx, x, rng, 0, 1, what),
+        lambda i: learner_first_call(impl, ctx, x, rng, 0, 1, what, work),
         lambda i: synced_samples(fn, x, iters=1)[0],
         (RUN_FLOOR, math.inf), f"your first_call_s (large work, n={x.shape[0]})",
         against="one warmed, synchronised run of the same work by the checker, measured "

@@ -47,12 +47,15 @@ from audit_harness import (
     all_verdicts,
     checker,
     checker_stage1_samples,
+    on_chip,
     stage1_workload,
     synced_samples,
     timing_verdict,
 )
 
+from coursekit.checking import bridge
 from coursekit.checking.bridge import TamperEvidence, Workload
+from coursekit.checking.device import KeptWork, time_on_device
 from coursekit.checking.learner import get_function
 from coursekit.checking.probes import region_name, samples_of
 from coursekit.checking.values import as_float, fail_unless, require_keys
@@ -425,6 +428,15 @@ def lowered_cost(fn, *args) -> dict | None:
         return None
 
 
+def compiled_cost(ctx, workload: Workload, fn, *args) -> dict:
+    """``cost_analysis()`` of ``fn`` compiled for the device the learner's code runs on:
+    here on a CPU; on an accelerator compiled there, in the learner process (counts for
+    another backend's compiler differ: fusion decides the bytes)."""
+    if on_chip(ctx):
+        return bridge.inspect(ctx.learner, "course/compiled_cost", workload, *args)
+    return first_cost(jax.jit(fn).lower(*args).compile().cost_analysis())
+
+
 @checker.check(2, "cost_by_hand_and_compiler")
 def _(impl, ctx):
     by_hand = get_function(impl, "matmul_cost_by_hand")
@@ -433,8 +445,10 @@ def _(impl, ctx):
     for dtype in (jnp.float32, jnp.bfloat16):
         m, k, n = (int(v) | 1 for v in rng.integers(17, 300, 3))
         a, b = jnp.ones((m, k), dtype), jnp.ones((k, n), dtype)
-        compiled = jax.jit(jnp.matmul).lower(a, b).compile().cost_analysis()
-        compiled = compiled[0] if isinstance(compiled, (list, tuple)) else compiled
+        compiled = compiled_cost(ctx, Workload("jnp.matmul"), jnp.matmul, a, b)
+        fail_unless(compiled.get("flops") == 2 * m * k * n, "the compiled count of a matmul "
+                    "on this device is not 2mkn: the checker cannot vouch for it",
+                    yours=compiled.get("flops"), expected=2 * m * k * n)
         itemsize = jnp.dtype(dtype).itemsize
         hand = require_keys(by_hand(m, k, n, itemsize), ("flops", "bytes"), "by hand")
         expected = {"flops": 2 * m * k * n, "bytes": (m * k + k * n + m * n) * itemsize}
@@ -457,8 +471,7 @@ def _(impl, ctx):
     from coursekit.workloads.remote_performance_audit import fused_reduce
     rows, cols = (int(v) | 1 for v in rng.integers(100, 400, 2))
     a = jnp.asarray(rng.standard_normal((rows, cols), dtype=np.float32))
-    compiled = jax.jit(fused_reduce).lower(a).compile().cost_analysis()
-    compiled = compiled[0] if isinstance(compiled, (list, tuple)) else compiled
+    compiled = compiled_cost(ctx, Workload("performance-audit/fused_reduce"), fused_reduce, a)
     theirs = require_keys(from_compiler(Workload("performance-audit/fused_reduce"), a),
                           ("flops", "bytes"), "compiler")
     for key, ckey in (("flops", "flops"), ("bytes", "bytes accessed")):
@@ -468,6 +481,24 @@ def _(impl, ctx):
                         "compiled cost_analysis()", yours=theirs[key], expected=compiled[ckey],
                         hint=compiler_cost_hint(key, yours, compiled,
                                                 lowered_cost(fused_reduce, a)))
+
+
+def own_bandwidth(ctx, kind: str, nbytes: int, iters: int) -> dict:
+    """The checker's own ``bandwidth.measure`` of ``kind``: here, or on the chip (in the
+    learner process, its samples bounded by the wall time around the request)."""
+    if not on_chip(ctx):
+        return bandwidth.measure(kind, nbytes, iters=iters)
+    import time as clock
+    started = clock.perf_counter()
+    got = bridge.inspect(ctx.learner, "course/bandwidth", kind, nbytes, iters)
+    samples = got.get("samples_s") if isinstance(got, dict) else None
+    fail_unless(isinstance(samples, list) and len(samples) == iters and
+                all(type(v) is float and v > 0 for v in samples) and
+                sum(samples) <= clock.perf_counter() - started,
+                "the checker's bandwidth samples taken in the learner process do not fit "
+                "the request's wall time", yours=samples, expected=f"{iters} positive "
+                "seconds", hint="the learner process reported times it cannot have measured")
+    return got
 
 
 def bandwidth_bytes() -> int:
@@ -530,11 +561,16 @@ def _(impl, ctx):
     # fixed rounds the reference once failed at 0.122x under heavy load).
     n = int(ctx.rng("peak-n").integers(150, 200)) * 2 + 1  # odd, 301-399
     a = jnp.ones((n, n), jnp.float32)
-    matmul = jax.jit(lambda a: a @ a)
-    own = jax.jit(jnp.matmul).lower(a, a).compile().cost_analysis()
-    own = (own[0] if isinstance(own, (list, tuple)) else own)["flops"]
+    own = compiled_cost(ctx, Workload("jnp.matmul"), jnp.matmul, a, a)["flops"]
     flops, peak_iters = 2 * n**3, 5
-    jax.block_until_ready(matmul(a))  # compiled and warm: each round times calls only
+    if on_chip(ctx):  # the checker's own matmul on the chip, compiled and warm there
+        key = f"peak-matmul-{ctx.seed}"
+        time_on_device(ctx.learner, Workload("performance-audit/square_matmul"), a, iters=1,
+                       first=True, keep=key)
+        matmul = KeptWork(ctx.learner, key)
+    else:
+        matmul = jax.jit(lambda a: a @ a)
+        jax.block_until_ready(matmul(a))  # compiled and warm: each round times calls only
     checker_best = min(synced_samples(matmul, a, iters=peak_iters))
     matmul_first = (learner_peak_flops(impl, n, peak_iters, flops, own), checker_best)
 
@@ -557,8 +593,10 @@ def _(impl, ctx):
     iters, touched = 4, nbytes // 4 * 4
     pages = -(-nbytes // bandwidth.PAGE)
     # round 0: the checker's in-place, fresh-output and read_sum measurements, then yours
-    ref = bandwidth.measure_interleaved(("in_place", "fresh_output", "read_sum"), nbytes,
-                                        rounds=1, iters=iters)
+    chip = on_chip(ctx)  # device memory has no host page faults: those checks are the CPU's
+    ref = {kind: own_bandwidth(ctx, kind, nbytes, iters) for kind in
+           ("in_place", "read_sum")} if chip else bandwidth.measure_interleaved(
+        ("in_place", "fresh_output", "read_sum"), nbytes, rounds=1, iters=iters)
     yours = {kind: learner_bandwidth(impl, nbytes, kind, iters)
              for kind in ("in_place", "read_sum")}
     for kind, moved in (("in_place", 2 * touched), ("read_sum", touched)):
@@ -568,7 +606,7 @@ def _(impl, ctx):
                     "byte of the array once (2 x its bytes); a sum only reads them; the "
                     "array holds nbytes // 4 float32s")
     faults = max(yours["in_place"]["minor_faults"])
-    fail_unless(faults < pages // 4,
+    fail_unless(chip or faults < pages // 4,
                 f"your in-place samples paid {faults} minor page faults per call: a fresh "
                 f"{nbytes // 2**20} MiB output each call (one fault per page of it)",
                 yours=f"{faults} faults per call", expected=f"about 0 (the array has {pages} "
@@ -577,7 +615,7 @@ def _(impl, ctx):
     # the fault counts themselves, where the checker knows what they must be: a fresh
     # output each call faults once per page of it (the checker's own count, here)
     fresh = learner_bandwidth(impl, nbytes, "fresh_output", 2)
-    want = statistics.median(ref["fresh_output"]["minor_faults"])
+    want = 0 if chip else statistics.median(ref["fresh_output"]["minor_faults"])
     fail_unless(min(fresh["minor_faults"]) >= want / 2,
                 "your fresh_output samples report fewer minor page faults than a fresh "
                 f"{nbytes // 2**20} MiB output causes", yours=fresh["minor_faults"],
@@ -595,7 +633,7 @@ def _(impl, ctx):
             return moved / as_float(m["bandwidth"], f"{kind} bandwidth")
 
         def checker_per_pass(i):
-            return min(bandwidth.measure(kind, nbytes, iters=iters)["samples_s"])
+            return min(own_bandwidth(ctx, kind, nbytes, iters)["samples_s"])
 
         timing_verdict(
             yours_per_pass, checker_per_pass, window,
