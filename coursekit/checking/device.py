@@ -110,3 +110,11 @@ def compile_on_device(module, workload, *args) -> float:
                           "request", yours=seconds, expected=f"0 < s <= {wall:.4g}",
                           hint="the learner process reported a time it cannot have measured")
     return seconds
+
+
+def output_on_device(ctx, workload, *args):
+    """``workload(*args)`` computed where the learner's code runs (course code in the
+    learner process, on the chip), as numpy: the right answer on that device, where a
+    CPU's would differ by the device's rounding."""
+    import numpy as np
+    return np.asarray(bridge.inspect(ctx.learner, "course/output_of", workload, *args))

@@ -30,10 +30,16 @@ def describe(exp, **more) -> dict:
             "effects": len(exp.ordered_effects) + len(exp.unordered_effects), **more}
 
 
+# The checker runs and compiles exported programs in its own process, which stays on the
+# CPU (the chip is the learner's): a program is lowered for the CPU wherever it was traced.
+CHECKER_PLATFORMS = ("cpu",)
+
+
 def export_call(fn, args, kwargs, transform=None) -> dict:
     """Learner side: ``fn(*args, **kwargs)`` exported as a program and described, under
-    the transform the checker names (None, or ``"value_and_grad"``). The learner process
-    answers an ``export`` request with it; ``bridge.InProcess`` calls it directly."""
+    the transform the checker names (None, or ``"value_and_grad"``), lowered for the
+    checker's platform. The learner process answers an ``export`` request with it;
+    ``bridge.InProcess`` calls it directly."""
     import jax
 
     def f(*a):
@@ -42,7 +48,7 @@ def export_call(fn, args, kwargs, transform=None) -> dict:
         f = jax.value_and_grad(f)
     elif transform is not None:
         raise ValueError(f"unknown transform {transform!r}")
-    return describe(jax.export.export(jax.jit(f))(*args))
+    return describe(jax.export.export(jax.jit(f), platforms=CHECKER_PLATFORMS)(*args))
 
 
 def aval_of(text: str, dtypes: dict):

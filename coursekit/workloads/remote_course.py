@@ -77,6 +77,13 @@ def bandwidth_samples(kind: str, nbytes: int, iters: int) -> dict:
     return bandwidth.measure(kind, int(nbytes), iters=int(iters))
 
 
+def output_of(fn, *args):
+    """``fn(*args)`` here, waited for (a catalog workload's output on this device)."""
+    import jax
+    import numpy as np
+    return np.asarray(jax.block_until_ready(fn(*args)))
+
+
 def _compiled(fn, args):
     import jax
     target = getattr(fn, "fn", fn)  # a CallCounter around the catalog's function
@@ -106,6 +113,7 @@ INSPECTORS = {
     "course/time_kept": time_kept,
     "course/compile_time": compile_time,
     "course/bandwidth": bandwidth_samples,
+    "course/output_of": output_of,
     "course/compiled_cost": compiled_cost,
     "course/memory_plan": memory_plan,
 }

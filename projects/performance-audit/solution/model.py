@@ -576,8 +576,11 @@ fn, args = model._peak_call(**spec["kwargs"])
 args = jax.block_until_ready(args)
 compiled = jax.jit(fn).lower(*args).compile()
 jax.block_until_ready(jax.jit(lambda v: v + 1)(jnp.ones(8)))
-with open("/proc/self/clear_refs", "w") as fh:
-    fh.write("5")
+try:
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+except OSError:  # a sandbox may refuse it: the device's own counters still say
+    pass
 rss = status("VmRSS")
 held = (jax.devices()[0].memory_stats() or {}).get("bytes_in_use")
 out = jax.block_until_ready(compiled(*args))

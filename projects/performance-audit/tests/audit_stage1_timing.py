@@ -55,12 +55,18 @@ from audit_harness import (
 )
 
 from coursekit.checking.bridge import TamperEvidence, Workload
-from coursekit.checking.device import KeptWork, compile_on_device, time_on_device
+from coursekit.checking.device import (
+    KeptWork,
+    compile_on_device,
+    output_on_device,
+    time_on_device,
+)
 from coursekit.checking.errors import CheckFailed, CheckInconclusive
 from coursekit.checking.learner import get_function
 from coursekit.checking.probes import (
     reported_counts,
     reported_times_within_wall,
+    reported_unready,
     samples_of,
     timing_budget_s,
 )
@@ -444,10 +450,35 @@ def first_call_medium(impl, ctx) -> None:
         too_slow=holds_more)
 
 
+def first_call_large_on_chip(impl, ctx) -> None:
+    """On an accelerator a compile takes seconds (7.8 s on a TPU v5e), so no run of a
+    budget's length dwarfs it and a clock cannot tell a first call that waits from one that
+    does not. What can: a first call of the repeated stage-1 step (a run far longer than a
+    dispatch) followed at once by a timed call; the learner process's call counter sees
+    whether the first one's output was ready when the second began (only ever a reason to
+    fail, never a pass by itself: the small and medium cases time the rest)."""
+    rng = ctx.rng("first-call-large")
+    x = square_input(rng, CHIP_LARGE_N)
+    what = "time_fn (large work, on the chip)"
+    time_fn = get_function(impl, "time_fn")
+    workload = Workload("performance-audit/stage1_repeated", scale=float(
+        rng.uniform(0.5, 2.0)), repeats=CHIP_REPEATS[0] * 64)
+    m = require_keys(time_fn(workload, x, warmup=0, iters=1), MEASUREMENT_KEYS, "time_fn")
+    times_within_wall(what, [m], impl.__bridge__.last_wall_s)
+    unready = reported_unready(what, workload.facts)
+    fail_unless(0 not in unready, f"{what}: the first call returned before its work was "
+                "done: its output was not ready when the next call began",
+                yours=f"first_call_s {as_float(m['first_call_s'], 'first_call_s'):.4g} s",
+                expected="a first call that holds compile + one whole run",
+                hint="synchronise the first call inside its timed boundary too "
+                "(jax.block_until_ready, or the host read)")
+
+
 def first_call_large(impl, ctx) -> None:
     """One run far longer than the compile: an unsynced first call misses the run."""
-    x, rng, before, fn, work = (large_chip_input(ctx) if on_chip(ctx)
-                                else (*large_first_call_input(ctx), STAGE1))
+    if on_chip(ctx):
+        return first_call_large_on_chip(impl, ctx)
+    x, rng, before, fn, work = (*large_first_call_input(ctx), STAGE1)
     what = "time_fn (large work)"
     started = time.monotonic()
     yours = learner_first_call(impl, ctx, x, rng, 0, 1, what, work)
@@ -484,7 +515,10 @@ def _(impl, ctx):
 def _(impl, ctx):
     time_fn = get_function(impl, "time_fn")
     workload, work, x = stage1_workload(ctx)
-    right = np.asarray(jax.jit(work)(x))
+    # the right output as the device that runs the learner's code computes it (a chip's
+    # float32 tanh and products differ from a CPU's in the sixth digit)
+    right = output_on_device(ctx, workload, x) if on_chip(ctx) else np.asarray(
+        jax.jit(work)(x))
     wrong = right.copy()
     rng = ctx.rng("wrong-output")
     i, j = (int(v) for v in rng.integers(0, right.shape[0], 2))
