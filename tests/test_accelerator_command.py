@@ -1,0 +1,210 @@
+"""make accelerator on the CPU (CI has no accelerator): the dry run at the smallest size
+that still takes every path, run for real as a user runs it (``python -m
+coursekit.commands.accelerator --dry-run``): one project's one stage on its solution and
+its starter, a notebook that runs to its end and one that stops, the device probe and the
+roofline at tiny sizes; then the report's fields and statuses, read back."""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import sys
+
+import jax
+import jaxlib
+import nbformat
+import pytest
+
+from coursekit.commands import accelerator_report as report
+from coursekit.commands.accelerator_roofline import SPECS
+from coursekit.commands.accelerator_runs import stage_verdicts
+from coursekit.facts import ROOT
+
+pytestmark = pytest.mark.slow
+COMMAND = [sys.executable, "-m", "coursekit.commands.accelerator"]
+ARGS = ["--dry-run", "--only", "foundations", "--stage", "1"]
+ITERS, ROUNDS = 3, 2  # the dry run's roofline defaults
+
+
+def notebook(cells, ci_parameters):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["course"] = {"project": "foundations", "ci_parameters": ci_parameters}
+    nb.cells = [nbformat.v4.new_markdown_cell("# a notebook")] + [
+        nbformat.v4.new_code_cell(source, metadata={"tags": tags}) for source, tags in cells]
+    return nb
+
+
+def run(*args, timeout=300):
+    return subprocess.run([*COMMAND, *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("accelerator")
+    notebooks = folder / "notebooks"
+    notebooks.mkdir()
+    nbformat.write(notebook([("N = 1000", ["parameters"]),
+                             ("import jax.numpy as jnp\nprint(IMPL)\n"
+                              "total = float(jnp.ones(N).sum())", []),
+                             ("assert total == N, total", [])], {"N": 7}),
+                   notebooks / "foundations_runs.ipynb")
+    nbformat.write(notebook([("N = 1", ["parameters"]), ("print('before', N)", []),
+                             ("1 / 0", []), ("print('never')", [])], {}),
+                   notebooks / "foundations_stops.ipynb")
+    out = folder / "out"
+    done = run(*ARGS, "--notebooks", str(notebooks), "--out", str(out))
+    assert (out / "report.json").exists(), done.stdout + done.stderr
+    return {"done": done, "out": out, "notebooks": notebooks,
+            "report": json.loads((out / "report.json").read_text()),
+            "md": (out / "report.md").read_text()}
+
+
+def test_the_machine_is_named_with_its_versions(dry_run):
+    env = dry_run["report"]["environment"]
+    assert env["device"]["backend"] == "cpu" and env["device"]["label"] == "CPU figure (cpu)"
+    assert env["versions"]["jax"] == jax.__version__
+    assert env["versions"]["jaxlib"] == jaxlib.__version__
+    assert env["versions"]["python"] == platform.python_version()
+    assert env["jax_platforms"] == "cpu"  # a dry run keeps every process off any device
+    assert {"papermill", "xprof", "nbformat"} <= set(env["packages"])
+    for text in ("## Machine", "CPU figure (cpu)", jax.__version__, "**DRY RUN"):
+        assert text in dry_run["md"]
+
+
+def test_solution_passes_and_starter_says_not_yet_per_stage(dry_run):
+    rows = {(r["project"], r["impl"]): r for r in dry_run["report"]["projects"]}
+    solution, starter = rows["foundations", "solution"], rows["foundations", "starter"]
+    stage = solution["stages"]["1"]
+    assert stage["verdict"] in ("pass", "pass, inconclusive") and solution["as_expected"]
+    assert stage["passed"] + stage["inconclusive"] == stage["checks"] > 0
+    assert stage["measured_on"] == "CPU figure (cpu)" and stage["seconds"] > 0
+    s = starter["stages"]["1"]
+    assert s["verdict"] == "not yet" and s["not_yet"] == s["checks"] > 0
+    assert all(x["message"].startswith("not yet: stage 1") for x in s["not_passed"])
+    assert starter["as_expected"] and starter["runs"][0]["returncode"] == 1
+    assert all(r["wall_s"] > 0 for row in (solution, starter) for r in row["runs"])
+    others = [r for key, r in rows.items() if key[0] != "foundations"]
+    assert others and all(not r["ran"] and r["as_expected"] is None for r in others)
+    assert "| foundations | starter | 1 | not yet |" in dry_run["md"]
+
+
+def test_each_notebook_ran_to_its_end_or_names_its_first_error(dry_run):
+    rows = {r["notebook"]: r for r in dry_run["report"]["notebooks"]}
+    runs, stops = rows["foundations_runs.ipynb"], rows["foundations_stops.ipynb"]
+    assert runs["ran_to_end"] and runs["as_expected"] and runs["stopped_at"] is None
+    assert runs["parameters"]["N"] == 7  # the notebook's CI size, injected
+    assert runs["parameters"]["IMPL"].endswith("projects/foundations/solution/model.py")
+    assert runs["device"]["label"] == "CPU figure (cpu)" and runs["wall_s"] > 0
+    executed = nbformat.read(dry_run["out"] / runs["executed"], as_version=4)
+    assert "projects/foundations/solution/model.py" in executed.cells[3].outputs[0]["text"]
+    assert not stops["ran_to_end"] and stops["as_expected"] is False
+    cell = stops["stopped_at"]
+    assert cell["source"] == "1 / 0" and "ZeroDivisionError" in cell["error"]
+    stopped = nbformat.read(dry_run["out"] / stops["executed"], as_version=4)
+    assert stopped.cells[cell["cell"]].source == "1 / 0"
+    assert stopped.cells[-1].get("execution_count") is None  # nothing ran after it
+    assert "| foundations_stops.ipynb | STOPPED |" in dry_run["md"]
+
+
+def test_roofline_ceilings_and_the_solution_beside_them(dry_run):
+    roof = dry_run["report"]["roofline"]
+    assert roof["device"]["label"] == "CPU figure (cpu)" and roof["spec"] is None
+    assert roof["fast_dtype"] == "float32" and not roof["errors"]
+    found = {(c["what"], c["size"], c["dtype"]) for c in roof["ceilings"]}
+    assert found == {("matmul", "128", "float32"), ("matmul", "256", "float32"),
+                     ("read-only jnp.sum", "1 MiB", "float32"),
+                     ("read-only jnp.sum", "4 MiB", "float32"),
+                     ("x * 2 (read + write)", "1 MiB", "float32"),
+                     ("x * 2 (read + write)", "4 MiB", "float32")}
+    for c in roof["ceilings"]:
+        assert len(c["samples_s"]) == ITERS * ROUNDS and c["first_call_s"] > 0
+        assert c["best"] == pytest.approx(c["work"] / min(c["samples_s"]))
+    asked = {(s["function"], s["asked"].get("kind")) for s in roof["solution"]}
+    assert asked == {("measure_peak_flops", None), ("measure_bandwidth", "read_sum"),
+                     ("measure_bandwidth", "in_place")}
+    for s in roof["solution"]:
+        assert len(s["figures"]) == ROUNDS and not s["error"]
+        assert s["ratio"] == pytest.approx(s["best"] / s["ceiling"]["best"])
+        assert s["within_90"] == (s["ratio"] >= 0.9)
+    peak = next(s for s in roof["solution"] if s["function"] == "measure_peak_flops")
+    assert peak["ceiling"]["size"] == "256" and peak["asked"]["n"] == "256"
+    assert "## Roofline" in dry_run["md"] and "Every figure here: CPU figure (cpu)" in dry_run["md"]
+
+
+def test_summary_lists_what_did_not_run_and_the_exit_status_follows_it(dry_run):
+    summary = dry_run["report"]["summary"]
+    assert not summary["complete"] and len(summary["not_run"]) == 8  # 4 projects x 2
+    assert summary["projects_as_expected"] == "2 of 10"
+    assert summary["notebooks_ran_to_end"] == "1 of 2"
+    assert summary["ok"] is False  # the notebook that stops
+    assert dry_run["done"].returncode == 1, dry_run["done"].stdout[-2000:]
+
+
+def test_resume_runs_nothing_twice_and_the_report_part_runs_nothing(dry_run):
+    items = sorted((dry_run["out"] / "items").glob("*.json"))
+    before = {p: p.stat().st_mtime_ns for p in items}
+    again = run(*ARGS, "--notebooks", str(dry_run["notebooks"]), "--out", str(dry_run["out"]),
+                "--resume", timeout=60)
+    assert again.stdout.count("recorded before (--resume)") == 6, again.stdout
+    assert {p: p.stat().st_mtime_ns for p in items} == before
+    assert json.loads((dry_run["out"] / "report.json").read_text())["summary"] == \
+        dry_run["report"]["summary"]
+    # the report alone, in a process that is shown never to import JAX
+    code = ("import sys; from coursekit.commands import accelerator as a; "
+            f"rc = a.main(['--part', 'report', '--dry-run', '--out', {str(dry_run['out'])!r},"
+            f" '--notebooks', {str(dry_run['notebooks'])!r}]); "
+            "print('jax imported:', 'jax' in sys.modules); sys.exit(rc)")
+    alone = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           cwd=ROOT, timeout=60)
+    assert "jax imported: False" in alone.stdout, alone.stdout + alone.stderr
+    assert alone.returncode == 1
+
+
+def test_no_budget_left_runs_nothing_and_modes_never_mix(tmp_path, dry_run):
+    done = run("--dry-run", "--budget", "0", "--out", str(tmp_path), timeout=60)
+    summary = json.loads((tmp_path / "report.json").read_text())["summary"]
+    assert done.returncode == 0 and not (tmp_path / "items").exists()
+    assert "environment probe" in summary["not_run"] and "roofline" in summary["not_run"]
+    mixed = run("--part", "report", "--out", str(dry_run["out"]), timeout=60)
+    assert mixed.returncode == 2 and "holds a dry run's items" in mixed.stderr
+
+
+def test_stage_verdicts_can_say_wrong():
+    def result(stage, check_id, status, message=""):
+        return {"stage": stage, "check_id": check_id, "status": status, "message": message,
+                "duration_s": 0.5}
+    starter = stage_verdicts([result(1, "a", "not-implemented", "not yet: stage 1: f"),
+                              result(1, "b", "crash", "the learner process died"),
+                              result(2, "c", "pass")], "starter")
+    assert starter["1"]["verdict"] == "WRONG: crash" and not starter["1"]["as_expected"]
+    assert starter["2"]["verdict"] == "WRONG: pass"
+    solution = stage_verdicts([result(1, "a", "pass"), result(1, "b", "inconclusive", "x"),
+                               result(2, "c", "fail", "off by 2\nmore")], "solution")
+    assert solution["1"]["verdict"] == "pass, inconclusive" and solution["1"]["as_expected"]
+    assert solution["2"]["verdict"] == "FAIL"
+    assert solution["2"]["not_passed"] == [{"check_id": "c", "status": "fail",
+                                            "message": "off by 2", "not_yet": False}]
+
+
+def test_a_tpu_roofline_reads_against_its_spec():
+    """The report's arithmetic on a TPU v5e's figures (those of the machine's probe,
+    tpu-v5e-facts.md): share of the spec, ratio to the ceiling, and the 90% verdict."""
+    device = {"backend": "tpu", "device_kind": "TPU v5 lite", "label": "TPU figure (TPU v5 lite)",
+              "jax": "0.10.2"}
+    ceiling = {"what": "matmul", "size": "16384", "dtype": "bfloat16", "unit": "FLOP/s",
+               "best": 190e12, "median": 188e12, "first_call_s": 0.5}
+    read = {"what": "read-only jnp.sum", "size": "4 GiB", "dtype": "float32", "unit": "B/s",
+            "best": 752e9, "median": 750e9, "first_call_s": 0.1}
+    solution = [{"function": "measure_peak_flops", "asked": {"n": "16384"}, "unit": "FLOP/s",
+                 "best": 101e12, "ceiling": ceiling, "ratio": 101 / 190, "within_90": False,
+                 "note": "it takes no dtype", "error": ""}]
+    roof = {"device": device, "spec": SPECS["TPU v5 lite"], "ceilings": [ceiling, read],
+            "solution": solution, "errors": [], "iters": 10, "rounds": 3, "as_expected": False}
+    text = "\n".join(report.roofline_md(roof))
+    assert "| matmul | 16384 | bfloat16 | 190.0 TFLOP/s | 188.0 TFLOP/s | 96% |" in text
+    assert "| read-only jnp.sum | 4 GiB | float32 | 752.0 GB/s | 750.0 GB/s | 92% |" in text
+    assert "197.0 TFLOP/s bfloat16, 819.0 GB/s HBM" in text and "cloud.google.com" in text
+    assert "| 53% | NO (it takes no dtype) |" in text
+    assert "TPU figure (TPU v5 lite), JAX 0.10.2" in text
