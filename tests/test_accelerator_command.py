@@ -2,7 +2,9 @@
 that still takes every path, run for real as a user runs it (``python -m
 coursekit.commands.accelerator --dry-run``): one project's one stage on its solution and
 its starter, a notebook that runs to its end and one that stops, the device probe and the
-roofline at tiny sizes; then the report's fields and statuses, read back."""
+roofline at tiny sizes, its compute dtype bfloat16 as on an accelerator (so a float32-only
+``measure_peak_flops`` is measured beside the float32 ceiling and judged against the
+bfloat16 one); then the report's fields and statuses, read back."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from coursekit.facts import ROOT
 
 pytestmark = pytest.mark.slow
 COMMAND = [sys.executable, "-m", "coursekit.commands.accelerator"]
-ARGS = ["--dry-run", "--only", "foundations", "--stage", "1"]
+ARGS = ["--dry-run", "--only", "foundations", "--stage", "1", "--fast-dtype", "bfloat16"]
 ITERS, ROUNDS = 3, 2  # the dry run's roofline defaults
 
 
@@ -111,9 +113,10 @@ def test_each_notebook_ran_to_its_end_or_names_its_first_error(dry_run):
 def test_roofline_ceilings_and_the_solution_beside_them(dry_run):
     roof = dry_run["report"]["roofline"]
     assert roof["device"]["label"] == "CPU figure (cpu)" and roof["spec"] is None
-    assert roof["fast_dtype"] == "float32" and not roof["errors"]
+    assert roof["fast_dtype"] == "bfloat16" and not roof["errors"]
     found = {(c["what"], c["size"], c["dtype"]) for c in roof["ceilings"]}
-    assert found == {("matmul", "128", "float32"), ("matmul", "256", "float32"),
+    assert found == {("matmul", "128", "bfloat16"), ("matmul", "256", "bfloat16"),
+                     ("matmul", "256", "float32"),
                      ("read-only jnp.sum", "1 MiB", "float32"),
                      ("read-only jnp.sum", "4 MiB", "float32"),
                      ("x * 2 (read + write)", "1 MiB", "float32"),
@@ -130,6 +133,9 @@ def test_roofline_ceilings_and_the_solution_beside_them(dry_run):
         assert s["within_90"] == (s["ratio"] >= 0.9)
     peak = next(s for s in roof["solution"] if s["function"] == "measure_peak_flops")
     assert peak["ceiling"]["size"] == "256" and peak["asked"]["n"] == "256"
+    assert peak["ceiling"]["dtype"] == "bfloat16"  # judged against the fast dtype's roof
+    assert "it measures float32" in peak["note"] and "float32 ceiling measured beside" in \
+        peak["note"]
     assert "## Roofline" in dry_run["md"] and "Every figure here: CPU figure (cpu)" in dry_run["md"]
 
 

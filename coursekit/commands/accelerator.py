@@ -49,7 +49,7 @@ from coursekit import facts
 from coursekit.commands import accelerator_report as report
 from coursekit.commands import accelerator_runs as runs
 from coursekit.commands.course import discover_notebooks, discover_projects
-from coursekit.facts import NOTEBOOKS, ROOT
+from coursekit.facts import NOTEBOOKS
 
 PARTS = ("setup", "environment", "projects", "notebooks", "roofline", "report", "all")
 ALL = ("environment", "projects", "notebooks", "roofline")
@@ -143,7 +143,8 @@ def one_line(item: dict) -> str:
         figures = ", ".join(f"{s['function']} {s['asked'].get('kind', '')} "
                             f"{report.percent(s['ratio'])}".replace("  ", " ")
                             for s in item["solution"])
-        return f"{figures or 'no figures'}{'; ' + '; '.join(item['errors']) if item['errors'] else ''} ({took})"
+        errors = "".join(f"; {e}" for e in item["errors"])
+        return f"{figures or 'no figures'}{errors} ({took})"
     device = item.get("device")
     return f"{report.label_of(device) if device else item['error']} ({took})"
 
@@ -182,6 +183,7 @@ def part_roofline(run: Run) -> None:
                "--rounds", str(a.rounds or (2 if a.dry_run else 3))]
     options += ["--matmul", a.matmul] if a.matmul else []
     options += ["--bytes", a.bytes] if a.bytes else []
+    options += ["--fast-dtype", a.fast_dtype] if a.fast_dtype else []
     run.item("roofline", "roofline", a.roofline_timeout,
              lambda limit: runs.run_roofline(run.out, limit, run.env, options))
 
@@ -230,6 +232,8 @@ def parse(argv: list[str] | None):
     p.add_argument("--bytes", help="roofline array sizes in bytes, comma-separated")
     p.add_argument("--iters", type=int, help="roofline samples per round (default 10)")
     p.add_argument("--rounds", type=int, help="roofline rounds (default 3)")
+    p.add_argument("--fast-dtype", help="the roofline's compute dtype (default bfloat16 on an "
+                   "accelerator, float32 on a CPU)")
     p.add_argument("--check-timeout", type=float, default=540, help="seconds per checker run")
     p.add_argument("--notebook-timeout", type=float, default=540, help="seconds per notebook")
     p.add_argument("--cell-timeout", type=float, default=300, help="seconds per notebook cell")

@@ -119,7 +119,8 @@ def markdown(report: dict) -> str:
               f"{s['notebooks_ran_to_end']}",
               f"- the solution's roofline figures within 90% of the plain-JAX ceiling: "
               f"{s['roofs_within_90'] or 'not measured'}",
-              f"- complete: {'yes' if s['complete'] else 'no, not run yet: ' + ', '.join(s['not_run'])}",
+              "- complete: " + ("yes" if s["complete"] else
+                                "no, not run yet: " + ", ".join(s["not_run"])),
               f"- everything that ran is as expected: {'yes' if s['ok'] else 'NO'}", ""]
     lines += environment_md(report["environment"])
     lines += projects_md(report["projects"])
@@ -206,7 +207,8 @@ def notebooks_md(rows: list[dict]) -> list[str]:
         where = "" if not stop else f"cell {stop['cell']} (`{stop['source']}`): {stop['error']}"
         if r.get("error"):
             where = f"{where} {r['error']}".strip()
-        checks = f"{r.get('checks_passed', 0)}/{r.get('checks_passed', 0) + r.get('checks_failed', 0)}"
+        passed = r.get("checks_passed", 0)
+        checks = f"{passed}/{passed + r.get('checks_failed', 0)}"
         ran_on = label_of(r.get("device")) if r.get("device") else (r.get("device_error") or "-")
         lines.append(f"| {r['notebook']} | {status} | {r['wall_s']:.1f} | "
                      f"{r.get('check_cells_ok', 0)}/{r.get('check_cells', 0)} | {checks} | "
@@ -244,8 +246,8 @@ def roofline_md(roof: dict | None) -> list[str]:
     for s in roof.get("solution", []):
         asked = ", ".join(f"{k}={v}" for k, v in s["asked"].items())
         ceiling = s["ceiling"]
-        beside = "-" if not ceiling else \
-            f"{rate(ceiling['best'], s['unit'])} ({ceiling['what']}, {ceiling['size']}, {ceiling['dtype']})"
+        beside = "-" if not ceiling else (f"{rate(ceiling['best'], s['unit'])} ({ceiling['what']},"
+                                          f" {ceiling['size']}, {ceiling['dtype']})")
         within = "-" if s["within_90"] is None else ("yes" if s["within_90"] else "NO")
         note = "; ".join(x for x in (s.get("note"), s.get("error")) if x)
         lines.append(f"| {s['function']} | {cell(asked)} | {rate(s['best'], s['unit'])} | "

@@ -18,8 +18,13 @@ import time
 from pathlib import Path
 
 from coursekit import facts
-from coursekit.commands.course import (course_metadata, inspect_outputs, notebook_ok,
-                                       notebook_parameters, read_check_records)
+from coursekit.commands.course import (
+    course_metadata,
+    inspect_outputs,
+    notebook_ok,
+    notebook_parameters,
+    read_check_records,
+)
 from coursekit.facts import ROOT
 from coursekit.workloads.procgroup import last_line, start, wait_all
 
@@ -179,7 +184,7 @@ def run_notebook(path: Path, out: Path, timeout: float, cell_timeout: float,
 
 def stopping_cell(nb, item: dict) -> dict | None:
     """The first cell with an error (its index in the executed copy, the first line of its
-    source, the error), else the first code cell that never ran (a run cut short)."""
+    source, the error), else the first code cell that did not finish (a run cut short)."""
     sources = {i: first_line(c.source) for i, c in enumerate(nb.cells)}
     errors = item.get("errors") or item.get("learner_errors")
     if errors:
@@ -188,7 +193,8 @@ def stopping_cell(nb, item: dict) -> dict | None:
                 "error": e["error"][:300]}
     for i, c in enumerate(nb.cells):
         if c.cell_type == "code" and c.get("execution_count") is None:
-            return {"cell": i, "source": sources[i][:120], "error": "never ran"}
+            return {"cell": i, "source": sources[i][:120],
+                    "error": "did not finish (the notebook's process ended or was stopped)"}
     return None
 
 
