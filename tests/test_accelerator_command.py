@@ -19,11 +19,10 @@ import nbformat
 import pytest
 
 from coursekit.commands import accelerator_report as report
-from coursekit.commands.accelerator_roofline import SPECS
+from coursekit.commands.accelerator_roofline import SPECS, Matmul, Stream
 from coursekit.commands.accelerator_runs import stage_verdicts
 from coursekit.facts import ROOT
 
-pytestmark = pytest.mark.slow
 COMMAND = [sys.executable, "-m", "coursekit.commands.accelerator"]
 ARGS = ["--dry-run", "--only", "foundations", "--stage", "1", "--fast-dtype", "bfloat16"]
 ITERS, ROUNDS = 3, 2  # the dry run's roofline defaults
@@ -63,6 +62,7 @@ def dry_run(tmp_path_factory):
             "md": (out / "report.md").read_text()}
 
 
+@pytest.mark.slow
 def test_the_machine_is_named_with_its_versions(dry_run):
     env = dry_run["report"]["environment"]
     assert env["device"]["backend"] == "cpu" and env["device"]["label"] == "CPU figure (cpu)"
@@ -75,6 +75,7 @@ def test_the_machine_is_named_with_its_versions(dry_run):
         assert text in dry_run["md"]
 
 
+@pytest.mark.slow
 def test_solution_passes_and_starter_says_not_yet_per_stage(dry_run):
     rows = {(r["project"], r["impl"]): r for r in dry_run["report"]["projects"]}
     solution, starter = rows["foundations", "solution"], rows["foundations", "starter"]
@@ -92,6 +93,7 @@ def test_solution_passes_and_starter_says_not_yet_per_stage(dry_run):
     assert "| foundations | starter | 1 | not yet |" in dry_run["md"]
 
 
+@pytest.mark.slow
 def test_each_notebook_ran_to_its_end_or_names_its_first_error(dry_run):
     rows = {r["notebook"]: r for r in dry_run["report"]["notebooks"]}
     runs, stops = rows["foundations_runs.ipynb"], rows["foundations_stops.ipynb"]
@@ -110,6 +112,7 @@ def test_each_notebook_ran_to_its_end_or_names_its_first_error(dry_run):
     assert "| foundations_stops.ipynb | STOPPED |" in dry_run["md"]
 
 
+@pytest.mark.slow
 def test_roofline_ceilings_and_the_solution_beside_them(dry_run):
     roof = dry_run["report"]["roofline"]
     assert roof["device"]["label"] == "CPU figure (cpu)" and roof["spec"] is None
@@ -119,8 +122,8 @@ def test_roofline_ceilings_and_the_solution_beside_them(dry_run):
                      ("matmul", "256", "float32"),
                      ("read-only jnp.sum", "1 MiB", "float32"),
                      ("read-only jnp.sum", "4 MiB", "float32"),
-                     ("x * 2 (read + write)", "1 MiB", "float32"),
-                     ("x * 2 (read + write)", "4 MiB", "float32")}
+                     ("x * 2 in place (read + write)", "1 MiB", "float32"),
+                     ("x * 2 in place (read + write)", "4 MiB", "float32")}
     for c in roof["ceilings"]:
         assert len(c["samples_s"]) == ITERS * ROUNDS and c["first_call_s"] > 0
         assert c["best"] == pytest.approx(c["work"] / min(c["samples_s"]))
@@ -139,6 +142,7 @@ def test_roofline_ceilings_and_the_solution_beside_them(dry_run):
     assert "## Roofline" in dry_run["md"] and "Every figure here: CPU figure (cpu)" in dry_run["md"]
 
 
+@pytest.mark.slow
 def test_summary_lists_what_did_not_run_and_the_exit_status_follows_it(dry_run):
     summary = dry_run["report"]["summary"]
     assert not summary["complete"] and len(summary["not_run"]) == 8  # 4 projects x 2
@@ -148,6 +152,7 @@ def test_summary_lists_what_did_not_run_and_the_exit_status_follows_it(dry_run):
     assert dry_run["done"].returncode == 1, dry_run["done"].stdout[-2000:]
 
 
+@pytest.mark.slow
 def test_resume_runs_nothing_twice_and_the_report_part_runs_nothing(dry_run):
     items = sorted((dry_run["out"] / "items").glob("*.json"))
     before = {p: p.stat().st_mtime_ns for p in items}
@@ -168,6 +173,7 @@ def test_resume_runs_nothing_twice_and_the_report_part_runs_nothing(dry_run):
     assert alone.returncode == 1
 
 
+@pytest.mark.slow
 def test_no_budget_left_runs_nothing_and_modes_never_mix(tmp_path, dry_run):
     done = run("--dry-run", "--budget", "0", "--out", str(tmp_path), timeout=60)
     summary = json.loads((tmp_path / "report.json").read_text())["summary"]
@@ -214,3 +220,19 @@ def test_a_tpu_roofline_reads_against_its_spec():
     assert "197.0 TFLOP/s bfloat16, 819.0 GB/s HBM" in text and "cloud.google.com" in text
     assert "| 53% | NO (it takes no dtype) |" in text
     assert "TPU figure (TPU v5 lite), JAX 0.10.2" in text
+
+
+@pytest.mark.parametrize("make, wrong", [
+    (lambda: Matmul(64, "bfloat16"), lambda a, b: a @ b.T),
+    (lambda: Matmul(64, "float32"), lambda a, b: a @ b + 1.0),
+    (lambda: Stream("read", 2**20), lambda x: x[: x.shape[0] // 2].sum()),
+    (lambda: Stream("read_write", 2**20), lambda x: x * 2 + 1e-3),
+], ids=["matmul-transposed", "matmul-shifted", "sum-half", "double-shifted"])
+def test_a_ceiling_with_a_wrong_result_is_refused_before_it_is_timed(make, wrong):
+    import jax
+    ceiling = make()
+    ceiling.first()  # the right operation passes its check
+    right = make()
+    right.fn = jax.jit(wrong)
+    with pytest.raises(ValueError, match="float64 says|not twice"):
+        right.first()

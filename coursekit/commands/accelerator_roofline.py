@@ -11,9 +11,10 @@ Ceilings (plain JAX, nothing of the course's):
     float32 on a CPU) at each N; on an accelerator also float32 at the default precision
     at the largest N (what a float32-only ``measure_peak_flops`` compares with);
   * a read-only ``jnp.sum`` over a float32 array of each size B (B bytes moved);
-  * ``x * 2`` over the same arrays (reads B and writes B).
+  * ``x * 2`` over the same arrays, written in place (reads B and writes B; the input
+    donated, so no call allocates a fresh output).
 Each is checked before it is timed (matmul entries against float64, the sum against a
-float64 sum, the doubled array exactly), its first (compiling) call is timed apart, every
+float64 sum, the doubled array's ends exactly), its first (compiling) call is timed apart, every
 call is waited for, and all raw samples are kept; a figure is the work over the fastest
 sample. The solution's functions are called once per round between the ceiling's rounds
 of the same size (``rounds`` rounds of ``iters`` samples): the largest N in the fast dtype
@@ -71,23 +72,35 @@ def size_label(nbytes: int) -> str:
 
 class Ceiling:
     """One plain-JAX operation on arrays made once: ``first()`` checks and times the
-    compiling call, ``sample()`` times one completed call."""
+    compiling call, ``sample()`` times one completed call. ``donated``: the operation
+    consumes its input, and each output is the next call's input."""
     what = ""
     unit = ""
+    donated = False
+
+    def call(self):
+        import jax
+        out = jax.block_until_ready(self.fn(*self.args))
+        if self.donated:
+            self.args = (out,)
+        return out
 
     def sample(self) -> float:
-        import jax
         start = time.perf_counter()
-        jax.block_until_ready(self.fn(*self.args))
+        self.call()
         return time.perf_counter() - start
 
     def first(self) -> float:
-        import jax
+        before = self.before_first()
         start = time.perf_counter()
-        out = jax.block_until_ready(self.fn(*self.args))
+        out = self.call()
         seconds = time.perf_counter() - start
-        self.check(out)
+        self.check(out, before)
         return seconds
+
+    def before_first(self):
+        """What ``check`` needs of the input that the first call may consume."""
+        return None
 
     def close(self) -> None:
         for a in self.args:
@@ -105,7 +118,7 @@ class Matmul(Ceiling):
         self.fn = jax.jit(lambda a, b: a @ b)
         self.work = 2 * n**3
 
-    def check(self, out) -> None:
+    def check(self, out, _before) -> None:
         """Four entries against float64 products of the same inputs; the tolerance is a
         few bfloat16 roundings of the products' size (a wrong product is off by all of
         it)."""
@@ -121,28 +134,37 @@ class Matmul(Ceiling):
 
 
 class Stream(Ceiling):
-    """``jnp.sum(x)`` (read-only) or ``x * 2`` (read and write) over float32 x."""
+    """``jnp.sum(x)`` (read-only) or ``x * 2`` written in place of x (reads and writes x,
+    its input donated: no fresh output to allocate, the solution's ``in_place`` alike)
+    over float32 x."""
     unit = "B/s"
+    ENDS = (slice(0, 4096), slice(-4096, None))
 
     def __init__(self, kind: str, nbytes: int):
         import jax
         import jax.numpy as jnp
         self.kind, self.nbytes, self.size, self.dtype = kind, nbytes, size_label(nbytes), "float32"
-        self.what = "read-only jnp.sum" if kind == "read" else "x * 2 (read + write)"
+        self.what = "read-only jnp.sum" if kind == "read" else "x * 2 in place (read + write)"
         self.args = (jax.random.uniform(jax.random.PRNGKey(1), (nbytes // 4,), jnp.float32),)
-        self.fn = jax.jit(jnp.sum) if kind == "read" else jax.jit(lambda x: x * 2)
+        self.donated = kind != "read"
+        self.fn = jax.jit(jnp.sum) if kind == "read" else \
+            jax.jit(lambda x: x * 2, donate_argnums=0)
         self.work = nbytes if kind == "read" else 2 * nbytes
 
-    def check(self, out) -> None:
+    def before_first(self):
         x = self.args[0]
         if self.kind == "read":  # one copy to the host, summed there in float64
-            expected = float(np.asarray(x).sum(dtype=np.float64))
-            if not abs(float(out) - expected) <= 1e-2 * expected:
+            return float(np.asarray(x).sum(dtype=np.float64))
+        return [np.asarray(x[part]) for part in self.ENDS]
+
+    def check(self, out, before) -> None:
+        if self.kind == "read":
+            if not abs(float(out) - before) <= 1e-2 * before:
                 raise ValueError(f"jnp.sum over {self.size}: {float(out):.6g}, float64 says "
-                                 f"{expected:.6g}")
+                                 f"{before:.6g}")
             return
-        for part in (slice(0, 4096), slice(-4096, None)):
-            if not np.array_equal(np.asarray(out[part]), 2 * np.asarray(x[part])):
+        for part, x in zip(self.ENDS, before):
+            if not np.array_equal(np.asarray(out[part]), 2 * x):
                 raise ValueError(f"x * 2 over {self.size}: the output is not twice the input")
 
 
