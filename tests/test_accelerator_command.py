@@ -9,9 +9,12 @@ bfloat16 one); then the report's fields and statuses, read back."""
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import jax
 import jaxlib
@@ -20,7 +23,7 @@ import pytest
 
 from coursekit.commands import accelerator_report as report
 from coursekit.commands.accelerator_roofline import SPECS, Matmul, Stream
-from coursekit.commands.accelerator_runs import stage_verdicts
+from coursekit.commands.accelerator_runs import run_child, stage_verdicts
 from coursekit.facts import ROOT
 
 COMMAND = [sys.executable, "-m", "coursekit.commands.accelerator"]
@@ -236,3 +239,23 @@ def test_a_ceiling_with_a_wrong_result_is_refused_before_it_is_timed(make, wrong
     right.fn = jax.jit(wrong)
     with pytest.raises(ValueError, match="float64 says|not twice"):
         right.first()
+
+
+def test_what_an_item_started_outside_its_process_group_is_stopped_when_it_ends(tmp_path):
+    """A process in a session of its own (as a training run starts) survives its item's
+    group kill; on a TPU it would hold the chip from every later item."""
+    pid_file = tmp_path / "pid"
+    code = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', "
+            "'import time; time.sleep(120)'], start_new_session=True); "
+            f"open({str(pid_file)!r}, 'w').write(str(p.pid))")
+    done = run_child([sys.executable, "-c", code], "leaves-one", tmp_path / "logs", 60,
+                     dict(os.environ))
+    left = int(pid_file.read_text())
+    assert done["status"] == "ok" and done["leftovers_stopped"] == 1
+    for _ in range(100):
+        state = Path(f"/proc/{left}/stat")
+        if not state.exists() or state.read_text().split(") ")[1].startswith("Z"):
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"process {left} still runs")

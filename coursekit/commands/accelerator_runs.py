@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import signal
 import sys
 import time
 from pathlib import Path
@@ -33,6 +35,10 @@ NOT_YET_STATUS, NOT_YET_PREFIX = "not-implemented", "not yet"
 # Variables a test run sets that would let a notebook's check cell reuse another run's
 # result instead of running the checker on this machine.
 NOT_INHERITED = ("COURSE_CHECK_REUSE",)
+# Every process an item starts inherits this mark, so one that left the item's process
+# group (a training run in a session of its own) is still found and stopped when the item
+# ends: on a TPU a leftover holding the chip would fail every later item.
+ITEM_ENV = "COURSE_ACCELERATOR_ITEM"
 
 
 def child_environment(*, dry_run: bool, site: Path | None, records: Path) -> dict:
@@ -56,12 +62,33 @@ def child_environment(*, dry_run: bool, site: Path | None, records: Path) -> dic
 def run_child(cmd: list[str], name: str, logs: Path, timeout: float, env: dict,
               cwd: Path = ROOT) -> dict:
     """Run ``cmd`` to its end or its time limit: {"returncode", "status" (ok | failed |
-    timeout), "wall_s", "log", "last_error"}."""
-    proc = wait_all([start(cmd, logs, name, env=env, cwd=cwd)], timeout)[0]
+    timeout), "wall_s", "log", "last_error", "leftovers_stopped"}. Whatever it started
+    that is still running when it ends is stopped then."""
+    mark = f"{os.getpid()}-{name}-{secrets.token_hex(4)}"
+    proc = wait_all([start(cmd, logs, name, env={**env, ITEM_ENV: mark}, cwd=cwd)],
+                    timeout)[0]
     return {"returncode": proc.returncode, "status": proc.status,
             "wall_s": round(proc.duration_s, 2),
             "log": str(proc.stdout_path.relative_to(logs.parent)),
-            "last_error": last_line(proc.stderr())[:300]}
+            "last_error": last_line(proc.stderr())[:300],
+            "leftovers_stopped": stop_marked(mark)}
+
+
+def stop_marked(mark: str) -> int:
+    """SIGKILL every process whose environment carries ``ITEM_ENV=mark`` (only processes
+    an item started carry it); how many there were."""
+    wanted, stopped = f"{ITEM_ENV}={mark}".encode(), 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if wanted not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            os.kill(int(entry.name), signal.SIGKILL)
+            stopped += 1
+        except (OSError, ValueError):
+            continue
+    return stopped
 
 
 def first_line(text: str) -> str:
