@@ -259,3 +259,16 @@ def test_what_an_item_started_outside_its_process_group_is_stopped_when_it_ends(
         time.sleep(0.05)
     else:
         raise AssertionError(f"process {left} still runs")
+
+
+def test_setup_skips_what_is_installed_and_a_failed_install_is_named(tmp_path):
+    site = next(Path(p) for p in sys.path if p.endswith("site-packages"))
+    done = run("--dry-run", "--part", "setup", "--site", str(site), "--out", str(tmp_path / "a"),
+               timeout=60)
+    assert done.returncode == 0 and "already in" in done.stdout, done.stdout + done.stderr
+    index = tmp_path / "no-index"
+    index.mkdir()
+    failed = run("--dry-run", "--part", "setup", "--site", str(tmp_path / "site"),
+                 "--index-url", index.as_uri(), "--out", str(tmp_path / "b"), timeout=120)
+    assert failed.returncode == 1 and "setup" in failed.stdout and "failed" in failed.stdout
+    assert (tmp_path / "b" / "report.md").exists()  # the report is written all the same

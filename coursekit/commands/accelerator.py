@@ -188,10 +188,21 @@ def part_roofline(run: Run) -> None:
              lambda limit: runs.run_roofline(run.out, limit, run.env, options))
 
 
+def installed_in(site: Path) -> set[str]:
+    """Distribution names installed in ``site`` (normalised as pip writes them)."""
+    from importlib import metadata
+    return {d.metadata["Name"].lower().replace("_", "-")
+            for d in metadata.distributions(path=[str(site)])} if site.is_dir() else set()
+
+
 def part_setup(run: Run) -> int:
     """The course's packages from the machine's own index into ``--site`` (a folder: the
-    machine's JAX stays first; children find the folder at the end of PYTHONPATH)."""
+    machine's JAX stays first; children find the folder at the end of PYTHONPATH).
+    Nothing to do when every one of them is there already."""
     site = Path(run.args.site).resolve()
+    if set(SETUP_PACKAGES) <= installed_in(site):
+        print(f"  setup: {' '.join(SETUP_PACKAGES)} already in {site}", flush=True)
+        return 0
     cmd = [sys.executable, "-m", "pip", "install", "--isolated", "-q", "--upgrade",
            "--only-binary=:all:", "--index-url", run.args.index_url, "--target", str(site),
            *SETUP_PACKAGES]
