@@ -41,8 +41,10 @@ def merged_projects(items: list[dict], expected: list[tuple[str, str]]) -> list[
             "project": project, "impl": which, "ran": True,
             "expect": "every check says not yet" if which == "starter" else "every check passes",
             "stages": dict(sorted(stages.items(), key=lambda kv: int(kv[0]))),
-            "runs": [{k: r.get(k) for k in ("stage", "wall_s", "returncode", "status", "error",
-                                            "log", "result", "finished")} for r in runs],
+            "runs": [{**{k: r.get(k) for k in ("stage", "wall_s", "returncode", "status",
+                                               "error", "log", "result", "finished",
+                                               "leftovers_stopped")},
+                      "measured_on": label_of(r.get("measured_on"))} for r in runs],
             "as_expected": bool(stages) and not runs[-1]["error"]
             and all(s["as_expected"] for s in stages.values())})
     return rows
@@ -179,14 +181,16 @@ def projects_md(rows: list[dict]) -> list[str]:
                 notes.append(f"- {r['project']} starter stage {name}: "
                              f"{cell(st['not_passed'][0]['message'])}")
         for run in r["runs"]:
+            on = "" if run["measured_on"] == "-" else f", its learner on {run['measured_on']}"
             walls.append(f"{r['project']} {r['impl']} --stage {run['stage']}: "
-                         f"{run['wall_s']:.1f} s (exit {run['returncode']}"
-                         + (f"; {run['error']}" if run["error"] else "") + ")")
+                         f"{run['wall_s']:.1f} s (exit {run['returncode']}{on}"
+                         + (f"; {run['error']}" if run["error"] else "")
+                         + leftovers(run) + ")")
     if notes:
         lines += ["", "Checks that did not pass, first line of each message (for a starter: "
                   "its first \"not yet\" per stage, and anything else):", "", *notes]
     if walls:
-        lines += ["", "Checker processes, wall time: " + "; ".join(walls) + "."]
+        lines += ["", "Checker processes (on the CPU), wall time: " + "; ".join(walls) + "."]
     return lines + [""]
 
 
@@ -207,6 +211,7 @@ def notebooks_md(rows: list[dict]) -> list[str]:
         where = "" if not stop else f"cell {stop['cell']} (`{stop['source']}`): {stop['error']}"
         if r.get("error"):
             where = f"{where} {r['error']}".strip()
+        where += leftovers(r)
         passed = r.get("checks_passed", 0)
         checks = f"{passed}/{passed + r.get('checks_failed', 0)}"
         ran_on = label_of(r.get("device")) if r.get("device") else (r.get("device_error") or "-")
@@ -214,6 +219,11 @@ def notebooks_md(rows: list[dict]) -> list[str]:
                      f"{r.get('check_cells_ok', 0)}/{r.get('check_cells', 0)} | {checks} | "
                      f"{cell(ran_on)} | {cell(where)} |")
     return lines + [""]
+
+
+def leftovers(item: dict) -> str:
+    n = item.get("leftovers_stopped") or 0
+    return f"; {n} process(es) it left running stopped" if n else ""
 
 
 def roofline_md(roof: dict | None) -> list[str]:
