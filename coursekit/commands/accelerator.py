@@ -261,7 +261,7 @@ def parse(argv: list[str] | None):
         p.error("--stage: a stage number or all")
     args.out = args.out or str(facts.build_dir("accelerator-dry-run" if args.dry_run
                                                else "accelerator"))
-    args.command = "python3 -m coursekit.commands.accelerator " + shlex.join(
+    args.command = f"{Path(sys.executable).name} -m coursekit.commands.accelerator " + shlex.join(
         sys.argv[1:] if argv is None else argv)
     return args
 
