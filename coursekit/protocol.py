@@ -31,7 +31,10 @@ ENV_TOKEN = "AG_TOKEN"      # grader -> runner: the result channel's token
 ENV_POLICY = "AG_POLICY"    # grader -> sandboxed Pythons: guard policy + result fd
 ENV_GUARD = "AG_GUARD"      # checker -> learner process: guard policy without any fd
 ENV_BRIDGE = "AG_BRIDGE"    # checker -> learner process: "READ_FD,WRITE_FD"
-SECRET_ENV = (ENV_STAGE, ENV_TOKEN, ENV_POLICY, ENV_GUARD, ENV_BRIDGE)
+# notebook kernel -> check.py: "WRITE_FD,READ_FD" of a learner server the kernel runs itself
+# (it holds the chip; coursekit.checking.attached)
+ENV_ATTACH = "COURSE_ATTACHED_LEARNER"
+SECRET_ENV = (ENV_STAGE, ENV_TOKEN, ENV_POLICY, ENV_GUARD, ENV_BRIDGE, ENV_ATTACH)
 
 # -- result channel message kinds ------------------------------------------------------
 CHECK, VIOLATION, DONE, ERROR = "check", "violation", "done", "error"

@@ -16,10 +16,12 @@ Floors, bottom to top; a module may import its own floor and the floors below it
                 process glue (the drivers load the learner's file with checking.learner,
                 the remote inspectors describe programs with checking.programs, the
                 capstone writes run records)
-    checker     coursekit.checking.{contract, bridge, learner_server, planted, zygote}: the
-                checker and its learner process (started cold, or forked by a warm zygote),
-                which builds workloads and runs inspectors by name (contract starts the
-                bridge; contract reads measure.environment)
+    checker     coursekit.checking.{contract, bridge, learner_server, planted, zygote,
+                device, attached}: the checker and its learner process (started cold,
+                forked by a warm zygote, or served by a notebook kernel that holds the
+                chip), which builds workloads and runs inspectors by name (contract starts
+                the bridge; contract reads measure.environment; device asks the learner
+                process where it computes)
     provenance  the rest of coursekit.provenance: MLflow tracking and comparisons (its
                 demo run measures the classifier workload)
     apps        coursekit.notebook, coursekit.portfolio, coursekit.authoring: what notebooks,
@@ -59,7 +61,8 @@ FLOORS = (
     ("workloads", ("coursekit.workloads.*",)),
     ("checker", ("coursekit.checking.contract", "coursekit.checking.bridge",
                  "coursekit.checking.learner_server", "coursekit.checking.planted",
-                 "coursekit.checking.zygote")),
+                 "coursekit.checking.zygote", "coursekit.checking.device",
+                 "coursekit.checking.attached")),
     ("provenance", ("coursekit.provenance.*",)),
     ("apps", ("coursekit.notebook.*", "coursekit.portfolio.*", "coursekit.authoring.*")),
     ("autograder", ("autograder.*",)),

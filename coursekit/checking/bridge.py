@@ -81,6 +81,21 @@ class LearnerProcess:
 
     # -- process -------------------------------------------------------------------
     def start(self) -> None:
+        attach = os.environ.pop(protocol.ENV_ATTACH, None)
+        if attach:  # a notebook kernel holding the chip serves this learner side itself
+            self.wfd, self.rfd = (int(v) for v in attach.split(","))
+            self.proc, self.ready, self.backend = Attached(), None, None
+            self.starts += 1
+            _LIVE.add(self)
+            return
+        if any(isinstance(p.proc, Attached) and holds_accelerator(p) for p in list(_LIVE)):
+            from coursekit.checking.errors import CheckInconclusive
+            raise CheckInconclusive(
+                "this check needs your code in a fresh process on the chip, and the "
+                "notebook kernel that runs this check holds the chip (one process at a "
+                "time can)", hint="run the same check from a terminal (python "
+                "projects/<project>/tests/check.py --stage N --impl ...) with no notebook "
+                "kernel holding the chip: it decides this check there")
         make_undumpable()
         to_learner_r, to_learner_w = os.pipe()
         from_learner_r, from_learner_w = os.pipe()
@@ -221,6 +236,32 @@ class LearnerProcess:
         return decode(reply.get("value"), buffers)
 
 
+class Attached:
+    """The learner side served by the notebook kernel that runs the check
+    (``coursekit.checking.attached``): no process of ours to wait for or kill."""
+
+    pid = None
+    returncode = None
+
+    def __init__(self):
+        self.pid = os.getppid()  # the kernel: its CPU is the learner side's CPU
+
+    def poll(self):
+        return None
+
+    def wait(self, timeout=None):
+        return 0
+
+    def kill(self):
+        pass
+
+    def send_signal(self, sig):
+        pass
+
+    def terminate(self):
+        pass
+
+
 def holds_accelerator(process) -> bool:
     """Whether ``process`` (a LearnerProcess) has opened a backend other than the CPU."""
     return getattr(process, "proc", None) is not None and process.backend not in (None, "cpu")
@@ -233,7 +274,8 @@ def take_accelerator(keep=None) -> int:
     were stopped. On a CPU (no process holds an accelerator) it does nothing."""
     stopped = 0
     for process in list(_LIVE):
-        if process is not keep and holds_accelerator(process):
+        if process is not keep and holds_accelerator(process) and \
+                not isinstance(process.proc, Attached):
             process.close()
             stopped += 1
     return stopped

@@ -50,9 +50,7 @@ def run_check(project: str, stage: int | str, impl: str | Path | None = None,
                    "--json", str(out)]
             try:
                 # the cell keeps its own record (below): the checker need not keep one
-                done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                                      env={**os.environ, FROM_CELL_ENV: "1"})
-                text, rc = done.stdout + done.stderr[-2000:], done.returncode
+                text, rc = _run_checker(cmd, impl, timeout)
             except subprocess.TimeoutExpired:
                 text = f"FAIL stage {stage} · timeout\n    the checker ran over {timeout} s\n"
                 rc = -1
@@ -85,6 +83,31 @@ def run_check(project: str, stage: int | str, impl: str | Path | None = None,
         else:
             print(f"\nnot yet: fix the first FAIL above in {shown}, then re-run this cell.")
     return summary
+
+
+def _run_checker(cmd: list[str], impl: Path, timeout: float) -> tuple[str, int]:
+    """check.py in a subprocess: (its output, its exit status). Where this kernel holds an
+    accelerator (one process at a time can), the kernel serves the learner side itself
+    (``coursekit.checking.attached``): the checker's process stays on the CPU."""
+    from coursekit.checking.attached import holds_accelerator_here, serve_for_check
+    env = {**os.environ, FROM_CELL_ENV: "1"}
+    served = serve_for_check(impl) if holds_accelerator_here() else None
+    if served is not None:
+        env.update(served.env())
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, pass_fds=served.fds if served else ())
+    if served is not None:
+        served.handed_over()
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    finally:
+        if served is not None:
+            served.finish()
+    return out + err[-2000:], proc.returncode
 
 
 # "not yet: stage 1: time_fn (what it does) (model.py, line 72, in time_fn)": the message

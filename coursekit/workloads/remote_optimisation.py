@@ -81,10 +81,7 @@ def gain_sweep_watched(gain_sweep, config: dict, sizes: list, rounds: int,
     return {"result": result, "calls": calls}
 
 
-def block_prepare(config: dict, seed: int, calls: int) -> int:
-    """``slow_step.make_problem(config, seed)`` (kept for later blocks of that size) and
-    ``calls`` fresh copies of its parameters, ready, for the next ``fast_block``. Returns
-    ``calls``."""
+def _problem(config: dict, seed: int) -> dict:
     from coursekit.workloads import slow_step
     key = (tuple(sorted((str(k), int(v)) for k, v in config.items())), int(seed))
     problem = _PROBLEMS.get(key)
@@ -92,6 +89,32 @@ def block_prepare(config: dict, seed: int, calls: int) -> int:
         if len(_PROBLEMS) >= _MAX_PROBLEMS:
             _PROBLEMS.clear()
         problem = _PROBLEMS[key] = slow_step.make_problem(config, seed)
+    return problem
+
+
+def slow_block(config: dict, seed: int, lrs: list) -> dict:
+    """The course's ``train_slow`` once per rate in ``lrs`` on ``make_problem(config,
+    seed)``, each result waited for, here: on an accelerator the checker times the slow
+    version where the chip is (its own process stays on the CPU). Returns {"losses": [...],
+    "samples_s": [...]} (self-reported; the checker times the whole request itself)."""
+    from coursekit.workloads import slow_step
+    problem = _problem(config, seed)
+    args = (problem["params"], problem["tokens"], problem["targets"])
+    losses, samples = [], []
+    for lr in lrs:
+        start = time.perf_counter()
+        out = jax.block_until_ready(slow_step.train_slow(*args, float(lr)))
+        samples.append(time.perf_counter() - start)
+        losses.append(np.asarray(out[1]))
+    return {"losses": losses, "samples_s": samples}
+
+
+def block_prepare(config: dict, seed: int, calls: int) -> int:
+    """``slow_step.make_problem(config, seed)`` (kept for later blocks of that size) and
+    ``calls`` fresh copies of its parameters, ready, for the next ``fast_block``. Returns
+    ``calls``."""
+    from coursekit.workloads import slow_step
+    problem = _problem(config, seed)
     copies = [slow_step.fresh_copy(problem["params"]) for _ in range(int(calls))]
     jax.block_until_ready(copies)
     _NEXT_BLOCK["block"] = (problem, copies)
@@ -123,4 +146,5 @@ INSPECTORS = {
     "optimisation/gain_sweep_watched": gain_sweep_watched,
     "optimisation/block_prepare": block_prepare,
     "optimisation/fast_block": fast_block,
+    "optimisation/slow_block": slow_block,
 }

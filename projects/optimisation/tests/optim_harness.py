@@ -43,6 +43,7 @@ import numpy as np
 from coursekit.checking import bridge
 from coursekit.checking.bridge import LearnerFunction, TamperEvidence, process_cpu_s
 from coursekit.checking.contract import Checker, CheckFailed
+from coursekit.checking.device import learner_may_hold_accelerator
 from coursekit.checking.errors import CheckInconclusive
 from coursekit.checking.probes import (
     ratio_verdict,
@@ -308,6 +309,8 @@ class Versions:
         """``train_slow`` once per rate, here, each result waited for: (seconds per call,
         each call's losses). The learner process must stay idle meanwhile (``watch``): a
         block it spent CPU in is timed again once it is quiet (``IDLE_*``)."""
+        if learner_may_hold_accelerator():
+            return self.slow_on_chip(lrs)
         process = getattr(self.impl, "__bridge__", None)
         pid = getattr(process, "pid", None) if watch else None
         pid = pid if pid and pid != os.getpid() else None
@@ -337,6 +340,21 @@ class Versions:
                 f"quiet before each (the last: {spent:.3g} CPU s in {wall:.3g} s, when the "
                 f"checker spent {mine:.3g}): something in it runs while the checker times")
         return wall / len(lrs), [np.asarray(o[1], np.float64) for o in outs]
+
+    def slow_on_chip(self, lrs: list[float]) -> tuple[float, list[np.ndarray]]:
+        """On an accelerator: the course's train_slow run where the chip is, in the
+        learner process (one process at a time holds it; this one stays on the CPU), this
+        process timing the whole request, as it times the fast blocks."""
+        start = time.perf_counter()
+        got = bridge.inspect(self.impl, "optimisation/slow_block", self.config, self.seed,
+                             [float(v) for v in lrs])
+        wall = time.perf_counter() - start
+        samples = got.get("samples_s") if isinstance(got, dict) else None
+        if not (isinstance(samples, list) and len(samples) == len(lrs)
+                and 0 < sum(samples) <= wall):
+            raise TamperEvidence("the learner process's train_slow block does not fit the "
+                                 f"request's {wall:.4g} s")
+        return wall / len(lrs), [np.asarray(v, np.float64) for v in got["losses"]]
 
     def fast(self, lrs: list[float]) -> tuple[float, list[np.ndarray]]:
         """The learner's ``train_fast`` once per rate in the learner process, timed here

@@ -272,12 +272,14 @@ def cost_from_compiler(fn, *args) -> dict:
     ### END SOLUTION
 
 
-def measure_peak_flops(n: int = 1024, iters: int = 5) -> dict:
-    """This machine's attained matmul rate for an ``(n, n) @ (n, n)`` float32 product,
-    from ``iters`` steady, completed calls (no compile, no dispatch-only timings).
+def measure_peak_flops(n: int = 1024, iters: int = 5, dtype: str = "float32") -> dict:
+    """This machine's attained matmul rate for an ``(n, n) @ (n, n)`` product in ``dtype``
+    ("float32", or "bfloat16": an accelerator's fast dtype), from ``iters`` steady,
+    completed calls (no compile, no dispatch-only timings).
 
     Returns a JSON-able dict:
       n: int, the size timed
+      dtype: str, the dtype timed
       flops: int, the FLOPs of one product, counted the way ``matmul_cost_by_hand`` counts
       samples_s: list of ``iters`` raw seconds, one per timed call
       best_s: float, the fastest of them
@@ -289,7 +291,7 @@ def measure_peak_flops(n: int = 1024, iters: int = 5) -> dict:
     Size hint: n=512 takes a few ms on 2 CPU cores.
     """
     ### BEGIN SOLUTION stage 2: measure_peak_flops
-    a = jnp.ones((n, n), jnp.float32)
+    a = jnp.ones((n, n), jnp.float32).astype(dtype)
     f = jax.jit(lambda a: a @ a)
     jax.block_until_ready(f(a))
     samples = []
@@ -299,8 +301,8 @@ def measure_peak_flops(n: int = 1024, iters: int = 5) -> dict:
         samples.append(time.perf_counter() - start)
     flops = 2 * n**3
     best = min(samples)
-    return {"n": n, "flops": flops, "samples_s": samples, "best_s": best,
-            "flops_per_s": flops / best}
+    return {"n": n, "dtype": str(a.dtype), "flops": flops, "samples_s": samples,
+            "best_s": best, "flops_per_s": flops / best}
     ### END SOLUTION
 
 

@@ -171,12 +171,14 @@ def cost_from_compiler(fn, *args) -> dict:
     raise NotImplementedError('stage 2: cost_from_compiler')
 
 
-def measure_peak_flops(n: int = 1024, iters: int = 5) -> dict:
-    """This machine's attained matmul rate for an ``(n, n) @ (n, n)`` float32 product,
-    from ``iters`` steady, completed calls (no compile, no dispatch-only timings).
+def measure_peak_flops(n: int = 1024, iters: int = 5, dtype: str = "float32") -> dict:
+    """This machine's attained matmul rate for an ``(n, n) @ (n, n)`` product in ``dtype``
+    ("float32", or "bfloat16": an accelerator's fast dtype), from ``iters`` steady,
+    completed calls (no compile, no dispatch-only timings).
 
     Returns a JSON-able dict:
       n: int, the size timed
+      dtype: str, the dtype timed
       flops: int, the FLOPs of one product, counted the way ``matmul_cost_by_hand`` counts
       samples_s: list of ``iters`` raw seconds, one per timed call
       best_s: float, the fastest of them
