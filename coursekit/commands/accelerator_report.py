@@ -237,9 +237,9 @@ def roofline_md(roof: dict | None) -> list[str]:
               "over the fastest call.", ""]
     spec = roof.get("spec")
     if spec:
-        flops = ", ".join(f"{rate(v, 'FLOP/s')} {k}" for k, v in spec["flops"].items())
-        lines += [f"Spec ({spec['chip']}): {flops}, {rate(spec['hbm_bandwidth'], 'B/s')} HBM. "
-                  f"Source: {spec['source']}.", ""]
+        flops = ", ".join(f"{rate(v, 'FLOP/s')} {k}" for k, v in spec["peak_flops"].items())
+        lines += [f"Spec ({spec['name']}): {flops}, {rate(spec['hbm_bytes_per_s'], 'B/s')} "
+                  f"HBM. Source: {spec['source']}.", ""]
     else:
         lines += ["No published spec is known to the course for this device kind.", ""]
     lines += ["| plain JAX | size | dtype | best | median | of spec | first call s |",
@@ -272,9 +272,9 @@ def of_spec(ceiling: dict, spec: dict | None) -> float | None:
     if not spec:
         return None
     if ceiling["unit"] == "FLOP/s":
-        peak = spec["flops"].get(ceiling["dtype"])
+        peak = spec["peak_flops"].get(ceiling["dtype"])
         return ceiling["best"] / peak if peak else None
-    return ceiling["best"] / spec["hbm_bandwidth"]
+    return ceiling["best"] / spec["hbm_bytes_per_s"]
 
 
 def write(report: dict, out: Path) -> tuple[Path, Path]:

@@ -1,6 +1,7 @@
 """The roofline part of ``make accelerator``, in a process of its own (it holds the device):
-this device's plain-JAX ceilings, its spec beside them, and the reference solution's own
-``measure_peak_flops`` / ``measure_bandwidth`` measured side by side with them.
+this device's plain-JAX ceilings, its spec beside them (``coursekit.measure.chips``), and
+the reference solution's own ``measure_peak_flops`` / ``measure_bandwidth`` measured side
+by side with them.
 
     python -m coursekit.commands.accelerator_roofline OUT.json --solution PATH
         [--sizes auto|tiny] [--matmul N,N] [--bytes B,B] [--iters K] [--rounds R]
@@ -41,16 +42,6 @@ from pathlib import Path
 
 import numpy as np
 
-# The chip's published figures, by JAX's device kind. Source: Google Cloud's TPU v5e page
-# (https://cloud.google.com/tpu/docs/v5e, "key chip specifications"), read 2026-12: per
-# chip 197 TFLOP/s peak bf16 compute, 16 GB of HBM2 at 819 GB/s.
-SPECS = {
-    "TPU v5 lite": {
-        "chip": "TPU v5e", "flops": {"bfloat16": 197e12}, "hbm_bandwidth": 819e9,
-        "source": "Google Cloud TPU v5e documentation, key chip specifications "
-                  "(https://cloud.google.com/tpu/docs/v5e): 197 TFLOP/s peak bf16 compute, "
-                  "HBM2 16 GB at 819 GB/s per chip"},
-}
 WITHIN = 0.9  # the solution's figure must reach this share of the plain-JAX ceiling
 GiB, MiB = 2**30, 2**20
 SIZES = {"accelerator": ([8192, 16384], [GiB, 4 * GiB]),
@@ -200,7 +191,7 @@ class SolutionCall:
         self.name, self.fn, self.kwargs, self.figure, self.note = name, fn, kwargs, figure, note
         self.beside = beside                 # the ceiling whose rounds it is called between
         self.judged_by = judged_by or beside  # the ceiling its ratio is taken to
-        self.results, self.error = [], ""
+        self.results, self.error, self.dtypes = [], "", set()
 
     def __call__(self, _round: int) -> None:
         if self.error:
@@ -208,6 +199,8 @@ class SolutionCall:
         try:
             got = self.fn(**self.kwargs)
             self.results.append(float(got[self.figure]))
+            if "dtype" in got:
+                self.dtypes.add(str(got["dtype"]))
         except Exception as err:  # noqa: BLE001 - recorded with the figures, never fatal
             self.error = f"{type(err).__name__}: {str(err)[:300]}"
 
@@ -216,6 +209,9 @@ class SolutionCall:
         best = max(self.results) if self.results else None
         ratio = best / ceiling["best"] if best and ceiling else None
         note = self.note
+        asked = self.kwargs.get("dtype")
+        if asked and self.dtypes - {asked}:
+            note += f"asked for {asked}, it says it timed {', '.join(sorted(self.dtypes))}"
         if beside is not None and beside is not ceiling and best:
             note += (f"; {best / beside['best']:.0%} of the {beside['dtype']} ceiling measured "
                      f"beside it ({beside['best']:.4g} {beside['unit']})")
@@ -239,6 +235,7 @@ def run(solution: Path, sizes: str, matmul: list[int] | None, nbytes: list[int] 
         iters: int, rounds: int, fast: str | None = None) -> dict:
     import jax
 
+    from coursekit.measure.chips import spec
     from coursekit.measure.environment import device_facts
     device = device_facts()
     backend = device["backend"]
@@ -247,7 +244,7 @@ def run(solution: Path, sizes: str, matmul: list[int] | None, nbytes: list[int] 
     matmul = matmul or SIZES[kind][0]
     nbytes = nbytes or SIZES[kind][1]
     out = {"device": device, "fast_dtype": fast, "sizes": kind, "iters": iters,
-           "rounds": rounds, "spec": SPECS.get(device["device_kind"]), "ceilings": [],
+           "rounds": rounds, "spec": spec(device["device_kind"]), "ceilings": [],
            "solution": [], "errors": []}
     try:
         model = load_solution(solution)
