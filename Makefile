@@ -10,6 +10,7 @@
 #   make mutants  developers: each checker's mutation score per stage (slow; MUTANTS_PROJECT=p)
 #   make mistakes developers: each checker's catch rate on a learner-mistake corpus (slow)
 #   make flake    developers: the reference passes every stage FLAKE_RUNS times, a core busy
+#   make accelerator  the course on this machine's accelerator, a report in build/accelerator (docs/tpu.md)
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -20,6 +21,8 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 2
 LAB_PORT ?= 8888
 COURSE_ARGS ?=
+# make accelerator ACCELERATOR_ARGS='--part notebooks --resume' (docs/tpu.md)
+ACCELERATOR_ARGS ?=
 CHECK_ARGS ?=
 MUTANTS_PROJECT ?=
 MUTANTS_JOBS ?= 1
@@ -37,10 +40,10 @@ FLAKE_IMPL ?=
 # A release (python -m autograder release) has no reference solutions: coursekit.facts decides.
 IS_RELEASE = $(PY) -c 'import sys; from coursekit.facts import is_release; sys.exit(not is_release())'
 
-.PHONY: setup course test check lab bench starters portfolio mlflow-ui xprof browser-deps slurm-deps clean help \
+.PHONY: setup course accelerator test check lab bench starters portfolio mlflow-ui xprof browser-deps slurm-deps clean help \
 	mutants mistakes flake
 help:
-	@sed -n '1,12p' Makefile
+	@sed -n '1,13p' Makefile
 
 setup: $(STAMP)
 
@@ -59,6 +62,11 @@ $(STAMP): pyproject.toml
 
 course: $(STAMP)
 	$(PY) -m coursekit.commands.course --out $(BUILD)/course $(COURSE_ARGS)
+
+# Every checker (solution and starter), every notebook headless and the roofline, in turn on
+# the accelerator; on a machine without the venv: python3 -m coursekit.commands.accelerator
+accelerator: $(STAMP)
+	$(PY) -m coursekit.commands.accelerator $(ACCELERATOR_ARGS)
 
 # Debian's chromium for tests/test_browser_lab.py (playwright drives it; never `playwright install`)
 browser-deps:
