@@ -108,3 +108,13 @@ def test_papermill_absent_make_course_skips_the_notebooks_and_says_so(monkeypatc
     out = capsys.readouterr().out
     assert "papermill is not installed here, so running the notebooks here is skipped" in out
     assert "nothing ran" in out
+
+
+def test_a_notebook_block_whose_package_is_missing_says_skipped(capsys):
+    from coursekit.notebook.guard import NotYet, need, not_yet
+    with not_yet("the record") as outcome:
+        raise optional.Absent("mlflow", "the MLflow record of runs")
+    assert not outcome.done
+    assert capsys.readouterr().out.startswith("skipped: the record: mlflow is not installed")
+    with pytest.raises(NotYet, match="needs an earlier cell: mlflow is not installed"):
+        need(outcome)
