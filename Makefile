@@ -16,6 +16,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BUILD := build
+# The oldest JAX the course supports (coursekit/compat/jaxapi.py: FLOOR), beside the pinned
+# one: the sealed programs are written by it and make test runs the course under it
+FLOOR_STAMP := $(BUILD)/jax-floor/.installed
 PYTEST_ARGS ?=
 # make test: pytest workers (pytest-xdist; 0 runs the suite in this one process)
 PYTEST_WORKERS ?= 2
@@ -41,7 +44,7 @@ FLAKE_IMPL ?=
 IS_RELEASE = $(PY) -c 'import sys; from coursekit.facts import is_release; sys.exit(not is_release())'
 
 .PHONY: setup course accelerator test check lab bench starters portfolio mlflow-ui xprof browser-deps slurm-deps clean help \
-	mutants mistakes flake
+	mutants mistakes flake floor
 help:
 	@sed -n '1,13p' Makefile
 
@@ -59,6 +62,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m coursekit.facts register-kernel
 	@touch $(STAMP)
 	@echo "environment ready: $(VENV) ($$($(PY) --version)), course kernel registered"
+
+# jax and jaxlib FLOOR into build/jax-floor (pip --target, about 380 MB); again only when
+# FLOOR changes (the stamp holds it)
+floor: $(FLOOR_STAMP)
+
+$(FLOOR_STAMP): $(STAMP) coursekit/compat/jaxapi.py
+	$(PY) -m coursekit.authoring.jaxfloor
 
 course: $(STAMP)
 	$(PY) -m coursekit.commands.course --out $(BUILD)/course $(COURSE_ARGS)
@@ -82,6 +92,7 @@ test: $(STAMP)
 	@if $(IS_RELEASE); then \
 	  $(PY) -m coursekit.commands.course --checks-only --out $(BUILD)/course $(CHECK_ARGS); exit $$?; \
 	fi; \
+	$(MAKE) --no-print-directory floor || exit $$?; \
 	scripts/browser-deps || exit $$?; \
 	scripts/slurm-deps || exit $$?; \
 	set +e; PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); rc=$$?; \
@@ -130,7 +141,7 @@ flake: $(STAMP)
 	  $(if $(FLAKE_STAGE),--stage $(FLAKE_STAGE)) --runs $(FLAKE_RUNS) --load $(FLAKE_LOAD) \
 	  $(if $(FLAKE_IMPL),--impl $(FLAKE_IMPL))
 
-starters: $(STAMP)
+starters: $(STAMP) $(FLOOR_STAMP)
 	$(PY) -m coursekit.authoring.starters
 	$(PY) -m coursekit.authoring.sealed
 

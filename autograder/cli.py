@@ -242,4 +242,12 @@ def _doc(module: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except ImportError as err:  # a package this machine lacks: named, not a traceback
+        from coursekit.compat.optional import absent_from
+        absent = absent_from(err, f"`autograder {args.run.__name__.lstrip('_')}`")
+        if absent is None:
+            raise
+        print(f"autograder: {absent}", file=sys.stderr)
+        return 2

@@ -31,6 +31,7 @@ questions not yet run; the ones before keep their points.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import logging
@@ -46,6 +47,7 @@ from autograder.check_cells import answered
 from autograder.nblimits import NotebookRefused, check_notebook_file
 from autograder.tamper import Probe, builtins_used
 from autograder.workspace import Settings, prepare
+from coursekit.compat.optional import Absent
 from coursekit.notebook.reuse import REUSE_ENV, write_graded
 
 _nbclient = None
@@ -71,7 +73,8 @@ def warm_up() -> None:
     """Import what notebook grading needs (called once when a worker starts)."""
     _imports()
     from autograder.nbsource import nbgrader_utils
-    nbgrader_utils()
+    with contextlib.suppress(Absent):  # no nbgrader here: grading a notebook says so
+        nbgrader_utils()
 
 
 # ----------------------------------------------------------------------------------

@@ -7,6 +7,8 @@ Floors, bottom to top; a module may import its own floor and the floors below it
     ground      coursekit (the package), coursekit.facts, coursekit.protocol: stdlib only;
                 course facts (with the checker fingerprint) and the protocol the checker,
                 the runner, the guard and the grader speak
+    compat      coursekit.compat: the JAX versions the course supports and the packages an
+                accelerator image may lack, bridged once (stdlib at import)
     measure     coursekit.measure: timing, environment, traces, compile counts
     records     coursekit.provenance (the package) and coursekit.provenance.records: the
                 run-record format measurements write (it reads measure.environment)
@@ -55,6 +57,7 @@ PACKAGES = ("coursekit", "autograder")
 ALIASES = {"autograder_protocol": "coursekit.protocol"}
 FLOORS = (
     ("ground", ("coursekit", "coursekit.facts", "coursekit.protocol")),
+    ("compat", ("coursekit.compat.*",)),
     ("measure", ("coursekit.measure.*",)),
     ("records", ("coursekit.provenance", "coursekit.provenance.records")),
     ("checking", ("coursekit.checking.*",)),

@@ -4,15 +4,21 @@ paste.
 
 Each program is held against the replay written the obvious way (a Python loop,
 ``jax.random.permutation``; the fit's draws first, then float64 steps), here in the
-course's own tests, which the release does not ship: the training bit for bit, the fit's
-float64 steps to 1e-12 (XLA orders a fused loop's float64 sums its own way, one ulp or
-so); the stored bytes are what the source exports now; a learner file that loads the
-program is refused; a missing program says what to do.
+course's own tests, which the release does not ship: the training to float32 rounding,
+the fit's float64 steps to 1e-12 (XLA orders a fused loop's sums its own way). The
+programs are written by the oldest JAX the course supports (docs/checkers.md, "Sealed
+references"), so this JAX compiles a program another JAX lowered: the training's weights
+then differ from the loop's by a few float32 ulps of the largest weight (3e-7 of it,
+measured on 0.12 and on the floor), where a wrong key, draw or order moves them by
+percents. A learner file that loads the program is refused; a missing or unreadable
+program says what to do. That the stored bytes are what the source exports now is
+checked under the floor JAX (tests/test_jax_floor.py).
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 
 import jax
@@ -53,6 +59,9 @@ def sealed_replay(key, x, y, classes, steps, batch, lr, same_order=False):
 
 # make check keeps the checker's case; the others (about 4 s each) run in make test
 SLOW = pytest.mark.slow
+# the training's weights against the loop's, as a share of the largest weight: 3e-7 at most
+# measured (a few float32 ulps); the checker's own tolerance for a learner is 1e-3
+FLOAT32_STEPS = 1e-6
 
 
 @pytest.mark.parametrize("n, features, classes, batch, steps, same_order", [
@@ -61,7 +70,7 @@ SLOW = pytest.mark.slow
     pytest.param(512, 8, 4, 61, 30, False, marks=SLOW),     # the workload's rows
     pytest.param(1625, 3, 2, 400, 9, False, marks=SLOW),    # the most rows one sort
 ])                                                          # shuffles as jax does
-def test_sealed_replay_is_the_protocol_bit_for_bit(n, features, classes, batch, steps,
+def test_sealed_replay_is_the_protocol(n, features, classes, batch, steps,
                                                      same_order):
     key = jax.random.key(n + batch)
     x, y = classifier.make_dataset(jax.random.key(7), n, features, classes)
@@ -69,7 +78,9 @@ def test_sealed_replay_is_the_protocol_bit_for_bit(n, features, classes, batch, 
     got = sealed_replay(key, x, y, classes, steps, batch, 0.25, same_order)
     assert sorted(got) == sorted(want)
     for name in want:
-        np.testing.assert_array_equal(got[name], np.asarray(want[name]), err_msg=name)
+        scale = float(np.max(np.abs(want[name])))
+        np.testing.assert_allclose(got[name], np.asarray(want[name]), rtol=0,
+                                   atol=FLOAT32_STEPS * scale, err_msg=name)
 
 
 def plain_fit(key, x, y, steps, batch, lr, reuse_key=False):
@@ -115,10 +126,6 @@ def test_one_sort_is_jax_permutation_up_to_the_stated_rows():
         np.testing.assert_array_equal(shuffled_rows(key, n), jax.random.permutation(key, n))
 
 
-def test_stored_programs_are_what_their_sources_export():
-    assert not authoring.stale(ROOT), "run `make starters`"
-
-
 @pytest.mark.parametrize("replay", ["replay_fit", "replay_train"])
 def test_the_checker_holds_no_replay_source(replay):
     """The replays run the programs: no draw, shuffle, gradient or update of their own."""
@@ -143,3 +150,14 @@ def test_a_learner_file_loading_the_program_is_refused(tmp_path):
 def test_a_missing_program_says_what_to_do(tmp_path):
     with pytest.raises(sealed.SealedMissing, match="copy the project's tests/ folder"):
         sealed.program(tmp_path, "train_replay")
+
+
+def test_a_program_from_a_newer_jax_says_so(tmp_path):
+    """What 0.10.2 said of a program 0.12 wrote ("Failed to deserialize StableHLO"), here
+    planted as bytes no StableHLO reader takes inside a valid jax.export program."""
+    exp = jax.export.export(jax.jit(lambda v: v + 1), platforms=("cpu",))(np.float32(1))
+    broken = dataclasses.replace(exp, mlir_module_serialized=b"ML\xefR" + b"\0" * 64)
+    sealed.path(tmp_path, "newer").parent.mkdir()
+    sealed.path(tmp_path, "newer").write_bytes(broken.serialize())
+    with pytest.raises(sealed.SealedMissing, match="a newer JAX wrote it.*every JAX from"):
+        sealed.program(tmp_path, "newer")

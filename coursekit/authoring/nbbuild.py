@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import jupytext
 import nbformat
 
+from coursekit.compat.optional import need
 from coursekit.facts import ALLOWED_ERROR_TAG, KERNELSPEC
 
 FORMAT = "py:percent"
@@ -32,9 +32,15 @@ CELL_KEYS = ("nbgrader", "tags")
 __all__ = ["ALLOWED_ERROR_TAG", "from_text", "to_text", "validate", "write"]
 
 
+def _jupytext():
+    # an accelerator image may not ship jupytext: Absent names it (the stored notebooks
+    # run there as they are; only building them from notebooks/src needs it)
+    return need("jupytext", "building notebooks from their text sources")
+
+
 def from_text(text: str):
     """A notebook from its percent-format source."""
-    nb = jupytext.reads(text, fmt=FORMAT)
+    nb = _jupytext().reads(text, fmt=FORMAT)
     nb.metadata.pop("jupytext", None)
     return nb
 
@@ -51,7 +57,7 @@ def to_text(nb) -> str:
     nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"},
                    "course": nb.metadata.get("course", {}),
                    "jupytext": {"notebook_metadata_filter": HEADER_FILTER}}
-    return jupytext.writes(nb, fmt=FORMAT)
+    return _jupytext().writes(nb, fmt=FORMAT)
 
 
 def _sorted(value):

@@ -7,6 +7,12 @@ types need it, and the checker turns it on for the call). Each becomes
 (``coursekit.checking.sealed`` loads and runs it). The release ships the programs and
 leaves ``solution/`` behind.
 
+The programs are written by the oldest JAX the course supports (``jaxapi.FLOOR``): jax.export
+promises only that a newer JAX reads an older program, and 0.10.2 cannot read what 0.12
+writes. Run under any other JAX, this command runs itself again under the floor
+(``coursekit.authoring.jaxfloor``, installed into build/ when missing), so the bytes are the
+same in every checkout whatever JAX the venv holds.
+
     python -m coursekit.authoring.sealed            # rewrite every sealed program
     python -m coursekit.authoring.sealed --check    # exit 1 when one is missing or stale
 """
@@ -15,10 +21,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
+from coursekit.authoring import jaxfloor
 from coursekit.checking import sealed
+from coursekit.compat import jaxapi
 from coursekit.facts import ROOT
 
 
@@ -59,22 +68,51 @@ def programs(root: Path) -> dict[Path, bytes]:
     return out
 
 
-def stale(root: Path) -> dict[Path, bytes]:
-    """The programs missing or not what their sources export now, with their bytes."""
+def on_floor() -> bool:
+    return jaxapi.version() == jaxapi.FLOOR
+
+
+def stale_here(root: Path) -> dict[Path, bytes]:
+    """Under the floor: the programs missing or not what their sources export now, with
+    their bytes."""
+    assert on_floor(), f"the sealed programs are written by JAX {jaxapi.FLOOR}"
     return {target: data for target, data in programs(root).items()
             if not target.is_file() or target.read_bytes() != data}
+
+
+def stale(root: Path) -> list[Path]:
+    """The programs missing or not what their sources export now (under any JAX: asks a
+    process under the floor when this one runs another)."""
+    if on_floor():
+        return list(stale_here(root))
+    done = jaxfloor.run_module("coursekit.authoring.sealed",
+                               ["--check", "--json", "--root", str(root)],
+                               capture_output=True, text=True)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    if done.returncode not in (0, 1) or not lines:
+        raise RuntimeError(f"the sealed programs could not be checked under JAX "
+                           f"{jaxapi.FLOOR} (exit {done.returncode}): {done.stderr[-800:]}")
+    return [Path(p) for p in json.loads(lines[-1])["stale"]]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report stale programs")
+    parser.add_argument("--json", action="store_true",
+                        help="with --check: one JSON line {\"stale\": [paths]}")
     parser.add_argument("--root", default=ROOT, type=Path)
     args = parser.parse_args(argv)
+    if not on_floor():  # written by the floor, read by every JAX after it
+        argv = sys.argv[1:] if argv is None else argv
+        return jaxfloor.run_module("coursekit.authoring.sealed", argv).returncode
     root = args.root.resolve()
-    todo = stale(root)
+    todo = stale_here(root)
+    if args.check and args.json:
+        print(json.dumps({"stale": [str(t) for t in todo]}))
     for target, data in todo.items():
         if args.check:
-            print(f"stale: {target.relative_to(root)} (run `make starters`)")
+            if not args.json:
+                print(f"stale: {target.relative_to(root)} (run `make starters`)")
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)

@@ -40,6 +40,7 @@ from coursekit.checking.errors import CheckFailed, CheckInconclusive, LearnerCod
 from coursekit.checking.learner import explain_exception, load_impl
 from coursekit.checking.terminal_record import keep_terminal_record
 from coursekit.checking.values import short
+from coursekit.compat import optional
 from coursekit.measure.environment import environment_versions
 
 INCONCLUSIVE_EXIT = 3  # no check failed, but a timing check could not decide
@@ -286,12 +287,15 @@ class Checker:
             on = self.measured_on
             print(f"measured on: {on['label']}, {on['device_count']} device(s), "
                   f"JAX {on['jax']} (the checker itself runs on the CPU)", flush=True)
+        for note in optional.skipped():  # a package this machine lacks (compat.optional)
+            print(f"skipped here: {note}", flush=True)
         print(f"{passed} passed, {failed} failed"
               + (f", {unsure} inconclusive (rerun when the machine is quieter)"
                  if unsure else ""), flush=True)
         payload = result_payload(self.project, impl, stages, seed, results,
                                  time.perf_counter() - started)
         payload["measured_on"] = self.measured_on
+        payload["skipped"] = optional.skipped()
         if args.json_path:
             Path(args.json_path).parent.mkdir(parents=True, exist_ok=True)
             Path(args.json_path).write_text(json.dumps(payload, indent=2))

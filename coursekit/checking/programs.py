@@ -79,6 +79,7 @@ def rebuild(desc, args, out_example=None, *, what: str = "the exported program")
     import numpy as np
 
     from coursekit.checking.values import fail_unless
+    from coursekit.compat.jaxapi import exported
     fail_unless(isinstance(desc, dict) and not desc.get("effects"), f"{what} is not a plain "
                 "function of its inputs", yours=desc.get("effects") if isinstance(desc, dict)
                 else type(desc).__name__, expected="no effects")
@@ -99,7 +100,7 @@ def rebuild(desc, args, out_example=None, *, what: str = "the exported program")
                 "call", yours=len(out_avals), expected=out_tree.num_leaves,
                 hint="keep the arguments and results of the docstring")
     n_in, n_out = len(in_avals), len(out_avals)
-    return jax.export.Exported(
+    return exported(
         fun_name="learner", in_tree=jax.tree.structure((tuple(args), {})), in_avals=in_avals,
         out_tree=out_tree, out_avals=out_avals, _in_named_shardings=(None,) * n_in,
         _out_named_shardings=(None,) * n_out, in_shardings_hlo=(None,) * n_in,

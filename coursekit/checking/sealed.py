@@ -33,12 +33,16 @@ def path(tests_dir: Path, name: str) -> Path:
 
 @functools.cache
 def program(tests_dir: Path, name: str):
-    """The ``jax.export.Exported`` stored as ``tests/sealed/<name>.jaxexport``."""
-    import jax
+    """The ``jax.export.Exported`` stored as ``tests/sealed/<name>.jaxexport``. Written by
+    the oldest JAX the course supports, so every JAX in its range reads it
+    (``coursekit.compat.jaxapi.deserialize`` says why one cannot)."""
+    from coursekit.compat.jaxapi import ProgramUnreadable, deserialize
 
     file = path(tests_dir, name)
     try:
-        return jax.export.deserialize(bytearray(file.read_bytes()))
+        return deserialize(file.read_bytes(), f"the checker's reference program {file.name}")
+    except ProgramUnreadable as err:
+        raise SealedMissing(str(err)) from None
     except (OSError, ValueError) as err:
         raise SealedMissing(
             f"the checker's reference program {file} is missing or unreadable ({err}): "

@@ -47,6 +47,7 @@ import time
 from pathlib import Path
 
 from coursekit import facts
+from coursekit.compat import optional
 from coursekit.facts import KERNEL, NOTEBOOKS, ROOT, ensure_kernel, is_release
 
 # ---------------------------------------------------------------------------------------
@@ -559,6 +560,12 @@ def main(argv: list[str] | None = None) -> int:
 
     if not args.no_notebooks and not args.checks_only:
         notebooks = discover_notebooks(args.only, Path(args.notebooks))
+        if notebooks and not optional.have("papermill"):  # an accelerator image may lack it
+            absent = optional.Absent("papermill", "running the notebooks here")
+            summary["skipped"] = [str(absent)]
+            print(f"\n{absent}; run one headless: python -m coursekit.notebook.headless "
+                  "IN.ipynb OUT.ipynb", flush=True)
+            notebooks = []
         if notebooks:
             ensure_kernel()
             import papermill  # noqa: F401 - imported once, before the clock of any notebook
@@ -590,7 +597,7 @@ def main(argv: list[str] | None = None) -> int:
     if learner:
         print(where_you_stand(summary))
         return 0
-    print("all passed")
+    print("all passed" + "".join(f" ({note})" for note in summary.get("skipped", [])))
     return 0
 
 

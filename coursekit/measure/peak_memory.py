@@ -35,6 +35,7 @@ import json
 import os
 from pathlib import Path
 
+from coursekit.compat.jaxapi import import_path
 from coursekit.measure.children import run_clean
 
 COURSE_ROOT = Path(__file__).resolve().parents[2]
@@ -118,7 +119,7 @@ def measure_here(fn, args) -> dict:
 
 _CHILD = r"""
 import json, sys
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], *json.loads(sys.argv[3])]  # the course, the parent's JAX
 from coursekit.measure import peak_memory
 spec = json.loads(sys.argv[2])
 fn, args = peak_memory.load_factory(spec["factory"])(**spec["kwargs"])
@@ -133,7 +134,8 @@ def fresh_process_peak(factory: str, kwargs: dict, *, timeout: float = 300,
     spec = json.dumps({"factory": factory, "kwargs": kwargs})
     # started clean (python -I, a folder of its own): the caller's working folder may be
     # one a submission wrote, and python -c would import from it first
-    done = run_clean(["-c", _CHILD, str(COURSE_ROOT), spec], timeout=timeout, env=env)
+    done = run_clean(["-c", _CHILD, str(COURSE_ROOT), spec, json.dumps(import_path())],
+                     timeout=timeout, env=env)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"peak-memory child for {factory} failed "

@@ -21,6 +21,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from coursekit.compat.optional import Absent, need
 from coursekit.measure import traces
 
 # Both files hold the same integer nanosecond timestamps of one XSpace; the JSON writes
@@ -32,8 +33,7 @@ DURATION_TOLERANCE_US = 0.01
 GPU_TOOLS = ("op_profile", "hlo_stats", "roofline_model")
 
 
-class XProfMissing(ImportError):
-    """xprof (pinned in pyproject.toml) is not installed in this environment."""
+XProfMissing = Absent  # xprof (pinned in pyproject.toml) is not installed here
 
 
 class XProfError(RuntimeError):
@@ -41,12 +41,8 @@ class XProfError(RuntimeError):
 
 
 def _converter():
-    try:
-        from xprof.convert import raw_to_tool_data
-    except ImportError as err:
-        raise XProfMissing(f"xprof is not installed ({err}): run `make setup` (it installs "
-                           "the pinned xprof) or `pip install xprof==2.24.2`") from None
-    return raw_to_tool_data
+    # an accelerator image may not ship xprof: then Absent names it and what is skipped
+    return need("xprof.convert.raw_to_tool_data", "XProf's reading of the trace")
 
 
 @contextlib.contextmanager

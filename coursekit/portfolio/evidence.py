@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from coursekit.compat.optional import Absent
+
 MAX_FILE_BYTES = 20 * 2**20   # a larger *.json is not a record (traces are .json.gz)
 MAX_MLFLOW_RUNS = 500
 
@@ -434,6 +436,9 @@ def read_store(rec: Records, uri: str, *, with_samples: bool = True) -> None:
         from mlflow.tracking import MlflowClient
         client = MlflowClient(uri)
         experiments = client.search_experiments()
+    except Absent as err:  # an accelerator image without mlflow: said, not a problem
+        rec.mlflow = str(err)
+        return
     except Exception as err:  # noqa: BLE001 - any store failure becomes a named message
         rec.problems.append(Problem(uri, f"MLflow store could not be read: "
                                     f"{type(err).__name__}: {str(err)[:300]}", "store"))

@@ -19,7 +19,9 @@ their fingerprints are equal (``comparable_runs``, ``why_not_comparable``).
 Tracking store: ``MLFLOW_TRACKING_URI`` when set, else ``sqlite:///<course>/build/mlflow.db``;
 artifacts of a local store sit beside the database (``build/mlflow-artifacts``).
 ``python -m coursekit.provenance {list,log-check,demo,ui}`` reads, records and shows runs.
-MLflow is imported only when first used (it costs seconds), and kept quiet.
+MLflow is imported only when first used (it costs seconds), and kept quiet; where it is
+not installed (an accelerator image), using it raises ``coursekit.compat.optional.Absent``,
+an ImportError that names it and what is skipped.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coursekit.compat.optional import need
 from coursekit.facts import ROOT
 
 EXPERIMENT = "jax-perf-course"          # measurements: notebooks, benchmarks, projects
@@ -92,8 +95,8 @@ def _mlflow():
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     for name in ("mlflow", "alembic", "sqlalchemy"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    import mlflow
-    return mlflow
+    # an accelerator image may not ship mlflow: Absent (an ImportError) names it
+    return need("mlflow", "the MLflow record of runs (run records stay JSON files)")
 
 
 def configure():
@@ -261,11 +264,11 @@ def start_run(name: str, config: dict, *, experiment: str = EXPERIMENT,
               kind: str = "measurement", tags: dict | None = None,
               env: dict | None = None) -> Run:
     """Open a RUNNING run with config and environment as params and provenance tags."""
-    from mlflow.entities import Param
     if not isinstance(config, dict):
         raise ProvenanceError(f"config must be a dict of what was measured, got "
                               f"{type(config).__name__}")
-    mlclient = client()
+    mlclient = client()  # optional.Absent where mlflow is not installed
+    from mlflow.entities import Param
     exp = experiment_id(experiment, mlclient)
     env = environment() if env is None else env
     fp = fingerprint(config, env)
@@ -392,6 +395,7 @@ def get_run(run_id: str) -> dict:
 
 def read_samples(run: dict, name: str) -> list:
     """The raw samples a run logged with ``log_samples(name, ...)``."""
+    _mlflow()
     from mlflow.artifacts import load_dict
     return load_dict(f"{run['artifact_uri']}/samples/{_key(name).replace('/', '_')}.json")[
         "values"]

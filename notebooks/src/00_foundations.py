@@ -539,8 +539,10 @@ def measure_step(batch):
           f"samples, run {run.run_id[:8]}")
     return run
 
-step_runs = {batch: measure_step(batch) for batch in (64, 256)}
-print(LABEL)
+# an image without MLflow (some accelerator images) prints "skipped: ..." for the record
+with not_yet("the recorded measurements") as recorded:
+    step_runs = {batch: measure_step(batch) for batch in (64, 256)}
+    print(LABEL)
 
 # %% [markdown]
 # A record is useful when it holds the runs that went wrong too. The course's own
@@ -550,8 +552,9 @@ print(LABEL)
 # was killed outright, which MLflow itself leaves RUNNING, reads back here as KILLED.)
 
 # %%
-failed_demo = provenance.output_check_demo("bfloat16", n=255)
-print(f"{failed_demo['status']}: {failed_demo['error']}")
+with not_yet("a failed run in the record"):
+    failed_demo = provenance.output_check_demo("bfloat16", n=255)
+    print(f"{failed_demo['status']}: {failed_demo['error']}")
 
 # %% [markdown]
 # An interrupted run is kept too. A process that raises records FAILED; Ctrl-C records
@@ -565,25 +568,26 @@ import signal
 import subprocess
 import sys
 
-child = subprocess.Popen(
-    [sys.executable, "-c", "import time; from coursekit.provenance import tracking as provenance; "
-     "run = provenance.start_run('00 doomed child', {'what': 'SIGKILL demo'}); "
-     "print(run.run_id, flush=True); time.sleep(300)"],
-    stdout=subprocess.PIPE, text=True)
-try:
-    doomed_id = child.stdout.readline().strip()
-finally:
-    child.send_signal(signal.SIGKILL)
-    child.wait(timeout=60)
-doomed = provenance.get_run(doomed_id)
-print(f"MLflow holds status {doomed['recorded_status']}; the course reads it as "
-      f"{doomed['status']} (process {doomed['tags']['course.pid']} is gone)")
+with not_yet("a killed run in the record"):
+    mlflow = provenance.configure()
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; from coursekit.provenance import tracking as "
+         "provenance; run = provenance.start_run('00 doomed child', {'what': 'SIGKILL demo'}); "
+         "print(run.run_id, flush=True); time.sleep(300)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        doomed_id = child.stdout.readline().strip()
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+    doomed = provenance.get_run(doomed_id)
+    print(f"MLflow holds status {doomed['recorded_status']}; the course reads it as "
+          f"{doomed['status']} (process {doomed['tags']['course.pid']} is gone)")
 
-mlflow = provenance.configure()
-every_run = provenance.with_effective_status(
-    mlflow.search_runs(experiment_names=[provenance.EXPERIMENT]))
-print("runs in the record by status:",
-      every_run["course_status"].value_counts().to_dict())
+    every_run = provenance.with_effective_status(
+        mlflow.search_runs(experiment_names=[provenance.EXPERIMENT]))
+    print("runs in the record by status:",
+          every_run["course_status"].value_counts().to_dict())
 
 # %% [markdown]
 # Comparing measurements is only honest between comparable configurations: the same shapes
@@ -593,33 +597,36 @@ print("runs in the record by status:",
 # other workloads do not, and `why_not_comparable` says why.
 
 # %%
-run = step_runs[64]
-comparable = mlflow.search_runs(
-    experiment_names=[provenance.EXPERIMENT],
-    filter_string=(f"tags.`course.fingerprint` = '{run.fingerprint}' "
-                   "and attributes.status = 'FINISHED'"),
-    order_by=["attributes.start_time DESC"], max_results=10)
-print(f"batch 64: {len(comparable)} comparable run(s) of {len(every_run)} in the record "
-      "(at most the 10 newest shown)")
-fig, ax = plt.subplots(figsize=(6, 3.2))
-for i, row in enumerate(comparable.iloc[::-1].itertuples()):
-    ms = np.asarray(provenance.read_samples({"artifact_uri": row.artifact_uri}, "step_s")) * 1e3
-    ax.scatter(np.full(ms.size, i + 1), ms, s=12, alpha=0.6, color="tab:blue",
-               label="raw samples" if i == 0 else None)
-    ax.scatter([i + 1], [np.median(ms)], marker="_", s=400, color="black",
-               label="median" if i == 0 else None)
-ax.set_xticks(range(1, len(comparable) + 1))
-ax.set_xlabel("comparable run of the batch-64 step, oldest first")
-ax.set_ylabel("warmed step time (ms)")
-ax.set_ylim(bottom=0)
-ax.set_title(f"One configuration across executions of this notebook\n{LABEL}", fontsize=9)
-ax.legend(fontsize=8)
-fig.tight_layout()
-plt.show()
-latest = provenance.get_run(run.run_id)
-for other in (provenance.get_run(step_runs[256].run_id), failed_demo):
-    print(f"not comparable with {other['name']!r}:",
-          "; ".join(provenance.why_not_comparable(latest, other)[:4]))
+latest = None
+with not_yet("comparable runs"):
+    need(recorded)
+    run = step_runs[64]
+    comparable = mlflow.search_runs(
+        experiment_names=[provenance.EXPERIMENT],
+        filter_string=(f"tags.`course.fingerprint` = '{run.fingerprint}' "
+                       "and attributes.status = 'FINISHED'"),
+        order_by=["attributes.start_time DESC"], max_results=10)
+    print(f"batch 64: {len(comparable)} comparable run(s) of {len(every_run)} in the record "
+          "(at most the 10 newest shown)")
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    for i, row in enumerate(comparable.iloc[::-1].itertuples()):
+        ms = np.asarray(provenance.read_samples({"artifact_uri": row.artifact_uri}, "step_s")) * 1e3
+        ax.scatter(np.full(ms.size, i + 1), ms, s=12, alpha=0.6, color="tab:blue",
+                   label="raw samples" if i == 0 else None)
+        ax.scatter([i + 1], [np.median(ms)], marker="_", s=400, color="black",
+                   label="median" if i == 0 else None)
+    ax.set_xticks(range(1, len(comparable) + 1))
+    ax.set_xlabel("comparable run of the batch-64 step, oldest first")
+    ax.set_ylabel("warmed step time (ms)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"One configuration across executions of this notebook\n{LABEL}", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    plt.show()
+    latest = provenance.get_run(run.run_id)
+    for other in (provenance.get_run(step_runs[256].run_id), failed_demo):
+        print(f"not comparable with {other['name']!r}:",
+              "; ".join(provenance.why_not_comparable(latest, other)[:4]))
 
 # %% [markdown]
 # ## Decide what is ready
@@ -641,7 +648,8 @@ evidence = {
     "workload test accuracy": (f"{workload['test_accuracy']:.3f} (untrained "
                                f"{untrained_accuracy:.3f}, ceiling {ceiling:.3f})"
                                if workload else "not yet"),
-    "this notebook's measurement": f"{latest['status']} run {latest['run_id'][:8]}",
+    "this notebook's measurement": (f"{latest['status']} run {latest['run_id'][:8]}"
+                                    if latest else "not recorded (see its cell)"),
 }
 for k, v in evidence.items():
     print(f"{k:42s} {v}")

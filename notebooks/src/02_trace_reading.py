@@ -55,6 +55,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
+from coursekit.compat.jaxapi import CPU_EXECUTION_THREADS
 from coursekit.measure import traces
 from coursekit.notebook import claims
 from coursekit.notebook.cells import (
@@ -174,7 +175,8 @@ with not_yet("region summary"):
 # The same region taken apart by what each piece is: **dispatch**, the outermost
 # `PjitFunction(step)`; the **completion wait**, the direct child the Python tracer names
 # `...block_until_ready`; and **execution**, the `ThunkExecutor::Execute` events on the
-# `tf_XLAExecute` threads, clipped to the region (they are not children: another thread).
+# `tf_XLAExecute` threads (JAX 0.10 names them `tf_XLAPjRtCpuClient`), clipped to the
+# region (they are not children: another thread).
 
 # %%
 def breakdown(path, region):
@@ -184,7 +186,7 @@ def breakdown(path, region):
     names = traces.thread_names(events)
     every = list(traces.walk(traces.build_forest(events)))
     execute = [e for e in every if e.name == "ThunkExecutor::Execute"
-               and names.get((e.pid, e.tid), "").startswith("tf_XLAExecute")]
+               and names.get((e.pid, e.tid), "").startswith(CPU_EXECUTION_THREADS)]
     rows = []
     for r in sorted((e for e in every if e.name == region), key=lambda e: e.ts):
         largest = max(r.children, key=lambda c: c.dur).name if r.children else "(none)"
@@ -305,6 +307,7 @@ with not_yet("timeline"):
 # its region durations are set beside your parse of the JSON: two parsers, two files, one run.
 
 # %%
+in_xprof = None
 with not_yet("the region in XProf"):
     need(trace_file, summary)
     from coursekit.measure import xprof_trace
@@ -580,7 +583,8 @@ evidence = {
     "op coverage of a step, default / flag on": " / ".join(f"{v:.2f}" for v in coverage.values()),
     "wait is the largest direct child (steps)": (f"{waits_largest} / {len(parts)}"
                                                  if trace_file else "not yet"),
-    "XProf agrees with the JSON parse": (not in_xprof["mismatches"]) if trace_file
+    "XProf agrees with the JSON parse": ((not in_xprof["mismatches"]) if in_xprof else
+                                         "not read (see its cell)") if trace_file
                                         else "not yet",
     "op events per step, default / flag on": f"{op_counts['default']} / {op_counts['flag on']}",
     "MLflow run of the timed step": step_run["status"] if step_run else "not recorded",

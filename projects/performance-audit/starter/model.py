@@ -361,7 +361,8 @@ def peak_rss_fresh_process(depth: int, width: int, hidden: int, batch: int,
       pids: list of the fresh processes' pids
       argument_size_in_bytes, output_size_in_bytes, temp_size_in_bytes,
       peak_memory_in_bytes, total_allocation_bytes: ``memory_analysis()`` of the program
-          the fresh process ran (the compiler's plan, for comparison)
+          the fresh process ran (the compiler's plan, for comparison); None for a field
+          this JAX does not report (0.10 has no total_allocation_bytes)
       device_peak_bytes: ``jax.devices()[0].memory_stats()["peak_bytes_in_use"]`` where the
           device reports it, else None (CPU: VmHWM is host memory, never an accelerator's)
     Checked (stage 3): one distinct fresh process per repeat (repeats=1 too), neither
