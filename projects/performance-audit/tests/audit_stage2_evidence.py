@@ -450,9 +450,6 @@ def _(impl, ctx):
         m, k, n = (int(v) | 1 for v in rng.integers(17, 300, 3))
         a, b = jnp.ones((m, k), dtype), jnp.ones((k, n), dtype)
         compiled = compiled_cost(ctx, Workload("jnp.matmul"), jnp.matmul, a, b)
-        fail_unless(compiled.get("flops") == 2 * m * k * n, "the compiled count of a matmul "
-                    "on this device is not 2mkn: the checker cannot vouch for it",
-                    yours=compiled.get("flops"), expected=2 * m * k * n)
         itemsize = jnp.dtype(dtype).itemsize
         hand = require_keys(by_hand(m, k, n, itemsize), ("flops", "bytes"), "by hand")
         expected = {"flops": 2 * m * k * n, "bytes": (m * k + k * n + m * n) * itemsize}
