@@ -233,7 +233,7 @@ def exec_command(cfg: dict) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)  # ignored signals would survive exec
         os.chdir(cfg["cwd"])
-        os.umask(0o022)
+        os.umask(cfg.get("umask", 0o022))
         os.execve(cfg["cmd"][0], cfg["cmd"], cfg["env"])
     except BaseException as err:  # noqa: BLE001 - report and leave with a known code
         os.write(2, f"autograder jail: cannot start {cfg['cmd'][:2]}: {err}\n".encode())

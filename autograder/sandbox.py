@@ -153,12 +153,16 @@ NOT_APPLIED = {
     "namespaces": [],
     "uid": ["namespaces: the file system outside the course folder stays readable (other "
             "copies of the course, scratch space), SysV IPC and abstract Unix sockets are "
-            "shared with other runs, the network is not cut, other processes are visible"],
+            "shared with other runs, the network is not cut, other processes are visible; "
+            "learner processes of one run share its network and /dev/shm"],
     "limits": ["namespaces: the file system outside the course folder stays readable (other "
                "copies of the course, scratch space), SysV IPC and abstract Unix sockets are "
                "shared with other runs, the network is not cut, other processes are visible",
-               "a throw-away uid: the run is the grader's own user, fenced from the hidden "
-               "course folder and the grader's files only by the audit hooks"],
+               "throw-away uids: the run is the grader's own user, the checker, its helpers "
+               "and every learner process alike (one HOME, temporary folder and cache; each "
+               "other's files and /proc entries), fenced from the hidden course folder and "
+               "the grader's files only by the audit hooks; no disk quota but the per-file "
+               "limit, and no cgroup (memory by a /proc scan)"],
 }
 
 
@@ -463,7 +467,10 @@ class Jail:
                   if self.cgroups else []}
         ident = self.identity
         if ident is not None:
-            config.update(gid=ident.checker, groups=[ident.learner_gid],
+            # umask 002: what the checker adds to a folder it shares with learner
+            # processes (the learner group's, setgid) they may write; its own folders
+            # are its own group's, which no learner process is in
+            config.update(gid=ident.checker, groups=[ident.learner_gid], umask=0o002,
                           proc_gid=ident.checker, spawner={
                               "uids": list(ident.learner_uids), "gid": ident.learner_gid,
                               "area": str(self.box.learner_area),

@@ -138,6 +138,8 @@ def interpret(stage: Stage, student: str, outcome: sandbox.Outcome,
                   peak_tasks=outcome.peak_tasks,
                   versions=(done or {}).get("versions", {}),
                   learner_isolation=(done or {}).get("learner_isolation", "unknown"),
+                  # files the learner's code wrote that the checks took, with digests
+                  learner_files=(done or {}).get("learner_files", []),
                   stdout_tail=outcome.stdout[-4000:], stderr_tail=outcome.stderr[-4000:])
     return record
 

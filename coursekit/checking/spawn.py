@@ -69,19 +69,24 @@ def learner_folder(path: Path | str) -> Path:
 
 
 def share_tree(path: Path | str) -> Path:
-    """A folder tree the checker made (a copy of a checkpoint) handed to learner
-    processes to write in, as if they had made it (``learner_folder`` at every level;
-    its files writable by the group)."""
+    """A folder tree handed to learner processes to write in (a copy of a checkpoint the
+    checker made, a checkpoint a killed learner process left): what the checker made in
+    it becomes the learner group's and group-writable, as ``learner_folder``; what learner
+    processes made is theirs already (their group, umask 002)."""
     path = Path(path)
-    if learner_group() is None:
+    group = learner_group()
+    if group is None:
         return path
+    me = os.getuid()
     for here, _dirs, files in os.walk(path):
-        learner_folder(here)
+        if os.stat(here).st_uid == me:
+            learner_folder(here)
         for name in files:
             file = Path(here) / name
-            if not file.is_symlink():
-                os.chown(file, -1, learner_group())
-                os.chmod(file, file.stat().st_mode | 0o060)
+            info = file.lstat()
+            if info.st_uid == me and not file.is_symlink():
+                os.chown(file, -1, group)
+                os.chmod(file, info.st_mode | 0o060)
     return path
 
 
