@@ -642,9 +642,13 @@ class Monitor:
         if group is not None and group.refused_forks():
             self._kill("process-limit")
             return
-        table = _proc_table()
-        tree = process_tree(self.proc.pid, table)
-        tasks = group.tasks() if group is not None else sum(table[p][1] for p in tree)
+        if group is not None:  # the kernel's counts: no scan of /proc
+            tree, table = [], {}
+            tasks = group.tasks()
+        else:
+            table = _proc_table()
+            tree = process_tree(self.proc.pid, table)
+            tasks = sum(table[p][1] for p in tree)
         self.outcome.peak_tasks = max(self.outcome.peak_tasks, tasks)
         if tasks >= self.limits.max_tasks:  # first: a fork bomb makes PSS slow to read
             self._kill("process-limit")
