@@ -23,6 +23,7 @@ import os
 import shutil
 from pathlib import Path
 
+from coursekit.checking import spawn
 from coursekit.checking.errors import CheckFailed
 
 TAKEN: list[dict] = []
@@ -50,14 +51,21 @@ def read_once(path, *, inside=None, what: str = "the file your code named") -> b
     """The bytes of ``path`` (a file the learner's code wrote), read once."""
     real = _inside(Path(path), None if inside is None else Path(inside), what)
     try:
-        with open(real, "rb") as f:
-            if os.fstat(f.fileno()).st_size > MAX_BYTES:
-                raise CheckFailed(f"{what} is larger than {MAX_BYTES >> 20} MiB",
-                                  yours=str(path))
-            data = f.read(MAX_BYTES + 1)
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as err:
         raise CheckFailed(f"{what} cannot be read: {err.strerror}", yours=str(path)) \
             from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        # under the grader's spawner learner processes are other uids: a file of the
+        # checker's own uid is not their output, wherever a link swapped in led
+        if spawn.learner_group() is not None and info.st_uid == os.getuid():
+            raise CheckFailed(f"{what} is a file the checker wrote, not your code",
+                              yours=str(path), expected="a file your code wrote")
+        if info.st_size > MAX_BYTES:
+            raise CheckFailed(f"{what} is larger than {MAX_BYTES >> 20} MiB",
+                              yours=str(path))
+        data = f.read(MAX_BYTES + 1)
     _note(real, data)
     return data
 
