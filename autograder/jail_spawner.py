@@ -11,8 +11,9 @@ JSON message with the descriptors it hands over (``SCM_RIGHTS``):
 The answer is ``{"pid": N}`` with one descriptor, the process's status socket, or
 ``{"error": "..."}``. The spawner writes ``{"exit": CODE}`` there once it has reaped the
 process (CODE as ``subprocess`` gives it: negative for a signal) and closes it; the
-checker writes ``kill`` there to have it killed. Closing the status socket first kills
-the process too (the handle owns it).
+checker writes ``kill`` there to have it (every process of its uid) killed, or
+``signal:N`` to have signal N sent to its process group (a kernel's interrupt). Closing
+the status socket first kills the process too (the handle owns it).
 
 Each learner process gets, before it execs:
 
@@ -152,6 +153,12 @@ class Spawner:
             data = sock.recv(64)
         except OSError:
             data = b""
+        if data.startswith(b"signal:"):  # (an interrupt for a kernel, say)
+            try:
+                os.killpg(pid, int(data[7:]))
+            except (OSError, ValueError):
+                pass
+            return
         if data and data != b"kill":
             return
         if not data:  # the checker let go of its handle: the process goes with it

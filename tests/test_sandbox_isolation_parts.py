@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import json
 import os
 import signal
 import sys
@@ -170,3 +171,46 @@ def test_a_run_cgroup_counts_shared_memory_and_is_removed():
         assert group.remove() == []  # kills what is left, then removes it
     os.waitpid(pid, 0)
     assert not any(p.exists() for p in group.paths.values())
+
+PROBE = r"""
+import json, os, signal, sys
+from coursekit.checking import spawn
+from coursekit.checking.wire import protocol
+report = {"checker": [os.getuid(), os.getgroups()]}
+r, w = os.pipe()
+child = [sys.executable, "-c", "import json, os, sys, time; print(json.dumps("
+         "[os.getuid(), os.getgid(), os.environ['HOME'], os.environ.get('AG_SPAWNER')]), "
+         "flush=True); time.sleep(60)"]
+env = protocol.learner_environment(os.environ)
+procs = [spawn.launch(child, env, stdout=w) for _ in range(2)]
+os.close(w)
+with os.fdopen(r) as out:
+    report["learners"] = [json.loads(out.readline()) for _ in procs]
+procs[0].send_signal(signal.SIGTERM)
+procs[1].kill()
+report["codes"] = [p.wait(timeout=10) for p in procs]
+shared = spawn.learner_folder(os.path.join(os.environ["HOME"], "shared"))
+report["shared"] = [os.stat(shared).st_gid, oct(os.stat(shared).st_mode & 0o7777)]
+print(json.dumps(report))
+"""
+
+
+@pytest.mark.skipif(sandbox.isolation() != "namespaces", reason="needs root and namespaces")
+def test_the_spawner_starts_each_learner_process_as_its_own_uid():
+    namespaces, identity = sandbox.mode_identity()
+    with sandbox.SandboxDir(identity.checker) as box:
+        sandbox.copy_course(sandbox.ROOT, box.course, [])  # coursekit, no project
+        work = box.writable("work", mode=0o711)
+        jail = sandbox.Jail(box, [sys.executable, "-c", PROBE], uid=identity.checker,
+                            cwd=work, namespaces=namespaces, identity=identity,
+                            hide=[sandbox.ROOT])
+        outcome = sandbox.run(jail)
+    assert outcome.returncode == 0, outcome.stderr[-2000:]
+    seen = json.loads(outcome.stdout.strip().splitlines()[-1])
+    assert seen["checker"] == [identity.checker, [identity.learner_gid]]
+    (uid0, gid0, home0, fd0), (uid1, gid1, home1, fd1) = seen["learners"]
+    assert identity.checker not in (uid0, uid1) and uid0 != uid1
+    assert uid0 in identity and uid1 in identity and gid0 == gid1 == identity.learner_gid
+    assert home0 != home1 and fd0 is None and fd1 is None  # no spawner socket passed on
+    assert seen["codes"] == [-signal.SIGTERM, -signal.SIGKILL]
+    assert seen["shared"] == [identity.learner_gid, "0o2770"]

@@ -133,17 +133,21 @@ class Spawned:
                 raise subprocess.TimeoutExpired(self.args, timeout)
 
     def send_signal(self, sig: int) -> None:
-        """Any signal kills: the spawner only stops processes (every one of the uid)."""
+        """SIGKILL: the spawner kills every process of its uid; another signal goes to
+        its process group (the spawner sends it: the checker may not)."""
         if self.returncode is None:
+            message = b"kill" if sig == signal.SIGKILL else f"signal:{int(sig)}".encode()
             try:
-                self._status.send(b"kill")
+                self._status.send(message)
             except OSError:
                 pass
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
 
-    terminate = kill
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
     kill_group = kill  # its uid's processes are its group, wherever they went
 
 
