@@ -214,3 +214,24 @@ def test_the_spawner_starts_each_learner_process_as_its_own_uid():
     assert home0 != home1 and fd0 is None and fd1 is None  # no spawner socket passed on
     assert seen["codes"] == [-signal.SIGTERM, -signal.SIGKILL]
     assert seen["shared"] == [identity.learner_gid, "0o2770"]
+
+
+def test_what_the_learner_wrote_is_taken_once_from_the_folder_it_was_given(tmp_path):
+    from coursekit.checking import frozen
+    from coursekit.checking.errors import CheckFailed
+    given, elsewhere = tmp_path / "given", tmp_path / "checker"
+    (given / "run").mkdir(parents=True)
+    elsewhere.mkdir()
+    (given / "run" / "t.json").write_text("{}")
+    (given / "run" / "x.pb").write_bytes(b"\0")
+    (elsewhere / "reference.json").write_text('{"the": "checker\'s"}')
+    (given / "run" / "link.json").symlink_to(elsewhere / "reference.json")
+    copy = frozen.copy_once(given / "run", tmp_path / "taken", inside=given)
+    assert sorted(p.name for p in copy.iterdir()) == ["t.json", "x.pb"]  # no link followed
+    (given / "run" / "t.json").write_text('{"rewritten": true}')  # after it was taken
+    assert (copy / "t.json").read_text() == "{}"
+    assert {e["path"] for e in frozen.TAKEN[-2:]} == {str(given / "run" / "t.json"),
+                                                     str(given / "run" / "x.pb")}
+    for outside in (elsewhere / "reference.json", given / "run" / "link.json"):
+        with pytest.raises(CheckFailed, match="not in the folder it was given"):
+            frozen.read_once(outside, inside=given)
