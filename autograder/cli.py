@@ -31,7 +31,8 @@ def _grade(args) -> int:
                         selection=args.stages, regrade=args.regrade,
                         notebooks_dir=args.notebooks, secrets_path=args.secrets,
                         cell_timeout=args.cell_timeout, nb_sizes=args.nb_sizes,
-                        max_procs=args.max_procs, progress=not args.quiet,
+                        max_procs=args.max_procs, disk_mb=args.disk,
+                        progress=not args.quiet,
                         share_runs=not args.stage_per_run)
     except SubmissionError as err:
         print(f"grade: {err}", file=sys.stderr)
@@ -104,6 +105,9 @@ def _limits(p: argparse.ArgumentParser, workers: int) -> None:
                    help="limit per notebook cell (default 120)")
     p.add_argument("--memory", type=int, default=4096, metavar="MB",
                    help="memory limit per stage/notebook, all its processes (default 4096)")
+    p.add_argument("--disk", type=int, metavar="MB",
+                   help="disk quota per stage/notebook, all its files (as root: a tmpfs of "
+                        "its own, counted as its memory where cgroups are; default 1024)")
     p.add_argument("--max-procs", type=int, metavar="N",
                    help="processes + threads per stage/notebook before it is stopped as "
                         "a fork bomb (default: max(512, 32 x cores))")

@@ -386,14 +386,15 @@ def retry_inconclusive(todo: list[dict], records: list[dict], book: Gradebook, *
 
 
 def make_settings(course_root: Path, hide: list[Path], timeout: float, memory_mb: int,
-                  cell_timeout: float, nb_sizes: str, max_procs: int | None = None
-                  ) -> Settings:
+                  cell_timeout: float, nb_sizes: str, max_procs: int | None = None,
+                  disk_mb: int | None = None) -> Settings:
     projects_all = sorted(p.parent.parent.name
                           for p in course_root.glob("projects/*/tests/check.py"))
     return Settings(course_root=str(course_root.resolve()), projects=projects_all,
                     hide=sorted({str(Path(p).resolve()) for p in hide}),
                     limits={"wall_s": timeout, "memory_mb": memory_mb,
-                            **({"max_tasks": max_procs} if max_procs else {})},
+                            **({"max_tasks": max_procs} if max_procs else {}),
+                            **({"disk_mb": disk_mb} if disk_mb else {})},
                     cell_timeout=cell_timeout, isolation=sandbox.isolation(),
                     nb_sizes=nb_sizes)
 
@@ -404,7 +405,7 @@ def grade(submission_dir: Path, out: Path, *, workers: int = 2, shard_text: str 
           secrets_path: Path | None = None, cell_timeout: float = 120,
           nb_sizes: str = "ci", course_root: Path = course_mod.ROOT,
           max_procs: int | None = None, progress: bool = True,
-          share_runs: bool = True) -> dict:
+          share_runs: bool = True, disk_mb: int | None = None) -> dict:
     submission_dir, out = Path(submission_dir).resolve(), Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     out.chmod(0o700)
@@ -415,7 +416,7 @@ def grade(submission_dir: Path, out: Path, *, workers: int = 2, shard_text: str 
     hide = [course_root, submission_dir, out, notebooks_dir,
             Path(secrets_path).resolve().parent if secrets_path else out]
     settings = make_settings(course_root, hide, timeout, memory_mb, cell_timeout, nb_sizes,
-                             max_procs)
+                             max_procs, disk_mb)
     items = Items(out, course_root, notebooks_dir, selection)
     tasks = plan(submission_dir, out, items, shard, secret, settings)
     book = Gradebook.in_dir(out)

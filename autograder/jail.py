@@ -20,10 +20,19 @@ As root, with Linux namespaces available (what the grader uses when it can):
   course copy, the guard, its work folders) and the Python environment. Another copy of
   the course, other users' homes and scratch space are not there. The course folder
   (solutions, .git, gradebook, other submissions) is covered too, wherever it is;
-* it runs as a throw-away uid (no passwd entry), so the per-uid process limit stops a
-  fork bomb without touching anyone else, and it cannot signal or trace other processes;
+* it runs as a throw-away uid (no passwd entry; ``autograder.uids`` never hands one out
+  twice), so the per-uid process limit stops a fork bomb without touching anyone else,
+  and it cannot signal or trace other processes;
+* its own /proc shows a process only to its own uid (``hidepid=2``; the checker's group
+  sees all), so no learner process finds the checker or its helpers there;
 * no new privileges (setuid binaries do not elevate), parent-death signal, resource
-  limits (data segment, file size, core dumps off, processes, open files).
+  limits (data segment, file size, core dumps off, processes, open files), an empty
+  session keyring and no key syscalls (``jail_keys``), and it joins the run's memory and
+  pids cgroups (``autograder.cgroups``) before anything else.
+
+With a ``spawner`` in the config (a checker run), init stays root and starts every
+learner process on the checker's request, each as a uid of its own with its own home,
+temporary and cache folders and namespaces (``jail_spawner``).
 
 Process tree: this launcher (outside the namespaces) -> init (pid 1 inside: reaps,
 reports) -> the command. When init exits, the kernel kills every process left in the
@@ -47,9 +56,14 @@ import socket
 import struct
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I: not by itself
+import jail_keys  # noqa: E402
+import jail_spawner  # noqa: E402
+
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1 << 10, 1 << 11, 1 << 21
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET = 0x20000, 0x08000000, 0x40000000
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
 PR_SET_DUMPABLE = 4
 RLIMITS = {"DATA": resource.RLIMIT_DATA, "FSIZE": resource.RLIMIT_FSIZE,
@@ -115,7 +129,9 @@ def confine_filesystem(cfg: dict) -> None:
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     for path in cfg.get("writable", []):  # own mounts first: a bind copies RO flags
         mount(path, path, None, MS_BIND | MS_REC)
-    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    # a process sees only its own uid's processes there; the checker (proc_gid) sees all
+    seen_by = f",gid={cfg['proc_gid']}" if cfg.get("proc_gid") is not None else ""
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, f"hidepid=2{seen_by}")
     for path in cfg.get("hide", []):
         if os.path.isdir(path) and not os.path.islink(path):
             mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
@@ -132,8 +148,24 @@ def confine_filesystem(cfg: dict) -> None:
             mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
         except OSError:
             pass  # left as it was; tests/test_autograder_batch.py checks / is read-only
-    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
-          f"size={cfg.get('shm_mb', 256)}m,mode=1777")
+    private_shm(cfg.get("shm_mb", 256))
+
+
+def private_shm(size_mb: int) -> None:
+    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777")
+
+
+def isolate_learner(cfg: dict, namespaces: bool, own_network: bool) -> None:
+    """In a new learner process (root still): its own mount and IPC namespaces with a
+    private /dev/shm, and its own loopback-only network when ``own_network``. Nothing
+    without the run's namespaces (the ``uid`` mode has none to start from)."""
+    if not namespaces:
+        return
+    os.unshare(CLONE_NEWNS | CLONE_NEWIPC | (CLONE_NEWNET if own_network else 0))
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    private_shm(cfg.get("shm_mb", 256))
+    if own_network:
+        loopback_up()
 
 
 def cover_top_level(keep: list[str]) -> None:
@@ -192,15 +224,16 @@ def exec_command(cfg: dict) -> None:
             resource.setrlimit(RLIMITS[name], (value, value))
         uid = cfg.get("uid")
         if uid is not None:
-            os.setgroups([])
-            os.setgid(uid)
+            os.setgroups(cfg.get("groups") or [])
+            os.setgid(cfg.get("gid") or uid)
             os.setuid(uid)
         prctl(PR_SET_NO_NEW_PRIVS, 1)
+        jail_keys.no_keys()
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid, which clears it
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)  # ignored signals would survive exec
         os.chdir(cfg["cwd"])
-        os.umask(0o022)
+        os.umask(cfg.get("umask", 0o022))
         os.execve(cfg["cmd"][0], cfg["cmd"], cfg["env"])
     except BaseException as err:  # noqa: BLE001 - report and leave with a known code
         os.write(2, f"autograder jail: cannot start {cfg['cmd'][:2]}: {err}\n".encode())
@@ -223,12 +256,23 @@ def run_init(cfg: dict, report_fd: int, launcher: int, namespaces: bool) -> None
         os.write(2, f"autograder jail: confinement failed: {err}\n".encode())
         os.write(report_fd, b"setup-failed")
         os._exit(1)
+    spawner = None
+    if cfg.get("spawner"):
+        spawner = jail_spawner.Spawner(
+            cfg["spawner"], lambda own_network: isolate_learner(cfg, namespaces, own_network),
+            prctl)
     child = os.fork()
     if child == 0:
         os.close(report_fd)
+        if spawner is not None:
+            spawner.give_to_command(cfg["env"])
         exec_command(cfg)
     status = None
-    while True:
+    if spawner is not None:
+        status = spawner.serve(child)  # leaving kills whatever is left in the namespace
+        if not namespaces:
+            spawner.stop_all()
+    while spawner is None:
         try:
             pid, st = os.waitpid(-1, 0)
         except ChildProcessError:
@@ -285,6 +329,12 @@ def main(path: str) -> None:
     with open(path) as f:
         cfg = json.load(f)
     os.unlink(path)
+    for group in cfg.get("cgroups", []):  # first: every process of the run is counted
+        try:
+            with open(os.path.join(group, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        except OSError as err:
+            os.write(2, f"autograder jail: cgroup {group}: {err}\n".encode())
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     prctl(PR_SET_DUMPABLE, 0)  # the config (the run's token) stays unreadable to the run
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

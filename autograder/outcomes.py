@@ -40,6 +40,8 @@ TABLE: dict[str, Outcome] = {
                                       "was stopped"),
     "output-limit": Outcome("error", "it printed more output than allowed and was stopped"),
     "file-size-limit": Outcome("error", "it wrote a file larger than allowed"),
+    "disk-limit": Outcome("error", "it filled the disk space a run may use and was "
+                                   "stopped"),
     "stopped": Outcome("crash", "it was stopped before it finished"),
     # refused by the sandbox
     "read-outside": Outcome("error", "it tried to read files outside its own folder "
@@ -92,7 +94,7 @@ SIGNAL_OUTCOME = Outcome("crash", "")
 
 # The watchdog's ``killed_for`` -> status (the reason is ``killed_for`` itself).
 KILLED = {k: TABLE[k].status for k in ("wall-clock", "memory-limit", "process-limit",
-                                       "output-limit", "stopped")}
+                                       "output-limit", "disk-limit", "stopped")}
 REFUSALS = tuple(r for r, o in TABLE.items() if o.flagged)
 
 

@@ -98,9 +98,11 @@ def main() -> int:
     results = checker.run(Path(cfg["impl"]), stages, seeds, workdir)
     isolation = protocol.LEARNER_PROCESS if getattr(checker, "learner_process", False) \
         else protocol.IN_PROCESS
+    from coursekit.checking import frozen
     send(protocol.DONE, count=len(results), seed_used=None not in given,
          versions=checks.environment_versions(), learner_isolation=isolation,
-         measured_on=getattr(checker, "measured_on", None))
+         measured_on=getattr(checker, "measured_on", None),
+         learner_files=frozen.TAKEN[-200:])
     sys.stdout.flush()
     return 0
 

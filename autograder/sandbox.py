@@ -3,15 +3,20 @@ watchdog that enforces what the kernel cannot.
 
 One untrusted run (a checker stage, a notebook kernel) gets:
 
-* ``SandboxDir``: a fresh folder under the system temp dir, root-only but traversable,
+* ``SandboxDir``: a fresh folder under the system temp dir, root-only but traversable
+  (as root: a tmpfs of ``Limits.disk_mb``, the run's disk quota, removed by unmounting),
   holding ``guard/`` (sitecustomize, runner: read-only), a course copy with no
-  ``solution/`` (read-only) and the writable work folders (owned by the run's uid);
+  ``solution/`` (read-only), the writable work folders (owned by the run's uid) and the
+  learner processes' private folders (``learner_area``);
 * ``Jail``: the command wrapped by ``autograder/jail.py`` (namespaces, uid, rlimits; see
-  there) with a minimal environment;
-* ``Monitor``: reads stdout/stderr/result pipes with a size cap, polls the process tree
-  in /proc for memory (RSS, then PSS when RSS says over) and task count, enforces the
-  wall clock, and kills the whole tree when a limit is hit. Its ``Outcome`` says what
-  happened in words the grader maps to a status.
+  there) with a minimal environment, in the run's own memory and pids cgroups where the
+  machine has them (``autograder.cgroups``); with an ``Identity`` (``autograder.uids``)
+  the command is a checker that starts learner processes through the jail's spawner;
+* ``Monitor``: reads stdout/stderr/result pipes with a size cap, watches the run's memory
+  (its cgroup's anonymous + shared memory; without one, RSS then PSS plus the shared
+  memory the processes hold: ``autograder.shared_memory``), task count and disk quota,
+  enforces the wall clock, and kills the whole tree when a limit is hit. Its ``Outcome``
+  says what happened in words the grader maps to a status.
 """
 
 from __future__ import annotations
@@ -31,12 +36,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder import cgroups, shared_memory, uids
+from autograder.cleanup import remove_tree
 from coursekit import protocol
 
 PACKAGE = Path(__file__).resolve().parent
 ROOT = PACKAGE.parent
-UID_BASE = 1_900_000_000  # throw-away uids: UID_BASE + worker pid (no passwd entry)
+UID_BASE = uids.LOWEST  # every throw-away uid is at least this (autograder.uids)
 PAGE = os.sysconf("SC_PAGE_SIZE")
+SHARED_SCAN_S = 1.0  # without a memory cgroup: how often shared memory is looked for
 PASSTHROUGH_ENV = ("JAX_", "XLA_", "CUDA_", "TF_CPP_", "OMP_", "LANG", "LC_", "TZ",
                    "AUTOGRADER_GUARD_TRACE")
 
@@ -48,6 +56,7 @@ class Limits:
     max_tasks: int = max(512, 32 * (os.cpu_count() or 1))  # processes + threads
     max_output_bytes: int = 8 << 20  # stdout + stderr before the run is stopped
     file_mb: int = 512             # largest file the run may write
+    disk_mb: int = 1024            # all files of the run together (as root: its tmpfs)
     poll_s: float = 0.1
     quiet_s: float = 0.0           # stop the run after this long without a result (0: never)
 
@@ -55,7 +64,8 @@ class Limits:
 @dataclass
 class Outcome:
     returncode: int | None = None
-    killed_for: str | None = None   # wall-clock | memory-limit | process-limit | output-limit
+    killed_for: str | None = None   # wall-clock | memory-limit | process-limit |
+    #                                 output-limit | disk-limit
     wall_s: float = 0.0
     peak_memory_mb: float = 0.0
     peak_tasks: int = 0
@@ -128,7 +138,7 @@ def _probed_isolation() -> str:
 
 def _runs_python(mode: str) -> bool:
     namespaces, with_uid = MODES[mode]
-    uid = sandbox_uid() if with_uid else None
+    uid = fresh_uid() if with_uid else None
     with SandboxDir(uid=uid) as box:
         work = box.writable("work")
         jail = Jail(box, [sys.executable, "-c", "import json, os; print(os.getuid())"],
@@ -143,12 +153,16 @@ NOT_APPLIED = {
     "namespaces": [],
     "uid": ["namespaces: the file system outside the course folder stays readable (other "
             "copies of the course, scratch space), SysV IPC and abstract Unix sockets are "
-            "shared with other runs, the network is not cut, other processes are visible"],
+            "shared with other runs, the network is not cut, other processes are visible; "
+            "learner processes of one run share its network and /dev/shm"],
     "limits": ["namespaces: the file system outside the course folder stays readable (other "
                "copies of the course, scratch space), SysV IPC and abstract Unix sockets are "
                "shared with other runs, the network is not cut, other processes are visible",
-               "a throw-away uid: the run is the grader's own user, fenced from the hidden "
-               "course folder and the grader's files only by the audit hooks"],
+               "throw-away uids: the run is the grader's own user, the checker, its helpers "
+               "and every learner process alike (one HOME, temporary folder and cache; each "
+               "other's files and /proc entries), fenced from the hidden course folder and "
+               "the grader's files only by the audit hooks; no disk quota but the per-file "
+               "limit, and no cgroup (memory by a /proc scan)"],
 }
 
 
@@ -158,9 +172,17 @@ def not_applied() -> list[str]:
 
 
 def mode_settings() -> tuple[bool, int | None]:
-    """(use namespaces, uid) for runs in the current isolation mode."""
+    """(use namespaces, uid) for one run in the current isolation mode: a uid never
+    handed out before (``autograder.uids``), or None without root."""
     namespaces, with_uid = MODES[isolation()]
-    return namespaces, (sandbox_uid() if with_uid else None)
+    return namespaces, (fresh_uid() if with_uid else None)
+
+
+def mode_identity() -> tuple[bool, uids.Identity | None]:
+    """(use namespaces, the run's uids) for a checker run that starts learner processes
+    as uids of their own; None without root (they run as the grader's user)."""
+    namespaces, with_uid = MODES[isolation()]
+    return namespaces, (uids.draw() if with_uid else None)
 
 
 def make_undumpable() -> None:
@@ -171,10 +193,10 @@ def make_undumpable() -> None:
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
 
 
-def sandbox_uid() -> int | None:
-    """One throw-away uid per worker process (as root), so limits and kills per uid
-    touch only this run."""
-    return UID_BASE + os.getpid() if os.geteuid() == 0 else None
+def fresh_uid() -> int | None:
+    """A throw-away uid no run had before (as root), so limits, kills and kernel objects
+    per uid touch only this run."""
+    return uids.draw().checker if os.geteuid() == 0 else None
 
 
 # ----------------------------------------------------------------------------------
@@ -182,14 +204,24 @@ def sandbox_uid() -> int | None:
 # ----------------------------------------------------------------------------------
 
 class SandboxDir:
-    """``<tmp>/autograder-<random>/`` (root 0711) with ``guard/`` and a course copy
-    ``c-<random>/`` (read-only to the run; unguessable, the parent is not listable) and
-    work folders created by ``writable()`` (owned by the run's uid)."""
+    """``<tmp>/autograder-<pid>-<random>/`` (root 0711) with ``guard/`` and a course copy
+    ``c-<random>/`` (read-only to the run; unguessable, the parent is not listable), work
+    folders created by ``writable()`` (owned by the run's uid) and, for a checker run,
+    ``learner_area`` (root 0711: the spawner makes each learner process's folders there).
 
-    def __init__(self, uid: int | None):
+    As root the folder is a tmpfs of ``disk_mb`` (the run's disk quota: a full one is
+    that run's ``disk-limit``, never a neighbour's ENOSPC), which the grader still reads
+    and writes as any folder, and which ``close`` unmounts whatever the run built in it."""
+
+    def __init__(self, uid: int | None, disk_mb: int | None = None):
+        """``disk_mb``: the quota (as root); None: ``Limits``' default."""
+        disk_mb = Limits.disk_mb if disk_mb is None else disk_mb
         self.uid = uid
         base = Path(tempfile.gettempdir()).resolve()
         self.path = Path(tempfile.mkdtemp(prefix=f"autograder-{os.getpid()}-", dir=base))
+        self.mounted = False
+        if disk_mb and os.geteuid() == 0:
+            self.mounted = mount_quota(self.path, disk_mb)
         os.chmod(self.path, 0o711)
         self.guard = self.path / "guard"
         self.guard.mkdir(mode=0o755)
@@ -201,15 +233,29 @@ class SandboxDir:
         self.course = self.path / f"c-{secrets.token_hex(8)}"
         self.course.mkdir(mode=0o755)
         self.writable_dirs: list[Path] = []
+        self.cgroups: list[cgroups.RunCgroups] = []
+        self._learner_area: Path | None = None
+        self.baseline = shared_memory.tmpfs_used(str(self.path)) if self.mounted else None
+        _BOXES[str(self.path)] = self
 
-    def writable(self, relative: str) -> Path:
+    def writable(self, relative: str, mode: int = 0o700) -> Path:
+        """A work folder owned by the run's uid (``mode``: 0o711 for a checker's, whose
+        learner processes reach the folders it shares with them inside)."""
         path = self.course / relative
         path.mkdir(parents=True, exist_ok=True)
-        os.chmod(path, 0o700)
+        os.chmod(path, mode)
         if self.uid is not None:
             os.chown(path, self.uid, self.uid)
         self.writable_dirs.append(path)
         return path
+
+    @property
+    def learner_area(self) -> Path:
+        """Where learner processes get their own folders (root 0711: not listable)."""
+        if self._learner_area is None:
+            self._learner_area = self.path / f"l-{secrets.token_hex(8)}"
+            self._learner_area.mkdir(mode=0o711)
+        return self._learner_area
 
     def give(self, path: Path) -> None:
         """Hand a file or folder inside a writable dir to the run's uid."""
@@ -218,8 +264,25 @@ class SandboxDir:
         for p in [path, *(path.rglob("*") if path.is_dir() else [])]:
             os.lchown(p, self.uid, self.uid)
 
-    def close(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+    def quota_used(self) -> dict[str, int]:
+        """{the run's tmpfs: bytes in it before the run} for the shared-memory scan."""
+        return {str(self.path): self.baseline[1]} if self.baseline else {}
+
+    def close(self) -> str:
+        """Remove everything; '' or what could not be removed (also printed: the batch
+        goes on either way)."""
+        _BOXES.pop(str(self.path), None)
+        left = []
+        for group in self.cgroups:
+            left += group.remove()
+        if self.mounted and unmount(self.path):
+            self.mounted = False
+        why = remove_tree(self.path)
+        if why:
+            left.append(f"{self.path}: {why}")
+        if left:
+            print(f"autograder: could not remove {'; '.join(left)}", file=sys.stderr)
+        return "; ".join(left)
 
     def __enter__(self):
         return self
@@ -228,17 +291,63 @@ class SandboxDir:
         self.close()
 
 
+_libc = None
+
+
+def _c():
+    global _libc
+    if _libc is None:
+        import ctypes
+        _libc = ctypes.CDLL(None, use_errno=True)
+    return _libc
+
+
+def mount_quota(path: Path, disk_mb: int) -> bool:
+    """A tmpfs of ``disk_mb`` at ``path`` (root); False when the machine refuses."""
+    options = f"size={int(disk_mb)}m,nr_inodes={max(4096, int(disk_mb) * 256)},mode=0711"
+    rc = _c().mount(b"tmpfs", os.fsencode(path), b"tmpfs", 2 | 4,  # nosuid, nodev
+                    options.encode())
+    return rc == 0
+
+
+def unmount(path: Path) -> bool:
+    return _c().umount2(os.fsencode(path), 2) == 0  # MNT_DETACH: busy or not
+
+
+def mount_points() -> set[str]:
+    try:
+        with open("/proc/self/mountinfo") as f:
+            return {line.split()[4].replace("\\040", " ") for line in f}
+    except OSError:
+        return set()
+
+
 def sweep_stale() -> int:
-    """Remove sandbox folders left by workers that were killed (a SIGKILLed grader takes
-    its workers along before they can clean up). The folder name carries the pid of the
-    process that made it; a folder whose process is gone is stale."""
+    """Remove sandbox folders (and their tmpfs, and run cgroups) left by workers that
+    were killed (a SIGKILLed grader takes its workers along before they can clean up).
+    The folder name carries the pid of the process that made it; a folder whose process
+    is gone is stale. One that cannot be removed is reported, and grading goes on."""
     removed = 0
+    mounted = mount_points()
+    problems = cgroups.sweep_stale()
     for path in Path(tempfile.gettempdir()).glob("autograder-*-*"):
         pid = path.name.split("-")[1]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists() and path.is_dir() \
-                and path.stat().st_uid == os.geteuid():
-            shutil.rmtree(path, ignore_errors=True)
+        try:
+            if not (pid.isdigit() and not Path(f"/proc/{pid}").exists() and path.is_dir()
+                    and path.stat().st_uid == os.geteuid()):
+                continue
+            if str(path) in mounted:
+                unmount(path)
+            why = remove_tree(path)
+        except OSError as err:
+            why = err.strerror or str(err)
+        if why:
+            problems.append(f"{path}: {why}")
+        else:
             removed += 1
+    if problems:
+        print(f"autograder: could not remove stale sandbox leftovers (grading goes on): "
+              f"{'; '.join(problems)[:2000]}", file=sys.stderr)
     return removed
 
 
@@ -291,14 +400,25 @@ def hidden_paths(hide_roots: list[Path], keep: list[Path]) -> list[str]:
 # ----------------------------------------------------------------------------------
 
 class Jail:
-    """A command plus everything ``jail.py`` needs to confine it."""
+    """A command plus everything ``jail.py`` needs to confine it. With ``identity`` (a
+    checker run as root), ``uid`` must be its checker uid: the command also gets the
+    learner group and a spawner that starts learner processes as the run's learner uids
+    (``jail_spawner``; the checking side calls it through ``coursekit.checking.spawn``)."""
 
     def __init__(self, box: SandboxDir, cmd: list[str], *, uid: int | None,
                  cwd: Path | None = None, env: dict | None = None,
                  hide: list[Path] = (), limits: Limits | None = None,
-                 namespaces: bool = True, result_fd: int | None = None):
+                 namespaces: bool = True, result_fd: int | None = None,
+                 identity: uids.Identity | None = None):
         self.box, self.cmd, self.uid = box, cmd, uid
         self.limits = limits or Limits()
+        self.identity = identity
+        if identity is not None and uid != identity.checker:
+            raise ValueError("a checker with an identity runs as its checker uid")
+        self.cgroups = cgroups.RunCgroups.create(self.limits.memory_mb,
+                                                 self.limits.max_tasks + 64)
+        if self.cgroups is not None:
+            box.cgroups.append(self.cgroups)
         keep = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
         self.hide = hidden_paths(list(hide), keep)
         self.reveal = sorted({str(k) for k in keep})
@@ -337,10 +457,28 @@ class Jail:
                    "NOFILE": 4096}
         if self.uid is not None:  # per-uid count: only meaningful for a throw-away uid
             rlimits["NPROC"] = lim.max_tasks + 64
-        return {"cmd": self.cmd, "env": self.env, "cwd": str(self.cwd), "uid": self.uid,
-                "namespaces": self.namespaces, "hide": self.hide, "reveal": self.reveal,
-                "keep": self.keep,
-                "writable": [str(p) for p in self.box.writable_dirs], "rlimits": rlimits}
+        config = {"cmd": self.cmd, "env": self.env, "cwd": str(self.cwd), "uid": self.uid,
+                  "namespaces": self.namespaces, "hide": self.hide, "reveal": self.reveal,
+                  "keep": self.keep,
+                  "writable": [str(p) for p in self.box.writable_dirs]
+                  + ([str(self.box.learner_area)] if self.identity else []),
+                  "rlimits": rlimits,
+                  "cgroups": [str(p) for p in self.cgroups.paths.values()]
+                  if self.cgroups else []}
+        ident = self.identity
+        if ident is not None:
+            # umask 002: what the checker adds to a folder it shares with learner
+            # processes (the learner group's, setgid) they may write; its own folders
+            # are its own group's, which no learner process is in
+            config.update(gid=ident.checker, groups=[ident.learner_gid], umask=0o002,
+                          proc_gid=ident.checker, spawner={
+                              "uids": list(ident.learner_uids), "gid": ident.learner_gid,
+                              "area": str(self.box.learner_area),
+                              "fd_env": protocol.ENV_SPAWNER,
+                              "home_env": dict(protocol.LEARNER_FOLDERS),
+                              "drop_env": list(protocol.LEARNER_DROPPED_ENV),
+                              "guard_env": protocol.ENV_GUARD, "rlimits": rlimits})
+        return config
 
     def argv(self) -> list[str]:
         """The launcher command; writes its config (root-only, deleted on read)."""
@@ -416,6 +554,19 @@ def kill_tree(root: int, *, alive: bool = True) -> None:
         pass
 
 
+_BOXES: dict[str, SandboxDir] = {}  # open sandbox folders, for the watchdog to find
+
+
+def _box_of(proc) -> SandboxDir | None:
+    """The sandbox folder whose jail ``proc`` runs (its config file is in it)."""
+    args = getattr(proc, "args", None) or []
+    for arg in reversed([str(a) for a in args] if isinstance(args, list) else []):
+        box = _BOXES.get(str(Path(arg).parent))
+        if box is not None:
+            return box
+    return None
+
+
 class Monitor:
     """Watches one launched run until it exits or breaks a limit."""
 
@@ -438,6 +589,9 @@ class Monitor:
         self._channel = bytearray()
         self._heard = time.monotonic()  # when the last result (or the start) was
         self._stop = threading.Event()
+        self._cgroups: cgroups.RunCgroups | None = None
+        self._box = _box_of(proc)
+        self._shared_at, self._shared = 0.0, 0
 
     # -- output -------------------------------------------------------------------
     def _take_output(self, name: str, data: bytes) -> None:
@@ -476,13 +630,38 @@ class Monitor:
         kill_tree(self.proc.pid, alive=self.proc.returncode is None)
 
     def _poll_tree(self) -> None:
-        table = _proc_table()
-        tree = process_tree(self.proc.pid, table)
-        tasks = sum(table[p][1] for p in tree)
+        if self._box is not None and self._disk_full():
+            self._kill("disk-limit")
+            return
+        if self._cgroups is None:  # the launcher joins its cgroups first thing
+            self._cgroups = cgroups.RunCgroups.of_process(self.proc.pid)
+        group = self._cgroups
+        if group is not None and group.oom_kills():
+            self._kill("memory-limit")  # the kernel's backstop struck first
+            return
+        if group is not None and group.refused_forks():
+            self._kill("process-limit")
+            return
+        if group is not None:  # the kernel's counts: no scan of /proc
+            tree, table = [], {}
+            tasks = group.tasks()
+        else:
+            table = _proc_table()
+            tree = process_tree(self.proc.pid, table)
+            tasks = sum(table[p][1] for p in tree)
         self.outcome.peak_tasks = max(self.outcome.peak_tasks, tasks)
         if tasks >= self.limits.max_tasks:  # first: a fork bomb makes PSS slow to read
             self._kill("process-limit")
             return
+        limit = self.limits.memory_mb << 20
+        used = group.memory_bytes() if group is not None else self._tree_memory(tree, table)
+        self.outcome.peak_memory_mb = max(self.outcome.peak_memory_mb, used / 2**20)
+        if used > limit:
+            self._kill("memory-limit")
+
+    def _tree_memory(self, tree: list[int], table: dict) -> int:
+        """Without a memory cgroup: RSS (PSS when RSS says over), and at least what the
+        last scan for shared memory (memfd, /dev/shm, the run's tmpfs) found."""
         limit = self.limits.memory_mb << 20
         used = sum(table[p][2] for p in tree)
         if used > limit:  # RSS counts pages shared after fork once per process: PSS
@@ -491,9 +670,22 @@ class Monitor:
                 used += _pss(pid)
                 if used > limit or time.monotonic() > budget_end:
                     break
-        self.outcome.peak_memory_mb = max(self.outcome.peak_memory_mb, used / 2**20)
-        if used > limit:
-            self._kill("memory-limit")
+        now = time.monotonic()
+        if now >= self._shared_at + SHARED_SCAN_S:
+            tmpfs = self._box.quota_used() if self._box is not None else {}
+            self._shared = shared_memory.run_bytes(tree, tmpfs)
+            self._shared_at = time.monotonic()
+        return max(used, self._shared)
+
+    def _disk_full(self) -> bool:
+        """The run's tmpfs (its disk quota) has no room left."""
+        if not self._box.mounted:
+            return False
+        try:
+            vfs = os.statvfs(self._box.path)
+        except OSError:
+            return False
+        return vfs.f_bavail * vfs.f_frsize < (1 << 20) or vfs.f_favail < 16
 
     # -- loop ---------------------------------------------------------------------
     def run(self) -> Outcome:

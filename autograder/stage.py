@@ -83,12 +83,16 @@ def sandboxed_run(settings: Settings, project: str, numbers: list[int],
                   seeds: list[int | None], submission: Path,
                   limits: sandbox.Limits) -> sandbox.Outcome:
     """One run of ``project``'s checker on the submission's file, for the stages
-    ``numbers`` (each with its seed), in a fresh sandbox under ``limits``."""
-    namespaces, uid = sandbox.mode_settings()
+    ``numbers`` (each with its seed), in a fresh sandbox under ``limits``. As root the
+    checker runs as the run's checker uid and every learner process as a learner uid of
+    its own (``autograder.uids``); the checker's work folder is its own (learner
+    processes reach only the folders it shares with them: ``coursekit.checking.spawn``)."""
+    namespaces, identity = sandbox.mode_identity()
+    uid = identity.checker if identity is not None else None
     sandbox.make_undumpable()  # this worker holds the token and seeds: not readable
-    with sandbox.SandboxDir(uid) as box:
+    with sandbox.SandboxDir(uid, limits.disk_mb) as box:
         course = prepare(box, settings, submission)
-        work = box.writable("work")
+        work = box.writable("work", mode=0o711 if identity is not None else 0o700)
         token = secrets.token_hex(16)
         read_fd, write_fd = os.pipe()
         env = {protocol.ENV_TOKEN: token, "COURSE_RECORDS": str(work / "records"),
@@ -99,7 +103,7 @@ def sandboxed_run(settings: Settings, project: str, numbers: list[int],
         jail = sandbox.Jail(box, [sys.executable, str(box.guard / "autograder_runner.py")],
                             uid=uid, cwd=work, env=env, limits=limits,
                             namespaces=namespaces, result_fd=write_fd,
-                            hide=[Path(p) for p in settings.hide])
+                            hide=[Path(p) for p in settings.hide], identity=identity)
         return sandbox.run(jail, (read_fd, write_fd), token=token)
 
 
@@ -135,6 +139,8 @@ def interpret(stage: Stage, student: str, outcome: sandbox.Outcome,
                   versions=(done or {}).get("versions", {}),
                   learner_isolation=(done or {}).get("learner_isolation", "unknown"),
                   measured_on=(done or {}).get("measured_on"),
+                  # files the learner's code wrote that the checks took, with digests
+                  learner_files=(done or {}).get("learner_files", []),
                   stdout_tail=outcome.stdout[-4000:], stderr_tail=outcome.stderr[-4000:])
     return record
 
@@ -156,6 +162,7 @@ def _stage_status(outcome, results, violations, done, limits) -> tuple[str, str,
                 "process-limit": f"started more than {limits.max_tasks} processes/threads "
                                  "(fork bomb?)",
                 "output-limit": f"printed more than {limits.max_output_bytes >> 20} MB",
+                "disk-limit": f"filled its {limits.disk_mb} MB of disk",
                 }.get(outcome.killed_for, outcome.killed_for)
         return status, outcome.killed_for, f"stopped: {text}"
     memory_errors = [r for r in results.values() if "MemoryError" in r.get("message", "")]

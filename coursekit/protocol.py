@@ -31,10 +31,23 @@ ENV_TOKEN = "AG_TOKEN"      # grader -> runner: the result channel's token
 ENV_POLICY = "AG_POLICY"    # grader -> sandboxed Pythons: guard policy + result fd
 ENV_GUARD = "AG_GUARD"      # checker -> learner process: guard policy without any fd
 ENV_BRIDGE = "AG_BRIDGE"    # checker -> learner process: "READ_FD,WRITE_FD"
+ENV_SPAWNER = "AG_SPAWNER"  # jail -> checker: the spawner's socket (learner processes)
 # notebook kernel -> check.py: "WRITE_FD,READ_FD" of a learner server the kernel runs itself
 # (it holds the chip; coursekit.checking.attached)
 ENV_ATTACH = "COURSE_ATTACHED_LEARNER"
-SECRET_ENV = (ENV_STAGE, ENV_TOKEN, ENV_POLICY, ENV_GUARD, ENV_BRIDGE, ENV_ATTACH)
+SECRET_ENV = (ENV_STAGE, ENV_TOKEN, ENV_POLICY, ENV_GUARD, ENV_BRIDGE, ENV_SPAWNER,
+              ENV_ATTACH)
+# What the jail's spawner gives each learner process of its own: variable -> folder in
+# its private area (owned by its uid, 0700), and the checker's variables it drops (a
+# cache or store the checker uses must not be the learner's).
+LEARNER_FOLDERS = {"HOME": "home", "TMPDIR": "tmp", "TMP": "tmp", "TEMP": "tmp",
+                   "XDG_CACHE_HOME": "cache", "XDG_CONFIG_HOME": "config",
+                   "XDG_DATA_HOME": "data", "XDG_STATE_HOME": "state",
+                   "MPLCONFIGDIR": "mpl", "IPYTHONDIR": "ipython",
+                   "COURSE_RECORDS": "records"}
+LEARNER_DROPPED_ENV = ("JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
+                       "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "MLFLOW_TRACKING_URI",
+                       "PYTHONPYCACHEPREFIX")
 
 # -- result channel message kinds ------------------------------------------------------
 CHECK, VIOLATION, DONE, ERROR = "check", "violation", "done", "error"
@@ -147,13 +160,16 @@ def accelerator_present(environ=os.environ) -> bool:
 
 def learner_environment(environ) -> dict:
     """The learner process's environment: the checker's minus every channel secret, with
-    the user's own JAX platforms (``with_learner_platforms``)."""
+    the user's own JAX platforms (``with_learner_platforms``; a learner environment given
+    again comes back the same)."""
     env = {k: v for k, v in with_learner_platforms(environ).items() if k not in SECRET_ENV}
     if env.get("JAX_PLATFORMS", "") != "cpu" and accelerator_present(env):
         env[ENV_ACCELERATOR] = "1"
     policy = json.loads(environ.get(ENV_POLICY) or "null")
     if policy:  # the guard stays on; its violations travel over the bridge
         env[ENV_GUARD] = json.dumps({k: v for k, v in policy.items() if k != "result_fd"})
+    elif environ.get(ENV_GUARD):
+        env[ENV_GUARD] = environ[ENV_GUARD]
     return env
 
 

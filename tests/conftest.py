@@ -68,7 +68,7 @@ GRADER_FILES = (  # one grading of the instructor's work (graded_reference below
     "test_autograder_notebook_attacks.py",
     "test_slurm_grading.py", "test_autograder_shared_runs.py", "test_class_tools_graded.py",
     "test_jail_allow_list.py", "test_autograder_notebook_limits.py",
-    "test_grader_novel_attacks.py")
+    "test_grader_novel_attacks.py", "test_grader_isolation_attacks.py")
 REFERENCE_FILES = ("test_foundations.py", "test_optimisation.py", "test_pallas_kernel.py",
                    "test_performance_audit.py", "test_sharded_training.py")
 

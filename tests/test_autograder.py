@@ -27,7 +27,7 @@ from coursekit.facts import ROOT  # noqa: E402
 sys.path.insert(0, str(ROOT))
 
 import autograder.samples as fx  # noqa: E402
-from autograder import sandbox, seeds  # noqa: E402
+from autograder import sandbox, seeds, uids  # noqa: E402
 from autograder.gradebook import Gradebook  # noqa: E402
 from autograder.samples.make_notebooks import HIDDEN_MARKERS  # noqa: E402
 
@@ -59,9 +59,10 @@ def sandbox_processes(uids: set[int] | None = None) -> list[int]:
     return pids
 
 
-def sandbox_uids_of(grader_pid: int) -> set[int]:
-    """The throw-away uids a running grader's workers hand out (UID_BASE + worker pid)."""
-    return {sandbox.UID_BASE + pid for pid in sandbox.process_tree(grader_pid)}
+def sandbox_uids_of(pids) -> set[int]:
+    """The throw-away uids the processes ``pids`` (a grader's workers) drew (the uid
+    registry says who drew each block: ``autograder.uids``)."""
+    return uids.uids_of(set(pids))
 
 
 def orphaned_sandbox_processes(wait_s: float = 10.0) -> list[int]:
@@ -79,9 +80,12 @@ def orphaned_sandbox_processes(wait_s: float = 10.0) -> list[int]:
 
 def _worker_alive(pid: int) -> bool:
     try:
-        worker = Path(f"/proc/{pid}").stat().st_uid - sandbox.UID_BASE
+        uid = Path(f"/proc/{pid}").stat().st_uid
     except OSError:
         return True  # gone already: not a leak
+    worker = uids.owner_of(uid)
+    if worker is None:  # not from the registry: a grader of before it (LOWEST + its pid)
+        worker = uid - sandbox.UID_BASE
     return Path(f"/proc/{worker}").exists()
 
 

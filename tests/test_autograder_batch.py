@@ -89,12 +89,13 @@ def test_sigkill_mid_batch_then_resume(tmp_path):
             break
         time.sleep(0.2)
     assert proc.poll() is None and rows >= 2, "the batch ended before it could be killed"
-    # this batch's own sandboxes: other tests' batches may be running beside it
-    ours = sandbox_uids_of(proc.pid)
     tree = [p for p in sandbox.process_tree(proc.pid) if p != proc.pid]  # server, workers
     assert len(tree) >= 3, tree
     os.kill(proc.pid, signal.SIGKILL)  # only the grader itself; the rest must follow
     proc.wait()
+    # this batch's own sandboxes (the uids its workers drew): other tests' batches may be
+    # running beside it
+    ours = sandbox_uids_of(tree)
     killed_at = len(results(out))
     assert 2 <= killed_at < len(names)
     for _ in range(100):  # workers (watching the grader) and their sandboxes die with it

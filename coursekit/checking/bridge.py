@@ -11,7 +11,9 @@ frame raise ``TamperEvidence``.
 The checker process is made non-dumpable before the first learner process starts, so a
 learner process running as the same user cannot read its memory (``/proc/<pid>/mem``,
 ``environ``, ``fd/``) or ptrace it. The learner process gets an environment without any
-channel secret and no descriptor but stdio and its two pipes.
+channel secret and no descriptor but stdio and its two pipes. In the grader's jail as
+root it is started by the jail's spawner (``coursekit.checking.spawn``): another uid than
+the checker's, with its own HOME, temporary and cache folders and namespaces.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import time
 import weakref
 from pathlib import Path
 
+from coursekit.checking import spawn
 from coursekit.checking.codec import Encoder, Handle, LearnerFunction, Workload, decode
 from coursekit.checking.errors import LearnerCodeError, LearnerProcessDied, TamperEvidence
 from coursekit.checking.wire import protocol
@@ -107,14 +110,14 @@ class LearnerProcess:
         env["PYTHONPATH"] = os.pathsep.join(
             [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p] + [str(COURSE_ROOT)])
         self.proc = None
-        if FORK_FROM is not None:
+        if FORK_FROM is not None and not spawn.available():  # a zygote runs as this uid
             self.proc = FORK_FROM(env, self.impl_path, to_learner_r, from_learner_w)
         if self.proc is None:
             env[protocol.ENV_BRIDGE] = f"{to_learner_r},{from_learner_w}"
-            self.proc = subprocess.Popen(
+            # in the grader's jail: another uid with its own home, folders, namespaces
+            self.proc = spawn.launch(
                 [sys.executable, "-m", "coursekit.checking.learner_server",
-                 str(self.impl_path)], stdin=subprocess.DEVNULL, close_fds=True,
-                pass_fds=(to_learner_r, from_learner_w), env=env)
+                 str(self.impl_path)], env, pass_fds=(to_learner_r, from_learner_w))
         os.close(to_learner_r)
         os.close(from_learner_w)
         self.wfd, self.rfd = to_learner_w, from_learner_r

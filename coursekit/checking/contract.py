@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from coursekit.checking import spawn
 from coursekit.checking.errors import CheckFailed, CheckInconclusive, LearnerCodeError
 from coursekit.checking.learner import explain_exception, load_impl
 from coursekit.checking.terminal_record import keep_terminal_record
@@ -89,9 +90,16 @@ class Context:
         return np.random.default_rng([self.seed, *salt.encode()])
 
     def subdir(self, name: str) -> Path:
+        """A folder of the checker's own: in the grader's jail, learner processes may read
+        what is in it, never write it (hand them ``learner_dir`` for their outputs)."""
         path = self.workdir / name
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    def learner_dir(self, name: str) -> Path:
+        """A folder the learner's code may write into (a trace, a checkpoint, records);
+        the checker reads what it finds there once (``frozen``)."""
+        return spawn.learner_folder(self.subdir(name))
 
     def once(self, key: str, make: Callable[[], Any]) -> Any:
         """``make()`` the first time a check of this run asks for ``key``; every later

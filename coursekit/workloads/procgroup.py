@@ -24,6 +24,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from coursekit.checking import spawn
+from coursekit.checking.wire import protocol
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now (the OS picks it)."""
@@ -69,23 +72,33 @@ def _read(path: Path, limit: int = 200_000) -> str:
 
 def start(cmd: list[str], logdir: str | Path, name: str = "proc", *,
           env: dict | None = None, cwd: str | Path | None = None) -> Proc:
-    """Start ``cmd`` in a new session (its own process group)."""
+    """Start ``cmd`` (learner code) in a new session (its own process group): in the
+    grader's jail, as a learner process of its own (``coursekit.checking.spawn``: its own
+    uid, home and caches; the run's network, which a ``jax.distributed`` group shares)."""
     logdir = Path(logdir)
     logdir.mkdir(parents=True, exist_ok=True)
     out, err = logdir / f"{name}.stdout", logdir / f"{name}.stderr"
     with open(out, "wb") as fo, open(err, "wb") as fe:
-        popen = subprocess.Popen(cmd, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL,
-                                 env=env, cwd=cwd, start_new_session=True)
+        popen = spawn.launch(cmd, protocol.learner_environment(
+            os.environ if env is None else env), stdout=fo, stderr=fe, cwd=cwd,
+            network="run", new_session=True)
     return Proc(name, popen, out, err)
+
+
+def _kill_group(popen) -> None:
+    if hasattr(popen, "kill_group"):  # a spawned learner process: the spawner kills
+        popen.kill_group()
+        return
+    try:
+        os.killpg(popen.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def kill(proc: Proc, status: str = "stopped") -> None:
     """SIGKILL the process's whole group (no handler can run) and reap it."""
     if proc.popen.poll() is None:
-        try:
-            os.killpg(proc.popen.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _kill_group(proc.popen)
         try:
             proc.popen.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -96,10 +109,8 @@ def kill(proc: Proc, status: str = "stopped") -> None:
     else:
         proc.poll()
         # Children left in the group (a forked helper) go too.
-        try:
-            os.killpg(proc.popen.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        if not hasattr(proc.popen, "kill_group"):  # (the spawner killed those already)
+            _kill_group(proc.popen)
 
 
 def wait_for_file(proc: Proc, path: str | Path, timeout: float,

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from coursekit.checking import spawn
 from coursekit.facts import ROOT
 from coursekit.workloads import procgroup
 
@@ -70,13 +71,28 @@ def final_leaves(out: Path) -> dict:
         return {k: data[k] for k in data.files}
 
 
+def shared_folders(ckpt, logdir) -> Path:
+    """The checkpoint folder (relative paths count from the driver's folder, the course
+    root) and the log folder (where the driver writes its report and marker), as folders
+    the training processes may write: in the grader's jail they are learner processes of
+    their own (``coursekit.checking.spawn``). Returns the log folder."""
+    if spawn.learner_group() is None:  # one user for everything: plain folders
+        Path(logdir).mkdir(parents=True, exist_ok=True)
+        return Path(logdir)
+    ckpt = Path(ckpt) if Path(ckpt).is_absolute() else ROOT / ckpt
+    if ckpt.is_dir():
+        spawn.share_tree(ckpt)  # a copy the checker made: a resumed run writes in it
+    else:
+        spawn.learner_folder(ckpt)
+    return spawn.learner_folder(logdir)
+
+
 def run_training(impl, config: dict, ckpt, logdir, name: str, *, limit: float,
                  env: dict | None = None, **opts) -> Run:
     """Run the driver. Without a stop option it runs to the end (status "ok" with
     ``final``); with ``block_after_step`` or ``block_in_save`` it is SIGKILLed at that
     point (status "killed"), or reports "exited"/"failed" when it ended first."""
-    logdir = Path(logdir)
-    logdir.mkdir(parents=True, exist_ok=True)
+    logdir = shared_folders(ckpt, logdir)
     out, marker = logdir / f"{name}.json", logdir / f"{name}.marker"
     for stale in (out, marker, out.with_suffix(".npz")):
         stale.unlink(missing_ok=True)
@@ -109,7 +125,7 @@ def run_processes(impl, config: dict, ckpt, logdir, name: str, *, nproc: int,
                   devices_per_process: int, limit: float, env: dict | None = None) -> list[Run]:
     """``nproc`` driver processes joined by ``jax.distributed`` on a free localhost port,
     started together; one failing stops the others (``procgroup.wait_all``)."""
-    logdir = Path(logdir)
+    logdir = shared_folders(ckpt, logdir)
     port = procgroup.free_port()
     outs = [logdir / f"{name}{i}.json" for i in range(nproc)]
     for out in outs:

@@ -24,6 +24,7 @@ import jax
 import numpy as np
 from optim_harness import checker, close, odd
 
+from coursekit.checking.frozen import copy_once
 from coursekit.checking.learner import require_written
 from coursekit.checking.probes import within_ratio
 from coursekit.checking.values import as_float, fail_unless, require_keys
@@ -363,10 +364,14 @@ def _(impl, ctx):
         jax.block_until_ready(slow_step.train_slow(*args, lr))
         return time.perf_counter() - start
     samples = [timed(problem["lr"] * 0.8)]              # before the learner's trace ...
-    path = impl.trace_slow(config, seed, str(ctx.subdir("learner-trace")))
+    folder = ctx.learner_dir("learner-trace")
+    path = impl.trace_slow(config, seed, str(folder))
     samples += [timed(problem["lr"] * 0.75), timed(problem["lr"] * 0.7)]   # ... and after
     fail_unless(isinstance(path, str) and Path(path).is_file(),
                 "trace_slow must return the path of the trace file it wrote", yours=path)
+    # taken once, from the folder it was given: every parse below reads this copy
+    path = str(copy_once(path, ctx.subdir("taken"), inside=folder,
+                         what="the trace trace_slow returned"))
     events = traces.load_events(Path(path))
     python_calls = sum(1 for e in events if str(e.get("name", "")).startswith("$"))
     fail_unless(python_calls == 0, "the trace was taken with the Python tracer on: it "

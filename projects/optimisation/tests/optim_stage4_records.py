@@ -67,6 +67,7 @@ from optim_harness import (
 from coursekit.checking import bridge
 from coursekit.checking.bridge import LearnerFunction
 from coursekit.checking.errors import CheckInconclusive
+from coursekit.checking.frozen import read_once
 from coursekit.checking.values import fail_unless, require_keys
 from coursekit.measure import traces
 from coursekit.measure.timing import count_compiles
@@ -118,16 +119,17 @@ def slow_compiles_per_call(ctx) -> int:
     return ctx.once("slow-compiles", make)
 
 
-def read_records(paths, what: str = "write_run_records") -> dict:
-    """write_run_records' answer: {"before": path, "after": path} of files that exist,
-    read as JSON."""
+def read_records(paths, outdir, what: str = "write_run_records") -> dict:
+    """write_run_records' answer: {"before": path, "after": path} of files that exist in
+    ``outdir`` (the folder it was given), each read once, as JSON."""
     paths = require_keys(paths, ("before", "after"), what)
     out = {}
     for label in ("before", "after"):
         path = paths[label]
         fail_unless(isinstance(path, str) and Path(path).is_file(),
                     f"{what}: no {label} file", yours=path)
-        out[label] = json.loads(Path(path).read_text())
+        out[label] = json.loads(read_once(path, inside=outdir,
+                                          what=f"{what}: the {label} file"))
     return out
 
 
@@ -136,7 +138,7 @@ def records_call(impl, outdir, warmup: int, iters: int, config: dict, seed: int,
     """One write_run_records call, its records read, and the times they hold (first
     calls and samples of both) within the call's wall time on the checker's clock."""
     records = read_records(impl.write_run_records(config, seed, str(outdir), warmup=warmup,
-                                                  iters=iters), what)
+                                                  iters=iters), outdir, what)
     wall = impl.__bridge__.last_wall_s
     times = []
     for rec in records.values():
@@ -149,7 +151,8 @@ def records_call(impl, outdir, warmup: int, iters: int, config: dict, seed: int,
 def learner_records(impl, ctx) -> dict:
     def make():
         warmup, iters = record_counts(ctx)
-        return records_call(impl, ctx.subdir("records"), warmup, iters, timing_config(ctx),
+        return records_call(impl, ctx.learner_dir("records"), warmup, iters,
+                            timing_config(ctx),
                             ctx.seed + 5)
     return ctx.once("records", make)
 
@@ -161,10 +164,10 @@ def many_calls_honoured(impl, ctx) -> None:
     or repeats fails here)."""
     rng = ctx.rng("many-calls")
     iters = int(rng.integers(30, 41))
+    outdir = ctx.learner_dir("records-many")
     records = read_records(impl.write_run_records(
-        tiny_config(rng, batch=odd(rng, 3, 9)), ctx.seed + 9,
-        str(ctx.subdir("records-many")), warmup=1, iters=iters),
-        f"write_run_records (iters={iters})")
+        tiny_config(rng, batch=odd(rng, 3, 9)), ctx.seed + 9, str(outdir), warmup=1,
+        iters=iters), outdir, f"write_run_records (iters={iters})")
     for label, rec in records.items():
         fail_unless(len(rec.get("samples_s") or []) == iters,
                     f"write_run_records (iters={iters}): the {label} record does not hold "
@@ -209,7 +212,7 @@ def fast_ops_per_call(impl, ctx, region: str) -> int:
     def make():
         path = bridge.inspect(impl, "optimisation/fast_traced", LearnerFunction("train_fast"),
                               timing_config(ctx), ctx.seed + 5,
-                              str(ctx.subdir("fast-traced")), region,
+                              str(ctx.learner_dir("fast-traced")), region,
                               [1.3 + 1e-3 * next(_FRESH_RATES) for _ in range(2)])
         ops = ops_in_region(path, region)
         if ops < 1:  # a vacuous bound would pass any learner: the checker's own fault
@@ -288,11 +291,11 @@ def _(impl, ctx):
     output it made wrong: the learner's write_run_records run once more in the learner
     process with its module's train_fast returning losses 1% off (self-reported: the
     swap happens beside the learner's code; a record that still says True fails)."""
-    outdir = ctx.subdir("records-wrong-fast")
+    outdir = ctx.learner_dir("records-wrong-fast")
     records = read_records(bridge.inspect(impl, "optimisation/records_with_a_wrong_fast",
                                           LearnerFunction("write_run_records"),
                                           timing_config(ctx), ctx.seed + 7, str(outdir), 1,
-                                          2))
+                                          2), outdir)
     for label, want in (("before", True), ("after", False)):
         got = records[label].get("output_ok")
         fail_unless(got is want, f"with a train_fast whose losses are 1% off, the {label} "
@@ -328,13 +331,14 @@ def _(impl, ctx):
     got = bridge.inspect(impl, "optimisation/stubbed_calls",
                          LearnerFunction("write_run_records"),
                          [tiny_config(rng, batch=odd(rng, 3, 9)), ctx.seed + 11,
-                          str(ctx.subdir("records-stubbed"))],
+                          str(ctx.learner_dir("records-stubbed"))],
                          slow_s=STUB_SLOW_S, fast_s=STUB_FAST_S, copy_s=STUB_COPY_S,
                          outlier_s=STUB_FIRST_S, outlier_at=0,
                          kwargs={"warmup": warmup, "iters": iters})
     what = ("with both versions and slow_step.fresh_copy replaced by the checker's stubs "
             f"(warmup={warmup}, iters={iters}): ")
-    records = read_records(got["result"], f"{what}write_run_records")
+    records = read_records(got["result"], ctx.learner_dir("records-stubbed"),
+                           f"{what}write_run_records")
     copies = [end - start for start, end in got["copies"]]
     for label, version in (("before", "slow"), ("after", "fast")):
         rec = records[label]
@@ -403,7 +407,7 @@ def _(impl, ctx):
         # from the problem's, and a rate met in an earlier call would skip train_slow's
         # recompile, which every call in use makes
         records = records_call(
-            impl, ctx.subdir(f"records-round{i}"), ROUND_WARMUP, ROUND_ITERS, config,
+            impl, ctx.learner_dir(f"records-round{i}"), ROUND_WARMUP, ROUND_ITERS, config,
             ctx.seed + 5 + ROUND_SEED_STEP * i, f"write_run_records (round {i})")
         return record_medians(records)
 

@@ -56,6 +56,7 @@ from audit_harness import (
 from coursekit.checking import bridge
 from coursekit.checking.bridge import TamperEvidence, Workload
 from coursekit.checking.device import KeptWork, time_on_device
+from coursekit.checking.frozen import copy_once
 from coursekit.checking.learner import get_function
 from coursekit.checking.probes import region_name, samples_of
 from coursekit.checking.values import as_float, fail_unless, require_keys
@@ -318,7 +319,7 @@ def _(impl, ctx):
                     expected="FileNotFoundError naming the folder")
     write_trace = get_function(impl, "write_trace")
     _, step, args = mlp_step()
-    logdir = ctx.subdir("learner-trace")
+    logdir = ctx.learner_dir("learner-trace")
     region = region_name(ctx.rng("region"))
     steps = int(ctx.rng("steps").integers(2, 5))
     write_trace(step, args, str(logdir), region + "_old", steps=1)
@@ -332,6 +333,9 @@ def _(impl, ctx):
                 "write_trace did not return the newest trace file",
                 yours=path, expected=str(newest),
                 hint="each jax.profiler.trace makes a new timestamped folder; take the newest")
+    # the run's folder (the JSON and the .xplane.pb beside it), taken once: every parse
+    # below reads this copy, whatever a learner process does to the folder meanwhile
+    newest = copy_once(newest.parent, ctx.subdir("taken"), inside=logdir) / newest.name
     summary = traces.region_summary(newest, region)
     fail_unless(summary["count"] == steps, "the annotated region is not in the trace once "
                 "per step", yours=summary["count"], expected=steps,
@@ -366,10 +370,11 @@ def _(impl, ctx):
     # shortest synchronised call of the same work, in rounds (a round: a fresh trace of
     # TRACE_ROUND_STEPS steps into a folder of its own, then as many calls here).
     def traced_round(i):
-        folder, name = ctx.subdir(f"learner-trace-{i}"), f"{region}_{i}"
+        folder, name = ctx.learner_dir(f"learner-trace-{i}"), f"{region}_{i}"
         write_trace(stage1_workload(ctx)[0], (x,), str(folder), name,
                     steps=TRACE_ROUND_STEPS)
-        events = region_events(traces.newest_trace(folder), name)
+        events = region_events(copy_once(traces.newest_trace(folder), ctx.subdir("taken"),
+                                         inside=folder), name)
         fail_unless(len(events) == TRACE_ROUND_STEPS, "the annotated region is not in the "
                     "trace once per step", yours=len(events), expected=TRACE_ROUND_STEPS,
                     hint="wrap every step in jax.profiler.TraceAnnotation(region)")
@@ -389,16 +394,15 @@ def _(impl, ctx):
 @checker.check(2, "region_summary_matches_checker")
 def _(impl, ctx):
     summarize = get_function(impl, "summarize_region")
-    path, region = synthetic_trace(ctx)
-    compare_summaries(summarize(str(path), region), traces.region_summary(path, region),
-                      "hand-built trace", (path, region))
-    path, region = edge_trace(ctx)
-    compare_summaries(summarize(str(path), region), traces.region_summary(path, region),
-                      "hand-built trace of ties (events that start or end together)",
-                      (path, region))
-    path, region = checker_trace(ctx)
-    compare_summaries(summarize(str(path), region), traces.region_summary(path, region),
-                      "real jax.profiler trace", (path, region))
+    # each trace is parsed here before the learner's call reads it: what the call does
+    # to the file afterwards cannot change the expected summary
+    for label, (path, region) in (
+            ("hand-built trace", synthetic_trace(ctx)),
+            ("hand-built trace of ties (events that start or end together)",
+             edge_trace(ctx)),
+            ("real jax.profiler trace", checker_trace(ctx))):
+        expected = traces.region_summary(path, region)
+        compare_summaries(summarize(str(path), region), expected, label, (path, region))
 
 
 def first_cost(cost) -> dict:

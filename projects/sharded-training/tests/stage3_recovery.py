@@ -99,7 +99,7 @@ def _(impl, ctx):
     for i in range(n):
         state, _ = run_step(impl, step, state,
                             call(impl, "place_batch", ref_batch(data, config, i), mesh))
-    directory = ctx.subdir("roundtrip") / "ckpt"
+    directory = ctx.learner_dir("roundtrip") / "ckpt"
     for name in ("make_checkpoint_manager", "restore_latest", "save_state"):
         learner_fn(impl, name)
     manager = impl.make_checkpoint_manager(str(directory), 3)

@@ -60,6 +60,7 @@ from sharded_reference import blobs, ref_step_fn
 
 from coursekit.checking.bridge import TamperEvidence, Workload
 from coursekit.checking.errors import CheckFailed
+from coursekit.checking.frozen import copy_once
 from coursekit.checking.learner import require_written
 from coursekit.checking.probes import (
     ratio_verdict,
@@ -196,7 +197,7 @@ def learner_record(impl, ctx) -> tuple[dict, dict, dict]:
         args = {"region": region_name(rng),
                 "warmup": int(rng.integers(1, 4)), "iters": int(rng.integers(6, 10)),
                 "trace_steps": int(rng.integers(2, 4))}
-        logdir = ctx.subdir("profile")
+        logdir = ctx.learner_dir("profile")
         decoy_trace(logdir)
         # within the stated rtol 1e-5 of the true loss, not equal to it
         before = time_synced(fn, state, batch, warmup=2, iters=REFERENCE_ITERS).samples_s
@@ -242,7 +243,7 @@ def timing_round(impl, ctx, i: int) -> dict:
     _, _, args = learner_record(impl, ctx)
     fn, state, batch = args["fn"], args["state"], args["batch"]
     region = region_name(ctx.rng(f"round-{i}"))
-    logdir = ctx.subdir(f"profile-round-{i}")
+    logdir = ctx.learner_dir(f"profile-round-{i}")
 
     def yours():
         counter = Workload("sharded-training/timing_step", **args["spec"]["config"])
@@ -307,7 +308,7 @@ def unchecked_run(impl, ctx) -> tuple:
         _, _, args = learner_record(impl, ctx)
         counter = Workload("sharded-training/timing_step", **args["spec"]["config"])
         record = call_plain(impl, "profile_train_step", counter, args["there"]["state"],
-                            args["there"]["batch"], str(ctx.subdir("profile-unchecked")),
+                            args["there"]["batch"], str(ctx.learner_dir("profile-unchecked")),
                             region="unchecked", warmup=0, iters=2, trace_steps=1)
         return record, counter.facts
     return ctx.once("unchecked", run)
@@ -429,6 +430,9 @@ def _(impl, ctx):
     newest = traces.newest_trace(args["logdir"])
     fail_unless(trace.resolve() == newest.resolve(), "the trace is not the newest one under "
                 "logdir", yours=str(trace), expected=str(newest))
+    # taken once: the three parses below read this copy
+    trace = copy_once(trace, ctx.subdir("taken"), inside=args["logdir"],
+                      what="the record's trace")
     summary = traces.region_summary(trace, args["region"])
     fail_unless(summary["count"] == args["trace_steps"],
                 "the annotated region is not in the trace once per traced step",
@@ -450,7 +454,8 @@ def _(impl, ctx):
 
     def traced(r: dict) -> float:
         path = Path(r["record"].get("trace") or "")
-        found = region_durations(path, r["region"]) if path.is_file() else []
+        found = region_durations(copy_once(path, ctx.subdir("taken"), what="a round's trace"),
+                                 r["region"]) if path.is_file() else []
         fail_unless(len(found) == ROUND_TRACE, "the annotated region is not in the trace "
                     "once per traced step", yours=f"{len(found)} in {path}",
                     expected=f"{ROUND_TRACE} (trace_steps={ROUND_TRACE})",
@@ -470,7 +475,8 @@ def _(impl, ctx):
     record = call_plain(impl, "profile_train_step",
                         Workload("sharded-training/timing_step", **args["spec"]["config"]),
                         args["there"]["state"], args["there"]["batch"],
-                        str(ctx.subdir("profile-wrong")), region="wrong", warmup=1, iters=3,
+                        str(ctx.learner_dir("profile-wrong")), region="wrong", warmup=1,
+                        iters=3,
                         trace_steps=1, expected_loss=wrong)
     fail_unless(isinstance(record, dict) and record.get("output_ok") is False,
                 "a wrong loss was not caught before timing",
