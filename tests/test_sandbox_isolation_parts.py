@@ -11,6 +11,7 @@ import errno
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -122,31 +123,29 @@ def test_a_stale_folder_is_swept_or_reported_and_grading_goes_on(fast_tmp, monke
     assert f"{stuck}: Device or resource busy" in capsys.readouterr().err
 
 
-def hold_memfd(size: int):
-    """A child holding ``size`` bytes in a memfd it wrote and does not map."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        fd = os.memfd_create("course-44-test")
-        block = b"x" * (1 << 20)
-        for _ in range(size >> 20):
-            os.write(fd, block)
-        os.write(w, b"1")
-        time.sleep(60)
-        os._exit(0)
-    os.read(r, 1)
-    return pid
+HOLD = """
+import os, sys, time
+fd = os.memfd_create("course-44-test")
+block = b"x" * (1 << 20)
+for _ in range(int(sys.argv[1])):
+    os.write(fd, block)
+print("held", flush=True)
+time.sleep(60)
+"""
 
 
 def test_shared_memory_a_process_holds_is_counted_without_a_cgroup():
-    pid = hold_memfd(96 << 20)
+    # a fresh interpreter (a fork of this one would carry its resident pages along)
+    child = subprocess.Popen([sys.executable, "-I", "-c", HOLD, "96"],
+                             stdout=subprocess.PIPE, text=True)
     try:
-        rss = shared_memory._status_kb(pid, ("VmRSS",))["VmRSS"]
+        assert child.stdout.readline().strip() == "held"
+        rss = shared_memory._status_kb(child.pid, ("VmRSS",))["VmRSS"]
         assert rss < 64 << 20  # what the old watchdog saw
-        assert shared_memory.run_bytes([pid]) >= 96 << 20
+        assert shared_memory.run_bytes([child.pid]) >= 96 << 20
     finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+        child.kill()
+        child.wait()
 
 
 @pytest.mark.skipif(not cgroups.available(), reason="no writable v1 memory+pids cgroups")
