@@ -6,14 +6,12 @@ counted, and a run's cgroup counting it too."""
 
 from __future__ import annotations
 
-import ctypes
-import errno
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -23,35 +21,30 @@ from autograder import cgroups, cleanup, sandbox, shared_memory, uids
 sys.path.insert(0, str(Path(sandbox.__file__).parent))  # as jail.py loads it
 import jail_keys  # noqa: E402
 
-
-def in_child(fn) -> int:
-    """Run ``fn`` in a forked child; its return value (a small int) as the exit code."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os._exit(fn())
-        except BaseException:  # noqa: BLE001
-            os._exit(99)
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+KEYS = """
+import ctypes, errno, os, sys
+sys.path.insert(0, sys.argv[1])
+import jail_keys
+libc = ctypes.CDLL(None, use_errno=True)
+add_key, keyctl = {"x86_64": (248, 250), "aarch64": (217, 219)}[os.uname().machine]
+jail_keys.no_keys()
+if libc.syscall(add_key, b"user", b"course-44-test", b"x", 1, ctypes.c_int(-3)) != -1:
+    sys.exit(1)
+if ctypes.get_errno() != errno.EPERM:
+    sys.exit(2)
+if libc.syscall(keyctl, 0, ctypes.c_int(-4), 0) != -1:  # KEYCTL_GET_KEYRING_ID
+    sys.exit(3)
+print(open("/proc/self/status").read().count("Seccomp:\t2"))
+"""
 
 
 def test_a_sandboxed_process_can_make_find_or_read_no_kernel_key():
-    libc = ctypes.CDLL(None, use_errno=True)
-    add_key, _, keyctl = {"x86_64": (248, 249, 250),
-                          "aarch64": (217, 218, 219)}.get(os.uname().machine, (0, 0, 0))
-    if not add_key:
+    if os.uname().machine not in ("x86_64", "aarch64"):
         pytest.skip("key syscall numbers known for x86_64 and aarch64 only")
-
-    def try_keys() -> int:
-        jail_keys.no_keys()
-        if libc.syscall(add_key, b"user", b"course-44-test", b"x", 1, ctypes.c_int(-3)) != -1:
-            return 1
-        if ctypes.get_errno() != errno.EPERM:
-            return 2
-        if libc.syscall(keyctl, 0, ctypes.c_int(-4), 0) != -1:  # KEYCTL_GET_KEYRING_ID
-            return 3
-        return 0 if os.getpid() > 0 and open("/proc/self/status").read() else 4
-    assert in_child(try_keys) == 0
+    folder = str(Path(jail_keys.__file__).parent)
+    done = subprocess.run([sys.executable, "-I", "-c", KEYS, folder], capture_output=True,
+                          text=True, timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "1"), done.stderr[-1000:]
 
 
 def test_a_block_of_uids_is_never_handed_out_twice(tmp_path, monkeypatch):
@@ -104,10 +97,9 @@ def test_any_folder_tree_is_removed(fast_tmp):
 
 def test_a_stale_folder_is_swept_or_reported_and_grading_goes_on(fast_tmp, monkeypatch,
                                                                   capsys):
-    dead = os.fork()
-    if dead == 0:
-        os._exit(0)
-    os.waitpid(dead, 0)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = gone.pid
     monkeypatch.setattr(tempfile, "tempdir", str(fast_tmp))
     deep = fast_tmp / f"autograder-{dead}-deep"
     stuck = fast_tmp / f"autograder-{dead}-stuck"
@@ -122,55 +114,50 @@ def test_a_stale_folder_is_swept_or_reported_and_grading_goes_on(fast_tmp, monke
     assert f"{stuck}: Device or resource busy" in capsys.readouterr().err
 
 
-def hold_memfd(size: int):
-    """A child holding ``size`` bytes in a memfd it wrote and does not map."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        fd = os.memfd_create("course-44-test")
-        block = b"x" * (1 << 20)
-        for _ in range(size >> 20):
-            os.write(fd, block)
-        os.write(w, b"1")
-        time.sleep(60)
-        os._exit(0)
-    os.read(r, 1)
-    return pid
+HOLD = """
+import os, sys, time
+fd = os.memfd_create("course-44-test")
+block = b"x" * (1 << 20)
+for _ in range(int(sys.argv[1])):
+    os.write(fd, block)
+print("held", flush=True)
+time.sleep(60)
+"""
 
 
 def test_shared_memory_a_process_holds_is_counted_without_a_cgroup():
-    pid = hold_memfd(96 << 20)
+    # a fresh interpreter (a fork of this one would carry its resident pages along)
+    child = subprocess.Popen([sys.executable, "-I", "-c", HOLD, "96"],
+                             stdout=subprocess.PIPE, text=True)
     try:
-        rss = shared_memory._status_kb(pid, ("VmRSS",))["VmRSS"]
+        assert child.stdout.readline().strip() == "held"
+        rss = shared_memory._status_kb(child.pid, ("VmRSS",))["VmRSS"]
         assert rss < 64 << 20  # what the old watchdog saw
-        assert shared_memory.run_bytes([pid]) >= 96 << 20
+        assert shared_memory.run_bytes([child.pid]) >= 96 << 20
     finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+        child.kill()
+        child.wait()
 
 
 @pytest.mark.skipif(not cgroups.available(), reason="no writable v1 memory+pids cgroups")
 def test_a_run_cgroup_counts_shared_memory_and_is_removed():
     group = cgroups.RunCgroups(memory_mb=512, max_tasks=64)
+    child = subprocess.Popen([sys.executable, "-I", "-c", "import sys; sys.stdin.readline()\n"
+                              + HOLD, "96"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
     try:
-        pid = os.fork()
-        if pid == 0:
-            for path in group.paths.values():
-                (path / "cgroup.procs").write_text(str(os.getpid()))
-            fd = os.memfd_create("course-44-test")
-            for _ in range(96):
-                os.write(fd, b"x" * (1 << 20))
-            time.sleep(60)
-            os._exit(0)
-        deadline = time.monotonic() + 20
-        while group.memory_bytes() < 96 << 20 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        for path in group.paths.values():  # joined before it writes anything
+            (path / "cgroup.procs").write_text(str(child.pid))
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "held"
         assert group.memory_bytes() >= 96 << 20
         assert group.tasks() == 1 and group.oom_kills() == 0
     finally:
         assert group.remove() == []  # kills what is left, then removes it
-    os.waitpid(pid, 0)
+        child.wait()
     assert not any(p.exists() for p in group.paths.values())
+
 
 PROBE = r"""
 import json, os, signal, sys
