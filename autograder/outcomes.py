@@ -68,6 +68,10 @@ TABLE: dict[str, Outcome] = {
                                                    "grading machine's load, even when run "
                                                    "again; it is not counted as your "
                                                    "mistake, and your instructor sees it"),
+    "graded-by-instructor": Outcome("fail", "a learner's copy of the course: some checks "
+                                            "need the course's reference code, which it "
+                                            "does not hold; your instructor's grading runs "
+                                            "them"),
     # the learner's code
     "learner-code": Outcome("error", ""),  # the checker's own message says what
     "kernel-died": Outcome("crash", "the notebook kernel died (a crash in your code?)"),

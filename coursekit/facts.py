@@ -38,7 +38,8 @@ _DEVICE_FLAG = "--xla_force_host_platform_device_count"
 # editing the portfolio or the notebook runtime regrades nobody; tests/test_layout.py fails
 # when a checker imports more.
 CHECKER_CODE = ("coursekit/__init__.py", "coursekit/facts.py", "coursekit/checking",
-                "coursekit/measure", "coursekit/workloads", "coursekit/provenance/__init__.py",
+                "coursekit/measure", "coursekit/workloads", "coursekit/instructor",
+                "coursekit/provenance/__init__.py",
                 "coursekit/provenance/records.py",
                 # the protocol the bridge, the runner and the grader speak
                 "coursekit/protocol.py")
