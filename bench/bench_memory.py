@@ -43,7 +43,7 @@ def bandwidth_figures(nbytes: int, rounds: int, iters: int) -> dict:
 
 
 def peak_figures(cfg: dict, repeats: int) -> dict:
-    from coursekit.measure import peak_memory as pm
+    from coursekit.instructor import peak_memory as pm
     got = pm.fresh_process_peaks({p: (pm.blocks_factory(), dict(cfg, policy=p))
                                   for p in POLICIES}, repeats=repeats)
     print(f"run-only peak, residual blocks {cfg}, {repeats} fresh processes per policy, "

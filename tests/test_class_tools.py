@@ -486,14 +486,14 @@ def test_similar_ranks_copies_and_never_counts_the_release(tmp_path, monkeypatch
 
 def test_similar_names_a_copy_of_the_course_code_a_learner_file_may_not_import(
         tmp_path, monkeypatch, capsys):
-    """The release ships coursekit, refused imports included (decide_rounds at stage 4):
-    a learner file that pastes one's source, renamed, pairs with the course's code; the
-    reference solution, written apart, does not."""
+    """Instructor-only code a learner file may not import (decide_rounds, refused at every
+    stage) can still leak: a learner file that pastes one's source, renamed, pairs with the
+    course's code; the reference solution, written apart, does not."""
     import ast
 
     from autograder.similar import COURSE_CODE
-    refused = COURSE_CODE + "coursekit.measure.decision.decide_rounds"
-    source = (ROOT / "coursekit/measure/decision.py").read_text()
+    refused = COURSE_CODE + "coursekit.instructor.decision.decide_rounds"
+    source = (ROOT / "coursekit/instructor/decision.py").read_text()
     node = next(n for n in ast.parse(source).body if getattr(n, "name", "") == "decide_rounds")
     pasted = ast.get_source_segment(source, node).replace("decide_rounds", "my_decide") \
         .replace("before", "old").replace("after", "new")

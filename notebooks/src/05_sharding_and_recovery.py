@@ -489,7 +489,8 @@ with not_yet("the profiled step") as profiled_ok:
 # %%
 with not_yet("samples and trace"):
     need(profiled_ok)
-    summary = traces.region_summary(record["trace"], record["region"])
+    regions = [e for e in traces.load_events(record["trace"])
+               if e.get("ph") == "X" and e.get("name") == record["region"]]
     fig, ax = plt.subplots(figsize=(7, 3.2))
     ax.plot(range(1, len(samples_ms) + 1), samples_ms, "o-", label="warmed calls (synchronised)")
     ax.axhline(np.median(samples_ms), color="gray", ls=":", label="median")
@@ -500,11 +501,9 @@ with not_yet("samples and trace"):
     titled(ax, f"Raw samples; first call {record['first_call_s'] * 1e3:.0f} ms not shown", LABEL)
     fig.tight_layout()
     plt.show()
-    per_step = max(summary["count"], 1)
-    print(f"trace {Path(record['trace']).name}: region {record['region']!r} x{summary['count']}, "
-          f"{summary['total_us'] / per_step / 1e3:.2f} ms each (profiled, so slower than the "
-          f"samples); its direct children per step, ms: "
-          f"{ {k: round(v / per_step / 1e3, 2) for k, v in summary['children'].items()} }")
+    each_ms = [e["dur"] / 1e3 for e in sorted(regions, key=lambda e: e["ts"])]
+    print(f"trace {Path(record['trace']).name}: region {record['region']!r} x{len(regions)}, "
+          f"ms each: {[round(v, 2) for v in each_ms]} (profiled, so slower than the samples)")
 
 # %%
 check4 = run_check("sharded-training", 4, IMPL)

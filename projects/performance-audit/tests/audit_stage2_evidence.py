@@ -53,11 +53,17 @@ from audit_harness import (
 )
 
 from coursekit.checking.bridge import TamperEvidence, Workload
+from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import get_function
 from coursekit.checking.probes import region_name, samples_of
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import bandwidth, traces
 from coursekit.workloads import catalog
+
+# the course's own reading of a profiler run: instructor-only (a learner's copy grades the
+# checks that need it where the instructor grades)
+forest = instructor_module("traces")
+memory = instructor_module("bandwidth")  # the course's bandwidth and cache reading
 
 # Bandwidth in place vs the same op writing a fresh output (a minor page fault per 4 KiB
 # page): 4.5-7.6x slower at 64-96 MiB on this machine at load 25 (6-7x idle); interleaved
@@ -91,7 +97,7 @@ def checker_trace(ctx) -> tuple[Path, str]:
             for i in range(3):
                 with jax.profiler.TraceAnnotation(region, step=i):
                     jax.block_until_ready(step(*args))
-        return traces.newest_trace(logdir), region
+        return forest.newest_trace(logdir), region
     return ctx.once("trace", write)
 
 
@@ -192,10 +198,10 @@ def not_children(path: Path, region: str) -> dict[str, list]:
     the NOT_CHILDREN reason."""
     raw = [e for e in traces.load_events(path) if e.get("ph") == "X" and "dur" in e]
     found = {kind: [] for kind in NOT_CHILDREN}
-    for ev in traces.walk(traces.build_forest(raw)):
+    for ev in forest.walk(forest.build_forest(raw)):
         if ev.name == region:
             found["nested"] += [(d.name, d.dur) for c in ev.children
-                                for d in traces.walk(c.children)]
+                                for d in forest.walk(c.children)]
     for r in (e for e in raw if e.get("name") == region):
         r_end = r["ts"] + r["dur"]
         for e in raw:
@@ -279,7 +285,7 @@ def trace_folders(ctx) -> tuple[Path, Path]:
         (run / "host.xplane.pb").write_bytes(b"")
         for f in (trace, run / "host.xplane.pb", run):
             os.utime(f, (start + offsets[i], start + offsets[i]))
-    return logdir, traces.newest_trace(logdir)
+    return logdir, forest.newest_trace(logdir)
 
 
 def region_events(path: Path, region: str) -> list[dict]:
@@ -324,12 +330,12 @@ def _(impl, ctx):
     work, _, x = stage1_workload(ctx)
     path = write_trace(work, (x,), str(logdir), region, steps=steps)
     checker_step = min(checker_stage1_samples(ctx, steps))  # right after yours
-    newest = traces.newest_trace(logdir)
+    newest = forest.newest_trace(logdir)
     fail_unless(Path(path).resolve() == newest.resolve(),
                 "write_trace did not return the newest trace file",
                 yours=path, expected=str(newest),
                 hint="each jax.profiler.trace makes a new timestamped folder; take the newest")
-    summary = traces.region_summary(newest, region)
+    summary = forest.region_summary(newest, region)
     fail_unless(summary["count"] == steps, "the annotated region is not in the trace once "
                 "per step", yours=summary["count"], expected=steps,
                 hint="wrap every step in jax.profiler.TraceAnnotation(region)")
@@ -362,7 +368,7 @@ def _(impl, ctx):
         folder, name = ctx.subdir(f"learner-trace-{i}"), f"{region}_{i}"
         write_trace(stage1_workload(ctx)[0], (x,), str(folder), name,
                     steps=TRACE_ROUND_STEPS)
-        events = region_events(traces.newest_trace(folder), name)
+        events = region_events(forest.newest_trace(folder), name)
         fail_unless(len(events) == TRACE_ROUND_STEPS, "the annotated region is not in the "
                     "trace once per step", yours=len(events), expected=TRACE_ROUND_STEPS,
                     hint="wrap every step in jax.profiler.TraceAnnotation(region)")
@@ -383,14 +389,14 @@ def _(impl, ctx):
 def _(impl, ctx):
     summarize = get_function(impl, "summarize_region")
     path, region = synthetic_trace(ctx)
-    compare_summaries(summarize(str(path), region), traces.region_summary(path, region),
+    compare_summaries(summarize(str(path), region), forest.region_summary(path, region),
                       "hand-built trace", (path, region))
     path, region = edge_trace(ctx)
-    compare_summaries(summarize(str(path), region), traces.region_summary(path, region),
+    compare_summaries(summarize(str(path), region), forest.region_summary(path, region),
                       "hand-built trace of ties (events that start or end together)",
                       (path, region))
     path, region = checker_trace(ctx)
-    compare_summaries(summarize(str(path), region), traces.region_summary(path, region),
+    compare_summaries(summarize(str(path), region), forest.region_summary(path, region),
                       "real jax.profiler trace", (path, region))
 
 
@@ -474,7 +480,7 @@ def bandwidth_bytes() -> int:
     """The array size of the bandwidth check, from sysfs: a quarter of the last-level
     cache, kept within 64-128 MiB (past glibc's 32 MiB mmap threshold, so a fresh output
     is fresh pages every call; small enough for a 2-core machine)."""
-    llc = max(bandwidth.cache_sizes().values(), default=256 * 2**20)
+    llc = max(memory.cache_sizes().values(), default=256 * 2**20)
     return min(max(llc // 4, 64 * 2**20), 128 * 2**20) // 2**20 * 2**20
 
 
@@ -557,7 +563,7 @@ def _(impl, ctx):
     iters, touched = 4, nbytes // 4 * 4
     pages = -(-nbytes // bandwidth.PAGE)
     # round 0: the checker's in-place, fresh-output and read_sum measurements, then yours
-    ref = bandwidth.measure_interleaved(("in_place", "fresh_output", "read_sum"), nbytes,
+    ref = memory.measure_interleaved(("in_place", "fresh_output", "read_sum"), nbytes,
                                         rounds=1, iters=iters)
     yours = {kind: learner_bandwidth(impl, nbytes, kind, iters)
              for kind in ("in_place", "read_sum")}
@@ -595,7 +601,7 @@ def _(impl, ctx):
             return moved / as_float(m["bandwidth"], f"{kind} bandwidth")
 
         def checker_per_pass(i):
-            return min(bandwidth.measure(kind, nbytes, iters=iters)["samples_s"])
+            return min(memory.measure(kind, nbytes, iters=iters)["samples_s"])
 
         timing_verdict(
             yours_per_pass, checker_per_pass, window,
@@ -713,9 +719,9 @@ def sysfs_caches(ctx) -> tuple[Path, dict]:
 def _(impl, ctx):
     cache_sizes = get_function(impl, "cache_sizes")
     fake, want = sysfs_caches(ctx)
-    if bandwidth.cache_sizes(fake) != want:  # the course's reader, on the folder it wrote
+    if memory.cache_sizes(fake) != want:  # the course's reader, on the folder it wrote
         raise RuntimeError("checker bug, not your code: coursekit's sysfs reader disagrees "
-                           f"with the folder the checker wrote: {bandwidth.cache_sizes(fake)}")
+                           f"with the folder the checker wrote: {memory.cache_sizes(fake)}")
     theirs = cache_sizes(str(fake))
     fail_unless(theirs == want, "cache sizes differ from a sysfs folder the checker wrote",
                 yours=theirs, expected=want, hint="sizes end in K, M or G (KiB, MiB, "

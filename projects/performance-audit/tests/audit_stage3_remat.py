@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from audit_harness import checker
 
+from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import get_function, require_written
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import peak_memory
@@ -35,11 +36,18 @@ def remat_workload(ctx):
     return params, x, (depth, width, hidden, batch)
 
 
-# The checker's own models are the course's (coursekit.measure.peak_memory, which a learner
-# file may not use at stage 3: coursekit.checking.forbidden), so this file holds no
-# block_loss or tanh_chain_loss to copy; the fresh-process peaks below run the same model.
-reference_loss = peak_memory.blocks_loss          # (params, x, policy=None)
-reference_tanh_loss = peak_memory.tanh_chain_loss  # (ws, x, policy=None)
+# The checker's own models and fresh-process peaks are the course's, instructor-only
+# (coursekit.instructor.peak_memory): a learner's copy holds neither, and grades the checks
+# that need them where the instructor grades (coursekit.checking.graded).
+answers = instructor_module("peak_memory")
+
+
+def reference_loss(params, x, policy=None):
+    return answers.blocks_loss(params, x, policy)
+
+
+def reference_tanh_loss(ws, x, policy=None):
+    return answers.tanh_chain_loss(ws, x, policy)
 
 
 def learner_program(impl, ctx, policy):
@@ -326,8 +334,8 @@ _REFERENCE_PEAKS: dict[str, dict] = {}
 def reference_peaks(cfg: dict, policies: tuple, repeats: int) -> dict:
     key = repr((sorted(cfg.items()), policies, repeats))
     if key not in _REFERENCE_PEAKS:
-        _REFERENCE_PEAKS[key] = peak_memory.fresh_process_peaks(
-            {str(p): (peak_memory.blocks_factory(), dict(cfg, policy=p)) for p in policies},
+        _REFERENCE_PEAKS[key] = answers.fresh_process_peaks(
+            {str(p): (answers.blocks_factory(), dict(cfg, policy=p)) for p in policies},
             repeats=repeats)
     return _REFERENCE_PEAKS[key]
 
