@@ -150,12 +150,12 @@ print("run records and traces go to:      ", RUNS)
 #
 # ### The change under review
 #
-# The step of notebook 05 computes the mean loss over the *valid* rows,
-# `sum(l * m) / sum(m)`, and differentiates it. With rows split across devices, the valid
-# count `sum(m)` needs its own all-reduce, and the gradient's reduction has to wait for it
-# (the backward pass starts from `1 / count`). The pull request differentiates the *sum* and
-# divides loss and gradients by the count afterwards
-# (`coursekit.workloads.capstone.make_candidate_step`).
+# The step of notebook 05 takes the mean loss over the *valid* rows. With rows split across
+# devices, the valid count needs its own all-reduce, and the gradient's reduction waits
+# for it. The pull request moves the division by the count so that the count no longer
+# feeds the gradient's reduction. Its code is not shown: it ships as a sealed program
+# (`coursekit/workloads/sealed/capstone_candidate.jaxexport`, run by
+# `coursekit.workloads.capstone`), since written out it would be a stage's answer.
 # Mathematically the same; the claim is that XLA can then merge the two reductions into one.
 #
 # ### Two run records
