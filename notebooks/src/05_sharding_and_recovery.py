@@ -562,16 +562,12 @@ with not_yet("the 4-device restart") as four_ok:
 # The planted failure: each shard takes the gradient of its *mean* loss, then `pmean`s it
 # "to average over the devices", as `pmap`-era code did.
 #
-# **Where the 8 comes from.** Not from the `pmean`. The parameters enter `shard_map`
-# replicated; with `check_vma` on, JAX records that they are the same on every device,
-# and the transpose of using one replicated value on all 8 shards is a *sum* over the
-# shards. So `grad` of each shard's mean loss already returns the sum of the 8 per-shard
-# gradients: 8 times the mean when the shards are equal. That sum is identical on every
-# device, and `pmean` of a value identical on every device returns it unchanged. The cell
-# below measures four versions on this notebook's 8 devices: the factor is |gradient| /
-# |one device's gradient| with equal valid counts, and the last column the relative error
-# against one device with unequal counts (a factor of 1.0 at equal counts is not yet
-# correct weighting).
+# **Where the 8 comes from** is what the cell below measures, on this notebook's 8 devices:
+# four per-shard rules, each inside `shard_map` with the parameters replicated. The factor
+# is |gradient| / |one device's gradient| with equal valid counts, and the last column the
+# relative error against one device with unequal counts (a factor of 1.0 at equal counts
+# is not yet correct weighting). Read the rows against each other: which rule already
+# gives the 8, and what does each collective added on top change?
 
 # %%
 def shard_map_grads(per_shard, check_vma=True):
@@ -619,12 +615,10 @@ f_mean, ratio_8x = factor["grad(shard mean)"], factor["grad(shard mean) + pmean 
 f_psum = factor["grad(shard mean) + psum"]
 f_off = factor["planted, check_vma=False"]
 print(f"grad of the shard means alone: {f_mean:.3f}x; adding pmean changes that by a factor "
-      f"of {ratio_8x / f_mean:.4f}, so the {ratio_8x:.1f}x is grad's transpose, not the pmean")
-print(f"psum after grad: {f_psum:.3f}x (the transpose summed the {D} shards, psum of a value "
-      f"already equal on every device multiplies by {f_psum / f_mean:.1f} again)")
+      f"of {ratio_8x / f_mean:.4f}: the {ratio_8x:.1f}x is there before any collective")
+print(f"psum after grad: {f_psum:.3f}x ({f_psum / f_mean:.1f} times the rule without it)")
 print(f"the planted code with check_vma=False: {f_off:.3f}x with equal counts, but relative "
-      f"error {err_unequal['planted, check_vma=False']:.2g} with unequal ones: without the "
-      f"replication record it is the mean of per-shard means of stage 2")
+      f"error {err_unequal['planted, check_vma=False']:.2g} with unequal ones")
 # The explanation above rests on these measurements; if a JAX release changes them, say so.
 assert abs(f_mean - D) < 1e-3 * D and abs(ratio_8x - D) < 1e-3 * D, (f_mean, ratio_8x)
 assert abs(f_psum - D * D) < 1e-3 * D * D and abs(f_off - 1) < 1e-3, factor
@@ -658,10 +652,10 @@ print(f"largest relative gap between the planted run's loss and the one-device r
 # **Fix it.** Write `fixed_grads(params, batch, mesh)`: a `shard_map` over the rows like the
 # ones above (parameters replicated, `check_vma` on) whose result equals one device's
 # gradient of the mean loss over the batch's real rows, with equal and with unequal valid
-# counts, a shard without real rows included (no NaN). `classifier` has both a mean loss
-# (`loss`) and a sum (`loss_sum`). Return the gradients (a pytree shaped like `params`).
-# The table above says what `grad` gives inside `shard_map` and what each collective on top
-# does to it; which quantities to reduce, and where, is yours to work out.
+# counts, a shard without real rows included (no NaN). Return the gradients (a pytree
+# shaped like `params`). The table above says what `grad` gives inside `shard_map` and what
+# each collective on top does to it; which quantities to reduce, and where, is yours to
+# work out.
 
 # %% nbgrader={"grade": false, "grade_id": "fixed_grads", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 def fixed_grads(params, batch, mesh):

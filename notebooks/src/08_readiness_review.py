@@ -544,7 +544,7 @@ PREDICTED_ONE_DEVICE_SPEEDUP = 1.0
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "prediction_one_device_present", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-record_prediction("07_one_device_speedup", PREDICTED_ONE_DEVICE_SPEEDUP, "x")
+record_prediction("08_one_device_speedup", PREDICTED_ONE_DEVICE_SPEEDUP, "x")
 assert type(PREDICTED_ONE_DEVICE_SPEEDUP) is int or type(PREDICTED_ONE_DEVICE_SPEEDUP) is float, \
     "write a number as your prediction (a plain int or float, not a subclass)"
 
@@ -557,7 +557,7 @@ with not_yet("the change on one device"):
             for v in capstone.VARIANTS}
     print("all-reduces in the one-device programs:", ops1)
     one_device = guarded_decide(pair1["before"], pair1["after"], impl.decide)
-    compare_prediction("07_one_device_speedup", PREDICTED_ONE_DEVICE_SPEEDUP,
+    compare_prediction("08_one_device_speedup", PREDICTED_ONE_DEVICE_SPEEDUP,
                        one_device["ratio"], "x")
     ci1 = one_device["ci"]
     print((f"interval [{ci1[0]:.3f}, {ci1[1]:.3f}]" if ci1 else "no interval")
