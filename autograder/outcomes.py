@@ -122,3 +122,17 @@ def explain(record: dict) -> str:
         return record.get("message", "")
     outcome = TABLE.get(reason)
     return outcome.explain if outcome else ""
+
+
+# A check that met only a stub's "not yet" (NotImplementedError) or no file at all: work
+# not started, never a mistake (the feedback and the class report count it apart).
+NOT_STARTED = ("not-implemented", "missing")
+NOT_ATTEMPTED = "not attempted"
+
+
+def not_attempted(record: dict) -> bool:
+    """A graded project stage nobody worked on yet: every check a stub's "not yet"."""
+    checks = record.get("checks") or []
+    return (record.get("kind") == "stage" and record.get("status") != "missing"
+            and bool(checks) and all(c.get("status") in NOT_STARTED for c in checks))
+
