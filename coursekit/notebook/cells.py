@@ -149,6 +149,21 @@ def _unwritten_line(u: dict) -> str:
             f"wait{'s' if n == 1 else ''} on it")
 
 
+def shown(path) -> str:
+    """A path as a notebook prints it: relative to the course folder when inside it, and
+    this machine's host name (the profiler names its files after it) as ``<host>``, so an
+    executed notebook handed in names neither the learner's folders nor the machine."""
+    import socket
+    path, text = Path(path), str(path)
+    if path.is_absolute():
+        try:
+            text = str(path.resolve().relative_to(ROOT))
+        except ValueError:
+            text = f".../{path.name}"
+    host = socket.gethostname()
+    return text.replace(host, "<host>") if len(host) >= 2 else text
+
+
 def record_prediction(name: str, value, unit: str = "") -> None:
     """Store a learner's prediction before the cell that measures it. ``None`` (the cell
     left as given) is reported, not an error, so the notebook keeps running."""

@@ -63,6 +63,7 @@ from coursekit.notebook.cells import (
     cpu_label,
     record_prediction,
     run_check,
+    shown,
 )
 from coursekit.notebook.guard import attempt, load_learner, need, not_yet
 from coursekit.notebook.plots import titled
@@ -74,7 +75,7 @@ TRACE_ROOT = Path(TRACE_DIR) if TRACE_DIR else RECORDS / "traces" / "02_trace_re
 TRACE_ROOT.mkdir(parents=True, exist_ok=True)
 print(LABEL)
 print("implementation under test:", IMPL)
-print("traces go to:", TRACE_ROOT)
+print("traces go to:", shown(TRACE_ROOT))
 
 # %% [markdown]
 # ## Check your starting point
@@ -141,12 +142,12 @@ trace_file = attempt(impl.write_trace, step, (params, x), str(TRACE_ROOT), REGIO
 with not_yet("the trace folder"):
     need(trace_file)
     newest = impl.newest_trace_file(str(TRACE_ROOT))
-    print("write_trace returned:", trace_file)
-    print("newest trace file:   ", newest)
+    print("write_trace returned:", shown(trace_file))
+    print("newest trace file:   ", shown(newest))
     for p in sorted(Path(newest).parent.iterdir()):
-        print(f"  {p.name:40s} {p.stat().st_size / 1024:8.1f} KiB")
+        print(f"  {shown(p.name):40s} {p.stat().st_size / 1024:8.1f} KiB")
     print(f"{len(list(TRACE_ROOT.glob('plugins/profile/*')))} timestamped folder(s) under "
-          f"{TRACE_ROOT}/plugins/profile/: every trace adds one, so take the newest")
+          f"{shown(TRACE_ROOT)}/plugins/profile/: every trace adds one, so take the newest")
 
 # %% [markdown]
 # Your `summarize_region` reads the Chrome trace JSON (complete events: `ph == "X"`, `ts`
@@ -338,7 +339,7 @@ with not_yet("the region in XProf"):
     need(trace_file, summary)
     from coursekit.measure import xprof_trace
     in_xprof = xprof_trace.compare_region(trace_file, REGION)
-    print(f"{REGION} in {Path(trace_file).name}: {len(in_xprof['ours'])} event(s), "
+    print(f"{REGION} in {shown(Path(trace_file).name)}: {len(in_xprof['ours'])} event(s), "
           f"{sum(in_xprof['ours']) / 1e3:.3f} ms; in XProf's reading of "
           f"{Path(in_xprof['xplane']).name}: {len(in_xprof['xprof'])} event(s), "
           f"{sum(in_xprof['xprof']) / 1e3:.3f} ms; your summarize_region: "

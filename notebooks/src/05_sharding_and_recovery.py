@@ -89,6 +89,7 @@ from coursekit.notebook.cells import (
     cpu_label,
     record_prediction,
     run_check,
+    shown,
 )
 from coursekit.notebook.guard import load_learner, need, not_yet, ready
 from coursekit.notebook.plots import titled
@@ -484,7 +485,7 @@ with not_yet("the profiled step") as profiled_ok:
           f"({record['compiles_first_call']} compile(s)); warmed median "
           f"{np.median(samples_ms):.2f} ms over {len(samples_ms)} raw samples "
           f"({record['compiles_warmed']} compiles)")
-    print(f"record problems: {problems or 'none'}; saved to {saved}")
+    print(f"record problems: {problems or 'none'}; saved to {shown(saved) if saved else None}")
 
 # %%
 with not_yet("samples and trace"):
@@ -502,8 +503,9 @@ with not_yet("samples and trace"):
     fig.tight_layout()
     plt.show()
     each_ms = [e["dur"] / 1e3 for e in sorted(regions, key=lambda e: e["ts"])]
-    print(f"trace {Path(record['trace']).name}: region {record['region']!r} x{len(regions)}, "
-          f"ms each: {[round(v, 2) for v in each_ms]} (profiled, so slower than the samples)")
+    print(f"trace {shown(Path(record['trace']).name)}: region {record['region']!r} "
+          f"x{len(regions)}, ms each: {[round(v, 2) for v in each_ms]} (profiled, so slower "
+          "than the samples)")
 
 # %%
 check4 = run_check("sharded-training", 4, IMPL)

@@ -83,6 +83,7 @@ from coursekit.notebook.cells import (
     cpu_label,
     record_prediction,
     run_check,
+    shown,
 )
 from coursekit.notebook.guard import NotYet, attempt, load_learner, need, not_yet
 from coursekit.notebook.plots import plain_log, titled
@@ -103,7 +104,7 @@ if jax.device_count() < 2:
 print(LABEL)
 print("performance-audit implementation:", IMPL)
 print("sharded-training implementation: ", TRAINING)
-print("run records and traces go to:      ", RUNS)
+print("run records and traces go to:      ", shown(RUNS))
 
 
 # %% [markdown]
