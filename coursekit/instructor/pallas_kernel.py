@@ -22,14 +22,15 @@ def ref_jnp(x):
     return _jitted()(x)
 
 
-def unit_roundoff(dtype) -> float:
+def _u(dtype) -> float:
+    """The unit roundoff of ``dtype``."""
     return float(jnp.finfo(dtype).eps) / 2
 
 
 def budget(dtype, n: int) -> tuple[float, float]:
     """(rtol, atol): float32 arithmetic (u32 = 2^-24) through a length-n sum plus a few
     roundings for exp, subtraction and division, then one rounding to ``dtype``."""
-    u_out, u32 = unit_roundoff(dtype), unit_roundoff(jnp.float32)
+    u_out, u32 = _u(dtype), _u(jnp.float32)
     return u_out + (n + 4) * u32, 4 * u32
 
 
@@ -41,5 +42,5 @@ RTOL_OVER_BUDGET = 1.5
 
 
 def rtol_bracket(dtype, n: int) -> tuple[float, float]:
-    u_out, u32 = unit_roundoff(dtype), unit_roundoff(jnp.float32)
+    u_out, u32 = _u(dtype), _u(jnp.float32)
     return u_out + (n - 1) * u32, RTOL_OVER_BUDGET * budget(dtype, n)[0]

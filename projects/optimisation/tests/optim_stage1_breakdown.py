@@ -196,23 +196,9 @@ def bare_trace(ctx, *, steps: bool) -> Path:
 
 
 def expected_breakdown(path: Path) -> dict:
-    steps = [ev for ev in forest.walk(forest.build_forest(traces.load_events(path)))
-             if ev.name == STEP]
-    phase_us = {p: 0.0 for p in PHASES}
-    below: dict[str, dict[str, list]] = {p: {} for p in PHASES}
-    for ev in steps:
-        for child in ev.children:
-            if child.name in phase_us:
-                phase_us[child.name] += child.dur
-                for g in child.children:
-                    entry = below[child.name].setdefault(g.name, [0, 0.0])
-                    entry[0] += 1
-                    entry[1] += g.dur
-    step_us = sum(ev.dur for ev in steps)
-    return {"steps": len(steps), "step_us": step_us, "phase_us": phase_us,
-            "other_us": step_us - sum(phase_us.values()),
-            "shares": {p: v / step_us if step_us else 0.0 for p, v in phase_us.items()},
-            "below": below}
+    """The checker's own breakdown of a trace: step_breakdown's answer, instructor-only
+    (a learner's copy grades the checks that need it where the instructor grades)."""
+    return instructor_module("optimisation").breakdown(path, STEP, PHASES)
 
 
 def update_phases(events: list) -> list:
