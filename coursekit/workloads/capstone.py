@@ -111,21 +111,27 @@ def workload(training, batch: int, n_devices: int | None = None, n_examples: int
             "n_devices": int(mesh.devices.size)}
 
 
-def reference_loss(work: dict) -> float:
-    """The loss of the workload's first step computed independently of any learner code
-    and of the mesh (a sealed program, on host copies of the params and batch on one
-    device). The expected value for the output check of every variant."""
+def first_loss(params, key_data, x, y, mask, noise: float) -> float:
+    """The loss a step's first call must report from a state with ``params`` and a key
+    with ``key_data``, on the batch ``x, y, mask``, computed independently of any learner
+    code (a sealed program, on host copies on one device)."""
     import jax
     import numpy as np
 
     from coursekit.checking.sealed import call, program
+    return float(call(program(SEALED, "capstone_first_loss"),
+                      jax.tree.map(np.asarray, params), np.asarray(key_data),
+                      *(np.asarray(v) for v in (x, y, mask)), np.float32(noise)))
+
+
+def reference_loss(work: dict) -> float:
+    """The loss of the workload's first step (``first_loss``): the expected value for the
+    output check of every variant."""
+    import jax
 
     state, batch = work["state"], work["batch"]
-    return float(call(program(SEALED, "capstone_first_loss"),
-                      jax.tree.map(np.asarray, state["params"]),
-                      np.asarray(jax.random.key_data(state["key"])),
-                      *(np.asarray(batch[k]) for k in ("x", "y", "mask")),
-                      np.float32(work["config"]["noise"])))
+    return first_loss(state["params"], jax.random.key_data(state["key"]), batch["x"],
+                      batch["y"], batch["mask"], work["config"]["noise"])
 
 
 def train_steps(training, step, work: dict, steps: int):

@@ -94,7 +94,7 @@ from coursekit.notebook.cells import (
 from coursekit.notebook.guard import load_learner, need, not_yet, ready
 from coursekit.notebook.plots import titled
 from coursekit.provenance.records import validate_run_record, write_run_record
-from coursekit.workloads import classifier, trainruns
+from coursekit.workloads import capstone, classifier, trainruns
 from coursekit.workloads.jaxcache import enable_compilation_cache
 
 impl = load_learner(IMPL)
@@ -458,16 +458,10 @@ check3 = run_check("sharded-training", 3, IMPL)
 
 # %%
 def first_step_loss(state, host_batch, noise):
-    """The loss of one step from ``state``, on one device, without the learner's step."""
-    one = jax.devices()[0]
-    params = jax.tree.map(lambda a: jax.device_put(np.asarray(a), one), state["params"])
-    key_data = np.asarray(jax.random.key_data(state["key"]))
-    key = jax.random.wrap_key_data(jax.device_put(key_data, one))
-    _, sub = jax.random.split(key)
-    x = jnp.asarray(host_batch["x"])
-    x = x + noise * jax.random.normal(sub, x.shape, x.dtype)
-    return float(classifier.loss(params, x, jnp.asarray(host_batch["y"]),
-                                 jnp.asarray(host_batch["mask"])))
+    """The loss of one step from ``state``, computed without the learner's step (a sealed
+    program: written out, it would be part of make_train_step)."""
+    return capstone.first_loss(state["params"], jax.random.key_data(state["key"]),
+                               host_batch["x"], host_batch["y"], host_batch["mask"], noise)
 
 
 with not_yet("the profiled step") as profiled_ok:
