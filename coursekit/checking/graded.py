@@ -6,7 +6,7 @@ lives in ``coursekit/instructor/``, which ``python -m autograder release`` leave
 A checker reaches it through this module:
 
     answers = instructor_module("decision")   # coursekit.instructor.decision
-    answers.decide_rounds(before, after)      # in a release: raises GradedByInstructor
+    answers.anything(...)                     # in a release: raises GradedByInstructor
 
 Where the instructor grades (the course checkout, the grader's sandbox copy of it) that is
 the module itself. In a learner's copy it is a stand-in whose every attribute raises

@@ -38,16 +38,13 @@ import math
 
 import numpy as np
 
-from coursekit.measure.decision import _samples, contention, round_ids_of, t_quantile
+from coursekit.measure.decision import _samples, contention, grouped, t_quantile
 
 
 def round_medians(record: dict, name: str = "record") -> dict[int, float]:
     """{round id: median seconds of that round's samples}, rounds in order."""
-    samples = _samples(record, name)
-    by_round: dict[int, list[float]] = {}
-    for r, s in zip(round_ids_of(record), samples, strict=True):
-        by_round.setdefault(r, []).append(float(s))
-    return {r: float(np.median(v)) for r, v in sorted(by_round.items())}
+    _samples(record, name)  # positive seconds, or a ValueError naming the record
+    return {r: float(np.median(v)) for r, v in grouped(record).items()}
 
 
 # ---------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ synchronised median of any jitted call with the minor page faults it paid, and a
 theoretical compute peak from the CPU's flags.
 
     sizes = sweep_sizes(caches)                  # caches: {"L1": bytes, ...}
-    levels = level_bandwidths(records, caches, level_of)   # {"L1": {...}, ..., "DRAM": ...}
+    levels = level_bandwidths(records, caches, level)   # {"L1": {...}, ..., "DRAM": ...}
     median_s, faults = timed_with_faults(fn, args, iters)   # any jitted call, synchronised
     peak = theoretical_peak_flops()              # cores x clock x FLOP/cycle, assumptions
 
@@ -89,10 +89,10 @@ def sweep_sizes(caches: dict[str, int], *, beyond: float = 4.0, smallest: int = 
     return sorted(rounded)
 
 
-def level_bandwidths(records: list[dict], caches: dict[str, int], level_of, *,
+def level_bandwidths(records: list[dict], caches: dict[str, int], level, *,
                      kind: str = "in_place") -> dict[str, dict]:
     """Each memory level's bandwidth read from a sweep: per level (smallest cache first,
-    then "DRAM"), the records of ``kind`` whose working set lives there (``level_of(
+    then "DRAM"), the records of ``kind`` whose working set lives there (``level(
     working_set_bytes)`` names the level), and the best of their ``best_bandwidth`` as
     that level's figure. "DRAM" counts only working sets of at least 2x the last-level
     cache (just past it, part still hits the cache); a level the sweep did not reach is
@@ -102,10 +102,10 @@ def level_bandwidths(records: list[dict], caches: dict[str, int], level_of, *,
     for rec in records:
         if rec["kind"] != kind:
             continue
-        level = level_of(rec["working_set_bytes"])
-        if level == "DRAM" and rec["working_set_bytes"] < 2 * llc:
+        name = level(rec["working_set_bytes"])
+        if name == "DRAM" and rec["working_set_bytes"] < 2 * llc:
             continue
-        entry = levels.setdefault(level, {"sizes": [], "bandwidths": []})
+        entry = levels.setdefault(name, {"sizes": [], "bandwidths": []})
         entry["sizes"].append(rec["working_set_bytes"])
         entry["bandwidths"].append(rec["best_bandwidth"])
     order = [*sorted(caches, key=caches.get), "DRAM"]

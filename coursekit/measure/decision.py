@@ -13,7 +13,7 @@ API (stdlib + numpy; no JAX, so checkers, notebooks and benchmarks can all use i
         times two zero-argument callables (each must wait for its own result) in
         alternating rounds and returns their samples with round_ids and cpu_s
     round_ids_of(record)     each sample's round (one round per sample without round_ids)
-    samples_by_round(record) the samples, one list per round
+    grouped(record)          {round: its samples}; samples_by_round(record) their lists
     median_interval(values)  a distribution-free interval of a median (the sign test's)
     ratio_by_rounds(before, after)   before/after per round, their median and its interval:
         an estimate to print, not a decision
@@ -104,11 +104,19 @@ def round_ids_of(record: dict) -> list[int]:
     return [int(r) for r in ids]
 
 
+def grouped(record: dict, values=None) -> dict[int, list[float]]:
+    """{round id: its values} in round order: the record's samples, or ``values`` (one
+    per sample) grouped the same way."""
+    values = record.get("samples_s") or [] if values is None else values
+    out: dict[int, list[float]] = {}
+    for r, v in zip(round_ids_of(record), values, strict=True):
+        out.setdefault(r, []).append(float(v))
+    return dict(sorted(out.items()))
+
+
 def samples_by_round(record: dict) -> list[list[float]]:
     """The record's samples, one list per round, rounds in order."""
-    ids = round_ids_of(record)
-    return [[s for s, r in zip(record["samples_s"], ids, strict=True) if r == round_id]
-            for round_id in sorted(set(ids))]
+    return list(grouped(record).values())
 
 
 def median_interval(values: list[float], confidence: float = 0.95) -> list[float] | None:
@@ -130,11 +138,7 @@ def ratio_by_rounds(before: dict, after: dict, confidence: float = 0.95) -> dict
     """A plain estimate, not a decision: per round both records hold, before's median
     over after's; the median of those ratios and its distribution-free interval
     (``median_interval``). {"ratio", "ci" (None with too few rounds), "n_rounds"}."""
-    def by_round(record):
-        ids = round_ids_of(record)
-        return {r: [s for s, i in zip(record["samples_s"], ids, strict=True) if i == r]
-                for r in sorted(set(ids))}
-    b, a = by_round(before), by_round(after)
+    b, a = grouped(before), grouped(after)
     ratios = [float(np.median(b[r]) / np.median(a[r])) for r in b if r in a]
     if not ratios:
         raise ValueError("the two records share no round")
@@ -195,10 +199,7 @@ def contention(record: dict) -> dict:
     if cpu.shape != wall.shape:
         raise ValueError(f"cpu_s holds {cpu.size} entries for {wall.size} samples")
     use = cpu / wall
-    by_round: dict[int, list[float]] = {}
-    for r, u in zip(round_ids_of(record), use, strict=True):
-        by_round.setdefault(r, []).append(float(u))
-    per_round = {r: float(np.median(v)) for r, v in sorted(by_round.items())}
+    per_round = {r: float(np.median(u)) for r, u in grouped(record, use).items()}
     best = max(per_round.values())
     contended = [r for r, u in per_round.items() if best > 0 and u < CONTENDED_FRACTION * best]
     return {"utilisation": float(np.median(use)), "per_round": per_round,
@@ -212,9 +213,9 @@ def contention(record: dict) -> dict:
 
 def pooled_bootstrap(before: dict, after: dict, *, n_boot: int = 2000, seed: int = 0,
                      confidence: float = 0.95, min_gain: float = 0.05) -> dict:
-    """The pooled-sample bootstrap this module replaces: resample every sample as if
-    independent, interval of median(before) / median(after); accept when lo > 1 +
-    min_gain. Kept to show how it fails under drift; never decide with it."""
+    """The pooled-sample bootstrap: resample every sample as if independent, an interval
+    of median(before) / median(after), "accept" when all of it clears the minimum gain.
+    Kept to show how it fails under drift; never decide with it."""
     b, a = _samples(before, "before"), _samples(after, "after")
     rng = np.random.default_rng(seed)
     ratios = (np.median(rng.choice(b, (n_boot, b.size)), axis=1)
