@@ -46,7 +46,12 @@ from coursekit.checking.errors import (
     LearnerCodeError,
 )
 from coursekit.checking.learner import explain_exception, load_impl
-from coursekit.checking.tally import counts, exit_status, summary_line
+from coursekit.checking.tally import (  # noqa: F401 - INCONCLUSIVE_EXIT: check.py's
+    INCONCLUSIVE_EXIT,
+    counts,
+    exit_status,
+    summary_line,
+)
 from coursekit.checking.terminal_record import keep_terminal_record
 from coursekit.checking.values import short
 from coursekit.measure.environment import environment_versions
