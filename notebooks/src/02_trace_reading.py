@@ -149,6 +149,7 @@ with not_yet("the trace folder"):
     print(f"{len(list(TRACE_ROOT.glob('plugins/profile/*')))} timestamped folder(s) under "
           f"{shown(TRACE_ROOT)}/plugins/profile/: every trace adds one, so take the newest")
 
+
 # %% [markdown]
 # Your `summarize_region` reads the Chrome trace JSON (complete events: `ph == "X"`, `ts`
 # and `dur` in microseconds) and reports the region's count, total, *direct* children and

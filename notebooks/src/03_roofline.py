@@ -150,6 +150,7 @@ with not_yet("the two roofs") as roofs:
     print("data caches:", {k: f"{v / 1024:.0f} KiB" for k, v in caches.items()} or "not found")
     print(LABEL)
 
+
 # %% [markdown]
 # ### Bandwidth by working-set size, each level read off the sweep
 #
