@@ -2,7 +2,8 @@
 
 ``projects/<p>/solution/sealed.py`` defines ``EXPORTS``: a name -> (function, a callable
 returning its input types, symbolic sizes allowed, whether it runs with x64 on: float64
-types need it, and the checker turns it on for the call). Each becomes
+types need it, and the checker turns it on for the call), and optionally ``PLATFORMS``
+(default the CPU only). Each becomes
 ``projects/<p>/tests/sealed/<name>.jaxexport``, exported for the CPU
 (``coursekit.checking.sealed`` loads and runs it). The release ships the programs and
 leaves ``solution/`` behind. The course's own sealed sources,
@@ -47,7 +48,7 @@ def load(source: Path):
     return module
 
 
-def serialised(fn, types, x64: bool) -> bytes:
+def serialised(fn, types, x64: bool, platforms: tuple = ("cpu",)) -> bytes:
     """The program's bytes, the same in every checkout and after any edit elsewhere: no
     source locations (they would name this checkout's paths and line numbers)."""
     import jax
@@ -56,7 +57,7 @@ def serialised(fn, types, x64: bool) -> bytes:
     jax.config.update("jax_traceback_in_locations_limit", 0)
     try:
         with jax.enable_x64(x64):
-            exported = jax.export.export(jax.jit(fn), platforms=("cpu",))(*types())
+            exported = jax.export.export(jax.jit(fn), platforms=platforms)(*types())
         return bytes(exported.serialize())
     finally:
         jax.config.update("jax_traceback_in_locations_limit", before)
@@ -67,9 +68,10 @@ def programs(root: Path) -> dict[Path, bytes]:
     out = {}
     for source in sources(root):
         module = load(source)
+        platforms = tuple(getattr(module, "PLATFORMS", ("cpu",)))
         for name, (fn, types, x64) in module.EXPORTS.items():
             out[sealed.path(target_folder(root, source, module), name)] = serialised(
-                fn, types, x64)
+                fn, types, x64, platforms)
     return out
 
 

@@ -22,6 +22,8 @@ from coursekit.workloads import classifier
 
 # where the programs go, relative to the course root
 TARGET = "coursekit/workloads"
+# the step runs where the learner's mesh is: on an accelerator too
+PLATFORMS = ("cpu", "tpu", "cuda")
 
 
 def candidate_step(params, trace, step, key_data, data_pos, x, y, mask, lr, momentum, noise):
