@@ -32,6 +32,22 @@ KNOWN: dict[tuple[str, str, str], str] = {
        "checkers-a (issue 46, item 2): decide's failures print the course's own interval "
        "of the planted records, which a learner can fit their statistic to"
        for n in (174, 194, 244, 300)},
+    ("method", "projects/foundations/tests/check.py", "recipe 'subtract first, then square'"):
+        "checkers-a (issue 46, item 2): a hint gives regression_grads' residual step, a "
+        "recipe the walk-through of stage 2 holds",
+    ("method", "projects/sharded-training/tests/stage2_weighting.py",
+     "already sums over the shards"):
+        "checkers-b (issue 46, item 2): global_grads' hints explain the 8x by the mechanism "
+        "the stage asks the learner to find, as notebook 05 once did",
+    ("method", "projects/sharded-training/tests/stage2_weighting.py",
+     "divide by the psum of the valid counts"):
+        "checkers-b (issue 46, item 2): a hint states the fix of the divisor mistake",
+    ("method", "projects/pallas-kernel/tests/pallas_stage2_kernel.py",
+     "mask the block's columns >= n_cols with -inf"):
+        "checkers-b (issue 46, item 2): the kernel's hint spells out the mask and its value",
+    ("method", "projects/pallas-kernel/tests/pallas_stage2_kernel.py",
+     "pl.cdiv(rows, block_rows)"):
+        "checkers-b (issue 46, item 2): hints give the grid's expression, the fix's code",
     ("code", "projects/performance-audit/tests/audit_stage3_remat.py",
      "residual_hint ~ instructor/performance_audit:residual_bytes"):
         "checkers-a (issue 46, item 2): the hint recomputes saved_residual_bytes' count to "
