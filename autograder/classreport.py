@@ -6,13 +6,15 @@ offline and can be mailed) and ``REPORT/report.json`` (the same figures as data)
 
 * per project stage and per notebook: pass rate, status counts (pass, fail, error,
   timeout, memory, crash, missing; a refusal or tampering is counted under its own
-  reason, e.g. ``tamper-timing``), how many submissions have no grading of it yet,
-  and the median, quartiles and range of its wall time;
+  reason, e.g. ``tamper-timing``; a stage whose every check is a stub's "not yet" as
+  ``not attempted``, apart from the failures), how many submissions have no grading of it
+  yet, and the median, quartiles and range of its wall time;
 * per notebook question: pass rate and status counts;
 * per check (and notebook question): how many submissions failed it, the hints (or
   visible messages) they were given, and two anonymised ``yours:``/``expected:``
   examples, ranked: the class's most common mistakes first (a timing check left
-  ``inconclusive`` by the machine's load is counted apart, not as a mistake);
+  ``inconclusive`` by the machine's load, and a check that met only a stub's "not yet",
+  are counted apart, not as mistakes);
 * flagged: checks that nobody passes (a broken check or an unteachable stage), and
   checks that no grading ever failed (a check that may not be able to fail);
 * the distribution of totals;
@@ -51,8 +53,11 @@ TOP_HINTS = 3
 # Figures (data)
 # ----------------------------------------------------------------------------------
 
-def category(status: str, reason: str) -> str:
-    """A status, or a flagged reason (a refusal or tampering) counted on its own."""
+def category(status: str, reason: str, record: dict | None = None) -> str:
+    """A status, a flagged reason (a refusal or tampering) counted on its own, or "not
+    attempted" for a stage whose every check is a stub's "not yet"."""
+    if record is not None and outcomes.not_attempted(record):
+        return outcomes.NOT_ATTEMPTED
     return reason if reason in outcomes.REFUSALS else status
 
 
@@ -79,10 +84,16 @@ def anonymiser(students: list[str]):
     return clean
 
 
-def check_failed(check: dict) -> bool:
-    """The check itself said no (not a stage that never reached it)."""
-    return check.get("status") not in ("pass", "missing", INCONCLUSIVE) and not str(
+def not_ran(check: dict) -> bool:
+    """No file, a stage that never reached the check, or a stub's "not yet": nothing the
+    check could judge."""
+    return check.get("status") in outcomes.NOT_STARTED or str(
         check.get("message") or "").startswith(NOT_RUN)
+
+
+def check_failed(check: dict) -> bool:
+    """The check itself said no to work it could judge."""
+    return check.get("status") not in ("pass", INCONCLUSIVE) and not not_ran(check)
 
 
 def figures(book: ClassBook) -> dict:
@@ -97,12 +108,14 @@ def figures(book: ClassBook) -> dict:
     item_rows = []
     for item in items:
         rows = by_item[item]
-        counts = Counter(category(r.status, str(r.record.get("reason") or "")) for r in rows)
+        counts = Counter(category(r.status, str(r.record.get("reason") or ""), r.record)
+                         for r in rows)
         times = [float(r.record["wall_s"]) for r in rows
                  if isinstance(r.record.get("wall_s"), int | float) and r.status != "missing"]
         passed = sum(r.status == "pass" for r in rows)
         item_rows.append({"item": item, "kind": rows[0].kind if rows else "",
                           "graded": len(rows), "not_graded": len(students) - len(rows),
+                          "not_attempted": counts.get(outcomes.NOT_ATTEMPTED, 0),
                           "pass_rate": round(passed / len(rows), 4) if rows else None,
                           "statuses": dict(counts.most_common()),
                           "time_s": spread(times)})
@@ -115,12 +128,14 @@ def figures(book: ClassBook) -> dict:
                 entry = per_check.setdefault((item, str(c["id"])), {
                     "item": item, "check": str(c["id"]), "kind": row.kind, "graded": 0,
                     "ran": 0, "passed": 0, "failed": 0, "inconclusive": 0,
-                    "statuses": Counter(),
+                    "not_attempted": 0, "statuses": Counter(),
                     "hints": Counter(), "messages": Counter(), "examples": []})
                 entry["graded"] += 1
                 status = str(c.get("status"))
                 entry["statuses"][status] += 1
-                if status == "missing" or str(c.get("message") or "").startswith(NOT_RUN):
+                if status == "not-implemented":  # a stub's "not yet": not a mistake
+                    entry["not_attempted"] += 1
+                if not_ran(c):
                     continue
                 entry["ran"] += 1
                 if status == "pass":
@@ -155,8 +170,7 @@ def figures(book: ClassBook) -> dict:
     ever_ran: Counter = Counter()
     for row in book.rows:
         for c in row.checks:
-            if c.get("status") != "missing" and not str(c.get("message") or "").startswith(
-                    NOT_RUN):
+            if not not_ran(c):
                 ever_ran[(row.item, str(c["id"]))] += 1
                 if check_failed(c):
                     ever_failed.add((row.item, str(c["id"])))

@@ -31,7 +31,6 @@ _reason_text = outcomes.explain
 WALKTHROUGH_DOCS = ROOT / "docs" / "checkers"
 WALKTHROUGH_SECTION = "## How the reference does each stage"
 _STAGE_HEADING = re.compile(r"^### Stage (\d+)\b.*$", re.M)
-_NOT_STARTED = ("not-implemented", "missing")
 WALKTHROUGH_TITLE = "How the reference does this stage"
 
 
@@ -57,9 +56,8 @@ def walkthroughs(project: str, docs: Path = WALKTHROUGH_DOCS) -> dict[int, str]:
 def attempted(record: dict) -> bool:
     """A graded project stage the learner worked on: not missing, and not every check a
     stub's "not yet" (``not-implemented``)."""
-    checks = record.get("checks") or []
     return (record.get("kind") == "stage" and record.get("status") != "missing"
-            and not (checks and all(c.get("status") in _NOT_STARTED for c in checks)))
+            and not outcomes.not_attempted(record))
 
 
 def walkthrough(record: dict, docs: Path = WALKTHROUGH_DOCS) -> str:

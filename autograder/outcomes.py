@@ -70,6 +70,10 @@ TABLE: dict[str, Outcome] = {
                                                    "grading machine's load, even when run "
                                                    "again; it is not counted as your "
                                                    "mistake, and your instructor sees it"),
+    "graded-by-instructor": Outcome("fail", "a learner's copy of the course: some checks "
+                                            "need the course's reference code, which it "
+                                            "does not hold; your instructor's grading runs "
+                                            "them"),
     # the learner's code
     "learner-code": Outcome("error", ""),  # the checker's own message says what
     "kernel-died": Outcome("crash", "the notebook kernel died (a crash in your code?)"),
@@ -120,3 +124,17 @@ def explain(record: dict) -> str:
         return record.get("message", "")
     outcome = TABLE.get(reason)
     return outcome.explain if outcome else ""
+
+
+# A check that met only a stub's "not yet" (NotImplementedError) or no file at all: work
+# not started, never a mistake (the feedback and the class report count it apart).
+NOT_STARTED = ("not-implemented", "missing")
+NOT_ATTEMPTED = "not attempted"
+
+
+def not_attempted(record: dict) -> bool:
+    """A graded project stage nobody worked on yet: every check a stub's "not yet"."""
+    checks = record.get("checks") or []
+    return (record.get("kind") == "stage" and record.get("status") != "missing"
+            and bool(checks) and all(c.get("status") in NOT_STARTED for c in checks))
+

@@ -6,6 +6,7 @@ notebooks and projects filled in; the instructor's README stays in the course), 
 learner guides (``docs/learners.md``, ``docs/gpu.md``; the instructor, checker and CI
 guides stay in the course), the set-up files, ``scripts/``, ``coursekit/``,
 ``autograder/`` (learners run ``validate``; it holds no secret), ``nbgrader_config.py``,
+less the instructor-only code (``coursekit/instructor/``: what is a stage's answer),
 every project without its ``solution/`` folder and its checker's list of equivalent
 mutants (it quotes the reference's lines), and every ``notebooks/*.ipynb`` turned
 into its learner version by nbgrader's preprocessors (``autograder.nbsource``). Never:
@@ -42,6 +43,9 @@ MARKER = re.compile(r"^\s*(#+|//|<!--)?\s*(BEGIN|END) (SOLUTION|HIDDEN TESTS|MAR
 # each quoting a line of the reference (instructor material beside solution/)
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info",
                                 "samples", "equivalent_mutants.txt")
+# Instructor-only code: what *is* a stage's answer (coursekit.checking.graded); the checks
+# that need it are graded by the instructor, and a learner's run names them.
+INSTRUCTOR_ONLY = ("coursekit/instructor",)
 
 
 class ReleaseError(Exception):
@@ -104,6 +108,7 @@ def release(out: Path, course_root: Path = ROOT, notebooks_dir: Path | None = No
         leaks = [m for p in sorted(out.rglob("*")) if p.is_file() for m in markers_in(p)]
         leaks += [str(p) for p in out.rglob("*") if p.name in FORBIDDEN_NAMES]
         leaks += [str(p) for p in out.rglob("solution") if p.is_dir()]
+        leaks += [str(out / p) for p in INSTRUCTOR_ONLY if (out / p).exists()]
         if leaks:
             raise ReleaseError("the release still holds instructor-only content:\n  " +
                                "\n  ".join(leaks[:20]))
@@ -135,6 +140,16 @@ def learner_readme(projects: list[str], notebooks: dict[str, str], root: Path) -
             .replace("{{projects}}", "\n".join(project_lines) or "(none)"))
 
 
+def _ignore(root: Path):
+    """``IGNORE`` and the instructor-only folders, for ``shutil.copytree`` under ``root``."""
+    skip = {(root / path).resolve() for path in INSTRUCTOR_ONLY}
+
+    def ignore(folder, names):
+        here = Path(folder).resolve()
+        return set(IGNORE(folder, names)) | {n for n in names if here / n in skip}
+    return ignore
+
+
 def _write(out: Path, root: Path, notebooks_dir: Path) -> dict:
     import nbformat
 
@@ -144,7 +159,7 @@ def _write(out: Path, root: Path, notebooks_dir: Path) -> dict:
             shutil.copy2(root / name, out / name)
     for name in TOP_DIRS:
         if (root / name).is_dir():
-            shutil.copytree(root / name, out / name, ignore=IGNORE)
+            shutil.copytree(root / name, out / name, ignore=_ignore(root))
     for name in LEARNER_DOCS:
         if (root / name).is_file():
             (out / name).parent.mkdir(parents=True, exist_ok=True)

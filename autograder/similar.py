@@ -8,7 +8,7 @@ What is compared, each against the same thing in every other submission:
   code answers as one document and its written (Markdown) answers as another, each
   answer headed by its question id;
 * and each learner file against the course's own code a learner file may not import
-  (``coursekit.checking.forbidden``: ``decide_rounds``, ``build_forest``, ...), whose
+  (``coursekit.checking.forbidden``: the instructor-only answers, ...), whose
   source the release ships: a copy of one pairs with ``(course) <its name>``. What the
   course's own reference answer (``solution/``, beside the grader) shares with that code
   is removed from it first: it is what any answer holds.
@@ -168,11 +168,12 @@ def learner_docs(student: str, root: Path, released: dict[str, dict[str, str]]
     return docs
 
 
-# The course's own implementations a learner file may not import
-# (coursekit.checking.forbidden): their source ships in the release all the same, so a
-# copy of one is a passage to read too. Each is one more document per learner file, its
-# "student" this prefix and its name (one document each: pasted into a longer file, a
-# function is most of itself but little of the file).
+# The course's own code a learner file may not import (coursekit.checking.forbidden):
+# the instructor-only answers (coursekit.instructor, which a learner's copy does not hold,
+# but which can leak) and the public helpers refused at a stage, so a copy of one is a
+# passage to read too. Each is one more document per learner file, its "student" this
+# prefix and its name (one document each: pasted into a longer file, a function is most
+# of itself but little of the file).
 COURSE_CODE = "(course) "
 
 
@@ -191,6 +192,15 @@ def refused_code(course_root: Path, project: str) -> dict[str, str]:
     for module, name in dict.fromkeys((r.module, r.name) for r in RULES.get(project, ())
                                       if r.module.startswith("coursekit.")):
         path = course_root / (module.replace(".", "/") + ".py")
+        folder = course_root / module.replace(".", "/")
+        if name == "*" and folder.is_dir():  # a package: each function of each module
+            for file in sorted(folder.glob("*.py")):
+                source = file.read_text(encoding="utf-8")
+                for node in ast.parse(source).body:
+                    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                        out[f"{module}.{file.stem}.{node.name}"] = \
+                            ast.get_source_segment(source, node) or ""
+            continue
         if not path.is_file():
             continue
         source = path.read_text(encoding="utf-8")

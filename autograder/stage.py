@@ -37,6 +37,7 @@ from autograder import outcomes, sandbox
 from autograder.course import Stage
 from autograder.workspace import Settings, prepare
 from coursekit import protocol
+from coursekit.checking.errors import GRADED_BY_INSTRUCTOR
 
 STATUSES, KILLED = outcomes.STATUSES, outcomes.KILLED  # the one outcome table
 
@@ -188,12 +189,19 @@ def _stage_status(outcome, results, violations, done, limits) -> tuple[str, str,
     statuses = [r["status"] for r in results.values()]
     if statuses and all(s == "pass" for s in statuses):
         return "pass", "", ""
+    graded = [r for r in results.values() if r["status"] == GRADED_BY_INSTRUCTOR]
+    if graded and all(s in ("pass", GRADED_BY_INSTRUCTOR) for s in statuses):
+        # a learner's copy (validate): the checks that need the instructor-only code are
+        # graded where the instructor grades; nothing here failed
+        return "fail", "graded-by-instructor", (
+            f"{len(graded)} check(s) are graded by your instructor (they need the course's "
+            "reference code, which this copy does not hold); every other check passed")
     errors = [r for r in results.values() if r["status"] == "error"]
     if errors:
         return "error", "learner-code", errors[0].get("message", "")
     if statuses and all(s in ("pass", "inconclusive") for s in statuses):
         unsure = next(r for r in results.values() if r["status"] == "inconclusive")
         return "inconclusive", "timing-inconclusive", unsure.get("message", "")
-    first = next((r for r in results.values() if r["status"] not in ("pass",
-                                                                       "inconclusive")), None)
+    first = next((r for r in results.values() if r["status"] not in (
+        "pass", "inconclusive", GRADED_BY_INSTRUCTOR)), None)
     return "fail", "", (first or {}).get("message", "no checks ran")

@@ -19,6 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from coursekit.instructor import decision as answers  # noqa: E402
 from coursekit.measure import decision  # noqa: E402
 
 PAIRS = 200
@@ -34,7 +35,7 @@ def judge(pairs) -> dict:
     (accept), and claimed any change (accept or slower)."""
     rows = {"rounds (decide)": [], "pooled bootstrap": []}
     for before, after in pairs:
-        rows["rounds (decide)"].append(decision.decide_rounds(before, after))
+        rows["rounds (decide)"].append(answers.decide_rounds(before, after))
         rows["pooled bootstrap"].append(decision.pooled_bootstrap(before, after, n_boot=1000))
     return {name: {"excludes_1": float(np.mean([excludes_one(r["ci"]) for r in results])),
                    "accept": float(np.mean([r["decision"] == "accept" for r in results])),

@@ -24,7 +24,7 @@ POLICIES = ("none", "nothing_saveable", "dots_saveable", "everything_saveable")
 
 
 def bandwidth_figures(nbytes: int, rounds: int, iters: int) -> dict:
-    from coursekit.measure import bandwidth as bw
+    from coursekit.instructor import bandwidth as bw
     recs = bw.measure_interleaved(("in_place", "fresh_output", "read_sum"), nbytes,
                                   rounds=rounds, iters=iters)
     pages = -(-nbytes // bw.PAGE)
@@ -43,7 +43,7 @@ def bandwidth_figures(nbytes: int, rounds: int, iters: int) -> dict:
 
 
 def peak_figures(cfg: dict, repeats: int) -> dict:
-    from coursekit.measure import peak_memory as pm
+    from coursekit.instructor import peak_memory as pm
     got = pm.fresh_process_peaks({p: (pm.blocks_factory(), dict(cfg, policy=p))
                                   for p in POLICIES}, repeats=repeats)
     print(f"run-only peak, residual blocks {cfg}, {repeats} fresh processes per policy, "
@@ -64,7 +64,7 @@ def main() -> int:
                         help="array size; 0: 4x the last-level cache (sysfs)")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    from coursekit.measure import bandwidth as bw
+    from coursekit.instructor import bandwidth as bw
     nbytes = args.bytes or 4 * max(bw.cache_sizes().values(), default=64 * MiB) // MiB * MiB
     figures = {"bandwidth": bandwidth_figures(nbytes, rounds=3, iters=3),
                "peak": peak_figures({"depth": 3, "width": 33, "hidden": 513, "batch": 3001},

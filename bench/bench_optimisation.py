@@ -21,7 +21,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from coursekit.checking.learner import load_impl  # noqa: E402
-from coursekit.measure.decision import decide_rounds, measure_interleaved  # noqa: E402
+from coursekit.instructor.decision import decide_rounds  # noqa: E402
+from coursekit.measure.decision import measure_interleaved  # noqa: E402
 from coursekit.workloads import slow_step  # noqa: E402
 
 

@@ -39,6 +39,7 @@ _DEVICE_FLAG = "--xla_force_host_platform_device_count"
 # when a checker imports more.
 CHECKER_CODE = ("coursekit/__init__.py", "coursekit/facts.py", "coursekit/checking",
                 "coursekit/compat", "coursekit/measure", "coursekit/workloads",
+                "coursekit/instructor",
                 "coursekit/provenance/__init__.py",
                 "coursekit/provenance/records.py",
                 # the protocol the bridge, the runner and the grader speak
@@ -109,16 +110,19 @@ def xla_flags_with_devices(n: int, flags: str | None = None) -> str:
     return " ".join([*rest.split(), f"{_DEVICE_FLAG}={int(n)}"])
 
 
-def use_cpu_devices(n: int, env: dict | None = None, *, cpu_only: bool = True) -> dict:
+def use_cpu_devices(n: int, env: dict | None = None, *, cpu_only: bool = True) -> dict | None:
     """Ask for ``n`` fake CPU devices in ``env`` (os.environ by default; it must happen
     before jax is imported there). With ``cpu_only`` (checkers, drivers) the CPU platform
     is chosen unless ``JAX_PLATFORMS`` says otherwise, so a GPU machine grades like a CPU
-    one; notebooks pass ``cpu_only=False`` and use whatever JAX finds. Returns ``env``."""
+    one; notebooks pass ``cpu_only=False`` and use whatever JAX finds. Returns the ``env``
+    it was given, and None for os.environ: the process's environment (tokens included) is
+    never handed back, so a notebook cell that ends with this call shows nothing."""
+    given = env
     env = os.environ if env is None else env
     env["XLA_FLAGS"] = xla_flags_with_devices(n, env.get("XLA_FLAGS", ""))
     if cpu_only:
         env.setdefault("JAX_PLATFORMS", "cpu")
-    return env
+    return given
 
 
 def kernel_registered() -> bool:

@@ -71,3 +71,72 @@ def test_a_memory_error_stops_its_stage_not_the_next(tmp_path, capfd):
     assert "MemoryError: Unable to allocate" in text
     assert text.count("not run: your code ran out of memory (MemoryError) in a") == 2, text
     assert "PASS stage 2 · d" in text and text.strip().splitlines()[-1] == "1 passed, 3 failed"
+
+
+def graded_toy() -> Checker:
+    """One public check, one that needs instructor-only code, one that fails."""
+    from coursekit.checking.graded import instructor_module
+    answers = instructor_module("not_in_any_copy")  # an Absent stand-in everywhere
+
+    checker = Checker("toy", {1: "one"})
+    checker.check(1, "public")(lambda impl, ctx: impl.value())
+    checker.check(1, "needs_answers")(lambda impl, ctx: answers.reference(impl.value()))
+
+    @checker.check(1, "wrong")
+    def wrong(impl, ctx):
+        if impl.value() != 2:
+            raise CheckFailed("wrong value", yours=impl.value(), expected=2)
+    return checker
+
+
+def run_graded(tmp_path, capfd, value: int, monkeypatch, release: bool):
+    from coursekit.checking import graded
+    monkeypatch.setattr(graded, "available", lambda: not release)
+    impl = tmp_path / "model.py"
+    impl.write_text(f"def value():\n    return {value}\n")
+    json_path = tmp_path / "out.json"
+    capfd.readouterr()
+    code = graded_toy().main(["--stage", "1", "--impl", str(impl), "--seed", "1",
+                              "--json", str(json_path)])
+    import json
+    return code, capfd.readouterr().out, json.loads(json_path.read_text())
+
+
+def test_a_check_needing_instructor_code_is_named_not_failed_in_a_release(
+        tmp_path, capfd, monkeypatch):
+    """A learner's copy lacks coursekit/instructor: the check that needs it is reported as
+    graded by the instructor (its own line, then counted on the last line), never as a
+    failure, and the exit status follows the checks that ran."""
+    code, text, data = run_graded(tmp_path, capfd, 2, monkeypatch, release=True)
+    assert "INSTRUCTOR stage 1 · needs_answers" in text and "FAIL" not in text, text
+    assert text.strip().splitlines()[-1].startswith(
+        "2 passed, 0 failed; graded by your instructor: 1 check "), text
+    assert code == 0
+    assert (data["passed"], data["failed"], data["instructor"]) == (2, 0, 1)
+    statuses = {r["check_id"]: r["status"] for r in data["results"]}
+    assert statuses["needs_answers"] == "instructor"
+    code, text, data = run_graded(tmp_path, capfd, 3, monkeypatch, release=True)
+    assert code == 1 and "FAIL stage 1 · wrong" in text  # a real failure still fails
+
+
+def test_only_instructor_checks_is_no_pass(tmp_path, capfd, monkeypatch):
+    """A run in which every check was graded by the instructor verified nothing here."""
+    from coursekit.checking import graded
+    monkeypatch.setattr(graded, "available", lambda: False)
+    code, text = run(tmp_path, capfd, 2)  # warm the fixture's output capture
+    checker = Checker("toy", {1: "one"})
+    answers = graded.instructor_module("not_in_any_copy")
+    checker.check(1, "only")(lambda impl, ctx: answers.anything)
+    impl = tmp_path / "model.py"
+    capfd.readouterr()
+    assert checker.main(["--stage", "1", "--impl", str(impl), "--seed", "1"]) == 1
+    assert "INSTRUCTOR stage 1 · only" in capfd.readouterr().out
+
+
+def test_the_learners_own_graded_by_instructor_is_an_error_where_the_code_is_there(
+        tmp_path, capfd, monkeypatch):
+    """Where the instructor grades, the instructor-only code is there: nothing the checker
+    does raises GradedByInstructor, so a learner file that raises it is an error."""
+    code, text, data = run_graded(tmp_path, capfd, 2, monkeypatch, release=False)
+    statuses = {r["check_id"]: r["status"] for r in data["results"]}
+    assert statuses["needs_answers"] == "error" and code == 1, text

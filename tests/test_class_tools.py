@@ -166,6 +166,45 @@ def test_report_ranks_mistakes_flags_checks_and_anonymises(grading, tmp_path, ca
     assert moved[0]["timing"] is True and moved[0]["checks"][0]["id"] == "speed"
 
 
+STUB_HINT = "replace the `raise NotImplementedError` with your code"
+
+
+def stub(cid: str) -> dict:
+    return check(cid, "not-implemented", message=f"not yet: stage 3: {cid} (model.py, line 9)",
+                 hint=STUB_HINT)
+
+
+def test_report_counts_stubs_as_not_attempted_never_as_mistakes(tmp_path):
+    """A stage whose every check met the starter's stub is "not attempted", apart from the
+    failures; a stub's "not yet" is never one of the class's mistakes, never makes a check
+    one that nobody passes, and its hint is never the most common one."""
+    stage3 = "performance-audit:3"
+    records = [stage(s, stage3, [stub("loss"), stub("memory")]) for s in ("ann", "bob", "cyd")]
+    records += [stage("dag", stage3, [check("loss", "fail", hint="remat changes memory, "
+                                            "never the numbers"), stub("memory")]),
+                stage("zed", stage3, [check("loss", "pass"), check("memory", "pass")])]
+    grading = build(tmp_path / "g", records)
+    assert run("report", grading, "--out", tmp_path / "rep") == 0
+    data = json.loads((tmp_path / "rep" / "report.json").read_text())
+    item = next(r for r in data["per_item"] if r["item"] == stage3)
+    assert item["statuses"] == {"not attempted": 3, "fail": 1, "pass": 1}, item
+    assert item["not_attempted"] == 3
+    checks = {c["check"]: c for c in data["per_check"]}
+    assert (checks["loss"]["failed"], checks["loss"]["ran"]) == (1, 2)
+    assert (checks["memory"]["failed"], checks["memory"]["ran"], checks["memory"]["passed"]) \
+        == (0, 1, 1)
+    assert checks["memory"]["not_attempted"] == 4 and checks["loss"]["not_attempted"] == 3
+    top = data["per_check"][0]
+    assert (top["check"], top["hints"]) == ("loss", [["remat changes memory, never the "
+                                                      "numbers", 1]])
+    assert STUB_HINT not in json.dumps(data["per_check"])
+    assert data["nobody_passes"] == []
+    # a check that only ever met stubs could not show it fails: it is flagged so
+    never = {c["check"] for c in data["never_failed"]}
+    assert never == {"memory"}
+    assert STUB_HINT not in (tmp_path / "rep" / "report.html").read_text()
+
+
 def test_report_page_is_self_contained(grading, tmp_path):
     assert run("report", grading, "--out", tmp_path / "rep") == 0
     page = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
@@ -486,14 +525,14 @@ def test_similar_ranks_copies_and_never_counts_the_release(tmp_path, monkeypatch
 
 def test_similar_names_a_copy_of_the_course_code_a_learner_file_may_not_import(
         tmp_path, monkeypatch, capsys):
-    """The release ships coursekit, refused imports included (decide_rounds at stage 4):
-    a learner file that pastes one's source, renamed, pairs with the course's code; the
-    reference solution, written apart, does not."""
+    """Instructor-only code a learner file may not import (decide_rounds, refused at every
+    stage) can still leak: a learner file that pastes one's source, renamed, pairs with the
+    course's code; the reference solution, written apart, does not."""
     import ast
 
     from autograder.similar import COURSE_CODE
-    refused = COURSE_CODE + "coursekit.measure.decision.decide_rounds"
-    source = (ROOT / "coursekit/measure/decision.py").read_text()
+    refused = COURSE_CODE + "coursekit.instructor.decision.decide_rounds"
+    source = (ROOT / "coursekit/instructor/decision.py").read_text()
     node = next(n for n in ast.parse(source).body if getattr(n, "name", "") == "decide_rounds")
     pasted = ast.get_source_segment(source, node).replace("decide_rounds", "my_decide") \
         .replace("before", "old").replace("after", "new")

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from coursekit.measure import peak_memory as pm
+from coursekit.instructor import peak_memory as pm
 from coursekit.measure.children import clean_env, run_clean
 
 PLANTED = ("json", "re", "random", "numpy", "jax", "coursekit")

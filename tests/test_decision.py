@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+from coursekit.instructor import decision as answers
 from coursekit.measure import decision
 from coursekit.provenance.records import validate_run_record
 
@@ -33,7 +34,7 @@ def test_t_quantile_matches_the_tables(confidence, df, t):
 
 def test_null_pairs_with_drifting_rounds_claim_nothing_while_pooling_does():
     pairs = simulated(1.0, seed=11)
-    rounds = [decision.decide_rounds(b, a) for b, a in pairs]
+    rounds = [answers.decide_rounds(b, a) for b, a in pairs]
     pooled = [decision.pooled_bootstrap(b, a, n_boot=400) for b, a in pairs]
     false_claims = sum(r["decision"] != "reject" for r in rounds) / PAIRS
     excluded = sum(excludes_one(r["ci"]) for r in rounds) / PAIRS
@@ -47,18 +48,18 @@ def test_null_pairs_with_drifting_rounds_claim_nothing_while_pooling_does():
 
 
 def test_true_speedup_of_1_2_is_accepted_in_drifting_rounds():
-    results = [decision.decide_rounds(b, a) for b, a in simulated(1.2, seed=12)]
+    results = [answers.decide_rounds(b, a) for b, a in simulated(1.2, seed=12)]
     power = sum(r["decision"] == "accept" for r in results) / PAIRS
     assert power >= 0.80, power
     assert np.median([r["ratio"] for r in results]) == pytest.approx(1.2, rel=0.03)
 
 
 def test_real_slowdown_is_slower_and_small_changes_are_rejected():
-    slow = [decision.decide_rounds(b, a) for b, a in simulated(1 / 1.3, seed=13, pairs=50)]
+    slow = [answers.decide_rounds(b, a) for b, a in simulated(1 / 1.3, seed=13, pairs=50)]
     assert sum(r["decision"] == "slower" for r in slow) >= 45
     assert all("slower" in r["reasons"][0] for r in slow if r["decision"] == "slower")
     quiet = dict(round_drift=0.05, block_drift=0.0, noise=0.005, outliers=0.0)
-    small = [decision.decide_rounds(b, a) for b, a in simulated(1.02, seed=14, pairs=20,
+    small = [answers.decide_rounds(b, a) for b, a in simulated(1.02, seed=14, pairs=20,
                                                                 **quiet)]
     assert all(r["decision"] == "reject" for r in small)
     assert sum("smaller than the minimum" in r["reasons"][0] for r in small) >= 15
@@ -68,15 +69,15 @@ def test_records_without_round_ids_count_each_sample_as_a_round():
     rng = np.random.default_rng(5)
     before = {"samples_s": list(np.exp(rng.normal(np.log(0.01), 0.05, 30)))}
     after = {"samples_s": list(np.exp(rng.normal(np.log(0.005), 0.05, 25)))}
-    result = decision.decide_rounds(before, after)
+    result = answers.decide_rounds(before, after)
     assert result["method"] == "unpaired rounds" and result["n_rounds"] == 25
     assert result["decision"] == "accept" and result["ci"][0] > 1.8
-    same = decision.decide_rounds(before, {"samples_s": before["samples_s"][::-1]})
+    same = answers.decide_rounds(before, {"samples_s": before["samples_s"][::-1]})
     assert same["decision"] == "reject" and same["ratio"] == pytest.approx(1.0)
     # constant samples: a zero-width interval, no division by zero
-    flat = decision.decide_rounds({"samples_s": [0.01] * 10}, {"samples_s": [0.005] * 10})
+    flat = answers.decide_rounds({"samples_s": [0.01] * 10}, {"samples_s": [0.005] * 10})
     assert flat["decision"] == "accept" and flat["ci"] == pytest.approx([2.0, 2.0])
-    one = decision.decide_rounds({"samples_s": [0.01] * 5, "round_ids": [0] * 5},
+    one = answers.decide_rounds({"samples_s": [0.01] * 5, "round_ids": [0] * 5},
                                  {"samples_s": [0.005] * 5, "round_ids": [0] * 5})
     assert one["decision"] == "reject" and one["ci"] is None
     assert "fewer than 2 rounds" in one["reasons"][0]
@@ -88,8 +89,8 @@ def test_pairing_cancels_drift_shared_by_a_round():
     before = {"samples_s": list(np.repeat(levels, 4)), "round_ids": list(np.repeat(range(6), 4))}
     after = {"samples_s": list(np.repeat(levels / 1.1, 4) * (1 + 1e-3 * (np.arange(24) % 3))),
              "round_ids": list(np.repeat(range(6), 4))}
-    paired = decision.decide_rounds(before, after)
-    unpaired = decision.decide_rounds({"samples_s": before["samples_s"]},
+    paired = answers.decide_rounds(before, after)
+    unpaired = answers.decide_rounds({"samples_s": before["samples_s"]},
                                       {"samples_s": after["samples_s"]})
     assert paired["decision"] == "accept" and paired["ratio"] == pytest.approx(1.1, rel=0.01)
     assert unpaired["decision"] == "reject"  # the drift swamps it without the pairing
@@ -98,10 +99,10 @@ def test_pairing_cancels_drift_shared_by_a_round():
 
 def test_bad_round_ids_are_named():
     with pytest.raises(ValueError, match="round_ids holds 2 entries for 3 samples"):
-        decision.decide_rounds({"samples_s": [1.0, 1.0, 1.0], "round_ids": [0, 1]},
+        answers.decide_rounds({"samples_s": [1.0, 1.0, 1.0], "round_ids": [0, 1]},
                                {"samples_s": [1.0, 1.0, 1.0]})
     with pytest.raises(ValueError, match="positive seconds"):
-        decision.decide_rounds({"samples_s": [1.0, -1.0]}, {"samples_s": [1.0, 1.0]})
+        answers.decide_rounds({"samples_s": [1.0, -1.0]}, {"samples_s": [1.0, 1.0]})
 
 
 def test_interleaved_measurement_alternates_and_records_cpu_time():
@@ -131,7 +132,7 @@ def test_contention_names_the_round_that_lost_the_cpu():
     record = {"samples_s": wall, "cpu_s": cpu, "round_ids": [i // 3 for i in range(12)]}
     found = decision.contention(record)
     assert found["contended_rounds"] == [2] and found["worst_vs_best"] == pytest.approx(0.5)
-    result = decision.decide_rounds(record, record)
+    result = answers.decide_rounds(record, record)
     assert result["contention"]["before"]["contended_rounds"] == [2]
 
 

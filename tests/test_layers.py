@@ -18,6 +18,8 @@ Floors, bottom to top; a module may import its own floor and the floors below it
                 process glue (the drivers load the learner's file with checking.learner,
                 the remote inspectors describe programs with checking.programs, the
                 capstone writes run records)
+    instructor  coursekit.instructor: what is a stage's answer (the release leaves it out;
+                checkers reach it through checking.graded, by name at run time)
     checker     coursekit.checking.{contract, bridge, learner_server, planted, zygote,
                 device, attached}: the checker and its learner process (started cold,
                 forked by a warm zygote, or served by a notebook kernel that holds the
@@ -62,6 +64,7 @@ FLOORS = (
     ("records", ("coursekit.provenance", "coursekit.provenance.records")),
     ("checking", ("coursekit.checking.*",)),
     ("workloads", ("coursekit.workloads.*",)),
+    ("instructor", ("coursekit.instructor.*",)),
     ("checker", ("coursekit.checking.contract", "coursekit.checking.bridge",
                  "coursekit.checking.learner_server", "coursekit.checking.planted",
                  "coursekit.checking.zygote", "coursekit.checking.device",

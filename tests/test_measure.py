@@ -9,8 +9,9 @@ import os
 
 import pytest
 
+from coursekit.instructor import bandwidth as answers
+from coursekit.instructor import peak_memory as pm
 from coursekit.measure import bandwidth as bw
-from coursekit.measure import peak_memory as pm
 
 MiB = 2**20
 
@@ -23,10 +24,10 @@ def test_cache_sizes_from_a_sysfs_tree(tmp_path):
         (d / "level").write_text(f"{level}\n")
         (d / "type").write_text(f"{kind}\n")
         (d / "size").write_text(f"{size}\n")
-    caches = bw.cache_sizes(tmp_path)
+    caches = answers.cache_sizes(tmp_path)
     assert caches == {"L1": 48 * 2**10, "L2": 2 * MiB, "L3": 300 * MiB}
-    assert bw.cache_sizes(tmp_path / "missing") == {}
-    assert bw.level_of(40 * 2**10, caches) == "L1" and bw.level_of(300 * MiB + 1, caches) == "DRAM"
+    assert answers.cache_sizes(tmp_path / "missing") == {}
+    assert answers.level_of(40 * 2**10, caches) == "L1" and answers.level_of(300 * MiB + 1, caches) == "DRAM"
 
 
 def test_sweep_spans_past_the_last_level_cache_and_can_be_capped():
@@ -41,7 +42,7 @@ def test_sweep_spans_past_the_last_level_cache_and_can_be_capped():
 
 def test_in_place_pays_no_page_faults_and_a_fresh_output_pays_one_per_page():
     nbytes = 64 * MiB                      # past glibc's 32 MiB mmap threshold
-    recs = bw.measure_interleaved(("in_place", "fresh_output", "read_sum"), nbytes,
+    recs = answers.measure_interleaved(("in_place", "fresh_output", "read_sum"), nbytes,
                                   rounds=2, iters=2)
     pages = nbytes // bw.PAGE
     assert recs["in_place"]["donated"] is True
@@ -60,7 +61,7 @@ def test_level_bandwidths_read_each_level_and_ignore_just_past_the_cache():
     recs = [{"kind": "in_place", "working_set_bytes": ws, "best_bandwidth": b}
             for ws, b in ((16 * 2**10, 50.0), (512 * 2**10, 30.0), (600 * 2**10, 31.0),
                           (int(1.5 * MiB), 99.0), (4 * MiB, 10.0))]
-    levels = bw.level_bandwidths(recs, caches)
+    levels = bw.level_bandwidths(recs, caches, lambda ws: answers.level_of(ws, caches))
     assert list(levels) == ["L1", "L2", "DRAM"]
     assert levels["L2"]["bandwidth"] == 31.0 and levels["DRAM"]["bandwidth"] == 10.0
 
@@ -70,7 +71,7 @@ def test_theoretical_peak_states_its_assumptions():
     assert peak["flops"] == 2 * 2.0e9 * 64 and peak["flop_per_cycle"] == 64
     assert "assumed" in peak["assumption"]
     assert bw.theoretical_peak_flops(cores=1, ghz=1.0, flags=set(), fma_units=1)["flops"] == 4e9
-    b = bw.bounds(10.0, 4.0, peak_flops=5.0, bandwidth=1.0)
+    b = answers.bounds(10.0, 4.0, peak_flops=5.0, bandwidth=1.0)
     assert (b["lower_s"], b["upper_s"]) == (4.0, 6.0)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from helpers import reference_run, starter_run
+from notebook_privacy import PROBE_ENV, private_in_outputs
 from test_notebook_claims import printed_claim_problems
 from test_notebook_provenance import assert_notebook_01_runs
 
@@ -247,10 +249,26 @@ def test_project_verdicts():
 # Execution at CI sizes: against the solution, and as the learner receives it
 # ---------------------------------------------------------------------------------------
 
+@pytest.fixture(scope="module", autouse=True)
+def privacy_probe():
+    """A value planted in every kernel's environment: no output may show it (a cell that
+    shows the environment would)."""
+    import secrets
+    before = os.environ.get(PROBE_ENV)
+    os.environ[PROBE_ENV] = secrets.token_hex(16)
+    yield
+    if before is None:
+        del os.environ[PROBE_ENV]
+    else:
+        os.environ[PROBE_ENV] = before
+
+
 def run(path: Path, tmp_path: Path, learner: bool) -> dict:
     row = course.run_notebook(path, tmp_path, ci=True, learner=learner, timeout=600)
     problems = row["errors"] or ("did not reach its last cell" if not row["ran_to_end"] else "")
     assert row["status"] == "ok", f"{path.name} ({row['mode']}): {problems or row}"
+    private = private_in_outputs(read(Path(row["executed"])))
+    assert not private, f"{path.name} ({row['mode']}) shows what is private: {private}"
     return row
 
 

@@ -118,7 +118,7 @@ def test_pooled_blocks_keep_their_rounds_so_decide_pairs_them():
         capstone.pool_records(blocks, rounds=[0, 1])
     # the same drift in both variants' rounds cancels in the paired decision
     after = capstone.pool_records([record([s / 1.2] * 5) for s in (0.01, 0.03, 0.02)])
-    from coursekit.measure.decision import decide_rounds
+    from coursekit.instructor.decision import decide_rounds
     result = decide_rounds(pooled, after)
     assert result["method"] == "paired rounds" and result["ratio"] == pytest.approx(1.2)
 

@@ -89,7 +89,7 @@ ANSWERS = {
     # pallas-kernel stage 1 (notebook 06's budget() and the bracket it printed)
     "u_out + (n + 4) * u32": ("projects/pallas-kernel/solution/model.py",
                               "rtol = u_out + (n + 4) * u32"),
-    "u_out + (n-1) u32": ("projects/pallas-kernel/tests/pallas_stage1_references.py",
+    "u_out + (n-1) u32": ("coursekit/instructor/pallas_kernel.py",
                           "u_out + (n - 1) * u32"),
     # pallas-kernel stage 1 (notebook 06's ref64 and its softmax_jnp recipe)
     "np.asarray(x).astype(np.float64)": ("projects/pallas-kernel/solution/model.py",

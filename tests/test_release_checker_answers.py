@@ -24,7 +24,10 @@ function holding, or lying inside, a ``BEGIN SOLUTION`` block):
   ``CHECKER_CONTAINED`` of its own runs inside one learner function: a piece of an
   answer (the algebra after a sweep) is short beside the learner function around it.
 
-Measured on the checkers before the fix (commit 0535b50): the answers scored 0.46
+Since issue 46 a checker's reference that is an answer lives in ``coursekit/instructor``
+(the checks that need it are graded by the instructor in a learner's copy), and
+tests/test_release_scan.py applies these measures to every file of the release. Measured on
+the checkers before the fix (commit 0535b50): the answers scored 0.46
 (saved_residual_bytes ~ residual_bytes) to 0.96 (matmul_cost_by_hand), among them ref64 ~
 softmax_numpy_f64 0.56, reference_loss ~ block_loss 0.52, replay_train ~ train_classifier
 0.57; the highest pair that is no answer, write_trace ~ the checker's own trace writer,
@@ -70,12 +73,6 @@ CHECKER_CONTAINED = 0.6
 
 # (project, learner function, checker file, checker function): why it stays.
 ALLOWED = {
-    ("performance-audit", "matmul_cost_by_hand", "performance-audit/tests/"
-     "audit_stage2_evidence.py", "_"):
-        "the answer is a closed-form count checked exactly: any code the checker runs to "
-        "get the number is the answer; the compiler's count is no substitute: the learner "
-        "may call it too (cost_from_compiler, the same stage), and whether it equals the "
-        "hand count off CPU was not measured",
     ("performance-audit", "measure_peak_flops", "performance-audit/tests/audit_harness.py",
      "synced_samples"):
         "the synchronised timing loop is notebook 01's open lesson (its synced_samples, "
@@ -85,28 +82,6 @@ ALLOWED = {
      "synced_samples"):
         "the same loop as notebook 01 shows; time_fn's contract is what surrounds it "
         "(warm-up, the first call apart, the output checked before any timing)",
-    ("performance-audit", "cost_from_compiler", "performance-audit/tests/"
-     "audit_stage2_evidence.py", "_"):
-        "the contract is equality with the checker's own compile of the same function: "
-        "the checker has to make the very call (jit, lower, compile, cost_analysis)",
-    ("performance-audit", "saved_residual_bytes", "performance-audit/tests/"
-     "audit_stage3_remat.py", "residual_bytes"):
-        "the count is defined as the leaves of jax.vjp's pullback that are not the "
-        "arguments (the public route the docstring and notebook 04 name); another count "
-        "would need a private JAX API the learner may equally call",
-    ("optimisation", "step_breakdown", "optimisation/tests/optim_stage1_breakdown.py",
-     "expected_breakdown"):
-        "the contract is equality with the checker's parse of the same trace file (hand-"
-        "built ones included), so the checker has to parse it; the parse is built on "
-        "coursekit.measure.traces helpers a learner file is refused at stage 1, so a copy "
-        "fails, though its logic can be read. No case-from-answer route: a real trace's "
-        "breakdown is only known by reading it",
-    ("sharded-training", "describe_placement", "sharded-training/tests/stage1_placement.py",
-     "checker_placement"):
-        "the checker must read where arrays really are, for this check and for the "
-        "tamper checks of every stage (coursekit.workloads.remote_sharded_training."
-        "leaf_placement, refused to learner files); an answer built from the layout "
-        "would leave that reader in the release all the same",
 }
 
 

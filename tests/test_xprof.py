@@ -18,6 +18,7 @@ import pytest
 from helpers import plant, run_checker
 
 from coursekit.facts import ROOT
+from coursekit.instructor import traces as forest
 from coursekit.measure import traces, xprof_trace
 
 REGION = "course_region"
@@ -37,7 +38,7 @@ def write_region_trace(logdir: Path, region: str = REGION, steps: int = STEPS) -
         for i in range(steps):
             with jax.profiler.TraceAnnotation(region, step=i):
                 jax.block_until_ready(step(w, x))
-    return traces.newest_trace(logdir)
+    return forest.newest_trace(logdir)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def test_xprof_and_our_parser_agree_on_the_region(course_trace):
     result = xprof_trace.compare_region(course_trace, REGION)
     assert result["mismatches"] == [], result
     assert len(result["ours"]) == len(result["xprof"]) == STEPS
-    summary = traces.region_summary(course_trace, REGION)
+    summary = forest.region_summary(course_trace, REGION)
     assert sum(result["xprof"]) == pytest.approx(summary["total_us"], abs=1e-3)
 
 

@@ -2,10 +2,13 @@
 
 ``projects/<p>/solution/sealed.py`` defines ``EXPORTS``: a name -> (function, a callable
 returning its input types, symbolic sizes allowed, whether it runs with x64 on: float64
-types need it, and the checker turns it on for the call). Each becomes
+types need it, and the checker turns it on for the call), and optionally ``PLATFORMS``
+(default the CPU only). Each becomes
 ``projects/<p>/tests/sealed/<name>.jaxexport``, exported for the CPU
 (``coursekit.checking.sealed`` loads and runs it). The release ships the programs and
-leaves ``solution/`` behind.
+leaves ``solution/`` behind. The course's own sealed sources,
+``coursekit/instructor/sealed_*.py`` (instructor-only), write into the folder their
+``TARGET`` names (notebook 08's change under review: ``coursekit/workloads/sealed/``).
 
 The programs are written by the oldest JAX the course supports (``jaxapi.FLOOR``): jax.export
 promises only that a newer JAX reads an older program, and 0.10.2 cannot read what 0.12
@@ -32,19 +35,29 @@ from coursekit.facts import ROOT
 
 
 def sources(root: Path) -> list[Path]:
-    return sorted(root.glob("projects/*/solution/sealed.py"))
+    """Each project's ``solution/sealed.py``, and the course's own sealed sources
+    (``coursekit/instructor/sealed_*.py``, each naming its ``TARGET`` folder)."""
+    return sorted(root.glob("projects/*/solution/sealed.py")) + sorted(
+        root.glob("coursekit/instructor/sealed_*.py"))
+
+
+def target_folder(root: Path, source: Path, module) -> Path:
+    """The folder whose ``sealed/`` holds the source's programs: the project's tests/, or
+    the course folder the source names (``TARGET``)."""
+    target = getattr(module, "TARGET", None)
+    return root / target if target else source.parent.parent / "tests"
 
 
 def load(source: Path):
     """A project's ``solution/sealed.py`` as a module (solution/ is no package)."""
     spec = importlib.util.spec_from_file_location(
-        f"sealed_source_{source.parent.parent.name.replace('-', '_')}", source)
+        f"sealed_source_{source.parent.parent.name.replace('-', '_')}_{source.stem}", source)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def serialised(fn, types, x64: bool) -> bytes:
+def serialised(fn, types, x64: bool, platforms: tuple = ("cpu",)) -> bytes:
     """The program's bytes, the same in every checkout and after any edit elsewhere: no
     source locations (they would name this checkout's paths and line numbers)."""
     import jax
@@ -53,7 +66,7 @@ def serialised(fn, types, x64: bool) -> bytes:
     jax.config.update("jax_traceback_in_locations_limit", 0)
     try:
         with jax.enable_x64(x64):
-            exported = jax.export.export(jax.jit(fn), platforms=("cpu",))(*types())
+            exported = jax.export.export(jax.jit(fn), platforms=platforms)(*types())
         return bytes(exported.serialize())
     finally:
         jax.config.update("jax_traceback_in_locations_limit", before)
@@ -63,8 +76,11 @@ def programs(root: Path) -> dict[Path, bytes]:
     """Every sealed program's target path and bytes, from the sources under ``root``."""
     out = {}
     for source in sources(root):
-        for name, (fn, types, x64) in load(source).EXPORTS.items():
-            out[sealed.path(source.parent.parent / "tests", name)] = serialised(fn, types, x64)
+        module = load(source)
+        platforms = tuple(getattr(module, "PLATFORMS", ("cpu",)))
+        for name, (fn, types, x64) in module.EXPORTS.items():
+            out[sealed.path(target_folder(root, source, module), name)] = serialised(
+                fn, types, x64, platforms)
     return out
 
 

@@ -14,10 +14,13 @@ Output: one line per check, ``PASS stage 2 · trace_region_found``, ``FAIL ...``
 ``yours:``/``expected:``/``evidence:``/``hint:`` lines, or ``INCONCLUSIVE ...`` when a
 timing check's own measurements could not decide within its budget (raised as
 ``CheckInconclusive``: what it measured and the load, never a guess); then
-``N passed, M failed`` (``, K inconclusive`` when there are any). Exit 0 only when every
-selected check passed; 1 when any failed; ``INCONCLUSIVE_EXIT`` (3) when none failed but
-some were inconclusive. ``--json`` writes the machine-readable results the grader
-reads (never a pickle).
+``N passed, M failed`` (``, K inconclusive`` when there are any). A check that needs
+instructor-only code a learner's copy lacks (``coursekit.checking.graded``) prints
+``INSTRUCTOR stage N · check_id`` and the last line counts it as graded by the
+instructor, never as a failure. Exit 0 only when every selected check that ran passed
+(``coursekit.checking.tally``); 1 when any failed or none could run here;
+``INCONCLUSIVE_EXIT`` (3) when none failed but some were inconclusive. ``--json`` writes
+the machine-readable results the grader reads (never a pickle).
 """
 
 from __future__ import annotations
@@ -37,14 +40,23 @@ from typing import Any
 import numpy as np
 
 from coursekit.checking import spawn
-from coursekit.checking.errors import CheckFailed, CheckInconclusive, LearnerCodeError
+from coursekit.checking.errors import (
+    GRADED_BY_INSTRUCTOR,
+    CheckFailed,
+    CheckInconclusive,
+    LearnerCodeError,
+)
 from coursekit.checking.learner import explain_exception, load_impl
+from coursekit.checking.tally import (  # noqa: F401 - INCONCLUSIVE_EXIT: check.py's
+    INCONCLUSIVE_EXIT,
+    counts,
+    exit_status,
+    summary_line,
+)
 from coursekit.checking.terminal_record import keep_terminal_record
 from coursekit.checking.values import short
 from coursekit.compat import optional
 from coursekit.measure.environment import environment_versions
-
-INCONCLUSIVE_EXIT = 3  # no check failed, but a timing check could not decide
 
 
 @dataclass
@@ -54,6 +66,7 @@ class CheckResult:
     status: str  # "pass" | "fail" | "inconclusive" (a timing check could not decide)
     #              | "error" (learner code raised) | "not-implemented"
     #              | "crash" (the learner process died)
+    #              | "instructor" (needs instructor-only code this copy lacks)
     points: float
     max_points: float
     message: str = ""
@@ -243,6 +256,8 @@ class Checker:
 
     @staticmethod
     def _failure(chk: _Check, err: LearnerCodeError) -> CheckResult:
+        if err.kind == GRADED_BY_INSTRUCTOR:
+            return graded_elsewhere(chk, err)
         status = {"not-implemented": "not-implemented", "crash": "crash"}.get(err.kind,
                                                                                 "error")
         return CheckResult(chk.stage, chk.check_id, status, 0.0, chk.points, str(err),
@@ -288,18 +303,13 @@ class Checker:
         with tempfile.TemporaryDirectory(prefix="check-") as tmp:
             results = self.run(impl, stages, seed, Path(tmp), only=only,
                                fail_fast=args.fail_fast)
-        passed = sum(r.status == "pass" for r in results)
-        unsure = sum(r.status == "inconclusive" for r in results)
-        failed = len(results) - passed - unsure
         if self.measured_on:
             on = self.measured_on
             print(f"measured on: {on['label']}, {on['device_count']} device(s), "
                   f"JAX {on['jax']} (the checker itself runs on the CPU)", flush=True)
         for note in optional.skipped():  # a package this machine lacks (compat.optional)
             print(f"skipped here: {note}", flush=True)
-        print(f"{passed} passed, {failed} failed"
-              + (f", {unsure} inconclusive (rerun when the machine is quieter)"
-                 if unsure else ""), flush=True)
+        print(summary_line(results), flush=True)
         payload = result_payload(self.project, impl, stages, seed, results,
                                  time.perf_counter() - started)
         payload["measured_on"] = self.measured_on
@@ -308,17 +318,30 @@ class Checker:
             Path(args.json_path).parent.mkdir(parents=True, exist_ok=True)
             Path(args.json_path).write_text(json.dumps(payload, indent=2))
         keep_terminal_record(self.project, impl, stages, payload)
-        if failed or not results:
-            return 1
-        return INCONCLUSIVE_EXIT if unsure else 0
+        return exit_status(results)
+
+
+def graded_elsewhere(chk: _Check, err: Exception) -> CheckResult:
+    """A check that reached instructor-only code: graded by the instructor where this copy
+    lacks that code (a learner's release). Where the code is here, nothing the checker
+    does raises it, so the learner's code did: an error like any other."""
+    from coursekit.checking.graded import available
+    if available():
+        return CheckResult(chk.stage, chk.check_id, "error", 0.0, chk.points,
+                           f"your code raised {type(err).__name__}: {err}",
+                           hint="raise nothing of the checker's own")
+    return CheckResult(chk.stage, chk.check_id, GRADED_BY_INSTRUCTOR, 0.0, chk.points,
+                       str(err))
 
 
 def print_result(r: CheckResult, out=None) -> None:
     out = sys.stdout if out is None else out  # (at call time: a redirect is honoured)
     label = {"pass": "PASS", "fail": "FAIL", "error": "FAIL", "crash": "FAIL",
-             "not-implemented": "FAIL", "inconclusive": "INCONCLUSIVE"}[r.status]
+             "not-implemented": "FAIL", "inconclusive": "INCONCLUSIVE",
+             GRADED_BY_INSTRUCTOR: "INSTRUCTOR"}[r.status]
     print(f"{label} stage {r.stage} · {r.check_id}", file=out)
-    if r.status == "pass":
+    if r.status in ("pass", GRADED_BY_INSTRUCTOR):  # the summary line says why, once
+        out.flush()
         return
     print(f"    {r.message}", file=out)
     if r.yours:
@@ -347,8 +370,6 @@ def result_payload(project, impl, stages, seed, results, duration_s) -> dict:
         "seed": seed,
         "duration_s": round(duration_s, 3),
         "versions": environment_versions(),
-        "passed": sum(r.status == "pass" for r in results),
-        "failed": sum(r.status not in ("pass", "inconclusive") for r in results),
-        "inconclusive": sum(r.status == "inconclusive" for r in results),
+        **counts(results),
         "results": [asdict(r) for r in results],
     }

@@ -10,7 +10,10 @@ modules that raise or catch them import them from here, not from each other.
 * ``TamperEvidence``: a self-reported fact contradicted by measurement, or bytes on the
   bridge outside the protocol (the grader scores the stage 0);
 * ``LearnerProcessDied``: the learner process crashed, exited or was killed
-  (``coursekit.checking.bridge``).
+  (``coursekit.checking.bridge``);
+* ``GradedByInstructor``: a check needs instructor-only code (``coursekit.instructor``)
+  that this copy of the course does not hold: a learner's release runs the public checks
+  and names this one as graded by the instructor (``coursekit.checking.graded``).
 
 Each is still importable from the module that first defined it (``contract``,
 ``learner``, ``bridge``).
@@ -73,3 +76,21 @@ class LearnerProcessDied(LearnerCodeError):
         super().__init__("crash", message, "run the function by hand on a small input: "
                          "it crashed the Python process running it")
         self.cause = cause  # "SIGSEGV", "exit 0", ...
+
+
+# The status of a check that needs instructor-only code this copy does not hold (a
+# learner's release): neither a pass nor a failure; the instructor's grading runs it.
+GRADED_BY_INSTRUCTOR = "instructor"
+
+
+class GradedByInstructor(Exception):
+    """A check reached for instructor-only code (``coursekit.instructor``) that this copy
+    of the course does not hold. The contract reports the check as graded by the
+    instructor, never as the learner's failure."""
+
+    kind = GRADED_BY_INSTRUCTOR
+
+    def __init__(self, what: str = ""):
+        super().__init__(
+            "graded by your instructor: this check needs the course's reference code, "
+            "which your copy does not hold" + (f" ({what})" if what else ""))

@@ -1,19 +1,21 @@
-"""What a learner file may not import: the course's own implementation of what a stage
-asks for, found by reading the file (``ast``; reading is not importing).
+"""What a learner file may not import: the course's own code that a learner's answer may
+not lean on, found by reading the file (``ast``; reading is not importing).
 
-Per project, ``RULES`` lists ``Rule(module, name, stage, why)``: ``name`` is an attribute
-of ``module`` (``"*"``: the module itself and everything in it), ``within`` (optional)
-limits the rule to one learner function and every function or module-level name of the
-file it reaches (foundations: no autodiff *inside* ``regression_grads``; elsewhere the
-file may use it). ``ALLOWED`` lists, per project, what the contract gives the learner from
-the same modules, and why it stays allowed; a name in neither list is allowed.
+Per project, ``RULES`` lists ``Rule(module, name, stage, kind)``: ``name`` is an attribute
+of ``module`` (``"*"``: the module itself and everything in it), ``kind`` says which of a
+few fixed reasons refuses it (``WHY``: instructor-only code, the checker's code in the
+learner process, the course's timer, ...; never what a stage's answer does), ``within``
+(optional) limits the rule to one learner function and every function or module-level name
+of the file it reaches (foundations: no autodiff *inside* ``regression_grads``; elsewhere
+the file may use it). ``ALLOWED`` lists, per project, what the contract gives the learner
+from the same modules, and why it stays allowed; a name in neither list is allowed.
 
 The scan follows the usual ways to reach a name: ``import m``, ``import m as a``,
 ``from m import n [as a]``, ``from m import *``, attribute chains through any of those
-(``import coursekit.measure.decision as d; d.decide_rounds``), a module-level or local
-assignment of one (``f = traces.build_forest``), ``importlib.import_module("m")``,
+(``import coursekit.measure.timing as t; t.time_synced``), a module-level or local
+assignment of one (``f = timing.time_synced``), ``importlib.import_module("m")``,
 ``__import__("m", fromlist=[...])``, ``sys.modules["m"]`` and ``getattr(x, "n")`` with
-constant strings. A name built at run time (``getattr(m, "build" + "_forest")``) is out of
+constant strings. A name built at run time (``getattr(m, "time" + "_synced")``) is out of
 reach of any reading; where that matters a check also observes what ran (foundations
 counts autodiff transforms in the learner process).
 
@@ -34,14 +36,37 @@ from pathlib import Path
 
 from coursekit.checking.errors import CheckFailed
 
+# Why a name is refused, in a few fixed sentences: a rule names *what* is refused and
+# which kind of thing it is, never what the stage's answer does (tests/test_release_scan.py
+# holds every rule to these).
+WHY = {
+    "instructor": "instructor-only code (coursekit.instructor): a learner's copy does not "
+                  "hold it, and the grader refuses it at every stage",
+    "learner-process": "the checker's own code that runs in your learner process: it is "
+                       "there for the checker, not for your answers",
+    "timer": "the course's own timer: the timing this stage asks for is yours to write",
+    "helper": "a course helper that does part of what this stage asks: write it yourself",
+    "checker-reading": "the checker's own reading of your program: what your code reports "
+                       "about itself must come from your own code",
+    "library": "a library's version of what this stage asks you to write",
+    "sealed": "the checker's sealed reference programs: your results must come from your "
+              "own code",
+    "autodiff": "regression_grads is the gradient written by hand: JAX's autodiff would "
+                "compute it for you",
+}
+
 
 @dataclass(frozen=True)
 class Rule:
     module: str
     name: str          # an attribute of ``module``; "*": the module and all of it
     stage: int
-    why: str
+    kind: str          # a key of ``WHY``
     within: str | None = None  # only inside this learner function and what it reaches
+
+    @property
+    def why(self) -> str:
+        return WHY[self.kind]
 
     @property
     def qualified(self) -> str:
@@ -73,103 +98,59 @@ class Finding:
 
 
 _DECISION = "coursekit.measure.decision"
-_TRACES = "coursekit.measure.traces"
 _TIMING = "coursekit.measure.timing"
-_VERDICT = "coursekit.measure.verdict"
+_INSTRUCTOR = "coursekit.instructor"
 # The checkers' own code that runs in the learner process (coursekit.workloads.inspectors
-# loads it there): never part of an answer, and some of it is one.
-_REMOTE_PALLAS = "coursekit.workloads.remote_pallas_kernel"
-_REMOTE_SHARDED = "coursekit.workloads.remote_sharded_training"
-_REMOTE_OPTIMISATION = tuple(f"coursekit.workloads.remote_optimisation{suffix}"
-                             for suffix in ("", "_stubbed", "_traced"))
+# loads it there).
+_REMOTE = {project: tuple(f"coursekit.workloads.remote_{project.replace('-', '_')}{suffix}"
+                          for suffix in suffixes)
+           for project, suffixes in (("foundations", ("",)),
+                                     ("performance-audit", ("",)),
+                                     ("optimisation", ("", "_stubbed")),
+                                     ("pallas-kernel", ("", "_runs")),
+                                     ("sharded-training", ("", "_runs")))}
+STAGES = {"foundations": 3, "performance-audit": 4, "optimisation": 4, "pallas-kernel": 3,
+          "sharded-training": 4}
 _AUTODIFF = ("grad", "value_and_grad", "vjp", "jacrev", "jacfwd", "hessian", "jvp",
              "linearize")
 
+
+def _everywhere(project: str) -> tuple[Rule, ...]:
+    """The instructor-only code and the checker's learner-process code, at every stage."""
+    return tuple(Rule(module, "*", stage, kind) for stage in range(1, STAGES[project] + 1)
+                 for module, kind in ((_INSTRUCTOR, "instructor"),
+                                      *((m, "learner-process") for m in _REMOTE[project])))
+
+
 RULES: dict[str, tuple[Rule, ...]] = {
     "foundations": tuple(
-        Rule("jax", name, 2, "regression_grads is the gradient written by hand: JAX's "
-             "autodiff computes the very gradient the stage checks", within="regression_grads")
-        for name in _AUTODIFF) + tuple(
-        Rule(module, "*", stage, "loads or runs the checker's sealed replays: the fit and "
-             "the training they replay are fit_regression and train_classifier")
-        for stage in (2, 3)
-        for module in ("jax.export", "jax._src.export", "coursekit.checking.sealed")),
+        Rule("jax", name, 2, "autodiff", within="regression_grads") for name in _AUTODIFF)
+    + tuple(Rule(module, "*", stage, "sealed") for stage in (2, 3)
+            for module in ("jax.export", "jax._src.export", "coursekit.checking.sealed"))
+    + _everywhere("foundations"),
     "performance-audit": (
-        Rule(_TIMING, "time_synced", 1, "the course's synchronised timer with warm-up and "
-             "raw samples: what time_fn is"),
-        Rule(_TRACES, "newest_trace", 2, "the course's reading of a profiler log folder: "
-             "what newest_trace_file is"),
-        Rule(_TRACES, "build_forest", 2, "the course's nesting of trace events into direct "
-             "children: the parse summarize_region is"),
-        Rule(_TRACES, "walk", 2, "walks the course's event forest (build_forest's): part of "
-             "the parse summarize_region is"),
-        Rule(_TRACES, "region_summary", 2, "the course's summarize_region itself"),
-        Rule("coursekit.measure.bandwidth", "*", 2, "the course's bandwidth measurement, "
-             "cache-size reading, memory level and roofline bounds: what measure_bandwidth, "
-             "cache_sizes and roofline are"),
-        Rule("coursekit.measure.peak_memory", "*", 3, "the course's fresh-process run-only "
-             "peak, memory plan and remat models: what peak_rss_fresh_process, "
-             "compiler_temp_bytes, block_loss and tanh_chain_loss are"),
-        Rule(_DECISION, "decide_rounds", 4, "the course's round-based decision statistic: "
-             "what decide is"),
-        Rule(_DECISION, "_interval", 4, "the interval inside decide_rounds"),
-        Rule(_DECISION, "round_medians", 4, "the per-round summary inside decide_rounds: "
-             "the unit of evidence decide must choose"),
-        Rule(_VERDICT, "interval_of", 4, "the course's Student-t interval of per-round log "
-             "ratios, exponentiated: the interval decide forms"),
-    ),
+        Rule(_TIMING, "time_synced", 1, "timer"),
+        Rule("coursekit.measure.bandwidth", "timed_with_faults", 2, "timer"),
+        Rule("coursekit.measure.peak_memory", "memory_fields", 3, "helper"),
+        Rule(_DECISION, "ratio_by_rounds", 4, "helper"),
+        Rule(_DECISION, "median_interval", 4, "helper"),
+        Rule("coursekit.measure.verdict", "interval_of", 4, "helper"),
+    ) + _everywhere("performance-audit"),
     "optimisation": (
-        Rule(_TRACES, "build_forest", 1, "the course's nesting of trace events into direct "
-             "children: the parse step_breakdown and limiting_operation are"),
-        Rule(_TRACES, "walk", 1, "walks the course's event forest (build_forest's): part of "
-             "the parse step_breakdown is"),
-        Rule(_TRACES, "region_summary", 1, "the course's per-region breakdown into direct "
-             "children: what step_breakdown computes"),
-        Rule(_TRACES, "descendant_sum", 1, "the course's sum of a region's events"),
-        Rule(_DECISION, "measure_interleaved", 3, "the course's interleaved-rounds timer: "
-             "the measurement gain_sweep is"),
-        Rule(_TIMING, "time_synced", 3, "the course's synchronised timer: the measurement "
-             "gain_sweep and predict_crossover are"),
-        Rule(_TIMING, "time_synced", 4, "the course's synchronised timer: the timing "
-             "write_run_records records"),
-        Rule(_DECISION, "measure_interleaved", 4, "the course's interleaved-rounds timer "
-             "(first call apart, raw samples): the timing write_run_records records"),
-    ) + tuple(
-        Rule(module, "*", stage, "the checker's code in your learner process: it times "
-             "and traces train_fast and train_slow for the checker (block_prepare, "
-             "fast_block, fast_traced, stubbed_calls): the measurements and traces "
-             "trace_slow, gain_sweep, predict_crossover and write_run_records make")
-        for stage in (1, 3, 4) for module in _REMOTE_OPTIMISATION),
+        Rule(_DECISION, "measure_interleaved", 3, "timer"),
+        Rule(_TIMING, "time_synced", 3, "timer"),
+        Rule(_TIMING, "time_synced", 4, "timer"),
+        Rule(_DECISION, "measure_interleaved", 4, "timer"),
+    ) + _everywhere("optimisation"),
     "pallas-kernel": (
-        Rule("coursekit.measure.pallas_inspect", "lowered_mode", 2, "the checker's own "
-             "reading of how a pallas_call ran: run_softmax's declared mode is checked "
-             "against it, so it must come from your own knowledge of your call"),
-        Rule("coursekit.measure.pallas_inspect", "inspect_pallas", 2, "the checker's own "
-             "reading of a pallas_call's grid and blocks: what run_softmax declares"),
-        Rule(_REMOTE_PALLAS, "*", 1, "the checker's code in your learner process: its "
-             "reference_softmax_f32 is softmax_jnp"),
-        Rule("scipy.special", "*", 1, "SciPy's float64 softmax (softmax, log_softmax, "
-             "logsumexp) is the checker's own reference: what softmax_numpy_f64 asks you to "
-             "write in NumPy, the row max subtracted"),
-        Rule(_REMOTE_PALLAS, "*", 2, "the checker's code in your learner process: its sites "
-             "and lowered_mode read the program run_softmax declares"),
-        Rule(_REMOTE_PALLAS, "*", 3, "the checker's code in your learner process: its "
-             "time_synced is the timing sweep records"),
-        Rule(_TIMING, "time_synced", 3, "the course's synchronised timer (first call apart, "
-             "warm-up, raw samples): the timing sweep records"),
-    ),
+        Rule("coursekit.measure.pallas_inspect", "lowered_mode", 2, "checker-reading"),
+        Rule("coursekit.measure.pallas_inspect", "inspect_pallas", 2, "checker-reading"),
+        Rule("scipy.special", "*", 1, "library"),
+        Rule(_TIMING, "time_synced", 3, "timer"),
+    ) + _everywhere("pallas-kernel"),
     "sharded-training": (
-        Rule("coursekit.workloads.capstone", "make_candidate_step", 1, "a data-parallel "
-             "train step of the course's (the capstone's proposed change): what "
-             "make_train_step is"),
-        Rule("coursekit.workloads.capstone", "make_step", 1, "returns the course's train "
-             "step (the capstone's): what make_train_step is"),
-        Rule(_REMOTE_SHARDED, "*", 1, "the checker's code in your learner process: its "
-             "make_mesh, placement and timing_step are make_mesh, describe_placement and "
-             "make_train_step"),
-        Rule(_TIMING, "time_synced", 4, "the course's synchronised timer (first call apart, "
-             "warm-up, raw samples): the timing profile_train_step records"),
-    ),
+        Rule(_TIMING, "time_synced", 4, "timer"),
+    ) + _everywhere("sharded-training"),
 }
 
 ALLOWED: dict[str, tuple[Allowed, ...]] = {
@@ -182,18 +163,15 @@ ALLOWED: dict[str, tuple[Allowed, ...]] = {
     "performance-audit": (
         Allowed(_TIMING, "count_compiles", "counting compile events with jax.monitoring is "
                 "how time_fn's compile fields are defined, not what it is asked to measure"),
-        Allowed(_TRACES, "load_events", "reading a Chrome trace's JSON (gzip or not) is "
-                "not the parse: the nesting into direct children is"),
+        Allowed("coursekit.measure.traces", "load_events", "reading a Chrome trace's JSON "
+                "(gzip or not) is not the exercise"),
         Allowed(_DECISION, "t_quantile", "a Student-t quantile is a table look-up "
-                "(scipy.stats.t.ppf does the same): which interval to form from which "
-                "evidence is the exercise"),
+                "(scipy.stats.t.ppf does the same)"),
         Allowed(_DECISION, "simulate_pair", "makes test records; decides nothing"),
     ),
     "optimisation": (
-        Allowed(_TRACES, "load_events", "the contract gives it: reading the trace file is "
-                "not the breakdown"),
-        Allowed(_TRACES, "newest_trace", "the contract gives it: which file a profiler "
-                "run wrote is performance-audit's exercise, not this one's"),
+        Allowed("coursekit.measure.traces", "load_events", "the contract gives it: reading "
+                "the trace file is not the breakdown"),
         Allowed(_TIMING, "count_compiles", "write_run_records' contract names it for the "
                 "compile fields"),
         Allowed("coursekit.provenance.records", "make_run_record", "the record format the "

@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 from types import ModuleType
 
-from coursekit.checking.errors import LearnerCodeError
+from coursekit.checking.errors import GRADED_BY_INSTRUCTOR, GradedByInstructor, LearnerCodeError
 
 
 def load_impl(path: str | Path) -> ModuleType:
@@ -77,6 +77,8 @@ def explain_exception(err: BaseException, impl_path: Path | str) -> LearnerCodeE
     """Turn an exception raised while running learner code into a LearnerCodeError."""
     if isinstance(err, LearnerCodeError):
         return err
+    if isinstance(err, GradedByInstructor):  # instructor-only code this copy lacks
+        return LearnerCodeError(GRADED_BY_INSTRUCTOR, str(err), "", "GradedByInstructor")
     where = learner_frame(err, impl_path)
     backend = _backend_refused(err)
     if backend:

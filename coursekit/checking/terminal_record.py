@@ -15,6 +15,7 @@ import json
 import os
 from pathlib import Path
 
+from coursekit.checking.tally import counts
 from coursekit.checking.wire import protocol
 from coursekit.facts import ROOT, records_dir
 
@@ -42,8 +43,7 @@ def keep_terminal_record(project: str, impl: Path, stages: list[int], payload: d
         if not results:
             continue
         part = {**payload, "stages": [stage], "results": results, "source": "terminal",
-                "passed": sum(r["status"] == "pass" for r in results),
-                "failed": sum(r["status"] not in ("pass", "inconclusive") for r in results)}
+                **counts(results)}
         path = records_dir() / "checks" / f"terminal-{project}-stage{stage}.json"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

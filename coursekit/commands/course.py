@@ -47,6 +47,7 @@ import time
 from pathlib import Path
 
 from coursekit import facts
+from coursekit.checking.errors import GRADED_BY_INSTRUCTOR
 from coursekit.compat import optional
 from coursekit.facts import KERNEL, NOTEBOOKS, ROOT, ensure_kernel, is_release
 
@@ -92,10 +93,12 @@ def run_project(project: str, which: str = "solution", timeout: float = 1800,
         return row
     for r in data["results"]:
         counts = row["stages"].setdefault(str(r["stage"]), {
-            "passed": 0, "not_yet": 0, "failed": 0, "failed_ids": [], "not_yet_ids": [],
-            "seconds": 0.0})
+            "passed": 0, "not_yet": 0, "failed": 0, "instructor": 0, "failed_ids": [],
+            "not_yet_ids": [], "seconds": 0.0})
         if r["status"] == "pass":
             counts["passed"] += 1
+        elif r["status"] == GRADED_BY_INSTRUCTOR:  # a release: needs instructor-only code
+            counts["instructor"] += 1
         else:
             counts["failed"] += 1
             counts["failed_ids"].append(r["check_id"])
@@ -180,22 +183,25 @@ def print_learner_project_table(rows: list[dict], release: bool, stage: str) -> 
     print(f"\nProject checks against {which}: check.py --stage {stage} --impl "
           "projects/<project>/starter/model.py")
     print(f"{'project':<22} {'stage':>5} {'passed':>7} {'not yet':>8} {'failed':>7} "
-          f"{'check s':>8}  failed checks")
+          f"{'instructor':>10} {'check s':>8}  failed checks")
     for row in rows:
         if row["error"]:
-            print(f"{row['project']:<22} {'-':>5} {'-':>7} {'-':>8} {'-':>7} {'-':>8}  "
-                  f"DID NOT RUN {row['error'][:200]}")
+            print(f"{row['project']:<22} {'-':>5} {'-':>7} {'-':>8} {'-':>7} {'-':>10} "
+                  f"{'-':>8}  DID NOT RUN {row['error'][:200]}")
             continue
         for name, s in sorted(row["stages"].items(), key=lambda kv: int(kv[0])):
             not_yet = s.get("not_yet", 0)
             print(f"{row['project']:<22} {name:>5} {s['passed']:>7} {not_yet:>8} "
-                  f"{s['failed'] - not_yet:>7} {s['seconds']:>8.1f}  "
-                  f"{failed_not_yet_apart(s)[:80]}")
+                  f"{s['failed'] - not_yet:>7} {s.get('instructor', 0):>10} "
+                  f"{s['seconds']:>8.1f}  {failed_not_yet_apart(s)[:80]}")
         total = {k: sum(s.get(k, 0) for s in row["stages"].values())
-                 for k in ("passed", "not_yet", "failed")}
+                 for k in ("passed", "not_yet", "failed", "instructor")}
         print(f"{row['project']:<22} {'all':>5} {total['passed']:>7} {total['not_yet']:>8} "
-              f"{total['failed'] - total['not_yet']:>7} {row['wall_s']:>8.1f}  "
-              "ran (wall time of the checker process)")
+              f"{total['failed'] - total['not_yet']:>7} {total['instructor']:>10} "
+              f"{row['wall_s']:>8.1f}  ran (wall time of the checker process)")
+    if any(s.get("instructor") for row in rows for s in row["stages"].values()):
+        print("(instructor: checks graded by your instructor; they need the course's "
+              "reference code, which your copy does not hold)")
     if release and rows:
         print("(one stage's lines: python projects/<project>/tests/check.py --stage N "
               "--impl projects/<project>/starter/model.py)")
@@ -607,6 +613,8 @@ def where_you_stand(summary: dict) -> str:
     counts = {"passed": sum(s["passed"] for s in stages),
               "not yet": sum(s.get("not_yet", 0) for s in stages),
               "failed": sum(s["failed"] - s.get("not_yet", 0) for s in stages)}
+    if any(s.get("instructor") for s in stages):
+        counts["graded by your instructor"] = sum(s.get("instructor", 0) for s in stages)
     nbs = summary["notebooks"]
     tests = {"passed": sum(r["tests_total"] - r["tests_failed"] for r in nbs),
              "not yet": sum(r.get("tests_not_yet", 0) for r in nbs),
@@ -626,7 +634,9 @@ def report_checks(rows: list[dict]) -> int:
     if bad:
         print("not every check passes yet: " + ", ".join(bad) + " (exit 1, as check.py)")
         return 1
-    print("every check passed")
+    graded = sum(s.get("instructor", 0) for r in rows for s in r.get("stages", {}).values())
+    print("every check passed" + (f" that runs here (graded by your instructor: {graded} "
+                                  "more)" if graded else ""))
     return 0
 
 

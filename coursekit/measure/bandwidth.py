@@ -1,30 +1,19 @@
-"""Memory bandwidth of this machine without the cost of fresh pages, per cache level.
+"""Sizes and figures around a memory-bandwidth sweep (notebook 03): the sweep's array
+sizes from a machine's cache sizes, each level's figure read off a sweep's records, a
+synchronised median of any jitted call with the minor page faults it paid, and a
+theoretical compute peak from the CPU's flags.
 
-Why not just time ``x * 2 + 1``: a jitted op that writes a *fresh* output each call pays
-one minor page fault per 4 KiB page of that output (65,538 faults per call at 256 MiB);
-on this machine that reads 6-7 GB/s while the same op written in place (input donated)
-reads 43-46 GB/s. So every sample here records the minor faults it caused
-(``resource.getrusage(RUSAGE_SELF).ru_minflt``: XLA's threads are in this process), and
-the roof is measured two ways that allocate nothing per call:
-
-* ``in_place``: ``x * 2 + 1`` with ``donate_argnums=0``; reads and writes the array once;
-* ``read_sum``: ``jnp.sum(x)``; reads the array once, writes one scalar;
-* ``fresh_output``: the same op writing a new array (the page-faulting one, for contrast).
+    sizes = sweep_sizes(caches)                  # caches: {"L1": bytes, ...}
+    levels = level_bandwidths(records, caches, level)   # {"L1": {...}, ..., "DRAM": ...}
+    median_s, faults = timed_with_faults(fn, args, iters)   # any jitted call, synchronised
+    peak = theoretical_peak_flops()              # cores x clock x FLOP/cycle, assumptions
 
 Cache sizes come from sysfs, never from a constant (this VM's L3 is 300 MiB: a 256 MiB
-array is not "well above L3"), and the sweep's sizes are derived from them so that it
-spans past ``beyond`` x the last-level cache. glibc serves large allocations with fresh
-``mmap`` pages, so a cliff in the *fresh_output* curve between 16 and 64 MiB is the
-allocator, not a cache level: read levels from the in-place curve.
-
-API::
-
-    caches = cache_sizes()                       # {"L1": 49152, "L2": 2097152, "L3": ...}
-    rec = measure("in_place", 64 * 2**20)        # one record, raw samples and faults
-    both = measure_interleaved(("in_place", "fresh_output"), nbytes)   # alternating rounds
-    recs = sweep(sweep_sizes(caches), kinds=("in_place", "read_sum"))
-    levels = level_bandwidths(recs, caches)      # {"L1": {...}, ..., "DRAM": {...}}
-    peak = theoretical_peak_flops()              # cores x clock x FLOP/cycle, assumptions
+array is not "well above L3"). glibc serves large allocations with fresh ``mmap`` pages,
+so a cliff in a fresh-output curve between 16 and 64 MiB can be the allocator, not a cache
+level. How to measure the bandwidth, read the caches and place a workload on the roofline
+is performance-audit stage 2's exercise; the course's own code for it is instructor-only
+(``coursekit.instructor.bandwidth``).
 """
 
 from __future__ import annotations
@@ -37,13 +26,20 @@ import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 
 SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
 KINDS = ("in_place", "fresh_output", "read_sum")
+
+
 # bytes of memory traffic per byte of the array, and bytes resident per byte of the array
 MOVED_PER_BYTE = {"in_place": 2, "fresh_output": 2, "read_sum": 1}
+
+
 RESIDENT_PER_BYTE = {"in_place": 1, "fresh_output": 2, "read_sum": 1}
+
+
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -52,33 +48,23 @@ def minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def _size(text: str) -> int:
-    text = text.strip()
-    units = {"K": 2**10, "M": 2**20, "G": 2**30}
-    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
-
-
-def cache_sizes(root: Path | str = SYSFS_CACHE) -> dict[str, int]:
-    """Data and unified cache sizes in bytes by level ("L1", "L2", ...), smallest first,
-    read from sysfs; ``{}`` where sysfs has none."""
-    sizes = {}
-    for index in sorted(Path(root).glob("index*")):
-        try:
-            if (index / "type").read_text().strip() == "Instruction":
-                continue
-            sizes[f"L{int((index / 'level').read_text())}"] = _size(
-                (index / "size").read_text())
-        except (OSError, ValueError):
-            continue
-    return dict(sorted(sizes.items(), key=lambda kv: kv[1]))
-
-
-def level_of(working_set: int, caches: dict[str, int]) -> str:
-    """The smallest cache level that holds ``working_set`` bytes, else "DRAM"."""
-    for name, size in sorted(caches.items(), key=lambda kv: kv[1]):
-        if working_set <= size:
-            return name
-    return "DRAM"
+def timed_with_faults(fn, args: tuple, iters: int, *, donate_first: bool = False
+                      ) -> tuple[float, float]:
+    """Median synchronised seconds and median minor page faults per call of ``fn(*args)``
+    over ``iters`` samples, its first (compiling) call apart. ``donate_first``: ``fn``
+    donates its first argument, so each call is given the previous call's output there
+    (notebook 03 validates the roof with it and places workloads on it)."""
+    out = jax.block_until_ready(fn(*args))
+    seconds, faults = [], []
+    for _ in range(iters):
+        if donate_first:
+            args = (out, *args[1:])
+        before = minor_faults()
+        start = time.perf_counter()
+        out = jax.block_until_ready(fn(*args))
+        seconds.append(time.perf_counter() - start)
+        faults.append(minor_faults() - before)
+    return float(statistics.median(seconds)), float(statistics.median(faults))
 
 
 def sweep_sizes(caches: dict[str, int], *, beyond: float = 4.0, smallest: int = 64 * 2**10,
@@ -103,141 +89,23 @@ def sweep_sizes(caches: dict[str, int], *, beyond: float = 4.0, smallest: int = 
     return sorted(rounded)
 
 
-def streaming_fn(kind: str):
-    """A fresh jitted function for ``kind`` (its first call compiles)."""
-    if kind == "in_place":
-        return jax.jit(lambda v: v * 2.0 + 1.0, donate_argnums=0)
-    if kind == "fresh_output":
-        return jax.jit(lambda v: v * 2.0 + 1.0)
-    if kind == "read_sum":
-        return jax.jit(jnp.sum)
-    raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-
-
-class _Stream:
-    """One kind on one array: ``call()`` runs it once and waits for it. The in-place
-    kind feeds each output back as the next (donated) input."""
-
-    def __init__(self, kind: str, nbytes: int):
-        self.kind, self.nbytes = kind, int(nbytes)
-        self.fn = streaming_fn(kind)
-        self.x = jnp.ones((self.nbytes // 4,), jnp.float32)
-        self.donated = None
-
-    def call(self) -> None:
-        out = jax.block_until_ready(self.fn(self.x))
-        if self.kind == "in_place":
-            self.donated = self.x.is_deleted()
-            self.x = out
-
-    def timed(self) -> tuple[float, int]:
-        f0 = minor_faults()
-        start = time.perf_counter()
-        self.call()
-        seconds = time.perf_counter() - start
-        return seconds, minor_faults() - f0
-
-
-def _record(stream: _Stream, first_call_s: float, samples: list, faults: list,
-            round_ids: list | None = None) -> dict:
-    moved = MOVED_PER_BYTE[stream.kind] * stream.nbytes
-    rec = {"kind": stream.kind, "nbytes": stream.nbytes,
-           "working_set_bytes": RESIDENT_PER_BYTE[stream.kind] * stream.nbytes,
-           "moved_bytes": moved, "first_call_s": first_call_s, "samples_s": samples,
-           "minor_faults": faults, "faults_per_call": statistics.median(faults),
-           "pages_of_array": -(-stream.nbytes // PAGE),
-           "bandwidth": moved / statistics.median(samples),
-           "best_bandwidth": moved / min(samples), "donated": stream.donated,
-           "backend": jax.default_backend()}
-    if round_ids is not None:
-        rec["round_ids"] = round_ids
-    return rec
-
-
-def measure(kind: str, nbytes: int, *, iters: int = 5, warmup: int = 1) -> dict:
-    """Time ``kind`` on a float32 array of ``nbytes``: the first (compiling) call apart,
-    ``warmup`` untimed calls, then ``iters`` synchronised samples, each with the minor
-    page faults it caused. ``bandwidth`` is moved bytes / median sample,
-    ``best_bandwidth`` moved bytes / fastest sample (bytes/s)."""
-    stream = _Stream(kind, nbytes)
-    start = time.perf_counter()
-    stream.call()
-    first = time.perf_counter() - start
-    for _ in range(warmup):
-        stream.call()
-    samples, faults = [], []
-    for _ in range(iters):
-        s, f = stream.timed()
-        samples.append(s)
-        faults.append(f)
-    return _record(stream, first, samples, faults)
-
-
-def timed_with_faults(fn, args: tuple, iters: int, *, donate_first: bool = False
-                      ) -> tuple[float, float]:
-    """Median synchronised seconds and median minor page faults per call of ``fn(*args)``
-    over ``iters`` samples, its first (compiling) call apart. ``donate_first``: ``fn``
-    donates its first argument, so each call is given the previous call's output there
-    (notebook 03 validates the roof with it; a learner's ``measure_bandwidth`` is the
-    stage-2 answer this module may not be imported for)."""
-    out = jax.block_until_ready(fn(*args))
-    seconds, faults = [], []
-    for _ in range(iters):
-        if donate_first:
-            args = (out, *args[1:])
-        before = minor_faults()
-        start = time.perf_counter()
-        out = jax.block_until_ready(fn(*args))
-        seconds.append(time.perf_counter() - start)
-        faults.append(minor_faults() - before)
-    return float(statistics.median(seconds)), float(statistics.median(faults))
-
-
-def measure_interleaved(kinds, nbytes: int, *, rounds: int = 3, iters: int = 3,
-                        warmup: int = 1) -> dict[str, dict]:
-    """Several kinds on arrays of the same size, timed in alternating rounds (a burst of
-    load hits every kind alike). Each record carries ``round_ids``."""
-    streams = {k: _Stream(k, nbytes) for k in kinds}
-    firsts = {}
-    for k, stream in streams.items():
-        start = time.perf_counter()
-        stream.call()
-        firsts[k] = time.perf_counter() - start
-        for _ in range(warmup):
-            stream.call()
-    got = {k: ([], [], []) for k in kinds}
-    for r in range(rounds):
-        order = list(kinds) if r % 2 == 0 else list(kinds)[::-1]
-        for k in order:
-            for _ in range(iters):
-                s, f = streams[k].timed()
-                got[k][0].append(s)
-                got[k][1].append(f)
-                got[k][2].append(r)
-    return {k: _record(streams[k], firsts[k], *got[k]) for k in kinds}
-
-
-def sweep(sizes, kinds=("in_place", "read_sum"), *, iters: int = 3) -> list[dict]:
-    """``measure`` for every size and kind, sizes in order."""
-    return [measure(kind, size, iters=iters) for size in sizes for kind in kinds]
-
-
-def level_bandwidths(records: list[dict], caches: dict[str, int], *,
+def level_bandwidths(records: list[dict], caches: dict[str, int], level, *,
                      kind: str = "in_place") -> dict[str, dict]:
     """Each memory level's bandwidth read from a sweep: per level (smallest cache first,
-    then "DRAM"), the records of ``kind`` whose working set lives there, and the best of
-    their ``best_bandwidth`` as that level's figure. "DRAM" counts only working sets of at
-    least 2x the last-level cache (just past it, part still hits the cache); a level the
-    sweep did not reach is absent."""
+    then "DRAM"), the records of ``kind`` whose working set lives there (``level(
+    working_set_bytes)`` names the level), and the best of their ``best_bandwidth`` as
+    that level's figure. "DRAM" counts only working sets of at least 2x the last-level
+    cache (just past it, part still hits the cache); a level the sweep did not reach is
+    absent."""
     llc = max(caches.values()) if caches else 0
     levels: dict[str, dict] = {}
     for rec in records:
         if rec["kind"] != kind:
             continue
-        level = level_of(rec["working_set_bytes"], caches)
-        if level == "DRAM" and rec["working_set_bytes"] < 2 * llc:
+        name = level(rec["working_set_bytes"])
+        if name == "DRAM" and rec["working_set_bytes"] < 2 * llc:
             continue
-        entry = levels.setdefault(level, {"sizes": [], "bandwidths": []})
+        entry = levels.setdefault(name, {"sizes": [], "bandwidths": []})
         entry["sizes"].append(rec["working_set_bytes"])
         entry["bandwidths"].append(rec["best_bandwidth"])
     order = [*sorted(caches, key=caches.get), "DRAM"]
@@ -277,11 +145,3 @@ def theoretical_peak_flops(*, cores: int | None = None, ghz: float | None = None
                           f"lanes, x{per_fma} for FMA, x{fma_units} FMA units per core "
                           "assumed)"}
 
-
-def bounds(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -> dict:
-    """Time bounds of a workload: compute time, memory time, the roofline's lower bound
-    (``max``: the two overlap perfectly) and an upper bound (``sum``: they never
-    overlap), in seconds."""
-    compute_s, memory_s = flops / peak_flops, nbytes / bandwidth
-    return {"compute_s": compute_s, "memory_s": memory_s,
-            "lower_s": max(compute_s, memory_s), "upper_s": compute_s + memory_s}

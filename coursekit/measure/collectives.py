@@ -15,6 +15,7 @@ What one collective costs by itself is measured apart, on the same mesh:
 
     cost = collective_cost(mesh, n_elements=1)     # a scalar psum against the same
     cost["cost_s"], cost["ci_s"], cost["resolved"]  # program without it, interleaved
+                                                   # rounds, a sign-test interval
     roof = comm_roofline(small, big)               # latency and bandwidth from two sizes
     roof["latency_s"], roof["bandwidth_Bps"], roof["ridge_bytes"]
     shape_bytes("(f32[64]{0}, f32[])")              # 260: bytes an all-reduce moves
@@ -123,13 +124,15 @@ def collective_cost(mesh, n_elements: int = 1, *, rounds: int = 8, iters: int = 
                     warmup: int = 2, confidence: float = 0.95) -> dict:
     """What one all-reduce of ``n_elements`` float32 per device costs on ``mesh``: the
     program with the psum against the same program without it, in ``rounds``
-    interleaved rounds (``decision.measure_interleaved``), per round the difference of
-    medians, a t interval over rounds.
+    interleaved rounds (``decision.measure_interleaved``), one figure per round (its
+    median with the psum minus its median without), and a distribution-free interval of
+    the rounds' median figure (``decision.median_interval``).
 
-    Returns {"bytes": per device, "cost_s": mean per-round difference, "ci_s": [lo, hi]
-    (None with one round), "resolved": bool (the interval excludes 0), "psum_median_s",
-    "local_median_s", "all_reduces": {"psum": n, "local": n} in the compiled programs,
-    "contention": decision.contention of the psum samples, "rounds": int}."""
+    Returns {"bytes": per device, "cost_s": the median of the per-round figures, "ci_s":
+    [lo, hi] (None when too few rounds for ``confidence``), "resolved": bool (the
+    interval excludes 0), "psum_median_s", "local_median_s", "all_reduces": {"psum": n,
+    "local": n} in the compiled programs, "contention": decision.contention of the psum
+    samples, "rounds": int}."""
     import jax
 
     psum, local, x = psum_programs(mesh, n_elements)
@@ -137,20 +140,16 @@ def collective_cost(mesh, n_elements: int = 1, *, rounds: int = 8, iters: int = 
                                        lambda: jax.block_until_ready(local(x)),
                                        rounds=rounds, iters=iters, warmup=warmup,
                                        names=("psum", "local"))
-    with_psum, without = (decision.round_medians(got[k]) for k in ("psum", "local"))
-    diffs = np.array([with_psum[r] - without[r] for r in sorted(with_psum)])
-    cost, ci = float(diffs.mean()), None
-    if diffs.size >= 2:
-        half = (decision.t_quantile(confidence, diffs.size - 1)
-                * float(np.std(diffs, ddof=1)) / math.sqrt(diffs.size))
-        ci = [cost - half, cost + half]
-    return {"bytes": 4 * int(n_elements), "cost_s": cost, "ci_s": ci,
+    per_round = [float(np.median(psum_s) - np.median(local_s)) for psum_s, local_s in zip(
+        *(decision.samples_by_round(got[k]) for k in ("psum", "local")), strict=True)]
+    ci = decision.median_interval(per_round, confidence)
+    return {"bytes": 4 * int(n_elements), "cost_s": float(np.median(per_round)), "ci_s": ci,
             "resolved": bool(ci is not None and (ci[0] > 0 or ci[1] < 0)),
             "psum_median_s": float(np.median(got["psum"]["samples_s"])),
             "local_median_s": float(np.median(got["local"]["samples_s"])),
             "all_reduces": {"psum": len(all_reduce_ops(psum, x)),
                             "local": len(all_reduce_ops(local, x))},
-            "contention": decision.contention(got["psum"]), "rounds": int(diffs.size)}
+            "contention": decision.contention(got["psum"]), "rounds": len(per_round)}
 
 
 def comm_roofline(small: dict, big: dict) -> dict:

@@ -1,53 +1,31 @@
-"""The course's one decision statistic: is "after" faster than "before", judged from
-interleaved rounds rather than from pooled samples.
+"""Timing in interleaved rounds, and the statistics helpers around a decision.
 
 Why rounds: on a shared machine the load drifts (per-round medians move by +-18% over a
 minute here), and the samples of one block share that block's load. Pooled samples are
 not independent, so a bootstrap that resamples them claims differences between identical
-programs (it excluded 1 in 89 of 200 null pairs with 8 drifting rounds). The unit of
-evidence is the round: both variants measured back to back, in alternating order.
+programs (it excluded 1 in 89 of 200 null pairs with 8 drifting rounds). What to conclude
+from rounds is performance-audit stage 4's exercise (``decide``); the course's own
+statistic is instructor-only (``coursekit.instructor.decision``).
 
 API (stdlib + numpy; no JAX, so checkers, notebooks and benchmarks can all use it)::
 
-    result = decide_rounds(before, after, min_gain=0.05, confidence=0.95)
-    result["decision"]   # "accept" (faster by at least min_gain, clearly), "slower"
-                         # (slower by at least min_gain, clearly) or "reject" (no
-                         # detectable change of that size)
-    result["ratio"]      # speedup estimate, before / after (> 1: after is faster)
-    result["ci"]         # [lo, hi] interval of that speedup at ``confidence``
-    result["reasons"]    # sentences generated from the numbers
-    result["rounds"]     # per round: {"round", "before_s", "after_s", "ratio"} (medians)
-    result["method"]     # "paired rounds" or "unpaired rounds"
-    result["n_rounds"], result["df"], result["contention"] (None without ``cpu_s``)
-
-``before`` and ``after`` are run-record-like dicts: ``samples_s`` (raw seconds, one per
-timed call) and optionally ``round_ids`` (for each sample, the index of the interleaved
-round it was measured in) and ``cpu_s`` (process CPU seconds of each sample). A record
-without ``round_ids`` counts each sample as its own round (records measured in one block
-each, as before rounds existed). Comparability (shapes, sync, output check, environment)
-is the caller's job: this module only weighs times.
-
-The statistic: each round is summarised by the median of its samples, in log space.
-When both records carry ``round_ids`` and share at least two rounds, the rounds are paired
-(``d_r = log median_before_r - log median_after_r``: drift common to a round cancels) and
-the interval is Student's t on the mean of ``d_r`` with ``rounds - 1`` degrees of freedom.
-Otherwise the rounds are unpaired and the interval is Welch's t on the difference of the
-mean per-round log medians. Either interval is exponentiated into a speedup interval.
-A t interval, not a bootstrap: with the 4-10 rounds a notebook can afford, a bootstrap
-over rounds is too narrow (it cannot see variation the few rounds did not show).
-
-Outcomes, with ``g = min_gain``: accept when ``lo > 1 + g``; slower when
-``hi < 1 / (1 + g)``; reject otherwise (the reasons say whether the interval holds 1, or
-lies above or below 1 by less than the minimum).
-
-Also here:
     measure_interleaved(before_fn, after_fn, rounds=8, iters=5, warmup=1)
         times two zero-argument callables (each must wait for its own result) in
         alternating rounds and returns their samples with round_ids and cpu_s
+    round_ids_of(record)     each sample's round (one round per sample without round_ids)
+    grouped(record)          {round: its samples}; samples_by_round(record) their lists
+    median_interval(values)  a distribution-free interval of a median (the sign test's)
+    ratio_by_rounds(before, after)   before/after per round, their median and its interval:
+        an estimate to print, not a decision
     contention(record)       per-round CPU-time / wall-time: which rounds lost the CPU
-    pooled_bootstrap(before, after)  the pooled-sample statistic this module replaces,
-        kept only so benchmarks and notebooks can show how it fails; never decide with it
+    t_quantile(confidence, df)   a Student-t quantile (a table look-up)
+    pooled_bootstrap(before, after)  the pooled-sample statistic, kept only so benchmarks
+        and notebooks can show how it fails under drift; never decide with it
     simulate_pair(rng, true_ratio)   a pair of records with drifting rounds (tests, bench)
+
+``before`` and ``after`` are run-record-like dicts: ``samples_s`` (raw seconds, one per
+timed call) and optionally ``round_ids`` (for each sample, the index of the interleaved
+round it was measured in) and ``cpu_s`` (process CPU seconds of each sample).
 """
 
 from __future__ import annotations
@@ -126,94 +104,46 @@ def round_ids_of(record: dict) -> list[int]:
     return [int(r) for r in ids]
 
 
-def round_medians(record: dict, name: str = "record") -> dict[int, float]:
-    """{round id: median seconds of that round's samples}, rounds in order."""
-    samples = _samples(record, name)
-    by_round: dict[int, list[float]] = {}
-    for r, s in zip(round_ids_of(record), samples, strict=True):
-        by_round.setdefault(r, []).append(float(s))
-    return {r: float(np.median(v)) for r, v in sorted(by_round.items())}
+def grouped(record: dict, values=None) -> dict[int, list[float]]:
+    """{round id: its values} in round order: the record's samples, or ``values`` (one
+    per sample) grouped the same way."""
+    values = record.get("samples_s") or [] if values is None else values
+    out: dict[int, list[float]] = {}
+    for r, v in zip(round_ids_of(record), values, strict=True):
+        out.setdefault(r, []).append(float(v))
+    return dict(sorted(out.items()))
 
 
-# ---------------------------------------------------------------------------------------
-# The decision
-# ---------------------------------------------------------------------------------------
-
-def _interval(before: dict, after: dict, confidence: float):
-    """(method, estimate of log speedup, half-width, df, per-round rows)."""
-    mb, ma = round_medians(before, "before"), round_medians(after, "after")
-    shared = sorted(set(mb) & set(ma))
-    paired = ("round_ids" in before and "round_ids" in after and len(shared) >= 2)
-    if paired:
-        d = np.array([math.log(mb[r]) - math.log(ma[r]) for r in shared])
-        df = d.size - 1
-        se = float(np.std(d, ddof=1)) / math.sqrt(d.size)
-        rows = [{"round": r, "before_s": mb[r], "after_s": ma[r], "ratio": mb[r] / ma[r]}
-                for r in shared]
-        return "paired rounds", float(d.mean()), t_quantile(confidence, df) * se, df, rows
-    lb = np.log(np.array(list(mb.values())))
-    la = np.log(np.array(list(ma.values())))
-    if lb.size < 2 or la.size < 2:
-        return "unpaired rounds", float(lb.mean() - la.mean()), math.inf, 0, []
-    vb, va = float(np.var(lb, ddof=1)) / lb.size, float(np.var(la, ddof=1)) / la.size
-    if vb + va == 0:
-        df = lb.size + la.size - 2
-    else:
-        df = max(1, math.floor((vb + va) ** 2 / (vb**2 / (lb.size - 1)
-                                                 + va**2 / (la.size - 1))))
-    rows = [{"round": r, "before_s": mb.get(r), "after_s": ma.get(r),
-             "ratio": mb[r] / ma[r] if r in mb and r in ma else None}
-            for r in sorted(set(mb) | set(ma))]
-    half = t_quantile(confidence, df) * math.sqrt(vb + va)
-    return "unpaired rounds", float(lb.mean() - la.mean()), half, df, rows
+def samples_by_round(record: dict) -> list[list[float]]:
+    """The record's samples, one list per round, rounds in order."""
+    return list(grouped(record).values())
 
 
-def decide_rounds(before: dict, after: dict, *, min_gain: float = 0.05,
-                  confidence: float = 0.95) -> dict:
-    """Is ``after`` faster than ``before``? See the module docstring for the contract.
+def median_interval(values: list[float], confidence: float = 0.95) -> list[float] | None:
+    """A distribution-free interval of the median of ``values`` (the sign test's): the
+    k-th smallest to the k-th largest value, k the largest with a chance of at least
+    ``confidence`` that the median lies between them (each value falls either side of it
+    with chance 1/2). None when even the smallest-to-largest range falls short."""
+    n, ordered = len(values), sorted(values)
+    outside = [math.comb(n, i) / 2 ** n for i in range(n + 1)]  # values below the median
+    k = 0
+    while k < n // 2 and 2 * sum(outside[:k + 1]) <= 1 - confidence:
+        k += 1
+    if k == 0:
+        return None
+    return [ordered[k - 1], ordered[n - k]]
 
-    Raises ValueError when a record's samples are not positive seconds or its
-    round_ids do not match its samples one to one."""
-    if min_gain < 0:
-        raise ValueError(f"min_gain must be >= 0, got {min_gain!r}")
-    method, est, half, df, rows = _interval(before, after, confidence)
-    n_rounds = len([r for r in rows if r["ratio"] is not None]) if method == "paired rounds" \
-        else min(len(round_medians(before)), len(round_medians(after)))
-    ratio = math.exp(est)
-    result = {"ratio": ratio, "method": method, "n_rounds": n_rounds, "df": df,
-              "rounds": rows, "min_gain": min_gain, "confidence": confidence,
-              "contention": None}
-    if "cpu_s" in before and "cpu_s" in after:
-        result["contention"] = {"before": contention(before), "after": contention(after)}
-    if not math.isfinite(half):
-        result.update(decision="reject", ci=None, reasons=[
-            f"fewer than 2 rounds on one side ({method}): no interval can be formed; "
-            "measure in several interleaved rounds"])
-        return result
-    lo, hi = math.exp(est - half), math.exp(est + half)
-    result["ci"] = [lo, hi]
-    up, down = 1.0 + min_gain, 1.0 / (1.0 + min_gain)
-    where = (f"{confidence:.0%} interval of the speedup [{lo:.3f}, {hi:.3f}] from "
-             f"{n_rounds} {method} (t, {df} degrees of freedom)")
-    if lo > up:
-        result.update(decision="accept", reasons=[
-            f"{where} lies above 1 + {min_gain:g}: faster by at least the minimum gain"])
-    elif hi < down:
-        result.update(decision="slower", reasons=[
-            f"{where} lies below 1 / (1 + {min_gain:g}) = {down:.3f}: slower by at least "
-            "the minimum"])
-    elif lo > 1.0:
-        result.update(decision="reject", reasons=[
-            f"{where} is above 1 but does not clear 1 + {min_gain:g}: a real gain smaller "
-            "than the minimum"])
-    elif hi < 1.0:
-        result.update(decision="reject", reasons=[
-            f"{where} is below 1 but does not reach 1 / (1 + {min_gain:g}): a real "
-            "slowdown smaller than the minimum"])
-    else:
-        result.update(decision="reject", reasons=[
-            f"{where} holds 1: no detectable change"])
-    return result
+
+def ratio_by_rounds(before: dict, after: dict, confidence: float = 0.95) -> dict:
+    """A plain estimate, not a decision: per round both records hold, before's median
+    over after's; the median of those ratios and its distribution-free interval
+    (``median_interval``). {"ratio", "ci" (None with too few rounds), "n_rounds"}."""
+    b, a = grouped(before), grouped(after)
+    ratios = [float(np.median(b[r]) / np.median(a[r])) for r in b if r in a]
+    if not ratios:
+        raise ValueError("the two records share no round")
+    return {"ratio": float(np.median(ratios)), "ci": median_interval(ratios, confidence),
+            "n_rounds": len(ratios)}
 
 
 # ---------------------------------------------------------------------------------------
@@ -269,10 +199,7 @@ def contention(record: dict) -> dict:
     if cpu.shape != wall.shape:
         raise ValueError(f"cpu_s holds {cpu.size} entries for {wall.size} samples")
     use = cpu / wall
-    by_round: dict[int, list[float]] = {}
-    for r, u in zip(round_ids_of(record), use, strict=True):
-        by_round.setdefault(r, []).append(float(u))
-    per_round = {r: float(np.median(v)) for r, v in sorted(by_round.items())}
+    per_round = {r: float(np.median(u)) for r, u in grouped(record, use).items()}
     best = max(per_round.values())
     contended = [r for r, u in per_round.items() if best > 0 and u < CONTENDED_FRACTION * best]
     return {"utilisation": float(np.median(use)), "per_round": per_round,
@@ -286,9 +213,9 @@ def contention(record: dict) -> dict:
 
 def pooled_bootstrap(before: dict, after: dict, *, n_boot: int = 2000, seed: int = 0,
                      confidence: float = 0.95, min_gain: float = 0.05) -> dict:
-    """The pooled-sample bootstrap this module replaces: resample every sample as if
-    independent, interval of median(before) / median(after); accept when lo > 1 +
-    min_gain. Kept to show how it fails under drift; never decide with it."""
+    """The pooled-sample bootstrap: resample every sample as if independent, an interval
+    of median(before) / median(after), "accept" when all of it clears the minimum gain.
+    Kept to show how it fails under drift; never decide with it."""
     b, a = _samples(before, "before"), _samples(after, "after")
     rng = np.random.default_rng(seed)
     ratios = (np.median(rng.choice(b, (n_boot, b.size)), axis=1)

@@ -17,6 +17,8 @@ import argparse
 import json
 import os
 import sys
+import tempfile
+from pathlib import Path
 
 REGION = "train_step"
 
@@ -64,11 +66,17 @@ def main(argv: list[str] | None = None) -> int:
     x = jax.random.normal(k3, (args.batch, w))
     step = mlp_step()
     jax.block_until_ready(step(params, x))
-    with jax.profiler.trace(args.logdir):
+    # a folder of this run's own under --logdir: its one trace file is this run's
+    Path(args.logdir).mkdir(parents=True, exist_ok=True)
+    run_dir = tempfile.mkdtemp(prefix="op-events-", dir=args.logdir)
+    with jax.profiler.trace(run_dir):
         for i in range(args.steps):
             with jax.profiler.TraceAnnotation(REGION, step=i):
                 jax.block_until_ready(step(params, x))
-    path = traces.newest_trace(args.logdir)
+    found = sorted(Path(run_dir).glob("plugins/profile/*/*.trace.json.gz"))
+    if len(found) != 1:
+        raise SystemExit(f"expected one trace under {run_dir}, found {len(found)}")
+    path = found[0]
     events = traces.load_events(path)
     names = traces.thread_names(events)
     complete = [e for e in events if e.get("ph") == "X" and "dur" in e]

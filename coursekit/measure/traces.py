@@ -2,50 +2,22 @@
 
 A trace folder looks like ``LOGDIR/plugins/profile/<timestamp>/<host>.trace.json.gz``
 (Chrome trace JSON: complete events have ``ph == "X"``, ``ts``/``dur`` in microseconds).
-Every ``jax.profiler.trace`` call makes a new timestamped folder, so "the trace" is the
-newest one. Events on one thread nest (``PjitFunction`` sits inside itself under an
-annotation); adding nested durations counts the same time twice, so children here are
-*direct* children only, found with a stack per thread.
+Every ``jax.profiler.trace`` call makes a new timestamped folder. ``load_events`` reads one
+file's events and ``thread_names`` names its threads. Finding a run's file and nesting its
+events are performance-audit stage 2's exercise (``newest_trace_file``,
+``summarize_region``); the course's own code for them is instructor-only
+(``coursekit.instructor.traces``).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 
 class TraceError(Exception):
     """A trace file is missing or unreadable; the message names the path."""
-
-
-@dataclass
-class Event:
-    name: str
-    ts: float
-    dur: float
-    pid: int
-    tid: int
-    args: dict
-    children: list[Event] = field(default_factory=list)
-
-    @property
-    def end(self) -> float:
-        return self.ts + self.dur
-
-
-def newest_trace(logdir: str | Path) -> Path:
-    """The newest ``*.trace.json.gz`` under ``logdir/plugins/profile/*/``."""
-    logdir = Path(logdir)
-    runs = sorted((p for p in logdir.glob("plugins/profile/*") if p.is_dir()),
-                  key=lambda p: (p.stat().st_mtime, p.name))
-    for run in reversed(runs):
-        files = sorted(run.glob("*.trace.json.gz"))
-        if files:
-            return files[0]
-    raise TraceError(f"no trace under {logdir}/plugins/profile/: was jax.profiler.trace "
-                     f"run with this log folder?")
 
 
 def load_events(path: str | Path) -> list[dict]:
@@ -64,55 +36,3 @@ def load_events(path: str | Path) -> list[dict]:
 def thread_names(events: list[dict]) -> dict[tuple[int, int], str]:
     return {(e.get("pid"), e.get("tid")): e.get("args", {}).get("name", "")
             for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
-
-
-def build_forest(events: list[dict]) -> list[Event]:
-    """Complete events as per-thread trees (each event under the innermost event that
-    contains it). Returns the roots of every thread."""
-    by_thread: dict[tuple, list[Event]] = {}
-    for e in events:
-        if e.get("ph") != "X" or "dur" not in e:
-            continue
-        ev = Event(e.get("name", ""), float(e["ts"]), float(e["dur"]), e.get("pid"),
-                   e.get("tid"), e.get("args") or {})
-        by_thread.setdefault((ev.pid, ev.tid), []).append(ev)
-    roots: list[Event] = []
-    for evs in by_thread.values():
-        evs.sort(key=lambda ev: (ev.ts, -ev.dur))
-        stack: list[Event] = []
-        for ev in evs:
-            while stack and ev.ts >= stack[-1].end:
-                stack.pop()
-            if stack and ev.end <= stack[-1].end:
-                stack[-1].children.append(ev)
-            else:
-                stack.clear()  # overlapping but not nested: start a new tree
-                roots.append(ev)
-            stack.append(ev)
-    return roots
-
-
-def walk(events: list[Event]):
-    for ev in events:
-        yield ev
-        yield from walk(ev.children)
-
-
-def region_summary(path: str | Path, region: str) -> dict:
-    """count, total_us, children {name: us} (direct children only), child_us, self_us."""
-    found = [ev for ev in walk(build_forest(load_events(path))) if ev.name == region]
-    children: dict[str, float] = {}
-    for ev in found:
-        for child in ev.children:
-            children[child.name] = children.get(child.name, 0.0) + child.dur
-    total = sum(ev.dur for ev in found)
-    child = sum(children.values())
-    return {"count": len(found), "total_us": total, "children": children,
-            "child_us": child, "self_us": total - child}
-
-
-def descendant_sum(path: str | Path, region: str) -> float:
-    """The wrong answer on purpose: every event inside the region added up, nested ones
-    included. Notebooks show it beside ``region_summary`` to make double counting visible."""
-    found = [ev for ev in walk(build_forest(load_events(path))) if ev.name == region]
-    return sum(d.dur for ev in found for d in walk(ev.children))

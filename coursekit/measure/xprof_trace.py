@@ -106,12 +106,10 @@ def region_durations(events: list[dict], region: str) -> list[float]:
 
 def compare_region(trace_json: str | Path, region: str,
                    tolerance_us: float = DURATION_TOLERANCE_US) -> dict:
-    """Our parse of ``trace_json`` (``traces.build_forest``) against XProf's conversion of
-    the ``.xplane.pb`` beside it: {"ours", "xprof" (durations in start order), "xplane",
+    """The region's occurrences in ``trace_json`` against XProf's conversion of the
+    ``.xplane.pb`` beside it: {"ours", "xprof" (durations in start order), "xplane",
     "mismatches" (sentences; empty when they agree)}."""
-    ours = sorted((ev.ts, ev.dur) for ev in traces.walk(traces.build_forest(
-        traces.load_events(trace_json))) if ev.name == region)
-    ours = [dur for _, dur in ours]
+    ours = region_durations(traces.load_events(trace_json), region)
     xplane = xplane_beside(trace_json)
     theirs = region_durations(trace_viewer_events(xplane), region)
     mismatches = []

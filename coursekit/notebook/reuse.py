@@ -25,7 +25,8 @@ import json
 import os
 from pathlib import Path
 
-from coursekit.checking.contract import INCONCLUSIVE_EXIT, CheckResult, print_result
+from coursekit.checking.contract import CheckResult, print_result
+from coursekit.checking.tally import counts, exit_status, summary_line
 from coursekit.facts import ROOT, checker_fingerprint
 
 REUSE_ENV = "COURSE_CHECK_REUSE"
@@ -52,10 +53,7 @@ def share_reference_result(folder: Path, project: str, impl: Path, payload: dict
     for stage in payload.get("stages", []):
         results = [r for r in payload["results"] if r["stage"] == stage]
         if results and (not passed_only or all(r["status"] == "pass" for r in results)):
-            passed = sum(r["status"] == "pass" for r in results)
-            unsure = sum(r["status"] == "inconclusive" for r in results)
-            part = {**payload, "stages": [stage], "results": results, "passed": passed,
-                    "inconclusive": unsure, "failed": len(results) - passed - unsure,
+            part = {**payload, "stages": [stage], "results": results, **counts(results),
                     "source": SHARED_SOURCE}
             (folder / f"{reuse_key(project, stage, impl)}.json").write_text(json.dumps(part))
 
@@ -69,10 +67,8 @@ def graded_payload(record: dict) -> dict:
                 "duration_s": c.get("duration_s", 0.0)} for c in record.get("checks", [])]
     return {"project": record["project"], "stages": [record["stage"]],
             "seed": "the grader's", "versions": record.get("versions", {}),
-            "passed": sum(r["status"] == "pass" for r in results),
-            "inconclusive": sum(r["status"] == "inconclusive" for r in results),
-            "failed": sum(r["status"] not in ("pass", "inconclusive") for r in results),
-            "results": results, "source": GRADED_SOURCE.format(stage=record["stage"])}
+            **counts(results), "results": results,
+            "source": GRADED_SOURCE.format(stage=record["stage"])}
 
 
 def write_graded(folder: Path, root: Path, records: list[dict]) -> int:
@@ -106,12 +102,7 @@ def reusable_result(project: str, stage: int | str, impl: Path):
     for r in payload["results"]:
         print_result(CheckResult(**{k: r[k] for k in CheckResult.__dataclass_fields__
                                     if k in r}), out=out)
-    passed = sum(r["status"] == "pass" for r in payload["results"])
-    unsure = sum(r["status"] == "inconclusive" for r in payload["results"])
-    failed = len(payload["results"]) - passed - unsure
-    out.write(f"{passed} passed, {failed} failed"
-              + (f", {unsure} inconclusive (rerun when the machine is quieter)"
-                 if unsure else "") + "\n")
+    out.write(summary_line(payload["results"]) + "\n")
     out.write(f"({payload.get('source', SHARED_SOURCE)})\n")
-    returncode = 1 if failed or not payload["results"] else (INCONCLUSIVE_EXIT if unsure else 0)
+    returncode = exit_status(payload["results"])
     return out.getvalue(), returncode, payload

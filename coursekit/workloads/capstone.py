@@ -4,13 +4,11 @@ step, before and after one proposed change, measured by sharded-training's own
 environment fingerprint) so that performance-audit stage 4 (``load_run``, ``decide``)
 can judge the pair.
 
-The change under review, "divide after reducing": the reference step differentiates the
-mean loss ``sum(l * m) / sum(m)``. With rows split across devices the valid count
-``sum(m)`` needs its own all-reduce, and the gradient's reduction waits for it (the
-backward pass starts from ``1 / count``): two collectives, one after the other. The
-candidate differentiates the *sum* and divides loss and gradients by the count
-afterwards. The count no longer feeds the gradient, so XLA combines the two reductions
-into one all-reduce. Same mathematics; equal up to rounding.
+"before" is the learner's own ``make_train_step``. "after", the change under review, and
+the independent loss every record's output is checked against ship as sealed programs
+(``coursekit/workloads/sealed/``, ``coursekit.checking.sealed``): written out they would be
+a complete train step of sharded-training's, so their source stays with the instructors.
+This module only carries a learner's state into the program and back.
 
 A fresh process measures the reference step under another runtime configuration (what
 notebook 08 uses to show a runtime change posing as an optimisation):
@@ -23,7 +21,6 @@ notebook 08 uses to show a runtime change posing as an optimisation):
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import sys
 import weakref
@@ -57,27 +54,60 @@ def sibling_model(impl, project: str) -> Path:
     return ROOT / "projects" / project / "starter" / "model.py"
 
 
-def make_candidate_step(optimizer, noise: float = 0.0):
-    """The proposed change: sharded-training's step with the division moved after the
-    reduction. Same signature and state as ``make_train_step``: ``step(state, batch) ->
-    (new_state, loss)``."""
+SEALED = Path(__file__).resolve().parent  # its sealed/ holds the programs
+
+
+def sealed_program(name: str):
+    """The sealed program ``name``, as a ``jax.export.Exported``. Where this JAX cannot read
+    it (a program written by a newer JAX: jax.export promises only the other way round) the
+    course checkout runs its instructor-only source instead; a learner's copy says so."""
+    from coursekit.checking import sealed
+    from coursekit.checking.graded import instructor_module
+    try:
+        return sealed.program(SEALED, name)
+    except Exception as err:  # noqa: BLE001 - unreadable here: the source, where it is
+        source = instructor_module("sealed_capstone")
+        try:
+            fn, _, _ = source.EXPORTS[name]
+        except Exception:  # noqa: BLE001 - GradedByInstructor: a learner's copy
+            raise sealed.SealedMissing(
+                f"this JAX ({_jax_version()}) cannot read the sealed program {name!r} "
+                f"({type(err).__name__}): it needs the JAX the course pins") from None
+        import jax
+        return _Source(jax.jit(fn))
+
+
+class _Source:
+    """A sealed program's source standing in for it (``.call`` as on an Exported)."""
+
+    def __init__(self, fn):
+        self.call = fn
+
+
+def _jax_version() -> str:
+    import jax
+    return jax.__version__
+
+
+def make_candidate_step(config: dict, noise: float = 0.0):
+    """The proposed change, a fresh jitted step with ``make_train_step``'s signature and
+    state: ``step(state, batch) -> (new_state, loss)``, SGD with ``config``'s learning rate
+    and momentum (sharded-training's ``make_optimizer``). Its arithmetic is the sealed
+    program; here the state's parts go in and come back in the learner's own tree."""
     import jax
     import jax.numpy as jnp
-    import optax
 
-    from coursekit.workloads import classifier
+    call = sealed_program("capstone_candidate").call
+    lr, momentum = (jnp.float32(config[k]) for k in ("lr", "momentum"))
 
     def step(state, batch):
-        key, sub = jax.random.split(state["key"])
-        x = batch["x"] + noise * jax.random.normal(sub, batch["x"].shape, batch["x"].dtype)
-        loss_sum, grads_sum = jax.value_and_grad(classifier.loss_sum)(
-            state["params"], x, batch["y"], batch["mask"])
-        count = jnp.sum(batch["mask"])
-        grads = jax.tree.map(lambda g: g / count, grads_sum)
-        updates, opt_state = optimizer.update(grads, state["opt_state"], state["params"])
-        return {"params": optax.apply_updates(state["params"], updates),
-                "opt_state": opt_state, "step": state["step"] + 1, "key": key,
-                "data_pos": state["data_pos"] + 1}, loss_sum / count
+        first, *rest = state["opt_state"]  # optax's sgd: (TraceState(trace), EmptyState())
+        params, trace, count, key_data, pos, loss = call(
+            state["params"], first.trace, state["step"], jax.random.key_data(state["key"]),
+            state["data_pos"], batch["x"], batch["y"], batch["mask"], lr, momentum,
+            jnp.float32(noise))
+        return {"params": params, "opt_state": (first._replace(trace=trace), *rest),
+                "step": count, "key": jax.random.wrap_key_data(key_data), "data_pos": pos}, loss
     return jax.jit(step)
 
 
@@ -86,10 +116,9 @@ def make_step(training, config: dict, variant: str):
     ``make_train_step``, ``"after"`` the candidate change."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-    optimizer = training.make_optimizer(config)
     if variant == "before":
-        return training.make_train_step(optimizer, config["noise"])
-    return make_candidate_step(optimizer, config["noise"])
+        return training.make_train_step(training.make_optimizer(config), config["noise"])
+    return make_candidate_step(config, config["noise"])
 
 
 def workload(training, batch: int, n_devices: int | None = None, n_examples: int | None = None,
@@ -113,35 +142,27 @@ def workload(training, batch: int, n_devices: int | None = None, n_examples: int
             "n_devices": int(mesh.devices.size)}
 
 
-def reference_loss(work: dict) -> float:
-    """The loss of the workload's first step computed independently of any learner code
-    and of the mesh: host copies of the params and batch on one device, the step's input
-    noise drawn from the state's key as the step draws it (``jax.random`` values do not
-    depend on sharding), ``classifier.loss`` over the valid rows. The expected value for
-    the output check of every variant."""
+def first_loss(params, key_data, x, y, mask, noise: float) -> float:
+    """The loss a step's first call must report from a state with ``params`` and a key
+    with ``key_data``, on the batch ``x, y, mask``, computed independently of any learner
+    code (a sealed program, on host copies on one device)."""
     import jax
     import numpy as np
 
-    state, batch = work["state"], work["batch"]
-    device = jax.devices()[0]
-    host = lambda a: jax.device_put(np.asarray(a), device)  # noqa: E731
-    args = (jax.tree.map(host, state["params"]), host(jax.random.key_data(state["key"])),
-            host(batch["x"]), host(batch["y"]), host(batch["mask"]),
-            np.float32(work["config"]["noise"]))
-    return float(_reference_fn()(*args))
+    from coursekit.checking.sealed import call
+    return float(call(sealed_program("capstone_first_loss"),
+                      jax.tree.map(np.asarray, params), np.asarray(key_data),
+                      *(np.asarray(v) for v in (x, y, mask)), np.float32(noise)))
 
 
-@functools.cache
-def _reference_fn():
+def reference_loss(work: dict) -> float:
+    """The loss of the workload's first step (``first_loss``): the expected value for the
+    output check of every variant."""
     import jax
 
-    from coursekit.workloads import classifier
-
-    def loss(params, key_data, x, y, mask, noise):
-        _, sub = jax.random.split(jax.random.wrap_key_data(key_data))
-        x = x + noise * jax.random.normal(sub, x.shape, x.dtype)
-        return classifier.loss(params, x, y, mask)
-    return jax.jit(loss)
+    state, batch = work["state"], work["batch"]
+    return first_loss(state["params"], jax.random.key_data(state["key"]), batch["x"],
+                      batch["y"], batch["mask"], work["config"]["noise"])
 
 
 def train_steps(training, step, work: dict, steps: int):

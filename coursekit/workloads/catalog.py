@@ -42,8 +42,8 @@ CATALOG: dict[str, Callable[..., Callable]] = {
 def build(name: str, params: dict) -> Callable:
     """The callable a ``Workload(name, **params)`` stands for (this table, then each
     project's ``coursekit/workloads/remote_<project>.py`` WORKLOADS)."""
-    from coursekit.workloads.inspectors import project_tables
+    from coursekit.workloads.inspectors import missing, project_tables
     table = CATALOG if name in CATALOG else project_tables("WORKLOADS")
     if name not in table:
-        raise KeyError(f"no workload {name!r} in coursekit.workloads.catalog")
+        raise missing("workload", name)
     return table[name](**params)

@@ -68,8 +68,7 @@ def example_losses(params: dict, x, y):
 
 
 def loss_sum(params: dict, x, y, mask=None):
-    """Sum of per-example losses over valid rows (mask 1) - the piece a data-parallel
-    shard contributes before the global division by the total valid count."""
+    """Sum of per-example losses over valid rows (mask 1)."""
     losses = example_losses(params, x, y)
     return jnp.sum(losses if mask is None else losses * mask)
 

@@ -1,7 +1,8 @@
 """What the pallas-kernel checker runs in the learner process (``coursekit.workloads.
 inspectors``): inspectors that read the learner's program (``pallas_call`` sites, index
-maps, the interpret flag with ``execution_mode`` swapped), run the learner's ``sweep``
-with a probed kernel, and a catalog workload of planted kernels.
+maps, the interpret flag with ``execution_mode`` swapped) and run the learner's ``sweep``
+with a probed kernel. The checker's own softmax and the kernels built from it are
+instructor-only (``coursekit.instructor.remote_pallas_kernel``).
 
 Every answer is self-reported (it comes from the process that runs the learner's code);
 ``projects/pallas-kernel/tests/check.py`` lists them in ``SELF_REPORTED`` and cross-checks
@@ -17,14 +18,6 @@ import time
 
 import jax
 import jax.numpy as jnp
-
-
-def reference_softmax_f32(x):
-    """The checker's float32 jnp softmax (row max subtracted, cast back to x's dtype)."""
-    z = x.astype(jnp.float32)
-    e = jnp.exp(z - jnp.max(z, axis=1, keepdims=True))
-    return (e / jnp.sum(e, axis=1, keepdims=True)).astype(x.dtype)
-
 
 # ---------------------------------------------------------------------------------------
 # Inspectors
@@ -201,32 +194,3 @@ INSPECTORS = {
 }
 
 
-# ---------------------------------------------------------------------------------------
-# Workloads
-# ---------------------------------------------------------------------------------------
-
-def planted_kernels(i: int, j: int, rtol: float, atol: float, subtle: float):
-    """Kernels for the sweep's output check, chosen by block_rows: 8 plainly wrong at
-    [i, j]; 16 ``subtle`` budget allowances off at row 0's probability nearest 1e-2; 64
-    one row short; 128 one row too many; any other (32) right."""
-    import functools
-
-    @functools.partial(jax.jit, static_argnames="block_rows")
-    def kernels(x, block_rows=8):
-        y = reference_softmax_f32(x)
-        if block_rows == 8:
-            return y.at[i, j].add(0.05)
-        if block_rows == 16:
-            k = jnp.argmin(jnp.abs(y[0] - 1e-2))
-            return y.at[0, k].add(subtle * (atol + rtol * y[0, k]))
-        if block_rows == 64:
-            return y[:-1]
-        if block_rows == 128:
-            return jnp.concatenate([y, y[:1]])
-        return y
-    return kernels
-
-
-WORKLOADS = {
-    "pallas-kernel/planted_kernels": planted_kernels,
-}

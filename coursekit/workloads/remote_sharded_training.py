@@ -19,6 +19,9 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from coursekit.checking.errors import GradedByInstructor
+from coursekit.checking.graded import instructor_module
+
 
 class Kept:
     """A value that stays in the learner process (it crosses as a ``Handle``)."""
@@ -63,20 +66,21 @@ def leaves(tree) -> dict:
 
 
 def leaf_placement(leaf, shards: bool = False) -> dict:
+    """Where a leaf lives: whether it is an array (and a typed key), its shape, dtype and
+    devices. Its spec, the index each device holds and (``shards``) each piece's data come
+    from instructor-only code (``coursekit.instructor.remote_sharded_training``); in a
+    learner's copy the entry says so, and the checks that read them are graded by the
+    instructor."""
     out = {"is_array": isinstance(leaf, jax.Array), "type": type(leaf).__name__,
            "is_key": is_key(leaf)}
     if not isinstance(leaf, jax.Array):
         return out
     out.update(shape=list(leaf.shape), dtype=str(leaf.dtype),
-               devices=sorted(int(d.id) for d in leaf.sharding.device_set),
-               spec=str(getattr(leaf.sharding, "spec", "")),
-               pieces={str(s.device.id): [list(sl.indices(dim)[:2])
-                                          for sl, dim in zip(s.index, leaf.shape)]
-                       for s in leaf.addressable_shards})
-    if shards:
-        out["shard_data"] = {str(s.device.id): np.asarray(
-            jax.random.key_data(s.data) if is_key(leaf) else s.data)
-            for s in leaf.addressable_shards}
+               devices=sorted(int(d.id) for d in leaf.sharding.device_set))
+    try:
+        out.update(instructor_module("remote_sharded_training").where(leaf, shards))
+    except GradedByInstructor:
+        out["instructor_only"] = ["spec", "pieces", "shard_data"]
     return out
 
 
@@ -254,32 +258,6 @@ def device_count() -> int:
     return jax.device_count()
 
 
-# -- workloads ------------------------------------------------------------------------------
-
-def timing_step(lr: float, momentum: float, noise: float):
-    """Stage 4's fresh jitted data-parallel step (never called yet): the checker's own
-    single-device reference step (``ref_step_fn``) on a state dict, written the same way
-    in the sharded-training checker)."""
-    import jax.numpy as jnp
-    mu = momentum
-
-    @jax.jit
-    def fn(state, batch):
-        key, sub = jax.random.split(state["key"])
-        x = batch["x"] + noise * jax.random.normal(sub, batch["x"].shape, batch["x"].dtype)
-
-        def loss(p):
-            logp = jax.nn.log_softmax(jnp.tanh(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"])
-            per_row = -jnp.take_along_axis(logp, batch["y"][:, None], axis=1)[:, 0]
-            return jnp.sum(per_row * batch["mask"]) / jnp.sum(batch["mask"])
-
-        value, grads = jax.value_and_grad(loss)(state["params"])
-        moment = jax.tree.map(lambda m, g: g + mu * m, state["momentum"], grads)
-        params = jax.tree.map(lambda p, m: p - lr * m, state["params"], moment)
-        return {"params": params, "momentum": moment, "key": key}, value
-    return fn
-
-
 INSPECTORS = {f"sharded-training/{name}": fn for name, fn in {
     "call": call, "call_plain": call_plain, "raises": raises, "step": step,
     "part": part, "mesh_info": mesh_info,
@@ -287,5 +265,3 @@ INSPECTORS = {f"sharded-training/{name}": fn for name, fn in {
     "make_step": make_step, "export": export, "manager_finish": manager_finish,
     "manager_close": manager_close, "timing_inputs": timing_inputs,
     "device_count": device_count}.items()}
-
-WORKLOADS = {"sharded-training/timing_step": timing_step}

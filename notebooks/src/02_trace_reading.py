@@ -64,6 +64,7 @@ from coursekit.notebook.cells import (
     cpu_label,
     record_prediction,
     run_check,
+    shown,
 )
 from coursekit.notebook.guard import attempt, load_learner, need, not_yet
 from coursekit.notebook.plots import titled
@@ -75,7 +76,7 @@ TRACE_ROOT = Path(TRACE_DIR) if TRACE_DIR else RECORDS / "traces" / "02_trace_re
 TRACE_ROOT.mkdir(parents=True, exist_ok=True)
 print(LABEL)
 print("implementation under test:", IMPL)
-print("traces go to:", TRACE_ROOT)
+print("traces go to:", shown(TRACE_ROOT))
 
 # %% [markdown]
 # ## Check your starting point
@@ -142,12 +143,13 @@ trace_file = attempt(impl.write_trace, step, (params, x), str(TRACE_ROOT), REGIO
 with not_yet("the trace folder"):
     need(trace_file)
     newest = impl.newest_trace_file(str(TRACE_ROOT))
-    print("write_trace returned:", trace_file)
-    print("newest trace file:   ", newest)
+    print("write_trace returned:", shown(trace_file))
+    print("newest trace file:   ", shown(newest))
     for p in sorted(Path(newest).parent.iterdir()):
-        print(f"  {p.name:40s} {p.stat().st_size / 1024:8.1f} KiB")
+        print(f"  {shown(p.name):40s} {p.stat().st_size / 1024:8.1f} KiB")
     print(f"{len(list(TRACE_ROOT.glob('plugins/profile/*')))} timestamped folder(s) under "
-          f"{TRACE_ROOT}/plugins/profile/: every trace adds one, so take the newest")
+          f"{shown(TRACE_ROOT)}/plugins/profile/: every trace adds one, so take the newest")
+
 
 # %% [markdown]
 # Your `summarize_region` reads the Chrome trace JSON (complete events: `ph == "X"`, `ts`
@@ -156,6 +158,21 @@ with not_yet("the trace folder"):
 # nested ones included.
 
 # %%
+def complete_events(path):
+    return [e for e in traces.load_events(path) if e.get("ph") == "X" and "dur" in e]
+
+
+def within(e, r):
+    """Whether event ``e`` lies inside event ``r`` on the same thread (``r`` itself not)."""
+    return (e is not r and (e["pid"], e["tid"]) == (r["pid"], r["tid"]) and e["ts"] >= r["ts"]
+            and e["ts"] + e["dur"] <= r["ts"] + r["dur"])
+
+
+def everything_inside(path, region):  # the wrong answer on purpose: nested events too
+    events = complete_events(path)
+    return sum(e["dur"] for r in events if r["name"] == region for e in events if within(e, r))
+
+
 summary = attempt(impl.summarize_region, trace_file, REGION)
 with not_yet("region summary"):
     need(summary)
@@ -164,7 +181,7 @@ with not_yet("region summary"):
         print(f"  direct child {name:45s} {us / 1e3:9.3f} ms")
     print(f"  children together {summary['child_us'] / 1e3:.3f} ms, "
           f"self time {summary['self_us'] / 1e3:.3f} ms")
-    additive = traces.descendant_sum(trace_file, REGION)
+    additive = everything_inside(trace_file, REGION)
     print(f"every nested event added up: {additive / 1e3:.3f} ms = "
           f"{additive / summary['total_us']:.2f}x the region itself ({LABEL})")
 
@@ -179,38 +196,51 @@ with not_yet("region summary"):
 # region (they are not children: another thread).
 
 # %%
+def covered(intervals):
+    """Microseconds covered by (start, end) intervals: one nested in another counts once."""
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(intervals):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
+
+
 def breakdown(path, region):
-    """Per occurrence of ``region`` (in time order): its total, dispatch and wait (direct
-    children), the execution threads' time inside it (us), and its largest direct child."""
+    """Per occurrence of ``region`` (in time order): its total, the time its thread spent
+    dispatching (``PjitFunction`` events inside it, nested ones counted once) and waiting
+    (``...block_until_ready``), and the execution threads' time inside it (us)."""
     events = traces.load_events(path)
     names = traces.thread_names(events)
-    every = list(traces.walk(traces.build_forest(events)))
-    execute = [e for e in every if e.name == "ThunkExecutor::Execute"
-               and names.get((e.pid, e.tid), "").startswith(CPU_EXECUTION_THREADS)]
+    complete = [e for e in events if e.get("ph") == "X" and "dur" in e]
+    execute = [e for e in complete if e["name"] == "ThunkExecutor::Execute"
+               and names.get((e["pid"], e["tid"]), "").startswith(CPU_EXECUTION_THREADS)]
     rows = []
-    for r in sorted((e for e in every if e.name == region), key=lambda e: e.ts):
-        largest = max(r.children, key=lambda c: c.dur).name if r.children else "(none)"
-        dispatch = [c for c in r.children if c.name.startswith("PjitFunction")]
-        wait = [c for c in r.children if c.name.endswith("block_until_ready")]
-        runs = [e for e in execute if e.ts < r.end and e.end > r.ts]
+    for r in sorted((e for e in complete if e["name"] == region), key=lambda e: e["ts"]):
+        end = r["ts"] + r["dur"]
+        dispatch = [e for e in complete if within(e, r) and e["name"].startswith("PjitFunction")]
+        wait = [e for e in complete if within(e, r) and e["name"].endswith("block_until_ready")]
+        runs = [e for e in execute if e["ts"] < end and e["ts"] + e["dur"] > r["ts"]]
+        dispatch_us = covered([(e["ts"], e["ts"] + e["dur"]) for e in dispatch])
+        wait_us = covered([(e["ts"], e["ts"] + e["dur"]) for e in wait])
         rows.append({
-            "total_us": r.dur, "dispatch_us": sum(c.dur for c in dispatch),
-            "wait_us": sum(c.dur for c in wait),
-            "execution_us": sum(min(e.end, r.end) - max(e.ts, r.ts) for e in runs),
-            "largest": "wait" if largest.endswith("block_until_ready") else largest,
+            "total_us": r["dur"], "dispatch_us": dispatch_us, "wait_us": wait_us,
+            "execution_us": sum(min(e["ts"] + e["dur"], end) - max(e["ts"], r["ts"])
+                                for e in runs),
+            "largest": "wait" if wait_us >= dispatch_us else "dispatch",
             # when each began and ended (us, trace clock): for the ordering check below
-            "dispatch_start": min((c.ts for c in dispatch), default=None),
-            "dispatch_end": max((c.end for c in dispatch), default=None),
-            "execution_start": min((e.ts for e in runs), default=None),
-            "execution_end": max((e.end for e in runs), default=None),
-            "wait_end": max((c.end for c in wait), default=None)})
+            "dispatch_start": min((e["ts"] for e in dispatch), default=None),
+            "dispatch_end": max((e["ts"] + e["dur"] for e in dispatch), default=None),
+            "execution_start": min((e["ts"] for e in runs), default=None),
+            "execution_end": max((e["ts"] + e["dur"] for e in runs), default=None),
+            "wait_end": max((e["ts"] + e["dur"] for e in wait), default=None)})
     return rows
 
 with not_yet("dispatch, wait and execution"):
     need(trace_file)
     parts = breakdown(trace_file, REGION)
     print(f"{'step':>4} {'region':>10} {'dispatch':>10} {'wait':>10} {'execution':>10}  "
-          "largest direct child   (ms)")
+          "larger of dispatch and wait   (ms)")
     for i, row in enumerate(parts):
         print(f"{i:4d} {row['total_us'] / 1e3:10.3f} {row['dispatch_us'] / 1e3:10.3f} "
               f"{row['wait_us'] / 1e3:10.3f} {row['execution_us'] / 1e3:10.3f}  {row['largest']}")
@@ -233,8 +263,9 @@ with not_yet("dispatch, wait and execution"):
 # The check of this reading, computed from the trace. Every step holds a completion wait
 # (it was synchronised inside its annotation), its execution began only after dispatch began
 # (work cannot run before it is sent), and its execution ended before the wait ended (the
-# wait returns only once the result exists). Which direct child is the largest is then
-# counted, not assumed: a step where dispatch is the largest is a blocked host, not compute.
+# wait returns only once the result exists). Whether the wait or the dispatch took longer is
+# then counted, not assumed: a step where dispatch is the larger is a blocked host, not
+# compute.
 
 # %%
 # The two threads record their own end times; 0.5 ms allows one of them to be descheduled
@@ -250,7 +281,7 @@ with not_yet("dispatch, then execution, inside the wait"):
         assert row["execution_end"] <= row["wait_end"] + ORDER_SLACK_US, (i, row)
     waits_largest = sum(row["largest"] == "wait" for row in parts)
     print(f"every step: dispatch began, then execution ran on its own thread and ended inside "
-          f"the completion wait. The wait is the largest direct child in {waits_largest} of "
+          f"the completion wait. The wait took longer than the dispatch in {waits_largest} of "
           f"{len(parts)} steps; median wait / median dispatch = "
           f"{med['wait_us'] / max(med['dispatch_us'], 1e-9):.1f}x ({LABEL})")
 
@@ -312,7 +343,7 @@ with not_yet("the region in XProf"):
     need(trace_file, summary)
     from coursekit.measure import xprof_trace
     in_xprof = xprof_trace.compare_region(trace_file, REGION)
-    print(f"{REGION} in {Path(trace_file).name}: {len(in_xprof['ours'])} event(s), "
+    print(f"{REGION} in {shown(Path(trace_file).name)}: {len(in_xprof['ours'])} event(s), "
           f"{sum(in_xprof['ours']) / 1e3:.3f} ms; in XProf's reading of "
           f"{Path(in_xprof['xplane']).name}: {len(in_xprof['xprof'])} event(s), "
           f"{sum(in_xprof['xprof']) / 1e3:.3f} ms; your summarize_region: "
@@ -517,12 +548,7 @@ plt.show()
 
 # %%
 def children_by_adding_everything(path, region):     # the planted failure
-    total = 0.0
-    for root in traces.build_forest(traces.load_events(path)):
-        for ev in traces.walk([root]):
-            if ev.name == region:
-                total += sum(d.dur for d in traces.walk(ev.children))
-    return total
+    return everything_inside(path, region)
 
 with not_yet("the planted failure"):
     need(trace_file, summary)
@@ -581,7 +607,7 @@ evidence = {
     "direct children / region total": (f"{summary['child_us'] / summary['total_us']:.2f}"
                                        if summary else "not yet"),
     "op coverage of a step, default / flag on": " / ".join(f"{v:.2f}" for v in coverage.values()),
-    "wait is the largest direct child (steps)": (f"{waits_largest} / {len(parts)}"
+    "wait longer than dispatch (steps)": (f"{waits_largest} / {len(parts)}"
                                                  if trace_file else "not yet"),
     "XProf agrees with the JSON parse": ((not in_xprof["mismatches"]) if in_xprof else
                                          "not read (see its cell)") if trace_file

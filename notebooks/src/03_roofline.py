@@ -69,8 +69,11 @@ from coursekit.notebook.plots import plain_log, titled
 impl = load_learner(IMPL)
 LABEL = cpu_label()
 MiB = 2**20
-SYS_CACHES = bwm.cache_sizes()              # the course's own sysfs read (yours is below)
-LLC = max(SYS_CACHES.values(), default=32 * MiB)
+SYS_CACHES = attempt(impl.cache_sizes)      # your sysfs reading (stage 2) sizes the arrays
+LLC = max(SYS_CACHES.values(), default=32 * MiB) if ready(SYS_CACHES) else 32 * MiB
+if not ready(SYS_CACHES):
+    SYS_CACHES = {}
+    print("(until your cache_sizes is written, the arrays assume a 32 MiB last-level cache)")
 if BW_BYTES is None:
     BW_BYTES = int(LLC_MULTIPLE * LLC) // MiB * MiB
 print(LABEL)
@@ -147,6 +150,7 @@ with not_yet("the two roofs") as roofs:
     print("data caches:", {k: f"{v / 1024:.0f} KiB" for k, v in caches.items()} or "not found")
     print(LABEL)
 
+
 # %% [markdown]
 # ### Bandwidth by working-set size, each level read off the sweep
 #
@@ -157,6 +161,11 @@ with not_yet("the two roofs") as roofs:
 # fresh-output curve shows where the allocator starts handing out fresh pages.
 
 # %%
+def level_of(working_set):
+    """The memory level a working set lives in, as your ``roofline`` names it."""
+    return impl.roofline(1.0, 1.0, 1.0, 1.0, working_set, caches)["memory_level"]
+
+
 sizes = bwm.sweep_sizes(SYS_CACHES, beyond=LLC_MULTIPLE, largest=SWEEP_MAX_BYTES)
 sweep = []
 with not_yet("bandwidth by working-set size") as swept:
@@ -167,7 +176,7 @@ with not_yet("bandwidth by working-set size") as swept:
             sweep.append(dict(m, best_bandwidth=m["bandwidth"],
                               working_set_bytes=bwm.RESIDENT_PER_BYTE[kind] * size,
                               faults_per_call=float(np.median(m["minor_faults"]))))
-    levels = bwm.level_bandwidths(sweep, caches)
+    levels = bwm.level_bandwidths(sweep, caches, level_of)
     best_larger = 0.0
     for entry in reversed(list(levels.values())):
         entry["overhead_bound"] = entry["bandwidth"] < best_larger
@@ -291,7 +300,7 @@ with not_yet("the roof validated on another workload") as validated:
     va, vb = jnp.ones((n,), jnp.float32), jnp.ones((n,), jnp.float32)
     axpy = jax.jit(lambda a, b: a + 2.0 * b, donate_argnums=0)
     moved, working_set = 3 * 4 * n, 2 * 4 * n
-    level = bwm.level_of(working_set, caches)
+    level = level_of(working_set)
     level_bw = {k: v["bandwidth"] for k, v in levels.items()}
     if level not in level_bw:              # the sweep did not reach it (CI cap)
         level = max(level_bw, key=lambda k: caches.get(k, 0) if k != "DRAM" else 2**62)
@@ -367,7 +376,7 @@ with not_yet("workloads on the roofline") as placing:
     peak_median = peak_run["flops"] / float(np.median(peak_run["samples_s"]))
     level_bw_median = {}
     for rec in sweep:
-        lv = bwm.level_of(rec["working_set_bytes"], caches)
+        lv = level_of(rec["working_set_bytes"])
         if (rec["kind"] == "in_place" and lv in levels
                 and rec["best_bandwidth"] == levels[lv]["bandwidth"]):
             level_bw_median[lv] = rec["moved_bytes"] / float(np.median(rec["samples_s"]))
@@ -383,7 +392,7 @@ with not_yet("workloads on the roofline") as placing:
     for name, (fn, args) in workloads.items():
         cost = impl.cost_from_compiler(fn, *args)
         ws = working_set_of(fn, args)
-        lvl = bwm.level_of(ws, caches)
+        lvl = level_of(ws)
         roof_bw = dict(level_bw)
         if lvl not in roof_bw:
             roof_bw[lvl] = level_bw[level]   # not measured: the largest level measured

@@ -356,8 +356,8 @@ for _d, _b, _w, _want in ((3, 17, 33, 6732), (5, 9, 7, 1260)):
 
 # %%
 def compiled_numbers(model, ps, v, pol):
-    c = jax.jit(jax.grad(lambda p, h: peak_memory.blocks_loss(p, h, pol) if model == "blocks"
-                         else peak_memory.tanh_chain_loss(p, h, pol))).lower(ps, v).compile()
+    c = jax.jit(jax.grad(lambda p, h: impl.block_loss(p, h, pol) if model == "blocks"
+                         else impl.tanh_chain_loss(p, h, pol))).lower(ps, v).compile()
     cost = c.cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) else cost
     return {"temp": impl.compiler_temp_bytes(ps, v, pol, model=model), "flops": cost["flops"],

@@ -89,11 +89,12 @@ from coursekit.notebook.cells import (
     cpu_label,
     record_prediction,
     run_check,
+    shown,
 )
 from coursekit.notebook.guard import load_learner, need, not_yet, ready
 from coursekit.notebook.plots import titled
 from coursekit.provenance.records import validate_run_record, write_run_record
-from coursekit.workloads import classifier, trainruns
+from coursekit.workloads import capstone, classifier, trainruns
 from coursekit.workloads.jaxcache import enable_compilation_cache
 
 impl = load_learner(IMPL)
@@ -457,16 +458,10 @@ check3 = run_check("sharded-training", 3, IMPL)
 
 # %%
 def first_step_loss(state, host_batch, noise):
-    """The loss of one step from ``state``, on one device, without the learner's step."""
-    one = jax.devices()[0]
-    params = jax.tree.map(lambda a: jax.device_put(np.asarray(a), one), state["params"])
-    key_data = np.asarray(jax.random.key_data(state["key"]))
-    key = jax.random.wrap_key_data(jax.device_put(key_data, one))
-    _, sub = jax.random.split(key)
-    x = jnp.asarray(host_batch["x"])
-    x = x + noise * jax.random.normal(sub, x.shape, x.dtype)
-    return float(classifier.loss(params, x, jnp.asarray(host_batch["y"]),
-                                 jnp.asarray(host_batch["mask"])))
+    """The loss of one step from ``state``, computed without the learner's step (a sealed
+    program: written out, it would be part of make_train_step)."""
+    return capstone.first_loss(state["params"], jax.random.key_data(state["key"]),
+                               host_batch["x"], host_batch["y"], host_batch["mask"], noise)
 
 
 with not_yet("the profiled step") as profiled_ok:
@@ -484,12 +479,13 @@ with not_yet("the profiled step") as profiled_ok:
           f"({record['compiles_first_call']} compile(s)); warmed median "
           f"{np.median(samples_ms):.2f} ms over {len(samples_ms)} raw samples "
           f"({record['compiles_warmed']} compiles)")
-    print(f"record problems: {problems or 'none'}; saved to {saved}")
+    print(f"record problems: {problems or 'none'}; saved to {shown(saved) if saved else None}")
 
 # %%
 with not_yet("samples and trace"):
     need(profiled_ok)
-    summary = traces.region_summary(record["trace"], record["region"])
+    regions = [e for e in traces.load_events(record["trace"])
+               if e.get("ph") == "X" and e.get("name") == record["region"]]
     fig, ax = plt.subplots(figsize=(7, 3.2))
     ax.plot(range(1, len(samples_ms) + 1), samples_ms, "o-", label="warmed calls (synchronised)")
     ax.axhline(np.median(samples_ms), color="gray", ls=":", label="median")
@@ -500,11 +496,10 @@ with not_yet("samples and trace"):
     titled(ax, f"Raw samples; first call {record['first_call_s'] * 1e3:.0f} ms not shown", LABEL)
     fig.tight_layout()
     plt.show()
-    per_step = max(summary["count"], 1)
-    print(f"trace {Path(record['trace']).name}: region {record['region']!r} x{summary['count']}, "
-          f"{summary['total_us'] / per_step / 1e3:.2f} ms each (profiled, so slower than the "
-          f"samples); its direct children per step, ms: "
-          f"{ {k: round(v / per_step / 1e3, 2) for k, v in summary['children'].items()} }")
+    each_ms = [e["dur"] / 1e3 for e in sorted(regions, key=lambda e: e["ts"])]
+    print(f"trace {shown(Path(record['trace']).name)}: region {record['region']!r} "
+          f"x{len(regions)}, ms each: {[round(v, 2) for v in each_ms]} (profiled, so slower "
+          "than the samples)")
 
 # %%
 check4 = run_check("sharded-training", 4, IMPL)
@@ -563,16 +558,12 @@ with not_yet("the 4-device restart") as four_ok:
 # The planted failure: each shard takes the gradient of its *mean* loss, then `pmean`s it
 # "to average over the devices", as `pmap`-era code did.
 #
-# **Where the 8 comes from.** Not from the `pmean`. The parameters enter `shard_map`
-# replicated; with `check_vma` on, JAX records that they are the same on every device,
-# and the transpose of using one replicated value on all 8 shards is a *sum* over the
-# shards. So `grad` of each shard's mean loss already returns the sum of the 8 per-shard
-# gradients: 8 times the mean when the shards are equal. That sum is identical on every
-# device, and `pmean` of a value identical on every device returns it unchanged. The cell
-# below measures four versions on this notebook's 8 devices: the factor is |gradient| /
-# |one device's gradient| with equal valid counts, and the last column the relative error
-# against one device with unequal counts (a factor of 1.0 at equal counts is not yet
-# correct weighting).
+# **Where the 8 comes from** is what the cell below measures, on this notebook's 8 devices:
+# four per-shard rules, each inside `shard_map` with the parameters replicated. The factor
+# is |gradient| / |one device's gradient| with equal valid counts, and the last column the
+# relative error against one device with unequal counts (a factor of 1.0 at equal counts
+# is not yet correct weighting). Read the rows against each other: which rule already
+# gives the 8, and what does each collective added on top change?
 
 # %%
 def shard_map_grads(per_shard, check_vma=True):
@@ -620,12 +611,10 @@ f_mean, ratio_8x = factor["grad(shard mean)"], factor["grad(shard mean) + pmean 
 f_psum = factor["grad(shard mean) + psum"]
 f_off = factor["planted, check_vma=False"]
 print(f"grad of the shard means alone: {f_mean:.3f}x; adding pmean changes that by a factor "
-      f"of {ratio_8x / f_mean:.4f}, so the {ratio_8x:.1f}x is grad's transpose, not the pmean")
-print(f"psum after grad: {f_psum:.3f}x (the transpose summed the {D} shards, psum of a value "
-      f"already equal on every device multiplies by {f_psum / f_mean:.1f} again)")
+      f"of {ratio_8x / f_mean:.4f}: the {ratio_8x:.1f}x is there before any collective")
+print(f"psum after grad: {f_psum:.3f}x ({f_psum / f_mean:.1f} times the rule without it)")
 print(f"the planted code with check_vma=False: {f_off:.3f}x with equal counts, but relative "
-      f"error {err_unequal['planted, check_vma=False']:.2g} with unequal ones: without the "
-      f"replication record it is the mean of per-shard means of stage 2")
+      f"error {err_unequal['planted, check_vma=False']:.2g} with unequal ones")
 # The explanation above rests on these measurements; if a JAX release changes them, say so.
 assert abs(f_mean - D) < 1e-3 * D and abs(ratio_8x - D) < 1e-3 * D, (f_mean, ratio_8x)
 assert abs(f_psum - D * D) < 1e-3 * D * D and abs(f_off - 1) < 1e-3, factor
@@ -659,10 +648,10 @@ print(f"largest relative gap between the planted run's loss and the one-device r
 # **Fix it.** Write `fixed_grads(params, batch, mesh)`: a `shard_map` over the rows like the
 # ones above (parameters replicated, `check_vma` on) whose result equals one device's
 # gradient of the mean loss over the batch's real rows, with equal and with unequal valid
-# counts, a shard without real rows included (no NaN). `classifier` has both a mean loss
-# (`loss`) and a sum (`loss_sum`). Return the gradients (a pytree shaped like `params`).
-# The table above says what `grad` gives inside `shard_map` and what each collective on top
-# does to it; which quantities to reduce, and where, is yours to work out.
+# counts, a shard without real rows included (no NaN). Return the gradients (a pytree
+# shaped like `params`). The table above says what `grad` gives inside `shard_map` and what
+# each collective on top does to it; which quantities to reduce, and where, is yours to
+# work out.
 
 # %% nbgrader={"grade": false, "grade_id": "fixed_grads", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 def fixed_grads(params, batch, mesh):

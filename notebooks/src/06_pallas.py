@@ -118,9 +118,9 @@ print("backend:", BACKEND, "| Pallas runs", "interpreted" if INTERPRET else "com
 # %% [markdown]
 # <details><summary>Reasoning (open after answering)</summary>
 #
-# A reduction over a padded block is right only if the padding is the reduction's
-# *identity*: `-inf` for max, `0` for sum. Softmax reduces twice; what each reduction must
-# see in the padded cells, and where your kernel makes sure of it, is stage 2's question.
+# A reduction over a padded block is right only if the padded cells cannot change its
+# result. Softmax reduces twice; what each reduction must see in the padded cells, and
+# where your kernel makes sure of it, is stage 2's question.
 # What the cells hold *before* you mask them is not yours to choose: interpreted Pallas
 # fills them with `NaN` (so a forgotten mask shows at once as NaN rows), while a GPU leaves
 # whatever memory held (so the same bug can pass a test by luck). Rows past the edge of the
@@ -454,8 +454,7 @@ with not_yet("changed condition") as changed:
 # 1. *Divisibility*: does `block_rows` divide the rows, and does the row fill the block
 #    width? A test shape where both divide hides every edge bug.
 # 2. *NaN rows, interpreted*: the kernel reduced over cells past the edge (they hold NaN).
-#    Wrong but finite values: the padding entered the reduction as something other than its
-#    identity (a `0` adds `exp(-m)` per padded cell).
+#    Wrong but finite values: the padded cells still changed a reduction's result.
 # 3. *The grid*: `rows // block_rows` drops the last block: those rows are never written.
 # 4. *The comparison*: against a float64 reference, on ragged shapes, in both dtypes.
 #
@@ -464,10 +463,8 @@ with not_yet("changed condition") as changed:
 # holding the whole array, padded past both edges), not in a grid over row blocks.
 
 # %%
-def unmasked_kernel(x_ref, o_ref, *, n_cols):  # the planted failure: no mask
-    x = x_ref[...].astype(jnp.float32)
-    e = jnp.exp(x - jnp.max(x, axis=1, keepdims=True))
-    o_ref[...] = (e / jnp.sum(e, axis=1, keepdims=True)).astype(o_ref.dtype)
+def unmasked_kernel(x_ref, o_ref, *, n_cols):  # the planted failure: the whole block as is
+    o_ref[...] = jax.nn.softmax(x_ref[...].astype(jnp.float32), axis=1).astype(o_ref.dtype)
 
 def one_block(kernel, x):  # the whole array in one block, rows and columns padded
     rows, cols = x.shape

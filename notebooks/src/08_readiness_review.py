@@ -83,6 +83,7 @@ from coursekit.notebook.cells import (
     cpu_label,
     record_prediction,
     run_check,
+    shown,
 )
 from coursekit.notebook.guard import NotYet, attempt, load_learner, need, not_yet
 from coursekit.notebook.plots import plain_log, titled
@@ -103,7 +104,7 @@ if jax.device_count() < 2:
 print(LABEL)
 print("performance-audit implementation:", IMPL)
 print("sharded-training implementation: ", TRAINING)
-print("run records and traces go to:      ", RUNS)
+print("run records and traces go to:      ", shown(RUNS))
 
 
 # %% [markdown]
@@ -150,12 +151,12 @@ print("run records and traces go to:      ", RUNS)
 #
 # ### The change under review
 #
-# The step of notebook 05 computes the mean loss over the *valid* rows,
-# `sum(l * m) / sum(m)`, and differentiates it. With rows split across devices, the valid
-# count `sum(m)` needs its own all-reduce, and the gradient's reduction has to wait for it
-# (the backward pass starts from `1 / count`). The pull request differentiates the *sum* and
-# divides loss and gradients by the count afterwards
-# (`coursekit.workloads.capstone.make_candidate_step`).
+# The step of notebook 05 takes the mean loss over the *valid* rows. With rows split across
+# devices, the valid count needs its own all-reduce, and the gradient's reduction waits
+# for it. The pull request moves the division by the count so that the count no longer
+# feeds the gradient's reduction. Its code is not shown: it ships as a sealed program
+# (`coursekit/workloads/sealed/capstone_candidate.jaxexport`, run by
+# `coursekit.workloads.capstone`), since written out it would be a stage's answer.
 # Mathematically the same; the claim is that XLA can then merge the two reductions into one.
 #
 # ### Two run records
@@ -544,7 +545,7 @@ PREDICTED_ONE_DEVICE_SPEEDUP = 1.0
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "prediction_one_device_present", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-record_prediction("07_one_device_speedup", PREDICTED_ONE_DEVICE_SPEEDUP, "x")
+record_prediction("08_one_device_speedup", PREDICTED_ONE_DEVICE_SPEEDUP, "x")
 assert type(PREDICTED_ONE_DEVICE_SPEEDUP) is int or type(PREDICTED_ONE_DEVICE_SPEEDUP) is float, \
     "write a number as your prediction (a plain int or float, not a subclass)"
 
@@ -557,7 +558,7 @@ with not_yet("the change on one device"):
             for v in capstone.VARIANTS}
     print("all-reduces in the one-device programs:", ops1)
     one_device = guarded_decide(pair1["before"], pair1["after"], impl.decide)
-    compare_prediction("07_one_device_speedup", PREDICTED_ONE_DEVICE_SPEEDUP,
+    compare_prediction("08_one_device_speedup", PREDICTED_ONE_DEVICE_SPEEDUP,
                        one_device["ratio"], "x")
     ci1 = one_device["ci"]
     print((f"interval [{ci1[0]:.3f}, {ci1[1]:.3f}]" if ci1 else "no interval")

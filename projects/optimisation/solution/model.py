@@ -48,6 +48,17 @@ from jax import lax
 # ---------------------------------------------------------------------------------------
 
 
+### BEGIN SOLUTION stage 1: trace_slow's helper (also write_run_records')
+def _trace_file(logdir) -> Path:
+    """The ``*.trace.json.gz`` of the newest profiler run under ``logdir``."""
+    runs = sorted(Path(logdir).glob("plugins/profile/*/*.trace.json.gz"),
+                  key=lambda p: (p.stat().st_mtime, str(p)))
+    if not runs:
+        raise FileNotFoundError(f"no *.trace.json.gz under {logdir}/plugins/profile/")
+    return runs[-1]
+### END SOLUTION
+
+
 def trace_slow(config: dict, seed: int, logdir: str) -> str:
     """A ``jax.profiler`` trace, written under ``logdir``, of exactly one call of
     ``slow_step.train_slow`` on ``slow_step.make_problem(config, seed)`` as it runs in use:
@@ -71,7 +82,7 @@ def trace_slow(config: dict, seed: int, logdir: str) -> str:
     with jax.profiler.trace(logdir, profiler_options=options):
         out = slow_step.train_slow(problem["params"], *args, problem["lr"] * 0.9)
         jax.block_until_ready(out)
-    return str(traces.newest_trace(logdir))
+    return str(_trace_file(logdir))
     ### END SOLUTION
 
 
@@ -444,7 +455,7 @@ def write_run_records(config: dict, seed: int, outdir: str, *, warmup: int = 1,
                   "shapes": [list(a.shape) for a in args],
                   "dtypes": [str(a.dtype) for a in args], "output_ok": bool(ok),
                   "backend": jax.default_backend()}
-        record = make_run_record(timing, boundary="train", trace=traces.newest_trace(logdir),
+        record = make_run_record(timing, boundary="train", trace=_trace_file(logdir),
                                  region=REGION)
         path = Path(outdir) / f"{label}.json"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ a sample, calls not interleaved, a mean reported as the median). The inspectors
 self-reported (the times only cross-checked
 against the checker's clock; the compile count backs ``no_recompile_fixed_shape``
 beside the checker's timing of the first call against later ones). The inspector
-``optimisation/fast_traced`` (``coursekit/workloads/remote_optimisation_traced.py``) traces
+``optimisation/fast_traced`` (``coursekit/instructor/remote_optimisation_traced.py``) traces
 one finished ``train_fast`` call on the records' problem; the checker reads that trace
 itself, and the count of XLA operations in it is self-reported, only ever a reason to fail
 an after record whose region holds fewer (a traced call not waited for inside its trace).

@@ -25,11 +25,16 @@ import numpy as np
 from optim_harness import checker, close, odd
 
 from coursekit.checking.frozen import copy_once
+from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import require_written
 from coursekit.checking.probes import within_ratio
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import traces
 from coursekit.workloads import slow_step
+
+# the course's own reading of a profiler run: instructor-only (a learner's copy grades the
+# checks that need it where the instructor grades)
+forest = instructor_module("traces")
 
 STEP, PHASES = slow_step.STEP_REGION, list(slow_step.PHASES)
 UPDATE = "update"
@@ -79,7 +84,7 @@ def checker_trace(ctx) -> Path:
         logdir = ctx.subdir("checker-trace")
         with jax.profiler.trace(str(logdir), profiler_options=options):
             jax.block_until_ready(slow_step.train_slow(*args, problem["lr"] * rate))
-        return traces.newest_trace(logdir)
+        return forest.newest_trace(logdir)
     return ctx.once("trace", write)
 
 
@@ -192,34 +197,20 @@ def bare_trace(ctx, *, steps: bool) -> Path:
 
 
 def expected_breakdown(path: Path) -> dict:
-    steps = [ev for ev in traces.walk(traces.build_forest(traces.load_events(path)))
-             if ev.name == STEP]
-    phase_us = {p: 0.0 for p in PHASES}
-    below: dict[str, dict[str, list]] = {p: {} for p in PHASES}
-    for ev in steps:
-        for child in ev.children:
-            if child.name in phase_us:
-                phase_us[child.name] += child.dur
-                for g in child.children:
-                    entry = below[child.name].setdefault(g.name, [0, 0.0])
-                    entry[0] += 1
-                    entry[1] += g.dur
-    step_us = sum(ev.dur for ev in steps)
-    return {"steps": len(steps), "step_us": step_us, "phase_us": phase_us,
-            "other_us": step_us - sum(phase_us.values()),
-            "shares": {p: v / step_us if step_us else 0.0 for p, v in phase_us.items()},
-            "below": below}
+    """The checker's own breakdown of a trace: step_breakdown's answer, instructor-only
+    (a learner's copy grades the checks that need it where the instructor grades)."""
+    return instructor_module("optimisation").breakdown(path, STEP, PHASES)
 
 
 def update_phases(events: list) -> list:
     """The ``UPDATE`` phases of every step (direct children of the step events)."""
-    return [child for ev in traces.walk(traces.build_forest(events)) if ev.name == STEP
+    return [child for ev in forest.walk(forest.build_forest(events)) if ev.name == STEP
             for child in ev.children if child.name == UPDATE]
 
 
 def compile_events(phases: list) -> int:
     """How many events inside ``phases`` are a compile's (``COMPILE_EVENT``)."""
-    return sum(1 for phase in phases for ev in traces.walk(phase.children)
+    return sum(1 for phase in phases for ev in forest.walk(phase.children)
                if COMPILE_EVENT.search(ev.name))
 
 
@@ -238,10 +229,10 @@ def not_phases(path: Path) -> dict[str, dict[str, float]]:
     """{reason: {phase: summed us}} of the phase-named events that are no phase of a
     step, by the NOT_A_PHASE reason."""
     raw = [e for e in traces.load_events(path) if e.get("ph") == "X" and "dur" in e]
-    steps = [ev for ev in traces.walk(traces.build_forest(raw)) if ev.name == STEP]
+    steps = [ev for ev in forest.walk(forest.build_forest(raw)) if ev.name == STEP]
     found = {kind: {p: 0.0 for p in PHASES} for kind in NOT_A_PHASE}
     for s in steps:
-        for d in (d for c in s.children for d in traces.walk(c.children)):
+        for d in (d for c in s.children for d in forest.walk(c.children)):
             if d.name in PHASES:
                 found["nested"][d.name] += d.dur
     for e in raw:

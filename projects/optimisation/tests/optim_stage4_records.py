@@ -68,11 +68,16 @@ from coursekit.checking import bridge
 from coursekit.checking.bridge import LearnerFunction
 from coursekit.checking.errors import CheckInconclusive
 from coursekit.checking.frozen import read_once
+from coursekit.checking.graded import instructor_module
 from coursekit.checking.values import fail_unless, require_keys
 from coursekit.measure import traces
 from coursekit.measure.timing import count_compiles
 from coursekit.provenance.records import validate_run_record
 from coursekit.workloads import slow_step
+
+# the course's own reading of a profiler run: instructor-only (a learner's copy grades the
+# checks that need it where the instructor grades)
+forest = instructor_module("traces")
 
 # The records' medians and speedup against the checker's own, round by round: an "after"
 # without sync reads 50x+ too fast, samples in milliseconds 1000x too slow.
@@ -240,7 +245,7 @@ def _(impl, ctx):
                     hint="time make_problem(config, seed): tokens and targets of that size")
         fail_unless(rec["output_ok"] is True, f"the {label} record's output check did not "
                     "pass", yours=rec["output_ok"], expected=True)
-        found = traces.region_summary(rec["trace"], rec["region"])
+        found = forest.region_summary(rec["trace"], rec["region"])
         fail_unless(found["count"] >= 1, f"the {label} record's trace has no "
                     f"{rec['region']!r} event", yours=found["count"], expected=">= 1")
         python_calls = sum(1 for e in traces.load_events(rec["trace"])

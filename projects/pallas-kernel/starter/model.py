@@ -15,9 +15,10 @@ Stages (notebook 06 walks through each):
   3. measured                 sweep, summarize
 
 On CPU, compiled Pallas does not run: the kernel runs *interpreted* (``interpret=True``),
-about a millisecond per grid program. Keep CPU grids small (tens of programs), and never
-read an interpreted timing as a statement about accelerator speed. The same code runs
-compiled on a GPU or TPU.
+and every grid program costs the interpreter's overhead (notebook 06 measures it per
+program on your machine). Keep CPU grids small (tens of programs), and never read an
+interpreted timing as a statement about accelerator speed. The same code runs compiled on
+a GPU or TPU.
 """
 
 from __future__ import annotations
@@ -152,7 +153,8 @@ def softmax_pallas(x: jax.Array, *, block_rows: int = 8,
       ``interpret=None`` follows ``execution_mode()`` (the flag is read with the mode
           swapped); values within both references' budgets on shapes that neither
           ``block_rows`` nor the block width divide, float32 and bfloat16, extreme rows.
-    Size hint on CPU: tens of programs (about a millisecond each, interpreted).
+    Size hint on CPU: tens of programs (interpreted, each costs the overhead notebook 06
+    measures per program).
     """
     _check_input(x, "softmax_pallas")
     raise NotImplementedError('stage 2: softmax_pallas')

@@ -34,9 +34,9 @@ import scipy.special
 
 from coursekit.checking.contract import Checker
 from coursekit.checking.device import learner_may_hold_accelerator
+from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import get_function
 from coursekit.checking.values import as_array, fail_unless
-from coursekit.workloads.remote_pallas_kernel import reference_softmax_f32
 
 checker = Checker("pallas-kernel", {
     1: "independent references", 2: "the kernel", 3: "measured"}, learner_process=True)
@@ -96,18 +96,24 @@ BLOCK_ROWS = (8, 16, 32)
 
 def ref64(x) -> np.ndarray:
     """The truth: float64 throughout (bfloat16 and float32 values are exact in float64),
-    the row max subtracted, so rows near +-1000 neither overflow nor lose their tiny
-    probabilities (which underflow to 0 in float32 and stay > 0 here). Computed by
-    ``scipy.special.softmax``, which a learner file may not use at stage 1
-    (``coursekit.checking.forbidden``): this reference is no copyable softmax_numpy_f64."""
+    finite on rows near +-1000 and keeping their tiny probabilities (which underflow to 0
+    in float32 and stay > 0 here). Computed by ``scipy.special.softmax``, which a learner
+    file may not use at stage 1 (``coursekit.checking.forbidden``)."""
     y = scipy.special.softmax(np.asarray(x).astype(np.float64), axis=1)
     assert y.dtype == np.float64 and np.all(np.isfinite(y))  # the oracle's own promise
     return y
 
 
-# The float32 jnp reference, run in this process (the learner process builds the same
-# function from the same source for the planted kernels of stage 3).
-ref_jnp = jax.jit(reference_softmax_f32)
+# The course's own float32 softmax and rounding budget are answers of stage 1
+# (softmax_jnp, tolerance): instructor-only, so a learner's copy grades the checks that
+# need them where the instructor grades (coursekit.checking.graded). The learner process
+# builds the same softmax from the same source for the planted kernels of stage 3.
+answers = instructor_module("pallas_kernel")
+
+
+def ref_jnp(x):
+    """The float32 jnp reference, run in this process."""
+    return answers.ref_jnp(x)
 
 
 def unit_roundoff(dtype) -> float:
@@ -121,12 +127,12 @@ ACCELERATOR_EXP_ULPS = 16
 
 
 def budget(dtype, n: int) -> tuple[float, float]:
-    """(rtol, atol): float32 arithmetic (u32 = 2^-24) through a length-n sum plus a few
-    roundings for exp, subtraction and division (more for an accelerator's exp), then one
-    rounding to ``dtype``."""
-    u_out, u32 = unit_roundoff(dtype), unit_roundoff(jnp.float32)
-    extra = ACCELERATOR_EXP_ULPS if learner_may_hold_accelerator() else 0
-    return u_out + (n + 4 + extra) * u32, 4 * u32
+    """(rtol, atol): the course's own rounding budget of this softmax in ``dtype`` for
+    rows of length ``n`` (instructor-only), with more roundings for an accelerator's exp."""
+    rtol, atol = answers.budget(dtype, n)
+    if learner_may_hold_accelerator():
+        rtol += ACCELERATOR_EXP_ULPS * unit_roundoff(jnp.float32)
+    return rtol, atol
 
 
 # Extreme rows, mixed into every correctness input: an offset near +-1000 (exp overflows

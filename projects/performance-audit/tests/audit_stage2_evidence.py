@@ -57,11 +57,18 @@ from coursekit.checking import bridge
 from coursekit.checking.bridge import TamperEvidence, Workload
 from coursekit.checking.device import KeptWork, time_on_device
 from coursekit.checking.frozen import copy_once
+from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import get_function
 from coursekit.checking.probes import region_name, samples_of
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import bandwidth, traces
 from coursekit.workloads import catalog
+
+# the course's own reading of a profiler run: instructor-only (a learner's copy grades the
+# checks that need it where the instructor grades)
+forest = instructor_module("traces")
+memory = instructor_module("bandwidth")  # the course's bandwidth and cache reading
+audit = instructor_module("performance_audit")  # its FLOP and byte counts
 
 # Bandwidth in place vs the same op writing a fresh output (a minor page fault per 4 KiB
 # page): 4.5-7.6x slower at 64-96 MiB on this machine at load 25 (6-7x idle); interleaved
@@ -95,7 +102,7 @@ def checker_trace(ctx) -> tuple[Path, str]:
             for i in range(3):
                 with jax.profiler.TraceAnnotation(region, step=i):
                     jax.block_until_ready(step(*args))
-        return traces.newest_trace(logdir), region
+        return forest.newest_trace(logdir), region
     return ctx.once("trace", write)
 
 
@@ -196,10 +203,10 @@ def not_children(path: Path, region: str) -> dict[str, list]:
     the NOT_CHILDREN reason."""
     raw = [e for e in traces.load_events(path) if e.get("ph") == "X" and "dur" in e]
     found = {kind: [] for kind in NOT_CHILDREN}
-    for ev in traces.walk(traces.build_forest(raw)):
+    for ev in forest.walk(forest.build_forest(raw)):
         if ev.name == region:
             found["nested"] += [(d.name, d.dur) for c in ev.children
-                                for d in traces.walk(c.children)]
+                                for d in forest.walk(c.children)]
     for r in (e for e in raw if e.get("name") == region):
         r_end = r["ts"] + r["dur"]
         for e in raw:
@@ -283,7 +290,7 @@ def trace_folders(ctx) -> tuple[Path, Path]:
         (run / "host.xplane.pb").write_bytes(b"")
         for f in (trace, run / "host.xplane.pb", run):
             os.utime(f, (start + offsets[i], start + offsets[i]))
-    return logdir, traces.newest_trace(logdir)
+    return logdir, forest.newest_trace(logdir)
 
 
 def region_events(path: Path, region: str) -> list[dict]:
@@ -328,7 +335,7 @@ def _(impl, ctx):
     work, _, x = stage1_workload(ctx)
     path = write_trace(work, (x,), str(logdir), region, steps=steps)
     checker_step = min(checker_stage1_samples(ctx, steps))  # right after yours
-    newest = traces.newest_trace(logdir)
+    newest = forest.newest_trace(logdir)
     fail_unless(Path(path).resolve() == newest.resolve(),
                 "write_trace did not return the newest trace file",
                 yours=path, expected=str(newest),
@@ -336,7 +343,7 @@ def _(impl, ctx):
     # the run's folder (the JSON and the .xplane.pb beside it), taken once: every parse
     # below reads this copy, whatever a learner process does to the folder meanwhile
     newest = copy_once(newest.parent, ctx.subdir("taken"), inside=logdir) / newest.name
-    summary = traces.region_summary(newest, region)
+    summary = forest.region_summary(newest, region)
     fail_unless(summary["count"] == steps, "the annotated region is not in the trace once "
                 "per step", yours=summary["count"], expected=steps,
                 hint="wrap every step in jax.profiler.TraceAnnotation(region)")
@@ -373,7 +380,7 @@ def _(impl, ctx):
         folder, name = ctx.learner_dir(f"learner-trace-{i}"), f"{region}_{i}"
         write_trace(stage1_workload(ctx)[0], (x,), str(folder), name,
                     steps=TRACE_ROUND_STEPS)
-        events = region_events(copy_once(traces.newest_trace(folder), ctx.subdir("taken"),
+        events = region_events(copy_once(forest.newest_trace(folder), ctx.subdir("taken"),
                                          inside=folder), name)
         fail_unless(len(events) == TRACE_ROUND_STEPS, "the annotated region is not in the "
                     "trace once per step", yours=len(events), expected=TRACE_ROUND_STEPS,
@@ -401,7 +408,7 @@ def _(impl, ctx):
             ("hand-built trace of ties (events that start or end together)",
              edge_trace(ctx)),
             ("real jax.profiler trace", checker_trace(ctx))):
-        expected = traces.region_summary(path, region)
+        expected = forest.region_summary(path, region)
         compare_summaries(summarize(str(path), region), expected, label, (path, region))
 
 
@@ -442,7 +449,7 @@ def compiled_cost(ctx, workload: Workload, fn, *args) -> dict:
     another backend's compiler differ: fusion decides the bytes)."""
     if on_chip(ctx):
         return bridge.inspect(ctx.learner, "course/compiled_cost", workload, *args)
-    return first_cost(jax.jit(fn).lower(*args).compile().cost_analysis())
+    return audit.compiled_cost(fn, *args)
 
 
 @checker.check(2, "cost_by_hand_and_compiler")
@@ -456,7 +463,7 @@ def _(impl, ctx):
         compiled = compiled_cost(ctx, Workload("jnp.matmul"), jnp.matmul, a, b)
         itemsize = jnp.dtype(dtype).itemsize
         hand = require_keys(by_hand(m, k, n, itemsize), ("flops", "bytes"), "by hand")
-        expected = {"flops": 2 * m * k * n, "bytes": (m * k + k * n + m * n) * itemsize}
+        expected = audit.matmul_cost(m, k, n, itemsize)
         for key in ("flops", "bytes"):
             fail_unless(as_float(hand[key], key) == expected[key],
                         f"hand count of {key} is off for ({m}x{k}) @ ({k}x{n}) {dtype.__name__}",
@@ -492,7 +499,7 @@ def own_bandwidth(ctx, kind: str, nbytes: int, iters: int) -> dict:
     """The checker's own ``bandwidth.measure`` of ``kind``: here, or on the chip (in the
     learner process, its samples bounded by the wall time around the request)."""
     if not on_chip(ctx):
-        return bandwidth.measure(kind, nbytes, iters=iters)
+        return memory.measure(kind, nbytes, iters=iters)
     import time as clock
     started = clock.perf_counter()
     got = bridge.inspect(ctx.learner, "course/bandwidth", kind, nbytes, iters)
@@ -510,7 +517,7 @@ def bandwidth_bytes() -> int:
     """The array size of the bandwidth check, from sysfs: a quarter of the last-level
     cache, kept within 64-128 MiB (past glibc's 32 MiB mmap threshold, so a fresh output
     is fresh pages every call; small enough for a 2-core machine)."""
-    llc = max(bandwidth.cache_sizes().values(), default=256 * 2**20)
+    llc = max(memory.cache_sizes().values(), default=256 * 2**20)
     return min(max(llc // 4, 64 * 2**20), 128 * 2**20) // 2**20 * 2**20
 
 
@@ -600,7 +607,7 @@ def _(impl, ctx):
     # round 0: the checker's in-place, fresh-output and read_sum measurements, then yours
     chip = on_chip(ctx)  # device memory has no host page faults: those checks are the CPU's
     ref = {kind: own_bandwidth(ctx, kind, nbytes, iters) for kind in
-           ("in_place", "read_sum")} if chip else bandwidth.measure_interleaved(
+           ("in_place", "read_sum")} if chip else memory.measure_interleaved(
         ("in_place", "fresh_output", "read_sum"), nbytes, rounds=1, iters=iters)
     yours = {kind: learner_bandwidth(impl, nbytes, kind, iters)
              for kind in ("in_place", "read_sum")}
@@ -756,9 +763,9 @@ def sysfs_caches(ctx) -> tuple[Path, dict]:
 def _(impl, ctx):
     cache_sizes = get_function(impl, "cache_sizes")
     fake, want = sysfs_caches(ctx)
-    if bandwidth.cache_sizes(fake) != want:  # the course's reader, on the folder it wrote
+    if memory.cache_sizes(fake) != want:  # the course's reader, on the folder it wrote
         raise RuntimeError("checker bug, not your code: coursekit's sysfs reader disagrees "
-                           f"with the folder the checker wrote: {bandwidth.cache_sizes(fake)}")
+                           f"with the folder the checker wrote: {memory.cache_sizes(fake)}")
     theirs = cache_sizes(str(fake))
     fail_unless(theirs == want, "cache sizes differ from a sysfs folder the checker wrote",
                 yours=theirs, expected=want, hint="sizes end in K, M or G (KiB, MiB, "

@@ -19,6 +19,7 @@ from audit_harness import checker
 from coursekit import protocol
 from coursekit.checking import bridge
 from coursekit.checking.device import learner_may_hold_accelerator
+from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import get_function, require_written
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import peak_memory
@@ -38,11 +39,18 @@ def remat_workload(ctx):
     return params, x, (depth, width, hidden, batch)
 
 
-# The checker's own models are the course's (coursekit.measure.peak_memory, which a learner
-# file may not use at stage 3: coursekit.checking.forbidden), so this file holds no
-# block_loss or tanh_chain_loss to copy; the fresh-process peaks below run the same model.
-reference_loss = peak_memory.blocks_loss          # (params, x, policy=None)
-reference_tanh_loss = peak_memory.tanh_chain_loss  # (ws, x, policy=None)
+# The checker's own models and fresh-process peaks are the course's, instructor-only
+# (coursekit.instructor.peak_memory): a learner's copy holds neither, and grades the checks
+# that need them where the instructor grades (coursekit.checking.graded).
+answers = instructor_module("peak_memory")
+
+
+def reference_loss(params, x, policy=None):
+    return answers.blocks_loss(params, x, policy)
+
+
+def reference_tanh_loss(ws, x, policy=None):
+    return answers.tanh_chain_loss(ws, x, policy)
 
 
 def learner_program(impl, ctx, policy):
@@ -72,12 +80,9 @@ def checkpoint_regions(program) -> int:
 
 
 def residual_bytes(fn, *args) -> int:
-    """Residual bytes by a public route: the leaves of ``jax.vjp``'s pullback (a
-    ``jax.tree_util.Partial``) that are not the arguments themselves."""
-    _, pullback = jax.vjp(fn, *args)
-    arguments = {id(leaf) for leaf in jax.tree.leaves(args)}
-    return sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(pullback)
-               if id(leaf) not in arguments)
+    """The checker's own count of saved residual bytes: saved_residual_bytes' answer,
+    instructor-only."""
+    return instructor_module("performance_audit").residual_bytes(fn, *args)
 
 
 def residual_hint(fn, args, yours) -> str:
@@ -347,8 +352,8 @@ def reference_peaks(cfg: dict, policies: tuple, repeats: int) -> dict:
                if k.startswith(("JAX_", "XLA_", "TPU_"))} if chip else None
         if chip and "JAX_PLATFORMS" not in env:
             env["JAX_PLATFORMS"] = ""  # unset for the child: JAX picks the chip
-        _REFERENCE_PEAKS[key] = peak_memory.fresh_process_peaks(
-            {str(p): (peak_memory.blocks_factory(), dict(cfg, policy=p)) for p in policies},
+        _REFERENCE_PEAKS[key] = answers.fresh_process_peaks(
+            {str(p): (answers.blocks_factory(), dict(cfg, policy=p)) for p in policies},
             repeats=repeats, env=env, one_at_a_time=chip)
     return _REFERENCE_PEAKS[key]
 
@@ -369,6 +374,7 @@ def _(impl, ctx):
     import threading
     cfg, repeats, policies = peak_workload(ctx), 3, (None, "nothing_saveable")
     module, process = peak_module(impl, ctx)
+    errors: list = []
     try:
         yours = {None: learner_peak(module, cfg, None, repeats)}
         reference: dict = {}
@@ -378,10 +384,14 @@ def _(impl, ctx):
             single = learner_peak(module, cfg, None, 1)
             reference.update(reference_peaks(cfg, policies, repeats))
         else:
+            def measure():  # its error is raised after the join (a thread's is lost)
+                try:
+                    reference.update(reference_peaks(cfg, policies, repeats))
+                except Exception as err:  # noqa: BLE001 - raised again below
+                    errors.append(err)
             # the checker's own run-only peaks, in its own fresh processes, while the
             # learner's second policy runs (memory per process does not depend on the load)
-            worker = threading.Thread(target=lambda: reference.update(
-                reference_peaks(cfg, policies, repeats)))
+            worker = threading.Thread(target=measure)
             worker.start()
             try:
                 yours["nothing_saveable"] = learner_peak(module, cfg, "nothing_saveable",
@@ -392,6 +402,8 @@ def _(impl, ctx):
     finally:
         if process is not None:
             process.close()
+    if errors:
+        raise errors[0]
     fail_unless(set(reference) == {str(p) for p in policies},
                 "the checker's own peak measurement failed", yours="", expected="")
     mib = 2**20

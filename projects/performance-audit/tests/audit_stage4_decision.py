@@ -1,10 +1,10 @@
 """performance-audit stage 4: decide what is ready. The learner's ``load_run`` and
 ``decide`` on before/after run records the checker writes: each case is drawn until the
-checker's own statistics (``coursekit.measure.decision``: intervals over interleaved
-rounds, and over pooled samples) say what the answer must be, so that a tempting wrong
-rule (trusting the raw ratio, pooling samples of drifting rounds, means thrown off by a
-few stalls) fails; comparability and a correct output come before speed; and
-``predict_step_speedup`` against Amdahl's law."""
+checker's own statistics (the course's decision statistic, instructor-only:
+``coursekit.instructor.decision``; and the pooled-sample one) say what the answer must
+be, so that a tempting wrong rule (trusting the raw ratio, pooling samples of drifting
+rounds, means thrown off by a few stalls) fails; comparability and a correct output come
+before speed; and ``predict_step_speedup`` against Amdahl's law."""
 
 from __future__ import annotations
 
@@ -15,10 +15,15 @@ import numpy as np
 from audit_harness import checker
 
 from coursekit.checking.errors import LearnerCodeError, TamperEvidence
+from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import get_function
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import decision
 from coursekit.measure.verdict import interval_of
+
+# the course's decide: a learner's copy does not hold it (its checks are graded there
+# by the instructor)
+answers = instructor_module("decision")
 
 
 def run_record(rng, median_s, spread, n=30, **overrides):
@@ -61,7 +66,7 @@ def decide_result(impl, before, after, ctx, **options) -> dict:
                 expected="{'decision': 'accept'|'reject'|'slower', 'reasons': [...]}")
     min_gain = options.get("min_gain", 0.05)
     try:
-        own = decision.decide_rounds(before, after, min_gain=min_gain)["decision"]
+        own = answers.decide_rounds(before, after, min_gain=min_gain)["decision"]
     except ValueError:
         own = None
     if result["decision"] == own:  # a wrong decision is the check's own verdict to give
@@ -140,7 +145,7 @@ def _(impl, ctx):
     # show it is noise: a decision that trusts the raw ratio must fail here.
     def tempting_noise(before, after):
         ratio = np.median(before["samples_s"]) / np.median(after["samples_s"])
-        return (decision.decide_rounds(before, after)["ci"][0] < 1.0 and
+        return (answers.decide_rounds(before, after)["ci"][0] < 1.0 and
                 decision.pooled_bootstrap(before, after)["ci"][0] < 1.0 and ratio > 1.03)
 
     before, after = draw_until(lambda: (run_record(rng, base, 0.3), run_record(rng, base, 0.3)),
@@ -153,7 +158,7 @@ def _(impl, ctx):
     # interval that lets only "after" vary clears 1 + min_gain, the one with both
     # records' spread holds 1 (the checker's own, over rounds and over pooled samples).
     def noisy_before(before, after):
-        return (decision.decide_rounds(before, after)["ci"][0] < 0.99
+        return (answers.decide_rounds(before, after)["ci"][0] < 0.99
                 and decision.pooled_bootstrap(before, after)["ci"][0] < 0.99
                 and after_only_interval(before, after)[0] > 1.1)
 
@@ -161,7 +166,7 @@ def _(impl, ctx):
                                         run_record(rng, base / 1.2, 0.02)), noisy_before,
                                tries=400)
     got = decision_of(impl, before, after, ctx)
-    both, alone = decision.decide_rounds(before, after)["ci"], after_only_interval(before,
+    both, alone = answers.decide_rounds(before, after)["ci"], after_only_interval(before,
                                                                                    after)
     fail_unless(got == "reject", "a speedup that the noise of the 'before' samples hides "
                 "was accepted", yours=f"{got} (as an interval letting only 'after' vary "
@@ -176,14 +181,14 @@ def _(impl, ctx):
     # (the checker's own, over rounds and over pooled samples) still holds 1: "slower"
     # asks the whole interval to lie below 1 / (1 + min_gain), as "accept" asks it above.
     def tempting_slowdown(before, after):
-        own = decision.decide_rounds(before, after)
+        own = answers.decide_rounds(before, after)
         return (own["ratio"] < 0.93 and own["ci"][1] > 1.02
                 and decision.pooled_bootstrap(before, after)["ci"][1] > 1.02)
 
     before, after = draw_until(lambda: (run_record(rng, base, 0.3), run_record(rng, base, 0.3)),
                                tempting_slowdown, tries=400)
     got = decision_of(impl, before, after, ctx)
-    own = decision.decide_rounds(before, after)
+    own = answers.decide_rounds(before, after)
     fail_unless(got == "reject", "noise that looks slower was called 'slower'",
                 yours=f"{got} (the estimate {own['ratio']:.3f} lies below 1/1.05 = 0.952)",
                 expected=f"reject: the 95% interval [{own['ci'][0]:.3f}, {own['ci'][1]:.3f}]"
@@ -208,7 +213,7 @@ def _(impl, ctx):
     before, after = draw_until(
         lambda: rounds_records(rng, 1.0, block_drift=0.1),
         lambda b, a: decision.pooled_bootstrap(b, a, n_boot=1000)["decision"] == "accept"
-        and decision.decide_rounds(b, a)["ci"][0] < 0.99, tries=400)
+        and answers.decide_rounds(b, a)["ci"][0] < 0.99, tries=400)
     got = decision_of(impl, before, after, ctx)
     fail_unless(got == "reject", "identical programs measured in drifting rounds were judged "
                 "different", yours=got, expected="reject",
@@ -228,10 +233,10 @@ def _(impl, ctx):
         return record(base), record(base / ratio)
 
     before, after = draw_until(
-        shared_trend, lambda b, a: decision.decide_rounds(b, a)["ci"][0] < 0.99
+        shared_trend, lambda b, a: answers.decide_rounds(b, a)["ci"][0] < 0.99
         and paired_by_position(b, a)[0] > 1.06)
     got = decision_of(impl, before, after, ctx)
-    both, paired = decision.decide_rounds(before, after)["ci"], paired_by_position(before,
+    both, paired = answers.decide_rounds(before, after)["ci"], paired_by_position(before,
                                                                                   after)
     fail_unless(got == "reject", "two runs without round_ids were compared sample by "
                 "sample, as if measured side by side", yours=f"{got} (as pairing sample i "
@@ -256,7 +261,7 @@ def _(impl, ctx):
     rng = ctx.rng("drifting-fast")
     # a true 1.25x whose rounds clear the minimum gain with a margin
     before, after = draw_until(lambda: rounds_records(rng, 1.25),
-                               lambda b, a: decision.decide_rounds(b, a)["ci"][0] > 1.12)
+                               lambda b, a: answers.decide_rounds(b, a)["ci"][0] > 1.12)
     got = decision_of(impl, before, after, ctx)
     fail_unless(got == "accept", "a true 1.25x speedup measured in 8 drifting rounds was "
                 "not accepted", yours=got, expected="accept",
@@ -269,7 +274,7 @@ def _(impl, ctx):
     rng = ctx.rng("drifting-slow")
     # a true 1.4x slowdown, clear in the rounds
     before, after = draw_until(lambda: rounds_records(rng, 1 / 1.4),
-                               lambda b, a: decision.decide_rounds(b, a)["ci"][1] < 0.85)
+                               lambda b, a: answers.decide_rounds(b, a)["ci"][1] < 0.85)
     got = decision_of(impl, before, after, ctx)
     fail_unless(got == "slower", "a clear 1.4x slowdown was not reported as slower",
                 yours=got, expected="slower",
@@ -287,9 +292,9 @@ def _(impl, ctx):
     base = float(rng.uniform(5e-3, 2e-2))
     small_before, small_after = draw_until(
         lambda: (run_record(rng, base, 0.01), run_record(rng, base * 1.025, 0.01)),
-        lambda b, a: down < decision.decide_rounds(b, a)["ci"][0]
-        and decision.decide_rounds(b, a)["ci"][1] < 0.995)
-    own = decision.decide_rounds(small_before, small_after)["ci"]
+        lambda b, a: down < answers.decide_rounds(b, a)["ci"][0]
+        and answers.decide_rounds(b, a)["ci"][1] < 0.995)
+    own = answers.decide_rounds(small_before, small_after)["ci"]
     got = decision_of(impl, small_before, small_after, ctx)
     fail_unless(got == "reject", "a real slowdown smaller than the minimum was reported "
                 "as slower", yours=got, expected=f"reject: the 95% interval [{own[0]:.3f}, "
@@ -357,8 +362,8 @@ def _(impl, ctx):
         return with_stalls(rng, before, rounds_hit=8), after
 
     before, after = draw_until(
-        stalled_before, lambda b, a: decision.decide_rounds(b, a)["ci"][0] < 0.99
-        and decision.decide_rounds(round_means(b), a)["decision"] == "accept")
+        stalled_before, lambda b, a: answers.decide_rounds(b, a)["ci"][0] < 0.99
+        and answers.decide_rounds(round_means(b), a)["decision"] == "accept")
     got = decision_of(impl, before, after, ctx)
     if got != "reject":
         fail_unless(False, "identical programs were judged different because a few "
@@ -372,8 +377,8 @@ def _(impl, ctx):
         return before, with_stalls(rng, after)
 
     before, after = draw_until(
-        stalled_after, lambda b, a: decision.decide_rounds(b, a)["ci"][0] > 1.12
-        and decision.decide_rounds(b, round_means(a))["decision"] != "accept")
+        stalled_after, lambda b, a: answers.decide_rounds(b, a)["ci"][0] > 1.12
+        and answers.decide_rounds(b, round_means(a))["decision"] != "accept")
     got = decision_of(impl, before, after, ctx)
     if got != "accept":
         fail_unless(False, "a true 1.3x speedup was not accepted because a few of its "
@@ -449,7 +454,7 @@ def _(impl, ctx):
                     hint="bad input gets a clear error, not a decision")
     # min_gain=0 is in the contract (min_gain >= 0): then any real gain is accepted, this
     # one too when the checker's own interval (min_gain 0) says so
-    if decision.decide_rounds(before, after, min_gain=0.0)["decision"] == "accept":
+    if answers.decide_rounds(before, after, min_gain=0.0)["decision"] == "accept":
         got = decision_of(impl, before, after, ctx, min_gain=0.0)
         fail_unless(got == "accept", "with min_gain=0 a real 2.6% step gain was not "
                     "accepted", yours=got, expected="accept (its interval lies above 1)",

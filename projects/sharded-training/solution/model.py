@@ -135,10 +135,9 @@ def init_state(config: dict, mesh) -> dict:
     source of randomness: its key splits into the params' key (``classifier.init_params``)
     and the training key kept in the state (first and second half of one
     ``jax.random.split``); opt_state is ``make_optimizer(config)``'s initial state for
-    those params; step and data_pos are int32 scalars 0; key is a typed key.
-    Must hold in a multi-process run too, where a typed key cannot be ``device_put``
-    onto other processes' devices. Checked against the checker's own state, leaf by
-    leaf, and for where each leaf lives."""
+    those params; step and data_pos are int32 scalars 0; key is a typed key. It must
+    work in a multi-process run too (stage 3 starts one). Checked against the checker's
+    own state, leaf by leaf, and for where each leaf lives."""
     ### BEGIN SOLUTION stage 1: init_state
     rep = shardings(mesh)["params"]
 
@@ -223,13 +222,14 @@ def make_train_step(optimizer: optax.GradientTransformation, noise: float = 0.0)
     replicated params from row-sharded data needs an all-reduce); it does not donate its
     inputs.
 
-    Must hold: it is the step the checker replays on one device. The state's key splits
-    in two (``jax.random.split``): the first half is the new state's key, the second
-    draws the input noise, ``noise`` times a standard normal of x's shape and dtype, added
-    to x. loss is ``classifier.loss`` of the params on the noisy rows with y and mask (the
-    mean over valid rows of the *global* batch); params and opt_state take one
-    ``optimizer`` update from the gradient of that loss; step and data_pos each advance
-    by one. Checked: 8 devices and 1 device agree within rtol 1e-4 after a few steps."""
+    What it returns is fixed, since the checker replays it on one device. Of the two
+    halves of ``jax.random.split(state["key"])``, the first is the new state's key and the
+    second draws the input noise: the rows the loss sees are x plus ``noise`` times a
+    standard normal of x's shape and dtype. ``loss`` is ``classifier.loss`` of the params
+    on those rows with y and mask (the mean over the valid rows of the *global* batch); the
+    new params and opt_state are one ``optimizer`` update by the gradient of that loss;
+    the new step and data_pos are one more. Checked: 8 devices and 1 device agree within
+    rtol 1e-4 after a few steps."""
     ### BEGIN SOLUTION stage 1: make_train_step
     def step(state, batch):
         key, sub = jax.random.split(state["key"])

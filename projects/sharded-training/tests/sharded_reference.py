@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from sharded_harness import N_DEVICES
 
+from coursekit.checking.graded import instructor_module
 from coursekit.workloads import classifier
 
 
@@ -43,24 +44,10 @@ def ref_state(config: dict) -> dict:
 
 
 def ref_step_fn(config: dict):
-    """SGD with momentum by hand (optax.sgd: m = g + momentum * m; p -= lr * m)."""
-    lr, mu, noise = config["lr"], config["momentum"], config["noise"]
-
-    @jax.jit
-    def step(params, momentum, key, x, y, mask):
-        key, sub = jax.random.split(key)
-        x = x + noise * jax.random.normal(sub, x.shape, x.dtype)
-
-        def loss(p):
-            logp = jax.nn.log_softmax(jnp.tanh(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"])
-            per_row = -jnp.take_along_axis(logp, y[:, None], axis=1)[:, 0]
-            return jnp.sum(per_row * mask) / jnp.sum(mask)
-
-        value, grads = jax.value_and_grad(loss)(params)
-        momentum = jax.tree.map(lambda m, g: g + mu * m, momentum, grads)
-        params = jax.tree.map(lambda p, m: p - lr * m, params, momentum)
-        return params, momentum, key, value
-    return step
+    """The checker's single-device step (make_train_step's numbers, SGD with momentum):
+    instructor-only (a learner's copy grades the checks that need it where the
+    instructor grades)."""
+    return instructor_module("sharded_training").reference_step(config)
 
 
 def ref_train(config: dict, steps: int, batches=None) -> tuple[dict, list[float]]:

@@ -61,6 +61,7 @@ from sharded_reference import blobs, ref_step_fn
 from coursekit.checking.bridge import TamperEvidence, Workload
 from coursekit.checking.errors import CheckFailed
 from coursekit.checking.frozen import copy_once
+from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import require_written
 from coursekit.checking.probes import (
     ratio_verdict,
@@ -74,7 +75,11 @@ from coursekit.checking.values import fail_unless
 from coursekit.measure import traces
 from coursekit.measure.timing import time_synced
 from coursekit.provenance.records import read_run_record, validate_run_record
-from coursekit.workloads import classifier, remote_sharded_training
+from coursekit.workloads import classifier
+
+# the course's own reading of a profiler run: instructor-only (a learner's copy grades the
+# checks that need it where the instructor grades)
+forest = instructor_module("traces")
 
 # The learner's synced median vs the checker's, either way, decided in interleaved rounds
 # (each the same step on the same data, in two processes, seconds apart: a right timer
@@ -127,7 +132,7 @@ def timing_workload(ctx):
              "momentum": jax.tree.map(lambda a: np.zeros(a.shape, a.dtype), params)}
     batch = {k: jax.device_put(np.asarray(v), split) for k, v in
              (("x", x), ("y", y), ("mask", mask))}
-    fn = remote_sharded_training.timing_step(**config)
+    fn = instructor_module("remote_sharded_training").timing_step(**config)
     loss = float(ref_step_fn(config)(*jax.device_put(
         (params, jax.tree.map(jnp.zeros_like, params), key, x, y, mask),
         jax.devices()[0]))[3])
@@ -218,7 +223,7 @@ def learner_record(impl, ctx) -> tuple[dict, dict, dict]:
 
 def region_durations(trace: Path, region: str) -> list[float]:
     """The seconds of every ``region`` event in the trace (this process's parse)."""
-    return [ev.dur / 1e6 for ev in traces.walk(traces.build_forest(traces.load_events(trace)))
+    return [ev.dur / 1e6 for ev in forest.walk(forest.build_forest(traces.load_events(trace)))
             if ev.name == region]
 
 
@@ -226,7 +231,7 @@ def region_steps(trace: Path, region: str) -> list[str | None]:
     """The step number each ``region`` event carries in the trace (its ``step`` argument,
     or ``step_num`` as ``StepTraceAnnotation`` writes it; None when it has neither), in the
     order the regions began (this process's parse)."""
-    found = sorted((ev for ev in traces.walk(traces.build_forest(traces.load_events(trace)))
+    found = sorted((ev for ev in forest.walk(forest.build_forest(traces.load_events(trace)))
                     if ev.name == region), key=lambda ev: ev.ts)
     return [str(ev.args["step"]) if "step" in ev.args else str(ev.args["step_num"])
             if "step_num" in ev.args else None for ev in found]
@@ -427,13 +432,13 @@ def _(impl, ctx):
     trace = Path(record.get("trace") or "")
     fail_unless(trace.is_file(), "the record's trace file does not exist",
                 yours=str(trace), expected="a *.trace.json.gz under logdir")
-    newest = traces.newest_trace(args["logdir"])
+    newest = forest.newest_trace(args["logdir"])
     fail_unless(trace.resolve() == newest.resolve(), "the trace is not the newest one under "
                 "logdir", yours=str(trace), expected=str(newest))
     # taken once: the three parses below read this copy
     trace = copy_once(trace, ctx.subdir("taken"), inside=args["logdir"],
                       what="the record's trace")
-    summary = traces.region_summary(trace, args["region"])
+    summary = forest.region_summary(trace, args["region"])
     fail_unless(summary["count"] == args["trace_steps"],
                 "the annotated region is not in the trace once per traced step",
                 yours=summary["count"], expected=args["trace_steps"],

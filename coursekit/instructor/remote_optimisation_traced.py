@@ -3,7 +3,9 @@ finished call of the learner's ``train_fast`` looks like in a trace (``coursekit
 workloads.inspectors``): the call on a given problem, waited for inside a ``jax.profiler``
 trace and a region annotation, whose trace file the checker parses itself. The file is
 written beside the learner's code, so what it holds is self-reported: the checker sets
-it only against the learner's own trace of the same call."""
+it only against the learner's own trace of the same call. Instructor-only
+(``coursekit.checking.graded``): traced so, one call is what stage 1's ``trace_slow``
+asks for."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ def fast_traced(train_fast, config: dict, seed: int, logdir: str, region: str,
     for inside a trace of ``logdir`` (Python tracer off) and a ``region`` annotation,
     after one call apart (rate ``lr_factors[0]`` times the problem's) so that no
     compile is traced. Returns the trace file's path (str)."""
-    from coursekit.measure import traces
+    from coursekit.instructor import traces
     from coursekit.workloads import slow_step
     problem = slow_step.make_problem(config, seed)
     args = (problem["tokens"], problem["targets"])

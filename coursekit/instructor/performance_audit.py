@@ -1,0 +1,27 @@
+"""performance-audit's answers its checker needs in the checker process: a matmul's FLOP
+and byte counts (stage 2's ``matmul_cost_by_hand``), the compiler's count of a program
+(``cost_from_compiler``) and the residual bytes a backward pass keeps
+(stage 3's ``saved_residual_bytes``). Instructor-only (``coursekit.checking.graded``)."""
+
+from __future__ import annotations
+
+import jax
+
+
+def matmul_cost(m: int, k: int, n: int, itemsize: int) -> dict:
+    return {"flops": 2 * m * k * n, "bytes": (m * k + k * n + m * n) * itemsize}
+
+
+def compiled_cost(fn, *args) -> dict:
+    """``cost_analysis()`` of the compiled (optimised) program."""
+    cost = jax.jit(fn).lower(*args).compile().cost_analysis()
+    return cost[0] if isinstance(cost, (list, tuple)) else cost
+
+
+def residual_bytes(fn, *args) -> int:
+    """Residual bytes by a public route: the leaves of ``jax.vjp``'s pullback (a
+    ``jax.tree_util.Partial``) that are not the arguments themselves."""
+    _, pullback = jax.vjp(fn, *args)
+    arguments = {id(leaf) for leaf in jax.tree.leaves(args)}
+    return sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(pullback)
+               if id(leaf) not in arguments)

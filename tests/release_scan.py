@@ -1,0 +1,369 @@
+"""The scan of a learner's release for answers in any readable form (issue 46): what
+docs/checkers.md ("What a learner receives") says no learner-side file may hold, found in
+the built release. ``scan(release)`` returns one sentence a finding; ``scan(release,
+files=[...])`` reads only those files (the planted cases of tests/test_release_scan.py).
+
+The rules, each over every shipped file:
+
+* ``code``: a function (of a ``.py`` file, a notebook's code cells, a Markdown page's
+  python blocks) that is an answer: the same body as, or most of, a learner function of a
+  reference solution (one that holds or lies in a ``BEGIN SOLUTION`` region) or a function
+  of ``coursekit/instructor``, names and constants abstracted (the measures of
+  tests/test_release_checker_answers.py, applied to the whole release);
+* ``names``: prose (a Markdown page, a notebook's Markdown, a docstring or comment) naming
+  a function that only ``coursekit/instructor`` defines: a pointer to an answer;
+* ``method``: prose or a hint holding a stage answer's method in words:
+  tests/test_release_answers' recipes and answers, and ``METHODS`` (the sentences issue 46
+  found);
+* ``reasons``: a rule of ``coursekit/checking/forbidden.py`` whose reason is free text
+  instead of one of its fixed sentences (``WHY``);
+* ``bracket``: a check's ``expected=`` or ``hint=`` that prints an accepted interval
+  (``[lo, hi]``): two failures are enough to fit it;
+* ``hint-line``: a hint holding ``HINT_RUN`` code tokens in a row of a solution line;
+* ``instructor``: instructor-only code or a solution folder in the release at all.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import re
+import tokenize
+from pathlib import Path
+
+import test_release_answers as pages
+import test_release_checker_answers as code
+
+from coursekit.facts import ROOT
+
+INSTRUCTOR = ROOT / "coursekit" / "instructor"
+# The sentences issue 46 found giving a method or pointing at an answer, as they were
+# written (docs/checkers.md records each, with where it was): prose holding one is the
+# same finding again.
+METHODS = (
+    "median seconds of that round's samples",
+    "estimate of log speedup, half-width",
+    "Student-t interval of per-round log ratios",
+    "its make_mesh, placement and timing_step are",
+    "its reference_softmax_f32 is softmax_jnp",
+    "already returns the sum of the 8 per-shard gradients",
+    "before the global division by the total valid count",
+    "-inf for max, 0 for sum",
+    "is this stage's answer",
+    # hints that hand over the design (issue 46, item 2: the checkers' owners fix them)
+    "already sums over the shards",
+    "divide by the psum of the valid counts",
+    "mask the block's columns >= n_cols with -inf",
+    "pl.cdiv(rows, block_rows)",
+)
+# (rule, file, what): why it stays; the test fails when an entry no longer matches.
+_LESSON = ("the synchronised timing loop is notebook 01's open lesson (a call, wait for "
+           "it, read the clock): what a stage asks is what surrounds it (which calls, "
+           "first call apart, warm-up, the record)")
+ALLOWED: dict[tuple[str, str, str], str] = {
+    **{("code", where, f"synced_samples ~ {answer}"): _LESSON
+       for where in ("notebooks/01_async_timing.ipynb",
+                     "projects/performance-audit/tests/audit_harness.py")
+       for answer in ("pallas-kernel:sweep", "performance-audit:measure_peak_flops",
+                      "sharded-training:profile_train_step")},
+    ("code", "projects/performance-audit/tests/audit_harness.py",
+     "synced_samples ~ performance-audit:time_fn"): _LESSON,
+    ("code", "coursekit/measure/timing.py",
+     "bare_loop_overhead ~ performance-audit:measure_peak_flops"): _LESSON,
+    ("code", "notebooks/01_async_timing.ipynb",
+     "unsynced_samples ~ performance-audit:measure_bandwidth"):
+        "notebook 01's planted failure, a timer that does not wait: the wrong answer on "
+        "purpose, beside the loop of the lesson",
+    ("code", "coursekit/measure/op_events.py", "main ~ performance-audit:write_trace"):
+        "jax.profiler.trace around annotated steps is the API notebook 02 shows in the "
+        "open; write_trace's contract is what surrounds it (a steady step, the region "
+        "once per step, the file this call wrote returned)",
+    ("code", "coursekit/portfolio/collect.py",
+     "collect_memory ~ performance-audit:_peak_call"):
+        "it calls the learner's own init_blocks and loss_and_grads on the inputs "
+        "peak_rss_fresh_process's docstring names: the lines in common are the contract's",
+    ("code", "notebooks/03_roofline.ipynb",
+     "loss_and_grads_blocks.loss ~ instructor/peak_memory:blocks_loss"):
+        "the residual blocks and their mean of squares are given (model.block, "
+        "block_loss's docstring); block_loss's answer is the remat policy per block",
+    ("code", "projects/performance-audit/starter/model.py",
+     "block ~ instructor/peak_memory:blocks_loss.block"):
+        "block is given by the starter: the model, not the exercise",
+    ("code", "projects/pallas-kernel/tests/pallas_harness.py",
+     "unit_roundoff ~ instructor/pallas_kernel:_u"):
+        "the unit roundoff, eps / 2, is the README's definition (u32 = 2^-24)",
+    ("code", "projects/performance-audit/tests/audit_stage2_evidence.py",
+     "_ ~ instructor/performance_audit:compiled_cost"):
+        "the peak-FLOP/s check reads the compiler's count of its own matmul "
+        "(jit, lower, compile, cost_analysis): the API call, which the contract names",
+    ("code", "projects/performance-audit/tests/audit_stage3_remat.py",
+     "_ ~ instructor/peak_memory:blocks_call"):
+        "value_and_grad of the checker's loss on its own inputs: the call every check of "
+        "the stage makes around the (instructor-only) loss",
+    ("method", "autograder/feedback.py", "phrase 'how the reference does'"):
+        "the heading the grader's feedback gives the walk-through it appends after "
+        "grading; the walk-throughs themselves live in docs/checkers, not shipped",
+    ("method", "autograder/feedback.py", "phrase 'How the reference does'"):
+        "the same heading of the grader's feedback, as a title: no walk-through",
+}
+
+
+# ---------------------------------------------------------------------------------------
+# What the release holds
+# ---------------------------------------------------------------------------------------
+
+def shipped_files(release: Path) -> list[Path]:
+    return sorted(p for p in release.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                  and p.suffix in (".py", ".md", ".ipynb"))
+
+
+def notebook_cells(path: Path) -> list[dict]:
+    return [{"type": c["cell_type"], "source": "".join(c["source"]) if isinstance(
+        c["source"], list) else c["source"]} for c in json.loads(path.read_text())["cells"]]
+
+
+def code_sources(path: Path) -> list[str]:
+    """The Python a file holds: the file, a notebook's code cells, a page's python blocks."""
+    if path.suffix == ".py":
+        return [path.read_text()]
+    if path.suffix == ".ipynb":
+        return [c["source"] for c in notebook_cells(path) if c["type"] == "code"]
+    return re.findall(r"```python\n(.*?)```", path.read_text(), re.S)
+
+
+def parsed(source: str) -> ast.AST | None:
+    """The source as Python, IPython's magics and shell lines dropped; None if it is not."""
+    lines = [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+
+
+def python_prose(source: str) -> list[str]:
+    """The docstrings and comments of Python source."""
+    out = []
+    tree = parsed(source)
+    for node in ast.walk(tree) if tree else ():
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                out.append(doc)
+    try:
+        out += [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return out
+
+
+def prose(path: Path) -> list[str]:
+    """What a reader reads as text: a page, a notebook's Markdown and its code's comments,
+    a Python file's docstrings and comments."""
+    if path.suffix == ".md":
+        return [path.read_text()]
+    if path.suffix == ".ipynb":
+        cells = notebook_cells(path)
+        return [c["source"] for c in cells if c["type"] == "markdown"] + [
+            text for c in cells if c["type"] == "code" for text in python_prose(c["source"])]
+    return python_prose(path.read_text())
+
+
+# ---------------------------------------------------------------------------------------
+# The answers
+# ---------------------------------------------------------------------------------------
+
+def answer_functions() -> dict[str, tuple[str, ...]]:
+    """"<project>:<function>" and "instructor/<module>:<function>" -> tokens."""
+    out = {f"{p}:{name}": tokens for p in code.PROJECTS
+           for name, tokens in code.learner_functions(p).items()}
+    for path in sorted(INSTRUCTOR.glob("*.py")):
+        for name, fn in code.functions(ast.parse(path.read_text())):
+            out[f"instructor/{path.stem}:{name}"] = code.tokens(fn)
+    return out
+
+
+def learner_function_names() -> set[str]:
+    """Every function a starter defines: the contract names them."""
+    out = set()
+    for path in (ROOT / "projects").glob("*/starter/model.py"):
+        out |= {n.name for n in ast.walk(ast.parse(path.read_text()))
+                if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    return out
+
+
+def instructor_only_names(release: Path) -> set[str]:
+    """Top-level functions and classes only ``coursekit/instructor`` defines (a name the
+    release or a starter defines too is no pointer)."""
+    defined = learner_function_names()
+    for path in release.rglob("*.py"):
+        tree = parsed(path.read_text())
+        defined |= {n.name for n in ast.walk(tree) if isinstance(
+            n, (ast.FunctionDef, ast.ClassDef))} if tree else set()
+    names, registered = set(), set()
+    for path in INSTRUCTOR.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        # a name of more than one word (one word, "where", "bounds", is English)
+        names |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+                  and "_" in n.name.strip("_")}
+        # an inspector or workload is named by its key ("sharded-training/timing_step")
+        registered |= {k.value.rsplit("/", 1)[-1] for n in ast.walk(tree)
+                       if isinstance(n, ast.Dict) for k in n.keys
+                       if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+    return names - defined - registered
+
+
+# ---------------------------------------------------------------------------------------
+# The rules
+# ---------------------------------------------------------------------------------------
+
+def code_findings(rel: str, path: Path, answers: dict) -> list[tuple[str, str, str]]:
+    """(rule, what, sentence) for each function of ``path`` that is an answer."""
+    found = []
+    shipped = []
+    for source in code_sources(path):
+        tree = parsed(source)
+        shipped += [(name, code.tokens(fn)) for name, fn in code.functions(tree)] if tree else []
+    for answer, mine in answers.items():
+        own = code.runs(mine)
+        for name, theirs in shipped:
+            theirs_runs = code.runs(theirs)
+            if len(mine) >= code.MIN_TOKENS and mine == theirs:
+                why = "the same body"
+            else:
+                share = len(own & theirs_runs) / len(own) if len(own) >= code.MIN_RUNS else 0
+                inside = (len(own & theirs_runs) / len(theirs_runs)
+                          if len(theirs_runs) >= code.MIN_CHECKER_RUNS else 0)
+                if share <= code.CONTAINED and inside <= code.CHECKER_CONTAINED:
+                    continue
+                why = f"{share:.2f} of the answer's runs, {inside:.2f} of its own"
+            found.append(("code", f"{name} ~ {answer}",
+                          f"{rel}: {name} is an answer ({answer}: {why})"))
+    return found
+
+
+def name_findings(rel: str, path: Path, names: set[str]) -> list[tuple[str, str, str]]:
+    found = []
+    for text in prose(path):
+        for name in sorted(names):
+            if re.search(rf"(?<![\w.]){re.escape(name)}\b", text) or re.search(
+                    rf"\.{re.escape(name)}\b", text):
+                found.append(("names", name, f"{rel}: prose names {name}, instructor-only "
+                              "code"))
+    return found
+
+
+def hint_texts(path: Path) -> list[str]:
+    """What a check of a ``.py`` file can print as a hint (``code.hints_of``)."""
+    if path.suffix != ".py":
+        return []
+    try:
+        return [text for _, text in code.hints_of(path.read_text())]
+    except SyntaxError:
+        return []
+
+
+def method_findings(rel: str, path: Path) -> list[tuple[str, str, str]]:
+    found = []
+    for text in prose(path) + hint_texts(path):
+        bare = pages.plain(text)
+        found += [("method", m, f"{rel}: {m}") for m in pages.answer_material(text)]
+        found += [("method", m, f"{rel}: a method in words: {m!r}") for m in METHODS
+                  if pages.plain(m) in bare]
+    return found
+
+
+def reason_findings(rel: str, path: Path) -> list[tuple[str, str, str]]:
+    """Rules of forbidden.py whose reason is not one of its fixed kinds."""
+    if not rel.endswith("coursekit/checking/forbidden.py"):
+        return []
+    tree = ast.parse(path.read_text())
+    kinds = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "WHY" for t in node.targets):
+            kinds = {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Rule":
+            kind = node.args[3] if len(node.args) > 3 else next(
+                (k.value for k in node.keywords if k.arg == "kind"), None)
+            text = kind.value if isinstance(kind, ast.Constant) else None
+            if isinstance(kind, (ast.Constant, ast.JoinedStr, ast.BinOp)) and text not in kinds:
+                found.append(("reasons", f"line {node.lineno}",
+                              f"{rel}:{node.lineno}: a rule's reason in free text"))
+    return found
+
+
+INTERVAL = re.compile(r"\[\s*[^\[\],]*\{\}[^\[\],]*,\s*[^\[\],]*\{\}[^\[\],]*\]")
+
+
+def rendered(node: ast.AST) -> str:
+    """A string or f-string with each formatted value as ``{}``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(rendered(v) if isinstance(v, ast.Constant) else "{}" for v in node.values)
+    if isinstance(node, ast.BinOp):
+        return rendered(node.left) + rendered(node.right)
+    return ""
+
+
+def bracket_findings(rel: str, path: Path) -> list[tuple[str, str, str]]:
+    found = []
+    for source in code_sources(path) if path.suffix == ".py" else ():
+        tree = parsed(source)
+        for node in ast.walk(tree) if tree else ():
+            if isinstance(node, ast.keyword) and node.arg in ("expected", "hint") \
+                    and INTERVAL.search(rendered(node.value)):
+                found.append(("bracket", f"line {node.value.lineno}",
+                              f"{rel}:{node.value.lineno}: {node.arg}= shows an accepted "
+                              f"interval ({rendered(node.value)[:60]!r})"))
+    return found
+
+
+def hint_findings(rel: str, path: Path, lines: set) -> list[tuple[str, str, str]]:
+    if path.suffix != ".py":
+        return []
+    try:
+        hints = code.hints_of(path.read_text())
+    except SyntaxError:
+        return []
+    return [("hint-line", f"line {line}", f"{rel}:{line}: a hint holds a solution line "
+             f"({text[:60]!r})") for line, text in hints if code.code_runs(text) & lines]
+
+
+def folder_findings(release: Path) -> list[tuple[str, str, str, str]]:
+    """Instructor-only code or a solution folder in the release at all."""
+    found = [("instructor", "coursekit/instructor", "", "coursekit/instructor: "
+              "instructor-only code in the release")
+             for p in (release / "coursekit" / "instructor",) if p.exists()]
+    return found + [("instructor", p.relative_to(release).as_posix(), "",
+                     f"{p.relative_to(release)}: a solution folder in the release")
+                    for p in release.rglob("solution") if p.is_dir()]
+
+
+def raw(release: Path, files: list[Path] | None = None) -> list[tuple[str, str, str, str]]:
+    """(rule, file, what, sentence) of every finding in the release (or in ``files``)."""
+    release = Path(release)
+    answers = answer_functions()
+    names = instructor_only_names(release)
+    lines = set().union(*(code.solution_line_runs(p) for p in code.PROJECTS))
+    found = []
+    if files is None:
+        files = shipped_files(release)
+        found += folder_findings(release)
+    for path in files:
+        rel = path.relative_to(release).as_posix()
+        found += [(rule, rel, what, sentence) for rule, what, sentence in (
+            code_findings(rel, path, answers) + name_findings(rel, path, names)
+            + method_findings(rel, path) + reason_findings(rel, path)
+            + bracket_findings(rel, path) + hint_findings(rel, path, lines))]
+    return found
+
+
+def scan(release: Path, files: list[Path] | None = None) -> list[str]:
+    """Every finding not in ``ALLOWED``, one sentence each."""
+    return [sentence for rule, rel, what, sentence in raw(release, files)
+            if (rule, rel, what) not in ALLOWED]
