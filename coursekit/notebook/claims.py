@@ -166,6 +166,48 @@ def roofline_verdict(measured_s: float, lower_s: float, upper_s: float,
     return "above: not modelled"
 
 
+def prediction_gap(predicted_s: float, no_overlap_s: float, measured_s: float,
+                   device_s: float | None, flops: float, peak_flops: float, *,
+                   close: float = 0.10) -> str:
+    """A workload's roofline prediction beside its measurement, the gap explained from the
+    trace: ``predicted_s`` (max of compute and memory time), ``no_overlap_s`` (their sum),
+    ``measured_s`` (synchronised median per call), ``device_s`` (the time the device's
+    operations ran per call, from the trace's device lines; None when the trace has none),
+    ``flops`` of one call and the measured ``peak_flops``.
+
+    Agreement is claimed only when measured / predicted lies within ``close`` of 1. A gap is
+    split into the host's part (measured minus device time: dispatch and the wait's return)
+    and the device's part (device time against the prediction: its operations' attained
+    rate against the peak); without device lines only the ratio is stated."""
+    for name, v in (("predicted_s", predicted_s), ("no_overlap_s", no_overlap_s),
+                    ("measured_s", measured_s), ("flops", flops), ("peak_flops", peak_flops)):
+        _positive(name, v)
+    ratio = measured_s / predicted_s
+    head = (f"measured / predicted = {ratio_text(ratio)} "
+            f"({measured_s * 1e3:.3f} ms against {predicted_s * 1e3:.3f} ms)")
+    if abs(ratio - 1) <= close:
+        verdict = f"within {close:.0%}: the measured roofs predict this workload"
+    elif ratio < 1:
+        verdict = ("faster than the roofs allow: a roof was measured low, or the compiler's "
+                   "counts include work the run did not do")
+    elif measured_s <= no_overlap_s:
+        verdict = ("slower than full overlap, within the no-overlap sum "
+                   f"({no_overlap_s * 1e3:.3f} ms): compute and memory traffic overlapped "
+                   "only in part")
+    else:
+        verdict = f"slower than even the no-overlap sum ({no_overlap_s * 1e3:.3f} ms)"
+    if device_s is None:
+        return f"{head}: {verdict}; no device lines in this trace to split the gap"
+    _positive("device_s", device_s)
+    host_s = max(0.0, measured_s - device_s)
+    rate = flops / device_s
+    return (f"{head}: {verdict}. Of each call, the device ran operations for "
+            f"{device_s * 1e3:.3f} ms ({ratio_text(device_s / predicted_s)} the prediction; "
+            f"{rate / 1e12:.1f} TFLOP/s = {rate / peak_flops:.0%} of the measured peak) and "
+            f"the host's dispatch and wait took the other {host_s * 1e3:.3f} ms "
+            f"({host_s / measured_s:.0%} of the call)")
+
+
 def roofline_summary(verdicts: dict[str, str], roof_samples: int) -> str:
     """One sentence on the sum of the roofs as an upper bound, from the per-workload
     verdicts of ``roofline_verdict``: it held for the workloads within the bounds; for the

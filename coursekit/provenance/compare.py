@@ -10,6 +10,7 @@ so the comparison is refused (or, on request, made and flagged).
     diffs = fingerprint_diff(before, after)           # [] when the environments agree
     verdict = guarded_decide(before, after, impl.decide)
     verdict["decision"], verdict["refused"], verdict["environment_differs"]
+    change_kind(before, after)["kind"]               # "environment" or "code"
 """
 
 from __future__ import annotations
@@ -84,3 +85,36 @@ def guarded_decide(before: dict, after: dict, decide, *, mode: str = "refuse",
             result["reasons"].append("flagged: the speedup was measured across "
                                      "environments, so it is not evidence about the code")
     return result
+
+
+# What an image or runtime change moves: the software stack, then where it ran.
+STACK_FIELDS = ("jax", "jaxlib", "python", "numpy", "platform", "xla_flags")
+PLACE_FIELDS = ("backend", "devices", "cpu", "cpu_cores")
+
+
+def change_kind(before, after) -> dict:
+    """How the course reads the difference between two run records, before any time is
+    compared: ``{"kind", "stack", "place", "other", "sentence"}``.
+
+    ``kind`` "environment" when the fingerprints differ at all (an image or runtime
+    change: a new JAX, other flags, another backend or machine; the times are not compared
+    as a model change), else "code" (one environment: a difference in time is the code's,
+    for ``decide`` to judge). ``stack`` / ``place`` / ``other``: the differing fields of
+    the software stack (``STACK_FIELDS``), of where it ran (``PLACE_FIELDS``) and any
+    other, each as ``fingerprint_diff`` words them."""
+    diffs = fingerprint_diff(before, after)
+    field = {d.split(":", 1)[0]: d for d in diffs}
+    stack = [field[k] for k in STACK_FIELDS if k in field]
+    place = [field[k] for k in PLACE_FIELDS if k in field]
+    other = [d for k, d in field.items() if k not in STACK_FIELDS + PLACE_FIELDS]
+    if not diffs:
+        return {"kind": "code", "stack": [], "place": [], "other": [],
+                "sentence": "one environment (every fingerprint field equal): a difference in "
+                            "time is the code's, and decide() judges it"}
+    parts = ([f"software stack: {'; '.join(stack)}"] if stack else []) + \
+        ([f"where it ran: {'; '.join(place)}"] if place else []) + \
+        ([f"also: {'; '.join(other)}"] if other else [])
+    return {"kind": "environment", "stack": stack, "place": place, "other": other,
+            "sentence": "an image/runtime change (" + " | ".join(parts) + "): the two "
+                        "are never compared as a model change; measure both variants in "
+                        "one environment"}

@@ -56,7 +56,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from coursekit.compat.jaxapi import CPU_EXECUTION_THREADS
-from coursekit.measure import traces
+from coursekit.measure import device_trace, traces
 from coursekit.notebook import claims
 from coursekit.notebook.cells import (
     RECORDS,
@@ -74,7 +74,10 @@ LABEL = cpu_label()
 REGION = "train_step"
 TRACE_ROOT = Path(TRACE_DIR) if TRACE_DIR else RECORDS / "traces" / "02_trace_reading"
 TRACE_ROOT.mkdir(parents=True, exist_ok=True)
+ON_DEVICE = jax.default_backend() != "cpu"  # this kernel's JAX computes on an accelerator
 print(LABEL)
+print("branch:", "accelerator (the trace's device lines)" if ON_DEVICE else
+      "cpu (host threads' events)")
 print("implementation under test:", IMPL)
 print("traces go to:", shown(TRACE_ROOT))
 
@@ -194,6 +197,11 @@ with not_yet("region summary"):
 # `...block_until_ready`; and **execution**, the `ThunkExecutor::Execute` events on the
 # `tf_XLAExecute` threads (JAX 0.10 names them `tf_XLAPjRtCpuClient`), clipped to the
 # region (they are not children: another thread).
+# On an accelerator the execution is the device's own: the trace's `.xplane.pb` holds a
+# plane per device (`/device:TPU:0`) whose `XLA Ops` line has one event per HLO operation
+# run, read with `jax.profiler.ProfileData` (`coursekit.measure.device_trace`). The device
+# keeps its own clock: its events are shifted onto the host's first (the smallest shift that
+# puts each program run inside a region; printed below).
 
 # %%
 def covered(intervals):
@@ -215,18 +223,32 @@ def breakdown(path, region):
     complete = [e for e in events if e.get("ph") == "X" and "dur" in e]
     execute = [e for e in complete if e["name"] == "ThunkExecutor::Execute"
                and names.get((e["pid"], e["tid"]), "").startswith(CPU_EXECUTION_THREADS)]
+    found = sorted((e for e in complete if e["name"] == region), key=lambda e: e["ts"])
+    device = None
+    if ON_DEVICE:  # the device's XLA Ops, shifted onto the host clock (us, like the JSON)
+        device = device_trace.region_device_ops(device_trace.xplane_beside(path), region)
+        if len(device["regions"]) != len(found):
+            raise RuntimeError(f"{len(found)} {region!r} events in the JSON trace, "
+                               f"{len(device['regions'])} in the .xplane.pb beside it")
     rows = []
-    for r in sorted((e for e in complete if e["name"] == region), key=lambda e: e["ts"]):
+    for k, r in enumerate(found):
         end = r["ts"] + r["dur"]
         dispatch = [e for e in complete if within(e, r) and e["name"].startswith("PjitFunction")]
         wait = [e for e in complete if within(e, r) and e["name"].endswith("block_until_ready")]
         runs = [e for e in execute if e["ts"] < end and e["ts"] + e["dur"] > r["ts"]]
+        on_chip = device["regions"][k] if device is not None else None
+        if on_chip is not None:  # the device's own operations, on the host clock
+            runs = [{"ts": op.start_ns / 1e3, "dur": op.dur_ns / 1e3} for op in on_chip["ops"]]
         dispatch_us = covered([(e["ts"], e["ts"] + e["dur"]) for e in dispatch])
         wait_us = covered([(e["ts"], e["ts"] + e["dur"]) for e in wait])
         rows.append({
             "total_us": r["dur"], "dispatch_us": dispatch_us, "wait_us": wait_us,
-            "execution_us": sum(min(e["ts"] + e["dur"], end) - max(e["ts"], r["ts"])
-                                for e in runs),
+            "execution_us": (on_chip["busy_ns"] / 1e3 if on_chip is not None else
+                             sum(min(e["ts"] + e["dur"], end) - max(e["ts"], r["ts"])
+                                 for e in runs)),
+            "device_ops_us": ({k_: v / 1e3 for k_, v in on_chip["by_op"].items()}
+                              if on_chip is not None else None),
+            "device_offset_us": device["offset_ns"] / 1e3 if device is not None else None,
             "largest": "wait" if wait_us >= dispatch_us else "dispatch",
             # when each began and ended (us, trace clock): for the ordering check below
             "dispatch_start": min((e["ts"] for e in dispatch), default=None),
@@ -251,6 +273,15 @@ with not_yet("dispatch, wait and execution"):
           f"{med['execution_us'] / med['total_us']:.1%} of it ({LABEL})")
     if med["wait_us"] > 0 and med["execution_us"] > 0:
         print(claims.wait_vs_execution(med["wait_us"] * 1e-6, med["execution_us"] * 1e-6))
+    if ON_DEVICE:
+        mid = sorted(parts, key=lambda row: row["total_us"])[len(parts) // 2]
+        print(f"device operations of the median step (execution = the time at least one ran; "
+              f"device clock shifted by {mid['device_offset_us']:+.1f} us onto the host's):")
+        for name, us in mid["device_ops_us"].items():
+            print(f"  {name:24s} {us:10.1f} us")
+    else:
+        print("host events only: a CPU trace has no device plane; execution is XLA:CPU's "
+              "thread events")
     slow_host = [i for i, row in enumerate(parts) if row["dispatch_us"] > row["wait_us"]]
     overlapped = [i for i in slow_host if parts[i]["execution_start"] is not None
                   and parts[i]["execution_start"] < parts[i]["dispatch_end"]]
@@ -266,6 +297,9 @@ with not_yet("dispatch, wait and execution"):
 # wait returns only once the result exists). Whether the wait or the dispatch took longer is
 # then counted, not assumed: a step where dispatch is the larger is a blocked host, not
 # compute.
+# On an accelerator the device's events were placed on the host clock by a shift estimated
+# from those same regions, so their order against dispatch is not evidence there: what is
+# checked is that every step holds a wait and ran on the device.
 
 # %%
 # The two threads record their own end times; 0.5 ms allows one of them to be descheduled
@@ -277,11 +311,15 @@ with not_yet("dispatch, then execution, inside the wait"):
         assert row["wait_us"] > 0, (
             f"step {i} has no block_until_ready child: synchronise inside the TraceAnnotation")
         assert row["execution_start"] is not None, f"step {i}: no execution event in the trace"
-        assert row["execution_start"] >= row["dispatch_start"], (i, row)
-        assert row["execution_end"] <= row["wait_end"] + ORDER_SLACK_US, (i, row)
+        if not ON_DEVICE:
+            assert row["execution_start"] >= row["dispatch_start"], (i, row)
+            assert row["execution_end"] <= row["wait_end"] + ORDER_SLACK_US, (i, row)
     waits_largest = sum(row["largest"] == "wait" for row in parts)
-    print(f"every step: dispatch began, then execution ran on its own thread and ended inside "
-          f"the completion wait. The wait took longer than the dispatch in {waits_largest} of "
+    print(("every step held a completion wait and device operations (their order against "
+           "dispatch is not read across the two clocks)" if ON_DEVICE else
+           "every step: dispatch began, then execution ran on its own thread and ended inside "
+           "the completion wait")
+          + f". The wait took longer than the dispatch in {waits_largest} of "
           f"{len(parts)} steps; median wait / median dispatch = "
           f"{med['wait_us'] / max(med['dispatch_us'], 1e-9):.1f}x ({LABEL})")
 
@@ -292,17 +330,28 @@ with not_yet("dispatch, then execution, inside the wait"):
 # The last annotated step, every thread that has events in it (the profiler's own
 # `ThreadpoolListener` bookkeeping events are left out). The Python thread holds the region
 # and the nested `PjitFunction` events; XLA's threads hold the op events (`hlo_op` in their
-# args).
+# args). On an accelerator the device's operations get a row of their own, shifted onto the
+# host clock as above (the JSON's own device rows, on the device's clock, are left out).
 
 # %%
 def timeline(ax, path, region, title):
     events = traces.load_events(path)
     names = traces.thread_names(events)
-    complete = [e for e in events if e.get("ph") == "X" and "dur" in e]
+    device_pids = {e.get("pid") for e in events if e.get("ph") == "M"
+                   and e.get("name") == "process_name"
+                   and str((e.get("args") or {}).get("name", "")).startswith("/device:")}
+    complete = [e for e in events if e.get("ph") == "X" and "dur" in e
+                and e.get("pid") not in device_pids]
     last = max((e for e in complete if e.get("name") == region), key=lambda e: e["ts"])
     t0, t1 = last["ts"], last["ts"] + last["dur"]
     shown = [e for e in complete if e["ts"] < t1 and e["ts"] + e["dur"] > t0
              and not e["name"].startswith("ThreadpoolListener")]
+    if ON_DEVICE:  # the last region's device operations, on the host clock
+        on_chip = device_trace.region_device_ops(device_trace.xplane_beside(path), region)
+        names[("device", 0)] = f"device XLA Ops ({on_chip['offset_ns'] / 1e3:+.0f} us)"
+        shown += [{"name": op.name, "ts": op.start_ns / 1e3, "dur": op.dur_ns / 1e3,
+                   "pid": "device", "tid": 0, "args": {"hlo_op": device_trace.op_name(op.name)}}
+                  for op in on_chip["regions"][-1]["ops"]]
     threads = sorted({(e["pid"], e["tid"]) for e in shown},
                      key=lambda k: (names.get(k, "") != "python", names.get(k, "")))
     for row, key in enumerate(threads):
@@ -441,7 +490,8 @@ for _want in (134, 163, 108, 136, 133, 132, 163, 140, 114, 125,
 # the ops it held show as their own events too. How much that changes is counted below, not
 # assumed: the op events of one step and their kinds, per setting. XLA flags are read when
 # the backend starts, so each setting needs a fresh process: the cell below runs
-# `coursekit.measure.op_events` twice with the same step, once per setting.
+# `coursekit.measure.op_events` twice with the same step, once per setting (on an
+# accelerator as CPU processes: the flag is XLA:CPU's, and this kernel holds the chip).
 #
 # Even then an op event is not the op's cost: XLA:CPU runs its thunks asynchronously, an
 # event marks the thunk on one thread, and the arithmetic may run in a thread pool
@@ -471,6 +521,8 @@ FLAG = "--xla_cpu_experimental_ynn_fusion_type="
 
 def op_events(xla_flags):
     env = dict(os.environ, XLA_FLAGS=xla_flags)
+    if ON_DEVICE:  # the flag is XLA:CPU's, and this kernel holds the chip: CPU processes
+        env["JAX_PLATFORMS"] = "cpu"
     logdir = TRACE_ROOT / ("per-op" if xla_flags else "default")
     done = subprocess.run([sys.executable, "-m", "coursekit.measure.op_events",
                            "--batch", str(BATCH), "--width", str(WIDTH), "--steps", str(STEPS),
@@ -480,6 +532,9 @@ def op_events(xla_flags):
         raise RuntimeError(done.stderr[-1500:])
     return json.loads(done.stdout.strip().splitlines()[-1])
 
+# on an accelerator these are CPU processes beside the kernel that holds the chip
+OP_LABEL = (f"CPU figure (fresh processes pinned to the CPU beside {LABEL})" if ON_DEVICE
+            else LABEL)
 runs = {"default": op_events(""), "flag on": op_events(FLAG)}
 coverage = {}
 for name, run in runs.items():
@@ -500,7 +555,7 @@ print(f"op events in one step: {op_counts['default']} by default, {op_counts['fl
       f"only by default: {', '.join(sorted(op_kinds['default'] - op_kinds['flag on'])) or 'none'}")
 compare_prediction("02_op_coverage_with_flag", PREDICTED_OP_COVERAGE, coverage["flag on"],
                    "fraction")
-print(LABEL)
+print(OP_LABEL)
 
 # %%
 with not_yet("sum vs covered with your covered_us"):
@@ -521,7 +576,7 @@ for ax, (name, run) in zip(axes, runs.items()):
     ax.set_title(f"{name}: op events of one step", fontsize=9)
     ax.legend(fontsize=7, loc="upper right")
 axes[-1].set_xlabel("time since the step's region began (ms)")
-fig.suptitle(LABEL, fontsize=8)
+fig.suptitle(OP_LABEL, fontsize=8)
 fig.tight_layout()
 plt.show()
 

@@ -40,6 +40,10 @@
 # Memory and time here are **CPU figures** of this machine: the host's resident memory and
 # XLA:CPU's buffer plan, not an accelerator's HBM. Where a device reports its own memory
 # (`device.memory_stats()`, an accelerator) that figure is shown too; on CPU it is None.
+#
+# **On an accelerator** the observed figure is the device's own peak (`memory_stats()`),
+# beside the compiler's plan of the same program; the host's RSS says nothing about HBM and
+# is not read. The first code cell prints which branch ran.
 
 # %% tags=["parameters"]
 # Parameters (papermill injects other values in CI; learners keep these).
@@ -61,7 +65,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from jax.ad_checkpoint import print_saved_residuals
 
-from coursekit.measure import peak_memory
+from coursekit.measure import device_peak, peak_memory
 from coursekit.measure.timing import time_synced
 from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
 from coursekit.notebook.guard import load_learner, need, not_yet, ready
@@ -71,7 +75,13 @@ impl = load_learner(IMPL)
 LABEL = cpu_label()
 MiB = 2**20
 POLICIES = [None, "nothing_saveable", "dots_saveable", "everything_saveable"]
+DEVICE = jax.devices()[0]
+ON_CHIP = jax.default_backend() != "cpu"  # this kernel's JAX computes on an accelerator
+if ON_CHIP:  # float32 products in float32, as the checker's learner processes compute them
+    jax.config.update("jax_default_matmul_precision", "highest")
 print(LABEL)
+print("branch:", f"accelerator ({DEVICE.device_kind}: the device's memory_stats(), float32 "
+      "matmul precision 'highest')" if ON_CHIP else "cpu (host memory: VmHWM, fresh processes)")
 print("implementation under test:", IMPL)
 
 # %% [markdown]
@@ -102,17 +112,34 @@ print("implementation under test:", IMPL)
 # ## Build in stages · stage 3: test a trade-off
 #
 # ### Equal gradients before anything is timed
+#
+# On an accelerator this cell also reads each policy's device peak. The chip's
+# `peak_bytes_in_use` is this process's high-water mark (nothing resets it, and no fresh
+# process can open the chip while this kernel holds it), so every policy is compiled first
+# and then run once here, from the smallest compiler plan up: a run that raises the mark gives
+# its own peak (`coursekit.measure.device_peak`); one that does not gives only a bound, said
+# so below. The readings are shown only after the gradients are found equal.
 
 # %%
 params = impl.init_blocks(jax.random.key(0), DEPTH, WIDTH, HIDDEN)
 x = jax.random.normal(jax.random.key(1), (BATCH, WIDTH), jnp.float32)
 results = {}
 loss_and_grads = jax.jit(impl.loss_and_grads, static_argnums=2)  # policy is static
+first_runs, device_readings, device_plans = {}, {}, {}
 with not_yet("gradients per policy") as grads_ok:
-    base_loss, base_grads = loss_and_grads(params, x, None)
+    if ON_CHIP:  # compile all, then each policy's first run in the process, smallest plan up
+        programs = {str(pol): loss_and_grads.lower(params, x, pol).compile()
+                    for pol in POLICIES}
+        device_plans = {k: peak_memory.memory_fields(c) for k, c in programs.items()}
+        planned = {k: f["temp_size_in_bytes"] + f["output_size_in_bytes"]
+                   for k, f in device_plans.items()}
+        for k in device_peak.ascending(planned):
+            first_runs[k], device_readings[k] = device_peak.measured_run(
+                programs[k], (params, x), DEVICE)
+    base_loss, base_grads = first_runs.get("None") or loss_and_grads(params, x, None)
     base_leaves = [np.asarray(g) for g in jax.tree.leaves(base_grads)]
     for policy in POLICIES:
-        loss, grads = loss_and_grads(params, x, policy)
+        loss, grads = first_runs.get(str(policy)) or loss_and_grads(params, x, policy)
         leaves = [np.asarray(g) for g in jax.tree.leaves(grads)]
         diff = max(float(np.max(np.abs(a - b))) for a, b in zip(leaves, base_leaves))
         bitwise = all(np.array_equal(a, b) for a, b in zip(leaves, base_leaves))
@@ -177,7 +204,10 @@ with not_yet("saved residuals of one block"):
 # * **the observed run-only peak**: in `REPEATS` fresh processes each (your
 #   `peak_rss_fresh_process`): how far memory rose above what the process held just
 #   before the run, during the run alone, without the runtime, compilation or inputs.
-#   The median and the spread (max - min) over the repeats;
+#   The median and the spread (max - min) over the repeats. On an accelerator: the
+#   device's reading of each policy's first run (the gradient cell above), one per policy
+#   (the chip's counters count allocations, no noise to repeat away), a bound where the run
+#   did not raise the high-water mark;
 # * the compiler's FLOPs and a synchronised time, measured in interleaved rounds (every
 #   policy once per round, the order alternating) so drift hits every policy alike.
 
@@ -186,8 +216,13 @@ with not_yet("memory per policy") as table_ok:
     need(grads_ok)
     fns = {str(pol): jax.jit(lambda p, v, pol=pol: impl.loss_and_grads(p, v, pol))
            for pol in POLICIES}
-    peaks = {str(pol): impl.peak_rss_fresh_process(DEPTH, WIDTH, HIDDEN, BATCH, pol,
-                                                   repeats=REPEATS) for pol in POLICIES}
+    if ON_CHIP:  # no fresh process can open the chip this kernel holds: its own readings
+        peaks = {k: {**device_plans[k], "run_peak_bytes": [r["run_peak_bytes"]],
+                     "vmhwm_bytes": [], "device_peak_bytes": r["peak_after"],
+                     "exact": r["exact"]} for k, r in device_readings.items()}
+    else:
+        peaks = {str(pol): impl.peak_rss_fresh_process(DEPTH, WIDTH, HIDDEN, BATCH, pol,
+                                                       repeats=REPEATS) for pol in POLICIES}
     for pol in POLICIES:
         cost = fns[str(pol)].lower(params, x).compile().cost_analysis()
         cost = cost[0] if isinstance(cost, (list, tuple)) else cost
@@ -204,7 +239,8 @@ with not_yet("memory per policy") as table_ok:
             spread_mib=(max(pk["run_peak_bytes"]) - min(pk["run_peak_bytes"])) / MiB,
             repeats_mib=[round(v / MiB, 1) for v in pk["run_peak_bytes"]],
             unreset_mib=[round(v / MiB) for v in pk["vmhwm_bytes"]],
-            device_peak=pk["device_peak_bytes"], gflop=cost["flops"] / 1e9, samples=[])
+            device_peak=pk["device_peak_bytes"], peak_exact=pk.get("exact", True),
+            gflop=cost["flops"] / 1e9, samples=[])
     for pol in POLICIES:                                # compile and warm every policy
         jax.block_until_ready(fns[str(pol)](params, x))
     for r in range(ROUNDS):
@@ -220,13 +256,24 @@ with not_yet("memory per policy") as table_ok:
     for pol, r in results.items():
         print(f"{pol:20s} {r['residual_mib']:6.1f} {r['temp_mib']:6.1f} {r['args_mib']:6.1f} "
               f"{r['out_mib']:6.1f} {r['plan_peak_mib']:6.1f} {r['plan_total_mib']:6.1f} "
-              f"{r['peak_mib']:8.1f} +-{r['spread_mib']:5.1f} {r['gflop']:7.3f} {r['ms']:7.1f}")
+              f"{r['peak_mib']:8.1f} +-{r['spread_mib']:5.1f} {r['gflop']:7.3f} {r['ms']:7.1f}"
+              + ("" if r["peak_exact"] else "  (peak: a bound, the run stayed under the mark)"))
     device = jax.devices()[0]
     reported = results["None"]["device_peak"]
-    print(f"device {device.platform}: memory_stats() "
-          + (f"peak_bytes_in_use {reported / MiB:.1f} MiB" if reported is not None else
-             "reports nothing here (None): the run-only peak above is host memory (VmHWM), "
-             "which says nothing about an accelerator's HBM"))
+    if ON_CHIP:
+        order = ", ".join(device_readings)
+        exact = sum(r["exact"] for r in device_readings.values())
+        print(f"device {device.platform} ({device.device_kind}): run-only peaks from "
+              f"memory_stats() around each policy's first run, in the order {order}: "
+              f"peak_bytes_in_use - bytes_in_use before it; {exact} of "
+              f"{len(device_readings)} runs raised the high-water mark (a reading)"
+              + ("" if exact == len(device_readings) else ", the rest are bounds")
+              + ". Host memory is not read.")
+    else:
+        print(f"device {device.platform}: memory_stats() "
+              + (f"peak_bytes_in_use {reported / MiB:.1f} MiB" if reported is not None else
+                 "reports nothing here (None): the run-only peak above is host memory "
+                 "(VmHWM), which says nothing about an accelerator's HBM"))
     print(LABEL)
 
 # %% [markdown]
@@ -242,8 +289,12 @@ with not_yet("what the table says"):
         noise = max(r["spread_mib"], plain["spread_mib"])
         direction = "lower" if dpeak < 0 else "higher"
         clear = abs(dpeak) > noise
+        basis = (f"{'beyond' if clear else 'within'} the repeats' spread of {noise:.1f} MiB"
+                 if not ON_CHIP else "one device reading each"
+                 if r["peak_exact"] and plain["peak_exact"] else
+                 "a bound on one side: the difference is not a reading")
         print(f"{pol}: run-only peak {abs(dpeak):.1f} MiB {direction} than no remat "
-              f"({'beyond' if clear else 'within'} the repeats' spread of {noise:.1f} MiB); "
+              f"({basis}); "
               f"the temp plan moves by {dtemp:+.1f} MiB; FLOPs x{r['gflop'] / plain['gflop']:.2f}, "
               f"time x{r['ms'] / plain['ms']:.2f}")
     print("the plan's peak_memory_in_bytes is "
@@ -289,8 +340,9 @@ with not_yet("memory per policy, plotted"):
     ax1.set_xticks(range(len(names)), names, fontsize=8)
     ax1.set_ylabel("memory (MiB)")
     ax1.legend(fontsize=7)
-    titled(ax1, f"Memory per remat policy, {DEPTH} blocks, batch {BATCH} (bars: min-max of "
-                f"{REPEATS} fresh processes)", LABEL)
+    titled(ax1, f"Memory per remat policy, {DEPTH} blocks, batch {BATCH} "
+                + ("(peak: one device reading each)" if ON_CHIP else
+                   f"(bars: min-max of {REPEATS} fresh processes)"), LABEL)
     ax2.bar(range(len(names)), [results[n]["ms"] for n in names], color="tab:gray")
     ax2.set_xticks(range(len(names)), [n.replace("_saveable", "") for n in names], fontsize=8)
     ax2.set_ylabel("loss_and_grads time (ms, median, interleaved)")
@@ -417,8 +469,10 @@ with not_yet("the planted failure"):
     same_process = {}
     for policy in (None, "nothing_saveable"):
         jax.block_until_ready(loss_and_grads(params, x, policy))
-        same_process[str(policy)] = peak_memory.status_bytes("VmHWM") / MiB
-    print("planted: VmHWM of this notebook's own process after each variant:")
+        same_process[str(policy)] = (peak_memory.device_peak(DEVICE) if ON_CHIP else
+                                     peak_memory.status_bytes("VmHWM")) / MiB
+    print("planted: " + ("the device's peak_bytes_in_use" if ON_CHIP else "VmHWM")
+          + " of this notebook's own process after each variant:")
     for k, val in same_process.items():
         print(f"  after {k:18s} {val:10.1f} MiB")
     lower = same_process["nothing_saveable"] < same_process["None"]
@@ -429,13 +483,23 @@ with not_yet("the planted failure"):
 # %% [markdown]
 # The fix: one fresh process per variant and repeat, the high-water mark reset after
 # compile (your `peak_rss_fresh_process`). Beside it, the same fresh processes' *unreset*
-# VmHWM: it holds the runtime, compilation and inputs, and varies more than the run.
+# VmHWM: it holds the runtime, compilation and inputs, and varies more than the run. On an
+# accelerator, where no fresh process can open the chip this kernel holds, the fix is the
+# order: each policy's first run, the smallest plan first, read as the rise above what the
+# device held before it (the gradient cell's readings).
 
 # %%
 with not_yet("the fix"):
     need(table_ok)
     for k in ("None", "nothing_saveable"):
         r = results[k]
+        if ON_CHIP:
+            got = device_readings[k]
+            print(f"first run, {k:18s} run-only {got['run_peak_bytes'] / MiB:.1f} MiB "
+                  + ("(it raised the mark: a reading)" if got["exact"] else
+                     "(under an earlier mark: at most this)")
+                  + f"; compiler temp {r['temp_mib']:.1f} MiB")
+            continue
         print(f"fresh processes, {k:18s} run-only {r['repeats_mib']} MiB "
               f"(spread {r['spread_mib']:.1f}); unreset VmHWM {r['unreset_mib']} MiB "
               f"(spread {max(r['unreset_mib']) - min(r['unreset_mib'])}); compiler temp "

@@ -69,7 +69,18 @@ DIVERGE_STEPS = 30     # steps of the 8x-gradient training comparison
 
 # %%
 import os
+
+# This kernel computes on the CPU's eight fake devices even where an accelerator is present
+# (JAX would take the chip instead, and find one device): pinned before jax starts. The
+# chip, where the machine has one, stays free for the one-chip cell near the end.
+USER_PLATFORMS = os.environ.get("JAX_PLATFORMS")
+os.environ["JAX_PLATFORMS"] = "cpu"
+
+import json
 import shutil
+import socket
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -783,6 +794,54 @@ with not_yet("the step's timing, recorded"):
                     notebook="05_sharding_and_recovery")
 
 # %% [markdown]
+# ### On a machine with one accelerator chip
+#
+# Everything above ran on the CPU's eight fake devices, on purpose: placement, weighting
+# and recovery need more than one device, and this machine's CPU has them. A one-chip
+# machine (a TPU v5e with one chip, say) has one accelerator device. The cell below runs
+# your mesh, placement and step on it, in a process of its own (`coursekit.workloads.one_chip`;
+# this kernel never opened the chip), and reads the compiled step. What one chip cannot
+# show, it says from the evidence: with one device the compiler has nothing to reduce
+# across, so the step holds no all-reduce, and nothing about scaling or interconnects can be
+# measured; the two-process run of stage 3 (`jax.distributed`) needs its coordinator's TCP
+# socket, which the cell tries to open on the loopback. On a machine without an accelerator
+# the process finds only the CPU and says so.
+
+# %%
+chip_env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+if USER_PLATFORMS is not None:
+    chip_env["JAX_PLATFORMS"] = USER_PLATFORMS   # the user's choice, not this kernel's pin
+done = subprocess.run([sys.executable, "-m", "coursekit.workloads.one_chip", "--impl",
+                       str(Path(IMPL).resolve()), "--config", json.dumps(CONFIG)],
+                      capture_output=True, text=True, env=chip_env, timeout=RUN_LIMIT)
+if done.returncode != 0:
+    raise RuntimeError(f"the one-chip process failed ({done.returncode}): {done.stderr[-1500:]}")
+one_chip = json.loads(done.stdout.strip().splitlines()[-1])
+try:  # what jax.distributed's coordinator needs first: a TCP socket on the loopback
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+    tcp = "a TCP socket on the loopback opens here"
+except OSError as err:
+    tcp = f"a TCP socket on the loopback is refused here ({err})"
+if one_chip["backend"] == "cpu":
+    print(f"branch: cpu. A fresh process's JAX finds only the CPU ({one_chip['devices']} "
+          f"device(s)): no accelerator on this machine, no one-chip mesh to show; {tcp}.")
+elif "not_yet" in one_chip:
+    print(f"branch: accelerator ({one_chip['label']}). not yet: {one_chip['not_yet']} "
+          "(your stage 1 builds the mesh this cell runs on the chip)")
+else:
+    print(f"branch: accelerator. In a fresh process: {one_chip['devices']} device(s), "
+          f"{one_chip['label']}; your make_mesh() gives {one_chip['mesh']}; params and batch "
+          f"rows on devices {one_chip['placement']}; one step's loss {one_chip['loss']:.4f}")
+    print(f"the compiled step holds {one_chip['all_reduces']} all-reduce(s): "
+          + ("one device, nothing to reduce across: the collectives of stages 1-2 and "
+             "their cost cannot be shown on one chip" if one_chip["all_reduces"] == 0 else
+             "the compiler kept a reduction over one device"))
+    print(f"{tcp}: " + ("jax.distributed's two-process run (stage 3) needs it and cannot "
+                        "run on this machine" if "refused" in tcp else
+                        "jax.distributed could start its coordinator"))
+
+# %% [markdown]
 # ## Decide what is ready
 #
 # The evidence of this notebook, computed from the cells above:
@@ -800,6 +859,9 @@ if ready(four_ok):
 evidence["mean of means: relative error at the largest imbalance"] = f"{err_mom[-1]:.3g}"
 evidence["planted pmean(grad(shard mean)): gradient ratio"] = f"{ratio_8x:.3f}"
 evidence["the same without pmean / with check_vma=False"] = f"{f_mean:.3f} / {f_off:.3f}"
+evidence["a fresh process's backend (the one-chip cell)"] = (
+    f"{one_chip['label']}, {one_chip.get('all_reduces', 'no')} all-reduce(s) on its mesh"
+    if one_chip["backend"] != "cpu" else "cpu: no accelerator here")
 if ready(profiled_ok):
     evidence["step record valid for the readiness review"] = not problems
     evidence["step: warmed median (CPU, 8 fake devices)"] = f"{np.median(samples_ms):.2f} ms"

@@ -63,12 +63,17 @@ COLS = 300                  # row length: not a power of two, so every block has
 BLOCK_ROWS = [8, 16, 32, 64]  # block sizes swept (ROWS / block_rows grid programs each)
 SWEEP_SHAPES = [[64, 300], [256, 300], [256, 1000]]  # shapes of the stage-3 sweep
 TOL_LENGTHS = [8, 64, 512, 4096]  # row lengths for the tolerance study
+# On an accelerator (compiled Pallas) the stage-3 sweep runs these instead: shapes from
+# launch-bound to HBM-bound, each with the block sizes below that fit the chip's VMEM.
+CHIP_SWEEP_SHAPES = [[64, 300], [512, 1000], [2048, 1000], [8192, 2048], [8192, 4096]]
+CHIP_BLOCK_ROWS = [8, 32, 128, 512]
 WARMUP = 1                  # untimed calls after the first
 ITERS = 7                   # timed calls per measurement
 
 # %%
 import functools
 import statistics
+import time
 
 import jax
 import jax.numpy as jnp
@@ -76,6 +81,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from jax.experimental import pallas as pl
 
+from coursekit.measure import pallas_vmem
 from coursekit.measure.pallas_inspect import inspect_pallas, lowered_mode, settle_pallas
 from coursekit.measure.timing import time_synced
 from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
@@ -98,7 +104,8 @@ def library_softmax(x):  # the notebook's own reference, independent of your fil
 
 print(LABEL)
 print("implementation under test:", IMPL)
-print("backend:", BACKEND, "| Pallas runs", "interpreted" if INTERPRET else "compiled")
+print("backend:", BACKEND, "| Pallas runs", "interpreted" if INTERPRET else "compiled",
+      "| branch:", "cpu (interpreted)" if INTERPRET else "accelerator (compiled on the chip)")
 
 
 # %% [markdown]
@@ -340,10 +347,55 @@ assert type(PREDICTED_TIME_FACTOR) is int or type(PREDICTED_TIME_FACTOR) is floa
 # interpreted and compiled timings. Only a compiled kernel on an accelerator can help or stop
 # helping: interpreted, those verdicts print `n/a (interpreted)` (the ratios are still shown,
 # as measurements of the interpreter).
+#
+# ### Blocks that fit the chip's VMEM
+#
+# Compiled for a TPU, each program's blocks live in the core's vector memory (VMEM), and the
+# compiler gives one kernel a *scoped* share of it: 16 MiB by default
+# (`pallas_vmem.SCOPED_VMEM_LIMIT`). A block of whole rows grows with the row length, so a
+# block size that fits narrow rows can be refused on wide ones (`CompileTimeScopedVmemOom`).
+# The count, per block: rows (rounded up to 8) x block width x (two copies of the input block
+# and two of the output block, double-buffered, in their dtype, plus one float32 working
+# copy); `coursekit.measure.pallas_vmem` gives it with the compiler's own figures beside it.
+# On an accelerator the sweep below tries, for each shape, only the block sizes that fit;
+# interpreted on a CPU nothing lives in VMEM, and the count is shown for reference.
+
+# %%
+with not_yet("blocks that fit VMEM") as vmem_ok:
+    if INTERPRET:
+        SWEPT, tried = SWEEP_SHAPES, BLOCK_ROWS
+    else:
+        SWEPT, tried = CHIP_SWEEP_SHAPES, CHIP_BLOCK_ROWS
+    vmem_plan = pallas_vmem.plan(SWEPT, tried, 4, impl.block_cols)  # float32 sweeps
+    limit_mib = pallas_vmem.SCOPED_VMEM_LIMIT / 2**20
+    for p in vmem_plan.values():
+        if p["none_fits"]:
+            print(p["none_fits"] + ": left out of the sweep" if not INTERPRET
+                  else p["none_fits"])
+    if not INTERPRET:  # compiled: only the shapes some block fits are swept
+        SWEPT = [list(shape) for shape, p in vmem_plan.items() if p["fit"]]
+    for (rows, cols), p in vmem_plan.items():
+        if not p["fit"]:
+            continue
+        counts = ", ".join(f"{b}: {pallas_vmem.block_vmem_bytes(b, p['width'], 4) / 2**20:.2f}"
+                           for b in p["fit"])
+        refused = ", ".join(f"{b} ({need / 2**20:.0f} MiB)" for b, need in p["too_big"].items())
+        print(f"({rows}, {cols}), blocks {p['width']} wide: fit {{{counts}}} MiB"
+              + (f"; over {limit_mib:.0f} MiB, not tried: {refused}" if refused else "")
+              + (f"; taller than the array, not tried: {p['taller']}" if p["taller"] else ""))
+    print("interpreted on this CPU: nothing lives in VMEM, these are a TPU's counts"
+          if INTERPRET else f"compiled: every block tried fits {limit_mib:.0f} MiB ({LABEL})")
 
 # %%
 with not_yet("stage 3: the sweep") as stage3:
-    records = impl.sweep(SWEEP_SHAPES, BLOCK_ROWS, warmup=WARMUP, iters=ITERS, seed=SEED)
+    need(vmem_ok)
+    if INTERPRET:
+        records = impl.sweep(SWEEP_SHAPES, BLOCK_ROWS, warmup=WARMUP, iters=ITERS, seed=SEED)
+    else:  # each shape with its own blocks (the cell above): one sweep per shape
+        records = []
+        for rows, cols in SWEPT:
+            records += impl.sweep([[rows, cols]], vmem_plan[rows, cols]["fit"], warmup=WARMUP,
+                                  iters=ITERS, seed=SEED)
     summary = impl.summarize(records)
     # Only a compiled kernel on an accelerator can help or stop helping; interpreted
     # timings race the Pallas interpreter against jnp dispatch.
@@ -368,14 +420,15 @@ with not_yet("stage 3 plots"):
     left.axhline(1.0, color="gray", ls="--",
                  label="ratio 1" + ("" if verdicts_apply else f" (speed verdict: {NA})"))
     left.set_xscale("log", base=2)
-    left.set_xticks(BLOCK_ROWS, [str(b) for b in BLOCK_ROWS])
+    swept_blocks = sorted({b for p in summary["per_shape"] for b in p["speedup_by_block"]})
+    left.set_xticks(swept_blocks, [str(b) for b in swept_blocks])
     left.minorticks_off()
     plain_log(left, "y")
     left.set_xlabel("block_rows (rows per grid program)")
     left.set_ylabel("jnp median / kernel median (x)")
     titled(left, f"Speedup over jnp, kernel {summary['mode']}", LABEL)
     left.legend(fontsize=7)
-    for shape in SWEEP_SHAPES:
+    for shape in SWEPT:
         ks = [r for r in records if r["impl"] == "pallas" and r["shape"] == list(shape)]
         right.plot([r["grid"][0] for r in ks],
                    [statistics.median(r["samples_s"]) * 1e3 for r in ks], marker="o",
@@ -395,6 +448,59 @@ with not_yet("stage 3 plots"):
     per_program = [statistics.median(r["samples_s"]) / r["grid"][0] for r in ks]
     print(f"{summary['mode']} cost per grid program: {min(per_program) * 1e3:.3f} .. "
           f"{max(per_program) * 1e3:.3f} ms ({LABEL})")
+
+
+# %% [markdown]
+# ### Against `jax.nn.softmax`, compiled on the chip
+#
+# What a user would call instead of your kernel is JAX's own `jax.nn.softmax`. On an
+# accelerator it is timed on every swept shape as your sweep times its baseline (the first,
+# compiling call apart and its output held to your float64 reference and tolerance before
+# any sample, then synchronised warmed calls), written as baseline records, and your
+# `summarize` reads them in place of `softmax_jnp`'s: where the compiled kernel helps
+# against the library, and where it stops. Interpreted on a CPU there is no such verdict.
+
+# %%
+def library_records(shapes):
+    """jax.nn.softmax on each (rows, cols), as baseline records of the sweep's format."""
+    out = []
+    for rows, cols in shapes:
+        x = jnp.asarray(np.random.default_rng(SEED).standard_normal((rows, cols)), jnp.float32)
+        fn = jax.jit(lambda v: jax.nn.softmax(v, axis=-1))
+        start = time.perf_counter()
+        y = np.asarray(jax.block_until_ready(fn(x))).astype(np.float64)  # compiles
+        first = time.perf_counter() - start
+        tol, y64 = impl.tolerance(jnp.float32, cols), impl.softmax_numpy_f64(x)
+        ok = bool(np.all(np.abs(y - y64) <= tol["atol"] + tol["rtol"] * np.abs(y64)))
+        t = time_synced(fn, x, warmup=WARMUP, iters=ITERS) if ok else None
+        out.append({"impl": "jnp", "shape": [rows, cols], "dtype": "float32",
+                    "block_rows": None, "grid": None, "mode": "compiled", "backend": BACKEND,
+                    "warmup": WARMUP, "iters": ITERS, "first_call_s": first,
+                    "samples_s": t.samples_s if t else [], "output_ok": ok,
+                    "compiles_first_call": None, "compiles_warmed": t.compiles_warmed if t else 0})
+    return out
+
+against_library = None
+with not_yet("the kernel against jax.nn.softmax") as library_ok:
+    need(stage3)
+    if INTERPRET:
+        print(f"interpreted on {BACKEND}: no speed verdict against jax.nn.softmax (the timings "
+              "above measure the Pallas interpreter, not the kernel)")
+    else:
+        kernels = [r for r in records if r["impl"] == "pallas"]
+        against_library = impl.summarize(kernels + library_records(SWEPT))
+        for p in against_library["per_shape"]:
+            best = p["best_speedup"]
+            print(f"{p['shape']}: jax.nn.softmax median {p['baseline_median_s'] * 1e3:.3f} ms; "
+                  f"best block {p['best_block_rows']}: "
+                  + (f"{best:.3f}x" if best is not None else "no correct block")
+                  + f"; helps: {p['helps']}")
+        helps = [p["shape"] for p in against_library["per_shape"] if p["helps"]]
+        stops = against_library["stops_helping_at"]
+        print(f"helps against jax.nn.softmax at {helps or 'no shape swept'}"
+              + ("" if not helps else
+                 f"; stops helping at {stops} (and every larger shape swept)" if stops else
+                 "; still helps at the largest shape swept") + f" ({LABEL})")
 
 # %% [markdown]
 # ### Check stage 3
@@ -600,6 +706,9 @@ evidence = {
          if verdicts_apply else NA) if stage3.done else "not yet"),
     "stops helping at": ((summary["stops_helping_at"] if verdicts_apply else NA)
                          if stage3.done else "not yet"),
+    "against jax.nn.softmax, stops helping at": (
+        (against_library["stops_helping_at"] or "still helps at the largest shape")
+        if against_library else NA if stage3.done else "not yet"),
     "caveat": (summary["caveat"] or "none: compiled") if stage3.done else "not yet",
 }
 for k, v in evidence.items():

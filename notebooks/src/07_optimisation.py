@@ -61,7 +61,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from coursekit.facts import records_dir
-from coursekit.measure import traces
+from coursekit.measure import device_trace, traces
 from coursekit.measure.decision import measure_interleaved, ratio_by_rounds
 from coursekit.notebook import claims
 from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
@@ -74,7 +74,10 @@ LABEL = cpu_label()
 CONFIG = slow_step.sizes(steps=STEPS, batch=BATCH)
 problem = slow_step.make_problem(CONFIG, seed=0)
 ARGS = (problem["tokens"], problem["targets"])
+ON_DEVICE = jax.default_backend() != "cpu"  # this kernel's JAX computes on an accelerator
 print(LABEL)
+print("branch:", "accelerator (the trace's device lines beside the host events)" if ON_DEVICE
+      else "cpu (host events)")
 print("implementation under test:", IMPL)
 print("workload sizes:", CONFIG)
 
@@ -147,6 +150,42 @@ with not_yet("the breakdown"):
         print(claims.amdahl_ceiling_claim(limit["phase"], limit["share"],
                                           breakdown["step_us"] * 1e-6,
                                           float(np.median(slow_times["samples_s"]))))
+
+# %% [markdown]
+# Your breakdown reads the host's events: how long each phase kept the Python thread. On an
+# accelerator the same trace also holds what the chip did meanwhile: its `XLA Ops` line
+# (`coursekit.measure.device_trace`, the device's events shifted onto the host clock). Per
+# phase: how long the chip was busy inside it, over how many operations, and of which kinds.
+# A phase the host spends long in while the chip idles is host-bound (dispatch, Python,
+# compiles); one where the chip is busy most of the time is the chip's work.
+
+# %%
+with not_yet("the device's share of each phase"):
+    need(trace_file, breakdown)
+    if not ON_DEVICE:
+        print("host events only: a CPU trace has no device plane (the breakdown above is "
+              "the whole story here)")
+    else:
+        chip = device_trace.region_device_ops(device_trace.xplane_beside(trace_file),
+                                              slow_step.STEP_REGION,
+                                              also=tuple(slow_step.PHASES))
+        print(f"device clock shifted by {chip['offset_ns'] / 1e3:+.1f} us onto the host's "
+              f"({chip['modules_placed']} of {chip['modules_total']} program runs placed "
+              f"inside a {slow_step.STEP_REGION})")
+        for phase, rows in chip["also"].items():
+            host_us = sum(r["dur_ns"] for r in rows) / 1e3
+            busy_us = sum(r["busy_ns"] for r in rows) / 1e3
+            ops = sum(len(r["ops"]) for r in rows)
+            kinds: dict[str, float] = {}
+            for r in rows:
+                for k, ns in r["by_op"].items():
+                    kinds[k] = kinds.get(k, 0.0) + ns
+            top = ", ".join(f"{k} {ns / 1e3:.0f} us" for k, ns in
+                            sorted(kinds.items(), key=lambda kv: -kv[1])[:3])
+            print(f"{phase:18s} host {host_us / 1e3:9.2f} ms; chip busy {busy_us / 1e3:8.2f} ms "
+                  f"({busy_us / max(host_us, 1e-9):6.1%}) over {ops} operations"
+                  + (f" ({top})" if top else ""))
+        print(LABEL)
 
 
 # %%

@@ -62,6 +62,10 @@ from coursekit.facts import use_cpu_devices
 
 DEVICES = 8  # fake CPU devices, as in notebook 05; must be set before jax starts
 use_cpu_devices(DEVICES, cpu_only=False)  # any earlier device count is replaced
+# This kernel measures on the CPU's fake devices even where an accelerator is present (JAX
+# would take the chip and find one device); a chip stays free for the two-environment cell.
+USER_PLATFORMS = os.environ.get("JAX_PLATFORMS")
+os.environ["JAX_PLATFORMS"] = "cpu"
 
 import hashlib
 import json
@@ -88,7 +92,7 @@ from coursekit.notebook.cells import (
 from coursekit.notebook.guard import NotYet, attempt, load_learner, need, not_yet
 from coursekit.notebook.plots import plain_log, titled
 from coursekit.provenance import records
-from coursekit.provenance.compare import fingerprint_diff, guarded_decide
+from coursekit.provenance.compare import change_kind, fingerprint_diff, guarded_decide
 from coursekit.workloads import capstone
 
 impl = load_learner(IMPL)
@@ -322,6 +326,7 @@ with not_yet("the collective measured alone"):
                   f"(bytes / bandwidth = {p['transfer_s'] * 1e6:.3f} us)")
     print(f"CPU threads meeting in memory, not an interconnect ({LABEL})")
 
+
 # %% [markdown]
 # Before you look at the timings: what would the whole step gain? Amdahl's law (your
 # `predict_step_speedup`) twice: once on the traced share, as if the waiting were work that
@@ -329,6 +334,14 @@ with not_yet("the collective measured alone"):
 # the count's all-reduce into the gradients' one, so it saves about one latency).
 
 # %%
+def amdahl_ceiling(saving_s, step_s):
+    """Your predict_step_speedup for removing ``saving_s`` of a ``step_s`` step; a saving
+    as large as the step (an interval that wide, on a loaded machine) bounds nothing."""
+    saving_s = max(saving_s, 0.0)
+    return (math.inf if saving_s >= step_s else
+            impl.predict_step_speedup(saving_s / step_s, math.inf))
+
+
 predicted = predicted_upper = naive_ceiling = None
 prediction_text = ""
 with not_yet("Amdahl's prediction"):
@@ -338,8 +351,8 @@ with not_yet("Amdahl's prediction"):
     step_s = float(np.median(runs["before"]["samples_s"]))
     cost = comm["scalar"]
     saving_hi = max(cost["ci_s"][1] if cost["ci_s"] else cost["cost_s"], 0.0)
-    predicted = impl.predict_step_speedup(min(max(cost["cost_s"], 0.0) / step_s, 1.0), math.inf)
-    predicted_upper = impl.predict_step_speedup(min(saving_hi / step_s, 1.0), math.inf)
+    predicted = amdahl_ceiling(cost["cost_s"], step_s)
+    predicted_upper = amdahl_ceiling(saving_hi, step_s)
     print(f"on the traced share ({count_share:.1%}, mostly waiting): {naive_ceiling:.3f}x; not a "
           "prediction, the waiting does not vanish")
     prediction_text = claims.collective_prediction(cost["cost_s"], cost["ci_s"], predicted,
@@ -491,8 +504,7 @@ with not_yet("results and speed across shapes"):
         if comm:
             c, b_step = comm["scalar"], float(np.median(pair["before"]["samples_s"]))
             c_hi = max(c["ci_s"][1] if c["ci_s"] else c["cost_s"], 0.0)
-            pred, pred_hi = (impl.predict_step_speedup(min(max(v, 0.0) / b_step, 1.0), math.inf)
-                             for v in (c["cost_s"], c_hi))
+            pred, pred_hi = (amdahl_ceiling(v, b_step) for v in (c["cost_s"], c_hi))
             pred_text = claims.collective_prediction(c["cost_s"], c["ci_s"], pred, pred_hi)
         s["predicted"] = pred
         print(line + f"equal; speedup {claims.estimate_text(s['ratio'], s['ci'])} -> "
@@ -670,6 +682,67 @@ with not_yet("fingerprints of before and after"):
           f"{'same environment' if not same else 'DIFFERENT: ' + '; '.join(same)}")
 
 # %% [markdown]
+# ### Two environments: another JAX, another backend
+#
+# The route asks: *how would you distinguish an image/runtime change from a model
+# optimization in your benchmark?* The course answers before any time is compared: every
+# run record carries its environment fingerprint (`environment_fingerprint()`: JAX and
+# jaxlib versions, Python, backend, device count, XLA flags, CPU), and two records whose
+# fingerprints differ are read as an environment change (`change_kind`) and never compared
+# as a model change (`guarded_decide` refuses them). The cell below sets this notebook's
+# *before* record beside one from another environment. On a machine with an accelerator
+# that record is measured now: the same step in a fresh process whose JAX takes the chip
+# (this kernel stays on the CPU), so the backend and the device count differ, while the JAX
+# is the same install. On a CPU-only machine there is no second environment to measure, so
+# the other record is planted, and said to be: this notebook's *after* record restamped
+# with the fingerprint of the TPU v5e image the course was run on (JAX 0.10.2, Python
+# 3.11.7, one TPU device, 13 cores).
+
+# %%
+TPU_V5E_IMAGE = {"jax": "0.10.2", "jaxlib": "0.10.2", "python": "3.11.7", "numpy": "2.4.6",
+                 "backend": "tpu", "devices": 1, "xla_flags": "", "cpu_cores": 13}
+other_env = None
+with not_yet("records from two environments"):
+    if not runs:
+        raise NotYet("no run records yet")
+    chip_env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    if USER_PLATFORMS is not None:
+        chip_env["JAX_PLATFORMS"] = USER_PLATFORMS   # the user's choice, not this kernel's pin
+    probe = subprocess.run([sys.executable, "-c", "import jax; print(jax.default_backend())"],
+                           capture_output=True, text=True, env=chip_env, timeout=300)
+    other_backend = probe.stdout.strip().splitlines()[-1] if probe.returncode == 0 else "cpu"
+    if other_backend != "cpu":   # measured now, on the chip, in a fresh process
+        out = RUNS / "other-environment.json"
+        done = subprocess.run(
+            [sys.executable, "-m", "coursekit.workloads.capstone", "--training-impl",
+             str(TRAINING), "--variant", "before", "--batch", str(BATCH), "--iters",
+             str(ITERS), "--devices", "1", "--logdir", str(RUNS / "traces" / "other"),
+             "--out", str(out)], capture_output=True, text=True, timeout=900,
+            env=dict(chip_env, PYTHONPATH=os.pathsep.join(
+                [str(capstone.ROOT), os.environ.get("PYTHONPATH", "")])))
+        if done.returncode == 3:
+            raise NotYet(done.stderr.strip().splitlines()[-1].removeprefix("not yet: "))
+        if done.returncode != 0:
+            raise RuntimeError(f"the run on the chip failed ({done.returncode}):\n"
+                               f"{done.stderr[-2000:]}")
+        other_env, how = impl.load_run(str(out)), f"measured now on {other_backend}"
+    else:                        # planted: this machine's after record, restamped
+        other_env = json.loads(json.dumps(runs["after"]))
+        other_env["fingerprint"] = {**other_env["fingerprint"], **TPU_V5E_IMAGE}
+        how = "planted: this machine's after record with the TPU v5e image's fingerprint"
+    naive = impl.decide(runs["before"], other_env)
+    kind = change_kind(runs["before"], other_env)
+    guarded_other = guarded_decide(runs["before"], other_env, impl.decide)
+    print(f"branch: {'accelerator' if other_backend != 'cpu' else 'cpu'}; the other record: "
+          f"{how}")
+    print(f"your decide() alone would say {naive['decision'].upper()} (ratio "
+          + ("none" if naive["ratio"] is None else f"{naive['ratio']:.3f}") + ")")
+    print(f"the course reads the pair as: {kind['sentence']}")
+    print(f"with the fingerprint guard: {guarded_other['decision'].upper()}, "
+          f"refused={guarded_other['refused']}; the before/after pair of this notebook: "
+          f"{change_kind(runs['before'], runs['after'])['kind']} change, compared by decide")
+
+# %% [markdown]
 # ### Provenance: every notebook's measurements, read back from MLflow
 #
 # The before and after records go to MLflow like every other notebook's timings. Then the
@@ -835,7 +908,9 @@ with not_yet("the four readiness questions"):
     differs = fingerprint_diff(runs["before"], teammate) if teammate else []
     print(f"4. runtime vs model: this notebook's own records share {len(fps)} fingerprint(s); "
           f"the teammate's record differs in {len(differs)} field(s) "
-          f"({', '.join(d.split(':')[0] for d in differs) or '-'}), so it was refused")
+          f"({', '.join(d.split(':')[0] for d in differs) or '-'}), so it was refused"
+          + (f"; the other environment's record: {change_kind(runs['before'], other_env)['kind']}"
+             " change, refused" if other_env else ""))
     print(f"decision on the change at batch {BATCH}: {verdict['decision'].upper()} ({LABEL})")
     print("recommendation: " + claims.readiness_recommendation(BATCH, verdict["decision"],
                                                                sweep))
