@@ -12,7 +12,6 @@ import pytest
 from jax.profiler import ProfileData
 
 from coursekit.measure import device_trace as dt
-from coursekit.measure import traces
 
 FUSION = "%fusion = f32[]{:T(128)} fusion(f32[2048,2048]{1,0:T(8,128)S(1)} %copy-done), kind=kOutput"
 COPY_START = ("%copy-start = (f32[2048,2048]{1,0:T(8,128)S(1)}, f32[2048,2048]{1,0:T(8,128)}, "
@@ -123,7 +122,8 @@ def test_a_cpu_trace_has_no_device_plane(tmp_path):
     with jax.profiler.trace(str(tmp_path)):
         with jax.profiler.TraceAnnotation("R"):
             jax.block_until_ready(f(a))
-    xplane = dt.xplane_beside(traces.newest_trace(tmp_path))
+    (trace,) = tmp_path.glob("plugins/profile/*/*.trace.json.gz")  # the one run here
+    xplane = dt.xplane_beside(trace)
     found = dt.region_device_ops(xplane, "R")
     assert found["device_planes"] == []
     assert len(found["regions"]) == 1 and found["regions"][0]["ops"] == []

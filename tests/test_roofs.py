@@ -29,17 +29,6 @@ def test_the_reference_figures_on_the_chip_against_the_ceilings_and_the_spec():
         roofs.judged(0.0, 752e9)
 
 
-def test_a_compute_bound_prediction_with_the_chips_roofs():
-    # gelu(x @ w1) @ w2, bfloat16, 8192 x 4096 x 16384: 2 products of 2 * 8192 * 4096 * 16384
-    flops = 2 * 2 * 8192 * 4096 * 16384
-    p = roofs.predict(flops, 1.2e9, 185e12, 651e9)
-    assert p["bound"] == "compute"
-    assert p["compute_s"] == pytest.approx(flops / 185e12)
-    assert p["predicted_s"] == pytest.approx(max(flops / 185e12, 1.2e9 / 651e9))
-    assert p["no_overlap_s"] == pytest.approx(flops / 185e12 + 1.2e9 / 651e9)
-    m = roofs.predict(1e9, 4e9, 185e12, 651e9)
-    assert m["bound"] == "memory" and m["predicted_s"] == pytest.approx(4e9 / 651e9)
-
 
 def test_beside_calls_between_every_round_and_frees_the_ceiling():
     ceiling = ceilings.Stream("read", 2**20)

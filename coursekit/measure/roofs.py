@@ -1,11 +1,10 @@
 """A chip's roofs as notebook 03 measures them on an accelerator: a learner's figure set
 beside the plain-JAX ceiling of the same size measured in the same run, the vendor's figure
-beside both, and a workload's time predicted from its compiler counts before it is measured.
+beside both. (A workload's time is then predicted with the learner's own ``roofline``.)
 
     rec, got = beside(ceilings.Matmul(8192, "bfloat16"), lambda: measure_peak_flops(...),
                       iters=5, rounds=3)        # the ceiling's rounds, the call between them
     judged(best_figure, rec["best"], spec)      # ratio to the ceiling, within 90%, of spec
-    predict(flops, nbytes, peak, bandwidth)     # compute and memory time, bound, max and sum
 
 Measured on a TPU v5e (JAX 0.10.2) the plain-JAX ceilings were 175 / 185 / 190 TFLOP/s for
 bfloat16 products of 4096 / 8192 / 16384 (spec 197), 738 / 752 GB/s for a read-only sum
@@ -14,7 +13,6 @@ over 1 / 4 GiB and 651 / 656 GB/s for ``x * 2`` in place (spec 819).
 
 from __future__ import annotations
 
-from coursekit.measure import bandwidth as bwm
 from coursekit.measure import ceilings
 
 WITHIN = 0.9  # a measured roof should reach this share of the ceiling beside it
@@ -43,14 +41,3 @@ def judged(figure: float, ceiling: float, spec: float | None = None) -> dict:
     return {"figure": figure, "ceiling": ceiling, "ratio": ratio, "within": ratio >= WITHIN,
             "spec": spec, "of_spec": figure / spec if spec else None}
 
-
-def predict(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -> dict:
-    """The roofline's time for one call from its counts and two measured roofs:
-    ``compute_s``, ``memory_s``, ``predicted_s`` (their max: work and traffic overlap
-    fully), ``no_overlap_s`` (their sum), ``bound`` ("compute" or "memory"), and the
-    inputs."""
-    b = bwm.bounds(flops, nbytes, peak_flops, bandwidth)
-    return {"flops": flops, "bytes": nbytes, "peak_flops": peak_flops, "bandwidth": bandwidth,
-            "compute_s": b["compute_s"], "memory_s": b["memory_s"], "predicted_s": b["lower_s"],
-            "no_overlap_s": b["upper_s"],
-            "bound": "compute" if b["compute_s"] >= b["memory_s"] else "memory"}

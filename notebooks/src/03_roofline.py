@@ -74,7 +74,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from coursekit.measure import bandwidth as bwm
-from coursekit.measure import ceilings, chips, device_trace, peak_memory, roofs, traces
+from coursekit.measure import ceilings, chips, device_trace, peak_memory, roofs
 from coursekit.measure.timing import count_compiles, time_synced
 from coursekit.notebook import claims
 from coursekit.notebook.cells import (
@@ -481,7 +481,10 @@ with not_yet("a workload predicted, then measured") as predicted_ok:
             return jax.nn.gelu(x @ w1) @ w2
 
         cost = impl.cost_from_compiler(mlp_block, *mlp_args)
-        prediction = roofs.predict(cost["flops"], cost["bytes"], peak, bandwidth)
+        # your roofline places it (HBM: the one level an XLA operand lives in on the chip)
+        prediction = impl.roofline(cost["flops"], cost["bytes"], peak, bandwidth,
+                                   int(cost["bytes"]), {})
+        prediction["no_overlap_s"] = prediction["upper_s"]
         print(f"predicted, before running it: {cost['flops'] / 1e12:.3f} TFLOP at "
               f"{peak / 1e12:.1f} TFLOP/s = {prediction['compute_s'] * 1e3:.3f} ms; "
               f"{cost['bytes'] / 1e9:.3f} GB at {bandwidth / 1e9:.0f} GB/s = "
@@ -503,7 +506,7 @@ with not_yet("a workload predicted, then measured") as predicted_ok:
                 with jax.profiler.TraceAnnotation("predicted_workload"):
                     jax.block_until_ready(mlp_jit(*mlp_args))
         on_chip = device_trace.region_device_ops(
-            device_trace.xplane_beside(traces.newest_trace(logdir)), "predicted_workload")
+            device_trace.xplane_beside(impl.newest_trace_file(logdir)), "predicted_workload")
         busy = [r["busy_ns"] * 1e-9 for r in on_chip["regions"] if r["ops"]]
         device_s = float(np.median(busy)) if busy else None
         print(f"measured: first call {mlp_first_s:.2f} s (compile), then median "
