@@ -306,15 +306,32 @@ PLANTED = {
     "decide_slower_below_one": (4, "says_slower_when_slower", [
         ("    up, down = 1.0 + min_gain, 1.0 / (1.0 + min_gain)\n",
          "    up, down = 1.0 + min_gain, 1.0\n")]),
-    "decide_zero_min_gain_is_the_default": (4, "amdahl_small_share", [
+    "decide_zero_min_gain_is_the_default": (4, "decide_applies_min_gain", [
         ("    if min_gain < 0:\n", "    min_gain = min_gain or 0.05\n    if min_gain < 0:\n")]),
-    "decide_takes_a_negative_min_gain": (4, "amdahl_small_share", [
+    "decide_takes_a_negative_min_gain": (4, "decide_applies_min_gain", [
         ("    if min_gain < 0:\n        raise ValueError(f\"min_gain must be >= 0, got "
          "{min_gain!r}\")\n", "")]),
     # the interval reported the other way round (after / before) beside a right decision
     "decide_reports_the_inverse_interval": (4, "accepts_real_speedup", [
         ('    result = {**out, "ci": [lo, hi], "decision": decision,',
          '    result = {**out, "ci": [1 / hi, 1 / lo], "decision": decision,')]),
+    # issue 47: the interval's confidence over a few rounds: Student's t for the raw
+    # samples' degrees of freedom, or the normal quantile, makes 3-5 rounds look certain
+    "decide_df_from_the_samples": (4, "rejects_what_few_rounds_cannot_show", [
+        ("        df = d.size - 1\n", '        df = len(before["samples_s"]) - 1\n')]),
+    "decide_normal_quantile": (4, "rejects_what_few_rounds_cannot_show", [
+        ("        half = t_quantile(confidence, df) * (float(np.std(d, ddof=1)) / "
+         "math.sqrt(d.size))\n",
+         "        half = 1.96 * (float(np.std(d, ddof=1)) / math.sqrt(d.size))\n")]),
+    # the contract's other statements: the confidence asked, reasons computed from the
+    # numbers, the ratio as time before / time after
+    "decide_ignores_confidence": (4, "interval_at_the_confidence_asked", [
+        ("        half = t_quantile(confidence, df) * (float(np.std(d, ddof=1)) / ",
+         "        half = t_quantile(0.95, df) * (float(np.std(d, ddof=1)) / ")]),
+    "decide_reasons_without_numbers": (4, "accepts_real_speedup", [
+        (DECIDE_ROUNDS, DECIDE_ROUNDS + "    result['reasons'] = [f'the run is {decision}ed']\n")]),
+    "decide_ratio_after_over_before": (4, "accepts_real_speedup", [
+        ('    out = {"ratio": math.exp(est), "ci": None,', '    out = {"ratio": math.exp(-est), "ci": None,')]),
     "amdahl_linear_in_share": (4, "amdahl_small_share", [
         ("    return 1.0 / ((1.0 - share) + share / kernel_speedup)\n",
          "    return 1.0 + share * (kernel_speedup - 1.0)\n")]),
@@ -339,6 +356,15 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "decide_slower_by_the_estimate": "not just the point estimate",
          "decide_pairs_samples_by_position": "pair only samples whose round_ids say so",
          "decide_on_round_means": "median",
+         "decide_df_from_the_samples": "raw samples - 1",
+         "decide_normal_quantile": "the normal quantile",
+         "decide_ignores_confidence": "is the one you gave at 0.95",
+         "decide_reasons_without_numbers": "computed from the numbers",
+         "decide_ratio_after_over_before": "other way round",
+         "decide_reports_the_inverse_interval": "its inverse",
+         "amdahl_linear_in_share": "linear in the share",
+         "amdahl_returns_the_time_fraction": "new time as a fraction of the old",
+         "amdahl_multiplies_the_share": "multiplied by the kernel speedup",
          "peak_plan_of_the_second_repeat": "IndexError",
          "peak_single_repeat_unreset": "repeats=1: your run-only peak is"}
 WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
@@ -346,17 +372,39 @@ WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
                "summary_counts_straddling_events": "nested",
                "residuals_with_the_arguments": "2 bytes for bfloat16",
                "decide_ignores_round_ids": ["a mean far off", "(the median)"],
-               "decide_on_round_means": "not by round_ids"}
+               "decide_on_round_means": "not by round_ids",
+               "decide_df_from_the_samples": "normal quantile",
+               "decide_normal_quantile": "raw samples"}
 # Right answers by another route, which every check they are run through must pass.
 DECIDE_CHECKS = ["accepts_real_speedup", "rejects_noise", "rejects_drifting_null",
-                 "accepts_speedup_in_drifting_rounds", "says_slower_when_slower",
-                 "stalls_do_not_decide", "amdahl_small_share"]
+                 "accepts_speedup_in_drifting_rounds", "rejects_what_few_rounds_cannot_show",
+                 "interval_at_the_confidence_asked",
+                 "says_slower_when_slower", "stalls_do_not_decide", "decide_applies_min_gain"]
+PAIRED_LOGS = ("        d = np.array([math.log(mb[r]) - math.log(ma[r]) for r in shared])\n"
+               "        df = d.size - 1\n        est = float(d.mean())\n"
+               "        half = t_quantile(confidence, df) * (float(np.std(d, ddof=1)) / "
+               "math.sqrt(d.size))\n")
 RIGHT = {
     # decide's interval as NumPy float32 scalars: numbers, read as such
     "decide_interval_as_numpy_float32": Planted(4, [
         ('    result = {**out, "ci": [lo, hi], "decision": decision,',
          '    result = {**out, "ci": [np.float32(lo), np.float32(hi)], "decision": decision,')],
         only=DECIDE_CHECKS),
+    # a Student-t interval of the per-round ratios themselves (not their logs): another
+    # 95% interval over the rounds, which every decide check must take
+    "decide_t_interval_of_round_ratios": Planted(4, [
+        (PAIRED_LOGS, "        d = np.array([mb[r] / ma[r] for r in shared])\n"
+                      "        df = d.size - 1\n        mean = float(d.mean())\n"
+                      "        h = t_quantile(confidence, df) * float(np.std(d, ddof=1)) / "
+                      "math.sqrt(d.size)\n"
+                      "        est = math.log(mean)\n"
+                      "        half = max(math.log((mean + h) / mean), "
+                      "math.log(mean / max(mean - h, 1e-12)))\n")],
+        only=DECIDE_CHECKS),
+    # reasons that state the gain in percent, not the ratio: computed from the numbers too
+    "decide_reasons_in_percent": Planted(4, [
+        (DECIDE_ROUNDS, DECIDE_ROUNDS + "    result['reasons'] = [f'faster by "
+         "{100 * (lo - 1):.1f}% at least: {decision}']\n")], only=["accepts_real_speedup"]),
 }
 BATCH = PlantedBatch(PROJECT, {**PLANTED, **RIGHT}, hints=HINTS, wrong_hints=WRONG_HINTS)
 

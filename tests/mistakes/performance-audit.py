@@ -289,6 +289,9 @@ MISTAKES = [
     {"stage": 4, "id": "decide-normal-quantile",
      "misunderstood": "the normal 1.96 used for a handful of rounds instead of Student's t",
      "edits": [(HALF, "        half = 1.96 * (float(np.std(d, ddof=1)) / math.sqrt(d.size))\n")]},
+    {"stage": 4, "id": "decide-df-from-samples",
+     "misunderstood": "the t quantile's degrees of freedom from the raw sample count, not the rounds",
+     "edits": [("        df = d.size - 1\n", '        df = len(before["samples_s"]) - 1\n')]},
     {"stage": 4, "id": "decide-std-not-sem",
      "misunderstood": "the interval's half-width from the spread of rounds, not of their mean",
      "edits": [(HALF, "        half = t_quantile(confidence, df) * float(np.std(d, ddof=1))\n")]},
@@ -310,7 +313,4 @@ JUSTIFIED: dict[str, str] = {
     "newest-by-name": "jax.profiler names each run's folder by its start time, so the name "
                       "order is the time order: a check preferring mtimes would fail correct "
                       "work",
-    "decide-normal-quantile": "the contract asks for an interval, not a method: z and t "
-                              "differ only near the minimum gain, where other sound "
-                              "intervals (bootstrap, Welch) fall on either side too",
 }
