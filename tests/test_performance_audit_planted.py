@@ -57,13 +57,13 @@ PLANTED = {
         (FIRST_CALL, FIRST_CALL.replace("        first_call_s", "        for _ in range(warmup):\n"
                                         "            wait(fn(*args))\n        first_call_s")),
         (WARMUP_LOOP, "")]),
-    "comparable_ignores_dtypes": (1, "comparable_refuses_other_shapes_dtypes", [
+    "comparable_ignores_dtypes": (1, "comparable_refuses_exactly_what_differs", [
         ('("shapes", "dtypes", "sync", "warmup", "backend")',
          '("shapes", "sync", "warmup", "backend")')]),
-    "comparable_ignores_backend": (1, "comparable_refuses_other_shapes_dtypes", [
+    "comparable_ignores_backend": (1, "comparable_refuses_exactly_what_differs", [
         ('("shapes", "dtypes", "sync", "warmup", "backend")',
          '("shapes", "dtypes", "sync", "warmup")')]),
-    "comparable_ignores_failed_output": (1, "comparable_refuses_other_shapes_dtypes", [
+    "comparable_ignores_failed_output": (1, "comparable_refuses_exactly_what_differs", [
         ('        if m.get("output_ok") is False:\n', "        if False:\n")]),
     "shape_change_default_warmup": (1, "shape_change_alone", [
         ('time_fn(fn, x_changed, warmup=warmup, iters=iters, label="changed")',
@@ -97,6 +97,33 @@ PLANTED = {
         ("        if output_ok is not False:\n", "        if output_ok is not True:\n")]),
     "time_fn_times_wrong_outputs_too": (1, "output_check_catches_wrong_output", [
         ("        if output_ok is not False:\n", "        if True:\n")]),
+    # issue 47: a compile in a warm-up call left out of compiles_warmed, warm-up calls
+    # dispatched and never waited for, and a comparable that refuses what it must take
+    "time_fn_counts_compiles_of_the_samples_only": (1, "compiles_counted_where_they_happen", [
+        ("    with count_compiles() as warmed:\n        if output_ok is not False:\n"
+         + WARMUP_LOOP,
+         "    if output_ok is not False:\n        for _ in range(warmup):\n"
+         "            wait(fn(*args))\n"
+         "    with count_compiles() as warmed:\n        if output_ok is not False:\n")]),
+    "time_fn_compile_counts_as_floats": (1, "compiles_counted_where_they_happen", [
+        ('"compiles_first_call": first[0], "compiles_warmed": warmed[0],',
+         '"compiles_first_call": float(first[0]), "compiles_warmed": float(warmed[0]),')]),
+    "time_fn_warmup_not_waited": (1, "warmup_done_before_the_samples", [
+        (WARMUP_LOOP, WARMUP_LOOP.replace("wait(fn(*args))", "fn(*args)"))]),
+    "comparable_compares_iters": (1, "comparable_refuses_exactly_what_differs", [
+        ('("shapes", "dtypes", "sync", "warmup", "backend")',
+         '("shapes", "dtypes", "sync", "warmup", "iters", "backend")')]),
+    "comparable_compares_labels": (1, "comparable_refuses_exactly_what_differs", [
+        ('("shapes", "dtypes", "sync", "warmup", "backend")',
+         '("shapes", "dtypes", "sync", "warmup", "backend", "label")')]),
+    "time_fn_ignores_its_tolerances": (1, "output_check_catches_wrong_output", [
+        ("rtol=rtol, atol=atol))", "rtol=1e-5, atol=1e-6))")]),
+    "time_fn_output_ok_false_unchecked": (1, "output_check_catches_wrong_output", [
+        ("    output_ok = None\n", "    output_ok = False if expected is None else None\n"),
+        ("        if output_ok is not False:\n", "        if expected is None or output_ok:\n")]),
+    "time_fn_takes_any_sync": (1, "time_fn_refuses_an_unknown_sync", [
+        ('        raise ValueError(f"sync must be one of {SYNC_METHODS}, got {sync!r}")\n',
+         "        pass\n")]),
     # -- stage 2 ---------------------------------------------------------------------
     "trace_compiles_in_first_step": (2, "trace_written_and_newest_found", [
         ("    jax.block_until_ready(step_fn(*args))\n    with jax.profiler.trace(logdir):",
@@ -353,6 +380,14 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "residuals_assume_float32": "yours counts 4 bytes an element",
          "decide_ignores_round_ids": "not by round_ids",
          "host_read_never_read": "was not read to the host in timed calls",
+         "time_fn_counts_compiles_of_the_samples_only": "a warm-up call, and your "
+                                                        "compiles_warmed left it out",
+         "time_fn_compile_counts_as_floats": "is not an int",
+         "time_fn_warmup_not_waited": "had not finished when your first timed call began",
+         "comparable_compares_iters": "iters is how many samples were taken",
+         "comparable_compares_labels": "a label names a run",
+         "time_fn_ignores_its_tolerances": "which your comparison did not use",
+         "time_fn_output_ok_false_unchecked": "neither True nor False",
          "decide_slower_by_the_estimate": "not just the point estimate",
          "decide_pairs_samples_by_position": "pair only samples whose round_ids say so",
          "decide_on_round_means": "median",
@@ -384,7 +419,30 @@ PAIRED_LOGS = ("        d = np.array([math.log(mb[r]) - math.log(ma[r]) for r in
                "        df = d.size - 1\n        est = float(d.mean())\n"
                "        half = t_quantile(confidence, df) * (float(np.std(d, ddof=1)) / "
                "math.sqrt(d.size))\n")
+STAGE1_UNTIMED = ["first_call_reported_apart", "compiles_counted_where_they_happen",
+                  "raw_samples_kept", "output_check_catches_wrong_output",
+                  "time_fn_refuses_an_unknown_sync", "comparable_refuses_exactly_what_differs",
+                  "shape_change_alone"]
+COMPARABLE_KEYS = ('    reasons = []\n'
+                   '    for key in ("shapes", "dtypes", "sync", "warmup", "backend"):\n'
+                   '        if a.get(key) != b.get(key):\n'
+                   '            reasons.append(f"{key} differ: {a.get(key)!r} vs {b.get(key)!r}")\n')
 RIGHT = {
+    # the warm-up dispatched, then one wait for its last call (which finishes after every
+    # call queued before it): the samples start on a drained queue
+    "time_fn_waits_for_the_last_warmup_call": Planted(1, [
+        (WARMUP_LOOP, "            out = None\n            for _ in range(warmup):\n"
+                      "                out = fn(*args)\n            if out is not None:\n"
+                      "                wait(out)\n")],
+        only=["warmup_done_before_the_samples", "warm_median_is_device_time",
+              *STAGE1_UNTIMED]),
+    # comparable by another route: the configuration as one tuple per record
+    "comparable_by_configuration_tuple": Planted(1, [
+        (COMPARABLE_KEYS,
+         '    keys = ("shapes", "dtypes", "sync", "warmup", "backend")\n'
+         '    config = [tuple(str(m.get(k)) for k in keys) for m in (a, b)]\n'
+         '    reasons = [f"{k} differ: {x} vs {y}" for k, x, y in zip(keys, *config) '
+         'if x != y]\n')], only=["comparable_refuses_exactly_what_differs", "shape_change_alone"]),
     # decide's interval as NumPy float32 scalars: numbers, read as such
     "decide_interval_as_numpy_float32": Planted(4, [
         ('    result = {**out, "ci": [lo, hi], "decision": decision,',

@@ -71,6 +71,24 @@ MISTAKES = [
      "edits": [('        "first_call_s": first_call_s, "samples_s": samples,\n',
                 '        "first_call_s": first_call_s, '
                 '"samples_s": [float(np.median(samples))] * len(samples),\n')]},
+    {"stage": 1, "id": "time-warmup-compiles-uncounted",
+     "misunderstood": "compiles_warmed counted around the timed calls only, not the warm-up",
+     "edits": [("    with count_compiles() as warmed:\n"
+                "        if output_ok is not False:\n"
+                "            for _ in range(warmup):\n"
+                "                wait(fn(*args))\n",
+                "    if output_ok is not False:\n"
+                "        for _ in range(warmup):\n"
+                "            wait(fn(*args))\n"
+                "    with count_compiles() as warmed:\n"
+                "        if output_ok is not False:\n")]},
+    {"stage": 1, "id": "time-warmup-not-waited",
+     "misunderstood": "warm-up calls only dispatched ('they are not timed, so why wait')",
+     "edits": [("            for _ in range(warmup):\n                wait(fn(*args))\n",
+                "            for _ in range(warmup):\n                fn(*args)\n")]},
+    {"stage": 1, "id": "comparable-refuses-other-iters",
+     "misunderstood": "iters taken as part of the configuration, so different sample counts refused",
+     "edits": [(KEYS, '    for key in ("shapes", "dtypes", "sync", "warmup", "iters", "backend"):\n')]},
     {"stage": 1, "id": "comparable-ignores-warmup",
      "misunderstood": "warm-up count taken as a detail that cannot change a warmed median",
      "edits": [(KEYS, '    for key in ("shapes", "dtypes", "sync", "backend"):\n')]},
