@@ -180,6 +180,21 @@ PLANTED = {
         ("    flops = 2 * n**3\n", "    flops = n**3\n")]),
     "peak_flops_rate_from_the_mean": (2, "peak_flops_and_bandwidth_measured", [
         ('"flops_per_s": flops / best}', '"flops_per_s": flops / (sum(samples) / iters)}')]),
+    # issue 47: a bandwidth from the median sample; the compile in the first sample and
+    # the input made inside each sample (with iters=1 on a new size, both are the sample)
+    "bandwidth_from_the_median_sample": (2, "peak_flops_and_bandwidth_measured", [
+        ('"bandwidth": moved / min(samples)}',
+         '"bandwidth": moved / float(np.median(samples))}')]),
+    "peak_flops_compile_in_the_first_sample": (2, "peak_flops_and_bandwidth_measured", [
+        ("    f = jax.jit(lambda a: a @ a)\n    jax.block_until_ready(f(a))\n",
+         "    f = jax.jit(lambda a: a @ a)\n")]),
+    "peak_flops_input_made_in_each_sample": (2, "peak_flops_and_bandwidth_measured", [
+        ("    a = jnp.ones((n, n), jnp.float32)\n    f = jax.jit(lambda a: a @ a)\n"
+         "    jax.block_until_ready(f(a))\n",
+         "    f = jax.jit(lambda a: a @ a)\n"),
+        (PEAK_LOOP, "        a = jnp.ones((n, n), jnp.float32)\n" + PEAK_LOOP)]),
+    "peak_flops_best_is_the_median": (2, "peak_flops_and_bandwidth_measured", [
+        ("    best = min(samples)\n", "    best = float(np.median(samples))\n")]),
     "bandwidth_moves_the_bytes_asked": (2, "peak_flops_and_bandwidth_measured", [
         ("(nbytes // 4) * 4", "nbytes")]),
     "bandwidth_counts_major_faults": (2, "peak_flops_and_bandwidth_measured", [
@@ -388,6 +403,12 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "comparable_compares_labels": "a label names a run",
          "time_fn_ignores_its_tolerances": "which your comparison did not use",
          "time_fn_output_ok_false_unchecked": "neither True nor False",
+         "bandwidth_from_the_median_sample": "over the median of your samples",
+         "peak_flops_compile_in_the_first_sample": "your only sample (iters=1)",
+         "peak_flops_input_made_in_each_sample": "your only sample (iters=1)",
+         "peak_flops_best_is_the_median": "yours is the median of your samples",
+         "peak_flops_rate_from_the_mean": "over the mean of your samples",
+         "peak_flops_counts_n_cubed": "one FLOP per multiply-add",
          "decide_slower_by_the_estimate": "not just the point estimate",
          "decide_pairs_samples_by_position": "pair only samples whose round_ids say so",
          "decide_on_round_means": "median",
@@ -428,6 +449,12 @@ COMPARABLE_KEYS = ('    reasons = []\n'
                    '        if a.get(key) != b.get(key):\n'
                    '            reasons.append(f"{key} differ: {a.get(key)!r} vs {b.get(key)!r}")\n')
 RIGHT = {
+    # the rate as the largest of the per-sample rates: the fastest sample's, by another
+    # route
+    "bandwidth_as_the_best_per_sample_rate": Planted(2, [
+        ('"bandwidth": moved / min(samples)}',
+         '"bandwidth": max(moved / s for s in samples)}')],
+        only=["peak_flops_and_bandwidth_measured"]),
     # the warm-up dispatched, then one wait for its last call (which finishes after every
     # call queued before it): the samples start on a drained queue
     "time_fn_waits_for_the_last_warmup_call": Planted(1, [
@@ -484,10 +511,12 @@ def test_planted(bug, planted):
 
 @pytest.mark.parametrize("name", sorted(RIGHT))
 def test_a_right_answer_by_another_route_passes(name, planted):
+    """Every check passes it; a timing check may say INCONCLUSIVE under load, never FAIL."""
     got = planted[name]
-    assert got["status"] == {c: "pass" for c in RIGHT[name].only}, (got["status"],
-                                                                      got["stdout"])
-    assert got["returncode"] == 0, got["stdout"]
+    assert set(got["status"]) == set(RIGHT[name].only), (got["status"], got["stdout"])
+    assert set(got["status"].values()) <= {"pass", "inconclusive"}, (got["status"],
+                                                                    got["stdout"])
+    assert got["returncode"] in (0, 3), got["stdout"]
 
 
 @pytest.mark.parametrize("bug", sorted(RAISES))
