@@ -259,9 +259,26 @@ PLANTED = {
     "grads_of_params_and_input": (3, "grads_equal_before_timing", [
         ("jax.value_and_grad(block_loss)(params, x, policy)",
          "jax.value_and_grad(block_loss, argnums=(0, 1))(params, x, policy)")]),
-    "grads_drop_the_policy": (3, "grads_equal_before_timing", [
+    "grads_drop_the_policy": (3, "remat_really_applied", [
         ("jax.value_and_grad(block_loss)(params, x, policy)",
          "jax.value_and_grad(block_loss)(params, x)")]),
+    # issue 47: a whole loss under one checkpoint was told "the policy never reaches
+    # block_loss"; a misspelt policy taken silently; the sum where the mean is asked
+    "loss_and_grads_checkpoints_the_whole_loss": (3, "remat_really_applied", [
+        ("    return jax.value_and_grad(block_loss)(params, x, policy)\n",
+         "    if policy is None:\n        return jax.value_and_grad(block_loss)(params, x)\n"
+         "    whole = jax.checkpoint(lambda p, v: block_loss(p, v),\n"
+         "                           policy=getattr(jax.checkpoint_policies, policy))\n"
+         "    return jax.value_and_grad(whole)(params, x)\n")]),
+    "block_loss_takes_any_policy": (3, "remat_really_applied", [
+        ("        if policy not in REMAT_POLICIES:\n            raise ValueError(f\"policy must "
+         "be None or one of {REMAT_POLICIES}\")\n        step = jax.checkpoint(block,",
+         "        step = jax.checkpoint(block,"),
+        ("policy=getattr(jax.checkpoint_policies, policy))\n    for p in params:",
+         "policy=getattr(jax.checkpoint_policies, policy, None))\n    for p in params:")]),
+    "block_loss_sums_the_squares": (3, "grads_equal_before_timing", [
+        ("    for p in params:\n        x = step(p, x)\n    return jnp.mean(x**2)\n",
+         "    for p in params:\n        x = step(p, x)\n    return jnp.sum(x**2)\n")]),
     # issue 29 item 5: the arguments counted too were blamed on the bfloat16 item size
     "residuals_with_the_arguments": (3, "remat_saves_residuals_and_temp", [
         (RESIDUAL_SUM + "\n                   if id(leaf) not in arguments",
@@ -422,13 +439,21 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "amdahl_returns_the_time_fraction": "new time as a fraction of the old",
          "amdahl_multiplies_the_share": "multiplied by the kernel speedup",
          "peak_plan_of_the_second_repeat": "IndexError",
-         "peak_single_repeat_unreset": "repeats=1: your run-only peak is"}
+         "peak_single_repeat_unreset": "repeats=1: your run-only peak is",
+         "remat_whole_stack_once": "one checkpoint region for",
+         "grads_drop_the_policy": "never reaches block_loss",
+         "loss_and_grads_checkpoints_the_whole_loss": "the program loss_and_grads runs holds "
+                                                      "one checkpoint region",
+         "block_loss_takes_any_policy": "misspelt",
+         "block_loss_sums_the_squares": "the sum over every element"}
 WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
                "time_fn_samples_sliced_from_every_call": "tamper",
                "summary_counts_straddling_events": "nested",
                "residuals_with_the_arguments": "2 bytes for bfloat16",
                "decide_ignores_round_ids": ["a mean far off", "(the median)"],
                "decide_on_round_means": "not by round_ids",
+               "remat_whole_stack_once": "never reaches block_loss",
+               "loss_and_grads_checkpoints_the_whole_loss": "never reaches block_loss",
                "decide_df_from_the_samples": "normal quantile",
                "decide_normal_quantile": "raw samples"}
 # Right answers by another route, which every check they are run through must pass.
@@ -449,6 +474,14 @@ COMPARABLE_KEYS = ('    reasons = []\n'
                    '        if a.get(key) != b.get(key):\n'
                    '            reasons.append(f"{key} differ: {a.get(key)!r} vs {b.get(key)!r}")\n')
 RIGHT = {
+    # each block rematerialised through a wrapper made per block: one region a block
+    "block_loss_checkpoint_per_block_wrapper": Planted(3, [
+        ("    for p in params:\n        x = step(p, x)\n    return jnp.mean(x**2)\n",
+         "    for p in params:\n        x = (step if policy is None else jax.checkpoint("
+         "lambda q, v: block(q, v), policy=getattr(jax.checkpoint_policies, policy)))(p, x)\n"
+         "    return jnp.mean(x**2)\n")],
+        only=["grads_equal_before_timing", "remat_really_applied",
+              "remat_saves_residuals_and_temp", "remat_policy_ordering"]),
     # the rate as the largest of the per-sample rates: the fastest sample's, by another
     # route
     "bandwidth_as_the_best_per_sample_rate": Planted(2, [

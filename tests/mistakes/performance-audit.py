@@ -176,6 +176,31 @@ MISTAKES = [
     {"stage": 2, "id": "peak-flops-cube",
      "misunderstood": "an n x n product counted as n^3 FLOPs (multiply-adds, not FLOPs)",
      "edits": [(PEAK_TIMED, PEAK_TIMED.replace("2 * n**3", "n**3"))]},
+    {"stage": 2, "id": "bandwidth-median-sample",
+     "misunderstood": "the bandwidth from the median sample, the 'typical' one, not the fastest",
+     "edits": [('"minor_faults": faults, "bandwidth": moved / min(samples)}',
+                '"minor_faults": faults, "bandwidth": moved / float(np.median(samples))}')]},
+    {"stage": 2, "id": "peak-flops-compile-in-first-sample",
+     "misunderstood": "no call before the timed loop: the first sample holds the compile",
+     "edits": [("    f = jax.jit(lambda a: a @ a)\n    jax.block_until_ready(f(a))\n",
+                "    f = jax.jit(lambda a: a @ a)\n")]},
+    {"stage": 2, "id": "peak-flops-input-in-sample",
+     "misunderstood": "the input made inside each timed call, as part of 'the work'",
+     "edits": [("    a = jnp.ones((n, n), jnp.float32)\n    f = jax.jit(lambda a: a @ a)\n"
+                "    jax.block_until_ready(f(a))\n",
+                "    f = jax.jit(lambda a: a @ a)\n"),
+               (PEAK_TIMED, "        start = time.perf_counter()\n"
+                            "        a = jnp.ones((n, n), jnp.float32)\n"
+                            "        jax.block_until_ready(f(a))\n"
+                            "        samples.append(time.perf_counter() - start)\n"
+                            "    flops = 2 * n**3\n")]},
+    {"stage": 2, "id": "peak-flops-input-remade-in-sample",
+     "misunderstood": "the input made again inside each timed call, its shape already warmed",
+     "edits": [(PEAK_TIMED, "        start = time.perf_counter()\n"
+                            "        a = jnp.ones((n, n), jnp.float32)\n"
+                            "        jax.block_until_ready(f(a))\n"
+                            "        samples.append(time.perf_counter() - start)\n"
+                            "    flops = 2 * n**3\n")]},
     {"stage": 2, "id": "bandwidth-read-only",
      "misunderstood": "moved bytes as the array's size: the write of x * 2 + 1 forgotten",
      "edits": [('    moved = (1 if kind == "read_sum" else 2) * (nbytes // 4) * 4\n',
@@ -328,6 +353,12 @@ JUSTIFIED: dict[str, str] = {
                      "RSS measures what the run adds with or without the reset (measured: "
                      "batch 3001, 301 and 31, both policies, the two readings within 1.5 "
                      "MiB); no process of this stage shows an RSS that falls after compiling",
+    "peak-flops-input-remade-in-sample": "an input of a shape already made once costs one "
+                                         "more dispatch and fill per sample: measured 1.5-3.7x "
+                                         "the matmul at n 231-277 (load 12 per core), never "
+                                         "the wide margin a time window on a loaded 2-core "
+                                         "machine needs (4x); a smaller n makes both calls "
+                                         "dispatch, a larger one makes the fill vanish",
     "newest-by-name": "jax.profiler names each run's folder by its start time, so the name "
                       "order is the time order: a check preferring mtimes would fail correct "
                       "work",

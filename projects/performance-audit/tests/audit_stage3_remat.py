@@ -62,6 +62,46 @@ def learner_program(impl, ctx, policy):
     return ctx.once(f"program-{policy}", export)
 
 
+def remat_as_asked(impl, ctx, policy, blocks: int) -> bool:
+    """Whether the learner's block_loss program rematerialises as ``remat_really_applied``
+    asks (no region without a policy, one per block with one). The byte counts are held
+    to the checker's correctly rematerialised model only then; otherwise that check names
+    the cause, and one mistake gives one FAIL."""
+    regions = checkpoint_regions(learner_program(impl, ctx, policy))
+    return regions == 0 if policy is None else regions >= blocks
+
+
+def refuses_an_unknown_policy(impl, name: str, params, x) -> None:
+    """The contract: policy is None or one of the named policies; anything else is a
+    ValueError (a misspelt policy that silently rematerialises nothing measures nothing)."""
+    from coursekit.checking.errors import LearnerCodeError, TamperEvidence
+    try:
+        get_function(impl, name)(params, x, "nothing_savable")
+    except LearnerCodeError as err:
+        if isinstance(err, TamperEvidence) or err.kind != "exception":
+            raise
+        fail_unless(err.exc_type == "ValueError", f"{name} with policy='nothing_savable' "
+                    f"raised {err.exc_type or 'an exception'}, not ValueError",
+                    yours=str(err)[:200], expected="ValueError naming the policy",
+                    hint="an unknown policy is the caller's mistake: refuse it by name")
+        return
+    fail_unless(False, f"{name} took policy='nothing_savable' (misspelt)", yours="a loss",
+                expected="ValueError: policy must be None or one of the named policies",
+                hint="a policy that is not one of the named ones must be refused, or a "
+                "misspelling rematerialises nothing without a word")
+
+
+def loss_and_grads_regions(impl, ctx) -> int:
+    """Checkpoint regions in the program the learner's ``loss_and_grads`` runs with
+    ``nothing_saveable`` (exported by the learner process, counted here; once a run)."""
+    def count():
+        params, x, _ = remat_workload(ctx)
+        program = get_function(impl, "loss_and_grads").export(
+            params, x, policy="nothing_saveable", out_example=(0.0, params))
+        return checkpoint_regions(program)
+    return ctx.once("loss-and-grads-regions", count)
+
+
 def checkpoint_regions(program) -> int:
     """Rematerialised regions in a gradient program: XLA keeps each recomputed block
     apart with one optimization barrier (0 without remat)."""
@@ -129,7 +169,8 @@ def _(impl, ctx):
             ref_loss, ref_grads = jax.value_and_grad(reference_loss)(params, x)
         fail_unless(np.allclose(np.asarray(loss, dtype=np.float64), float(ref_loss),
                                 rtol=1e-5), f"loss with policy={policy} differs",
-                    yours=loss, expected=float(ref_loss))
+                    yours=loss, expected=float(ref_loss),
+                    hint=loss_hint(loss, float(ref_loss), x.shape))
         ref_leaves, ref_tree = jax.tree.flatten(ref_grads)
         leaves, tree = jax.tree.flatten(grads)
         fail_unless(tree == ref_tree, f"gradient pytree with policy={policy} is shaped "
@@ -140,41 +181,78 @@ def _(impl, ctx):
                         np.allclose(got, np.asarray(want), rtol=1e-5, atol=1e-7),
                         f"gradients with policy={policy} differ from the checker's",
                         yours=got, expected=np.asarray(want),
-                        hint="remat must change memory, never the numbers")
-        if policy is None:  # the output is shaped right: its program can be read
-            remat_in_loss_and_grads(loss_and_grads, params, x)
+                        hint=gradient_hint(got, np.asarray(want)))
 
 
-def remat_in_loss_and_grads(loss_and_grads, params, x) -> None:
-    """Equal numbers say nothing about remat: the program ``loss_and_grads`` runs (the one
-    the peak-memory check measures) must hold one checkpoint region per block."""
-    program = loss_and_grads.export(params, x, policy="nothing_saveable",
-                                    out_example=(0.0, params))
-    regions = checkpoint_regions(program)
-    fail_unless(regions >= len(params), "loss_and_grads with policy='nothing_saveable' "
-                "does not rematerialise: the policy never reaches block_loss",
-                yours=f"{regions} checkpoint regions in its program",
-                expected=f"at least {len(params)} (one per block)",
-                hint="pass the policy through to block_loss")
+def loss_hint(yours, want: float, shape) -> str:
+    """What a loss that differs from the checker's is, where its ratio shows it."""
+    try:
+        ratio = float(np.asarray(yours, dtype=np.float64)) / want
+    except (TypeError, ValueError):
+        return "the loss is one float32 scalar: the mean of the squared outputs"
+    batch, width = shape
+    for factor, what in ((batch * width, "the sum over every element"),
+                         (width, "the mean over the batch of each row's sum"),
+                         (batch, "the mean over the width of each column's sum"),
+                         (0.5, "half the mean")):
+        if np.isclose(ratio, factor, rtol=1e-4):
+            return f"yours is {ratio:.6g}x the checker's: {what}, where the mean of the " \
+                   "squared outputs over every element is asked"
+    return f"yours is {ratio:.6g}x the checker's: the mean of the squared outputs of all blocks"
+
+
+def gradient_hint(got: np.ndarray, want: np.ndarray) -> str:
+    """What gradients that differ from the checker's are, where a ratio shows it."""
+    ratio = float(np.vdot(got, want) / max(np.vdot(want, want), 1e-30))
+    if ratio and np.allclose(got, ratio * want, rtol=1e-4, atol=1e-8):
+        return (f"yours are {ratio:.4g}x the checker's, leaf for leaf: the loss is the mean "
+                "of the squared outputs of all blocks")
+    return "remat changes what is kept for the backward pass, never the numbers"
+
+
+def regions_hint(regions: int, blocks: int, where: str) -> str:
+    """What a program with too few checkpoint regions shows, by how many it holds."""
+    if regions == 0:
+        return (f"{where} holds no checkpoint region at all: no jax.checkpoint ran, so the "
+                "policy asked for reached no block")
+    if regions == 1:
+        return (f"{where} holds one checkpoint region for {blocks} blocks: one "
+                "jax.checkpoint around the whole loss (or all its blocks), where each "
+                "block is rematerialised on its own")
+    return (f"{where} holds {regions} checkpoint regions for {blocks} blocks: some blocks "
+            "share a region or have none; each block is its own")
 
 
 @checker.check(3, "remat_really_applied")
 def _(impl, ctx):
+    """``jax.checkpoint`` once per block, counted in the learner's own exported programs:
+    ``block_loss``'s under each policy, then ``loss_and_grads``' (the program the peak
+    memory check measures) with one: equal numbers say nothing about remat."""
     require_written(impl, "block_loss")
-    params, _, _ = remat_workload(ctx)
+    params, x, _ = remat_workload(ctx)
 
     def remat_count(policy):
         return checkpoint_regions(learner_program(impl, ctx, policy))
 
     fail_unless(remat_count(None) == 0, "policy=None must not rematerialise",
-                yours=remat_count(None), expected=0)
+                yours=f"{remat_count(None)} checkpoint regions", expected=0,
+                hint="without a policy nothing is rematerialised: no jax.checkpoint")
     for policy in POLICIES:
         n = remat_count(policy)
-        fail_unless(n >= len(params), f"policy={policy!r} does not wrap each block in "
-                    "jax.checkpoint", yours=f"{n} checkpoint regions",
+        fail_unless(n >= len(params), f"block_loss with policy={policy!r} does not "
+                    "rematerialise each block", yours=f"{n} checkpoint regions",
                     expected=f"at least {len(params)} (one per block)",
-                    hint="every block's computation must be its own checkpointed region, with "
-                    "the named policy from jax.checkpoint_policies")
+                    hint=regions_hint(n, len(params), "your block_loss's program"))
+    refuses_an_unknown_policy(impl, "block_loss", params, x)
+    regions = loss_and_grads_regions(impl, ctx)
+    fail_unless(regions >= len(params), "loss_and_grads with policy='nothing_saveable' "
+                "does not rematerialise each block", yours=f"{regions} checkpoint regions "
+                "in its program", expected=f"at least {len(params)} (one per block; your "
+                f"block_loss alone holds {remat_count('nothing_saveable')})",
+                hint=("your block_loss rematerialises each block, but the program "
+                      "loss_and_grads runs holds no checkpoint region: the policy given to "
+                      "loss_and_grads never reaches block_loss") if regions == 0 else
+                regions_hint(regions, len(params), "the program loss_and_grads runs"))
 
 
 @checker.check(3, "remat_saves_residuals_and_temp")
@@ -192,8 +270,10 @@ def _(impl, ctx):
                     "checker's", yours=yours, expected=expected,
                     hint=residual_hint(reference_loss, half, as_float(yours, "saved bytes")))
     for policy in (None, "nothing_saveable"):
-        # the residuals of a correctly rematerialised block loss (remat_really_applied
-        # shows, from the learner's own program, that theirs is one)
+        # the residuals of a correctly rematerialised block loss, where the learner's own
+        # program is one (remat_really_applied)
+        if not remat_as_asked(impl, ctx, policy, len(params)):
+            continue
         expected = residual_bytes(lambda p, x: reference_loss(p, x, policy), params, x)  # noqa: B023
         yours = saved(params, x, policy)
         if as_float(yours, "saved bytes") != expected:
@@ -201,8 +281,10 @@ def _(impl, ctx):
                         "checker's", yours=yours, expected=expected,
                         hint=residual_hint(lambda p, x: reference_loss(p, x, policy),  # noqa: B023
                                            (params, x), as_float(yours, "saved bytes")))
-    fail_unless(saved(params, x, "nothing_saveable") < saved(params, x, None),
-                "remat did not reduce saved residuals", hint="wrap each block")
+    fail_unless(saved(params, x, "nothing_saveable") < saved(params, x, None)
+                or not remat_as_asked(impl, ctx, "nothing_saveable", len(params)),
+                "remat did not reduce saved residuals", hint="with nothing_saveable a block "
+                "keeps its input alone; your count with it is not below the one without")
     compiled = {}
     for policy in (None, "nothing_saveable"):
         fn = jax.jit(learner_program(impl, ctx, policy).call)  # compiled here
@@ -213,7 +295,8 @@ def _(impl, ctx):
                     yours=yours, expected=compiled[policy],
                     hint="the compiler's own figure for this program's temporary buffers, "
                     "read from the compiled program, not estimated")
-    fail_unless(compiled["nothing_saveable"] < compiled[None],
+    fail_unless(compiled["nothing_saveable"] < compiled[None]
+                or not remat_as_asked(impl, ctx, "nothing_saveable", len(params)),
                 "the compiler does not expect less temporary memory with remat",
                 yours=compiled, expected="nothing_saveable < None")
 
@@ -227,6 +310,7 @@ def _(impl, ctx):
     # the tanh chain: each layer's input is kept either way, so remat saves nothing
     ws, v = tanh_workload(ctx)
     tanh = get_function(impl, "tanh_chain_loss")
+    refuses_an_unknown_policy(impl, "tanh_chain_loss", ws, v)
     temps = {}
     for policy in (None, "everything_saveable", "nothing_saveable"):
         program = tanh.export(ws, v, policy=policy, transform="value_and_grad",
@@ -260,9 +344,11 @@ def _(impl, ctx):
                 expected="nothing_saveable within 1% of None, or above it")
     yours = {}
     for policy in (None, *POLICIES):
+        yours[policy] = as_float(temp(params, x, policy), "temp bytes")
+        if not remat_as_asked(impl, ctx, policy, len(params)):
+            continue  # remat_really_applied names it
         want = temp_of(lambda p, v: jax.value_and_grad(reference_loss)(p, v, policy),  # noqa: B023
                        params, x)
-        yours[policy] = as_float(temp(params, x, policy), "temp bytes")
         fail_unless(yours[policy] == want, f"blocks: compiler temp bytes with policy={policy} "
                     "differ from the checker's compile of the same model",
                     yours=yours[policy], expected=want,
@@ -273,7 +359,8 @@ def _(impl, ctx):
     # reference failed a full ordering on one seed), and every policy's value is already
     # compared exactly with the checker's own compile above.
     order = ("nothing_saveable", "dots_saveable", None, "everything_saveable")
-    fail_unless(yours["nothing_saveable"] < yours[None],
+    fail_unless(yours["nothing_saveable"] < yours[None]
+                or not remat_as_asked(impl, ctx, "nothing_saveable", len(params)),
                 "blocks: remat with nothing_saveable does not plan less temporary memory",
                 yours={str(k): yours[k] for k in order}, expected="nothing_saveable < None")
 
@@ -332,6 +419,20 @@ def reference_peaks(cfg: dict, policies: tuple, repeats: int) -> dict:
     return _REFERENCE_PEAKS[key]
 
 
+def peak_hint(got: dict, ratio: float) -> str:
+    """What a run-only peak off the checker's is, where the learner's own record shows it."""
+    peaks, hwm = got.get("run_peak_bytes"), got.get("vmhwm_bytes")
+    if isinstance(hwm, list) and peaks == hwm:
+        return ("your run_peak_bytes are your vmhwm_bytes: the process's whole high-water "
+                "mark (the runtime, the compile, the inputs), where the rise during the run "
+                "alone is asked")
+    if ratio > 1:
+        return (f"yours is {ratio:.2f}x the run's own rise: it holds more than the run (the "
+                "compile, the inputs, or memory the process held before the run)")
+    return (f"yours is {ratio:.2f}x the run's own rise: less than the run itself raises "
+            "memory (read before it finished, or of another program)")
+
+
 @checker.check(3, "peak_memory_from_fresh_process")
 def _(impl, ctx):
     import statistics
@@ -351,7 +452,12 @@ def _(impl, ctx):
     fail_unless(set(reference) == {str(p) for p in policies},
                 "the checker's own peak measurement failed", yours="", expected="")
     mib = 2**20
+    # the checker's model rematerialises each block: the learner's peak with remat is held
+    # to it only where the learner's own programs do too (else remat_really_applied says so)
+    remats = loss_and_grads_regions(impl, ctx) >= len(remat_workload(ctx)[0])
     for policy in policies:
+        if policy is not None and not remats:
+            continue
         ref, got = reference[str(policy)], yours[policy]
         for field in ("argument_size_in_bytes", "output_size_in_bytes"):
             fail_unless(got[field] == ref[field], f"policy={policy}: {field} is not the plan of "
@@ -363,10 +469,8 @@ def _(impl, ctx):
                     f"policy={policy}: your run-only peak is {median / want:.2f}x the "
                     "checker's", yours=f"{[round(v / mib, 1) for v in got['run_peak_bytes']]} MiB",
                     expected=f"about {want / mib:.1f} MiB (the checker's repeats "
-                    f"{[round(v / mib, 1) for v in ref['run_peak_bytes']]}; within "
-                    f"{PEAK_WINDOW}x)", hint="VmHWM alone holds the runtime, compilation "
-                    "and inputs: the figure asked is how far memory rose above what the "
-                    "process held just before the run, during the run alone")
+                    f"{[round(v / mib, 1) for v in ref['run_peak_bytes']]})",
+                    hint=peak_hint(got, median / want))
     # repeats=1 is a request the signature admits: one fresh process, its figure, its plan
     single = learner_peak(impl, cfg, None, 1)
     fail_unless(single["argument_size_in_bytes"] == reference["None"]["argument_size_in_bytes"],
@@ -376,12 +480,13 @@ def _(impl, ctx):
     alone, want = single["run_peak_bytes"][0], reference["None"]["median_run_peak_bytes"]
     fail_unless(1 / PEAK_WINDOW <= alone / want <= PEAK_WINDOW,
                 f"repeats=1: your run-only peak is {alone / want:.2f}x the checker's",
-                yours=f"{alone / mib:.1f} MiB", expected=f"about {want / mib:.1f} MiB (within "
-                f"{PEAK_WINDOW}x)", hint="one repeat is measured as each of several is: "
-                "the run alone, in its own fresh process")
+                yours=f"{alone / mib:.1f} MiB", expected=f"about {want / mib:.1f} MiB",
+                hint="with repeats=3 your peaks agree with the checker's: one repeat is "
+                "measured as each of several is. " + peak_hint(single, alone / want))
     plain = statistics.median(yours[None]["run_peak_bytes"])
     remat = statistics.median(yours["nothing_saveable"]["run_peak_bytes"])
-    fail_unless(remat < plain, "the run-only peak with nothing_saveable is not below the "
+    fail_unless(remat < plain or not remats, "the run-only peak with nothing_saveable is "
+                "not below the "
                 "no-remat one", yours=f"{plain / mib:.1f} -> {remat / mib:.1f} MiB",
                 expected="nothing_saveable below None (its temp plan is less than half)",
                 hint="measure each policy's own program; pass the policy through")
