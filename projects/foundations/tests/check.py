@@ -334,15 +334,18 @@ def expect_replay(function: str, yours: np.ndarray, ref: np.ndarray, diagnoses,
                       yours=yours, expected=ref, hint=hint)
 
 
-def replay_fit(key, x, y, steps, batch, lr, reuse_key: bool = False) -> dict:
+def replay_fit(key, x, y, steps, batch, lr, reuse_key: bool = False,
+               maxval: int | None = None) -> dict:
     """The checker's own SGD with the documented key protocol, float64 steps with
     autodiff's gradient (which regression_grads may not use): a sealed program (its
-    source stays with the instructors; it would be fit_regression). ``reuse_key``
-    replays the classic mistake, for diagnosis."""
+    source stays with the instructors; it would be fit_regression). ``reuse_key`` and
+    ``maxval`` (rows drawn from [0, maxval), not [0, n)) replay classic mistakes, for
+    diagnosis."""
     params = sealed.call(sealed.program(TESTS, "fit_replay"), jax.random.key_data(key),
                          np.asarray(x, np.float32), np.asarray(y, np.float32),
                          np.int32(steps), np.float64(lr), np.bool_(reuse_key),
-                         np.zeros(batch, np.int8), x64=True)
+                         np.zeros(batch, np.int8),
+                         np.int32(len(x) if maxval is None else maxval), x64=True)
     return {"w": np.asarray(params["w"], np.float64), "b": np.float64(params["b"])}
 
 
@@ -377,10 +380,16 @@ def _(impl, ctx):
     key = jax.random.key(case["key_seed"])
     args = (case["x"], case["y"], case["steps"], case["batch"], case["lr"])
 
-    def reused_key():
-        if relative_error(yours, vec(replay_fit(key, *args, reuse_key=True))) < REPLAY_RTOL:
-            return ("you reused one key for every step, so every step drew the same rows: "
-                    "split k_batches each step and use the new subkey once")
+    n, steps, batch, lr = len(case["x"]), case["steps"], case["batch"], case["lr"]
+
+    def replays(what, **change):
+        """A diagnosis: ``what`` when the replay with ``change`` is the learner's fit."""
+        def diagnose():
+            changed = {"steps": steps, "lr": lr, **change}
+            got = replay_fit(key, case["x"], case["y"], changed.pop("steps"), batch,
+                             changed.pop("lr"), **changed)
+            return what if relative_error(yours, vec(got)) < REPLAY_RTOL else None
+        return diagnose
 
     def ignores_key():
         other = linear_params(learner_fit(impl, case, case["key_seed"] + 1), d,
@@ -388,10 +397,27 @@ def _(impl, ctx):
         if np.array_equal(vec(other), yours):
             return "your fit ignores its key: another key gave the same parameters"
 
-    expect_replay("fit_regression", yours, vec(replay_fit(key, *args)),
-                  [reused_key, ignores_key],
-                  "follow the key protocol in the docstring exactly (split order, one "
-                  "randint per step) and check regression_grads first")
+    bound = ("randint's maxval is exclusive: rows are drawn from [0, n) with maxval n = "
+             f"{n}, every row a candidate")
+    expect_replay("fit_regression", yours, vec(replay_fit(key, *args)), [
+        replays("you reused one key for every step, so every step drew the same rows: each "
+                "step's subkey is used once", reuse_key=True),
+        replays(f"your rows are drawn from [0, {n - 1}): with maxval n - 1 the last row "
+                f"({n - 1}) is never drawn. " + bound, maxval=n - 1),
+        replays(f"your rows are drawn from [0, {n + 1}): maxval n + 1 draws the row index n, "
+                "past the last row. " + bound, maxval=n + 1),
+        replays(f"your rows are drawn from [0, {d}), the number of features: " + bound,
+                maxval=d),
+        replays(f"your rows are drawn from [0, {batch}), the batch size: " + bound,
+                maxval=batch),
+        replays(f"your fit made {steps - 1} updates for steps={steps}: one short",
+                steps=steps - 1),
+        replays(f"your fit moves by lr / batch (lr={lr:.4g}, batch={batch}) times the "
+                "gradient: regression_grads already averages over the batch's rows",
+                lr=lr / batch),
+        ignores_key],
+        "your fit is none of the classic slips the checker replays: the key splits, the "
+        "rows each step draws and the update are the docstring's, step for step")
 
 
 @checker.check(2, "fit_leaves_global_random_state_alone")
@@ -426,17 +452,18 @@ def classifier_case(ctx) -> dict:
             "lr": float(rng.uniform(0.2, 0.28))}  # not the default 0.3
 
 
-def replay_train(key, case: dict, same_order: bool = False) -> dict:
+def replay_train(key, case: dict, same_order: bool = False, ceil_epoch: bool = False) -> dict:
     """The checker's own epoch-shuffled SGD with the documented key protocol: a sealed
     program (its source stays with the instructors; it would be train_classifier).
-    ``same_order`` replays the classic mistake, for diagnosis."""
+    ``same_order`` and ``ceil_epoch`` (an epoch of ceil(n / batch) steps, the last on the
+    leftover rows) replay classic mistakes, for diagnosis."""
     assert len(case["x"]) <= MAX_REPLAY_ROWS, "a case larger than the sealed replay holds"
     params = sealed.call(sealed.program(TESTS, "train_replay"), jax.random.key_data(key),
                          np.asarray(case["x"], np.float32),
                          np.asarray(case["y"], np.int32), np.int32(case["steps"]),
                          np.float32(case["lr"]), np.bool_(same_order),
                          np.zeros(case["batch"], np.int8),
-                         np.zeros(case["classes"], np.int8))
+                         np.zeros(case["classes"], np.int8), np.bool_(ceil_epoch))
     return {k: np.asarray(v, np.float64) for k, v in params.items()}
 
 
@@ -476,15 +503,30 @@ def _(impl, ctx):
     ref = replay_train(key, case)
     yours = params_vector(classifier_params(returned, ref, "train_classifier(...)"))
 
-    def same_order():
-        same = params_vector(replay_train(key, case, same_order=True))
-        if relative_error(yours, same) < REPLAY_RTOL:
-            return ("every epoch used the same order: split k_order at each epoch and "
-                    "shuffle with the new k_epoch")
+    n, batch, steps, lr = len(case["x"]), case["batch"], case["steps"], case["lr"]
 
-    expect_replay("train_classifier", yours, params_vector(ref), [same_order],
-                  "follow the key protocol in the docstring (split order; one permutation "
-                  "per epoch; consecutive slices of it) and the update p - lr * grad")
+    def replays(what, **change):
+        """A diagnosis: ``what`` when the replay with ``change`` is the learner's params."""
+        def diagnose():
+            flags = {k: change.pop(k) for k in ("same_order", "ceil_epoch") if k in change}
+            got = params_vector(replay_train(key, {**case, **change}, **flags))
+            return what if relative_error(yours, got) < REPLAY_RTOL else None
+        return diagnose
+
+    expect_replay("train_classifier", yours, params_vector(ref), [
+        replays("every epoch used the same order: each epoch's shuffle takes a key split off "
+                "once for it", same_order=True),
+        replays(f"your epochs are ceil(n / batch) = {-(-n // batch)} steps, the last taking "
+                f"the {n % batch} leftover rows (n={n}, batch={batch}): an epoch is n // batch "
+                f"= {n // batch} full steps; the leftover rows wait for the next shuffle",
+                ceil_epoch=True),
+        replays(f"your training made {steps - 1} updates for steps={steps}: one short",
+                steps=steps - 1),
+        replays(f"your update is lr / batch (lr={lr:.4g}, batch={batch}) times the gradient: "
+                "the loss is already a mean over the batch's rows", lr=lr / batch)],
+        "your training is none of the classic slips the checker replays: the key splits, "
+        "each epoch's order and its consecutive slices, and the update are the "
+        "docstring's, step for step")
 
 
 @checker.check(3, "train_leaves_global_random_state_alone")
@@ -563,13 +605,23 @@ def _(impl, ctx):
 
 @checker.check(3, "workload_params_follow_replay")
 def _(impl, ctx):
-    """The params are what training on the first n_train rows with k_train gives."""
+    """The params are what training on the first n_train rows with k_train gives: the
+    replay's, or, where the learner's own train_classifier differs from the replay
+    (train_follows_key_protocol names that), its own on those rows: one mistake in
+    train_classifier is one FAIL, not two."""
     out = workload_run(impl, ctx)
     k_train, x, y = workload_data(ctx)
     n_train, case = WORKLOAD_SIZES["n_train"], workload_case(ctx)
     ref = workload_replay(ctx)
     yours = params_vector(classifier_params(out["params"], ref,
                                             "reference_workload(...)['params']"))
+    if relative_error(yours, params_vector(ref)) >= REPLAY_RTOL:
+        own = get_function(impl, "train_classifier")(
+            k_train, jnp.asarray(case["x"]), jnp.asarray(case["y"]),
+            **{k: case[k] for k in ("classes", "steps", "batch", "lr")})
+        if relative_error(yours, params_vector(classifier_params(
+                own, ref, "train_classifier(...)"))) < REPLAY_RTOL:
+            return  # the workload trains as asked; its train_classifier is judged apart
 
     def test_rows():
         rows = {**case, "x": np.asarray(x[n_train:]), "y": np.asarray(y[n_train:])}
