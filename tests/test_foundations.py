@@ -96,9 +96,11 @@ MSE = "return jnp.mean((pred - target) ** 2)"
 
 MSE_BUGS = [
     ("sum", "return jnp.sum((pred - target) ** 2)", "mse_matches_float64_reference",
-     "mean over every element"),
+     "yours is the sum of the squared differences"),
     ("root", "return jnp.sqrt(jnp.mean((pred - target) ** 2))",
-     "mse_matches_float64_reference", "mse is wrong"),
+     "mse_matches_float64_reference", "an RMSE"),
+    ("last-axis", "return jnp.mean((pred - target) ** 2, axis=-1)",
+     "mse_matches_float64_reference", "the mean over the last axis alone"),
     # Expanding the square cancels catastrophically for large values close together; with
     # a fresh seed per run any case may show it first (a scalar did in CI), so the test
     # asks for the hint aimed at it, not for the case that tripped.
@@ -142,12 +144,12 @@ RESIDUAL = "residual = predict(params, x) - y"
 GRADS_RETURN = 'return {"w": 2.0 * (x.T @ residual) / n, "b": 2.0 * jnp.sum(residual) / n}'
 
 GRAD_BUGS = [
-    ("sign", [(RESIDUAL, "residual = y - predict(params, x)")], "against float64 finite"),
+    ("sign", [(RESIDUAL, "residual = y - predict(params, x)")], "the sign: the residual"),
     ("n-is-d", [("    n = x.shape[0]\n    return {", "    n = x.shape[1]\n    return {")],
-     "against float64 finite"),
+     "the mean is over the n rows, not the d features"),
     ("no-factor-2", [(GRADS_RETURN,
                       'return {"w": (x.T @ residual) / n, "b": jnp.sum(residual) / n}')],
-     "the constant factor"),
+     "the square's derivative brings a factor 2"),
     ("b-from-w", [(GRADS_RETURN,
                    'return {"w": 2.0 * (x.T @ residual) / n, "b": 2.0 * jnp.mean(x) / n}')],
      "gradient for 'b'"),

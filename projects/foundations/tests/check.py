@@ -30,7 +30,12 @@ import numpy as np
 from coursekit.checking import bridge, forbidden, sealed
 from coursekit.checking.contract import Checker, CheckFailed
 from coursekit.checking.forbidden import guard
-from coursekit.checking.learner import LearnerCodeError, get_function, require_written
+from coursekit.checking.learner import (
+    LearnerCodeError,
+    get_function,
+    on_input,
+    require_written,
+)
 from coursekit.checking.values import as_array, as_float, as_float64_array, fail_unless
 from coursekit.workloads import classifier
 from coursekit.workloads.fresh import bitwise_differences, flatten
@@ -172,9 +177,49 @@ def mse64(pred: np.ndarray, target: np.ndarray) -> float:
     return math.fsum(diff * diff) / diff.size
 
 
-def scalar_float32(value, what: str) -> float:
+def scalar_float32(value, what: str, shape: tuple | None = None) -> float:
+    """A float32 0-d array's value, or a FAIL saying what came back instead (for ``shape``,
+    the inputs' shape, what a shape tied to it shows)."""
+    if hasattr(value, "shape") and tuple(value.shape) != () and shape is not None:
+        got = tuple(value.shape)
+        why = ("one value per row: the mean over the last axis alone" if got == shape[:-1]
+               else "the array's own shape of ones: keepdims=True" if got == (1,) * len(shape)
+               else "the elementwise squares, never averaged" if got == shape
+               else "not one number")
+        raise CheckFailed(f"{what} has shape {got} for inputs of shape {shape}",
+                          yours=got, expected="() (a 0-d array)",
+                          hint=f"yours is {why}: one number for the whole array")
     as_array(value, what, (), "float32")
     return float(as_float64_array(value, what, ()))
+
+
+def mse_hint(yours: float, pred: np.ndarray, target: np.ndarray) -> str:
+    """What a wrong mean squared error equals, of the classic slips, on this case."""
+    p64, t64 = pred.astype(np.float64).ravel(), target.astype(np.float64).ravel()
+    d = p64 - t64
+    n = d.size
+    mean_sq = float(np.mean(d * d))
+    p32, t32 = pred.astype(np.float32), target.astype(np.float32)
+    slips = [
+        (float(np.sum(d * d)), "the sum of the squared differences (n times the mean)"),
+        (math.sqrt(mean_sq), "the square root of the mean squared error (an RMSE)"),
+        (0.5 * mean_sq, "half the mean squared error"),
+        (float(np.sum(d * d)) / (n - 1) if n > 1 else math.nan,
+         "the sum of squares over n - 1, as for a sample variance"),
+        (float(np.mean(np.abs(d))), "the mean absolute difference, not squared"),
+        (float(np.mean(d)), "the mean of the differences, not squared"),
+        ((float(np.mean(p64)) - float(np.mean(t64))) ** 2,
+         "the squared difference of the means, not the mean of the squared differences"),
+        (float(np.mean(p32 * p32 - 2 * p32 * t32 + t32 * t32)),
+         "p^2 - 2pt + t^2 in float32, which cancels where values are large and close: "
+         "subtract first, then square"),
+    ]
+    for value, what in slips:
+        if math.isfinite(value) and math.isclose(yours, value, rel_tol=1e-5, abs_tol=0.0):
+            return f"yours is {what}"
+    err = abs(yours - mean_sq) / max(abs(mean_sq), 1e-300)
+    return (f"yours is off by relative {err:.2g}: the mean, over every element, of the "
+            "squared difference, in float32 precision at least")
 
 
 @checker.check(1, "mse_matches_float64_reference")
@@ -182,12 +227,13 @@ def _(impl, ctx):
     mse = get_function(impl, "mse")
     for what, pred, target in mse_cases(ctx):
         ref = mse64(pred, target)
-        yours = scalar_float32(mse(jnp.asarray(pred), jnp.asarray(target)), "mse(...)")
+        with on_input(f"pred and target of {what}, float32"):
+            out = mse(jnp.asarray(pred), jnp.asarray(target))
+        yours = scalar_float32(out, f"mse(...) for {what}", pred.shape)
         fail_unless(np.isclose(yours, ref, rtol=MSE_RTOL, atol=0.0),
                     f"mse is wrong for {what} (relative tolerance {MSE_RTOL:g} against "
                     "float64)", yours=yours, expected=ref,
-                    hint="mean over every element of the squared difference (not the sum, "
-                         "not the square root); subtract first, then square")
+                    hint=mse_hint(yours, pred, target))
 
 
 @checker.check(1, "mse_works_under_jit")
@@ -204,9 +250,15 @@ def _(impl, ctx):
     except LearnerCodeError as err:
         if err.kind != "exception":
             raise
-        raise CheckFailed(f"jax.jit(mse) failed: {err}",
-                          hint="use jnp operations only: no float(), no .item(), no numpy "
-                               "on the inputs inside mse") from None
+        text = str(err)
+        traced = [name for name in ("ConcretizationTypeError", "TracerBoolConversionError",
+                                    "TracerArrayConversionError",
+                                    "TracerIntegerConversionError") if name in text]
+        raise CheckFailed(f"jax.jit(mse) failed on pred and target of shape {pred.shape}: "
+                          f"{err}", hint=f"{traced[0]}: under jit your mse meets abstract "
+                          "values (tracers), and it turned one into a Python value or a "
+                          "numpy array" if traced else "the same call outside jit "
+                          "worked: what fails is tracing it") from None
     jitted = scalar_float32(exported.call(jnp.asarray(pred), jnp.asarray(target)),
                             "jax.jit(mse)(...)")
     fail_unless(np.isclose(eager, jitted, rtol=1e-6, atol=0.0),
@@ -272,8 +324,27 @@ def check_grads(out, case: dict, what: str) -> None:
                     f"(tolerance {GRAD_RTOL:g}) against float64 finite differences "
                     f"(n={n}, d={d})",
                     yours=yours[name], expected=np.asarray(ref[name]),
-                    hint="differentiate the loss of the docstring by hand; check the sign "
-                         "(prediction minus target), the constant factor and the 1/n")
+                    hint=grad_hint(yours[name], np.asarray(ref[name]), name, n, d))
+
+
+def grad_hint(yours: np.ndarray, ref: np.ndarray, name: str, n: int, d: int) -> str:
+    """What a wrong gradient is, where its ratio to the finite differences shows it."""
+    if not np.any(yours) and np.any(ref):
+        return f"yours for '{name}' is zero: the loss changes with '{name}' (see expected)"
+    scale = float(np.vdot(yours, ref) / max(np.vdot(ref, ref), 1e-300))
+    if relative_error(yours, scale * ref) < GRAD_RTOL:
+        for factor, what in ((-1.0, "the sign: the residual is prediction minus target"),
+                             (0.5, "half: the square's derivative brings a factor 2"),
+                             (float(n), f"n = {n} times: the loss is a mean over the n rows"),
+                             (n / d, f"n / d = {n}/{d} times: the mean is over the n rows, "
+                                     "not the d features"),
+                             (-0.5, "the sign and half: the residual is prediction minus "
+                                    "target, and the square brings a factor 2")):
+            if math.isclose(scale, factor, rel_tol=1e-3):
+                return f"yours for '{name}' is {scale:.4g}x the gradient: {what}"
+        return f"yours for '{name}' is {scale:.4g}x the gradient, element for element"
+    return (f"yours for '{name}' is not a multiple of the gradient (n={n}, d={d}): "
+            "differentiate the loss of the docstring with respect to each parameter")
 
 
 def params_in(case: dict) -> dict:
@@ -284,7 +355,10 @@ def params_in(case: dict) -> dict:
 def _(impl, ctx):
     grads_fn = get_function(impl, "regression_grads")
     for case in grad_cases(ctx):
-        out = grads_fn(params_in(case), jnp.asarray(case["x"]), jnp.asarray(case["y"]))
+        n, d = case["x"].shape
+        with on_input(f"x float32 ({n}, {d}) of magnitude {np.abs(case['x']).max():.3g}, "
+                      f"y ({n},), params w ({d},) and b ()"):
+            out = grads_fn(params_in(case), jnp.asarray(case["x"]), jnp.asarray(case["y"]))
         check_grads(out, case, "regression_grads(...)")
 
 
@@ -368,7 +442,10 @@ def fit_call(case: dict, key_seed: int | None = None) -> tuple[tuple, dict]:
 
 def learner_fit(impl, case: dict, key_seed: int | None = None):
     args, kwargs = fit_call(case, key_seed)
-    return get_function(impl, "fit_regression")(*args, **kwargs)
+    n, d = case["x"].shape
+    with on_input(f"a typed key, x float32 ({n}, {d}), y ({n},), steps={case['steps']}, "
+                  f"batch={case['batch']}, lr={case['lr']:.4g}"):
+        return get_function(impl, "fit_regression")(*args, **kwargs)
 
 
 @checker.check(2, "fit_follows_key_protocol")
@@ -475,7 +552,11 @@ def train_call(case: dict) -> tuple[tuple, dict]:
 
 def learner_train(impl, case: dict):
     args, kwargs = train_call(case)
-    return get_function(impl, "train_classifier")(*args, **kwargs)
+    n, f = case["x"].shape
+    with on_input(f"a typed key, x float32 ({n}, {f}), y int32 ({n},) in [0, "
+                  f"{case['classes']}), classes={case['classes']}, steps={case['steps']}, "
+                  f"batch={case['batch']}, lr={case['lr']:.4g}"):
+        return get_function(impl, "train_classifier")(*args, **kwargs)
 
 
 def classifier_params(value, like: dict, what: str) -> dict:
@@ -554,7 +635,9 @@ def workload_kwargs(ctx) -> dict:
 
 def learner_workload(impl, ctx, seed: int | None = None) -> dict:
     fn = get_function(impl, "reference_workload")
-    out = fn(workload_seed(ctx) if seed is None else seed, **workload_kwargs(ctx))
+    kwargs = workload_kwargs(ctx)
+    with on_input(f"seed {workload_seed(ctx) if seed is None else seed} and {kwargs}"):
+        out = fn(workload_seed(ctx) if seed is None else seed, **kwargs)
     fail_unless(isinstance(out, dict) and set(WORKLOAD_FIELDS) == set(out),
                 "reference_workload must return a dict with exactly params, "
                 "train_accuracy and test_accuracy",
