@@ -376,9 +376,18 @@ PLANTED = {
          '    result = {**out, "ci": [1 / hi, 1 / lo], "decision": decision,')]),
     # issue 47: the interval's confidence over a few rounds: Student's t for the raw
     # samples' degrees of freedom, or the normal quantile, makes 3-5 rounds look certain
-    "decide_df_from_the_samples": (4, "rejects_what_few_rounds_cannot_show", [
+    "decide_df_from_the_samples": (4, "few_rounds_interval_at_95_percent", [
         ("        df = d.size - 1\n", '        df = len(before["samples_s"]) - 1\n')]),
-    "decide_normal_quantile": (4, "rejects_what_few_rounds_cannot_show", [
+    # the blind corpus's: one degree of freedom too many, a population spread, and the
+    # two-sided confidence passed as if one-sided (a 97.5% interval, wider)
+    "decide_df_the_rounds": (4, "few_rounds_interval_at_95_percent", [
+        ("        df = d.size - 1\n", "        df = d.size\n")]),
+    "decide_population_spread": (4, "few_rounds_interval_at_95_percent", [
+        ("(float(np.std(d, ddof=1)) / math.sqrt(d.size))", "(float(np.std(d)) / math.sqrt(d.size))")]),
+    "decide_quantile_one_sided": (4, "few_rounds_interval_at_95_percent", [
+        ("        half = t_quantile(confidence, df) * (float(np.std(d, ddof=1))",
+         "        half = t_quantile((1 + confidence) / 2, df) * (float(np.std(d, ddof=1))")]),
+    "decide_normal_quantile": (4, "few_rounds_interval_at_95_percent", [
         ("        half = t_quantile(confidence, df) * (float(np.std(d, ddof=1)) / "
          "math.sqrt(d.size))\n",
          "        half = 1.96 * (float(np.std(d, ddof=1)) / math.sqrt(d.size))\n")]),
@@ -431,6 +440,9 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "decide_on_round_means": "median",
          "decide_df_from_the_samples": "raw samples - 1",
          "decide_normal_quantile": "the normal quantile",
+         "decide_df_the_rounds": "one too many",
+         "decide_population_spread": "population spread (ddof=0)",
+         "decide_quantile_one_sided": "takes the two-sided confidence itself",
          "decide_ignores_confidence": "is the one you gave at 0.95",
          "decide_reasons_without_numbers": "computed from the numbers",
          "decide_ratio_after_over_before": "other way round",
@@ -458,7 +470,7 @@ WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
                "decide_normal_quantile": "raw samples"}
 # Right answers by another route, which every check they are run through must pass.
 DECIDE_CHECKS = ["accepts_real_speedup", "rejects_noise", "rejects_drifting_null",
-                 "accepts_speedup_in_drifting_rounds", "rejects_what_few_rounds_cannot_show",
+                 "accepts_speedup_in_drifting_rounds", "few_rounds_interval_at_95_percent",
                  "interval_at_the_confidence_asked",
                  "says_slower_when_slower", "stalls_do_not_decide", "decide_applies_min_gain"]
 PAIRED_LOGS = ("        d = np.array([math.log(mb[r]) - math.log(ma[r]) for r in shared])\n"

@@ -37,38 +37,52 @@ def side(ci: tuple[float, float], min_gain: float) -> str:
 
 
 def width_cause(before: dict, after: dict, half: float, own: dict) -> str:
-    """What a log half-width ``half`` narrower than the checker's paired-rounds one is,
-    where the records say: Student's t with the raw samples' degrees of freedom, or the
-    normal quantile, on the same rounds; else by how much it is narrower."""
+    """What a log half-width ``half`` unlike the checker's paired-rounds one is, where the
+    records say: Student's t with the raw samples' degrees of freedom or one too many, the
+    normal quantile, a population spread (ddof 0), or the quantile of a 97.5% interval, on
+    the same rounds; else how much narrower or wider it is."""
     rounds = own.get("n_rounds") or 0
     own_half = math.log(own["ci"][1] / own["ci"][0]) / 2
-    if own.get("method") != "paired rounds" or rounds < 2 or own_half <= 0:
-        return (f"your interval is {own_half / half:.2g}x narrower (in log) than the "
-                "95% interval these records give; its width must carry the spread of the "
-                "evidence, which is the rounds")
-    se = own_half / t_quantile(CONFIDENCE, rounds - 1)
+    how = f"{own_half / half:.2g}x narrower" if half < own_half else \
+        f"{half / own_half:.2g}x wider"
+    if own.get("method") != "paired rounds" or rounds < 3 or own_half <= 0:
+        return (f"your interval is {how} (in log) than the 95% interval these records give; "
+                "its width must carry the spread of the evidence, which is the rounds")
+    df = rounds - 1
+    t_rounds = t_quantile(CONFIDENCE, df)
+    se = own_half / t_rounds
     n_before, n_after = len(before["samples_s"]), len(after["samples_s"])
-    t_rounds = t_quantile(CONFIDENCE, rounds - 1)
     z = statistics.NormalDist().inv_cdf(0.5 + CONFIDENCE / 2)
-    causes = [(z, f"your interval's half-width is the normal quantile {z:.3g} on these "
-               f"rounds' spread: over {rounds} rounds a 95% interval needs Student's t with "
-               f"{rounds - 1} degrees of freedom ({t_rounds:.3g})")]
-    for df, what in ((n_before - 1, f"{n_before} raw samples - 1"),
-                     (n_after - 1, f"{n_after} raw samples - 1"),
-                     (n_before + n_after - 2, f"{n_before} + {n_after} raw samples - 2")):
-        if df >= 1:
-            t = t_quantile(CONFIDENCE, df)
-            causes.append((t, f"your interval's half-width is Student's t with {df} degrees "
-                           f"of freedom ({what}) on these rounds' spread, but the evidence is "
-                           f"{rounds} rounds (samples of a round share its load): "
-                           f"{rounds - 1} degrees of freedom, t = {t_rounds:.3g}, not {t:.3g}"))
-    # the quantile whose width is nearest to the learner's, if it is that width to 0.5%
-    quantile, cause = min(causes, key=lambda c: abs(math.log(half / (c[0] * se))))
-    if math.isclose(half, quantile * se, rel_tol=0.005):
+    causes = [
+        (z * se, f"your interval's half-width is the normal quantile {z:.3g} on these "
+         f"rounds' spread: over {rounds} rounds a 95% interval needs Student's t with {df} "
+         f"degrees of freedom ({t_rounds:.3g})"),
+        (t_quantile(CONFIDENCE, rounds) * se, f"your interval's half-width is Student's t "
+         f"with {rounds} degrees of freedom, one too many: {rounds} rounds have {df}"),
+        (t_rounds * se * math.sqrt(df / rounds), "your interval's half-width uses the "
+         f"rounds' population spread (ddof=0): the spread of {rounds} rounds about their own "
+         "mean is estimated with ddof=1"),
+        (t_quantile((1 + CONFIDENCE) / 2, df) * se, "your interval's half-width is "
+         f"Student's t for a {(1 + CONFIDENCE) / 2:.1%} interval: t_quantile takes the "
+         "two-sided confidence itself"),
+    ]
+    for dfs, what in ((n_before - 1, f"{n_before} raw samples - 1"),
+                      (n_after - 1, f"{n_after} raw samples - 1"),
+                      (n_before + n_after - 2, f"{n_before} + {n_after} raw samples - 2")):
+        if dfs >= 1:
+            t = t_quantile(CONFIDENCE, dfs)
+            causes.append((t * se, f"your interval's half-width is Student's t with {dfs} "
+                           f"degrees of freedom ({what}) on these rounds' spread, but the "
+                           f"evidence is {rounds} rounds (samples of a round share its "
+                           f"load): {df} degrees of freedom, t = {t_rounds:.3g}, not "
+                           f"{t:.3g}"))
+    # the width nearest to the learner's, if it is that width to 0.5%
+    width, cause = min(causes, key=lambda c: abs(math.log(half / c[0])))
+    if math.isclose(half, width, rel_tol=0.005):
         return cause
-    return (f"your interval is {own_half / half:.2g}x narrower (in log) than the 95% "
-            f"interval of these {rounds} rounds: its width must carry the spread of the "
-            "rounds, each round one piece of evidence")
+    return (f"your interval is {how} (in log) than the 95% interval of these {rounds} "
+            "rounds: its width must carry the spread of the rounds, each round one piece "
+            "of evidence, at the confidence asked")
 
 
 def decision_hint(result: dict, own: dict, before: dict, after: dict, min_gain: float,
@@ -98,12 +112,14 @@ def decision_hint(result: dict, own: dict, before: dict, after: dict, min_gain: 
         return text + ": decide by where the whole interval lies"
     a, b = own["ci"]
     half, own_half = math.log(hi / lo) / 2, math.log(b / a) / 2
-    if half < own_half * 0.9:
-        return width_cause(before, after, half, own)
-    if half > own_half * 1.5 and own.get("method") == "paired rounds":
-        return (f"your interval is {half / own_half:.2g}x wider (in log) than the one these "
-                f"{own['n_rounds']} rounds give paired: the drift a round shares cancels in "
-                "its before/after ratio")
+    if half < own_half * 0.9 or half > own_half * 1.1:
+        cause = width_cause(before, after, half, own)
+        if half > own_half * 1.5 and own.get("method") == "paired rounds" and \
+                "half-width" not in cause:
+            return (f"your interval is {half / own_half:.2g}x wider (in log) than the one "
+                    f"these {own['n_rounds']} rounds give paired: the drift a round shares "
+                    "cancels in its before/after ratio")
+        return cause
     centre, own_centre = math.sqrt(lo * hi), math.sqrt(a * b)
     if abs(math.log(centre / own_centre)) > 0.5 * own_half:
         return (f"your interval is centred on {centre:.3f}, the rounds' on {own_centre:.3f} "
