@@ -55,7 +55,7 @@ from audit_harness import (
 
 from coursekit.checking.bridge import TamperEvidence, Workload
 from coursekit.checking.errors import CheckFailed, CheckInconclusive, LearnerCodeError
-from coursekit.checking.learner import get_function
+from coursekit.checking.learner import get_function, on_input
 from coursekit.checking.probes import (
     reported_counts,
     reported_times_within_wall,
@@ -132,7 +132,9 @@ def learner_measurement(impl, ctx, **kwargs) -> tuple[dict, dict]:
     process: self-reported, cross-checked here)."""
     time_fn = get_function(impl, "time_fn")
     workload, _, x = stage1_workload(ctx)
-    m = require_keys(time_fn(workload, x, **kwargs), MEASUREMENT_KEYS, "time_fn")
+    with on_input(f"fn = a jitted tanh(a @ a * s) @ a, args = one float32 ({x.shape[0]}, "
+                  f"{x.shape[1]}) array, {kwargs}"):
+        m = require_keys(time_fn(workload, x, **kwargs), MEASUREMENT_KEYS, "time_fn")
     return m, cross_check_counts(impl, ctx, workload.facts, "time_fn", m)
 
 
@@ -171,17 +173,31 @@ def checker_median(ctx, iters: int = ROUND_ITERS) -> float:
     return median_s(checker_stage1_samples(ctx, iters))
 
 
+def unwaited_samples_fail(facts: dict, warmup: int, iters: int) -> None:
+    """The call probe (self-reported, only ever a reason to fail): a timed call whose
+    output was still being computed when the next call began ended its sample early."""
+    timed = set(range(1 + warmup, warmup + iters))  # the last timed call has no next one
+    unready = sorted(set(reported_unready("time_fn", facts)) & timed)
+    fail_unless(not unready, "time_fn: timed calls were still running when the next call "
+                "began", yours=f"calls {unready} of fn unfinished at the next call",
+                expected="every sample's call finished within it",
+                hint=f"your samples of calls {unready[:3]} stopped the clock before the call's "
+                "work was done (JAX returns at dispatch): each sample holds its call's work "
+                "finished")
+
+
 @checker.check(1, "warm_median_is_device_time")
 def _(impl, ctx):
-    m, _ = learner_measurement(impl, ctx, warmup=2, iters=7)
+    m, counted = learner_measurement(impl, ctx, warmup=2, iters=7)
+    unwaited_samples_fail(counted, 2, 7)
     first = (median_s(samples_of(m, "time_fn", raw=False)), checker_median(ctx, 7))
     timing_verdict(lambda i: learner_median(impl, ctx, "time_fn"),
                    lambda i: checker_median(ctx), TIME_RATIO_WINDOW, "your warmed median",
                    against=AGAINST_MEDIAN, first=first, budget_s=BUDGET_S["warm_median"],
                    max_rounds=8,
-                   too_fast="wait for the result inside the timed region: "
-                   "jax.block_until_ready(out) before you stop the clock (JAX returns "
-                   "before the work is done)", too_slow=TOO_SLOW)
+                   too_fast="your samples end before the work does: JAX returns at "
+                   "dispatch, so a sample holds its call's work only when the wait for the "
+                   "result is inside its timed region", too_slow=TOO_SLOW)
 
 
 def call_count_hint(calls: int, warmup: int, iters: int) -> str:
@@ -517,10 +533,10 @@ def first_call_large(impl, ctx) -> None:
         against="one warmed, synchronised run of the same work by the checker, measured "
         "in turn with yours", first=(yours, geometric_mean(before.samples_s[0], after)),
         budget_s=BUDGET_S["first_call_large"], first_cost_s=round_s,
-        too_fast="the first call returned before its work was done (a first call holds "
-        f"compile + one whole run; the checker's own took {before.first_call_s * 1e3:.4g} "
-        "ms): synchronise the first call inside its timed boundary too "
-        "(jax.block_until_ready, or the host read)")
+        too_fast="your first call's clock stopped before its work was done (a first call "
+        f"holds compile + one whole run; the checker's own took "
+        f"{before.first_call_s * 1e3:.4g} ms): its wait belongs inside its timed boundary, "
+        "as every sample's does")
 
 
 @checker.check(1, "first_call_is_compile_and_run")
@@ -654,7 +670,8 @@ def _(impl, ctx):
         fail_unless(isinstance(reasons, list) and len(reasons) > 0,
                     f"measurements with different {field} were accepted as comparable",
                     yours=reasons, expected=f"a reason naming {field}",
-                    hint="compare shapes, dtypes, sync and warmup; list each difference")
+                    hint=f"{field} is part of how a measurement was made: a pair that "
+                    "differs in it is refused, with a reason naming it")
         text = " ".join(map(str, reasons)).lower()
         fail_unless(field.rstrip("s") in text,
                     f"the reasons do not name the field that differs ({field})",
@@ -686,11 +703,17 @@ def _(impl, ctx):
     fail_unless(len(compiled_at) == 2,
                 "the shape change should cost exactly one new compile",
                 yours=f"compiles at calls {compiled_at}",
-                expected="one compile per shape", hint="jit the function once; vary x only")
+                expected="one compile per shape",
+                hint="fn compiled once: the changed shape was compiled before its measurement "
+                "began (a call outside the two measurements)" if len(compiled_at) < 2 else
+                f"fn compiled {len(compiled_at)} times for two shapes: something besides the "
+                "shape changed between calls")
     fail_unless(changed["compiles_first_call"] >= 1 and changed["compiles_warmed"] == 0,
                 "the changed shape's compile is not in its first call",
                 yours=f"first={changed['compiles_first_call']} warmed="
-                      f"{changed['compiles_warmed']}", expected="first>=1 warmed=0")
+                      f"{changed['compiles_warmed']}", expected="first>=1 warmed=0",
+                hint="the new shape compiles in the changed measurement's first call, which "
+                "its compiles_first_call counts")
     for name, m, arg in (("base", base, x), ("changed", changed, x2)):
         fail_unless(m["shapes"] == [list(arg.shape)] and m["dtypes"] == [str(arg.dtype)],
                     f"the {name} measurement does not report the input this check passed",
@@ -721,10 +744,9 @@ def host_read_every_timed_call(facts: dict, timed: int) -> None:
                 "step's first output leaf (a host value) was not read to the host in "
                 f"timed calls {unread} of {timed_calls}", yours=f"read in calls "
                 f"{facts.get('host_read_at', [])}", expected=f"read in every timed call "
-                f"{timed_calls}", hint="with sync='host_read', read every output leaf to "
-                "the host (np.asarray) inside each timed call: waiting with "
-                "block_until_ready instead, or reading only some leaves, is not the sync "
-                "the record reports")
+                f"{timed_calls}", hint="the record says host_read, but the timed calls "
+                "waited another way, or read only some output leaves: the sync a record "
+                "names is the one its samples used")
 
 
 @checker.check(1, "host_read_alone")
@@ -777,12 +799,12 @@ def _(impl, ctx):
             host_read_round, lambda i: checker_median(ctx), TIME_RATIO_WINDOW,
             "the host-read median", against=AGAINST_MEDIAN, first=read_first,
             budget_s=BUDGET_S["host_read"], max_rounds=8,
-            too_fast="np.asarray(out) inside the timed region waits for the result; a read "
-            "outside it measures nothing", too_slow=TOO_SLOW),
+            too_fast="your host-read samples end before the work does: the read that waits "
+            "for the result belongs inside the timed region", too_slow=TOO_SLOW),
         lambda: timing_verdict(
             leaves_round, lambda i: checker_median(ctx), TIME_RATIO_WINDOW,
             "the host-read median of a step with two output leaves",
             against=AGAINST_MEDIAN, first=leaves_first,
             budget_s=BUDGET_S["host_read_leaves"], max_rounds=8,
-            too_fast="read every output leaf (jax.tree.map(np.asarray, out)): reading one "
-            "leaf waits only for that leaf", too_slow=TOO_SLOW))
+            too_fast="this step's first output leaf is a host value, ready at once: a read "
+            "of it alone waits for nothing; the host read reads every leaf", too_slow=TOO_SLOW))

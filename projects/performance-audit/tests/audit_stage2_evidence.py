@@ -53,7 +53,7 @@ from audit_harness import (
 )
 
 from coursekit.checking.bridge import TamperEvidence, Workload
-from coursekit.checking.learner import get_function
+from coursekit.checking.learner import get_function, on_input
 from coursekit.checking.probes import region_name, samples_of
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import bandwidth, traces
@@ -282,6 +282,35 @@ def trace_folders(ctx) -> tuple[Path, Path]:
     return logdir, traces.newest_trace(logdir)
 
 
+def region_count_hint(count: int, steps: int) -> str:
+    """What a count of region events other than one a step shows."""
+    if count == 0:
+        return "no complete event bears the region's name in the trace file returned"
+    if count == 1:
+        return f"one occurrence for {steps} steps: one annotation around all of them"
+    if count % steps == 0:
+        return f"{count} occurrences, {count // steps} a step: each step annotated once"
+    return f"{count} occurrences for {steps} steps: one a step"
+
+
+def newest_hint(got, folders: Path, want: Path) -> str:
+    """What newest_trace_file returned instead of the newest run's trace file."""
+    if not isinstance(got, (str, Path)):
+        return f"yours is a {type(got).__name__}: a path is asked"
+    got = Path(got)
+    runs = sorted(folders.glob("plugins/profile/*/*.trace.json.gz"),
+                  key=lambda p: p.stat().st_mtime)
+    if got.resolve() == want.parent.resolve():
+        return "yours is the newest run's folder: the trace file inside it is asked"
+    if runs and got.resolve() == runs[0].resolve():
+        return ("yours is the oldest of the runs (written first, modification times an hour "
+                "apart from now): the run written last is asked")
+    if got.resolve() in {r.resolve() for r in runs}:
+        return ("yours is a run neither first nor last by the time it was written: the runs "
+                "were made out of order, and the one written last is asked")
+    return "yours is none of the runs' trace files"
+
+
 def region_events(path: Path, region: str) -> list[dict]:
     return sorted((e for e in traces.load_events(path)
                    if e.get("ph") == "X" and e.get("name") == region), key=lambda e: e["ts"])
@@ -296,8 +325,7 @@ def _(impl, ctx):
     fail_unless(isinstance(got, (str, Path)) and Path(got).resolve() == want.resolve(),
                 "newest_trace_file did not pick the newest of several trace runs seconds "
                 "apart", yours=str(got), expected=str(want),
-                hint="every jax.profiler.trace makes a timestamped folder under "
-                "plugins/profile/: take the *.trace.json.gz of the newest one")
+                hint=newest_hint(got, folders, want))
     empty = ctx.subdir("no-traces")
     try:
         got = newest_trace_file(str(empty))
@@ -332,7 +360,7 @@ def _(impl, ctx):
     summary = traces.region_summary(newest, region)
     fail_unless(summary["count"] == steps, "the annotated region is not in the trace once "
                 "per step", yours=summary["count"], expected=steps,
-                hint="wrap every step in jax.profiler.TraceAnnotation(region)")
+                hint=region_count_hint(summary["count"], steps))
     occurrences = region_events(newest, region)
     compiling = sorted({e["name"] for e in traces.load_events(newest)
                         if e.get("ph") == "X" and "backend_compile" in str(e.get("name"))
@@ -340,7 +368,8 @@ def _(impl, ctx):
                                 for r in occurrences)})
     fail_unless(not compiling, "a traced step compiles: the trace does not show steady "
                 "steps", yours=compiling[:3], expected="no compile inside the region",
-                hint="call the step once (and wait) before jax.profiler.trace starts")
+                hint="the step's compile runs inside a traced step: the trace then holds a "
+                "cold step, where steady ones are asked")
     # A second parser on the second file of the same run: XProf reads the .xplane.pb
     # beside the JSON. Equal region count and durations (to xprof_trace's 10 ns) mean
     # the JSON is the profiler's own and our parse of it is right.
@@ -365,7 +394,7 @@ def _(impl, ctx):
         events = region_events(traces.newest_trace(folder), name)
         fail_unless(len(events) == TRACE_ROUND_STEPS, "the annotated region is not in the "
                     "trace once per step", yours=len(events), expected=TRACE_ROUND_STEPS,
-                    hint="wrap every step in jax.profiler.TraceAnnotation(region)")
+                    hint=region_count_hint(len(events), TRACE_ROUND_STEPS))
         return max(min(e["dur"] for e in events) / 1e6, 1e-9)
 
     timing_verdict(traced_round, lambda i: min(checker_stage1_samples(
@@ -374,24 +403,55 @@ def _(impl, ctx):
         "the same work, measured in turn with yours",
         first=(max(min(e["dur"] for e in occurrences) / 1e6, 1e-9), checker_step),
         budget_s=BUDGET_S["trace"], max_rounds=10,
-        too_fast="a traced step is shorter than the work it runs: the region holds the "
-        "dispatch, not the completed step. jax.block_until_ready inside the "
-        "TraceAnnotation, not after it")
+        too_fast="a traced step is shorter than the work it runs: the region ends at the "
+        "step's dispatch, where the wait for its result belongs inside it")
 
 
 @checker.check(2, "region_summary_matches_checker")
 def _(impl, ctx):
     summarize = get_function(impl, "summarize_region")
+
+    def summary(path, region, what):
+        with on_input(f"{what} ({path.name}, a JSON trace without gzip), region {region!r}"):
+            return summarize(str(path), region)
+
     path, region = synthetic_trace(ctx)
-    compare_summaries(summarize(str(path), region), traces.region_summary(path, region),
-                      "hand-built trace", (path, region))
+    compare_summaries(summary(path, region, "a hand-built trace of nested events, other "
+                              "threads, a straddler and a name-prefix decoy"),
+                      traces.region_summary(path, region), "hand-built trace", (path, region))
     path, region = edge_trace(ctx)
-    compare_summaries(summarize(str(path), region), traces.region_summary(path, region),
+    compare_summaries(summary(path, region, "a hand-built trace of ties, one event cut off "
+                              "without its dur"), traces.region_summary(path, region),
                       "hand-built trace of ties (events that start or end together)",
                       (path, region))
     path, region = checker_trace(ctx)
-    compare_summaries(summarize(str(path), region), traces.region_summary(path, region),
-                      "real jax.profiler trace", (path, region))
+    compare_summaries(summary(path, region, "a real jax.profiler trace (gzipped)"),
+                      traces.region_summary(path, region), "real jax.profiler trace",
+                      (path, region))
+
+
+def hand_hint(key: str, yours, m: int, k: int, n: int, itemsize: int) -> str:
+    """What a wrong hand count of a matmul equals, of the classic slips."""
+    try:
+        value = float(yours)
+    except (TypeError, ValueError):
+        return "a count is an int"
+    if value == float(round(value)) and not isinstance(yours, int):
+        return f"yours is {type(yours).__name__}: a count is an int"
+    slips = ({m * k * n: "one FLOP per multiply-add, where a multiply and an add are two",
+              2 * m * k * n * itemsize: "FLOPs multiplied by the item size"}
+             if key == "flops" else
+             {(m * k + k * n) * itemsize: "the inputs' bytes alone: the output is written "
+                                          "once too",
+              m * k + k * n + m * n: "elements, not bytes: each is itemsize bytes",
+              (m * k + k * n + m * n) * 4: "4 bytes an element, whatever the dtype "
+                                           f"(this one has {itemsize})",
+              2 * m * k * n * itemsize: "bytes for every multiply-add's operands, where "
+                                        "each array is touched once"})
+    for count, what in slips.items():
+        if value == count:
+            return f"yours is {what}"
+    return f"yours is {value:.0f}: each array of the product is touched once, in bytes"
 
 
 def first_cost(cost) -> dict:
@@ -411,11 +471,10 @@ def compiler_cost_hint(key: str, yours: float, compiled: dict, lowered: dict | N
     low = (lowered or {}).get(ckey)
     if low is not None and not math.isclose(low, want, rel_tol=1e-9) and \
             math.isclose(yours, low, rel_tol=1e-9):
-        return (f"yours is the unoptimised lowering's count ({low:.0f}), not the compiled "
-                "program's: .lower(*args).compile().cost_analysis()")
-    return (f"yours equals neither the compiled program's '{ckey}' ({want:.0f}) nor a count "
-            "the checker knows a mistake by: report cost_analysis()['" + ckey + "'] of "
-            "jax.jit(fn).lower(*args).compile()")
+        return (f"yours is the unoptimised lowering's count ({low:.0f}), before fusion: the "
+                "program as it will run is the compiled one")
+    return (f"yours ({yours:.0f}) equals neither the compiled program's '{ckey}' nor a count "
+            "the checker knows a mistake by")
 
 
 def lowered_cost(fn, *args) -> dict | None:
@@ -439,10 +498,11 @@ def _(impl, ctx):
         hand = require_keys(by_hand(m, k, n, itemsize), ("flops", "bytes"), "by hand")
         expected = {"flops": 2 * m * k * n, "bytes": (m * k + k * n + m * n) * itemsize}
         for key in ("flops", "bytes"):
-            fail_unless(as_float(hand[key], key) == expected[key],
+            fail_unless(as_float(hand[key], key) == expected[key] and
+                        isinstance(hand[key], int),
                         f"hand count of {key} is off for ({m}x{k}) @ ({k}x{n}) {dtype.__name__}",
-                        yours=hand[key], expected=expected[key],
-                        hint="2 flops per multiply-add; bytes: read A and B, write C once")
+                        yours=hand[key], expected=f"{expected[key]} (an int)",
+                        hint=hand_hint(key, hand[key], m, k, n, itemsize))
         theirs = require_keys(from_compiler(Workload("jnp.matmul"), a, b), ("flops", "bytes"),
                               "compiler")
         for key, ckey in (("flops", "flops"), ("bytes", "bytes accessed")):
@@ -633,10 +693,15 @@ def _(impl, ctx):
              for kind in ("in_place", "read_sum")}
     for kind, moved in (("in_place", 2 * touched), ("read_sum", touched)):
         got = as_float(yours[kind]["moved_bytes"], "moved_bytes")
+        slips = {nbytes * moved // touched: "the bytes asked (nbytes), where the array holds "
+                 "nbytes // 4 float32s: only those are moved",
+                 touched: "the array's bytes once: x * 2 + 1 also writes every byte",
+                 2 * touched: "the array's bytes twice: a sum only reads them",
+                 moved // 4: "elements, not bytes"}
         fail_unless(got == moved, f"{kind}: wrong bytes moved per call (nbytes={nbytes})",
-                    yours=got, expected=moved, hint="x * 2 + 1 reads and writes every "
-                    "byte of the array once (2 x its bytes); a sum only reads them; the "
-                    "array holds nbytes // 4 float32s")
+                    yours=got, expected=moved, hint=f"yours is {slips[got]}" if got in slips
+                    and got != moved else "the bytes the op reads plus the bytes it writes "
+                    "in one call")
     faults = max(yours["in_place"]["minor_faults"])
     fail_unless(faults < pages // 4,
                 f"your in-place samples paid {faults} minor page faults per call: a fresh "
@@ -702,25 +767,46 @@ def _(impl, ctx):
     for intensity, working_set, bound, level in cases:
         nbytes = float(rng.uniform(1e6, 1e9))
         flops = intensity * nbytes
-        r = require_keys(roofline(flops, nbytes, peak, bw, working_set, dict(caches)),
-                         ("intensity", "ridge", "bound", "attainable_flops", "memory_level"),
+        with on_input(f"flops={flops!r}, nbytes={nbytes!r}, peak_flops={peak!r}, "
+                      f"bandwidth={bw!r}, working_set_bytes={working_set}, caches={caches}"):
+            r = roofline(flops, nbytes, peak, bw, working_set, dict(caches))
+        r = require_keys(r, ("intensity", "ridge", "bound", "attainable_flops", "memory_level"),
                          "roofline")
-        fail_unless(math.isclose(as_float(r["intensity"], "intensity"), intensity,
-                                 rel_tol=1e-9), "intensity is flops / bytes",
-                    yours=r["intensity"], expected=intensity)
-        fail_unless(math.isclose(as_float(r["ridge"], "ridge"), ridge, rel_tol=1e-9),
-                    "ridge point is peak FLOP/s / bandwidth", yours=r["ridge"], expected=ridge)
-        fail_unless(r["bound"] == bound, "wrong bound", yours=r["bound"], expected=bound)
+        given = f"flops={flops:.4g}, bytes={nbytes:.4g}, peak={peak:.4g}, bandwidth={bw:.4g}"
+        for key, want, slips in (
+                ("intensity", intensity, {nbytes / flops: "bytes / flops, the inverse"}),
+                ("ridge", ridge, {bw / peak: "bandwidth / peak, the inverse",
+                                  peak * bw: "peak x bandwidth"})):
+            got = as_float(r[key], key)
+            named = [what for value, what in slips.items() if math.isclose(got, value,
+                                                                           rel_tol=1e-9)]
+            fail_unless(math.isclose(got, want, rel_tol=1e-9), f"{key} differs from the "
+                        f"checker's arithmetic ({given})", yours=got, expected=want,
+                        hint=f"yours is {named[0]}" if named else f"{key} in FLOP per byte")
+        fail_unless(r["bound"] == bound, f"wrong bound for an intensity {intensity / ridge:.3g}x "
+                    "the ridge", yours=r["bound"], expected=bound,
+                    hint="the roof a workload meets first: below the ridge, memory")
         expected_att = min(peak, intensity * bw)
-        fail_unless(math.isclose(as_float(r["attainable_flops"], "attainable_flops"),
-                                 expected_att, rel_tol=1e-9),
-                    "attainable FLOP/s is min(peak, intensity * bandwidth)",
-                    yours=r["attainable_flops"], expected=expected_att)
+        got = as_float(r["attainable_flops"], "attainable_flops")
+        named = [what for value, what in ((max(peak, intensity * bw), "the higher roof, where "
+                                           "the lower one limits"),
+                                          (intensity * bw, "the memory roof, also where the "
+                                           "compute roof is lower"),
+                                          (peak, "the compute roof, also where the memory "
+                                           "roof is lower"))
+                 if math.isclose(got, value, rel_tol=1e-9)]
+        fail_unless(math.isclose(got, expected_att, rel_tol=1e-9), "attainable FLOP/s "
+                    f"differs from the checker's arithmetic ({given})", yours=got,
+                    expected=expected_att, hint=f"yours is {named[0]}" if named else
+                    "the FLOP/s the lower of the two roofs allows this intensity")
+        smaller = sorted(caches.items(), key=lambda kv: kv[1])
+        fits = [name for name, size in smaller if working_set <= size]
         fail_unless(r["memory_level"] == level,
                     f"a working set of {working_set} bytes lives in {level}",
                     yours=r["memory_level"], expected=level,
-                    hint="smallest cache level that holds the working set, else DRAM; a "
-                    "working set larger than the last-level cache streams from DRAM")
+                    hint=f"{working_set} bytes fit {', '.join(fits)} (sizes {dict(smaller)}): "
+                    "the smallest level that holds it" if fits else f"{working_set} bytes "
+                    f"fit no cache (the largest holds {smaller[-1][1]}): DRAM")
         compute_s, memory_s = flops / peak, nbytes / bw
         for key, want in (("lower_s", max(compute_s, memory_s)),
                           ("upper_s", compute_s + memory_s)):
@@ -756,6 +842,33 @@ def _(impl, ctx):
                     "given")
 
 
+def cache_hint(theirs, want: dict) -> str:
+    """What a wrong reading of the checker's sysfs folder shows, level by level (the
+    folder holds every unit, an instruction cache and two broken indexes first)."""
+    if not isinstance(theirs, dict):
+        return f"yours is a {type(theirs).__name__}: a dict of level -> bytes is asked"
+    if not theirs:
+        return ("yours is empty: two broken indexes come first in this folder (one without "
+                "a size, one whose level is no number); each is skipped, the read goes on")
+    off = []
+    for level, size in want.items():
+        got = theirs.get(level)
+        if got is None:
+            off.append(f"{level} missing")
+        elif type(got) is not int:
+            off.append(f"{level} is {type(got).__name__}, not int")
+        elif got != size:
+            ratio = got / size
+            unit = ("1000 where sysfs's K, M, G are 1024" if 0.9 < ratio < 1 else
+                    "a unit read wrong" if ratio != 1 else "")
+            off.append(f"{level} {got} for {size}" + (f" ({unit})" if unit else ""))
+    extra = sorted(set(theirs) - set(want))
+    if extra:
+        off.append(f"levels {extra} that hold no data cache here (an instruction cache, or "
+                   "a broken index)")
+    return "; ".join(off) or "the levels differ"
+
+
 def sysfs_caches(ctx) -> tuple[Path, dict]:
     """A sysfs cache folder written by the checker: every size unit (K, M, G, plain
     bytes), an instruction cache, and two broken indexes sorted first (one without its
@@ -786,11 +899,13 @@ def _(impl, ctx):
     if bandwidth.cache_sizes(fake) != want:  # the course's reader, on the folder it wrote
         raise RuntimeError("checker bug, not your code: coursekit's sysfs reader disagrees "
                            f"with the folder the checker wrote: {bandwidth.cache_sizes(fake)}")
-    theirs = cache_sizes(str(fake))
-    fail_unless(theirs == want, "cache sizes differ from a sysfs folder the checker wrote",
-                yours=theirs, expected=want, hint="sizes end in K, M or G (KiB, MiB, "
-                "GiB) or are plain bytes; skip Instruction caches, and skip an index whose "
-                "files are missing or unreadable without stopping the read")
+    with on_input("a sysfs cache folder of index0-6: two broken first (no size file; level "
+                  "'x'), then sizes 48K-style, 2M-style, plain bytes and 1G-style, and an "
+                  "Instruction cache"):
+        theirs = cache_sizes(str(fake))
+    fail_unless(theirs == want and all(type(v) is int for v in theirs.values()),
+                "cache sizes differ from a sysfs folder the checker wrote",
+                yours=theirs, expected=want, hint=cache_hint(theirs, want))
     missing = cache_sizes(str(fake / "no-such-folder"))
     fail_unless(missing == {}, "cache_sizes of a folder that does not exist must be {}",
                 yours=missing, expected={})

@@ -17,7 +17,7 @@ from audit_decision_hints import decision_hint, reported_interval, side
 from audit_harness import checker
 
 from coursekit.checking.errors import CheckFailed, LearnerCodeError, TamperEvidence
-from coursekit.checking.learner import get_function
+from coursekit.checking.learner import get_function, on_input
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import decision
 from coursekit.measure.verdict import interval_of
@@ -72,8 +72,13 @@ def decide_result(impl, before, after, ctx, **options) -> dict:
     (path / "before.json").write_text(json.dumps(before))
     (path / "after.json").write_text(json.dumps(after))
     load = get_function(impl, "load_run")
-    result = get_function(impl, "decide")(load(str(path / "before.json")),
-                                          load(str(path / "after.json")), **options)
+    rounds = len(set(before.get("round_ids", [])))
+    in_rounds = f" in {rounds} rounds" if rounds else ""
+    with on_input(f"two run records of {len(before['samples_s'])} samples{in_rounds} (medians "
+                  f"{np.median(before['samples_s']):.3g} and {np.median(after['samples_s']):.3g} "
+                  f"s), options {options or 'none'}"):
+        result = get_function(impl, "decide")(load(str(path / "before.json")),
+                                              load(str(path / "after.json")), **options)
     result = require_keys(result, ("decision", "reasons"), "decide")
     fail_unless(result["decision"] in decision.OUTCOMES and isinstance(result["reasons"],
                                                                        list)
