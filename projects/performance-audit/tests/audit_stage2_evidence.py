@@ -430,24 +430,22 @@ def _(impl, ctx):
                       (path, region))
 
 
-def hand_hint(key: str, yours, m: int, k: int, n: int, itemsize: int) -> str:
-    """What a wrong hand count of a matmul equals, of the classic slips."""
+def hand_hint(key: str, yours, want: int, written: int, itemsize: int) -> str:
+    """What a wrong hand count of a matmul equals, of the classic slips (each the right
+    count ``want`` changed the slip's way; ``written``: the output's bytes)."""
     try:
         value = float(yours)
     except (TypeError, ValueError):
         return "a count is an int"
     if value == float(round(value)) and not isinstance(yours, int):
         return f"yours is {type(yours).__name__}: a count is an int"
-    slips = ({m * k * n: "one FLOP per multiply-add, where a multiply and an add are two",
-              2 * m * k * n * itemsize: "FLOPs multiplied by the item size"}
+    slips = ({want // 2: "one FLOP per multiply-add, where a multiply and an add are two",
+              want * itemsize: "FLOPs multiplied by the item size"}
              if key == "flops" else
-             {(m * k + k * n) * itemsize: "the inputs' bytes alone: the output is written "
-                                          "once too",
-              m * k + k * n + m * n: "elements, not bytes: each is itemsize bytes",
-              (m * k + k * n + m * n) * 4: "4 bytes an element, whatever the dtype "
-                                           f"(this one has {itemsize})",
-              2 * m * k * n * itemsize: "bytes for every multiply-add's operands, where "
-                                        "each array is touched once"})
+             {want - written: "the inputs' bytes alone: the output is written once too",
+              want // itemsize: "elements, not bytes: each is itemsize bytes",
+              want // itemsize * 4: f"4 bytes an element, whatever the dtype (this one has "
+                                    f"{itemsize})"})
     for count, what in slips.items():
         if value == count:
             return f"yours is {what}"
@@ -497,12 +495,13 @@ def _(impl, ctx):
         itemsize = jnp.dtype(dtype).itemsize
         hand = require_keys(by_hand(m, k, n, itemsize), ("flops", "bytes"), "by hand")
         expected = {"flops": 2 * m * k * n, "bytes": (m * k + k * n + m * n) * itemsize}
+        written = m * n * itemsize  # the output's bytes
         for key in ("flops", "bytes"):
             fail_unless(as_float(hand[key], key) == expected[key] and
                         isinstance(hand[key], int),
                         f"hand count of {key} is off for ({m}x{k}) @ ({k}x{n}) {dtype.__name__}",
                         yours=hand[key], expected=f"{expected[key]} (an int)",
-                        hint=hand_hint(key, hand[key], m, k, n, itemsize))
+                        hint=hand_hint(key, hand[key], expected[key], written, itemsize))
         theirs = require_keys(from_compiler(Workload("jnp.matmul"), a, b), ("flops", "bytes"),
                               "compiler")
         for key, ckey in (("flops", "flops"), ("bytes", "bytes accessed")):
@@ -622,10 +621,10 @@ def checker_singles(sizes) -> float:
     """The same statistic of the checker's own: per size, a fresh jit compiled and called
     once outside the clock, then its one synchronised call timed; the faster of the two."""
     def one(n):
-        a = jnp.ones((n, n), jnp.float32)
-        fn = jax.jit(lambda a: a @ a)
-        jax.block_until_ready(fn(a))
-        return synced_samples(fn, a, iters=1)[0]
+        square = jnp.asarray(np.full((n, n), 0.5, np.float32))
+        product = jax.jit(jnp.matmul)
+        product(square, square).block_until_ready()
+        return synced_samples(product, square, square, iters=1)[0]
     return min(one(n) for n in sizes)
 
 

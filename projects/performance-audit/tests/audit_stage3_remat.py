@@ -444,7 +444,7 @@ args = jax.block_until_ready(args)
 jax.block_until_ready(jax.jit(lambda v: v + 1)(jnp.ones(8)))
 before = peak_memory.status_bytes("VmRSS")
 jax.jit(fn).lower(*args).compile()
-print("RESULT " + json.dumps(peak_memory.status_bytes("VmRSS") - before))
+print("COMPILE_RISE", peak_memory.status_bytes("VmRSS") - before)
 """
 
 
@@ -454,11 +454,11 @@ def compile_rise(cfg: dict) -> int:
     from coursekit.facts import ROOT
     from coursekit.measure.children import run_clean
     done = run_clean(["-c", _COMPILE_RISE, str(ROOT), json.dumps(cfg)], timeout=300)
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
-    if done.returncode != 0 or not lines:
+    _, found, rise = done.stdout.rpartition("COMPILE_RISE ")
+    if done.returncode or not found:
         raise RuntimeError(f"checker bug, not your code: its compile-memory child failed "
                            f"(exit {done.returncode}): {done.stderr[-600:]}")
-    return int(json.loads(lines[-1][len("RESULT "):]))
+    return int(rise.split()[0])
 
 
 def small_workload(cfg: dict, ctx) -> dict:
