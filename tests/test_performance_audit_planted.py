@@ -225,6 +225,10 @@ PLANTED = {
     "cache_sizes_gives_up_on_a_broken_index": (2, "cache_sizes_read", [
         ("        except (OSError, ValueError):\n            continue\n",
          "        except (OSError, ValueError):\n            return {}\n")]),
+    "cache_sizes_as_floats": (2, "cache_sizes_read", [
+        ('        sizes[f"L{level}"] = value\n', '        sizes[f"L{level}"] = float(value)\n')]),
+    "matmul_cost_as_floats": (2, "cost_by_hand_and_compiler", [
+        (MATMUL_COST, MATMUL_COST.replace('"flops": 2 * m * k * n', '"flops": 2.0 * m * k * n'))]),
     "cache_sizes_gib_as_mib": (2, "cache_sizes_read", [   # a copy-paste slip
         ('units = {"K": 2**10, "M": 2**20, "G": 2**30}',
          'units = {"K": 2**10, "M": 2**20, "G": 2**20}')]),
@@ -279,6 +283,10 @@ PLANTED = {
     "block_loss_sums_the_squares": (3, "grads_equal_before_timing", [
         ("    for p in params:\n        x = step(p, x)\n    return jnp.mean(x**2)\n",
          "    for p in params:\n        x = step(p, x)\n    return jnp.sum(x**2)\n")]),
+    # issue 47 item 3: the contract's ints
+    "residual_bytes_as_float": (3, "remat_saves_residuals_and_temp", [
+        ("    return int(sum(leaf.size * leaf.dtype.itemsize",
+         "    return float(sum(leaf.size * leaf.dtype.itemsize")]),
     # issue 29 item 5: the arguments counted too were blamed on the bfloat16 item size
     "residuals_with_the_arguments": (3, "remat_saves_residuals_and_temp", [
         (RESIDUAL_SUM + "\n                   if id(leaf) not in arguments",
@@ -457,7 +465,10 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "loss_and_grads_checkpoints_the_whole_loss": "the program loss_and_grads runs holds "
                                                       "one checkpoint region",
          "block_loss_takes_any_policy": "misspelt",
-         "block_loss_sums_the_squares": "the sum over every element"}
+         "block_loss_sums_the_squares": "the sum over every element",
+         "residual_bytes_as_float": "is not an int",
+         "cache_sizes_as_floats": "is float, not int",
+         "matmul_cost_as_floats": "a count is an int"}
 WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
                "time_fn_samples_sliced_from_every_call": "tamper",
                "summary_counts_straddling_events": "nested",

@@ -144,6 +144,16 @@ def residual_hint(fn, args, yours) -> str:
             "pullback's leaves that are not the arguments")
 
 
+def byte_count(value, what: str) -> int:
+    """A byte count as the contract returns it: an int (a NumPy integer too), or a FAIL."""
+    number = as_float(value, what)
+    fail_unless(isinstance(value, (int, np.integer)) and not isinstance(value, bool),
+                f"{what} is not an int", yours=repr(value)[:80], expected="an int: a count of "
+                "bytes", hint=f"yours is {type(value).__name__}"
+                + (": a count of bytes is whole" if number != round(number) else ""))
+    return int(number)
+
+
 def tanh_workload(ctx):
     """A plain ``tanh(x @ w)`` chain: square odd weights, a few layers."""
     rng = ctx.rng("tanh")
@@ -263,8 +273,8 @@ def _(impl, ctx):
     params, x, _ = remat_workload(ctx)
     # bytes, not float32 elements: the same model in bfloat16 keeps half the bytes
     half = jax.tree.map(lambda a: a.astype(jnp.bfloat16), (params, x))
-    yours = saved(*half, None)  # first: an unwritten function hears so at once
-    expected = residual_bytes(reference_loss, *half)
+    yours = byte_count(saved(*half, None), "saved_residual_bytes")  # first: an unwritten
+    expected = residual_bytes(reference_loss, *half)  # function hears so at once
     if as_float(yours, "saved bytes") != expected:
         fail_unless(False, "saved residual bytes of the bfloat16 model differ from the "
                     "checker's", yours=yours, expected=expected,
@@ -290,7 +300,7 @@ def _(impl, ctx):
         fn = jax.jit(learner_program(impl, ctx, policy).call)  # compiled here
         compiled[policy] = fn.lower(params, x).compile().memory_analysis().temp_size_in_bytes
         yours = temp(params, x, policy)
-        fail_unless(as_float(yours, "temp bytes") == compiled[policy],
+        fail_unless(byte_count(yours, "compiler_temp_bytes") == compiled[policy],
                     f"compiler temp bytes with policy={policy} differ",
                     yours=yours, expected=compiled[policy],
                     hint="the compiler's own figure for this program's temporary buffers, "
