@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from audit_harness import checker
 
-from coursekit.checking.learner import get_function, require_written
+from coursekit.checking.learner import get_function, on_input, require_written
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import peak_memory
 
@@ -60,6 +60,14 @@ def learner_program(impl, ctx, policy):
                     hint="remat must change memory, never the numbers")
         return program
     return ctx.once(f"program-{policy}", export)
+
+
+def blocks_input(params, x, policy) -> str:
+    """The checker's input to a stage-3 function, as a learner can make it again."""
+    width, hidden = params[0]["w1"].shape
+    return (f"params = {len(params)} blocks of w1 ({width}, {hidden}) and w2 ({hidden}, "
+            f"{width}) {params[0]['w1'].dtype}, x ({x.shape[0]}, {x.shape[1]}) {x.dtype}, "
+            f"policy={policy!r}")
 
 
 def remat_as_asked(impl, ctx, policy, blocks: int) -> bool:
@@ -174,7 +182,8 @@ def _(impl, ctx):
     params, x, _ = remat_workload(ctx)
     ref_loss = ref_grads = None
     for policy in (None, *POLICIES):
-        loss, grads = loss_and_grads(params, x, policy)
+        with on_input(blocks_input(params, x, policy)):
+            loss, grads = loss_and_grads(params, x, policy)
         if ref_grads is None:  # after the learner's first call: an unwritten one hears so
             ref_loss, ref_grads = jax.value_and_grad(reference_loss)(params, x)
         fail_unless(np.allclose(np.asarray(loss, dtype=np.float64), float(ref_loss),
@@ -285,7 +294,8 @@ def _(impl, ctx):
         if not remat_as_asked(impl, ctx, policy, len(params)):
             continue
         expected = residual_bytes(lambda p, x: reference_loss(p, x, policy), params, x)  # noqa: B023
-        yours = saved(params, x, policy)
+        with on_input(blocks_input(params, x, policy)):
+            yours = saved(params, x, policy)
         if as_float(yours, "saved bytes") != expected:
             fail_unless(False, f"saved residual bytes with policy={policy} differ from the "
                         "checker's", yours=yours, expected=expected,
@@ -299,7 +309,8 @@ def _(impl, ctx):
     for policy in (None, "nothing_saveable"):
         fn = jax.jit(learner_program(impl, ctx, policy).call)  # compiled here
         compiled[policy] = fn.lower(params, x).compile().memory_analysis().temp_size_in_bytes
-        yours = temp(params, x, policy)
+        with on_input(blocks_input(params, x, policy)):
+            yours = temp(params, x, policy)
         fail_unless(byte_count(yours, "compiler_temp_bytes") == compiled[policy],
                     f"compiler temp bytes with policy={policy} differ",
                     yours=yours, expected=compiled[policy],
@@ -354,7 +365,8 @@ def _(impl, ctx):
                 expected="nothing_saveable within 1% of None, or above it")
     yours = {}
     for policy in (None, *POLICIES):
-        yours[policy] = as_float(temp(params, x, policy), "temp bytes")
+        with on_input(blocks_input(params, x, policy)):
+            yours[policy] = as_float(temp(params, x, policy), "temp bytes")
         if not remat_as_asked(impl, ctx, policy, len(params)):
             continue  # remat_really_applied names it
         want = temp_of(lambda p, v: jax.value_and_grad(reference_loss)(p, v, policy),  # noqa: B023
