@@ -121,6 +121,10 @@ PLANTED = {
     "time_fn_output_ok_false_unchecked": (1, "output_check_catches_wrong_output", [
         ("    output_ok = None\n", "    output_ok = False if expected is None else None\n"),
         ("        if output_ok is not False:\n", "        if expected is None or output_ok:\n")]),
+    # the blind corpus's: samples in milliseconds were scored as a forged report
+    "time_fn_samples_in_milliseconds": (1, "raw_samples_kept", [
+        ("                samples.append(time.perf_counter() - start)\n",
+         "                samples.append((time.perf_counter() - start) * 1e3)\n")]),
     "time_fn_takes_any_sync": (1, "time_fn_refuses_an_unknown_sync", [
         ('        raise ValueError(f"sync must be one of {SYNC_METHODS}, got {sync!r}")\n',
          "        pass\n")]),
@@ -437,6 +441,7 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "comparable_compares_labels": "a label names a run",
          "time_fn_ignores_its_tolerances": "which your comparison did not use",
          "time_fn_output_ok_false_unchecked": "neither True nor False",
+         "time_fn_samples_in_milliseconds": "milliseconds, where seconds are asked",
          "bandwidth_from_the_median_sample": "over the median of your samples",
          "peak_flops_compile_in_the_first_sample": "your only sample (iters=1)",
          "peak_flops_input_made_in_each_sample": "your only sample (iters=1)",
