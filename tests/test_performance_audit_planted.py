@@ -199,6 +199,15 @@ PLANTED = {
         (PEAK_LOOP, "        a = jnp.ones((n, n), jnp.float32)\n" + PEAK_LOOP)]),
     "peak_flops_best_is_the_median": (2, "peak_flops_and_bandwidth_measured", [
         ("    best = min(samples)\n", "    best = float(np.median(samples))\n")]),
+    # the blind corpus's: the fault counter read once before the samples (a running
+    # total), and no call before the first sample (its compile in it)
+    "bandwidth_faults_running_total": (2, "peak_flops_and_bandwidth_measured", [
+        ("    for _ in range(iters):\n        f0 = resource.getrusage(resource.RUSAGE_SELF)"
+         ".ru_minflt\n",
+         "    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+         "    for _ in range(iters):\n")]),
+    "bandwidth_no_first_call": (2, "peak_flops_and_bandwidth_measured", [
+        ("    x = call(x)\n    samples, faults = [], []\n", "    samples, faults = [], []\n")]),
     "bandwidth_moves_the_bytes_asked": (2, "peak_flops_and_bandwidth_measured", [
         ("(nbytes // 4) * 4", "nbytes")]),
     "bandwidth_counts_major_faults": (2, "peak_flops_and_bandwidth_measured", [
@@ -443,6 +452,8 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "time_fn_output_ok_false_unchecked": "neither True nor False",
          "time_fn_samples_in_milliseconds": "milliseconds, where seconds are asked",
          "bandwidth_from_the_median_sample": "over the median of your samples",
+         "bandwidth_faults_running_total": "a running total",
+         "bandwidth_no_first_call": "your only in_place sample (iters=1)",
          "peak_flops_compile_in_the_first_sample": "your only sample (iters=1)",
          "peak_flops_input_made_in_each_sample": "your only sample (iters=1)",
          "peak_flops_best_is_the_median": "yours is the median of your samples",
