@@ -34,6 +34,7 @@ MUTANTS_STAGE ?=
 MISTAKES_PROJECT ?=
 MISTAKES_STAGE ?=
 MISTAKES_JOBS ?= 1
+MISTAKES_CORPUS ?= all
 FLAKE_RUNS ?= 20
 FLAKE_PROJECT ?=
 FLAKE_STAGE ?=
@@ -128,12 +129,14 @@ mutants: $(STAMP)
 	  --jobs $(MUTANTS_JOBS) $(if $(MUTANTS_SAMPLE),--sample $(MUTANTS_SAMPLE)) \
 	  $(if $(MUTANTS_STAGE),--stage $(MUTANTS_STAGE)) $(if $(MUTANTS_RESCORE),--rescore)
 
-# Not in CI (slow): the learner-mistake corpus tests/mistakes/<p>.py, each mistake judged by
-# its stage's checker (build/mistakes-<p>/report.json); `make mutants` prints it beside its score.
+# Not in CI (slow): the learner-mistake corpus tests/mistakes/<p>.py and its blind part
+# tests/mistakes/blind/<p>.py (MISTAKES_CORPUS=blind judges that part alone), each mistake
+# judged by its stage's checker (build/mistakes-<p>/report.json); `make mutants` prints it
+# beside its score.
 mistakes: $(STAMP)
 	$(PY) -m coursekit.commands.mistakes $(if $(MISTAKES_PROJECT),--project $(MISTAKES_PROJECT)) \
 	  --jobs $(MISTAKES_JOBS) $(if $(MISTAKES_STAGE),--stage $(MISTAKES_STAGE)) \
-	  $(if $(MISTAKES_RESCORE),--rescore)
+	  --corpus $(MISTAKES_CORPUS) $(if $(MISTAKES_RESCORE),--rescore)
 
 # Not in CI (too slow; CI keeps its 3-run test): failing seeds are printed to rerun.
 flake: $(STAMP)

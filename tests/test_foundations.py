@@ -96,9 +96,11 @@ MSE = "return jnp.mean((pred - target) ** 2)"
 
 MSE_BUGS = [
     ("sum", "return jnp.sum((pred - target) ** 2)", "mse_matches_float64_reference",
-     "mean over every element"),
+     "yours is the sum of the squared differences"),
     ("root", "return jnp.sqrt(jnp.mean((pred - target) ** 2))",
-     "mse_matches_float64_reference", "mse is wrong"),
+     "mse_matches_float64_reference", "an RMSE"),
+    ("last-axis", "return jnp.mean((pred - target) ** 2, axis=-1)",
+     "mse_matches_float64_reference", "the mean over the last axis alone"),
     # Expanding the square cancels catastrophically for large values close together; with
     # a fresh seed per run any case may show it first (a scalar did in CI), so the test
     # asks for the hint aimed at it, not for the case that tripped.
@@ -142,12 +144,12 @@ RESIDUAL = "residual = predict(params, x) - y"
 GRADS_RETURN = 'return {"w": 2.0 * (x.T @ residual) / n, "b": 2.0 * jnp.sum(residual) / n}'
 
 GRAD_BUGS = [
-    ("sign", [(RESIDUAL, "residual = y - predict(params, x)")], "against float64 finite"),
+    ("sign", [(RESIDUAL, "residual = y - predict(params, x)")], "the sign: the residual"),
     ("n-is-d", [("    n = x.shape[0]\n    return {", "    n = x.shape[1]\n    return {")],
-     "against float64 finite"),
+     "the mean is over the n rows, not the d features"),
     ("no-factor-2", [(GRADS_RETURN,
                       'return {"w": (x.T @ residual) / n, "b": jnp.sum(residual) / n}')],
-     "the constant factor"),
+     "the square's derivative brings a factor 2"),
     ("b-from-w", [(GRADS_RETURN,
                    'return {"w": 2.0 * (x.T @ residual) / n, "b": 2.0 * jnp.mean(x) / n}')],
      "gradient for 'b'"),
@@ -437,3 +439,45 @@ def test_a_crash_in_learner_code_is_named_with_file_line_and_function(planted):
     assert result["status"]["mse_matches_float64_reference"] == "error", result["stdout"]
     assert "foundations-mse-crash.py, line" in result["stdout"], result["stdout"]
     assert "in mse: KeyError" in result["stdout"], result["stdout"]
+
+
+# -- issue 47: the hint names the slip the replays show, not the generic protocol text ---
+
+FIT_ROWS = "        rows = jax.random.randint(k_step, (batch,), 0, n)\n"
+FIT_RANDINT = bug("fit-randint-below-n-minus-1", [(FIT_ROWS, FIT_ROWS.replace(
+    "0, n)", "0, n - 1)"))], "2", only=FIT)
+FIT_ONE_SHORT = bug("fit-one-update-short", [(FIT_LOOP, FIT_LOOP.replace(
+    "range(steps)", "range(steps - 1)"))], "2", only="fit_follows_key_protocol")
+TRAIN_CEIL = bug("train-ceil-epoch", [(
+    "    per_epoch = n // batch\n", "    per_epoch = -(-n // batch)\n")], "3",
+    only=f"{TRAIN},workload_params_follow_replay")
+TRAIN_LR_PER_ROW = bug("train-lr-per-row", [(
+    "        return jax.tree.map(lambda p, g: p - lr * g, params, grads)\n\n    order",
+    "        return jax.tree.map(lambda p, g: p - lr / batch * g, params, grads)\n\n    order")],
+    "3", only="train_follows_key_protocol")
+# a right answer by another route: each epoch's slices taken with lax.dynamic_slice
+TRAIN_DYNAMIC_SLICE = bug("train-dynamic-slice", [(
+    "        params = step(params, order[j * batch:(j + 1) * batch])\n",
+    "        params = step(params, jax.lax.dynamic_slice(order, (j * batch,), (batch,)))\n")],
+    "3", only=TRAIN)
+
+
+@pytest.mark.parametrize("name, check, phrase", [
+    (FIT_RANDINT, "fit_follows_key_protocol", "with maxval n - 1 the last row"),
+    (FIT_ONE_SHORT, "fit_follows_key_protocol", "one short"),
+    (TRAIN_CEIL, "train_follows_key_protocol", "your epochs are ceil(n / batch)"),
+    (TRAIN_LR_PER_ROW, "train_follows_key_protocol", "lr / batch"),
+])
+def test_a_replayed_slip_is_named_by_its_replay(planted, name, check, phrase):
+    """One FAIL, the check the slip breaks, its hint the slip the checker's replay of it
+    matches (issue 47: these got the generic key-protocol text); a mistake in
+    train_classifier is not failed again by the workload, which trains with it."""
+    result = run_bug(planted, name)
+    assert failing(result) == {check}, result["stdout"]
+    assert phrase in result["stdout"], result["stdout"]
+    assert "none of the classic slips" not in result["stdout"], result["stdout"]
+
+
+def test_epoch_slices_taken_another_way_pass(planted):
+    result = run_bug(planted, TRAIN_DYNAMIC_SLICE)
+    assert not failing(result), result["stdout"]

@@ -1,7 +1,10 @@
-"""The learner-mistake corpus (tests/mistakes/<project>.py) and its runner
-(``coursekit/commands/mistakes.py``, ``make mistakes``), statically: every mistake applies
-where it says, each stage holds at least 10, and the runner classifies exit statuses and
-tallies stages as documented. Running the corpus itself is ``make mistakes`` (slow)."""
+"""The learner-mistake corpus (tests/mistakes/<project>.py, and the blind part
+tests/mistakes/blind/<project>.py where one exists) and its runner
+(``coursekit/commands/mistakes.py``, ``make mistakes``), statically: every mistake of
+either file applies where it says, each stage holds at least 10 in each file, blind ids
+are marked as such, and the runner classifies exit statuses and tallies stages (the
+blind figure beside the rest) as documented. Running the corpus itself is ``make
+mistakes`` (slow)."""
 
 from __future__ import annotations
 
@@ -12,11 +15,16 @@ from collections import Counter
 import pytest
 
 from coursekit.commands import mistakes as runner
+from coursekit.commands.mistakes_corpus import BLIND_PREFIX, read_file
 from coursekit.commands.mutants import learner_regions
 from coursekit.facts import ROOT, projects
 
 PROJECTS = projects(with_solution=True)
 AT_LEAST = 10
+# every corpus file there is: (project, blind)
+FILES = [(p, blind) for p in PROJECTS for blind in (False, True)
+         if runner.corpus_path(p, blind=blind).is_file()]
+BLIND = [p for p, blind in FILES if blind]
 
 
 def solution_text(project: str) -> str:
@@ -48,17 +56,49 @@ def test_every_mistake_applies_inside_its_stage_and_changes_the_file(project):
 
 
 @pytest.mark.parametrize("project", PROJECTS)
-def test_ids_unique_and_every_stage_has_enough(project):
-    found, justified = runner.load_corpus(project)
+def test_ids_unique_across_both_files(project):
+    found, _ = runner.load_corpus(project)
     repeated = [i for i, n in Counter(m.id for m in found).items() if n > 1]
     assert not repeated, f"{project}: ids used twice: {repeated}"
+
+
+@pytest.mark.parametrize("project, blind", FILES)
+def test_every_stage_has_enough_in_each_file(project, blind):
+    """The course's own corpus and the blind one each hold at least 10 mistakes a stage:
+    a blind figure of 2 says nothing."""
+    found, _ = read_file(runner.corpus_path(project, blind=blind), blind)
     assert all(m.misunderstood.strip() and "\n" not in m.misunderstood for m in found)
+    assert all(m.blind == blind and m.id.startswith(BLIND_PREFIX) == blind for m in found)
     stages = sorted({r.stage for r in learner_regions(solution_text(project))})
     counts = Counter(m.stage for m in found)
     short = {s: counts.get(s, 0) for s in stages if counts.get(s, 0) < AT_LEAST}
-    assert not short, (f"{project}: stages with fewer than {AT_LEAST} mistakes "
-                       f"(stage: count): {short}")
+    assert not short, (f"{project}{' (blind)' if blind else ''}: stages with fewer than "
+                       f"{AT_LEAST} mistakes (stage: count): {short}")
     assert set(counts) <= set(stages), f"{project}: mistakes for stages it lacks"
+
+
+@pytest.mark.parametrize("blind", [False, True])
+def test_an_id_on_the_wrong_side_of_the_blind_line_is_refused(tmp_path, blind):
+    path = tmp_path / "corpus.py"
+    wrong = "mse-sum" if blind else "blind-mse-sum"
+    path.write_text(f"MISTAKES = [{{'stage': 1, 'id': {wrong!r}, 'misunderstood': 'x', "
+                    "'edits': [('a', 'b')]}]\n")
+    with pytest.raises(ValueError, match="start with 'blind-'"):
+        read_file(path, blind)
+
+
+def test_load_corpus_joins_the_blind_part(tmp_path):
+    folder = tmp_path / "tests" / "mistakes"
+    (folder / "blind").mkdir(parents=True)
+    (folder / "p.py").write_text("MISTAKES = [{'stage': 1, 'id': 'own', 'misunderstood': "
+                                 "'x', 'edits': [('a', 'b')]}]\nJUSTIFIED = {'own': 'why'}\n")
+    assert [m.id for m in runner.load_corpus("p", tmp_path)[0]] == ["own"]
+    (folder / "blind" / "p.py").write_text(
+        "MISTAKES = [{'stage': 1, 'id': 'blind-one', 'misunderstood': 'y', "
+        "'edits': [('a', 'c')]}]\nJUSTIFIED = {'blind-one': 'because'}\n")
+    found, justified = runner.load_corpus("p", tmp_path)
+    assert [(m.id, m.blind) for m in found] == [("own", False), ("blind-one", True)]
+    assert justified == {"own": "why", "blind-one": "because"}
 
 
 @pytest.mark.parametrize("project", PROJECTS)
@@ -69,7 +109,7 @@ def test_justified_exceptions_name_real_mistakes_and_the_checker_page_says_so(pr
     ids = {m.id for m in found}
     assert set(justified) <= ids, f"JUSTIFIED names unknown ids {set(justified) - ids}"
     assert all(reason.strip() for reason in justified.values())
-    page = (ROOT / "docs" / "checkers" / f"{project}.md").read_text()
+    page = (ROOT / "docs" / "checkers" / f"{project}.md").read_text()  # blind ones too
     unstated = [i for i in justified if i not in page]
     assert not unstated, (f"{project}: docs/checkers/{project}.md must state each justified "
                           f"exception (by id, with why): {unstated}")
@@ -179,7 +219,8 @@ def test_report_tallies_justifies_and_keeps_other_stages(tmp_path):
     assert [m["id"] for m in one_["missed"]] == ["b", "c"]
     assert one_["justified_but_caught"] == ["a"] and one_["run_at"] == "t1"
     assert (two["caught"], two["total"], two["unjustified"]) == (1, 2, 1)
-    assert runner.figure(one_) == "1 of 3 learner mistakes caught (33%; 1 justified)"
+    assert runner.figure(one_) == ("1 of 3 learner mistakes caught (33%; 1 justified); "
+                                   "blind: none judged, own 1 of 3 (33%)")
     out = io.StringIO()
     runner.print_report(report, out)
     text = out.getvalue()
@@ -199,7 +240,8 @@ def test_corpus_figure_for_make_mutants(tmp_path):
     assert runner.corpus_figure("p", 1, root=tmp_path) is None
     runner.write_report(path, "p", 1, [outcome(1, "a", "caught")], {1: "t1"}, {}, corpus)
     assert runner.corpus_figure("p", 1, root=tmp_path) == (
-        "1 of 1 learner mistakes caught (100%) [run t1]")
+        "1 of 1 learner mistakes caught (100%); blind: none judged, own 1 of 1 (100%) "
+        "[run t1]")
     assert runner.corpus_figure("p", 2, root=tmp_path) is None
 
 
@@ -214,3 +256,24 @@ def test_rescore_tallies_the_last_report_by_the_corpus_as_it_is_now(tmp_path, mo
     report = runner.rescore("p", root=tmp_path, out=io.StringIO())
     assert report["seed"] == 5 and report["stages"]["1"]["unjustified"] == 0
     assert report["stages"]["1"]["missed"][0]["justified"] == "why"
+
+
+def test_the_blind_figure_stands_beside_the_rest_and_a_part_run_keeps_the_other(tmp_path):
+    """``--corpus blind`` judges the blind mistakes alone: the report keeps the stage's
+    own mistakes as last measured, and the stage's line shows both figures."""
+    corpus = [runner.Mistake(1, "a", "x", (("a", "b"),)), runner.Mistake(1, "b", "y", (("a", "c"),)),
+              runner.Mistake(1, "blind-c", "z", (("a", "d"),), blind=True),
+              runner.Mistake(1, "blind-d", "w", (("a", "e"),), blind=True)]
+    path = tmp_path / "report.json"
+    runner.write_report(path, "p", 1, [outcome(1, "a", "caught"), outcome(1, "b", "accepted"),
+                                       outcome(1, "blind-c", "accepted")],
+                        {1: "t1"}, {}, corpus)
+    report = runner.write_report(path, "p", 1, [outcome(1, "blind-c", "caught"),
+                                                outcome(1, "blind-d", "caught")],
+                                 {1: "t2"}, {}, corpus, selection={"blind-c", "blind-d"})
+    t = report["stages"]["1"]
+    assert (t["caught"], t["total"], t["run_at"]) == (3, 4, "t2")
+    assert t["blind"] == {"total": 2, "caught": 2, "rate": 1.0}
+    assert t["own"] == {"total": 2, "caught": 1, "rate": 0.5}
+    assert runner.figure(t) == ("3 of 4 learner mistakes caught (75%); blind 2 of 2 (100%), "
+                                "own 1 of 2 (50%)")

@@ -57,13 +57,13 @@ PLANTED = {
         (FIRST_CALL, FIRST_CALL.replace("        first_call_s", "        for _ in range(warmup):\n"
                                         "            wait(fn(*args))\n        first_call_s")),
         (WARMUP_LOOP, "")]),
-    "comparable_ignores_dtypes": (1, "comparable_refuses_other_shapes_dtypes", [
+    "comparable_ignores_dtypes": (1, "comparable_refuses_exactly_what_differs", [
         ('("shapes", "dtypes", "sync", "warmup", "backend")',
          '("shapes", "sync", "warmup", "backend")')]),
-    "comparable_ignores_backend": (1, "comparable_refuses_other_shapes_dtypes", [
+    "comparable_ignores_backend": (1, "comparable_refuses_exactly_what_differs", [
         ('("shapes", "dtypes", "sync", "warmup", "backend")',
          '("shapes", "dtypes", "sync", "warmup")')]),
-    "comparable_ignores_failed_output": (1, "comparable_refuses_other_shapes_dtypes", [
+    "comparable_ignores_failed_output": (1, "comparable_refuses_exactly_what_differs", [
         ('        if m.get("output_ok") is False:\n', "        if False:\n")]),
     "shape_change_default_warmup": (1, "shape_change_alone", [
         ('time_fn(fn, x_changed, warmup=warmup, iters=iters, label="changed")',
@@ -97,6 +97,37 @@ PLANTED = {
         ("        if output_ok is not False:\n", "        if output_ok is not True:\n")]),
     "time_fn_times_wrong_outputs_too": (1, "output_check_catches_wrong_output", [
         ("        if output_ok is not False:\n", "        if True:\n")]),
+    # issue 47: a compile in a warm-up call left out of compiles_warmed, warm-up calls
+    # dispatched and never waited for, and a comparable that refuses what it must take
+    "time_fn_counts_compiles_of_the_samples_only": (1, "compiles_counted_where_they_happen", [
+        ("    with count_compiles() as warmed:\n        if output_ok is not False:\n"
+         + WARMUP_LOOP,
+         "    if output_ok is not False:\n        for _ in range(warmup):\n"
+         "            wait(fn(*args))\n"
+         "    with count_compiles() as warmed:\n        if output_ok is not False:\n")]),
+    "time_fn_compile_counts_as_floats": (1, "compiles_counted_where_they_happen", [
+        ('"compiles_first_call": first[0], "compiles_warmed": warmed[0],',
+         '"compiles_first_call": float(first[0]), "compiles_warmed": float(warmed[0]),')]),
+    "time_fn_warmup_not_waited": (1, "warmup_done_before_the_samples", [
+        (WARMUP_LOOP, WARMUP_LOOP.replace("wait(fn(*args))", "fn(*args)"))]),
+    "comparable_compares_iters": (1, "comparable_refuses_exactly_what_differs", [
+        ('("shapes", "dtypes", "sync", "warmup", "backend")',
+         '("shapes", "dtypes", "sync", "warmup", "iters", "backend")')]),
+    "comparable_compares_labels": (1, "comparable_refuses_exactly_what_differs", [
+        ('("shapes", "dtypes", "sync", "warmup", "backend")',
+         '("shapes", "dtypes", "sync", "warmup", "backend", "label")')]),
+    "time_fn_ignores_its_tolerances": (1, "output_check_catches_wrong_output", [
+        ("rtol=rtol, atol=atol))", "rtol=1e-5, atol=1e-6))")]),
+    "time_fn_output_ok_false_unchecked": (1, "output_check_catches_wrong_output", [
+        ("    output_ok = None\n", "    output_ok = False if expected is None else None\n"),
+        ("        if output_ok is not False:\n", "        if expected is None or output_ok:\n")]),
+    # the blind corpus's: samples in milliseconds were scored as a forged report
+    "time_fn_samples_in_milliseconds": (1, "raw_samples_kept", [
+        ("                samples.append(time.perf_counter() - start)\n",
+         "                samples.append((time.perf_counter() - start) * 1e3)\n")]),
+    "time_fn_takes_any_sync": (1, "time_fn_refuses_an_unknown_sync", [
+        ('        raise ValueError(f"sync must be one of {SYNC_METHODS}, got {sync!r}")\n',
+         "        pass\n")]),
     # -- stage 2 ---------------------------------------------------------------------
     "trace_compiles_in_first_step": (2, "trace_written_and_newest_found", [
         ("    jax.block_until_ready(step_fn(*args))\n    with jax.profiler.trace(logdir):",
@@ -153,6 +184,30 @@ PLANTED = {
         ("    flops = 2 * n**3\n", "    flops = n**3\n")]),
     "peak_flops_rate_from_the_mean": (2, "peak_flops_and_bandwidth_measured", [
         ('"flops_per_s": flops / best}', '"flops_per_s": flops / (sum(samples) / iters)}')]),
+    # issue 47: a bandwidth from the median sample; the compile in the first sample and
+    # the input made inside each sample (with iters=1 on a new size, both are the sample)
+    "bandwidth_from_the_median_sample": (2, "peak_flops_and_bandwidth_measured", [
+        ('"bandwidth": moved / min(samples)}',
+         '"bandwidth": moved / float(np.median(samples))}')]),
+    "peak_flops_compile_in_the_first_sample": (2, "peak_flops_and_bandwidth_measured", [
+        ("    f = jax.jit(lambda a: a @ a)\n    jax.block_until_ready(f(a))\n",
+         "    f = jax.jit(lambda a: a @ a)\n")]),
+    "peak_flops_input_made_in_each_sample": (2, "peak_flops_and_bandwidth_measured", [
+        ("    a = jnp.ones((n, n), jnp.float32)\n    f = jax.jit(lambda a: a @ a)\n"
+         "    jax.block_until_ready(f(a))\n",
+         "    f = jax.jit(lambda a: a @ a)\n"),
+        (PEAK_LOOP, "        a = jnp.ones((n, n), jnp.float32)\n" + PEAK_LOOP)]),
+    "peak_flops_best_is_the_median": (2, "peak_flops_and_bandwidth_measured", [
+        ("    best = min(samples)\n", "    best = float(np.median(samples))\n")]),
+    # the blind corpus's: the fault counter read once before the samples (a running
+    # total), and no call before the first sample (its compile in it)
+    "bandwidth_faults_running_total": (2, "peak_flops_and_bandwidth_measured", [
+        ("    for _ in range(iters):\n        f0 = resource.getrusage(resource.RUSAGE_SELF)"
+         ".ru_minflt\n",
+         "    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+         "    for _ in range(iters):\n")]),
+    "bandwidth_no_first_call": (2, "peak_flops_and_bandwidth_measured", [
+        ("    x = call(x)\n    samples, faults = [], []\n", "    samples, faults = [], []\n")]),
     "bandwidth_moves_the_bytes_asked": (2, "peak_flops_and_bandwidth_measured", [
         ("(nbytes // 4) * 4", "nbytes")]),
     "bandwidth_counts_major_faults": (2, "peak_flops_and_bandwidth_measured", [
@@ -183,6 +238,10 @@ PLANTED = {
     "cache_sizes_gives_up_on_a_broken_index": (2, "cache_sizes_read", [
         ("        except (OSError, ValueError):\n            continue\n",
          "        except (OSError, ValueError):\n            return {}\n")]),
+    "cache_sizes_as_floats": (2, "cache_sizes_read", [
+        ('        sizes[f"L{level}"] = value\n', '        sizes[f"L{level}"] = float(value)\n')]),
+    "matmul_cost_as_floats": (2, "cost_by_hand_and_compiler", [
+        (MATMUL_COST, MATMUL_COST.replace('"flops": 2 * m * k * n', '"flops": 2.0 * m * k * n'))]),
     "cache_sizes_gib_as_mib": (2, "cache_sizes_read", [   # a copy-paste slip
         ('units = {"K": 2**10, "M": 2**20, "G": 2**30}',
          'units = {"K": 2**10, "M": 2**20, "G": 2**20}')]),
@@ -217,9 +276,30 @@ PLANTED = {
     "grads_of_params_and_input": (3, "grads_equal_before_timing", [
         ("jax.value_and_grad(block_loss)(params, x, policy)",
          "jax.value_and_grad(block_loss, argnums=(0, 1))(params, x, policy)")]),
-    "grads_drop_the_policy": (3, "grads_equal_before_timing", [
+    "grads_drop_the_policy": (3, "remat_really_applied", [
         ("jax.value_and_grad(block_loss)(params, x, policy)",
          "jax.value_and_grad(block_loss)(params, x)")]),
+    # issue 47: a whole loss under one checkpoint was told "the policy never reaches
+    # block_loss"; a misspelt policy taken silently; the sum where the mean is asked
+    "loss_and_grads_checkpoints_the_whole_loss": (3, "remat_really_applied", [
+        ("    return jax.value_and_grad(block_loss)(params, x, policy)\n",
+         "    if policy is None:\n        return jax.value_and_grad(block_loss)(params, x)\n"
+         "    whole = jax.checkpoint(lambda p, v: block_loss(p, v),\n"
+         "                           policy=getattr(jax.checkpoint_policies, policy))\n"
+         "    return jax.value_and_grad(whole)(params, x)\n")]),
+    "block_loss_takes_any_policy": (3, "remat_really_applied", [
+        ("        if policy not in REMAT_POLICIES:\n            raise ValueError(f\"policy must "
+         "be None or one of {REMAT_POLICIES}\")\n        step = jax.checkpoint(block,",
+         "        step = jax.checkpoint(block,"),
+        ("policy=getattr(jax.checkpoint_policies, policy))\n    for p in params:",
+         "policy=getattr(jax.checkpoint_policies, policy, None))\n    for p in params:")]),
+    "block_loss_sums_the_squares": (3, "grads_equal_before_timing", [
+        ("    for p in params:\n        x = step(p, x)\n    return jnp.mean(x**2)\n",
+         "    for p in params:\n        x = step(p, x)\n    return jnp.sum(x**2)\n")]),
+    # issue 47 item 3: the contract's ints
+    "residual_bytes_as_float": (3, "remat_saves_residuals_and_temp", [
+        ("    return int(sum(leaf.size * leaf.dtype.itemsize",
+         "    return float(sum(leaf.size * leaf.dtype.itemsize")]),
     # issue 29 item 5: the arguments counted too were blamed on the bfloat16 item size
     "residuals_with_the_arguments": (3, "remat_saves_residuals_and_temp", [
         (RESIDUAL_SUM + "\n                   if id(leaf) not in arguments",
@@ -306,15 +386,41 @@ PLANTED = {
     "decide_slower_below_one": (4, "says_slower_when_slower", [
         ("    up, down = 1.0 + min_gain, 1.0 / (1.0 + min_gain)\n",
          "    up, down = 1.0 + min_gain, 1.0\n")]),
-    "decide_zero_min_gain_is_the_default": (4, "amdahl_small_share", [
+    "decide_zero_min_gain_is_the_default": (4, "decide_applies_min_gain", [
         ("    if min_gain < 0:\n", "    min_gain = min_gain or 0.05\n    if min_gain < 0:\n")]),
-    "decide_takes_a_negative_min_gain": (4, "amdahl_small_share", [
+    "decide_takes_a_negative_min_gain": (4, "decide_applies_min_gain", [
         ("    if min_gain < 0:\n        raise ValueError(f\"min_gain must be >= 0, got "
          "{min_gain!r}\")\n", "")]),
     # the interval reported the other way round (after / before) beside a right decision
     "decide_reports_the_inverse_interval": (4, "accepts_real_speedup", [
         ('    result = {**out, "ci": [lo, hi], "decision": decision,',
          '    result = {**out, "ci": [1 / hi, 1 / lo], "decision": decision,')]),
+    # issue 47: the interval's confidence over a few rounds: Student's t for the raw
+    # samples' degrees of freedom, or the normal quantile, makes 3-5 rounds look certain
+    "decide_df_from_the_samples": (4, "few_rounds_interval_at_95_percent", [
+        ("        df = d.size - 1\n", '        df = len(before["samples_s"]) - 1\n')]),
+    # the blind corpus's: one degree of freedom too many, a population spread, and the
+    # two-sided confidence passed as if one-sided (a 97.5% interval, wider)
+    "decide_df_the_rounds": (4, "few_rounds_interval_at_95_percent", [
+        ("        df = d.size - 1\n", "        df = d.size\n")]),
+    "decide_population_spread": (4, "few_rounds_interval_at_95_percent", [
+        ("(float(np.std(d, ddof=1)) / math.sqrt(d.size))", "(float(np.std(d)) / math.sqrt(d.size))")]),
+    "decide_quantile_one_sided": (4, "few_rounds_interval_at_95_percent", [
+        ("        half = t_quantile(confidence, df) * (float(np.std(d, ddof=1))",
+         "        half = t_quantile((1 + confidence) / 2, df) * (float(np.std(d, ddof=1))")]),
+    "decide_normal_quantile": (4, "few_rounds_interval_at_95_percent", [
+        ("        half = t_quantile(confidence, df) * (float(np.std(d, ddof=1)) / "
+         "math.sqrt(d.size))\n",
+         "        half = 1.96 * (float(np.std(d, ddof=1)) / math.sqrt(d.size))\n")]),
+    # the contract's other statements: the confidence asked, reasons computed from the
+    # numbers, the ratio as time before / time after
+    "decide_ignores_confidence": (4, "interval_at_the_confidence_asked", [
+        ("        half = t_quantile(confidence, df) * (float(np.std(d, ddof=1)) / ",
+         "        half = t_quantile(0.95, df) * (float(np.std(d, ddof=1)) / ")]),
+    "decide_reasons_without_numbers": (4, "accepts_real_speedup", [
+        (DECIDE_ROUNDS, DECIDE_ROUNDS + "    result['reasons'] = [f'the run is {decision}ed']\n")]),
+    "decide_ratio_after_over_before": (4, "accepts_real_speedup", [
+        ('    out = {"ratio": math.exp(est), "ci": None,', '    out = {"ratio": math.exp(-est), "ci": None,')]),
     "amdahl_linear_in_share": (4, "amdahl_small_share", [
         ("    return 1.0 / ((1.0 - share) + share / kernel_speedup)\n",
          "    return 1.0 + share * (kernel_speedup - 1.0)\n")]),
@@ -336,27 +442,126 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "residuals_assume_float32": "yours counts 4 bytes an element",
          "decide_ignores_round_ids": "not by round_ids",
          "host_read_never_read": "was not read to the host in timed calls",
+         "time_fn_counts_compiles_of_the_samples_only": "a warm-up call, and your "
+                                                        "compiles_warmed left it out",
+         "time_fn_compile_counts_as_floats": "is not an int",
+         "time_fn_warmup_not_waited": "had not finished when your first timed call began",
+         "comparable_compares_iters": "iters is how many samples were taken",
+         "comparable_compares_labels": "a label names a run",
+         "time_fn_ignores_its_tolerances": "which your comparison did not use",
+         "time_fn_output_ok_false_unchecked": "neither True nor False",
+         "time_fn_samples_in_milliseconds": "milliseconds, where seconds are asked",
+         "bandwidth_from_the_median_sample": "over the median of your samples",
+         "bandwidth_faults_running_total": "a running total",
+         "bandwidth_no_first_call": "your only in_place sample (iters=1)",
+         "peak_flops_compile_in_the_first_sample": "your only sample (iters=1)",
+         "peak_flops_input_made_in_each_sample": "your only sample (iters=1)",
+         "peak_flops_best_is_the_median": "yours is the median of your samples",
+         "peak_flops_rate_from_the_mean": "over the mean of your samples",
+         "peak_flops_counts_n_cubed": "one FLOP per multiply-add",
          "decide_slower_by_the_estimate": "not just the point estimate",
          "decide_pairs_samples_by_position": "pair only samples whose round_ids say so",
          "decide_on_round_means": "median",
+         "decide_df_from_the_samples": "raw samples - 1",
+         "decide_normal_quantile": "the normal quantile",
+         "decide_df_the_rounds": "one too many",
+         "decide_population_spread": "population spread (ddof=0)",
+         "decide_quantile_one_sided": "takes the two-sided confidence itself",
+         "decide_ignores_confidence": "is the one you gave at 0.95",
+         "decide_reasons_without_numbers": "computed from the numbers",
+         "decide_ratio_after_over_before": "other way round",
+         "decide_reports_the_inverse_interval": "its inverse",
+         "amdahl_linear_in_share": "linear in the share",
+         "amdahl_returns_the_time_fraction": "new time as a fraction of the old",
+         "amdahl_multiplies_the_share": "multiplied by the kernel speedup",
          "peak_plan_of_the_second_repeat": "IndexError",
-         "peak_single_repeat_unreset": "repeats=1: your run-only peak is"}
+         "peak_single_repeat_unreset": "repeats=1: your run-only peak is",
+         "remat_whole_stack_once": "one checkpoint region for",
+         "grads_drop_the_policy": "never reaches block_loss",
+         "loss_and_grads_checkpoints_the_whole_loss": "the program loss_and_grads runs holds "
+                                                      "one checkpoint region",
+         "block_loss_takes_any_policy": "misspelt",
+         "block_loss_sums_the_squares": "the sum over every element",
+         "residual_bytes_as_float": "is not an int",
+         "cache_sizes_as_floats": "is float, not int",
+         "matmul_cost_as_floats": "a count is an int"}
 WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
                "time_fn_samples_sliced_from_every_call": "tamper",
                "summary_counts_straddling_events": "nested",
                "residuals_with_the_arguments": "2 bytes for bfloat16",
                "decide_ignores_round_ids": ["a mean far off", "(the median)"],
-               "decide_on_round_means": "not by round_ids"}
+               "decide_on_round_means": "not by round_ids",
+               "remat_whole_stack_once": "never reaches block_loss",
+               "loss_and_grads_checkpoints_the_whole_loss": "never reaches block_loss",
+               "decide_df_from_the_samples": "normal quantile",
+               "decide_normal_quantile": "raw samples"}
 # Right answers by another route, which every check they are run through must pass.
 DECIDE_CHECKS = ["accepts_real_speedup", "rejects_noise", "rejects_drifting_null",
-                 "accepts_speedup_in_drifting_rounds", "says_slower_when_slower",
-                 "stalls_do_not_decide", "amdahl_small_share"]
+                 "accepts_speedup_in_drifting_rounds", "few_rounds_interval_at_95_percent",
+                 "interval_at_the_confidence_asked",
+                 "says_slower_when_slower", "stalls_do_not_decide", "decide_applies_min_gain"]
+PAIRED_LOGS = ("        d = np.array([math.log(mb[r]) - math.log(ma[r]) for r in shared])\n"
+               "        df = d.size - 1\n        est = float(d.mean())\n"
+               "        half = t_quantile(confidence, df) * (float(np.std(d, ddof=1)) / "
+               "math.sqrt(d.size))\n")
+STAGE1_UNTIMED = ["first_call_reported_apart", "compiles_counted_where_they_happen",
+                  "raw_samples_kept", "output_check_catches_wrong_output",
+                  "time_fn_refuses_an_unknown_sync", "comparable_refuses_exactly_what_differs",
+                  "shape_change_alone"]
+COMPARABLE_KEYS = ('    reasons = []\n'
+                   '    for key in ("shapes", "dtypes", "sync", "warmup", "backend"):\n'
+                   '        if a.get(key) != b.get(key):\n'
+                   '            reasons.append(f"{key} differ: {a.get(key)!r} vs {b.get(key)!r}")\n')
 RIGHT = {
+    # each block rematerialised through a wrapper made per block: one region a block
+    "block_loss_checkpoint_per_block_wrapper": Planted(3, [
+        ("    for p in params:\n        x = step(p, x)\n    return jnp.mean(x**2)\n",
+         "    for p in params:\n        x = (step if policy is None else jax.checkpoint("
+         "lambda q, v: block(q, v), policy=getattr(jax.checkpoint_policies, policy)))(p, x)\n"
+         "    return jnp.mean(x**2)\n")],
+        only=["grads_equal_before_timing", "remat_really_applied",
+              "remat_saves_residuals_and_temp", "remat_policy_ordering"]),
+    # the rate as the largest of the per-sample rates: the fastest sample's, by another
+    # route
+    "bandwidth_as_the_best_per_sample_rate": Planted(2, [
+        ('"bandwidth": moved / min(samples)}',
+         '"bandwidth": max(moved / s for s in samples)}')],
+        only=["peak_flops_and_bandwidth_measured"]),
+    # the warm-up dispatched, then one wait for its last call (which finishes after every
+    # call queued before it): the samples start on a drained queue
+    "time_fn_waits_for_the_last_warmup_call": Planted(1, [
+        (WARMUP_LOOP, "            out = None\n            for _ in range(warmup):\n"
+                      "                out = fn(*args)\n            if out is not None:\n"
+                      "                wait(out)\n")],
+        only=["warmup_done_before_the_samples", "warm_median_is_device_time",
+              *STAGE1_UNTIMED]),
+    # comparable by another route: the configuration as one tuple per record
+    "comparable_by_configuration_tuple": Planted(1, [
+        (COMPARABLE_KEYS,
+         '    keys = ("shapes", "dtypes", "sync", "warmup", "backend")\n'
+         '    config = [tuple(str(m.get(k)) for k in keys) for m in (a, b)]\n'
+         '    reasons = [f"{k} differ: {x} vs {y}" for k, x, y in zip(keys, *config) '
+         'if x != y]\n')], only=["comparable_refuses_exactly_what_differs", "shape_change_alone"]),
     # decide's interval as NumPy float32 scalars: numbers, read as such
     "decide_interval_as_numpy_float32": Planted(4, [
         ('    result = {**out, "ci": [lo, hi], "decision": decision,',
          '    result = {**out, "ci": [np.float32(lo), np.float32(hi)], "decision": decision,')],
         only=DECIDE_CHECKS),
+    # a Student-t interval of the per-round ratios themselves (not their logs): another
+    # 95% interval over the rounds, which every decide check must take
+    "decide_t_interval_of_round_ratios": Planted(4, [
+        (PAIRED_LOGS, "        d = np.array([mb[r] / ma[r] for r in shared])\n"
+                      "        df = d.size - 1\n        mean = float(d.mean())\n"
+                      "        h = t_quantile(confidence, df) * float(np.std(d, ddof=1)) / "
+                      "math.sqrt(d.size)\n"
+                      "        est = math.log(mean)\n"
+                      "        half = max(math.log((mean + h) / mean), "
+                      "math.log(mean / max(mean - h, 1e-12)))\n")],
+        only=DECIDE_CHECKS),
+    # reasons that state the gain in percent, not the ratio: computed from the numbers too
+    "decide_reasons_in_percent": Planted(4, [
+        (DECIDE_ROUNDS, DECIDE_ROUNDS + "    result['reasons'] = [f'faster by "
+         "{100 * (lo - 1):.1f}% at least: {decision}']\n")], only=["accepts_real_speedup"]),
 }
 BATCH = PlantedBatch(PROJECT, {**PLANTED, **RIGHT}, hints=HINTS, wrong_hints=WRONG_HINTS)
 
@@ -378,10 +583,12 @@ def test_planted(bug, planted):
 
 @pytest.mark.parametrize("name", sorted(RIGHT))
 def test_a_right_answer_by_another_route_passes(name, planted):
+    """Every check passes it; a timing check may say INCONCLUSIVE under load, never FAIL."""
     got = planted[name]
-    assert got["status"] == {c: "pass" for c in RIGHT[name].only}, (got["status"],
-                                                                      got["stdout"])
-    assert got["returncode"] == 0, got["stdout"]
+    assert set(got["status"]) == set(RIGHT[name].only), (got["status"], got["stdout"])
+    assert set(got["status"].values()) <= {"pass", "inconclusive"}, (got["status"],
+                                                                    got["stdout"])
+    assert got["returncode"] in (0, 3), got["stdout"]
 
 
 @pytest.mark.parametrize("bug", sorted(RAISES))

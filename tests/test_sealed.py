@@ -34,12 +34,13 @@ TESTS = ROOT / "projects" / "foundations" / "tests"
 SOURCE = ROOT / "projects" / "foundations" / "solution" / "sealed.py"
 
 
-def plain_replay(key, x, y, classes, steps, batch, lr, same_order=False):
-    """train_classifier's key protocol in plain Python (the docstring, line by line)."""
+def plain_replay(key, x, y, classes, steps, batch, lr, same_order=False, ceil_epoch=False):
+    """train_classifier's key protocol in plain Python (the docstring, line by line);
+    ``ceil_epoch``: the mistake, an epoch of ceil(n / batch) steps, its last one short."""
     k_init, k_order = jax.random.split(key)
     params = classifier.init_params(k_init, features=x.shape[1], classes=classes)
     grad = jax.jit(jax.grad(classifier.loss))
-    order, per_epoch = None, x.shape[0] // batch
+    order, per_epoch = None, -(-x.shape[0] // batch) if ceil_epoch else x.shape[0] // batch
     for i in range(steps):
         j = i % per_epoch
         if j == 0 and (order is None or not same_order):
@@ -51,10 +52,11 @@ def plain_replay(key, x, y, classes, steps, batch, lr, same_order=False):
     return params
 
 
-def sealed_replay(key, x, y, classes, steps, batch, lr, same_order=False):
+def sealed_replay(key, x, y, classes, steps, batch, lr, same_order=False, ceil_epoch=False):
     return sealed.call(sealed.program(TESTS, "train_replay"), jax.random.key_data(key), x, y,
                        np.int32(steps), np.float32(lr), np.bool_(same_order),
-                       np.zeros(batch, np.int8), np.zeros(classes, np.int8))
+                       np.zeros(batch, np.int8), np.zeros(classes, np.int8),
+                       np.bool_(ceil_epoch))
 
 
 # make check keeps the checker's case; the others (about 4 s each) run in make test
@@ -83,8 +85,24 @@ def test_sealed_replay_is_the_protocol(n, features, classes, batch, steps,
                                    atol=FLOAT32_STEPS * scale, err_msg=name)
 
 
-def plain_fit(key, x, y, steps, batch, lr, reuse_key=False):
-    """fit_regression's key protocol in plain Python, float64 steps (the docstring)."""
+def test_the_ceil_epoch_diagnosis_replays_short_last_steps():
+    """The diagnosis of an epoch of ceil(n / batch) steps: its last step a mean over the
+    leftover rows alone (a masked mean in the program, a short slice in Python: the same
+    numbers to float32 rounding)."""
+    n, features, classes, batch, steps = 151, 7, 3, 13, 40  # 11 full steps and 8 rows
+    key = jax.random.key(5)
+    x, y = classifier.make_dataset(jax.random.key(7), n, features, classes)
+    want = plain_replay(key, x, y, classes, steps, batch, 0.25, ceil_epoch=True)
+    got = sealed_replay(key, x, y, classes, steps, batch, 0.25, ceil_epoch=True)
+    right = sealed_replay(key, x, y, classes, steps, batch, 0.25)
+    for name in want:
+        np.testing.assert_allclose(got[name], np.asarray(want[name]), rtol=1e-5, atol=1e-6)
+        assert not np.allclose(got[name], right[name], rtol=1e-3), name
+
+
+def plain_fit(key, x, y, steps, batch, lr, reuse_key=False, maxval=None):
+    """fit_regression's key protocol in plain Python, float64 steps (the docstring);
+    ``maxval``: the mistake, rows drawn from [0, maxval) instead of [0, n)."""
     n, d = x.shape
     k_init, k_batches = jax.random.split(key)
     w = np.asarray(jax.random.normal(k_init, (d,), np.float32) / np.sqrt(np.float32(d)))
@@ -92,7 +110,8 @@ def plain_fit(key, x, y, steps, batch, lr, reuse_key=False):
     for _ in range(steps):
         if not (reuse_key and k_step is not None):
             k_batches, k_step = jax.random.split(k_batches)
-        rows.append(np.asarray(jax.random.randint(k_step, (batch,), 0, n)))
+        rows.append(np.asarray(jax.random.randint(k_step, (batch,), 0,
+                                                  n if maxval is None else maxval)))
     w, b = w.astype(np.float64), 0.0
     x64, y64 = x.astype(np.float64), y.astype(np.float64)
     for r in rows:
@@ -101,17 +120,19 @@ def plain_fit(key, x, y, steps, batch, lr, reuse_key=False):
     return {"w": w, "b": b}
 
 
-@pytest.mark.parametrize("n, d, batch, steps, reuse_key", [
-    (151, 5, 9, 60, False), (151, 5, 9, 60, True), (259, 11, 23, 69, False)])
-def test_sealed_fit_replay_is_the_protocol(n, d, batch, steps, reuse_key):
+@pytest.mark.parametrize("n, d, batch, steps, reuse_key, maxval", [
+    (151, 5, 9, 60, False, None), (151, 5, 9, 60, True, None), (259, 11, 23, 69, False, None),
+    (151, 5, 9, 60, False, 150)])  # the diagnosis: rows below n - 1
+def test_sealed_fit_replay_is_the_protocol(n, d, batch, steps, reuse_key, maxval):
     rng = np.random.default_rng(n + d)
     x = rng.standard_normal((n, d)).astype(np.float32)
     y = (x @ rng.standard_normal(d) + 0.3).astype(np.float32)
     key = jax.random.key(n * d)
-    want = plain_fit(key, x, y, steps, batch, 0.04, reuse_key)
+    want = plain_fit(key, x, y, steps, batch, 0.04, reuse_key, maxval)
     got = sealed.call(sealed.program(TESTS, "fit_replay"), jax.random.key_data(key), x, y,
                       np.int32(steps), np.float64(0.04), np.bool_(reuse_key),
-                      np.zeros(batch, np.int8), x64=True)
+                      np.zeros(batch, np.int8), np.int32(n if maxval is None else maxval),
+                      x64=True)
     np.testing.assert_allclose(got["w"], want["w"], rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(got["b"], want["b"], rtol=1e-12, atol=1e-14)
 

@@ -8,6 +8,7 @@ so a check prints one clear line instead of a traceback wall.
 
 from __future__ import annotations
 
+import contextlib
 import dis
 import importlib.util
 import inspect
@@ -108,6 +109,22 @@ def _backend_refused(err: BaseException) -> str:
     if marker not in text:
         return ""
     return text.split(marker, 1)[1].split("'", 1)[0]
+@contextlib.contextmanager
+def on_input(what: str):
+    """Learner code that raises, or whose process dies, inside this block is reported with
+    the checker's input it ran on (``what``: its shape and what it stands for), so the
+    learner can make the same input and see the error by hand; "run it on a small input"
+    cannot reproduce a failure on the checker's input."""
+    try:
+        yield
+    except LearnerCodeError as err:
+        if err.kind in ("exception", "crash"):
+            err.args = (f"{err.args[0] if err.args else err} (on the checker's input: "
+                        f"{what})", *err.args[1:])
+            err.hint = (f"call it by hand on {what} to see the error" if err.kind ==
+                        "exception" else f"it crashed the process running it, on {what}: "
+                        "call it by hand on such an input")
+        raise
 
 
 # Opcodes around ``raise NotImplementedError("...")`` that carry no work of their own.

@@ -1,12 +1,16 @@
 """make mistakes: a corpus of learner mistakes per stage, each stage's checker the judge.
 
     python -m coursekit.commands.mistakes [--project P] [--stage N] [--jobs 1|2] [--seed S]
+                                          [--corpus all|blind|own] [--rescore]
 
 ``make mutants`` asks whether a checker notices small mechanical changes; this asks
 whether it notices what a learner who half-understands the material writes: a timer that
 does not wait for the result, the mean where the contract says median, a key reused, a
-float32 reference where float64 is asked. The corpus is ``tests/mistakes/<project>.py``,
-separate from the mutation run and from the planted bugs a check's own tests aim at it::
+float32 reference where float64 is asked. The corpus (``coursekit.commands.mistakes_corpus``)
+is ``tests/mistakes/<project>.py``, written by the course's developers, and
+``tests/mistakes/blind/<project>.py``, written by people who never read the checker (ids
+``blind-...``), both apart from the mutation run and from the planted bugs a check's own
+tests aim at it::
 
     MISTAKES = [
         {"stage": 1, "id": "mse-sum", "misunderstood": "one line: what the learner got wrong",
@@ -15,33 +19,31 @@ separate from the mutation run and from the planted bugs a check's own tests aim
     ]
     JUSTIFIED = {"<id>": "why no check can catch it without failing correct work"}
 
-Each ``old`` must occur exactly once in the reference ``projects/<p>/solution/model.py``
-(as the edits before it left it) and lie inside one of that stage's ``### BEGIN SOLUTION
-stage N`` regions. Each mistake is written to ``build/mistakes-<p>/<id>/model.py`` (three
-levels below the course root, as the solution and ``make mutants``' mutants) and judged
-by ``check.py --stage N --impl COPY --seed S --fail-fast`` in a fresh process with a
-timeout, the checker snapshotted to ``build/mistakes-<p>/tests`` first. Outcomes: caught
-(exit 1), accepted (exit 0: the checker passed a wrong solution), inconclusive (exit 3,
-after a second run without ``--fail-fast`` in case a later check fails it; counted as not
+Each mistake is written to ``build/mistakes-<p>/<id>/model.py`` (three levels below the
+course root, as the solution and ``make mutants``' mutants) and judged by ``check.py
+--stage N --impl COPY --seed S --fail-fast`` in a fresh process with a timeout, the
+checker snapshotted to ``build/mistakes-<p>/tests`` first. Outcomes: caught (exit 1),
+accepted (exit 0: the checker passed a wrong solution), inconclusive (exit 3, after a
+second run without ``--fail-fast`` in case a later check fails it; counted as not
 caught), timeout (the stage ran past the timeout: counted as caught, as the grader
 records it), error (any other exit: the checker itself broke; not caught).
 
-A stage's line reads ``caught of total``, then every mistake not caught with what it
-misunderstood, marked ``justified`` (with the reason) when JUSTIFIED lists it; the
-project's checker page (``docs/checkers/<p>.md``) says the same. The report is
-``build/mistakes-<p>/report.json``, written after every mistake (a stage stopped halfway
-says how many it did not judge); a run of some stages (``--stage``) keeps the others as
-last measured at the same seed; ``--rescore`` runs nothing and tallies the last reports
-again by the corpus as it is now (after an entry is added to JUSTIFIED).
+A stage's line reads ``caught of total``, then the blind mistakes' figure beside the
+rest's (how far the checks reach past what their authors thought of), then every
+mistake not caught with what it misunderstood, marked ``justified`` (with the reason)
+when JUSTIFIED lists it; the project's checker page (``docs/checkers/<p>.md``) says the
+same. The report is ``build/mistakes-<p>/report.json``, written after every mistake (a
+stage stopped halfway says how many it did not judge); a run of some stages
+(``--stage``) or of one part of the corpus (``--corpus blind``) keeps every mistake it did
+not judge as last measured at the same seed; ``--rescore`` runs nothing and tallies the
+last reports again by the corpus as it is now (after an entry is added to JUSTIFIED).
 ``make mutants`` prints each stage's last corpus figure beside its score.
 """
-
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import runpy
 import shutil
 import subprocess
 import sys
@@ -51,20 +53,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from coursekit.checking.contract import INCONCLUSIVE_EXIT
+from coursekit.commands.mistakes_corpus import (  # noqa: F401 (re-export)
+    BLIND_PREFIX,
+    Mistake,
+    apply,
+    corpus_path,
+    load_corpus,
+)
 from coursekit.commands.mistakes_report import corpus_figure, figure  # noqa: F401 (re-export)
-from coursekit.commands.mutants import ONE_THREAD, learner_regions, run_reference
+from coursekit.commands.mutants import ONE_THREAD, run_reference
 from coursekit.facts import ROOT, projects
 from coursekit.workloads.procgroup import kill, start
 
 CAUGHT = ("caught", "timeout")
-
-
-@dataclass(frozen=True)
-class Mistake:
-    stage: int
-    id: str
-    misunderstood: str
-    edits: tuple[tuple[str, str], ...]
 
 
 @dataclass
@@ -77,51 +78,6 @@ class Outcome:
     failed_checks: list[str]
     seconds: float
     detail: str = ""
-
-
-def corpus_path(project: str, root: Path = ROOT) -> Path:
-    return Path(root) / "tests" / "mistakes" / f"{project}.py"
-
-
-def load_corpus(project: str, root: Path = ROOT) -> tuple[list[Mistake], dict[str, str]]:
-    """The project's mistakes and its justified exceptions; a malformed entry is an
-    error naming it."""
-    path = corpus_path(project, root)
-    if not path.is_file():
-        raise SystemExit(f"{project}: no mistake corpus at {path}")
-    data = runpy.run_path(str(path))
-    mistakes = []
-    for k, entry in enumerate(data.get("MISTAKES", [])):
-        missing = {"stage", "id", "misunderstood", "edits"} - set(entry)
-        if missing or not entry["edits"]:
-            raise ValueError(f"{path}: mistake #{k} ({entry.get('id')!r}) lacks "
-                             f"{sorted(missing) or ['edits']}")
-        mistakes.append(Mistake(int(entry["stage"]), str(entry["id"]),
-                                str(entry["misunderstood"]),
-                                tuple((str(old), str(new)) for old, new in entry["edits"])))
-    return mistakes, {str(k): str(v) for k, v in data.get("JUSTIFIED", {}).items()}
-
-
-def apply(source: str, mistake: Mistake) -> str:
-    """``source`` with the mistake's edits made, each ``old`` found exactly once inside one
-    of the mistake's stage regions; ValueError naming the edit otherwise."""
-    text = source
-    for n, (old, new) in enumerate(mistake.edits, 1):
-        where = f"mistake {mistake.id!r}, edit {n} ({old[:60]!r})"
-        count = text.count(old)
-        if count != 1:
-            raise ValueError(f"{where}: the old text occurs {count} times (must be once)")
-        first = text[:text.index(old)].count("\n") + 1
-        last = first + old.rstrip("\n").count("\n")
-        inside = [r for r in learner_regions(text) if r.stage == mistake.stage
-                  and r.first <= first and last <= r.last]
-        if not inside:
-            raise ValueError(f"{where}: lines {first}-{last} are not inside a stage "
-                             f"{mistake.stage} solution region")
-        text = text.replace(old, new)
-    if text == source:
-        raise ValueError(f"mistake {mistake.id!r}: the edits change nothing")
-    return text
 
 
 def classify(returncode: int | None, timed_out: bool) -> str:
@@ -179,10 +135,14 @@ def judge(mistake: Mistake, text: str, base: Path, checker: Path, seed: int, env
                    "" if outcome in ("caught", "accepted") else tail)
 
 
+CORPORA = ("all", "blind", "own")
+
+
 def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
-                    stages: list[int] | None = None, root: Path = ROOT,
+                    stages: list[int] | None = None, corpus: str = "all", root: Path = ROOT,
                     out=sys.stdout) -> dict:
-    """Judge the project's corpus (the stages asked), print and return the report (also
+    """Judge the project's corpus (the stages asked; ``corpus``: all of it, the blind
+    part or the course's own), print and return the report (also
     ``root/build/mistakes-<project>/report.json``)."""
     home = Path(root) / "projects" / project
     base = Path(root) / "build" / f"mistakes-{project}"
@@ -203,11 +163,13 @@ def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     if jobs > 1:  # two checkers at once on 2 cores: one XLA thread each
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + ONE_THREAD).strip()
-    wanted = sorted({m.stage for m in mistakes} & set(stages or [m.stage for m in mistakes]))
+    chosen = [m for m in mistakes if corpus == "all" or m.blind == (corpus == "blind")]
+    wanted = sorted({m.stage for m in chosen} & set(stages or [m.stage for m in chosen]))
+    selection = {m.id for m in chosen if m.stage in wanted}
     path = base / "report.json"
     results: list[Outcome] = []
     ran: dict[int, str] = {}
-    report = write_report(path, project, seed, results, ran, justified, mistakes)
+    report = write_report(path, project, seed, results, ran, justified, mistakes, selection)
     for stage in wanted:
         try:
             ref_s = run_reference(checker, solution, stage, seed, env)
@@ -219,7 +181,7 @@ def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
                       file=out, flush=True)
                 continue
         timeout = max(60.0, 4 * ref_s)
-        group = [m for m in mistakes if m.stage == stage]
+        group = [m for m in chosen if m.stage == stage]
         print(f"{project} stage {stage}: reference passes in {ref_s:.1f} s; {len(group)} "
               f"mistakes, timeout {timeout:.0f} s each", file=out, flush=True)
         with ThreadPoolExecutor(jobs) as pool:
@@ -230,21 +192,26 @@ def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
                       f"{' '.join(found.failed_checks)[:120]}", file=out, flush=True)
                 # after every mistake: a run stopped halfway keeps what it judged
                 ran[stage] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-                report = write_report(path, project, seed, results, ran, justified, mistakes)
+                report = write_report(path, project, seed, results, ran, justified, mistakes,
+                                      selection)
     print_report(report, out)
     return report
 
 
 def write_report(path: Path, project: str, seed: int, results: list[Outcome], ran: dict,
-                 justified: dict[str, str], mistakes: list[Mistake]) -> dict:
-    """Tally the stages judged now, the others kept as the last report at this seed has
-    them; the corpus as it is now decides what is justified and what a stage holds."""
+                 justified: dict[str, str], mistakes: list[Mistake],
+                 selection: set[str] | None = None) -> dict:
+    """Tally the mistakes judged now, every mistake outside this run's ``selection`` (its
+    ids; default: every mistake of the stages in ``ran``) kept as the last report at this
+    seed has it; the corpus as it is now decides what is justified and what a stage holds."""
     rows = [asdict(r) for r in results]
     when = {str(k): v for k, v in ran.items()}
+    if selection is None:
+        selection = {m.id for m in mistakes if str(m.stage) in when}
     if path.is_file():
         old = json.loads(path.read_text())
         if old.get("seed") == seed:
-            rows += [r for r in old.get("mistakes", []) if str(r["stage"]) not in when]
+            rows += [r for r in old.get("mistakes", []) if r["id"] not in selection]
             when = {**{k: s["run_at"] for k, s in old.get("stages", {}).items()
                        if k not in when and "run_at" in s}, **when}
     current = {m.id for m in mistakes}
@@ -260,11 +227,20 @@ def write_report(path: Path, project: str, seed: int, results: list[Outcome], ra
     return report
 
 
+def part(group: list[dict], blind: bool) -> dict:
+    """The blind mistakes' figure, or the rest's."""
+    rows = [r for r in group if r["id"].startswith(BLIND_PREFIX) == blind]
+    caught = sum(r["outcome"] in CAUGHT for r in rows)
+    return {"total": len(rows), "caught": caught,
+            "rate": round(caught / len(rows), 4) if rows else None}
+
+
 def tally(group: list[dict], justified: dict[str, str], in_corpus: int) -> dict:
     caught = [r["id"] for r in group if r["outcome"] in CAUGHT]
     missed = [r for r in group if r["outcome"] not in CAUGHT]
     return {"total": len(group), "in_corpus": in_corpus, "caught": len(caught),
             "rate": round(len(caught) / len(group), 4) if group else None,
+            "blind": part(group, True), "own": part(group, False),
             "missed": [{"id": r["id"], "outcome": r["outcome"],
                         "misunderstood": r["misunderstood"],
                         "justified": justified.get(r["id"])} for r in missed],
@@ -307,13 +283,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stage", type=int, action="append", help="only these stages")
     parser.add_argument("--seed", type=int, default=1, help="the checker's seed (default 1)")
     parser.add_argument("--jobs", type=int, choices=(1, 2), default=1)
+    parser.add_argument("--corpus", choices=CORPORA, default="all",
+                        help="judge the whole corpus (default), only its blind part or "
+                        "only the course's own; the report keeps the rest as last run")
     parser.add_argument("--rescore", action="store_true",
                         help="run nothing: the last reports tallied by the corpus as it is now")
     args = parser.parse_args(argv)
     unjustified = 0
     for name in args.project or projects(with_solution=True):
         report = (rescore(name) if args.rescore else
-                  measure_project(name, seed=args.seed, jobs=args.jobs, stages=args.stage))
+                  measure_project(name, seed=args.seed, jobs=args.jobs, stages=args.stage,
+                                  corpus=args.corpus))
         unjustified += sum(t["unjustified"] for t in report["stages"].values())
     return 1 if unjustified else 0
 

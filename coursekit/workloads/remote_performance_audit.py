@@ -26,6 +26,21 @@ def host_metric_step(scale: float):
     return step
 
 
+def compiles_again(scale: float):
+    """The stage-1 work as a step that compiles again on its second call (as a step whose
+    state changes type after its first call does: a weakly typed start, a cache keyed on
+    a shape that call 0 changes), then runs warm: call 0 and call 1 each compile once. A
+    ``time_fn`` with ``warmup >= 1`` meets the second compile in its first warm-up call,
+    which ``compiles_warmed`` counts."""
+    first, then = jax.jit(catalog.stage1_work(scale)), jax.jit(catalog.stage1_work(scale))
+    calls = [0]
+
+    def step(a):
+        calls[0] += 1
+        return (first if calls[0] == 1 else then)(a)
+    return step
+
+
 def fused_reduce(a):
     """``sum(tanh(a) * 2 + 1, axis=0)``: a program the compiler fuses, so its compiled
     cost (one read of ``a``) differs from the unoptimised lowering's (every intermediate)."""
@@ -51,4 +66,5 @@ WORKLOADS = {
     "performance-audit/square_matmul": square_matmul,
     "performance-audit/host_metric_step": host_metric_step,
     "performance-audit/fused_reduce": lambda: fused_reduce,
+    "performance-audit/compiles_again": compiles_again,
 }

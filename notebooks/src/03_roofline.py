@@ -788,8 +788,9 @@ plt.show()
 # ### Check stage 4 (Amdahl part)
 #
 # The grader's `check.py --stage 4`. `amdahl_small_share` is this notebook's: it checks your
-# `predict_step_speedup`, then asks your `decide` to refuse a small gain; `decide` and the
-# other stage 4 checks are built in notebook 08, so they say *not yet* until then.
+# `predict_step_speedup`; `decide` and the other stage 4 checks (among them
+# `decide_applies_min_gain`, which asks it to refuse a small step gain like this one) are
+# built in notebook 08, so they say *not yet* until then.
 
 # %%
 check4 = run_check("performance-audit", 4, IMPL)

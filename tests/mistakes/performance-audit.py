@@ -71,6 +71,24 @@ MISTAKES = [
      "edits": [('        "first_call_s": first_call_s, "samples_s": samples,\n',
                 '        "first_call_s": first_call_s, '
                 '"samples_s": [float(np.median(samples))] * len(samples),\n')]},
+    {"stage": 1, "id": "time-warmup-compiles-uncounted",
+     "misunderstood": "compiles_warmed counted around the timed calls only, not the warm-up",
+     "edits": [("    with count_compiles() as warmed:\n"
+                "        if output_ok is not False:\n"
+                "            for _ in range(warmup):\n"
+                "                wait(fn(*args))\n",
+                "    if output_ok is not False:\n"
+                "        for _ in range(warmup):\n"
+                "            wait(fn(*args))\n"
+                "    with count_compiles() as warmed:\n"
+                "        if output_ok is not False:\n")]},
+    {"stage": 1, "id": "time-warmup-not-waited",
+     "misunderstood": "warm-up calls only dispatched ('they are not timed, so why wait')",
+     "edits": [("            for _ in range(warmup):\n                wait(fn(*args))\n",
+                "            for _ in range(warmup):\n                fn(*args)\n")]},
+    {"stage": 1, "id": "comparable-refuses-other-iters",
+     "misunderstood": "iters taken as part of the configuration, so different sample counts refused",
+     "edits": [(KEYS, '    for key in ("shapes", "dtypes", "sync", "warmup", "iters", "backend"):\n')]},
     {"stage": 1, "id": "comparable-ignores-warmup",
      "misunderstood": "warm-up count taken as a detail that cannot change a warmed median",
      "edits": [(KEYS, '    for key in ("shapes", "dtypes", "sync", "backend"):\n')]},
@@ -158,6 +176,31 @@ MISTAKES = [
     {"stage": 2, "id": "peak-flops-cube",
      "misunderstood": "an n x n product counted as n^3 FLOPs (multiply-adds, not FLOPs)",
      "edits": [(PEAK_TIMED, PEAK_TIMED.replace("2 * n**3", "n**3"))]},
+    {"stage": 2, "id": "bandwidth-median-sample",
+     "misunderstood": "the bandwidth from the median sample, the 'typical' one, not the fastest",
+     "edits": [('"minor_faults": faults, "bandwidth": moved / min(samples)}',
+                '"minor_faults": faults, "bandwidth": moved / float(np.median(samples))}')]},
+    {"stage": 2, "id": "peak-flops-compile-in-first-sample",
+     "misunderstood": "no call before the timed loop: the first sample holds the compile",
+     "edits": [("    f = jax.jit(lambda a: a @ a)\n    jax.block_until_ready(f(a))\n",
+                "    f = jax.jit(lambda a: a @ a)\n")]},
+    {"stage": 2, "id": "peak-flops-input-in-sample",
+     "misunderstood": "the input made inside each timed call, as part of 'the work'",
+     "edits": [("    a = jnp.ones((n, n), jnp.float32)\n    f = jax.jit(lambda a: a @ a)\n"
+                "    jax.block_until_ready(f(a))\n",
+                "    f = jax.jit(lambda a: a @ a)\n"),
+               (PEAK_TIMED, "        start = time.perf_counter()\n"
+                            "        a = jnp.ones((n, n), jnp.float32)\n"
+                            "        jax.block_until_ready(f(a))\n"
+                            "        samples.append(time.perf_counter() - start)\n"
+                            "    flops = 2 * n**3\n")]},
+    {"stage": 2, "id": "peak-flops-input-remade-in-sample",
+     "misunderstood": "the input made again inside each timed call, its shape already warmed",
+     "edits": [(PEAK_TIMED, "        start = time.perf_counter()\n"
+                            "        a = jnp.ones((n, n), jnp.float32)\n"
+                            "        jax.block_until_ready(f(a))\n"
+                            "        samples.append(time.perf_counter() - start)\n"
+                            "    flops = 2 * n**3\n")]},
     {"stage": 2, "id": "bandwidth-read-only",
      "misunderstood": "moved bytes as the array's size: the write of x * 2 + 1 forgotten",
      "edits": [('    moved = (1 if kind == "read_sum" else 2) * (nbytes // 4) * 4\n',
@@ -289,6 +332,9 @@ MISTAKES = [
     {"stage": 4, "id": "decide-normal-quantile",
      "misunderstood": "the normal 1.96 used for a handful of rounds instead of Student's t",
      "edits": [(HALF, "        half = 1.96 * (float(np.std(d, ddof=1)) / math.sqrt(d.size))\n")]},
+    {"stage": 4, "id": "decide-df-from-samples",
+     "misunderstood": "the t quantile's degrees of freedom from the raw sample count, not the rounds",
+     "edits": [("        df = d.size - 1\n", '        df = len(before["samples_s"]) - 1\n')]},
     {"stage": 4, "id": "decide-std-not-sem",
      "misunderstood": "the interval's half-width from the spread of rounds, not of their mean",
      "edits": [(HALF, "        half = t_quantile(confidence, df) * float(np.std(d, ddof=1))\n")]},
@@ -307,10 +353,15 @@ JUSTIFIED: dict[str, str] = {
                      "RSS measures what the run adds with or without the reset (measured: "
                      "batch 3001, 301 and 31, both policies, the two readings within 1.5 "
                      "MiB); no process of this stage shows an RSS that falls after compiling",
+    "peak-flops-input-remade-in-sample": "an input of a shape already made once costs one "
+                                         "more dispatch and fill per sample: measured 1.5-3.7x "
+                                         "the matmul at n 231-277 (load 12 per core), never "
+                                         "the wide margin a time window on a loaded 2-core "
+                                         "machine needs (4x); a smaller n makes both calls "
+                                         "dispatch, a larger one makes the fill vanish",
     "newest-by-name": "jax.profiler names each run's folder by its start time, so the name "
                       "order is the time order: a check preferring mtimes would fail correct "
                       "work",
-    "decide-normal-quantile": "the contract asks for an interval, not a method: z and t "
-                              "differ only near the minimum gain, where other sound "
-                              "intervals (bootstrap, Welch) fall on either side too",
+    "blind-newest-trace-by-name": "the blind corpus's newest-by-name: jax.profiler names each "
+                                  "run's folder by its start time, so the two orders agree",
 }

@@ -8,9 +8,10 @@ would be ``fit_regression`` (with autodiff where the learner's own gradient goes
 ``train_classifier``, and the release ships the checkers.
 
 One program covers every case the checker draws: the sizes are symbolic (rows, features,
-batch, classes), the step count and learning rate are inputs, and a flag replays the
-classic mistake of each stage for its diagnosis (one key for every step's rows; one
-shuffle for every epoch).
+batch, classes), the step count and learning rate are inputs, and flags replay the
+classic mistakes of each stage for their diagnoses (one key for every step's rows, and
+the rows drawn below another bound than n; one shuffle for every epoch, and an epoch of
+ceil(n / batch) steps whose last takes the leftover rows).
 """
 
 from __future__ import annotations
@@ -33,16 +34,18 @@ def shuffled_rows(key, n):
     return jax.lax.sort_key_val(bits, jnp.arange(n, dtype=jnp.int32))[1]
 
 
-def train_replay(key_data, x, y, steps, lr, same_order, batch_like, classes_like):
+def train_replay(key_data, x, y, steps, lr, same_order, batch_like, classes_like,
+                 ceil_epoch):
     """The params ``train_classifier(wrap_key_data(key_data), x, y, classes, steps, batch,
     lr)`` must return; batch and classes are the lengths of ``batch_like`` and
-    ``classes_like`` (shapes are what a program may vary by)."""
+    ``classes_like`` (shapes are what a program may vary by). ``ceil_epoch`` replays an
+    epoch of ceil(n / batch) steps, its last step on the leftover rows alone."""
     key = jax.random.wrap_key_data(key_data)
     n, batch = x.shape[0], batch_like.shape[0]
     k_init, k_order = jax.random.split(key)
     params = classifier.init_params(k_init, features=x.shape[1],
                                     classes=classes_like.shape[0])
-    per_epoch = n // batch
+    per_epoch = jnp.where(ceil_epoch, (n + batch - 1) // batch, n // batch)
 
     def step(i, carry):
         params, k_order, order = carry
@@ -55,8 +58,14 @@ def train_replay(key_data, x, y, steps, lr, same_order, batch_like, classes_like
         fresh = (j == 0) & ((i == 0) | jnp.logical_not(same_order))
         k_order, order = jax.lax.cond(fresh, reshuffle, lambda state: state,
                                       (k_order, order))
-        rows = jax.lax.dynamic_slice(order, (j * batch,), (batch,))
-        grads = jax.grad(classifier.loss)(params, x[rows], y[rows])
+        # the order padded by a batch: a slice past n holds the leftover rows and padding
+        padded = jnp.concatenate([order, jnp.zeros((batch,), jnp.int32)])
+        rows = jax.lax.dynamic_slice(padded, (j * batch,), (batch,))
+        kept = (j * batch + jnp.arange(batch) < n).astype(jnp.float32)
+        grads = jax.lax.cond(
+            ceil_epoch,
+            lambda: jax.grad(classifier.loss)(params, x[rows], y[rows], kept),
+            lambda: jax.grad(classifier.loss)(params, x[rows], y[rows]))
         return jax.tree.map(lambda v, g: v - lr * g, params, grads), k_order, order
 
     start = (params, k_order, jnp.zeros((n,), jnp.int32))
@@ -69,7 +78,7 @@ def train_replay_types():
     spec = jax.ShapeDtypeStruct
     return (spec((2,), jnp.uint32), spec((n, f), jnp.float32), spec((n,), jnp.int32),
             spec((), jnp.int32), spec((), jnp.float32), spec((), jnp.bool_),
-            spec((b,), jnp.int8), spec((c,), jnp.int8))
+            spec((b,), jnp.int8), spec((c,), jnp.int8), spec((), jnp.bool_))
 
 
 def batch_loss64(params: dict, xb, yb):
@@ -77,12 +86,13 @@ def batch_loss64(params: dict, xb, yb):
     return jnp.mean((xb @ params["w"] + params["b"] - yb) ** 2)
 
 
-def fit_replay(key_data, x, y, steps, lr, reuse_key, batch_like):
+def fit_replay(key_data, x, y, steps, lr, reuse_key, batch_like, maxval):
     """The params ``fit_regression(wrap_key_data(key_data), x, y, steps, batch, lr)`` must
-    return, the steps in float64 with autodiff's gradient (exported with x64 on: the draws
-    name their 32-bit dtypes, so they are the learner's bits)."""
+    return when ``maxval`` is n, the steps in float64 with autodiff's gradient (exported
+    with x64 on: the draws name their 32-bit dtypes, so they are the learner's bits).
+    Another ``maxval`` replays rows drawn from [0, maxval)."""
     key = jax.random.wrap_key_data(key_data)
-    n, d, batch = x.shape[0], x.shape[1], batch_like.shape[0]
+    d, batch = x.shape[1], batch_like.shape[0]
     x64, y64 = x.astype(jnp.float64), y.astype(jnp.float64)
     k_init, k_batches = jax.random.split(key)
     w = jax.random.normal(k_init, (d,), jnp.float32) / jnp.sqrt(jnp.float32(d))
@@ -98,7 +108,7 @@ def fit_replay(key_data, x, y, steps, lr, reuse_key, batch_like):
         fresh = (i == 0) | jnp.logical_not(reuse_key)
         k_batches, k_step = jax.lax.cond(fresh, advance, lambda keys: keys,
                                          (k_batches, k_step))
-        rows = jax.random.randint(k_step, (batch,), 0, n, jnp.int32)
+        rows = jax.random.randint(k_step, (batch,), 0, maxval, jnp.int32)
         grads = jax.grad(batch_loss64)(params, x64[rows], y64[rows])
         return jax.tree.map(lambda v, g: v - lr * g, params, grads), k_batches, k_step
 
@@ -110,7 +120,7 @@ def fit_replay_types():
     spec = jax.ShapeDtypeStruct
     return (spec((2,), jnp.uint32), spec((n, d), jnp.float32), spec((n,), jnp.float32),
             spec((), jnp.int32), spec((), jnp.float64), spec((), jnp.bool_),
-            spec((b,), jnp.int8))
+            spec((b,), jnp.int8), spec((), jnp.int32))
 
 
 # name -> (function, its input types, whether it is exported and run with x64 on)

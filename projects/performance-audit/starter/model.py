@@ -71,7 +71,9 @@ def time_fn(fn, *args, warmup: int = 2, iters: int = 10, sync: str = "block_unti
 
     How it is checked (stage 1): the warmed median against the checker's own
     synchronised timing of the same work (an unsynchronised timer is about 10^4 times too
-    fast), compile never in ``samples_s``, a wrong output reported, and ``first_call_s``
+    fast), also after many warm-up calls, compile never in ``samples_s``, compile counts
+    against the compiles of ``fn`` (also one that compiles again in a warm-up call), a
+    wrong output reported, and ``first_call_s``
     against the checker's own first call of a fresh, never-compiled copy of the same
     work, measured before and after yours, on works whose compile dwarfs one run, equals
     it, and is dwarfed by it. Size hint: a 512x512 matmul takes a few ms on 2 CPU cores.
@@ -83,8 +85,9 @@ def comparable(a: dict, b: dict) -> list[str]:
     """Why two ``time_fn`` results may not be compared; an empty list means they may.
 
     Compares shapes, dtypes, sync method, warm-up count and backend, and refuses a
-    result whose output check failed. Each reason is a short sentence naming the field,
-    e.g. "shapes differ: [[512, 512]] vs [[513, 512]]".
+    result whose output check failed; nothing else: two runs of one configuration (other
+    samples, first call, ``iters`` or label) may be compared. Each reason is a short
+    sentence naming the field, e.g. "shapes differ: [[512, 512]] vs [[513, 512]]".
     """
     raise NotImplementedError('stage 1: comparable')
 
@@ -186,7 +189,8 @@ def measure_peak_flops(n: int = 1024, iters: int = 5, dtype: str = "float32") ->
     Checked (stage 2): ``flops`` exactly against the checker's count for the odd ``n`` it
     asks for; ``best_s`` the minimum of ``samples_s``; ``flops_per_s`` consistent with
     ``flops`` and ``best_s`` to 1e-9; ``best_s`` within 4x of the checker's own
-    synchronised matmul of that size, measured interleaved with your calls.
+    synchronised matmul of that size, measured interleaved with your calls, also with
+    ``iters=1`` on sizes new to your process.
     Size hint: n=512 takes a few ms on 2 CPU cores.
     """
     raise NotImplementedError('stage 2: measure_peak_flops')
@@ -212,7 +216,7 @@ def measure_bandwidth(nbytes: int = 256 * 2**20, iters: int = 5,
       samples_s: list of ``iters`` raw seconds, one per steady, completed call
       minor_faults: list of ``iters`` ints, the minor page faults this process took
           during each sample
-      bandwidth: float, bytes/s at the fastest sample
+      bandwidth: float, bytes/s at the fastest sample (``moved_bytes`` over it, to 1e-9)
 
     Checked (stage 2): moved bytes exactly; in-place and read_sum bandwidths against the
     checker's own measurements interleaved with your calls (within a factor the physics

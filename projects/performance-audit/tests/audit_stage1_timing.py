@@ -61,8 +61,8 @@ from coursekit.checking.device import (
     output_on_device,
     time_on_device,
 )
-from coursekit.checking.errors import CheckFailed, CheckInconclusive
-from coursekit.checking.learner import get_function
+from coursekit.checking.errors import CheckFailed, CheckInconclusive, LearnerCodeError
+from coursekit.checking.learner import get_function, on_input
 from coursekit.checking.probes import (
     reported_counts,
     reported_times_within_wall,
@@ -112,6 +112,16 @@ def times_within_wall(what: str, records, wall_s: float) -> None:
             yours=where[0], expected="first_call_s apart from every sample",
             hint="first_call_s is the first call alone (compile included) and no sample; "
             "samples_s only the timed calls after the warm-up")
+    # Times in another unit add up to 1000x (ms) or 10^6x (us) the wall time; scaled back
+    # they fit inside it: a unit slip, said as such, not a forged report.
+    for unit, scale, times in (("milliseconds", 1e3, "1000"), ("microseconds", 1e6,
+                                                                "a million")):
+        if wall_s * scale / 3 < timed <= wall_s * scale * 1.01 + 1e-3 * scale:
+            raise CheckFailed(
+                f"{what}: your times add up to {timed:.4g}, but the whole call took "
+                f"{wall_s:.4g} s", yours=f"{timed:.4g} in all", expected=f"at most "
+                f"{wall_s:.4g} s in all", hint=f"your times read {times} times too large: "
+                f"{unit}, where seconds are asked")
     reported_times_within_wall(what, records, wall_s)
 
 
@@ -139,7 +149,9 @@ def learner_measurement(impl, ctx, **kwargs) -> tuple[dict, dict]:
     process: self-reported, cross-checked here)."""
     time_fn = get_function(impl, "time_fn")
     workload, _, x = stage1_workload(ctx)
-    m = require_keys(time_fn(workload, x, **kwargs), MEASUREMENT_KEYS, "time_fn")
+    with on_input(f"fn = a jitted tanh(a @ a * s) @ a, args = one float32 ({x.shape[0]}, "
+                  f"{x.shape[1]}) array, {kwargs}"):
+        m = require_keys(time_fn(workload, x, **kwargs), MEASUREMENT_KEYS, "time_fn")
     return m, cross_check_counts(impl, ctx, workload.facts, "time_fn", m)
 
 
@@ -152,9 +164,9 @@ def learner_measurement(impl, ctx, **kwargs) -> tuple[dict, dict]:
 # large rounds get the most: each is three runs of a work sized to take 16x its compile
 # (at load 5 per core with a core busy, 10.6 s a round, where 10 s of budget ended the
 # reference's rounds at two, undecided; in the planted batch's two checkers at once, 20 s).
-BUDGET_S = {"warm_median": 8.0, "first_call_small": 6.0, "first_call_medium": 15.0,
-            "large_search": 15.0, "first_call_large": 30.0, "host_read": 6.0,
-            "host_read_leaves": 6.0}
+BUDGET_S = {"warm_median": 8.0, "warmup": 6.0, "first_call_small": 6.0,
+            "first_call_medium": 15.0, "large_search": 15.0, "first_call_large": 30.0,
+            "host_read": 6.0, "host_read_leaves": 6.0}
 # A round after the first is a smaller time_fn call (a fresh jitted copy: one compile, one
 # warm-up call, three samples) and as many synchronised calls of the checker's own copy.
 ROUND_WARMUP, ROUND_ITERS = 1, 3
@@ -178,17 +190,46 @@ def checker_median(ctx, iters: int = ROUND_ITERS) -> float:
     return median_s(checker_stage1_samples(ctx, iters))
 
 
+def unwaited_samples_fail(facts: dict, warmup: int, iters: int) -> None:
+    """The call probe (self-reported, only ever a reason to fail): a timed call whose
+    output was still being computed when the next call began ended its sample early."""
+    timed = set(range(1 + warmup, warmup + iters))  # the last timed call has no next one
+    unready = sorted(set(reported_unready("time_fn", facts)) & timed)
+    fail_unless(not unready, "time_fn: timed calls were still running when the next call "
+                "began", yours=f"calls {unready} of fn unfinished at the next call",
+                expected="every sample's call finished within it",
+                hint=f"your samples of calls {unready[:3]} stopped the clock before the call's "
+                "work was done (JAX returns at dispatch): each sample holds its call's work "
+                "finished")
+
+
 @checker.check(1, "warm_median_is_device_time")
 def _(impl, ctx):
-    m, _ = learner_measurement(impl, ctx, warmup=2, iters=7)
+    m, counted = learner_measurement(impl, ctx, warmup=2, iters=7)
+    unwaited_samples_fail(counted, 2, 7)
     first = (median_s(samples_of(m, "time_fn", raw=False)), checker_median(ctx, 7))
     timing_verdict(lambda i: learner_median(impl, ctx, "time_fn"),
                    lambda i: checker_median(ctx), TIME_RATIO_WINDOW, "your warmed median",
                    against=AGAINST_MEDIAN, first=first, budget_s=BUDGET_S["warm_median"],
                    max_rounds=8,
-                   too_fast="wait for the result inside the timed region: "
-                   "jax.block_until_ready(out) before you stop the clock (JAX returns "
-                   "before the work is done)", too_slow=TOO_SLOW)
+                   too_fast="your samples end before the work does: JAX returns at "
+                   "dispatch, so a sample holds its call's work only when the wait for the "
+                   "result is inside its timed region", too_slow=TOO_SLOW)
+
+
+def call_count_hint(calls: int, warmup: int, iters: int) -> str:
+    """What a wrong number of calls of fn is, by how far it is off."""
+    want = 1 + warmup + iters
+    if calls == want - 1:
+        return ("one call short: the first call (the one that compiles) is made and timed "
+                "apart, before the warm-up calls and the samples, and is neither")
+    if calls == want + 1:
+        return ("one call too many: fn is called once for the first call, warmup times to "
+                "warm up, iters times for the samples, and no more")
+    if calls == want - warmup:
+        return "no warm-up calls: warmup untimed calls come between the first call and the samples"
+    return (f"{calls} calls for warmup={warmup}, iters={iters}: one first call, warmup untimed "
+            "calls, iters timed calls")
 
 
 @checker.check(1, "first_call_reported_apart")
@@ -197,20 +238,110 @@ def _(impl, ctx):
     m, counted = learner_measurement(impl, ctx, warmup=warmup, iters=iters)  # plain facts
     as_float(m["first_call_s"], "first_call_s")
     fail_unless(counted["calls"] == 1 + warmup + iters,
-                "time_fn made the wrong number of calls: the compiling first call must be "
-                "timed alone, then warmup untimed calls, then iters timed calls",
+                "time_fn made the wrong number of calls of fn",
                 yours=f"{counted['calls']} calls", expected=f"{1 + warmup + iters} calls",
-                hint="call once (first_call_s), then warm up, then take iters samples; "
-                "never let the first call's compile land in samples_s")
+                hint=call_count_hint(counted["calls"], warmup, iters))
     fail_unless(counted["compiled_at"] == [0], "the compile did not happen in the first call",
-                yours=f"compiled in calls {counted['compiled_at']}", expected="only call 0")
-    fail_unless(m["compiles_first_call"] == len(counted["compiled_at"]) and
-                m["compiles_warmed"] == 0,
-                "compile counts do not match what jax.monitoring saw",
-                yours=f"first={m['compiles_first_call']!r} warmed={m['compiles_warmed']!r}",
-                expected=f"first={len(counted['compiled_at'])} warmed=0",
-                hint="count '/jax/core/compile/backend_compile_duration' events with "
-                "jax.monitoring.register_event_duration_secs_listener")
+                yours=f"compiled in calls {counted['compiled_at']}", expected="only call 0",
+                hint="the first call of a fresh jitted function compiles: make it before any "
+                "other call of fn")
+
+
+def compile_counts_agree(m: dict, counted: dict, warmup: int, iters: int, what: str) -> bool:
+    """``compiles_first_call`` and ``compiles_warmed`` (ints) against the compiles this
+    process's probe counted in call 0 and in every later call. False (nothing said) when
+    the calls themselves were not the contract's: first_call_reported_apart names that."""
+    if counted["calls"] != 1 + warmup + iters:
+        return False
+    first = sum(1 for c in counted["compiled_at"] if c == 0)
+    later = [c for c in counted["compiled_at"] if c > 0]
+    for key in ("compiles_first_call", "compiles_warmed"):
+        fail_unless(type(m[key]) is int, f"{what}: {key} is not an int", yours=m[key],
+                    expected="an int: how many compiles", hint="a count of compile events")
+    if m["compiles_first_call"] == first and m["compiles_warmed"] == len(later):
+        return True
+    in_warmup = [c for c in later if c <= warmup]
+    if m["compiles_warmed"] == len(later) - len(in_warmup) and in_warmup:
+        hint = (f"fn compiled again in call {in_warmup[0]}, a warm-up call, and your "
+                "compiles_warmed left it out: it counts every compile after the first call, "
+                "the warm-up calls' too, not only the samples'")
+    elif m["compiles_first_call"] != first and first:
+        hint = (f"the first call compiled {first} time(s) and yours says "
+                f"{m['compiles_first_call']}: count the compile events while the first call "
+                "runs")
+    else:
+        hint = ("compiles_first_call counts the compile events of the first call, "
+                "compiles_warmed those of every later call")
+    raise CheckFailed(f"{what}: the compile counts differ from the compiles of fn",
+                      yours=f"compiles_first_call={m['compiles_first_call']!r}, "
+                      f"compiles_warmed={m['compiles_warmed']!r}",
+                      expected=f"compiles_first_call={first}, compiles_warmed={len(later)} "
+                      f"(fn compiled in calls {counted['compiled_at']})", hint=hint)
+
+
+@checker.check(1, "compiles_counted_where_they_happen")
+def _(impl, ctx):
+    """The compile counts against the compile events counted around fn in the learner
+    process: on the stage-1 work (the first call compiles, no later one), and on a step
+    that compiles again on its second call, a warm-up call (compiles_warmed counts it)."""
+    warmup, iters = 2, 3
+    m, counted = learner_measurement(impl, ctx, warmup=warmup, iters=iters)
+    compile_counts_agree(m, counted, warmup, iters, "time_fn")
+    time_fn = get_function(impl, "time_fn")
+    _, _, x = stage1_workload(ctx)
+    again = Workload("performance-audit/compiles_again",
+                     scale=float(ctx.rng("compiles-again").uniform(0.5, 2.0)))
+    m = require_keys(time_fn(again, x, warmup=warmup, iters=iters), MEASUREMENT_KEYS,
+                     "time_fn")
+    counted = cross_check_counts(impl, ctx, again.facts, "time_fn", m)
+    compile_counts_agree(m, counted, warmup, iters, "time_fn on a step that compiles again "
+                         "on its second call")
+
+
+# The warm-up calls: this many, each a stage-1 call (10-40 ms), so that warm-up calls
+# dispatched and never waited for still run when the samples start: the first sample then
+# holds them (measured: 12 unwaited calls made the next synchronised call 8-13x one call;
+# 24 make it 16x or more, against a window of 4x).
+WARMUP_CALLS = 24
+
+
+def unwaited_warmup_fails(facts: dict, warmup: int, samples: list[float]) -> None:
+    """The learner process's call probe: the last warm-up call's output still computing
+    when the first timed call began (self-reported, only ever a reason to fail: a
+    synchronised warm-up is never listed; one that drains the queue by waiting for its last
+    call is not either)."""
+    unready = reported_unready("time_fn", facts)
+    if warmup in unready:
+        rest = statistics.median(samples[1:]) if len(samples) > 1 else math.nan
+        raise CheckFailed(
+            "time_fn: the warm-up calls were still running when the first sample began",
+            yours=f"samples_s[0] = {samples[0] * 1e3:.4g} ms, the others' median "
+            f"{rest * 1e3:.4g} ms", expected="each sample one call's work",
+            hint=f"the last warm-up call (call {warmup} of fn) had not finished when your "
+            "first timed call began: the warm-up calls' work, queued behind the dispatch, "
+            "lands in your first sample. The samples start after the warm-up's work is done")
+
+
+@checker.check(1, "warmup_done_before_the_samples")
+def _(impl, ctx):
+    iters = 3
+
+    def yours(i=None):
+        m, _ = learner_measurement(impl, ctx, warmup=WARMUP_CALLS, iters=iters)
+        return max(samples_of(m, "time_fn", iters))
+
+    m, counted = learner_measurement(impl, ctx, warmup=WARMUP_CALLS, iters=iters)
+    samples = samples_of(m, "time_fn", iters)
+    unwaited_warmup_fails(counted, WARMUP_CALLS, samples)
+    timing_verdict(yours, lambda i: max(checker_stage1_samples(ctx, iters)), (0.0,
+                   TIME_RATIO_WINDOW), f"your slowest sample after {WARMUP_CALLS} warm-up "
+                   "calls", against="the checker's slowest of as many synchronised calls of "
+                   "the same work, measured in turn with yours",
+                   first=(max(samples), max(checker_stage1_samples(ctx, iters))),
+                   budget_s=BUDGET_S["warmup"], max_rounds=6,
+                   too_fast="your samples end before the work does",
+                   too_slow=f"one sample holds many calls' work: the {WARMUP_CALLS} warm-up "
+                   "calls ran into it. Each sample starts once the warm-up's work is done")
 
 
 # A first call is trace + compile + one complete run. Three works of the same kind (the
@@ -491,10 +622,10 @@ def first_call_large(impl, ctx) -> None:
         against="one warmed, synchronised run of the same work by the checker, measured "
         "in turn with yours", first=(yours, geometric_mean(before.samples_s[0], after)),
         budget_s=BUDGET_S["first_call_large"], first_cost_s=round_s,
-        too_fast="the first call returned before its work was done (a first call holds "
-        f"compile + one whole run; the checker's own took {before.first_call_s * 1e3:.4g} "
-        "ms): synchronise the first call inside its timed boundary too "
-        "(jax.block_until_ready, or the host read)")
+        too_fast="your first call's clock stopped before its work was done (a first call "
+        f"holds compile + one whole run; the checker's own took "
+        f"{before.first_call_s * 1e3:.4g} ms): its wait belongs inside its timed boundary, "
+        "as every sample's does")
 
 
 @checker.check(1, "first_call_is_compile_and_run")
@@ -530,20 +661,82 @@ def _(impl, ctx):
                        MEASUREMENT_KEYS, "time_fn")
     fail_unless(good["output_ok"] is True, "a correct output was not reported as correct",
                 yours=good["output_ok"], expected=True,
-                hint="compare np.asarray(out) with expected using np.allclose")
+                hint="output_ok is True exactly when the first call's output is within "
+                "rtol/atol of expected, elementwise (np.allclose semantics)")
     fail_unless(bad["output_ok"] is False,
                 f"an output wrong at element ({i}, {j}) was not caught",
                 yours=bad["output_ok"], expected=False,
-                hint="check the first call's output against `expected` before timing")
+                hint=f"one element of {right.shape[0]}x{right.shape[1]} was off by "
+                f"{wrong[i, j] - right[i, j]:.3g}: the first call's whole output is compared "
+                "with expected, before anything is timed")
     for name, got, want in (("a correct", good, 2), ("a wrong", bad, 0)):
         fail_unless(isinstance(got["samples_s"], list) and len(got["samples_s"]) == want,
                     f"with {name} output, time_fn must give {want} warmed samples",
                     yours=got["samples_s"], expected=f"{want} samples (iters=2)",
                     hint="a checked, correct output is timed as usual; a wrong one is "
                     "not timed at all")
+    # the tolerances are the caller's (np.allclose semantics with rtol and atol), and
+    # without expected nothing was checked: output_ok None
+    off = {"rtol": (right * (1 + 3e-3), {"rtol": 1e-2}),
+           "atol": (right + 3e-3, {"rtol": 0.0, "atol": 1e-2})}
+    for name, (expected, tolerance) in off.items():
+        got = require_keys(time_fn(stage1_workload(ctx)[0], x, warmup=0, iters=1,
+                                   expected=expected, **tolerance), MEASUREMENT_KEYS, "time_fn")
+        kind = "relative" if name == "rtol" else "absolute"
+        fail_unless(got["output_ok"] is True, f"an output within the {name} it was given "
+                    f"({tolerance}) was reported wrong", yours=got["output_ok"],
+                    expected=True, hint=f"every element is 3e-3 off ({kind}): inside the "
+                    f"tolerance passed in ({name}={tolerance[name]:g}), which your comparison "
+                    "did not use")
+    unchecked = require_keys(time_fn(stage1_workload(ctx)[0], x, warmup=0, iters=1),
+                             MEASUREMENT_KEYS, "time_fn")
+    fail_unless(unchecked["output_ok"] is None, "without expected, output_ok must be None",
+                yours=unchecked["output_ok"], expected=None, hint="no expected output given: "
+                "nothing was checked, which is neither True nor False")
 
 
-@checker.check(1, "comparable_refuses_other_shapes_dtypes")
+@checker.check(1, "time_fn_refuses_an_unknown_sync")
+def _(impl, ctx):
+    """The contract: sync is "block_until_ready" or "host_read"; anything else is a
+    ValueError (a record saying sync="none" would pass for a measurement)."""
+    time_fn = get_function(impl, "time_fn")
+    workload, _, x = stage1_workload(ctx)
+    try:
+        got = time_fn(workload, x, warmup=0, iters=1, sync="none")
+    except LearnerCodeError as err:
+        if isinstance(err, TamperEvidence) or err.kind != "exception":
+            raise
+        fail_unless(err.exc_type == "ValueError", f"time_fn(sync='none') raised "
+                    f"{err.exc_type or 'an exception'}, not ValueError", yours=str(err)[:200],
+                    expected="ValueError naming sync", hint="an unknown sync is the caller's "
+                    "mistake: refuse it by name (ValueError) before anything is timed")
+        return
+    fail_unless(False, "time_fn(sync='none') returned a measurement",
+                yours={k: got.get(k) for k in ("sync", "samples_s")} if isinstance(got, dict)
+                else got, expected="ValueError: sync must be 'block_until_ready' or "
+                "'host_read'", hint="a measurement that did not wait in a way the contract "
+                "names is no measurement: refuse any other sync with ValueError")
+
+
+# Fields two measurements of one configuration may differ in: what was measured, not how
+# (another run of the same configuration has other samples and times; iters says only how
+# many samples there are). comparable() must accept a pair that differs in these alone.
+SAME_CONFIGURATION = {
+    "iters": (lambda m: m["iters"] + 4 if isinstance(m.get("iters"), int) else 9,
+              "iters is how many samples were taken, not how: two runs of one "
+              "configuration may take different numbers of samples"),
+    "samples_s": (lambda m: [s * 1.7 for s in m["samples_s"]] + [m["samples_s"][0]],
+                  "the samples are what was measured: two runs of one configuration always "
+                  "differ in them"),
+    "first_call_s": (lambda m: m["first_call_s"] * 0.6,
+                     "first_call_s is what was measured: two runs of one configuration "
+                     "differ in it"),
+    "label": (lambda m: str(m.get("label")) + "-again",
+              "a label names a run; it is no part of its configuration"),
+}
+
+
+@checker.check(1, "comparable_refuses_exactly_what_differs")
 def _(impl, ctx):
     comparable = get_function(impl, "comparable")
     m, _ = learner_measurement(impl, ctx, warmup=1, iters=3)
@@ -551,6 +744,14 @@ def _(impl, ctx):
     fail_unless(isinstance(same, list) and same == [] and type(same) is list,
                 "two measurements of the same configuration were refused",
                 yours=same, expected=[])
+    # another measurement of the same configuration: only what was measured differs
+    for field, (change, why) in SAME_CONFIGURATION.items():
+        other = copy.deepcopy(m)
+        other[field] = change(other)
+        reasons = comparable(m, other)
+        fail_unless(isinstance(reasons, list) and reasons == [],
+                    f"two measurements of one configuration that differ only in {field} were "
+                    "refused", yours=reasons, expected=[], hint=why)
     for field, change in (("shapes", lambda s: [[d + 1 for d in shape] for shape in s]),
                           ("dtypes", lambda s: ["bfloat16" for _ in s]),
                           ("sync", lambda s: "none"), ("warmup", lambda s: s + 3),
@@ -561,7 +762,8 @@ def _(impl, ctx):
         fail_unless(isinstance(reasons, list) and len(reasons) > 0,
                     f"measurements with different {field} were accepted as comparable",
                     yours=reasons, expected=f"a reason naming {field}",
-                    hint="compare shapes, dtypes, sync and warmup; list each difference")
+                    hint=f"{field} is part of how a measurement was made: a pair that "
+                    "differs in it is refused, with a reason naming it")
         text = " ".join(map(str, reasons)).lower()
         fail_unless(field.rstrip("s") in text,
                     f"the reasons do not name the field that differs ({field})",
@@ -593,11 +795,17 @@ def _(impl, ctx):
     fail_unless(len(compiled_at) == 2,
                 "the shape change should cost exactly one new compile",
                 yours=f"compiles at calls {compiled_at}",
-                expected="one compile per shape", hint="jit the function once; vary x only")
+                expected="one compile per shape",
+                hint="fn compiled once: the changed shape was compiled before its measurement "
+                "began (a call outside the two measurements)" if len(compiled_at) < 2 else
+                f"fn compiled {len(compiled_at)} times for two shapes: something besides the "
+                "shape changed between calls")
     fail_unless(changed["compiles_first_call"] >= 1 and changed["compiles_warmed"] == 0,
                 "the changed shape's compile is not in its first call",
                 yours=f"first={changed['compiles_first_call']} warmed="
-                      f"{changed['compiles_warmed']}", expected="first>=1 warmed=0")
+                      f"{changed['compiles_warmed']}", expected="first>=1 warmed=0",
+                hint="the new shape compiles in the changed measurement's first call, which "
+                "its compiles_first_call counts")
     for name, m, arg in (("base", base, x), ("changed", changed, x2)):
         fail_unless(m["shapes"] == [list(arg.shape)] and m["dtypes"] == [str(arg.dtype)],
                     f"the {name} measurement does not report the input this check passed",
@@ -628,10 +836,9 @@ def host_read_every_timed_call(facts: dict, timed: int) -> None:
                 "step's first output leaf (a host value) was not read to the host in "
                 f"timed calls {unread} of {timed_calls}", yours=f"read in calls "
                 f"{facts.get('host_read_at', [])}", expected=f"read in every timed call "
-                f"{timed_calls}", hint="with sync='host_read', read every output leaf to "
-                "the host (np.asarray) inside each timed call: waiting with "
-                "block_until_ready instead, or reading only some leaves, is not the sync "
-                "the record reports")
+                f"{timed_calls}", hint="the record says host_read, but the timed calls "
+                "waited another way, or read only some output leaves: the sync a record "
+                "names is the one its samples used")
 
 
 @checker.check(1, "host_read_alone")
@@ -684,12 +891,12 @@ def _(impl, ctx):
             host_read_round, lambda i: checker_median(ctx), TIME_RATIO_WINDOW,
             "the host-read median", against=AGAINST_MEDIAN, first=read_first,
             budget_s=BUDGET_S["host_read"], max_rounds=8,
-            too_fast="np.asarray(out) inside the timed region waits for the result; a read "
-            "outside it measures nothing", too_slow=TOO_SLOW),
+            too_fast="your host-read samples end before the work does: the read that waits "
+            "for the result belongs inside the timed region", too_slow=TOO_SLOW),
         lambda: timing_verdict(
             leaves_round, lambda i: checker_median(ctx), TIME_RATIO_WINDOW,
             "the host-read median of a step with two output leaves",
             against=AGAINST_MEDIAN, first=leaves_first,
             budget_s=BUDGET_S["host_read_leaves"], max_rounds=8,
-            too_fast="read every output leaf (jax.tree.map(np.asarray, out)): reading one "
-            "leaf waits only for that leaf", too_slow=TOO_SLOW))
+            too_fast="this step's first output leaf is a host value, ready at once: a read "
+            "of it alone waits for nothing; the host read reads every leaf", too_slow=TOO_SLOW))

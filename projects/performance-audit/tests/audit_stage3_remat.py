@@ -20,7 +20,7 @@ from coursekit import protocol
 from coursekit.checking import bridge
 from coursekit.checking.device import learner_may_hold_accelerator
 from coursekit.checking.graded import instructor_module
-from coursekit.checking.learner import get_function, require_written
+from coursekit.checking.learner import get_function, on_input, require_written
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import peak_memory
 
@@ -73,6 +73,54 @@ def learner_program(impl, ctx, policy):
     return ctx.once(f"program-{policy}", export)
 
 
+def blocks_input(params, x, policy) -> str:
+    """The checker's input to a stage-3 function, as a learner can make it again."""
+    width, hidden = params[0]["w1"].shape
+    return (f"params = {len(params)} blocks of w1 ({width}, {hidden}) and w2 ({hidden}, "
+            f"{width}) {params[0]['w1'].dtype}, x ({x.shape[0]}, {x.shape[1]}) {x.dtype}, "
+            f"policy={policy!r}")
+
+
+def remat_as_asked(impl, ctx, policy, blocks: int) -> bool:
+    """Whether the learner's block_loss program rematerialises as ``remat_really_applied``
+    asks (no region without a policy, one per block with one). The byte counts are held
+    to the checker's correctly rematerialised model only then; otherwise that check names
+    the cause, and one mistake gives one FAIL."""
+    regions = checkpoint_regions(learner_program(impl, ctx, policy))
+    return regions == 0 if policy is None else regions >= blocks
+
+
+def refuses_an_unknown_policy(impl, name: str, params, x) -> None:
+    """The contract: policy is None or one of the named policies; anything else is a
+    ValueError (a misspelt policy that silently rematerialises nothing measures nothing)."""
+    from coursekit.checking.errors import LearnerCodeError, TamperEvidence
+    try:
+        get_function(impl, name)(params, x, "nothing_savable")
+    except LearnerCodeError as err:
+        if isinstance(err, TamperEvidence) or err.kind != "exception":
+            raise
+        fail_unless(err.exc_type == "ValueError", f"{name} with policy='nothing_savable' "
+                    f"raised {err.exc_type or 'an exception'}, not ValueError",
+                    yours=str(err)[:200], expected="ValueError naming the policy",
+                    hint="an unknown policy is the caller's mistake: refuse it by name")
+        return
+    fail_unless(False, f"{name} took policy='nothing_savable' (misspelt)", yours="a loss",
+                expected="ValueError: policy must be None or one of the named policies",
+                hint="a policy that is not one of the named ones must be refused, or a "
+                "misspelling rematerialises nothing without a word")
+
+
+def loss_and_grads_regions(impl, ctx) -> int:
+    """Checkpoint regions in the program the learner's ``loss_and_grads`` runs with
+    ``nothing_saveable`` (exported by the learner process, counted here; once a run)."""
+    def count():
+        params, x, _ = remat_workload(ctx)
+        program = get_function(impl, "loss_and_grads").export(
+            params, x, policy="nothing_saveable", out_example=(0.0, params))
+        return checkpoint_regions(program)
+    return ctx.once("loss-and-grads-regions", count)
+
+
 def checkpoint_regions(program) -> int:
     """Rematerialised regions in a gradient program: XLA keeps each recomputed block
     apart with one optimization barrier (0 without remat)."""
@@ -112,6 +160,16 @@ def residual_hint(fn, args, yours) -> str:
             "pullback's leaves that are not the arguments")
 
 
+def byte_count(value, what: str) -> int:
+    """A byte count as the contract returns it: an int (a NumPy integer too), or a FAIL."""
+    number = as_float(value, what)
+    fail_unless(isinstance(value, (int, np.integer)) and not isinstance(value, bool),
+                f"{what} is not an int", yours=repr(value)[:80], expected="an int: a count of "
+                "bytes", hint=f"yours is {type(value).__name__}"
+                + (": a count of bytes is whole" if number != round(number) else ""))
+    return int(number)
+
+
 def tanh_workload(ctx):
     """A plain ``tanh(x @ w)`` chain: square odd weights, a few layers."""
     rng = ctx.rng("tanh")
@@ -140,12 +198,14 @@ def _(impl, ctx):
     ref_loss = ref_grads = None
     rtol, atol = GRAD_TOLERANCE["accelerator" if learner_may_hold_accelerator() else "cpu"]
     for policy in (None, *POLICIES):
-        loss, grads = loss_and_grads(params, x, policy)
+        with on_input(blocks_input(params, x, policy)):
+            loss, grads = loss_and_grads(params, x, policy)
         if ref_grads is None:  # after the learner's first call: an unwritten one hears so
             ref_loss, ref_grads = jax.value_and_grad(reference_loss)(params, x)
         fail_unless(np.allclose(np.asarray(loss, dtype=np.float64), float(ref_loss),
                                 rtol=rtol), f"loss with policy={policy} differs",
-                    yours=loss, expected=float(ref_loss))
+                    yours=loss, expected=float(ref_loss),
+                    hint=loss_hint(loss, float(ref_loss), x.shape))
         ref_leaves, ref_tree = jax.tree.flatten(ref_grads)
         leaves, tree = jax.tree.flatten(grads)
         fail_unless(tree == ref_tree, f"gradient pytree with policy={policy} is shaped "
@@ -156,41 +216,78 @@ def _(impl, ctx):
                         np.allclose(got, np.asarray(want), rtol=rtol, atol=atol),
                         f"gradients with policy={policy} differ from the checker's",
                         yours=got, expected=np.asarray(want),
-                        hint="remat must change memory, never the numbers")
-        if policy is None:  # the output is shaped right: its program can be read
-            remat_in_loss_and_grads(loss_and_grads, params, x)
+                        hint=gradient_hint(got, np.asarray(want)))
 
 
-def remat_in_loss_and_grads(loss_and_grads, params, x) -> None:
-    """Equal numbers say nothing about remat: the program ``loss_and_grads`` runs (the one
-    the peak-memory check measures) must hold one checkpoint region per block."""
-    program = loss_and_grads.export(params, x, policy="nothing_saveable",
-                                    out_example=(0.0, params))
-    regions = checkpoint_regions(program)
-    fail_unless(regions >= len(params), "loss_and_grads with policy='nothing_saveable' "
-                "does not rematerialise: the policy never reaches block_loss",
-                yours=f"{regions} checkpoint regions in its program",
-                expected=f"at least {len(params)} (one per block)",
-                hint="pass the policy through to block_loss")
+def loss_hint(yours, want: float, shape) -> str:
+    """What a loss that differs from the checker's is, where its ratio shows it."""
+    try:
+        ratio = float(np.asarray(yours, dtype=np.float64)) / want
+    except (TypeError, ValueError):
+        return "the loss is one float32 scalar: the mean of the squared outputs"
+    batch, width = shape
+    for factor, what in ((batch * width, "the sum over every element"),
+                         (width, "the mean over the batch of each row's sum"),
+                         (batch, "the mean over the width of each column's sum"),
+                         (0.5, "half the mean")):
+        if np.isclose(ratio, factor, rtol=1e-4):
+            return f"yours is {ratio:.6g}x the checker's: {what}, where the mean of the " \
+                   "squared outputs over every element is asked"
+    return f"yours is {ratio:.6g}x the checker's: the mean of the squared outputs of all blocks"
+
+
+def gradient_hint(got: np.ndarray, want: np.ndarray) -> str:
+    """What gradients that differ from the checker's are, where a ratio shows it."""
+    ratio = float(np.vdot(got, want) / max(np.vdot(want, want), 1e-30))
+    if ratio and np.allclose(got, ratio * want, rtol=1e-4, atol=1e-8):
+        return (f"yours are {ratio:.4g}x the checker's, leaf for leaf: the loss is the mean "
+                "of the squared outputs of all blocks")
+    return "remat changes what is kept for the backward pass, never the numbers"
+
+
+def regions_hint(regions: int, blocks: int, where: str) -> str:
+    """What a program with too few checkpoint regions shows, by how many it holds."""
+    if regions == 0:
+        return (f"{where} holds no checkpoint region at all: no jax.checkpoint ran, so the "
+                "policy asked for reached no block")
+    if regions == 1:
+        return (f"{where} holds one checkpoint region for {blocks} blocks: one "
+                "jax.checkpoint around the whole loss (or all its blocks), where each "
+                "block is rematerialised on its own")
+    return (f"{where} holds {regions} checkpoint regions for {blocks} blocks: some blocks "
+            "share a region or have none; each block is its own")
 
 
 @checker.check(3, "remat_really_applied")
 def _(impl, ctx):
+    """``jax.checkpoint`` once per block, counted in the learner's own exported programs:
+    ``block_loss``'s under each policy, then ``loss_and_grads``' (the program the peak
+    memory check measures) with one: equal numbers say nothing about remat."""
     require_written(impl, "block_loss")
-    params, _, _ = remat_workload(ctx)
+    params, x, _ = remat_workload(ctx)
 
     def remat_count(policy):
         return checkpoint_regions(learner_program(impl, ctx, policy))
 
     fail_unless(remat_count(None) == 0, "policy=None must not rematerialise",
-                yours=remat_count(None), expected=0)
+                yours=f"{remat_count(None)} checkpoint regions", expected=0,
+                hint="without a policy nothing is rematerialised: no jax.checkpoint")
     for policy in POLICIES:
         n = remat_count(policy)
-        fail_unless(n >= len(params), f"policy={policy!r} does not wrap each block in "
-                    "jax.checkpoint", yours=f"{n} checkpoint regions",
+        fail_unless(n >= len(params), f"block_loss with policy={policy!r} does not "
+                    "rematerialise each block", yours=f"{n} checkpoint regions",
                     expected=f"at least {len(params)} (one per block)",
-                    hint="every block's computation must be its own checkpointed region, with "
-                    "the named policy from jax.checkpoint_policies")
+                    hint=regions_hint(n, len(params), "your block_loss's program"))
+    refuses_an_unknown_policy(impl, "block_loss", params, x)
+    regions = loss_and_grads_regions(impl, ctx)
+    fail_unless(regions >= len(params), "loss_and_grads with policy='nothing_saveable' "
+                "does not rematerialise each block", yours=f"{regions} checkpoint regions "
+                "in its program", expected=f"at least {len(params)} (one per block; your "
+                f"block_loss alone holds {remat_count('nothing_saveable')})",
+                hint=("your block_loss rematerialises each block, but the program "
+                      "loss_and_grads runs holds no checkpoint region: the policy given to "
+                      "loss_and_grads never reaches block_loss") if regions == 0 else
+                regions_hint(regions, len(params), "the program loss_and_grads runs"))
 
 
 @checker.check(3, "remat_saves_residuals_and_temp")
@@ -201,35 +298,42 @@ def _(impl, ctx):
     params, x, _ = remat_workload(ctx)
     # bytes, not float32 elements: the same model in bfloat16 keeps half the bytes
     half = jax.tree.map(lambda a: a.astype(jnp.bfloat16), (params, x))
-    yours = saved(*half, None)  # first: an unwritten function hears so at once
-    expected = residual_bytes(reference_loss, *half)
+    yours = byte_count(saved(*half, None), "saved_residual_bytes")  # first: an unwritten
+    expected = residual_bytes(reference_loss, *half)  # function hears so at once
     if as_float(yours, "saved bytes") != expected:
         fail_unless(False, "saved residual bytes of the bfloat16 model differ from the "
                     "checker's", yours=yours, expected=expected,
                     hint=residual_hint(reference_loss, half, as_float(yours, "saved bytes")))
     for policy in (None, "nothing_saveable"):
-        # the residuals of a correctly rematerialised block loss (remat_really_applied
-        # shows, from the learner's own program, that theirs is one)
+        # the residuals of a correctly rematerialised block loss, where the learner's own
+        # program is one (remat_really_applied)
+        if not remat_as_asked(impl, ctx, policy, len(params)):
+            continue
         expected = residual_bytes(lambda p, x: reference_loss(p, x, policy), params, x)  # noqa: B023
-        yours = saved(params, x, policy)
+        with on_input(blocks_input(params, x, policy)):
+            yours = saved(params, x, policy)
         if as_float(yours, "saved bytes") != expected:
             fail_unless(False, f"saved residual bytes with policy={policy} differ from the "
                         "checker's", yours=yours, expected=expected,
                         hint=residual_hint(lambda p, x: reference_loss(p, x, policy),  # noqa: B023
                                            (params, x), as_float(yours, "saved bytes")))
-    fail_unless(saved(params, x, "nothing_saveable") < saved(params, x, None),
-                "remat did not reduce saved residuals", hint="wrap each block")
+    fail_unless(saved(params, x, "nothing_saveable") < saved(params, x, None)
+                or not remat_as_asked(impl, ctx, "nothing_saveable", len(params)),
+                "remat did not reduce saved residuals", hint="with nothing_saveable a block "
+                "keeps its input alone; your count with it is not below the one without")
     compiled = {}
     for policy in (None, "nothing_saveable"):
         fn = jax.jit(learner_program(impl, ctx, policy).call)  # compiled here
         compiled[policy] = fn.lower(params, x).compile().memory_analysis().temp_size_in_bytes
-        yours = temp(params, x, policy)
-        fail_unless(as_float(yours, "temp bytes") == compiled[policy],
+        with on_input(blocks_input(params, x, policy)):
+            yours = temp(params, x, policy)
+        fail_unless(byte_count(yours, "compiler_temp_bytes") == compiled[policy],
                     f"compiler temp bytes with policy={policy} differ",
                     yours=yours, expected=compiled[policy],
                     hint="the compiler's own figure for this program's temporary buffers, "
                     "read from the compiled program, not estimated")
-    fail_unless(compiled["nothing_saveable"] < compiled[None],
+    fail_unless(compiled["nothing_saveable"] < compiled[None]
+                or not remat_as_asked(impl, ctx, "nothing_saveable", len(params)),
                 "the compiler does not expect less temporary memory with remat",
                 yours=compiled, expected="nothing_saveable < None")
 
@@ -243,6 +347,7 @@ def _(impl, ctx):
     # the tanh chain: each layer's input is kept either way, so remat saves nothing
     ws, v = tanh_workload(ctx)
     tanh = get_function(impl, "tanh_chain_loss")
+    refuses_an_unknown_policy(impl, "tanh_chain_loss", ws, v)
     temps = {}
     for policy in (None, "everything_saveable", "nothing_saveable"):
         program = tanh.export(ws, v, policy=policy, transform="value_and_grad",
@@ -276,9 +381,12 @@ def _(impl, ctx):
                 expected="nothing_saveable within 1% of None, or above it")
     yours = {}
     for policy in (None, *POLICIES):
+        with on_input(blocks_input(params, x, policy)):
+            yours[policy] = as_float(temp(params, x, policy), "temp bytes")
+        if not remat_as_asked(impl, ctx, policy, len(params)):
+            continue  # remat_really_applied names it
         want = temp_of(lambda p, v: jax.value_and_grad(reference_loss)(p, v, policy),  # noqa: B023
                        params, x)
-        yours[policy] = as_float(temp(params, x, policy), "temp bytes")
         fail_unless(yours[policy] == want, f"blocks: compiler temp bytes with policy={policy} "
                     "differ from the checker's compile of the same model",
                     yours=yours[policy], expected=want,
@@ -289,7 +397,8 @@ def _(impl, ctx):
     # reference failed a full ordering on one seed), and every policy's value is already
     # compared exactly with the checker's own compile above.
     order = ("nothing_saveable", "dots_saveable", None, "everything_saveable")
-    fail_unless(yours["nothing_saveable"] < yours[None],
+    fail_unless(yours["nothing_saveable"] < yours[None]
+                or not remat_as_asked(impl, ctx, "nothing_saveable", len(params)),
                 "blocks: remat with nothing_saveable does not plan less temporary memory",
                 yours={str(k): yours[k] for k in order}, expected="nothing_saveable < None")
 
@@ -339,12 +448,16 @@ def learner_peak(impl, cfg: dict, policy, repeats: int) -> dict:
 _REFERENCE_PEAKS: dict[str, dict] = {}
 
 
-def reference_peaks(cfg: dict, policies: tuple, repeats: int) -> dict:
-    """The checker's own run-only peaks. On an accelerator its children run on the chip
-    (the learner's platforms, one at a time, every learner process off the chip first): a
-    device peak is compared with a device peak, never with host memory."""
-    key = repr((sorted(cfg.items()), policies, repeats))
+def reference_peaks(cfg: dict, small: dict, policies: tuple, repeats: int) -> dict:
+    """The checker's run-only peaks of ``cfg`` under each policy and of ``small`` (no
+    policy), and what compiling ``small`` adds to a process's memory. On an accelerator
+    its children run on the chip (the learner's platforms, one at a time, every learner
+    process off the chip first): a device peak is compared with a device peak, never with
+    host memory, and compiling adds nothing to a device peak."""
+    key = repr((sorted(cfg.items()), sorted(small.items()), policies, repeats))
     if key not in _REFERENCE_PEAKS:
+        variants = {str(p): (answers.blocks_factory(), dict(cfg, policy=p)) for p in policies}
+        variants["small"] = (answers.blocks_factory(), dict(small, policy=None))
         chip = learner_may_hold_accelerator()
         if chip:
             bridge.take_accelerator()
@@ -352,9 +465,10 @@ def reference_peaks(cfg: dict, policies: tuple, repeats: int) -> dict:
                if k.startswith(("JAX_", "XLA_", "TPU_"))} if chip else None
         if chip and "JAX_PLATFORMS" not in env:
             env["JAX_PLATFORMS"] = ""  # unset for the child: JAX picks the chip
-        _REFERENCE_PEAKS[key] = answers.fresh_process_peaks(
-            {str(p): (answers.blocks_factory(), dict(cfg, policy=p)) for p in policies},
-            repeats=repeats, env=env, one_at_a_time=chip)
+        peaks = answers.fresh_process_peaks(variants, repeats=repeats, env=env,
+                                            one_at_a_time=chip)
+        _REFERENCE_PEAKS[key] = {**peaks,
+                                 "compile_rise_bytes": 0 if chip else compile_rise(small)}
     return _REFERENCE_PEAKS[key]
 
 
@@ -368,11 +482,71 @@ def peak_module(impl, ctx):
     return process.module(), process
 
 
+# A fresh process of the checker's: the resident memory compiling the small model adds
+# (5-11 MiB measured, for a run that raises memory about 8 MiB: a peak that holds the
+# compile reads twice the run's own). Its inputs are drawn with jax.random, as the
+# contract's are: a process's first compiles also start the compiler itself (20 MiB
+# measured when the model's compile was the first of any size), which is not this.
+_COMPILE_RISE = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import jax, jax.numpy as jnp
+from coursekit.instructor.peak_memory import blocks_call
+from coursekit.measure.peak_memory import status_bytes
+cfg = json.loads(sys.argv[2])
+fn, _ = blocks_call(**cfg)
+keys = jax.random.split(jax.random.key(0), 2 * cfg["depth"] + 1)
+args = ([{"w1": jax.random.normal(keys[2 * i], (cfg["width"], cfg["hidden"])),
+          "w2": jax.random.normal(keys[2 * i + 1], (cfg["hidden"], cfg["width"]))}
+         for i in range(cfg["depth"])],
+        jax.random.normal(keys[-1], (cfg["batch"], cfg["width"])))
+args = jax.block_until_ready(args)
+jax.block_until_ready(jax.jit(lambda v: v + 1)(jnp.ones(8)))
+before = status_bytes("VmRSS")
+jax.jit(fn).lower(*args).compile()
+print("COMPILE_RISE", status_bytes("VmRSS") - before)
+"""
+
+
+def compile_rise(cfg: dict) -> int:
+    import json
+
+    from coursekit.facts import ROOT
+    from coursekit.measure.children import run_clean
+    done = run_clean(["-c", _COMPILE_RISE, str(ROOT), json.dumps(cfg)], timeout=300)
+    _, found, rise = done.stdout.rpartition("COMPILE_RISE ")
+    if done.returncode or not found:
+        raise RuntimeError(f"checker bug, not your code: its compile-memory child failed "
+                           f"(exit {done.returncode}): {done.stderr[-600:]}")
+    return int(rise.split()[0])
+
+
+def small_workload(cfg: dict, ctx) -> dict:
+    """The peak workload at a batch of 31-41: the run's own rise (about 8 MiB) is near
+    what its compile adds, so a peak that holds the compile shows."""
+    return dict(cfg, batch=int(ctx.rng("peak-small").integers(15, 21)) * 2 + 1)
+
+
+def peak_hint(got: dict, ratio: float) -> str:
+    """What a run-only peak off the checker's is, where the learner's own record shows it."""
+    peaks, hwm = got.get("run_peak_bytes"), got.get("vmhwm_bytes")
+    if isinstance(hwm, list) and peaks == hwm:
+        return ("your run_peak_bytes are your vmhwm_bytes: the process's whole high-water "
+                "mark (the runtime, the compile, the inputs), where the rise during the run "
+                "alone is asked")
+    if ratio > 1:
+        return (f"yours is {ratio:.2f}x the run's own rise: it holds more than the run (the "
+                "compile, the inputs, or memory the process held before the run)")
+    return (f"yours is {ratio:.2f}x the run's own rise: less than the run itself raises "
+            "memory (read before it finished, or of another program)")
+
+
 @checker.check(3, "peak_memory_from_fresh_process")
 def _(impl, ctx):
     import statistics
     import threading
     cfg, repeats, policies = peak_workload(ctx), 3, (None, "nothing_saveable")
+    small = small_workload(cfg, ctx)
     module, process = peak_module(impl, ctx)
     errors: list = []
     try:
@@ -381,12 +555,12 @@ def _(impl, ctx):
         if process is not None:  # on the chip: one process at a time, each in turn
             yours["nothing_saveable"] = learner_peak(module, cfg, "nothing_saveable",
                                                      repeats)
-            single = learner_peak(module, cfg, None, 1)
-            reference.update(reference_peaks(cfg, policies, repeats))
+            single = learner_peak(module, small, None, 1)
+            reference.update(reference_peaks(cfg, small, policies, repeats))
         else:
             def measure():  # its error is raised after the join (a thread's is lost)
                 try:
-                    reference.update(reference_peaks(cfg, policies, repeats))
+                    reference.update(reference_peaks(cfg, small, policies, repeats))
                 except Exception as err:  # noqa: BLE001 - raised again below
                     errors.append(err)
             # the checker's own run-only peaks, in its own fresh processes, while the
@@ -404,10 +578,15 @@ def _(impl, ctx):
             process.close()
     if errors:
         raise errors[0]
-    fail_unless(set(reference) == {str(p) for p in policies},
+    fail_unless({str(p) for p in policies} <= set(reference),
                 "the checker's own peak measurement failed", yours="", expected="")
     mib = 2**20
+    # the checker's model rematerialises each block: the learner's peak with remat is held
+    # to it only where the learner's own programs do too (else remat_really_applied says so)
+    remats = loss_and_grads_regions(impl, ctx) >= len(remat_workload(ctx)[0])
     for policy in policies:
+        if policy is not None and not remats:
+            continue
         ref, got = reference[str(policy)], yours[policy]
         for field in ("argument_size_in_bytes", "output_size_in_bytes"):
             fail_unless(got[field] == ref[field], f"policy={policy}: {field} is not the plan of "
@@ -419,25 +598,33 @@ def _(impl, ctx):
                     f"policy={policy}: your run-only peak is {median / want:.2f}x the "
                     "checker's", yours=f"{[round(v / mib, 1) for v in got['run_peak_bytes']]} MiB",
                     expected=f"about {want / mib:.1f} MiB (the checker's repeats "
-                    f"{[round(v / mib, 1) for v in ref['run_peak_bytes']]}; within "
-                    f"{PEAK_WINDOW}x)", hint="VmHWM alone holds the runtime, compilation "
-                    "and inputs: the figure asked is how far memory rose above what the "
-                    "process held just before the run, during the run alone")
-    # repeats=1 is a request the signature admits: one fresh process, its figure, its plan
-    single = single or learner_peak(module, cfg, None, 1)
-    fail_unless(single["argument_size_in_bytes"] == reference["None"]["argument_size_in_bytes"],
+                    f"{[round(v / mib, 1) for v in ref['run_peak_bytes']]})",
+                    hint=peak_hint(got, median / want))
+    # repeats=1 is a request the signature admits: one fresh process, its figure, its
+    # plan; on the small model, where a peak that also holds the compile reads twice the
+    # run's own
+    single = single or learner_peak(module, small, None, 1)
+    ref = reference["small"]
+    fail_unless(single["argument_size_in_bytes"] == ref["argument_size_in_bytes"],
                 "repeats=1: argument_size_in_bytes is not the plan of the program that ran",
-                yours=single["argument_size_in_bytes"],
-                expected=reference["None"]["argument_size_in_bytes"])
-    alone, want = single["run_peak_bytes"][0], reference["None"]["median_run_peak_bytes"]
-    fail_unless(1 / PEAK_WINDOW <= alone / want <= PEAK_WINDOW,
-                f"repeats=1: your run-only peak is {alone / want:.2f}x the checker's",
-                yours=f"{alone / mib:.1f} MiB", expected=f"about {want / mib:.1f} MiB (within "
-                f"{PEAK_WINDOW}x)", hint="one repeat is measured as each of several is: "
-                "the run alone, in its own fresh process")
+                yours=single["argument_size_in_bytes"], expected=ref["argument_size_in_bytes"])
+    alone, want = single["run_peak_bytes"][0], ref["median_run_peak_bytes"]
+    rise = reference["compile_rise_bytes"]
+    holds_compile = (single["run_peak_bytes"] != single["vmhwm_bytes"]
+                     and rise > 2 * mib and rise / 3 < alone - want < 3 * rise)
+    fail_unless(not holds_compile and 1 / PEAK_WINDOW <= alone / want <= PEAK_WINDOW,
+                f"repeats=1, batch {small['batch']}: your run-only peak is "
+                f"{alone / want:.2f}x the checker's", yours=f"{alone / mib:.1f} MiB",
+                expected=f"about {want / mib:.1f} MiB",
+                hint=(f"yours is {(alone - want) / mib:.1f} MiB above the run's own rise, about "
+                      f"what compiling this program adds ({rise / mib:.1f} MiB, measured "
+                      "here): your figure holds the compile; the run's peak is its rise "
+                      "above what the process held once the program was compiled")
+                if holds_compile else peak_hint(single, alone / want))
     plain = statistics.median(yours[None]["run_peak_bytes"])
     remat = statistics.median(yours["nothing_saveable"]["run_peak_bytes"])
-    fail_unless(remat < plain, "the run-only peak with nothing_saveable is not below the "
+    fail_unless(remat < plain or not remats, "the run-only peak with nothing_saveable is "
+                "not below the "
                 "no-remat one", yours=f"{plain / mib:.1f} -> {remat / mib:.1f} MiB",
                 expected="nothing_saveable below None (its temp plan is less than half)",
                 hint="measure each policy's own program; pass the policy through")

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
+from audit_decision_hints import decision_hint, reported_interval, side
 from audit_harness import checker
 
-from coursekit.checking.errors import LearnerCodeError, TamperEvidence
+from coursekit.checking.errors import CheckFailed, LearnerCodeError, TamperEvidence
 from coursekit.checking.graded import instructor_module
-from coursekit.checking.learner import get_function
+from coursekit.checking.learner import get_function, on_input
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import decision
 from coursekit.measure.verdict import interval_of
@@ -50,14 +52,38 @@ def decision_of(impl, before, after, ctx, **options) -> str:
     return decide_result(impl, before, after, ctx, **options)["decision"]
 
 
+def expect_decision(impl, ctx, before, after, want: str, message: str, *, expected=None,
+                    otherwise: str = "", cause: str = "", **options) -> dict:
+    """The learner's ``decide`` on these records must say ``want``: otherwise a FAIL whose
+    hint is ``cause`` (a mistake the check recognised in the learner's result) or else
+    chosen by the learner's own result (``decision_hint``), ``otherwise`` where its
+    interval is where its decision says and neither narrower nor wider than the rounds'."""
+    result = decide_result(impl, before, after, ctx, **options)
+    if result["decision"] == want:
+        return result
+    min_gain = options.get("min_gain", 0.05)
+    own = answers.decide_rounds(before, after, min_gain=min_gain)
+    ci = reported_interval(result)
+    raise CheckFailed(message, yours=f"{result['decision']} (your interval: "
+                      f"{'none' if ci is None else f'[{ci[0]:.3f}, {ci[1]:.3f}]'})",
+                      expected=expected or want,
+                      hint=cause or decision_hint(result, own, before, after, min_gain,
+                                                  otherwise or f"the answer here is {want!r}"))
+
+
 def decide_result(impl, before, after, ctx, **options) -> dict:
     """The learner's ``decide`` on these records (``options``: its keyword arguments)."""
     path = ctx.subdir("records")
     (path / "before.json").write_text(json.dumps(before))
     (path / "after.json").write_text(json.dumps(after))
     load = get_function(impl, "load_run")
-    result = get_function(impl, "decide")(load(str(path / "before.json")),
-                                          load(str(path / "after.json")), **options)
+    rounds = len(set(before.get("round_ids", [])))
+    in_rounds = f" in {rounds} rounds" if rounds else ""
+    with on_input(f"two run records of {len(before['samples_s'])} samples{in_rounds} (medians "
+                  f"{np.median(before['samples_s']):.3g} and {np.median(after['samples_s']):.3g} "
+                  f"s), options {options or 'none'}"):
+        result = get_function(impl, "decide")(load(str(path / "before.json")),
+                                              load(str(path / "after.json")), **options)
     result = require_keys(result, ("decision", "reasons"), "decide")
     fail_unless(result["decision"] in decision.OUTCOMES and isinstance(result["reasons"],
                                                                        list)
@@ -101,11 +127,53 @@ def decided_by_its_interval(result: dict, min_gain: float) -> None:
     elif got == "slower":
         below = hi <= down * (1 + 1e-9)
     agrees = {"accept": above, "slower": below, "reject": not (above or below)}[got]
+    inverse = side((1 / hi, 1 / lo), min_gain) == got
     fail_unless(agrees, f"decide said {got!r}, but its own interval [{lo:.3f}, {hi:.3f}] "
                 f"says {want!r} (min_gain {min_gain:g}: accept above {up:.3f}, slower below "
                 f"{down:.3f})", yours=got, expected=want,
-                hint="decide by where the whole interval you report lies, and report the "
-                "interval you decided by: the speedup before / after")
+                hint=f"your interval is the other way round: its inverse [{1 / hi:.3f}, "
+                f"{1 / lo:.3f}] says {got!r}; report the speedup, time before / time after"
+                if inverse else "decide by where the whole interval you report lies, and "
+                "report the interval you decided by")
+    if got in ("accept", "slower"):  # the estimate lies on the side its interval does
+        ratio = result.get("ratio")
+        try:
+            ratio = float(ratio)
+        except (TypeError, ValueError):
+            ratio = math.nan
+        faster = got == "accept"
+        where = "above" if faster else "below"
+        fail_unless(math.isfinite(ratio) and (ratio > 1) == faster, f"decide said {got!r} "
+                    f"with the interval [{lo:.3f}, {hi:.3f}], but its ratio is {ratio:.4g}",
+                    yours=result.get("ratio"), expected=f"a speedup {where} 1 (time "
+                    "before / time after)", hint="your ratio is the other "
+                    "way round (time after / time before)" if math.isfinite(ratio) and
+                    (1 / ratio > 1) == faster else "ratio is the estimate of the speedup, "
+                    "time before / time after")
+
+
+NUMBER = re.compile(r"[-+]?\d+(?:\.(\d+))?")
+
+
+def reasons_state_the_numbers(result: dict) -> None:
+    """The contract: every reason is a sentence computed from the numbers. An accept's
+    reasons must state the decide's own ratio or an end of its interval (as a speedup,
+    or as a gain in percent), to the digits they print."""
+    values = [v for v in (result.get("ratio"), *(reported_interval(result) or ()))
+              if isinstance(v, (int, float))]
+    candidates = [*values, *(100 * (v - 1) for v in values)]
+    text = " ".join(str(r) for r in result["reasons"])
+
+    def printed_from(match, value):
+        decimals = len(match.group(1) or "")
+        return abs(float(match.group(0)) - value) <= 0.5 * 10 ** -decimals + 1e-9
+
+    found = any(printed_from(m, v) for m in NUMBER.finditer(text) for v in candidates)
+    fail_unless(found, "decide's reasons do not state the numbers its decision rests on",
+                yours=result["reasons"][:3], expected="a sentence stating your ratio "
+                f"({result.get('ratio')!r}) or your interval ({result.get('ci')!r})",
+                hint="each reason is a sentence computed from the numbers: the interval (or "
+                "ratio) the decision rests on, printed in it")
 
 
 def draw_until(make, holds, tries: int = 200):
@@ -125,15 +193,18 @@ def _(impl, ctx):
     rng = ctx.rng("real")
     base = float(rng.uniform(5e-3, 2e-2))
     before, after = run_record(rng, base, 0.08), run_record(rng, base / 2, 0.08)
-    got = decision_of(impl, before, after, ctx)
-    fail_unless(got == "accept", "a clear 2x speedup with correct output was rejected",
-                yours=got, expected="accept")
+    result = expect_decision(impl, ctx, before, after, "accept",
+                             "a clear 2x speedup with correct output was not accepted")
+    reasons_state_the_numbers(result)
     # the fewest raw samples the contract takes (5 each) still decide a clear case
     before, after = run_record(rng, base, 0.05, n=5), run_record(rng, base / 2, 0.05, n=5)
-    got = decision_of(impl, before, after, ctx)
-    fail_unless(got == "accept", "a clear 2x speedup with 5 raw samples each (the fewest "
-                "the contract takes) was rejected", yours=got, expected="accept",
-                hint="refuse fewer than 5 raw samples, not 5")
+    result = decide_result(impl, before, after, ctx)
+    if result["decision"] != "accept":
+        refused = result["decision"] == "reject" and reported_interval(result) is None
+        expect_decision(impl, ctx, before, after, "accept", "a clear 2x speedup with 5 raw "
+                        "samples each (the fewest the contract takes) was not accepted",
+                        otherwise="the contract refuses fewer than 5 raw samples; 5 "
+                        "is enough" if refused else "")
 
 
 @checker.check(4, "rejects_noise")
@@ -150,10 +221,13 @@ def _(impl, ctx):
 
     before, after = draw_until(lambda: (run_record(rng, base, 0.3), run_record(rng, base, 0.3)),
                                tempting_noise)
-    got = decision_of(impl, before, after, ctx)
-    fail_unless(got == "reject", "a noise-only difference was accepted", yours=got,
-                expected="reject", hint="accept only when the lower end of a bootstrap "
-                "interval on the ratio of medians clears 1 + a minimum gain")
+    own = answers.decide_rounds(before, after)
+    expect_decision(impl, ctx, before, after, "reject", "a noise-only difference (the "
+                    "medians' ratio "
+                    f"{np.median(before['samples_s']) / np.median(after['samples_s']):.3f}) "
+                    "was not rejected", expected=f"reject: the 95% interval [{own['ci'][0]:.3f}"
+                    f", {own['ci'][1]:.3f}] holds 1", otherwise="a ratio above 1 is no "
+                    "evidence until the whole interval clears 1 + min_gain")
     # Most of the noise on the "before" side, "after" tight and a little faster: an
     # interval that lets only "after" vary clears 1 + min_gain, the one with both
     # records' spread holds 1 (the checker's own, over rounds and over pooled samples).
@@ -165,18 +239,22 @@ def _(impl, ctx):
     before, after = draw_until(lambda: (run_record(rng, base, 0.45),
                                         run_record(rng, base / 1.2, 0.02)), noisy_before,
                                tries=400)
-    got = decision_of(impl, before, after, ctx)
+    result = decide_result(impl, before, after, ctx)
     both, alone = answers.decide_rounds(before, after)["ci"], after_only_interval(before,
                                                                                    after)
-    fail_unless(got == "reject", "a speedup that the noise of the 'before' samples hides "
-                "was accepted", yours=f"{got} (as an interval letting only 'after' vary "
-                f"would: [{alone[0]:.3f}, {alone[1]:.3f}], clear of 1.05)",
-                expected=f"reject: with both records' spread (before's samples spread "
-                f"{np.std(np.log(before['samples_s']), ddof=1):.2f} in log, after's "
-                f"{np.std(np.log(after['samples_s']), ddof=1):.2f}) the 95% interval is "
-                f"[{both[0]:.3f}, {both[1]:.3f}], which holds 1",
-                hint="the interval's width must carry the spread of both records, not only "
-                "the 'after' samples'")
+    if result["decision"] != "reject":
+        ci = reported_interval(result)
+        after_only = ci is not None and all(math.isclose(a, b, rel_tol=1e-3)
+                                            for a, b in zip(ci, alone))
+        expect_decision(
+            impl, ctx, before, after, "reject", "a speedup that the noise of the 'before' "
+            "samples hides was not rejected", expected=f"reject: with both records' spread "
+            f"(before's samples spread {np.std(np.log(before['samples_s']), ddof=1):.2f} in "
+            f"log, after's {np.std(np.log(after['samples_s']), ddof=1):.2f}) the 95% "
+            f"interval is [{both[0]:.3f}, {both[1]:.3f}], which holds 1",
+            cause=f"your interval is the one that lets only 'after' vary ([{alone[0]:.3f}"
+            f", {alone[1]:.3f}]): its width must carry the spread of both records"
+            if after_only else "")
     # Noise whose point estimate reads more than the minimum slower while the interval
     # (the checker's own, over rounds and over pooled samples) still holds 1: "slower"
     # asks the whole interval to lie below 1 / (1 + min_gain), as "accept" asks it above.
@@ -187,13 +265,10 @@ def _(impl, ctx):
 
     before, after = draw_until(lambda: (run_record(rng, base, 0.3), run_record(rng, base, 0.3)),
                                tempting_slowdown, tries=400)
-    got = decision_of(impl, before, after, ctx)
     own = answers.decide_rounds(before, after)
-    fail_unless(got == "reject", "noise that looks slower was called 'slower'",
-                yours=f"{got} (the estimate {own['ratio']:.3f} lies below 1/1.05 = 0.952)",
-                expected=f"reject: the 95% interval [{own['ci'][0]:.3f}, {own['ci'][1]:.3f}]"
-                " holds 1", hint="decide 'slower' by the whole interval, as 'accept': its "
-                "upper end must lie below 1 / (1 + min_gain), not just the point estimate")
+    expect_decision(impl, ctx, before, after, "reject", "noise that looks slower (the "
+                    f"estimate {own['ratio']:.3f}) was not rejected", expected=f"reject: the "
+                    f"95% interval [{own['ci'][0]:.3f}, {own['ci'][1]:.3f}] holds 1")
 
 
 def after_only_interval(before: dict, after: dict, confidence: float = 0.95):
@@ -214,11 +289,12 @@ def _(impl, ctx):
         lambda: rounds_records(rng, 1.0, block_drift=0.1),
         lambda b, a: decision.pooled_bootstrap(b, a, n_boot=1000)["decision"] == "accept"
         and answers.decide_rounds(b, a)["ci"][0] < 0.99, tries=400)
-    got = decision_of(impl, before, after, ctx)
-    fail_unless(got == "reject", "identical programs measured in drifting rounds were judged "
-                "different", yours=got, expected="reject",
-                hint="samples of one round share its load: they are not independent. Compare "
-                "rounds (per-round ratios, or resample whole rounds), not pooled samples")
+    own = answers.decide_rounds(before, after)["ci"]
+    expect_decision(impl, ctx, before, after, "reject", "identical programs measured in "
+                    "drifting rounds were judged different", expected=f"reject: the 95% "
+                    f"interval of the rounds [{own[0]:.3f}, {own[1]:.3f}] holds 1",
+                    otherwise="samples of one round share its load: the evidence is the "
+                    "rounds, not the pooled samples")
     # Two records without round_ids, measured one after the other, each slowing down
     # over its run in the same way (caches, clocks): sample i of one was not measured
     # beside sample i of the other. Each sample is its own round, unpaired: the interval
@@ -235,17 +311,21 @@ def _(impl, ctx):
     before, after = draw_until(
         shared_trend, lambda b, a: answers.decide_rounds(b, a)["ci"][0] < 0.99
         and paired_by_position(b, a)[0] > 1.06)
-    got = decision_of(impl, before, after, ctx)
+    result = decide_result(impl, before, after, ctx)
     both, paired = answers.decide_rounds(before, after)["ci"], paired_by_position(before,
                                                                                   after)
-    fail_unless(got == "reject", "two runs without round_ids were compared sample by "
-                "sample, as if measured side by side", yours=f"{got} (as pairing sample i "
-                f"with sample i would: [{paired[0]:.3f}, {paired[1]:.3f}])",
-                expected=f"reject: each sample its own round, the 95% interval is "
-                f"[{both[0]:.3f}, {both[1]:.3f}], which holds 1",
-                hint="without round_ids nothing says two samples shared their load: pair "
-                "only samples whose round_ids say so; otherwise compare the two sets "
-                "unpaired")
+    if result["decision"] != "reject":
+        ci = reported_interval(result)
+        by_position = ci is not None and all(math.isclose(a, b, rel_tol=1e-3)
+                                             for a, b in zip(ci, paired))
+        expect_decision(
+            impl, ctx, before, after, "reject", "two runs without round_ids, measured one "
+            "after the other, were judged different", expected=f"reject: each sample its own "
+            f"round, the 95% interval is [{both[0]:.3f}, {both[1]:.3f}], which holds 1",
+            cause=f"your interval is the one that pairs sample i with sample i "
+            f"([{paired[0]:.3f}, {paired[1]:.3f}]): without round_ids nothing says two "
+            "samples shared their load; pair only samples whose round_ids say so"
+            if by_position else "")
 
 
 def paired_by_position(before: dict, after: dict, confidence: float = 0.95):
@@ -262,11 +342,87 @@ def _(impl, ctx):
     # a true 1.25x whose rounds clear the minimum gain with a margin
     before, after = draw_until(lambda: rounds_records(rng, 1.25),
                                lambda b, a: answers.decide_rounds(b, a)["ci"][0] > 1.12)
-    got = decision_of(impl, before, after, ctx)
-    fail_unless(got == "accept", "a true 1.25x speedup measured in 8 drifting rounds was "
-                "not accepted", yours=got, expected="accept",
-                hint="pair the rounds: the drift a round shares cancels in its before/after "
-                "ratio")
+    expect_decision(impl, ctx, before, after, "accept", "a true 1.25x speedup measured in "
+                    "8 drifting rounds was not accepted")
+
+
+def scaled_interval(own: dict, factor: float) -> tuple[float, float]:
+    """The checker's interval of the same records with its half-width (in log) times
+    ``factor``: what an interval too narrow or too wide by that much says."""
+    lo, hi = own["ci"]
+    centre, half = math.log(own["ratio"]), math.log(hi / lo) / 2
+    return math.exp(centre - factor * half), math.exp(centre + factor * half)
+
+
+def three_rounds(rng):
+    """A before/after pair of 3 interleaved rounds of 10-15 samples on a drifting
+    machine: three pieces of evidence, where Student's t (2 degrees of freedom, 4.30 for
+    95%) is far from the normal's 1.96 and from t at the samples' count."""
+    return rounds_records(rng, float(rng.uniform(1.15, 1.45)), rounds=3,
+                          iters=int(rng.integers(10, 16)), block_drift=0.08)
+
+
+@checker.check(4, "few_rounds_interval_at_95_percent")
+def _(impl, ctx):
+    """The interval is at the confidence asked (95%), also where 3 rounds are all the
+    evidence: records drawn until the rounds' 95% interval holds 1.05 while one 15%
+    narrower (in log) clears it (Student's t for the samples' or one more degree of
+    freedom, the normal quantile, a population spread: all narrower) must be rejected;
+    records whose 95% interval clears 1.05 by 5-9% while one 30% wider does not (a
+    quantile for 97.5%, 44% wider) must be accepted: other sound 95% intervals over the
+    rounds (Student's t on the ratios themselves, not their logs) sit within a few % of
+    the checker's where the interval spans less than 1.65x (they part where rounds
+    disagree by 2x)."""
+    rng = ctx.rng("few-rounds")
+    before, after = draw_until(lambda: three_rounds(rng), lambda b, a: (
+        answers.decide_rounds(b, a)["ci"][0] < 1.03
+        and scaled_interval(answers.decide_rounds(b, a), 0.85)[0] > 1.055), tries=600)
+    own = answers.decide_rounds(before, after)
+    expect_decision(impl, ctx, before, after, "reject", "a gain 3 interleaved rounds cannot "
+                    "show was not rejected", expected=f"reject: the 95% interval of the 3 "
+                    f"rounds is [{own['ci'][0]:.3f}, {own['ci'][1]:.3f}], which does not "
+                    "clear 1.05", otherwise="3 rounds are little evidence: a 95% interval "
+                    "over them is wide")
+    before, after = draw_until(lambda: three_rounds(rng), lambda b, a: (
+        1.1 < answers.decide_rounds(b, a)["ci"][0] < 1.14
+        and answers.decide_rounds(b, a)["ci"][1] < 1.65 * answers.decide_rounds(b, a)["ci"][0]
+        and scaled_interval(answers.decide_rounds(b, a), 1.3)[0] < 1.04), tries=1000)
+    own = answers.decide_rounds(before, after)
+    expect_decision(impl, ctx, before, after, "accept", "a gain 3 interleaved rounds show "
+                    "was not accepted", expected=f"accept: the 95% interval of the 3 rounds "
+                    f"is [{own['ci'][0]:.3f}, {own['ci'][1]:.3f}], clear of 1.05",
+                    otherwise="a 95% interval, not a wider one")
+
+
+@checker.check(4, "interval_at_the_confidence_asked")
+def _(impl, ctx):
+    """``confidence`` decides the interval's width: records whose rounds' 95% interval
+    holds 1.05 while their 60% interval clears it must be rejected at 0.95 and accepted at
+    0.6."""
+    rng = ctx.rng("confidence")
+    low = 0.6
+
+    def holds(b, a):
+        return (answers.decide_rounds(b, a)["ci"][0] < 1.03
+                and answers.decide_rounds(b, a, confidence=low)["ci"][0] > 1.08)
+
+    before, after = draw_until(lambda: rounds_records(rng, float(rng.uniform(1.1, 1.25)),
+                                                      block_drift=0.1), holds, tries=400)
+    high = expect_decision(impl, ctx, before, after, "reject", "records whose 95% interval "
+                           "does not clear 1 + min_gain were not rejected at confidence 0.95")
+    own = answers.decide_rounds(before, after, confidence=low)
+    result = decide_result(impl, before, after, ctx, confidence=low)
+    if result["decision"] != "accept":
+        same = reported_interval(result) is not None and \
+            reported_interval(result) == reported_interval(high)
+        raise CheckFailed(
+            f"at confidence={low} the records were not accepted", yours=f"{result['decision']}"
+            f" (your interval: {result.get('ci')!r})", expected=f"accept: the {low:.0%} "
+            f"interval of the rounds is [{own['ci'][0]:.3f}, {own['ci'][1]:.3f}]",
+            hint=f"your interval at confidence={low} is the one you gave at 0.95: the "
+            "interval's width must follow the confidence asked" if same else
+            decision_hint(result, own, before, after, 0.05, f"an interval at {low:.0%} "
+                          "confidence is narrower than one at 95%"))
 
 
 @checker.check(4, "says_slower_when_slower")
@@ -275,16 +431,13 @@ def _(impl, ctx):
     # a true 1.4x slowdown, clear in the rounds
     before, after = draw_until(lambda: rounds_records(rng, 1 / 1.4),
                                lambda b, a: answers.decide_rounds(b, a)["ci"][1] < 0.85)
-    got = decision_of(impl, before, after, ctx)
-    fail_unless(got == "slower", "a clear 1.4x slowdown was not reported as slower",
-                yours=got, expected="slower",
-                hint="three outcomes: 'slower' when the whole interval lies below "
-                "1 / (1 + min_gain)")
+    expect_decision(impl, ctx, before, after, "slower", "a clear 1.4x slowdown was not "
+                    "reported as slower", otherwise="three outcomes: 'slower' when the "
+                    "whole interval lies below 1 / (1 + min_gain)")
     plain_before, plain_after = run_record(rng, 0.01, 0.05), run_record(rng, 0.015, 0.05)
-    got = decision_of(impl, plain_before, plain_after, ctx)
-    fail_unless(got == "slower", "a 1.5x slowdown in records without round_ids was not "
-                "reported as slower", yours=got, expected="slower",
-                hint="without round_ids each sample is its own round")
+    expect_decision(impl, ctx, plain_before, plain_after, "slower", "a 1.5x slowdown in "
+                    "records without round_ids was not reported as slower",
+                    otherwise="without round_ids each sample is its own round")
     # A real slowdown smaller than the minimum: the checker's own interval lies wholly
     # below 1 and wholly above 1 / (1 + min_gain): not "slower", as a gain that small is
     # not "accept".
@@ -295,12 +448,11 @@ def _(impl, ctx):
         lambda b, a: down < answers.decide_rounds(b, a)["ci"][0]
         and answers.decide_rounds(b, a)["ci"][1] < 0.995)
     own = answers.decide_rounds(small_before, small_after)["ci"]
-    got = decision_of(impl, small_before, small_after, ctx)
-    fail_unless(got == "reject", "a real slowdown smaller than the minimum was reported "
-                "as slower", yours=got, expected=f"reject: the 95% interval [{own[0]:.3f}, "
-                f"{own[1]:.3f}] lies below 1 but above 1 / (1 + min_gain) = {down:.3f}",
-                hint="'slower' means slower by more than the minimum, as 'accept' means "
-                "faster by more than it")
+    expect_decision(impl, ctx, small_before, small_after, "reject", "a real slowdown "
+                    "smaller than the minimum was not rejected", expected=f"reject: the 95% "
+                    f"interval [{own[0]:.3f}, {own[1]:.3f}] lies below 1 but above "
+                    f"1 / (1 + min_gain) = {down:.3f}", otherwise="'slower' means slower by "
+                    "more than the minimum, as 'accept' means faster by more than it")
 
 
 def with_stalls(rng, record: dict, rounds_hit: int = 3, per_round: int = 2) -> dict:
@@ -352,6 +504,23 @@ def stall_hint(impl, ctx, before, after, hint: str) -> str:
     return hint
 
 
+def stall_cause(result: dict, before: dict, after: dict) -> str:
+    """What a decision thrown by stalled samples shows: a ratio that is the one of each
+    round's mean (a stall moves a mean, not a median), or else the hint of its interval."""
+    by_means = answers.decide_rounds(round_means(before), round_means(after))
+    try:
+        ratio = float(result.get("ratio"))
+    except (TypeError, ValueError):
+        ratio = math.nan
+    if math.isclose(ratio, by_means["ratio"], rel_tol=1e-3):
+        return (f"your ratio {ratio:.3f} is the one each round's mean gives: a few stalled "
+                "samples (20-60x slower) throw a mean far off; a round's median does not "
+                "move")
+    return decision_hint(result, answers.decide_rounds(before, after), before, after, 0.05,
+                         "a few samples of some rounds stalled 20-60x: summarise each round "
+                         "by a statistic they do not move")
+
+
 @checker.check(4, "stalls_do_not_decide")
 def _(impl, ctx):
     rng = ctx.rng("stalls")
@@ -364,13 +533,12 @@ def _(impl, ctx):
     before, after = draw_until(
         stalled_before, lambda b, a: answers.decide_rounds(b, a)["ci"][0] < 0.99
         and answers.decide_rounds(round_means(b), a)["decision"] == "accept")
-    got = decision_of(impl, before, after, ctx)
-    if got != "reject":
+    result = decide_result(impl, before, after, ctx)
+    if result["decision"] != "reject":
         fail_unless(False, "identical programs were judged different because a few "
-                    "samples of one stalled", yours=got, expected="reject",
-                    hint=stall_hint(impl, ctx, before, after, "a few stalled samples "
-                                    "(20-60x slower) throw a mean far off; a round's median "
-                                    "does not move"))
+                    "samples of one stalled", yours=result["decision"], expected="reject",
+                    hint=stall_hint(impl, ctx, before, after, stall_cause(result, before,
+                                                                          after)))
     # a true 1.3x speedup, "after" stalled in a few rounds: means say it is not faster
     def stalled_after():
         before, after = rounds_records(rng, 1.3, block_drift=0.03)
@@ -379,13 +547,12 @@ def _(impl, ctx):
     before, after = draw_until(
         stalled_after, lambda b, a: answers.decide_rounds(b, a)["ci"][0] > 1.12
         and answers.decide_rounds(b, round_means(a))["decision"] != "accept")
-    got = decision_of(impl, before, after, ctx)
-    if got != "accept":
+    result = decide_result(impl, before, after, ctx)
+    if result["decision"] != "accept":
         fail_unless(False, "a true 1.3x speedup was not accepted because a few of its "
-                    "samples stalled", yours=got, expected="accept",
-                    hint=stall_hint(impl, ctx, before, after, "summarise each round by a "
-                                    "statistic a stall does not move (the median), then "
-                                    "compare rounds"))
+                    "samples stalled", yours=result["decision"], expected="accept",
+                    hint=stall_hint(impl, ctx, before, after, stall_cause(result, before,
+                                                                          after)))
 
 
 @checker.check(4, "rejects_faster_but_wrong")
@@ -396,7 +563,8 @@ def _(impl, ctx):
     after = run_record(rng, base / 3, 0.05, output_ok=False)
     got = decision_of(impl, before, after, ctx)
     fail_unless(got == "reject", "a 3x faster run with a wrong output was accepted",
-                yours=got, expected="reject", hint="correctness comes before speed")
+                yours=got, expected="reject", hint="'after' reports output_ok=False: a "
+                "wrong output is refused whatever its speed")
 
 
 @checker.check(4, "rejects_not_comparable")
@@ -404,41 +572,48 @@ def _(impl, ctx):
     rng = ctx.rng("comparable")
     base = float(rng.uniform(5e-3, 2e-2))
     before = run_record(rng, base, 0.05)
-    cases = {
-        "after timed without sync": run_record(rng, base / 1000, 0.05, sync="none"),
-        "after without its first call reported apart":
-            run_record(rng, base / 2, 0.05, first_call_s=None),
-        "after on another shape": run_record(rng, base / 2, 0.05, shapes=[[128, 512]]),
-        "after with only 4 raw samples": run_record(rng, base / 2, 0.05, n=4),
-        "after without an output check": run_record(rng, base / 2, 0.05, output_ok=None),
-    }
-    for name, after in cases.items():
+    # (what, the record, what makes the pair one that may not be compared)
+    cases = [
+        ("after timed without sync", run_record(rng, base / 1000, 0.05, sync="none"),
+         "sync differs: 'block_until_ready' vs 'none'"),
+        ("after without its first call reported apart",
+         run_record(rng, base / 2, 0.05, first_call_s=None), "'after' has first_call_s None"),
+        ("after on another shape", run_record(rng, base / 2, 0.05, shapes=[[128, 512]]),
+         "shapes differ: [[256, 512]] vs [[128, 512]]"),
+        ("after with only 4 raw samples", run_record(rng, base / 2, 0.05, n=4),
+         "'after' holds 4 raw samples, fewer than the 5 the contract asks"),
+        ("after without an output check", run_record(rng, base / 2, 0.05, output_ok=None),
+         "'after' has output_ok None: its output was never checked"),
+    ]
+    for name, after, why in cases:
         got = decision_of(impl, before, after, ctx)
-        fail_unless(got == "reject", f"not comparable ({name}) but accepted", yours=got,
-                    expected="reject", hint="check comparability before comparing times")
+        fail_unless(got == "reject", f"not comparable ({name}) but {got!r}", yours=got,
+                    expected="reject", hint=f"{why}: a pair that may not be compared is "
+                    "rejected before any time is read")
 
 
-@checker.check(4, "amdahl_small_share")
+@checker.check(4, "decide_applies_min_gain")
 def _(impl, ctx):
-    predict = get_function(impl, "predict_step_speedup")
-    rng = ctx.rng("amdahl")
-    for _ in range(5):
-        share, speedup = float(rng.uniform(0.01, 0.99)), float(rng.uniform(1.1, 10))
-        expected = 1 / ((1 - share) + share / speedup)
-        got = as_float(predict(share, speedup), "predicted speedup")
-        fail_unless(math.isclose(got, expected, rel_tol=1e-9),
-                    f"step speedup for share={share:.3f}, kernel {speedup:.2f}x",
-                    yours=got, expected=expected,
-                    hint="Amdahl's law: only the share's part gets faster; the rest of the "
-                    "step keeps its time")
-    # The kernel got 2x faster, but it is a 5% share: the step gains about 2.6%.
-    base = float(rng.uniform(5e-3, 2e-2))
-    before = run_record(rng, base, 0.01)
-    after = run_record(rng, base / predict(0.05, 2.0), 0.01)
-    got = decision_of(impl, before, after, ctx)
-    fail_unless(got == "reject", "a 2.6% step gain (2x kernel, 5% share) was accepted as "
-                "a real improvement", yours=got, expected="reject",
-                hint="require a minimum gain (for example 5%) as well as a clear interval")
+    rng = ctx.rng("min-gain")
+    # The kernel got 2x faster, but it is a 5% share: the step gains about 2.6% (Amdahl's
+    # law, the checker's own arithmetic), clear in tight samples but below the minimum.
+    base, gain = float(rng.uniform(5e-3, 2e-2)), 1 / ((1 - 0.05) + 0.05 / 2.0)
+    before, after = draw_until(
+        lambda: (run_record(rng, base, 0.01), run_record(rng, base / gain, 0.01)),
+        lambda b, a: 1.0 < answers.decide_rounds(b, a)["ci"][0]
+        and answers.decide_rounds(b, a)["ci"][1] < 1.05)
+    own = answers.decide_rounds(before, after)["ci"]
+    expect_decision(impl, ctx, before, after, "reject", f"a {100 * (gain - 1):.1f}% step "
+                    "gain (a 2x kernel at a 5% share) was not rejected", expected="reject: "
+                    f"the 95% interval [{own[0]:.3f}, {own[1]:.3f}] lies above 1 but not "
+                    "above 1 + min_gain = 1.05", otherwise="accept means faster by more than "
+                    "the minimum gain")
+    # min_gain=0 is in the contract (min_gain >= 0): then any real gain is accepted
+    expect_decision(impl, ctx, before, after, "accept", f"with min_gain=0 a real "
+                    f"{100 * (gain - 1):.1f}% step gain was not accepted", expected="accept "
+                    f"(its interval [{own[0]:.3f}, {own[1]:.3f}] lies above 1)",
+                    otherwise="min_gain=0 is allowed: any gain whose whole interval lies "
+                    "above 1", min_gain=0.0)
     # a negative minimum gain is bad input, refused by name (the contract: min_gain >= 0)
     try:
         got = decision_of(impl, before, after, ctx, min_gain=-0.05)
@@ -452,10 +627,34 @@ def _(impl, ctx):
         fail_unless(False, "decide took a negative min_gain", yours=got,
                     expected="ValueError: min_gain must be >= 0",
                     hint="bad input gets a clear error, not a decision")
-    # min_gain=0 is in the contract (min_gain >= 0): then any real gain is accepted, this
-    # one too when the checker's own interval (min_gain 0) says so
-    if answers.decide_rounds(before, after, min_gain=0.0)["decision"] == "accept":
-        got = decision_of(impl, before, after, ctx, min_gain=0.0)
-        fail_unless(got == "accept", "with min_gain=0 a real 2.6% step gain was not "
-                    "accepted", yours=got, expected="accept (its interval lies above 1)",
-                    hint="min_gain=0 is allowed: any gain whose whole interval lies above 1")
+
+
+@checker.check(4, "amdahl_small_share")
+def _(impl, ctx):
+    predict = get_function(impl, "predict_step_speedup")
+    rng = ctx.rng("amdahl")
+    cases = [(0.05, 2.0)] + [(float(rng.uniform(0.01, 0.99)), float(rng.uniform(1.1, 10)))
+                             for _ in range(5)]
+    for share, speedup in cases:  # a 2x kernel at a 5% share first: about 2.6% for the step
+        expected = 1 / ((1 - share) + share / speedup)
+        got = as_float(predict(share, speedup), "predicted speedup")
+        fail_unless(math.isclose(got, expected, rel_tol=1e-9),
+                    f"step speedup for share={share:.3f}, kernel {speedup:.2f}x",
+                    yours=got, expected=expected, hint=amdahl_hint(got, share, speedup))
+
+
+def amdahl_hint(got: float, share: float, speedup: float) -> str:
+    """What a wrong step speedup equals, of the classic slips, or else the rule."""
+    slips = {
+        "the step's new time as a fraction of the old (its inverse is the speedup)":
+            (1 - share) + share / speedup,
+        "the share-weighted average of the two speedups, linear in the share":
+            (1 - share) + share * speedup,
+        "the share's time multiplied by the kernel speedup, not divided":
+            1 / ((1 - share) + share * speedup),
+    }
+    for what, value in slips.items():
+        if math.isclose(got, value, rel_tol=1e-9):
+            return f"yours is {what}"
+    return ("only the share's part of the step gets faster; the rest keeps its time "
+            "(speedup = time before / time after)")

@@ -1,0 +1,228 @@
+"""foundations: blind mistakes, written from the README, starter and solution only."""
+
+_MSE = "return jnp.mean((pred - target) ** 2)"
+
+_GRADS_RET = 'return {"w": 2.0 * (x.T @ residual) / n, "b": 2.0 * jnp.sum(residual) / n}'
+
+_FIT_LOOP = ("    for _ in range(steps):\n"
+             "        k_batches, k_step = jax.random.split(k_batches)\n"
+             "        params = step(params, k_step)")
+
+_FIT_UPDATE = ("        grads = regression_grads(params, x[rows], y[rows])\n"
+               "        return jax.tree.map(lambda p, g: p - lr * g, params, grads)")
+
+_EPOCH_SHUFFLE = ("            k_order, k_epoch = jax.random.split(k_order)\n"
+                  "            order = jax.random.permutation(k_epoch, n)")
+
+_WL_KEYS = "    k_data, k_train = jax.random.split(jax.random.key(seed))"
+_WL_DATA = "    x, y = classifier.make_dataset(k_data, n_train + n_test)"
+_WL_TRAIN = ("    params = train_classifier(k_train, x[:n_train], y[:n_train], steps=steps, batch=batch,\n"
+             "                              lr=lr)")
+_WL_TRAIN_ACC = 'float(classifier.accuracy(params, x[:n_train], y[:n_train]))'
+_WL_TEST_ACC = 'float(classifier.accuracy(params, x[n_train:], y[n_train:]))'
+
+MISTAKES = [
+    # ------------------------------------------------------------------ stage 1: mse
+    {"stage": 1, "id": "blind-mse-sum-not-mean",
+     "misunderstood": "'one number for the whole array' read as the total: sums the squared errors instead of averaging them",
+     "edits": [(_MSE, "return jnp.sum((pred - target) ** 2)")]},
+    {"stage": 1, "id": "blind-mse-expanded-square",
+     "misunderstood": "expands (p - t)^2 into p^2 - 2pt + t^2, which cancels catastrophically for large values a few units apart",
+     "edits": [(_MSE, "return jnp.mean(pred ** 2 - 2 * pred * target + target ** 2)")]},
+    {"stage": 1, "id": "blind-mse-absolute-error",
+     "misunderstood": "averages the absolute error (MAE) instead of the squared error",
+     "edits": [(_MSE, "return jnp.mean(jnp.abs(pred - target))")]},
+    {"stage": 1, "id": "blind-mse-root-mean-square",
+     "misunderstood": "returns the root mean squared error (RMSE), taking a square root the contract never asks for",
+     "edits": [(_MSE, "return jnp.sqrt(jnp.mean((pred - target) ** 2))")]},
+    {"stage": 1, "id": "blind-mse-last-axis-only",
+     "misunderstood": "averages over the last axis only (per-row errors), so rank >= 2 gives a vector and rank 0 has no axis",
+     "edits": [(_MSE, "return jnp.mean((pred - target) ** 2, axis=-1)")]},
+    {"stage": 1, "id": "blind-mse-numpy-float64",
+     "misunderstood": "matches the checker's float64 by computing in NumPy float64: not traceable under jit and not a float32 result",
+     "edits": [(_MSE, "import numpy as np\n"
+                      "    diff = np.asarray(pred, np.float64) - np.asarray(target, np.float64)\n"
+                      "    return np.mean(diff ** 2)")]},
+    {"stage": 1, "id": "blind-mse-unbiased-divisor",
+     "misunderstood": "divides by size - 1 like an unbiased variance; a one-element array divides by zero",
+     "edits": [(_MSE, "return jnp.sum((pred - target) ** 2) / (pred.size - 1)")]},
+    {"stage": 1, "id": "blind-mse-square-of-mean",
+     "misunderstood": "squares the mean error (bias squared) instead of averaging the squared errors",
+     "edits": [(_MSE, "return jnp.mean(pred - target) ** 2")]},
+    {"stage": 1, "id": "blind-mse-stability-epsilon",
+     "misunderstood": "adds a small epsilon 'for stability', so pred == target no longer gives exactly 0 and tiny errors are swamped",
+     "edits": [(_MSE, "return jnp.mean((pred - target) ** 2 + 1e-8)")]},
+    {"stage": 1, "id": "blind-mse-half-convention",
+     "misunderstood": "uses the 1/2 * MSE convention from gradient derivations instead of the plain mean",
+     "edits": [(_MSE, "return 0.5 * jnp.mean((pred - target) ** 2)")]},
+    {"stage": 1, "id": "blind-mse-len-divisor",
+     "misunderstood": "divides the sum by len(pred), the first axis only: right for rank 1, wrong for rank >= 2, fails for 0-d",
+     "edits": [(_MSE, "return jnp.sum((pred - target) ** 2) / len(pred)")]},
+    {"stage": 1, "id": "blind-mse-rescaled-by-max",
+     "misunderstood": "rescales by the largest difference to avoid overflow at 1e17, which divides 0 by 0 when pred == target",
+     "edits": [(_MSE, "diff = pred - target\n"
+                      "    scale = jnp.max(jnp.abs(diff))\n"
+                      "    return jnp.mean((diff / scale) ** 2) * scale ** 2")]},
+
+    # --------------------------------------------------------- stage 2: regression_grads
+    {"stage": 2, "id": "blind-grads-missing-factor-two",
+     "misunderstood": "differentiates (p - y)^2 as (p - y), dropping the factor 2",
+     "edits": [(_GRADS_RET, 'return {"w": (x.T @ residual) / n, "b": jnp.sum(residual) / n}')]},
+    {"stage": 2, "id": "blind-grads-sum-not-mean",
+     "misunderstood": "gradient of the summed loss: forgets that the loss is a mean, so no division by n",
+     "edits": [(_GRADS_RET, 'return {"w": 2.0 * (x.T @ residual), "b": 2.0 * jnp.sum(residual)}')]},
+    {"stage": 2, "id": "blind-grads-divide-by-features",
+     "misunderstood": "takes n from the feature axis (x.shape[1]) instead of the example axis",
+     "edits": [("    n = x.shape[0]\n    return {\"w\"", "    n = x.shape[1]\n    return {\"w\"")]},
+    {"stage": 2, "id": "blind-grads-residual-sign",
+     "misunderstood": "writes the residual as y - prediction, flipping the gradient's sign",
+     "edits": [("residual = predict(params, x) - y", "residual = y - predict(params, x)")]},
+    {"stage": 2, "id": "blind-grads-forgets-bias",
+     "misunderstood": "recomputes the prediction by hand as x @ w and forgets the bias term",
+     "edits": [("residual = predict(params, x) - y", 'residual = x @ params["w"] - y')]},
+    {"stage": 2, "id": "blind-grads-uses-autodiff",
+     "misunderstood": "'check against finite differences' read as 'any correct gradient': calls jax.grad, which the rule forbids",
+     "edits": [(_GRADS_RET, "return jax.grad(regression_loss)(params, x, y)")]},
+    {"stage": 2, "id": "blind-grads-bias-not-reduced",
+     "misunderstood": "forgets that b is shared by every example: returns a per-example bias gradient of shape (n,)",
+     "edits": [(_GRADS_RET, 'return {"w": 2.0 * (x.T @ residual) / n, "b": 2.0 * residual / n}')]},
+    {"stage": 2, "id": "blind-grads-mean-over-features",
+     "misunderstood": "averages x * residual over the feature axis instead of the example axis, giving an (n,) 'w' gradient",
+     "edits": [(_GRADS_RET, 'return {"w": 2.0 * jnp.mean(x * residual[:, None], axis=1), '
+                            '"b": 2.0 * jnp.sum(residual) / n}')]},
+
+    # ----------------------------------------------------------- stage 2: fit_regression
+    {"stage": 2, "id": "blind-fit-reuses-stream-key",
+     "misunderstood": "passes the same batch-stream key to every step, so every step draws the same rows",
+     "edits": [(_FIT_LOOP, "    for _ in range(steps):\n"
+                           "        params = step(params, k_batches)")]},
+    {"stage": 2, "id": "blind-fit-carries-second-half",
+     "misunderstood": "carries the second half of each split on and draws rows with the first (halves swapped)",
+     "edits": [("k_batches, k_step = jax.random.split(k_batches)",
+                "k_step, k_batches = jax.random.split(k_batches)")]},
+    {"stage": 2, "id": "blind-fit-init-from-parent-key",
+     "misunderstood": "initialises from the unsplit key instead of the init half of its split (a key used twice)",
+     "edits": [("params = init_linear(k_init, x.shape[1])", "params = init_linear(key, x.shape[1])")]},
+    {"stage": 2, "id": "blind-fit-init-and-stream-swapped",
+     "misunderstood": "takes the stream key from the first half of the split and the init key from the second",
+     "edits": [("    k_init, k_batches = jax.random.split(key)",
+                "    k_batches, k_init = jax.random.split(key)")]},
+    {"stage": 2, "id": "blind-fit-randint-inclusive-max",
+     "misunderstood": "treats randint's maxval as inclusive and passes n - 1, so the last row is never drawn",
+     "edits": [("rows = jax.random.randint(k_step, (batch,), 0, n)",
+                "rows = jax.random.randint(k_step, (batch,), 0, n - 1)")]},
+    {"stage": 2, "id": "blind-fit-rows-without-replacement",
+     "misunderstood": "draws each batch as the head of a permutation (no replacement) instead of uniform randint indices",
+     "edits": [("rows = jax.random.randint(k_step, (batch,), 0, n)",
+                "rows = jax.random.permutation(k_step, n)[:batch]")]},
+    {"stage": 2, "id": "blind-fit-uniform-floats-as-rows",
+     "misunderstood": "draws uniform floats in [0, 1) and scales them to row indices instead of calling randint",
+     "edits": [("rows = jax.random.randint(k_step, (batch,), 0, n)",
+                "rows = (jax.random.uniform(k_step, (batch,)) * n).astype(jnp.int32)")]},
+    {"stage": 2, "id": "blind-fit-seeds-numpy-global",
+     "misunderstood": "seeds numpy's global generator 'for reproducibility', changing global state it must not touch",
+     "edits": [("    k_init, k_batches = jax.random.split(key)",
+                "    import numpy as np\n"
+                "    np.random.seed(0)\n"
+                "    k_init, k_batches = jax.random.split(key)")]},
+    {"stage": 2, "id": "blind-fit-splits-all-keys-upfront",
+     "misunderstood": "splits the stream key into `steps` keys at once (a common idiom) instead of the per-step split-and-carry chain",
+     "edits": [(_FIT_LOOP, "    for k_step in jax.random.split(k_batches, steps):\n"
+                           "        params = step(params, k_step)")]},
+    {"stage": 2, "id": "blind-fit-full-batch",
+     "misunderstood": "draws the rows but computes the gradient on all rows (full-batch gradient descent)",
+     "edits": [("grads = regression_grads(params, x[rows], y[rows])",
+                "grads = regression_grads(params, x, y)")]},
+    {"stage": 2, "id": "blind-fit-lr-divided-by-batch",
+     "misunderstood": "divides the step by the batch size although regression_grads already averages over the rows",
+     "edits": [(_FIT_UPDATE, "        grads = regression_grads(params, x[rows], y[rows])\n"
+                             "        return jax.tree.map(lambda p, g: p - lr * g / batch, params, grads)")]},
+    {"stage": 2, "id": "blind-fit-one-step-short",
+     "misunderstood": "counts the initialisation as a step and runs steps - 1 updates",
+     "edits": [("    for _ in range(steps):", "    for _ in range(steps - 1):")]},
+
+    # --------------------------------------------------------- stage 3: train_classifier
+    {"stage": 3, "id": "blind-train-shuffles-once",
+     "misunderstood": "'shuffled once per epoch' read as 'shuffled once': one permutation reused for every epoch",
+     "edits": [("        if j == 0:", "        if i == 0:")]},
+    {"stage": 3, "id": "blind-train-order-key-not-split",
+     "misunderstood": "permutes with the order key itself every epoch without splitting it, so every epoch has the same order",
+     "edits": [(_EPOCH_SHUFFLE, "            order = jax.random.permutation(k_order, n)")]},
+    {"stage": 3, "id": "blind-train-epoch-halves-swapped",
+     "misunderstood": "shuffles with the first half of the split and carries the second half on",
+     "edits": [("k_order, k_epoch = jax.random.split(k_order)",
+                "k_epoch, k_order = jax.random.split(k_order)")]},
+    {"stage": 3, "id": "blind-train-epoch-ceil",
+     "misunderstood": "counts the partial last batch as a step: an epoch of ceil(n / batch) steps instead of n // batch",
+     "edits": [("    per_epoch = n // batch", "    per_epoch = (n + batch - 1) // batch")]},
+    {"stage": 3, "id": "blind-train-grad-of-loss-sum",
+     "misunderstood": "differentiates classifier.loss_sum (summed over the batch) instead of the mean loss",
+     "edits": [("grads = jax.grad(classifier.loss)(params, x[rows], y[rows])",
+                "grads = jax.grad(classifier.loss_sum)(params, x[rows], y[rows])")]},
+    {"stage": 3, "id": "blind-train-init-default-sizes",
+     "misunderstood": "calls init_params with its defaults, ignoring x's feature count and the classes argument",
+     "edits": [("params = classifier.init_params(k_init, features=x.shape[1], classes=classes)",
+                "params = classifier.init_params(k_init)")]},
+    {"stage": 3, "id": "blind-train-fold-in-epoch",
+     "misunderstood": "derives each epoch's shuffle key with fold_in(order_key, epoch) instead of the split-and-carry chain",
+     "edits": [("            k_order, k_epoch = jax.random.split(k_order)",
+                "            k_epoch = jax.random.fold_in(k_order, i // per_epoch)")]},
+    {"stage": 3, "id": "blind-train-permutes-full-batches-only",
+     "misunderstood": "permutes only the first per_epoch * batch rows, so the tail rows are never trained on",
+     "edits": [("order = jax.random.permutation(k_epoch, n)",
+                "order = jax.random.permutation(k_epoch, per_epoch * batch)")]},
+    {"stage": 3, "id": "blind-train-steps-as-epochs",
+     "misunderstood": "reads `steps` as a number of epochs and runs steps * (n // batch) updates",
+     "edits": [("    for i in range(steps):", "    for i in range(steps * per_epoch):")]},
+    {"stage": 3, "id": "blind-train-order-with-replacement",
+     "misunderstood": "copies the regression fit's randint sampling: the epoch order is drawn with replacement, not a permutation",
+     "edits": [("order = jax.random.permutation(k_epoch, n)",
+                "order = jax.random.randint(k_epoch, (n,), 0, n)")]},
+    {"stage": 3, "id": "blind-train-init-from-parent-key",
+     "misunderstood": "initialises from the unsplit key, so the init and the order chain share randomness",
+     "edits": [("params = classifier.init_params(k_init, features=x.shape[1], classes=classes)",
+                "params = classifier.init_params(key, features=x.shape[1], classes=classes)")]},
+
+    # ------------------------------------------------------- stage 3: reference_workload
+    {"stage": 3, "id": "blind-workload-trains-on-last-rows",
+     "misunderstood": "trains on the last n_train rows instead of the first n_train",
+     "edits": [(_WL_TRAIN, "    params = train_classifier(k_train, x[-n_train:], y[-n_train:], steps=steps,\n"
+                           "                              batch=batch, lr=lr)")]},
+    {"stage": 3, "id": "blind-workload-test-acc-on-train-rows",
+     "misunderstood": "copy-pastes the train-accuracy line, so test_accuracy is measured on the training rows",
+     "edits": [(_WL_TEST_ACC, "float(classifier.accuracy(params, x[:n_train], y[:n_train]))")]},
+    {"stage": 3, "id": "blind-workload-one-key-for-data-and-training",
+     "misunderstood": "uses jax.random.key(seed) for both the dataset and the training instead of splitting it",
+     "edits": [(_WL_KEYS, "    k_data = k_train = jax.random.key(seed)")]},
+    {"stage": 3, "id": "blind-workload-separate-test-dataset",
+     "misunderstood": "splits into data/test/train keys and draws the test rows as a second dataset (other cluster centres)",
+     "edits": [(_WL_KEYS + "\n" + _WL_DATA,
+                "    k_data, k_test, k_train = jax.random.split(jax.random.key(seed), 3)\n"
+                "    x, y = classifier.make_dataset(k_data, n_train)\n"
+                "    x_test, y_test = classifier.make_dataset(k_test, n_test)"),
+               (_WL_TEST_ACC, "float(classifier.accuracy(params, x_test, y_test))")]},
+    {"stage": 3, "id": "blind-workload-ignores-hyperparameters",
+     "misunderstood": "calls train_classifier with its defaults, dropping the steps, batch and lr it was given",
+     "edits": [(_WL_TRAIN, "    params = train_classifier(k_train, x[:n_train], y[:n_train])")]},
+    {"stage": 3, "id": "blind-workload-accuracy-as-jax-arrays",
+     "misunderstood": "returns the accuracies as JAX scalars instead of plain Python floats",
+     "edits": [(_WL_TRAIN_ACC, "classifier.accuracy(params, x[:n_train], y[:n_train])"),
+               (_WL_TEST_ACC, "classifier.accuracy(params, x[n_train:], y[n_train:])")]},
+    {"stage": 3, "id": "blind-workload-rounded-accuracy",
+     "misunderstood": "rounds the accuracies to two decimals for a tidy report, so they no longer match the params' score",
+     "edits": [(_WL_TRAIN_ACC, "round(float(classifier.accuracy(params, x[:n_train], y[:n_train])), 2)"),
+               (_WL_TEST_ACC, "round(float(classifier.accuracy(params, x[n_train:], y[n_train:])), 2)")]},
+    {"stage": 3, "id": "blind-workload-fixed-key",
+     "misunderstood": "hard-codes jax.random.key(0) 'for reproducibility', so another seed gives the same params",
+     "edits": [(_WL_KEYS, "    k_data, k_train = jax.random.split(jax.random.key(0))")]},
+    {"stage": 3, "id": "blind-workload-seeds-python-random",
+     "misunderstood": "seeds Python's global random module with the seed, changing global state it must not touch",
+     "edits": [(_WL_KEYS, "    import random\n"
+                          "    random.seed(seed)\n" + _WL_KEYS)]},
+    {"stage": 3, "id": "blind-workload-extra-fields",
+     "misunderstood": "adds a 'seed' field to the result, which must have exactly three keys",
+     "edits": [('    return {"params": params,', '    return {"params": params, "seed": seed,')]},
+    {"stage": 3, "id": "blind-workload-trains-on-all-rows",
+     "misunderstood": "trains on every row, test rows included, so the test accuracy is no longer held out",
+     "edits": [(_WL_TRAIN, "    params = train_classifier(k_train, x, y, steps=steps, batch=batch, lr=lr)")]},
+]

@@ -1,0 +1,548 @@
+"""performance-audit: blind mistakes, written from the README, starter and solution only."""
+
+MISTAKES = [
+    # ------------------------------------------------------------------ stage 1
+    {"stage": 1, "id": "blind-samples-not-synced",
+     "misunderstood": "thought the warm-up made calls synchronous, so each sample times the "
+                      "dispatch only and never waits for the result",
+     "edits": [("                start = time.perf_counter()\n"
+                "                wait(fn(*args))\n"
+                "                samples.append(time.perf_counter() - start)",
+                "                start = time.perf_counter()\n"
+                "                fn(*args)\n"
+                "                samples.append(time.perf_counter() - start)")]},
+    {"stage": 1, "id": "blind-timer-stopped-before-wait",
+     "misunderstood": "waits for every sample, but reads the clock before the wait instead "
+                      "of after it",
+     "edits": [("                start = time.perf_counter()\n"
+                "                wait(fn(*args))\n"
+                "                samples.append(time.perf_counter() - start)",
+                "                start = time.perf_counter()\n"
+                "                pending = fn(*args)\n"
+                "                samples.append(time.perf_counter() - start)\n"
+                "                wait(pending)")]},
+    {"stage": 1, "id": "blind-first-call-not-waited",
+     "misunderstood": "timed the first call as trace+compile+dispatch and waited only after "
+                      "stopping its clock, so first_call_s misses the run itself",
+     "edits": [("        out = wait(fn(*args))\n"
+                "        first_call_s = time.perf_counter() - start",
+                "        out = fn(*args)\n"
+                "        first_call_s = time.perf_counter() - start\n"
+                "        out = wait(out)")]},
+    {"stage": 1, "id": "blind-warmup-inside-first-call",
+     "misunderstood": "put the warm-up calls inside the first-call timer (\"the cold part\"), "
+                      "so first_call_s holds the compile plus warmup+1 runs",
+     "edits": [("        out = wait(fn(*args))\n"
+                "        first_call_s = time.perf_counter() - start",
+                "        out = wait(fn(*args))\n"
+                "        for _ in range(warmup):\n"
+                "            wait(fn(*args))\n"
+                "        first_call_s = time.perf_counter() - start"),
+               ("            for _ in range(warmup):\n"
+                "                wait(fn(*args))\n"
+                "            for _ in range(iters):",
+                "            for _ in range(iters):")]},
+    {"stage": 1, "id": "blind-first-call-is-a-sample",
+     "misunderstood": "kept the first call as the first of the iters samples (\"it is a real "
+                      "call too\"), so a compile lands in samples_s",
+     "edits": [("    samples = []\n    with count_compiles() as warmed:",
+                "    samples = [first_call_s]\n    with count_compiles() as warmed:"),
+               ("            for _ in range(iters):\n"
+                "                start = time.perf_counter()",
+                "            for _ in range(iters - 1):\n"
+                "                start = time.perf_counter()")]},
+    {"stage": 1, "id": "blind-warmup-not-waited",
+     "misunderstood": "warm-up calls only need to trigger the compile, so they are "
+                      "dispatched without waiting; their work spills into the first sample",
+     "edits": [("            for _ in range(warmup):\n"
+                "                wait(fn(*args))",
+                "            for _ in range(warmup):\n"
+                "                fn(*args)")]},
+    {"stage": 1, "id": "blind-wrong-output-still-timed",
+     "misunderstood": "records output_ok=False but still warms up and times the wrong "
+                      "program",
+     "edits": [("        if output_ok is not False:\n"
+                "            for _ in range(warmup):\n"
+                "                wait(fn(*args))\n"
+                "            for _ in range(iters):\n"
+                "                start = time.perf_counter()\n"
+                "                wait(fn(*args))\n"
+                "                samples.append(time.perf_counter() - start)",
+                "        for _ in range(warmup):\n"
+                "            wait(fn(*args))\n"
+                "        for _ in range(iters):\n"
+                "            start = time.perf_counter()\n"
+                "            wait(fn(*args))\n"
+                "            samples.append(time.perf_counter() - start)")]},
+    {"stage": 1, "id": "blind-output-exact-equality",
+     "misunderstood": "compares the output with the expected one bit for bit, ignoring "
+                      "rtol/atol, so a correct float result computed another way fails",
+     "edits": [("        output_ok = bool(np.allclose(np.asarray(out), np.asarray(expected),\n"
+                "                                     rtol=rtol, atol=atol))",
+                "        output_ok = bool(np.array_equal(np.asarray(out), np.asarray(expected)))")]},
+    {"stage": 1, "id": "blind-unknown-sync-accepted",
+     "misunderstood": "treats any sync name other than host_read as block_until_ready "
+                      "instead of raising ValueError",
+     "edits": [("    if sync not in SYNC_METHODS:\n"
+                "        raise ValueError(f\"sync must be one of {SYNC_METHODS}, got {sync!r}\")\n",
+                "")]},
+    {"stage": 1, "id": "blind-host-read-is-a-label",
+     "misunderstood": "thought host_read only names the method in the record; the "
+                      "host_read path returns the output without reading it to the host",
+     "edits": [("        return jax.tree.map(np.asarray, out)",
+                "        return out")]},
+    {"stage": 1, "id": "blind-one-compile-counter",
+     "misunderstood": "counts compiles with one counter around the whole function and "
+                      "reports that total as compiles_warmed",
+     "edits": [("        \"compiles_first_call\": first[0], \"compiles_warmed\": warmed[0],",
+                "        \"compiles_first_call\": first[0], \"compiles_warmed\": first[0] + warmed[0],")]},
+    {"stage": 1, "id": "blind-samples-in-ms",
+     "misunderstood": "records samples in milliseconds because that is the readable unit "
+                      "for a matmul",
+     "edits": [("                samples.append(time.perf_counter() - start)",
+                "                samples.append((time.perf_counter() - start) * 1e3)")]},
+    {"stage": 1, "id": "blind-comparable-ignores-warmup",
+     "misunderstood": "warm-up count is a detail of the harness, not of the work, so "
+                      "comparable does not compare it",
+     "edits": [("    for key in (\"shapes\", \"dtypes\", \"sync\", \"warmup\", \"backend\"):",
+                "    for key in (\"shapes\", \"dtypes\", \"sync\", \"backend\"):")]},
+    {"stage": 1, "id": "blind-comparable-ignores-backend",
+     "misunderstood": "only shapes, dtypes, sync and warm-up matter; the backend is "
+                      "assumed the same on one machine",
+     "edits": [("    for key in (\"shapes\", \"dtypes\", \"sync\", \"warmup\", \"backend\"):",
+                "    for key in (\"shapes\", \"dtypes\", \"sync\", \"warmup\"):")]},
+    {"stage": 1, "id": "blind-comparable-compares-labels",
+     "misunderstood": "compares every descriptive field, label and iters included, so two "
+                      "measurements named differently are refused",
+     "edits": [("    for key in (\"shapes\", \"dtypes\", \"sync\", \"warmup\", \"backend\"):",
+                "    for key in (\"label\", \"shapes\", \"dtypes\", \"sync\", \"warmup\", "
+                "\"iters\", \"backend\"):")]},
+    {"stage": 1, "id": "blind-comparable-unchecked-output-refused",
+     "misunderstood": "refuses any measurement whose output_ok is not truthy, so a "
+                      "measurement made without expected (None) is refused too",
+     "edits": [("        if m.get(\"output_ok\") is False:",
+                "        if not m.get(\"output_ok\"):")]},
+    {"stage": 1, "id": "blind-comparable-one-side-output",
+     "misunderstood": "checks the output of the first measurement only (the baseline)",
+     "edits": [("    for name, m in ((\"first\", a), (\"second\", b)):",
+                "    for name, m in ((\"first\", a),):")]},
+    {"stage": 1, "id": "blind-shape-change-prewarmed",
+     "misunderstood": "warms fn on the changed shape first \"to keep compile out of the "
+                      "comparison\", so the changed first call shows no new compile",
+     "edits": [("    return {\"base\": time_fn(fn, x, warmup=warmup, iters=iters, label=\"base\"),\n"
+                "            \"changed\": time_fn(fn, x_changed, warmup=warmup, iters=iters, label=\"changed\")}",
+                "    jax.block_until_ready(fn(x_changed))\n"
+                "    return {\"base\": time_fn(fn, x, warmup=warmup, iters=iters, label=\"base\"),\n"
+                "            \"changed\": time_fn(fn, x_changed, warmup=warmup, iters=iters, label=\"changed\")}")]},
+    {"stage": 1, "id": "blind-shape-change-default-warmup",
+     "misunderstood": "passes warmup to the base measurement only; the changed one runs "
+                      "with time_fn's default warm-up",
+     "edits": [("time_fn(fn, x_changed, warmup=warmup, iters=iters, label=\"changed\")",
+                "time_fn(fn, x_changed, iters=iters, label=\"changed\")")]},
+    {"stage": 1, "id": "blind-host-read-no-warmup",
+     "misunderstood": "the block measurement already warmed fn, so the host_read one "
+                      "is measured with warmup=0",
+     "edits": [("            \"host_read\": time_fn(fn, x, warmup=warmup, iters=iters, sync=\"host_read\",",
+                "            \"host_read\": time_fn(fn, x, warmup=0, iters=iters, sync=\"host_read\",")]},
+    {"stage": 1, "id": "blind-host-read-same-sync",
+     "misunderstood": "labels the second measurement host_read but times it with the "
+                      "default sync, so the two differ in nothing",
+     "edits": [("iters=iters, sync=\"host_read\",\n",
+                "iters=iters,\n")]},
+
+    # ------------------------------------------------------------------ stage 2
+    {"stage": 2, "id": "blind-trace-without-warmup",
+     "misunderstood": "traces from the very first call, so the compile lands inside the "
+                      "first region occurrence",
+     "edits": [("    jax.block_until_ready(step_fn(*args))\n"
+                "    with jax.profiler.trace(logdir):",
+                "    with jax.profiler.trace(logdir):")]},
+    {"stage": 2, "id": "blind-trace-region-not-waited",
+     "misunderstood": "the annotation wraps the dispatch of each step; the wait happens "
+                      "after the region closes",
+     "edits": [("            with jax.profiler.TraceAnnotation(region, step=i):\n"
+                "                jax.block_until_ready(step_fn(*args))",
+                "            with jax.profiler.TraceAnnotation(region, step=i):\n"
+                "                out = step_fn(*args)\n"
+                "            jax.block_until_ready(out)")]},
+    {"stage": 2, "id": "blind-trace-region-once",
+     "misunderstood": "one region around all the steps instead of one per step",
+     "edits": [("        for i in range(steps):\n"
+                "            with jax.profiler.TraceAnnotation(region, step=i):\n"
+                "                jax.block_until_ready(step_fn(*args))",
+                "        with jax.profiler.TraceAnnotation(region):\n"
+                "            for i in range(steps):\n"
+                "                jax.block_until_ready(step_fn(*args))")]},
+    {"stage": 2, "id": "blind-newest-trace-by-name",
+     "misunderstood": "the run folders are timestamps, so the newest is the last by name",
+     "edits": [("                   key=lambda p: (p.stat().st_mtime, str(p)))",
+                "                   key=lambda p: str(p))")]},
+    {"stage": 2, "id": "blind-newest-trace-first",
+     "misunderstood": "takes the first file of the mtime-sorted list (oldest first) as "
+                      "the newest",
+     "edits": [("    return files[-1]", "    return files[0]")]},
+    {"stage": 2, "id": "blind-newest-trace-no-error",
+     "misunderstood": "returns None for a folder without traces instead of raising "
+                      "FileNotFoundError",
+     "edits": [("        raise FileNotFoundError(f\"no *.trace.json.gz under {logdir}/plugins/profile/\")",
+                "        return None")]},
+    {"stage": 2, "id": "blind-region-nested-added",
+     "misunderstood": "adds every event inside the region as a child, nested ones too "
+                      "(additive time instead of covered time)",
+     "edits": [("            if e[\"ts\"] + e[\"dur\"] <= covered_until:\n"
+                "                continue  # nested inside a direct child already counted\n"
+                "            if e[\"ts\"] < covered_until:\n"
+                "                continue  # overlaps a direct child without nesting: not a child\n",
+                "")]},
+    {"stage": 2, "id": "blind-region-any-thread",
+     "misunderstood": "children are any events inside the region's time span, whatever "
+                      "thread or process they ran on",
+     "edits": [("                         if e is not r and e.get(\"pid\") == r.get(\"pid\")\n"
+                "                         and e.get(\"tid\") == r.get(\"tid\")\n"
+                "                         and e[\"ts\"] >= r[\"ts\"]",
+                "                         if e is not r\n"
+                "                         and e[\"ts\"] >= r[\"ts\"]")]},
+    {"stage": 2, "id": "blind-region-prefix-match",
+     "misunderstood": "finds region occurrences by name prefix (train_step also matches "
+                      "train_step_2)",
+     "edits": [("    regions = [e for e in complete if e.get(\"name\") == region]",
+                "    regions = [e for e in complete if str(e.get(\"name\", \"\")).startswith(region)]")]},
+    {"stage": 2, "id": "blind-region-straddler-child",
+     "misunderstood": "an event that starts inside the region is its child even if it "
+                      "ends after the region",
+     "edits": [("                         and e[\"ts\"] >= r[\"ts\"] and e[\"ts\"] + e[\"dur\"] <= r_end),",
+                "                         and r[\"ts\"] <= e[\"ts\"] < r_end),")]},
+    {"stage": 2, "id": "blind-region-ms",
+     "misunderstood": "reports durations in milliseconds (Chrome trace ts/dur read as ns "
+                      "and divided to ms)",
+     "edits": [("    total = float(sum(r[\"dur\"] for r in regions))\n"
+                "    child = float(sum(children.values()))",
+                "    total = float(sum(r[\"dur\"] for r in regions)) / 1e3\n"
+                "    children = {k: v / 1e3 for k, v in children.items()}\n"
+                "    child = float(sum(children.values()))")]},
+    {"stage": 2, "id": "blind-region-tie-order",
+     "misunderstood": "sorts candidate children by start time only, so of two events "
+                      "starting together the shorter (inner) one may be taken as the child",
+     "edits": [("                        key=lambda e: (e[\"ts\"], -e[\"dur\"]))",
+                "                        key=lambda e: (e[\"ts\"], e[\"dur\"]))")]},
+    {"stage": 2, "id": "blind-region-touching-dropped",
+     "misunderstood": "an event that starts exactly where the previous child ends is "
+                      "taken as overlapping it and dropped",
+     "edits": [("            if e[\"ts\"] < covered_until:",
+                "            if e[\"ts\"] <= covered_until:")]},
+    {"stage": 2, "id": "blind-region-end-together-dropped",
+     "misunderstood": "a child must end strictly before the region does, so a child that "
+                      "ends with the region is not counted",
+     "edits": [("e[\"ts\"] + e[\"dur\"] <= r_end),",
+                "e[\"ts\"] + e[\"dur\"] < r_end),")]},
+    {"stage": 2, "id": "blind-matmul-macs",
+     "misunderstood": "counts one FLOP per multiply-add (m*k*n)",
+     "edits": [("    return {\"flops\": 2 * m * k * n,",
+                "    return {\"flops\": m * k * n,")]},
+    {"stage": 2, "id": "blind-matmul-exact-adds",
+     "misunderstood": "counts k multiplies and k-1 adds per output element, m*n*(2k-1), "
+                      "not the compiler's 2mkn",
+     "edits": [("    return {\"flops\": 2 * m * k * n,",
+                "    return {\"flops\": m * n * (2 * k - 1),")]},
+    {"stage": 2, "id": "blind-matmul-bytes-no-output",
+     "misunderstood": "counts only the two inputs as traffic, not the output written",
+     "edits": [("\"bytes\": (m * k + k * n + m * n) * itemsize}",
+                "\"bytes\": (m * k + k * n) * itemsize}")]},
+    {"stage": 2, "id": "blind-matmul-bytes-float32",
+     "misunderstood": "counts bytes as 4 per element whatever the dtype",
+     "edits": [("\"bytes\": (m * k + k * n + m * n) * itemsize}",
+                "\"bytes\": (m * k + k * n + m * n) * 4}")]},
+    {"stage": 2, "id": "blind-cost-from-lowered",
+     "misunderstood": "asks the lowered (traced, unfused) program for its cost instead of "
+                      "the compiled one",
+     "edits": [("    cost = jax.jit(fn).lower(*args).compile().cost_analysis()",
+                "    cost = jax.jit(fn).lower(*args).cost_analysis()")]},
+    {"stage": 2, "id": "blind-cost-output-bytes",
+     "misunderstood": "reports the bytes of the output only (\"bytes accessedout{}\") as the "
+                      "program's traffic",
+     "edits": [("float(cost[\"bytes accessed\"])}",
+                "float(cost[\"bytes accessedout{}\"])}")]},
+    {"stage": 2, "id": "blind-peak-flops-mean",
+     "misunderstood": "the attained rate comes from the mean of the samples, not the "
+                      "fastest",
+     "edits": [("            \"flops_per_s\": flops / best}",
+                "            \"flops_per_s\": flops / (sum(samples) / len(samples))}")]},
+    {"stage": 2, "id": "blind-peak-flops-not-synced",
+     "misunderstood": "times the matmul calls without waiting for them",
+     "edits": [("        jax.block_until_ready(f(a))\n"
+                "        samples.append(time.perf_counter() - start)\n"
+                "    flops = 2 * n**3",
+                "        f(a)\n"
+                "        samples.append(time.perf_counter() - start)\n"
+                "    flops = 2 * n**3")]},
+    {"stage": 2, "id": "blind-peak-flops-macs",
+     "misunderstood": "counts n**3 FLOPs for an n x n product (one per multiply-add)",
+     "edits": [("    flops = 2 * n**3", "    flops = n**3")]},
+    {"stage": 2, "id": "blind-bandwidth-in-place-one-pass",
+     "misunderstood": "written in place means one pass over memory, so in_place moves "
+                      "the array once like read_sum",
+     "edits": [("    moved = (1 if kind == \"read_sum\" else 2) * (nbytes // 4) * 4",
+                "    moved = (1 if kind in (\"read_sum\", \"in_place\") else 2) * (nbytes // 4) * 4")]},
+    {"stage": 2, "id": "blind-bandwidth-not-donated",
+     "misunderstood": "in place only means reusing the variable name; the input is never "
+                      "donated, so every call writes fresh pages",
+     "edits": [("                    donate_argnums=0 if kind == \"in_place\" else ())",
+                "                    donate_argnums=())")]},
+    {"stage": 2, "id": "blind-bandwidth-cumulative-faults",
+     "misunderstood": "reads the fault counter once before the loop, so each entry is the "
+                      "running total, not the sample's own faults",
+     "edits": [("    samples, faults = [], []\n"
+                "    for _ in range(iters):\n"
+                "        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n",
+                "    samples, faults = [], []\n"
+                "    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+                "    for _ in range(iters):\n")]},
+    {"stage": 2, "id": "blind-bandwidth-no-warmup",
+     "misunderstood": "no untimed first call: the first sample pays for the compile and "
+                      "the first touch of the pages",
+     "edits": [("    x = call(x)\n    samples, faults = [], []",
+                "    samples, faults = [], []")]},
+    {"stage": 2, "id": "blind-bandwidth-gb-per-s",
+     "misunderstood": "reports bandwidth in GB/s, the unit spec sheets use",
+     "edits": [("\"bandwidth\": moved / min(samples)}",
+                "\"bandwidth\": moved / min(samples) / 1e9}")]},
+    {"stage": 2, "id": "blind-cache-decimal-units",
+     "misunderstood": "reads K, M, G in sysfs sizes as powers of ten",
+     "edits": [("        units = {\"K\": 2**10, \"M\": 2**20, \"G\": 2**30}",
+                "        units = {\"K\": 10**3, \"M\": 10**6, \"G\": 10**9}")]},
+    {"stage": 2, "id": "blind-cache-data-type-only",
+     "misunderstood": "keeps only caches whose type is \"Data\", dropping the Unified L2 "
+                      "and L3",
+     "edits": [("        if kind == \"Instruction\":", "        if kind != \"Data\":")]},
+    {"stage": 2, "id": "blind-cache-instruction-kept",
+     "misunderstood": "does not skip instruction caches; the L1 entry is whichever index "
+                      "comes last",
+     "edits": [("        if kind == \"Instruction\":\n            continue\n", "")]},
+    {"stage": 2, "id": "blind-roofline-level-by-name",
+     "misunderstood": "walks the cache levels in name order (L1, L2, L3) assuming names "
+                      "sort by size",
+     "edits": [("    for name, size in sorted(caches.items(), key=lambda kv: kv[1]):",
+                "    for name, size in sorted(caches.items()):")]},
+    {"stage": 2, "id": "blind-roofline-exact-fit-spills",
+     "misunderstood": "a working set exactly the size of a level does not fit it",
+     "edits": [("        if working_set_bytes <= size:", "        if working_set_bytes < size:")]},
+    {"stage": 2, "id": "blind-roofline-lower-is-min",
+     "misunderstood": "the fastest time is the smaller of compute_s and memory_s",
+     "edits": [("\"lower_s\": max(compute_s, memory_s)", "\"lower_s\": min(compute_s, memory_s)")]},
+    {"stage": 2, "id": "blind-roofline-predicted-no-overlap",
+     "misunderstood": "the roofline's predicted time adds compute and memory time",
+     "edits": [("\"predicted_s\": flops / attainable,",
+                "\"predicted_s\": flops / peak_flops + nbytes / bandwidth,")]},
+    {"stage": 2, "id": "blind-roofline-intensity-working-set",
+     "misunderstood": "intensity divides FLOPs by the working set instead of the bytes "
+                      "moved per call",
+     "edits": [("    intensity = flops / nbytes", "    intensity = flops / working_set_bytes")]},
+    {"stage": 2, "id": "blind-roofline-slowest-bandwidth",
+     "misunderstood": "with a bandwidth per level, uses the slowest one (DRAM) to be "
+                      "conservative",
+     "edits": [("        bandwidth = bandwidth[level]",
+                "        bandwidth = min(bandwidth.values())")]},
+    {"stage": 2, "id": "blind-roofline-ridge-inverted",
+     "misunderstood": "ridge as bandwidth over peak (bytes per FLOP)",
+     "edits": [("    ridge = peak_flops / bandwidth", "    ridge = bandwidth / peak_flops")]},
+
+    # ------------------------------------------------------------------ stage 3
+    {"stage": 3, "id": "blind-block-remat-whole-model",
+     "misunderstood": "checkpoints the whole stack once instead of each block",
+     "edits": [("    step = block\n"
+                "    if policy is not None:\n"
+                "        if policy not in REMAT_POLICIES:\n"
+                "            raise ValueError(f\"policy must be None or one of {REMAT_POLICIES}\")\n"
+                "        step = jax.checkpoint(block, policy=getattr(jax.checkpoint_policies, policy))\n"
+                "    for p in params:\n"
+                "        x = step(p, x)\n"
+                "    return jnp.mean(x**2)",
+                "    def stack(params, x):\n"
+                "        for p in params:\n"
+                "            x = block(p, x)\n"
+                "        return x\n"
+                "    if policy is not None:\n"
+                "        if policy not in REMAT_POLICIES:\n"
+                "            raise ValueError(f\"policy must be None or one of {REMAT_POLICIES}\")\n"
+                "        stack = jax.checkpoint(stack, policy=getattr(jax.checkpoint_policies, policy))\n"
+                "    x = stack(params, x)\n"
+                "    return jnp.mean(x**2)")]},
+    {"stage": 3, "id": "blind-block-policy-dropped",
+     "misunderstood": "wraps each block in jax.checkpoint but forgets to pass the policy, "
+                      "so every policy saves nothing",
+     "edits": [("        step = jax.checkpoint(block, policy=getattr(jax.checkpoint_policies, policy))",
+                "        step = jax.checkpoint(block)")]},
+    {"stage": 3, "id": "blind-block-no-policy-check",
+     "misunderstood": "looks the policy up with getattr and lets a bad name raise whatever "
+                      "it raises (AttributeError), not ValueError",
+     "edits": [("    if policy is not None:\n"
+                "        if policy not in REMAT_POLICIES:\n"
+                "            raise ValueError(f\"policy must be None or one of {REMAT_POLICIES}\")\n"
+                "        step = jax.checkpoint(block,",
+                "    if policy is not None:\n"
+                "        step = jax.checkpoint(block,")]},
+    {"stage": 3, "id": "blind-block-loss-sum",
+     "misunderstood": "\"mean of squares\" read as the sum of squared outputs",
+     "edits": [("        x = step(p, x)\n    return jnp.mean(x**2)",
+                "        x = step(p, x)\n    return jnp.sum(x**2)")]},
+    {"stage": 3, "id": "blind-tanh-remat-whole-chain",
+     "misunderstood": "the policy applies to the chain as a whole, one checkpoint around "
+                      "all the layers",
+     "edits": [("    for w in ws:\n"
+                "        x = layer(w, x)\n"
+                "    return jnp.mean(x**2)",
+                "    def chain(ws, x):\n"
+                "        for w in ws:\n"
+                "            x = jnp.tanh(x @ w)\n"
+                "        return x\n"
+                "    if policy is not None:\n"
+                "        chain = jax.checkpoint(chain, policy=getattr(jax.checkpoint_policies, policy))\n"
+                "    return jnp.mean(chain(ws, x)**2)")]},
+    {"stage": 3, "id": "blind-tanh-policy-ignored",
+     "misunderstood": "the tanh chain is only the residual-counting example, so it is "
+                      "written without remat and the policy is only validated",
+     "edits": [("        layer = jax.checkpoint(layer, policy=getattr(jax.checkpoint_policies, policy))\n",
+                "")]},
+    {"stage": 3, "id": "blind-grads-policy-dropped",
+     "misunderstood": "loss_and_grads differentiates block_loss with its default policy; "
+                      "the policy argument is never passed on",
+     "edits": [("    return jax.value_and_grad(block_loss)(params, x, policy)",
+                "    return jax.value_and_grad(block_loss)(params, x)")]},
+    {"stage": 3, "id": "blind-grads-swapped",
+     "misunderstood": "returns (grads, loss) instead of (loss, grads)",
+     "edits": [("    return jax.value_and_grad(block_loss)(params, x, policy)",
+                "    loss, grads = jax.value_and_grad(block_loss)(params, x, policy)\n"
+                "    return grads, loss")]},
+    {"stage": 3, "id": "blind-residuals-include-arguments",
+     "misunderstood": "counts every array the pullback holds, the parameters and input "
+                      "included",
+     "edits": [("    return int(sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(pullback)\n"
+                "                   if id(leaf) not in arguments))",
+                "    return int(sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(pullback)))")]},
+    {"stage": 3, "id": "blind-residuals-float32-bytes",
+     "misunderstood": "counts 4 bytes per saved element whatever its dtype",
+     "edits": [("    return int(sum(leaf.size * leaf.dtype.itemsize for leaf",
+                "    return int(sum(leaf.size * 4 for leaf")]},
+    {"stage": 3, "id": "blind-residuals-policy-dropped",
+     "misunderstood": "takes the vjp of the model without passing the policy on",
+     "edits": [("    _, pullback = jax.vjp(lambda p, v: loss(p, v, policy), params, x)",
+                "    _, pullback = jax.vjp(lambda p, v: loss(p, v), params, x)")]},
+    {"stage": 3, "id": "blind-temp-is-peak",
+     "misunderstood": "reads the plan's peak memory (arguments and outputs included) as "
+                      "the temporaries",
+     "edits": [("compile().memory_analysis().temp_size_in_bytes)",
+                "compile().memory_analysis().peak_memory_in_bytes)")]},
+    {"stage": 3, "id": "blind-temp-forward-only",
+     "misunderstood": "compiles the loss alone (forward), not its value_and_grad",
+     "edits": [("    fn = jax.jit(lambda p, v: jax.value_and_grad(loss)(p, v, policy))",
+                "    fn = jax.jit(lambda p, v: loss(p, v, policy))")]},
+    {"stage": 3, "id": "blind-temp-host-field",
+     "misunderstood": "on a CPU the temporaries are host memory, so it reads "
+                      "host_temp_size_in_bytes",
+     "edits": [("compile().memory_analysis().temp_size_in_bytes)",
+                "compile().memory_analysis().host_temp_size_in_bytes)")]},
+    {"stage": 3, "id": "blind-peak-kib-as-bytes",
+     "misunderstood": "reads the /proc/self/status figures as bytes, though the kernel "
+                      "writes them in kB",
+     "edits": [("                return int(line.split()[1]) * 1024",
+                "                return int(line.split()[1])")]},
+    {"stage": 3, "id": "blind-peak-compile-in-run",
+     "misunderstood": "resets the high-water mark first and then compiles and runs, as "
+                      "if the compile were part of the call being measured",
+     "edits": [("compiled = jax.jit(fn).lower(*args).compile()\n"
+                "jax.block_until_ready(jax.jit(lambda v: v + 1)(jnp.ones(8)))\n", ""),
+               ("rss = status(\"VmRSS\")\nout = jax.block_until_ready(compiled(*args))",
+                "rss = status(\"VmRSS\")\ncompiled = jax.jit(fn).lower(*args).compile()\n"
+                "out = jax.block_until_ready(compiled(*args))")]},
+    {"stage": 3, "id": "blind-peak-is-vmhwm",
+     "misunderstood": "reports VmHWM itself as the run's peak",
+     "edits": [("    \"run_peak_bytes\": hwm - rss,", "    \"run_peak_bytes\": hwm,")]},
+    {"stage": 3, "id": "blind-peak-one-process",
+     "misunderstood": "runs one fresh process and repeats its result repeats times",
+     "edits": [("        runs = list(pool.map(one, range(repeats)))",
+                "        runs = [one(0)] * repeats")]},
+    {"stage": 3, "id": "blind-peak-policy-ignored",
+     "misunderstood": "the fresh process builds the model without the policy",
+     "edits": [("    return (lambda p, v: loss_and_grads(p, v, policy)), (params, x)",
+                "    return (lambda p, v: loss_and_grads(p, v)), (params, x)")]},
+
+    # ------------------------------------------------------------------ stage 4
+    {"stage": 4, "id": "blind-amdahl-linear",
+     "misunderstood": "the step speeds up in proportion to the share: 1 + share * "
+                      "(kernel_speedup - 1)",
+     "edits": [("    return 1.0 / ((1.0 - share) + share / kernel_speedup)",
+                "    return 1.0 + share * (kernel_speedup - 1.0)")]},
+    {"stage": 4, "id": "blind-amdahl-inverted",
+     "misunderstood": "returns the new time as a fraction of the old (after / before)",
+     "edits": [("    return 1.0 / ((1.0 - share) + share / kernel_speedup)",
+                "    return (1.0 - share) + share / kernel_speedup")]},
+    {"stage": 4, "id": "blind-decide-pooled-samples",
+     "misunderstood": "ignores round_ids and pools the samples: every sample is its own "
+                      "independent piece of evidence (unpaired)",
+     "edits": [("        ids = run.get(\"round_ids\", range(len(samples)))",
+                "        ids = range(len(samples))"),
+               ("    shared = sorted(set(mb) & set(ma))",
+                "    shared = []  # every sample is independent evidence: nothing to pair")]},
+    {"stage": 4, "id": "blind-decide-round-mean",
+     "misunderstood": "summarises each round by its mean, so a stall moves the round",
+     "edits": [("        return {r: float(np.median(v)) for r, v in sorted(by_round.items())}",
+                "        return {r: float(np.mean(v)) for r, v in sorted(by_round.items())}")]},
+    {"stage": 4, "id": "blind-decide-df-n",
+     "misunderstood": "uses n rounds, not n - 1, as the degrees of freedom of the paired t",
+     "edits": [("        df = d.size - 1\n", "        df = d.size\n")]},
+    {"stage": 4, "id": "blind-decide-z-not-t",
+     "misunderstood": "uses the normal 1.96 for a 95% interval, not Student's t for a few "
+                      "rounds",
+     "edits": [("        half = t_quantile(confidence, df) * (float(np.std(d, ddof=1))",
+                "        half = 1.959964 * (float(np.std(d, ddof=1))")]},
+    {"stage": 4, "id": "blind-decide-one-sided-quantile",
+     "misunderstood": "passes (1 + confidence) / 2 to t_quantile as for a one-sided "
+                      "table, although it already takes the two-sided confidence",
+     "edits": [("        half = t_quantile(confidence, df) * (float(np.std(d, ddof=1))",
+                "        half = t_quantile((1 + confidence) / 2, df) * (float(np.std(d, ddof=1))")]},
+    {"stage": 4, "id": "blind-decide-std-not-se",
+     "misunderstood": "uses the spread of the rounds as the interval's half width, not "
+                      "its standard error",
+     "edits": [("(float(np.std(d, ddof=1)) / math.sqrt(d.size))",
+                "float(np.std(d, ddof=1))")]},
+    {"stage": 4, "id": "blind-decide-population-std",
+     "misunderstood": "uses the population standard deviation (ddof=0) of the round "
+                      "differences",
+     "edits": [("(float(np.std(d, ddof=1)) / math.sqrt(d.size))",
+                "(float(np.std(d)) / math.sqrt(d.size))")]},
+    {"stage": 4, "id": "blind-decide-min-gain-ignored",
+     "misunderstood": "accepts as soon as the interval lies above 1",
+     "edits": [("    up, down = 1.0 + min_gain, 1.0 / (1.0 + min_gain)",
+                "    up, down = 1.0, 1.0")]},
+    {"stage": 4, "id": "blind-decide-unchecked-output-ok",
+     "misunderstood": "rejects only an output check that failed; a record never checked "
+                      "(output_ok None) passes",
+     "edits": [("        if run.get(\"output_ok\") is not True:",
+                "        if run.get(\"output_ok\") is False:")]},
+    {"stage": 4, "id": "blind-decide-first-call-unchecked",
+     "misunderstood": "does not ask for the first call reported apart",
+     "edits": [("        if run.get(\"first_call_s\") is None:\n"
+                "            reasons.append(f\"{name} has no first call reported apart from warmed samples\")\n",
+                "")]},
+    {"stage": 4, "id": "blind-decide-no-min-samples",
+     "misunderstood": "any number of samples will do; the interval takes care of it",
+     "edits": [("        if len(run.get(\"samples_s\") or []) < 5:\n"
+                "            reasons.append(f\"{name} has fewer than 5 raw samples\")\n",
+                "")]},
+    {"stage": 4, "id": "blind-decide-skips-comparable",
+     "misunderstood": "decide weighs times only; comparability is left to the caller",
+     "edits": [("    reasons = list(comparable(before, after))",
+                "    reasons = []")]},
+    {"stage": 4, "id": "blind-decide-ratio-inverted",
+     "misunderstood": "reports the ratio as after / before (time ratio), not the speedup",
+     "edits": [("    out = {\"ratio\": math.exp(est), \"ci\": None,",
+                "    out = {\"ratio\": math.exp(-est), \"ci\": None,")]},
+    {"stage": 4, "id": "blind-decide-negative-min-gain-allowed",
+     "misunderstood": "a negative minimum gain is just a looser test, not an error",
+     "edits": [("    if min_gain < 0:\n"
+                "        raise ValueError(f\"min_gain must be >= 0, got {min_gain!r}\")\n",
+                "")]},
+    {"stage": 4, "id": "blind-decide-slower-without-minimum",
+     "misunderstood": "calls any clearly slower interval \"slower\", without the minimum",
+     "edits": [("    elif hi < down:", "    elif hi < 1.0:")]},
+]
