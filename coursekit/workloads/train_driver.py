@@ -9,7 +9,9 @@ Sets the fake device count *before* importing jax, loads the learner's file, joi
 multi-process run through the learner's ``initialize_distributed`` when ``--nproc`` > 1
 (recording the timeouts it passed), runs ``train`` and writes what happened to ``--out``
 (JSON) and the final state to ``--out`` with ``.npz`` (one array per leaf, keys as
-``jax.tree_util.keystr``; the PRNG key as its key data).
+``jax.tree_util.keystr``; the PRNG key as its key data). The report holds the steps
+``on_step`` was given and, once ``train`` has returned, ``at_return``: the checkpoint
+folder's finished steps and temporary folders at that moment.
 
 Two ways to stop at a known point, so the checker can SIGKILL the process there:
   --block-after-step K   after step K is reported, write --marker and wait forever
@@ -152,6 +154,12 @@ def main(argv=None) -> int:
 
         mesh = impl.make_mesh()
         state = impl.train(config, args.ckpt, mesh, on_step=on_step)
+        # what is on disk the moment train returns (the contract: every save finished
+        # by then), before anything else runs: a save still in flight shows here
+        from coursekit.workloads.trainruns import finalized_steps, tmp_folders
+        report["at_return"] = {"finished": finalized_steps(args.ckpt),
+                               "temporary": tmp_folders(args.ckpt)}
+        write_report()
         if not isinstance(state, dict):
             raise TypeError(f"train returned {type(state).__name__}, expected the state dict")
         leaves = {jax.tree_util.keystr(path): to_host(leaf)
