@@ -32,13 +32,13 @@ _PAIR = ("    fit = {}\n    for b in (small, large):\n"
 
 PLANTED = {
     # trace_slow ------------------------------------------------------------------------
-    "trace_of_the_compiling_call": (1, "learner_trace_agrees_with_sync_timing", [
+    "trace_of_the_compiling_call": (1, "learner_trace_is_one_call_in_use", [
         (_WARM, _WARM.split("\n", 1)[1])]),
-    "trace_holds_the_warmup_too": (1, "learner_trace_agrees_with_sync_timing", [
+    "trace_holds_the_warmup_too": (1, "learner_trace_is_one_call_in_use", [
         (_WARM, _WARM.split("\n", 1)[1] + "    " + _WARM.split("\n", 1)[0] + "\n")]),
-    "trace_with_the_warmup_rate": (1, "learner_trace_agrees_with_sync_timing", [
+    "trace_with_the_warmup_rate": (1, "learner_trace_is_one_call_in_use", [
         ('problem["lr"] * 0.9)', 'problem["lr"])')]),
-    "trace_with_python_tracer": (1, "learner_trace_agrees_with_sync_timing", [
+    "trace_with_python_tracer": (1, "learner_trace_is_one_call_in_use", [
         ("    options.python_tracer_level = 0\n    with jax.profiler.trace(logdir,",
          "    with jax.profiler.trace(logdir,")]),
     # step_breakdown --------------------------------------------------------------------
@@ -215,6 +215,16 @@ PLANTED = {
          "        call(lr=problem[\"lr\"])\n        with count_compiles() as first:\n")]),
     "records_wrong_output_still_timed": (4, "output_ok_is_measured", [
         ("            if ok:\n", "            if True:\n")]),
+    # issue 47: an output check of the losses alone; warm-up compiles left out of the count
+    "records_output_check_losses_only": (4, "output_ok_is_measured", [
+        ("                 for a, b in zip(jax.tree.leaves(out), jax.tree.leaves(expected)))",
+         "                 for a, b in zip(jax.tree.leaves(out[1]), "
+         "jax.tree.leaves(expected[1])))")]),
+    "records_warmup_compiles_not_counted": (4, "records_valid_for_decide", [
+        ("        with count_compiles() as warmed:\n            if ok:\n"
+         "                for _ in range(warmup):\n                    call()\n",
+         "        if ok:\n            for _ in range(warmup):\n                call()\n"
+         "        with count_compiles() as warmed:\n            if ok:\n")]),
     # issue 29: the traced call waited for only after the trace has closed
     "records_traced_call_not_waited_for": (4, "records_valid_for_decide", [
         ("                jax.block_until_ready(fn(params, *args, next(lrs)))\n",
@@ -239,9 +249,12 @@ HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named e
          "records_first_call_after_a_warm_up": "a call was made before the 'first call'",
          "records_wrong_output_still_timed": "a wrong output was timed and its samples "
                                              "kept",
+         "records_output_check_losses_only": "your output check compares the losses only",
+         "records_warmup_compiles_not_counted": "warm-up call(s) compiled too",
          "records_traced_call_not_waited_for": "the traced call was not finished inside "
                                                "the trace"}
-WRONG_HINTS = {"shares_of_the_phases_total": "direct child"}
+WRONG_HINTS = {"shares_of_the_phases_total": "direct child",
+               "records_warmup_compiles_not_counted": "a rate met before"}
 BATCH = PlantedBatch("optimisation", PLANTED, hints=HINTS, wrong_hints=WRONG_HINTS)
 
 
