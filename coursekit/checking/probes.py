@@ -308,6 +308,18 @@ def reported_counts(what: str, facts: dict) -> tuple[int, list]:
     return calls, compiled_at
 
 
+# A learner's clock other than perf_counter (time.time, which NTP may slew by up to
+# 500 ppm) against the probe's: the comparisons themselves need no slack for load.
+CLOCK_SLACK_FRACTION, CLOCK_SLACK_S = 1e-3, 1e-5
+
+
+def ended_before_ready(seconds: float, unready_s: float) -> bool:
+    """A learner's time of a call (a clock started before the call) shorter than the
+    moment the call's output was last seen unfinished, ``unready_s`` after it began: the
+    clock stopped before the output was ready."""
+    return seconds < unready_s * (1 - CLOCK_SLACK_FRACTION) - CLOCK_SLACK_S
+
+
 def reported_unready_seen(what: str, facts: dict) -> list[float]:
     """A watched workload's self-reported ``unready_seen_after_s`` (one float per call:
     the last moment its output was seen unfinished, seconds after the call began),

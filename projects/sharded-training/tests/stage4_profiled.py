@@ -24,8 +24,9 @@ Cases where each timing mistake changes the verdict by a wide margin (issue 29):
   wait right after the call returns): the probe's watcher records the last moment each
   output was seen unfinished (``unready_seen_after_s``), and a time shorter than that
   ended before its output was ready: certain too, and a whole run apart here (a first
-  call read 480 ms against 670 ms seen unfinished, a sample 1.7 ms against 21 ms). The first call is also run without ``expected_loss``
-  and with no warm-up (the shared ``unchecked_run``), where no loss check waits for it
+  call read 480 ms against 670 ms seen unfinished, a sample 1.7 ms against 21 ms). The
+  first call is also run without ``expected_loss`` and with no warm-up (the shared
+  ``unchecked_run``), where no loss check waits for it
   before the next call: a first call timed without its wait shows there (in the record's
   own run the loss check waits for it, and a first call's compile dwarfs its run);
 * traced steps whose wait comes after the annotation closes: the probe cannot see them
@@ -66,6 +67,7 @@ from coursekit.checking.bridge import TamperEvidence, Workload
 from coursekit.checking.errors import CheckFailed
 from coursekit.checking.learner import require_written
 from coursekit.checking.probes import (
+    ended_before_ready,
     ratio_verdict,
     region_name,
     reported_counts,
@@ -440,17 +442,6 @@ def unfinished_calls(warmup: int, iters: int, counted: dict, where: str) -> None
                 hint=SYNC_HINT)
 
 
-# A learner's clock other than perf_counter (time.time, which NTP may slew by up to
-# 500 ppm) against the probe's: the comparison itself needs no slack for load.
-CLOCK_SLACK_FRACTION, CLOCK_SLACK_S = 1e-3, 1e-5
-
-
-def ended_early(value: float, seen: float) -> bool:
-    """A time ``value`` (a clock started before the call) shorter than the moment its
-    output was last seen unfinished, ``seen`` after the call began."""
-    return value < seen * (1 - CLOCK_SLACK_FRACTION) - CLOCK_SLACK_S
-
-
 def first_call_finished(record: dict, counted: dict, where: str) -> None:
     """The first call (call 0) waited for inside its timing: finished before the next
     call began, and ``first_call_s`` no shorter than the moment the probe last saw its
@@ -465,7 +456,7 @@ def first_call_finished(record: dict, counted: dict, where: str) -> None:
     seen = reported_unready_seen(what, counted)
     first = as_float(record.get("first_call_s") if isinstance(record, dict) else None,
                      "first_call_s")
-    if seen and ended_early(first, seen[0]):
+    if seen and ended_before_ready(first, seen[0]):
         raise CheckFailed(
             f"your first_call_s ends before the first call's output was ready{where}",
             yours=f"first_call_s {first * 1e3:.4g} ms",
@@ -483,7 +474,7 @@ def samples_outlast_their_calls(samples: list, warmup: int, counted: dict,
     unfinished (sample i is call 1 + warmup + i)."""
     seen = reported_unready_seen("profile_train_step", counted)
     early = [(i, s, seen[1 + warmup + i]) for i, s in enumerate(samples)
-             if 1 + warmup + i < len(seen) and ended_early(s, seen[1 + warmup + i])]
+             if 1 + warmup + i < len(seen) and ended_before_ready(s, seen[1 + warmup + i])]
     if early:
         i, s, unready = early[0]
         raise CheckFailed(
