@@ -15,7 +15,8 @@ Stages (notebook 06 walks through each):
   3. measured                 sweep, summarize
 
 On CPU, compiled Pallas does not run: the kernel runs *interpreted* (``interpret=True``),
-about a millisecond per grid program. Keep CPU grids small (tens of programs), and never
+under a millisecond per grid program here (the README gives the measured range) plus a
+compile per shape and block size. Keep CPU grids small (tens of programs), and never
 read an interpreted timing as a statement about accelerator speed. The same code runs
 compiled on a GPU or TPU.
 """
@@ -182,9 +183,11 @@ def softmax_pallas(x: jax.Array, *, block_rows: int = 8,
           spans every column, ``block_cols(cols)`` wide;
       exp, max and sum inside the kernel, no softmax arithmetic (or callback) outside;
       ``interpret=None`` follows ``execution_mode()`` (the flag is read with the mode
-          swapped); values within both references' budgets on shapes that neither
-          ``block_rows`` nor the block width divide, float32 and bfloat16, extreme rows.
-    Size hint on CPU: tens of programs (about a millisecond each, interpreted).
+          swapped); values within both references' budgets, extreme rows included: in
+          float32 on shapes that neither ``block_rows`` nor the block width divide (also
+          with finite values past the array's edge, as an accelerator's memory holds),
+          in bfloat16 (computed in float32) on shapes both divide.
+    Size hint on CPU: tens of programs (each under a millisecond, interpreted).
     """
     _check_input(x, "softmax_pallas")
     ### BEGIN SOLUTION stage 2: softmax_pallas
