@@ -858,6 +858,9 @@ TRAIN_NEVER_WAITS_BUG = bug("train-never-waits", [(
     "        manager.wait_until_finished()\n    finally:\n        manager.close()\n",
     "    finally:\n        pass  # planted: no wait, no close\n")], 3,
     "uninterrupted_run_trains")
+TRAIN_NEVER_CLOSES_BUG = bug("train-never-closes", [(
+    "    finally:\n        manager.close()\n", "    finally:\n        pass  # planted\n")], 3,
+    "uninterrupted_run_trains")
 ON_STEP_PREVIOUS_BUG = bug("on-step-previous-step", [(
     "                on_step(step, float(loss))\n",
     "                on_step(step - 1, float(loss))  # planted\n")], 3,
@@ -879,6 +882,10 @@ def test_stage3_hints_name_what_the_evidence_shows(planted):
     text = message(result, "uninterrupted_run_trains")
     assert "was not on disk when train returned" in text and "wait for" in text, text
     assert "saved before the step" not in text, text
+    result = result_of(planted, TRAIN_NEVER_CLOSES_BUG)
+    assert result["status"] == {"uninterrupted_run_trains": "fail"}, result["stdout"]
+    assert "checkpoint manager(s) it opened still open" in message(
+        result, "uninterrupted_run_trains")
     result = result_of(planted, ON_STEP_PREVIOUS_BUG)  # one mistake, one FAIL
     assert result["status"] == {"uninterrupted_run_trains": "fail",
                                 "resume_after_sigkill_bitwise": "pass"}, result["stdout"]

@@ -236,6 +236,9 @@ MISTAKES = [
      "misunderstood": "the manager neither waited for nor closed: the saves finish on their own",
      "edits": [("        manager.wait_until_finished()\n    finally:\n        manager.close()\n",
                 "    finally:\n        pass\n")]},
+    {"stage": 3, "id": "train-never-closes",
+     "misunderstood": "the saves waited for, the manager left open: the process ends anyway",
+     "edits": [("    finally:\n        manager.close()\n", "    finally:\n        pass\n")]},
     # ---- stage 4: trace and timing ------------------------------------------------------
     {"stage": 4, "id": "profile-first-call-wait-after-clock",
      "misunderstood": "the first call's clock stopped when the call returns, its wait after",

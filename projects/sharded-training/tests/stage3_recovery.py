@@ -306,7 +306,8 @@ def step_of(folder: str) -> int | None:
 def unfinished_when_returned(at_return, kept: list, finished: list, temporary: list) -> None:
     """Fails when a save of the run was not finished on disk the moment ``train``
     returned (``at_return``, read by the driver then): started (its temporary folder was
-    there, or is now) or finished only after the return, at the process's exit or never."""
+    there, or is now) or finished only after the return, at the process's exit or never;
+    then when a checkpoint manager it opened was still open then."""
     if not isinstance(at_return, dict) or not isinstance(at_return.get("finished"), list):
         return
     done = at_return["finished"]
@@ -322,6 +323,13 @@ def unfinished_when_returned(at_return, kept: list, finished: list, temporary: l
                 "asynchronously): train returns only once every save it started has "
                 "reached the disk, so wait for the manager's outstanding saves (and close "
                 "it) before returning")
+    left = at_return.get("managers_open")
+    fail_unless(not left, f"train returned with {left} checkpoint manager(s) it opened "
+                "still open (never closed)", yours=f"{left} open when train returned",
+                expected="0: every manager train opens is closed before it returns",
+                hint="a manager holds threads and files until it is closed (and in a "
+                "multi-process run one with a save in flight can hold its process past the "
+                "end): close each one train opens before train returns")
 
 
 @checker.check(3, "resume_after_sigkill_bitwise")
