@@ -252,6 +252,10 @@ def _(impl, ctx):
                     yours=(rec["shapes"], rec["dtypes"]),
                     expected=([shape, shape], ["int32", "int32"]),
                     hint="time make_problem(config, seed): tokens and targets of that size")
+        fail_unless(rec.get("label") == label, f"the {label} record's label is not "
+                    f"{label!r}", yours=rec.get("label"), expected=label,
+                    hint="label each record by what it times: \"before\" for train_slow, "
+                    "\"after\" for train_fast")
         fail_unless(rec["output_ok"] is True, f"the {label} record's output check did not "
                     "pass", yours=rec["output_ok"], expected=True)
         found = traces.region_summary(rec["trace"], rec["region"])

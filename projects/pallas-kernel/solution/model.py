@@ -212,9 +212,10 @@ def run_softmax(x: jax.Array, *, block_rows: int = 8) -> dict:
       y: np.ndarray, the output; mode: "interpreted" | "compiled"; backend: str;
       block_rows: int; grid: [programs] (a list of ints)
 
-    Must hold: y within the budget of the float64 softmax; mode, backend, block_rows
-    and grid equal to what the checker reads from the pallas_call that ran (its interpret
-    flag and lowered program, its grid, its block) and from ``jax.default_backend()``.
+    Must hold: y is the output of the softmax_pallas call it ran (so within the float64
+    softmax's budget when the kernel is right); mode, backend, block_rows and grid equal
+    to what the checker reads from the pallas_call that ran (its interpret flag and
+    lowered program, its grid, its block) and from ``jax.default_backend()``.
     """
     ### BEGIN SOLUTION stage 2: run_softmax
     y = jax.block_until_ready(softmax_pallas(x, block_rows=block_rows))
