@@ -243,7 +243,7 @@ def test_a_pmean_of_the_counts_as_divisor_is_named_by_its_loss(planted):
     for check in GRAD_CHECKS:
         hint = message(result, check)
         assert "8x the true loss at every count" in hint, hint
-        assert "divide by the psum of the valid counts" in hint, hint
+        assert "where the total of every shard's valid rows is meant" in hint, hint
         assert "psum after grad" not in hint, hint
 
 

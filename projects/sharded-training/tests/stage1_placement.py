@@ -97,7 +97,8 @@ def _(impl, ctx):
         fail_unless(where["devices"] == ALL,
                     f"state leaf {name} is not on every device of the mesh",
                     yours=where["devices"], expected=ALL,
-                    hint="build the state with out_shardings=NamedSharding(mesh, P())")
+                    hint="every state leaf is a full copy on every device of the mesh "
+                    "init_state is given")
         full = [[0, d] for d in where["shape"]]
         for dev, spans in where["pieces"].items():
             fail_unless(spans == full, f"state leaf {name} is split, not replicated",
@@ -135,9 +136,9 @@ def _(impl, ctx):
                 "copied it onto the mesh", yours=f"a device-to-device copy during "
                 f"init_state, refused by JAX's transfer guard: {guarded.get('refused')}",
                 expected="no copy: every leaf created on the mesh's devices",
-                hint="build the state inside jax.jit(build, out_shardings=replicated)() "
-                "rather than jax.device_put(state, ...): in a multi-process run a typed "
-                "key cannot be device_put onto other processes' devices")
+                hint="the state was made in one place and then copied onto the mesh's "
+                "devices: in a multi-process run a typed key cannot be copied onto other "
+                "processes' devices, so each leaf must be created where it lives")
     state = learner_state(impl, config, mesh)
     key = state.leaves.get("['key']")
     fail_unless(is_key(key), "state['key'] must be a typed PRNG key",

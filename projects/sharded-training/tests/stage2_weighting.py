@@ -97,7 +97,7 @@ HINTS = {
     "divisor": (
         f"{N}x the true gradient and {N}x the true loss at every count: both were divided "
         f"by a count {N} times too small, the mean of the shards' valid counts (a pmean of "
-        "them) where the total is meant: divide by the psum of the valid counts"),
+        "them) where the total of every shard's valid rows is meant"),
     "psum_after_grad_of_mean": (
         f"{N * N}x the mean of per-shard means: grad of each shard's mean loss already sums "
         f"over the shards ({N}x, check_vma on), and the psum after it multiplies by {N} "
@@ -247,8 +247,8 @@ def _(impl, ctx):
     got = raw.astype(np.int64) if np.all(np.isfinite(raw)) else raw
     fail_unless(got.shape == (N_DEVICES,) and np.array_equal(got, counts),
                 "valid rows per shard differ", yours=raw, expected=np.asarray(counts),
-                hint="inside shard_map each device sums its own piece of the mask; "
-                "out_specs P('data') gathers one number per device")
+                hint="each device's count is the number of valid rows in its own piece "
+                "of the mask, one number per device, in mesh order")
     # the contract's type: a host (numpy) array of ints, checked once the values are right
     where = value.placement.get("", {})
     fail_unless(np.issubdtype(raw.dtype, np.integer),

@@ -233,8 +233,8 @@ def _(impl, ctx):
         exp = {k: v for k, v in want.items() if k.startswith(f"['{field}']")}
         compare_trees(got, exp, f"restored {field}", bitwise=True, hint=hint)
     expect_on_mesh(restored.placement, "restored {name} is not on the mesh",
-                   "restore onto `like`'s shardings: ShapeDtypeStruct(shape, dtype, "
-                   "sharding=leaf.sharding)")
+                   "the restored leaves live where `like`'s do (its shardings, on this "
+                   "run's mesh), whatever mesh saved them")
 
 
 @checker.check(3, "uninterrupted_run_trains")
@@ -446,5 +446,5 @@ def _(impl, ctx):
     compare_trees(a, b, "process 0 vs process 1 final state", bitwise=True,
                   hint="both processes hold the same replicated state")
     compare_trees(a, full["final"], "2 processes x 4 devices vs 1 process x 8 devices",
-                  hint="each process places its rows of the same global batch "
-                  "(jax.make_array_from_callback) on a mesh over jax.devices()")
+                  hint="each process places only its own devices' rows of the same "
+                  "global batch, on a mesh over every process's devices")
