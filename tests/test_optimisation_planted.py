@@ -215,6 +215,9 @@ PLANTED = {
          "        call(lr=problem[\"lr\"])\n        with count_compiles() as first:\n")]),
     "records_wrong_output_still_timed": (4, "output_ok_is_measured", [
         ("            if ok:\n", "            if True:\n")]),
+    # the contract's labels, "before" and "after", now checked
+    "records_labelled_by_function": (4, "records_valid_for_decide", [
+        ('        timing = {"label": label,', '        timing = {"label": fn.__name__,')]),
     # issue 47: an output check of the losses alone; warm-up compiles left out of the count
     "records_output_check_losses_only": (4, "output_ok_is_measured", [
         ("                 for a, b in zip(jax.tree.leaves(out), jax.tree.leaves(expected)))",
