@@ -90,6 +90,9 @@ PLANTED = {
     "run_softmax_grid_floor_division": (2, ["declared_mode_is_the_one_that_ran"], [
         ('"block_rows": block_rows, "grid": [pl.cdiv(x.shape[0], block_rows)]}',
          '"block_rows": block_rows, "grid": [x.shape[0] // block_rows]}')]),
+    # the blind corpus's: y left a jax.Array where the contract lists a NumPy array
+    "run_softmax_y_left_on_device": (2, ["declared_mode_is_the_one_that_ran"], [
+        ('return {"y": np.asarray(y),', 'return {"y": y,')]),
     "run_softmax_declares_the_default_block": (2, ["declared_mode_is_the_one_that_ran"], [
         ('"block_rows": block_rows, "grid": [pl.cdiv(x.shape[0], block_rows)]}',
          '"block_rows": 8, "grid": [pl.cdiv(x.shape[0], block_rows)]}')]),
@@ -216,8 +219,7 @@ MASKING = "past the array's edge"
 FIX_CODE = ["-jnp.inf", "-inf (the identity", "pl.cdiv(rows, block_rows)", "axis=1"]
 HINTS = {"kernel_row_sum_in_bfloat16": "the same values given as float32 come out within",
          "kernel_computes_in_bfloat16": "a step runs in bfloat16",
-         "kernel_max_over_the_block": ["each row's softmax is shifted by that row's own max",
-                                       "only rows of the last, partial block"],
+         "kernel_max_over_the_block": "each row's softmax is shifted by that row's own max",
          "grid_floor_division": "only rows of the last, partial block",
          "no_mask_correct_only_on_divisible_shapes": "reached the result through the row's "
                                                      "max or sum",
@@ -228,7 +230,8 @@ HINTS = {"kernel_row_sum_in_bfloat16": "the same values given as float32 come ou
          "tolerance_eps_for_unit_roundoff": "with eps (the gap above 1, 2u) in the place",
          "summary_any_speedup_helps": "not by more than HELP_MARGIN"}
 WRONG_HINTS = {"kernel_row_sum_in_bfloat16": MASKING, "kernel_computes_in_bfloat16": MASKING,
-               "kernel_max_over_the_block": [MASKING, *FIX_CODE],
+               "kernel_max_over_the_block": ["cells past the array's edge in each row",
+                                             *FIX_CODE],
                "grid_floor_division": FIX_CODE,
                "no_mask_correct_only_on_divisible_shapes": FIX_CODE,
                "padding_masked_with_zero": ["shifted by that row's own max",

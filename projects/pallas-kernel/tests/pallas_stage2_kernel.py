@@ -191,12 +191,8 @@ def kernel_diagnosis(impl, x, y, dtype_name: str, block_rows: int) -> tuple[str,
                 "no mask or grid is at fault: a step runs in bfloat16 (x_ref's dtype), "
                 "where the contract computes in float32 and rounds once to the output "
                 "dtype")
-    if cols < block_width(cols) and np.isnan(np.asarray(y, np.float64)[bad]).any():
-        return "edge-columns", (
-            f"NaN in {bad.size} of {rows} rows, from inputs that hold none: the NaN that "
-            f"interpreted Pallas puts in the {block_width(cols) - cols} cells past the "
-            f"array's edge in each row ({cols} of {block_width(cols)} columns are data) "
-            f"reached the result through the row's max or sum; {KERNEL_HINT}")
+    if np.isnan(np.asarray(y, np.float64)[bad]).any():
+        return nan_diagnosis(impl, x, bad, block_rows)
     if cols < block_width(cols):
         return "edge-columns", (
             f"{bad.size} of {rows} rows are wrong, {in_full.size} of them in full blocks, "
@@ -207,6 +203,56 @@ def kernel_diagnosis(impl, x, y, dtype_name: str, block_rows: int) -> tuple[str,
         f"{bad.size} rows of full blocks with no cell past the array's edge are wrong "
         f"(first: row {int(bad[0]) if bad.size else '-'}), so masking and the grid are "
         "not the cause: compare that row's max, exp, sum and division with softmax_jnp's")
+
+
+def nan_from(impl, x, block_rows: int, nan_in: str) -> bool:
+    """Whether the learner's kernel body, on ``x`` laid out in its blocks by the checker
+    (``pallas-kernel/kernel_on_padding``), gives NaN in a data cell when NaN fills only
+    the cells past the array's edge in ``nan_in`` ("columns": past n_cols in each row;
+    "rows": the block's rows past the last row), the other padding finite and far below
+    every row's max (what no correct kernel lets reach a result either way)."""
+    rows, cols = x.shape
+    width, programs = block_width(cols), -(-rows // block_rows)
+    padded = np.full((programs * block_rows, width), -1e30, np.float32)
+    padded[:rows, :cols] = np.asarray(x, np.float32)
+    padded[rows:, :cols] = padded[:1, :cols]
+    if nan_in == "columns":
+        padded[:, cols:] = np.nan
+    else:
+        padded[rows:] = np.nan
+    try:
+        y = bridge.inspect(impl, "pallas-kernel/kernel_on_padding",
+                           LearnerFunction("softmax_kernel"), padded, cols, rows, block_rows)
+        return bool(np.isnan(np.asarray(y, np.float64)).any())
+    except (CheckFailed, LearnerCodeError):
+        return False
+
+
+def nan_diagnosis(impl, x, bad, block_rows: int) -> tuple[str, str]:
+    """(kind, hint) for NaN from inputs that hold none: the cells interpreted Pallas pads
+    with NaN reached the result, past n_cols in each row or in the block's rows past the
+    array's edge, as the learner's kernel body shows on padding filled here with NaN in
+    one of the two alone."""
+    rows, cols = x.shape
+    width = block_width(cols)
+    by_columns = cols < width and nan_from(impl, x, block_rows, "columns")
+    by_rows = rows % block_rows != 0 and nan_from(impl, x, block_rows, "rows")
+    found = f"NaN in {len(bad)} of {rows} rows, from inputs that hold none"
+    if by_columns and not by_rows:
+        return "edge-columns", (
+            f"{found}: the NaN that interpreted Pallas puts in the {width - cols} cells past "
+            f"the array's edge in each row ({cols} of {width} columns are data) reached the "
+            "result through the row's max or sum (your kernel body gives NaN with NaN "
+            f"there alone); {KERNEL_HINT}")
+    if by_rows and not by_columns:
+        return "edge-rows", (
+            f"{found}: with NaN in the block's rows past the array's edge alone (the rows "
+            f"after row {rows - 1}), your kernel body gives NaN in rows inside it: a "
+            f"reduction spans the block's rows; {KERNEL_HINT}")
+    return "padding-nan", (
+        f"{found}: the NaN interpreted Pallas puts past the array's edge (in the "
+        f"{width - cols} columns past n_cols, or the block's rows past the last row) "
+        f"reached the result; {KERNEL_HINT}")
 
 
 def expect_kernel_close(impl, y, x, dtype_name: str, what: str, block_rows: int,
@@ -393,7 +439,8 @@ def kernel_matches(impl, ctx, dtype_name: str, salt: str) -> None:
                                 what, block_rows, also_jnp=True)
         except CheckFailed as err:
             if passed and getattr(err, "kind", None) in ("edge-columns", "partial-block",
-                                                          "zero-padding"):
+                                                          "zero-padding", "edge-rows",
+                                                          "padding-nan"):
                 err.args = (f"{err.args[0]} (it was right on {passed[0]}: a kernel correct "
                             "only where the blocks divide the array)",)
             raise
@@ -525,6 +572,10 @@ def _(impl, ctx):
     result, ran_sites = run_observed(impl, x, block_rows)
     # run_softmax reports its kernel's output: the same as softmax_pallas gives on x with
     # this block, right or wrong (the value checks above judge the kernel's values)
+    fail_unless(isinstance(result["y"], np.ndarray), "run_softmax()['y'] is not a NumPy "
+                "array", yours=type(result["y"]).__name__, expected="numpy.ndarray",
+                hint="the result is plain host data: y a NumPy array, as the contract lists "
+                "it (a jax.Array stays on its device)")
     y = as_array(result["y"], "run_softmax()['y']", shape=shape, dtype=jnp.float32)
     own = as_array(learner_kernel(impl, block_rows)(x), "softmax_pallas", shape=shape,
                    dtype=jnp.float32)

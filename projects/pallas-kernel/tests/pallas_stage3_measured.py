@@ -557,10 +557,11 @@ def planted_output(block: int, shape, at) -> str:
 
 
 def crash_on_planted(err: LearnerCodeError, planted, blocks, shape, dtype_name: str,
-                     at) -> LearnerCodeError:
-    """The learner's error in a sweep of the checker's planted kernels, its hint naming
-    the kernel and input that raise it: each block size alone, swept again (on a crash
-    only), until one raises."""
+                     at) -> CheckFailed:
+    """The learner's error in a sweep of the checker's planted kernels as this check's
+    failure (a wrong output must be judged, not raise), its hint naming the kernel and
+    input that raise it: each block size alone, swept again (on a crash only), until one
+    raises."""
     culprit = None
     for block in blocks:
         try:
@@ -573,11 +574,12 @@ def crash_on_planted(err: LearnerCodeError, planted, blocks, shape, dtype_name: 
              "standard normal)" if culprit is not None else
              "its kernels, given to your sweep by block_rows: " + "; ".join(
                  f"{b}: {planted_output(b, shape, at)}" for b in blocks))
-    err.hint = (f"your sweep raised while judging the checker's wrong kernels: {where}. "
-                "Call your sweep by hand with such a kernel (kernel=a function of "
-                "(x, block_rows) returning that) to see the error: a wrong output, of any "
-                "shape, must be judged wrong (output_ok False), not raise")
-    return err
+    return CheckFailed(
+        f"your sweep raised while judging the checker's wrong kernels: {err}",
+        yours="an exception", expected="output_ok False for each wrong kernel, and no call "
+        "after its first", hint=f"{where}. Call your sweep by hand with such a kernel "
+        "(kernel=a function of (x, block_rows) returning that) to see the error: a wrong "
+        "output, of any shape, must be judged wrong (output_ok False), not raise")
 
 
 def off_in_float64_only(impl, rng) -> None:
