@@ -206,6 +206,10 @@ PLANTED = {
     "summary_any_speedup_helps": (3, ["summary_finds_where_it_stops_helping"], [
         ('"helps": best_speedup is not None and best_speedup > HELP_MARGIN})\n',
          '"helps": best_speedup is not None and best_speedup > 1.0})\n')]),
+    # the blind corpus's: the caveat decided by the backend, not by the mode that ran
+    "summary_caveat_by_backend": (3, ["summary_states_interpreted_mode"], [
+        ('    if mode == "interpreted":\n        caveat = (',
+         '    if kernels[0]["backend"] == "cpu":\n        caveat = (')]),
     "summary_without_caveat": (3, ["summary_states_interpreted_mode"], [
         ('    if mode == "interpreted":\n        caveat = (',
          '    if False:\n        caveat = (')]),

@@ -861,4 +861,13 @@ def _(impl, ctx):
                 and "interpreted" not in compiled["caveat"].lower(),
                 "a compiled run's summary claims it was interpreted",
                 yours=compiled["caveat"], expected="no interpreted caveat")
+    # interpret=True runs on any backend: the caveat follows the mode the kernel ran in,
+    # not the machine (the blind corpus's caveat-for-cpu passed everything above)
+    elsewhere = learner_summary(impl, synthetic_records(rng, plan, "interpreted",
+                                                        backend="tpu"))
+    fail_unless("interpreted" in str(elsewhere["caveat"]).lower(), "an interpreted run on "
+                "a TPU got no interpreted caveat", yours=elsewhere["caveat"],
+                expected="a sentence with 'interpreted' and 'target'",
+                hint="the records say the kernel ran interpreted (interpret=True runs on "
+                "any backend): the caveat follows the mode it ran in, not the backend")
 
