@@ -527,7 +527,9 @@ def test_first_call_not_waited_for_fails_where_nothing_else_waits(planted):
     assert result["status"] == {"record_is_valid": "pass",
                                 "first_call_waited_for": "fail"}, result["stdout"]
     text = message(result, "first_call_waited_for")
-    assert "without expected_loss" in text and "call 0 (the first) unfinished" in text, text
+    # in the run without expected_loss for sure; in the record's own run too when the
+    # loss read (one device's shard) returns before the other devices finish
+    assert "call 0 (the first) unfinished" in text, text
     assert "the first call returns before the devices finish" in text
 
 
