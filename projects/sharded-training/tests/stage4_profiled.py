@@ -581,31 +581,29 @@ def _(impl, ctx):
 LARGE_SCALE, SMALL_SCALE = 2.0 ** 10, 2.0 ** -8
 
 
+def judged_alike(impl, ctx, scale: float, off: float, want: bool, loss: float) -> None:
+    """The learner's verdict on the relative error ``off`` at the step's loss times
+    ``scale`` is ``want``, as it was at the loss's own size."""
+    got = loss_checked(impl, ctx, scale, off, warmup=0, iters=1, trace_steps=1)
+    was, now = ("accepted", "refused") if want else ("refused", "accepted")
+    larger = scale > 1
+    fail_unless(got.get("output_ok") is want,
+                f"a loss off by {off:g} relative was {now} at a loss "
+                f"{max(scale, 1 / scale):g}x {'larger' if larger else 'smaller'}, the same "
+                f"relative error that was {was} at its own size",
+                yours={"loss": loss * scale, "output_ok": got.get("output_ok")},
+                expected={"output_ok": want, "relative error": off},
+                hint=f"the same relative error ({off:g}) was {was} at a loss of {loss:.3g} "
+                f"and {now} at {loss * scale:.3g}: the allowance does not "
+                f"{'grow' if larger else 'shrink'} with the loss, so it is absolute; the "
+                "contract's tolerance is relative to the loss (rtol 1e-5)")
+
+
 @checker.check(4, "loss_compared_relatively")
 def _(impl, ctx):
     record, _, args = learner_record(impl, ctx)
-    loss = args["loss"]
     if record.get("output_ok") is True:  # a right loss at its own size is accepted ...
-        large = loss_checked(impl, ctx, LARGE_SCALE, NEAR, warmup=0, iters=1, trace_steps=1)
-        fail_unless(large.get("output_ok") is True,
-                    f"a loss within rtol 1e-5 was refused at a loss {LARGE_SCALE:g}x "
-                    "larger, the same relative error that was accepted at its own size",
-                    yours={"loss": loss * LARGE_SCALE, "output_ok": large.get("output_ok")},
-                    expected={"output_ok": True, "relative error": NEAR},
-                    hint=f"the same relative error ({NEAR:g}) was accepted at a loss of "
-                    f"{loss:.3g} and refused at {loss * LARGE_SCALE:.3g}: the allowance "
-                    "does not grow with the loss, so it is absolute; the contract's "
-                    "tolerance is relative to the loss (rtol 1e-5)")
+        judged_alike(impl, ctx, LARGE_SCALE, NEAR, True, args["loss"])
     if loss_checked(impl, ctx, 1.0, MISS, warmup=1, iters=3,
                     trace_steps=1).get("output_ok") is False:  # ... a near miss refused
-        small = loss_checked(impl, ctx, SMALL_SCALE, MISS, warmup=0, iters=1, trace_steps=1)
-        fail_unless(small.get("output_ok") is False,
-                    f"a loss off by {MISS:g} relative was accepted at a loss "
-                    f"{1 / SMALL_SCALE:g}x smaller, the same relative error that was "
-                    "refused at its own size",
-                    yours={"loss": loss * SMALL_SCALE, "output_ok": small.get("output_ok")},
-                    expected={"output_ok": False, "relative error": MISS},
-                    hint=f"the same relative error ({MISS:g}, 5x rtol) was refused at a "
-                    f"loss of {loss:.3g} and accepted at {loss * SMALL_SCALE:.3g}: the "
-                    "allowance does not shrink with the loss, so it is absolute; the "
-                    "contract's tolerance is relative to the loss (rtol 1e-5)")
+        judged_alike(impl, ctx, SMALL_SCALE, MISS, False, args["loss"])
