@@ -298,6 +298,10 @@ STAGE1_BUGS = {
         "        if not isinstance(leaf, jax.Array):\n            continue\n",
         "        if not isinstance(leaf, jax.Array):\n            break\n")], 1,
         "placement_report_matches"),
+    # the blind corpus's: the batch sharding on a fresh mesh of every device
+    "batch-sharding-on-a-fresh-mesh": bug("batch-sharding-on-a-fresh-mesh", [(
+        '"batch": NamedSharding(mesh, P(AXIS))}', '"batch": NamedSharding(make_mesh(), '
+        'P(AXIS))}')], 1, "explicit_shardings"),
     "placement-spec-never-filled": bug("placement-spec-never-filled", [(
         '"spec": "" if spec is None else str(spec)', '"spec": ""')], 1,
         "placement_report_matches"),

@@ -84,6 +84,20 @@ def _(impl, ctx):
                     f"shardings()[{name!r}] has the wrong spec", yours=info["spec_text"],
                     expected=str(P(*want)), hint="params: P() (replicated); batch: "
                     "P('data') (rows split across the mesh axis)")
+    # and on a mesh of some devices only (the checker's own, devices drawn per run): each
+    # sharding is on the mesh it was given, not on one of every device
+    rng = ctx.rng("shardings-mesh")
+    ids = sorted(int(i) for i in rng.choice(N_DEVICES, int(rng.integers(2, N_DEVICES)),
+                                            replace=False))
+    part = impl.shardings(checker_mesh_there(impl, ids))
+    for name in ("params", "batch"):
+        s = part.get(name) if isinstance(part, dict) else None
+        info = ask(impl, "sharding_info", s) if isinstance(s, Handle) else {}
+        got = (info.get("mesh") or {}).get("device_ids")
+        fail_unless(got == ids, f"shardings(mesh)[{name!r}] is not on the mesh it was "
+                    f"given (a mesh of devices {ids})", yours=got, expected=ids,
+                    hint="each sharding lives on the mesh passed in, whatever devices it "
+                    "holds: a mesh built inside shardings is another mesh")
 
 
 @checker.check(1, "state_replicated_batch_split")
