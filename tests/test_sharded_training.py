@@ -867,6 +867,12 @@ TRAIN_NEVER_WAITS_BUG = bug("train-never-waits", [(
 TRAIN_NEVER_CLOSES_BUG = bug("train-never-closes", [(
     "    finally:\n        manager.close()\n", "    finally:\n        pass  # planted\n")], 3,
     "uninterrupted_run_trains")
+# the blind corpus's: the manager made with its default max_to_keep (3), the stage's runs
+# keep 2
+DEFAULT_MAX_TO_KEEP_BUG = bug("manager-default-max-to-keep", [(
+    '    manager = make_checkpoint_manager(ckpt_dir, config["max_to_keep"])\n',
+    "    manager = make_checkpoint_manager(ckpt_dir)  # planted\n")], 3,
+    "uninterrupted_run_trains")
 ON_STEP_PREVIOUS_BUG = bug("on-step-previous-step", [(
     "                on_step(step, float(loss))\n",
     "                on_step(step - 1, float(loss))  # planted\n")], 3,
@@ -892,6 +898,9 @@ def test_stage3_hints_name_what_the_evidence_shows(planted):
     assert result["status"] == {"uninterrupted_run_trains": "fail"}, result["stdout"]
     assert "checkpoint manager(s) it opened still open" in message(
         result, "uninterrupted_run_trains")
+    result = result_of(planted, DEFAULT_MAX_TO_KEEP_BUG)
+    assert result["status"] == {"uninterrupted_run_trains": "fail"}, result["stdout"]
+    assert "where the config asks for 2" in message(result, "uninterrupted_run_trains")
     result = result_of(planted, ON_STEP_PREVIOUS_BUG)  # one mistake, one FAIL
     assert result["status"] == {"uninterrupted_run_trains": "fail",
                                 "resume_after_sigkill_bitwise": "pass"}, result["stdout"]

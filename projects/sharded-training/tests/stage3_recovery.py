@@ -271,11 +271,15 @@ def _(impl, ctx):
                           hint="the state was saved before the step that makes its step a "
                           "multiple of save_every, so the last state was never saved: save "
                           "after that step, the state it returns")
+    hint = ("save when the step is a multiple of save_every; the manager keeps the "
+            "newest max_to_keep")
+    if finished and finished == saved[-len(finished):]:  # the newest saves, too many/few
+        hint = (f"the saves are right, but the folder keeps the newest {len(finished)} of "
+                f"them where the config asks for {config['max_to_keep']}: the manager "
+                "keeps another number than config['max_to_keep']")
     fail_unless(finished == kept, "the finished checkpoints on disk are not the newest "
                 f"{config['max_to_keep']} saves of a save every {config['save_every']} steps",
-                yours=finished, expected=kept,
-                hint="save when the step is a multiple of save_every; the manager keeps the "
-                "newest max_to_keep")
+                yours=finished, expected=kept, hint=hint)
 
 
 def steps_reported(report: dict, steps: int) -> None:

@@ -118,8 +118,11 @@ def driver_run(ctx, name: str, config: dict, ckpt: Path, what: str, **opts) -> d
 
 def stage3_config(ctx) -> dict:
     """The stage's run: 4 x save_every steps, so the last step's state is one the
-    contract saves (a state saved before its step instead leaves the last one unsaved)."""
-    return ctx.once("config3", lambda: run_config(ctx, "stage3", steps=4 * 7, save_every=7))
+    contract saves (a state saved before its step instead leaves the last one unsaved),
+    keeping the newest 2: not make_checkpoint_manager's default of 3, so a manager made
+    without the config's max_to_keep keeps one too many."""
+    return ctx.once("config3", lambda: run_config(ctx, "stage3", steps=4 * 7, save_every=7,
+                                                  max_to_keep=2))
 
 
 def uninterrupted(ctx) -> dict:
