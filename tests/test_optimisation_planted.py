@@ -157,6 +157,11 @@ PLANTED = {
          "                samples.append(time.perf_counter() - start)\n"
          "            times.append(statistics.median(samples))\n"
          "        fit[b] = tuple(times)\n")]),
+    # the blind corpus's: the model fitted to each size's fastest call
+    "prediction_from_minimum_times": (3, "prediction_is_the_model_of_your_medians", [
+        ('        fit[b] = (statistics.median(sweep["slow_s"][0]), '
+         'statistics.median(sweep["fast_s"][0]))\n',
+         '        fit[b] = (min(sweep["slow_s"][0]), min(sweep["fast_s"][0]))\n')]),
     "prediction_from_mean_times": (3, "prediction_is_the_model_of_your_medians", [
         ('        fit[b] = (statistics.median(sweep["slow_s"][0]), '
          'statistics.median(sweep["fast_s"][0]))\n',
@@ -248,6 +253,7 @@ HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named e
          "crossover_gain_at_threshold_is_below": "takes a gain equal to the threshold as "
                                                  "already below it",
          "prediction_from_mean_times": "it is their mean",
+         "prediction_from_minimum_times": "it is their minimum",
          "records_clock_started_before_the_copy": "the copy is inside the timed sample",
          "records_first_call_after_a_warm_up": "a call was made before the 'first call'",
          "records_wrong_output_still_timed": "a wrong output was timed and its samples "
