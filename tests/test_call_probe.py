@@ -101,3 +101,46 @@ def test_host_read_probe_tells_a_host_read_from_a_wait():
     plain = CallCounter(fn)
     plain(x)
     assert "host_read_at" not in plain.report()
+
+
+def watched(fn):
+    def call(*args):
+        return fn(*args)
+    call.watch_ready = True
+    return call
+
+
+def test_a_clock_stopped_after_the_wait_is_never_shorter_than_the_unready_moment(slow):
+    import time
+    fn, x = slow
+    probe = CallCounter(watched(fn))
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        jax.block_until_ready(probe(x))
+        times.append(time.perf_counter() - start)
+    seen = probe.report()["unready_seen_after_s"]
+    assert len(seen) == 5 and all(t >= s for t, s in zip(times, seen)), (times, seen)
+    assert max(seen) > 0  # the watcher saw an output unfinished after its call returned
+
+
+def test_a_clock_stopped_before_the_wait_is_shorter_than_the_unready_moment(slow):
+    import time
+    fn, x = slow
+    probe = CallCounter(watched(fn))
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        out = probe(x)
+        times.append(time.perf_counter() - start)  # the clock stops at the return ...
+        jax.block_until_ready(out)                  # ... and the wait comes after it
+    seen = probe.report()["unready_seen_after_s"]
+    assert probe.report()["unready_at_next_call"] == []  # every call finished in time
+    assert sum(t < s for t, s in zip(times, seen)) >= 4, (times, seen)
+
+
+def test_an_unwatched_function_reports_no_moments(slow):
+    fn, x = slow
+    probe = CallCounter(fn)
+    jax.block_until_ready(probe(x))
+    assert "unready_seen_after_s" not in probe.report()

@@ -32,13 +32,13 @@ _PAIR = ("    fit = {}\n    for b in (small, large):\n"
 
 PLANTED = {
     # trace_slow ------------------------------------------------------------------------
-    "trace_of_the_compiling_call": (1, "learner_trace_agrees_with_sync_timing", [
+    "trace_of_the_compiling_call": (1, "learner_trace_is_one_call_in_use", [
         (_WARM, _WARM.split("\n", 1)[1])]),
-    "trace_holds_the_warmup_too": (1, "learner_trace_agrees_with_sync_timing", [
+    "trace_holds_the_warmup_too": (1, "learner_trace_is_one_call_in_use", [
         (_WARM, _WARM.split("\n", 1)[1] + "    " + _WARM.split("\n", 1)[0] + "\n")]),
-    "trace_with_the_warmup_rate": (1, "learner_trace_agrees_with_sync_timing", [
+    "trace_with_the_warmup_rate": (1, "learner_trace_is_one_call_in_use", [
         ('problem["lr"] * 0.9)', 'problem["lr"])')]),
-    "trace_with_python_tracer": (1, "learner_trace_agrees_with_sync_timing", [
+    "trace_with_python_tracer": (1, "learner_trace_is_one_call_in_use", [
         ("    options.python_tracer_level = 0\n    with jax.profiler.trace(logdir,",
          "    with jax.profiler.trace(logdir,")]),
     # step_breakdown --------------------------------------------------------------------
@@ -157,6 +157,11 @@ PLANTED = {
          "                samples.append(time.perf_counter() - start)\n"
          "            times.append(statistics.median(samples))\n"
          "        fit[b] = tuple(times)\n")]),
+    # the blind corpus's: the model fitted to each size's fastest call
+    "prediction_from_minimum_times": (3, "prediction_is_the_model_of_your_medians", [
+        ('        fit[b] = (statistics.median(sweep["slow_s"][0]), '
+         'statistics.median(sweep["fast_s"][0]))\n',
+         '        fit[b] = (min(sweep["slow_s"][0]), min(sweep["fast_s"][0]))\n')]),
     "prediction_from_mean_times": (3, "prediction_is_the_model_of_your_medians", [
         ('        fit[b] = (statistics.median(sweep["slow_s"][0]), '
          'statistics.median(sweep["fast_s"][0]))\n',
@@ -215,6 +220,19 @@ PLANTED = {
          "        call(lr=problem[\"lr\"])\n        with count_compiles() as first:\n")]),
     "records_wrong_output_still_timed": (4, "output_ok_is_measured", [
         ("            if ok:\n", "            if True:\n")]),
+    # the contract's labels, "before" and "after", now checked
+    "records_labelled_by_function": (4, "records_valid_for_decide", [
+        ('        timing = {"label": label,', '        timing = {"label": fn.__name__,')]),
+    # issue 47: an output check of the losses alone; warm-up compiles left out of the count
+    "records_output_check_losses_only": (4, "output_ok_is_measured", [
+        ("                 for a, b in zip(jax.tree.leaves(out), jax.tree.leaves(expected)))",
+         "                 for a, b in zip(jax.tree.leaves(out[1]), "
+         "jax.tree.leaves(expected[1])))")]),
+    "records_warmup_compiles_not_counted": (4, "records_valid_for_decide", [
+        ("        with count_compiles() as warmed:\n            if ok:\n"
+         "                for _ in range(warmup):\n                    call()\n",
+         "        if ok:\n            for _ in range(warmup):\n                call()\n"
+         "        with count_compiles() as warmed:\n            if ok:\n")]),
     # issue 29: the traced call waited for only after the trace has closed
     "records_traced_call_not_waited_for": (4, "records_valid_for_decide", [
         ("                jax.block_until_ready(fn(params, *args, next(lrs)))\n",
@@ -235,13 +253,17 @@ HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named e
          "crossover_gain_at_threshold_is_below": "takes a gain equal to the threshold as "
                                                  "already below it",
          "prediction_from_mean_times": "it is their mean",
+         "prediction_from_minimum_times": "it is their minimum",
          "records_clock_started_before_the_copy": "the copy is inside the timed sample",
          "records_first_call_after_a_warm_up": "a call was made before the 'first call'",
          "records_wrong_output_still_timed": "a wrong output was timed and its samples "
                                              "kept",
+         "records_output_check_losses_only": "your output check compares the losses only",
+         "records_warmup_compiles_not_counted": "warm-up call(s) compiled too",
          "records_traced_call_not_waited_for": "the traced call was not finished inside "
                                                "the trace"}
-WRONG_HINTS = {"shares_of_the_phases_total": "direct child"}
+WRONG_HINTS = {"shares_of_the_phases_total": "direct child",
+               "records_warmup_compiles_not_counted": "a rate met before"}
 BATCH = PlantedBatch("optimisation", PLANTED, hints=HINTS, wrong_hints=WRONG_HINTS)
 
 

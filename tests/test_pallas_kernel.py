@@ -90,6 +90,9 @@ PLANTED = {
     "run_softmax_grid_floor_division": (2, ["declared_mode_is_the_one_that_ran"], [
         ('"block_rows": block_rows, "grid": [pl.cdiv(x.shape[0], block_rows)]}',
          '"block_rows": block_rows, "grid": [x.shape[0] // block_rows]}')]),
+    # the blind corpus's: y left a jax.Array where the contract lists a NumPy array
+    "run_softmax_y_left_on_device": (2, ["declared_mode_is_the_one_that_ran"], [
+        ('return {"y": np.asarray(y),', 'return {"y": y,')]),
     "run_softmax_declares_the_default_block": (2, ["declared_mode_is_the_one_that_ran"], [
         ('"block_rows": block_rows, "grid": [pl.cdiv(x.shape[0], block_rows)]}',
          '"block_rows": 8, "grid": [pl.cdiv(x.shape[0], block_rows)]}')]),
@@ -101,8 +104,14 @@ PLANTED = {
         ("    return pl.pallas_call(\n", "    return softmax_jnp(pl.pallas_call(\n"),
         ("        interpret=interpret,\n    )(x)\n", "        interpret=interpret,\n    )(x))\n")]),
     "no_mask_correct_only_on_divisible_shapes": (
-        2, ["matches_references_float32", "matches_references_bfloat16", "edge_shapes"], [
+        2, ["matches_references_float32", "edge_shapes"], [
             ("    x = jnp.where(cols < n_cols, x, -jnp.inf)\n", "")]),
+    # issue 47: NaN swapped for -inf instead of a mask by position: right where interpreted
+    # Pallas fills the cells past the edge with NaN, wrong where they hold finite values
+    "kernel_nan_to_minus_inf": (2, ["matches_references_float32"], [
+        ("    cols = jax.lax.broadcasted_iota(jnp.int32, x.shape, 1)\n"
+         "    x = jnp.where(cols < n_cols, x, -jnp.inf)\n",
+         "    x = jnp.where(jnp.isnan(x), -jnp.inf, x)\n")]),
     "padding_masked_with_zero": (2, ["matches_references_float32", "edge_shapes"], [
         ("    x = jnp.where(cols < n_cols, x, -jnp.inf)\n",
          "    x = jnp.where(cols < n_cols, x, 0.0)\n")]),
@@ -136,6 +145,10 @@ PLANTED = {
         ("                    jax.block_until_ready(fn(x))\n                    samples.append",
          "                    fn(x) if fn is baseline else jax.block_until_ready(fn(x))\n"
          "                    samples.append")]),
+    # issue 46: a crash on the checker's wrong-shape kernel output names that input
+    "sweep_output_check_without_shapes": (3, ["sweep_checks_output_before_timing"], [
+        ("        ok = bool(got.shape == expected.shape and\n                  np.all(",
+         "        ok = bool(np.all(")]),
     "wrong_kernel_timed": (3, ["sweep_checks_output_before_timing"], [
         ("        ok = bool(got.shape", "        ok = True or bool(got.shape")]),
     "extra_untimed_call": (3, ["sweep_records_complete"], [
@@ -193,6 +206,10 @@ PLANTED = {
     "summary_any_speedup_helps": (3, ["summary_finds_where_it_stops_helping"], [
         ('"helps": best_speedup is not None and best_speedup > HELP_MARGIN})\n',
          '"helps": best_speedup is not None and best_speedup > 1.0})\n')]),
+    # the blind corpus's: the caveat decided by the backend, not by the mode that ran
+    "summary_caveat_by_backend": (3, ["summary_states_interpreted_mode"], [
+        ('    if mode == "interpreted":\n        caveat = (',
+         '    if kernels[0]["backend"] == "cpu":\n        caveat = (')]),
     "summary_without_caveat": (3, ["summary_states_interpreted_mode"], [
         ('    if mode == "interpreted":\n        caveat = (',
          '    if False:\n        caveat = (')]),
@@ -200,25 +217,46 @@ PLANTED = {
 
 # The phrase each hint must hold (the measured cause) and the ones it must not (issue 29
 # item 5: a bfloat16 row sum and a block-wide max were told about -inf masking).
-MASKING = "mask the block's columns >= n_cols with -inf"
+MASKING = "past the array's edge"
+# issue 46: hints describe what the evidence shows, never the code of a fix (the old ones
+# spelled out the mask and the grid), and a tolerance's failure never shows the bracket
+FIX_CODE = ["-jnp.inf", "-inf (the identity", "pl.cdiv(rows, block_rows)", "axis=1"]
 HINTS = {"kernel_row_sum_in_bfloat16": "the same values given as float32 come out within",
          "kernel_computes_in_bfloat16": "a step runs in bfloat16",
-         "kernel_max_over_the_block": ["take the max of each row (axis=1",
-                                       "only rows of the last, partial block"],
+         "kernel_max_over_the_block": "each row's softmax is shifted by that row's own max",
          "grid_floor_division": "only rows of the last, partial block",
-         "no_mask_correct_only_on_divisible_shapes": MASKING,
-         "padding_masked_with_zero": MASKING,
+         "no_mask_correct_only_on_divisible_shapes": "reached the result through the row's "
+                                                     "max or sum",
+         "padding_masked_with_zero": "entered the row's max and sum as zeros",
+         "kernel_nan_to_minus_inf": "right where the cells past the array's edge hold NaN",
+         "sweep_output_check_without_shapes": "with block_rows=64 the kernel given to your "
+                                              "sweep returns the softmax of x one row short",
+         "tolerance_eps_for_unit_roundoff": "with eps (the gap above 1, 2u) in the place",
          "summary_any_speedup_helps": "not by more than HELP_MARGIN"}
 WRONG_HINTS = {"kernel_row_sum_in_bfloat16": MASKING, "kernel_computes_in_bfloat16": MASKING,
-               "kernel_max_over_the_block": MASKING,
-               "padding_masked_with_zero": ["take the max of each row",
-                                            "only rows of the last, partial block"]}
+               "kernel_max_over_the_block": ["cells past the array's edge in each row",
+                                             *FIX_CODE],
+               "grid_floor_division": FIX_CODE,
+               "no_mask_correct_only_on_divisible_shapes": FIX_CODE,
+               "padding_masked_with_zero": ["shifted by that row's own max",
+                                            "only rows of the last, partial block",
+                                            *FIX_CODE],
+               "kernel_nan_to_minus_inf": FIX_CODE,
+               "sweep_output_check_without_shapes": "run the function by hand on a small",
+               "tolerance_eps_for_unit_roundoff": "in [",
+               "flat_tolerance": "in [",
+               "tolerance_forgets_output_rounding": "in ["}
 HINTS["padding_masked_with_zero@seed1506760828"] = HINTS["padding_masked_with_zero"]
 WRONG_HINTS["padding_masked_with_zero@seed1506760828"] = WRONG_HINTS["padding_masked_with_zero"]
 
 # Checks that must still pass beside the aimed ones (run with them).
-ALSO_PASSING = {"no_mask_correct_only_on_divisible_shapes": ["kernel_is_a_pallas_call",
-                                                             "grid_and_blockspec"]}
+ALSO_PASSING = {"no_mask_correct_only_on_divisible_shapes": [
+                    "kernel_is_a_pallas_call", "grid_and_blockspec",
+                    "matches_references_bfloat16", "declared_mode_is_the_one_that_ran"],
+                "kernel_nan_to_minus_inf": ["matches_references_bfloat16", "edge_shapes",
+                                            "declared_mode_is_the_one_that_ran"],
+                # one masking mistake, no FAIL about run_softmax's declarations
+                "padding_masked_with_zero": ["declared_mode_is_the_one_that_ran"]}
 
 
 def test_at_least_three_planted_bugs_per_learner_function():
@@ -275,6 +313,9 @@ SEEDED["run_softmax_grid_over_columns@seed2088556142"] = seeded(
 # checker's replay of the mistake the output equals.
 SEEDED["padding_masked_with_zero@seed1506760828"] = seeded("padding_masked_with_zero",
                                                            1506760828)
+# issue 47's NaN-for-inf kernel fails at every seed, not by a lucky draw
+SEEDED.update({f"kernel_nan_to_minus_inf@seed{seed}": seeded("kernel_nan_to_minus_inf", seed)
+               for seed in ISSUE29_SEEDS})
 
 # One checker process for every planted bug, a fresh learner process each (next one
 # started while the current one is checked), a fresh random seed per session as check.py.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -38,8 +39,9 @@ STAGES = {1: ["mesh_over_devices", "explicit_shardings", "state_replicated_batch
           3: ["state_roundtrip", "uninterrupted_run_trains", "resume_after_sigkill_bitwise",
               "kill_during_save_falls_back", "restore_on_other_device_count",
               "distributed_timeouts_set", "two_processes_match_one"],
-          4: ["record_is_valid", "compile_apart_and_calls", "samples_are_synchronised",
-              "trace_holds_region", "wrong_output_refused"]}
+          4: ["record_is_valid", "compile_apart_and_calls", "first_call_waited_for",
+              "samples_are_synchronised", "trace_holds_region", "wrong_output_refused",
+              "loss_compared_relatively"]}
 ALL = [c for ids in STAGES.values() for c in ids]
 
 # Planted bugs: each replaces reference code with a tempting mistake.
@@ -241,7 +243,7 @@ def test_a_pmean_of_the_counts_as_divisor_is_named_by_its_loss(planted):
     for check in GRAD_CHECKS:
         hint = message(result, check)
         assert "8x the true loss at every count" in hint, hint
-        assert "divide by the psum of the valid counts" in hint, hint
+        assert "where the total of every shard's valid rows is meant" in hint, hint
         assert "psum after grad" not in hint, hint
 
 
@@ -267,7 +269,12 @@ def test_planted_pmean_code_with_check_vma_off_is_1x_until_counts_differ(planted
     result = result_of(planted, PMEAN_CHECK_VMA_OFF_BUG)
     assert result["status"] == {"equal_counts_not_8x": "pass",
                                 "unequal_counts_weighted": "fail"}, result["stdout"]
-    assert "this is the mean of per-shard means" in message(result, "unequal_counts_weighted")
+    text = message(result, "unequal_counts_weighted")
+    assert "this is the mean of per-shard means" in text, text
+    # the run's own counts (a shard holds at most 23 rows here), not fixed ones
+    counts = re.search(r"valid rows per shard \[([\d, ]+)\]", text).group(1).split(", ")
+    least, most = min(map(int, counts)), max(map(int, counts))
+    assert f"a shard with {least} valid rows weighs as much as one with {most}" in text, text
 
 
 CHECK_VMA_OFF_BUG = bug("check-vma-off", CHECK_VMA_OFF, 2, "equal_counts_not_8x")
@@ -291,6 +298,10 @@ STAGE1_BUGS = {
         "        if not isinstance(leaf, jax.Array):\n            continue\n",
         "        if not isinstance(leaf, jax.Array):\n            break\n")], 1,
         "placement_report_matches"),
+    # the blind corpus's: the batch sharding on a fresh mesh of every device
+    "batch-sharding-on-a-fresh-mesh": bug("batch-sharding-on-a-fresh-mesh", [(
+        '"batch": NamedSharding(mesh, P(AXIS))}', '"batch": NamedSharding(make_mesh(), '
+        'P(AXIS))}')], 1, "explicit_shardings"),
     "placement-spec-never-filled": bug("placement-spec-never-filled", [(
         '"spec": "" if spec is None else str(spec)', '"spec": ""')], 1,
         "placement_report_matches"),
@@ -497,7 +508,7 @@ def test_unsynchronised_samples_fail_timing_check(planted, name):
 FIRST_CALL_UNSYNCED_BUG = bug("first-call-unsynced", [(
     "        _, loss = jax.block_until_ready(step_fn(state, batch))\n",
     "        _, loss = step_fn(state, batch)  # planted: the first call is not waited for\n")],
-    4, "record_is_valid", "samples_are_synchronised")
+    4, "record_is_valid", "first_call_waited_for")
 TRACE_WAIT_AFTER_REGION_BUG = bug("trace-wait-after-region", [(
     """                    with jax.profiler.TraceAnnotation(region, step=i):
                         jax.block_until_ready(step_fn(state, batch))""",
@@ -518,10 +529,48 @@ STATE_FED_BACK_BUG = bug("state-fed-back", [(
 def test_first_call_not_waited_for_fails_where_nothing_else_waits(planted):
     result = result_of(planted, FIRST_CALL_UNSYNCED_BUG)
     assert result["status"] == {"record_is_valid": "pass",
-                                "samples_are_synchronised": "fail"}, result["stdout"]
+                                "first_call_waited_for": "fail"}, result["stdout"]
+    text = message(result, "first_call_waited_for")
+    # in the run without expected_loss for sure; in the record's own run too when the
+    # loss read (one device's shard) returns before the other devices finish
+    assert "call 0 (the first) unfinished" in text, text
+    assert "the first call returns before the devices finish" in text
+
+
+# issue 47: the course's headline trap in its last project, and its twin in the samples:
+# the clock stopped when the call returns, the wait right after. Every call is finished
+# before the next begins (the probe of unfinished calls sees nothing); the step's own
+# probe saw each output unfinished a whole run after the learner's clock stopped.
+FIRST_CALL_WAIT_AFTER_BUG = bug("first-call-wait-after-clock", [(
+    "        _, loss = jax.block_until_ready(step_fn(state, batch))\n"
+    "        first_call_s = time.perf_counter() - start\n",
+    "        out = step_fn(state, batch)\n"
+    "        first_call_s = time.perf_counter() - start\n"
+    "        _, loss = jax.block_until_ready(out)  # planted: waited for after the clock\n")],
+    4, "first_call_waited_for", "compile_apart_and_calls")
+SAMPLES_WAIT_AFTER_BUG = bug("samples-wait-after-clock", [(
+    "                jax.block_until_ready(step_fn(state, batch))\n"
+    "                samples.append(time.perf_counter() - start)\n",
+    "                out = step_fn(state, batch)\n"
+    "                samples.append(time.perf_counter() - start)\n"
+    "                jax.block_until_ready(out)  # planted: waited for after the clock\n")],
+    4, "samples_are_synchronised", "first_call_waited_for")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_a_clock_stopped_before_the_wait_fails_by_the_probe(planted):
+    result = result_of(planted, FIRST_CALL_WAIT_AFTER_BUG)
+    assert result["status"] == {"first_call_waited_for": "fail",
+                                "compile_apart_and_calls": "pass"}, result["stdout"]
+    text = message(result, "first_call_waited_for")
+    assert "ends before the first call's output was ready" in text, text
+    assert "the wait for its output came after it" in text, text
+    result = result_of(planted, SAMPLES_WAIT_AFTER_BUG)
+    assert result["status"] == {"samples_are_synchronised": "fail",
+                                "first_call_waited_for": "pass"}, result["stdout"]
     text = message(result, "samples_are_synchronised")
-    assert "without expected_loss" in text and "call(s) [0] unfinished" in text, text
-    assert "first call's output" in text
+    assert "end before their call's output was ready" in text, text
 
 
 @pytest.mark.slow
@@ -738,3 +787,121 @@ def test_records_refuse_bad_files(tmp_path):
     assert validate_run_record([]) == ["a run record is a dict, got list"]
     assert "missing key 'fingerprint'" in validate_run_record(_timing(boundary="b", trace="",
                                                                       region=""))
+
+
+# -- issue 47: named mistakes, and the right answers beside them --------------------------
+
+LOSS_CHECK = "rtol=1e-5, atol=0))\n"
+LOSS_ABSOLUTE_BUG = bug("loss-check-absolute", [(LOSS_CHECK, "rtol=0, atol=1e-5))\n")], 4,
+                        "loss_compared_relatively", "wrong_output_refused", "record_is_valid")
+# np.allclose's default atol (1e-8) beside the rtol: the contract, as near as anyone
+# writes it; a loose rtol fails the near miss at its own size, and only there
+LOSS_DEFAULT_ATOL_RIGHT = bug("loss-check-default-atol", [(LOSS_CHECK, "rtol=1e-5))\n")],
+                              4, "loss_compared_relatively", "wrong_output_refused",
+                              "record_is_valid")
+LOSS_LOOSE_BUG = bug("loss-check-loose", [(LOSS_CHECK, "rtol=1e-2, atol=0))\n")], 4,
+                     "wrong_output_refused", "loss_compared_relatively")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_the_loss_check_is_judged_relative(planted):
+    result = result_of(planted, LOSS_ABSOLUTE_BUG)
+    assert result["status"] == {"loss_compared_relatively": "fail",
+                                "wrong_output_refused": "pass",
+                                "record_is_valid": "pass"}, result["stdout"]
+    text = message(result, "loss_compared_relatively")
+    assert "so it is absolute" in text and "relative to the loss" in text, text
+    result = result_of(planted, LOSS_DEFAULT_ATOL_RIGHT)
+    assert set(result["status"].values()) == {"pass"}, result["stdout"]
+    result = result_of(planted, LOSS_LOOSE_BUG)  # one mistake, one FAIL
+    assert result["status"] == {"wrong_output_refused": "fail",
+                                "loss_compared_relatively": "pass"}, result["stdout"]
+
+
+COUNTS = "    return np.rint(np.asarray(jax.jit(counted)(mask))).astype(int)\n"
+COUNTS_TYPE_BUGS = {
+    "counts-as-floats": (bug("counts-as-floats", [(
+        COUNTS, "    return np.asarray(jax.jit(counted)(mask))  # planted: float32\n")], 2,
+        "valid_counts_per_shard"), "as float32 values: counts are ints"),
+    "counts-left-on-devices": (bug("counts-left-on-devices", [(
+        COUNTS, "    return jax.jit(counted)(mask).astype(jnp.int32)  # planted\n")], 2,
+        "valid_counts_per_shard"), "not a host (numpy) array"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+@pytest.mark.parametrize("name", list(COUNTS_TYPE_BUGS))
+def test_counts_are_a_host_int_array(planted, name):
+    bug_name, words = COUNTS_TYPE_BUGS[name]
+    result = result_of(planted, bug_name)
+    assert result["status"] == {"valid_counts_per_shard": "fail"}, result["stdout"]
+    assert words in message(result, "valid_counts_per_shard"), result["stdout"]
+
+
+# check_vma off is allowed: the gradient psum'd explicitly is right at every count
+CHECK_VMA_OFF_RIGHT = bug("check-vma-off-psum-explicit", [
+    ("        return loss, jax.tree.map(lambda a: a / total, g)",
+     "        return loss, jax.tree.map(lambda a: jax.lax.psum(a, AXIS) / total, g)"),
+    (GRADS_SHARD_MAP, "                       out_specs=(P(), P()), check_vma=False)")], 2,
+    "equal_counts_not_8x", "unequal_counts_weighted", "empty_shard_handled")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_a_right_gradient_with_check_vma_off_passes(planted):
+    result = result_of(planted, CHECK_VMA_OFF_RIGHT)
+    assert set(result["status"].values()) == {"pass"}, result["stdout"]
+
+
+SAVE = '    manager.save(int(state["step"]), args=ocp.args.StandardSave(state))\n'
+SAVED_WITHOUT_KEY_BUG = bug("saved-without-key", [(SAVE, (
+    '    manager.save(int(state["step"]), args=ocp.args.StandardSave(\n'
+    '        {k: v for k, v in state.items() if k != "key"}))  # planted\n'))], 3,
+    "state_roundtrip", "resume_after_sigkill_bitwise")
+TRAIN_NEVER_WAITS_BUG = bug("train-never-waits", [(
+    "        manager.wait_until_finished()\n    finally:\n        manager.close()\n",
+    "    finally:\n        pass  # planted: no wait, no close\n")], 3,
+    "uninterrupted_run_trains")
+TRAIN_NEVER_CLOSES_BUG = bug("train-never-closes", [(
+    "    finally:\n        manager.close()\n", "    finally:\n        pass  # planted\n")], 3,
+    "uninterrupted_run_trains")
+# the blind corpus's: the manager made with its default max_to_keep (3), the stage's runs
+# keep 2
+DEFAULT_MAX_TO_KEEP_BUG = bug("manager-default-max-to-keep", [(
+    '    manager = make_checkpoint_manager(ckpt_dir, config["max_to_keep"])\n',
+    "    manager = make_checkpoint_manager(ckpt_dir)  # planted\n")], 3,
+    "uninterrupted_run_trains")
+ON_STEP_PREVIOUS_BUG = bug("on-step-previous-step", [(
+    "                on_step(step, float(loss))\n",
+    "                on_step(step - 1, float(loss))  # planted\n")], 3,
+    "uninterrupted_run_trains", "resume_after_sigkill_bitwise")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_stage3_hints_name_what_the_evidence_shows(planted):
+    result = result_of(planted, SAVED_WITHOUT_KEY_BUG)
+    assert result["status"] == {"state_roundtrip": "fail",
+                                "resume_after_sigkill_bitwise": "fail"}, result["stdout"]
+    for check in ("state_roundtrip", "resume_after_sigkill_bitwise"):
+        text = message(result, check)
+        assert "holds no key" in text and "save_state must save the whole state" in text
+        assert "restore onto the shardings" not in text, text
+    result = result_of(planted, TRAIN_NEVER_WAITS_BUG)
+    assert result["status"] == {"uninterrupted_run_trains": "fail"}, result["stdout"]
+    text = message(result, "uninterrupted_run_trains")
+    assert "was not on disk when train returned" in text and "wait for" in text, text
+    assert "saved before the step" not in text, text
+    result = result_of(planted, TRAIN_NEVER_CLOSES_BUG)
+    assert result["status"] == {"uninterrupted_run_trains": "fail"}, result["stdout"]
+    assert "checkpoint manager(s) it opened still open" in message(
+        result, "uninterrupted_run_trains")
+    result = result_of(planted, DEFAULT_MAX_TO_KEEP_BUG)
+    assert result["status"] == {"uninterrupted_run_trains": "fail"}, result["stdout"]
+    assert "where the config asks for 2" in message(result, "uninterrupted_run_trains")
+    result = result_of(planted, ON_STEP_PREVIOUS_BUG)  # one mistake, one FAIL
+    assert result["status"] == {"uninterrupted_run_trains": "fail",
+                                "resume_after_sigkill_bitwise": "pass"}, result["stdout"]
+    assert "1 below the step just taken" in message(result, "uninterrupted_run_trains")

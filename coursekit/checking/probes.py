@@ -3,9 +3,11 @@ what it returns, to measure it independently.
 
 - ``CallCounter`` wraps a function the learner is asked to time and records how often it
   was called, which calls compiled, and which calls' outputs were still being computed
-  when the next call began (a timing that ended before its call finished). It reports
-  plain data (``report()``), so the same facts can come back from another process as a
-  self-reported fact to cross-check.
+  when the next call began (a timing that ended before its call finished); for a function
+  marked ``watch_ready``, also how long after each call began its output was last seen
+  unfinished (a clock stopped before that, and waited on after, ended too soon). It
+  reports plain data (``report()``), so the same facts can come back from another
+  process as a self-reported fact to cross-check.
 - ``within_ratio`` is the one timing rule: the learner's time must lie within a factor
   ``window`` either way of the checker's own synchronised measurement of the same thing.
   Each project states its window with the physics behind it (how far off a missing sync
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 import math
 import os
+import threading
+import time
 from collections.abc import Callable, Hashable
 
 from coursekit.checking.errors import CheckFailed, CheckInconclusive, TamperEvidence
@@ -42,11 +46,20 @@ class CallCounter:
     and near certain for one that does not wait on a program longer than its dispatch.
 
     ``group(*args, **kwargs)``, when given, keeps separate counts per group (for example
-    per input shape and block size); without it every call is in group ``None``."""
+    per input shape and block size); without it every call is in group ``None``.
+
+    A ``fn`` with a true ``watch_ready`` attribute is also watched after each call: a
+    thread polls its output (``is_ready()``, never waiting) until it is ready and records
+    the last moment it was seen unfinished, in seconds from the moment the call began
+    (``unready_seen_after_s``, 0.0 when never seen unfinished). Readiness only ever goes
+    from False to True, so the output was certainly unfinished then: a caller whose clock
+    started before the call and stopped after its output was ready reads at least that
+    long, whatever the load (a starved watcher sees less, never more)."""
 
     def __init__(self, fn: Callable, group: Callable[..., Hashable] | None = None):
         self.fn = fn
         self.group = group
+        self.watch_ready = bool(getattr(fn, "watch_ready", False))
         self._facts: dict[Hashable, dict] = {}
         self._last_out: dict[Hashable, object] = {}
 
@@ -55,8 +68,11 @@ class CallCounter:
         facts = self._facts.setdefault(key, _no_calls())
         if key in self._last_out and not all_ready(self._last_out.pop(key)):
             facts["unready_at_next_call"].append(facts["calls"] - 1)
+        began = time.perf_counter()
         with count_compiles() as compiles:
             out = self.fn(*args, **kwargs)
+        if self.watch_ready:
+            watch_until_ready(out, began, facts["unready_seen_after_s"])
         if compiles[0]:
             facts["compiled_at"].append(facts["calls"])
             facts["compiles"] += compiles[0]
@@ -78,6 +94,8 @@ class CallCounter:
         report = {"calls": facts["calls"], "compiled_at": list(facts["compiled_at"]),
                   "compiles": facts["compiles"],
                   "unready_at_next_call": list(facts["unready_at_next_call"])}
+        if self.watch_ready:
+            report["unready_seen_after_s"] = list(facts["unready_seen_after_s"])
         if facts["probes"]:
             report["probed_at"] = [i for i, _ in facts["probes"]]
             report["host_read_at"] = [i for i, probes in facts["probes"]
@@ -87,7 +105,33 @@ class CallCounter:
 
 def _no_calls() -> dict:
     return {"calls": 0, "compiled_at": [], "compiles": 0, "unready_at_next_call": [],
-            "probes": []}
+            "probes": [], "unready_seen_after_s": []}
+
+
+# How often the watcher looks, and for how long at most (a call never waited for).
+WATCH_EVERY_S, WATCH_FOR_S = 5e-4, 120.0
+
+
+def watch_until_ready(out, began: float, seen: list) -> None:
+    """Appends a slot to ``seen`` for this call and keeps in it the last moment (seconds
+    after ``began``) ``out`` was seen unfinished: first here, as the call returns, then
+    from a daemon thread polling until it is ready. Each moment is read before the
+    query, so the output was unfinished at it."""
+    index = len(seen)
+    seen.append(0.0)
+    now = time.perf_counter()
+    if all_ready(out):
+        return
+    seen[index] = now - began
+
+    def poll():
+        while True:
+            now = time.perf_counter()
+            if all_ready(out) or now - began > WATCH_FOR_S:
+                return
+            seen[index] = now - began
+            time.sleep(WATCH_EVERY_S)
+    threading.Thread(target=poll, daemon=True, name="course-ready-watch").start()
 
 
 class HostReadProbe:
@@ -262,6 +306,32 @@ def reported_counts(what: str, facts: dict) -> tuple[int, list]:
         raise TamperEvidence(f"{what}: the learner process reported counts that are not "
                              f"counts: {facts!r}"[:300])
     return calls, compiled_at
+
+
+# A learner's clock other than perf_counter (time.time, which NTP may slew by up to
+# 500 ppm) against the probe's: the comparisons themselves need no slack for load.
+CLOCK_SLACK_FRACTION, CLOCK_SLACK_S = 1e-3, 1e-5
+
+
+def ended_before_ready(seconds: float, unready_s: float) -> bool:
+    """A learner's time of a call (a clock started before the call) shorter than the
+    moment the call's output was last seen unfinished, ``unready_s`` after it began: the
+    clock stopped before the output was ready."""
+    return seconds < unready_s * (1 - CLOCK_SLACK_FRACTION) - CLOCK_SLACK_S
+
+
+def reported_unready_seen(what: str, facts: dict) -> list[float]:
+    """A watched workload's self-reported ``unready_seen_after_s`` (one float per call:
+    the last moment its output was seen unfinished, seconds after the call began),
+    refused as tamper evidence unless it is that. Only ever a reason to fail: a learner
+    figure shorter than it is a clock stopped before the output was ready."""
+    calls, seen = facts.get("calls"), facts.get("unready_seen_after_s")
+    if type(calls) is not int or not isinstance(seen, list) or len(seen) != calls or \
+            not all(type(s) is float and math.isfinite(s) and s >= 0 for s in seen):
+        raise TamperEvidence(f"{what}: the learner process reported when its calls' "
+                             f"outputs were unfinished in a form that is not that: "
+                             f"{facts!r}"[:300])
+    return seen
 
 
 def reported_unready(what: str, facts: dict) -> list[int]:

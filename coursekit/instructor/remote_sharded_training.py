@@ -25,10 +25,13 @@ def where(leaf, shards: bool = False) -> dict:
     return out
 
 
-def timing_step(lr: float, momentum: float, noise: float):
+def timing_step(lr: float, momentum: float, noise: float, loss_scale: float = 1.0):
     """Stage 4's fresh jitted data-parallel step (never called yet): the checker's own
     single-device reference step (``ref_step_fn``) on a state dict, written the same way
-    in the sharded-training checker)."""
+    in the sharded-training checker), its loss times ``loss_scale`` (a power of two: the
+    same loss, exactly, at another magnitude). Marked ``watch_ready``: the call counter
+    wrapped around it records when each call's output was last seen unfinished
+    (``coursekit.checking.probes.CallCounter``)."""
     import jax.numpy as jnp
     mu = momentum
 
@@ -45,8 +48,12 @@ def timing_step(lr: float, momentum: float, noise: float):
         value, grads = jax.value_and_grad(loss)(state["params"])
         moment = jax.tree.map(lambda m, g: g + mu * m, state["momentum"], grads)
         params = jax.tree.map(lambda p, m: p - lr * m, state["params"], moment)
-        return {"params": params, "momentum": moment, "key": key}, value
-    return fn
+        return {"params": params, "momentum": moment, "key": key}, value * loss_scale
+
+    def step(state, batch):
+        return fn(state, batch)
+    step.watch_ready = True
+    return step
 
 
 WORKLOADS = {"sharded-training/timing_step": timing_step}

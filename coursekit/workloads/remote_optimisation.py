@@ -27,10 +27,11 @@ _MAX_PROBLEMS = 8
 
 
 def records_with_a_wrong_fast(write_run_records, config: dict, seed: int, outdir: str,
-                              warmup: int, iters: int) -> dict:
+                              warmup: int, iters: int, wrong: str = "losses") -> dict:
     """``write_run_records(config, seed, outdir, warmup=, iters=)`` while the module's
-    ``train_fast`` returns its losses 1% off (100x ``slow_step.RTOL``); restored after.
-    Returns what it returned (the record paths)."""
+    ``train_fast`` returns its ``wrong`` output ("losses" or "params", the other one
+    right) 1% off (100x ``slow_step.RTOL``); restored after. Returns what it returned
+    (the record paths)."""
     module = write_run_records.__globals__
     real = module.get("train_fast")
     if real is None:
@@ -38,6 +39,8 @@ def records_with_a_wrong_fast(write_run_records, config: dict, seed: int, outdir
 
     def off_by_one_percent(params, tokens, targets, lr):
         new_params, losses = real(params, tokens, targets, lr)
+        if wrong == "params":
+            return jax.tree.map(lambda v: v * 1.01, new_params), losses
         return new_params, jax.tree.map(lambda v: v * 1.01, losses)
 
     module["train_fast"] = off_by_one_percent

@@ -21,12 +21,14 @@ import numpy as np
 def stubbed_calls(target, args: list, *, slow_s: float, fast_s: float, copy_s: float,
                   per_example_s: tuple[float, float] = (0.0, 0.0),
                   outlier_s: float | None = None, outlier_at: int = 1,
+                  short_at: int | None = None, short_factor: float = 0.25,
                   kwargs: dict | None = None) -> dict:
     """``target(*args, **kwargs)`` while ``slow_step.train_slow`` sleeps ``slow_s``, the module's
     ``train_fast`` ``fast_s`` (each plus its ``per_example_s``, slow's then fast's, times
     the batch) and ``slow_step.fresh_copy`` ``copy_s`` before copying; with
     ``outlier_s``, the ``outlier_at``-th call (from 0) of each version at each batch
-    sleeps that long instead. The versions return their ``params`` and zero losses (numpy).
+    sleeps that long instead, and with ``short_at`` that call sleeps ``short_factor`` of
+    its usual length. The versions return their ``params`` and zero losses (numpy).
     Returns {"result": what target returned, "calls": [version, batch, lr, start, end]
     per call of either version, "copies": [start, end] per copy}, in call order."""
     from coursekit.workloads import slow_step
@@ -46,7 +48,11 @@ def stubbed_calls(target, args: list, *, slow_s: float, fast_s: float, copy_s: f
             k = made[(name, batch)] = made.get((name, batch), -1) + 1
             losses = np.zeros((int(tokens.shape[0]),), np.float32)  # nothing to compile
             start = time.perf_counter()
-            time.sleep(outlier_s if outlier_s is not None and k == outlier_at else seconds)
+            if outlier_s is not None and k == outlier_at:
+                seconds = outlier_s
+            elif k == short_at:
+                seconds *= short_factor
+            time.sleep(seconds)
             calls.append([name, batch, float(lr), start, time.perf_counter()])
             return params, losses
         return call

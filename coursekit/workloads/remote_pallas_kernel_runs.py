@@ -5,8 +5,13 @@
   ``pallas_call`` it traces is recorded (grid, blocks, interpret flag), so its declared
   block and grid are compared with the kernel that ran, not with one the checker built;
 - ``pallas-kernel/sweep_watched``: the learner's ``sweep`` with a probed kernel whose
-  every call also records when its output was last seen unfinished (a thread that polls
-  ``is_ready()``, never waits), so a first call timed before its output was ready shows;
+  every call also records when its output was last seen unfinished (the call probe's
+  watcher: a thread that polls ``is_ready()``, never waits), so a first call timed before
+  its output was ready shows;
+- ``pallas-kernel/kernel_on_padding``: the learner's kernel body through a pallas_call
+  built here over an input the checker padded itself, with finite values past the edge
+  (interpreted Pallas would fill those cells with NaN, which a kernel that swaps NaN for
+  -inf instead of masking by position survives);
 - the workloads built from the checker's own softmax live with it, instructor-only
   (``coursekit.instructor.remote_pallas_kernel``).
 
@@ -16,10 +21,12 @@ Every answer is self-reported; ``projects/pallas-kernel/tests`` lists each in
 
 from __future__ import annotations
 
-import threading
+import functools
 import time
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 from coursekit.workloads.remote_pallas_kernel import settle
 
@@ -64,60 +71,38 @@ def run_observed(run, x, **kwargs) -> dict:
 # sweep, watched
 # ---------------------------------------------------------------------------------------
 
-class _Watch(threading.Thread):
-    """Polls ``is_ready()`` of ``out``'s arrays (a query that never waits) every
-    millisecond until they are ready or ``stop`` is set; ``unready_at`` is the
-    perf_counter stamp taken just *before* the last query that answered "not ready"
-    (so the output was certainly unfinished then), None if none did."""
-
-    def __init__(self, out):
-        super().__init__(daemon=True)
-        self.leaves = [leaf for leaf in jax.tree.leaves(out) if isinstance(leaf, jax.Array)]
-        self.stop, self.unready_at = threading.Event(), None
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            stamp = time.perf_counter()
-            try:
-                ready = all(leaf.is_ready() for leaf in self.leaves)
-            except Exception:  # noqa: BLE001 - a deleted or donated array: nothing to tell
-                return
-            if ready:
-                return
-            self.unready_at = stamp
-            time.sleep(0.001)
-
-
 class WatchedProbe:
     """The kernel a sweep is given, with every call's group (shape, block_rows), entry,
-    exit, compile count and ``unready_at`` (``_Watch``; read when the next call begins or
-    the sweep returns)."""
+    exit, compile count and ``unready_at``: the perf_counter stamp of the last moment its
+    output was seen unfinished before the next call began or the sweep returned (the
+    call probe's watcher, ``coursekit.checking.probes.watch_until_ready``), None if
+    never."""
 
     def __init__(self, fn):
-        self.fn, self.calls, self._watches = fn, [], []
+        self.fn, self.calls, self._seen = fn, [], None
 
     def __call__(self, x, block_rows=8, **kwargs):
+        from coursekit.checking.probes import watch_until_ready
         from coursekit.measure.timing import count_compiles
         self.finish()
         entry = time.perf_counter()
         with count_compiles() as compiles:
             out = self.fn(x, block_rows=block_rows, **kwargs)
         exit_ = time.perf_counter()
-        watch = _Watch(out)
-        watch.start()
-        self._watches.append(watch)
+        self._seen = []
+        watch_until_ready(out, entry, self._seen)
         self.calls.append({"shape": [int(s) for s in x.shape], "block_rows": int(block_rows),
                            "entry": entry, "exit": exit_, "compiles": int(compiles[0]),
                            "unready_at": None})
         return out
 
     def finish(self) -> None:
-        """Stop the last call's watch and note what it saw."""
-        if self._watches:
-            watch = self._watches.pop()
-            watch.stop.set()
-            watch.join()
-            self.calls[-1]["unready_at"] = watch.unready_at
+        """Note what the last call's watcher has seen by now."""
+        if self._seen:
+            unready_s = self._seen[0]
+            self.calls[-1]["unready_at"] = self.calls[-1]["entry"] + unready_s \
+                if unready_s > 0 else None
+            self._seen = None
 
 
 def sweep_watched(sweep, kernel, shapes, blocks, **kwargs) -> dict:
@@ -132,7 +117,32 @@ def sweep_watched(sweep, kernel, shapes, blocks, **kwargs) -> dict:
     return {"records": records, "calls": probe.calls, "returned": returned}
 
 
+# ---------------------------------------------------------------------------------------
+# The kernel body on padding the checker fills
+# ---------------------------------------------------------------------------------------
+
+def kernel_on_padding(kernel, padded, n_cols: int, rows: int, block_rows: int):
+    """The learner's kernel body ``kernel`` (``softmax_kernel``) run through a
+    ``pallas_call`` built here over ``padded`` (rows rounded up to whole blocks, columns
+    to the block width, every cell past the data holding what the checker put there):
+    each program gets one (block_rows, width) block of it, as ``softmax_pallas``'s
+    blocks are laid out, with ``n_cols`` data columns. Interpreted on CPU, compiled
+    elsewhere. Returns the output's data cells, [:rows, :n_cols], waited for."""
+    import functools
+
+    from jax.experimental import pallas as pl
+    padded = jnp.asarray(padded)
+    spec = pl.BlockSpec((int(block_rows), padded.shape[1]), lambda i: (i, 0))
+    call = pl.pallas_call(functools.partial(kernel, n_cols=int(n_cols)),
+                          out_shape=jax.ShapeDtypeStruct(padded.shape, padded.dtype),
+                          grid=(padded.shape[0] // int(block_rows),), in_specs=[spec],
+                          out_specs=spec, interpret=jax.default_backend() == "cpu")
+    out = jax.block_until_ready(jax.jit(call)(padded))
+    return np.asarray(out)[:int(rows), :int(n_cols)]
+
+
 INSPECTORS = {
+    "pallas-kernel/kernel_on_padding": kernel_on_padding,
     "pallas-kernel/run_observed": run_observed,
     "pallas-kernel/sweep_watched": sweep_watched,
 }

@@ -9,7 +9,10 @@ Sets the fake device count *before* importing jax, loads the learner's file, joi
 multi-process run through the learner's ``initialize_distributed`` when ``--nproc`` > 1
 (recording the timeouts it passed), runs ``train`` and writes what happened to ``--out``
 (JSON) and the final state to ``--out`` with ``.npz`` (one array per leaf, keys as
-``jax.tree_util.keystr``; the PRNG key as its key data).
+``jax.tree_util.keystr``; the PRNG key as its key data). The report holds the steps
+``on_step`` was given and, once ``train`` has returned, ``at_return``: the checkpoint
+folder's finished steps and temporary folders at that moment, and how many of the Orbax
+checkpoint managers the process opened are not closed.
 
 Two ways to stop at a known point, so the checker can SIGKILL the process there:
   --block-after-step K   after step K is reported, write --marker and wait forever
@@ -76,6 +79,28 @@ def patch_orbax_finalize(step: int, marker: str | None) -> None:
         cls.finalize = finalize
 
 
+def watch_managers():
+    """Counts the Orbax ``CheckpointManager``s this process opens and which of them are
+    closed (the contract: train closes what it opens before it returns). Returns a
+    function giving how many are open now; each opened manager is kept alive here, so
+    one dropped without closing still counts."""
+    from orbax.checkpoint import checkpoint_manager as module
+
+    cls, opened, closed = module.CheckpointManager, [], set()
+    init, close = cls.__init__, cls.close
+
+    def counted_init(self, *args, **kwargs):
+        opened.append(self)
+        return init(self, *args, **kwargs)
+
+    def counted_close(self, *args, **kwargs):
+        closed.add(id(self))
+        return close(self, *args, **kwargs)
+
+    cls.__init__, cls.close = counted_init, counted_close
+    return lambda: sum(id(m) not in closed for m in opened)
+
+
 def to_host(leaf):
     import jax
     import numpy as np
@@ -125,6 +150,7 @@ def main(argv=None) -> int:
                 return original(*a, **kw)
 
             jax.distributed.initialize = recording_initialize
+        open_managers = watch_managers()
         impl = load_impl(impl_path)
         if args.block_in_save is not None:
             patch_orbax_finalize(args.block_in_save, args.marker)
@@ -152,6 +178,13 @@ def main(argv=None) -> int:
 
         mesh = impl.make_mesh()
         state = impl.train(config, args.ckpt, mesh, on_step=on_step)
+        # what is on disk the moment train returns (the contract: every save finished
+        # by then), before anything else runs: a save still in flight shows here
+        from coursekit.workloads.trainruns import finalized_steps, tmp_folders
+        report["at_return"] = {"finished": finalized_steps(args.ckpt),
+                               "temporary": tmp_folders(args.ckpt),
+                               "managers_open": open_managers()}
+        write_report()
         if not isinstance(state, dict):
             raise TypeError(f"train returned {type(state).__name__}, expected the state dict")
         leaves = {jax.tree_util.keystr(path): to_host(leaf)

@@ -262,6 +262,17 @@ MISTAKES = [
                 '                  "shapes": [list(a.shape) for a in jax.tree.leaves(params)],\n'
                 '                  "dtypes": [str(a.dtype) for a in jax.tree.leaves(params)],'
                 ' "output_ok": bool(ok),\n')]},
+    {"stage": 4, "id": "records-output-check-losses-only",
+     "misunderstood": "the output check compares the losses, the loss curve being what matters",
+     "edits": [("                 for a, b in zip(jax.tree.leaves(out), jax.tree.leaves(expected)))",
+                "                 for a, b in zip(jax.tree.leaves(out[1]), "
+                "jax.tree.leaves(expected[1])))")]},
+    {"stage": 4, "id": "records-warmup-compiles-not-counted",
+     "misunderstood": "compiles_warmed counted over the timed calls only, not the warm-up",
+     "edits": [("        with count_compiles() as warmed:\n            if ok:\n"
+                "                for _ in range(warmup):\n                    call()\n",
+                "        if ok:\n            for _ in range(warmup):\n                call()\n"
+                "        with count_compiles() as warmed:\n            if ok:\n")]},
 ]
 
 JUSTIFIED: dict[str, str] = {

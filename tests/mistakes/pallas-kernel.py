@@ -75,6 +75,11 @@ MISTAKES = [
      "misunderstood": "the backend argument ignored: always the machine's own",
      "edits": [("    backend = backend or jax.default_backend()\n",
                 "    backend = jax.default_backend()\n")]},
+    {"stage": 2, "id": "kernel-nan-to-minus-inf",
+     "misunderstood": "the NaN seen past the edge replaced by -inf, not masked by position",
+     "edits": [("    cols = jax.lax.broadcasted_iota(jnp.int32, x.shape, 1)\n"
+                "    x = jnp.where(cols < n_cols, x, -jnp.inf)\n",
+                "    x = jnp.where(jnp.isnan(x), -jnp.inf, x)\n")]},
     {"stage": 2, "id": "kernel-no-mask",
      "misunderstood": "the padded cells taken to hold zeros, so no mask",
      "edits": [(MASK, "")]},

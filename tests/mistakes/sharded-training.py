@@ -149,6 +149,10 @@ MISTAKES = [
      "edits": [(PER_SHARD, PER_SHARD.replace(
          "        loss = jax.lax.psum(loss_sum, AXIS) / total\n",
          "        loss = jax.lax.pmean(loss_sum / jnp.maximum(jnp.sum(m), 1.0), AXIS)\n"))]},
+    {"stage": 2, "id": "counts-as-floats",
+     "misunderstood": "the mask's sums returned as they come, float32 counts",
+     "edits": [("    return np.rint(np.asarray(jax.jit(counted)(mask))).astype(int)\n",
+                "    return np.asarray(jax.jit(counted)(mask))\n")]},
     # ---- stage 3: recovery --------------------------------------------------------------
     {"stage": 3, "id": "ckpt-relative-path",
      "misunderstood": "the directory passed as given, relative paths included",
@@ -223,7 +227,35 @@ MISTAKES = [
                 "        else:\n"
                 "            state = {**fresh, \"step\": state[\"step\"], \"data_pos\": "
                 "state[\"data_pos\"]}\n")]},
+    {"stage": 3, "id": "save-without-key",
+     "misunderstood": "the key left out of the checkpoint: 'randomness need not be saved'",
+     "edits": [('    manager.save(int(state["step"]), args=ocp.args.StandardSave(state))\n',
+                '    manager.save(int(state["step"]), args=ocp.args.StandardSave(\n'
+                '        {k: v for k, v in state.items() if k != "key"}))\n')]},
+    {"stage": 3, "id": "train-never-waits",
+     "misunderstood": "the manager neither waited for nor closed: the saves finish on their own",
+     "edits": [("        manager.wait_until_finished()\n    finally:\n        manager.close()\n",
+                "    finally:\n        pass\n")]},
+    {"stage": 3, "id": "train-never-closes",
+     "misunderstood": "the saves waited for, the manager left open: the process ends anyway",
+     "edits": [("    finally:\n        manager.close()\n", "    finally:\n        pass\n")]},
     # ---- stage 4: trace and timing ------------------------------------------------------
+    {"stage": 4, "id": "profile-first-call-wait-after-clock",
+     "misunderstood": "the first call's clock stopped when the call returns, its wait after",
+     "edits": [("        _, loss = jax.block_until_ready(step_fn(state, batch))\n"
+                "        first_call_s = time.perf_counter() - start\n",
+                "        out = step_fn(state, batch)\n"
+                "        first_call_s = time.perf_counter() - start\n"
+                "        _, loss = jax.block_until_ready(out)\n")]},
+    {"stage": 4, "id": "profile-samples-wait-after-clock",
+     "misunderstood": "each sample's clock stopped at the call's return, the wait after it",
+     "edits": [(TIMED, "                start = time.perf_counter()\n"
+                       "                out = step_fn(state, batch)\n"
+                       "                samples.append(time.perf_counter() - start)\n"
+                       "                jax.block_until_ready(out)\n")]},
+    {"stage": 4, "id": "profile-loss-absolute",
+     "misunderstood": "the loss compared within an absolute 1e-5, not a relative one",
+     "edits": [("rtol=1e-5, atol=0))\n", "rtol=0, atol=1e-5))\n")]},
     {"stage": 4, "id": "profile-no-sync",
      "misunderstood": "the timed calls not waited for: dispatch times",
      "edits": [(TIMED, TIMED.replace("jax.block_until_ready(step_fn(state, batch))",

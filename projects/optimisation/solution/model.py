@@ -411,7 +411,8 @@ def write_run_records(config: dict, seed: int, outdir: str, *, warmup: int = 1,
     given with one sample per timed call (also 30-40 timed calls on a tiny problem);
     output checks passed; no compile in the after's timed calls, and in the before's at
     least what the checker counts for ``train_slow`` with a new learning rate per call;
-    ``output_ok`` False when the checker makes ``train_fast`` wrong for one more call;
+    ``output_ok`` False when the checker makes ``train_fast`` wrong for one more call
+    (its losses, then its parameters);
     each record's median call and their speedup within 4x of the checker's own
     measurement, in interleaved rounds with smaller calls of yours (an unsynchronised
     "after" is 50x+ off)."""

@@ -342,7 +342,7 @@ def _(impl, ctx):
                     "with the largest summed duration, its count and its time")
 
 
-@checker.check(1, "learner_trace_agrees_with_sync_timing")
+@checker.check(1, "learner_trace_is_one_call_in_use")
 def _(impl, ctx):
     require_written(impl, "trace_slow")  # before the checker's own timed calls
     config, seed = trace_config(ctx), ctx.seed + 1

@@ -601,6 +601,9 @@ FIXED_CALLS = 4
 PREDICT_STUB_S = {"slow": 0.012, "fast": 0.006}
 PREDICT_PER_EXAMPLE_S = (4e-4, 1e-4)
 PREDICT_OUTLIER_S = 0.3
+# ... and the fourth (index 3) a quarter of its usual length: the median of three calls
+# or more after the first ones stays a usual call, their minimum is 4x below it.
+PREDICT_SHORT_AT, PREDICT_SHORT_FACTOR = 3, 0.25
 # A reported median may exceed the largest median of the calls after the first j
 # (j = 1, 2, ...: however many calls were made apart) by this factor, no more.
 MEDIAN_SLACK = 2.0
@@ -628,7 +631,8 @@ def stubbed_prediction_checked(impl, ctx) -> None:
         impl, "optimisation/stubbed_calls", LearnerFunction("predict_crossover"),
         [config, small, large, UNREACHED, ctx.seed + 8],
         slow_s=PREDICT_STUB_S["slow"], fast_s=PREDICT_STUB_S["fast"], copy_s=0.0,
-        per_example_s=PREDICT_PER_EXAMPLE_S, outlier_s=PREDICT_OUTLIER_S, outlier_at=1)
+        per_example_s=PREDICT_PER_EXAMPLE_S, outlier_s=PREDICT_OUTLIER_S, outlier_at=1,
+        short_at=PREDICT_SHORT_AT, short_factor=PREDICT_SHORT_FACTOR)
     got = prediction_of(answer["result"], UNREACHED)
     for version in ("slow", "fast"):
         for column, b in enumerate((small, large)):
@@ -655,6 +659,25 @@ def stubbed_prediction_checked(impl, ctx) -> None:
                 hint="the model is fitted on median call times: the middle sample, "
                 "which one slow call does not move" if as_mean else
                 "report the median of the samples the prediction was made from")
+            # and not below them: the median of three calls or more is no shorter than
+            # half the smallest median of such a tail (one short call does not move it)
+            floors = [float(np.median(t)) for t in tails if len(t) >= 3]
+            if floors:
+                as_min = abs(yours - min(took[1:])) <= 0.2 * min(took[1:])
+                fail_unless(
+                    yours >= min(floors) / MEDIAN_SLACK,
+                    f"with both versions replaced by the checker's stubs (one call of each "
+                    f"version and size {PREDICT_SHORT_FACTOR:g}x as long as the others): "
+                    f"your median_{version}_s at batch {b} is {yours:.4g} s, below any "
+                    f"median of three or more of the {version} calls you made there"
+                    + (": it is their minimum, the one short call" if as_min else ""),
+                    yours=yours, expected=f"at least {min(floors) / MEDIAN_SLACK:.4g} s "
+                    "(half the smallest median of three or more of your calls after the "
+                    f"first ones; each call's time by the stub, self-reported: "
+                    f"{[round(t, 4) for t in took]})",
+                    hint="the model is fitted on median call times: the middle sample, "
+                    "which one fast call does not move" if as_min else
+                    "report the median of the samples the prediction was made from")
     replay(got, UNREACHED, small, large)
     for threshold in (float(rng.uniform(*MODEL_STUB_THRESHOLDS)), NEVER_FALLS_TO):
         answer = bridge.inspect(

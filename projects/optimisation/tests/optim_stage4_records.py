@@ -179,13 +179,30 @@ def many_calls_honoured(impl, ctx) -> None:
                     "one sample per timed call", yours=len(rec.get("samples_s") or []),
                     expected=iters)
         if label == "before":
-            least = slow_compiles_per_call(ctx) * (1 + iters)
-            fail_unless(rec.get("compiles_warmed", 0) >= least,
-                        f"write_run_records (iters={iters}): the before record's warmed "
-                        "calls compiled less than train_slow does with a new learning rate "
-                        "every call", yours=rec.get("compiles_warmed"),
-                        expected=f"at least {least}",
-                        hint="give every call a learning rate of its own, however many")
+            warmed_compiles_counted(rec.get("compiles_warmed"), slow_compiles_per_call(ctx),
+                                    1, iters, f"write_run_records (iters={iters}): ")
+
+
+def warmed_compiles_counted(got, per_call: int, warmup: int, iters: int, what: str) -> None:
+    """The before record's ``compiles_warmed`` at least what ``train_slow`` compiles in
+    ``warmup + iters`` calls with a new learning rate each (``per_call`` each, the
+    checker's count); the hint by what the number matches: the timed calls' compiles
+    alone (the warm-up calls left out of the count), else fewer calls compiling."""
+    least = per_call * (warmup + iters)
+    if type(got) is int and got >= least:
+        return
+    hint = ("fewer compiles than train_slow makes with a new learning rate per call: a "
+            "rate met before compiles nothing new, and every call in use has one of its "
+            "own (or some calls were left out of the count)")
+    if type(got) is int and warmup and got == per_call * iters:
+        hint = (f"{got} is {per_call} per timed call for the {iters} timed calls alone: "
+                f"the {warmup} warm-up call(s) compiled too ({per_call} each) but are not in "
+                "the count; compiles_warmed counts the compiles of every call after the "
+                "first, the warm-up calls included")
+    fail_unless(False, f"{what}the before record's warmed calls compiled less than "
+                "train_slow does with a new learning rate every call (as in use)",
+                yours=got, expected=f"at least {least} (the checker counts {per_call} per "
+                f"call, {warmup} warm-up + {iters} timed calls)", hint=hint)
 
 
 # The after record's traced call against one the checker has waited for inside a trace
@@ -243,6 +260,10 @@ def _(impl, ctx):
                     yours=(rec["shapes"], rec["dtypes"]),
                     expected=([shape, shape], ["int32", "int32"]),
                     hint="time make_problem(config, seed): tokens and targets of that size")
+        fail_unless(rec.get("label") == label, f"the {label} record's label is not "
+                    f"{label!r}", yours=rec.get("label"), expected=label,
+                    hint="label each record by what it times: \"before\" for train_slow, "
+                    "\"after\" for train_fast")
         fail_unless(rec["output_ok"] is True, f"the {label} record's output check did not "
                     "pass", yours=rec["output_ok"], expected=True)
         found = forest.region_summary(rec["trace"], rec["region"])
@@ -266,13 +287,8 @@ def _(impl, ctx):
                 "its timed calls", yours=records["after"]["compiles_warmed"], expected=0,
                 hint="your fix must not recompile per call (stage 2)")
     warmup, iters = record_counts(ctx)
-    least = slow_compiles_per_call(ctx) * (warmup + iters)
-    fail_unless(records["before"]["compiles_warmed"] >= least, "the before record's "
-                "warmed calls compiled less than train_slow does with a new learning rate "
-                "every call (as in use)", yours=records["before"]["compiles_warmed"],
-                expected=f"at least {least} (the checker counts "
-                f"{slow_compiles_per_call(ctx)} per call, {warmup + iters} calls)",
-                hint="give every call a learning rate of its own, the warm-up ones too")
+    warmed_compiles_counted(records["before"]["compiles_warmed"],
+                            slow_compiles_per_call(ctx), warmup, iters, "")
     fail_unless(records["before"]["boundary"] == records["after"]["boundary"],
                 "before and after must time the same boundary",
                 yours=(records["before"]["boundary"], records["after"]["boundary"]))
@@ -290,30 +306,47 @@ def _(impl, ctx):
                 "annotation, before the trace closes: what runs after is not in the trace")
 
 
+def records_with_a_wrong_fast(impl, ctx, wrong: str) -> dict:
+    """The learner's records, made once more in the learner process with its module's
+    train_fast returning its ``wrong`` output ("losses" or "params") 1% off."""
+    outdir = ctx.learner_dir(f"records-wrong-fast-{wrong}")
+    return read_records(bridge.inspect(impl, "optimisation/records_with_a_wrong_fast",
+                                       LearnerFunction("write_run_records"),
+                                       timing_config(ctx), ctx.seed + 7, str(outdir), 1, 2,
+                                       wrong=wrong), outdir)
+
+
 @checker.check(4, "output_ok_is_measured")
 def _(impl, ctx):
     """The records' output_ok compared with the checker's own verdict on an "after" whose
     output it made wrong: the learner's write_run_records run once more in the learner
-    process with its module's train_fast returning losses 1% off (self-reported: the
-    swap happens beside the learner's code; a record that still says True fails)."""
-    outdir = ctx.learner_dir("records-wrong-fast")
-    records = read_records(bridge.inspect(impl, "optimisation/records_with_a_wrong_fast",
-                                          LearnerFunction("write_run_records"),
-                                          timing_config(ctx), ctx.seed + 7, str(outdir), 1,
-                                          2), outdir)
-    for label, want in (("before", True), ("after", False)):
-        got = records[label].get("output_ok")
-        fail_unless(got is want, f"with a train_fast whose losses are 1% off, the {label} "
-                    f"record's output_ok must be {want}", yours=got, expected=want,
-                    hint="output_ok: the first call's outputs (every leaf) within "
+    process with its module's train_fast returning losses 1% off, and once with its
+    parameters 1% off and its losses right (self-reported: the swap happens beside the
+    learner's code; a record that still says True fails)."""
+    found = {wrong: records_with_a_wrong_fast(impl, ctx, wrong)
+             for wrong in ("losses", "params")}
+    caught = {wrong: records["after"].get("output_ok") is False
+              for wrong, records in found.items()}
+    for wrong, records in found.items():
+        other = "params" if wrong == "losses" else "losses"
+        what = f"with a train_fast whose {wrong} are 1% off (its {other} right)"
+        for label, want in (("before", True), ("after", False)):
+            got = records[label].get("output_ok")
+            hint = ("output_ok: the first call's outputs (every leaf) within "
                     "slow_step.RTOL / ATOL of train_slow's on the same problem, computed "
                     "each time, never written in")
-    samples = records["after"].get("samples_s")
-    fail_unless(not samples, "with a train_fast whose losses are 1% off, the after "
-                "record still holds samples: a wrong output was timed and its samples kept",
-                yours=samples, expected="no samples (an empty samples_s)",
-                hint="a wrong output is not timed: when output_ok is False, time no calls "
-                "and keep no samples")
+            if label == "after" and caught[other]:
+                hint = (f"a train_fast with wrong {other} was caught and one with wrong "
+                        f"{wrong} was not: your output check compares the {other} only; "
+                        "train returns both, and output_ok covers every output")
+            fail_unless(got is want, f"{what}, the {label} record's output_ok must be "
+                        f"{want}", yours=got, expected=want, hint=hint)
+        samples = records["after"].get("samples_s")
+        fail_unless(not samples, f"{what}, the after record still holds samples: a wrong "
+                    "output was timed and its samples kept",
+                    yours=samples, expected="no samples (an empty samples_s)",
+                    hint="a wrong output is not timed: when output_ok is False, time no "
+                    "calls and keep no samples")
 
 
 # The checker's stubs (the inspector optimisation/stubbed_calls, in the learner process,

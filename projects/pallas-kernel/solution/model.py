@@ -183,8 +183,10 @@ def softmax_pallas(x: jax.Array, *, block_rows: int = 8,
           spans every column, ``block_cols(cols)`` wide;
       exp, max and sum inside the kernel, no softmax arithmetic (or callback) outside;
       ``interpret=None`` follows ``execution_mode()`` (the flag is read with the mode
-          swapped); values within both references' budgets on shapes that neither
-          ``block_rows`` nor the block width divide, float32 and bfloat16, extreme rows.
+          swapped); values within both references' budgets, extreme rows included: in
+          float32 on shapes that neither ``block_rows`` nor the block width divide (also
+          with finite values past the array's edge, as an accelerator's memory holds),
+          in bfloat16 (computed in float32) on shapes both divide.
     Size hint on CPU: tens of programs (interpreted, each costs the overhead notebook 06
     measures per program).
     """
@@ -211,9 +213,10 @@ def run_softmax(x: jax.Array, *, block_rows: int = 8) -> dict:
       y: np.ndarray, the output; mode: "interpreted" | "compiled"; backend: str;
       block_rows: int; grid: [programs] (a list of ints)
 
-    Must hold: y within the budget of the float64 softmax; mode, backend, block_rows
-    and grid equal to what the checker reads from the pallas_call that ran (its interpret
-    flag and lowered program, its grid, its block) and from ``jax.default_backend()``.
+    Must hold: y is the output of the softmax_pallas call it ran (so within the float64
+    softmax's budget when the kernel is right); mode, backend, block_rows and grid equal
+    to what the checker reads from the pallas_call that ran (its interpret flag and
+    lowered program, its grid, its block) and from ``jax.default_backend()``.
     """
     ### BEGIN SOLUTION stage 2: run_softmax
     y = jax.block_until_ready(softmax_pallas(x, block_rows=block_rows))

@@ -21,6 +21,7 @@ from pallas_harness import (
     DTYPES,
     budget,
     checker,
+    compare,
     draw,
     expect_close,
     exported_kernel,
@@ -50,9 +51,10 @@ def describe(shape, block_rows: int) -> str:
 
 
 
-KERNEL_HINT = ("mask the block's columns >= n_cols with -inf (the identity of max; exp "
-               "gives 0, the identity of sum) before reducing, and make the grid "
-               "pl.cdiv(rows, block_rows) so the last, partial block is computed too")
+# What must hold, for a failure no diagnosis below names (the hints say what the evidence
+# shows, never the code of a fix: the released checker can be read before any attempt).
+KERNEL_HINT = ("each output cell must be the softmax of its row's n_cols data cells, "
+               "whatever the block's other cells hold and whichever block the row is in")
 # Not allowed outside the kernel: softmax arithmetic, and host callbacks (a way to compute
 # the result somewhere else and hand it back).
 FORBIDDEN_OUTSIDE = {"exp", "reduce_max", "reduce_sum", "div", "log", "logistic", "exp2",
@@ -159,22 +161,24 @@ def kernel_diagnosis(impl, x, y, dtype_name: str, block_rows: int) -> tuple[str,
             return kind, (
                 f"your output equals (rtol {rtol:.0e}) this checker's softmax with the "
                 f"{block_width(cols) - cols} columns past the array's edge counted as 0s "
-                f"({evidence}): a 0 there raises the max of a row below 0 and adds exp(0 - max) "
-                f"to every row's sum; {KERNEL_HINT}")
+                f"({evidence}): those cells entered the row's max and sum as zeros (a 0 "
+                f"raises the max of a row below 0 and adds exp(0 - max) to its sum); "
+                f"{KERNEL_HINT}")
         z = np.asarray(jnp.asarray(x, jnp.float32)).astype(np.float64)
         start = r - r % block_rows
         return kind, (
             f"the rows of full blocks equal (rtol {rtol:.0e}) this checker's softmax with "
             f"each block's max in place of each row's ({evidence}; row {r}'s max "
-            f"{z[r].max():.4g}, its block's {z[start:start + block_rows].max():.4g}): exp "
-            f"of a gap over {ZERO_GAP:.0f} underflows to 0 in float32: take the max of "
-            "each row (axis=1, keepdims=True), not of the block")
-    if bad.size and not in_full.size:
+            f"{z[r].max():.4g}, its block's {z[start:start + block_rows].max():.4g}): one "
+            "max was shared by the rows of a block, and exp of a gap over "
+            f"{ZERO_GAP:.0f} underflows to 0 in float32; each row's softmax is shifted by "
+            "that row's own max")
+    if bad.size and not in_full.size and full:
         return "partial-block", (
-            f"only rows of the last, partial block (rows {full}..{rows - 1}) are wrong: "
-            "compute every block (grid pl.cdiv(rows, block_rows)), and keep each row's "
-            "max and sum to its own row: the block's rows past the array's edge hold "
-            "anything (NaN, interpreted)")
+            f"only rows of the last, partial block (rows {full}..{rows - 1}) are wrong, "
+            "the rows of full blocks right: that block is not computed, or the rows past "
+            "the array's edge in it (which hold anything: NaN, interpreted) reach the rows "
+            "inside it")
     if dtype_name == "bfloat16":
         x32 = x.astype(jnp.float32)  # the same values, exactly
         try:
@@ -185,17 +189,71 @@ def kernel_diagnosis(impl, x, y, dtype_name: str, block_rows: int) -> tuple[str,
         if y32 is not None and not wrong_rows(y32, x32, "float32").size:
             return "low-precision", (
                 "the same values given as float32 come out within float32's budget, so "
-                "no mask or grid is at fault: a step runs in bfloat16 (x_ref's dtype): "
-                "take the max, exp, sum and division in float32 and round once, at the "
-                "store")
+                "no mask or grid is at fault: a step runs in bfloat16 (x_ref's dtype), "
+                "where the contract computes in float32 and rounds once to the output "
+                "dtype")
+    if np.isnan(np.asarray(y, np.float64)[bad]).any():
+        return nan_diagnosis(impl, x, bad, block_rows)
     if cols < block_width(cols):
         return "edge-columns", (
-            f"rows of full blocks are wrong, and the blocks hold {block_width(cols) - cols} "
-            f"columns past the array's edge: {KERNEL_HINT}")
+            f"{bad.size} of {rows} rows are wrong, {in_full.size} of them in full blocks, "
+            f"and the blocks hold {block_width(cols) - cols} "
+            f"cells past the array's edge in each row ({cols} of {block_width(cols)} "
+            f"columns are data): {KERNEL_HINT}")
     return "unknown", (
         f"{bad.size} rows of full blocks with no cell past the array's edge are wrong "
         f"(first: row {int(bad[0]) if bad.size else '-'}), so masking and the grid are "
         "not the cause: compare that row's max, exp, sum and division with softmax_jnp's")
+
+
+def nan_from(impl, x, block_rows: int, nan_in: str) -> bool:
+    """Whether the learner's kernel body, on ``x`` laid out in its blocks by the checker
+    (``pallas-kernel/kernel_on_padding``), gives NaN in a data cell when NaN fills only
+    the cells past the array's edge in ``nan_in`` ("columns": past n_cols in each row;
+    "rows": the block's rows past the last row), the other padding finite and far below
+    every row's max (what no correct kernel lets reach a result either way)."""
+    rows, cols = x.shape
+    width, programs = block_width(cols), -(-rows // block_rows)
+    padded = np.full((programs * block_rows, width), -1e30, np.float32)
+    padded[:rows, :cols] = np.asarray(x, np.float32)
+    padded[rows:, :cols] = padded[:1, :cols]
+    if nan_in == "columns":
+        padded[:, cols:] = np.nan
+    else:
+        padded[rows:] = np.nan
+    try:
+        y = bridge.inspect(impl, "pallas-kernel/kernel_on_padding",
+                           LearnerFunction("softmax_kernel"), padded, cols, rows, block_rows)
+        return bool(np.isnan(np.asarray(y, np.float64)).any())
+    except (CheckFailed, LearnerCodeError):
+        return False
+
+
+def nan_diagnosis(impl, x, bad, block_rows: int) -> tuple[str, str]:
+    """(kind, hint) for NaN from inputs that hold none: the cells interpreted Pallas pads
+    with NaN reached the result, past n_cols in each row or in the block's rows past the
+    array's edge, as the learner's kernel body shows on padding filled here with NaN in
+    one of the two alone."""
+    rows, cols = x.shape
+    width = block_width(cols)
+    by_columns = cols < width and nan_from(impl, x, block_rows, "columns")
+    by_rows = rows % block_rows != 0 and nan_from(impl, x, block_rows, "rows")
+    found = f"NaN in {len(bad)} of {rows} rows, from inputs that hold none"
+    if by_columns and not by_rows:
+        return "edge-columns", (
+            f"{found}: the NaN that interpreted Pallas puts in the {width - cols} cells past "
+            f"the array's edge in each row ({cols} of {width} columns are data) reached the "
+            "result through the row's max or sum (your kernel body gives NaN with NaN "
+            f"there alone); {KERNEL_HINT}")
+    if by_rows and not by_columns:
+        return "edge-rows", (
+            f"{found}: with NaN in the block's rows past the array's edge alone (the rows "
+            f"after row {rows - 1}), your kernel body gives NaN in rows inside it: a "
+            f"reduction spans the block's rows; {KERNEL_HINT}")
+    return "padding-nan", (
+        f"{found}: the NaN interpreted Pallas puts past the array's edge (in the "
+        f"{width - cols} columns past n_cols, or the block's rows past the last row) "
+        f"reached the result; {KERNEL_HINT}")
 
 
 def expect_kernel_close(impl, y, x, dtype_name: str, what: str, block_rows: int,
@@ -359,13 +417,20 @@ def _(impl, ctx):
 
 
 def kernel_matches(impl, ctx, dtype_name: str, salt: str) -> None:
+    """float32: a divisible shape, one neither dimension divides, and that one again
+    with finite values past the edge (``finite_padding``). bfloat16: two divisible
+    shapes, so it fails on precision alone: the mask and grid are float32's cases, and
+    one mistake there fails there, not here too."""
     rng = ctx.rng(salt)
     cases = []
     b = int(rng.choice(BLOCK_ROWS))
     cases.append(((b * int(rng.integers(2, 4)), int(rng.choice([128, 256]))), b))  # divisible
     b = int(rng.choice(BLOCK_ROWS))
-    cols = ragged(rng, 129, 700, 2) if rng.random() < 0.7 else ragged(rng, 3, 127, 2)
-    cases.append(((ragged(rng, b + 1, 4 * b, b), cols), b))  # neither dimension divides
+    if dtype_name == "bfloat16":
+        cases.append(((b * int(rng.integers(2, 5)), int(rng.choice([256, 512, 1024]))), b))
+    else:
+        cols = ragged(rng, 129, 700, 2) if rng.random() < 0.7 else ragged(rng, 3, 127, 2)
+        cases.append(((ragged(rng, b + 1, 4 * b, b), cols), b))  # neither dimension divides
     passed = []
     for shape, block_rows in cases:
         x = draw(rng, shape, DTYPES[dtype_name])
@@ -375,11 +440,14 @@ def kernel_matches(impl, ctx, dtype_name: str, salt: str) -> None:
                                 what, block_rows, also_jnp=True)
         except CheckFailed as err:
             if passed and getattr(err, "kind", None) in ("edge-columns", "partial-block",
-                                                          "zero-padding"):
+                                                          "zero-padding", "edge-rows",
+                                                          "padding-nan"):
                 err.args = (f"{err.args[0]} (it was right on {passed[0]}: a kernel correct "
                             "only where the blocks divide the array)",)
             raise
         passed.append(describe(shape, block_rows))
+    if dtype_name == "float32":
+        finite_padding(impl, rng, x, block_rows)
     # The same program exported and run here: the values this process computes through
     # the learner's kernel must be right too (on the ragged case).
     exported = exported_kernel(impl, x, block_rows)
@@ -392,6 +460,42 @@ def kernel_matches(impl, ctx, dtype_name: str, salt: str) -> None:
     except CheckFailed as err:
         raise TamperEvidence(f"the learner process's result was right, but its exported "
                              f"program computes otherwise here: {err.args[0]}") from None
+
+
+# Finite values past the array's edge (interpreted Pallas fills those cells with NaN; an
+# accelerator leaves whatever the memory held): each row's max plus this much, so a cell
+# that enters the max moves every probability of its row by a factor e^5 or more.
+GARBAGE_ABOVE_MAX = (5.0, 40.0)
+
+
+def finite_padding(impl, rng, x, block_rows: int) -> None:
+    """The learner's kernel body on ``x`` (rows and columns ragged) laid out in its blocks
+    by the checker, every cell past the array's edge holding a finite value above its
+    row's max, through a ``pallas_call`` built in the learner process
+    (``pallas-kernel/kernel_on_padding``, self-reported) and compared here with the
+    float64 reference: right only when the row's n_cols data cells alone make its
+    softmax, whatever the memory past them holds, as on an accelerator."""
+    rows, cols = x.shape
+    width, programs = block_width(cols), -(-rows // block_rows)
+    z = np.asarray(x, np.float32)
+    top = np.max(z, axis=1)
+    padded = np.empty((programs * block_rows, width), np.float32)
+    padded[:rows] = (top + rng.uniform(*GARBAGE_ABOVE_MAX, rows))[:, None]
+    padded[rows:] = float(top.max()) + rng.uniform(*GARBAGE_ABOVE_MAX)
+    padded[:rows, :cols] = z
+    get_function(impl, "softmax_kernel")  # a missing function is named
+    y = bridge.inspect(impl, "pallas-kernel/kernel_on_padding",
+                       LearnerFunction("softmax_kernel"), padded, cols, rows, block_rows)
+    what = (f"softmax_kernel on float32 {describe(x.shape, block_rows)}, the "
+            f"{width - cols} cells past the array's edge in each row holding finite values "
+            "above the row's max (as an accelerator's memory may)")
+    try:
+        expect_close(y, x, "float32", what, KERNEL_HINT)
+    except CheckFailed as err:
+        err.hint = ("right where the cells past the array's edge hold NaN (as interpreted "
+                    "Pallas fills them) and wrong where they hold finite values: those "
+                    "cells entered the row's max and sum; " + KERNEL_HINT)
+        raise
 
 
 @checker.check(2, "matches_references_float32")
@@ -467,7 +571,23 @@ def _(impl, ctx):
              ragged(rng, max(60, 3 * block_rows + 1), 400, 2))
     x = draw(rng, shape, jnp.float32)
     result, ran_sites = run_observed(impl, x, block_rows)
-    expect_close(result["y"], x, "float32", "run_softmax()['y']", KERNEL_HINT)
+    # run_softmax reports its kernel's output: the same as softmax_pallas gives on x with
+    # this block, right or wrong (the value checks above judge the kernel's values)
+    fail_unless(isinstance(result["y"], np.ndarray), "run_softmax()['y'] is not a NumPy "
+                "array", yours=type(result["y"]).__name__, expected="numpy.ndarray",
+                hint="the result is plain host data: y a NumPy array, as the contract lists "
+                "it (a jax.Array stays on its device)")
+    y = as_array(result["y"], "run_softmax()['y']", shape=shape, dtype=jnp.float32)
+    own = as_array(learner_kernel(impl, block_rows)(x), "softmax_pallas", shape=shape,
+                   dtype=jnp.float32)
+    rtol, atol = budget(jnp.float32, shape[1])
+    same, (i, j), _ = compare(np.where(np.isnan(own) & np.isnan(y), 0.0, y),
+                              np.nan_to_num(np.asarray(own, np.float64)), rtol, atol)
+    fail_unless(same, f"run_softmax(x, block_rows={block_rows})['y'] is not the output of "
+                f"softmax_pallas on the same x and block (first apart at [{i}, {j}])",
+                yours=float(np.asarray(y, np.float64)[i, j]),
+                expected=float(np.asarray(own, np.float64)[i, j]),
+                hint="run_softmax returns the output of the softmax_pallas call it ran")
     backend = learner_backend(ctx)
     fail_unless(result["backend"] == backend, "run_softmax declares the wrong backend",
                 yours=result["backend"], expected=backend)

@@ -41,8 +41,14 @@ from coursekit.checking.bridge import LearnerFunction, TamperEvidence, Workload
 from coursekit.checking.contract import CheckFailed, short
 from coursekit.checking.device import learner_backend, learner_may_hold_accelerator
 from coursekit.checking.errors import CheckInconclusive
-from coursekit.checking.learner import get_function
-from coursekit.checking.probes import ratio_verdict, samples_of
+from coursekit.checking.learner import LearnerCodeError, get_function
+from coursekit.checking.probes import (
+    CLOCK_SLACK_FRACTION,
+    CLOCK_SLACK_S,
+    ended_before_ready,
+    ratio_verdict,
+    samples_of,
+)
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure.timing import time_synced
 from coursekit.workloads.remote_pallas_kernel import DICT_ITEMS
@@ -115,9 +121,6 @@ class ProbedCalls:
         return out
 
 
-# Only for a learner's clock other than perf_counter (time.time, which NTP may slew by up
-# to 500 ppm): the bounds themselves need no slack for load (ProbedCalls.windows).
-CLOCK_SLACK_FRACTION, CLOCK_SLACK_S = 1e-3, 1e-5
 
 
 def within_call_window(value, window, what: str) -> None:
@@ -339,7 +342,7 @@ def sweep_of_a_watched_kernel(impl, rng) -> None:
     if first["unready_at"] is not None:
         unready_s = first["unready_at"] - first["entry"]
         seconds = as_float(r["first_call_s"], f"{what}: first_call_s")
-        fail_unless(seconds >= unready_s * (1 - CLOCK_SLACK_FRACTION) - CLOCK_SLACK_S,
+        fail_unless(not ended_before_ready(seconds, unready_s),
                     f"{what}: first_call_s stopped before the first call's output was "
                     "ready", yours=f"{seconds * 1e3:.4g} ms", expected=f"at least "
                     f"{unready_s * 1e3:.4g} ms: the checker's probe saw the output still "
@@ -511,11 +514,19 @@ def _(impl, ctx):
         # Built in the learner process from the catalog (remote_pallas_kernel): 8 plainly
         # wrong at [i, j], 16 SUBTLE_BUDGETS allowances off at row 0's p nearest 1e-2,
         # 64 one row short, 128 one row too many, 32 right.
-        kernels = Workload("pallas-kernel/planted_kernels", i=i, j=j, rtol=float(rtol),
-                           atol=float(atol), subtle=float(SUBTLE_BUDGETS))
         blocks = [8, 16, 32, 64, 128] if dtype_name == "float32" else [32]
-        records, probed = run_sweep(impl, [shape], blocks, kernels, dtype=dtype_name,
-                                    warmup=1, iters=3, seed=int(rng.integers(0, 2**31)))
+        seed = int(rng.integers(0, 2**31))
+
+        def planted(blocks, dtype_name=dtype_name, seed=seed):
+            kernels = Workload("pallas-kernel/planted_kernels", i=i, j=j, rtol=float(rtol),
+                               atol=float(atol), subtle=float(SUBTLE_BUDGETS))
+            return run_sweep(impl, [shape], blocks, kernels, dtype=dtype_name, warmup=1,
+                             iters=3, seed=seed)
+        try:
+            records, probed = planted(blocks)
+        except LearnerCodeError as err:
+            raise crash_on_planted(err, planted, blocks, shape, dtype_name, (i, j)) \
+                from None
         for b, right, what in ((8, False, f"a kernel wrong at element [{i}, {j}]"),
                                (16, False, f"a kernel {SUBTLE_BUDGETS}x the rounding "
                                 "budget off at one small probability"),
@@ -537,6 +548,44 @@ def _(impl, ctx):
                             expected="1 call (the checked one), no samples",
                             hint="a timing of a wrong result is worse than none")
     off_in_float64_only(impl, rng)
+
+
+# What each of the checker's planted kernels (``pallas-kernel/planted_kernels``, chosen
+# by block_rows) returns for x of shape (rows, cols), for a crash's message.
+def planted_output(block: int, shape, at) -> str:
+    rows, cols = shape
+    return {8: f"the softmax of x with element {list(at)} 0.05 too large, shape {shape}",
+            16: f"the softmax of x with one probability near 1e-2 in row 0 {SUBTLE_BUDGETS}x "
+                f"the rounding budget off, shape {shape}",
+            64: f"the softmax of x one row short: shape ({rows - 1}, {cols})",
+            128: f"the softmax of x with a row too many: shape ({rows + 1}, {cols})",
+            }.get(block, f"the right softmax of x, shape {shape}")
+
+
+def crash_on_planted(err: LearnerCodeError, planted, blocks, shape, dtype_name: str,
+                     at) -> CheckFailed:
+    """The learner's error in a sweep of the checker's planted kernels as this check's
+    failure (a wrong output must be judged, not raise), its hint naming the kernel and
+    input that raise it: each block size alone, swept again (on a crash only), until one
+    raises."""
+    culprit = None
+    for block in blocks:
+        try:
+            planted([block])
+        except LearnerCodeError:
+            culprit = block
+            break
+    where = (f"with block_rows={culprit} the kernel given to your sweep returns "
+             f"{planted_output(culprit, shape, at)}, for x of shape {shape} ({dtype_name}, "
+             "standard normal)" if culprit is not None else
+             "its kernels, given to your sweep by block_rows: " + "; ".join(
+                 f"{b}: {planted_output(b, shape, at)}" for b in blocks))
+    return CheckFailed(
+        f"your sweep raised while judging the checker's wrong kernels: {err}",
+        yours="an exception", expected="output_ok False for each wrong kernel, and no call "
+        "after its first", hint=f"{where}. Call your sweep by hand with such a kernel "
+        "(kernel=a function of (x, block_rows) returning that) to see the error: a wrong "
+        "output, of any shape, must be judged wrong (output_ok False), not raise")
 
 
 def off_in_float64_only(impl, rng) -> None:
@@ -818,4 +867,13 @@ def _(impl, ctx):
                 and "interpreted" not in compiled["caveat"].lower(),
                 "a compiled run's summary claims it was interpreted",
                 yours=compiled["caveat"], expected="no interpreted caveat")
+    # interpret=True runs on any backend: the caveat follows the mode the kernel ran in,
+    # not the machine (the blind corpus's caveat-for-cpu passed everything above)
+    elsewhere = learner_summary(impl, synthetic_records(rng, plan, "interpreted",
+                                                        backend="tpu"))
+    fail_unless("interpreted" in str(elsewhere["caveat"]).lower(), "an interpreted run on "
+                "a TPU got no interpreted caveat", yours=elsewhere["caveat"],
+                expected="a sentence with 'interpreted' and 'target'",
+                hint="the records say the kernel ran interpreted (interpret=True runs on "
+                "any backend): the caveat follows the mode it ran in, not the backend")
 

@@ -200,9 +200,9 @@ def global_grads(params: dict, batch: dict, mesh):
 
     Must hold: loss a float32 scalar and grads a tree like ``params``, equal to one
     device's loss and gradient over the valid rows of the same batch (rtol 1e-4), for
-    any counts, a shard without a valid row included (finite, no 0/0); ``check_vma``
-    stays on (with it off, some wrong versions agree with one device while the counts
-    are equal).
+    any counts, a shard without a valid row included (finite, no 0/0). ``check_vma``
+    may be on or off; with it off, some wrong versions agree with one device while the
+    counts are equal, so compare yours on unequal counts.
 
     How it is checked: on 8 devices against the checker's single-device gradient, with
     equal counts, unequal counts and a shard without a valid row, and the program read

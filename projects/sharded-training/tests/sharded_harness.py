@@ -63,9 +63,10 @@ SELF_REPORTED = {
         "parses (one region per traced call), the wall time this process measured around "
         "the call (calls x the checker's own fastest sample / 6 cannot exceed it) and the "
         "record's own counts",
-    "timing_step workload facts (unready_at_next_call)": "only ever a reason to fail "
-        "(a synchronised timer is never listed); the samples and traced regions are "
-        "also timed against the checker's own, in interleaved rounds",
+    "timing_step workload facts (unready_at_next_call, unready_seen_after_s)": "only "
+        "ever a reason to fail (a synchronised timer is never listed, and its times are "
+        "never shorter than when its output was last seen unfinished); the samples and "
+        "traced regions are also timed against the checker's own, in interleaved rounds",
     "profile record (samples_s, first_call_s)": "their sum against the call's wall time "
         "measured here; the median against the checker's own synchronised samples of the "
         "same step, in interleaved rounds (stage 4)",

@@ -85,6 +85,20 @@ def _(impl, ctx):
                     f"shardings()[{name!r}] has the wrong spec", yours=info["spec_text"],
                     expected=str(P(*want)), hint="params: P() (replicated); batch: "
                     "P('data') (rows split across the mesh axis)")
+    # and on a mesh of some devices only (the checker's own, devices drawn per run): each
+    # sharding is on the mesh it was given, not on one of every device
+    rng = ctx.rng("shardings-mesh")
+    ids = sorted(int(i) for i in rng.choice(N_DEVICES, int(rng.integers(2, N_DEVICES)),
+                                            replace=False))
+    part = impl.shardings(checker_mesh_there(impl, ids))
+    for name in ("params", "batch"):
+        s = part.get(name) if isinstance(part, dict) else None
+        info = ask(impl, "sharding_info", s) if isinstance(s, Handle) else {}
+        got = (info.get("mesh") or {}).get("device_ids")
+        fail_unless(got == ids, f"shardings(mesh)[{name!r}] is not on the mesh it was "
+                    f"given (a mesh of devices {ids})", yours=got, expected=ids,
+                    hint="each sharding lives on the mesh passed in, whatever devices it "
+                    "holds: a mesh built inside shardings is another mesh")
 
 
 @checker.check(1, "state_replicated_batch_split")
@@ -98,7 +112,8 @@ def _(impl, ctx):
         fail_unless(where["devices"] == ALL,
                     f"state leaf {name} is not on every device of the mesh",
                     yours=where["devices"], expected=ALL,
-                    hint="build the state with out_shardings=NamedSharding(mesh, P())")
+                    hint="every state leaf is a full copy on every device of the mesh "
+                    "init_state is given")
         full = [[0, d] for d in where["shape"]]
         for dev, spans in where["pieces"].items():
             fail_unless(spans == full, f"state leaf {name} is split, not replicated",
@@ -136,9 +151,9 @@ def _(impl, ctx):
                 "copied it onto the mesh", yours=f"a device-to-device copy during "
                 f"init_state, refused by JAX's transfer guard: {guarded.get('refused')}",
                 expected="no copy: every leaf created on the mesh's devices",
-                hint="build the state inside jax.jit(build, out_shardings=replicated)() "
-                "rather than jax.device_put(state, ...): in a multi-process run a typed "
-                "key cannot be device_put onto other processes' devices")
+                hint="the state was made in one place and then copied onto the mesh's "
+                "devices: in a multi-process run a typed key cannot be copied onto other "
+                "processes' devices, so each leaf must be created where it lives")
     state = learner_state(impl, config, mesh)
     key = state.leaves.get("['key']")
     fail_unless(is_key(key), "state['key'] must be a typed PRNG key",

@@ -97,32 +97,35 @@ HINTS = {
     "divisor": (
         f"{N}x the true gradient and {N}x the true loss at every count: both were divided "
         f"by a count {N} times too small, the mean of the shards' valid counts (a pmean of "
-        "them) where the total is meant: divide by the psum of the valid counts"),
+        "them) where the total of every shard's valid rows is meant"),
     "psum_after_grad_of_mean": (
         f"{N * N}x the mean of per-shard means: grad of each shard's mean loss already sums "
         f"over the shards ({N}x, check_vma on), and the psum after it multiplies by {N} "
         "again: two reductions over the shards where the true gradient has one, and "
         "each shard weighted by its mean instead of its valid rows"),
     "mean_of_means": (
-        "this is the mean of per-shard means: a shard with 3 valid rows weighs as much as "
-        "one with 64 (pmean of per-shard mean gradients, e.g. with check_vma=False or "
-        "varying params); every valid row of the global batch must weigh the same"),
+        "this is the mean of per-shard means: a shard with {least} valid rows weighs as "
+        "much as one with {most} (pmean of per-shard mean gradients, e.g. with "
+        "check_vma=False or varying params); every valid row of the global batch must "
+        "weigh the same"),
     "one_shard": (
         "this is one shard's part alone: nothing summed the shards. With check_vma=False "
         "(or params cast to varying) grad no longer sums over the shards and out_specs P() "
         "returns one device's value; the gradient must cover the valid rows of every "
-        "shard (check_vma stays on)"),
+        "shard"),
 }
 
 
 def diagnose(got: np.ndarray, ref: np.ndarray, mom: np.ndarray | None, parts=None,
-             replay_unequal=None, loss_scale: float | None = None) -> str:
+             replay_unequal=None, loss_scale: float | None = None,
+             counts=(1, 2)) -> str:
     """The hint for ``got`` against the true gradient ``ref`` and the mean of per-shard
     means ``mom`` (None when a shard is empty). ``parts()`` gives shard_parts;
     ``replay_unequal()`` gives (got, ref, mom) of the learner on unequal counts, for the
     one case equal counts cannot tell apart. Both run only here, on failure.
     ``loss_scale``: the learner's loss over the true loss, on the same batch (N with the
-    gradient's N: one divisor N times too small, not a collective on the gradient)."""
+    gradient's N: one divisor N times too small, not a collective on the gradient).
+    ``counts``: the valid rows per shard of the batch, named in the hint."""
     if not np.all(np.isfinite(got)):
         return HINTS["nan"]
     if close(got, N * N * ref) or (mom is not None and close(got, N * N * mom)):
@@ -142,7 +145,7 @@ def diagnose(got: np.ndarray, ref: np.ndarray, mom: np.ndarray | None, parts=Non
         return (f"{N}x the true gradient: either grad of each shard's mean loss (with or "
                 f"without a pmean) or a psum after grad; {HINTS['grad_of_shard_mean']}")
     if mom is not None and close(got, mom):
-        return HINTS["mean_of_means"]
+        return HINTS["mean_of_means"].format(least=min(counts), most=max(counts))
     if parts is not None and any(close(got, s) or (m is not None and close(got, m))
                                  for s, m in parts()):
         return HINTS["one_shard"]
@@ -189,6 +192,10 @@ def check_global_grads(impl, ctx, salt: str, counts, what: str) -> None:
     params = ref_init_params(jax.random.key(int(rng.integers(0, 2**30))))
     loss, grads = learner_grads(impl, mesh, params, batch)
     ref_loss, ref = ref_grads(params, batch)
+    names = sorted(flat(params))
+    fail_unless(sorted(grads) == names, f"{what}: grads is not a tree like params",
+                yours=sorted(grads), expected=names,
+                hint="the gradient has the structure of params: one leaf per parameter")
     got, want = vec(grads), vec(ref)
     mom = vec(mean_of_means(params, batch)) if min(counts) > 0 else None
     ok = np.all(np.isfinite(got)) and np.allclose(got, want, rtol=RTOL, atol=ATOL)
@@ -204,11 +211,17 @@ def check_global_grads(impl, ctx, salt: str, counts, what: str) -> None:
             loss_scale = None
         hint = diagnose(got, want, mom, parts=lambda: shard_parts(params, batch),
                         replay_unequal=replay_unequal if len(set(counts)) == 1 else None,
-                        loss_scale=loss_scale)
+                        loss_scale=loss_scale, counts=counts)
         raise CheckFailed(f"{what}: gradients differ from one device's over the valid rows "
                           f"(valid rows per shard {list(counts)})", yours=got,
                           expected=want, hint=hint)
-    loss = float(host(loss))
+    kind = np.asarray(host(loss))
+    fail_unless(kind.shape == () and kind.dtype == np.float32,
+                f"{what}: the loss is not a float32 scalar",
+                yours=f"shape {kind.shape}, dtype {kind.dtype}",
+                expected="shape (), dtype float32",
+                hint="one number for the whole batch, in the dtype the model computes in")
+    loss = float(kind)
     fail_unless(math.isclose(loss, ref_loss, rel_tol=RTOL, abs_tol=ATOL),
                 f"{what}: the loss is not the mean over all valid rows",
                 yours=loss, expected=ref_loss,
@@ -229,12 +242,28 @@ def _(impl, ctx):
     # cleared first): per-shard code is what this stage asks for
     answer = ask(impl, "call_watched", learner_fn(impl, "shard_valid_counts"), placed.kept,
                  mesh)
-    got = np.asarray(host(Value(answer["value"]).leaves.get("", None)))
-    got = got.astype(np.int64)
+    value = Value(answer["value"])
+    raw = np.asarray(host(value.leaves.get("", None)))
+    got = raw.astype(np.int64) if np.all(np.isfinite(raw)) else raw
     fail_unless(got.shape == (N_DEVICES,) and np.array_equal(got, counts),
-                "valid rows per shard differ", yours=got, expected=np.asarray(counts),
-                hint="inside shard_map each device sums its own piece of the mask; "
-                "out_specs P('data') gathers one number per device")
+                "valid rows per shard differ", yours=raw, expected=np.asarray(counts),
+                hint="each device's count is the number of valid rows in its own piece "
+                "of the mask, one number per device, in mesh order")
+    # the contract's type: a host (numpy) array of ints, checked once the values are right
+    where = value.placement.get("", {})
+    fail_unless(np.issubdtype(raw.dtype, np.integer),
+                f"the counts are right, but as {raw.dtype} values: counts are ints",
+                yours=f"{value.type} of dtype {raw.dtype}",
+                expected="a numpy array of an integer dtype",
+                hint="a mask's sum is a float in the mask's dtype: shard_valid_counts "
+                "returns counts, which the contract types as ints")
+    fail_unless(not where.get("is_array") and value.type == "ndarray",
+                "the counts are right, but not a host (numpy) array",
+                yours=f"{value.type} (on devices {where.get('devices')})"
+                if where.get("is_array") else value.type,
+                expected="numpy.ndarray of ints, on the host",
+                hint="the contract returns the counts on the host: a jax.Array stays on "
+                "the devices")
     fail_unless(answer.get("shard_maps", 0) > 0, "shard_valid_counts ran no shard_map: the "
                 "counts are right, but they were not computed per shard",
                 yours="0 shard_maps traced during your call (JAX's caches cleared first)",

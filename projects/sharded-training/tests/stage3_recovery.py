@@ -32,29 +32,85 @@ from coursekit.checking.learner import require_written
 from coursekit.checking.values import fail_unless
 from coursekit.workloads import procgroup, trainruns
 
+# The training state's fields, as the contract lists them.
+FIELDS = ("params", "opt_state", "step", "key", "data_pos")
 
-def saved_step(killed: dict, restored: int | None) -> int | None:
-    """The ``step`` inside the killed run's newest finished checkpoint, read here with
-    Orbax from the copy taken before any resume (once: a later resume in that copy may
-    remove it); None when it cannot be read."""
+
+def missing_fields(names) -> list[str]:
+    """The state's fields with no leaf among ``names`` (normalised leaf names)."""
+    have = {name.split("/")[0] for name in names}
+    return [field for field in FIELDS if field not in have]
+
+
+def saved_checkpoint(killed: dict, restored: int | None) -> dict | None:
+    """The killed run's newest finished checkpoint, read here with Orbax from the copy
+    taken before any resume (once: a later resume in that copy may remove it), as
+    {normalised leaf name: array}; None when there is none or it cannot be read."""
     if restored is None:
         return None
-    if "saved_step" not in killed:
+    if "saved_leaves" not in killed:
         try:
-            leaves = checkpoint_on_disk(Path(killed["copy"]) / str(restored))
-            killed["saved_step"] = int(np.asarray(leaves["step"]))
-        except (CheckFailed, KeyError, TypeError, ValueError, OSError):
-            killed["saved_step"] = None
-    return killed["saved_step"]
+            killed["saved_leaves"] = checkpoint_on_disk(Path(killed["copy"]) / str(restored))
+        except (CheckFailed, OSError):
+            killed["saved_leaves"] = None
+    return killed["saved_leaves"]
+
+
+def saved_step(killed: dict, restored: int | None) -> int | None:
+    """The ``step`` inside the killed run's newest finished checkpoint, read here."""
+    leaves = saved_checkpoint(killed, restored)
+    try:
+        return int(np.asarray(leaves["step"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def fields_not_saved(killed: dict, restored: int | None, what: str,
+                     error: Exception | None = None) -> None:
+    """Fails naming every field of the state that the checkpoint the run resumed from
+    does not hold (read here): the cause of whatever the resumed run did next (raised
+    in restore_latest, or continued with a fresh key or data position)."""
+    leaves = saved_checkpoint(killed, restored)
+    missing = missing_fields(leaves) if leaves is not None else []
+    if not missing:
+        return
+    raise CheckFailed(
+        f"{what}: the checkpoint of step {restored} holds no {', '.join(missing)} (read "
+        "here from disk), so no restart can continue the run"
+        + (f"; the resumed run then raised: {str(error)[:300]}" if error else ""),
+        yours=f"fields saved: {sorted({k.split('/')[0] for k in leaves})}",
+        expected=f"fields saved: {sorted(FIELDS)}",
+        hint=f"save_state must save the whole state: {', '.join(missing)} "
+        f"{'is' if len(missing) == 1 else 'are'} part of what a restart needs to continue "
+        "the same run")
+
+
+def resumed_run(killed: dict, restored: int, what: str) -> dict:
+    """Run B's report: what the checkpoint it resumed from lacks is named first (the
+    cause of an error in B as well), then B's own error, if it raised."""
+    fields_not_saved(killed, restored, what, killed.get("resumed_error"))
+    if "resumed_error" in killed:
+        raise killed["resumed_error"]
+    return killed["resumed"]
+
+
+def on_step_shift(report: dict) -> int:
+    """How far every step number the uninterrupted run gave on_step is from the step
+    taken (0 when right; stage3 names it in uninterrupted_run_trains): a resumed run's
+    first number is judged with the same shift, so the one mistake fails once."""
+    steps = report.get("steps") or []
+    shift = steps[0] - 1 if steps else 0
+    return shift if steps == [s + shift for s in range(1, len(steps) + 1)] else 0
 
 
 def check_resumed(report: dict, restored: int | None, what: str,
-                  saved: int | None = None) -> None:
+                  saved: int | None = None, shift: int = 0) -> None:
     """The resumed run's first step follows the newest finished checkpoint. ``saved``:
     the step inside that checkpoint as read here: one other than its own number puts the
-    fault in the save (a state saved before its update), not in the restore."""
+    fault in the save (a state saved before its update), not in the restore. ``shift``:
+    the uninterrupted run's on_step numbers over the steps taken."""
     first = report.get("first_step")
-    if restored is None or first == restored + 1:
+    if restored is None or first == restored + 1 + shift:
         return
     hint = ("restore_latest must restore manager.latest_step() and train must start from "
             "the restored state (step, key, data_pos and all)")
@@ -64,9 +120,30 @@ def check_resumed(report: dict, restored: int | None, what: str,
                 f"was saved {'before its update' if saved == restored - 1 else 'as another step'}"
                 ". Save the state after the step that makes its step a multiple of "
                 "save_every, under that step")
+    elif isinstance(first, int) and first <= shift + 1:
+        hint = (f"the resumed run started over from step {first - shift} instead of "
+                f"continuing after step {restored}: train must resume from the newest "
+                "finished checkpoint when there is one")
     fail_unless(False, f"{what}: the fresh process did not continue from the newest "
-                f"finished checkpoint (step {restored})", yours=f"first step run: {first}",
-                expected=f"first step run: {restored + 1}", hint=hint)
+                f"finished checkpoint (step {restored})",
+                yours=f"first step reported: {first}",
+                expected=f"first step reported: {restored + 1 + shift}", hint=hint)
+
+
+def resumed_apart(resumed: dict, full: dict, hint: str) -> str:
+    """The hint for a resumed run whose final state differs from the uninterrupted one's,
+    by what the two final states show: the data position, the key, else ``hint``."""
+    pos, want = resumed.get("final_data_pos"), full.get("final_data_pos")
+    if pos != want:
+        return (f"the resumed run ended at data_pos {pos}, the uninterrupted one at {want}: "
+                "the data position did not continue from the checkpoint (restore it, and "
+                "take each batch from the state's data_pos)")
+    a, b = resumed["final"].get("['key']"), full["final"].get("['key']")
+    if a is not None and b is not None and np.asarray(a).tobytes() != np.asarray(b).tobytes():
+        return ("the final keys differ while the data position agrees: the resumed run's "
+                "key is not the one saved (a key re-made from the seed repeats the noise "
+                "of the first steps); save and restore the typed key itself")
+    return hint
 
 
 def normalised(name: str) -> str:
@@ -115,6 +192,13 @@ def _(impl, ctx):
     want = hosts(state.leaves)
     on_disk = checkpoint_on_disk(directory / str(n))
     saved = {normalised(k): v for k, v in want.items()}
+    missing = missing_fields(on_disk)
+    fail_unless(not missing, f"the checkpoint on disk holds no {', '.join(missing)}",
+                yours=f"fields saved: {sorted({k.split('/')[0] for k in on_disk})}",
+                expected=f"fields saved: {sorted(FIELDS)}",
+                hint=f"save_state must save the whole state: {', '.join(missing)} "
+                f"{'is' if len(missing) == 1 else 'are'} part of what a restart needs to "
+                "continue the same run")
     for field in ("params", "step", "data_pos", "key"):
         got = {k: v for k, v in on_disk.items() if k.split("/")[0] == field}
         exp = {k: v for k, v in saved.items() if k.split("/")[0] == field}
@@ -129,6 +213,11 @@ def _(impl, ctx):
     fail_unless(restored.type == "dict", "restore_latest must return the state dict",
                 yours=restored.type, expected="dict")
     got_all = hosts(restored.leaves)
+    missing = [f for f in FIELDS if f not in (restored.keys or [])]
+    fail_unless(not missing, f"the restored state has no {', '.join(missing)}",
+                yours=restored.keys, expected=sorted(FIELDS),
+                hint="restore_latest returns the whole state the checkpoint holds (every "
+                "field saved, as saved): a restart continues the run only with all of them")
     for field, hint in (("key", "save and restore the typed PRNG key itself; a key "
                          "re-made from the seed repeats the noise of the first steps"),
                         ("data_pos", "restore the data position: starting the data order "
@@ -136,8 +225,6 @@ def _(impl, ctx):
                         ("step", "restore the step counter"),
                         ("opt_state", "the optimizer's momentum is part of the state"),
                         ("params", "restore the parameters")):
-        fail_unless(field in (restored.keys or []), f"the restored state has no {field!r}",
-                    yours=restored.keys, expected=field, hint=hint)
         if field == "key":
             key = restored.leaves.get("['key']")
             fail_unless(is_key(key), "the restored key is not a typed key",
@@ -146,8 +233,8 @@ def _(impl, ctx):
         exp = {k: v for k, v in want.items() if k.startswith(f"['{field}']")}
         compare_trees(got, exp, f"restored {field}", bitwise=True, hint=hint)
     expect_on_mesh(restored.placement, "restored {name} is not on the mesh",
-                   "restore onto `like`'s shardings: ShapeDtypeStruct(shape, dtype, "
-                   "sharding=leaf.sharding)")
+                   "the restored leaves live where `like`'s do (its shardings, on this "
+                   "run's mesh), whatever mesh saved them")
 
 
 @checker.check(3, "uninterrupted_run_trains")
@@ -155,9 +242,7 @@ def _(impl, ctx):
     require_written(impl, "train")  # before the driver process starts
     report = uninterrupted(ctx)
     config = stage3_config(ctx)
-    fail_unless(report["steps"] == list(range(1, config["steps"] + 1)),
-                "on_step was not called once per step, in order",
-                yours=report["steps"][:5] + ["..."], expected=[1, 2, 3, "..."])
+    steps_reported(report, config["steps"])
     ref, ref_losses = ref_train(config, config["steps"])
     fail_unless(np.allclose(report["losses"], ref_losses, rtol=RTOL, atol=ATOL),
                 "the losses of the run differ from the checker's single-device run",
@@ -175,19 +260,80 @@ def _(impl, ctx):
                 expected=(config["steps"], config["steps"]))
     saved = list(range(config["save_every"], config["steps"] + 1, config["save_every"]))
     kept = saved[-config["max_to_keep"]:]
-    finished = trainruns.finalized_steps(ctx.subdir("run-F") / "ckpt")
+    ckpt = ctx.subdir("run-F") / "ckpt"
+    finished = trainruns.finalized_steps(ckpt)
     last = config["steps"]
+    unfinished_when_returned(report.get("at_return"), kept, finished,
+                             trainruns.tmp_folders(ckpt))
     if finished != kept and last not in finished and finished == saved[-len(kept) - 1:-1]:
         raise CheckFailed(f"no checkpoint of the last step ({last}, a multiple of save_every)",
                           yours=finished, expected=kept,
                           hint="the state was saved before the step that makes its step a "
                           "multiple of save_every, so the last state was never saved: save "
                           "after that step, the state it returns")
+    hint = ("save when the step is a multiple of save_every; the manager keeps the "
+            "newest max_to_keep")
+    if finished and finished == saved[-len(finished):]:  # the newest saves, too many/few
+        hint = (f"the saves are right, but the folder keeps the newest {len(finished)} of "
+                f"them where the config asks for {config['max_to_keep']}: the manager "
+                "keeps another number than config['max_to_keep']")
     fail_unless(finished == kept, "the finished checkpoints on disk are not the newest "
                 f"{config['max_to_keep']} saves of a save every {config['save_every']} steps",
-                yours=finished, expected=kept,
-                hint="save when the step is a multiple of save_every; the manager keeps the "
-                "newest max_to_keep")
+                yours=finished, expected=kept, hint=hint)
+
+
+def steps_reported(report: dict, steps: int) -> None:
+    """``on_step`` was given 1, 2, ..., ``steps``: the new state's step after each step.
+    A run whose every number is off by the same amount is named so (the step before the
+    one just taken, a loop index from 0)."""
+    got, want = report["steps"], list(range(1, steps + 1))
+    if got == want:
+        return
+    shift = got[0] - 1 if got else 0
+    hint = ("call on_step once after every step taken, with the new state's step and "
+            "its loss")
+    if got and shift and got == [s + shift for s in want]:
+        hint = (f"every step number on_step was given is {abs(shift)} "
+                f"{'below' if shift < 0 else 'above'} the step just taken (the first step "
+                f"taken was reported as {got[0]}): on_step gets the step count of the new "
+                "state, which the first step of a fresh run makes 1")
+    fail_unless(False, "on_step was not called once per step with the new step, in order",
+                yours=got[:5] + ["..."], expected=want[:3] + ["..."], hint=hint)
+
+
+def step_of(folder: str) -> int | None:
+    """The step an Orbax folder name stands for (``28``, ``28.orbax-checkpoint-tmp-1``)."""
+    digits = re.match(r"\d+", folder)
+    return int(digits.group()) if digits else None
+
+
+def unfinished_when_returned(at_return, kept: list, finished: list, temporary: list) -> None:
+    """Fails when a save of the run was not finished on disk the moment ``train``
+    returned (``at_return``, read by the driver then): started (its temporary folder was
+    there, or is now) or finished only after the return, at the process's exit or never;
+    then when a checkpoint manager it opened was still open then."""
+    if not isinstance(at_return, dict) or not isinstance(at_return.get("finished"), list):
+        return
+    done = at_return["finished"]
+    started = {step_of(f) for f in [*at_return.get("temporary", []), *temporary]}
+    late = [s for s in kept if s not in done and (s in started or s in finished)]
+    fail_unless(not late, f"the checkpoint of step {late[0] if late else ''} was not on disk "
+                "when train returned: its save had started but not finished",
+                yours={"finished when train returned": done,
+                       "temporary folders then": at_return.get("temporary", []),
+                       "finished after the process ended": finished},
+                expected={"finished when train returned": kept},
+                hint="a save that returned may still be being written (Orbax saves "
+                "asynchronously): train returns only once every save it started has "
+                "reached the disk, so wait for the manager's outstanding saves (and close "
+                "it) before returning")
+    left = at_return.get("managers_open")
+    fail_unless(not left, f"train returned with {left} checkpoint manager(s) it opened "
+                "still open (never closed)", yours=f"{left} open when train returned",
+                expected="0: every manager train opens is closed before it returns",
+                hint="a manager holds threads and files until it is closed (and in a "
+                "multi-process run one with a save in flight can hold its process past the "
+                "end): close each one train opens before train returns")
 
 
 @checker.check(3, "resume_after_sigkill_bitwise")
@@ -201,14 +347,15 @@ def _(impl, ctx):
                 hint="save every save_every steps; a save that returned may still be "
                 "running, but the next save waits for it")
     restored = max(killed["finalized"])
-    resumed = killed["resumed"]
-    check_resumed(resumed, restored, "after the SIGKILL", saved_step(killed, restored))
+    resumed = resumed_run(killed, restored, "after the SIGKILL")
+    check_resumed(resumed, restored, "after the SIGKILL", saved_step(killed, restored),
+                  on_step_shift(killed["full"]))
     compare_trees(resumed["final"], killed["full"]["final"],
                   f"SIGKILLed, resumed in a fresh process from step {restored}, vs never "
                   "interrupted (same mesh)", bitwise=True,
-                  hint="same mesh, same inputs, same order gives the same bits: restore "
-                  "the key, data_pos and optimizer state exactly, and take batch_at(...) "
-                  "from the restored data_pos")
+                  hint=resumed_apart(resumed, killed["full"], "same mesh, same inputs, "
+                                     "same order gives the same bits: restore the "
+                                     "optimizer state and params exactly as saved"))
 
 
 @checker.check(3, "kill_during_save_falls_back")
@@ -226,13 +373,16 @@ def _(impl, ctx):
                 yours={"finished": [], "temporary": killed["temporary"]},
                 expected=f"checkpoints before step {save_at}")
     restored = max(killed["finalized"])
-    resumed = killed["resumed"]
-    check_resumed(resumed, restored, f"after a kill during the save of step {save_at}",
-                  saved_step(killed, restored))
+    what = f"after a kill during the save of step {save_at}"
+    resumed = resumed_run(killed, restored, what)
+    check_resumed(resumed, restored, what, saved_step(killed, restored),
+                  on_step_shift(killed["full"]))
     compare_trees(resumed["final"], killed["full"]["final"],
                   f"killed while saving step {save_at}, resumed from {restored}",
-                  bitwise=True, hint="restore the newest *finished* checkpoint "
-                  "(manager.latest_step() ignores unfinished ones)")
+                  bitwise=True, hint=resumed_apart(
+                      resumed, killed["full"], "the resumed run started after the newest "
+                      "finished checkpoint but ended elsewhere: restore that checkpoint's "
+                      "state exactly as saved (optimizer state and params included)"))
 
 
 @checker.check(3, "restore_on_other_device_count")
@@ -242,14 +392,17 @@ def _(impl, ctx):
     full = killed["full"]
     restored = max(killed["finalized"]) if killed["finalized"] else None
     saved = saved_step(killed, restored)  # read before this run resumes in the copy
+    fields_not_saved(killed, restored, "on 4 devices")
     resumed = driver_run(ctx, "D", stage3_config(ctx), killed["copy"],
                          "the run resumed on 4 devices", devices=4)
     fail_unless(resumed.get("device_count") == 4, "the resumed run did not see 4 devices",
                 yours=resumed.get("device_count"), expected=4)
-    check_resumed(resumed, restored, "on 4 devices", saved)
+    check_resumed(resumed, restored, "on 4 devices", saved, on_step_shift(full))
     compare_trees(resumed["final"], full["final"], "resumed on 4 devices vs 8 devices",
-                  hint="restore onto the shardings of a state made on *this* run's mesh "
-                  "(ShapeDtypeStruct with sharding=...), not the saved ones")
+                  hint=resumed_apart(resumed, full, "the resumed run continued from the "
+                                     "right step and data position but ended elsewhere: "
+                                     "restore every field as saved, onto the shardings of "
+                                     "a state made on this run's mesh"))
 
 
 @checker.check(3, "distributed_timeouts_set")
@@ -297,5 +450,5 @@ def _(impl, ctx):
     compare_trees(a, b, "process 0 vs process 1 final state", bitwise=True,
                   hint="both processes hold the same replicated state")
     compare_trees(a, full["final"], "2 processes x 4 devices vs 1 process x 8 devices",
-                  hint="each process places its rows of the same global batch "
-                  "(jax.make_array_from_callback) on a mesh over jax.devices()")
+                  hint="each process places only its own devices' rows of the same "
+                  "global batch, on a mesh over every process's devices")

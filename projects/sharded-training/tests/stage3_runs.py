@@ -18,7 +18,9 @@ it needs itself. What depends on what, and why:
              after that checkpoint is written to its temporary folder, before the commit.
              A copy of A's folder is kept as A left it; then B, a fresh process, resumes
              from A's folder (only when A left a finished checkpoint). One kill covers
-             both resume_after_sigkill_bitwise and kill_during_save_falls_back.
+             both resume_after_sigkill_bitwise and kill_during_save_falls_back. An
+             error of the learner's code in B is kept (``resumed_error``) for the checks
+             to raise after naming what the checkpoint lacks, its likely cause.
     D        resumes on 4 devices from the *copy* of A's folder (B has written newer
              checkpoints into the original): restore_on_other_device_count alone, so it
              is not memoised. Needs A, hence F.
@@ -116,8 +118,11 @@ def driver_run(ctx, name: str, config: dict, ckpt: Path, what: str, **opts) -> d
 
 def stage3_config(ctx) -> dict:
     """The stage's run: 4 x save_every steps, so the last step's state is one the
-    contract saves (a state saved before its step instead leaves the last one unsaved)."""
-    return ctx.once("config3", lambda: run_config(ctx, "stage3", steps=4 * 7, save_every=7))
+    contract saves (a state saved before its step instead leaves the last one unsaved),
+    keeping the newest 2: not make_checkpoint_manager's default of 3, so a manager made
+    without the config's max_to_keep keeps one too many."""
+    return ctx.once("config3", lambda: run_config(ctx, "stage3", steps=4 * 7, save_every=7,
+                                                  max_to_keep=2))
 
 
 def uninterrupted(ctx) -> dict:
@@ -166,7 +171,10 @@ def _killed_mid_run(ctx) -> dict:
     shutil.rmtree(killed["copy"], ignore_errors=True)
     shutil.copytree(ckpt, killed["copy"])
     if killed["finalized"]:
-        killed["resumed"] = driver_run(ctx, "B", config, ckpt, "the resumed run")
+        try:
+            killed["resumed"] = driver_run(ctx, "B", config, ckpt, "the resumed run")
+        except LearnerCodeError as err:  # each check reading B names its cause first
+            killed["resumed_error"] = err
     killed["full"] = full
     return killed
 
@@ -219,6 +227,21 @@ def two_process_failure(result: dict) -> Exception | None:
         return LearnerCodeError(report.get("kind", "exception"),
                                 f"the two-process run: process {i} raised: "
                                 f"{report['error']} ({summary})", report.get("hint", ""))
+    returned = [r.get("at_return") for r in reports]
+    if all(isinstance(a, dict) for a in returned):  # train returned everywhere, then ...
+        pending = sorted({f for a in returned for f in a.get("temporary") or []})
+        return CheckFailed(
+            f"the two-process run: train returned in every process, then the processes "
+            f"did not end ({summary})",
+            yours="; ".join(f"process {i}: train returned with finished checkpoints "
+                            f"{a.get('finished')} and temporary folders {a.get('temporary')}"
+                            for i, a in enumerate(returned)),
+            expected="each process ends once train has returned",
+            hint=(f"when train returned, saves were still being written ({pending}) and "
+                  "the processes stayed behind for them: every save must have reached the "
+                  "disk, and the manager be closed, before train returns") if pending else
+            "something train started still runs after it returned (a checkpoint manager "
+            "never closed keeps its threads): close what train opens before it returns")
     waiting = [i for i, r in enumerate(reports) if r.get("error")]
     silent = [i for i, r in enumerate(reports) if not r.get("error")]
     where = "; ".join(f"process {i}: {progress(r)}" for i, r in enumerate(reports))
