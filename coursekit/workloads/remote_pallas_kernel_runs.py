@@ -128,7 +128,6 @@ def kernel_on_padding(kernel, padded, n_cols: int, rows: int, block_rows: int):
     each program gets one (block_rows, width) block of it, as ``softmax_pallas``'s
     blocks are laid out, with ``n_cols`` data columns. Interpreted on CPU, compiled
     elsewhere. Returns the output's data cells, [:rows, :n_cols], waited for."""
-    import functools
 
     from jax.experimental import pallas as pl
     padded = jnp.asarray(padded)
