@@ -57,6 +57,7 @@ def watched() -> dict:
 
 def main() -> int:
     cfg = json.loads(os.environ.pop(protocol.ENV_STAGE))
+    protocol.pin_checker_to_cpu(os.environ)  # check.py does too; before anything imports jax
     send = protocol.open_channel(os.environ)  # the token leaves the environment here
     check = Path(cfg["check"])
     separate = protocol.wants_learner_process(check.read_text())
@@ -98,7 +99,8 @@ def main() -> int:
     isolation = protocol.LEARNER_PROCESS if getattr(checker, "learner_process", False) \
         else protocol.IN_PROCESS
     send(protocol.DONE, count=len(results), seed_used=None not in given,
-         versions=checks.environment_versions(), learner_isolation=isolation)
+         versions=checks.environment_versions(), learner_isolation=isolation,
+         measured_on=getattr(checker, "measured_on", None))
     sys.stdout.flush()
     return 0
 

@@ -134,6 +134,7 @@ def interpret(stage: Stage, student: str, outcome: sandbox.Outcome,
                   peak_tasks=outcome.peak_tasks,
                   versions=(done or {}).get("versions", {}),
                   learner_isolation=(done or {}).get("learner_isolation", "unknown"),
+                  measured_on=(done or {}).get("measured_on"),
                   stdout_tail=outcome.stdout[-4000:], stderr_tail=outcome.stderr[-4000:])
     return record
 

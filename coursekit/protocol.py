@@ -98,9 +98,41 @@ def violation_line(what: str, detail: str) -> bytes:
     return (json.dumps({"kind": VIOLATION, "what": what, "detail": detail}) + "\n").encode()
 
 
+# -- who holds the accelerator ----------------------------------------------------------
+# One process at a time can hold a TPU, and the chip belongs to the code being measured: a
+# checker pins its own JAX to the CPU before JAX is imported (``pin_checker_to_cpu``),
+# keeping the platforms the user asked for in ``ENV_LEARNER_PLATFORMS``, and every learner
+# process gets them back (``learner_environment``). The checker's helper processes inherit
+# the pin.
+ENV_LEARNER_PLATFORMS = "COURSE_LEARNER_JAX_PLATFORMS"
+PLATFORMS_UNSET = "<unset>"
+
+
+def pin_checker_to_cpu(environ=os.environ) -> None:
+    """Keep this process (and the helpers it starts) off any accelerator: JAX here runs on
+    the CPU, and the user's own ``JAX_PLATFORMS`` (or its absence) is kept for learner
+    processes. Call before ``import jax``; a second call keeps the first one's record."""
+    if ENV_LEARNER_PLATFORMS not in environ:
+        environ[ENV_LEARNER_PLATFORMS] = environ.get("JAX_PLATFORMS", PLATFORMS_UNSET)
+    environ["JAX_PLATFORMS"] = "cpu"
+
+
+def with_learner_platforms(environ) -> dict:
+    """A copy of ``environ`` with the user's own ``JAX_PLATFORMS`` back in place of the
+    checker's CPU pin (the accelerator, when the machine has one, is the learner's)."""
+    env = dict(environ)
+    kept = env.pop(ENV_LEARNER_PLATFORMS, None)
+    if kept == PLATFORMS_UNSET:
+        env.pop("JAX_PLATFORMS", None)
+    elif kept is not None:
+        env["JAX_PLATFORMS"] = kept
+    return env
+
+
 def learner_environment(environ) -> dict:
-    """The learner process's environment: the checker's minus every channel secret."""
-    env = {k: v for k, v in environ.items() if k not in SECRET_ENV}
+    """The learner process's environment: the checker's minus every channel secret, with
+    the user's own JAX platforms (``with_learner_platforms``)."""
+    env = {k: v for k, v in with_learner_platforms(environ).items() if k not in SECRET_ENV}
     policy = json.loads(environ.get(ENV_POLICY) or "null")
     if policy:  # the guard stays on; its violations travel over the bridge
         env[ENV_GUARD] = json.dumps({k: v for k, v in policy.items() if k != "result_fd"})

@@ -78,7 +78,9 @@ class LearnerProcess:
         make_undumpable()
         to_learner_r, to_learner_w = os.pipe()
         from_learner_r, from_learner_w = os.pipe()
-        env = protocol.learner_environment({**os.environ, **self.extra_env})
+        # the user's own JAX platforms come back (the accelerator is the learner's); a
+        # checker's explicit variables (its fake CPU devices) are applied after them
+        env = {**protocol.learner_environment(os.environ), **self.extra_env}
         env["PYTHONPATH"] = os.pathsep.join(
             [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p] + [str(COURSE_ROOT)])
         self.proc = None

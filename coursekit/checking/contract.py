@@ -128,6 +128,7 @@ class Checker:
         self.checks: list[_Check] = []
         self.learner_process = learner_process
         self.learner: Any = None  # the LearnerProcess of the current run, if any
+        self.measured_on: dict | None = None  # where the learner's code ran (last run)
 
     def check(self, stage: int, check_id: str, points: float = 1.0):
         def register(fn):
@@ -154,11 +155,32 @@ class Checker:
         except LearnerCodeError as err:
             module, load_error = None, err
         try:
-            return self._run_selected(selected, module, load_error, impl_path, seed,
-                                      workdir, out, fail_fast)
+            results = self._run_selected(selected, module, load_error, impl_path, seed,
+                                         workdir, out, fail_fast)
+            self.measured_on = self._measured_on(module, results)
+            return results
         finally:
             if self.learner is not None:
                 self.learner.close()
+
+    def _measured_on(self, module, results) -> dict | None:
+        """Where the learner's code ran (backend, device kind: ``device_facts``), asked of
+        the learner process once its code has run; None when nothing of it ran (a stub, a
+        broken file) or the process is gone. Self-reported: a label, never a verdict."""
+        if module is None or not any(r.status in ("pass", "fail", "inconclusive")
+                                     for r in results):
+            return None
+        try:
+            if not self.learner_process:
+                from coursekit.measure.environment import device_facts
+                return device_facts()
+            if self.learner is None or self.learner.proc is None:
+                return None
+            facts = self.learner.request("inspect", "course/device")
+        except Exception:  # noqa: BLE001 - a label only: a process that cannot say has none
+            return None
+        return {k: facts.get(k) for k in ("backend", "device_kind", "device_count", "jax",
+                                          "label")} if isinstance(facts, dict) else None
 
     def _run_selected(self, selected, module, load_error, impl_path, seed, workdir, out,
                       fail_fast=False):
@@ -259,11 +281,16 @@ class Checker:
         passed = sum(r.status == "pass" for r in results)
         unsure = sum(r.status == "inconclusive" for r in results)
         failed = len(results) - passed - unsure
+        if self.measured_on:
+            on = self.measured_on
+            print(f"measured on: {on['label']}, {on['device_count']} device(s), "
+                  f"JAX {on['jax']} (the checker itself runs on the CPU)", flush=True)
         print(f"{passed} passed, {failed} failed"
               + (f", {unsure} inconclusive (rerun when the machine is quieter)"
                  if unsure else ""), flush=True)
         payload = result_payload(self.project, impl, stages, seed, results,
                                  time.perf_counter() - started)
+        payload["measured_on"] = self.measured_on
         if args.json_path:
             Path(args.json_path).parent.mkdir(parents=True, exist_ok=True)
             Path(args.json_path).write_text(json.dumps(payload, indent=2))

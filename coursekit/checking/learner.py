@@ -78,6 +78,16 @@ def explain_exception(err: BaseException, impl_path: Path | str) -> LearnerCodeE
     if isinstance(err, LearnerCodeError):
         return err
     where = learner_frame(err, impl_path)
+    backend = _backend_refused(err)
+    if backend:
+        return LearnerCodeError(
+            "backend", f"JAX could not open its {backend} backend in the process that runs "
+            f"your code ({where}): {str(err).splitlines()[0][:300]}",
+            "another process holds the chip (one process at a time can): end it (a notebook "
+            "kernel that ran a JAX cell holds it), or check on the CPU with "
+            "JAX_PLATFORMS=cpu" if "lockfile" in str(err) else
+            f"this machine's JAX has no working {backend} backend: unset JAX_PLATFORMS (JAX "
+            "then picks what it finds) or set it to cpu", type(err).__name__)
     if isinstance(err, NotImplementedError):
         text = str(err) or "not implemented yet"
         return LearnerCodeError("not-implemented", f"not yet: {text} ({where})",
@@ -86,6 +96,16 @@ def explain_exception(err: BaseException, impl_path: Path | str) -> LearnerCodeE
     return LearnerCodeError("exception", f"{where}: {type(err).__name__}: {err}",
                             "run the function by hand on a small input to see the error",
                             type(err).__name__)
+
+
+def _backend_refused(err: BaseException) -> str:
+    """The backend JAX could not open, when ``err`` is that refusal ("Unable to initialize
+    backend 'tpu': ... libtpu multi-process lockfile"), else ""."""
+    text = str(err) if isinstance(err, RuntimeError) else ""
+    marker = "Unable to initialize backend '"
+    if marker not in text:
+        return ""
+    return text.split(marker, 1)[1].split("'", 1)[0]
 
 
 # Opcodes around ``raise NotImplementedError("...")`` that carry no work of their own.

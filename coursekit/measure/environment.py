@@ -28,6 +28,23 @@ def environment_versions() -> dict:
     return info
 
 
+def device_facts() -> dict:
+    """What this process's JAX computes on: backend, device kind, device count, JAX version
+    (opens the backend). ``label`` is how a figure names it: "TPU figure (TPU v5 lite)",
+    "CPU figure (cpu)"."""
+    import jax
+    devices = jax.devices()
+    backend = jax.default_backend()
+    kind = str(getattr(devices[0], "device_kind", backend)) if devices else backend
+    return {"backend": backend, "device_kind": kind, "device_count": len(devices),
+            "jax": jax.__version__, "label": figure_label(backend, kind)}
+
+
+def figure_label(backend: str, device_kind: str) -> str:
+    """"TPU figure (TPU v5 lite)": the words every printed figure carries."""
+    return f"{str(backend).upper()} figure ({device_kind})"
+
+
 def cpu_model() -> str:
     """The CPU's model name from /proc/cpuinfo (or ``platform.processor()``)."""
     try:

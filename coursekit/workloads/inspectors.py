@@ -37,9 +37,18 @@ def project_tables(attribute: str) -> dict[str, Callable]:
     return found
 
 
+def _device(*_args, **_kwargs) -> dict:
+    """Where the learner process computes (``coursekit.measure.environment.device_facts``)."""
+    from coursekit.measure.environment import device_facts
+    return device_facts()
+
+
+BUILTIN = {"course/device": _device}
+
+
 def run(name: str, args, kwargs):
     """``INSPECTORS[name](*args, **kwargs)`` (called by the learner process)."""
-    table = project_tables("INSPECTORS")
+    table = {**BUILTIN, **project_tables("INSPECTORS")}
     if name not in table:
         raise KeyError(f"no inspector {name!r} in coursekit.workloads.remote_*")
     return table[name](*args, **kwargs)

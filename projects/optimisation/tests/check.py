@@ -57,6 +57,12 @@ for _path in (Path(__file__).resolve().parents[3], Path(__file__).resolve().pare
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+# The chip belongs to the code being measured: this process and its helpers keep JAX on
+# the CPU, and the learner process gets back the platforms the user asked for.
+from coursekit.protocol import pin_checker_to_cpu  # noqa: E402
+
+pin_checker_to_cpu()
+
 # The checker, Checker(..., learner_process=True): the learner's code runs in a learner
 # process (the autograder's runner reads that flag in this file's text to start it early).
 from optim_harness import checker  # noqa: E402

@@ -50,6 +50,12 @@ for _path in (Path(__file__).resolve().parents[3], Path(__file__).resolve().pare
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+# The chip belongs to the code being measured: this process and its helpers keep JAX on
+# the CPU, and the learner process gets back the platforms the user asked for.
+from coursekit.protocol import pin_checker_to_cpu  # noqa: E402
+
+pin_checker_to_cpu()
+
 # Read as text by the autograder's runner, which starts the learner process before this
 # file is imported: that early process gets the same 8 CPU devices (sharded_harness holds
 # the checker to it and discards an early process without them).
