@@ -66,6 +66,15 @@ class Handle:
         return f"<{self.type_name} from the learner process: {self.text}>"
 
 
+@functools.cache
+def _handle_class(type_name: str) -> type:
+    """A ``Handle`` class named after the learner's type, so a check's message reads "not
+    AlwaysEqual" rather than "not Handle" (``Handle`` when the name is not an identifier)."""
+    if not (type_name.isidentifier() and len(type_name) <= 60 and type_name.isascii()):
+        return Handle
+    return type(type_name, (Handle,), {"__module__": "learner process"})
+
+
 class CodecError(TypeError):
     """A value that cannot be sent (a checker-side programming error)."""
 
@@ -162,7 +171,7 @@ class Encoder:
             self.workloads.append(value)
             return {"$": "workload", "name": value.name, "id": value.id,
                     "params": self(value.params, depth + 1)}
-        if kind is Handle:
+        if isinstance(value, Handle):
             return {"$": "handle", "id": value.id}
         if kind is LearnerFunction:
             return {"$": "learner", "name": value.name}
@@ -220,8 +229,9 @@ def decode(tree, buffers: list, *, handles: dict | None = None, resolve=None,
                 if node["id"] not in handles:
                     raise CodecError(f"no object {node['id']} in the learner process")
                 return handles[node["id"]]
-            return Handle(int(node["id"]), str(node.get("type", "?")),
-                          str(node.get("repr", "")))
+            type_name = str(node.get("type", "?"))
+            return _handle_class(type_name)(int(node["id"]), type_name,
+                                            str(node.get("repr", "")))
         if tag == "key":
             import jax
             data = walk(node["data"])
