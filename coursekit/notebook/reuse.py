@@ -69,6 +69,7 @@ def graded_payload(record: dict) -> dict:
                 "duration_s": c.get("duration_s", 0.0)} for c in record.get("checks", [])]
     return {"project": record["project"], "stages": [record["stage"]],
             "seed": "the grader's", "versions": record.get("versions", {}),
+            "measured_on": record.get("measured_on"),
             "passed": sum(r["status"] == "pass" for r in results),
             "inconclusive": sum(r["status"] == "inconclusive" for r in results),
             "failed": sum(r["status"] not in ("pass", "inconclusive") for r in results),
