@@ -24,8 +24,6 @@ import itertools
 import sys
 from pathlib import Path
 
-import numpy as np
-
 MAX_DEPTH = 64
 _ids = itertools.count(1)
 
@@ -87,7 +85,8 @@ def _plain_key(key) -> bool:
     return key is None or type(key) in (bool, int, float, str)
 
 
-def _dtype(name: str) -> np.dtype:
+def _dtype(name: str):
+    import numpy as np
     try:
         dtype = np.dtype(name)
     except TypeError:
@@ -128,7 +127,8 @@ class Encoder:
         self.keep = keep
         self.workloads: list[Workload] = []
 
-    def array(self, tag: str, array: np.ndarray) -> dict:
+    def array(self, tag: str, array) -> dict:
+        import numpy as np
         if not array.flags.c_contiguous:  # (ascontiguousarray would make 0-d into 1-d)
             array = array.copy(order="C")
         self.buffers.append(array.reshape(-1).view(np.uint8) if array.size else b"")
@@ -152,13 +152,18 @@ class Encoder:
                                         for k, v in value.items()]}
         if isinstance(value, Path):
             return {"$": "path", "v": str(value)}
-        if kind is np.ndarray and (value.dtype.kind not in "OV"
-                                   or value.dtype.name in _ml_names()):
+        # numpy is imported only where a value could be one of its arrays (a process that
+        # never imported it holds none): a notebook's plain values cross without it
+        np = sys.modules.get("numpy")
+        if np is not None and kind is np.ndarray and (
+                value.dtype.kind not in "OV" or value.dtype.name in _ml_names()):
             return self.array("nd", value)
-        if isinstance(value, np.generic) and type(value).__module__ in ("numpy", "ml_dtypes"):
+        if np is not None and isinstance(value, np.generic) \
+                and type(value).__module__ in ("numpy", "ml_dtypes"):
             return self.array("np", np.asarray(value))
         if _is_jax_array(value):
             impl = _key_impl(value)
+            import numpy as np
             if impl is not None:
                 import jax
                 data = self.array("nd", np.asarray(jax.random.key_data(value)))
@@ -214,6 +219,7 @@ def decode(tree, buffers: list, *, handles: dict | None = None, resolve=None,
         if tag == "path":
             return Path(node["v"])
         if tag in ("nd", "np", "jax"):
+            import numpy as np
             dtype = _dtype(node["dtype"])
             shape = tuple(int(d) for d in node["shape"])
             array = np.frombuffer(buffers[node["i"] - 1], dtype=np.uint8)
