@@ -250,6 +250,24 @@ def score(key: dict, cells: list[dict], outcome: sandbox.Outcome, hidden: bool,
     return questions
 
 
+def run_summary(cells: list[dict], outcome: sandbox.Outcome) -> dict:
+    """For the instructor: where a run stopped and why, and the cells that ran past their
+    limit (each with its first line)."""
+    def head(i) -> str:
+        cell = cells[i] if isinstance(i, int) and 0 <= i < len(cells) else {}
+        first = ((cell.get("source") or cell.get("visible") or "").strip().splitlines()
+                 or [""])[0]
+        return f"cell {i} ({cell.get('kind', '?')}): {first[:120]}"
+    done = next((m for m in outcome.channel if m.get("kind") == protocol.DONE), {})
+    slow = [m["result"]["cell"] for m in outcome.channel if m.get("kind") == protocol.CHECK
+            and isinstance(m.get("result"), dict) and m["result"].get("timeout")]
+    out = {"cell_timeouts": [head(i) for i in slow]}
+    if done.get("dead_why"):
+        out["stopped"] = {"why": done["dead_why"], "at": head(done.get("dead_at")),
+                          "detail": str(done.get("dead_detail", ""))[:300]}
+    return out
+
+
 def check_cell_outputs(cells: list[dict], outcome: sandbox.Outcome) -> list[dict]:
     """The check cells that ran, as nbformat-like cells with their printed text (what
     ``check_cells.answered`` counts)."""
@@ -319,6 +337,6 @@ def grade_notebook(settings: Settings, name: str, key: dict, student: str,
                   wall_s=round(wall, 3),
                   check_cells=answered(check_cell_outputs(cells, outcome)),
                   peak_memory_mb=round(outcome.peak_memory_mb, 1),
-                  stderr_tail=outcome.stderr[-3000:])
+                  run=run_summary(cells, outcome), stderr_tail=outcome.stderr[-3000:])
     record["checks"] = record["questions"]
     return record
