@@ -63,13 +63,11 @@ class Learner:
         self.limit_s = limit_s
         self.killed_for = ""
 
-    def request(self, kind: str, fn: str = "", args=(), kwargs=None, *,
-                limit_s: float | None = None, **extra):
+    def request(self, kind: str, fn: str = "", args=(), kwargs=None, **extra):
         from coursekit.checking.errors import LearnerProcessDied, TamperEvidence
         if self.process.proc is None:
             raise Stopped(self.killed_for or "kernel-died", "the learner process is gone")
-        timer = threading.Timer(limit_s or self.limit_s + GRACE_S, self.kill,
-                                ("cell-timeout",))
+        timer = threading.Timer(self.limit_s + GRACE_S, self.kill, ("cell-timeout",))
         timer.start()
         try:
             return self.process.request(kind, fn, args, kwargs, **extra)
