@@ -11,7 +11,7 @@ learner process; ``autograder.project_run``), each stage with its own seed and r
 a run that was not clean is graded again stage by stage (``--stage-per-run``: always).
 
 Workers are separate processes that import nbclient/nbformat once and die with the
-grader (parent-death signal); every stage and every notebook kernel inside them runs in
+grader (parent-death signal); every stage and every notebook inside them runs in
 its own sandbox (``autograder.sandbox``).
 """
 
