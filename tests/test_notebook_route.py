@@ -164,3 +164,43 @@ def test_a_value_that_is_not_data_stays_behind(learner, capsys):
     got = resolve(learner, ["value"], {})
     assert isinstance(got["value"], Handle) and type(got["value"]).__name__ == "Evil"
     assert "unpickled" not in capsys.readouterr().out
+
+
+def test_what_runs_comes_from_the_release_not_the_submission():
+    """The handed-in notebook gives its cells and their order; every test is the key's
+    (an edited one restored and named, a deleted one put back after its predecessor), and
+    a cell's metadata decides nothing: an invented hidden part or test is a learner
+    cell."""
+    import copy
+    import sys
+
+    import nbformat
+
+    from coursekit.facts import ROOT
+    sys.path.insert(0, str(ROOT))
+    import autograder.samples as fx
+    from autograder.nbsource import grading_key
+    from autograder.notebook import plan
+    key = grading_key(fx.NOTEBOOK)
+    nb = nbformat.from_dict(fx.learner_notebook(fx.notebook_variants()["nb-good"][0]))
+    square_test = next(c for c in nb.cells
+                       if c.metadata.get("nbgrader", {}).get("grade_id") == "square_tests")
+    square_test.source = "pass  # mine now"
+    nb.cells = [c for c in nb.cells
+                if c.metadata.get("nbgrader", {}).get("grade_id") != "mean_tests"]
+    fake = copy.deepcopy(square_test)
+    fake.source = "assert True"
+    fake.metadata["autograder"] = {"hidden_of": "square_tests"}
+    invented = nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": {
+        "grade": True, "grade_id": "bonus", "locked": True, "points": 9, "solution": False}})
+    nb.cells += [fake, invented]
+    cells, tampered, missing = plan(nb, key, hidden=True)
+    tests = [c for c in cells if c["kind"] == "test"]
+    assert [t["id"] for t in tests] == ["square_tests", "mean_tests"]
+    assert tampered == ["square_tests"] and missing == ["mean_tests"]
+    assert tests[0]["visible"] == key["tests"]["square_tests"]["cell"]["source"]
+    assert tests[0]["hidden"] == key["tests"]["square_tests"]["hidden"]
+    assert cells[-2:] == [{"kind": "learner", "source": "assert True"},
+                          {"kind": "learner", "source": "x = 1"}]
+    assert all(t["hidden"] is None for t in plan(nb, key, hidden=False)[0]
+               if t["kind"] == "test")
