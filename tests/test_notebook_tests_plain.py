@@ -103,8 +103,9 @@ ALLOWED = {
                           "answer in the release"},
     ("06_pallas", "decision_06_backed_by_evidence"): {
         "coursekit.notebook.cells.run_check": _GRADED,
-        "coursekit.notebook.cells.project_path": "the learner file the stages grade "
-                                                 "(projects/pallas-kernel/starter/model.py)"},
+        "IMPL": "the file whose stages the notebook's check cells show, taken as a plain str "
+                "(its type checked): the decision is held to that file's graded stages, so "
+                "pointing it elsewhere only changes which file's checks must pass"},
 }
 
 RAW, CONTAINER, PLAIN = "learner value", "learner container", "plain"

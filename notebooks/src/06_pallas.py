@@ -621,16 +621,16 @@ assert type(CORRECTNESS) is str and type(SPEED_CLAIM) is str, \
     "answer each with a plain string: 'accept' or 'reject'"
 assert CORRECTNESS in ("accept", "reject") and SPEED_CLAIM in ("accept", "reject"), \
     "answer 'accept' or 'reject' for each"
-# Each decision is held to your stages as the grader graded your file (the check cells'
-# record; where a stage was not graded, its checker runs here).
-from coursekit.notebook.cells import project_path as _project_path
-
+# Each decision is held to the stages of the file this notebook checks (IMPL) as the
+# grader graded it (the check cells' record; where a stage was not graded, its checker
+# runs here), not to a result the notebook holds.
+assert type(IMPL) is str, "IMPL names the file this notebook checks"
 if CORRECTNESS == "accept":
-    _stage2 = run_check("pallas-kernel", 2, _project_path("pallas-kernel"), quiet=True)
+    _stage2 = run_check("pallas-kernel", 2, IMPL, quiet=True)
     assert _stage2["ok"] is True, "correctness accepted while stage 2's checks do not all pass"
 if SPEED_CLAIM == "accept":
     _speed = "a speed claim for the target needs compiled timings on the target"
-    _stage3 = run_check("pallas-kernel", 3, _project_path("pallas-kernel"), quiet=True)
+    _stage3 = run_check("pallas-kernel", 3, IMPL, quiet=True)
     _on = _stage3["measured_on"] if type(_stage3["measured_on"]) is dict else {}
     assert _stage3["ok"] is True and _on.get("backend") not in (None, "cpu"), _speed
 
