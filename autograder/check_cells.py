@@ -2,13 +2,13 @@
 
 A course notebook's check cells run its project's ``check.py`` on the learner's file: in
 a batch that grades projects and notebooks, every notebook stage was graded twice, once
-as a stage and once inside the kernel (notebooks 00-08 hold 19 check cells, which rerun
+as a stage and once inside the notebook (notebooks 00-08 hold 19 check cells, which rerun
 every stage of every project). The cells score nothing; they show the learner's stage
 results beside the notebook's own questions.
 
 So a notebook waits until the stages of its project for that submission are graded in
-this batch, and its kernel is handed those records (and any from earlier batches in the
-gradebook) whose learner files and checker are the ones graded now
+this batch, and its learner process is handed those records (and any from earlier
+batches in the gradebook) whose learner files and checker are the ones graded now
 (``coursekit.notebook.reuse``): the check cells print the grader's own sandboxed result,
 and a cell whose file has changed since, or that asks for a stage not graded, runs the
 checker as before. ``record["check_cells"]`` says how each cell was answered.

@@ -51,6 +51,8 @@ def _export(args) -> int:
     print(f"wrote {info['csv']} ({info['students']} student(s), {info['columns']} columns) "
           f"and feedback for each student under {Path(info['feedback'][0]).parent.parent}"
           if info["feedback"] else f"wrote {info['csv']} (no results yet)")
+    for student, why in info["refused"].items():
+        print(f"no feedback folder for {student!r}: {why}", file=sys.stderr)
     return 0
 
 

@@ -1,6 +1,7 @@
 """``python -m autograder export DIR --csv FILE``: the gradebook as a quoted CSV, and
-per-student feedback (``DIR/feedback/<student>/feedback.{md,html}`` unless
-``--feedback`` says where).
+per-student feedback (``DIR/feedback/<folder>/feedback.{md,html}`` unless
+``--feedback`` says where; ``<folder>`` is the student's name as ``autograder.names``
+encodes it: two students never share one, and none leaves the feedback folder).
 
 One row per student: total, maximum, then for every project stage and every notebook
 its points and status, and for every autograded notebook question its points and
@@ -15,7 +16,7 @@ import csv
 import re
 from pathlib import Path
 
-from autograder import feedback
+from autograder import feedback, names
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.outcomes import REFUSALS as SANDBOX_REASONS  # refusals and tampering
 
@@ -89,7 +90,16 @@ def export(out: Path, csv_path: Path, feedback_dir: Path | None = None) -> dict:
     for (student, _item), row in sorted(latest.items(), key=lambda kv: (
             kv[0][0], _item_order(kv[0][1]))):
         by_student.setdefault(student, []).append(row["record"])
-    written = [p for s, recs in by_student.items()
-               for p in feedback.write(feedback_dir, s, recs)]
+    feedback_dir.mkdir(parents=True, exist_ok=True)
+    folders, refused = names.assign(by_student)
+    written = []
+    for student, records in by_student.items():
+        if student not in folders:
+            continue
+        try:
+            written += feedback.write(feedback_dir, student, records, folders[student])
+        except names.NameRefused as err:  # one learner's folder, never the batch
+            refused[student] = str(err)
     return {"csv": str(csv_path), "students": len(rows), "columns": len(header),
-            "feedback": [str(p) for p in written]}
+            "feedback": [str(p) for p in written],
+            "refused": {names.shown(s): why for s, why in sorted(refused.items())}}

@@ -21,7 +21,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from autograder import outcomes
+from autograder import names, outcomes
 from coursekit.facts import ROOT
 
 REASONS = {reason: o.explain for reason, o in outcomes.TABLE.items()}
@@ -167,9 +167,12 @@ def html_page(student: str, records: list[dict], docs: Path = WALKTHROUGH_DOCS) 
     return "\n".join(parts) + "\n"
 
 
-def write(folder: Path, student: str, records: list[dict]) -> list[Path]:
-    safe = "".join(ch if ch.isalnum() or ch in "-_.,@ " else "_" for ch in student).strip()
-    target = Path(folder) / (safe or "student")
+def write(folder: Path, student: str, records: list[dict], name: str | None = None
+          ) -> list[Path]:
+    """``feedback.md`` and ``feedback.html`` in ``folder/<name>/``; ``name``: the
+    student's folder name (``autograder.names.assign`` for the class; by default the
+    name's own encoding). Raises ``names.NameRefused`` when it would leave ``folder``."""
+    target = names.inside(folder, student, name)
     target.mkdir(parents=True, exist_ok=True)
     md, page = target / "feedback.md", target / "feedback.html"
     md.write_text(markdown(student, records))

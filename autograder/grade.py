@@ -11,7 +11,7 @@ learner process; ``autograder.project_run``), each stage with its own seed and r
 a run that was not clean is graded again stage by stage (``--stage-per-run``: always).
 
 Workers are separate processes that import nbclient/nbformat once and die with the
-grader (parent-death signal); every stage and every notebook kernel inside them runs in
+grader (parent-death signal); every stage and every notebook inside them runs in
 its own sandbox (``autograder.sandbox``).
 """
 
@@ -30,7 +30,7 @@ from collections import Counter
 from pathlib import Path
 
 from autograder import course as course_mod
-from autograder import sandbox, seeds, submissions
+from autograder import names, sandbox, seeds, submissions
 from autograder.check_cells import HeldNotebooks
 from autograder.gradebook import Gradebook
 from autograder.progress import Progress
@@ -250,13 +250,19 @@ class Items:
         return tasks
 
 
-def unpacked(path: Path, out: Path, student: str) -> tuple[Path, str]:
-    """(submission root, error text) for a folder or a zip."""
+def unpacked(path: Path, out: Path, student: str, folder: str | None = None
+             ) -> tuple[Path, str]:
+    """(submission root, error text) for a folder or a zip; a zip is unpacked into
+    ``out/.unpacked/<folder>`` (``folder``: the student's folder name from
+    ``names.assign``, refused as a path when None)."""
     if path.suffix != ".zip":
         return path, ""
+    if folder is None:
+        return path, f"{names.shown(student)!r} gets no folder to unpack into"
     try:
-        return submissions.unpack(path, out / ".unpacked" / student), ""
-    except submissions.SubmissionError as err:
+        dest = names.inside(out / ".unpacked", student, folder)
+        return submissions.unpack(path, dest), ""
+    except (submissions.SubmissionError, names.NameRefused) as err:
         return path, str(err)
 
 
@@ -264,9 +270,13 @@ def plan(submission_dir: Path, out: Path, items: Items, shard: tuple[int, int],
          secret: dict, settings: Settings) -> list[dict]:
     """Every task of the batch (before skipping), in student order."""
     tasks = []
-    for student, path in submissions.find(submission_dir).items():
+    found = submissions.find(submission_dir)
+    folders, refused = names.assign(found)
+    for student, path in found.items():
         if submissions.in_shard(student, shard):
-            root, error = unpacked(path, out, student)
+            root, error = unpacked(path, out, student, folders.get(student))
+            if student in refused and path.suffix == ".zip":
+                error = f"{error}: {refused[student]}"
             tasks += items.tasks_for(student, root, error, secret, settings)
     return tasks
 

@@ -10,8 +10,9 @@ order: hidden tests are cleared after the first checksums, checksums computed ag
 (computed once per batch in the parent and cached by content hash, so workers never
 import nbgrader): for every autograded test cell its released (visible) cell with
 checksum, its hidden part, its points; every locked cell as released; manual answers;
-the notebook's CI parameters; what the tamper probe watches (``autograder.tamper.
-watch_targets``: the libraries the test cells call).
+the notebook's CI parameters; the names the course's own cells bind by import, which the
+grader's test process imports fresh instead of reading them from the learner's notebook
+(``coursekit.notebook.free_names.course_imports``).
 """
 
 from __future__ import annotations
@@ -93,13 +94,16 @@ def grade_id(cell) -> str | None:
 def grading_key(path: Path) -> dict:
     import nbformat
 
-    from autograder.tamper import watch_targets
+    from coursekit.notebook.free_names import course_imports
     utils = nbgrader_utils()
     source = nbformat.read(str(path), as_version=4)
     released = release_notebook(source)
     key = {"tests": {}, "locked": {}, "order": [], "manual": [],
            "ci_parameters": source.metadata.get("course", {}).get("ci_parameters", {}),
-           "watch": watch_targets(source)}
+           "imports": course_imports([
+               (c.source, bool(utils.is_solution(c))) for c in source.cells
+               if c.cell_type == "code" and not (utils.is_grade(c)
+                                                 and not utils.is_solution(c))])}
     for src_cell, rel_cell in zip(source.cells, released.cells, strict=True):
         gid = grade_id(src_cell)
         if gid is None:
@@ -125,7 +129,7 @@ def cached_grading_key(path: Path, cache_dir: Path | None) -> dict:
     cached = cache_dir / f"nbkey-{Path(path).stem}-{digest}.json" if cache_dir else None
     if cached and cached.exists():
         key = json.loads(cached.read_text())
-        if "watch" in key:  # a key cached before the probe watched libraries is rebuilt
+        if "imports" in key:  # a key cached before the test process is rebuilt
             return key
     key = grading_key(path)
     key["source_hash"] = digest

@@ -1,111 +1,91 @@
-"""Grade one notebook of one submission: restore the test cells, run it in a sandboxed
-kernel with nbclient, score each autograded question.
+"""Grade one notebook of one submission: the learner's cells run in a learner process,
+every graded test cell runs in a test process that never runs learner code, and each
+autograded question is scored from what the test process reports.
 
-* Test and locked cells are restored from the source (matched by nbgrader ``grade_id``,
-  compared by nbgrader's checksum): an edited test cell is put back and reported as
-  ``tampered`` in the record; a deleted one is put back in its place.
-* Hidden tests (``### BEGIN HIDDEN TESTS``) exist only in the source; at grading time
-  each test cell's hidden part runs as its own cell right after the visible part, so
-  the feedback can say "a hidden check failed" without showing it.
-* The kernel runs through ``autograder/jail.py`` like a checker stage (namespaces,
-  throw-away uid, limits) and talks to nbclient over Unix sockets (``ipc`` transport:
-  the kernel has no network). Per-cell timeout from nbclient, per-notebook wall clock,
-  memory, process and output limits from ``sandbox.Monitor``.
-* Before and after each graded cell ``autograder.tamper`` asks the kernel, outside any
-  cell, whether an earlier cell changed what a test cell relies on (transformers, event
-  callbacks, exception handlers, trace functions, builtins, testing functions, and the
-  library functions and classes the test cells call: the key's ``watch``); a finding
-  scores the whole notebook 0, ``error``/``tamper-notebook``.
-* The kernel's MLflow store and ``COURSE_RECORDS`` live in the run's own folder (the
-  course copy is read-only; notebook 00 logs its runs).
-* nbclient and nbformat are imported once per worker process; CI parameters go in as
-  papermill's ``injected-parameters`` cell, written here (importing papermill costs
-  seconds per worker).
-
-Question statuses: pass, fail (an AssertionError, or NotImplementedError: "not yet"),
-error (any other exception; ``tamper-notebook`` when a graded cell could have been forged),
-timeout (the cell ran past its limit), memory, crash (the kernel died before or while
-running it), missing (no notebook in the submission). A kernel that dies costs only the
-questions not yet run; the ones before keep their points.
+* **What runs comes from the release.** The handed-in notebook contributes its cells and
+  their order; every test and locked cell is the grading key's (nbgrader's own grade ids
+  and checksums, ``autograder.nbsource``): an edited one is put back and reported as
+  ``tampered``, a deleted one is put back in its place, and a cell's metadata decides
+  nothing (an invented ``nbgrader`` or ``autograder`` key in a learner cell makes it no
+  test and no hidden part).
+* **Where it runs** (``plan`` -> ``execute``): one sandboxed run (``autograder/jail.py``:
+  namespaces, throw-away uid, limits, watchdog) of ``coursekit.notebook.graded_run``, the
+  test process. It starts the learner process (``bridge.LearnerProcess`` on the
+  notebook: ``coursekit.notebook.cell_server``) and sends it each learner and locked cell;
+  it runs each test cell's visible part, then its hidden part, itself, reading the names
+  a part uses from the learner process as data (``coursekit.notebook.remote_names``).
+  The hidden parts travel in a job file the test process deletes before the learner
+  process starts; they never enter it.
+* **Scoring** (``score``): pass, fail (AssertionError, or NotImplementedError: "not
+  yet"), error (any other exception; a sandbox refusal or bytes on the bridge outside
+  the protocol score every question 0 with that reason), timeout (a cell or test past
+  its limit), memory, crash (the learner process died before or while the question ran),
+  missing (no notebook). A learner process that dies costs only the questions not yet
+  run; the ones before keep their points. nbgrader's partial credit: a number a test's
+  last line shows.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
-import logging
 import os
-import subprocess
-import threading
+import secrets
+import sys
 import time
-import warnings
 from pathlib import Path
 
 from autograder import outcomes, sandbox
 from autograder.check_cells import answered
 from autograder.nblimits import NotebookRefused, check_notebook_file
-from autograder.tamper import Probe, builtins_used
 from autograder.workspace import Settings, prepare
+from coursekit import protocol
 from coursekit.compat.optional import Absent
 from coursekit.notebook.reuse import REUSE_ENV, write_graded
 
-_nbclient = None
-_QUIET = logging.getLogger("autograder.nbclient")  # statuses say what happened
-_QUIET.setLevel(logging.CRITICAL)
-# No history database (a write per cell, nothing to grade), fd-level output to the
-# kernel's own stdout/stderr, where the watchdog caps it.
-KERNEL_ARGS = ["--HistoryManager.enabled=False", "--IPKernelApp.capture_fd_output=False"]
-
-
-def _imports():
-    """nbclient/nbformat/jupyter_client, once per process."""
-    global _nbclient
-    if _nbclient is None:
-        import nbclient
-        import nbformat
-        from jupyter_client.manager import AsyncKernelManager as KernelManager
-        _nbclient = (nbclient, nbformat, KernelManager)
-    return _nbclient
+TEST_PROCESS = ["-P", "-m", "coursekit.notebook.graded_run"]
 
 
 def warm_up() -> None:
-    """Import what notebook grading needs (called once when a worker starts)."""
-    _imports()
+    """Import what notebook grading needs in the grader (called once per worker)."""
+    import nbformat  # noqa: F401
+
     from autograder.nbsource import nbgrader_utils
     with contextlib.suppress(Absent):  # no nbgrader here: grading a notebook says so
         nbgrader_utils()
 
 
 # ----------------------------------------------------------------------------------
-# Restoring test cells
+# What runs: the submitted notebook's cells, the release's tests
 # ----------------------------------------------------------------------------------
 
-def restore(submitted, key: dict, hidden: bool) -> tuple[list, list[str], list[str]]:
-    """Graded cell list from a submitted notebook. Returns (cells, tampered grade_ids,
-    restored-missing grade_ids). A hidden part becomes its own cell tagged
-    ``metadata.autograder.hidden_of = <grade_id>``."""
+def _grade_id(cell) -> str | None:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return meta.get("grade_id") if isinstance(meta, dict) else None
+
+
+def plan(submitted, key: dict, hidden: bool) -> tuple[list[dict], list[str], list[str]]:
+    """(cells to run, tampered grade ids, restored-missing grade ids) for a submitted
+    notebook. Each cell to run is {"kind": "learner" | "course", "source"} (run in the
+    learner process) or {"kind": "test", "id", "visible", "hidden"} (run in the test
+    process; ``hidden`` None when there is none or ``hidden`` is off); its ``index`` is
+    its place in this list."""
     from autograder.nbsource import nbgrader_utils
-    _, nbformat, _ = _imports()
     utils = nbgrader_utils()
     protected = {**key["locked"], **key["tests"]}
     cells, seen, tampered = [], set(), []
 
-    def restored(gid: str) -> list:
-        entry = protected[gid]
-        out = [nbformat.from_dict(copy.deepcopy(entry["cell"]))]
-        if hidden and gid in key["tests"] and key["tests"][gid]["hidden"]:
-            out.append(nbformat.v4.new_code_cell(
-                key["tests"][gid]["hidden"],
-                metadata={"autograder": {"hidden_of": gid}, "tags": ["raises-exception"]}))
-        return out
+    def restored(gid: str) -> list[dict]:
+        if gid in key["tests"]:
+            test = key["tests"][gid]
+            return [{"kind": "test", "id": gid, "visible": test["cell"]["source"],
+                     "hidden": (test["hidden"] or None) if hidden else None}]
+        cell = key["locked"][gid]["cell"]
+        return [{"kind": "course", "id": gid, "source": cell["source"]}] \
+            if cell["cell_type"] == "code" else []
 
     for cell in submitted.cells:
-        cell = copy.deepcopy(cell)
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-        meta = cell.get("metadata", {})
-        gid = meta.get("nbgrader", {}).get("grade_id")
+        gid = _grade_id(cell)
         if gid in protected and gid not in seen:
             seen.add(gid)
             try:
@@ -115,391 +95,191 @@ def restore(submitted, key: dict, hidden: bool) -> tuple[list, list[str], list[s
             if not same:
                 tampered.append(gid)
             cells.extend(restored(gid))
-            continue
-        if "nbgrader" in meta and (gid in seen or meta["nbgrader"].get("grade")
-                                   and gid not in protected):
-            meta.pop("nbgrader")  # a copy or an invented question grades nothing
-        cells.append(cell)
+        elif cell.get("cell_type") == "code":  # its metadata decides nothing
+            cells.append({"kind": "learner", "source": str(cell.get("source", ""))})
     missing = [g for g in key["order"] if g not in seen]
     for gid in missing:  # back where the source had it: after its predecessor
-        pos = key["order"].index(gid)
-        before = [g for g in key["order"][:pos] if g in seen]
-        at = 0
-        if before:
-            for i, c in enumerate(cells):
-                if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == before[-1]:
-                    at = i + 1
-                    while at < len(cells) and cells[at].get("metadata", {}).get(
-                            "autograder", {}).get("hidden_of") == before[-1]:
-                        at += 1
+        before = [g for g in key["order"][:key["order"].index(gid)] if g in seen]
+        at = next((i + 1 for i, c in enumerate(cells)
+                   if before and c.get("id") == before[-1]), 0)
         cells[at:at] = restored(gid)
         seen.add(gid)
     return cells, tampered, missing
+
+
+def with_parameters(cells: list[dict], submitted, parameters: dict) -> list[dict]:
+    """papermill's convention: an ``injected-parameters`` cell right after the learner
+    cell tagged ``parameters`` (or first). Values are JSON data from the release's
+    notebook metadata, so ``repr`` is valid Python."""
+    if not parameters:
+        return cells
+    source = ("# Parameters injected by the autograder (the notebook's "
+              "course.ci_parameters)\n" +
+              "\n".join(f"{name} = {value!r}" for name, value in parameters.items()))
+    tagged = [str(c.get("source", "")) for c in submitted.cells if c.get("cell_type") == "code"
+              and "parameters" in (c.get("metadata", {}).get("tags") or [])]
+    at = 0
+    if tagged:
+        at = next((i + 1 for i, c in enumerate(cells)
+                   if c["kind"] == "learner" and c["source"] == tagged[0]), 0)
+    return [*cells[:at], {"kind": "learner", "source": source}, *cells[at:]]
 
 
 # ----------------------------------------------------------------------------------
 # Running
 # ----------------------------------------------------------------------------------
 
-def with_parameters(cells: list, parameters: dict) -> list:
-    """papermill's convention without importing papermill (seconds per worker): an
-    ``injected-parameters`` cell right after the cell tagged ``parameters`` (or first).
-    Values are JSON data from notebook metadata, so ``repr`` is valid Python."""
-    _, nbformat, _ = _imports()
-    cell = nbformat.v4.new_code_cell(
-        "# Parameters injected by the autograder (the notebook's course.ci_parameters)\n" +
-        "\n".join(f"{name} = {value!r}" for name, value in parameters.items()),
-        metadata={"tags": ["injected-parameters"]})
-    at = next((i + 1 for i, c in enumerate(cells)
-               if "parameters" in c.get("metadata", {}).get("tags", [])), 0)
-    return [*cells[:at], cell, *cells[at:]]
-
-
-def _client_class():
-    nbclient, _, _ = _imports()
-
-    class GradingClient(nbclient.NotebookClient):
-        """Records each cell's execute reply; stops storing output past a cap."""
-
-        def __init__(self, *a, max_output: int, on_flood, **kw):
-            super().__init__(*a, **kw)
-            self.replies: dict[int, dict] = {}
-            self.max_output, self.on_flood, self.output_bytes = max_output, on_flood, 0
-            self.on_cell_executed = self._record
-
-        async def _async_poll_kernel_alive(self) -> None:
-            """nbclient's liveness poll, every 0.1 s instead of 1 s: a kernel killed
-            by the watchdog or by a crash is noticed at once (nbclient 0.11 API)."""
-            import asyncio
-
-            from nbclient.exceptions import DeadKernelError
-            while True:
-                await asyncio.sleep(0.1)
-                try:
-                    await self._async_check_alive()
-                except DeadKernelError:
-                    self.task_poll_for_reply.cancel()
-                    return
-
-        def _record(self, cell, cell_index, execute_reply):
-            self.replies[cell_index] = execute_reply.get("content", {})
-
-        def output(self, outs, msg, display_id, cell_index):
-            size = len(json.dumps(msg.get("content", {}), default=str))
-            self.output_bytes += size
-            if self.output_bytes > self.max_output:
-                self.on_flood()
-                return None
-            return super().output(outs, msg, display_id, cell_index)
-
-    return GradingClient
-
-
-def _kernel_manager_class():
-    _, _, KernelManager = _imports()
-    from jupyter_client.asynchronous import AsyncKernelClient
-
-    class NoHeartbeatClient(AsyncKernelClient):
-        """The watchdog already knows when the kernel dies; a heartbeat thread would
-        only cost seconds at shutdown (its REQ socket waits for a dead peer)."""
-
-        def start_channels(self, shell=True, iopub=True, stdin=True, hb=True, control=True):
-            super().start_channels(shell, iopub, stdin, False, control)
-
-    class JailedKernelManager(KernelManager):
-        """A kernel started through the jail, on Unix sockets in the sandbox."""
-        jail_factory = None  # callable(cmd) -> launcher argv
-
-        def format_kernel_cmd(self, extra_arguments=None):
-            import sys
-            uid = getattr(self, "sandbox_uid", None)
-            if uid is not None:
-                os.chown(self.connection_file, uid, uid)
-            cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file,
-                   *KERNEL_ARGS]
-            return self.jail_factory(cmd)
-
-    JailedKernelManager.quiet_client = NoHeartbeatClient
-
-    return JailedKernelManager
-
-
-def execute(settings: Settings, cells: list, submission: Path, parameters: dict,
-            env_extra: dict, watch: list[str] = (), graded_stages: list[dict] = ()) -> dict:
-    """Run ``cells`` in a sandboxed kernel; ``watch``: what the tamper probe watches
-    besides its own list (the grading key's ``watch``); ``graded_stages``: stage records
-    of this submission its check cells may show instead of running the checker
-    (``autograder.check_cells``). Returns {"cells", "replies", "timeouts", "dead_at",
-    "outcome", "flood"}."""
-    _, nbformat, _ = _imports()
+def execute(settings: Settings, name: str, cells: list[dict], imports: dict,
+            submission: Path, env_extra: dict, graded_stages: list[dict] = ()
+            ) -> sandbox.Outcome:
+    """One sandboxed run of the test process on ``cells``; ``graded_stages``: stage
+    records of this submission its check cells may show instead of running the checker
+    (``autograder.check_cells``)."""
     namespaces, uid = sandbox.mode_settings()
     limits = settings.sandbox_limits()
-    nb = nbformat.v4.new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    if parameters:
-        nb.cells = with_parameters(nb.cells, parameters)
-    state = {"timeouts": [], "dead_at": None, "flood": False, "tamper": {}}
+    sandbox.make_undumpable()  # this worker holds the hidden tests and the token
     with sandbox.SandboxDir(uid) as box:
         prepare(box, settings, submission)
-        if graded_stages:  # in the read-only course copy: the kernel reads, never writes
+        env = dict(env_extra)
+        if graded_stages:  # in the read-only course copy: the notebook reads, never writes
             shown = box.course / ".graded-stages"
             shown.mkdir(mode=0o755)
             if write_graded(shown, box.course, list(graded_stages)):
-                env_extra = {**env_extra, REUSE_ENV: str(shown)}
-        home = box.writable("work")
+                env[REUSE_ENV] = str(shown)
+        work = box.writable("work")   # the test process's HOME (the first writable)
         nbdir = box.writable("notebooks")
-        kernel_dir = home / ".kernel"
-        kernel_dir.mkdir()
-        box.give(kernel_dir)
+        jobs = box.writable("job")
+        job = jobs / f"{secrets.token_hex(8)}.json"
+        job.write_text(json.dumps({
+            "notebook_path": str(nbdir / Path(name).name), "imports": imports,
+            "cell_timeout": settings.cell_timeout, "max_output": limits.max_output_bytes,
+            "cells": [{**c, "index": i} for i, c in enumerate(cells)]}))
+        job.chmod(0o400)
+        box.give(job)
+        token = secrets.token_hex(16)
         read_fd, write_fd = os.pipe()
-        env = {"IPYTHONDIR": str(home / ".ipython"), "JUPYTER_RUNTIME_DIR": str(kernel_dir),
-               "JUPYTER_DATA_DIR": str(home / ".jupyter"),
-               "COURSE_RECORDS": str(home / "records"),
-               # the course's provenance store defaults to <course>/build, read-only here
-               "MLFLOW_TRACKING_URI": f"sqlite:///{home / 'records' / 'mlflow.db'}",
-               **env_extra}
-
-        def jail_argv(cmd):
-            return sandbox.Jail(box, cmd, uid=uid, cwd=nbdir, env=env, limits=limits,
-                                namespaces=namespaces, result_fd=write_fd,
-                                hide=[Path(p) for p in settings.hide]).argv()
-
-        km = _kernel_manager_class()(kernel_name="python3", transport="ipc",
-                                     ip=str(kernel_dir / "k"))
-        km.connection_file = str(kernel_dir / "connection.json")
-        km.jail_factory = jail_argv
-        km.client_factory = km.quiet_client
-        km.sandbox_uid = uid
-        monitor_box: dict = {}
-
-        def flood():
-            state["flood"] = True
-            if "monitor" in monitor_box:
-                monitor_box["monitor"].stop()
-
-        client = _client_class()(nb, km=km, timeout=int(settings.cell_timeout),
-                                 allow_errors=True, interrupt_on_timeout=False,
-                                 shutdown_kernel="immediate", log=_QUIET,
-                                 startup_timeout=120, kernel_name="python3",
-                                 max_output=limits.max_output_bytes, on_flood=flood)
-        monitor_thread = None
-        out_fds: dict[str, int] = {}
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # pass_fds vs close_fds
-                with client.setup_kernel(cleanup_kc=True, cwd=str(nbdir),
-                                         stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, pass_fds=(write_fd,)):
-                    os.close(write_fd)
-                    write_fd = -1
-                    proc = km.provisioner.process
-                    out_fds = {"stdout": os.dup(proc.stdout.fileno()),
-                               "stderr": os.dup(proc.stderr.fileno())}
-                    monitor = sandbox.Monitor(proc, limits, channel_fd=read_fd, token="-",
-                                              out_fds=out_fds)
-                    monitor_box["monitor"] = monitor
-                    monitor_thread = threading.Thread(target=monitor.run, daemon=True)
-                    monitor_thread.start()
-                    _run_cells(client, nb, state, monitor, watch)
-        except Exception as err:  # noqa: BLE001 - a kernel that never started
-            state.setdefault("error", f"{type(err).__name__}: {err}")
-        finally:
-            if write_fd >= 0:
-                os.close(write_fd)
-            if "monitor" in monitor_box:
-                monitor_box["monitor"].stop()
-            if monitor_thread is not None:
-                monitor_thread.join(timeout=30)
-            os.close(read_fd)
-            for fd in out_fds.values():
-                os.close(fd)
-        outcome = monitor_box["monitor"].outcome if "monitor" in monitor_box else None
-    return {"cells": nb.cells, "replies": client.replies, "outcome": outcome, **state}
-
-
-def _graded(cell) -> bool:
-    meta = cell.get("metadata", {})
-    return cell.cell_type == "code" and bool(meta.get("nbgrader", {}).get("grade")
-                                             or meta.get("autograder", {}).get("hidden_of"))
-
-
-def _probed(probe, cell, index: int, when: str, state, monitor) -> bool:
-    """Ask the tamper probe around a graded cell; False when the kernel is gone."""
-    from jupyter_core.utils import run_sync
-    found = probe.check(builtins_used(cell.source), arm=when == "before the cell")
-    if found and (monitor.outcome.killed_for or state["flood"]
-                  or not run_sync(probe.client.km.is_alive)()):
-        return False  # no answer from a dead kernel: its cells say why, not tampering
-    if found:
-        state["tamper"].setdefault(index, []).extend(f"{when}: {f}" for f in found)
-    return True
-
-
-def _run_cells(client, nb, state, monitor, watch=()) -> None:
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-    probe = Probe(client)
-    probe.start(watch)
-    state["probe_error"] = probe.error
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
-            continue
-        graded = _graded(cell)
-        if graded and not _probed(probe, cell, index, "before the cell", state, monitor):
-            state["dead_at"] = index
-            return
-        try:
-            client.execute_cell(cell, index)
-        except CellTimeoutError:
-            state["timeouts"].append(index)
-            if not _recovered(client, index):
-                state["dead_at"] = index + 1
-                state["dead_why"] = outcomes.status_of("cell-timeout")
-                monitor.stop()
-                return
-        except DeadKernelError:
-            state["dead_at"] = index
-            return
-        if monitor.outcome.killed_for or state["flood"]:
-            state["dead_at"] = index + 1
-            return
-        if graded and index not in state["timeouts"] and not _probed(
-                probe, cell, index, "after the cell", state, monitor):
-            state["dead_at"] = index + 1
-            return
-
-
-def _recovered(client, index: int) -> bool:
-    """After a cell timeout: interrupt, then check the kernel answers a trivial cell."""
-    _, nbformat, _ = _imports()
-    from jupyter_core.utils import run_sync
-    try:
-        run_sync(client.km.interrupt_kernel)()
-        probe = nbformat.v4.new_code_cell("pass")
-        # The reply is the proof of life; the probe's iopub status can be the message a
-        # cancelled read swallowed, so do not wait the default 4 s for it.
-        saved = client.timeout, client.iopub_timeout
-        client.timeout, client.iopub_timeout = 15, 1
-        try:  # stored in the timed-out cell's slot; its status is already recorded
-            client.execute_cell(probe, index)
-        finally:
-            client.timeout, client.iopub_timeout = saved
-        return True
-    except Exception:  # noqa: BLE001 - timed out again, died, or worse: not recovered
-        return False
+        env.update({protocol.ENV_TOKEN: token,
+                    protocol.ENV_STAGE: json.dumps({"job": str(job)}),
+                    "IPYTHONDIR": str(work / ".ipython"),
+                    "COURSE_RECORDS": str(work / "records"),
+                    # the course's provenance store defaults to <course>/build, read-only
+                    "MLFLOW_TRACKING_URI": f"sqlite:///{work / 'records' / 'mlflow.db'}"})
+        jail = sandbox.Jail(box, [sys.executable, *TEST_PROCESS], uid=uid, cwd=nbdir,
+                            env=env, limits=limits, namespaces=namespaces,
+                            result_fd=write_fd, hide=[Path(p) for p in settings.hide])
+        return sandbox.run(jail, (read_fd, write_fd), token=token)
 
 
 # ----------------------------------------------------------------------------------
 # Scoring
 # ----------------------------------------------------------------------------------
 
-def _error_of(cell, reply: dict | None) -> tuple[str, str] | None:
-    """(ename, evalue) when the cell raised, else None."""
-    if reply and reply.get("status") == "error":
-        return reply.get("ename", "Error"), str(reply.get("evalue", ""))
-    for out in cell.get("outputs", []):
-        if out.get("output_type") == "error":
-            return out.get("ename", "Error"), str(out.get("evalue", ""))
-    return None
+def _status_of_error(ename: str) -> str:
+    if "MemoryError" in ename:
+        return "memory"
+    if ename == "TestTimeout":
+        return "timeout"
+    return "fail" if ename in ("AssertionError", "NotImplementedError") else "error"
 
 
-def _partial(cell, max_points: float) -> float | None:
-    """nbgrader's partial credit: a number shown as the test cell's result."""
-    for out in cell.get("outputs", []):
-        if out.get("output_type") == "execute_result":
-            try:
-                value = float(out["data"]["text/plain"])
-            except (KeyError, TypeError, ValueError):
-                return None
-            return min(max(value, 0.0), max_points)
-    return None
+def _stopped(outcome: sandbox.Outcome, done: dict | None) -> tuple[str, str, str]:
+    """(status, reason, message) for the cells a run did not reach."""
+    if outcome.killed_for:
+        status, reason = outcomes.killed(outcome.killed_for)
+        return status, reason, f"not run: the notebook was stopped ({reason})"
+    why = (done or {}).get("dead_why")
+    if why:
+        status, reason = outcomes.status_of(why if why.startswith(outcomes.SIGNAL)
+                                            or why in outcomes.TABLE else "kernel-died")
+        return status, reason, f"not run: the learner process was stopped ({reason})"
+    if outcome.returncode is not None and outcome.returncode < 0:
+        reason = f"signal:{outcome.signal_name}"
+        return "crash", reason, f"not run: the grading process ended ({reason})"
+    return "crash", "exit-before-results", "not run: the grading process ended early"
 
 
-def score(key: dict, run: dict, tampered: list[str], limits: sandbox.Limits,
+def score(key: dict, cells: list[dict], outcome: sandbox.Outcome, hidden: bool,
           cell_timeout: float) -> list[dict]:
-    cells, replies = run["cells"], run["replies"]
-    outcome = run["outcome"]
-    dead_at = run.get("dead_at")
-    if run.get("error") and dead_at is None:
-        dead_at = 0
-    killed = outcome.killed_for if outcome else None
-    violations = [m for m in (outcome.channel if outcome else []) if m.get("kind") == "violation"]
-    if run.get("flood"):
-        dead_status, dead_reason = outcomes.status_of("output-limit")
-    elif run.get("dead_why"):
-        dead_status, dead_reason = run["dead_why"]
-    else:
-        dead_status, dead_reason = outcomes.killed(killed)
-    where = {}
-    for i, cell in enumerate(cells):
-        meta = cell.get("metadata", {})
-        gid = meta.get("nbgrader", {}).get("grade_id")
-        if gid in key["tests"]:
-            where.setdefault(gid, {})["visible"] = i
-        hid = meta.get("autograder", {}).get("hidden_of")
-        if hid:
-            where.setdefault(hid, {})["hidden"] = i
+    results = [m["result"] for m in outcome.channel if m.get("kind") == protocol.CHECK
+               and isinstance(m.get("result"), dict)]
+    done = next((m for m in outcome.channel if m.get("kind") == protocol.DONE), None)
+    violations = [m for m in outcome.channel if m.get("kind") == protocol.VIOLATION]
+    parts = {(r.get("cell"), r.get("part")): r for r in results}
+    where = {c["id"]: i for i, c in enumerate(cells) if c["kind"] == "test"}
     questions = []
     for gid in key["order"]:
         if gid not in key["tests"]:
             continue
-        test = key["tests"][gid]
+        test, index = key["tests"][gid], where.get(gid)
         q = {"id": gid, "points": 0.0, "max_points": test["points"], "status": "pass",
-             "message": "", "hidden_failed": False, "tampered": gid in tampered,
-             "has_hidden": "hidden" in where.get(gid, {})}
-        parts = [("visible", where[gid]["visible"])]
-        if "hidden" in where[gid]:
-            parts.append(("hidden", where[gid]["hidden"]))
-        for part, index in parts:
-            if dead_at is not None and index >= dead_at and index not in run["timeouts"]:
-                q.update(status=dead_status, reason=dead_reason,
-                         message=f"not run: the kernel was stopped ({dead_reason})")
+             "message": "", "hidden_failed": False,
+             "has_hidden": bool(hidden and test["hidden"])}
+        wanted = ["visible", "hidden"] if q["has_hidden"] else ["visible"]
+        partial = None
+        for part in wanted:
+            r = parts.get((index, part))
+            if r is None:
+                status, reason, message = _stopped(outcome, done)
+                q.update(status=status, reason=reason, message=message)
                 break
-            if index in run["timeouts"]:
-                q.update(status="timeout", reason="cell-timeout",
-                         message=f"the cell ran past {cell_timeout:g} s")
-                break
-            err = _error_of(cells[index], replies.get(index))
-            if err:
-                ename, evalue = err
-                status = "memory" if "MemoryError" in ename else (
-                    "fail" if ename in ("AssertionError", "NotImplementedError")
-                    else "error")
+            if r.get("error"):
+                ename, evalue = (str(x) for x in r["error"][:2])
+                status = _status_of_error(ename)
+                if status == "timeout":
+                    q.update(reason="cell-timeout")
                 if part == "hidden":  # the text stays with the instructor
-                    q.update(status=status, hidden_failed=True,
-                             message="a hidden check failed",
+                    q.update(status=status, hidden_failed=True, message="a hidden check failed",
                              instructor_message=f"{ename}: {evalue}"[:500])
                 elif ename == "NotImplementedError":
                     q.update(status=status, message="not yet: a solution cell still raises "
                              f"NotImplementedError {evalue}".rstrip()[:500])
+                elif status == "timeout":
+                    q.update(status=status, message=f"the test ran past {cell_timeout:g} s")
                 else:
                     q.update(status=status, message=f"{ename}: {evalue}"[:500])
                 break
+            partial = r.get("partial")
         if q["status"] == "pass":
-            last = cells[parts[-1][1]]
-            partial = _partial(last, test["points"])
-            q["points"] = test["points"] if partial is None else partial
+            q["points"] = test["points"] if type(partial) not in (int, float) else \
+                min(max(float(partial), 0.0), test["points"])
         if violations:
-            q.update(points=0.0, status="error", reason=violations[0]["what"],
-                     message=f"sandbox: {violations[0]['detail']} was refused")
+            v = violations[0]
+            q.update(points=0.0, status="error", reason=str(v.get("what", "violation")),
+                     hidden_failed=False,
+                     message=f"sandbox: {v.get('detail', '')} was refused"[:500]
+                     if v.get("what") != protocol.TAMPER_EVIDENCE else
+                     f"tamper evidence: {v.get('detail', '')}"[:500])
         questions.append(q)
-    if not violations:
-        _tampering(questions, where, run.get("tamper", {}))
     return questions
 
 
-def _tampering(questions: list[dict], where: dict, tamper: dict) -> None:
-    """A graded cell that earlier cells could have forged grades nothing: every question
-    of the notebook scores 0, ``error``/``tamper-notebook``, naming what was found."""
-    if not tamper:
-        return
-    status, reason = outcomes.status_of("tamper-notebook")
-    first = tamper[min(tamper)][0]
-    for q in questions:
-        found = [f for part in where.get(q["id"], {}).values() for f in tamper.get(part, [])]
-        text = found[0] if found else f"found around another graded cell: {first}"
-        q.update(points=0.0, status=status, reason=reason, hidden_failed=False,
-                 message=f"tampering with the grader {text}"[:500])
+def run_summary(cells: list[dict], outcome: sandbox.Outcome) -> dict:
+    """For the instructor: where a run stopped and why, and the cells that ran past their
+    limit (each with its first line)."""
+    def head(i) -> str:
+        cell = cells[i] if isinstance(i, int) and 0 <= i < len(cells) else {}
+        first = ((cell.get("source") or cell.get("visible") or "").strip().splitlines()
+                 or [""])[0]
+        return f"cell {i} ({cell.get('kind', '?')}): {first[:120]}"
+    done = next((m for m in outcome.channel if m.get("kind") == protocol.DONE), {})
+    slow = [m["result"]["cell"] for m in outcome.channel if m.get("kind") == protocol.CHECK
+            and isinstance(m.get("result"), dict) and m["result"].get("timeout")]
+    out = {"cell_timeouts": [head(i) for i in slow]}
+    if done.get("dead_why"):
+        out["stopped"] = {"why": done["dead_why"], "at": head(done.get("dead_at")),
+                          "detail": str(done.get("dead_detail", ""))[:300]}
+    return out
+
+
+def check_cell_outputs(cells: list[dict], outcome: sandbox.Outcome) -> list[dict]:
+    """The check cells that ran, as nbformat-like cells with their printed text (what
+    ``check_cells.answered`` counts)."""
+    texts = {m["result"].get("cell"): m["result"].get("text", "") for m in outcome.channel
+             if m.get("kind") == protocol.CHECK and isinstance(m.get("result"), dict)
+             and m["result"].get("part") in ("learner", "course")}
+    return [{"cell_type": "code", "source": c["source"],
+             "outputs": [{"output_type": "stream", "text": texts[i]}]}
+            for i, c in enumerate(cells) if i in texts and "run_check(" in c["source"]]
 
 
 def grade_notebook(settings: Settings, name: str, key: dict, student: str,
@@ -507,61 +287,59 @@ def grade_notebook(settings: Settings, name: str, key: dict, student: str,
                    graded_stages: list[dict] = ()) -> dict:
     """One gradebook record for ``name`` (``notebooks/<file>.ipynb``); ``graded_stages``:
     this submission's graded stage records its check cells show."""
-    _, nbformat, _ = _imports()
+    import nbformat
     max_points = sum(t["points"] for t in key["tests"].values())
     record = {"student": student, "item": name, "kind": "notebook", "notebook": name,
               "status": "missing", "reason": "", "message": "", "points": 0.0,
               "max_points": max_points, "manual": key["manual"], "tampered": [],
               "restored_missing": [], "questions": [], "checks": []}
+
+    def every_question(status: str, message: str) -> list[dict]:
+        return [{"id": g, "status": status, "points": 0.0, "max_points": t["points"],
+                 "message": message} for g, t in key["tests"].items()]
+
     path = submission / name
     if not path.is_file() or path.is_symlink():
         record.update(reason="missing-file", message=f"the submission has no {name}")
-        record["questions"] = [{"id": g, "status": "missing", "points": 0.0,
-                                "max_points": t["points"], "message": ""}
-                               for g, t in key["tests"].items()]
+        record["questions"] = every_question("missing", "")
         return record
     try:
         check_notebook_file(path)  # bounded work before nbformat reads it all
     except NotebookRefused as refused:
         status, reason = outcomes.status_of(refused.reason)
         record.update(status=status, reason=reason, message=refused.message[:500])
-        record["questions"] = [{"id": g, "status": status, "points": 0.0,
-                                "max_points": t["points"], "message": refused.message[:200]}
-                               for g, t in key["tests"].items()]
+        record["questions"] = every_question(status, refused.message[:200])
         return record
     try:
         submitted = nbformat.read(str(path), as_version=4)
     except Exception as err:  # noqa: BLE001 - not JSON, not a notebook
         record.update(status="error", reason="unreadable-notebook",
                       message=f"{name} is not a readable notebook: {err}"[:500])
-        record["questions"] = [{"id": g, "status": "error", "points": 0.0,
-                                "max_points": t["points"], "message": "notebook unreadable"}
-                               for g, t in key["tests"].items()]
+        record["questions"] = every_question("error", "notebook unreadable")
         return record
-    cells, tampered, missing = restore(submitted, key, hidden)
+    cells, tampered, missing = plan(submitted, key, hidden)
     params = key.get("ci_parameters") if settings.nb_sizes == "ci" else {}
+    cells = with_parameters(cells, submitted, params or {})
     env = {"COURSE_CHECK_SEED": str(seed)} if seed is not None else {}
     started = time.monotonic()
-    run = execute(settings, cells, submission, params or {}, env, key.get("watch", []),
-                  graded_stages)
+    outcome = execute(settings, name, cells, key.get("imports", {}), submission, env,
+                      graded_stages)
     wall = time.monotonic() - started
-    questions = score(key, run, tampered, settings.sandbox_limits(), settings.cell_timeout)
+    questions = score(key, cells, outcome, hidden, settings.cell_timeout)
     statuses = [q["status"] for q in questions]
-    outcome = run["outcome"]
     status = "pass" if all(s == "pass" for s in statuses) else next(
         (s for s in ("crash", "timeout", "memory", "error", "fail") if s in statuses), "fail")
     reason = next((q.get("reason", "") for q in questions if q["status"] == status), "")
-    message = run.get("error", "") or (questions[0]["message"] if reason == "tamper-notebook"
-                                       and questions else "")
-    stderr = (outcome.stderr[-3000:] if outcome else "")
-    if run.get("probe_error"):  # a grader problem, for the instructor
-        stderr = f"{run['probe_error']}\n{stderr}"
+    message = next((q["message"] for q in questions if q.get("reason") == reason and reason
+                    and reason in outcomes.REFUSALS), "")
     record.update(status=status, reason=reason, questions=questions, tampered=tampered,
                   restored_missing=missing, points=sum(q["points"] for q in questions),
                   message=message, isolation=sandbox.isolation(),
                   not_applied=sandbox.not_applied(),
-                  wall_s=round(wall, 3), check_cells=answered(run["cells"]),
-                  peak_memory_mb=round(outcome.peak_memory_mb, 1) if outcome else 0.0,
-                  stderr_tail=stderr)
+                  learner_isolation=protocol.LEARNER_PROCESS,
+                  wall_s=round(wall, 3),
+                  check_cells=answered(check_cell_outputs(cells, outcome)),
+                  peak_memory_mb=round(outcome.peak_memory_mb, 1),
+                  run=run_summary(cells, outcome), stderr_tail=outcome.stderr[-3000:])
     record["checks"] = record["questions"]
     return record

@@ -60,6 +60,8 @@ TABLE: dict[str, Outcome] = {
     "tamper-evidence": Outcome("error", "the evidence your code reported about itself did "
                                         "not match what the checker measured; the stage "
                                         "scores 0", flagged=True),
+    # (graded before issue 45 only: a notebook's tests now run apart from its cells;
+    # kept so feedback and reports read older gradebooks)
     "tamper-notebook": Outcome("error", "a cell changed how the notebook's test cells run "
                                         "(an input transformer, exception handler, trace "
                                         "function or replaced test function); the notebook "
@@ -76,7 +78,8 @@ TABLE: dict[str, Outcome] = {
                                             "them"),
     # the learner's code
     "learner-code": Outcome("error", ""),  # the checker's own message says what
-    "kernel-died": Outcome("crash", "the notebook kernel died (a crash in your code?)"),
+    "kernel-died": Outcome("crash", "the process running your notebook died (a crash in "
+                                    "your code?)"),
     "exit-before-results": Outcome("crash", "the process exited before the checks finished"),
     "missing-file": Outcome("missing", "the file was not in the submission"),
     "unreadable-notebook": Outcome("error", "the notebook file could not be read"),

@@ -40,7 +40,10 @@ Submission files come from the folder the gradebook's latest ``grade`` run grade
 (``--submissions`` to say where, if it moved), zips from GRADING/.unpacked/; the
 released text from the course (starters) and that run's ``--notebooks`` folder (or
 ``--notebooks``; a notebook whose source is not found is compared with nothing removed,
-and a note says so). The gradebook is only read.
+and a note says so). The gradebook is only read. Names are matched exactly: two
+submissions whose names differ only in Unicode form (NFC and NFD ``josé``) are two
+learners, each read from its own folder, and printed with their folder names
+(``autograder.names.shown``) so a reader can tell them apart.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from pathlib import Path
 
 from autograder import course as course_mod
 from autograder.classdata import ClassDataError, load, nfc, run_argv
+from autograder.names import NameRefused, inside, shown
 
 NOISE, GUARANTEE = 25, 30   # copydetect's k and its guarantee (window = 30 - 25 + 1)
 THRESHOLD, MIN_TOKENS, PAGES = 0.5, 40, 200
@@ -490,14 +494,28 @@ def graded_folders(grading: Path, book, submissions: Path | None,
 
 def submission_roots(grading: Path, students: list[str], folder: Path
                      ) -> tuple[dict[str, Path], list[str]]:
+    """student -> the folder to read, for every graded student; the students without
+    one. Names are matched exactly (NFC and NFD ``josé`` are two learners, each with
+    their own files); a name found only in another normal form (a folder copied through
+    macOS since) is matched when exactly one folder has that form."""
     from autograder import submissions as subs_mod
-    found = {nfc(k): v for k, v in subs_mod.find(folder).items()}
+    found = subs_mod.find(folder)
+    by_form: dict[str, list[str]] = defaultdict(list)
+    for name in found:
+        by_form[nfc(name)].append(name)
     roots, missing = {}, []
     for student in students:
-        path = found.get(nfc(student))
+        path = found.get(student)
+        if path is None and len(by_form.get(nfc(student), [])) == 1 \
+                and by_form[nfc(student)][0] not in students:
+            path = found[by_form[nfc(student)][0]]
         if path is not None and path.suffix == ".zip":
-            unpacked = Path(grading) / ".unpacked" / student
-            path = subs_mod.submission_root(unpacked) if unpacked.is_dir() else None
+            try:
+                unpacked = inside(Path(grading) / ".unpacked", student)
+            except NameRefused:
+                unpacked = None
+            path = subs_mod.submission_root(unpacked) if unpacked and unpacked.is_dir() \
+                else None
         if path is None:
             missing.append(student)
         else:
@@ -537,15 +555,16 @@ def marked(text: str, slices) -> str:
 
 def pair_page(n: int, p: Pair) -> str:
     e = html.escape
+    a, b = e(shown(p.a)), e(shown(p.b))
     return ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-            f"<title>Pair {n}: {e(p.a)} and {e(p.b)}</title><style>{CSS}</style></head>"
+            f"<title>Pair {n}: {a} and {b}</title><style>{CSS}</style></head>"
             f"<body><p class='caution'><b>{e(CAUTION)}</b></p>"
             f"<h1>{e(p.key)}</h1><p>{p.tokens} shared tokens; {p.share_a:.0%} of "
-            f"{e(p.a)}'s own text is found in {e(p.b)}'s, {p.share_b:.0%} the other way. "
+            f"{a}'s own text is found in {b}'s, {p.share_b:.0%} the other way. "
             "Shared passages are marked; the released starter text is not counted.</p>"
             "<p><a href='index.html'>all pairs</a></p><div class='side'>"
-            f"<div><h2>{e(p.a)}</h2><pre>{marked(p.texts[0], p.slices[0])}</pre></div>"
-            f"<div><h2>{e(p.b)}</h2><pre>{marked(p.texts[1], p.slices[1])}</pre></div>"
+            f"<div><h2>{a}</h2><pre>{marked(p.texts[0], p.slices[0])}</pre></div>"
+            f"<div><h2>{b}</h2><pre>{marked(p.texts[1], p.slices[1])}</pre></div>"
             "</div></body></html>\n")
 
 
@@ -554,10 +573,10 @@ def index_page(found: Found, pages: int, threshold: float) -> str:
     rows = []
     for n, p in enumerate(found.pairs, 1):
         link = f"<a href='pair-{n:04d}.html'>side by side</a>" if n <= pages else ""
-        rows.append(f"<tr><td>{n}</td><td>{p.score:.0%}</td><td>{e(p.a)}</td>"
-                    f"<td>{e(p.b)}</td><td>{e(p.key)}</td><td>{p.tokens}</td>"
+        rows.append(f"<tr><td>{n}</td><td>{p.score:.0%}</td><td>{e(shown(p.a))}</td>"
+                    f"<td>{e(shown(p.b))}</td><td>{e(p.key)}</td><td>{p.tokens}</td>"
                     f"<td>{link}</td></tr>")
-    same = "".join(f"<li>{' = '.join(e(s) for s in g)}</li>" for g in found.identical)
+    same = "".join(f"<li>{' = '.join(e(shown(s)) for s in g)}</li>" for g in found.identical)
     return ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>Similar submissions</title><style>{CSS}</style></head><body>"
             f"<h1>Similar submissions</h1><p class='caution'><b>{e(CAUTION)}</b></p>"
@@ -614,10 +633,10 @@ def main(grading: Path, out: Path | None, submissions: Path | None, threshold: f
           f"{threshold:.0%} with {min_tokens}+ shared tokens")
     print(f"  {CAUTION}")
     for n, p in enumerate(found.pairs, 1):
-        print(f"{n:4d}. {p.score:4.0%}  {p.a} ~ {p.b}  {p.key}  ({p.tokens} shared tokens; "
-              f"{p.share_a:.0%} / {p.share_b:.0%})")
+        print(f"{n:4d}. {p.score:4.0%}  {shown(p.a)} ~ {shown(p.b)}  {p.key}  "
+              f"({p.tokens} shared tokens; {p.share_a:.0%} / {p.share_b:.0%})")
     for group in found.identical:
-        print(f"identical learner files: {' = '.join(group)}")
+        print(f"identical learner files: {' = '.join(map(shown, group))}")
     for s in missing:
         print(f"not found on disk (in the gradebook, not in {folder}): {s}", file=sys.stderr)
     for note in found.notes:

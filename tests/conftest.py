@@ -65,7 +65,7 @@ def pin_to_one_core(index: int) -> None:
 GRADER_FILES = (  # one grading of the instructor's work (graded_reference below); and each
     # asserts that no sandbox process outlives its batch, which another grader would break
     "test_autograder.py", "test_autograder_batch.py", "test_autograder_notebooks.py",
-    "test_autograder_notebook_attacks.py",
+    "test_autograder_notebook_attacks.py", "test_autograder_notebook_apart.py",
     "test_slurm_grading.py", "test_autograder_shared_runs.py", "test_class_tools_graded.py",
     "test_jail_allow_list.py", "test_autograder_notebook_limits.py",
     "test_grader_novel_attacks.py", "test_grader_isolation_attacks.py")

@@ -9,8 +9,9 @@ honest solution notebooks:
   which it took from the compiler at test time, matched the wrong answer.
 
 Both attacks sit in one submission; each attacked question must score 0, ``fail`` (the
-test now compares plain values with constants) or ``tamper-notebook``, while the honest
-submission's copies of the same notebooks keep every point.
+test compares plain values with constants, and runs in the grader's test process, where
+no learner cell reaches), while the honest submission's copies of the same notebooks
+keep every point. Issue 45's attacks: tests/test_autograder_notebook_apart.py.
 """
 
 from __future__ import annotations
@@ -63,14 +64,16 @@ ATTACKED = {"02_trace_reading.ipynb": "covered_us_tests",
             "03_roofline.ipynb": "elementwise_cost_by_hand_tests"}
 
 
-def grade(subs: Path, out: Path, stages: str) -> dict:
-    """{(student, item): record} of one batch through ``python -m autograder grade``."""
+def grade(subs: Path, out: Path, stages: str, notebooks: Path | None = None) -> dict:
+    """{(student, item): record} of one batch through ``python -m autograder grade``
+    (``notebooks``: the source notebooks' folder, the course's by default)."""
     sys.path.insert(0, str(ROOT))
     from autograder.gradebook import Gradebook
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    more = ["--notebooks", str(notebooks)] if notebooks else []
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out",
                            str(out), "--stages", stages, "--workers", "2", "--quiet",
-                           "--timeout", "600"], cwd=ROOT, capture_output=True, text=True,
+                           "--timeout", "600", *more], cwd=ROOT, capture_output=True, text=True,
                           timeout=1500, env=env, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     book = Gradebook.in_dir(out)
@@ -117,7 +120,7 @@ def test_attacked_questions_score_zero(attacked_batch):
         rec = attacked_batch[("attacker", f"notebooks/{name}")]
         q = {q["id"]: q for q in rec["questions"]}[question]
         assert q["points"] == 0.0, (name, q)
-        assert q["status"] == "fail" or q.get("reason") == "tamper-notebook", (name, q)
+        assert q["status"] == "fail", (name, q)
 
 
 @pytest.mark.slow
@@ -128,4 +131,4 @@ def test_honest_notebooks_keep_their_points(attacked_batch):
     for item, rec in rows.items():
         short = [(q["id"], q["status"], q["message"][:200]) for q in rec["questions"]]
         assert rec["status"] == "pass" and rec["points"] == rec["max_points"] > 0, (item, short)
-        assert rec["reason"] != "tamper-notebook", (item, rec["message"])
+        assert not rec["reason"].startswith("tamper"), (item, rec["message"])

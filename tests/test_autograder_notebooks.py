@@ -1,10 +1,12 @@
-"""Notebook grading through the real grader: test cells that earlier cells forged score
-0 with a named reason (``tamper-notebook``), with full isolation and in the fallback
-mode, and so do answers that forge a comparison (an always-equal value: ``fail``, named;
-a patched library class a test relies on: ``tamper-notebook``); honest notebooks score
-exactly as before; the instructor's own solution notebooks
-and solution files get full marks (notebook 00 writes its provenance into the run's
-own folder, not the read-only course copy)."""
+"""Notebook grading through the real grader: cells that try to forge the test cells
+after them (input and AST transformers, exception handlers, trace functions, patched
+shell methods, replaced builtins and library functions) change nothing, because the
+tests run in the grader's test process, apart from the learner's notebook (issue 45);
+each forger scores what its answers earn, with nothing flagged, with full isolation and
+in the fallback mode. Answers that forge a comparison (an always-equal value) fail,
+named. Honest notebooks score exactly as before; the instructor's own solution notebooks
+and solution files get full marks (notebook 00 writes its provenance into the run's own
+folder, not the read-only course copy)."""
 
 from __future__ import annotations
 
@@ -27,21 +29,8 @@ from autograder import outcomes  # noqa: E402
 from autograder.gradebook import Gradebook  # noqa: E402
 
 NB = "notebooks/ag_demo.ipynb"
-# what each forger's record must name
-VECTOR = {"nb-forge-input-transformer": "input_transformers_cleanup",
-          "nb-forge-ast-transformer": "ast_transformers",
-          "nb-forge-custom-exc": "set_custom_exc",
-          "nb-forge-settrace": "sys.settrace",
-          "nb-forge-trace-in-test": "after the cell: sys.settrace was called",
-          "nb-forge-allclose": "numpy.testing: assert_allclose",
-          "nb-forge-builtin": "builtins: abs",
-          "nb-forge-shadow": "float is redefined",
-          "nb-forge-post-run-cell": "post_run_cell",
-          "nb-forge-run-cell": "run_cell",
-          "nb-forge-probe-killer": "probe",
-          # issue 27: forged values, not cells (fx.notebook_value_forgers)
-          "nb-forge-always-equal": "square should return a plain number, not AlwaysEqual",
-          "nb-forge-library-class": "statistics.NormalDist.from_samples"}
+# what a forged value's failing question must name
+NAMED = {"nb-forge-always-equal": "square should return a plain number, not AlwaysEqual"}
 HONEST_POINTS = {"nb-good": 3.0, "nb-wrong": 1.0, "nb-hidden-wrong": 1.0,
                  "nb-tampered": 1.0, "nb-kernel-crash": 2.0, "nb-cell-loop": 2.0}
 
@@ -78,25 +67,18 @@ def all_forgers() -> dict:
 
 
 def assert_forgers_caught(latest: dict) -> None:
-    """A forged cell or library: every question 0, ``tamper-notebook``, the record naming
-    what was forged. A forged value: the questions it answers 0 with their expected
-    status and the reason in their message, the rest as expected, no tamper flag."""
+    """Every forger: each question as its answers earn (a wrong square fails, a right
+    mean passes), the points that gives, no tamper reason anywhere; a forged value's
+    failing question names it."""
     wrong = {}
-    for student, vector in VECTOR.items():
+    for student, (_, expected) in all_forgers().items():
         rec = latest[student]["record"]
-        expected = all_forgers()[student][1]
-        qs = {q["id"]: (q["status"], q.get("reason"), q["points"]) for q in rec["questions"]}
-        if set(expected.values()) == {"error"}:
-            caught = (rec["status"], rec["reason"], rec["points"]) == (
-                "error", "tamper-notebook", 0.0) \
-                and set(qs.values()) == {("error", "tamper-notebook", 0.0)} \
-                and vector in rec["message"]
-        else:
-            attacked = [q for q in rec["questions"] if expected[q["id"]] != "pass"]
-            caught = {q["id"]: q["status"] for q in rec["questions"]} == expected \
-                and rec["reason"] != "tamper-notebook" and attacked \
-                and all(q["points"] == 0.0 and vector in q["message"] for q in attacked)
-        if not caught:
+        got = {q["id"]: q["status"] for q in rec["questions"]}
+        points = sum(q["max_points"] for q in rec["questions"] if expected[q["id"]] == "pass")
+        named = all(NAMED[student] in q["message"] for q in rec["questions"]
+                    if q["status"] != "pass") if student in NAMED else True
+        if got != expected or rec["points"] != points or not named or any(
+                q.get("reason") in outcomes.REFUSALS for q in rec["questions"]):
             wrong[student] = (rec["status"], rec["reason"], rec["points"], rec["message"][:300],
                               [(q["id"], q["status"], q["message"][:200])
                                for q in rec["questions"]])
@@ -121,9 +103,8 @@ def namespaces_batch(tmp_path_factory):
 
 
 def test_forgers_are_named_in_the_sample_set():
-    assert set(all_forgers()) == set(VECTOR)
     assert not set(fx.notebook_forgers()) & set(fx.notebook_value_forgers())
-    assert all(e == {"square_tests": "error", "mean_tests": "error"}
+    assert all(e == {"square_tests": "fail", "mean_tests": "pass"}
                for _, e in fx.notebook_forgers().values())
     # every graded question of the fixture meets a forged value or library
     attacked = {q for _, e in fx.notebook_value_forgers().values() for q, s in e.items()
@@ -132,7 +113,7 @@ def test_forgers_are_named_in_the_sample_set():
 
 
 @pytest.mark.slow
-def test_forged_test_cells_score_zero_with_full_isolation(namespaces_batch):
+def test_forging_cells_change_nothing_with_full_isolation(namespaces_batch):
     assert_forgers_caught(namespaces_batch["latest"])
     isolation = {r["record"]["isolation"] for r in namespaces_batch["latest"].values()}
     assert isolation == {"namespaces" if os.geteuid() == 0 else "limits"}
@@ -144,21 +125,23 @@ def test_honest_notebooks_score_as_before(namespaces_batch):
 
 
 @pytest.mark.slow
-def test_export_flags_and_feedback_name_the_tampering(namespaces_batch):
+def test_export_flags_nothing_and_feedback_shows_the_answers(namespaces_batch):
+    """A forger gets its answers' feedback (its wrong square, the test's own message),
+    never a tampering flag: nothing it did reached a test."""
     tmp = namespaces_batch["tmp"]
     done = subprocess.run([sys.executable, "-m", "autograder", "export", str(tmp / "out"),
                            "--csv", str(tmp / "grades.csv")], cwd=ROOT, capture_output=True,
                           text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     rows = {r["student"]: r for r in csv.DictReader((tmp / "grades.csv").open())}
-    assert f"tamper-notebook {NB}" in rows["nb-forge-input-transformer"]["flags"]
-    assert "tamper-notebook" not in rows["nb-good"]["flags"]
+    assert all(rows[s]["flags"] == "" for s in all_forgers()), \
+        {s: rows[s]["flags"] for s in all_forgers()}
     text = (tmp / "out" / "feedback" / "nb-forge-settrace" / "feedback.md").read_text()
-    assert outcomes.TABLE["tamper-notebook"].explain in text and "sys.settrace" in text
+    assert "square(3) should be 9" in text and "tamper" not in text
 
 
 @pytest.mark.slow
-def test_forged_test_cells_score_zero_in_the_fallback_mode(tmp_path):
+def test_forging_cells_change_nothing_in_the_fallback_mode(tmp_path):
     students = {**{s: fx.notebook_variants()[s] for s in ("nb-good", "nb-wrong")},
                 **all_forgers()}
     latest = demo_batch(tmp_path, students, isolation="limits")

@@ -3,6 +3,13 @@ answer returning a ``float`` subclass whose ``__eq__`` always says True passed n
 02's test; a cell that patched ``jax.stages.Compiled.cost_analysis``, which notebook 03's
 hidden test used for its expected value, passed that one).
 
+The rules hold on both routes a test cell runs: in a notebook (JupyterLab, papermill,
+plain nbgrader), where every earlier cell shares its interpreter, and in the grader's
+test process (issue 45), where library calls are the test process's own and only what
+is read from the learner's notebook (its values, its functions, the course's notebook
+names) could be the learner's: a value arrives as data, and a call of a notebook name
+runs in the learner's process.
+
 A static reading of each graded, locked code cell of ``notebooks/src/NN_*.py`` (visible
 and hidden part), in order, statement by statement:
 
@@ -49,12 +56,19 @@ COMPARE_CALLS = {"numpy.allclose", "numpy.isclose", "numpy.array_equal", "math.i
 
 _RECORD = ("stores the prediction for the cell that compares it with the measurement; the "
            "grade rests on the cell's own type check, not on this call")
-_KERNEL = ("runs the learner's kernel through the test's own pallas_call (a kernel body is "
-           "not a function that returns a value); jax and pallas are in the probe's watch")
-_REFERENCE = ("the float64 reference's nonlinearity: a NumPy ufunc on arrays the test built "
-              "(numpy's namespace is watched by the tamper probe); the shapes follow inputs "
-              "too large to write out as constants")
-# (notebook, grade_id) -> {callee or notebook name: why the test may use it}
+_KERNEL = ("runs the learner's kernel in one padded block (a kernel body is not a function "
+           "that returns a value): graded, the program the learner's process exported, read "
+           "and run in the test process (coursekit.notebook.kernels)")
+_REFERENCE = ("the float64 reference's nonlinearity: a NumPy ufunc on arrays the test built; "
+              "the shapes follow inputs too large to write out as constants")
+_GRADED = ("the stage's result as the grader graded this learner file (the check cells' "
+           "record), or its checker run again where it was not graded: never a value the "
+           "notebook holds")
+# (notebook, grade_id) -> {callee or notebook name: why the test may use it}. A library
+# call runs in the grader's test process, which imports the library itself (course
+# imports, or the cell's own) and never runs learner code; a notebook name is read from
+# the learner's process, where an earlier cell can rebind it, so each says why that
+# cannot raise a score.
 ALLOWED = {
     **{(nb, gid): {"coursekit.notebook.cells.record_prediction": _RECORD} for nb, gid in (
         ("00_foundations", "prediction_fd32_present"),
@@ -77,23 +91,21 @@ ALLOWED = {
         "coursekit.workloads.classifier.init_params": "the test's own initial parameters",
         "jax.random.key": "the keys of the test's own data and parameters",
         "numpy.tanh": _REFERENCE, "numpy.exp": _REFERENCE,
-        "on_mesh": "places the test's batch on the notebook's mesh as the learner's input; "
-                   "the reference is computed from the test's own host batch"},
+        "on_mesh": "places the test's batch on the notebook's mesh as the learner's input "
+                   "(in the learner's process); the reference is computed from the test's "
+                   "own host batch, so a rebound on_mesh only changes the learner's input"},
     ("06_pallas", "fixed_kernel_tests"): {
-        "jax.experimental.pallas.BlockSpec": _KERNEL,
-        "jax.experimental.pallas.pallas_call": _KERNEL,
-        "jax.experimental.pallas.next_power_of_2": _KERNEL,
-        "jax.ShapeDtypeStruct": _KERNEL, "functools.partial": _KERNEL,
+        "coursekit.notebook.kernels.one_block_output": _KERNEL,
         "jax.numpy.asarray": "puts the test's own input on the device for the kernel",
         "numpy.random.default_rng": "draws the test's own inputs",
         "jax.nn.softmax": "the test's reference: JAX's own float32 softmax of the test's own "
-                          "input (jax is in the tamper probe's watch); a NumPy float64 "
-                          "softmax written here would be stage 1's answer in the release"},
+                          "input; a NumPy float64 softmax written here would be stage 1's "
+                          "answer in the release"},
     ("06_pallas", "decision_06_backed_by_evidence"): {
-        "check2": "the decision is held to stage 2's checker run in the notebook; its verdict "
-                  "is read with `is True`, never converted from a learner object",
-        "stage3": "the decision is held to the notebook's stage-3 sweep; `done` is read with "
-                  "`is True`"},
+        "coursekit.notebook.cells.run_check": _GRADED,
+        "IMPL": "the file whose stages the notebook's check cells show, taken as a plain str "
+                "(its type checked): the decision is held to that file's graded stages, so "
+                "pointing it elsewhere only changes which file's checks must pass"},
 }
 
 RAW, CONTAINER, PLAIN = "learner value", "learner container", "plain"
@@ -542,24 +554,61 @@ def test_graded_cells_compare_plain_data(path):
     assert not problems, "\n".join(problems)
 
 
-def test_every_allowed_exception_is_used_and_watched():
-    """No stale entry in ALLOWED; and every library call it allows is one the tamper
-    probe watches in that notebook (autograder.tamper.watch_targets)."""
-    import sys
-    sys.path.insert(0, str(ROOT))
-    from autograder.tamper import watch_targets
+def _course_imports(path: Path) -> dict[str, str]:
+    """What the grader's test process imports fresh for this notebook (its grading key's
+    ``imports``, from the same source)."""
+    from coursekit.notebook.free_names import course_imports
+    nb = source_notebook(path)
+    return course_imports([(c.source, bool(c.metadata.get("nbgrader", {}).get("solution")))
+                           for c in nb.cells if c.cell_type == "code" and not (
+                               c.metadata.get("nbgrader", {}).get("grade")
+                               and c.metadata.get("nbgrader", {}).get("locked"))])
+
+
+def test_every_allowed_exception_is_used_and_runs_where_it_is_meant_to():
+    """No stale entry in ALLOWED; every library call it allows is one the grader's test
+    process imports itself (a course import of the notebook, or the test cell's own), so
+    no learner cell can have replaced it there; every notebook name it allows is one the
+    test process reads from the learner's notebook (not a course import)."""
     used = set()
     for path in SOURCES:
         used |= check_notebook(path)[1]
     listed = {(nb, gid, what) for (nb, gid), entries in ALLOWED.items() for what in entries}
     assert listed == used, {"listed, never used": sorted(listed - used)}
-    for nb, _, what in sorted(listed):
-        if "." not in what:
-            continue  # a notebook name, not a library
-        watched = watch_targets(nbformat.read(str(ROOT / "notebooks" / f"{nb}.ipynb"),
-                                              as_version=4))
-        assert what in watched or any(what.startswith(w + ".") for w in watched), \
-            (nb, what, watched)
+    tests = {(p.stem, gid): src for p in SOURCES for gid, src in Notebook(
+        source_notebook(p)).tests}
+    for nb, gid, what in sorted(listed):
+        imports = {**_course_imports(ROOT / "notebooks" / "src" / f"{nb}.py"),
+                   **imports_of(tests[nb, gid])}
+        if "." not in what:  # a notebook name: read from the learner's process
+            assert what not in imports, (nb, gid, what)
+            continue
+        bound = [name for name, dotted in imports.items()
+                 if what == dotted or what.startswith(dotted + ".")]
+        assert bound, (nb, gid, what, "not imported by the course or the cell")
+
+
+def imports_of(source: str) -> dict[str, str]:
+    return imports(ast.parse(source))
+
+
+def test_every_test_cell_stands_alone():
+    """The grader runs each test cell in a namespace of its own: every name a test cell
+    reads is its own, a builtin, a course import or a name of the learner's notebook (a
+    course or answer cell binds it), never one only another test cell binds."""
+    from coursekit.notebook.free_names import bound_names, free_names
+    problems = []
+    for path in SOURCES:
+        nb = Notebook(source_notebook(path))
+        by_tests = set().union(*(bound_names(src) for _, src in nb.tests)) if nb.tests \
+            else set()
+        notebook_names = nb.learner | nb.names | set(nb.modules)
+        for gid, source in nb.tests:
+            for name in free_names(source):
+                if name in by_tests and name not in notebook_names:
+                    problems.append(f"{path.stem} {gid}: reads {name}, which only another "
+                                    "test cell binds")
+    assert not problems, problems
 
 
 # The reported cases (issue 27), as they stood: the check must refuse both.

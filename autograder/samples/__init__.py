@@ -159,7 +159,9 @@ _WRONG_SQUARE = "def square(x):\n    return x + x\n"
 
 def notebook_forgers() -> dict:
     """student -> (edits, expected per question): a wrong ``square`` plus a cell that
-    forges the test cells after it. Each must score 0, ``error``/``tamper-notebook``."""
+    tries to forge the test cells after it. The tests run in the grader's test process,
+    where no learner cell reaches: each scores what its answers earn (``square`` wrong,
+    ``mean`` right), with nothing flagged."""
     forgers = {
         # any cell with an assert becomes `pass` before IPython compiles it
         "nb-forge-input-transformer": (
@@ -226,7 +228,7 @@ def notebook_forgers() -> dict:
             "    return ['pass\\n' if 'assert' in line else line for line in lines]\n"
             "get_ipython().input_transformers_cleanup.append(_no_asserts)"),
     }
-    expected = {"square_tests": "error", "mean_tests": "error"}
+    expected = {"square_tests": "fail", "mean_tests": "pass"}
     return {student: ({"square": _WRONG_SQUARE + code, "mean": _GOOD_MEAN}, expected)
             for student, code in forgers.items()}
 
@@ -236,7 +238,8 @@ def notebook_value_forgers() -> dict:
     rather than a cell (issue 27): a value whose ``__eq__`` always says True, refused by
     the test's plain-type check (square_tests 0, ``fail``, named in the message); and a
     wrong ``mean`` with a cell that patches the library class the mean test takes its
-    expected value from (every question 0, ``error``/``tamper-notebook``)."""
+    expected value from, in the learner's process only: the test imports its own
+    (mean_tests 0, ``fail``; square_tests keeps its points)."""
     always_equal = ("class AlwaysEqual(float):\n"
                     "    def __eq__(self, other):\n"
                     "        return True\n"
@@ -253,7 +256,7 @@ def notebook_value_forgers() -> dict:
                                   {"square_tests": "fail", "mean_tests": "pass"}),
         "nb-forge-library-class": ({"square": "def square(x):\n    return x * x",
                                     "mean": patched_library},
-                                   {"square_tests": "error", "mean_tests": "error"}),
+                                   {"square_tests": "pass", "mean_tests": "fail"}),
     }
 
 

@@ -10,8 +10,9 @@ answer, and a ``parameters`` cell. Stored without outputs.
 The square test takes the learner's value only as a plain int or float (an always-equal
 subclass is refused by name). The mean test takes its expected value from a library class,
 ``statistics.NormalDist``, on purpose: course notebooks write expected values as constants
-(tests/test_notebook_tests_plain.py), and this fixture keeps the one case the grader's
-tamper probe must catch instead, a patched library a test relies on.
+(tests/test_notebook_tests_plain.py), and this fixture keeps a patched library a test
+relies on as a case the grader must contain: its test process imports the library fresh,
+so a learner cell that patches it patches only its own process.
 """
 
 from pathlib import Path

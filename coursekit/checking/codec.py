@@ -24,8 +24,6 @@ import itertools
 import sys
 from pathlib import Path
 
-import numpy as np
-
 MAX_DEPTH = 64
 _ids = itertools.count(1)
 
@@ -66,6 +64,15 @@ class Handle:
         return f"<{self.type_name} from the learner process: {self.text}>"
 
 
+@functools.cache
+def _handle_class(type_name: str) -> type:
+    """A ``Handle`` class named after the learner's type, so a check's message reads "not
+    AlwaysEqual" rather than "not Handle" (``Handle`` when the name is not an identifier)."""
+    if not (type_name.isidentifier() and len(type_name) <= 60 and type_name.isascii()):
+        return Handle
+    return type(type_name, (Handle,), {"__module__": "learner process"})
+
+
 class CodecError(TypeError):
     """A value that cannot be sent (a checker-side programming error)."""
 
@@ -78,7 +85,8 @@ def _plain_key(key) -> bool:
     return key is None or type(key) in (bool, int, float, str)
 
 
-def _dtype(name: str) -> np.dtype:
+def _dtype(name: str):
+    import numpy as np
     try:
         dtype = np.dtype(name)
     except TypeError:
@@ -119,7 +127,8 @@ class Encoder:
         self.keep = keep
         self.workloads: list[Workload] = []
 
-    def array(self, tag: str, array: np.ndarray) -> dict:
+    def array(self, tag: str, array) -> dict:
+        import numpy as np
         if not array.flags.c_contiguous:  # (ascontiguousarray would make 0-d into 1-d)
             array = array.copy(order="C")
         self.buffers.append(array.reshape(-1).view(np.uint8) if array.size else b"")
@@ -143,13 +152,18 @@ class Encoder:
                                         for k, v in value.items()]}
         if isinstance(value, Path):
             return {"$": "path", "v": str(value)}
-        if kind is np.ndarray and (value.dtype.kind not in "OV"
-                                   or value.dtype.name in _ml_names()):
+        # numpy is imported only where a value could be one of its arrays (a process that
+        # never imported it holds none): a notebook's plain values cross without it
+        np = sys.modules.get("numpy")
+        if np is not None and kind is np.ndarray and (
+                value.dtype.kind not in "OV" or value.dtype.name in _ml_names()):
             return self.array("nd", value)
-        if isinstance(value, np.generic) and type(value).__module__ in ("numpy", "ml_dtypes"):
+        if np is not None and isinstance(value, np.generic) \
+                and type(value).__module__ in ("numpy", "ml_dtypes"):
             return self.array("np", np.asarray(value))
         if _is_jax_array(value):
             impl = _key_impl(value)
+            import numpy as np
             if impl is not None:
                 import jax
                 data = self.array("nd", np.asarray(jax.random.key_data(value)))
@@ -162,7 +176,7 @@ class Encoder:
             self.workloads.append(value)
             return {"$": "workload", "name": value.name, "id": value.id,
                     "params": self(value.params, depth + 1)}
-        if kind is Handle:
+        if isinstance(value, Handle):
             return {"$": "handle", "id": value.id}
         if kind is LearnerFunction:
             return {"$": "learner", "name": value.name}
@@ -205,6 +219,7 @@ def decode(tree, buffers: list, *, handles: dict | None = None, resolve=None,
         if tag == "path":
             return Path(node["v"])
         if tag in ("nd", "np", "jax"):
+            import numpy as np
             dtype = _dtype(node["dtype"])
             shape = tuple(int(d) for d in node["shape"])
             array = np.frombuffer(buffers[node["i"] - 1], dtype=np.uint8)
@@ -220,8 +235,9 @@ def decode(tree, buffers: list, *, handles: dict | None = None, resolve=None,
                 if node["id"] not in handles:
                     raise CodecError(f"no object {node['id']} in the learner process")
                 return handles[node["id"]]
-            return Handle(int(node["id"]), str(node.get("type", "?")),
-                          str(node.get("repr", "")))
+            type_name = str(node.get("type", "?"))
+            return _handle_class(type_name)(int(node["id"]), type_name,
+                                            str(node.get("repr", "")))
         if tag == "key":
             import jax
             data = walk(node["data"])

@@ -3,6 +3,10 @@ data. It holds no verdict logic and no result channel.
 
     python -m coursekit.checking.learner_server IMPL_PATH     (AG_BRIDGE="READ_FD,WRITE_FD")
 
+A learner file that is a notebook (``IMPL_PATH`` ends in ``.ipynb``) is served by
+``coursekit.notebook.cell_server``: the notebook's cells run here, one ``cell`` request
+each, and a test process on the checker's side reads the names its test cells need.
+
 Started by ``coursekit.checking.bridge``. Its environment has no channel secret, its only
 open descriptors are stdin (/dev/null), stdout, stderr and the two bridge pipes. Frames
 (``coursekit.protocol``): the checker sends ``call``/``export`` requests, this process
@@ -235,13 +239,27 @@ def open_accelerator() -> None:
             time.sleep(OPEN_WAIT_S)
 
 
+# A learner "file" that is a notebook is served by a server of the notebook floor, looked
+# up by name (it runs cells in an IPython shell: coursekit.notebook.cell_server).
+SERVERS = {".ipynb": ("coursekit.notebook.cell_server", "NotebookServer")}
+
+
+def server_class(impl_path: Path) -> type:
+    found = SERVERS.get(impl_path.suffix)
+    if found is None:
+        return Server
+    import importlib
+    return getattr(importlib.import_module(found[0]), found[1])
+
+
 def main() -> None:
     fds = os.environ.pop(protocol.ENV_BRIDGE)
     rfd, wfd = (int(v) for v in fds.split(","))
     drop_privileges()
     if os.environ.get(protocol.ENV_ACCELERATOR) == "1":
         open_accelerator()
-    Server(Path(sys.argv[1]), rfd, wfd).serve()
+    impl_path = Path(sys.argv[1])
+    server_class(impl_path)(impl_path, rfd, wfd).serve()
     sys.stdout.flush()
     os._exit(0)  # no atexit handlers from learner code after the checker is done
 

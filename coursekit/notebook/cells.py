@@ -62,7 +62,10 @@ def run_check(project: str, stage: int | str, impl: str | Path | None = None,
         print(_condensed(text, results, unwritten).rstrip())
     summary = {"project": project, "stage": stage, "impl": str(impl), "returncode": rc,
                "time": time.time(), "results": results,
-               "versions": data["versions"] if data else {}}
+               "versions": data["versions"] if data else {},
+               # where the learner's code ran (check.py's label, self-reported by its
+               # learner process; None when nothing ran)
+               "measured_on": data.get("measured_on") if data else None}
     summary.update(counts(summary["results"]))
     summary["ok"] = rc == 0 and summary["failed"] == 0 and summary["passed"] > 0
     _keep(f"checks/{project}-stage{stage}.json", summary)

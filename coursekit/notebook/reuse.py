@@ -67,6 +67,7 @@ def graded_payload(record: dict) -> dict:
                 "duration_s": c.get("duration_s", 0.0)} for c in record.get("checks", [])]
     return {"project": record["project"], "stages": [record["stage"]],
             "seed": "the grader's", "versions": record.get("versions", {}),
+            "measured_on": record.get("measured_on"),
             **counts(results), "results": results,
             "source": GRADED_SOURCE.format(stage=record["stage"])}
 
