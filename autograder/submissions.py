@@ -34,10 +34,17 @@ def find(folder: Path) -> dict[str, Path]:
         if entry.name.startswith(".") or entry.is_symlink():
             continue
         if entry.is_dir():
-            out[entry.name] = entry
+            out[student_name(entry.name)] = entry
         elif entry.suffix == ".zip" and entry.is_file():
-            out.setdefault(entry.stem, entry)
+            out.setdefault(student_name(entry.stem), entry)
     return dict(sorted(out.items()))
+
+
+def student_name(name: str) -> str:
+    """A folder or zip name as text every later step can hash, store and print: bytes
+    that are not UTF-8 (which Python keeps as lone surrogates, and which stopped the
+    whole batch at the first ``encode``) are written as ``\\xNN``."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def parse_shard(text: str | None) -> tuple[int, int]:
@@ -59,10 +66,23 @@ def in_shard(student: str, shard: tuple[int, int]) -> bool:
 
 
 def unpack(zip_path: Path, dest: Path) -> Path:
-    """Unpack ``zip_path`` into ``dest`` (replaced). Returns the submission root."""
+    """Unpack ``zip_path`` into ``dest`` (replaced). Returns the submission root. Any
+    failure is this submission's ``SubmissionError``: a bad CRC, an encrypted member, a
+    compression method zipfile lacks, a member that is a file where another needs a
+    folder (each of those stopped the whole batch before anything was graded)."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
+    try:
+        return _unpack(zip_path, dest)
+    except SubmissionError:
+        raise
+    except Exception as err:  # noqa: BLE001 - whatever the archive holds is its own problem
+        raise SubmissionError(f"{zip_path.name} could not be unpacked: "
+                              f"{type(err).__name__}: {err}"[:500]) from None
+
+
+def _unpack(zip_path: Path, dest: Path) -> Path:
     try:
         archive = zipfile.ZipFile(zip_path)
     except zipfile.BadZipFile as err:
