@@ -45,6 +45,7 @@ from pathlib import Path
 from autograder import outcomes, sandbox
 from autograder.check_cells import answered
 from autograder.nblimits import NotebookRefused, check_notebook_file
+from autograder.submissions import plain_path
 from autograder.tamper import Probe, builtins_used
 from autograder.workspace import Settings, prepare
 from coursekit.compat.optional import Absent
@@ -513,8 +514,8 @@ def grade_notebook(settings: Settings, name: str, key: dict, student: str,
               "status": "missing", "reason": "", "message": "", "points": 0.0,
               "max_points": max_points, "manual": key["manual"], "tampered": [],
               "restored_missing": [], "questions": [], "checks": []}
-    path = submission / name
-    if not path.is_file() or path.is_symlink():
+    path = plain_path(submission, name)  # no link on the way (another submission's)
+    if path is None or not path.is_file():
         record.update(reason="missing-file", message=f"the submission has no {name}")
         record["questions"] = [{"id": g, "status": "missing", "points": 0.0,
                                 "max_points": t["points"], "message": ""}

@@ -4,7 +4,10 @@ A submission is ``SUBMISSIONS/<student>/`` laid out like the release
 (``projects/<p>/starter/model.py``, ``notebooks/*.ipynb``) or ``SUBMISSIONS/<student>.zip``
 with the same content (one wrapping folder inside the zip is fine). Zips are unpacked
 into the grader's own folder with every member checked: no absolute paths, no ``..``,
-no links, a cap on count and total size (a zip bomb stops at the cap).
+no links, a cap on count and total size (a zip bomb stops at the cap). In a folder, what
+the grader reads of a submission is reached without a link anywhere on the way
+(``plain_path``): ``projects/foundations -> ../../bob/projects/foundations`` would hand in
+bob's work.
 
 Sharding (``--shard i/N``, 0 <= i < N) assigns each student by a hash of the name, not
 by position, so the split does not move when a submission is added or removed, and
@@ -110,6 +113,19 @@ def _unpack(zip_path: Path, dest: Path) -> Path:
                             f"{zip_path.name}: more than {MAX_BYTES >> 20} MB unpacked")
                     out.write(chunk)
     return submission_root(dest)
+
+
+def plain_path(root: Path, relative: str | Path) -> Path | None:
+    """``root / relative`` when it exists and no part of the way below ``root`` is a
+    symbolic link; else None. A link to a folder (``projects/<p>``, ``projects``,
+    ``notebooks``) would hand in whatever it points at: another submission, read by the
+    grader as root."""
+    path = Path(root)
+    for part in Path(relative).parts:
+        path = path / part
+        if path.is_symlink() or not path.exists():
+            return None
+    return path
 
 
 def submission_root(folder: Path) -> Path:

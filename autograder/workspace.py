@@ -4,7 +4,8 @@ A copy holds the course's checkers and ``coursekit/`` (never a ``solution/`` fol
 never the gradebook or the secrets) plus the submission's own files, laid out like the
 release so that relative paths in notebooks (``../projects/<p>/starter/model.py``) and
 ``sys.path`` tricks in ``check.py`` work unchanged. Symbolic links in a submission are
-dropped, never followed (a link to a solution would otherwise be copied in).
+dropped, never followed, wherever they are (a link to a solution, or a linked
+``projects/<p>`` folder leading to another submission's, would otherwise be copied in).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from autograder import sandbox
+from autograder.submissions import plain_path
 
 
 @dataclass
@@ -40,11 +42,19 @@ def _no_links(folder: str, names: list[str]) -> list[str]:
             or n.endswith(".pyc")]
 
 
+def starters(submission: Path) -> list[Path]:
+    """Every ``projects/<p>/starter/`` folder of the submission reached without a link."""
+    projects = plain_path(submission, "projects")
+    if projects is None or not projects.is_dir():
+        return []
+    found = (plain_path(submission, Path("projects", p.name, "starter"))
+             for p in sorted(projects.iterdir()))
+    return [s for s in found if s is not None and s.is_dir()]
+
+
 def copy_submission_projects(submission: Path, dest: Path) -> None:
     """Every ``projects/<p>/starter/`` of the submission into the copy."""
-    for starter in sorted(submission.glob("projects/*/starter")):
-        if starter.is_symlink() or not starter.is_dir():
-            continue
+    for starter in starters(submission):
         target = dest / "projects" / starter.parent.name / "starter"
         shutil.copytree(starter, target, ignore=_no_links, dirs_exist_ok=True)
 
@@ -59,6 +69,4 @@ def prepare(box: sandbox.SandboxDir, settings: Settings, submission: Path) -> Pa
 def submission_files_hash(submission: Path) -> str:
     """Content hash of everything a project stage reads from a submission."""
     from coursekit.facts import tree_hash
-    starters = [p for p in sorted(submission.glob("projects/*/starter"))
-                if not p.is_symlink()]
-    return tree_hash(starters, submission)
+    return tree_hash(starters(submission), submission)
