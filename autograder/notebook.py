@@ -242,7 +242,7 @@ def execute(settings: Settings, cells: list, submission: Path, parameters: dict,
         nb.cells = with_parameters(nb.cells, parameters)
     state = {"timeouts": [], "dead_at": None, "flood": False, "tamper": {}}
     with sandbox.SandboxDir(uid) as box:
-        prepare(box, settings, submission)
+        prepare(box, settings, submission, learner_runs_it=True)
         if graded_stages:  # in the read-only course copy: the kernel reads, never writes
             shown = box.course / ".graded-stages"
             shown.mkdir(mode=0o755)

@@ -94,7 +94,7 @@ def sandboxed_run(settings: Settings, project: str, numbers: list[int],
     uid = identity.checker if identity is not None else None
     sandbox.make_undumpable()  # this worker holds the token and seeds: not readable
     with sandbox.SandboxDir(uid, limits.disk_mb) as box:
-        course = prepare(box, settings, submission)
+        course = prepare(box, settings, submission, checker_group=uid)
         work = box.writable("work", mode=0o711 if identity is not None else 0o700)
         token = secrets.token_hex(16)
         read_fd, write_fd = os.pipe()

@@ -14,7 +14,7 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from autograder import sandbox
+from autograder import answers, sandbox
 from autograder.submissions import plain_path
 
 
@@ -59,9 +59,16 @@ def copy_submission_projects(submission: Path, dest: Path) -> None:
         shutil.copytree(starter, target, ignore=_no_links, dirs_exist_ok=True)
 
 
-def prepare(box: sandbox.SandboxDir, settings: Settings, submission: Path) -> Path:
-    """Fill ``box.course`` with the course copy and the submission. Returns it."""
+def prepare(box: sandbox.SandboxDir, settings: Settings, submission: Path, *,
+            checker_group: int | None = None, learner_runs_it: bool = False) -> Path:
+    """Fill ``box.course`` with the course copy and the submission. Returns it. The
+    instructor-only modules no learner process loads (``autograder.answers``) become the
+    ``checker_group``'s alone (a stage run as root, whose learner processes are other
+    uids), or are left out when ``learner_runs_it`` (a notebook kernel: the learner's own
+    code runs the whole run)."""
     sandbox.copy_course(Path(settings.course_root), box.course, settings.projects)
+    if learner_runs_it or checker_group is not None:
+        answers.fence(box.course / "coursekit", None if learner_runs_it else checker_group)
     copy_submission_projects(submission, box.course)
     return box.course
 
