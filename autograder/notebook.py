@@ -250,9 +250,11 @@ def execute(settings: Settings, cells: list, submission: Path, parameters: dict,
                 env_extra = {**env_extra, REUSE_ENV: str(shown)}
         home = box.writable("work")
         nbdir = box.writable("notebooks")
-        kernel_dir = home / ".kernel"
-        kernel_dir.mkdir()
-        box.give(kernel_dir)
+        # the kernel's sockets and connection file, in a folder of the root-owned course
+        # copy: the grader (root, outside the jail) removes files there at shutdown, and
+        # a kernel that could swap the folder for a link (it was under the kernel's own
+        # home) had it delete files of its choosing on the grader's machine
+        kernel_dir = box.writable(".kernel")
         read_fd, write_fd = os.pipe()
         env = {"IPYTHONDIR": str(home / ".ipython"), "JUPYTER_RUNTIME_DIR": str(kernel_dir),
                "JUPYTER_DATA_DIR": str(home / ".jupyter"),
