@@ -16,6 +16,7 @@ walk-throughs; where the page is absent (grading from a release) there are none.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import re
 from functools import cache
@@ -167,11 +168,23 @@ def html_page(student: str, records: list[dict], docs: Path = WALKTHROUGH_DOCS) 
     return "\n".join(parts) + "\n"
 
 
-def write(folder: Path, student: str, records: list[dict]) -> list[Path]:
+def folder_name(student: str) -> str:
+    """The student's feedback folder: the name itself when it is made only of letters,
+    digits and ``-_.,@ ``; any other name gets those characters replaced and a digest of
+    the whole name, so two names that read alike after replacement (``o'brien``,
+    ``o_brien``) never share a folder (the second one's feedback replaced the first's)."""
     safe = "".join(ch if ch.isalnum() or ch in "-_.,@ " else "_" for ch in student).strip()
-    target = Path(folder) / (safe or "student")
+    if safe == student and safe.strip("."):
+        return safe
+    digest = hashlib.sha256(student.encode("utf-8", "backslashreplace")).hexdigest()[:8]
+    return f"{safe.strip('.') or 'student'}-{digest}"
+
+
+def write(folder: Path, student: str, records: list[dict]) -> list[Path]:
+    target = Path(folder) / folder_name(student)
     target.mkdir(parents=True, exist_ok=True)
     md, page = target / "feedback.md", target / "feedback.html"
-    md.write_text(markdown(student, records))
-    page.write_text(html_page(student, records))
+    # a record from an older gradebook may still hold a lone surrogate: written escaped
+    md.write_text(markdown(student, records), errors="backslashreplace")
+    page.write_text(html_page(student, records), errors="backslashreplace")
     return [md, page]
