@@ -175,6 +175,7 @@ def write(folder: Path, student: str, records: list[dict], name: str | None = No
     target = names.inside(folder, student, name)
     target.mkdir(parents=True, exist_ok=True)
     md, page = target / "feedback.md", target / "feedback.html"
-    md.write_text(markdown(student, records))
-    page.write_text(html_page(student, records))
+    # a record from an older gradebook may still hold a lone surrogate: written escaped
+    md.write_text(markdown(student, records), errors="backslashreplace")
+    page.write_text(html_page(student, records), errors="backslashreplace")
     return [md, page]

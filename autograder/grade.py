@@ -232,9 +232,9 @@ class Items:
         for name, (key, key_path) in self.keys.items():
             seed = seeds.seed_for(secret["secret"], name) if hidden else None
             project = self.nb_project.get(name)
-            nb_file = root / name
-            nb_hash = hashlib.sha256(nb_file.read_bytes()).hexdigest() if nb_file.is_file() \
-                and not nb_file.is_symlink() and not error else "none"
+            nb_file = submissions.plain_path(root, name)
+            nb_hash = hashlib.sha256(nb_file.read_bytes()).hexdigest() if nb_file \
+                and nb_file.is_file() and not error else "none"
             tasks.append({**base, "item": name, "kind": "notebook", "seed": seed,
                           "key_path": str(key_path), "hidden": hidden,
                           "max_points": sum(t["points"] for t in key["tests"].values()),

@@ -43,6 +43,20 @@ CREATE TRIGGER IF NOT EXISTS results_append_only_d BEFORE DELETE ON results
 FILENAME = "gradebook.sqlite"
 
 
+def printable(value):
+    """``value`` with every string made encodable: a lone surrogate (a learner's exception
+    message can carry one through the checker's JSON) written as ``\\udc80``. Stored as
+    it came, it stopped ``export`` at the first feedback file, so that every learner after
+    the sender got none."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {printable(k): printable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [printable(v) for v in value]
+    return value
+
+
 class Gradebook:
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -76,7 +90,8 @@ class Gradebook:
                 "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (record["student"], record["item"], content_hash, record["status"],
                  float(record["points"]), float(record["max_points"]),
-                 json.dumps(record, default=str), run_id, shard, secret_id, time.time()))
+                 json.dumps(printable(record), default=str), run_id, shard, secret_id,
+                 time.time()))
 
     def import_from(self, other: Gradebook) -> int:
         """Append the rows (and runs) of another gradebook that this one lacks; a row

@@ -11,8 +11,9 @@ As root, with Linux namespaces available (what the grader uses when it can):
 * new mount, network, PID, IPC and UTS namespaces: the command sees an empty network
   with only loopback up (multi-process JAX on 127.0.0.1 still works), its own /proc (no
   grader process to inspect), its own SysV IPC (a segment another submission made is not
-  there, and its own die with it) and host name, and a file system that is read-only
-  except its own work folder;
+  there, and its own die with it) and host name, a /dev/shm and /dev/pts of its own (no
+  pty another run allocated), and a file system that is read-only except its own work
+  folder;
 * the file system is an allow-list: the system's own folders (``SYSTEM_TOP``: /usr,
   /etc, ...) stay, and every other top-level folder or file (/tmp, /home, /root, /srv,
   /opt, /mnt, /var, /work, whatever the machine has) is covered by an empty read-only
@@ -149,10 +150,21 @@ def confine_filesystem(cfg: dict) -> None:
         except OSError:
             pass  # left as it was; tests/test_autograder_batch.py checks / is read-only
     private_shm(cfg.get("shm_mb", 256))
+    private_pts()
 
 
 def private_shm(size_mb: int) -> None:
     mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777")
+
+
+def private_pts() -> None:
+    """A devpts instance of this mount namespace's own (``/dev/ptmx`` allocates from the
+    ``pts`` beside it). The machine's /dev/pts is one instance for every run: a pty's
+    owner, mode and times, set by one submission, were read by another graded at the same
+    time (a copier took a solution's source from 78 ptys' timestamps)."""
+    if os.path.isdir("/dev/pts"):
+        mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+              "newinstance,ptmxmode=0666,mode=0620")
 
 
 def isolate_learner(cfg: dict, namespaces: bool, own_network: bool) -> None:
@@ -164,6 +176,7 @@ def isolate_learner(cfg: dict, namespaces: bool, own_network: bool) -> None:
     os.unshare(CLONE_NEWNS | CLONE_NEWIPC | (CLONE_NEWNET if own_network else 0))
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     private_shm(cfg.get("shm_mb", 256))
+    private_pts()
     if own_network:
         loopback_up()
 

@@ -23,7 +23,8 @@ Each learner process gets, before it execs:
 * its own HOME, TMPDIR, XDG cache/config/data folders and MPLCONFIGDIR, under an
   unguessable name in a folder nobody but root can list, owned by its uid, mode 0700; the
   checker's compilation-cache variables are dropped; its guard may write there;
-* its own mount and IPC namespaces (a private /dev/shm; SysV and POSIX IPC of its own)
+* its own mount and IPC namespaces (a private /dev/shm and /dev/pts; SysV and POSIX IPC
+  of its own)
   and, with ``"network": "own"``, its own loopback-only network (no abstract socket or
   localhost port of another process); ``"run"`` keeps the run's network (processes of
   one ``jax.distributed`` group talk over it);

@@ -2,10 +2,13 @@
 
 The grader parses, validates and restores a notebook in its parent process, outside the
 sandbox and its wall clock: a notebook of 300,000 cells kept that process busy for about
-20 minutes before it scored 0. Everything here runs before nbformat sees the file, in
-time bounded by the file's size: the size (one ``stat``), the JSON nesting depth and the
-cell count (one parse, then one iterative walk). A refusal is a reason of its own
-(``autograder.outcomes``) with a sentence that says which limit and by how much.
+20 minutes before it scored 0, and one of 29 MiB holding ten million empty ``{}`` in cell
+metadata (within the byte, cell and depth limits) took 200 s and 8.4 GB there. Everything
+here runs before nbformat sees the file, in time bounded by the file's size: the size (one
+``stat``), the number of cells and of JSON values (counted in the bytes, before any
+object is built), the JSON nesting depth and the cell count (one parse, then one
+iterative walk). A refusal is a reason of its own (``autograder.outcomes``) with a sentence
+that says which limit and by how much.
 
 The bounds are far above any honest notebook (the course's largest has about 80 cells
 and 60 KB; executed with every plot inline, well under 5 MB) and far below what costs
@@ -15,12 +18,15 @@ the grader minutes.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 MAX_BYTES = 32 << 20   # a notebook file, outputs included
 MAX_CELLS = 2_000      # cells of any kind
 MAX_DEPTH = 64         # nesting of JSON objects and arrays (nbformat needs 6)
 MAX_CELL_CHARS = 2_000_000  # the source of one cell
+MAX_VALUES = 200_000   # JSON values (objects, arrays, members); the course's largest: ~1,200
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes included
 
 
 class NotebookRefused(Exception):
@@ -49,9 +55,18 @@ def _depth(value, limit: int) -> int:
     return deepest
 
 
+def json_values(raw: bytes) -> int:
+    """At least the number of values in the JSON text ``raw``, counted without parsing:
+    every object or array opened and every separator between members, outside strings
+    (each value but the first follows a comma)."""
+    bare = _STRING.sub(b"", raw)
+    return 1 + bare.count(b"{") + bare.count(b"[") + bare.count(b",")
+
+
 def check_notebook_file(path: Path, *, max_bytes: int = MAX_BYTES,
                         max_cells: int = MAX_CELLS, max_depth: int = MAX_DEPTH,
-                        max_cell_chars: int = MAX_CELL_CHARS) -> dict:
+                        max_cell_chars: int = MAX_CELL_CHARS,
+                        max_values: int = MAX_VALUES) -> dict:
     """The parsed JSON of ``path`` when it is within every limit; else NotebookRefused.
     Plain JSON errors are left to nbformat's reader, which names them."""
     name = path.name
@@ -61,8 +76,22 @@ def check_notebook_file(path: Path, *, max_bytes: int = MAX_BYTES,
                               f"{name} is {size / 2**20:.1f} MiB; the grader reads "
                               f"notebooks up to {max_bytes >> 20} MiB (clear large "
                               "outputs before handing in)")
+    raw = path.read_bytes()
+    # a cell holds the key "cell_type" once, twice with nbgrader's metadata (the quotes of
+    # a string's own text are escaped): at least half the count are cells
+    least = raw.count(b'"cell_type"') // 2
+    if least > max_cells:
+        raise NotebookRefused("notebook-too-many-cells",
+                              f"{name} has at least {least:,} cells; the grader reads "
+                              f"notebooks of up to {max_cells:,}")
+    values = json_values(raw)
+    if values > max_values:
+        raise NotebookRefused("notebook-too-many-values",
+                              f"{name} holds about {values:,} JSON values; the grader reads "
+                              f"notebooks of up to {max_values:,} (clear outputs and "
+                              "metadata before handing in)")
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(raw)
     except RecursionError:
         raise NotebookRefused("notebook-too-deep",
                               f"{name} nests JSON deeper than the grader reads "

@@ -38,6 +38,7 @@ from pathlib import Path
 from autograder import outcomes, sandbox
 from autograder.check_cells import answered
 from autograder.nblimits import NotebookRefused, check_notebook_file
+from autograder.submissions import plain_path
 from autograder.workspace import Settings, prepare
 from coursekit import protocol
 from coursekit.compat.optional import Absent
@@ -135,18 +136,21 @@ def execute(settings: Settings, name: str, cells: list[dict], imports: dict,
     """One sandboxed run of the test process on ``cells``; ``graded_stages``: stage
     records of this submission its check cells may show instead of running the checker
     (``autograder.check_cells``)."""
-    namespaces, uid = sandbox.mode_settings()
+    namespaces, identity = sandbox.mode_identity()
+    uid = identity.checker if identity is not None else None
     limits = settings.sandbox_limits()
     sandbox.make_undumpable()  # this worker holds the hidden tests and the token
-    with sandbox.SandboxDir(uid) as box:
-        prepare(box, settings, submission)
+    with sandbox.SandboxDir(uid, limits.disk_mb) as box:
+        prepare(box, settings, submission, checker_group=uid)
         env = dict(env_extra)
         if graded_stages:  # in the read-only course copy: the notebook reads, never writes
             shown = box.course / ".graded-stages"
             shown.mkdir(mode=0o755)
             if write_graded(shown, box.course, list(graded_stages)):
                 env[REUSE_ENV] = str(shown)
-        work = box.writable("work")   # the test process's HOME (the first writable)
+        # the test process's HOME (the first writable); its learner process, another uid
+        # where there is root, passes through to its own folders and no further
+        work = box.writable("work", mode=0o711 if identity is not None else 0o700)
         nbdir = box.writable("notebooks")
         jobs = box.writable("job")
         job = jobs / f"{secrets.token_hex(8)}.json"
@@ -166,7 +170,8 @@ def execute(settings: Settings, name: str, cells: list[dict], imports: dict,
                     "MLFLOW_TRACKING_URI": f"sqlite:///{work / 'records' / 'mlflow.db'}"})
         jail = sandbox.Jail(box, [sys.executable, *TEST_PROCESS], uid=uid, cwd=nbdir,
                             env=env, limits=limits, namespaces=namespaces,
-                            result_fd=write_fd, hide=[Path(p) for p in settings.hide])
+                            result_fd=write_fd, hide=[Path(p) for p in settings.hide],
+                            identity=identity)
         return sandbox.run(jail, (read_fd, write_fd), token=token)
 
 
@@ -298,8 +303,8 @@ def grade_notebook(settings: Settings, name: str, key: dict, student: str,
         return [{"id": g, "status": status, "points": 0.0, "max_points": t["points"],
                  "message": message} for g, t in key["tests"].items()]
 
-    path = submission / name
-    if not path.is_file() or path.is_symlink():
+    path = plain_path(submission, name)  # no link on the way (another submission's)
+    if path is None or not path.is_file():
         record.update(reason="missing-file", message=f"the submission has no {name}")
         record["questions"] = every_question("missing", "")
         return record

@@ -89,6 +89,8 @@ TABLE: dict[str, Outcome] = {
                                                 "grader reads"),
     "notebook-too-deep": Outcome("error", "the notebook's JSON is nested deeper than the "
                                           "grader reads"),
+    "notebook-too-many-values": Outcome("error", "the notebook holds more JSON values "
+                                                 "(outputs, metadata) than the grader reads"),
     "bad-submission": Outcome("error", "the submission could not be unpacked"),
     # the grader's own failures
     "grader-error": Outcome("crash", "the grader failed on this item; your instructor has "

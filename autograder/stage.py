@@ -35,6 +35,7 @@ from pathlib import Path
 
 from autograder import outcomes, sandbox
 from autograder.course import Stage
+from autograder.submissions import plain_path
 from autograder.workspace import Settings, prepare
 from coursekit import protocol
 from coursekit.checking.errors import GRADED_BY_INSTRUCTOR
@@ -75,9 +76,10 @@ def impl_of(project: str) -> str:
 
 
 def has_impl(submission: Path, project: str) -> bool:
-    """The submission's file for ``project``, a plain file (a symlink is refused)."""
-    path = submission / impl_of(project)
-    return path.is_file() and not path.is_symlink()
+    """The submission's file for ``project``, a plain file reached without a link (a
+    symlink, or a linked folder on the way, is refused)."""
+    path = plain_path(submission, impl_of(project))
+    return path is not None and path.is_file()
 
 
 def sandboxed_run(settings: Settings, project: str, numbers: list[int],
@@ -92,7 +94,7 @@ def sandboxed_run(settings: Settings, project: str, numbers: list[int],
     uid = identity.checker if identity is not None else None
     sandbox.make_undumpable()  # this worker holds the token and seeds: not readable
     with sandbox.SandboxDir(uid, limits.disk_mb) as box:
-        course = prepare(box, settings, submission)
+        course = prepare(box, settings, submission, checker_group=uid)
         work = box.writable("work", mode=0o711 if identity is not None else 0o700)
         token = secrets.token_hex(16)
         read_fd, write_fd = os.pipe()

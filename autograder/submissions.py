@@ -4,7 +4,10 @@ A submission is ``SUBMISSIONS/<student>/`` laid out like the release
 (``projects/<p>/starter/model.py``, ``notebooks/*.ipynb``) or ``SUBMISSIONS/<student>.zip``
 with the same content (one wrapping folder inside the zip is fine). Zips are unpacked
 into the grader's own folder with every member checked: no absolute paths, no ``..``,
-no links, a cap on count and total size (a zip bomb stops at the cap).
+no links, a cap on count and total size (a zip bomb stops at the cap). In a folder, what
+the grader reads of a submission is reached without a link anywhere on the way
+(``plain_path``): ``projects/foundations -> ../../bob/projects/foundations`` would hand in
+bob's work.
 
 Sharding (``--shard i/N``, 0 <= i < N) assigns each student by a hash of the name, not
 by position, so the split does not move when a submission is added or removed, and
@@ -34,10 +37,17 @@ def find(folder: Path) -> dict[str, Path]:
         if entry.name.startswith(".") or entry.is_symlink():
             continue
         if entry.is_dir():
-            out[entry.name] = entry
+            out[student_name(entry.name)] = entry
         elif entry.suffix == ".zip" and entry.is_file():
-            out.setdefault(entry.stem, entry)
+            out.setdefault(student_name(entry.stem), entry)
     return dict(sorted(out.items()))
+
+
+def student_name(name: str) -> str:
+    """A folder or zip name as text every later step can hash, store and print: bytes
+    that are not UTF-8 (which Python keeps as lone surrogates, and which stopped the
+    whole batch at the first ``encode``) are written as ``\\xNN``."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def parse_shard(text: str | None) -> tuple[int, int]:
@@ -59,10 +69,23 @@ def in_shard(student: str, shard: tuple[int, int]) -> bool:
 
 
 def unpack(zip_path: Path, dest: Path) -> Path:
-    """Unpack ``zip_path`` into ``dest`` (replaced). Returns the submission root."""
+    """Unpack ``zip_path`` into ``dest`` (replaced). Returns the submission root. Any
+    failure is this submission's ``SubmissionError``: a bad CRC, an encrypted member, a
+    compression method zipfile lacks, a member that is a file where another needs a
+    folder (each of those stopped the whole batch before anything was graded)."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
+    try:
+        return _unpack(zip_path, dest)
+    except SubmissionError:
+        raise
+    except Exception as err:  # noqa: BLE001 - whatever the archive holds is its own problem
+        raise SubmissionError(f"{zip_path.name} could not be unpacked: "
+                              f"{type(err).__name__}: {err}"[:500]) from None
+
+
+def _unpack(zip_path: Path, dest: Path) -> Path:
     try:
         archive = zipfile.ZipFile(zip_path)
     except zipfile.BadZipFile as err:
@@ -90,6 +113,19 @@ def unpack(zip_path: Path, dest: Path) -> Path:
                             f"{zip_path.name}: more than {MAX_BYTES >> 20} MB unpacked")
                     out.write(chunk)
     return submission_root(dest)
+
+
+def plain_path(root: Path, relative: str | Path) -> Path | None:
+    """``root / relative`` when it exists and no part of the way below ``root`` is a
+    symbolic link; else None. A link to a folder (``projects/<p>``, ``projects``,
+    ``notebooks``) would hand in whatever it points at: another submission, read by the
+    grader as root."""
+    path = Path(root)
+    for part in Path(relative).parts:
+        path = path / part
+        if path.is_symlink() or not path.exists():
+            return None
+    return path
 
 
 def submission_root(folder: Path) -> Path:
