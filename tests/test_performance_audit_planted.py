@@ -193,10 +193,11 @@ PLANTED = {
         ("    f = jax.jit(lambda a: a @ a)\n    jax.block_until_ready(f(a))\n",
          "    f = jax.jit(lambda a: a @ a)\n")]),
     "peak_flops_input_made_in_each_sample": (2, "peak_flops_and_bandwidth_measured", [
-        ("    a = jnp.ones((n, n), jnp.float32)\n    f = jax.jit(lambda a: a @ a)\n"
+        ("    a = jnp.ones((n, n), jnp.float32).astype(dtype)\n"
+         "    f = jax.jit(lambda a: a @ a)\n"
          "    jax.block_until_ready(f(a))\n",
          "    f = jax.jit(lambda a: a @ a)\n"),
-        (PEAK_LOOP, "        a = jnp.ones((n, n), jnp.float32)\n" + PEAK_LOOP)]),
+        (PEAK_LOOP, "        a = jnp.ones((n, n), jnp.float32).astype(dtype)\n" + PEAK_LOOP)]),
     "peak_flops_best_is_the_median": (2, "peak_flops_and_bandwidth_measured", [
         ("    best = min(samples)\n", "    best = float(np.median(samples))\n")]),
     # the blind corpus's: the fault counter read once before the samples (a running
@@ -331,8 +332,11 @@ PLANTED = {
          'for r in runs]')]),
     # repeats in the learner's own process: its high-water mark holds everything before
     "peak_measured_in_this_process": (3, "peak_memory_from_fresh_process", [
-        ("    with ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0))) as pool:\n"
-         "        runs = list(pool.map(one, range(repeats)))\n",
+        ("    runs = [one(0)]  # a device that reports memory admits one process at a time\n"
+         "    workers = 1 if runs[0][\"device_peak_bytes\"] is not None else "
+         "len(os.sched_getaffinity(0))\n"
+         "    with ThreadPoolExecutor(max_workers=workers) as pool:\n"
+         "        runs += list(pool.map(one, range(1, repeats)))\n",
          "    fn, args = _peak_call(**kwargs)\n"
          "    compiled = jax.jit(fn).lower(*args).compile()\n"
          "    jax.block_until_ready(compiled(*args))\n"

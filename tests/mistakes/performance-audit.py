@@ -186,11 +186,12 @@ MISTAKES = [
                 "    f = jax.jit(lambda a: a @ a)\n")]},
     {"stage": 2, "id": "peak-flops-input-in-sample",
      "misunderstood": "the input made inside each timed call, as part of 'the work'",
-     "edits": [("    a = jnp.ones((n, n), jnp.float32)\n    f = jax.jit(lambda a: a @ a)\n"
+     "edits": [("    a = jnp.ones((n, n), jnp.float32).astype(dtype)\n"
+                "    f = jax.jit(lambda a: a @ a)\n"
                 "    jax.block_until_ready(f(a))\n",
                 "    f = jax.jit(lambda a: a @ a)\n"),
                (PEAK_TIMED, "        start = time.perf_counter()\n"
-                            "        a = jnp.ones((n, n), jnp.float32)\n"
+                            "        a = jnp.ones((n, n), jnp.float32).astype(dtype)\n"
                             "        jax.block_until_ready(f(a))\n"
                             "        samples.append(time.perf_counter() - start)\n"
                             "    flops = 2 * n**3\n")]},
@@ -285,14 +286,15 @@ MISTAKES = [
                 "    fn = jax.jit(lambda p, v: loss(p, v, policy))\n")]},
     {"stage": 3, "id": "peak-no-reset",
      "misunderstood": "VmHWM read without resetting it after compile: the compile's peak counts",
-     "edits": [('with open("/proc/self/clear_refs", "w") as fh:\n    fh.write("5")\n', "")]},
+     "edits": [('    with open("/proc/self/clear_refs", "w") as fh:\n        fh.write("5")\n',
+                '    pass\n')]},
     {"stage": 3, "id": "peak-whole-process",
      "misunderstood": "the high-water mark itself reported as the run's peak",
-     "edits": [('    "run_peak_bytes": hwm - rss,', '    "run_peak_bytes": hwm,')]},
+     "edits": [('    "run_peak_bytes": hwm - rss if', '    "run_peak_bytes": hwm if')]},
     {"stage": 3, "id": "peak-one-process",
      "misunderstood": "one fresh process measured and its figure repeated for each repeat",
-     "edits": [("        runs = list(pool.map(one, range(repeats)))\n",
-                "        runs = [one(0)] * repeats\n")]},
+     "edits": [("        runs += list(pool.map(one, range(1, repeats)))\n",
+                "        runs += [runs[0]] * (repeats - 1)\n")]},
     {"stage": 3, "id": "peak-no-remat-in-child",
      "misunderstood": "the fresh process runs the model without the policy asked for",
      "edits": [("    return (lambda p, v: loss_and_grads(p, v, policy)), (params, x)\n",

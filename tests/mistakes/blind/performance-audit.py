@@ -265,8 +265,8 @@ MISTAKES = [
     {"stage": 2, "id": "blind-peak-flops-mean",
      "misunderstood": "the attained rate comes from the mean of the samples, not the "
                       "fastest",
-     "edits": [("            \"flops_per_s\": flops / best}",
-                "            \"flops_per_s\": flops / (sum(samples) / len(samples))}")]},
+     "edits": [("\"flops_per_s\": flops / best}",
+                "\"flops_per_s\": flops / (sum(samples) / len(samples))}")]},
     {"stage": 2, "id": "blind-peak-flops-not-synced",
      "misunderstood": "times the matmul calls without waiting for them",
      "edits": [("        jax.block_until_ready(f(a))\n"
@@ -451,16 +451,16 @@ MISTAKES = [
                       "if the compile were part of the call being measured",
      "edits": [("compiled = jax.jit(fn).lower(*args).compile()\n"
                 "jax.block_until_ready(jax.jit(lambda v: v + 1)(jnp.ones(8)))\n", ""),
-               ("rss = status(\"VmRSS\")\nout = jax.block_until_ready(compiled(*args))",
-                "rss = status(\"VmRSS\")\ncompiled = jax.jit(fn).lower(*args).compile()\n"
+               ("out = jax.block_until_ready(compiled(*args))",
+                "compiled = jax.jit(fn).lower(*args).compile()\n"
                 "out = jax.block_until_ready(compiled(*args))")]},
     {"stage": 3, "id": "blind-peak-is-vmhwm",
      "misunderstood": "reports VmHWM itself as the run's peak",
-     "edits": [("    \"run_peak_bytes\": hwm - rss,", "    \"run_peak_bytes\": hwm,")]},
+     "edits": [("    \"run_peak_bytes\": hwm - rss if", "    \"run_peak_bytes\": hwm if")]},
     {"stage": 3, "id": "blind-peak-one-process",
      "misunderstood": "runs one fresh process and repeats its result repeats times",
-     "edits": [("        runs = list(pool.map(one, range(repeats)))",
-                "        runs = [one(0)] * repeats")]},
+     "edits": [("        runs += list(pool.map(one, range(1, repeats)))",
+                "        runs += [runs[0]] * (repeats - 1)")]},
     {"stage": 3, "id": "blind-peak-policy-ignored",
      "misunderstood": "the fresh process builds the model without the policy",
      "edits": [("    return (lambda p, v: loss_and_grads(p, v, policy)), (params, x)",
