@@ -32,10 +32,11 @@ hidden test, one without):
   grader's machine; the grader, as root, deleted ``connection.json`` there at shutdown;
 * ``f_values``: JSON within the byte, cell and depth limits but holding a million empty
   objects (29 MiB with ten million took the grader's own process 200 s and 8.4 GB);
-* ``c_consts`` / ``d_leak`` (open, ``xfail(strict=True)``): hidden tests run in the
-  learner's kernel, so the learner's function reads the expected constant from its
-  caller's code object (3/3 where the control scores 1/3), and a visible test's error
-  message carries the hidden test's text (read from ``linecache``) into the feedback.
+* ``c_consts`` / ``d_leak``: a learner's function reads the expected constant from its
+  caller's code object, and a visible test's error message carries the hidden test's text
+  (read from ``linecache``) into the feedback: both worked while tests ran in the
+  learner's kernel (3/3 where the control scores 1/3); the tests now run in a process of
+  their own (issue 45), and both score what the control scores.
 
 Nothing an attacker starts outlives its batch.
 """
@@ -428,11 +429,6 @@ def test_a_notebook_of_a_million_values_is_refused_before_it_is_parsed(notebook)
     assert got["status"] == "error" and got["reason"] == "notebook-too-many-values", got
 
 
-@pytest.mark.xfail(strict=True, reason="open: hidden tests run in the learner's kernel, so "
-                   "a learner's function reads the expected constant from its caller's "
-                   "code object (sys._getframe, or linecache: no audit event, no tamper "
-                   "finding); closing it needs the hidden comparisons made outside the "
-                   "kernel")
 def test_reading_a_hidden_tests_constants_scores_no_more_than_the_control(notebook):
     control = notebook["rows"][("b_control", NOTEBOOK)]
     attacker = notebook["rows"][("c_consts", NOTEBOOK)]
@@ -440,10 +436,6 @@ def test_reading_a_hidden_tests_constants_scores_no_more_than_the_control(notebo
     assert attacker["points"] <= control["points"], attacker
 
 
-@pytest.mark.xfail(strict=True, reason="open: a hidden test's source is in the kernel "
-                   "(linecache, the cell's code object) while it runs, and a visible "
-                   "test's error message carries whatever the learner's code raises into "
-                   "the feedback")
 def test_a_hidden_tests_text_never_reaches_the_feedback(notebook):
     shown = json.dumps([q.get("message", "") for q in questions(notebook, "d_leak").values()])
     assert questions(notebook, "d_leak")["cube_tests"]["status"] == "error"

@@ -72,17 +72,7 @@ MIN_CHECKER_RUNS = 25
 CHECKER_CONTAINED = 0.6
 
 # (project, learner function, checker file, checker function): why it stays.
-ALLOWED = {
-    ("performance-audit", "measure_peak_flops", "performance-audit/tests/audit_harness.py",
-     "synced_samples"):
-        "the synchronised timing loop is notebook 01's open lesson (its synced_samples, "
-        "line for line): stage 2 asks what to time and what to report, and the checker "
-        "has to time its own side of every round with that loop",
-    ("performance-audit", "time_fn", "performance-audit/tests/audit_harness.py",
-     "synced_samples"):
-        "the same loop as notebook 01 shows; time_fn's contract is what surrounds it "
-        "(warm-up, the first call apart, the output checked before any timing)",
-}
+ALLOWED: dict = {}
 
 
 def tokens(fn: ast.AST) -> tuple[str, ...]:
