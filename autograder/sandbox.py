@@ -399,6 +399,21 @@ def hidden_paths(hide_roots: list[Path], keep: list[Path]) -> list[str]:
 # The launch
 # ----------------------------------------------------------------------------------
 
+def installed_python_paths(hide=()) -> list[Path]:
+    """The grader's own PYTHONPATH folders outside every hidden path: where a machine's
+    image installs JAX (a TPU image puts it on PYTHONPATH), which a run must still import.
+    Added after the guard and the course copy, never in their place."""
+    hidden = [Path(h).resolve() for h in hide]
+    out = []
+    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if not entry or not Path(entry).is_dir():
+            continue
+        path = Path(entry).resolve()
+        if not any(path == h or h in path.parents or path in h.parents for h in hidden):
+            out.append(path)
+    return list(dict.fromkeys(out))
+
+
 class Jail:
     """A command plus everything ``jail.py`` needs to confine it. With ``identity`` (a
     checker run as root), ``uid`` must be its checker uid: the command also gets the
@@ -419,7 +434,8 @@ class Jail:
                                                  self.limits.max_tasks + 64)
         if self.cgroups is not None:
             box.cgroups.append(self.cgroups)
-        keep = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
+        installed = installed_python_paths(hide)
+        keep = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), *installed]
         self.hide = hidden_paths(list(hide), keep)
         self.reveal = sorted({str(k) for k in keep})
         # the allow-list outside the system's folders: the Python environment and this
@@ -439,7 +455,9 @@ class Jail:
             "USER": "learner", "LOGNAME": "learner", "LANG": "C.UTF-8",
             # the guard (sitecustomize), then the course copy: its coursekit wins over an
             # editable install pointing at the real (hidden) course folder
-            "PYTHONPATH": f"{box.guard}:{box.course}", "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONPATH": ":".join([str(box.guard), str(box.course),
+                                    *(str(p) for p in installed)]),
+            "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(home / ".mpl"),
             "AG_POLICY": json.dumps(policy),
         }

@@ -222,3 +222,16 @@ def test_what_the_learner_wrote_is_taken_once_from_the_folder_it_was_given(tmp_p
     for outside in (elsewhere / "reference.json", given / "run" / "link.json"):
         with pytest.raises(CheckFailed, match="not in the folder it was given"):
             frozen.read_once(outside, inside=given)
+
+
+def test_the_graders_own_python_path_reaches_the_run_and_the_hidden_course_does_not(
+        tmp_path, monkeypatch):
+    """A machine whose image puts JAX on PYTHONPATH (the TPU machine's) grades with it:
+    the run's PYTHONPATH keeps the guard and the course copy first and adds the grader's
+    folders after them; a folder inside (or above) a hidden path is never added."""
+    image, course = tmp_path / "opt-jax", tmp_path / "course"
+    image.mkdir()
+    (course / "sub").mkdir(parents=True)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(image), str(course / "sub"), str(tmp_path), str(tmp_path / "missing")]))
+    assert sandbox.installed_python_paths([course]) == [image.resolve()]
