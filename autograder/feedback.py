@@ -102,6 +102,8 @@ def sections(records: list[dict], docs: Path = WALKTHROUGH_DOCS) -> list[dict]:
         for gid in r.get("restored_missing", []):
             sec["notes"].append(f"The cell `{gid}` was missing; it was put back before "
                                 "grading.")
+        for note in r.get("skipped") or []:
+            sec["notes"].append(f"Checked without a part the grading machine lacks: {note}.")
         if r.get("manual"):
             sec["notes"].append("Graded by hand, not included here: " +
                                 ", ".join(r["manual"]) + ".")

@@ -99,9 +99,11 @@ def main() -> int:
     isolation = protocol.LEARNER_PROCESS if getattr(checker, "learner_process", False) \
         else protocol.IN_PROCESS
     from coursekit.checking import frozen
+    from coursekit.compat import optional
     send(protocol.DONE, count=len(results), seed_used=None not in given,
          versions=checks.environment_versions(), learner_isolation=isolation,
          measured_on=getattr(checker, "measured_on", None),
+         skipped=optional.skipped(),  # parts a package this machine lacks left unchecked
          learner_files=frozen.TAKEN[-200:])
     sys.stdout.flush()
     return 0

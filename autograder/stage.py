@@ -142,6 +142,8 @@ def interpret(stage: Stage, student: str, outcome: sandbox.Outcome,
                   versions=(done or {}).get("versions", {}),
                   learner_isolation=(done or {}).get("learner_isolation", "unknown"),
                   measured_on=(done or {}).get("measured_on"),
+                  # parts of checks this machine could not run (a package it lacks)
+                  skipped=(done or {}).get("skipped", []),
                   # files the learner's code wrote that the checks took, with digests
                   learner_files=(done or {}).get("learner_files", []),
                   stdout_tail=outcome.stdout[-4000:], stderr_tail=outcome.stderr[-4000:])
