@@ -36,10 +36,19 @@ GRADED_MARK = "the grader's own run of this file"
 GRADED_SOURCE = GRADED_MARK + ", graded as stage {stage}"
 
 
-def reuse_key(project: str, stage: int | str, impl: Path, root: Path = ROOT) -> str:
-    """Same checker code (under ``root``), same learner file, same stage: the same run."""
+# The checker fingerprints of the course copy a graded folder's records were keyed on,
+# written beside them by the grader: a learner process cannot read every checker file
+# (the instructor-only ones are the checker's alone), so it reads the grader's figure.
+FINGERPRINTS = "fingerprints.json"
+
+
+def reuse_key(project: str, stage: int | str, impl: Path, root: Path = ROOT,
+              fingerprint: str | None = None) -> str:
+    """Same checker code (under ``root``, or its ``fingerprint`` as the grader computed
+    it), same learner file, same stage: the same run."""
     digest = hashlib.sha256(Path(impl).read_bytes()).hexdigest()[:16]
-    return f"{project}-stage{stage}-{digest}-{checker_fingerprint(root, project)[:16]}"
+    fingerprint = fingerprint or checker_fingerprint(root, project)
+    return f"{project}-stage{stage}-{digest}-{fingerprint[:16]}"
 
 
 def share_reference_result(folder: Path, project: str, impl: Path, payload: dict, *,
@@ -76,11 +85,15 @@ def write_graded(folder: Path, root: Path, records: list[dict]) -> int:
     """Write each graded stage record (with checks) for the check cells of a kernel whose
     course copy is ``root``; the files are keyed on that copy's learner file and checker.
     Returns how many were written."""
-    written = 0
+    written, fingerprints = 0, {}
     for record in records:
         impl = root / "projects" / record["project"] / "starter" / "model.py"
         if not record.get("checks") or not impl.is_file():
             continue
+        if record["project"] not in fingerprints:
+            fingerprints[record["project"]] = checker_fingerprint(root, record["project"])
+            (folder / FINGERPRINTS).write_text(json.dumps(fingerprints))
+            (folder / FINGERPRINTS).chmod(0o644)
         path = folder / f"{reuse_key(record['project'], record['stage'], impl, root)}.json"
         path.write_text(json.dumps(graded_payload(record)))
         path.chmod(0o644)
@@ -95,7 +108,9 @@ def reusable_result(project: str, stage: int | str, impl: Path):
     folder = os.environ.get(REUSE_ENV)
     if not folder or not Path(impl).is_file():
         return None
-    path = Path(folder) / f"{reuse_key(project, stage, impl)}.json"
+    known = Path(folder) / FINGERPRINTS
+    fingerprint = json.loads(known.read_text()).get(project) if known.is_file() else None
+    path = Path(folder) / f"{reuse_key(project, stage, impl, fingerprint=fingerprint)}.json"
     if not path.is_file():
         return None
     payload = json.loads(path.read_text())
