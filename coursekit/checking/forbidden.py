@@ -41,9 +41,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from coursekit.protocol import SEALED_SUFFIX
-
 from coursekit.checking.errors import CheckFailed
+from coursekit.protocol import SEALED_SUFFIX
 
 # Why a name is refused, in a few fixed sentences: a rule names *what* is refused and
 # which kind of thing it is, never what the stage's answer does (tests/test_release_scan.py
