@@ -15,6 +15,12 @@ measurement), so that part stays readable there. The rest is the checker's alone
 * ``fence(coursekit, None)``: a notebook run (its kernel is the learner's own code) has
   none of them: a check cell that needs one says it is graded by the instructor, as in a
   learner's copy.
+
+The sealed programs (``projects/<p>/tests/sealed/``: a checker's replay of a stage's
+answer; ``coursekit/workloads/sealed/``: a complete train step) are answers too, held as
+programs. No learner process of a stage run opens one, so ``fence_sealed(course, group)``
+makes them the checker group's alone there (as root), beside the guard's refusal
+(``protocol.LEARNER_SEALED``); a notebook's kernel runs the course's programs itself.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from __future__ import annotations
 import ast
 import os
 from pathlib import Path
+
+from coursekit.protocol import SEALED_SUFFIX
 
 PACKAGE = "coursekit.instructor"
 # where the learner process loads code from: the public workloads (the catalog and the
@@ -88,4 +96,20 @@ def fence(coursekit: Path, checker_group: int | None) -> list[Path]:
         else:
             os.chown(path, 0, checker_group)
             os.chmod(path, 0o640)
+    return files
+
+
+def sealed_programs(course: Path) -> list[Path]:
+    """Every sealed program's file in a course copy (links are not copied into one)."""
+    return sorted(p for p in Path(course).rglob(f"*{SEALED_SUFFIX}")
+                  if p.is_file() and not p.is_symlink())
+
+
+def fence_sealed(course: Path, checker_group: int) -> list[Path]:
+    """Make the course copy's sealed programs root's, group ``checker_group``, mode 0640:
+    the checker reads them, no learner uid can. Returns the files."""
+    files = sealed_programs(course)
+    for path in files:
+        os.chown(path, 0, checker_group)
+        os.chmod(path, 0o640)
     return files

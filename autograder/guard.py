@@ -7,7 +7,9 @@ only fence where namespaces are unavailable. It uses audit hooks (PEP 578), whic
 in the same interpreter cannot remove, though ctypes can step around them.
 
 * reading a hidden path (the course folder with its solutions, the gradebook, other
-  submissions) -> ``read-outside``;
+  submissions) -> ``read-outside``; in a learner process of a stage run also reading, or
+  linking to, a sealed reference program (``sealed`` in its policy: the file's suffix),
+  by whatever path or link it is reached;
 * writing, deleting or renaming outside the work folders -> ``write-outside``;
 * connecting to anything but loopback or a Unix socket -> ``network``;
 * a signal (``os.kill``, ``os.killpg``) to anything but itself or a process it started
@@ -122,8 +124,25 @@ def _paths(absolute: str) -> list[str]:
     return [absolute] if real == absolute else [absolute, real]
 
 
+_PYTHON = sorted({os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)})
+
+
+def _check_sealed(absolute: str | None) -> None:
+    """A learner process of a stage run may not open a sealed reference program (the
+    policy's ``sealed``: the suffix), by its own path or through a link, wherever the
+    link was made (the Python installation, read-only to the run, holds none)."""
+    sealed = tuple(_POLICY.get("sealed") or ())
+    if not sealed or absolute is None:
+        return
+    for p in [absolute] if _under(absolute, _PYTHON) else _paths(absolute):
+        if p.endswith(sealed):
+            _refuse("read-outside", f"opening {p} (a sealed reference program: the "
+                    "checker's own)")
+
+
 def _check_read(arg) -> None:
     absolute = _absolute(arg)
+    _check_sealed(absolute)
     if absolute is None or _under(absolute, _POLICY["allow"]):
         return  # the Python installation (read-only to the run): most opens, no lookup
     for p in _paths(absolute):
@@ -202,6 +221,9 @@ def _hook(event: str, args: tuple) -> None:
             _check_write(path)
         _check_read(path)
     elif event in _WRITE_EVENTS:
+        if event in ("os.link", "os.symlink") and args:  # a new name for a sealed file
+            _check_sealed(_absolute(args[0], args[2] if event == "os.link"
+                                    and len(args) > 2 else None))
         for i, fd_index in _WRITE_EVENTS[event]:
             if i < len(args):
                 _check_write(args[i], args[fd_index] if fd_index is not None

@@ -418,13 +418,15 @@ class Jail:
     """A command plus everything ``jail.py`` needs to confine it. With ``identity`` (a
     checker run as root), ``uid`` must be its checker uid: the command also gets the
     learner group and a spawner that starts learner processes as the run's learner uids
-    (``jail_spawner``; the checking side calls it through ``coursekit.checking.spawn``)."""
+    (``jail_spawner``; the checking side calls it through ``coursekit.checking.spawn``).
+    ``learner_sealed``: the learner processes' guard refuses to open a sealed program
+    (``protocol.LEARNER_SEALED``: a stage run, whose learner processes need none)."""
 
     def __init__(self, box: SandboxDir, cmd: list[str], *, uid: int | None,
                  cwd: Path | None = None, env: dict | None = None,
                  hide: list[Path] = (), limits: Limits | None = None,
                  namespaces: bool = True, result_fd: int | None = None,
-                 identity: uids.Identity | None = None):
+                 identity: uids.Identity | None = None, learner_sealed: bool = False):
         self.box, self.cmd, self.uid = box, cmd, uid
         self.limits = limits or Limits()
         self.identity = identity
@@ -448,6 +450,8 @@ class Jail:
         policy = {"deny": [str(Path(p).resolve()) for p in hide],
                   "allow": [str(k) for k in keep], "writable": writable,
                   "result_fd": result_fd}
+        if learner_sealed:  # a stage run: its learner processes open no sealed program
+            policy[protocol.LEARNER_SEALED] = True
         venv_bin = str(Path(sys.executable).parent)
         self.env = {
             "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",

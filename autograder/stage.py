@@ -106,7 +106,8 @@ def sandboxed_run(settings: Settings, project: str, numbers: list[int],
         jail = sandbox.Jail(box, [sys.executable, str(box.guard / "autograder_runner.py")],
                             uid=uid, cwd=work, env=env, limits=limits,
                             namespaces=namespaces, result_fd=write_fd,
-                            hide=[Path(p) for p in settings.hide], identity=identity)
+                            hide=[Path(p) for p in settings.hide], identity=identity,
+                            learner_sealed=True)
         return sandbox.run(jail, (read_fd, write_fd), token=token)
 
 

@@ -65,10 +65,13 @@ def prepare(box: sandbox.SandboxDir, settings: Settings, submission: Path, *,
     instructor-only modules no learner process loads (``autograder.answers``) become the
     ``checker_group``'s alone (a stage run as root, whose learner processes are other
     uids), or are left out when ``learner_runs_it`` (a notebook kernel: the learner's own
-    code runs the whole run)."""
+    code runs the whole run). In a stage run as root the sealed programs are the
+    ``checker_group``'s alone too (``answers.fence_sealed``)."""
     sandbox.copy_course(Path(settings.course_root), box.course, settings.projects)
     if learner_runs_it or checker_group is not None:
         answers.fence(box.course / "coursekit", None if learner_runs_it else checker_group)
+    if checker_group is not None and not learner_runs_it:
+        answers.fence_sealed(box.course, checker_group)
     copy_submission_projects(submission, box.course)
     return box.course
 

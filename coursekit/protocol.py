@@ -59,6 +59,16 @@ TAMPER_CHECKER = "tamper-checker"      # replacing checker code in the learner p
 TAMPER_EVIDENCE = "tamper-evidence"    # a self-reported fact contradicted by measurement
 TAMPER_PREFIX = TAMPER_EVIDENCE + ": "  # how a check result message says it
 
+# -- sealed reference programs --------------------------------------------------------
+# A sealed program's file (coursekit.checking.sealed) replays a stage's answer or holds a
+# complete train step: in a stage run the checker runs it in its own process, and no
+# learner process may open one (the grader's policy says LEARNER_SEALED; the learner
+# process's guard then refuses the read, whatever name the path goes by, and as root the
+# copy's programs are the checker group's alone). A notebook's kernel runs the course's
+# programs itself (notebooks 05 and 08), so a notebook run refuses none.
+SEALED_SUFFIX = ".jaxexport"
+LEARNER_SEALED = "learner_sealed"
+
 # -- isolation of learner code from the verdict (recorded per stage) -------------------
 LEARNER_PROCESS, IN_PROCESS = "learner-process", "in-process"
 
@@ -167,7 +177,10 @@ def learner_environment(environ) -> dict:
         env[ENV_ACCELERATOR] = "1"
     policy = json.loads(environ.get(ENV_POLICY) or "null")
     if policy:  # the guard stays on; its violations travel over the bridge
-        env[ENV_GUARD] = json.dumps({k: v for k, v in policy.items() if k != "result_fd"})
+        guard = {k: v for k, v in policy.items() if k not in ("result_fd", LEARNER_SEALED)}
+        if policy.get(LEARNER_SEALED):  # a stage run: no learner process reads a program
+            guard["sealed"] = [SEALED_SUFFIX]
+        env[ENV_GUARD] = json.dumps(guard)
     elif environ.get(ENV_GUARD):
         env[ENV_GUARD] = environ[ENV_GUARD]
     return env

@@ -20,6 +20,7 @@ The rules, each over every shipped file:
 * ``bracket``: a check's ``expected=`` or ``hint=`` that prints an accepted interval
   (``[lo, hi]``): two failures are enough to fit it;
 * ``hint-line``: a hint holding ``HINT_RUN`` code tokens in a row of a solution line;
+* ``scaffold``: a notebook code cell holding a stage's scaffold (``SCAFFOLDS``);
 * ``instructor``: instructor-only code or a solution folder in the release at all.
 """
 
@@ -56,7 +57,45 @@ METHODS = (
     "divide by the psum of the valid counts",
     "mask the block's columns >= n_cols with -inf",
     "pl.cdiv(rows, block_rows)",
+    # sharded-training stage 2's docstring and hints (the blind reading's first item)
+    "the count-weighted rule grad(shard sum) / psum(count)",
+    "grad's transpose of a replicated input",
+    "out_specs P('data') gathers one number per device",
+    "inside shard_map each device sums its own piece of the mask",
+    "jax.shard_map(f, mesh=mesh, in_specs=..., out_specs=...)",
+    "grad no longer sums over the shards",
+    # pallas-kernel stage 1's hints: the derivation, step by step
+    "subtract each row's max first",
+    "count every rounding: the float32 sum over the row",
+    "a sum of n terms collects up to about n roundings",
+    "convert to float64 before any arithmetic",
+    "a few u32 in absolute terms",
+    "atol = 3 * u32",
+    # the fix's code in sharded-training 1 and 4's hints and pallas-kernel 3's
+    "params: P() (replicated); batch: P('data')",
+    'jax.random.key(seed), not the legacy uint32 PRNGKey',
+    'devices: sorted ids of leaf.sharding.device_set',
+    'str(leaf.sharding.spec) where the sharding has one',
+    'XLA then adds the all-reduce itself',
+    'use jax.tree_util.keystr(path)',
+    'jax.block_until_ready(out) inside every timed boundary',
+    'TraceAnnotation(region, step=i) with i counting the traced calls from 0',
+    'jax.block_until_ready inside the TraceAnnotation, not after it',
+    'count with coursekit.measure.timing.count_compiles()',
+    'time.perf_counter() after the sync minus time.perf_counter() before the call',
+    'sort the shapes by rows * cols (math.prod(shape))',
+    'start the clock right before the call, stop it right after',
 )
+# Notebook code outside a solution region that is a stage's scaffold (what the blind
+# reading wrote a stage from): notebook 05's shard_map harness with its specs, a softmax in
+# a Pallas kernel body (notebook 06's planted kernel, the stage-2 kernel less its mask).
+KERNEL_BODY = re.compile(r"def \w+\(x_ref, o_ref[^)]*\):[^\n]*((?:\n[ \t]+[^\n]*)*)")
+SCAFFOLDS = {
+    "a shard_map with its specs": re.compile(r"shard_map\([^()]*(?:\([^()]*\)[^()]*)*"
+                                             r"in_specs\s*=", re.S).search,
+    "a softmax in a Pallas kernel": lambda source: any(
+        re.search(r"softmax\(|jnp\.exp\(", body) for body in KERNEL_BODY.findall(source)),
+}
 # (rule, file, what): why it stays; the test fails when an entry no longer matches.
 _LESSON = ("the synchronised timing loop is notebook 01's open lesson (a call, wait for "
            "it, read the clock): what a stage asks is what surrounds it (which calls, "
@@ -327,6 +366,16 @@ def hint_findings(rel: str, path: Path, lines: set) -> list[tuple[str, str, str]
              f"({text[:60]!r})") for line, text in hints if code.code_runs(text) & lines]
 
 
+def scaffold_findings(rel: str, path: Path) -> list[tuple[str, str, str]]:
+    """Notebook code cells holding a stage's scaffold (a solution region is stripped in
+    the release, so what is left is shown to the learner)."""
+    if path.suffix != ".ipynb":
+        return []
+    return [("scaffold", name, f"{rel}: a notebook cell holds {name}")
+            for source in code_sources(path) for name, holds in SCAFFOLDS.items()
+            if holds(source)]
+
+
 def folder_findings(release: Path) -> list[tuple[str, str, str, str]]:
     """Instructor-only code or a solution folder in the release at all."""
     found = [("instructor", "coursekit/instructor", "", "coursekit/instructor: "
@@ -352,7 +401,8 @@ def raw(release: Path, files: list[Path] | None = None) -> list[tuple[str, str, 
         found += [(rule, rel, what, sentence) for rule, what, sentence in (
             code_findings(rel, path, answers) + name_findings(rel, path, names)
             + method_findings(rel, path) + reason_findings(rel, path)
-            + bracket_findings(rel, path) + hint_findings(rel, path, lines))]
+            + bracket_findings(rel, path) + hint_findings(rel, path, lines)
+            + scaffold_findings(rel, path))]
     return found
 
 

@@ -232,6 +232,8 @@ HINTS = {"kernel_row_sum_in_bfloat16": "the same values given as float32 come ou
          "sweep_output_check_without_shapes": "with block_rows=64 the kernel given to your "
                                               "sweep returns the softmax of x one row short",
          "tolerance_eps_for_unit_roundoff": "with eps (the gap above 1, 2u) in the place",
+         "tolerance_atol_below_float32": "less than one float32 rounding of a probability",
+         "jnp_reference_without_max_subtraction": "overflows float32",
          "summary_any_speedup_helps": "not by more than HELP_MARGIN"}
 WRONG_HINTS = {"kernel_row_sum_in_bfloat16": MASKING, "kernel_computes_in_bfloat16": MASKING,
                "kernel_max_over_the_block": ["cells past the array's edge in each row",
@@ -245,7 +247,9 @@ WRONG_HINTS = {"kernel_row_sum_in_bfloat16": MASKING, "kernel_computes_in_bfloat
                "sweep_output_check_without_shapes": "run the function by hand on a small",
                "tolerance_eps_for_unit_roundoff": "in [",
                "flat_tolerance": "in [",
-               "tolerance_forgets_output_rounding": "in ["}
+               "tolerance_forgets_output_rounding": "in [",
+               "tolerance_atol_below_float32": ["in [", "u32, 10 u32", "a few u32"],
+               "jnp_reference_without_max_subtraction": "subtract each row's max"}
 HINTS["padding_masked_with_zero@seed1506760828"] = HINTS["padding_masked_with_zero"]
 WRONG_HINTS["padding_masked_with_zero@seed1506760828"] = WRONG_HINTS["padding_masked_with_zero"]
 

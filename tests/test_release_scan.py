@@ -24,10 +24,6 @@ from coursekit.facts import ROOT
 
 # (rule, file, what): owner and why it is still there.
 KNOWN: dict[tuple[str, str, str], str] = {
-    **{("bracket", "projects/pallas-kernel/tests/pallas_stage1_references.py", f"line {n}"):
-       "checkers-b (issue 46, item 2): tolerance's failure prints the accepted rtol and atol "
-       "brackets; two failures let a learner fit them"
-       for n in (120, 127)},
     **{("bracket", "projects/performance-audit/tests/audit_stage4_decision.py", f"line {n}"):
        "checkers-a (issue 46, item 2): decide's failures print the course's own interval "
        "of the planted records, which a learner can fit their statistic to"
@@ -35,19 +31,6 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("method", "projects/foundations/tests/check.py", "recipe 'subtract first, then square'"):
         "checkers-a (issue 46, item 2): a hint gives regression_grads' residual step, a "
         "recipe the walk-through of stage 2 holds",
-    ("method", "projects/sharded-training/tests/stage2_weighting.py",
-     "already sums over the shards"):
-        "checkers-b (issue 46, item 2): global_grads' hints explain the 8x by the mechanism "
-        "the stage asks the learner to find, as notebook 05 once did",
-    ("method", "projects/sharded-training/tests/stage2_weighting.py",
-     "divide by the psum of the valid counts"):
-        "checkers-b (issue 46, item 2): a hint states the fix of the divisor mistake",
-    ("method", "projects/pallas-kernel/tests/pallas_stage2_kernel.py",
-     "mask the block's columns >= n_cols with -inf"):
-        "checkers-b (issue 46, item 2): the kernel's hint spells out the mask and its value",
-    ("method", "projects/pallas-kernel/tests/pallas_stage2_kernel.py",
-     "pl.cdiv(rows, block_rows)"):
-        "checkers-b (issue 46, item 2): hints give the grid's expression, the fix's code",
     ("code", "projects/performance-audit/tests/audit_stage3_remat.py",
      "residual_hint ~ instructor/performance_audit:residual_bytes"):
         "checkers-a (issue 46, item 2): the hint recomputes saved_residual_bytes' count to "
@@ -124,6 +107,17 @@ def add_cell(path: Path, kind: str, source: str) -> None:
     path.write_text(json.dumps(nb))
 
 
+OLD_SHARD_MAP_GRADS = '''def shard_map_grads(per_shard, check_vma=True):
+    """grads(params, batch, mesh) from a per-shard rule: params replicated, rows split."""
+    def grads(params, batch, mesh):
+        fn = jax.shard_map(per_shard, mesh=mesh, out_specs=P(), check_vma=check_vma,
+                           in_specs=(P(), P("data"), P("data"), P("data")))
+        return jax.jit(fn)(params, batch["x"], batch["y"], batch["mask"])
+    return grads
+'''
+OLD_SOFTMAX_IN_KERNEL = '''def unmasked_kernel(x_ref, o_ref, *, n_cols):  # the planted failure: the whole block
+    o_ref[...] = jax.nn.softmax(x_ref[...].astype(jnp.float32), axis=1).astype(o_ref.dtype)
+'''
 OLD_UNMASKED_KERNEL = '''def unmasked_kernel(x_ref, o_ref, *, n_cols):  # the planted failure: no mask
     x = x_ref[...].astype(jnp.float32)
     e = jnp.exp(x - jnp.max(x, axis=1, keepdims=True))
@@ -233,6 +227,97 @@ def plant_hint_with_a_solution_line(rel: Path) -> list[Path]:
     return [target]
 
 
+def text_plant(path: str, text: str):
+    """A plant that appends ``text`` to the release's file at ``path``."""
+    def plant(rel: Path) -> list[Path]:
+        target = rel / path
+        append(target, text)
+        return [target]
+    return plant
+
+
+# sharded-training stage 2's module docstring as the blind reading found it.
+OLD_SHARDED_DOCSTRING = (
+    'def _planted():\n    """Measured on 8 CPU devices: grad of each shard\'s '
+           "*mean* loss is 8.0x the true gradient (grad's transpose of a replicated input "
+           "sums over shards), the count-weighted rule grad(shard sum) / psum(count) "
+           '1.0x."""\n')
+
+# Its hints: the divisor's fix, the counts' specs, the check_vma mechanism.
+OLD_SHARDED_HINTS = (
+    'PLANTED_HINTS = {\n    "divisor": "the mean of the shards\' valid counts '
+           'where the total is meant: divide by the psum of the valid counts",\n'
+           '    "counts": "inside shard_map each device sums its own piece of the mask; '
+           "out_specs P('data') gathers one number per device\",\n"
+           '    "one_shard": "With check_vma=False grad no longer sums over the shards",\n'
+           '    "shard_map": "jax.shard_map(f, mesh=mesh, in_specs=..., out_specs=...)"}\n')
+
+# pallas-kernel stage 1's hints and the atol's bracket as the reading found them.
+OLD_TOLERANCE_HINTS = (
+    'def _planted(atol, u32, ok):\n'
+           '    fail_unless(ok, "overflow", hint="exp(1000.) overflows float32: subtract each '
+           'row\'s max first")\n'
+           '    fail_unless(ok, "accepts", hint="count every rounding: the float32 sum over the '
+           'row, exp, division, and the final cast")\n'
+           '    fail_unless(ok, "grows", hint="a sum of n terms collects up to about n '
+           'roundings")\n'
+           '    fail_unless(ok, "float64", hint="convert to float64 before any arithmetic")\n'
+           '    fail_unless(u32 <= atol <= 10 * u32, "atol", yours=atol,\n'
+           '                expected=f"in [u32, 10 u32] = [{u32:.3g}, {10 * u32:.3g}]",\n'
+           '                hint="tiny probabilities: a few u32 in absolute terms")\n')
+
+OLD_MUTANTS_LINE = (
+    '# ``<id> <changed line>``, so ``tolerance/NumberReplacer#* atol = 3 * u32`` '
+           "names one change")
+
+
+STAGE2 = "projects/sharded-training/tests/stage2_weighting.py"
+plant_sharded_docstring = text_plant(STAGE2, OLD_SHARDED_DOCSTRING)
+plant_sharded_hints = text_plant(STAGE2, OLD_SHARDED_HINTS)
+plant_tolerance_hints = text_plant("projects/pallas-kernel/tests/pallas_stage1_references.py",
+                                   OLD_TOLERANCE_HINTS)
+plant_mutants_line = text_plant("coursekit/commands/mutants.py", OLD_MUTANTS_LINE)
+
+
+def cell_plant(notebook: str, source: str):
+    """A plant that adds a code cell holding ``source`` to ``notebooks/<notebook>``."""
+    def plant(rel: Path) -> list[Path]:
+        target = rel / "notebooks" / notebook
+        add_cell(target, "code", source)
+        return [target]
+    return plant
+
+
+FIX_CODE_HINTS = {
+    ("sharded-training", "stage1_placement.py"): (
+        "params: P() (replicated); batch: P('data')",
+        "jax.random.key(seed), not the legacy uint32 PRNGKey",
+        "devices: sorted ids of leaf.sharding.device_set",
+        "str(leaf.sharding.spec) where the sharding has one",
+        "XLA then adds the all-reduce itself", "use jax.tree_util.keystr(path)"),
+    ("sharded-training", "stage4_profiled.py"): (
+        "jax.block_until_ready(out) inside every timed boundary",
+        "TraceAnnotation(region, step=i) with i counting the traced calls from 0",
+        "jax.block_until_ready inside the TraceAnnotation, not after it",
+        "count with coursekit.measure.timing.count_compiles()"),
+    ("pallas-kernel", "pallas_stage3_measured.py"): (
+        "time.perf_counter() after the sync minus time.perf_counter() before the call",
+        "sort the shapes by rows * cols (math.prod(shape))",
+        "start the clock right before the call, stop it right after"),
+}
+
+
+def plant_fix_code_hints(rel: Path) -> list[Path]:
+    """The fix's code as the hints of sharded-training 1 and 4 and pallas-kernel 3 gave it."""
+    targets = []
+    for (project, name), phrases in FIX_CODE_HINTS.items():
+        target = rel / "projects" / project / "tests" / name
+        append(target, "def _planted(ok):\n" + "".join(
+            f"    fail_unless(ok, 'planted', hint={phrase!r})\n" for phrase in phrases))
+        targets.append(target)
+    return targets
+
+
 def plant_instructor_folder(rel: Path) -> list[Path]:
     shutil.copytree(ROOT / "coursekit" / "instructor", rel / "coursekit" / "instructor",
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -261,6 +346,29 @@ PLANTS = {
                                        "solution line"),
     "instructor code in the release": (plant_instructor_folder, "instructor",
                                        "instructor-only code"),
+    # the blind reading of a release (docs/checkers.md, reading 1): sharded 2, pallas 1-2
+    "sharded stage 2's docstring": (plant_sharded_docstring, "method",
+                                    "grad(shard sum) / psum(count)"),
+    "... its mechanism": (plant_sharded_docstring, "method", "transpose of a replicated"),
+    "sharded stage 2's divisor hint": (plant_sharded_hints, "method", "psum of the valid"),
+    "... the counts' specs": (plant_sharded_hints, "method", "gathers one number"),
+    "... check_vma off": (plant_sharded_hints, "method", "no longer sums over the shards"),
+    "... the shard_map call": (plant_sharded_hints, "method", "in_specs=..., out_specs="),
+    "notebook 05's shard_map scaffold": (cell_plant("05_sharding_and_recovery.ipynb",
+                                                    OLD_SHARD_MAP_GRADS), "scaffold",
+                                         "a shard_map with its specs"),
+    "notebook 06's softmax kernel": (cell_plant("06_pallas.ipynb", OLD_SOFTMAX_IN_KERNEL),
+                                     "scaffold", "a softmax in a Pallas kernel"),
+    "pallas stage 1's overflow hint": (plant_tolerance_hints, "method",
+                                       "subtract each row"),
+    "... its rounding count": (plant_tolerance_hints, "method", "count every rounding"),
+    "... its n roundings": (plant_tolerance_hints, "method", "about n roundings"),
+    "... its float64 fix": (plant_tolerance_hints, "method", "convert to float64"),
+    "... its atol": (plant_tolerance_hints, "method", "a few u32"),
+    "... its atol bracket": (plant_tolerance_hints, "bracket", "interval"),
+    "mutants' solution line": (plant_mutants_line, "method", "atol = 3 * u32"),
+    **{f"the fix's code: {phrase[:40]}": (plant_fix_code_hints, "method", phrase[:30])
+       for phrases in FIX_CODE_HINTS.values() for phrase in phrases},
 }
 
 

@@ -15,9 +15,14 @@ The scan follows the usual ways to reach a name: ``import m``, ``import m as a``
 (``import coursekit.measure.timing as t; t.time_synced``), a module-level or local
 assignment of one (``f = timing.time_synced``), ``importlib.import_module("m")``,
 ``__import__("m", fromlist=[...])``, ``sys.modules["m"]`` and ``getattr(x, "n")`` with
-constant strings. A name built at run time (``getattr(m, "time" + "_synced")``) is out of
-reach of any reading; where that matters a check also observes what ran (foundations
-counts autodiff transforms in the learner process).
+constant strings. A sealed reference program is refused by its route (``SEALED_ROUTE``):
+every module that reads or runs serialised program bytes, the course functions that load
+one, and any string in the file that names a program's file (``SEALED_FILE``). A name
+built at run time (``getattr(m, "time" + "_synced")``) is out of reach of any reading;
+where that matters a check also observes what ran (foundations counts autodiff
+transforms in the learner process), and the grader keeps every learner process from
+opening a sealed program's file in a stage run (``autograder/guard.py``,
+``autograder/answers.py``).
 
 A checker uses it in one of two ways:
 
@@ -31,10 +36,13 @@ A checker uses it in one of two ways:
 from __future__ import annotations
 
 import ast
+import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from coursekit.checking.errors import CheckFailed
+from coursekit.protocol import SEALED_SUFFIX
 
 # Why a name is refused, in a few fixed sentences: a rule names *what* is refused and
 # which kind of thing it is, never what the stage's answer does (tests/test_release_scan.py
@@ -49,8 +57,8 @@ WHY = {
     "checker-reading": "the checker's own reading of your program: what your code reports "
                        "about itself must come from your own code",
     "library": "a library's version of what this stage asks you to write",
-    "sealed": "the checker's sealed reference programs: your results must come from your "
-              "own code",
+    "sealed": "a sealed reference program (the checkers' and the course's), or what reads "
+              "or runs one: your results must come from your own code",
     "autodiff": "regression_grads is the gradient written by hand: JAX's autodiff would "
                 "compute it for you",
 }
@@ -115,18 +123,42 @@ _AUTODIFF = ("grad", "value_and_grad", "vjp", "jacrev", "jacfwd", "hessian", "jv
              "linearize")
 
 
+# The route to a sealed program (coursekit.checking.sealed): its file, and what turns a
+# program's bytes or text into something callable, whatever the name it is reached by. The
+# checkers' programs (projects/*/tests/sealed/) replay stage answers; the course's
+# (coursekit/workloads/sealed/, run by coursekit.workloads.capstone for notebook 08) hold
+# a complete train step. Every project's stages refuse it: none of their contracts reads a
+# program. A name or path built at run time is out of reach of this reading: where the
+# grader runs a stage, no learner process can open a sealed program's file at all
+# (autograder/guard.py, autograder/answers.py).
+SEALED_FILE = "<a sealed program's file>"   # a string in the file naming one (below)
+SEALED_ROUTE = (
+    ("jax.export", "*"), ("jax._src.export", "*"),                  # jax.export.deserialize
+    ("jax.experimental.serialize_executable", "*"),                # compiled executables
+    ("coursekit.checking.sealed", "*"), ("coursekit.authoring", "*"),
+    ("coursekit.compat.jaxapi", "deserialize"), ("coursekit.compat.jaxapi", "exported"),
+    ("coursekit.checking.programs", "rebuild"),                    # a program from its text
+    ("coursekit.workloads.capstone", "*"),
+    (SEALED_FILE, "*"),
+)
+# What a string names when it names a sealed program: the suffix, a program's own name
+# (SEALED_FOLDERS' files), or a folder called sealed as a path part.
+SEALED_FOLDERS = ("projects/*/tests/sealed", "coursekit/workloads/sealed")
+
+
 def _everywhere(project: str) -> tuple[Rule, ...]:
-    """The instructor-only code and the checker's learner-process code, at every stage."""
-    return tuple(Rule(module, "*", stage, kind) for stage in range(1, STAGES[project] + 1)
-                 for module, kind in ((_INSTRUCTOR, "instructor"),
-                                      *((m, "learner-process") for m in _REMOTE[project])))
+    """The instructor-only code, the checker's learner-process code and the route to a
+    sealed program, at every stage."""
+    return tuple(Rule(module, name, stage, kind) for stage in range(1, STAGES[project] + 1)
+                 for module, name, kind in (
+                     (_INSTRUCTOR, "*", "instructor"),
+                     *((m, "*", "learner-process") for m in _REMOTE[project]),
+                     *((m, n, "sealed") for m, n in SEALED_ROUTE)))
 
 
 RULES: dict[str, tuple[Rule, ...]] = {
     "foundations": tuple(
         Rule("jax", name, 2, "autodiff", within="regression_grads") for name in _AUTODIFF)
-    + tuple(Rule(module, "*", stage, "sealed") for stage in (2, 3)
-            for module in ("jax.export", "jax._src.export", "coursekit.checking.sealed"))
     + _everywhere("foundations"),
     "performance-audit": (
         Rule(_TIMING, "time_synced", 1, "timer"),
@@ -210,8 +242,13 @@ _IMPORTERS = ("importlib.import_module", "__import__")
 class _Names:
     """Local names bound to modules and objects (``name -> "pkg.mod.obj"``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tree: ast.AST | None = None) -> None:
         self.bound: dict[str, str] = {}
+        # docstrings are prose, not strings the program uses
+        self.docstrings = {id(n.body[0].value) for n in ast.walk(tree) if isinstance(
+            n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and n.body and isinstance(n.body[0], ast.Expr)
+            and isinstance(n.body[0].value, ast.Constant)} if tree is not None else set()
 
     def resolve(self, node: ast.AST) -> str | None:
         """The dotted name ``node`` stands for, when a reading can tell."""
@@ -267,6 +304,28 @@ def _text(node) -> str | None:
         else None
 
 
+@functools.cache
+def sealed_names() -> frozenset[str]:
+    """The names of the sealed programs this copy holds (``train_replay``, ...)."""
+    root = Path(__file__).resolve().parents[2]
+    return frozenset(p.name[:-len(SEALED_SUFFIX)] for folder in SEALED_FOLDERS
+                     for p in root.glob(f"{folder}/*{SEALED_SUFFIX}"))
+
+
+def names_sealed_file(value) -> bool:
+    """Whether a string (or bytes) names a sealed program's file: its suffix, one of the
+    programs' names, or a folder called ``sealed`` as a part of a path."""
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    if not isinstance(value, str):
+        return False
+    low = value.lower()
+    if SEALED_SUFFIX[1:] in low or re.search(r"(^|[/\\])sealed([/\\]|$)", low):
+        return True
+    return any(re.search(rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])", low)
+               for n in sealed_names())
+
+
 def _hits(node: ast.AST, names: _Names, rules: tuple[Rule, ...]) -> list[tuple[str, Rule]]:
     """(text, rule) for each rule ``node`` itself breaks."""
     found = []
@@ -281,6 +340,9 @@ def _hits(node: ast.AST, names: _Names, rules: tuple[Rule, ...]) -> list[tuple[s
     elif isinstance(node, ast.Import):
         found += [(ast.unparse(node), r) for alias in node.names for r in rules
                   if r.name == "*" and r.matches(alias.name)]
+    elif isinstance(node, ast.Constant) and names_sealed_file(node.value) \
+            and id(node) not in names.docstrings:
+        found += [(repr(node.value)[:80], r) for r in rules if r.matches(SEALED_FILE)]
     elif isinstance(node, (ast.Attribute, ast.Subscript, ast.Call, ast.Name)):
         what = names.resolve(node)
         if what:
@@ -325,7 +387,7 @@ def scan(source: str | Path, rules: tuple[Rule, ...] | list[Rule]) -> list[Findi
     for root in sorted({r.within for r in rules}, key=str):
         group = tuple(r for r in rules if r.within == root)
         for function, nodes in _regions(tree, root):
-            names = _Names()
+            names = _Names(tree)
             for _ in range(2):  # twice: an assignment may name what a later one binds
                 for node in (*tree.body, *nodes):
                     names.bind(node)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-SUFFIX = ".jaxexport"
+from coursekit.protocol import SEALED_SUFFIX as SUFFIX
 
 
 class SealedMissing(RuntimeError):

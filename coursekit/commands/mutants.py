@@ -17,8 +17,8 @@ reason in ``projects/<p>/tests/equivalent_mutants.txt``, one per line::
     <fnmatch pattern> -- <reason>
 
 The pattern is matched against the mutant's id (``<function>/<operator>#k``) and against
-``<id> <changed line>``, so ``tolerance/NumberReplacer#* atol = 3 * u32`` names one change
-by what it does, which survives edits elsewhere in the function.
+``<id> <changed line>``, so ``<function>/NumberReplacer#* <the changed line>`` names one
+change by what it does, which survives edits elsewhere in the function.
 
 and leave the score's denominator. Score = killed / (mutants - equivalent - incompetent)
 (incompetent: Cosmic Ray could not apply or run the mutant). Every other

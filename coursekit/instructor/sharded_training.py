@@ -1,12 +1,16 @@
 """sharded-training's answers the checker needs: where each device's piece of an array
 lies (``describe_placement``'s ``pieces``), the whole placement report
-(``describe_placement`` itself), and one training step on one device (``make_train_step``'s
-numbers). Instructor-only (``coursekit.checking.graded``)."""
+(``describe_placement`` itself), one training step on one device (``make_train_step``'s
+numbers) and each shard's part of ``global_grads`` (stage 2's hint for one shard alone).
+Instructor-only (``coursekit.checking.graded``)."""
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+from coursekit.workloads import classifier
 
 
 def spans(leaf) -> dict[int, list[list[int]]]:
@@ -49,3 +53,18 @@ def reference_step(config: dict):
         params = jax.tree.map(lambda p, m: p - lr * m, params, momentum)
         return params, momentum, key, value
     return step
+
+
+def shard_parts(params, batch, shards: int) -> list[tuple[dict, dict | None]]:
+    """Per shard of ``batch`` (host arrays split in ``shards`` row pieces): (gradient of
+    its loss sum / the global valid count, gradient of its own mean loss or None where it
+    has no valid rows): what one device's local computation gives with nothing summed."""
+    total = max(float(np.sum(batch["mask"])), 1.0)
+    parts = []
+    for x, y, m in zip(*(np.split(batch[k], shards) for k in ("x", "y", "mask"))):
+        args = (jnp.asarray(x), jnp.asarray(y), jnp.asarray(m))
+        part_sum = jax.tree.map(lambda g: g / total,
+                                jax.grad(classifier.loss_sum)(params, *args))
+        part_mean = jax.grad(classifier.loss)(params, *args) if m.sum() else None
+        parts.append((part_sum, part_mean))
+    return parts

@@ -98,10 +98,6 @@ rng = np.random.default_rng(SEED)
 def draw(shape, dtype=jnp.float32):
     return jnp.asarray(rng.standard_normal(shape) * 3, dtype)
 
-def library_softmax(x):  # the notebook's own reference, independent of your file: JAX's
-    # float32 softmax (good to about 1e-7, far below the errors the diagnosis looks for)
-    return np.asarray(jax.nn.softmax(jnp.asarray(x, jnp.float32), axis=-1), np.float64)
-
 print(LABEL)
 print("implementation under test:", IMPL)
 print("backend:", BACKEND, "| Pallas runs", "interpreted" if INTERPRET else "compiled",
@@ -539,7 +535,6 @@ with not_yet("changed condition") as changed:
              ", less than in proportion" if 1.2 < measured_factor < 0.8 * program_factor
              else ""))
 
-
 # %% [markdown]
 # Interpreted, each grid program is a trip around an XLA loop that slices the block out,
 # runs the kernel body and writes the block back, so the time follows the number of
@@ -553,51 +548,56 @@ with not_yet("changed condition") as changed:
 # %% [markdown]
 # ## Diagnose a likely failure: right on the test shape, wrong in production
 #
-# **Symptom.** A teammate's softmax kernel passed its test at a shape like `(64, 256)`;
-# in production at `(ROWS - 3, COLS)` some rows come out NaN (on this CPU) or as
-# probabilities that are slightly off (on a GPU). **What to check next**, in order:
+# **Symptom.** A teammate's row kernel (each row shifted by its own max, as a stable
+# softmax or log-sum-exp begins) passed its test at a shape like `(64, 256)`; in
+# production at `(ROWS - 3, COLS)` some rows come out inf (on this CPU) or slightly off
+# (on a GPU). **What to check next**, in order:
 #
 # 1. *Divisibility*: does `block_rows` divide the rows, and does the row fill the block
 #    width? A test shape where both divide hides every edge bug.
-# 2. *NaN rows, interpreted*: the kernel reduced over cells past the edge (they hold NaN).
+# 2. *Rows of NaN or inf, interpreted*: the kernel reduced over cells past the edge (they
+#    hold NaN).
 #    Wrong but finite values: the padded cells still changed a reduction's result.
 # 3. *The grid*: `rows // block_rows` drops the last block: those rows are never written.
 # 4. *The comparison*: against a float64 reference, on ragged shapes, in both dtypes.
 #
-# The planted failure, reproduced: the teammate's kernel has no mask. To show only the
-# kernel's part, it runs here in a harness of the simplest kind (one program, one block
-# holding the whole array, padded past both edges), not in a grid over row blocks.
+# The planted failure, reproduced: the teammate's kernel reduces over the whole block. To
+# show only the kernel's part, it runs here in the harness the test cell below uses
+# (`coursekit.notebook.kernels.one_block_output`: one program, one block holding the whole
+# array, padded past both edges), not in a grid over row blocks.
 
 # %%
-def unmasked_kernel(x_ref, o_ref, *, n_cols):  # the planted failure: the whole block as is
-    o_ref[...] = jax.nn.softmax(x_ref[...].astype(jnp.float32), axis=1).astype(o_ref.dtype)
+from coursekit.notebook.kernels import one_block_output
 
-def one_block(kernel, x):  # the whole array in one block, rows and columns padded
-    rows, cols = x.shape
-    block = (-(-rows // 8) * 8, max(128, pl.next_power_of_2(cols)))
-    spec = pl.BlockSpec(block, lambda i: (0, 0))
-    return pl.pallas_call(functools.partial(kernel, n_cols=cols),
-                          out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(1,),
-                          in_specs=[spec], out_specs=spec, interpret=INTERPRET)(x)
+
+def shift_kernel(x_ref, o_ref, *, n_cols):  # the planted failure: each block row's max
+    x = x_ref[...].astype(jnp.float32)
+    o_ref[...] = (x - jnp.max(x, axis=1, keepdims=True)).astype(o_ref.dtype)
+
+def shifted(x):  # the notebook's own reference: each row minus its own max, in float64
+    x = np.asarray(x, np.float64)
+    return x - x.max(axis=1, keepdims=True)
 
 def diagnose(kernel, shape):
     x = draw(shape)
-    y = np.asarray(one_block(kernel, x)).astype(np.float64)
-    err = np.abs(y - library_softmax(x))
-    return {"shape": shape, "nan_rows": int(np.isnan(y).any(axis=1).sum()),
-            "max_abs_err": float(np.nanmax(err)) if np.isfinite(err).any() else float("nan"),
+    y = one_block_output(kernel, x)
+    err = np.abs(y - shifted(x))
+    rows_ok = np.isfinite(err).all(axis=1)
+    return {"shape": shape, "bad_rows": int((~np.isfinite(y)).any(axis=1).sum()),
+            "max_abs_err": float(err[rows_ok].max()) if rows_ok.any() else float("nan"),
             "row_err": np.where(np.isnan(err), np.inf, err).max(axis=1)}
 
 shape_test, shape_prod = (64, 256), (ROWS - 3, COLS)
 for shape in (shape_test, shape_prod):
-    d = diagnose(unmasked_kernel, shape)
-    print(f"unmasked kernel on {shape}: {d['nan_rows']} of {shape[0]} rows NaN, "
-          f"max error over the rest {d['max_abs_err']:.2e} ({LABEL})")
+    d = diagnose(shift_kernel, shape)
+    print(f"planted kernel on {shape}: {d['bad_rows']} of {shape[0]} rows NaN or inf, "
+          + (f"max error over the rest {d['max_abs_err']:.2e}" if d["bad_rows"] < shape[0]
+             else "no row finite") + f" ({LABEL})")
 
 # %% [markdown]
-# Write the fix: `fixed_kernel(x_ref, o_ref, *, n_cols)`, the same kernel, right on every row
-# whatever its block holds past column `n_cols` (your answer to the starting-point question
-# says what those cells must count as).
+# Write the fix: `fixed_kernel(x_ref, o_ref, *, n_cols)`, the same kernel (each data cell
+# minus its row's max, in float32, stored in the output's dtype), right on every row
+# whatever its block holds past column `n_cols`.
 
 # %% nbgrader={"grade": false, "grade_id": "fixed_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 fixed_kernel = None  # replace with your def fixed_kernel(x_ref, o_ref, *, n_cols): ...
@@ -605,37 +605,38 @@ fixed_kernel = None  # replace with your def fixed_kernel(x_ref, o_ref, *, n_col
 def fixed_kernel(x_ref, o_ref, *, n_cols):  # noqa: F811 (replaces the stub)
     x = x_ref[...].astype(jnp.float32)
     cols = jax.lax.broadcasted_iota(jnp.int32, x.shape, 1)
-    x = jnp.where(cols < n_cols, x, -jnp.inf)
-    e = jnp.exp(x - jnp.max(x, axis=1, keepdims=True))
-    o_ref[...] = (e / jnp.sum(e, axis=1, keepdims=True)).astype(o_ref.dtype)
+    m = jnp.max(jnp.where(cols < n_cols, x, -jnp.inf), axis=1, keepdims=True)
+    o_ref[...] = (x - m).astype(o_ref.dtype)
 ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "fixed_kernel_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 # The test runs your kernel in one block that holds the whole array (padded past both
-# edges, as one_block above), on inputs it draws itself, against JAX's float32 softmax of
-# the same inputs (when graded, the grader runs your kernel's program apart from your
-# notebook: coursekit.notebook.kernels).
+# edges, as in the diagnosis above), on inputs it draws itself, against each row minus its
+# own max, in float64 NumPy (when graded, the grader runs your kernel's program apart from
+# your notebook: coursekit.notebook.kernels).
 from coursekit.notebook.kernels import one_block_output as _one_block_output
 
 
-def _diagnose(kernel, shape):  # (NaN rows, max |error|) as plain numbers
+def _diagnose(kernel, shape):  # (rows NaN or inf, max |error|) as plain numbers
     _x = jnp.asarray((np.random.default_rng(shape[0] * 7919 + shape[1]).standard_normal(shape)
                       * 3).astype(np.float32))
     _y = np.asarray(_one_block_output(kernel, _x), dtype=np.float64)
-    _err = abs(_y - np.asarray(jax.nn.softmax(_x, axis=-1), dtype=np.float64))
-    return int((_y != _y).any(axis=1).sum()), float(_err.max())   # NaN != NaN
+    _x64 = np.asarray(_x, dtype=np.float64)
+    _err = abs(_y - (_x64 - _x64.max(axis=1, keepdims=True)))
+    # y - y is 0 only where y is finite (NaN and inf give NaN)
+    return int(((_y - _y) != 0).any(axis=1).sum()), float(_err.max())
 
 
 assert fixed_kernel is not None, "write fixed_kernel in the cell above"
 for _shape in ((64, 256), (61, 300), (1, 1), (17, 129)):
-    _nan_rows, _max_err = _diagnose(fixed_kernel, _shape)
-    assert _nan_rows == 0, f"NaN rows at {_shape}: {_nan_rows}"
+    _bad_rows, _max_err = _diagnose(fixed_kernel, _shape)
+    assert _bad_rows == 0, f"rows of NaN or inf at {_shape}: {_bad_rows}"
     assert _max_err < 1e-5, f"error {_max_err:.2e} at {_shape}"
 ### BEGIN HIDDEN TESTS
 for _shape in ((9, 1025), (33, 127)):
-    _nan_rows, _max_err = _diagnose(fixed_kernel, _shape)
-    assert _nan_rows == 0 and _max_err < 1e-5, (_shape, _max_err)
+    _bad_rows, _max_err = _diagnose(fixed_kernel, _shape)
+    assert _bad_rows == 0 and _max_err < 1e-5, (_shape, _max_err)
 ### END HIDDEN TESTS
 
 # %%
@@ -643,13 +644,14 @@ if fixed_kernel is None:
     print("not yet: write fixed_kernel in the exercise cell above, then re-run this cell")
 else:
     fig, ax = plt.subplots(figsize=(8, 3.2))
-    for name, kern in (("unmasked (planted)", unmasked_kernel), ("fixed", fixed_kernel)):
+    for name, kern in (("planted", shift_kernel), ("fixed", fixed_kernel)):
         d = diagnose(kern, shape_prod)
-        row_err = np.clip(d["row_err"], 1e-12, 1.0)  # NaN rows shown at the top, as 1.0
-        ax.semilogy(range(shape_prod[0]), row_err, ".", label=f"{name}: {d['nan_rows']} NaN rows")
+        row_err = np.clip(d["row_err"], 1e-12, 1.0)  # NaN or inf rows at the top, as 1.0
+        ax.semilogy(range(shape_prod[0]), row_err, ".",
+                    label=f"{name}: {d['bad_rows']} rows NaN or inf")
     ax.set_xlabel("row index")
-    ax.set_ylabel("max |error| in the row (probability, NaN shown as 1)")
-    titled(ax, f"Row errors at {shape_prod} vs jax.nn.softmax (float32)", LABEL)
+    ax.set_ylabel("max |error| in the row (NaN or inf shown as 1)")
+    titled(ax, f"Row errors at {shape_prod} vs each row minus its max (float64)", LABEL)
     ax.legend(fontsize=8)
     fig.tight_layout()
     plt.show()

@@ -102,7 +102,8 @@ def _(impl, ctx):
     y = as_array(fn(x), "softmax_jnp", shape=shape, dtype=jnp.float32)
     fail_unless(bool(np.all(np.isfinite(y))), "softmax_jnp gives inf or nan on rows of "
                 "values near +-1000", yours=y, expected="finite probabilities",
-                hint="exp(1000.) overflows float32: subtract each row's max first")
+                hint="exp of a value near 1000 overflows float32 (whose largest value is "
+                "about exp(88.7)): inf / inf is nan, and a row of such values is one")
     expect_close(y, x, "float32", "softmax_jnp on rows near +-1000", REFERENCE_HINT)
 
 
@@ -123,8 +124,24 @@ def _(impl, ctx):
         fail_unless(ok, f"softmax_numpy_f64 on {dtype_name} input is not float64-accurate "
                     f"(worst at [{i}, {j}]: {excess:.3g}x a 1e-12 relative tolerance)",
                     yours=float(y[i, j]), expected=float(ref64(x)[i, j]),
-                    hint="convert to float64 before any arithmetic; a float32 computation "
-                    "cast to float64 keeps float32's error")
+                    hint=float64_hint(y, ref64(x), i, j))
+
+
+def float64_hint(y, ref, i: int, j: int) -> str:
+    """What a float64 reference's error shows, at its worst element ``[i, j]``."""
+    if not np.all(np.isfinite(y)):
+        return ("yours holds inf or nan where the float64 softmax is finite: exp overflows "
+                "float64 past about exp(709), and these rows reach it")
+    got, want = float(y[i, j]), float(ref[i, j])
+    if got == 0.0 and want != 0.0:
+        return (f"yours is 0 where the float64 softmax is {want:.3g}: below the smallest "
+                "float32 (about 1e-45) a value rounds to 0, where float64 keeps it")
+    rel = abs(got - want) / abs(want) if want else float("inf")
+    if rel < 1e-3:
+        return (f"a relative error of {rel:.2g} is a lower precision's (float32 keeps about 7 "
+                "significant digits): a value computed in another dtype and cast to "
+                "float64 keeps that dtype's error")
+    return (f"a relative error of {rel:.2g}: no dtype's rounding, another value")
 
 
 @checker.check(1, "tolerance_from_dtype_and_length")
@@ -143,11 +160,16 @@ def _(impl, ctx):
                         yours=(rtol, atol))
             rtol_in_bracket(rtol, dtype, dtype_name, n)
             u32 = unit_roundoff(jnp.float32)
+            small = atol < u32
             fail_unless(u32 <= atol <= ATOL_MAX_U32 * u32, f"your atol for {dtype_name}, "
                         f"length {n}, is not an absolute error of float32 arithmetic",
-                        yours=atol, expected=f"in [u32, {ATOL_MAX_U32} u32] = [{u32:.3g}, "
-                        f"{ATOL_MAX_U32 * u32:.3g}]", hint="tiny probabilities carry the "
-                        "rounding of their exp argument: a few u32 in absolute terms")
+                        yours=f"{atol:.3g} ({atol / u32:.3g} u32)",
+                        expected="an atol in the range the contract states in u32 (the "
+                        "README's Tolerances)",
+                        hint="yours is less than one float32 rounding of a probability, "
+                        "which a correct float32 result cannot stay within" if small else
+                        "yours is that many float32 roundings: an allowance that wide "
+                        "accepts tiny probabilities far from the truth")
             fail_unless(isinstance(t["why"], str) and len(t["why"].split()) >= 5,
                         "`why` must say how the tolerance was derived",
                         yours=t["why"], expected="a sentence naming the roundings counted")
@@ -160,9 +182,10 @@ def _(impl, ctx):
                         yours={"rtol": rtol, "atol": atol},
                         expected="a tolerance that accepts it (its error is the rounding "
                         "this computation makes)",
-                        hint="count every rounding: the float32 sum over the row, exp, "
-                        "division, and the final cast to the output dtype; atol covers "
-                        "tiny probabilities")
+                        hint=f"this correct {dtype_name} softmax (float32 arithmetic, "
+                        f"rounded once to {dtype_name}) errs there by {excess:.3g}x what "
+                        "your tolerance allows: your count holds fewer or cheaper "
+                        "roundings than this computation makes")
             b_rtol, _ = budget(dtype, n)
             bad = truth.copy()
             j = int(np.argmax(truth[0]))
@@ -171,8 +194,8 @@ def _(impl, ctx):
             fail_unless(not ok, f"your tolerance for {dtype_name}, length {n}, accepts a "
                         "result off by 10x the rounding budget", yours={"rtol": rtol,
                         "atol": atol}, expected="a tolerance that rejects it",
-                        hint="derive it from the unit roundoff and the reduction length; a "
-                        "loose tolerance passes wrong kernels")
+                        hint="an allowance that accepts an element 10x the rounding "
+                        "budget off would pass a wrong kernel")
     for dtype_name in DTYPES:
         short_n, long_n = lengths[0], lengths[-1]
         fail_unless(got[dtype_name, long_n][0] > got[dtype_name, short_n][0]
@@ -181,11 +204,13 @@ def _(impl, ctx):
                     yours={short_n: got[dtype_name, short_n][0],
                            long_n: got[dtype_name, long_n][0]},
                     expected="a larger rtol for the longer row",
-                    hint="a sum of n terms collects up to about n roundings")
+                    hint=f"the longer row ({long_n} elements) goes through more roundings "
+                    f"than the shorter ({short_n}), and your rtol does not grow with them")
     for n in lengths:
         fail_unless(got["bfloat16", n][0] > got["float32", n][0],
                     f"the bfloat16 tolerance is not wider than float32's (length {n})",
                     yours={"bfloat16": got["bfloat16", n][0],
                            "float32": got["float32", n][0]},
-                    hint="the result is rounded to bfloat16 (8 significant bits) at the end")
+                    hint="a bfloat16 result is rounded to 8 significant bits, a float32 "
+                    "one keeps 24: yours allows bfloat16 no more error than float32")
 

@@ -40,6 +40,7 @@ from sharded_trees import (
 from coursekit.checking.bridge import Handle, TamperEvidence
 from coursekit.checking.contract import CheckFailed
 from coursekit.checking.graded import instructor_module
+from coursekit.checking.learner import on_input
 from coursekit.checking.probes import random_name
 from coursekit.checking.values import fail_unless
 
@@ -57,7 +58,9 @@ def _(impl, ctx):
                 yours=f"{info['shape']}", expected=f"{{'data': {N_DEVICES}}}")
     # one device is a mesh too; and an odd count, not only powers of two
     for n in (1, int(ctx.rng("mesh-n").choice([2, 3, 4, 5, 6, 7]))):
-        _, small = learner_mesh(impl, n)
+        with on_input(f"make_mesh({n}): a mesh of the first {n} of the {N_DEVICES} "
+                      "devices"):
+            _, small = learner_mesh(impl, n)
         fail_unless(small["device_ids"] == list(range(n)),
                     f"make_mesh({n}) should use the first {n} devices",
                     yours=small["device_ids"], expected=list(range(n)))
@@ -76,15 +79,18 @@ def _(impl, ctx):
             {"is_named": False, "type": type(s).__name__}
         fail_unless(info.get("is_named"), f"shardings()[{name!r}] must be a "
                     "NamedSharding", yours=info.get("type"), expected="NamedSharding",
-                    hint="NamedSharding(mesh, PartitionSpec(...)) says where each "
-                    "dimension goes")
+                    hint=f"yours is a {info.get('type')}: the contract's shardings are "
+                    "NamedShardings on the mesh given")
         spec = list(info["spec"])
         while spec and spec[-1] is None:
             spec = spec[:-1]
+        what = ("replicated: the whole value on every device of the mesh" if not want
+                else "split: axis 0 (rows) across the mesh axis, the rest whole")
         fail_unless(len(info["mesh"].get("device_ids", [])) == N_DEVICES and spec == want,
                     f"shardings()[{name!r}] has the wrong spec", yours=info["spec_text"],
-                    expected=str(P(*want)), hint="params: P() (replicated); batch: "
-                    "P('data') (rows split across the mesh axis)")
+                    expected=what, hint=f"yours places {name} as {info['spec_text']} on "
+                    f"{len(info['mesh'].get('device_ids', []))} devices; the contract has "
+                    f"it {what.split(':')[0]} on the {N_DEVICES} of the mesh")
     # and on a mesh of some devices only (the checker's own, devices drawn per run): each
     # sharding is on the mesh it was given, not on one of every device
     rng = ctx.rng("shardings-mesh")
@@ -135,7 +141,9 @@ def _(impl, ctx):
             fail_unless(got.shape == want.shape and np.array_equal(got, want),
                         f"device {d} does not hold rows {d * rows}..{(d + 1) * rows - 1} "
                         f"of batch[{key!r}]", yours=got.shape, expected=want.shape,
-                        hint="rows split evenly across the mesh axis: P('data')")
+                        hint=f"device {d} holds {got.shape[0] if got.ndim else 0} rows "
+                        f"where the contract gives it rows {d * rows}..{(d + 1) * rows - 1}: "
+                        "the rows split evenly across the mesh axis, in device order")
 
 
 @checker.check(1, "init_state_matches")
@@ -157,8 +165,9 @@ def _(impl, ctx):
     state = learner_state(impl, config, mesh)
     key = state.leaves.get("['key']")
     fail_unless(is_key(key), "state['key'] must be a typed PRNG key",
-                yours=getattr(key, "dtype", key), expected="key<fry> (jax.random.key)",
-                hint="jax.random.key(seed), not the legacy uint32 PRNGKey")
+                yours=getattr(key, "dtype", key), expected="a typed key: dtype key<fry>",
+                hint="yours is an array of that dtype, not a typed key: a uint32 array is "
+                "the legacy raw key")
     ref = ref_state(config)
     compare_trees(hosts(state.field("params")), flat(ref["params"]), "initial params",
                   rtol=1e-6, atol=1e-7, hint="the params come from the first of the two keys "
@@ -231,10 +240,12 @@ def _(impl, ctx):
                     f"{name}: shape or devices wrong",
                     yours={k: got.get(k) for k in ("shape", "devices")},
                     expected={k: want[k] for k in ("shape", "devices")},
-                    hint="devices: sorted ids of leaf.sharding.device_set")
+                    hint="the shape and the sorted ids of the devices that hold the "
+                    "array, as the array itself has them: yours differ")
         fail_unless(got.get("spec") == want["spec"], f"{name}: spec is not the "
                     "sharding's PartitionSpec", yours=got.get("spec"), expected=want["spec"],
-                    hint="str(leaf.sharding.spec) where the sharding has one, else \"\"")
+                    hint="the text of the array's own PartitionSpec (\"\" where its "
+                    "sharding has none): yours is another")
         pieces = got.get("pieces")
         fail_unless(isinstance(pieces, dict), f"{name}: pieces must be a dict", yours=pieces)
         norm = {int(d): [[int(a), int(b)] for a, b in spans] for d, spans in pieces.items()}
@@ -349,9 +360,9 @@ def _(impl, ctx):
         fail_unless(said is None or said == split, f"{side} leaf {name} is "
                     f"{'split' if said else 'replicated'}, but your exported step declares "
                     f"it {'split' if split else 'replicated'}", yours=axes,
-                    expected="the placement the array has", hint="do not re-shard "
-                    "inside the step (no in_shardings or sharding constraints that differ "
-                    "from P() for the state and P('data') for the batch)")
+                    expected="the placement the array has", hint="your step's program "
+                    "asks for this argument on another placement than the one it arrives "
+                    "with: the step re-shards its input")
     shardings = [P() for _ in values]
     for module_i, flat_i in enumerate(exp.module_kept_var_idx):
         axes = program["args"].get(module_i, [])
@@ -363,8 +374,9 @@ def _(impl, ctx):
                 "the gradient is not summed across the devices that hold the rows",
                 yours="no all-reduce in the HLO compiled here from your exported step",
                 expected="an all-reduce",
-                hint="params replicated (P()), batch split (P('data')), loss over the "
-                "global batch: XLA then adds the all-reduce itself")
+                hint="the compiled program sums nothing across devices: each device's "
+                "gradient stays its own rows' (the contract's step computes the loss "
+                "over the global batch, whatever devices hold its rows)")
     mine = host(compiled(*args)[-1])
     _, theirs = run_step(impl, step, state, batch)
     if not np.allclose(mine, host(theirs), rtol=1e-5, atol=1e-6):
@@ -412,7 +424,8 @@ def _(impl, ctx):
             fail_unless(culprit in text and "mesh" in text.lower(),
                         "the message must name the array that is elsewhere and the mesh",
                         yours=text[:200], expected=f"a message naming {culprit!r} and "
-                        "the mesh's devices", hint="use jax.tree_util.keystr(path)")
+                        "the mesh's devices", hint=f"your message does not hold "
+                        f"{culprit!r} (the leaf's path, as the tree names it) and the mesh")
         elif on and on[0] is None:
             raise CheckFailed(f"a host (numpy) value ({culprit}) in the tree was not "
                               "reported", yours="no error", expected="PlacementError "
@@ -426,10 +439,10 @@ def _(impl, ctx):
                               f"reported against a mesh of devices {ALL[:half]}: as many "
                               "devices, not the same ones", yours="no error",
                               expected="ValueError naming it",
-                              hint="compare which devices: the set of device ids of "
-                              "leaf.sharding.device_set with the mesh's, not their number")
+                              hint=f"the array is on {half} devices, as many as the "
+                              "mesh holds, but other ones: it passed as on the mesh")
         else:
             raise CheckFailed(f"an array ({culprit}) on other devices was not reported",
                               yours="no error", expected="ValueError naming it",
-                              hint="compare leaf.sharding.device_set with the mesh's "
-                              "devices")
+                              hint="an array on devices the mesh does not hold passed "
+                              "as on the mesh")

@@ -9,11 +9,13 @@ process, on the checker's mesh and placement built there from the checker's data
 gradients come back as data. Whether it uses shard_map is read here from its program
 (exported as StableHLO): per-shard code is a manual computation.
 
-Measured on 8 CPU devices (JAX 0.12), params replicated, check_vma on: grad of each
-shard's *mean* loss is 8.0x the true gradient (grad's transpose of a replicated input sums
-over shards), adding pmean leaves it 8.0x (the value is already equal on every device),
-psum after grad(shard sum) / count is 8.0x, psum after grad(shard mean) 64x, the
-count-weighted rule grad(shard sum) / psum(count) 1.0x."""
+Measured on 8 CPU devices (JAX 0.12), params replicated, check_vma on, with equal counts:
+the mistakes the hints name come out 8.0x (grad of each shard's mean loss, with or without
+a pmean on top; a psum after grad; a divisor 8 times too small), 64x (a psum after grad of
+each shard's mean) and 1.0x until the counts differ (the mean of per-shard means). The
+checker computes each such value itself and names the one the learner's gradient equals;
+what a right gradient does is the stage's question, and the checker holds only one
+device's gradient over the valid rows (``ref_grads``)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ from sharded_reference import random_mask, ref_init_params, stage_batch
 from sharded_trees import flat, host
 
 from coursekit.checking.contract import CheckFailed
+from coursekit.checking.errors import GradedByInstructor
+from coursekit.checking.graded import instructor_module
 from coursekit.checking.values import fail_unless
 from coursekit.workloads import classifier
 
@@ -60,17 +64,15 @@ def vec(tree) -> np.ndarray:
                            for _, v in sorted(leaves.items())])
 
 
-def shard_parts(params, batch) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per shard: (gradient of its loss sum / the global valid count, gradient of its own
-    mean loss), what one device's local computation gives with nothing summed."""
-    total = float(np.sum(batch["mask"]))
-    parts = []
-    for x, y, m in zip(*(np.split(batch[k], N_DEVICES) for k in ("x", "y", "mask"))):
-        args = (jnp.asarray(x), jnp.asarray(y), jnp.asarray(m))
-        part_sum = vec(jax.grad(classifier.loss_sum)(params, *args)) / max(total, 1.0)
-        part_mean = vec(jax.grad(classifier.loss)(params, *args)) if m.sum() else None
-        parts.append((part_sum, part_mean))
-    return parts
+def shard_parts(params, batch) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """Per shard, as vectors: the two values one device's local computation gives with
+    nothing summed over the shards (instructor-only: together they are the stage's
+    answer). Empty in a learner's copy, where the hint then names no shard."""
+    try:
+        parts = instructor_module("sharded_training").shard_parts(params, batch, N_DEVICES)
+    except GradedByInstructor:
+        return []
+    return [(vec(a), None if b is None else vec(b)) for a, b in parts]
 
 
 def close(a, b) -> bool:
@@ -78,41 +80,37 @@ def close(a, b) -> bool:
 
 
 N = N_DEVICES
+# Each hint says what the learner's gradient equals (the checker computed that value
+# itself), never what a right gradient does: that is the stage's question.
 HINTS = {
-    "nan": ("NaN or inf: a shard with no valid rows divided by its own count (0). A shard "
-            "without valid rows must add nothing to the update, and no division may be by "
-            "one shard's count"),
+    "nan": ("NaN or inf from inputs that hold none, on a batch where some shards have no "
+            "valid rows: a value divided by a count that is 0 on such a shard reached the "
+            "gradient. A shard without valid rows must add nothing to the update"),
     "grad_of_shard_mean": (
-        f"{N}x the mean of per-shard means: you took grad of each shard's *mean* loss with "
-        "respect to the replicated params. Inside shard_map (check_vma on) grad's transpose "
-        "of a replicated input already sums over the shards, so that is the sum of the "
-        f"{N} shard means ({N}x the true gradient when counts are equal); a pmean on top "
-        "changes nothing (the value is already the same on every device). What must hold: "
-        "every valid row of the global batch weighs the same, whichever shard holds it"),
+        f"yours is {N}x the mean of per-shard means: the sum, over the {N} shards, of "
+        "each shard's gradient of its own *mean* loss (the same value with or without a "
+        f"pmean over the shards on top). That is {N}x the true gradient when the counts "
+        "are equal, and weighs each shard by its mean, not by its valid rows, when they "
+        "differ. What must hold: every valid row of the global batch weighs the same, "
+        "whichever shard holds it"),
     "psum_after_grad": (
-        f"{N}x the true gradient at every count: a psum after grad of the shard's loss sum. "
-        "grad's transpose of the replicated params already summed the shards' gradient "
-        f"sums, and psum of that value (equal on every device) multiplies it by {N} again. "
-        "Count which reductions over the shards your gradient goes through"),
+        f"{N}x the true gradient at every count, equal and unequal (every valid row "
+        f"weighs the same, {N} times too much), while the loss is not {N}x off: the "
+        f"gradient went through one reduction over the {N} shards more than the loss"),
     "divisor": (
-        f"{N}x the true gradient and {N}x the true loss at every count: both were divided "
-        f"by a count {N} times too small, the mean of the shards' valid counts (a pmean of "
-        "them) where the total of every shard's valid rows is meant"),
+        f"{N}x the true gradient and {N}x the true loss at every count, equal and "
+        f"unequal: what a divisor {N} times too small gives. The loss is the mean over "
+        "every valid row of the global batch"),
     "psum_after_grad_of_mean": (
-        f"{N * N}x the mean of per-shard means: grad of each shard's mean loss already sums "
-        f"over the shards ({N}x, check_vma on), and the psum after it multiplies by {N} "
-        "again: two reductions over the shards where the true gradient has one, and "
-        "each shard weighted by its mean instead of its valid rows"),
+        f"{N * N}x the mean of per-shard means: {N} times the sum, over the shards, of "
+        "each shard's gradient of its own mean loss. Each shard is weighed by its mean, "
+        f"not by its valid rows, and the result is {N} times more again"),
     "mean_of_means": (
         "this is the mean of per-shard means: a shard with {least} valid rows weighs as "
-        "much as one with {most} (pmean of per-shard mean gradients, e.g. with "
-        "check_vma=False or varying params); every valid row of the global batch must "
-        "weigh the same"),
+        "much as one with {most}; every valid row of the global batch must weigh the same"),
     "one_shard": (
-        "this is one shard's part alone: nothing summed the shards. With check_vma=False "
-        "(or params cast to varying) grad no longer sums over the shards and out_specs P() "
-        "returns one device's value; the gradient must cover the valid rows of every "
-        "shard"),
+        "yours equals what shard {shard} computes from its own rows alone, with nothing "
+        "from the other shards: the gradient must cover the valid rows of every shard"),
 }
 
 
@@ -142,13 +140,13 @@ def diagnose(got: np.ndarray, ref: np.ndarray, mom: np.ndarray | None, parts=Non
             return HINTS["divisor"]
         return HINTS["psum_after_grad"]
     if n_ref:
-        return (f"{N}x the true gradient: either grad of each shard's mean loss (with or "
-                f"without a pmean) or a psum after grad; {HINTS['grad_of_shard_mean']}")
+        return (f"{N}x the true gradient, which at these equal counts is also {N}x the "
+                f"mean of per-shard means; {HINTS['grad_of_shard_mean']}")
     if mom is not None and close(got, mom):
         return HINTS["mean_of_means"].format(least=min(counts), most=max(counts))
-    if parts is not None and any(close(got, s) or (m is not None and close(got, m))
-                                 for s, m in parts()):
-        return HINTS["one_shard"]
+    for shard, (s, m) in enumerate(parts() if parts is not None else ()):
+        if close(got, s) or (m is not None and close(got, m)):
+            return HINTS["one_shard"].format(shard=shard)
     ratio = np.linalg.norm(got) / max(np.linalg.norm(ref), 1e-30)
     return (f"norm ratio yours/expected = {ratio:.3g}; compare with one device's gradient "
             "over the valid rows")
@@ -268,8 +266,8 @@ def _(impl, ctx):
                 "counts are right, but they were not computed per shard",
                 yours="0 shard_maps traced during your call (JAX's caches cleared first)",
                 expected="a jax.shard_map in which each device sums its own piece of the "
-                "mask", hint="each device counts its own rows inside a jitted shard_map over "
-                "the mesh's 'data' axis; not a sum on the host")
+                "mask", hint="the right counts, computed with no shard_map: the contract asks "
+                "for them per shard, each device counting its own piece of the mask")
 
 
 @checker.check(2, "uses_shard_map")
@@ -284,8 +282,9 @@ def _(impl, ctx):
     fail_unless(manual_computation(text), "global_grads does not use jax.shard_map",
                 yours="no per-shard (manual) computation in its exported program",
                 expected="a shard_map",
-                hint="this stage is about writing the per-shard code yourself: "
-                "jax.shard_map(f, mesh=mesh, in_specs=..., out_specs=...)")
+                hint="the program holds no per-shard computation: the stage asks for "
+                "the per-shard code itself, run with jax.shard_map (global_grads' "
+                "docstring)")
 
 
 @checker.check(2, "equal_counts_not_8x")

@@ -268,9 +268,10 @@ def _(impl, ctx):
     if finished != kept and last not in finished and finished == saved[-len(kept) - 1:-1]:
         raise CheckFailed(f"no checkpoint of the last step ({last}, a multiple of save_every)",
                           yours=finished, expected=kept,
-                          hint="the state was saved before the step that makes its step a "
-                          "multiple of save_every, so the last state was never saved: save "
-                          "after that step, the state it returns")
+                          hint="the checkpoints finished are each one save_every behind "
+                          "the steps asked: the state was saved before the step that makes "
+                          "its step a multiple of save_every, so the last state was never "
+                          "saved")
     hint = ("save when the step is a multiple of save_every; the manager keeps the "
             "newest max_to_keep")
     if finished and finished == saved[-len(finished):]:  # the newest saves, too many/few

@@ -332,8 +332,9 @@ def _(impl, ctx):
     problems = validate_run_record(record, check_trace=True)
     fail_unless(not problems, "the run record is not in the format performance-audit "
                 "stage 4 reads", yours=problems, expected=[],
-                hint="coursekit.provenance.records.make_run_record(timing, boundary=..., "
-                "trace=..., region=...)")
+                hint="each line above is a field the format's own validator refuses "
+                "(coursekit.provenance.records.validate_run_record, the reader of "
+                "performance-audit stage 4)")
     path = ctx.subdir("records") / "run.json"
     path.write_text(json.dumps(record))
     back = read_run_record(path)
@@ -384,11 +385,13 @@ def _(impl, ctx):
                 "compile counts in the record do not match what jax.monitoring saw",
                 yours=(record.get("compiles_first_call"), record.get("compiles_warmed")),
                 expected=(counted["compiles"], 0),
-                hint="count with coursekit.measure.timing.count_compiles()")
+                hint=f"jax.monitoring saw {counted['compiles']} compile(s) in the first "
+                "call and none after it; your record's counts say otherwise")
 
 
-SYNC_HINT = ("jax.block_until_ready(out) inside every timed boundary: the step returns "
-             "before the devices finish")
+SYNC_HINT = ("a call returns before the devices finish, and here the clock stopped "
+             "while the output was still being computed: nothing waited for it inside "
+             "the boundary")
 SLOW_HINT = ("each sample must hold one call of the step and its wait, nothing else: "
              "no compile (call once first), no set-up, no second call")
 
@@ -513,7 +516,8 @@ def _(impl, ctx):
                 hint="one annotated region named as asked around each traced call")
     fail_unless(summary["child_us"] > 0, "the region holds no events: the step did not "
                 "run inside it", yours=summary, expected="the jitted step nested inside",
-                hint="synchronise inside the annotation")
+                hint="the region closed before the step's work ran in it: nothing "
+                "waited for the output inside the region")
     numbers = region_steps(trace, args["region"])
     want = [str(i) for i in range(args["trace_steps"])]
     fail_unless(numbers == want, "the traced regions are not numbered by step: each "
@@ -522,7 +526,8 @@ def _(impl, ctx):
                 hint="each region carries its step number: without step=i the "
                 "regions are named but not numbered, and a trace viewer cannot tell the "
                 "steps apart" if not any(numbers) else
-                "TraceAnnotation(region, step=i) with i counting the traced calls from 0")
+                f"yours number the {len(numbers)} regions {numbers}; the traced calls "
+                "count from 0, one number each, in the order they ran")
     durations = region_durations(trace, args["region"])
 
     def traced(r: dict) -> float:
@@ -536,8 +541,9 @@ def _(impl, ctx):
         return min(found)
     decide("your shortest traced step (a region in the trace)", traced, min(durations),
            (REGION_FLOOR, math.inf),
-           ("jax.block_until_ready inside the TraceAnnotation, not after it: the region "
-            "holds the dispatch, not the finished step", ""),
+           ("the region is shorter than the step itself: it holds the dispatch, not the "
+            "finished step, so the wait for the output came after the region closed, not "
+            "inside it", ""),
            "the checker's synchronised timing of the same step", ctx, impl)
 
 
