@@ -233,6 +233,9 @@ PLANTED = {
          "                for _ in range(warmup):\n                    call()\n",
          "        if ok:\n            for _ in range(warmup):\n                call()\n"
          "        with count_compiles() as warmed:\n            if ok:\n")]),
+    # issue 47's blind corpus: warmup written into the records, the warm-up never made
+    "records_warmup_never_made": (4, ["records_valid_for_decide", "records_time_the_calls"], [
+        ("                for _ in range(warmup):\n                    call()\n", "")]),
     # issue 29: the traced call waited for only after the trace has closed
     "records_traced_call_not_waited_for": (4, "records_valid_for_decide", [
         ("                jax.block_until_ready(fn(params, *args, next(lrs)))\n",
@@ -259,7 +262,10 @@ HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named e
          "records_wrong_output_still_timed": "a wrong output was timed and its samples "
                                              "kept",
          "records_output_check_losses_only": "your output check compares the losses only",
-         "records_warmup_compiles_not_counted": "warm-up call(s) compiled too",
+         "records_warmup_compiles_not_counted": "added nothing to the count (made "
+                                                "outside it, or not made at all",
+         "records_warmup_never_made": ["of the calls the record declares were not made",
+                                       "or not made at all"],
          "records_traced_call_not_waited_for": "the traced call was not finished inside "
                                                "the trace"}
 WRONG_HINTS = {"shares_of_the_phases_total": "direct child",

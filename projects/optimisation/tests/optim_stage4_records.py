@@ -19,7 +19,8 @@ Stubbed (``records_time_the_calls``, the inspector ``optimisation/stubbed_calls`
 stage 3, self-reported): one call on a tiny problem with both versions and the
 parameter copy replaced by sleeps of known length, the first call of each version long:
 a median sample a copy longer than the calls it times fails (the copy inside the
-sample), a ``first_call_s`` under half the first call fails (a call made before it).
+sample), a ``first_call_s`` under half the first call fails (a call made before it), and
+so do fewer calls of a version than its record declares (a warm-up never made).
 
 Timing (``records_agree_with_checker``): the records' medians and speedup against the
 checker's own (``optim_harness.Versions``: ``train_slow`` timed in the checker's process,
@@ -196,9 +197,10 @@ def warmed_compiles_counted(got, per_call: int, warmup: int, iters: int, what: s
             "own (or some calls were left out of the count)")
     if type(got) is int and warmup and got == per_call * iters:
         hint = (f"{got} is {per_call} per timed call for the {iters} timed calls alone: "
-                f"the {warmup} warm-up call(s) compiled too ({per_call} each) but are not in "
-                "the count; compiles_warmed counts the compiles of every call after the "
-                "first, the warm-up calls included")
+                f"the {warmup} warm-up call(s) added nothing to the count (made outside it, "
+                f"or not made at all: a warm-up call compiles {per_call} like any other); "
+                "compiles_warmed counts the compiles of every call after the first, the "
+                "warm-up calls included")
     fail_unless(False, f"{what}the before record's warmed calls compiled less than "
                 "train_slow does with a new learning rate every call (as in use)",
                 yours=got, expected=f"at least {least} (the checker counts {per_call} per "
@@ -362,8 +364,10 @@ STUB_SLOW_S, STUB_FAST_S, STUB_COPY_S, STUB_FIRST_S = 0.02, 0.01, 0.08, 0.3
 def _(impl, ctx):
     """write_run_records on a tiny problem with both versions and the parameter copy
     replaced by the checker's sleeps (self-reported): each record's median sample no
-    longer than the median call it times (the first apart) by half a copy, and its
-    first_call_s at least half the first call the stubs saw of that version."""
+    longer than the median call it times (the first apart) by half a copy, its
+    first_call_s at least half the first call the stubs saw of that version, and no
+    fewer calls of that version than the record declares (first, warm-up, timed and
+    traced: a warm-up written into the record but never made fails here)."""
     rng = ctx.rng("stubbed-records")
     warmup, iters = int(rng.integers(1, 3)), int(rng.integers(4, 7))
     got = bridge.inspect(impl, "optimisation/stubbed_calls",
@@ -390,6 +394,18 @@ def _(impl, ctx):
                     "with their first call and samples in seconds",
                     yours={"calls": len(took), "first_call_s": first_s,
                            "samples_s": samples})
+        # the calls the record declares, each one call: the first, the warm-up, the
+        # timed and the traced one (a correct record may make more, never fewer)
+        least = 2 + warmup + iters
+        fail_unless(len(took) >= least,
+                    f"{what}the stubs saw {len(took)} calls of the {version} version "
+                    f"(self-reported), fewer than the {label} record declares: its first "
+                    f"call, {warmup} warm-up, {iters} timed and one traced",
+                    yours=f"{len(took)} calls", expected=f"at least {least}",
+                    hint=f"{least - len(took)} of the calls the record declares were "
+                    f"not made: its first call, each of its {warmup} warm-up calls "
+                    "(untimed, before the samples), each sample and its traced call is "
+                    "a call of its own")
         fail_unless(first_s >= 0.5 * took[0],
                     f"{what}the {label} record's first_call_s is {first_s:.3g} s, the "
                     f"first {version} call took {took[0]:.3g} s (the stub's own time, "

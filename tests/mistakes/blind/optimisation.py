@@ -1,0 +1,349 @@
+"""optimisation: blind mistakes, written from the README, starter and solution only."""
+
+MISTAKES = [
+    # ------------------------------------------------------------------ stage 1: find it
+    {"stage": 1, "id": "blind-trace-compiling-call",
+     "misunderstood": "traced the very first call of train_slow (no untraced warm-up), so "
+                      "the trace holds every eager op's compile for these shapes",
+     "edits": [('    jax.block_until_ready(slow_step.train_slow(problem["params"], *args, '
+                'problem["lr"]))\n', "")]},
+    {"stage": 1, "id": "blind-trace-reused-lr",
+     "misunderstood": "gave the traced call the warm-up's learning rate, so the recompile a "
+                      "new rate causes in use never shows in the trace",
+     "edits": [('problem["lr"] * 0.9)', 'problem["lr"])')]},
+    {"stage": 1, "id": "blind-trace-python-tracer-on",
+     "misunderstood": "kept the profiler's default options, Python tracer included",
+     "edits": [("    options.python_tracer_level = 0\n"
+                "    with jax.profiler.trace(logdir, profiler_options=options):",
+                "    with jax.profiler.trace(logdir, profiler_options=options):")]},
+    {"stage": 1, "id": "blind-trace-warmup-inside",
+     "misunderstood": "put the warm-up call inside the profiler window, so the trace holds "
+                      "two calls (and the warm-up's compiles)",
+     "edits": [('    jax.block_until_ready(slow_step.train_slow(problem["params"], *args, '
+                'problem["lr"]))\n'
+                "    options = jax.profiler.ProfileOptions()\n"
+                "    options.python_tracer_level = 0\n"
+                "    with jax.profiler.trace(logdir, profiler_options=options):\n",
+                "    options = jax.profiler.ProfileOptions()\n"
+                "    options.python_tracer_level = 0\n"
+                "    with jax.profiler.trace(logdir, profiler_options=options):\n"
+                '        jax.block_until_ready(slow_step.train_slow(problem["params"], *args, '
+                'problem["lr"]))\n')]},
+    {"stage": 1, "id": "blind-breakdown-nested-phases",
+     "misunderstood": "summed every phase-named event anywhere inside a step, nested ones "
+                      "included, instead of direct children only (double counting)",
+     "edits": [("        for child in ev.children:\n            if child.name in phase_us:",
+                "        for child in _walk(ev.children):\n"
+                "            if child.name in phase_us:")]},
+    {"stage": 1, "id": "blind-breakdown-step-prefix",
+     "misunderstood": "matched step events by name prefix, so a region named like "
+                      "'train_step_xyz' counts as a step",
+     "edits": [("found = [ev for ev in _walk(forest) if ev.name == step_region]",
+                "found = [ev for ev in _walk(forest) if ev.name.startswith(step_region)]")]},
+    {"stage": 1, "id": "blind-breakdown-share-of-phases",
+     "misunderstood": "divided each phase by the summed phase time instead of the step "
+                      "time, so shares always add to 1 and ignore time in no phase",
+     "edits": [('"shares": {p: (v / step_us if step_us else 0.0)',
+                '"shares": {p: (v / sum(phase_us.values()) if step_us else 0.0)')]},
+    {"stage": 1, "id": "blind-breakdown-other-from-children",
+     "misunderstood": "took other_us as the summed non-phase child events rather than the "
+                      "step time minus the phases (the step's own gaps are lost)",
+     "edits": [('"other_us": step_us - sum(phase_us.values()),',
+                '"other_us": float(sum(c.dur for ev in found for c in ev.children\n'
+                '                                  if c.name not in phase_us)),')]},
+    {"stage": 1, "id": "blind-forest-ignores-thread",
+     "misunderstood": "nested events by time only within a process, ignoring the thread, "
+                      "so another thread's event inside a step's span becomes its child",
+     "edits": [('by_thread.setdefault((e.get("pid"), e.get("tid")), [])',
+                'by_thread.setdefault(e.get("pid"), [])')]},
+    {"stage": 1, "id": "blind-breakdown-absent-phase-missing",
+     "misunderstood": "only reported the phases that were seen, so a phase that never "
+                      "occurs has no entry instead of 0.0",
+     "edits": [("phase_us = {p: 0.0 for p in phases}", "phase_us = {}"),
+               ("            if child.name in phase_us:\n"
+                "                phase_us[child.name] += child.dur",
+                "            if child.name in phases:\n"
+                "                phase_us[child.name] = phase_us.get(child.name, 0.0) + "
+                "child.dur")]},
+    {"stage": 1, "id": "blind-evidence-most-calls",
+     "misunderstood": "picked the evidence event with the most calls rather than the "
+                      "largest summed duration",
+     "edits": [("name = max(totals, key=lambda n: totals[n][1])",
+                "name = max(totals, key=lambda n: totals[n][0])")]},
+    {"stage": 1, "id": "blind-evidence-nested-calls",
+     "misunderstood": "counted every descendant of the limiting phase as evidence, so "
+                      "calls nested in same-named calls are counted (and timed) twice",
+     "edits": [("            for grandchild in child.children:",
+                "            for grandchild in _walk(child.children):")]},
+    {"stage": 1, "id": "blind-amdahl-inverse-share",
+     "misunderstood": "took Amdahl's ceiling as 1/share (the phase's weight) instead of "
+                      "1/(1 - share) (what is left when the phase is gone)",
+     "edits": [("ceiling = math.inf if share >= 1.0 else 1.0 / (1.0 - share)",
+                "ceiling = math.inf if share <= 0.0 else 1.0 / share")]},
+    {"stage": 1, "id": "blind-evidence-mean-per-call",
+     "misunderstood": "reported the evidence's time as the mean per call rather than the "
+                      "summed duration",
+     "edits": [('"us": totals[name][1]}', '"us": totals[name][1] / totals[name][0]}')]},
+    {"stage": 1, "id": "blind-evidence-first-step-only",
+     "misunderstood": "gathered the evidence from the first step only (where the recompile "
+                      "is) instead of all steps together",
+     "edits": [("                entry[1] += grandchild.dur\n",
+                "                entry[1] += grandchild.dur\n        break\n")]},
+
+    # ------------------------------------------------------------------ stage 2: fix it
+    {"stage": 2, "id": "blind-fast-bfloat16-matmuls",
+     "misunderstood": "ran the matmuls in bfloat16 for speed, thinking the float32 "
+                      "tolerance only constrains the stored parameters",
+     "edits": [('    h = jnp.tanh(x @ params["w1"])\n    logits = h @ params["w2"]',
+                '    h = jnp.tanh(x.astype(jnp.bfloat16) @ params["w1"].astype(jnp.bfloat16))\n'
+                '    logits = (h @ params["w2"].astype(jnp.bfloat16)).astype(jnp.float32)')]},
+    {"stage": 2, "id": "blind-fast-naive-logsumexp",
+     "misunderstood": "wrote log-sum-exp as log(sum(exp(logits))) without the max shift; "
+                      "exp overflows in float32 on a confident model",
+     "edits": [("lse = jax.nn.logsumexp(logits, axis=-1)",
+                "lse = jnp.log(jnp.sum(jnp.exp(logits), axis=-1))")]},
+    {"stage": 2, "id": "blind-fast-loss-after-update",
+     "misunderstood": "logged each step's loss after its update instead of before it",
+     "edits": [("        value, grads = jax.value_and_grad(_loss)(p, *batch)\n"
+                "        return jax.tree.map(lambda a, g: a - lr * g, p, grads), value",
+                "        grads = jax.grad(_loss)(p, *batch)\n"
+                "        new = jax.tree.map(lambda a, g: a - lr * g, p, grads)\n"
+                "        return new, _loss(new, *batch)")]},
+    {"stage": 2, "id": "blind-fast-static-lr",
+     "misunderstood": "kept the learning rate static (a hyperparameter, as train_slow "
+                      "does), so every new rate recompiles the whole scanned loop",
+     "edits": [("@functools.partial(jax.jit, donate_argnums=0)",
+                "@functools.partial(jax.jit, donate_argnums=0, static_argnums=3)"),
+               ("return _train(params, tokens, targets, jnp.float32(lr))",
+                "return _train(params, tokens, targets, float(lr))")]},
+    {"stage": 2, "id": "blind-fast-jit-per-call",
+     "misunderstood": "built the jitted loop inside train_fast, closing over this call's "
+                      "lr, so each call makes a new function and compiles again",
+     "edits": [("    return _train(params, tokens, targets, jnp.float32(lr))",
+                "    run = jax.jit(lambda p, tok, tgt: _train(p, tok, tgt, lr))\n"
+                "    return run(params, tokens, targets)")]},
+    {"stage": 2, "id": "blind-fast-parallel-steps",
+     "misunderstood": "vectorised the steps with vmap (all gradients at the initial "
+                      "parameters, summed), dropping SGD's step-by-step dependence",
+     "edits": [("    def step(p, batch):\n"
+                "        value, grads = jax.value_and_grad(_loss)(p, *batch)\n"
+                "        return jax.tree.map(lambda a, g: a - lr * g, p, grads), value\n"
+                "    return lax.scan(step, params, (tokens, targets))",
+                "    values, grads = jax.vmap(jax.value_and_grad(_loss), in_axes=(None, 0, 0))(\n"
+                "        params, tokens, targets)\n"
+                "    return jax.tree.map(lambda a, g: a - lr * g.sum(0), params, grads), values")]},
+    {"stage": 2, "id": "blind-fast-stop-gradient-lse",
+     "misunderstood": "treated the log-sum-exp normaliser as a constant (stop_gradient, "
+                      "as for the max in the stable trick): losses right, gradient wrong",
+     "edits": [("lse = jax.nn.logsumexp(logits, axis=-1)",
+                "lse = lax.stop_gradient(jax.nn.logsumexp(logits, axis=-1))")]},
+    {"stage": 2, "id": "blind-fast-dropped-normaliser",
+     "misunderstood": "took cross-entropy as minus the target's logit, dropping the "
+                      "log-sum-exp term",
+     "edits": [("return jnp.mean(lse - picked)", "return jnp.mean(-picked)")]},
+    {"stage": 2, "id": "blind-fast-embed-frozen",
+     "misunderstood": "updated only the weight matrices, thinking an embedding lookup "
+                      "has no gradient",
+     "edits": [("        return jax.tree.map(lambda a, g: a - lr * g, p, grads), value",
+                '        return {**p, "w1": p["w1"] - lr * grads["w1"],\n'
+                '                "w2": p["w2"] - lr * grads["w2"]}, value')]},
+    {"stage": 2, "id": "blind-fast-pick-by-tokens",
+     "misunderstood": "picked the logit at the input token instead of the target token",
+     "edits": [("jnp.take_along_axis(logits, targets[:, None], axis=-1)",
+                "jnp.take_along_axis(logits, tokens[:, None], axis=-1)")]},
+    {"stage": 2, "id": "blind-fast-sum-not-mean",
+     "misunderstood": "summed the per-example losses over the batch instead of taking "
+                      "their mean",
+     "edits": [("return jnp.mean(lse - picked)", "return jnp.sum(lse - picked)")]},
+    {"stage": 2, "id": "blind-fast-losses-float16",
+     "misunderstood": "returned the loss log in float16 to save memory, thinking only the "
+                      "parameters must stay float32",
+     "edits": [("    return lax.scan(step, params, (tokens, targets))",
+                "    params, losses = lax.scan(step, params, (tokens, targets))\n"
+                "    return params, losses.astype(jnp.float16)")]},
+
+    # ------------------------------------------------------- stage 3: where it stops helping
+    {"stage": 3, "id": "blind-sweep-unsynced-samples",
+     "misunderstood": "timed each call without waiting for its result (dispatch time for "
+                      "the asynchronous fast version)",
+     "edits": [("            samples.append(_timed(fn))",
+                "            start = time.perf_counter()\n"
+                "            fn()\n"
+                "            samples.append(time.perf_counter() - start)")]},
+    {"stage": 3, "id": "blind-sweep-compile-in-samples",
+     "misunderstood": "skipped the untimed first calls, so the first round's samples "
+                      "include the compiles",
+     "edits": [("    _timed(slow)\n    _timed(fast)\n", "")]},
+    {"stage": 3, "id": "blind-sweep-slow-fixed-lr",
+     "misunderstood": "gave every train_slow call the problem's one learning rate, so the "
+                      "slow version never pays the per-rate recompile it pays in use",
+     "edits": [('return slow_step.train_slow(problem["params"], *args, next(lrs))',
+                'return slow_step.train_slow(problem["params"], *args, problem["lr"])')]},
+    {"stage": 3, "id": "blind-sweep-copy-in-sample",
+     "misunderstood": "made the fresh parameter copy (needed for donation) inside the "
+                      "timed fast call",
+     "edits": [("return train_fast(copies.pop(), *args, next(lrs))",
+                'return train_fast(slow_step.fresh_copy(problem["params"]), *args, '
+                'next(lrs))')]},
+    {"stage": 3, "id": "blind-sweep-blocks-not-rounds",
+     "misunderstood": "timed all slow calls in one block, then all fast calls, instead of "
+                      "interleaving the versions round by round",
+     "edits": [("    for r in range(rounds):\n"
+                "        copies.append(slow_step.fresh_copy(problem[\"params\"]))\n"
+                "        jax.block_until_ready(copies)\n"
+                "        order = ((slow, slow_s), (fast, fast_s))\n"
+                "        for fn, samples in (order if r % 2 == 0 else order[::-1]):\n"
+                "            samples.append(_timed(fn))",
+                "    for r in range(rounds):\n"
+                "        slow_s.append(_timed(slow))\n"
+                "    for r in range(rounds):\n"
+                "        copies.append(slow_step.fresh_copy(problem[\"params\"]))\n"
+                "        jax.block_until_ready(copies)\n"
+                "        fast_s.append(_timed(fast))")]},
+    {"stage": 3, "id": "blind-gain-mean-of-samples",
+     "misunderstood": "took the gain as mean slow sample / mean fast sample",
+     "edits": [('out["gains"].append(statistics.median(slow_s) / statistics.median(fast_s))',
+                'out["gains"].append(statistics.mean(slow_s) / statistics.mean(fast_s))')]},
+    {"stage": 3, "id": "blind-gain-median-of-round-ratios",
+     "misunderstood": "took the gain as the median of per-round ratios instead of the "
+                      "ratio of the two medians",
+     "edits": [('out["gains"].append(statistics.median(slow_s) / statistics.median(fast_s))',
+                'out["gains"].append(statistics.median([s / f for s, f in '
+                'zip(slow_s, fast_s)]))')]},
+    {"stage": 3, "id": "blind-sweep-batch-not-applied",
+     "misunderstood": "built every size's problem from the config as given, never "
+                      "overriding its batch, so every 'size' measures the same problem",
+     "edits": [("slow_step.make_problem(dict(config, batch=int(b)),",
+                "slow_step.make_problem(dict(config),")]},
+    {"stage": 3, "id": "blind-sweep-samples-in-ms",
+     "misunderstood": "reported the raw samples in milliseconds (the gains, a ratio, are "
+                      "unchanged)",
+     "edits": [('        out["slow_s"].append(slow_s)\n        out["fast_s"].append(fast_s)',
+                '        out["slow_s"].append([s * 1e3 for s in slow_s])\n'
+                '        out["fast_s"].append([s * 1e3 for s in fast_s])')]},
+    {"stage": 3, "id": "blind-crossover-linear",
+     "misunderstood": "interpolated gain against batch linearly instead of in (log batch, "
+                      "log gain)",
+     "edits": [("            f = (math.log(g0) - math.log(threshold)) / "
+                "(math.log(g0) - math.log(g1))\n"
+                "            return float(math.exp(math.log(b0) + f * "
+                "(math.log(b1) - math.log(b0))))",
+                "            f = (g0 - threshold) / (g0 - g1)\n"
+                "            return float(b0 + f * (b1 - b0))")]},
+    {"stage": 3, "id": "blind-crossover-at-threshold-counts-below",
+     "misunderstood": "counted a gain exactly at the threshold as already below it",
+     "edits": [("    if gains[0] < threshold:", "    if gains[0] <= threshold:"),
+               ("        if g0 >= threshold > g1:", "        if g0 > threshold >= g1:")]},
+    {"stage": 3, "id": "blind-crossover-no-first-size-case",
+     "misunderstood": "only looked for a crossing between neighbours, forgetting the case "
+                      "where the first size is already below the threshold",
+     "edits": [("    if gains[0] < threshold:\n        return float(batch_sizes[0])\n", "")]},
+    {"stage": 3, "id": "blind-crossover-next-size",
+     "misunderstood": "returned the first measured size below the threshold instead of "
+                      "interpolating between neighbours",
+     "edits": [("            f = (math.log(g0) - math.log(threshold)) / "
+                "(math.log(g0) - math.log(g1))\n"
+                "            return float(math.exp(math.log(b0) + f * "
+                "(math.log(b1) - math.log(b0))))",
+                "            return float(b1)")]},
+    {"stage": 3, "id": "blind-predict-min-not-median",
+     "misunderstood": "fitted the cost model to the fastest call at each size (min) while "
+                      "reporting it as the medians",
+     "edits": [('fit[b] = (statistics.median(sweep["slow_s"][0]), '
+                'statistics.median(sweep["fast_s"][0]))',
+                'fit[b] = (min(sweep["slow_s"][0]), min(sweep["fast_s"][0]))')]},
+    {"stage": 3, "id": "blind-predict-no-floor",
+     "misunderstood": "returned the model's raw solution even when it is below one example "
+                      "(no floor at 1.0 for a threshold no batch reaches)",
+     "edits": [('return {"crossover": float(max(batch, 1.0)), **medians}',
+                'return {"crossover": float(batch), **medians}')]},
+    {"stage": 3, "id": "blind-predict-medians-per-size",
+     "misunderstood": "read 'median_slow_s: [at small, at large]' as per size [slow, fast] "
+                      "and filled the lists per size instead of per version",
+     "edits": [('medians = {"median_slow_s": [s0, s1], "median_fast_s": [f0, f1]}',
+                'medians = {"median_slow_s": [s0, f0], "median_fast_s": [s1, f1]}')]},
+
+    # ------------------------------------------------------------------ stage 4: the report
+    {"stage": 4, "id": "blind-record-call-before-first",
+     "misunderstood": "warmed up before the 'first' call, so first_call_s and "
+                      "compiles_first_call miss the compile",
+     "edits": [("        with count_compiles() as first:",
+                "        call()\n        with count_compiles() as first:")]},
+    {"stage": 4, "id": "blind-record-check-losses-only",
+     "misunderstood": "checked only the losses against train_slow, not the parameters",
+     "edits": [("for a, b in zip(jax.tree.leaves(out), jax.tree.leaves(expected)))",
+                "for a, b in [(out[1], expected[1])])")]},
+    {"stage": 4, "id": "blind-record-bitwise-check",
+     "misunderstood": "read 'the same outputs' as bitwise equality, so a correct float32 "
+                      "reordering fails its output check and is never timed",
+     "edits": [("        ok = all(np.allclose(np.asarray(a), np.asarray(b), rtol=slow_step.RTOL,\n"
+                "                             atol=slow_step.ATOL)\n",
+                "        ok = all(np.array_equal(np.asarray(a), np.asarray(b))\n")]},
+    {"stage": 4, "id": "blind-record-check-against-self",
+     "misunderstood": "set the expected outputs from each record's own first call, so the "
+                      "after's output check compares train_fast with itself",
+     "edits": [("        if expected is None:\n            expected = out",
+                "        expected = out")]},
+    {"stage": 4, "id": "blind-record-unsynced-samples",
+     "misunderstood": "stopped the clock when the call returned, without waiting for its "
+                      "outputs",
+     "edits": [("out = jax.block_until_ready(fn(params, *args, next(lrs) if lr is None else lr))",
+                "out = fn(params, *args, next(lrs) if lr is None else lr)")]},
+    {"stage": 4, "id": "blind-record-copy-in-sample",
+     "misunderstood": "made the donated parameters' fresh copy inside the timed region",
+     "edits": [('            params = slow_step.fresh_copy(problem["params"])\n'
+                "            jax.block_until_ready(params)\n"
+                "            start = time.perf_counter()\n",
+                "            start = time.perf_counter()\n"
+                '            params = slow_step.fresh_copy(problem["params"])\n')]},
+    {"stage": 4, "id": "blind-record-one-lr",
+     "misunderstood": "gave every call the problem's learning rate, so train_slow's "
+                      "per-rate recompiles vanish from the before record",
+     "edits": [("next(lrs) if lr is None else lr))", 'problem["lr"]))')]},
+    {"stage": 4, "id": "blind-record-compiles-total",
+     "misunderstood": "recorded compiles_warmed as all compiles of the run, the first "
+                      "call's included",
+     "edits": [('"compiles_warmed": warmed[0],', '"compiles_warmed": first[0] + warmed[0],')]},
+    {"stage": 4, "id": "blind-record-warmup-not-run",
+     "misunderstood": "wrote warmup into the record but never made the warm-up calls",
+     "edits": [("                for _ in range(warmup):\n                    call()\n", "")]},
+    {"stage": 4, "id": "blind-record-times-wrong-output",
+     "misunderstood": "computed output_ok but timed the version whatever it said",
+     "edits": [("            if ok:\n"
+                "                for _ in range(warmup):\n"
+                "                    call()\n"
+                "                samples = [call()[1] for _ in range(iters)]",
+                "            for _ in range(warmup):\n"
+                "                call()\n"
+                "            samples = [call()[1] for _ in range(iters)]")]},
+    {"stage": 4, "id": "blind-record-param-shapes",
+     "misunderstood": "recorded the shapes and dtypes of the parameters instead of tokens "
+                      "and targets",
+     "edits": [('"shapes": [list(a.shape) for a in args],\n'
+                '                  "dtypes": [str(a.dtype) for a in args],',
+                '"shapes": [list(a.shape) for a in jax.tree.leaves(problem["params"])],\n'
+                '                  "dtypes": [str(a.dtype) for a in '
+                'jax.tree.leaves(problem["params"])],')]},
+    {"stage": 4, "id": "blind-record-trace-without-region",
+     "misunderstood": "traced the extra call but without the REGION annotation the record "
+                      "names",
+     "edits": [("            with jax.profiler.TraceAnnotation(REGION):\n"
+                "                jax.block_until_ready(fn(params, *args, next(lrs)))",
+                "            jax.block_until_ready(fn(params, *args, next(lrs)))")]},
+    {"stage": 4, "id": "blind-record-trace-unfinished",
+     "misunderstood": "waited for the traced call only after the profiler and the region "
+                      "closed, so the trace holds its dispatch, not the whole call",
+     "edits": [("                jax.block_until_ready(fn(params, *args, next(lrs)))\n"
+                "        timing = {",
+                "                traced = fn(params, *args, next(lrs))\n"
+                "        jax.block_until_ready(traced)\n"
+                "        timing = {")]},
+    {"stage": 4, "id": "blind-record-label-function-name",
+     "misunderstood": "labelled each record with the function's name instead of "
+                      "'before'/'after'",
+     "edits": [('timing = {"label": label,', 'timing = {"label": fn.__name__,')]},
+    {"stage": 4, "id": "blind-record-first-call-new-lr",
+     "misunderstood": "gave each version's first call its own new learning rate, so the "
+                      "output check compares runs with different rates",
+     "edits": [('out, first_call_s = call(lr=problem["lr"])', "out, first_call_s = call()")]},
+]

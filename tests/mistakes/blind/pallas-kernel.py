@@ -1,0 +1,299 @@
+"""pallas-kernel: blind mistakes, written from the README, starter and solution only."""
+
+_JNP_MAX = "    z = z - jnp.max(z, axis=-1, keepdims=True)\n"
+_JNP_RET = "return (e / jnp.sum(e, axis=-1, keepdims=True)).astype(x.dtype)"
+_F64_Z = "    z = np.asarray(x).astype(np.float64)"
+_F64_MAX = "    z = z - z.max(axis=-1, keepdims=True)\n"
+_F64_RET = "    return e / e.sum(axis=-1, keepdims=True)"
+_TOL_U = ("    u_out = float(jnp.finfo(dtype).eps) / 2\n"
+          "    u32 = float(jnp.finfo(jnp.float32).eps) / 2")
+_TOL_RTOL = "    rtol = u_out + (n + 4) * u32"
+_TOL_ATOL = "    atol = 4 * u32"
+
+_MODE_RET = 'return "interpreted" if backend == "cpu" else "compiled"'
+
+_K_MASK = ("    cols = jax.lax.broadcasted_iota(jnp.int32, x.shape, 1)\n"
+           "    x = jnp.where(cols < n_cols, x, -jnp.inf)\n")
+_K_MAX_EXP = ("    m = jnp.max(x, axis=1, keepdims=True)\n"
+              "    e = jnp.exp(x - m)")
+
+_P_INTERP = ('    if interpret is None:\n'
+             '        interpret = execution_mode() == "interpreted"')
+_P_SPEC = "spec = pl.BlockSpec((block_rows, block_cols(cols)), lambda i: (i, 0))"
+_P_GRID = "grid=(pl.cdiv(rows, block_rows),),"
+
+_R_GRID = '"grid": [pl.cdiv(x.shape[0], block_rows)]'
+
+_S_OK = ('        ok = bool(got.shape == expected.shape and\n'
+         '                  np.all(np.abs(got - expected) <= tol["atol"] + tol["rtol"] * np.abs(expected)))')
+_S_WARMUP = ("                for _ in range(warmup):\n"
+             "                    jax.block_until_ready(fn(x))\n")
+_S_ITERS = ("                for _ in range(iters):\n"
+            "                    start = time.perf_counter()\n"
+            "                    jax.block_until_ready(fn(x))\n"
+            "                    samples.append(time.perf_counter() - start)")
+
+_SUM_BASE = 'base = {tuple(r["shape"]): statistics.median(r["samples_s"])'
+_SUM_SPEED = 'base[shape] / statistics.median(r["samples_s"])'
+_SUM_STOPS = ('    last_help = max((i for i, p in enumerate(per_shape) if p["helps"]), default=-1)\n'
+              '    stops = per_shape[last_help + 1]["shape"] if last_help + 1 < len(per_shape) else None')
+
+MISTAKES = [
+    # ------------------------------------------------------------ stage 1: softmax_jnp
+    {"stage": 1, "id": "blind-jnp-no-max-shift",
+     "misunderstood": "computes exp(x) / sum(exp(x)) directly, without subtracting the row max: rows near +1000 overflow",
+     "edits": [(_JNP_MAX, "")]},
+    {"stage": 1, "id": "blind-jnp-computes-in-input-dtype",
+     "misunderstood": "computes in the input dtype (bfloat16 arithmetic for bfloat16 input) instead of float32",
+     "edits": [("    z = x.astype(jnp.float32)", "    z = x")]},
+    {"stage": 1, "id": "blind-jnp-global-max",
+     "misunderstood": "subtracts the max of the whole array instead of each row's max: a row far below it underflows to 0/0",
+     "edits": [("z - jnp.max(z, axis=-1, keepdims=True)", "z - jnp.max(z)")]},
+    {"stage": 1, "id": "blind-jnp-returns-float32",
+     "misunderstood": "returns the float32 result without casting back, so bfloat16 input gives float32 output",
+     "edits": [(_JNP_RET, "return e / jnp.sum(e, axis=-1, keepdims=True)")]},
+    {"stage": 1, "id": "blind-jnp-epsilon-denominator",
+     "misunderstood": "adds an epsilon to the row sum 'to avoid division by zero', biasing every probability low",
+     "edits": [(_JNP_RET, "return (e / (jnp.sum(e, axis=-1, keepdims=True) + 1e-5)).astype(x.dtype)")]},
+
+    # ------------------------------------------------------- stage 1: softmax_numpy_f64
+    {"stage": 1, "id": "blind-f64-returns-jax-array",
+     "misunderstood": "wraps the result in jnp.asarray, returning a JAX array (float32 without x64) instead of a float64 ndarray",
+     "edits": [(_F64_RET, "    return jnp.asarray(e / e.sum(axis=-1, keepdims=True))")]},
+    {"stage": 1, "id": "blind-f64-computes-in-float32",
+     "misunderstood": "keeps the input's float32 precision in the NumPy reference instead of converting to float64",
+     "edits": [(_F64_Z, "    z = np.asarray(x).astype(np.float32)")]},
+    {"stage": 1, "id": "blind-f64-no-max-shift",
+     "misunderstood": "trusts float64's range and skips the max shift: exp(1000) still overflows float64",
+     "edits": [(_F64_MAX, "")]},
+    {"stage": 1, "id": "blind-f64-sum-over-columns",
+     "misunderstood": "normalises by the sum over axis 0 (down each column) instead of along each row",
+     "edits": [("e / e.sum(axis=-1, keepdims=True)", "e / e.sum(axis=0, keepdims=True)")]},
+    {"stage": 1, "id": "blind-f64-reuses-jax-softmax",
+     "misunderstood": "builds the 'independent' reference from jax.nn.softmax in float32 and only casts the result to float64",
+     "edits": [(_F64_Z + "\n" + _F64_MAX + "    e = np.exp(z)\n" + _F64_RET,
+                "    return np.asarray(jax.nn.softmax(jnp.asarray(x, jnp.float32), axis=-1), np.float64)")]},
+
+    # ---------------------------------------------------------------- stage 1: tolerance
+    {"stage": 1, "id": "blind-tol-constant-per-dtype",
+     "misunderstood": "guesses one rtol per dtype (1e-5 / 1e-2) instead of counting roundings as a function of the row length",
+     "edits": [(_TOL_RTOL, "    rtol = 1e-5 if u_out == u32 else 1e-2")]},
+    {"stage": 1, "id": "blind-tol-forgets-output-rounding",
+     "misunderstood": "counts the float32 roundings but forgets the final rounding to the output dtype",
+     "edits": [(_TOL_RTOL, "    rtol = (n + 4) * u32")]},
+    {"stage": 1, "id": "blind-tol-eps-as-unit-roundoff",
+     "misunderstood": "uses machine epsilon as the unit roundoff (eps, not eps / 2), doubling every term",
+     "edits": [(_TOL_U, "    u_out = float(jnp.finfo(dtype).eps)\n"
+                        "    u32 = float(jnp.finfo(jnp.float32).eps)")]},
+    {"stage": 1, "id": "blind-tol-no-atol",
+     "misunderstood": "thinks a relative test suffices and sets atol to 0",
+     "edits": [(_TOL_ATOL, "    atol = 0.0")]},
+    {"stage": 1, "id": "blind-tol-atol-in-output-dtype",
+     "misunderstood": "scales atol by the output dtype's roundoff instead of float32's (huge for bfloat16)",
+     "edits": [(_TOL_ATOL, "    atol = 4 * u_out")]},
+    {"stage": 1, "id": "blind-tol-sum-in-output-dtype",
+     "misunderstood": "counts the sum's roundings in the output dtype, as if the computation ran in bfloat16",
+     "edits": [(_TOL_RTOL, "    rtol = (n + 4) * u_out")]},
+    {"stage": 1, "id": "blind-tol-finfo-resolution",
+     "misunderstood": "takes the output unit roundoff from finfo.resolution (decimal digits: 1e-6, 1e-2) instead of eps / 2",
+     "edits": [("    u_out = float(jnp.finfo(dtype).eps) / 2",
+                "    u_out = float(jnp.finfo(dtype).resolution)")]},
+    {"stage": 1, "id": "blind-tol-empty-why",
+     "misunderstood": "treats `why` as optional and returns an empty explanation",
+     "edits": [('    return {"rtol": rtol, "atol": atol, "why": why}',
+                '    return {"rtol": rtol, "atol": atol, "why": ""}')]},
+
+    # ----------------------------------------------------------- stage 2: execution_mode
+    {"stage": 2, "id": "blind-mode-ignores-backend-argument",
+     "misunderstood": "always asks jax.default_backend(), ignoring the backend it was given",
+     "edits": [("    backend = backend or jax.default_backend()", "    backend = jax.default_backend()")]},
+    {"stage": 2, "id": "blind-mode-only-gpu-compiles",
+     "misunderstood": "thinks only GPU (Triton) compiles Pallas, so TPU is declared interpreted",
+     "edits": [(_MODE_RET, 'return "compiled" if backend == "gpu" else "interpreted"')]},
+
+    # ----------------------------------------------------------- stage 2: softmax_kernel
+    {"stage": 2, "id": "blind-kernel-pads-with-zero",
+     "misunderstood": "masks the padded cells to 0 instead of -inf, so each adds exp(-m) to the row sum",
+     "edits": [("x = jnp.where(cols < n_cols, x, -jnp.inf)", "x = jnp.where(cols < n_cols, x, 0.0)")]},
+    {"stage": 2, "id": "blind-kernel-no-mask",
+     "misunderstood": "reduces over the whole block, padding included: right only when the row fills the block",
+     "edits": [(_K_MASK, "")]},
+    {"stage": 2, "id": "blind-kernel-mask-off-by-one",
+     "misunderstood": "masks with cols <= n_cols, letting the first padded cell into both reductions",
+     "edits": [("x = jnp.where(cols < n_cols, x, -jnp.inf)", "x = jnp.where(cols <= n_cols, x, -jnp.inf)")]},
+    {"stage": 2, "id": "blind-kernel-computes-in-block-dtype",
+     "misunderstood": "does the arithmetic in the block's dtype (bfloat16) instead of upcasting to float32",
+     "edits": [("    x = x_ref[...].astype(jnp.float32)", "    x = x_ref[...]")]},
+    {"stage": 2, "id": "blind-kernel-nan-to-minus-inf",
+     "misunderstood": "replaces the NaNs interpreted Pallas puts in the padding instead of masking by column: garbage that is not NaN gets in",
+     "edits": [(_K_MASK, "    x = jnp.where(jnp.isnan(x), -jnp.inf, x)\n")]},
+    {"stage": 2, "id": "blind-kernel-sum-over-rows",
+     "misunderstood": "takes the sum over axis 0 (across the block's rows) instead of along each row",
+     "edits": [("s = jnp.sum(e, axis=1, keepdims=True)", "s = jnp.sum(e, axis=0, keepdims=True)")]},
+    {"stage": 2, "id": "blind-kernel-no-max-shift",
+     "misunderstood": "skips the row max in the kernel (the mask alone seemed enough): rows near +1000 overflow",
+     "edits": [(_K_MAX_EXP, "    e = jnp.exp(x)")]},
+
+    # ----------------------------------------------------------- stage 2: softmax_pallas
+    {"stage": 2, "id": "blind-pallas-grid-floor",
+     "misunderstood": "grid of rows // block_rows programs: the last partial block is never computed (none at all for few rows)",
+     "edits": [(_P_GRID, "grid=(rows // block_rows,),")]},
+    {"stage": 2, "id": "blind-pallas-block-exact-width",
+     "misunderstood": "uses the row length itself as the block width instead of block_cols(cols)",
+     "edits": [(_P_SPEC, "spec = pl.BlockSpec((block_rows, cols), lambda i: (i, 0))")]},
+    {"stage": 2, "id": "blind-pallas-interpret-hardcoded",
+     "misunderstood": "hard-codes interpret=True because the course machine is a CPU, instead of following execution_mode()",
+     "edits": [(_P_INTERP, "    interpret = True")]},
+    {"stage": 2, "id": "blind-pallas-index-map-element-offset",
+     "misunderstood": "returns an element offset (i * block_rows) from the index map instead of a block index",
+     "edits": [("lambda i: (i, 0))", "lambda i: (i * block_rows, 0))")]},
+    {"stage": 2, "id": "blind-pallas-single-program",
+     "misunderstood": "puts every row in one block with a grid of one program, ignoring block_rows",
+     "edits": [(_P_SPEC, "spec = pl.BlockSpec((rows, block_cols(cols)), lambda i: (0, 0))"),
+               (_P_GRID, "grid=(1,),")]},
+    {"stage": 2, "id": "blind-pallas-max-shift-outside",
+     "misunderstood": "does the stabilising max subtraction in the wrapper (softmax arithmetic outside the kernel, in x's dtype)",
+     "edits": [("    )(x)\n", "    )(x - jnp.max(x, axis=1, keepdims=True))\n")]},
+    {"stage": 2, "id": "blind-pallas-float32-output",
+     "misunderstood": "declares a float32 output whatever x's dtype, so bfloat16 input gives float32 output",
+     "edits": [("out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype)",
+                "out_shape=jax.ShapeDtypeStruct(x.shape, jnp.float32)")]},
+    {"stage": 2, "id": "blind-pallas-n-cols-block-width",
+     "misunderstood": "passes the block width as n_cols, so the kernel's mask keeps the padding",
+     "edits": [("functools.partial(softmax_kernel, n_cols=cols)",
+                "functools.partial(softmax_kernel, n_cols=block_cols(cols))")]},
+
+    # -------------------------------------------------------------- stage 2: run_softmax
+    {"stage": 2, "id": "blind-run-declares-floor-grid",
+     "misunderstood": "declares the grid as rows // block_rows, not the ceil the pallas_call really ran",
+     "edits": [(_R_GRID, '"grid": [x.shape[0] // block_rows]')]},
+    {"stage": 2, "id": "blind-run-declares-compiled",
+     "misunderstood": "declares mode 'compiled' because softmax_pallas is jitted, although the kernel ran interpreted",
+     "edits": [('{"y": np.asarray(y), "mode": execution_mode(),', '{"y": np.asarray(y), "mode": "compiled",')]},
+    {"stage": 2, "id": "blind-run-y-jax-array",
+     "misunderstood": "returns y as the JAX array instead of a NumPy ndarray",
+     "edits": [('{"y": np.asarray(y),', '{"y": y,')]},
+    {"stage": 2, "id": "blind-run-ignores-block-rows",
+     "misunderstood": "runs softmax_pallas with its default block size while declaring the block_rows it was given",
+     "edits": [("softmax_pallas(x, block_rows=block_rows)", "softmax_pallas(x)")]},
+    {"stage": 2, "id": "blind-run-grid-bare-int",
+     "misunderstood": "declares grid as a bare int instead of a list of ints",
+     "edits": [(_R_GRID, '"grid": pl.cdiv(x.shape[0], block_rows)')]},
+
+    # -------------------------------------------------------------------- stage 3: sweep
+    {"stage": 3, "id": "blind-sweep-samples-not-synced",
+     "misunderstood": "times each call without waiting for its result, measuring only the asynchronous dispatch",
+     "edits": [(_S_ITERS, "                for _ in range(iters):\n"
+                          "                    start = time.perf_counter()\n"
+                          "                    fn(x)\n"
+                          "                    samples.append(time.perf_counter() - start)")]},
+    {"stage": 3, "id": "blind-sweep-first-call-in-samples",
+     "misunderstood": "keeps the first (compiling) call's time as a sample, giving iters + 1 samples",
+     "edits": [("        samples = []\n", "        samples = [first_call_s]\n")]},
+    {"stage": 3, "id": "blind-sweep-warmup-timed",
+     "misunderstood": "times the warmup calls too, recording warmup + iters samples",
+     "edits": [(_S_WARMUP + "                for _ in range(iters):",
+                "                for _ in range(warmup + iters):")]},
+    {"stage": 3, "id": "blind-sweep-skips-warmup",
+     "misunderstood": "records warmup in the record but never makes the warmup calls (the first call seemed warmup enough)",
+     "edits": [(_S_WARMUP, "")]},
+    {"stage": 3, "id": "blind-sweep-loop-average",
+     "misunderstood": "times the whole loop once and repeats its average, instead of one raw sample per call",
+     "edits": [(_S_ITERS, "                start = time.perf_counter()\n"
+                          "                for _ in range(iters):\n"
+                          "                    jax.block_until_ready(fn(x))\n"
+                          "                samples = [(time.perf_counter() - start) / iters] * iters")]},
+    {"stage": 3, "id": "blind-sweep-ok-means-finite",
+     "misunderstood": "judges the output only for NaN/inf, so a finite but wrong kernel is timed",
+     "edits": [(_S_OK, "        ok = bool(got.shape == expected.shape and np.all(np.isfinite(got)))")]},
+    {"stage": 3, "id": "blind-sweep-allclose-defaults",
+     "misunderstood": "judges the output with np.allclose's default tolerances instead of tolerance(dtype, cols)",
+     "edits": [(_S_OK, "        ok = bool(got.shape == expected.shape and np.allclose(got, expected))")]},
+    {"stage": 3, "id": "blind-sweep-tolerance-absolute",
+     "misunderstood": "applies the relative budget as an absolute one (atol + rtol), so errors at small probabilities pass",
+     "edits": [(_S_OK, '        ok = bool(got.shape == expected.shape and\n'
+                       '                  np.all(np.abs(got - expected) <= tol["atol"] + tol["rtol"]))')]},
+    {"stage": 3, "id": "blind-sweep-baseline-mode-interpreted",
+     "misunderstood": "labels the jnp baseline with execution_mode() too, although XLA compiles it on every backend",
+     "edits": [('"grid": None, "mode": "compiled",', '"grid": None, "mode": execution_mode(),')]},
+    {"stage": 3, "id": "blind-sweep-grid-floor",
+     "misunderstood": "records the kernel's grid as rows // b instead of ceil(rows / b)",
+     "edits": [('"grid": [pl.cdiv(rows, int(b))]', '"grid": [rows // int(b)]')]},
+    {"stage": 3, "id": "blind-sweep-global-numpy-rng",
+     "misunderstood": "draws x from numpy's seeded global generator instead of a local Generator from the seed",
+     "edits": [("    rng = np.random.default_rng(seed)", "    np.random.seed(seed)"),
+               ("x = jnp.asarray(rng.standard_normal((rows, cols)), dtype)",
+                "x = jnp.asarray(np.random.standard_normal((rows, cols)), dtype)")]},
+    {"stage": 3, "id": "blind-sweep-compiles-warmed-assumed-zero",
+     "misunderstood": "writes compiles_warmed as 0 because 'warmed calls never compile', instead of counting",
+     "edits": [('"compiles_warmed": warmed[0]', '"compiles_warmed": 0')]},
+    {"stage": 3, "id": "blind-sweep-extra-check-call",
+     "misunderstood": "calls the function once more to get an output to check, making 2 + warmup + iters calls",
+     "edits": [("        got = np.asarray(out).astype(np.float64)",
+                "        got = np.asarray(fn(x)).astype(np.float64)")]},
+
+    # ---------------------------------------------------------------- stage 3: summarize
+    {"stage": 3, "id": "blind-summary-mean-not-median",
+     "misunderstood": "uses the mean of the samples instead of the median (one slow sample moves it)",
+     "edits": [(_SUM_BASE, 'base = {tuple(r["shape"]): statistics.mean(r["samples_s"])'),
+               (_SUM_SPEED, 'base[shape] / statistics.mean(r["samples_s"])')]},
+    {"stage": 3, "id": "blind-summary-speedup-inverted",
+     "misunderstood": "computes the speedup as kernel time / baseline time",
+     "edits": [(_SUM_SPEED, 'statistics.median(r["samples_s"]) / base[shape]')]},
+    {"stage": 3, "id": "blind-summary-keeps-wrong-blocks",
+     "misunderstood": "ranks every block with samples, including blocks whose output was wrong",
+     "edits": [('if tuple(r["shape"]) == shape and r.get("output_ok") and r["samples_s"]}',
+                'if tuple(r["shape"]) == shape and r["samples_s"]}')]},
+    {"stage": 3, "id": "blind-summary-best-is-min",
+     "misunderstood": "picks the best block as the one with the smallest value, as if the speedups were times",
+     "edits": [("best = max(speedups, key=speedups.get)", "best = min(speedups, key=speedups.get)")]},
+    {"stage": 3, "id": "blind-summary-no-mode-check",
+     "misunderstood": "checks only backend and dtype for mixing, accepting kernel records of different modes",
+     "edits": [('(("mode", kernels), ("backend", records), ("dtype", records))',
+                '(("backend", records), ("dtype", records))')]},
+    {"stage": 3, "id": "blind-summary-mode-check-includes-baseline",
+     "misunderstood": "requires one mode across all records, so the compiled baseline beside an interpreted kernel is rejected",
+     "edits": [('(("mode", kernels), ("backend", records), ("dtype", records))',
+                '(("mode", records), ("backend", records), ("dtype", records))')]},
+    {"stage": 3, "id": "blind-summary-stops-at-first-miss",
+     "misunderstood": "reports the first shape where the kernel does not help, even if it helps again at a larger one",
+     "edits": [(_SUM_STOPS, '    stops = next((p["shape"] for p in per_shape if not p["helps"]), None)')]},
+    {"stage": 3, "id": "blind-summary-stops-at-last-help",
+     "misunderstood": "reports the last shape where the kernel helps instead of the one after it",
+     "edits": [(_SUM_STOPS, '    last_help = max((i for i, p in enumerate(per_shape) if p["helps"]), default=-1)\n'
+                            '    stops = per_shape[last_help]["shape"] if last_help >= 0 else None')]},
+    {"stage": 3, "id": "blind-summary-record-order",
+     "misunderstood": "keeps the shapes in record order instead of sorting them by element count",
+     "edits": [("    shapes = sorted(base, key=lambda s: (math.prod(s), s))", "    shapes = list(base)")]},
+    {"stage": 3, "id": "blind-summary-helps-above-one",
+     "misunderstood": "says the kernel helps whenever its speedup exceeds 1, ignoring the noise margin HELP_MARGIN",
+     "edits": [('best_speedup is not None and best_speedup > HELP_MARGIN',
+                'best_speedup is not None and best_speedup > 1')]},
+    {"stage": 3, "id": "blind-summary-caveat-without-target",
+     "misunderstood": "writes a caveat that the run was interpreted but not that it says nothing about the target's speed",
+     "edits": [('"these timings measure the Pallas interpreter and say nothing about the "\n'
+                '                  "kernel\'s speed on a target accelerator."',
+                '"these timings are slower than a compiled kernel would be."')]},
+    {"stage": 3, "id": "blind-summary-caveat-from-backend",
+     "misunderstood": "decides the caveat from the backend being 'cpu' instead of from the kernel's recorded mode",
+     "edits": [('    if mode == "interpreted":', '    if kernels[0]["backend"] == "cpu":')]},
+    {"stage": 3, "id": "blind-summary-mode-from-first-record",
+     "misunderstood": "reads the mode from the first record, which is the compiled jnp baseline, not from the kernel records",
+     "edits": [('    mode = kernels[0]["mode"]', '    mode = records[0]["mode"]')]},
+    {"stage": 3, "id": "blind-summary-block-keys-strings",
+     "misunderstood": "keys speedup_by_block by str(block_rows) 'for JSON' instead of the int block size",
+     "edits": [('speedups = {r["block_rows"]: base[shape]', 'speedups = {str(r["block_rows"]): base[shape]')]},
+    {"stage": 3, "id": "blind-summary-no-baseline-check",
+     "misunderstood": "raises only when kernel records are missing; with no baseline it returns an empty summary",
+     "edits": [("    if not kernels or not baselines:", "    if not kernels:")]},
+]
+
+JUSTIFIED: dict[str, str] = {
+    "blind-sweep-global-numpy-rng": (
+        "Keeps the contract: sweep's x is 'drawn (standard normal, dtype) from seed', and "
+        "NumPy's global generator seeded with seed draws a standard normal x the seed "
+        "decides, so every record the checker reads (calls, times, output checks, declared "
+        "facts) is a correct sweep's. What differs is a side effect the contract does not "
+        "forbid (the caller's global generator reseeded); failing it would fail a sweep "
+        "that keeps the contract."),
+}

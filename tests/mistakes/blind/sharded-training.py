@@ -1,0 +1,408 @@
+"""sharded-training: blind mistakes, written from the README, starter and solution only."""
+
+MISTAKES = [
+    # ------------------------------------------------------------------ stage 1
+    # make_mesh
+    {"stage": 1, "id": "blind-mesh-last-devices",
+     "misunderstood": "took the last n devices for make_mesh(n) instead of the first n",
+     "edits": [("devices=devices[:n])", "devices=devices[-n:])")]},
+    {"stage": 1, "id": "blind-mesh-extra-model-axis",
+     "misunderstood": "built the usual 2-D (data, model) mesh with a model axis of size 1 "
+                      "instead of one 'data' axis",
+     "edits": [("return jax.make_mesh((n,), (AXIS,), axis_types=(AxisType.Auto,), "
+                "devices=devices[:n])",
+                "return jax.make_mesh((n, 1), (AXIS, \"model\"),\n"
+                "                         axis_types=(AxisType.Auto, AxisType.Auto), "
+                "devices=devices[:n])")]},
+    # shardings
+    {"stage": 1, "id": "blind-shardings-batch-replicated",
+     "misunderstood": "gave the batch P() too (every device gets the whole batch), so "
+                      "no rows are split and no all-reduce is needed",
+     "edits": [('"batch": NamedSharding(mesh, P(AXIS))}', '"batch": NamedSharding(mesh, P())}')]},
+    {"stage": 1, "id": "blind-shardings-batch-on-default-mesh",
+     "misunderstood": "built the batch sharding on a fresh full mesh instead of the mesh "
+                      "passed in (breaks make_mesh(n) for n < all devices)",
+     "edits": [('"batch": NamedSharding(mesh, P(AXIS))}',
+                '"batch": NamedSharding(make_mesh(), P(AXIS))}')]},
+    # init_state
+    {"stage": 1, "id": "blind-init-key-halves-swapped",
+     "misunderstood": "used the first half of the seed's split as the training key and the "
+                      "second for the params",
+     "edits": [("k_params, k_train = jax.random.split(", "k_train, k_params = jax.random.split(")]},
+    {"stage": 1, "id": "blind-init-raw-uint32-key",
+     "misunderstood": "made the key with the legacy jax.random.PRNGKey (raw uint32[2]) "
+                      "instead of a typed key",
+     "edits": [('jax.random.split(jax.random.key(config["seed"]))',
+                'jax.random.split(jax.random.PRNGKey(config["seed"]))')]},
+    {"stage": 1, "id": "blind-init-float-counters",
+     "misunderstood": "made step and data_pos float scalars (jnp.zeros(())) instead of int32",
+     "edits": [('"step": jnp.int32(0), "key": k_train, "data_pos": jnp.int32(0)}',
+                '"step": jnp.zeros(()), "key": k_train, "data_pos": jnp.zeros(())}')]},
+    {"stage": 1, "id": "blind-init-not-replicated",
+     "misunderstood": "jitted the initialiser without out_shardings, so the state lands on "
+                      "one device instead of a full copy on every device",
+     "edits": [("return jax.jit(build, out_shardings=rep)()", "return jax.jit(build)()")]},
+    {"stage": 1, "id": "blind-init-seed-key-reused",
+     "misunderstood": "initialised the params from the seed key itself and kept only the "
+                      "split for training (the seed key used twice)",
+     "edits": [("params = classifier.init_params(k_params)",
+                'params = classifier.init_params(jax.random.key(config["seed"]))')]},
+    # place_batch
+    {"stage": 1, "id": "blind-batch-only-x-split",
+     "misunderstood": "split only x across devices and replicated the small y and mask arrays",
+     "edits": [("return {k: jax.make_array_from_callback(np.shape(v), sharding,",
+                "return {k: jax.make_array_from_callback(\n"
+                "                np.shape(v), sharding if k == \"x\" else shardings(mesh)[\"params\"],")]},
+    {"stage": 1, "id": "blind-batch-round-robin-rows",
+     "misunderstood": "dealt the rows round-robin (device d gets rows d, d+n, ...) instead "
+                      "of contiguous blocks",
+     "edits": [("""    return {k: jax.make_array_from_callback(np.shape(v), sharding,
+                                            lambda idx, v=v: np.asarray(v)[idx])
+            for k, v in batch.items()}""",
+                """    n = mesh.devices.size
+    return {k: jax.make_array_from_single_device_arrays(
+                np.shape(v), sharding,
+                [jax.device_put(np.asarray(v)[i::n], d)
+                 for i, d in enumerate(mesh.devices.flat)])
+            for k, v in batch.items()}""")]},
+    # describe_placement
+    {"stage": 1, "id": "blind-describe-raw-slice-bounds",
+     "misunderstood": "reported slice.start/stop as they are, so a full (replicated) dimension "
+                      "reads [None, None] instead of [0, size]",
+     "edits": [("pieces[shard.device.id] = [list(sl.indices(dim)[:2])",
+                "pieces[shard.device.id] = [[sl.start, sl.stop]")]},
+    {"stage": 1, "id": "blind-describe-spec-none-string",
+     "misunderstood": "wrote str(spec) even when the sharding has no spec ('None' instead of '')",
+     "edits": [('"spec": "" if spec is None else str(spec),', '"spec": str(spec),')]},
+    {"stage": 1, "id": "blind-describe-rows-only",
+     "misunderstood": "reported only the row range of each piece (dimension 0), so "
+                      "column splits and other dimensions vanish",
+     "edits": [("for sl, dim in zip(shard.index, leaf.shape)]",
+                "for sl, dim in zip(shard.index[:1], leaf.shape[:1])]")]},
+    {"stage": 1, "id": "blind-describe-inclusive-stop",
+     "misunderstood": "reported pieces as inclusive [first, last] row ranges instead of "
+                      "[start, stop)",
+     "edits": [("pieces[shard.device.id] = [list(sl.indices(dim)[:2])",
+                "pieces[shard.device.id] = [[sl.indices(dim)[0], sl.indices(dim)[1] - 1]")]},
+    # check_same_mesh
+    {"stage": 1, "id": "blind-same-mesh-subset-accepted",
+     "misunderstood": "accepted any array whose devices are inside the mesh (a single-device "
+                      "array on device 0 passes)",
+     "edits": [("if have != wanted:", "if not set(have) <= set(wanted):")]},
+    {"stage": 1, "id": "blind-same-mesh-count-only",
+     "misunderstood": "compared only how many devices an array is on, not which",
+     "edits": [("if have != wanted:", "if len(have) != len(wanted):")]},
+    {"stage": 1, "id": "blind-same-mesh-duck-typed-host",
+     "misunderstood": "tested 'is an array' by hasattr(shape), so a numpy leaf reaches "
+                      ".sharding and raises AttributeError, not PlacementError naming it",
+     "edits": [("        if not isinstance(leaf, jax.Array):\n            raise PlacementError(",
+                "        if not hasattr(leaf, \"shape\"):\n            raise PlacementError(")]},
+    # make_train_step
+    {"stage": 1, "id": "blind-step-key-halves-swapped",
+     "misunderstood": "kept the second half of the split as the new key and drew the noise "
+                      "from the first",
+     "edits": [('key, sub = jax.random.split(state["key"])',
+                'sub, key = jax.random.split(state["key"])')]},
+    {"stage": 1, "id": "blind-step-noise-from-unsplit-key",
+     "misunderstood": "drew the noise from the state's key itself (then split it for the "
+                      "next state): the key is used twice",
+     "edits": [('noise * jax.random.normal(sub, batch["x"].shape',
+                'noise * jax.random.normal(state["key"], batch["x"].shape')]},
+    {"stage": 1, "id": "blind-step-mask-dropped",
+     "misunderstood": "took the mean over all rows of the batch, padding rows included "
+                      "(mask not passed to the loss)",
+     "edits": [('''loss, grads = jax.value_and_grad(classifier.loss)(state["params"], x, batch["y"],
+                                                           batch["mask"])''',
+                '''loss, grads = jax.value_and_grad(classifier.loss)(state["params"], x, batch["y"])''')]},
+    {"stage": 1, "id": "blind-step-donates-state",
+     "misunderstood": "donated the state to save memory, so the state passed in is deleted "
+                      "after the step",
+     "edits": [("    return jax.jit(step)\n", "    return jax.jit(step, donate_argnums=0)\n")]},
+    {"stage": 1, "id": "blind-step-data-pos-not-advanced",
+     "misunderstood": "left data_pos to the training loop (the step advances only step)",
+     "edits": [('"data_pos": state["data_pos"] + 1}, loss', '"data_pos": state["data_pos"]}, loss')]},
+    {"stage": 1, "id": "blind-step-loss-sum",
+     "misunderstood": "differentiated the summed loss (classifier.loss_sum) believing the "
+                      "all-reduce divides by the batch",
+     "edits": [("loss, grads = jax.value_and_grad(classifier.loss)(state[\"params\"], x, batch[\"y\"],",
+                "loss, grads = jax.value_and_grad(classifier.loss_sum)(state[\"params\"], x, batch[\"y\"],")]},
+
+    # ------------------------------------------------------------------ stage 2
+    # shard_valid_counts
+    {"stage": 2, "id": "blind-counts-float",
+     "misunderstood": "returned the per-shard sums of the float mask as they are (float32), "
+                      "not a host int array",
+     "edits": [("return np.rint(np.asarray(jax.jit(counted)(mask))).astype(int)",
+                "return np.asarray(jax.jit(counted)(mask))")]},
+    {"stage": 2, "id": "blind-counts-psum-total",
+     "misunderstood": "psum'd the count inside shard_map, so every device reports the global "
+                      "total instead of its own",
+     "edits": [("counted = jax.shard_map(lambda m: jnp.sum(m, keepdims=True), mesh=mesh,",
+                "counted = jax.shard_map(lambda m: jax.lax.psum(jnp.sum(m, keepdims=True), AXIS),\n"
+                "                            mesh=mesh,")]},
+    {"stage": 2, "id": "blind-counts-rows-held",
+     "misunderstood": "counted the rows each shard holds (padding included) instead of the "
+                      "rows with mask 1",
+     "edits": [("lambda m: jnp.sum(m, keepdims=True)",
+                "lambda m: jnp.sum(jnp.ones_like(m), keepdims=True)")]},
+    # global_grads
+    {"stage": 2, "id": "blind-grads-mean-of-means",
+     "misunderstood": "averaged each shard's mean loss over the devices (every shard weighs "
+                      "the same, not every row)",
+     "edits": [("""        loss_sum, g = jax.value_and_grad(classifier.loss_sum)(p, x, y, m)
+        total = jax.lax.psum(jnp.sum(m), AXIS)
+        loss = jax.lax.psum(loss_sum, AXIS) / total
+        return loss, jax.tree.map(lambda a: a / total, g)""",
+                """        shard_mean, g = jax.value_and_grad(classifier.loss)(p, x, y, m)
+        n = jax.lax.psum(1, AXIS)
+        return jax.lax.pmean(shard_mean, AXIS), jax.tree.map(lambda a: a / n, g)""")]},
+    {"stage": 2, "id": "blind-grads-psum-again",
+     "misunderstood": "psum'd the gradient across the axis although grad of the replicated "
+                      "params already summed it (the 8x)",
+     "edits": [("return loss, jax.tree.map(lambda a: a / total, g)",
+                "return loss, jax.tree.map(lambda a: jax.lax.psum(a, AXIS) / total, g)")]},
+    {"stage": 2, "id": "blind-grads-pmean-count",
+     "misunderstood": "pmean'd the valid count (average rows per shard) instead of psum'ing "
+                      "it, so loss and gradient are 8x",
+     "edits": [("total = jax.lax.psum(jnp.sum(m), AXIS)", "total = jax.lax.pmean(jnp.sum(m), AXIS)")]},
+    {"stage": 2, "id": "blind-grads-padding-counted",
+     "misunderstood": "divided by the number of rows of the global batch, padding rows included",
+     "edits": [("total = jax.lax.psum(jnp.sum(m), AXIS)",
+                "total = jax.lax.psum(jnp.float32(m.shape[0]), AXIS)")]},
+    {"stage": 2, "id": "blind-grads-count-weighted-means-nan",
+     "misunderstood": "weighted each shard's mean by its share of the valid rows: right "
+                      "numbers except 0/0 = NaN on a shard without valid rows",
+     "edits": [("""        loss_sum, g = jax.value_and_grad(classifier.loss_sum)(p, x, y, m)
+        total = jax.lax.psum(jnp.sum(m), AXIS)
+        loss = jax.lax.psum(loss_sum, AXIS) / total
+        return loss, jax.tree.map(lambda a: a / total, g)""",
+                """        count = jnp.sum(m)
+        total = jax.lax.psum(count, AXIS)
+        weighted = lambda q: classifier.loss(q, x, y, m) * (count / total)
+        share, g = jax.value_and_grad(weighted)(p)
+        return jax.lax.psum(share, AXIS), g""")]},
+    {"stage": 2, "id": "blind-grads-loss-pmean",
+     "misunderstood": "pmean'd the per-shard loss sums before dividing by the global count "
+                      "(loss 1/8 of the mean; gradients right)",
+     "edits": [("loss = jax.lax.psum(loss_sum, AXIS) / total", "loss = jax.lax.pmean(loss_sum, AXIS) / total")]},
+    {"stage": 2, "id": "blind-grads-divided-by-devices-too",
+     "misunderstood": "divided the gradient by the global count and again by the device "
+                      "count ('average over devices')",
+     "edits": [("return loss, jax.tree.map(lambda a: a / total, g)",
+                "return loss, jax.tree.map(lambda a: a / (total * jax.lax.psum(1, AXIS)), g)")]},
+    {"stage": 2, "id": "blind-grads-check-vma-off",
+     "misunderstood": "turned check_vma off to silence a replication error; grad then gives "
+                      "each shard's own sum and out_specs P() returns device 0's",
+     "edits": [("out_specs=(P(), P()))", "out_specs=(P(), P()), check_vma=False)")]},
+    {"stage": 2, "id": "blind-grads-check-vma-off-pmap-style",
+     "misunderstood": "wrote it pmap-style (check_vma=False and an explicit psum of the "
+                      "gradients): right numbers, but the contract says check_vma stays on",
+     "edits": [("out_specs=(P(), P()))", "out_specs=(P(), P()), check_vma=False)"),
+               ("return loss, jax.tree.map(lambda a: a / total, g)",
+                "return loss, jax.tree.map(lambda a: jax.lax.psum(a, AXIS) / total, g)")]},
+    {"stage": 2, "id": "blind-grads-no-shard-map",
+     "misunderstood": "let jit and the shardings do it (value_and_grad of the masked mean "
+                      "loss) instead of writing the per-shard code in shard_map",
+     "edits": [("""    fn = jax.shard_map(per_shard, mesh=mesh, in_specs=(P(), P(AXIS), P(AXIS), P(AXIS)),
+                       out_specs=(P(), P()))""",
+                """    fn = jax.value_and_grad(classifier.loss)""")]},
+
+    # ------------------------------------------------------------------ stage 3
+    # make_checkpoint_manager
+    {"stage": 3, "id": "blind-manager-keeps-everything",
+     "misunderstood": "did not pass max_to_keep to the options, so every checkpoint is kept",
+     "edits": [("options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep,",
+                "options = ocp.CheckpointManagerOptions(")]},
+    {"stage": 3, "id": "blind-manager-relative-path",
+     "misunderstood": "handed Orbax the directory as given (a relative path) instead of an "
+                      "absolute one",
+     "edits": [("return ocp.CheckpointManager(Path(directory).resolve(), options=options)",
+                "return ocp.CheckpointManager(directory, options=options)")]},
+    # save_state
+    {"stage": 3, "id": "blind-save-params-only",
+     "misunderstood": "saved only the params (the 'model'), not opt_state, step, key, data_pos",
+     "edits": [("args=ocp.args.StandardSave(state))", 'args=ocp.args.StandardSave(state["params"]))')]},
+    {"stage": 3, "id": "blind-save-step-label-off-by-one",
+     "misunderstood": "numbered the checkpoint by the index of the step just taken "
+                      "(step - 1) instead of the state's step",
+     "edits": [('manager.save(int(state["step"]),', 'manager.save(int(state["step"]) - 1,')]},
+    # restore_latest
+    {"stage": 3, "id": "blind-restore-without-target",
+     "misunderstood": "restored without a target, onto the shardings the checkpoint was saved "
+                      "with, not those of `like`",
+     "edits": [("return manager.restore(step, args=ocp.args.StandardRestore(target))",
+                "return manager.restore(step)")]},
+    {"stage": 3, "id": "blind-restore-target-without-shardings",
+     "misunderstood": "gave the target shapes and dtypes but not the shardings of `like`",
+     "edits": [("""jax.ShapeDtypeStruct(a.shape, a.dtype,
+                                                         sharding=a.sharding), like)""",
+                """jax.ShapeDtypeStruct(a.shape, a.dtype), like)""")]},
+    {"stage": 3, "id": "blind-restore-key-from-seed",
+     "misunderstood": "kept the fresh state's key (re-made from the seed) instead of the "
+                      "restored one",
+     "edits": [("return manager.restore(step, args=ocp.args.StandardRestore(target))",
+                "restored = manager.restore(step, args=ocp.args.StandardRestore(target))\n"
+                "    return dict(restored, key=like[\"key\"])")]},
+    {"stage": 3, "id": "blind-restore-data-pos-restart",
+     "misunderstood": "took data_pos from the fresh state, so the data order starts over",
+     "edits": [("return manager.restore(step, args=ocp.args.StandardRestore(target))",
+                "restored = manager.restore(step, args=ocp.args.StandardRestore(target))\n"
+                "    return dict(restored, data_pos=like[\"data_pos\"])")]},
+    {"stage": 3, "id": "blind-restore-momentum-reset",
+     "misunderstood": "restored params and counters but re-initialised the optimizer state "
+                      "(momentum lost)",
+     "edits": [("return manager.restore(step, args=ocp.args.StandardRestore(target))",
+                "restored = manager.restore(step, args=ocp.args.StandardRestore(target))\n"
+                "    return dict(restored, opt_state=like[\"opt_state\"])")]},
+    {"stage": 3, "id": "blind-restore-oldest-step",
+     "misunderstood": "restored the first checkpoint listed (the oldest kept) instead of the "
+                      "newest finished one",
+     "edits": [("step = manager.latest_step()", "step = min(manager.all_steps(), default=None)")]},
+    {"stage": 3, "id": "blind-restore-returns-like-when-empty",
+     "misunderstood": "returned the fresh `like` state when there is no checkpoint instead "
+                      "of None",
+     "edits": [("    if step is None:\n        return None\n",
+                "    if step is None:\n        return like\n")]},
+    # initialize_distributed
+    {"stage": 3, "id": "blind-distributed-init-timeout-only",
+     "misunderstood": "set only the initialization timeout (heartbeat and shutdown keep "
+                      "their minutes-long defaults)",
+     "edits": [("""                               initialization_timeout=timeout_s,
+                               heartbeat_timeout_seconds=timeout_s,
+                               shutdown_timeout_seconds=timeout_s)""",
+                """                               initialization_timeout=timeout_s)""")]},
+    # train
+    {"stage": 3, "id": "blind-train-save-before-step",
+     "misunderstood": "saved the state before taking the step (checkpoints 0, 8, ...; the "
+                      "last step's state never saved)",
+     "edits": [("""            state, loss = step_fn(state, batch)
+            step = int(state["step"])
+            if step % config["save_every"] == 0:
+                save_state(manager, state)""",
+                """            if int(state["step"]) % config["save_every"] == 0:
+                save_state(manager, state)
+            state, loss = step_fn(state, batch)
+            step = int(state["step"])""")]},
+    {"stage": 3, "id": "blind-train-no-wait-no-close",
+     "misunderstood": "returned as soon as the last save() returned, without waiting for "
+                      "the async save or closing the manager",
+     "edits": [("""        manager.wait_until_finished()
+    finally:
+        manager.close()""",
+                """    finally:
+        pass  # Orbax finishes the saves in the background""")]},
+    {"stage": 3, "id": "blind-train-fixed-step-count",
+     "misunderstood": "looped config['steps'] times from wherever the restore left the state, "
+                      "so a resumed run overshoots",
+     "edits": [('while int(state["step"]) < config["steps"]:', 'for _ in range(config["steps"]):')]},
+    {"stage": 3, "id": "blind-train-python-data-counter",
+     "misunderstood": "tracked the data position in a Python counter from 0 instead of the "
+                      "state's data_pos, so a resumed run restarts the data order",
+     "edits": [('        while int(state["step"]) < config["steps"]:\n',
+                '        pos = 0\n        while int(state["step"]) < config["steps"]:\n'),
+               ('batch = place_batch(batch_at(data, config, int(state["data_pos"])), mesh)',
+                'batch = place_batch(batch_at(data, config, pos), mesh)\n            pos += 1')]},
+    {"stage": 3, "id": "blind-train-on-step-previous-index",
+     "misunderstood": "reported each loss under the step it was computed from (step - 1) "
+                      "instead of the new step",
+     "edits": [("on_step(step, float(loss))", "on_step(step - 1, float(loss))")]},
+    {"stage": 3, "id": "blind-train-default-max-to-keep",
+     "misunderstood": "made the manager with its default max_to_keep instead of "
+                      "config['max_to_keep']",
+     "edits": [('manager = make_checkpoint_manager(ckpt_dir, config["max_to_keep"])',
+                "manager = make_checkpoint_manager(ckpt_dir)")]},
+
+    # ------------------------------------------------------------------ stage 4
+    {"stage": 4, "id": "blind-profile-first-call-not-synced",
+     "misunderstood": "stopped the first call's clock when the call returned (compile and "
+                      "dispatch), before the device work ended",
+     "edits": [("_, loss = jax.block_until_ready(step_fn(state, batch))",
+                "_, loss = step_fn(state, batch)")]},
+    {"stage": 4, "id": "blind-profile-samples-not-synced",
+     "misunderstood": "timed each warmed call without waiting for its result (dispatch time)",
+     "edits": [("""                start = time.perf_counter()
+                jax.block_until_ready(step_fn(state, batch))
+                samples.append(time.perf_counter() - start)""",
+                """                start = time.perf_counter()
+                step_fn(state, batch)
+                samples.append(time.perf_counter() - start)""")]},
+    {"stage": 4, "id": "blind-profile-state-fed-back",
+     "misunderstood": "fed each call's new state into the next, as a training loop does, "
+                      "instead of calling with the same state",
+     "edits": [("""                start = time.perf_counter()
+                jax.block_until_ready(step_fn(state, batch))""",
+                """                start = time.perf_counter()
+                state, _ = jax.block_until_ready(step_fn(state, batch))""")]},
+    {"stage": 4, "id": "blind-profile-averaged-samples",
+     "misunderstood": "timed the iters calls as one block and stored the average iters "
+                      "times instead of raw per-call samples",
+     "edits": [("""            for _ in range(iters):
+                start = time.perf_counter()
+                jax.block_until_ready(step_fn(state, batch))
+                samples.append(time.perf_counter() - start)""",
+                """            start = time.perf_counter()
+            for _ in range(iters):
+                out = step_fn(state, batch)
+            jax.block_until_ready(out)
+            samples = [(time.perf_counter() - start) / iters] * iters""")]},
+    {"stage": 4, "id": "blind-profile-region-dispatch-only",
+     "misunderstood": "closed the annotated region when the call returned and waited outside "
+                      "it, so the region holds only the dispatch",
+     "edits": [("""                    with jax.profiler.TraceAnnotation(region, step=i):
+                        jax.block_until_ready(step_fn(state, batch))""",
+                """                    with jax.profiler.TraceAnnotation(region, step=i):
+                        out = step_fn(state, batch)
+                    jax.block_until_ready(out)""")]},
+    {"stage": 4, "id": "blind-profile-steps-numbered-from-one",
+     "misunderstood": "numbered the traced steps 1, 2, ... instead of 0, 1, ...",
+     "edits": [("TraceAnnotation(region, step=i)", "TraceAnnotation(region, step=i + 1)")]},
+    {"stage": 4, "id": "blind-profile-absolute-tolerance",
+     "misunderstood": "compared the loss with an absolute tolerance 1e-5 where rtol 1e-5 is asked",
+     "edits": [("rtol=1e-5, atol=0)", "rtol=0, atol=1e-5)")]},
+    {"stage": 4, "id": "blind-profile-exact-isclose",
+     "misunderstood": "checked the loss with math.isclose's default (rel 1e-9) instead of "
+                      "rtol 1e-5, rejecting a loss inside the asked tolerance",
+     "edits": [("output_ok = bool(np.allclose(float(loss), float(expected_loss), rtol=1e-5, atol=0))",
+                "output_ok = math.isclose(float(loss), float(expected_loss))")]},
+    {"stage": 4, "id": "blind-profile-times-wrong-output",
+     "misunderstood": "confused None and False: a wrong output is recorded but still timed "
+                      "and traced",
+     "edits": [("        if output_ok is not False:\n",
+                "        if output_ok is not None or expected_loss is None:\n")]},
+    {"stage": 4, "id": "blind-profile-ok-true-unchecked",
+     "misunderstood": "set output_ok True when no expected_loss was given (nothing was checked)",
+     "edits": [("    output_ok = None\n", "    output_ok = True\n")]},
+    {"stage": 4, "id": "blind-profile-precompile-call",
+     "misunderstood": "called the step once before timing the first call, to keep the "
+                      "compile out of it (an extra call; the first call no longer compiles)",
+     "edits": [("    with count_compiles() as first:\n",
+                "    jax.block_until_ready(step_fn(state, batch))  # compile outside the timing\n"
+                "    with count_compiles() as first:\n")]},
+    {"stage": 4, "id": "blind-profile-compiles-warmed-total",
+     "misunderstood": "reported compiles_warmed as all compiles of the run, the first call's "
+                      "included",
+     "edits": [('"compiles_warmed": warmed[0],', '"compiles_warmed": first[0] + warmed[0],')]},
+    {"stage": 4, "id": "blind-profile-oldest-trace",
+     "misunderstood": "took the first trace file found (the oldest) instead of the newest",
+     "edits": [('trace = str(files[-1]) if files else ""', 'trace = str(files[0]) if files else ""')]},
+    {"stage": 4, "id": "blind-profile-trace-glob-top-level",
+     "misunderstood": "looked for the trace file directly in logdir, not under "
+                      "plugins/profile/<run>/, so no trace is recorded",
+     "edits": [('Path(logdir).glob("plugins/profile/*/*.trace.json.gz")',
+                'Path(logdir).glob("*.trace.json.gz")')]},
+    {"stage": 4, "id": "blind-profile-shapes-of-x-only",
+     "misunderstood": "recorded only x's shape and dtype as 'the input', not every batch array",
+     "edits": [("arrays = [batch[k] for k in sorted(batch)]", 'arrays = [batch["x"]]')]},
+]
+
+# Written against an older docstring, which said check_vma "stays on"; the contract now
+# says the flag may be on or off, and this version computes the contract's gradient.
+JUSTIFIED: dict[str, str] = {
+    "blind-grads-check-vma-off-pmap-style": (
+        "An equivalent program under today's contract: with check_vma=False the per-shard "
+        "gradient sums are psum'd explicitly, so loss and grads equal one device's at equal "
+        "counts, unequal counts and a shard without a valid row (planted both ways in the "
+        "checker's tests: check-vma-off-psum-explicit passes, the reference rule with "
+        "check_vma off fails). The global_grads docstring says check_vma may be on or off; "
+        "failing this would fail work that computes the contract's gradient."),
+}
