@@ -1,7 +1,8 @@
 """performance-audit's answers its checker needs in the checker process: a matmul's FLOP
 and byte counts (stage 2's ``matmul_cost_by_hand``), the compiler's count of a program
-(``cost_from_compiler``) and the residual bytes a backward pass keeps
-(stage 3's ``saved_residual_bytes``). Instructor-only (``coursekit.checking.graded``)."""
+(``cost_from_compiler``), the residual bytes a backward pass keeps (stage 3's
+``saved_residual_bytes``) and the compiler's temporary bytes (``compiler_temp_bytes``).
+Instructor-only (``coursekit.checking.graded``)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,23 @@ def residual_bytes(fn, *args) -> int:
     arguments = {id(leaf) for leaf in jax.tree.leaves(args)}
     return sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(pullback)
                if id(leaf) not in arguments)
+
+
+def residual_counts(fn, *args) -> dict:
+    """The residual bytes of ``residual_bytes`` beside the counts of the same pullback a
+    mistake gives (stage 3's hint names the one a learner's figure equals): every leaf,
+    the arguments included; the residuals' elements; 4 bytes an element."""
+    _, pullback = jax.vjp(fn, *args)
+    arguments = {id(leaf) for leaf in jax.tree.leaves(args)}
+    leaves = jax.tree.leaves(pullback)
+    kept = [leaf for leaf in leaves if id(leaf) not in arguments]
+    return {"residuals": sum(leaf.size * leaf.dtype.itemsize for leaf in kept),
+            "with_arguments": sum(leaf.size * leaf.dtype.itemsize for leaf in leaves),
+            "elements": sum(leaf.size for leaf in kept),
+            "four_bytes": sum(leaf.size * 4 for leaf in kept)}
+
+
+def temp_bytes(fn, *args) -> int:
+    """Temporary bytes of the compiler's memory plan for ``jax.jit(fn)`` on ``args``
+    (stage 3's ``compiler_temp_bytes``)."""
+    return int(jax.jit(fn).lower(*args).compile().memory_analysis().temp_size_in_bytes)
