@@ -46,3 +46,21 @@ def temp_bytes(fn, *args) -> int:
     """Temporary bytes of the compiler's memory plan for ``jax.jit(fn)`` on ``args``
     (stage 3's ``compiler_temp_bytes``)."""
     return int(jax.jit(fn).lower(*args).compile().memory_analysis().temp_size_in_bytes)
+
+
+def step_speedup(share: float, kernel_speedup: float) -> float:
+    """Amdahl's step speedup (stage 4's ``predict_step_speedup``)."""
+    return 1 / ((1 - share) + share / kernel_speedup)
+
+
+def step_speedup_slips(share: float, kernel_speedup: float) -> dict[str, float]:
+    """What the classic slips of ``step_speedup`` give (its hint names the one a
+    learner's figure equals)."""
+    return {
+        "the step's new time as a fraction of the old": 1 / step_speedup(share,
+                                                                         kernel_speedup),
+        "the share-weighted average of the two speedups, linear in the share":
+            (1 - share) + share * kernel_speedup,
+        "the share's time multiplied by the kernel speedup":
+            1 / ((1 - share) + share * kernel_speedup),
+    }
