@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import release_plants_audit
 import release_scan
 
 from coursekit.facts import ROOT
@@ -28,10 +29,6 @@ KNOWN: dict[tuple[str, str, str], str] = {
        "checkers-b (issue 46, item 2): tolerance's failure prints the accepted rtol and atol "
        "brackets; two failures let a learner fit them"
        for n in (120, 127)},
-    **{("bracket", "projects/performance-audit/tests/audit_stage4_decision.py", f"line {n}"):
-       "checkers-a (issue 46, item 2): decide's failures print the course's own interval "
-       "of the planted records, which a learner can fit their statistic to"
-       for n in (174, 194, 244, 300)},
     ("method", "projects/foundations/tests/check.py", "recipe 'subtract first, then square'"):
         "checkers-a (issue 46, item 2): a hint gives regression_grads' residual step, a "
         "recipe the walk-through of stage 2 holds",
@@ -48,11 +45,6 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("method", "projects/pallas-kernel/tests/pallas_stage2_kernel.py",
      "pl.cdiv(rows, block_rows)"):
         "checkers-b (issue 46, item 2): hints give the grid's expression, the fix's code",
-    ("code", "projects/performance-audit/tests/audit_stage3_remat.py",
-     "residual_hint ~ instructor/performance_audit:residual_bytes"):
-        "checkers-a (issue 46, item 2): the hint recomputes saved_residual_bytes' count to "
-        "say which other count yours equals, and its texts give the method ('skip the "
-        "leaves that are the arguments themselves')",
 }
 
 
@@ -261,6 +253,7 @@ PLANTS = {
                                        "solution line"),
     "instructor code in the release": (plant_instructor_folder, "instructor",
                                        "instructor-only code"),
+    **release_plants_audit.PLANTS,
 }
 
 

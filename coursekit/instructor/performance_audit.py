@@ -45,7 +45,7 @@ def residual_counts(fn, *args) -> dict:
 def temp_bytes(fn, *args) -> int:
     """Temporary bytes of the compiler's memory plan for ``jax.jit(fn)`` on ``args``
     (stage 3's ``compiler_temp_bytes``)."""
-    return int(jax.jit(fn).lower(*args).compile().memory_analysis().temp_size_in_bytes)
+    return jax.jit(fn).lower(*args).compile().memory_analysis().temp_size_in_bytes
 
 
 def step_speedup(share: float, kernel_speedup: float) -> float:

@@ -358,12 +358,12 @@ def _(impl, ctx):
     path = write_trace(work, (x,), str(logdir), region, steps=steps)
     checker_step = min(checker_stage1_samples(ctx, steps))  # right after yours
     newest = forest.newest_trace(logdir)
+    runs = {run.resolve() for run in logdir.rglob("*.trace.json.gz")}
     fail_unless(Path(path).resolve() == newest.resolve(),
                 "write_trace did not return the newest trace file",
                 yours=path, expected=str(newest),
                 hint="yours is an earlier run's trace file: this call wrote the newest"
-                if Path(path).resolve() in {p.resolve() for p in logdir.glob(
-                    "plugins/profile/*/*.trace.json.gz")} else
+                if Path(path).resolve() in runs else
                 "yours is no trace file of the folder this call wrote into")
     # the run's folder (the JSON and the .xplane.pb beside it), taken once: every parse
     # below reads this copy, whatever a learner process does to the folder meanwhile
