@@ -358,7 +358,7 @@ def _(impl, ctx):
     path = write_trace(work, (x,), str(logdir), region, steps=steps)
     checker_step = min(checker_stage1_samples(ctx, steps))  # right after yours
     newest = forest.newest_trace(logdir)
-    runs = {run.resolve() for run in logdir.rglob("*.trace.json.gz")}
+    runs = {run.resolve() for run in logdir.glob("plugins/profile/*/*.trace.json.gz")}
     fail_unless(Path(path).resolve() == newest.resolve(),
                 "write_trace did not return the newest trace file",
                 yours=path, expected=str(newest),
