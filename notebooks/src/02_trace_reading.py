@@ -532,10 +532,9 @@ def op_events(xla_flags):
 OP_LABEL = (f"CPU figure (fresh processes pinned to the CPU beside {LABEL})" if ON_DEVICE
             else LABEL)
 # the traces are your write_trace's; the time the op events cover, your covered_us's
-runs = {}
+runs, coverage, op_counts = {}, {}, {}
 with not_yet("op events of your write_trace's traces") as op_run:
     runs = {"default": op_events(""), "flag on": op_events(FLAG)}
-    coverage = {}
     for name, run in runs.items():
         s = run["steps"][-1]
         covered = covered_us([(o["start_us"], o["start_us"] + o["dur_us"]) for o in s["ops"]])
@@ -664,13 +663,16 @@ evidence = {
                                              else "not yet"),
     "direct children / region total": (f"{summary['child_us'] / summary['total_us']:.2f}"
                                        if summary else "not yet"),
-    "op coverage of a step, default / flag on": " / ".join(f"{v:.2f}" for v in coverage.values()),
+    "op coverage of a step, default / flag on": (" / ".join(f"{v:.2f}" for v in
+                                                            coverage.values()) or "not yet"),
     "wait longer than dispatch (steps)": (f"{waits_largest} / {len(parts)}"
                                                  if trace_file else "not yet"),
     "XProf agrees with the JSON parse": ((not in_xprof["mismatches"]) if in_xprof else
                                          "not read (see its cell)") if trace_file
                                         else "not yet",
-    "op events per step, default / flag on": f"{op_counts['default']} / {op_counts['flag on']}",
+    "op events per step, default / flag on": (f"{op_counts['default']} / "
+                                              f"{op_counts['flag on']}" if op_counts
+                                              else "not yet"),
     "MLflow run of the timed step": step_run["status"] if step_run else "not recorded",
 }
 for k, v in evidence.items():
