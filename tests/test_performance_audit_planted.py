@@ -479,7 +479,7 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "amdahl_returns_the_time_fraction": "new time as a fraction of the old",
          "amdahl_multiplies_the_share": "multiplied by the kernel speedup",
          "peak_plan_of_the_second_repeat": "IndexError",
-         "peak_single_repeat_unreset": "repeats=1: your run-only peak is",
+         "peak_single_repeat_unreset": "repeats=1, batch",
          "remat_whole_stack_once": "one checkpoint region for",
          "grads_drop_the_policy": "never reaches block_loss",
          "loss_and_grads_checkpoints_the_whole_loss": "the program loss_and_grads runs holds "
