@@ -160,10 +160,10 @@ def test_07_first_call_measured_shorter_is_not_called_far_longer():
 def test_07_amdahl_ceiling_conditioned_on_the_profiler_leaving_the_call_alone():
     # printed: ceiling 1.36x from a 26.5% traced share; removing the recompile measured
     # 1.91x; the traced call 4.78 s against 3.33 s timed
-    text = claims.amdahl_ceiling_claim("update", 0.265, 4.78, 3.33)
+    text = claims.amdahl_ceiling_claim("update", 0.265, 1 / (1 - 0.265), 4.78, 3.33)
     assert "1.36x" in text and "1.44x" in text
     assert "not the untraced call's share" in text and "can pass this ceiling" in text
-    held = claims.amdahl_ceiling_claim("update", 0.265, 3.4, 3.33)
+    held = claims.amdahl_ceiling_claim("update", 0.265, 1 / (1 - 0.265), 3.4, 3.33)
     assert "holds untraced" in held and "can pass" not in held
 
 

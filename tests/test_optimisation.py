@@ -86,11 +86,8 @@ def test_crossover_is_checked_by_its_definition_alone():
     answer moved by 1e-6 or 1, None in its place, and a number where the lines never
     meet."""
     import random
-    import sys
 
-    from coursekit.facts import ROOT
-    sys.path.insert(0, str(ROOT / "projects" / "optimisation" / "tests"))
-    from optim_stage3_crossover import crossover_holds, model_lines
+    from coursekit.instructor.optimisation import crossover_holds, model_lines
 
     def closed_form(lines, threshold):
         (base_s, per_s), (base_f, per_f) = lines["slow"], lines["fast"]

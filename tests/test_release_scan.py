@@ -18,24 +18,16 @@ import sys
 from pathlib import Path
 
 import pytest
+import release_plants_audit
 import release_scan
 
 from coursekit.facts import ROOT
 
 # (rule, file, what): owner and why it is still there.
 KNOWN: dict[tuple[str, str, str], str] = {
-    **{("bracket", "projects/performance-audit/tests/audit_stage4_decision.py", f"line {n}"):
-       "checkers-a (issue 46, item 2): decide's failures print the course's own interval "
-       "of the planted records, which a learner can fit their statistic to"
-       for n in (174, 194, 244, 300)},
     ("method", "projects/foundations/tests/check.py", "recipe 'subtract first, then square'"):
         "checkers-a (issue 46, item 2): a hint gives regression_grads' residual step, a "
         "recipe the walk-through of stage 2 holds",
-    ("code", "projects/performance-audit/tests/audit_stage3_remat.py",
-     "residual_hint ~ instructor/performance_audit:residual_bytes"):
-        "checkers-a (issue 46, item 2): the hint recomputes saved_residual_bytes' count to "
-        "say which other count yours equals, and its texts give the method ('skip the "
-        "leaves that are the arguments themselves')",
 }
 
 
@@ -369,6 +361,7 @@ PLANTS = {
     "mutants' solution line": (plant_mutants_line, "method", "atol = 3 * u32"),
     **{f"the fix's code: {phrase[:40]}": (plant_fix_code_hints, "method", phrase[:30])
        for phrases in FIX_CODE_HINTS.values() for phrase in phrases},
+    **release_plants_audit.PLANTS,
 }
 
 

@@ -186,3 +186,20 @@ def bounds(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -> 
     return {"compute_s": compute_s, "memory_s": memory_s,
             "lower_s": max(compute_s, memory_s), "upper_s": compute_s + memory_s}
 
+
+
+def roofline(flops: float, nbytes: float, peak_flops: float, bandwidth, working_set: int,
+             caches: dict[str, int]) -> dict:
+    """The roofline of one workload as performance-audit's ``roofline`` returns it (the
+    checker's own arithmetic): the working set's level, that level's bandwidth when
+    ``bandwidth`` is a dict, intensity, ridge, bound, attainable FLOP/s, the predicted
+    time and ``bounds``."""
+    level = level_of(working_set, caches)
+    if isinstance(bandwidth, dict):
+        bandwidth = bandwidth[level]
+    intensity, ridge = flops / nbytes, peak_flops / bandwidth
+    attainable = min(peak_flops, intensity * bandwidth)
+    return {"memory_level": level, "bandwidth": bandwidth, "intensity": intensity,
+            "ridge": ridge, "bound": "memory" if intensity < ridge else "compute",
+            "attainable_flops": attainable, "predicted_s": flops / attainable,
+            **bounds(flops, nbytes, peak_flops, bandwidth)}

@@ -1,7 +1,8 @@
 """performance-audit's answers its checker needs in the checker process: a matmul's FLOP
 and byte counts (stage 2's ``matmul_cost_by_hand``), the compiler's count of a program
-(``cost_from_compiler``) and the residual bytes a backward pass keeps
-(stage 3's ``saved_residual_bytes``). Instructor-only (``coursekit.checking.graded``)."""
+(``cost_from_compiler``), the residual bytes a backward pass keeps (stage 3's
+``saved_residual_bytes``) and the compiler's temporary bytes (``compiler_temp_bytes``).
+Instructor-only (``coursekit.checking.graded``)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,41 @@ def residual_bytes(fn, *args) -> int:
     arguments = {id(leaf) for leaf in jax.tree.leaves(args)}
     return sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(pullback)
                if id(leaf) not in arguments)
+
+
+def residual_counts(fn, *args) -> dict:
+    """The residual bytes of ``residual_bytes`` beside the counts of the same pullback a
+    mistake gives (stage 3's hint names the one a learner's figure equals): every leaf,
+    the arguments included; the residuals' elements; 4 bytes an element."""
+    _, pullback = jax.vjp(fn, *args)
+    arguments = {id(leaf) for leaf in jax.tree.leaves(args)}
+    leaves = jax.tree.leaves(pullback)
+    kept = [leaf for leaf in leaves if id(leaf) not in arguments]
+    return {"residuals": sum(leaf.size * leaf.dtype.itemsize for leaf in kept),
+            "with_arguments": sum(leaf.size * leaf.dtype.itemsize for leaf in leaves),
+            "elements": sum(leaf.size for leaf in kept),
+            "four_bytes": sum(leaf.size * 4 for leaf in kept)}
+
+
+def temp_bytes(fn, *args) -> int:
+    """Temporary bytes of the compiler's memory plan for ``jax.jit(fn)`` on ``args``
+    (stage 3's ``compiler_temp_bytes``)."""
+    return jax.jit(fn).lower(*args).compile().memory_analysis().temp_size_in_bytes
+
+
+def step_speedup(share: float, kernel_speedup: float) -> float:
+    """Amdahl's step speedup (stage 4's ``predict_step_speedup``)."""
+    return 1 / ((1 - share) + share / kernel_speedup)
+
+
+def step_speedup_slips(share: float, kernel_speedup: float) -> dict[str, float]:
+    """What the classic slips of ``step_speedup`` give (its hint names the one a
+    learner's figure equals)."""
+    return {
+        "the step's new time as a fraction of the old": 1 / step_speedup(share,
+                                                                         kernel_speedup),
+        "the share-weighted average of the two speedups, linear in the share":
+            (1 - share) + share * kernel_speedup,
+        "the share's time multiplied by the kernel speedup":
+            1 / ((1 - share) + share * kernel_speedup),
+    }

@@ -1,6 +1,6 @@
 """The course's own reading of a profiler run: its newest trace file, and the events of
 one thread nested into trees of direct children. performance-audit stage 2's answers
-(``newest_trace_file``, ``summarize_region``) and optimisation stage 1's parse
+(``write_trace``, ``newest_trace_file``, ``summarize_region``) and optimisation stage 1's parse
 (``step_breakdown``); instructor-only (``coursekit.checking.graded``).
 
 Read ``jax.profiler`` traces with the standard library only.
@@ -47,6 +47,20 @@ def newest_trace(logdir: str | Path) -> Path:
             return files[0]
     raise TraceError(f"no trace under {logdir}/plugins/profile/: was jax.profiler.trace "
                      f"run with this log folder?")
+
+
+def write_steps_trace(step, args: tuple, logdir: str | Path, region: str,
+                      steps: int = 3) -> Path:
+    """A trace of ``steps`` steady, completed calls of ``step(*args)``, each annotated as
+    ``region``, written into ``logdir``; its trace file (performance-audit's
+    ``write_trace``: the checker's own trace, independent of the learner's)."""
+    import jax
+    jax.block_until_ready(step(*args))
+    with jax.profiler.trace(str(logdir)):
+        for i in range(steps):
+            with jax.profiler.TraceAnnotation(region, step=i):
+                jax.block_until_ready(step(*args))
+    return newest_trace(logdir)
 
 
 def build_forest(events: list[dict]) -> list[Event]:

@@ -36,8 +36,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from coursekit.measure.op_events import union_us
-
 DEVICE_PREFIX = "/device:"
 HOST_PREFIX = "/host:"
 OPS_LINE = "XLA Ops"
@@ -120,8 +118,13 @@ def clipped(window: Span, spans: list[Span]) -> list[Span]:
 
 
 def union_ns(spans: list[Span]) -> float:
-    """Time covered by at least one span (overlaps counted once)."""
-    return union_us([(s.start_ns, s.end_ns) for s in spans])  # unit-free: ns in, ns out
+    """Time covered by at least one span (overlaps counted once): a device's busy time."""
+    total, end = 0.0, float("-inf")
+    for s in sorted(spans, key=lambda s: (s.start_ns, s.end_ns)):
+        if s.end_ns > end:
+            total += s.end_ns - max(s.start_ns, end)
+            end = s.end_ns
+    return total
 
 
 def clock_offset(modules: list[Span], windows: list[Span]) -> tuple[float, int]:

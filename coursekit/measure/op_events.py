@@ -4,16 +4,20 @@ XLA flags are read once, when the backend starts, so comparing flag settings nee
 fresh process per setting (notebook 02 runs this module twice):
 
     XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type= \\
-        python -m coursekit.measure.op_events --batch 64 --width 128 --steps 3 --logdir DIR
+        python -m coursekit.measure.op_events --impl model.py --batch 64 --width 128 \\
+            --steps 3 --logdir DIR
 
-Prints one JSON line: for every annotated step, its wall time in the trace, the XLA op
-events inside it (name, thread, start and duration relative to the step, microseconds),
-their summed durations and the time they cover together (their union).
+The trace is the learner's own: ``--impl``'s ``write_trace`` (performance-audit stage 2)
+writes it into a folder of this run's own. Prints one JSON line: for every annotated
+step, its wall time in the trace, the XLA op events inside it (name, thread, start and
+duration relative to the step, microseconds) and their summed durations. A
+``write_trace`` still unwritten exits with status ``NOT_WRITTEN`` and says so.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -21,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 REGION = "train_step"
+NOT_WRITTEN = 3  # the exit status when the learner's write_trace is not written yet
 
 
 def mlp_step():
@@ -36,15 +41,13 @@ def mlp_step():
     return step
 
 
-def union_us(intervals: list[tuple[float, float]]) -> float:
-    """Length of the union of (start, end) intervals."""
-    total, end = 0.0, float("-inf")
-    for a, b in sorted(intervals):
-        if b <= end:
-            continue
-        total += b - max(a, end)
-        end = b
-    return total
+def _learner(path: str):
+    """The learner's file as a module of its own (this process is the learner's)."""
+    spec = importlib.util.spec_from_file_location("op_events_learner", Path(path).resolve())
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--width", type=int, default=128)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--logdir", required=True)
+    parser.add_argument("--impl", required=True,
+                        help="the learner's model.py: its write_trace writes the trace")
     args = parser.parse_args(argv)
 
     import jax
@@ -65,18 +70,20 @@ def main(argv: list[str] | None = None) -> int:
               "w2": jax.random.normal(k2, (h, w)) / h**0.5}
     x = jax.random.normal(k3, (args.batch, w))
     step = mlp_step()
-    jax.block_until_ready(step(params, x))
-    # a folder of this run's own under --logdir: its one trace file is this run's
+    # a folder of this run's own under --logdir: the trace the learner's write_trace
+    # returns must lie in it
     Path(args.logdir).mkdir(parents=True, exist_ok=True)
-    run_dir = tempfile.mkdtemp(prefix="op-events-", dir=args.logdir)
-    with jax.profiler.trace(run_dir):
-        for i in range(args.steps):
-            with jax.profiler.TraceAnnotation(REGION, step=i):
-                jax.block_until_ready(step(params, x))
-    found = sorted(Path(run_dir).glob("plugins/profile/*/*.trace.json.gz"))
-    if len(found) != 1:
-        raise SystemExit(f"expected one trace under {run_dir}, found {len(found)}")
-    path = found[0]
+    run_dir = Path(tempfile.mkdtemp(prefix="op-events-", dir=args.logdir)).resolve()
+    try:
+        written = _learner(args.impl).write_trace(step, (params, x), str(run_dir), REGION,
+                                                  steps=args.steps)
+    except NotImplementedError:
+        print("write_trace is not written yet (performance-audit stage 2)", file=sys.stderr)
+        return NOT_WRITTEN
+    path = Path(written).resolve()
+    if run_dir not in path.parents or not path.is_file():
+        raise SystemExit(f"write_trace returned {written!r}, not a trace file under the "
+                         f"folder it was given ({run_dir})")
     events = traces.load_events(path)
     names = traces.thread_names(events)
     complete = [e for e in events if e.get("ph") == "X" and "dur" in e]
@@ -91,7 +98,6 @@ def main(argv: list[str] | None = None) -> int:
             "ops": [{"name": e["name"], "thread": names.get((e["pid"], e["tid"]), str(e["tid"])),
                      "start_us": e["ts"] - start, "dur_us": e["dur"]} for e in inside],
             "sum_us": sum(e["dur"] for e in inside),
-            "covered_us": union_us([(e["ts"], e["ts"] + e["dur"]) for e in inside]),
             "threads": len({(e["pid"], e["tid"]) for e in inside}),
         })
     print(json.dumps({"xla_flags": os.environ.get("XLA_FLAGS", ""), "trace": str(path),

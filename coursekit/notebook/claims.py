@@ -323,16 +323,16 @@ def first_call_claim(slow_first_s: float, fast_first_s: float, slow_warm_s: floa
             f"{ratio_text(warm)}: the one-call figure is off by {ratio_text(warm / one)}")
 
 
-def amdahl_ceiling_claim(phase: str, share: float, traced_call_s: float,
+def amdahl_ceiling_claim(phase: str, share: float, ceiling: float, traced_call_s: float,
                          timed_call_s: float) -> str:
-    """Amdahl's ceiling for removing ``phase`` (its ``share`` of the traced call), with the
-    condition it rests on: a share of the traced call is a share of the untraced call only
-    when the profiler left the call about as long as its timed median (``ABOUT_SAME``);
-    otherwise the ceiling is no bound on what removing the phase measures."""
+    """Amdahl's ``ceiling`` for removing ``phase`` (its ``share`` of the traced call; the
+    ceiling as the learner's ``limiting_operation`` gives it), with the condition it rests
+    on: a share of the traced call is a share of the untraced call only when the profiler
+    left the call about as long as its timed median (``ABOUT_SAME``); otherwise the
+    ceiling is no bound on what removing the phase measures."""
     if not 0 <= share <= 1:
         raise ValueError(f"share must be in [0, 1], got {share!r}")
     tr, tm = _positive("traced_call_s", traced_call_s), _positive("timed_call_s", timed_call_s)
-    ceiling = math.inf if share >= 1 else 1 / (1 - share)
     inflation = tr / tm
     head = (f"removing {phase} ({share:.1%} of the traced call) gives at most "
             f"{ratio_text(ceiling)} by Amdahl on the traced call ({tr * 1e3:.0f} ms traced, "

@@ -3,11 +3,11 @@
 On an accelerator the learner process is the one process that holds the chip (a TPU
 admits one at a time; the checker's process is pinned to the CPU), so the checker's own
 measurements of a catalog workload that must be taken on the chip (its synchronised
-timing, the compiled program's cost and memory plan) run here, as course code beside the
-learner's (``coursekit.checking.device``). They are self-reported in the checkers'
-sense: each check that uses one says what bounds it (the wall time the checker measures
-around the request bounds every time; a compiler count must agree with the count by
-hand where one exists). On the CPU the checker measures in its own process as before.
+timing; the compiled program's cost is the instructor's ``remote_course``) run here, as
+course code beside the learner's (``coursekit.checking.device``). They are self-reported
+in the checkers' sense: each check that uses one says what bounds it (the wall time the
+checker measures around the request bounds every time; a compiler count must agree with
+the count by hand where one exists). On the CPU the checker measures in its own process as before.
 """
 
 from __future__ import annotations
@@ -85,29 +85,6 @@ def output_of(fn, *args):
     return np.asarray(jax.block_until_ready(fn(*args)))
 
 
-def _compiled(fn, args):
-    import jax
-    target = getattr(fn, "fn", fn)  # a CallCounter around the catalog's function
-    return jax.jit(target).lower(*args).compile()
-
-
-def compiled_cost(fn, *args) -> dict:
-    """``cost_analysis()`` of ``fn`` compiled here, for this device: flops, bytes accessed,
-    transcendentals (floats)."""
-    cost = _compiled(fn, args).cost_analysis()
-    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
-    return {k: float(cost[k]) for k in ("flops", "bytes accessed", "transcendentals")
-            if k in (cost or {})}
-
-
-def memory_plan(fn, *args) -> dict:
-    """``memory_analysis()`` of ``fn`` compiled here, for this device (bytes, ints)."""
-    plan = _compiled(fn, args).memory_analysis()
-    fields = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
-              "peak_memory_in_bytes", "total_allocation_bytes")
-    return {f: int(getattr(plan, f)) for f in fields if hasattr(plan, f)}
-
-
 INSPECTORS = {
     "course/device": device,
     "course/time_workload": time_workload,
@@ -115,6 +92,4 @@ INSPECTORS = {
     "course/compile_time": compile_time,
     "course/bandwidth": bandwidth_samples,
     "course/output_of": output_of,
-    "course/compiled_cost": compiled_cost,
-    "course/memory_plan": memory_plan,
 }

@@ -57,6 +57,7 @@ import numpy as np
 
 from coursekit.compat.jaxapi import CPU_EXECUTION_THREADS
 from coursekit.measure import device_trace, traces
+from coursekit.measure.op_events import NOT_WRITTEN
 from coursekit.notebook import claims
 from coursekit.notebook.cells import (
     RECORDS,
@@ -204,20 +205,11 @@ with not_yet("region summary"):
 # puts each program run inside a region; printed below).
 
 # %%
-def covered(intervals):
-    """Microseconds covered by (start, end) intervals: one nested in another counts once."""
-    total, end = 0.0, float("-inf")
-    for a, b in sorted(intervals):
-        if b > end:
-            total += b - max(a, end)
-            end = b
-    return total
-
-
 def breakdown(path, region):
     """Per occurrence of ``region`` (in time order): its total, the time its thread spent
-    dispatching (``PjitFunction`` events inside it, nested ones counted once) and waiting
-    (``...block_until_ready``), and the execution threads' time inside it (us)."""
+    dispatching (the outermost ``PjitFunction`` inside it: one step call, the longest of
+    the events of that name, the others nested in it) and waiting (the longest
+    ``...block_until_ready``), and the execution threads' time inside it (us)."""
     events = traces.load_events(path)
     names = traces.thread_names(events)
     complete = [e for e in events if e.get("ph") == "X" and "dur" in e]
@@ -239,8 +231,8 @@ def breakdown(path, region):
         on_chip = device["regions"][k] if device is not None else None
         if on_chip is not None:  # the device's own operations, on the host clock
             runs = [{"ts": op.start_ns / 1e3, "dur": op.dur_ns / 1e3} for op in on_chip["ops"]]
-        dispatch_us = covered([(e["ts"], e["ts"] + e["dur"]) for e in dispatch])
-        wait_us = covered([(e["ts"], e["ts"] + e["dur"]) for e in wait])
+        dispatch_us = max((e["dur"] for e in dispatch), default=0.0)
+        wait_us = max((e["dur"] for e in wait), default=0.0)
         rows.append({
             "total_us": r["dur"], "dispatch_us": dispatch_us, "wait_us": wait_us,
             "execution_us": (on_chip["busy_ns"] / 1e3 if on_chip is not None else
@@ -490,8 +482,9 @@ for _want in (134, 163, 108, 136, 133, 132, 163, 140, 114, 125,
 # the ops it held show as their own events too. How much that changes is counted below, not
 # assumed: the op events of one step and their kinds, per setting. XLA flags are read when
 # the backend starts, so each setting needs a fresh process: the cell below runs
-# `coursekit.measure.op_events` twice with the same step, once per setting (on an
-# accelerator as CPU processes: the flag is XLA:CPU's, and this kernel holds the chip).
+# `coursekit.measure.op_events` twice with the same step, traced by your `write_trace`, once
+# per setting (on an accelerator as CPU processes: the flag is XLA:CPU's, and this kernel
+# holds the chip), and your `covered_us` gives the time the op events cover.
 #
 # Even then an op event is not the op's cost: XLA:CPU runs its thunks asynchronously, an
 # event marks the thunk on one thread, and the arithmetic may run in a thread pool
@@ -525,9 +518,12 @@ def op_events(xla_flags):
         env["JAX_PLATFORMS"] = "cpu"
     logdir = TRACE_ROOT / ("per-op" if xla_flags else "default")
     done = subprocess.run([sys.executable, "-m", "coursekit.measure.op_events",
+                           "--impl", str(Path(IMPL).resolve()),
                            "--batch", str(BATCH), "--width", str(WIDTH), "--steps", str(STEPS),
                            "--logdir", str(logdir)],
                           capture_output=True, text=True, env=env, timeout=600)
+    if done.returncode == NOT_WRITTEN:  # your write_trace writes the trace
+        raise NotImplementedError(done.stderr.strip().splitlines()[-1])
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-1500:])
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -535,50 +531,56 @@ def op_events(xla_flags):
 # on an accelerator these are CPU processes beside the kernel that holds the chip
 OP_LABEL = (f"CPU figure (fresh processes pinned to the CPU beside {LABEL})" if ON_DEVICE
             else LABEL)
-runs = {"default": op_events(""), "flag on": op_events(FLAG)}
-coverage = {}
-for name, run in runs.items():
-    s = run["steps"][-1]
-    coverage[name] = s["covered_us"] / s["wall_us"]
-    kinds = sorted({o["name"].split(".")[0] for o in s["ops"]})
-    print(f"{name:8s} step {s['wall_us'] / 1e3:8.2f} ms | {len(s['ops']):3d} op events on "
-          f"{s['threads']} thread(s) | summed {s['sum_us'] / 1e3:8.2f} ms | covered "
-          f"{s['covered_us'] / 1e3:8.2f} ms = {coverage[name]:.2f} of the step")
-    print(f"         op kinds: {', '.join(kinds)}")
-op_kinds = {name: {o["name"].split(".")[0] for o in run["steps"][-1]["ops"]}
-            for name, run in runs.items()}
-op_counts = {name: len(run["steps"][-1]["ops"]) for name, run in runs.items()}
-print(f"op events in one step: {op_counts['default']} by default, {op_counts['flag on']} with "
-      f"the flag; kinds by default besides ynn_fusion: "
-      f"{', '.join(sorted(op_kinds['default'] - {'ynn_fusion'})) or 'none'}; only with the "
-      f"flag: {', '.join(sorted(op_kinds['flag on'] - op_kinds['default'])) or 'none'}; "
-      f"only by default: {', '.join(sorted(op_kinds['default'] - op_kinds['flag on'])) or 'none'}")
-compare_prediction("02_op_coverage_with_flag", PREDICTED_OP_COVERAGE, coverage["flag on"],
-                   "fraction")
-print(OP_LABEL)
+# the traces are your write_trace's; the time the op events cover, your covered_us's
+runs, coverage, op_counts = {}, {}, {}
+with not_yet("op events of your write_trace's traces") as op_run:
+    runs = {"default": op_events(""), "flag on": op_events(FLAG)}
+    for name, run in runs.items():
+        s = run["steps"][-1]
+        covered = covered_us([(o["start_us"], o["start_us"] + o["dur_us"]) for o in s["ops"]])
+        coverage[name] = covered / s["wall_us"]
+        kinds = sorted({o["name"].split(".")[0] for o in s["ops"]})
+        print(f"{name:8s} step {s['wall_us'] / 1e3:8.2f} ms | {len(s['ops']):3d} op events on "
+              f"{s['threads']} thread(s) | summed {s['sum_us'] / 1e3:8.2f} ms | covered "
+              f"{covered / 1e3:8.2f} ms = {coverage[name]:.2f} of the step")
+        print(f"         op kinds: {', '.join(kinds)}")
+    op_kinds = {name: {o["name"].split(".")[0] for o in run["steps"][-1]["ops"]}
+                for name, run in runs.items()}
+    op_counts = {name: len(run["steps"][-1]["ops"]) for name, run in runs.items()}
+    print(f"op events in one step: {op_counts['default']} by default, {op_counts['flag on']} "
+          f"with the flag; kinds by default besides ynn_fusion: "
+          f"{', '.join(sorted(op_kinds['default'] - {'ynn_fusion'})) or 'none'}; only with "
+          f"the flag: {', '.join(sorted(op_kinds['flag on'] - op_kinds['default'])) or 'none'}"
+          f"; only by default: "
+          f"{', '.join(sorted(op_kinds['default'] - op_kinds['flag on'])) or 'none'}")
+    compare_prediction("02_op_coverage_with_flag", PREDICTED_OP_COVERAGE,
+                       coverage["flag on"], "fraction")
+    print(OP_LABEL)
 
 # %%
 with not_yet("sum vs covered with your covered_us"):
+    need(op_run)
     s = runs["flag on"]["steps"][-1]
     mine = covered_us([(o["start_us"], o["start_us"] + o["dur_us"]) for o in s["ops"]])
     print(f"your covered_us: {mine / 1e3:.3f} ms; summed durations {s['sum_us'] / 1e3:.3f} ms; "
           f"step wall time {s['wall_us'] / 1e3:.3f} ms")
-fig, axes = plt.subplots(2, 1, figsize=(9, 4.5), sharex=True)
-for ax, (name, run) in zip(axes, runs.items()):
-    s = run["steps"][-1]
-    threads = sorted({o["thread"] for o in s["ops"]})
-    for o in s["ops"]:
-        row = threads.index(o["thread"])
-        ax.broken_barh([(o["start_us"] / 1e3, o["dur_us"] / 1e3)], (row - 0.4, 0.8),
-                       color="tab:blue", edgecolor="black", linewidth=0.3)
-    ax.axvline(s["wall_us"] / 1e3, color="tab:red", ls="--", label="end of the step")
-    ax.set_yticks(range(len(threads)), [t[:24] for t in threads], fontsize=7)
-    ax.set_title(f"{name}: op events of one step", fontsize=9)
-    ax.legend(fontsize=7, loc="upper right")
-axes[-1].set_xlabel("time since the step's region began (ms)")
-fig.suptitle(OP_LABEL, fontsize=8)
-fig.tight_layout()
-plt.show()
+if runs:  # the traces your write_trace wrote
+    fig, axes = plt.subplots(2, 1, figsize=(9, 4.5), sharex=True)
+    for ax, (name, run) in zip(axes, runs.items()):
+        s = run["steps"][-1]
+        threads = sorted({o["thread"] for o in s["ops"]})
+        for o in s["ops"]:
+            row = threads.index(o["thread"])
+            ax.broken_barh([(o["start_us"] / 1e3, o["dur_us"] / 1e3)], (row - 0.4, 0.8),
+                           color="tab:blue", edgecolor="black", linewidth=0.3)
+        ax.axvline(s["wall_us"] / 1e3, color="tab:red", ls="--", label="end of the step")
+        ax.set_yticks(range(len(threads)), [t[:24] for t in threads], fontsize=7)
+        ax.set_title(f"{name}: op events of one step", fontsize=9)
+        ax.legend(fontsize=7, loc="upper right")
+    axes[-1].set_xlabel("time since the step's region began (ms)")
+    fig.suptitle(OP_LABEL, fontsize=8)
+    fig.tight_layout()
+    plt.show()
 
 
 # %% [markdown]
@@ -661,13 +663,16 @@ evidence = {
                                              else "not yet"),
     "direct children / region total": (f"{summary['child_us'] / summary['total_us']:.2f}"
                                        if summary else "not yet"),
-    "op coverage of a step, default / flag on": " / ".join(f"{v:.2f}" for v in coverage.values()),
+    "op coverage of a step, default / flag on": (" / ".join(f"{v:.2f}" for v in
+                                                            coverage.values()) or "not yet"),
     "wait longer than dispatch (steps)": (f"{waits_largest} / {len(parts)}"
                                                  if trace_file else "not yet"),
     "XProf agrees with the JSON parse": ((not in_xprof["mismatches"]) if in_xprof else
                                          "not read (see its cell)") if trace_file
                                         else "not yet",
-    "op events per step, default / flag on": f"{op_counts['default']} / {op_counts['flag on']}",
+    "op events per step, default / flag on": (f"{op_counts['default']} / "
+                                              f"{op_counts['flag on']}" if op_counts
+                                              else "not yet"),
     "MLflow run of the timed step": step_run["status"] if step_run else "not recorded",
 }
 for k, v in evidence.items():

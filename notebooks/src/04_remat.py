@@ -208,8 +208,9 @@ with not_yet("saved residuals of one block"):
 #   device's reading of each policy's first run (the gradient cell above), one per policy
 #   (the chip's counters count allocations, no noise to repeat away), a bound where the run
 #   did not raise the high-water mark;
-# * the compiler's FLOPs and a synchronised time, measured in interleaved rounds (every
-#   policy once per round, the order alternating) so drift hits every policy alike.
+# * the compiler's FLOPs (your stage-2 `cost_from_compiler`) and a synchronised time,
+#   measured in interleaved rounds (every policy once per round, the order alternating) so
+#   drift hits every policy alike.
 
 # %%
 with not_yet("memory per policy") as table_ok:
@@ -224,8 +225,7 @@ with not_yet("memory per policy") as table_ok:
         peaks = {str(pol): impl.peak_rss_fresh_process(DEPTH, WIDTH, HIDDEN, BATCH, pol,
                                                        repeats=REPEATS) for pol in POLICIES}
     for pol in POLICIES:
-        cost = fns[str(pol)].lower(params, x).compile().cost_analysis()
-        cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+        cost = impl.cost_from_compiler(fns[str(pol)], params, x)  # your stage-2 count
         pk = peaks[str(pol)]
         results[str(pol)].update(
             residual_mib=impl.saved_residual_bytes(params, x, pol) / MiB,
@@ -408,10 +408,9 @@ for _d, _b, _w, _want in ((3, 17, 33, 6732), (5, 9, 7, 1260)):
 
 # %%
 def compiled_numbers(model, ps, v, pol):
-    c = jax.jit(jax.grad(lambda p, h: impl.block_loss(p, h, pol) if model == "blocks"
-                         else impl.tanh_chain_loss(p, h, pol))).lower(ps, v).compile()
-    cost = c.cost_analysis()
-    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+    grad = jax.grad(lambda p, h: impl.block_loss(p, h, pol) if model == "blocks"
+                    else impl.tanh_chain_loss(p, h, pol))
+    cost = impl.cost_from_compiler(grad, ps, v)  # your stage-2 count of the compiled program
     return {"temp": impl.compiler_temp_bytes(ps, v, pol, model=model), "flops": cost["flops"],
             "residuals": impl.saved_residual_bytes(ps, v, pol, model=model)}
 

@@ -148,6 +148,7 @@ with not_yet("the breakdown"):
           f"({limit['evidence']['us'] / 1e3:.1f} ms) ({LABEL})")
     if breakdown["step_us"] > 0:
         print(claims.amdahl_ceiling_claim(limit["phase"], limit["share"],
+                                          limit["amdahl_ceiling"],
                                           breakdown["step_us"] * 1e-6,
                                           float(np.median(slow_times["samples_s"]))))
 
@@ -190,7 +191,9 @@ with not_yet("the device's share of each phase"):
 
 # %%
 def step_timeline(path, title):
-    """Each traced step as a horizontal bar split into its phases."""
+    """Each traced step as a horizontal bar, with every phase-named event that begins
+    during it drawn on it (a picture: which of them are a step's phases is your
+    step_breakdown's question)."""
     complete = [e for e in traces.load_events(path) if e.get("ph") == "X" and "dur" in e]
     steps = sorted((e for e in complete if e["name"] == slow_step.STEP_REGION),
                    key=lambda e: e["ts"])
@@ -198,9 +201,8 @@ def step_timeline(path, title):
     fig, ax = plt.subplots(figsize=(8, 0.3 * max(len(steps), 4) + 1))
     t0 = steps[0]["ts"] if steps else 0
     for i, step in enumerate(steps):
-        for e in complete:  # the phases' events on the step's thread, inside the step
-            if (e["name"] in colors and (e["pid"], e["tid"]) == (step["pid"], step["tid"])
-                    and step["ts"] <= e["ts"] and e["ts"] + e["dur"] <= step["ts"] + step["dur"]):
+        for e in complete:
+            if e["name"] in colors and step["ts"] <= e["ts"] < step["ts"] + step["dur"]:
                 ax.barh(i, e["dur"] / 1e3, left=(e["ts"] - t0) / 1e3, color=colors[e["name"]])
     for name, c in colors.items():
         ax.barh(0, 0, color=c, label=name)
@@ -217,8 +219,9 @@ with not_yet("the trace timeline"):
 
 
 # %% [markdown]
-# The first step's `update` holds the recompile; every `forward_backward` holds dozens of
-# eagerly dispatched primitives. An exercise before the check: Amdahl's ceiling.
+# How long is the first step's `update` against the others', and what does each
+# `forward_backward` hold? Your breakdown and your evidence above say. An exercise before
+# the check: Amdahl's ceiling.
 #
 # Write `ceiling(share)`: the whole step's speedup when a part taking `share` of it is
 # removed entirely (`math.inf` when the share is 1).
@@ -294,9 +297,7 @@ with not_yet("the trace after the fix"):
     (records_dir() / "traces").mkdir(parents=True, exist_ok=True)
     after_dir = tempfile.mkdtemp(prefix="optimisation-fast-", dir=records_dir() / "traces")
     fast_call()
-    options = jax.profiler.ProfileOptions()
-    options.python_tracer_level = 0
-    with jax.profiler.trace(after_dir, profiler_options=options):
+    with jax.profiler.trace(after_dir):
         with jax.profiler.TraceAnnotation(slow_step.STEP_REGION):
             with jax.profiler.TraceAnnotation("forward_backward"):
                 fast_call()

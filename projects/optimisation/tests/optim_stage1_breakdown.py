@@ -76,15 +76,8 @@ def checker_trace(ctx) -> Path:
     learning rate of its own (its update recompiles, as a call in use does)."""
     def write():
         rate = 0.9 - 1e-3 * next(_TRACES_WRITTEN)
-        problem = slow_step.make_problem(trace_config(ctx), ctx.seed)
-        args = (problem["params"], problem["tokens"], problem["targets"])
-        jax.block_until_ready(slow_step.train_slow(*args, problem["lr"]))
-        options = jax.profiler.ProfileOptions()
-        options.python_tracer_level = 0
-        logdir = ctx.subdir("checker-trace")
-        with jax.profiler.trace(str(logdir), profiler_options=options):
-            jax.block_until_ready(slow_step.train_slow(*args, problem["lr"] * rate))
-        return forest.newest_trace(logdir)
+        return instructor_module("optimisation").slow_trace(
+            trace_config(ctx), ctx.seed, ctx.subdir("checker-trace"), rate)
     return ctx.once("trace", write)
 
 
@@ -221,8 +214,6 @@ NOT_A_PHASE = {
     "straddling": "phase-named events that start inside a step and end after it",
     "other-thread": "phase-named events on another pid/tid during a step",
     "outside": "phase-named events outside every step"}
-PHASE_RULE = ("a phase counts only as a direct child of a step event: same pid/tid, wholly "
-              "inside it, not inside another event of the step")
 
 
 def not_phases(path: Path) -> dict[str, dict[str, float]]:
@@ -254,17 +245,20 @@ def phase_hint(path: Path, key: str, phase: str, yours: float, want: dict) -> st
     if key == "shares":
         phases = sum(want["phase_us"].values())
         if phases and close(yours, want["phase_us"][phase] / phases):
-            return ("your share is the phase's part of the phases' total: divide by the "
-                    "step time (phases and what lies between them)")
-        return "a share is the phase's time over the step time"
+            return ("your share is the phase's part of the phases' total, which leaves out "
+                    f"the step's {want['other_us']:.6g} us in no phase")
+        return (f"yours is {yours / want['shares'][phase]:.4g}x the checker's share"
+                if want["shares"][phase] else "the checker's share is 0: no such phase")
     more = yours - want["phase_us"][phase]
     found = {kind: sums[phase] for kind, sums in not_phases(path).items() if sums[phase]}
     for n in range(1, len(found) + 1):  # the fewest kinds that add up to the difference
         for kinds in itertools.combinations(found, n):
             if close(more, sum(found[k] for k in kinds)):
                 return (f"yours is {more:.6g} us more than the checker's: exactly the "
-                        f"{' and the '.join(NOT_A_PHASE[k] for k in kinds)}: {PHASE_RULE}")
-    return f"yours is {more:+.6g} us off the checker's: {PHASE_RULE}"
+                        f"{' and the '.join(NOT_A_PHASE[k] for k in kinds)}, which are no "
+                        "phase of a step")
+    return (f"yours is {more:+.6g} us off the checker's, which no group of the phase-named "
+            "events that are no phase accounts for")
 
 
 @checker.check(1, "breakdown_matches_checker_parse")
@@ -287,7 +281,9 @@ def _(impl, ctx):
         fail_unless(close(as_float(got["step_us"], "step_us"), want["step_us"]),
                     f"{label}: step_us differs from the checker's parse",
                     yours=got["step_us"], expected=want["step_us"],
-                    hint=f"sum the durations of the complete events named {STEP!r}")
+                    hint=f"yours is {as_float(got['step_us'], 'step_us') / want['step_us']:.4g}"
+                    f"x the checker's, over {want['steps']} step events"
+                    if want["step_us"] else "this trace holds no step event")
         for key in ("phase_us", "shares"):
             theirs = got[key]
             fail_unless(isinstance(theirs, dict) and set(theirs) == set(PHASES),
@@ -304,6 +300,34 @@ def _(impl, ctx):
                     expected=want["other_us"])
 
 
+def ceiling_hint(yours, share: float) -> str:
+    """What a wrong Amdahl ceiling equals, for a phase holding ``share`` of the step."""
+    if not isinstance(yours, (int, float)) or isinstance(yours, bool):
+        return f"yours is a {type(yours).__name__}: a float (math.inf for a share of 1)"
+    for value, what in ((1 / share if share else math.inf, "the step over the phase's time"),
+                        (1 - share, "the share of the rest of the step"),
+                        (share, "the share itself")):
+        if close(float(yours), value):
+            return f"yours is {what}, for a phase holding {share:.1%} of the step"
+    return f"yours is {yours:.4g}, for a phase holding {share:.1%} of the step"
+
+
+def evidence_hint(ev: dict, below: dict, want: str) -> str:
+    """Which event below the phase the learner's evidence names (``want``: the
+    checker's), by what sets it apart."""
+    if not below:
+        return "the limiting phase's events hold no children in this trace"
+    most_calls = max(below, key=lambda n: below[n][0])
+    if ev.get("event") == most_calls != want:
+        return (f"yours is {most_calls!r}, the event below the phase with the most calls "
+                f"({below[most_calls][0]}); others below it hold more time")
+    if ev.get("event") in below:
+        count, us = below[ev["event"]]
+        return (f"yours names {ev['event']!r}, which the checker finds {count} times for "
+                f"{us:.6g} us below the phase")
+    return f"yours names {ev.get('event')!r}, no direct child of the phase's events"
+
+
 @checker.check(1, "limiting_operation_named")
 def _(impl, ctx):
     for label, make in (("hand-built trace", lambda: synthetic_trace(ctx)),
@@ -311,35 +335,32 @@ def _(impl, ctx):
                         ("hand-built trace whose phases hold no calls",
                          lambda: bare_trace(ctx, steps=True))):
         path = make()
-        want = expected_breakdown(path)
-        phase = max(PHASES, key=lambda p: want["shares"][p])
-        share = want["shares"][phase]
+        want = instructor_module("optimisation").limiting(path, STEP, PHASES)
+        phase, share = want["phase"], want["share"]
+        shares = expected_breakdown(path)["shares"]
         got = require_keys(impl.limiting_operation(str(path), STEP, PHASES),
                            ("phase", "share", "evidence", "amdahl_ceiling"),
                            "limiting_operation")
         fail_unless(got["phase"] == phase, f"{label}: another phase limits the step",
                     yours=got["phase"], expected=f"{phase} ({share:.1%} of the step)",
-                    hint="the phase with the largest summed time inside the step events")
+                    hint=f"yours holds {shares[got['phase']]:.1%} of the step"
+                    if got["phase"] in shares else "yours is no phase of the list given")
         fail_unless(close(as_float(got["share"], "share"), share),
                     f"{label}: share of {phase!r} differs", yours=got["share"],
                     expected=share)
-        ceiling = math.inf if share >= 1 else 1 / (1 - share)
+        ceiling = want["amdahl_ceiling"]
         yours = got["amdahl_ceiling"]
         fail_unless(isinstance(yours, (int, float)) and not isinstance(yours, bool)
                     and (close(float(yours), ceiling) or yours == ceiling),
                     f"{label}: the Amdahl ceiling for removing {phase!r} is wrong",
-                    yours=yours, expected=ceiling,
-                    hint="the step's time now over its time with that phase taking none")
-        below = want["below"][phase]
-        name = max(below, key=lambda n: below[n][1]) if below else ""
-        count, us = below.get(name, [0, 0.0])
+                    yours=yours, expected=ceiling, hint=ceiling_hint(yours, share))
         ev = require_keys(got["evidence"], ("event", "count", "us"), "evidence")
-        fail_unless(ev["event"] == name and ev["count"] == count
-                    and close(as_float(ev["us"], "evidence us"), us),
+        fail_unless(ev["event"] == want["evidence"]["event"]
+                    and ev["count"] == want["evidence"]["count"]
+                    and close(as_float(ev["us"], "evidence us"), want["evidence"]["us"]),
                     f"{label}: the evidence event inside {phase!r} differs",
-                    yours=ev, expected={"event": name, "count": count, "us": us},
-                    hint="among the direct children of that phase's events, the name "
-                    "with the largest summed duration, its count and its time")
+                    yours=ev, expected=want["evidence"],
+                    hint=evidence_hint(ev, want["below"], want["evidence"]["event"]))
 
 
 @checker.check(1, "learner_trace_is_one_call_in_use")
@@ -368,13 +389,14 @@ def _(impl, ctx):
     fail_unless(python_calls == 0, "the trace was taken with the Python tracer on: it "
                 "records every Python call and slows the steps it shows",
                 yours=f"{python_calls} Python-call events ('$...')", expected=0,
-                hint="jax.profiler.ProfileOptions() with python_tracer_level = 0, passed "
-                "as profiler_options")
+                hint="your trace records Python calls: the profiler's Python tracer was on "
+                "while it ran")
     got = expected_breakdown(Path(path))
     fail_unless(got["steps"] == config["steps"],
                 f"the trace should hold one {STEP!r} event per step of one call",
                 yours=got["steps"], expected=config["steps"],
-                hint="trace exactly one call of train_slow (after an untraced first call)")
+                hint=f"your trace holds {got['steps'] / config['steps']:.3g} calls' worth "
+                f"of steps ({config['steps']} a call)")
     updates = update_phases(events)
     update_us = sorted(child.dur for child in updates)
     reference_compiles = compile_events(update_phases(traces.load_events(checker_trace(ctx))))
@@ -388,8 +410,8 @@ def _(impl, ctx):
                     yours=f"0 compile events in {len(updates)} {UPDATE!r} phases",
                     expected=f"a compile inside one step's {UPDATE!r}, as in the checker's "
                     f"own trace of a call with a new rate ({reference_compiles} events)",
-                    hint="give the traced call a learning rate of its own, as every call "
-                    "in use has one; compile its other operations first, untraced")
+                    hint="the traced call's update ran without a compile: your process "
+                    "had compiled that learning rate before the trace")
     else:  # no compile marked in a trace: the compile's time is the evidence
         fail_unless(len(update_us) >= 2 and
                     update_us[-1] >= RECOMPILE_FACTOR * float(np.median(update_us[:-1])),
@@ -401,10 +423,11 @@ def _(impl, ctx):
                     if len(update_us) >= 2 else update_us,
                     expected=f"one step's {UPDATE!r} at least {RECOMPILE_FACTOR}x the "
                     "others' median (the compile a new learning rate causes)",
-                    hint="give the traced call a learning rate of its own, as every call "
-                    "in use has one; compile its other operations first, untraced")
+                    hint="the traced call's update ran without a compile: your process "
+                    "had compiled that learning rate before the trace")
     reference = float(np.median(samples))
     within_ratio(got["step_us"] * 1e-6, reference, TRACE_WINDOW, "the traced step",
-                 "trace a steady call (compile its operations first, untraced), with the "
-                 "Python tracer off, on the problem of (config, seed) and a new lr",
+                 "your traced steps sum to another time than one steady call of train_slow "
+                 "on the problem of (config, seed): longer is a call that compiles its "
+                 "operations, or another problem",
                  against="the checker's synchronised timing of the same call")

@@ -79,6 +79,7 @@ from optim_harness import (
 from coursekit.checking import bridge
 from coursekit.checking.bridge import LearnerFunction
 from coursekit.checking.errors import CheckInconclusive
+from coursekit.checking.graded import instructor_module
 from coursekit.checking.values import as_float, fail_unless, require_keys
 
 # Gain below which the rewrite is not worth it here, the sweep, and margins.
@@ -165,6 +166,29 @@ def crossover_case(rng, case: int) -> tuple[list[int], list[float], float, objec
     return sizes, gains, threshold, crossing, crossing
 
 
+def crossover_hint(got, want, sizes: list[int], gains: list[float], threshold: float) -> str:
+    """Where a wrong crossover lies against the gains it was given."""
+    if got is None:
+        return "yours is None, yet a gain here falls below the threshold"
+    if want is None:
+        return f"yours is {got}, yet no gain here falls below the threshold"
+    try:
+        value = float(got)
+    except (TypeError, ValueError):
+        return f"yours is a {type(got).__name__}: a batch size or None is asked"
+    below = [b for b in sizes if b <= value]
+    above = [b for b in sizes if b > value]
+    if not below or not above:
+        return (f"yours lies outside the sizes ({sizes[0]} to {sizes[-1]}), where the "
+                "gains say it lies within them")
+    a, b = below[-1], above[0]
+    ga, gb = gains[sizes.index(a)], gains[sizes.index(b)]
+    if not (a <= want <= b):
+        return (f"yours lies between sizes {a} and {b}, whose gains {ga:.4g} and {gb:.4g} "
+                f"are both {'above' if gb >= threshold else 'below'} the threshold")
+    return f"yours lies between the right sizes, {value / want:.6g}x the crossing"
+
+
 @checker.check(3, "crossover_interpolation")
 def _(impl, ctx):
     rng = ctx.rng("crossover")
@@ -189,52 +213,12 @@ def _(impl, ctx):
                     hint="your answer is the one that takes a gain equal to the threshold "
                     "as already below it: a gain at the threshold is at or above it, so "
                     "the curve falls below only after that size" if at_as_below else
-                    "first pair with g0 >= threshold > g1, linear in log(batch) vs "
-                    "log(gain); the first size if already below; None if never")
+                    crossover_hint(got, want, sizes, gains, threshold))
 
 
-def model_lines(got: dict, small: int, large: int) -> dict:
-    """Per version the model's line through the medians an answer reports: (fixed cost
-    per call, cost per example), in seconds."""
-    lines = {}
-    for version in ("slow", "fast"):
-        t0, t1 = got[f"median_{version}_s"]
-        per_example = (t1 - t0) / (large - small)
-        lines[version] = (t0 - per_example * small, per_example)
-    return lines
-
-
-# A crossover is checked by what defines it, never by a formula for it (the release ships
-# this file): under the model, slow - threshold * fast changes sign there, within this
-# relative step of the batch either way, or is zero to rounding there.
-CROSSOVER_RTOL = 1e-9
-ROUNDING = 1e-12
-
-
-def crossover_holds(crossover: float | None, lines: dict, threshold: float) -> bool:
-    """Whether ``crossover`` is the model's answer at ``threshold``: None exactly when the
-    gain never falls to the threshold as the batch grows; else at least 1, and the batch
-    where it does, or 1 when it is already below at batch 1."""
-    (base_s, per_s), (base_f, per_f) = lines["slow"], lines["fast"]
-
-    def above(batch: float) -> float:  # > 0 while the modelled gain is above the threshold
-        return (base_s + per_s * batch) - threshold * (base_f + per_f * batch)
-
-    falls = per_s - threshold * per_f < 0
-    if crossover is None or not falls:
-        return crossover is None and not falls
-    if crossover < 1:
-        return False
-    scale = abs(base_s + per_s * crossover) + threshold * abs(base_f + per_f * crossover)
-    return (above(crossover * (1 - CROSSOVER_RTOL)) >= 0 >= above(crossover * (1 + CROSSOVER_RTOL))
-            or abs(above(crossover)) <= ROUNDING * scale
-            or crossover == 1.0 and above(1.0) <= 0)
-
-
-def modelled_gain(lines: dict, batch: float) -> float:
-    (base_s, per_s), (base_f, per_f) = lines["slow"], lines["fast"]
-    fast = base_f + per_f * batch
-    return (base_s + per_s * batch) / fast if fast > 0 else math.inf
+# predict_crossover's model and what its crossover is: the checker's, instructor-only (a
+# learner's copy grades the checks that replay a prediction where the instructor grades)
+model = instructor_module("optimisation")
 
 
 def samples_of(value, what: str, rounds: int) -> list[float]:
@@ -300,7 +284,8 @@ def rounds_honoured(impl, ctx) -> None:
                     "rate (in use every call has its own; a repeated one skips the slow "
                     "version's recompile)", yours=f"{len(repeated)} rate(s) used more than "
                     f"once in {len(rates)} calls", expected="every rate once",
-                    hint="draw a new rate for every call of either version")
+                    hint="a repeated rate skips the slow version's recompile, so its "
+                    "samples read faster than its calls in use")
 
 
 # The checker's stubs (the inspector optimisation/stubbed_calls, in the learner process:
@@ -347,16 +332,16 @@ def stubbed_sweep_checked(impl, ctx) -> None:
                     "row: the versions were not measured in rounds that interleave them",
                     yours=" ".join(c[0] for c in calls),
                     expected="slow and fast calls taking turns, round by round",
-                    hint="in each round one call of each version (alternating which goes "
-                    "first), so load that drifts over the sweep reaches both alike")
+                    hint=f"{run} calls of one version in a row: load that drifts over the "
+                    "sweep reached one version's samples and not the other's")
         for version, yours in zip(("slow", "fast"), versions_samples):
             took = [end - start for v, _, _, start, end in calls if v == version][1:]
             if not took:
                 continue  # too few calls: the tiny sweep's counts say so
             no_copy_in_sample(f"{what}batch {b}: your median {version} sample", version,
                               yours, took, copies, STUB_COPY_S,
-                              hint_copy="make the fresh parameter copy (and wait for it) "
-                              "before the clock starts: a sample is the call alone",
+                              hint_copy="your samples are longer than the call by about a "
+                              "copy's length",
                               hint_other=BOUNDARY_HINT)
 
 
@@ -404,15 +389,15 @@ def losses_checked(rounds: Rounds, what: str) -> None:
             fail_unless(losses_agree(pair), f"{what}: in the checker's round {r} at batch "
                         f"{b} train_fast's losses differ from train_slow's for the same rate",
                         yours=fast, expected=slow,
-                        hint="stage 2's contract holds at every size: compute with this "
-                        "call's inputs and lr")
+                        hint="at this size your train_fast returns other losses than "
+                        "train_slow for the same rate (stage 2's contract holds at every "
+                        "size)")
 
 
-SYNC_HINT = ("synchronise every call inside its timed boundary (jax.block_until_ready on "
-             "the result), compile apart, new lr per call")
-BOUNDARY_HINT = ("time the call alone, in seconds: start the clock right before it and stop "
-                 "it right after the result is ready; the first call stays out of the "
-                 "samples")
+SYNC_HINT = ("your median is far below the checker's: samples that end before their "
+             "call's result exists read that fast")
+BOUNDARY_HINT = ("your median is far above the checker's: your samples hold more than the "
+                 "call (a compile, a copy, another call)")
 
 
 def median_verdicts(get, sizes: list[int], budget, what: str, against: str, hint: str,
@@ -509,10 +494,10 @@ def model_point(mine: dict, sizes: list[int]) -> tuple[float, float] | None:
     the model has no positive fast time there or its gain there is outside the measured
     gains."""
     small, large = sizes[0], sizes[-1]
-    lines = model_lines({f"median_{v}_s": [mine[f"{v}_s"][0], mine[f"{v}_s"][-1]]
+    lines = model.model_lines({f"median_{v}_s": [mine[f"{v}_s"][0], mine[f"{v}_s"][-1]]
                          for v in ("slow", "fast")}, small, large)
     batch = float(small ** 0.75 * large ** 0.25)
-    gain = modelled_gain(lines, batch)  # inf without a positive fast time: outside
+    gain = model.modelled_gain(lines, batch)  # inf without a positive fast time: outside
     return (batch, gain) if mine["gains"][-1] < gain < mine["gains"][0] else None
 
 
@@ -559,25 +544,38 @@ def replay(got: dict, threshold: float, small: int, large: int) -> None:
     """The call's crossover is what the model gives on the medians it reports (the
     model's arithmetic is exact: a wrong slope, intercept or threshold is wrong at any
     load)."""
-    lines = model_lines(got, small, large)
+    lines = model.model_lines(got, small, large)
     yours = got["crossover"]
-    if crossover_holds(yours, lines, threshold):
+    if model.crossover_holds(yours, lines, threshold):
         return
-    (_, per_s), (_, per_f) = lines["slow"], lines["fast"]
-    limit = per_s / per_f if per_f > 0 else math.inf
+    limit = model.gain_limit(lines)
     if yours is None or yours < 1:
-        found = f"the modelled gain at batch 1 is {modelled_gain(lines, 1.0):.4g}"
+        found = f"the modelled gain at batch 1 is {model.modelled_gain(lines, 1.0):.4g}"
     else:
-        found = f"the modelled gain at your crossover is {modelled_gain(lines, yours):.6g}"
+        found = f"the modelled gain at your crossover is {model.modelled_gain(lines, yours):.6g}"
     fail_unless(False,
                 f"threshold {threshold:.3g}: your crossover is not what a fixed cost plus "
                 "a cost per example, through your own two medians per version, gives",
                 yours=yours, expected=f"the batch (at least 1) where the modelled gain falls "
                 f"to {threshold:.6g}, or None if it never does ({found}; as the batch grows "
                 f"it tends to {limit:.4g})",
-                hint="per version a straight line through (small, median) and (large, "
-                "median); the batch where slow / fast equals the threshold; None when the "
-                "lines never meet there; at least 1")
+                hint=replay_hint(yours, lines, threshold))
+
+
+def replay_hint(yours, lines: dict, threshold: float) -> str:
+    """What a crossover that is not the model's is, by what the model of the learner's
+    own medians says there."""
+    falls = model.model_falls(lines, threshold)
+    if yours is None:
+        return ("yours is None, yet the model through your own medians falls to the "
+                "threshold")
+    if not falls:
+        return "yours is a batch, yet the model through your own medians never falls to it"
+    if yours < 1:
+        return "yours is below 1, the smallest batch"
+    gain = model.modelled_gain(lines, yours)
+    return (f"at your crossover the model through your own medians gives {gain:.6g}, "
+            f"{'above' if gain > threshold else 'below'} the threshold")
 
 
 def mine_of(mine: dict) -> dict:
@@ -758,8 +756,7 @@ def _(impl, ctx):
             get, [sizes[0], sizes[-1]], budget,
             "batch {b}: the {version} median your predict_crossover calls report",
             "the checker's own measurement of that version at that size right before or "
-            "after each call", "median of synchronised calls at each size, compile apart, "
-            "new lr per call (a one-size gain_sweep each)", PREDICTION_MAX_ROUNDS), rounds)
+            "after each call", SYNC_HINT, PREDICTION_MAX_ROUNDS), rounds)
     except CheckInconclusive as err:
         undecided = err
     losses_checked(rounds, "predictions")

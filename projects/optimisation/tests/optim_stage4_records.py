@@ -276,7 +276,8 @@ def _(impl, ctx):
         fail_unless(python_calls == 0, f"the {label} record's trace was taken with the "
                     "Python tracer on (its per-call events slow the call they show)",
                     yours=f"{python_calls} Python-call events ('$...')", expected=0,
-                    hint="jax.profiler.ProfileOptions() with python_tracer_level = 0")
+                    hint="the trace records Python calls: the profiler's Python tracer "
+                    "was on while it ran")
         warmup, iters = record_counts(ctx)
         fail_unless(rec["warmup"] == warmup and rec["iters"] == iters
                     and len(rec["samples_s"]) == iters,
@@ -287,7 +288,8 @@ def _(impl, ctx):
                     hint="warmup and iters as given; one sample per timed call")
     fail_unless(records["after"]["compiles_warmed"] == 0, "the after record compiled in "
                 "its timed calls", yours=records["after"]["compiles_warmed"], expected=0,
-                hint="your fix must not recompile per call (stage 2)")
+                hint=f"{records['after']['compiles_warmed']} compile(s) in calls of a "
+                "shape already called once")
     warmup, iters = record_counts(ctx)
     warmed_compiles_counted(records["before"]["compiles_warmed"],
                             slow_compiles_per_call(ctx), warmup, iters, "")
@@ -304,8 +306,8 @@ def _(impl, ctx):
                 yours=f"{yours} operations inside the region",
                 expected=f"{mine} (the checker's count: one call waited for inside a trace "
                 "in your process, self-reported)",
-                hint="wait for the traced call (jax.block_until_ready) inside its region "
-                "annotation, before the trace closes: what runs after is not in the trace")
+                hint=f"your region holds {yours / mine:.0%} of the call's operations: "
+                "the rest ran after the region, or after the trace, closed")
 
 
 def records_with_a_wrong_fast(impl, ctx, wrong: str) -> dict:
@@ -334,9 +336,9 @@ def _(impl, ctx):
         what = f"with a train_fast whose {wrong} are 1% off (its {other} right)"
         for label, want in (("before", True), ("after", False)):
             got = records[label].get("output_ok")
-            hint = ("output_ok: the first call's outputs (every leaf) within "
-                    "slow_step.RTOL / ATOL of train_slow's on the same problem, computed "
-                    "each time, never written in")
+            hint = (f"your after record says output_ok={got!r} of a train_fast whose "
+                    f"{wrong} are 1% off" if label == "after" else f"your before record "
+                    f"says output_ok={got!r} of train_slow itself, unchanged here")
             if label == "after" and caught[other]:
                 hint = (f"a train_fast with wrong {other} was caught and one with wrong "
                         f"{wrong} was not: your output check compares the {other} only; "
@@ -347,8 +349,7 @@ def _(impl, ctx):
         fail_unless(not samples, f"{what}, the after record still holds samples: a wrong "
                     "output was timed and its samples kept",
                     yours=samples, expected="no samples (an empty samples_s)",
-                    hint="a wrong output is not timed: when output_ok is False, time no "
-                    "calls and keep no samples")
+                    hint=f"{len(samples or [])} samples of a call whose output was wrong")
 
 
 # The checker's stubs (the inspector optimisation/stubbed_calls, in the learner process,
@@ -413,12 +414,11 @@ def _(impl, ctx):
                     "then a warmed one",
                     yours=f"first_call_s {first_s:.4g} s",
                     expected=f"the first call, {took[0]:.4g} s or more",
-                    hint="first_call_s times the very first call of the version, compile "
-                    "included: make no call before it")
+                    hint=f"your first_call_s is {first_s / took[0]:.2g}x the first "
+                    f"{version} call: it timed a later call")
         if len(took) < 2:
             continue
-        hint = ("start the clock after the fresh parameter copy is made and ready; a "
-                "sample holds the call and its sync only")
+        hint = "your samples are longer than the call by about a copy's length"
         no_copy_in_sample(f"{what}your {label} record's median sample", version, samples,
                           took[1:], copies, STUB_COPY_S, hint_copy=hint, hint_other=hint)
 

@@ -88,7 +88,7 @@ def width_cause(before: dict, after: dict, half: float, own: dict) -> str:
 def decision_hint(result: dict, own: dict, before: dict, after: dict, min_gain: float,
                   otherwise: str) -> str:
     """The hint for a decision that differs from ``own`` (the checker's
-    ``decide_rounds`` on the same records): chosen by the learner's reported interval."""
+    own decision on the same records): chosen by the learner's reported interval."""
     got = result.get("decision")
     ci = reported_interval(result)
     if ci is None:

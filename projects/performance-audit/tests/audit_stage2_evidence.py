@@ -96,13 +96,7 @@ def checker_trace(ctx) -> tuple[Path, str]:
     def write():
         step, _, args = mlp_step()
         region = region_name(ctx.rng("region")) + "_ref"
-        jax.block_until_ready(step(*args))
-        logdir = ctx.subdir("checker-trace")
-        with jax.profiler.trace(str(logdir)):
-            for i in range(3):
-                with jax.profiler.TraceAnnotation(region, step=i):
-                    jax.block_until_ready(step(*args))
-        return forest.newest_trace(logdir), region
+        return forest.write_steps_trace(step, args, ctx.subdir("checker-trace"), region), region
     return ctx.once("trace", write)
 
 
@@ -364,10 +358,13 @@ def _(impl, ctx):
     path = write_trace(work, (x,), str(logdir), region, steps=steps)
     checker_step = min(checker_stage1_samples(ctx, steps))  # right after yours
     newest = forest.newest_trace(logdir)
+    runs = {run.resolve() for run in logdir.glob("plugins/profile/*/*.trace.json.gz")}
     fail_unless(Path(path).resolve() == newest.resolve(),
                 "write_trace did not return the newest trace file",
                 yours=path, expected=str(newest),
-                hint="each jax.profiler.trace makes a new timestamped folder; take the newest")
+                hint="yours is an earlier run's trace file: this call wrote the newest"
+                if Path(path).resolve() in runs else
+                "yours is no trace file of the folder this call wrote into")
     # the run's folder (the JSON and the .xplane.pb beside it), taken once: every parse
     # below reads this copy, whatever a learner process does to the folder meanwhile
     newest = copy_once(newest.parent, ctx.subdir("taken"), inside=logdir) / newest.name
@@ -400,8 +397,8 @@ def _(impl, ctx):
                 "XProf's reading of the .xplane.pb beside it",
                 yours="; ".join(xprof["mismatches"][:3]), expected=f"{steps} {region!r} "
                 f"events with the same durations in both files (XProf: {xprof['xprof']})",
-                hint="write the trace with jax.profiler.trace and leave both files as the "
-                "profiler wrote them")
+                hint="the trace JSON you returned disagrees with the profiler's own recording "
+                "of the same run: it was written or changed after the profiler")
     # Each traced step holds a completed step: the shortest of them against the checker's
     # shortest synchronised call of the same work, in rounds (a round: a fresh trace of
     # TRACE_ROUND_STEPS steps into a folder of its own, then as many calls here).
@@ -423,7 +420,7 @@ def _(impl, ctx):
         first=(max(min(e["dur"] for e in occurrences) / 1e6, 1e-9), checker_step),
         budget_s=BUDGET_S["trace"], max_rounds=10,
         too_fast="a traced step is shorter than the work it runs: the region ends at the "
-        "step's dispatch, where the wait for its result belongs inside it")
+        "step's dispatch, before its result exists")
 
 
 @checker.check(2, "region_summary_matches_checker")
@@ -653,7 +650,8 @@ def single_samples(impl, sizes) -> float:
     """The faster of the learner's only samples of ``measure_peak_flops(n, iters=1)`` at
     each size (each call's count and rate checked as every call's): one preempted sample
     does not decide a round."""
-    return min(learner_peak_flops(impl, n, 1, 2 * n**3, float(2 * n**3)) for n in sizes)
+    counts = {n: audit.matmul_cost(n, n, n, 4)["flops"] for n in sizes}
+    return min(learner_peak_flops(impl, n, 1, counts[n], float(counts[n])) for n in sizes)
 
 
 def checker_singles(sizes) -> float:
@@ -678,7 +676,7 @@ def _(impl, ctx):
     n = int(ctx.rng("peak-n").integers(150, 200)) * 2 + 1  # odd, 301-399
     a = jnp.ones((n, n), jnp.float32)
     own = compiled_cost(ctx, Workload("jnp.matmul"), jnp.matmul, a, a)["flops"]
-    flops, peak_iters = 2 * n**3, 5
+    flops, peak_iters = audit.matmul_cost(n, n, n, 4)["flops"], 5
     if on_chip(ctx):  # the checker's own matmul on the chip, compiled and warm there
         key = f"peak-matmul-{ctx.seed}"
         time_on_device(ctx.learner, Workload("performance-audit/square_matmul"), a, iters=1,
@@ -708,8 +706,7 @@ def _(impl, ctx):
             max_rounds=8, too_fast="your sample ended before the matmul did",
             too_slow="your only sample holds more than one call of the compiled matmul: with "
             "iters=1 it is the first call of your jitted function that is timed (its "
-            "compile) or the making of its input (a new shape compiles there too). Time calls "
-            "of a function already compiled, on an input made before the clock starts")
+            "compile) or the making of its input (a new shape compiles there too)")
 
     def matmul_verdict():
         timing_verdict(
@@ -718,11 +715,11 @@ def _(impl, ctx):
             f"your fastest {n}x{n} matmul (best_s)",
             against="the checker's synchronised matmul, interleaved with yours",
             first=matmul_first, budget_s=BUDGET_S["matmul"], max_rounds=10,
-            too_fast="sync inside each timed call (jax.block_until_ready(f(a))): a call "
-            "that is not waited for times its dispatch only",
-            too_slow="your fastest call holds more than one matmul: jit the function once, "
-            "call it once before timing (that call compiles), then time each call with its "
-            "sync")
+            too_fast="your fastest call is shorter than the matmul it times: the clock "
+            "stopped at its dispatch, before the product existed",
+            too_slow="even your fastest call is longer than one compiled matmul of this "
+            "size: every sample holds more than the product (a compile, an input made, a "
+            "host copy)")
 
     # a few bytes past a whole number of float32s: the array holds nbytes // 4 of them,
     # and moved bytes count what the op touches, not what was asked for
@@ -789,13 +786,13 @@ def _(impl, ctx):
             against=f"the checker's {kind} measurement, interleaved with yours",
             first=(moved / as_float(yours[kind]["bandwidth"], f"{kind} bandwidth"),
                    min(ref[kind]["samples_s"])), budget_s=BUDGET_S[kind], max_rounds=10,
-            too_fast="count the bytes the op reads and writes once per call, and wait for "
-            "each call before stopping the clock",
+            too_fast="your time per pass (moved bytes over your bandwidth) is shorter than "
+            "the pass: more bytes than the op moves, or samples that end before it does",
             too_slow=("your passes read slower than the checker's while reporting few page "
-                      "faults: time only the op and its sync (a compile, an allocation or "
-                      "a host copy in a sample all read slower)") if kind == "in_place" else
-            "time only jnp.sum and its sync (a compile or a host copy in a sample reads "
-            "slower)")
+                      "faults: your samples hold more than the pass (a compile, an "
+                      "allocation or a host copy all read slower)") if kind == "in_place" else
+            "your sums read slower than the checker's: your samples hold more than the sum "
+            "(a compile or a host copy reads slower)")
 
     # iters=1 on a small array: the one sample is the steady pass only where the compile
     # (tens of ms, 25-50x a pass of 8 MiB in place) stays outside the clock
@@ -820,8 +817,7 @@ def _(impl, ctx):
             budget_s=BUDGET_S["single"], max_rounds=8,
             too_fast="your sample ended before the pass did",
             too_slow="your only sample holds more than one pass: with iters=1 it is the "
-            "first call of your jitted op that is timed (its compile). The samples start "
-            "once the op is compiled")
+            "first call of your jitted op that is timed (its compile)")
 
     all_verdicts(matmul_verdict, single_verdict, single_pass_verdict,
                  lambda: pass_verdict("in_place", 2 * touched, BANDWIDTH_WINDOW),
@@ -835,35 +831,37 @@ def _(impl, ctx):
     caches = {"L1": 48 * 2**10, "L2": int(rng.integers(1, 4)) * 2**20,
               "L3": int(rng.integers(8, 64)) * 2**20}
     peak, bw = float(rng.uniform(5e10, 5e11)), float(rng.uniform(1e10, 5e10))
-    ridge = peak / bw
-    cases = [(ridge * 0.25, caches["L3"] * 4, "memory", "DRAM"),
-             (ridge * 8.0, caches["L1"] * 2, "compute", "L2"),
-             (ridge * 0.5, caches["L1"] // 2, "memory", "L1"),
-             (ridge * 3.0, caches["L3"] - 1, "compute", "L3"),
-             (ridge * 0.5, caches["L2"], "memory", "L2")]  # exactly full: it fits
-    for intensity, working_set, bound, level in cases:
+    # the checker's own roofline (instructor-only), on a workload at intensity 1 for the
+    # ridge the cases are placed around
+    ridge = memory.roofline(1.0, 1.0, peak, bw, 0, caches)["ridge"]
+    cases = [(ridge * 0.25, caches["L3"] * 4), (ridge * 8.0, caches["L1"] * 2),
+             (ridge * 0.5, caches["L1"] // 2), (ridge * 3.0, caches["L3"] - 1),
+             (ridge * 0.5, caches["L2"])]  # exactly full: it fits
+    for intensity, working_set in cases:
         nbytes = float(rng.uniform(1e6, 1e9))
         flops = intensity * nbytes
+        want = memory.roofline(flops, nbytes, peak, bw, working_set, caches)
         with on_input(f"flops={flops!r}, nbytes={nbytes!r}, peak_flops={peak!r}, "
                       f"bandwidth={bw!r}, working_set_bytes={working_set}, caches={caches}"):
             r = roofline(flops, nbytes, peak, bw, working_set, dict(caches))
         r = require_keys(r, ("intensity", "ridge", "bound", "attainable_flops", "memory_level"),
                          "roofline")
         given = f"flops={flops:.4g}, bytes={nbytes:.4g}, peak={peak:.4g}, bandwidth={bw:.4g}"
-        for key, want, slips in (
-                ("intensity", intensity, {nbytes / flops: "bytes / flops, the inverse"}),
-                ("ridge", ridge, {bw / peak: "bandwidth / peak, the inverse",
-                                  peak * bw: "peak x bandwidth"})):
+        for key, slips in (
+                ("intensity", {nbytes / flops: "the bytes per FLOP, the inverse"}),
+                ("ridge", {bw / peak: "the inverse of the ridge", peak * bw: "the product of "
+                           "the two roofs"})):
             got = as_float(r[key], key)
             named = [what for value, what in slips.items() if math.isclose(got, value,
                                                                            rel_tol=1e-9)]
-            fail_unless(math.isclose(got, want, rel_tol=1e-9), f"{key} differs from the "
-                        f"checker's arithmetic ({given})", yours=got, expected=want,
-                        hint=f"yours is {named[0]}" if named else f"{key} in FLOP per byte")
-        fail_unless(r["bound"] == bound, f"wrong bound for an intensity {intensity / ridge:.3g}x "
-                    "the ridge", yours=r["bound"], expected=bound,
-                    hint="the roof a workload meets first: below the ridge, memory")
-        expected_att = min(peak, intensity * bw)
+            fail_unless(math.isclose(got, want[key], rel_tol=1e-9), f"{key} differs from the "
+                        f"checker's arithmetic ({given})", yours=got, expected=want[key],
+                        hint=f"yours is {named[0]}" if named else
+                        f"yours is {got / want[key]:.4g}x the checker's, in FLOP per byte")
+        fail_unless(r["bound"] == want["bound"], "wrong bound for an intensity "
+                    f"{intensity / ridge:.3g}x the ridge", yours=r["bound"],
+                    expected=want["bound"], hint=f"this workload's intensity is "
+                    f"{intensity / ridge:.3g}x the ridge; yours names the other roof")
         got = as_float(r["attainable_flops"], "attainable_flops")
         named = [what for value, what in ((max(peak, intensity * bw), "the higher roof, where "
                                            "the lower one limits"),
@@ -872,51 +870,62 @@ def _(impl, ctx):
                                           (peak, "the compute roof, also where the memory "
                                            "roof is lower"))
                  if math.isclose(got, value, rel_tol=1e-9)]
-        fail_unless(math.isclose(got, expected_att, rel_tol=1e-9), "attainable FLOP/s "
-                    f"differs from the checker's arithmetic ({given})", yours=got,
-                    expected=expected_att, hint=f"yours is {named[0]}" if named else
-                    "the FLOP/s the lower of the two roofs allows this intensity")
+        fail_unless(math.isclose(got, want["attainable_flops"], rel_tol=1e-9), "attainable "
+                    f"FLOP/s differs from the checker's arithmetic ({given})", yours=got,
+                    expected=want["attainable_flops"], hint=f"yours is {named[0]}" if named
+                    else f"yours is {got / want['attainable_flops']:.4g}x the checker's")
         smaller = sorted(caches.items(), key=lambda kv: kv[1])
         fits = [name for name, size in smaller if working_set <= size]
-        fail_unless(r["memory_level"] == level,
-                    f"a working set of {working_set} bytes lives in {level}",
-                    yours=r["memory_level"], expected=level,
-                    hint=f"{working_set} bytes fit {', '.join(fits)} (sizes {dict(smaller)}): "
-                    "the smallest level that holds it" if fits else f"{working_set} bytes "
-                    f"fit no cache (the largest holds {smaller[-1][1]}): DRAM")
-        compute_s, memory_s = flops / peak, nbytes / bw
-        for key, want in (("lower_s", max(compute_s, memory_s)),
-                          ("upper_s", compute_s + memory_s)):
-            fail_unless(math.isclose(as_float(r.get(key), key), want, rel_tol=1e-9),
-                        f"{key}: the time bound is off", yours=r.get(key), expected=want,
-                        hint="lower_s: compute and memory time fully overlapped; upper_s: "
-                        "not overlapped at all")
+        fail_unless(r["memory_level"] == want["memory_level"],
+                    f"a working set of {working_set} bytes lives in {want['memory_level']}",
+                    yours=r["memory_level"], expected=want["memory_level"],
+                    hint=f"{working_set} bytes fit {', '.join(fits)} (sizes {dict(smaller)})"
+                    if fits else f"{working_set} bytes fit no cache (the largest holds "
+                    f"{smaller[-1][1]})")
+        for key in ("lower_s", "upper_s"):
+            got = as_float(r.get(key), key)
+            named = [what for value, what in (
+                (want["compute_s"], "the compute time alone"),
+                (want["memory_s"], "the memory time alone"),
+                (want["lower_s"], "the time with the two fully overlapped"),
+                (want["upper_s"], "the time with the two not overlapped at all"))
+                if math.isclose(got, value, rel_tol=1e-9)]
+            fail_unless(math.isclose(got, want[key], rel_tol=1e-9),
+                        f"{key}: the time bound is off", yours=r.get(key), expected=want[key],
+                        hint=f"yours is {named[0]}" if named else "yours is none of the "
+                        "compute time, the memory time or a bound they give")
     # levels are found by size, not by name: a memory-side cache in HBM (a Xeon Max in
     # cache mode) is the largest level, yet its name sorts first
     with_hbm = {"HBM": 64 * 2**30, **caches}
-    for working_set, level in ((caches["L1"] // 2, "L1"), (caches["L3"] * 4, "HBM"),
-                               (with_hbm["HBM"] + 1, "DRAM")):
+    for working_set in (caches["L1"] // 2, caches["L3"] * 4, with_hbm["HBM"] + 1):
+        level = memory.roofline(1e9, 1e8, peak, bw, working_set, with_hbm)["memory_level"]
         r = require_keys(roofline(1e9, 1e8, peak, bw, working_set, dict(with_hbm)),
                          ("memory_level",), "roofline")
         fail_unless(r["memory_level"] == level, f"with caches {sorted(with_hbm)}, a "
                     f"working set of {working_set} bytes lives in {level}",
-                    yours=r["memory_level"], expected=level, hint="the smallest cache *by "
-                    "size* that holds the working set; level names need not sort by size")
+                    yours=r["memory_level"], expected=level, hint=f"the caches' sizes are "
+                    f"{with_hbm}; yours is a level by name order"
+                    if r["memory_level"] != "DRAM" else "yours is no cache, yet one holds it")
     # bandwidth per level: the level the working set lives in decides the roof
     per_level = {name: float(rng.uniform(1e10, 2e11)) for name in (*caches, "DRAM")}
-    for working_set, level in ((caches["L1"] // 3, "L1"), (caches["L2"] - 1, "L2"),
-                               (caches["L3"] * 5, "DRAM")):
+    for working_set in (caches["L1"] // 3, caches["L2"] - 1, caches["L3"] * 5):
         nbytes = float(rng.uniform(1e6, 1e9))
+        expected = memory.roofline(0.5 * nbytes, nbytes, peak, dict(per_level), working_set,
+                                   caches)
+        level, want = expected["memory_level"], expected["predicted_s"]
         r = require_keys(roofline(0.5 * nbytes, nbytes, peak, dict(per_level), working_set,
                                   dict(caches)), ("memory_level", "predicted_s"), "roofline")
-        want = max(0.5 * nbytes / peak, nbytes / per_level[level])
-        fail_unless(r["memory_level"] == level and math.isclose(
-                    as_float(r["predicted_s"], "predicted_s"), want, rel_tol=1e-9),
+        got = as_float(r["predicted_s"], "predicted_s")
+        used = [name for name, rate in per_level.items() if math.isclose(
+            got, memory.roofline(0.5 * nbytes, nbytes, peak, rate, 0, {})["predicted_s"],
+            rel_tol=1e-9)]
+        fail_unless(r["memory_level"] == level and math.isclose(got, want, rel_tol=1e-9),
                     f"with a bandwidth per level, a {working_set}-byte working set must be "
                     f"predicted with {level}'s bandwidth", yours=(r["memory_level"],
                                                                r["predicted_s"]),
-                    expected=(level, want), hint="bandwidth[memory_level] when a dict is "
-                    "given")
+                    expected=(level, want), hint=f"your predicted_s is the time at "
+                    f"{used[0]}'s bandwidth" if used else "your predicted_s is the time at "
+                    "none of the levels' bandwidths")
 
 
 def cache_hint(theirs, want: dict) -> str:
@@ -991,12 +1000,6 @@ def _(impl, ctx):
     fail_unless(isinstance(theirs, dict), "cache_sizes must return a dict", yours=theirs)
     if not root.is_dir():
         return
-    expected = {}
-    for index in root.glob("index*"):
-        if (index / "type").read_text().strip() == "Instruction":
-            continue
-        size = (index / "size").read_text().strip()
-        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(size[-1], 1)
-        expected[f"L{int((index / 'level').read_text())}"] = int(size.rstrip("KMG")) * scale
+    expected = memory.cache_sizes(root)
     fail_unless(theirs == expected, "cache sizes differ from /sys", yours=theirs,
-                expected=expected, hint="sizes like '48K' are KiB; skip Instruction caches")
+                expected=expected, hint=cache_hint(theirs, expected))

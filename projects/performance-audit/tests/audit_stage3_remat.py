@@ -2,7 +2,7 @@
 loss and tanh chain under each ``jax.checkpoint`` policy: the learner process exports
 ``value_and_grad`` of them as StableHLO, which this process analyses (one checkpoint
 region per block) and runs against its own loss and gradients. Saved residual bytes are
-checked against the checker's own ``jax.vjp`` pullback, compiler temp bytes against its
+checked against the checker's own count (instructor-only), compiler temp bytes against its
 own compile of the same model, and run-only peak memory, measured in fresh processes,
 against the checker's own fresh-process peaks (within ``PEAK_WINDOW``)."""
 
@@ -135,29 +135,19 @@ def residual_bytes(fn, *args) -> int:
 
 def residual_hint(fn, args, yours) -> str:
     """The hint for saved residual bytes that differ from ``residual_bytes(fn, *args)``:
-    which other count of the same pullback ``yours`` equals (the arguments counted too,
-    elements, 4 bytes an element), and only that cause; else the difference."""
-    _, pullback = jax.vjp(fn, *args)
-    arguments = {id(leaf) for leaf in jax.tree.leaves(args)}
-    leaves = jax.tree.leaves(pullback)
-    kept = [leaf for leaf in leaves if id(leaf) not in arguments]
-    want = sum(leaf.size * leaf.dtype.itemsize for leaf in kept)
-    counts = [
-        (sum(leaf.size * leaf.dtype.itemsize for leaf in leaves),
-         "yours is every leaf of the pullback, the arguments (params and x) included: "
-         "they are kept anyway, so they are no residuals: skip the leaves that are the "
-         "arguments themselves"),
-        (sum(leaf.size for leaf in kept),
-         "yours is the residuals' element count: bytes are size x the leaf's own "
-         "dtype.itemsize"),
-        (sum(leaf.size * 4 for leaf in kept),
-         "yours counts 4 bytes an element: take each leaf's own dtype.itemsize (2 bytes "
-         "for bfloat16)")]
-    for count, hint in counts:
-        if count != want and yours == count:
-            return f"{hint} ({count} bytes against {want})"
-    return (f"yours is {yours - want:+.0f} bytes off the sum of size x itemsize over the "
-            "pullback's leaves that are not the arguments")
+    which other count of the same pullback ``yours`` equals (the checker's counts,
+    instructor-only), and only that cause; else the difference."""
+    counts = instructor_module("performance_audit").residual_counts(fn, *args)
+    want = counts["residuals"]
+    for key, hint in (
+            ("with_arguments", "yours is every leaf the pullback holds, the arguments "
+             "(params and x) included: they are kept anyway, so they are no residuals"),
+            ("elements", "yours is the residuals' element count, where bytes are asked"),
+            ("four_bytes", "yours counts 4 bytes an element, whatever the dtype: this model "
+             "holds bfloat16")):
+        if counts[key] != want and yours == counts[key]:
+            return f"{hint} ({counts[key]} bytes against {want})"
+    return f"yours is {yours - want:+.0f} bytes off the checker's count of the residuals"
 
 
 def byte_count(value, what: str) -> int:
@@ -180,7 +170,18 @@ def tanh_workload(ctx):
 
 
 def temp_of(fn, *args) -> int:
-    return jax.jit(fn).lower(*args).compile().memory_analysis().temp_size_in_bytes
+    """The compiler's temporary bytes for ``fn`` (the checker's, instructor-only)."""
+    return instructor_module("performance_audit").temp_bytes(fn, *args)
+
+
+def temp_hint(yours, want: int, what: str) -> str:
+    """What temporary bytes unlike the compiled plan's are, by their ratio."""
+    try:
+        ratio = float(yours) / want
+    except (TypeError, ValueError, ZeroDivisionError):
+        return f"yours is {yours!r}; the compiled plan of {what} has {want} bytes"
+    return (f"yours is {ratio:.3g}x the temporary bytes of the compiled plan of {what} "
+            f"({want})")
 
 
 # Loss and gradients against the checker's float32 reference on the CPU: 1e-5 relative
@@ -323,15 +324,13 @@ def _(impl, ctx):
                 "keeps its input alone; your count with it is not below the one without")
     compiled = {}
     for policy in (None, "nothing_saveable"):
-        fn = jax.jit(learner_program(impl, ctx, policy).call)  # compiled here
-        compiled[policy] = fn.lower(params, x).compile().memory_analysis().temp_size_in_bytes
+        compiled[policy] = temp_of(learner_program(impl, ctx, policy).call, params, x)
         with on_input(blocks_input(params, x, policy)):
             yours = temp(params, x, policy)
         fail_unless(byte_count(yours, "compiler_temp_bytes") == compiled[policy],
                     f"compiler temp bytes with policy={policy} differ",
                     yours=yours, expected=compiled[policy],
-                    hint="the compiler's own figure for this program's temporary buffers, "
-                    "read from the compiled program, not estimated")
+                    hint=temp_hint(yours, compiled[policy], "your own program"))
     fail_unless(compiled["nothing_saveable"] < compiled[None]
                 or not remat_as_asked(impl, ctx, "nothing_saveable", len(params)),
                 "the compiler does not expect less temporary memory with remat",
@@ -368,7 +367,7 @@ def _(impl, ctx):
         got = as_float(temp(ws, v, policy, model="tanh"), "tanh temp bytes")
         fail_unless(got == temps[policy], f"tanh: compiler temp bytes with policy={policy} "
                     "differ", yours=got, expected=temps[policy],
-                    hint="model='tanh' compiles value_and_grad of tanh_chain_loss")
+                    hint=temp_hint(got, temps[policy], "your tanh chain's program"))
         want = residual_bytes(lambda w, h: reference_tanh_loss(w, h, policy), ws, v)  # noqa: B023
         got = as_float(saved(ws, v, policy, model="tanh"), "tanh saved bytes")
         fail_unless(got == want, f"tanh: saved residual bytes with policy={policy} differ",
@@ -390,8 +389,8 @@ def _(impl, ctx):
         fail_unless(yours[policy] == want, f"blocks: compiler temp bytes with policy={policy} "
                     "differ from the checker's compile of the same model",
                     yours=yours[policy], expected=want,
-                    hint="the temporaries of the compiler's own memory plan for this "
-                    "program (value_and_grad of the model, with this policy), not an estimate")
+                    hint=temp_hint(yours[policy], want, "the checker's model with this "
+                                   "policy"))
     # Only nothing_saveable < None is a property of remat itself: how dots_saveable and
     # everything_saveable compare with None depends on the sizes the seed draws (the
     # reference failed a full ordering on one seed), and every policy's value is already
@@ -591,7 +590,8 @@ def _(impl, ctx):
         for field in ("argument_size_in_bytes", "output_size_in_bytes"):
             fail_unless(got[field] == ref[field], f"policy={policy}: {field} is not the plan of "
                         "the program that ran", yours=got[field], expected=ref[field],
-                        hint="compiled.memory_analysis() of the jitted loss_and_grads")
+                        hint=f"yours is {got[field]} bytes; the compiled plan of the "
+                        f"program that ran has {ref[field]}")
         median = statistics.median(got["run_peak_bytes"])
         want = ref["median_run_peak_bytes"]
         fail_unless(1 / PEAK_WINDOW <= median / want <= PEAK_WINDOW,
