@@ -24,11 +24,7 @@ import release_scan
 from coursekit.facts import ROOT
 
 # (rule, file, what): owner and why it is still there.
-KNOWN: dict[tuple[str, str, str], str] = {
-    ("method", "projects/foundations/tests/check.py", "recipe 'subtract first, then square'"):
-        "checkers-a (issue 46, item 2): a hint gives regression_grads' residual step, a "
-        "recipe the walk-through of stage 2 holds",
-}
+KNOWN: dict[tuple[str, str, str], str] = {}
 
 
 @pytest.fixture(scope="module")
