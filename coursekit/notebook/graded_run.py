@@ -26,7 +26,6 @@ import contextlib
 import io
 import json
 import os
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -109,17 +108,10 @@ def shared_folder(path: Path) -> None:
     spawn.learner_folder(path)
 
 
-@contextlib.contextmanager
 def alarm(limit_s: float):
-    def ring(_signum, _frame):
-        raise TestTimeout(f"the test ran past its {limit_s:g} s limit")
-    previous = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, limit_s)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    from coursekit.notebook.headless import time_limit
+    return time_limit(limit_s, lambda: TestTimeout(f"the test ran past its {limit_s:g} s "
+                                                   "limit"))
 
 
 def split_last(source: str, name: str):

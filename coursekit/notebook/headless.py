@@ -193,22 +193,29 @@ class CellTimeout(Exception):
 
 
 @contextlib.contextmanager
-def _alarm(timeout: float | None):
-    """Raise CellTimeout inside the cell after ``timeout`` seconds (main thread only)."""
+def time_limit(seconds: float | None, error):
+    """Raise ``error()`` inside the block after ``seconds`` (main thread only: a signal
+    is delivered there; elsewhere, or without a limit, the block runs unbounded)."""
     import threading
-    if not timeout or threading.current_thread() is not threading.main_thread():
+    if not seconds or threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def ring(_signum, _frame):
-        raise CellTimeout(f"the cell ran past its {timeout:g} s limit")
+        raise error()
     previous = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def _alarm(timeout: float | None):
+    """Raise CellTimeout inside the cell after ``timeout`` seconds (main thread only)."""
+    return time_limit(timeout, lambda: CellTimeout(f"the cell ran past its {timeout:g} s "
+                                                   "limit"))
 
 
 def parameter_cell(parameters: dict):
