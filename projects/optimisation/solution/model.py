@@ -395,9 +395,10 @@ def write_run_records(config: dict, seed: int, outdir: str, *, warmup: int = 1,
         as given, ``shapes`` and ``dtypes`` of tokens and targets, ``backend``;
       - ``first_call_s`` (seconds) is the first call alone, compile included;
         ``samples_s`` holds ``iters`` raw seconds, each one call, finished before its
-        clock stops, taken after ``warmup`` calls that are not samples; no two calls share
-        a learning rate, and what ``train_fast``'s donated parameters need stays outside
-        every sample;
+        clock stops, taken after ``warmup`` calls that are not samples; after the first
+        call no two calls of a version share a learning rate (the first calls of both
+        versions take the problem's own, the inputs ``output_ok`` compares), and what
+        ``train_fast``'s donated parameters need stays outside every sample;
       - ``compiles_first_call`` / ``compiles_warmed``: compile events during the first
         call and during all later calls (``coursekit.measure.timing.count_compiles``
         counts them);
