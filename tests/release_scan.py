@@ -27,6 +27,7 @@ The rules, each over every shipped file:
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import json
 import re
@@ -216,6 +217,7 @@ def prose(path: Path) -> list[str]:
 # The answers
 # ---------------------------------------------------------------------------------------
 
+@functools.cache  # the repository's solutions: the same for every scan of a run
 def answer_functions() -> dict[str, tuple[str, ...]]:
     """"<project>:<function>" and "instructor/<module>:<function>" -> tokens."""
     out = {f"{p}:{name}": tokens for p in code.PROJECTS
@@ -396,12 +398,18 @@ def folder_findings(release: Path) -> list[tuple[str, str, str, str]]:
                     for p in release.rglob("solution") if p.is_dir()]
 
 
+@functools.cache
+def solution_lines() -> frozenset:
+    """Runs of every solution line of every project (the repository's: one per run)."""
+    return frozenset(set().union(*(code.solution_line_runs(p) for p in code.PROJECTS)))
+
+
 def raw(release: Path, files: list[Path] | None = None) -> list[tuple[str, str, str, str]]:
     """(rule, file, what, sentence) of every finding in the release (or in ``files``)."""
     release = Path(release)
     answers = answer_functions()
     names = instructor_only_names(release)
-    lines = set().union(*(code.solution_line_runs(p) for p in code.PROJECTS))
+    lines = solution_lines()
     found = []
     if files is None:
         files = shipped_files(release)
