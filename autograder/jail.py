@@ -308,16 +308,8 @@ def run_init(cfg: dict, report_fd: int, launcher: int, namespaces: bool) -> None
 def kill_leftovers(cfg: dict) -> None:
     """Without a PID namespace: kill what the command left (orphans came to us)."""
     uid = cfg.get("uid")
-    if uid is not None:
-        pid = os.fork()
-        if pid == 0:  # every process of the throw-away uid, wherever it went
-            try:
-                os.setgid(uid)
-                os.setuid(uid)
-                os.kill(-1, signal.SIGKILL)
-            finally:
-                os._exit(0)
-        os.waitpid(pid, 0)
+    if uid is not None:  # every process of the throw-away uid, wherever it went
+        jail_spawner.kill_uid(uid)
     for _ in range(50):
         try:
             with open(f"/proc/{os.getpid()}/task/{os.getpid()}/children") as f:
