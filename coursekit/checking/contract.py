@@ -3,8 +3,8 @@
     python projects/<p>/tests/check.py --stage {1..N|all} --impl PATH [--json FILE] [--seed S]
                                        [--only IDS] [--fail-fast]
 
-A project registers its checks with ``@checker.check(stage, check_id)``. Each check gets
-the learner module and a ``Context`` (seeded RNG, scratch folder) and either returns
+A project registers its checks with ``@checker.check(stage)`` over a function named
+after the check (the function's name is the check's id). Each check gets the learner module and a ``Context`` (seeded RNG, scratch folder) and either returns
 (pass), or raises ``CheckFailed`` with what the learner produced, what was expected and a
 hint aimed at the likely mistake. Exceptions from learner code become readable failures
 (``coursekit.checking.learner``); a broken learner file fails every selected check with the same
@@ -153,9 +153,15 @@ class Checker:
         self.learner: Any = None  # the LearnerProcess of the current run, if any
         self.measured_on: dict | None = None  # where the learner's code ran (last run)
 
-    def check(self, stage: int, check_id: str, points: float = 1.0):
+    def check(self, stage: int, check_id: str | None = None, points: float = 1.0):
+        """Register ``fn(impl, ctx)`` as a check of ``stage``; its id is the function's
+        name (``check_id`` only where a name cannot be one), so tracebacks, profiles and
+        searches show the check by name. Ids are unique within a project."""
         def register(fn):
-            self.checks.append(_Check(stage, check_id, fn, points))
+            cid = check_id or fn.__name__
+            if any(c.check_id == cid for c in self.checks):
+                raise ValueError(f"{self.project}: a second check named {cid!r}")
+            self.checks.append(_Check(stage, cid, fn, points))
             return fn
         return register
 

@@ -228,8 +228,8 @@ def mse_hint(yours: float, pred: np.ndarray, target: np.ndarray) -> str:
             "squared difference, in float32 precision at least")
 
 
-@checker.check(1, "mse_matches_float64_reference")
-def _(impl, ctx):
+@checker.check(1)
+def mse_matches_float64_reference(impl, ctx):
     mse = get_function(impl, "mse")
     for what, pred, target in mse_cases(ctx):
         ref = mse64(pred, target)
@@ -242,8 +242,8 @@ def _(impl, ctx):
                     hint=mse_hint(yours, pred, target))
 
 
-@checker.check(1, "mse_works_under_jit")
-def _(impl, ctx):
+@checker.check(1)
+def mse_works_under_jit(impl, ctx):
     """The learner's mse exported (traced under jit, as StableHLO) and run here, on the
     traced inputs and on new ones of the same shape."""
     mse = get_function(impl, "mse")
@@ -357,8 +357,8 @@ def params_in(case: dict) -> dict:
     return {"w": jnp.asarray(case["w"]), "b": jnp.asarray(case["b"])}
 
 
-@checker.check(2, "gradients_match_float64_finite_differences")
-def _(impl, ctx):
+@checker.check(2)
+def gradients_match_float64_finite_differences(impl, ctx):
     grads_fn = get_function(impl, "regression_grads")
     for case in grad_cases(ctx):
         n, d = case["x"].shape
@@ -377,8 +377,8 @@ def autodiff_in_source(path: Path, root: str = "regression_grads") -> list[str]:
     return sorted({str(f) for f in found})
 
 
-@checker.check(2, "regression_grads_written_by_hand")
-def _(impl, ctx):
+@checker.check(2)
+def regression_grads_written_by_hand(impl, ctx):
     """The rule: no autodiff inside regression_grads. Read from the file's text here,
     and counted in the learner process (self-reported) on inputs of a new shape."""
     get_function(impl, "regression_grads")
@@ -454,8 +454,8 @@ def learner_fit(impl, case: dict, key_seed: int | None = None):
         return get_function(impl, "fit_regression")(*args, **kwargs)
 
 
-@checker.check(2, "fit_follows_key_protocol")
-def _(impl, ctx):
+@checker.check(2)
+def fit_follows_key_protocol(impl, ctx):
     case = fit_case(ctx)
     d = case["x"].shape[1]
     vec = lambda p: np.concatenate([p["w"], [p["b"]]])  # noqa: E731
@@ -503,15 +503,15 @@ def _(impl, ctx):
         "rows each step draws and the update are the docstring's, step for step")
 
 
-@checker.check(2, "fit_leaves_global_random_state_alone")
-def _(impl, ctx):
+@checker.check(2)
+def fit_leaves_global_random_state_alone(impl, ctx):
     case = fit_case(ctx)
     fit = check_global_state(impl, lambda: learner_fit(impl, case), ctx, "fit_regression")
     ctx.once("fit", lambda: fit)  # saves the fresh-process check a fit
 
 
-@checker.check(2, "fit_rerun_in_fresh_process_is_bitwise_equal")
-def _(impl, ctx):
+@checker.check(2)
+def fit_rerun_in_fresh_process_is_bitwise_equal(impl, ctx):
     case = fit_case(ctx)
     here = ctx.once("fit", lambda: learner_fit(impl, case))
     args, kwargs = fit_call(case)
@@ -581,8 +581,8 @@ def params_vector(params: dict) -> np.ndarray:
     return np.concatenate([np.ravel(params[k]) for k in sorted(params)])
 
 
-@checker.check(3, "train_follows_key_protocol")
-def _(impl, ctx):
+@checker.check(3)
+def train_follows_key_protocol(impl, ctx):
     require_written(impl, "train_classifier")
     case = classifier_case(ctx)
     key = jax.random.key(case["key_seed"])
@@ -616,8 +616,8 @@ def _(impl, ctx):
         "docstring's, step for step")
 
 
-@checker.check(3, "train_leaves_global_random_state_alone")
-def _(impl, ctx):
+@checker.check(3)
+def train_leaves_global_random_state_alone(impl, ctx):
     require_written(impl, "train_classifier")
     case = classifier_case(ctx)
     check_global_state(impl, lambda: learner_train(impl, case), ctx, "train_classifier")
@@ -680,8 +680,8 @@ def workload_replay(ctx) -> dict:
                     lambda: replay_train(workload_data(ctx)[0], workload_case(ctx)))
 
 
-@checker.check(3, "workload_rerun_in_fresh_process_is_bitwise_equal")
-def _(impl, ctx):
+@checker.check(3)
+def workload_rerun_in_fresh_process_is_bitwise_equal(impl, ctx):
     seed = workload_seed(ctx)
     here = workload_run(impl, ctx)
     other = learner_workload(impl, ctx, seed + 1)
@@ -692,8 +692,8 @@ def _(impl, ctx):
     check_fresh_process(ctx, "reference_workload", here, seed, **workload_kwargs(ctx))
 
 
-@checker.check(3, "workload_params_follow_replay")
-def _(impl, ctx):
+@checker.check(3)
+def workload_params_follow_replay(impl, ctx):
     """The params are what training on the first n_train rows with k_train gives: the
     replay's, or, where the learner's own train_classifier differs from the replay
     (train_follows_key_protocol names that), its own on those rows: one mistake in
@@ -723,8 +723,8 @@ def _(impl, ctx):
                   "lr you were given")
 
 
-@checker.check(3, "workload_accuracy_vs_reference")
-def _(impl, ctx):
+@checker.check(3)
+def workload_accuracy_vs_reference(impl, ctx):
     out = workload_run(impl, ctx)
     k_train, x, y = workload_data(ctx)
     n_train = WORKLOAD_SIZES["n_train"]

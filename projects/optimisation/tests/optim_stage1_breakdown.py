@@ -261,8 +261,8 @@ def phase_hint(path: Path, key: str, phase: str, yours: float, want: dict) -> st
             "events that are no phase accounts for")
 
 
-@checker.check(1, "breakdown_matches_checker_parse")
-def _(impl, ctx):
+@checker.check(1)
+def breakdown_matches_checker_parse(impl, ctx):
     # each trace made when its turn comes: an unwritten function hears so before the
     # checker's own traced run of train_slow
     for label, make in (("hand-built trace", lambda: synthetic_trace(ctx)),
@@ -328,8 +328,8 @@ def evidence_hint(ev: dict, below: dict, want: str) -> str:
     return f"yours names {ev.get('event')!r}, no direct child of the phase's events"
 
 
-@checker.check(1, "limiting_operation_named")
-def _(impl, ctx):
+@checker.check(1)
+def limiting_operation_named(impl, ctx):
     for label, make in (("hand-built trace", lambda: synthetic_trace(ctx)),
                         ("real trace of train_slow", lambda: checker_trace(ctx)),
                         ("hand-built trace whose phases hold no calls",
@@ -363,8 +363,8 @@ def _(impl, ctx):
                     hint=evidence_hint(ev, want["below"], want["evidence"]["event"]))
 
 
-@checker.check(1, "learner_trace_is_one_call_in_use")
-def _(impl, ctx):
+@checker.check(1)
+def learner_trace_is_one_call_in_use(impl, ctx):
     require_written(impl, "trace_slow")  # before the checker's own timed calls
     config, seed = trace_config(ctx), ctx.seed + 1
     problem = slow_step.make_problem(config, seed)

@@ -117,8 +117,8 @@ def compare_outputs(got, want, label: str, what_else: str = "") -> None:
                 "stays 100x inside; bfloat16 moves losses by about 1e-3)")
 
 
-@checker.check(2, "fast_matches_contract")
-def _(impl, ctx):
+@checker.check(2)
+def fast_matches_contract(impl, ctx):
     require_written(impl, "train_fast")  # before the checker builds its problems
     rng = ctx.rng("shapes")
     shapes = [{"vocab": odd(rng, 30, 60), "embed": odd(rng, 3, 9), "hidden": odd(rng, 5, 15),
@@ -207,8 +207,8 @@ def timing_run(impl, ctx) -> dict:
     return ctx.once("timing", make)
 
 
-@checker.check(2, "no_recompile_fixed_shape")
-def _(impl, ctx):
+@checker.check(2)
+def no_recompile_fixed_shape(impl, ctx):
     run = timing_run(impl, ctx)  # the first calls: once, whatever the load
     budget = check_budget(ctx, TIMING_BUDGET_S, "no_recompile_fixed_shape")
     versions, rounds = run["versions"], run["rounds"]
@@ -236,8 +236,8 @@ def _(impl, ctx):
         raise undecided
 
 
-@checker.check(2, "speedup_measured_fresh_process")
-def _(impl, ctx):
+@checker.check(2)
+def speedup_measured_fresh_process(impl, ctx):
     """The speedup at the held-out size, decided on the shared rounds (more while the
     interval is open); every round's checked fast call must return train_slow's losses,
     whatever the timing says."""

@@ -189,8 +189,8 @@ def crossover_hint(got, want, sizes: list[int], gains: list[float], threshold: f
     return f"yours lies between the right sizes, {value / want:.6g}x the crossing"
 
 
-@checker.check(3, "crossover_interpolation")
-def _(impl, ctx):
+@checker.check(3)
+def crossover_interpolation(impl, ctx):
     rng = ctx.rng("crossover")
     for case in range(11):
         sizes, gains, threshold, want, strict = crossover_case(rng, case)
@@ -417,8 +417,8 @@ def median_verdicts(get, sizes: list[int], budget, what: str, against: str, hint
     return out
 
 
-@checker.check(3, "sweep_matches_checker")
-def _(impl, ctx):
+@checker.check(3)
+def sweep_matches_checker(impl, ctx):
     stubbed_sweep_checked(impl, ctx)  # sleeps, before the budget: about 3 s
     budget = check_budget(ctx, SWEEP_BUDGET_S, "sweep_matches_checker")
     # the checker's first train_slow calls at the sweep's sizes (they compile its
@@ -730,8 +730,8 @@ def prediction_rounds(impl, ctx) -> Rounds:
     return ctx.once("predictions", make_rounds)
 
 
-@checker.check(3, "prediction_is_the_model_of_your_medians")
-def _(impl, ctx):
+@checker.check(3)
+def prediction_is_the_model_of_your_medians(impl, ctx):
     """Four calls, each's crossover replayed exactly from the medians it reports as soon
     as it answers; then each median (slow and fast, small and large) against the
     checker's own measurement of that version and size, taken right before or after each

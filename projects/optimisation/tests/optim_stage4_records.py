@@ -246,8 +246,8 @@ def fast_ops_per_call(impl, ctx, region: str) -> int:
     return ctx.once("fast-ops", make)
 
 
-@checker.check(4, "records_valid_for_decide")
-def _(impl, ctx):
+@checker.check(4)
+def records_valid_for_decide(impl, ctx):
     records = learner_records(impl, ctx)
     many_calls_honoured(impl, ctx)
     config = timing_config(ctx)
@@ -320,8 +320,8 @@ def records_with_a_wrong_fast(impl, ctx, wrong: str) -> dict:
                                        wrong=wrong), outdir)
 
 
-@checker.check(4, "output_ok_is_measured")
-def _(impl, ctx):
+@checker.check(4)
+def output_ok_is_measured(impl, ctx):
     """The records' output_ok compared with the checker's own verdict on an "after" whose
     output it made wrong: the learner's write_run_records run once more in the learner
     process with its module's train_fast returning losses 1% off, and once with its
@@ -361,8 +361,8 @@ def _(impl, ctx):
 STUB_SLOW_S, STUB_FAST_S, STUB_COPY_S, STUB_FIRST_S = 0.02, 0.01, 0.08, 0.3
 
 
-@checker.check(4, "records_time_the_calls")
-def _(impl, ctx):
+@checker.check(4)
+def records_time_the_calls(impl, ctx):
     """write_run_records on a tiny problem with both versions and the parameter copy
     replaced by the checker's sleeps (self-reported): each record's median sample no
     longer than the median call it times (the first apart) by half a copy, its
@@ -437,8 +437,8 @@ def record_medians(records: dict) -> dict:
     return out
 
 
-@checker.check(4, "records_agree_with_checker")
-def _(impl, ctx):
+@checker.check(4)
+def records_agree_with_checker(impl, ctx):
     first = record_medians(learner_records(impl, ctx))
     config = timing_config(ctx)
 

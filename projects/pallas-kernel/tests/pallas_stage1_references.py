@@ -77,8 +77,8 @@ def learner_jnp(impl):
                                     LearnerFunction("softmax_jnp"), x)
 
 
-@checker.check(1, "jnp_reference_matches_float64")
-def _(impl, ctx):
+@checker.check(1)
+def jnp_reference_matches_float64(impl, ctx):
     fn = learner_jnp(impl)
     rng = ctx.rng("jnp-ref")
     shapes = [(int(rng.integers(2, 9)), int(rng.integers(1, 20))),
@@ -91,8 +91,8 @@ def _(impl, ctx):
                          REFERENCE_HINT)
 
 
-@checker.check(1, "jnp_reference_is_stable")
-def _(impl, ctx):
+@checker.check(1)
+def jnp_reference_is_stable(impl, ctx):
     fn = learner_jnp(impl)
     rng = ctx.rng("stable")
     shape = (int(rng.integers(3, 12)), ragged(rng, 30, 300, 2))
@@ -107,8 +107,8 @@ def _(impl, ctx):
     expect_close(y, x, "float32", "softmax_jnp on rows near +-1000", REFERENCE_HINT)
 
 
-@checker.check(1, "numpy_reference_is_float64")
-def _(impl, ctx):
+@checker.check(1)
+def numpy_reference_is_float64(impl, ctx):
     fn = get_function(impl, "softmax_numpy_f64")
     rng = ctx.rng("np-ref")
     for dtype_name in DTYPES:
@@ -144,8 +144,8 @@ def float64_hint(y, ref, i: int, j: int) -> str:
     return (f"a relative error of {rel:.2g}: no dtype's rounding, another value")
 
 
-@checker.check(1, "tolerance_from_dtype_and_length")
-def _(impl, ctx):
+@checker.check(1)
+def tolerance_from_dtype_and_length(impl, ctx):
     get_function(impl, "tolerance")  # a missing function is named
     rng = ctx.rng("tolerance")
     lengths = (int(rng.integers(5, 12)), ragged(rng, 200, 500, 2), ragged(rng, 3000, 5000, 2))

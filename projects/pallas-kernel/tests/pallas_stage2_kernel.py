@@ -334,8 +334,8 @@ def cross_check_sites(impl, x, block_rows: int, info: dict) -> dict:
     return facts
 
 
-@checker.check(2, "execution_mode_by_backend")
-def _(impl, ctx):
+@checker.check(2)
+def execution_mode_by_backend(impl, ctx):
     mode = get_function(impl, "execution_mode")
     for backend, want in (("cpu", "interpreted"), ("gpu", "compiled"), ("tpu", "compiled")):
         got = mode(backend)
@@ -348,8 +348,8 @@ def _(impl, ctx):
                 "jax.default_backend() where it runs", yours=got, expected=here)
 
 
-@checker.check(2, "kernel_is_a_pallas_call")
-def _(impl, ctx):
+@checker.check(2)
+def kernel_is_a_pallas_call(impl, ctx):
     rng = ctx.rng("pallas-call")
     block_rows = int(rng.choice(BLOCK_ROWS))
     shape = (ragged(rng, 20, 60, block_rows), ragged(rng, 130, 500, 2))
@@ -374,8 +374,8 @@ def _(impl, ctx):
     cross_check_sites(impl, x, block_rows, info)
 
 
-@checker.check(2, "grid_and_blockspec")
-def _(impl, ctx):
+@checker.check(2)
+def grid_and_blockspec(impl, ctx):
     rng = ctx.rng("grid")
     for block_rows in rng.permutation(BLOCK_ROWS)[:2]:
         block_rows = int(block_rows)
@@ -498,18 +498,18 @@ def finite_padding(impl, rng, x, block_rows: int) -> None:
         raise
 
 
-@checker.check(2, "matches_references_float32")
-def _(impl, ctx):
+@checker.check(2)
+def matches_references_float32(impl, ctx):
     kernel_matches(impl, ctx, "float32", "match-f32")
 
 
-@checker.check(2, "matches_references_bfloat16")
-def _(impl, ctx):
+@checker.check(2)
+def matches_references_bfloat16(impl, ctx):
     kernel_matches(impl, ctx, "bfloat16", "match-bf16")
 
 
-@checker.check(2, "edge_shapes")
-def _(impl, ctx):
+@checker.check(2)
+def edge_shapes(impl, ctx):
     rng = ctx.rng("edges")
     block_rows = int(rng.choice(BLOCK_ROWS[1:]))
     for shape in ((1, 1), (ragged(rng, 2, block_rows, block_rows), ragged(rng, 3, 127, 2)),
@@ -561,8 +561,8 @@ def declared_is_what_ran(result: dict, sites: list[dict], shape, block_rows: int
                     "given, and declare the block and grid of that very call")
 
 
-@checker.check(2, "declared_mode_is_the_one_that_ran")
-def _(impl, ctx):
+@checker.check(2)
+def declared_mode_is_the_one_that_ran(impl, ctx):
     rng = ctx.rng("mode")
     block_rows = int(rng.choice(BLOCK_ROWS[1:]))  # not run_softmax's default (8)
     # more columns than 3 blocks of rows: a grid over the columns is always another grid

@@ -233,8 +233,8 @@ def find(records, impl: str, shape, block_rows=None) -> dict:
     return found[0]
 
 
-@checker.check(3, "sweep_records_complete")
-def _(impl, ctx):
+@checker.check(3)
+def sweep_records_complete(impl, ctx):
     rng = ctx.rng("sweep")
     shapes = [(ragged(rng, 17, 40, 8), ragged(rng, 40, 127, 2)),
               (ragged(rng, 41, 64, 8), ragged(rng, 129, 300, 2))]
@@ -423,8 +423,8 @@ SYNC_HINTS = {
              "outside samples_s)"}
 
 
-@checker.check(3, "sweep_timings_synchronised")
-def _(impl, ctx):
+@checker.check(3)
+def sweep_timings_synchronised(impl, ctx):
     rng = ctx.rng("synced")
     block_rows = SYNC_BLOCK_ROWS[expected_mode()]
     shape = (ragged(rng, *SYNC_ROWS, block_rows), ragged(rng, *SYNC_COLS, 2))
@@ -520,8 +520,8 @@ def _(impl, ctx):
 SUBTLE_BUDGETS = 3
 
 
-@checker.check(3, "sweep_checks_output_before_timing")
-def _(impl, ctx):
+@checker.check(3)
+def sweep_checks_output_before_timing(impl, ctx):
     rng = ctx.rng("wrong-kernel")
     shape = (ragged(rng, 9, 30, 8), ragged(rng, 20, 120, 2))
     i, j = int(rng.integers(0, shape[0])), int(rng.integers(0, shape[1]))
@@ -737,8 +737,8 @@ def learner_summary(impl, records) -> dict:
                         "summarize")
 
 
-@checker.check(3, "summary_finds_where_it_stops_helping")
-def _(impl, ctx):
+@checker.check(3)
+def summary_finds_where_it_stops_helping(impl, ctx):
     rng = ctx.rng("summary")
     for helps, mode, backend in (([True, True, False, False], "interpreted", "cpu"),
                                  ([False, False, False], "compiled", "gpu"),
@@ -821,8 +821,8 @@ def value_error(impl, records) -> str | None:
     return answer["message"] if answer["raised"] else None
 
 
-@checker.check(3, "summary_refuses_mixed_modes")
-def _(impl, ctx):
+@checker.check(3)
+def summary_refuses_mixed_modes(impl, ctx):
     rng = ctx.rng("mixed")
     plan = plan_shapes(rng, [True, False])
     # One record changed at a time: a kernel record's mode, backend or dtype, then a
@@ -866,8 +866,8 @@ def _(impl, ctx):
                           "known mode to mean anything")
 
 
-@checker.check(3, "summary_states_interpreted_mode")
-def _(impl, ctx):
+@checker.check(3)
+def summary_states_interpreted_mode(impl, ctx):
     rng = ctx.rng("caveat")
     plan = plan_shapes(rng, [False, False])
     interpreted = learner_summary(impl, synthetic_records(rng, plan, "interpreted"))

@@ -210,8 +210,8 @@ def unwaited_samples_fail(facts: dict, warmup: int, iters: int) -> None:
                 "finished")
 
 
-@checker.check(1, "warm_median_is_device_time")
-def _(impl, ctx):
+@checker.check(1)
+def warm_median_is_device_time(impl, ctx):
     m, counted = learner_measurement(impl, ctx, warmup=2, iters=7)
     unwaited_samples_fail(counted, 2, 7)
     first = (median_s(samples_of(m, "time_fn", raw=False)), checker_median(ctx, 7))
@@ -239,8 +239,8 @@ def call_count_hint(calls: int, warmup: int, iters: int) -> str:
             "calls, iters timed calls")
 
 
-@checker.check(1, "first_call_reported_apart")
-def _(impl, ctx):
+@checker.check(1)
+def first_call_reported_apart(impl, ctx):
     warmup, iters = 2, 6
     m, counted = learner_measurement(impl, ctx, warmup=warmup, iters=iters)  # plain facts
     as_float(m["first_call_s"], "first_call_s")
@@ -286,8 +286,8 @@ def compile_counts_agree(m: dict, counted: dict, warmup: int, iters: int, what: 
                       f"(fn compiled in calls {counted['compiled_at']})", hint=hint)
 
 
-@checker.check(1, "compiles_counted_where_they_happen")
-def _(impl, ctx):
+@checker.check(1)
+def compiles_counted_where_they_happen(impl, ctx):
     """The compile counts against the compile events counted around fn in the learner
     process: on the stage-1 work (the first call compiles, no later one), and on a step
     that compiles again on its second call, a warm-up call (compiles_warmed counts it)."""
@@ -329,8 +329,8 @@ def unwaited_warmup_fails(facts: dict, warmup: int, samples: list[float]) -> Non
             "lands in your first sample. The samples start after the warm-up's work is done")
 
 
-@checker.check(1, "warmup_done_before_the_samples")
-def _(impl, ctx):
+@checker.check(1)
+def warmup_done_before_the_samples(impl, ctx):
     iters = 3
 
     def yours(i=None):
@@ -635,22 +635,22 @@ def first_call_large(impl, ctx) -> None:
         "as every sample's does")
 
 
-@checker.check(1, "first_call_is_compile_and_run")
-def _(impl, ctx):
+@checker.check(1)
+def first_call_is_compile_and_run(impl, ctx):
     # three verdicts, each decided in rounds; an undecided one does not hide a FAIL after it
     all_verdicts(lambda: first_call_small(impl, ctx), lambda: first_call_medium(impl, ctx),
                  lambda: first_call_large(impl, ctx))
 
 
-@checker.check(1, "raw_samples_kept")
-def _(impl, ctx):
+@checker.check(1)
+def raw_samples_kept(impl, ctx):
     iters = int(ctx.rng("iters").integers(5, 9))
     m, _ = learner_measurement(impl, ctx, warmup=1, iters=iters)
     samples_of(m, "time_fn", iters)
 
 
-@checker.check(1, "output_check_catches_wrong_output")
-def _(impl, ctx):
+@checker.check(1)
+def output_check_catches_wrong_output(impl, ctx):
     time_fn = get_function(impl, "time_fn")
     workload, work, x = stage1_workload(ctx)
     # the right output as the device that runs the learner's code computes it (a chip's
@@ -702,8 +702,8 @@ def _(impl, ctx):
                 "nothing was checked, which is neither True nor False")
 
 
-@checker.check(1, "time_fn_refuses_an_unknown_sync")
-def _(impl, ctx):
+@checker.check(1)
+def time_fn_refuses_an_unknown_sync(impl, ctx):
     """The contract: sync is "block_until_ready" or "host_read"; anything else is a
     ValueError (a record saying sync="none" would pass for a measurement)."""
     time_fn = get_function(impl, "time_fn")
@@ -743,8 +743,8 @@ SAME_CONFIGURATION = {
 }
 
 
-@checker.check(1, "comparable_refuses_exactly_what_differs")
-def _(impl, ctx):
+@checker.check(1)
+def comparable_refuses_exactly_what_differs(impl, ctx):
     comparable = get_function(impl, "comparable")
     m, _ = learner_measurement(impl, ctx, warmup=1, iters=3)
     same = comparable(m, copy.deepcopy(m))
@@ -786,8 +786,8 @@ def _(impl, ctx):
                     hint="a wrong output is never comparable: refuse output_ok False")
 
 
-@checker.check(1, "shape_change_alone")
-def _(impl, ctx):
+@checker.check(1)
+def shape_change_alone(impl, ctx):
     experiment = get_function(impl, "experiment_shape_change")
     comparable = get_function(impl, "comparable")
     workload, _, x = stage1_workload(ctx)
@@ -848,8 +848,8 @@ def host_read_every_timed_call(facts: dict, timed: int) -> None:
                 "names is the one its samples used")
 
 
-@checker.check(1, "host_read_alone")
-def _(impl, ctx):
+@checker.check(1)
+def host_read_alone(impl, ctx):
     experiment = get_function(impl, "experiment_host_read")
     comparable = get_function(impl, "comparable")
     workload, _, x = stage1_workload(ctx)

@@ -321,8 +321,8 @@ def region_events(path: Path, region: str) -> list[dict]:
                    if e.get("ph") == "X" and e.get("name") == region), key=lambda e: e["ts"])
 
 
-@checker.check(2, "trace_written_and_newest_found")
-def _(impl, ctx):
+@checker.check(2)
+def trace_written_and_newest_found(impl, ctx):
     from coursekit.checking.learner import LearnerCodeError
     newest_trace_file = get_function(impl, "newest_trace_file")
     folders, want = trace_folders(ctx)
@@ -423,8 +423,8 @@ def _(impl, ctx):
         "step's dispatch, before its result exists")
 
 
-@checker.check(2, "region_summary_matches_checker")
-def _(impl, ctx):
+@checker.check(2)
+def region_summary_matches_checker(impl, ctx):
     summarize = get_function(impl, "summarize_region")
     # each trace is parsed here before the learner's call reads it: what the call does
     # to the file afterwards cannot change the expected summary
@@ -502,8 +502,8 @@ def compiled_cost(ctx, workload: Workload, fn, *args) -> dict:
     return audit.compiled_cost(fn, *args)
 
 
-@checker.check(2, "cost_by_hand_and_compiler")
-def _(impl, ctx):
+@checker.check(2)
+def cost_by_hand_and_compiler(impl, ctx):
     by_hand = get_function(impl, "matmul_cost_by_hand")
     from_compiler = get_function(impl, "cost_from_compiler")
     rng = ctx.rng("shapes")
@@ -665,8 +665,8 @@ def checker_singles(sizes) -> float:
     return min(one(n) for n in sizes)
 
 
-@checker.check(2, "peak_flops_and_bandwidth_measured")
-def _(impl, ctx):
+@checker.check(2)
+def peak_flops_and_bandwidth_measured(impl, ctx):
     # The count is exact, so it is compared exactly: a factor of two in it (one FLOP per
     # multiply-add) is exactly 2x, which no timing window can tell from load. The rate must
     # be that count over the learner's own fastest sample; that sample is then a
@@ -824,8 +824,8 @@ def _(impl, ctx):
                  lambda: pass_verdict("read_sum", touched, TIME_RATIO_WINDOW))
 
 
-@checker.check(2, "roofline_bound_and_memory_level")
-def _(impl, ctx):
+@checker.check(2)
+def roofline_bound_and_memory_level(impl, ctx):
     roofline = get_function(impl, "roofline")
     rng = ctx.rng("roofline")
     caches = {"L1": 48 * 2**10, "L2": int(rng.integers(1, 4)) * 2**20,
@@ -978,8 +978,8 @@ def sysfs_caches(ctx) -> tuple[Path, dict]:
     return root, {"L1": l1 * 2**10, "L2": l2 * 2**20, "L3": l3, "L4": l4 * 2**30}
 
 
-@checker.check(2, "cache_sizes_read")
-def _(impl, ctx):
+@checker.check(2)
+def cache_sizes_read(impl, ctx):
     cache_sizes = get_function(impl, "cache_sizes")
     fake, want = sysfs_caches(ctx)
     if memory.cache_sizes(fake) != want:  # the course's reader, on the folder it wrote

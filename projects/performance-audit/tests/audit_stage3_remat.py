@@ -191,8 +191,8 @@ def temp_hint(yours, want: int, what: str) -> str:
 GRAD_TOLERANCE = {"cpu": (1e-5, 1e-7), "accelerator": (1e-4, 1e-6)}
 
 
-@checker.check(3, "grads_equal_before_timing")
-def _(impl, ctx):
+@checker.check(3)
+def grads_equal_before_timing(impl, ctx):
     loss_and_grads = get_function(impl, "loss_and_grads")
     require_written(impl, "loss_and_grads")
     params, x, _ = remat_workload(ctx)
@@ -259,8 +259,8 @@ def regions_hint(regions: int, blocks: int, where: str) -> str:
             "share a region or have none; each block is its own")
 
 
-@checker.check(3, "remat_really_applied")
-def _(impl, ctx):
+@checker.check(3)
+def remat_really_applied(impl, ctx):
     """``jax.checkpoint`` once per block, counted in the learner's own exported programs:
     ``block_loss``'s under each policy, then ``loss_and_grads``' (the program the peak
     memory check measures) with one: equal numbers say nothing about remat."""
@@ -291,8 +291,8 @@ def _(impl, ctx):
                 regions_hint(regions, len(params), "the program loss_and_grads runs"))
 
 
-@checker.check(3, "remat_saves_residuals_and_temp")
-def _(impl, ctx):
+@checker.check(3)
+def remat_saves_residuals_and_temp(impl, ctx):
     saved = get_function(impl, "saved_residual_bytes")
     temp = get_function(impl, "compiler_temp_bytes")
     require_written(impl, "saved_residual_bytes")
@@ -337,8 +337,8 @@ def _(impl, ctx):
                 yours=compiled, expected="nothing_saveable < None")
 
 
-@checker.check(3, "remat_policy_ordering")
-def _(impl, ctx):
+@checker.check(3)
+def remat_policy_ordering(impl, ctx):
     temp = get_function(impl, "compiler_temp_bytes")
     saved = get_function(impl, "saved_residual_bytes")
     require_written(impl, "tanh_chain_loss")  # its first call comes after the workloads
@@ -540,8 +540,8 @@ def peak_hint(got: dict, ratio: float) -> str:
             "memory (read before it finished, or of another program)")
 
 
-@checker.check(3, "peak_memory_from_fresh_process")
-def _(impl, ctx):
+@checker.check(3)
+def peak_memory_from_fresh_process(impl, ctx):
     import statistics
     import threading
     cfg, repeats, policies = peak_workload(ctx), 3, (None, "nothing_saveable")

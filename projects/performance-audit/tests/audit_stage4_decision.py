@@ -188,8 +188,8 @@ def draw_until(make, holds, tries: int = 200):
     raise RuntimeError(f"checker bug, not your code: no case drawn in {tries} tries")
 
 
-@checker.check(4, "accepts_real_speedup")
-def _(impl, ctx):
+@checker.check(4)
+def accepts_real_speedup(impl, ctx):
     rng = ctx.rng("real")
     base = float(rng.uniform(5e-3, 2e-2))
     before, after = run_record(rng, base, 0.08), run_record(rng, base / 2, 0.08)
@@ -207,8 +207,8 @@ def _(impl, ctx):
                         "is enough" if refused else "")
 
 
-@checker.check(4, "rejects_noise")
-def _(impl, ctx):
+@checker.check(4)
+def rejects_noise(impl, ctx):
     rng = ctx.rng("noise")
     base = float(rng.uniform(5e-3, 2e-2))
     # Draw until "after" looks a little faster (a tempting claim) while the checker's own
@@ -278,8 +278,8 @@ def after_only_interval(before: dict, after: dict, confidence: float = 0.95):
     return interval_of(lb.mean() - la, confidence)
 
 
-@checker.check(4, "rejects_drifting_null")
-def _(impl, ctx):
+@checker.check(4)
+def rejects_drifting_null(impl, ctx):
     rng = ctx.rng("drifting-null")
     # Identical programs measured in 8 interleaved rounds while the load drifts. Draw
     # until the pooled samples look clearly faster (a bootstrap that treats them as
@@ -333,8 +333,8 @@ def paired_by_position(before: dict, after: dict, confidence: float = 0.95):
                        confidence)
 
 
-@checker.check(4, "accepts_speedup_in_drifting_rounds")
-def _(impl, ctx):
+@checker.check(4)
+def accepts_speedup_in_drifting_rounds(impl, ctx):
     rng = ctx.rng("drifting-fast")
     # a true 1.25x whose rounds clear the minimum gain with a margin
     before, after = draw_until(lambda: rounds_records(rng, 1.25),
@@ -359,8 +359,8 @@ def three_rounds(rng):
                           iters=int(rng.integers(10, 16)), block_drift=0.08)
 
 
-@checker.check(4, "few_rounds_interval_at_95_percent")
-def _(impl, ctx):
+@checker.check(4)
+def few_rounds_interval_at_95_percent(impl, ctx):
     """The interval is at the confidence asked (95%), also where 3 rounds are all the
     evidence: records drawn until the rounds' 95% interval holds 1.05 while one 15%
     narrower (in log) clears it (Student's t for the samples' or one more degree of
@@ -389,8 +389,8 @@ def _(impl, ctx):
                     otherwise="a 95% interval, not a wider one")
 
 
-@checker.check(4, "interval_at_the_confidence_asked")
-def _(impl, ctx):
+@checker.check(4)
+def interval_at_the_confidence_asked(impl, ctx):
     """``confidence`` decides the interval's width: records whose rounds' 95% interval
     holds 1.05 while their 60% interval clears it must be rejected at 0.95 and accepted at
     0.6."""
@@ -420,8 +420,8 @@ def _(impl, ctx):
                           "confidence is narrower than one at 95%"))
 
 
-@checker.check(4, "says_slower_when_slower")
-def _(impl, ctx):
+@checker.check(4)
+def says_slower_when_slower(impl, ctx):
     rng = ctx.rng("drifting-slow")
     # a true 1.4x slowdown, clear in the rounds
     before, after = draw_until(lambda: rounds_records(rng, 1 / 1.4),
@@ -515,8 +515,8 @@ def stall_cause(result: dict, before: dict, after: dict) -> str:
                          "by a statistic they do not move")
 
 
-@checker.check(4, "stalls_do_not_decide")
-def _(impl, ctx):
+@checker.check(4)
+def stalls_do_not_decide(impl, ctx):
     rng = ctx.rng("stalls")
     # identical programs, "before" stalled in every round (it is the one that triggers the
     # pauses): means say "after" is faster
@@ -549,8 +549,8 @@ def _(impl, ctx):
                                                                           after)))
 
 
-@checker.check(4, "rejects_faster_but_wrong")
-def _(impl, ctx):
+@checker.check(4)
+def rejects_faster_but_wrong(impl, ctx):
     rng = ctx.rng("wrong")
     base = float(rng.uniform(5e-3, 2e-2))
     before = run_record(rng, base, 0.05)
@@ -561,8 +561,8 @@ def _(impl, ctx):
                 "wrong output is refused whatever its speed")
 
 
-@checker.check(4, "rejects_not_comparable")
-def _(impl, ctx):
+@checker.check(4)
+def rejects_not_comparable(impl, ctx):
     rng = ctx.rng("comparable")
     base = float(rng.uniform(5e-3, 2e-2))
     before = run_record(rng, base, 0.05)
@@ -586,8 +586,8 @@ def _(impl, ctx):
                     "rejected before any time is read")
 
 
-@checker.check(4, "decide_applies_min_gain")
-def _(impl, ctx):
+@checker.check(4)
+def decide_applies_min_gain(impl, ctx):
     rng = ctx.rng("min-gain")
     # The kernel got 2x faster, but it is a 5% share: the step gains about 2.6% (Amdahl's
     # law, the checker's own arithmetic), clear in tight samples but below the minimum.
@@ -622,8 +622,8 @@ def _(impl, ctx):
                     hint="bad input gets a clear error, not a decision")
 
 
-@checker.check(4, "amdahl_small_share")
-def _(impl, ctx):
+@checker.check(4)
+def amdahl_small_share(impl, ctx):
     predict = get_function(impl, "predict_step_speedup")
     rng = ctx.rng("amdahl")
     audit = instructor_module("performance_audit")  # the law's arithmetic is the answer

@@ -45,8 +45,8 @@ from coursekit.checking.probes import random_name
 from coursekit.checking.values import fail_unless
 
 
-@checker.check(1, "mesh_over_devices")
-def _(impl, ctx):
+@checker.check(1)
+def mesh_over_devices(impl, ctx):
     count = ask(impl, "device_count")
     fail_unless(count == N_DEVICES, f"the learner process sees {count} devices, not "
                 f"{N_DEVICES}", yours=count, expected=N_DEVICES,
@@ -66,8 +66,8 @@ def _(impl, ctx):
                     yours=small["device_ids"], expected=list(range(n)))
 
 
-@checker.check(1, "explicit_shardings")
-def _(impl, ctx):
+@checker.check(1)
+def explicit_shardings(impl, ctx):
     mesh, _ = learner_mesh(impl)
     learner_fn(impl, "shardings")
     sh = impl.shardings(mesh)
@@ -107,8 +107,8 @@ def _(impl, ctx):
                     "holds: a mesh built inside shardings is another mesh")
 
 
-@checker.check(1, "state_replicated_batch_split")
-def _(impl, ctx):
+@checker.check(1)
+def state_replicated_batch_split(impl, ctx):
     mesh, _ = learner_mesh(impl)
     config = run_config(ctx, "placement")
     state = learner_state(impl, config, mesh)
@@ -146,8 +146,8 @@ def _(impl, ctx):
                         "the rows split evenly across the mesh axis, in device order")
 
 
-@checker.check(1, "init_state_matches")
-def _(impl, ctx):
+@checker.check(1)
+def init_state_matches(impl, ctx):
     mesh, _ = learner_mesh(impl)
     config = run_config(ctx, "init")
     # Built under JAX's device-to-device transfer guard, in the learner's own call: a
@@ -191,8 +191,8 @@ def checker_placement(tree) -> dict:
     return instructor_module("sharded_training").placement_report(tree)
 
 
-@checker.check(1, "placement_report_matches")
-def _(impl, ctx):
+@checker.check(1)
+def placement_report_matches(impl, ctx):
     learner_fn(impl, "describe_placement")
     rng = ctx.rng("describe")
     rows = int(rng.integers(2, 7)) * 2 + 1
@@ -256,8 +256,8 @@ def _(impl, ctx):
                     "ints within the shape")
 
 
-@checker.check(1, "step_matches_single_device")
-def _(impl, ctx):
+@checker.check(1)
+def step_matches_single_device(impl, ctx):
     mesh, config, state, step = learner_training(impl, ctx, "step1")
     n_steps = int(ctx.rng("nsteps").integers(3, 6))
     rows = int(ctx.rng("rows1").integers(3, 9)) * 2 + 1
@@ -323,8 +323,8 @@ def reported_split(where: dict) -> bool | None:
     return None
 
 
-@checker.check(1, "compiled_step_has_all_reduce")
-def _(impl, ctx):
+@checker.check(1)
+def compiled_step_has_all_reduce(impl, ctx):
     mesh, info = learner_mesh(impl)
     _, _, state, step = learner_training(impl, ctx, "hlo")
     batch = call(impl, "place_batch", stage_batch(ctx, "hlo-batch", 5), mesh)
@@ -384,8 +384,8 @@ def _(impl, ctx):
                              f"but the step returned {float(host(theirs)):.6g}")
 
 
-@checker.check(1, "mixed_meshes_reported")
-def _(impl, ctx):
+@checker.check(1)
+def mixed_meshes_reported(impl, ctx):
     check = learner_fn(impl, "check_same_mesh")
     mesh, _ = learner_mesh(impl)
     rng = ctx.rng("mixed")

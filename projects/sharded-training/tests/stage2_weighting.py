@@ -227,8 +227,8 @@ def check_global_grads(impl, ctx, salt: str, counts, what: str) -> None:
                 "whichever shard holds it")
 
 
-@checker.check(2, "valid_counts_per_shard")
-def _(impl, ctx):
+@checker.check(2)
+def valid_counts_per_shard(impl, ctx):
     learner_fn(impl, "shard_valid_counts")
     mesh = checker_mesh(impl)
     rng = ctx.rng("counts")
@@ -270,8 +270,8 @@ def _(impl, ctx):
                 "for them per shard, each device counting its own piece of the mask")
 
 
-@checker.check(2, "uses_shard_map")
-def _(impl, ctx):
+@checker.check(2)
+def uses_shard_map(impl, ctx):
     fn = learner_fn(impl, "global_grads")
     mesh = checker_mesh(impl)
     data = stage_batch(ctx, "jaxpr", 3)
@@ -287,15 +287,15 @@ def _(impl, ctx):
                 "docstring)")
 
 
-@checker.check(2, "equal_counts_not_8x")
-def _(impl, ctx):
+@checker.check(2)
+def equal_counts_not_8x(impl, ctx):
     rng = ctx.rng("equal")
     c = int(rng.integers(3, 11))
     check_global_grads(impl, ctx, "equal", [c] * N_DEVICES, "equal valid counts")
 
 
-@checker.check(2, "unequal_counts_weighted")
-def _(impl, ctx):
+@checker.check(2)
+def unequal_counts_weighted(impl, ctx):
     rng = ctx.rng("unequal")
     counts = [int(v) for v in rng.integers(1, 30, N_DEVICES)]
     counts[int(rng.integers(0, N_DEVICES))] = 1
@@ -303,8 +303,8 @@ def _(impl, ctx):
     check_global_grads(impl, ctx, "unequal", counts, "unequal valid counts")
 
 
-@checker.check(2, "empty_shard_handled")
-def _(impl, ctx):
+@checker.check(2)
+def empty_shard_handled(impl, ctx):
     rng = ctx.rng("empty")
     counts = [int(v) for v in rng.integers(1, 30, N_DEVICES)]
     for d in rng.choice(N_DEVICES, 2, replace=False):

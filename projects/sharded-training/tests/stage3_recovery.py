@@ -166,8 +166,8 @@ def checkpoint_on_disk(folder: Path) -> dict:
     return {normalised(k): v for k, v in flat(restored).items()}
 
 
-@checker.check(3, "state_roundtrip")
-def _(impl, ctx):
+@checker.check(3)
+def state_roundtrip(impl, ctx):
     import orbax.checkpoint  # noqa: F401 - imported here so stages 1, 2, 4 skip it
 
     mesh, config, state, step = learner_training(impl, ctx, "roundtrip")
@@ -237,8 +237,8 @@ def _(impl, ctx):
                    "run's mesh), whatever mesh saved them")
 
 
-@checker.check(3, "uninterrupted_run_trains")
-def _(impl, ctx):
+@checker.check(3)
+def uninterrupted_run_trains(impl, ctx):
     require_written(impl, "train")  # before the driver process starts
     report = uninterrupted(ctx)
     config = stage3_config(ctx)
@@ -337,8 +337,8 @@ def unfinished_when_returned(at_return, kept: list, finished: list, temporary: l
                 "end): close each one train opens before train returns")
 
 
-@checker.check(3, "resume_after_sigkill_bitwise")
-def _(impl, ctx):
+@checker.check(3)
+def resume_after_sigkill_bitwise(impl, ctx):
     require_written(impl, "train")
     killed = killed_mid_run(ctx)
     fail_unless(killed["finalized"], f"no finished checkpoint before the kill (the run had "
@@ -359,8 +359,8 @@ def _(impl, ctx):
                                      "optimizer state and params exactly as saved"))
 
 
-@checker.check(3, "kill_during_save_falls_back")
-def _(impl, ctx):
+@checker.check(3)
+def kill_during_save_falls_back(impl, ctx):
     require_written(impl, "train")
     killed = killed_mid_run(ctx)
     save_at = killed["save_at"]
@@ -386,8 +386,8 @@ def _(impl, ctx):
                       "state exactly as saved (optimizer state and params included)"))
 
 
-@checker.check(3, "restore_on_other_device_count")
-def _(impl, ctx):
+@checker.check(3)
+def restore_on_other_device_count(impl, ctx):
     require_written(impl, "train")
     killed = killed_mid_run(ctx)
     full = killed["full"]
@@ -406,8 +406,8 @@ def _(impl, ctx):
                                      "a state made on this run's mesh"))
 
 
-@checker.check(3, "distributed_timeouts_set")
-def _(impl, ctx):
+@checker.check(3)
+def distributed_timeouts_set(impl, ctx):
     require_written(impl, "initialize_distributed")  # before two processes start
     result = two_processes(ctx)
     kwargs = [r.get("init_kwargs") for r in result["reports"]]
@@ -435,8 +435,8 @@ def _(impl, ctx):
                         "process into minutes of every process hanging")
 
 
-@checker.check(3, "two_processes_match_one")
-def _(impl, ctx):
+@checker.check(3)
+def two_processes_match_one(impl, ctx):
     require_written(impl, "train")
     result = two_processes(ctx)
     failure = two_process_failure(result)

@@ -326,8 +326,8 @@ def unchecked_run(impl, ctx) -> tuple:
     return ctx.once("unchecked", run)
 
 
-@checker.check(4, "record_is_valid")
-def _(impl, ctx):
+@checker.check(4)
+def record_is_valid(impl, ctx):
     record, _, args = learner_record(impl, ctx)
     problems = validate_run_record(record, check_trace=True)
     fail_unless(not problems, "the run record is not in the format performance-audit "
@@ -365,8 +365,8 @@ def _(impl, ctx):
                 "(x, y, mask), as performance-audit's time_fn records its arguments")
 
 
-@checker.check(4, "compile_apart_and_calls")
-def _(impl, ctx):
+@checker.check(4)
+def compile_apart_and_calls(impl, ctx):
     record, counted, args = learner_record(impl, ctx)
     calls = 1 + args["warmup"] + args["iters"] + args["trace_steps"]
     fail_unless(counted["calls"] == calls, "profile_train_step made the wrong number of "
@@ -400,8 +400,8 @@ FIRST_SLOW_TEXT = (" (in a run without expected_loss, where no loss check waits 
                    "first call before the next one)")
 
 
-@checker.check(4, "first_call_waited_for")
-def _(impl, ctx):
+@checker.check(4)
+def first_call_waited_for(impl, ctx):
     # Certain for a synchronised first call, whatever the load: its output is ready when
     # the next call begins, and its first_call_s lasts at least until the moment the
     # step's own probe last saw that output unfinished (a clock stopped when the call
@@ -414,8 +414,8 @@ def _(impl, ctx):
     first_call_finished(unchecked, facts, FIRST_SLOW_TEXT)
 
 
-@checker.check(4, "samples_are_synchronised")
-def _(impl, ctx):
+@checker.check(4)
+def samples_are_synchronised(impl, ctx):
     record, counted, args = learner_record(impl, ctx)
     samples = samples_of(record, "profile_train_step", args["iters"])
     # Certain for a synchronised timer, whatever the load: each timed call's output is
@@ -497,8 +497,8 @@ def samples_outlast_their_calls(samples: list, warmup: int, counted: dict,
             "was ready (the wait, if any, came after the clock): " + SYNC_HINT)
 
 
-@checker.check(4, "trace_holds_region")
-def _(impl, ctx):
+@checker.check(4)
+def trace_holds_region(impl, ctx):
     record, _, args = learner_record(impl, ctx)
     trace = Path(record.get("trace") or "")
     fail_unless(trace.is_file(), "the record's trace file does not exist",
@@ -566,8 +566,8 @@ def loss_checked(impl, ctx, scale: float, off: float, **sizes) -> dict:
     return ctx.once(("loss-checked", scale, off), run)
 
 
-@checker.check(4, "wrong_output_refused")
-def _(impl, ctx):
+@checker.check(4)
+def wrong_output_refused(impl, ctx):
     # 5x the stated rtol: a near miss is wrong too
     record = loss_checked(impl, ctx, 1.0, MISS, warmup=1, iters=3, trace_steps=1)
     fail_unless(isinstance(record, dict) and record.get("output_ok") is False,
@@ -615,8 +615,8 @@ def judged_alike(impl, ctx, scale: float, off: float, want: bool, loss: float) -
                 "contract's tolerance is relative to the loss (rtol 1e-5)")
 
 
-@checker.check(4, "loss_compared_relatively")
-def _(impl, ctx):
+@checker.check(4)
+def loss_compared_relatively(impl, ctx):
     record, _, args = learner_record(impl, ctx)
     if record.get("output_ok") is True:  # a right loss at its own size is accepted ...
         judged_alike(impl, ctx, LARGE_SCALE, NEAR, True, args["loss"])
