@@ -6,9 +6,10 @@
 A project registers its checks with ``@checker.check(stage)`` over a function named
 after the check (the function's name is the check's id). Each check gets the learner
 module and a ``Context`` (seeded RNG, scratch folder) and either returns (pass), or
-raises ``CheckFailed`` with what the learner produced, what was expected and a at the likely mistake. Exceptions from learner code become readable failures
-(``coursekit.checking.learner``); a broken learner file fails every selected check with the same
-named message instead of crashing the checker.
+raises ``CheckFailed`` with what the learner produced, what was expected and a hint
+aimed at the likely mistake. Exceptions from learner code become readable failures
+(``coursekit.checking.learner``); a broken learner file fails every selected check with
+the same named message instead of crashing the checker.
 
 Output: one line per check, ``PASS stage 2 · trace_region_found``, ``FAIL ...`` with
 ``yours:``/``expected:``/``evidence:``/``hint:`` lines, or ``INCONCLUSIVE ...`` when a
