@@ -131,6 +131,12 @@ def test_roofline_ceilings_and_the_solution_beside_them(dry_run):
     for c in roof["ceilings"]:
         assert len(c["samples_s"]) == ITERS * ROUNDS and c["first_call_s"] > 0
         assert c["best"] == pytest.approx(c["work"] / min(c["samples_s"]))
+        # the pipelined figure: one sample a round, each the round over its calls
+        piped = c["pipelined"]
+        assert piped["calls"] == ITERS and len(piped["samples_s"]) == ROUNDS
+        assert piped["best"] == pytest.approx(c["work"] / min(piped["samples_s"]))
+    assert "a synchronised call pays" in dry_run["md"]
+    assert "Why a synchronised call reads less than the pipelined one: at 4 MiB" in dry_run["md"]
     asked = {(s["function"], s["asked"].get("kind")) for s in roof["solution"]}
     assert asked == {("measure_peak_flops", None), ("measure_bandwidth", "read_sum"),
                      ("measure_bandwidth", "in_place")}
@@ -152,6 +158,12 @@ def test_summary_lists_what_did_not_run_and_the_exit_status_follows_it(dry_run):
     assert summary["projects_as_expected"] == "2 of 10"
     assert summary["notebooks_ran_to_end"] == "1 of 2"
     assert summary["ok"] is False  # the notebook that stops
+    # where the time went: every item, its total against the run's target
+    times = dry_run["report"]["times"]
+    assert {t["item"] for t in times} >= {"environment", "roofline",
+                                          "checks foundations solution --stage 1"}
+    assert summary["item_seconds"] == pytest.approx(sum(t["wall_s"] for t in times), abs=0.2)
+    assert "## Time" in dry_run["md"] and "Stages whose checks took over 90 s" in dry_run["md"]
     assert dry_run["done"].returncode == 1, dry_run["done"].stdout[-2000:]
 
 

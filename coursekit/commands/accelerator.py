@@ -211,6 +211,9 @@ def part_setup(run: Run) -> int:
                           {**run.env, "PIP_CONFIG_FILE": "/dev/null"})
     print(f"    {done['status']} in {done['wall_s']:.0f} s (log: {run.out / done['log']})"
           + (f": {done['last_error']}" if done["status"] != "ok" else ""), flush=True)
+    run.items.mkdir(parents=True, exist_ok=True)  # its time counts in the run's (report: Time)
+    run.item_path("setup").write_text(json.dumps(runs.stamp(
+        {"kind": "setup", "status": done["status"], "wall_s": done["wall_s"]})))
     run.env = runs.child_environment(dry_run=run.args.dry_run, site=site,
                                      records=run.out / "records")
     return 0 if done["status"] == "ok" else 1

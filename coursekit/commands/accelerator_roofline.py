@@ -15,9 +15,12 @@ Ceilings (plain JAX, nothing of the course's):
   * ``x * 2`` over the same arrays, written in place (reads B and writes B; the input
     donated, so no call allocates a fresh output).
 Each is checked before it is timed (matmul entries against float64, the sum against a
-float64 sum, the doubled array's ends exactly), its first (compiling) call is timed apart, every
-call is waited for, and all raw samples are kept; a figure is the work over the fastest
-sample. The solution's functions are called once per round between the ceiling's rounds
+float64 sum, the doubled array's ends exactly), its first (compiling) call is timed apart,
+every call is waited for, and all raw samples are kept; a figure is the work over the
+fastest sample. Each is also timed pipelined (``pipelined``: calls dispatched back to
+back, waited for once per round), as close to the chip's limit as plain JAX gets; the
+difference, the fixed cost of one synchronised call, is printed beside each ceiling
+(``sync_cost``). The solution's functions are called once per round between the ceiling's rounds
 of the same size (``rounds`` rounds of ``iters`` samples): the largest N in the fast dtype
 when ``measure_peak_flops`` takes a ``dtype`` (else what it measures, float32, said so),
 and ``read_sum`` and ``in_place`` at the largest B. Each gets its ratio to the ceiling
@@ -145,6 +148,10 @@ def run(solution: Path, sizes: str, matmul: list[int] | None, nbytes: list[int] 
             ceiling = make(*args)
             measured[key] = rec = measure(ceiling, iters=iters, rounds=rounds,
                                           between=calls.get(key))
+            try:
+                rec["pipelined"] = pipelined(ceiling, calls=iters, rounds=rounds)
+            except Exception as err:  # noqa: BLE001 - the synchronised figure stands alone
+                rec["pipelined_error"] = f"{type(err).__name__}: {str(err)[:300]}"
             out["ceilings"].append(rec)
         except Exception as err:  # noqa: BLE001 - one ceiling's failure is its own line
             out["errors"].append(f"{make.__name__}{args}: {type(err).__name__}: "
@@ -155,6 +162,45 @@ def run(solution: Path, sizes: str, matmul: list[int] | None, nbytes: list[int] 
     out["solution"] = [call.record(measured) for call in calls.values()]
     out["jax_devices"] = [str(d) for d in jax.devices()]
     return out
+
+
+def pipelined(ceiling: Ceiling, *, calls: int, rounds: int) -> dict:
+    """The same operation as ``calls`` calls dispatched back to back and waited for once,
+    at the end of each round: the boundary is the round, and a figure is the round's time
+    over its calls. What a synchronised call pays on top (dispatch, the wait for its
+    result, the device going idle between calls) is the fastest synchronised sample less
+    the fastest pipelined call: ``sync_cost_s``. The last output of each round is checked
+    against the first call's (the same input: the same value; in place: doubled again)."""
+    import jax
+    import numpy as np
+    per_call, want = [], None
+    for _ in range(rounds):
+        start = time.perf_counter()
+        out = None
+        for _ in range(calls):
+            out = ceiling.fn(*ceiling.args)
+            if ceiling.donated:
+                ceiling.args = (out,)
+        jax.block_until_ready(out)
+        per_call.append((time.perf_counter() - start) / calls)
+        if not ceiling.donated:
+            got = np.asarray(out[:2, :2] if getattr(out, "ndim", 0) == 2 else out)
+            if want is None:
+                want = np.asarray(jax.block_until_ready(ceiling.fn(*ceiling.args)))
+                want = want[:2, :2] if want.ndim == 2 else want
+            if not np.array_equal(got, want):
+                raise ValueError(f"{ceiling.what} {ceiling.size}: the pipelined calls' last "
+                                 "output differs from a single call's")
+    return {"calls": calls, "samples_s": per_call, "best": ceiling.work / min(per_call),
+            "median": ceiling.work / sorted(per_call)[len(per_call) // 2]}
+
+
+def sync_cost(record: dict) -> float | None:
+    """Seconds a synchronised call pays over a pipelined one (fastest against fastest)."""
+    piped = record.get("pipelined")
+    if not piped:
+        return None
+    return min(record["samples_s"]) - min(piped["samples_s"])
 
 
 def solution_calls(model, fast: str, n: int, nbytes: int, iters: int) -> list[SolutionCall]:
