@@ -14,7 +14,10 @@ solution of the notebook's project and, with ``--ci``, the notebook's
 ``metadata.course.ci_parameters``. ``--learner`` runs the starter and the notebook exactly
 as ``python -m autograder release`` ships it (``autograder.nbsource.release_notebook``,
 nbgrader's own pipeline; see ``learner_version``). Executed copies go to
-``OUT/executed[-learner]/``; check-cell records go to ``OUT/records/`` (through
+``OUT/executed[-learner]/``. A check cell whose stage part 1 has just passed, on the same
+file with the same checker, shows that run and says so (``coursekit.notebook.reuse``):
+every check runs once per ``make course``, not once per project and once per notebook.
+Check-cell records go to ``OUT/records/`` (through
 ``COURSE_RECORDS``, so a run never scribbles into a learner's ``build/learner``). Kernels
 talk over Unix sockets (``ipc``), as the grader's do: nothing listens on TCP.
 
@@ -50,6 +53,7 @@ from coursekit import facts
 from coursekit.checking.errors import GRADED_BY_INSTRUCTOR
 from coursekit.compat import optional
 from coursekit.facts import KERNEL, NOTEBOOKS, ROOT, ensure_kernel, is_release
+from coursekit.notebook.reuse import REUSE_ENV
 
 # ---------------------------------------------------------------------------------------
 # Part 1: project checkers
@@ -107,8 +111,21 @@ def run_project(project: str, which: str = "solution", timeout: float = 1800,
                 counts["not_yet_ids"].append(r["check_id"])
         counts["seconds"] = round(counts["seconds"] + r.get("duration_s", 0.0), 2)
     row["versions"] = data.get("versions", {})
+    row["payload"] = data
     row["mlflow_run"] = record_check(data, row["wall_s"]) if record else ""
     return row
+
+
+def share_with_notebooks(folder: Path, row: dict) -> None:
+    """Part 1's stages that passed whole, kept for the notebooks' check cells of part 2:
+    the same checker and the same file, so a check cell shows that run (and says so)
+    instead of running the checker a second time. A stage that did not pass, or a file
+    changed since, finds nothing there and its cell runs the checker."""
+    from coursekit.notebook.reuse import COURSE_SOURCE, share_reference_result
+    payload = row.pop("payload", None)
+    if payload:
+        share_reference_result(folder, row["project"], ROOT / row["impl"], payload,
+                               source=COURSE_SOURCE)
 
 
 def record_check(data: dict, wall_s: float) -> str:
@@ -557,6 +574,7 @@ def main(argv: list[str] | None = None) -> int:
                               stage=args.stage, record=not args.checks_only)
             ok = all_passed(row) if args.checks_only else project_ok(row, learner)
             row["status"] = "ok" if ok else "FAILED"
+            share_with_notebooks(out / "reuse", row)
             summary["projects"].append(row)
         if summary["projects"]:
             print_project_table(summary["projects"], learner, release, args.stage)
@@ -575,6 +593,8 @@ def main(argv: list[str] | None = None) -> int:
         if notebooks:
             ensure_kernel()
             import papermill  # noqa: F401 - imported once, before the clock of any notebook
+        if summary["projects"]:  # check cells answered by part 1's passed stages
+            os.environ[REUSE_ENV] = str(out / "reuse")
         for path in notebooks:
             print(f"  executing {path.name} ...", flush=True)
             row = run_notebook(path, out, ci=args.ci, learner=learner, timeout=args.timeout,

@@ -9,12 +9,13 @@ Two makers, one reader:
   sandboxed result already, so a class's notebooks no longer cost a second grading of
   every project;
 * the test suite shares its one sandboxed grading of the reference and one run of each
-  starter (``share_reference_result``);
+  starter, and ``make course`` its part-1 run of each project (``share_reference_result``);
 * a check cell finds either through ``$COURSE_CHECK_REUSE`` (``reusable_result``), after
   hashing the file it was asked to check itself: a learner file changed since it was
   graded, or another checker, finds nothing and the cell runs the checker.
 
-Learners running their notebooks never have the variable set, nor does ``make course``.
+Learners running their notebooks never have the variable set; ``make course`` sets it for
+its notebooks only, to the stages its own project part has just passed.
 """
 
 from __future__ import annotations
@@ -51,8 +52,11 @@ def reuse_key(project: str, stage: int | str, impl: Path, root: Path = ROOT,
     return f"{project}-stage{stage}-{digest}-{fingerprint[:16]}"
 
 
+COURSE_SOURCE = "this make course run's project check of the same file, part 1"
+
+
 def share_reference_result(folder: Path, project: str, impl: Path, payload: dict, *,
-                           passed_only: bool = True) -> None:
+                           passed_only: bool = True, source: str = SHARED_SOURCE) -> None:
     """Keep, per stage, a ``check.py --json`` result for ``reusable_result``. Only the
     test suite does this: the reference's stages that passed completely
     (tests/helpers.reference_run; one that failed anywhere is never shared, so its check
@@ -63,7 +67,7 @@ def share_reference_result(folder: Path, project: str, impl: Path, payload: dict
         results = [r for r in payload["results"] if r["stage"] == stage]
         if results and (not passed_only or all(r["status"] == "pass" for r in results)):
             part = {**payload, "stages": [stage], "results": results, **counts(results),
-                    "source": SHARED_SOURCE}
+                    "source": source}
             (folder / f"{reuse_key(project, stage, impl)}.json").write_text(json.dumps(part))
 
 
