@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 from collections import Counter
 
 import pytest
@@ -273,7 +274,33 @@ def test_the_blind_figure_stands_beside_the_rest_and_a_part_run_keeps_the_other(
                                  {1: "t2"}, {}, corpus, selection={"blind-c", "blind-d"})
     t = report["stages"]["1"]
     assert (t["caught"], t["total"], t["run_at"]) == (3, 4, "t2")
-    assert t["blind"] == {"total": 2, "caught": 2, "rate": 1.0}
-    assert t["own"] == {"total": 2, "caught": 1, "rate": 0.5}
+    none_named = {"hints_judged": 0, "hints_naming": 0}  # no entry declares named_by
+    assert t["blind"] == {"total": 2, "caught": 2, "rate": 1.0, **none_named}
+    assert t["own"] == {"total": 2, "caught": 1, "rate": 0.5, **none_named}
     assert runner.figure(t) == ("3 of 4 learner mistakes caught (75%); blind 2 of 2 (100%), "
                                 "own 1 of 2 (50%)")
+
+
+def test_hints_that_name_the_mistake_are_counted_from_the_checks_own_words(tmp_path):
+    """A caught mistake that declares ``named_by`` phrases is judged on the words of the
+    checks that failed it (result.json: message, yours, expected, evidence, hint): the
+    figure says how many hints named it, of those that declare phrases."""
+    impl = tmp_path / "model.py"
+    impl.write_text("")
+    impl.with_name("result.json").write_text(json.dumps({"results": [
+        {"check_id": "a", "status": "pass", "hint": "padding"},  # a passing check says nothing
+        {"check_id": "b", "status": "fail", "message": "rows differ",
+         "hint": "the rows that are all NaN are the ragged ones"}]}))
+    words = runner.words_of_failures(impl)
+    named = runner.Mistake(1, "blind-x", "x", (("a", "b"),), True, ("nan", "padding"))
+    unnamed = runner.Mistake(1, "blind-y", "y", (("a", "b"),), True, ("timestamp",))
+    assert runner.names_it(named, words) is True and runner.names_it(unnamed, words) is False
+    assert runner.names_it(runner.Mistake(1, "z", "z", (("a", "b"),)), words) is None
+    rows = [runner.Outcome("blind-x", 1, "x", "caught", 1, [], 1.0, "", True),
+            runner.Outcome("blind-y", 1, "y", "caught", 1, [], 1.0, "", False),
+            runner.Outcome("blind-z", 1, "z", "accepted", 0, [], 1.0)]
+    report = runner.write_report(tmp_path / "report.json", "p", 1, rows, {1: "t"}, {},
+                                 [runner.Mistake(1, r.id, "m", (("a", "b"),), True) for r in rows])
+    blind = report["stages"]["1"]["blind"]
+    assert (blind["hints_judged"], blind["hints_naming"]) == (2, 1)
+    assert "blind 2 of 3 (67%), hints name 1 of 2" in runner.figure(report["stages"]["1"])

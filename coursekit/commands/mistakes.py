@@ -9,7 +9,8 @@ does not wait for the result, the mean where the contract says median, a key reu
 float32 reference where float64 is asked. The corpus (``coursekit.commands.mistakes_corpus``)
 is ``tests/mistakes/<project>.py``, written by the course's developers, and
 ``tests/mistakes/blind/<project>.py``, written by people who never read the checker (ids
-``blind-...``), both apart from the mutation run and from the planted bugs a check's own
+``blind-...``; an entry's ``named_by`` phrases say what a hint naming it holds), both
+apart from the mutation run and from the planted bugs a check's own
 tests aim at it::
 
     MISTAKES = [
@@ -78,6 +79,8 @@ class Outcome:
     failed_checks: list[str]
     seconds: float
     detail: str = ""
+    # caught, with phrases declared: whether the checks' words hold one (else None)
+    hint_names_it: bool | None = None
 
 
 def classify(returncode: int | None, timed_out: bool) -> str:
@@ -91,7 +94,9 @@ def classify(returncode: int | None, timed_out: bool) -> str:
 def run_checker(checker: Path, impl: Path, stage: int, seed: int, env: dict,
                 timeout: float, fail_fast: bool) -> tuple[int | None, bool, list[str], str]:
     """(exit status, timed out, ids of the checks that did not pass, output tail), the
-    checker in its own process group (its learner processes go with it on a timeout)."""
+    checker in its own process group (its learner processes go with it on a timeout).
+    The words of the checks that did not pass stay in ``result.json`` beside ``impl``
+    (``words_of_failures``)."""
     report = impl.with_name("result.json")
     report.unlink(missing_ok=True)
     cmd = [sys.executable, str(checker), "--stage", str(stage), "--impl", str(impl),
@@ -115,6 +120,26 @@ def run_checker(checker: Path, impl: Path, stage: int, seed: int, env: dict,
     return proc.popen.returncode, timed_out, failed, tail
 
 
+def words_of_failures(impl: Path) -> str:
+    """What the checks that did not pass told the learner (message, yours, expected,
+    evidence, hint), from the run's ``result.json``; "" when there is none."""
+    try:
+        results = json.loads(impl.with_name("result.json").read_text()).get("results", [])
+    except (OSError, ValueError):
+        return ""
+    return "\n".join(str(r.get(k) or "") for r in results if r.get("status") != "pass"
+                     for k in ("message", "yours", "expected", "evidence", "hint"))
+
+
+def names_it(mistake: Mistake, words: str) -> bool | None:
+    """Whether the checks' words hold one of the phrases that name the mistake; None when
+    the mistake declares none."""
+    if not mistake.named_by:
+        return None
+    low = words.lower()
+    return any(p.lower() in low for p in mistake.named_by)
+
+
 def judge(mistake: Mistake, text: str, base: Path, checker: Path, seed: int, env: dict,
           timeout: float) -> Outcome:
     work = base / mistake.id
@@ -132,7 +157,8 @@ def judge(mistake: Mistake, text: str, base: Path, checker: Path, seed: int, env
         outcome = classify(rc, timed_out)
     return Outcome(mistake.id, mistake.stage, mistake.misunderstood, outcome, rc, failed,
                    round(time.perf_counter() - began, 1),
-                   "" if outcome in ("caught", "accepted") else tail)
+                   "" if outcome in ("caught", "accepted") else tail,
+                   names_it(mistake, words_of_failures(impl)) if outcome == "caught" else None)
 
 
 CORPORA = ("all", "blind", "own")
@@ -228,11 +254,15 @@ def write_report(path: Path, project: str, seed: int, results: list[Outcome], ra
 
 
 def part(group: list[dict], blind: bool) -> dict:
-    """The blind mistakes' figure, or the rest's."""
+    """The blind mistakes' figure, or the rest's, with how many hints named the mistake
+    (of the caught ones that declare phrases)."""
     rows = [r for r in group if r["id"].startswith(BLIND_PREFIX) == blind]
     caught = sum(r["outcome"] in CAUGHT for r in rows)
+    judged = [r for r in rows if r.get("hint_names_it") is not None]
     return {"total": len(rows), "caught": caught,
-            "rate": round(caught / len(rows), 4) if rows else None}
+            "rate": round(caught / len(rows), 4) if rows else None,
+            "hints_judged": len(judged),
+            "hints_naming": sum(bool(r["hint_names_it"]) for r in judged)}
 
 
 def tally(group: list[dict], justified: dict[str, str], in_corpus: int) -> dict:

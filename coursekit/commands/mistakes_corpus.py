@@ -8,8 +8,11 @@ format, kept apart because they measure different things.
                                        planted bugs or the corpus); every id starts with
                                        ``blind-``: how far the checks generalise
 
-Each holds ``MISTAKES = [{"stage", "id", "misunderstood", "edits": [(old, new), ...]}]``
-and may hold ``JUSTIFIED = {id: why no check can catch it without failing correct work}``
+Each holds ``MISTAKES = [{"stage", "id", "misunderstood", "edits": [(old, new), ...]}]``;
+an entry may add ``"named_by": [phrase, ...]``: words a hint that names this mistake
+would hold (any one, case apart), written with the mistake and never from a checker's
+output, so ``make mistakes`` can say how many hints name what went wrong. A file may
+hold ``JUSTIFIED = {id: why no check can catch it without failing correct work}``
 (an id of either file). Each ``old`` occurs exactly once in the reference
 ``projects/<p>/solution/model.py`` (as the edits before it left it), inside one of that
 stage's ``### BEGIN SOLUTION stage N`` regions.
@@ -34,6 +37,7 @@ class Mistake:
     misunderstood: str
     edits: tuple[tuple[str, str], ...]
     blind: bool = False  # from tests/mistakes/blind/: written without reading a checker
+    named_by: tuple[str, ...] = ()  # phrases a hint naming this mistake holds (any one)
 
 
 def corpus_path(project: str, root: Path = ROOT, blind: bool = False) -> Path:
@@ -58,7 +62,7 @@ def read_file(path: Path, blind: bool) -> tuple[list[Mistake], dict[str, str]]:
                              f"{BLIND_PREFIX!r} in {'a blind' if blind else 'this'} corpus")
         mistakes.append(Mistake(int(entry["stage"]), mistake_id, str(entry["misunderstood"]),
                                 tuple((str(old), str(new)) for old, new in entry["edits"]),
-                                blind))
+                                blind, tuple(str(p) for p in entry.get("named_by", ()))))
     return mistakes, {str(k): str(v) for k, v in data.get("JUSTIFIED", {}).items()}
 
 

@@ -15,7 +15,8 @@ def percent(rate) -> str:
 
 def figure(t: dict) -> str:
     """One stage's corpus figure, the blind mistakes' beside the rest's: ``19 of 20
-    learner mistakes caught (95%); blind 9 of 10 (90%), own 10 of 10 (100%)``."""
+    learner mistakes caught (95%); blind 9 of 10 (90%), hints name 8 of 9, own 10 of 10
+    (100%)``."""
     text = f"{t['caught']} of {t['total']} learner mistakes caught ({percent(t['rate'])}"
     justified = len(t["missed"]) - t["unjustified"]
     text += f"; {justified} justified)" if justified else ")"
@@ -24,8 +25,15 @@ def figure(t: dict) -> str:
     blind, own = t["blind"], t["own"]
     blind_text = (f"blind {blind['caught']} of {blind['total']} ({percent(blind['rate'])})"
                   if blind["total"] else "blind: none judged")
-    return (text + f"; {blind_text}, own {own['caught']} of {own['total']} "
-            f"({percent(own['rate'])})")
+    return (text + f"; {blind_text}{naming(blind)}, own {own['caught']} of {own['total']} "
+            f"({percent(own['rate'])}){naming(own)}")
+
+
+def naming(part: dict) -> str:
+    """``, hints name 8 of 9``: of the caught mistakes that declare the phrases naming
+    them, how many the checks' words name; "" when none declares any."""
+    judged = part.get("hints_judged")
+    return f", hints name {part['hints_naming']} of {judged}" if judged else ""
 
 
 def corpus_figure(project: str, stage: int, root: Path = ROOT) -> str | None:
