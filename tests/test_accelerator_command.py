@@ -311,3 +311,31 @@ def test_a_peak_that_takes_no_dtype_runs_beside_float32_and_is_judged_by_the_fas
     assert got["within_90"] is False
     assert "measures float32, not the device's fast dtype (bfloat16)" in got["note"]
     assert "94% of the float32 ceiling measured beside it" in got["note"]
+
+
+def test_cpu_only_projects_run_in_a_lane_of_their_own_that_cannot_take_the_chip(
+        tmp_path, monkeypatch):
+    """sharded-training declares its eight CPU devices: its checks run beside the chip's
+    items, every process of theirs with JAX_PLATFORMS=cpu; the other projects run in the
+    chip's lane with the machine's own platforms, never in both."""
+    from coursekit.commands import accelerator
+    assert accelerator.keeps_to_the_cpu("sharded-training")
+    assert not any(accelerator.keeps_to_the_cpu(p) for p in
+                   ("foundations", "pallas-kernel", "performance-audit", "optimisation"))
+    seen = []
+
+    def fake_checker(project, which, stage, out, limit, env):
+        seen.append((project, which, env.get("JAX_PLATFORMS")))
+        return {"kind": "checks", "project": project, "impl": which, "stage": stage,
+                "stages": {}, "error": "", "wall_s": 0.0, "measured_on": None}
+
+    monkeypatch.setattr(accelerator.runs, "run_checker", fake_checker)
+    monkeypatch.delenv("JAX_PLATFORMS", raising=False)
+    run = accelerator.Run(accelerator.parse(["--part", "projects", "--out", str(tmp_path)]))
+    accelerator.part_projects(run, "cpu")
+    assert seen == [("sharded-training", w, "cpu") for w in ("solution", "starter")]
+    seen.clear()
+    accelerator.part_projects(run, "chip")
+    assert {p for p, _, _ in seen} == {"foundations", "optimisation", "pallas-kernel",
+                                       "performance-audit"}
+    assert {platforms for _, _, platforms in seen} == {None}

@@ -42,10 +42,11 @@ import json
 import shlex
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 
-from coursekit import facts
+from coursekit import facts, protocol
 from coursekit.commands import accelerator_report as report
 from coursekit.commands import accelerator_runs as runs
 from coursekit.commands.course import discover_notebooks, discover_projects
@@ -70,6 +71,7 @@ class Run:
         self.started = time.perf_counter()
         self.deadline = None if args.budget is None else self.started + args.budget
         self.stopped = False
+        self.recording = threading.RLock()
         self.env = runs.child_environment(dry_run=args.dry_run, site=Path(args.site),
                                           records=self.out / "records")
 
@@ -106,18 +108,23 @@ class Run:
                   flush=True)
             self.stopped = True
             return None
-        self.items.mkdir(parents=True, exist_ok=True)
-        tmp = self.item_path(key).with_suffix(".tmp")
-        tmp.write_text(json.dumps(result, indent=1, default=str))
-        tmp.replace(self.item_path(key))
-        print(f"    {one_line(result)}", flush=True)
-        self.write_report()
+        with self.recording:  # two lanes may end an item at once
+            self.items.mkdir(parents=True, exist_ok=True)
+            tmp = self.item_path(key).with_suffix(".tmp")
+            tmp.write_text(json.dumps(result, indent=1, default=str))
+            tmp.replace(self.item_path(key))
+            print(f"    {title}: {one_line(result)}", flush=True)
+            self.write_report()
         return result
 
     def recorded(self) -> list[dict]:
         return [json.loads(p.read_text()) for p in sorted(self.items.glob("*.json"))]
 
     def write_report(self) -> dict:
+        with self.recording:
+            return self._write_report()
+
+    def _write_report(self) -> dict:
         projects = [(p, which) for p in discover_projects() for which in IMPLS]
         notebooks = [p.name for p in discover_notebooks("", Path(self.args.notebooks))]
         built = report.build_report(self.recorded(), projects=projects, notebooks=notebooks,
@@ -158,15 +165,41 @@ def part_environment(run: Run, *, only_if_missing: bool) -> None:
              lambda limit: runs.run_probe(run.out, limit, run.env))
 
 
-def part_projects(run: Run) -> None:
+def keeps_to_the_cpu(project: str) -> bool:
+    """A project whose checker declares CPU devices for its learner processes
+    (``LEARNER_CPU_DEVICES``, sharded-training's eight) never computes on the chip."""
+    return protocol.declared_cpu_devices(facts.checker_path(project).read_text()) is not None
+
+
+def part_projects(run: Run, lane: str = "chip") -> None:
+    """Each project's checks on its solution and starter. ``lane="chip"``: the projects
+    that compute on the device, one after another; ``lane="cpu"``: those that keep to
+    the CPU, run beside them (``cpu_lane``) with ``JAX_PLATFORMS=cpu`` so none of their
+    processes can take the chip; ``lane="all"``: every project in turn (a dry run)."""
     impls = IMPLS if run.args.impl == "both" else (run.args.impl,)
     stage = str(run.args.stage)
+    env = {**run.env, "JAX_PLATFORMS": "cpu"} if lane == "cpu" else run.env
+    tag = "[cpu lane] " if lane == "cpu" else ""
     for project in discover_projects(run.args.only):
+        if lane != "all" and keeps_to_the_cpu(project) != (lane == "cpu"):
+            continue
         for which in impls:
-            run.item(f"checks-{project}-{which}-{stage}", f"checks {project} {which} --stage "
-                     f"{stage}", run.args.check_timeout,
+            run.item(f"checks-{project}-{which}-{stage}", f"{tag}checks {project} {which} "
+                     f"--stage {stage}", run.args.check_timeout,
                      lambda limit, p=project, w=which: runs.run_checker(
-                         p, w, stage, run.out, limit, run.env))
+                         p, w, stage, run.out, limit, env))
+
+
+def cpu_lane(run: Run) -> threading.Thread | None:
+    """The CPU-only projects' checks in a thread beside the chip's items (the machine has
+    cores to spare, the chip admits one process): their time no longer adds to the run's.
+    None on a dry run, where every item is on the CPU and the cores are few."""
+    if run.args.dry_run:
+        return None
+    lane = threading.Thread(target=part_projects, args=(run, "cpu"), name="cpu-lane",
+                            daemon=True)
+    lane.start()
+    return lane
 
 
 def part_notebooks(run: Run) -> None:
@@ -302,13 +335,16 @@ def main(argv: list[str] | None = None) -> int:
     measuring = [p for p in args.parts if p in ALL]
     if measuring:
         part_environment(run, only_if_missing="environment" not in measuring)
+    lane = cpu_lane(run) if "projects" in measuring else None
     for part in measuring:
         if part == "projects":
-            part_projects(run)
+            part_projects(run, "chip" if lane else "all")
         elif part == "notebooks":
             part_notebooks(run)
         elif part == "roofline":
             part_roofline(run)
+    if lane is not None:
+        lane.join()
     built = run.write_report()
     s = built["summary"]
     print(f"\nreport: {out / 'report.md'} (and report.json)\n"
