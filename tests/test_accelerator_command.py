@@ -210,6 +210,14 @@ def test_stage_verdicts_can_say_wrong():
     solution = stage_verdicts([result(1, "a", "pass"), result(1, "b", "inconclusive", "x"),
                                result(2, "c", "fail", "off by 2\nmore")], "solution")
     assert solution["1"]["verdict"] == "pass, inconclusive" and solution["1"]["as_expected"]
+    # a check this machine cannot run (sockets refused) fails neither side
+    socketless = [result(3, "a", "pass"), result(3, "d", "not-applicable",
+                                                 "not applicable here: jax.distributed")]
+    assert stage_verdicts(socketless, "solution")["3"]["verdict"] == "pass, not applicable"
+    assert stage_verdicts(socketless, "solution")["3"]["as_expected"]
+    starter = stage_verdicts([result(3, "a", "not-implemented", "not yet: stage 3: f"),
+                              socketless[1]], "starter")
+    assert starter["3"]["verdict"] == "not yet" and starter["3"]["as_expected"]
     assert solution["2"]["verdict"] == "FAIL"
     assert solution["2"]["not_passed"] == [{"check_id": "c", "status": "fail",
                                             "message": "off by 2", "not_yet": False}]

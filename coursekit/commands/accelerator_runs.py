@@ -32,6 +32,7 @@ from coursekit.workloads.procgroup import last_line, start, wait_all
 
 # What a starter's check must say: the stub's NotImplementedError, as "not yet: ...".
 NOT_YET_STATUS, NOT_YET_PREFIX = "not-implemented", "not yet"
+NOT_APPLICABLE_STATUS = "not-applicable"  # coursekit.checking.errors.NOT_APPLICABLE
 # Variables a test run sets that would let a notebook's check cell reuse another run's
 # result instead of running the checker on this machine.
 NOT_INHERITED = ("COURSE_CHECK_REUSE",)
@@ -100,12 +101,14 @@ def first_line(text: str) -> str:
 def stage_verdicts(results: list[dict], which: str) -> dict:
     """Per stage: counts, the checks that did not pass (id, status, first message line)
     and the verdict. Against the solution every check passes (an inconclusive timing
-    check is allowed and counted); against the starter every check says "not yet"."""
+    check is allowed and counted); against the starter every check says "not yet". A
+    check this machine cannot run ("not-applicable": a multi-process run where sockets
+    are refused) is counted apart, on either side, and is no failure."""
     stages: dict = {}
     for r in results:
         s = stages.setdefault(str(r["stage"]), {
             "checks": 0, "passed": 0, "failed": 0, "inconclusive": 0, "not_yet": 0,
-            "seconds": 0.0, "not_passed": []})
+            "not_applicable": 0, "seconds": 0.0, "not_passed": []})
         s["checks"] += 1
         s["seconds"] = round(s["seconds"] + float(r.get("duration_s") or 0.0), 2)
         status = r["status"]
@@ -114,23 +117,26 @@ def stage_verdicts(results: list[dict], which: str) -> dict:
             continue
         if status == "inconclusive":
             s["inconclusive"] += 1
+        elif status == NOT_APPLICABLE_STATUS:
+            s["not_applicable"] += 1
         else:
             s["failed"] += 1
-        said_not_yet = status == NOT_YET_STATUS and \
-            first_line(r.get("message", "")).startswith(NOT_YET_PREFIX)
+        said_not_yet = (status == NOT_YET_STATUS and first_line(
+            r.get("message", "")).startswith(NOT_YET_PREFIX)) or status == NOT_APPLICABLE_STATUS
         s["not_yet"] += said_not_yet
         s["not_passed"].append({"check_id": r["check_id"], "status": status,
                                 "message": first_line(r.get("message", ""))[:240],
                                 "not_yet": said_not_yet})
     for s in stages.values():
-        if which == "starter":
+        if which == "starter":  # (a not-applicable check counts with the not-yets)
             ok = s["checks"] > 0 and s["not_yet"] == s["checks"]
             s["verdict"] = "not yet" if ok else "WRONG: " + ", ".join(sorted(
                 {x["status"] for x in s["not_passed"] if not x["not_yet"]} |
                 ({"pass"} if s["passed"] else set())))
         else:
             ok = s["failed"] == 0 and s["checks"] > 0
-            s["verdict"] = ("pass" if not s["inconclusive"] else "pass, inconclusive") \
+            s["verdict"] = ", ".join(["pass"] + ["inconclusive"] * bool(s["inconclusive"])
+                                     + ["not applicable"] * bool(s["not_applicable"])) \
                 if ok else "FAIL"
         s["as_expected"] = ok
     return stages
