@@ -420,3 +420,32 @@ def test_bad_input_gets_a_named_error():
              "dtype": "float32", "block_rows": 8, "samples_s": [1.0], "output_ok": True},
             {"impl": "pallas", "shape": [8, 8], "mode": "compiled", "backend": "cpu",
              "dtype": "float32", "block_rows": 16, "samples_s": [1.0], "output_ok": True}])
+
+
+def test_stored_bars_equal_a_fresh_generation():
+    """The rounding bars the checker reads (numbers, in the learner's copy too) are the
+    course's own analysis at the public row lengths, as pallas_write_bars.py writes them."""
+    import sys
+
+    from coursekit.facts import ROOT
+    folder = ROOT / "projects" / PROJECT / "tests"
+    sys.path.insert(0, str(folder))
+    try:
+        import pallas_write_bars
+    finally:
+        sys.path.remove(str(folder))
+    assert pallas_write_bars.BARS.read_text() == pallas_write_bars.text(
+        pallas_write_bars.generate())
+
+
+def test_no_check_needs_instructor_code():
+    """Every check runs in a learner's copy (issue 50): neither the checker's modules nor
+    the learner-process code they call reach coursekit.instructor."""
+    from coursekit.facts import ROOT
+    files = [*(ROOT / "projects" / PROJECT / "tests").glob("pallas_*.py"),
+             *(ROOT / "coursekit" / "workloads").glob("remote_pallas_kernel*.py")]
+    for path in files:
+        if path.name == "pallas_write_bars.py":
+            continue  # the instructor's generator of the stored bars
+        text = path.read_text()
+        assert "instructor_module(" not in text and "coursekit.instructor" not in text, path

@@ -12,15 +12,16 @@ import jax.numpy as jnp
 import numpy as np
 from pallas_harness import (
     DTYPES,
-    answers,
     budget,
     checker,
     compare,
     draw,
     expect_close,
+    length,
     ragged,
     ref64,
     ref_jnp,
+    stored_bar,
     unit_roundoff,
 )
 
@@ -30,13 +31,13 @@ from coursekit.checking.contract import CheckFailed
 from coursekit.checking.learner import get_function
 from coursekit.checking.values import as_array, as_float, fail_unless, require_keys
 
-# The bracket a derived rtol must fall in: the course's own analysis, instructor-only
-# (coursekit.instructor.pallas_kernel), as the budget is.
 ATOL_MAX_U32 = 10
 
 
 def rtol_bracket(dtype, n: int) -> tuple[float, float]:
-    return answers.rtol_bracket(dtype, n)
+    """The bracket a derived rtol must fall in (stored with the rounding bars)."""
+    bar = stored_bar(dtype, n)
+    return bar["rtol_lo"], bar["rtol_hi"]
 
 
 def rtol_in_bracket(rtol: float, dtype, dtype_name: str, n: int) -> None:
@@ -81,9 +82,9 @@ def learner_jnp(impl):
 def jnp_reference_matches_float64(impl, ctx):
     fn = learner_jnp(impl)
     rng = ctx.rng("jnp-ref")
-    shapes = [(int(rng.integers(2, 9)), int(rng.integers(1, 20))),
-              (int(rng.integers(9, 40)) | 1, ragged(rng, 100, 700, 2)),
-              (int(rng.integers(2, 6)), ragged(rng, 2000, 5000, 2))]
+    shapes = [(int(rng.integers(2, 9)), length(rng, 1, 20)),
+              (int(rng.integers(9, 40)) | 1, length(rng, 100, 700, 2)),
+              (int(rng.integers(2, 6)), length(rng, 2000, 5000, 2))]
     for dtype_name in DTYPES:
         for shape in shapes:
             x = draw(rng, shape, DTYPES[dtype_name])
@@ -95,7 +96,7 @@ def jnp_reference_matches_float64(impl, ctx):
 def jnp_reference_is_stable(impl, ctx):
     fn = learner_jnp(impl)
     rng = ctx.rng("stable")
-    shape = (int(rng.integers(3, 12)), ragged(rng, 30, 300, 2))
+    shape = (int(rng.integers(3, 12)), length(rng, 30, 300, 2))
     x = rng.standard_normal(shape) * 3 + rng.choice([-1, 1], (shape[0], 1)) * rng.uniform(
         600, 1000, (shape[0], 1))
     x = jnp.asarray(x.astype(np.float32))
@@ -148,7 +149,7 @@ def float64_hint(y, ref, i: int, j: int) -> str:
 def tolerance_from_dtype_and_length(impl, ctx):
     get_function(impl, "tolerance")  # a missing function is named
     rng = ctx.rng("tolerance")
-    lengths = (int(rng.integers(5, 12)), ragged(rng, 200, 500, 2), ragged(rng, 3000, 5000, 2))
+    lengths = (length(rng, 5, 12), length(rng, 200, 500, 2), length(rng, 3000, 5000, 2))
     got = {}
     for dtype_name, dtype in DTYPES.items():
         for n in lengths:

@@ -26,6 +26,7 @@ from pallas_harness import (
     draw,
     expect_close,
     exported_kernel,
+    length,
     ragged,
     ref64,
 )
@@ -352,7 +353,7 @@ def execution_mode_by_backend(impl, ctx):
 def kernel_is_a_pallas_call(impl, ctx):
     rng = ctx.rng("pallas-call")
     block_rows = int(rng.choice(BLOCK_ROWS))
-    shape = (ragged(rng, 20, 60, block_rows), ragged(rng, 130, 500, 2))
+    shape = (ragged(rng, 20, 60, block_rows), length(rng, 130, 500, 2))
     x = draw(rng, shape, jnp.float32)
     info = learner_sites(impl, x, block_rows)
     fail_unless(len(info["sites"]) > 0, "softmax_pallas runs no pallas_call: the result "
@@ -380,7 +381,7 @@ def grid_and_blockspec(impl, ctx):
     for block_rows in rng.permutation(BLOCK_ROWS)[:2]:
         block_rows = int(block_rows)
         shape = (ragged(rng, 3 * block_rows, 6 * block_rows, block_rows),
-                 ragged(rng, 20, 900, 2))
+                 length(rng, 20, 900, 2))
         x = draw(rng, shape, jnp.float32)
         want_grid = [math.ceil(shape[0] / block_rows)]
         info = learner_sites(impl, x, block_rows, programs=want_grid[0])
@@ -429,7 +430,7 @@ def kernel_matches(impl, ctx, dtype_name: str, salt: str) -> None:
     if dtype_name == "bfloat16":
         cases.append(((b * int(rng.integers(2, 5)), int(rng.choice([256, 512, 1024]))), b))
     else:
-        cols = ragged(rng, 129, 700, 2) if rng.random() < 0.7 else ragged(rng, 3, 127, 2)
+        cols = length(rng, 129, 700, 2) if rng.random() < 0.7 else length(rng, 3, 127, 2)
         cases.append(((ragged(rng, b + 1, 4 * b, b), cols), b))  # neither dimension divides
     passed = []
     for shape, block_rows in cases:
@@ -512,7 +513,7 @@ def matches_references_bfloat16(impl, ctx):
 def edge_shapes(impl, ctx):
     rng = ctx.rng("edges")
     block_rows = int(rng.choice(BLOCK_ROWS[1:]))
-    for shape in ((1, 1), (ragged(rng, 2, block_rows, block_rows), ragged(rng, 3, 127, 2)),
+    for shape in ((1, 1), (ragged(rng, 2, block_rows, block_rows), length(rng, 3, 127, 2)),
                   (block_rows + 1, int(rng.choice([129, 1023, 1025])))):
         x = draw(rng, shape, jnp.float32)
         expect_kernel_close(impl, learner_kernel(impl, block_rows)(x), x, "float32",
@@ -568,7 +569,7 @@ def declared_mode_is_the_one_that_ran(impl, ctx):
     # more columns than 3 blocks of rows: a grid over the columns is always another grid
     # (60-400 columns once matched the rows' 2 or 3 blocks of 32 at 1 seed in about 10)
     shape = (ragged(rng, block_rows + 1, 3 * block_rows, block_rows),
-             ragged(rng, max(60, 3 * block_rows + 1), 400, 2))
+             length(rng, max(60, 3 * block_rows + 1), 400, 2))
     x = draw(rng, shape, jnp.float32)
     result, ran_sites = run_observed(impl, x, block_rows)
     # run_softmax reports its kernel's output: the same as softmax_pallas gives on x with
