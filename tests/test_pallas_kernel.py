@@ -72,6 +72,18 @@ PLANTED = {
         ("    return e / e.sum(axis=-1, keepdims=True)\n",
          "    class Same(np.ndarray):\n        __eq__ = lambda self, other: True\n"
          "    return np.zeros(x.shape).view(Same)\n")]),
+    # issue 53: one row wrong, first, middle or last: every row is looked at
+    "numpy_reference_first_row_off": (1, ["numpy_reference_is_float64"], [
+        ("    return e / e.sum(axis=-1, keepdims=True)\n",
+         "    y = e / e.sum(axis=-1, keepdims=True)\n    y[0] *= 1 + 1e-9\n    return y\n")]),
+    "jnp_reference_middle_row_off": (1, ["jnp_reference_matches_float64"], [
+        ("    return (e / jnp.sum(e, axis=-1, keepdims=True)).astype(x.dtype)\n",
+         "    y = (e / jnp.sum(e, axis=-1, keepdims=True)).astype(x.dtype)\n"
+         "    return y.at[y.shape[0] // 2].multiply(1.01)\n")]),
+    "jnp_reference_last_row_off": (1, ["jnp_reference_matches_float64"], [
+        ("    return (e / jnp.sum(e, axis=-1, keepdims=True)).astype(x.dtype)\n",
+         "    y = (e / jnp.sum(e, axis=-1, keepdims=True)).astype(x.dtype)\n"
+         "    return y.at[-1].multiply(1.01)\n")]),
     # stage 2: the kernel
     "mode_always_interpreted": (2, ["execution_mode_by_backend"], [
         ('    return "interpreted" if backend == "cpu" else "compiled"\n',
@@ -137,6 +149,15 @@ PLANTED = {
     "declared_mode_lies": (2, ["declared_mode_is_the_one_that_ran"], [
         ('return {"y": np.asarray(y), "mode": execution_mode(),',
          'return {"y": np.asarray(y), "mode": "compiled",')]),
+    # issue 53: one grid program's block left unnormalised, the first, a middle or the
+    # last: every block is looked at
+    **{f"kernel_{where}_block_unnormalised": (
+        2, ["matches_references_float32", "matches_references_bfloat16", "edge_shapes"], [
+            ("    o_ref[...] = (e / s).astype(o_ref.dtype)\n",
+             f"    o_ref[...] = jnp.where(pl.program_id(0) == {program}, e, e / s)"
+             ".astype(o_ref.dtype)\n")])
+       for where, program in (("first", "0"), ("middle", "pl.num_programs(0) // 2"),
+                              ("last", "pl.num_programs(0) - 1"))},
     # stage 3: measured
     "unsynchronised_sweep": (3, ["sweep_timings_synchronised"], [
         ("                    jax.block_until_ready(fn(x))\n                    samples.append",
@@ -250,6 +271,8 @@ WRONG_HINTS = {"kernel_row_sum_in_bfloat16": MASKING, "kernel_computes_in_bfloat
                "tolerance_forgets_output_rounding": "in [",
                "tolerance_atol_below_float32": ["in [", "u32, 10 u32", "a few u32"],
                "jnp_reference_without_max_subtraction": "subtract each row's max"}
+HINTS.update({f"kernel_{where}_block_unnormalised": "only the rows of grid program"
+              for where in ("first", "middle", "last")})
 HINTS["padding_masked_with_zero@seed1506760828"] = HINTS["padding_masked_with_zero"]
 WRONG_HINTS["padding_masked_with_zero@seed1506760828"] = WRONG_HINTS["padding_masked_with_zero"]
 

@@ -27,6 +27,7 @@ stage scores 0)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from pathlib import Path
@@ -36,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.special
 
-from coursekit.checking.contract import Checker
+from coursekit.checking.contract import Checker, CheckFailed
 from coursekit.checking.device import learner_may_hold_accelerator
 from coursekit.checking.learner import get_function
 from coursekit.checking.values import as_array, fail_unless
@@ -253,3 +254,33 @@ def exported_kernel(impl, x, block_rows: int):
     return get_function(impl, "softmax_pallas").export(x, block_rows=block_rows,
                                                         out_example=x)
 
+
+
+# ---------------------------------------------------------------------------------------
+# Second calls: new data of a shape an earlier call got right (issue 53)
+# ---------------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def second_call(y_now, y_before, what: str):
+    """Around the check of ``y_now``, a later call's output of a learner function on new
+    data of the shape an earlier call (output ``y_before``) got right: a failure there
+    names state carried from the earlier call, and says whether this call returned the
+    earlier output."""
+    try:
+        yield
+    except CheckFailed as err:
+        try:
+            now = np.asarray(y_now, np.float64)
+            before = np.asarray(y_before, np.float64)
+            same = now.shape == before.shape and bool(
+                np.allclose(now, before, rtol=1e-6, atol=0, equal_nan=True))
+        except (TypeError, ValueError):
+            same = False
+        err.args = (f"{err.args[0]} ({what}: a later call, on new data of the shape of an "
+                    "earlier call that was right)",)
+        err.hint = ("right on an earlier call, wrong on this one with other data of the "
+                    "same shape" + (", returning the earlier call's output" if same else "")
+                    + ": state carried from an earlier call (a cache keyed on the shape, "
+                    "or a function holding an earlier call's arrays) made this result")
+        err.kind = "carried-state"
+        raise
