@@ -300,10 +300,9 @@ with not_yet("stage 2: shapes and dtypes") as stage2_shapes:
 # The checker reads your program (a jnp function in disguise has no `pallas_call`; softmax
 # arithmetic outside the kernel fails), checks the grid and blocks, compares your kernel's
 # values with SciPy's float64 softmax and with `jax.nn.softmax` computed in float32, on
-# divisible, ragged and edge shapes (float32) and divisible ones (bfloat16), within rounding
-# bars stored as numbers for the row lengths it draws from
-# (`projects/pallas-kernel/tests/expected/tolerance_bars.json`), and compares your declared
-# mode with the one that ran. Every check runs here, in your copy; the grader runs the same
+# divisible, ragged and edge shapes (float32) and divisible ones (bfloat16), within its
+# rounding bars (stored as numbers for the row lengths it draws from), and compares your
+# declared mode with the one that ran. Every check runs here, in your copy; the grader runs the same
 # checks at seeds of its own.
 
 # %%
