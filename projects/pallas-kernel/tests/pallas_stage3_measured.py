@@ -536,7 +536,7 @@ def sweep_checks_output_before_timing(impl, ctx):
     i, j = int(rng.integers(0, shape[0])), int(rng.integers(0, shape[1]))
     rtol, atol = budget(jnp.float32, shape[1])
     for dtype_name in DTYPES:
-        # Built in the learner process from the catalog (remote_pallas_kernel): 8 plainly
+        # Built in the learner process from the catalog (remote_pallas_kernel_planted): 8 plainly
         # wrong at [i, j], 16 SUBTLE_BUDGETS allowances off at row 0's p nearest 1e-2,
         # 64 one row short, 128 one row too many, 32 right.
         blocks = [8, 16, 32, 64, 128] if dtype_name == "float32" else [32]
