@@ -115,7 +115,7 @@ _REMOTE = {project: tuple(f"coursekit.workloads.remote_{project.replace('-', '_'
            for project, suffixes in (("foundations", ("",)),
                                      ("performance-audit", ("",)),
                                      ("optimisation", ("", "_stubbed")),
-                                     ("pallas-kernel", ("", "_runs")),
+                                     ("pallas-kernel", ("", "_runs", "_planted")),
                                      ("sharded-training", ("", "_runs")))}
 STAGES = {"foundations": 3, "performance-audit": 4, "optimisation": 4, "pallas-kernel": 3,
           "sharded-training": 4}

@@ -1,8 +1,8 @@
 """What the pallas-kernel checker runs in the learner process (``coursekit.workloads.
 inspectors``): inspectors that read the learner's program (``pallas_call`` sites, index
 maps, the interpret flag with ``execution_mode`` swapped) and run the learner's ``sweep``
-with a probed kernel. The checker's own softmax and the kernels built from it are
-instructor-only (``coursekit.instructor.remote_pallas_kernel``).
+with a probed kernel. The kernels the checker hands to that sweep are in
+``remote_pallas_kernel_planted``.
 
 Every answer is self-reported (it comes from the process that runs the learner's code);
 ``projects/pallas-kernel/tests/check.py`` lists them in ``SELF_REPORTED`` and cross-checks

@@ -12,8 +12,7 @@
   built here over an input the checker padded itself, with finite values past the edge
   (interpreted Pallas would fill those cells with NaN, which a kernel that swaps NaN for
   -inf instead of masking by position survives);
-- the workloads built from the checker's own softmax live with it, instructor-only
-  (``coursekit.instructor.remote_pallas_kernel``).
+- the kernels handed to the learner's sweep are in ``remote_pallas_kernel_planted``.
 
 Every answer is self-reported; ``projects/pallas-kernel/tests`` lists each in
 ``SELF_REPORTED`` with what it is cross-checked against there.

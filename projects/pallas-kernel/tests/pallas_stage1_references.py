@@ -8,19 +8,23 @@ accept a correct softmax computed here and reject one 10x the budget off."""
 
 from __future__ import annotations
 
+import contextlib
+
 import jax.numpy as jnp
 import numpy as np
 from pallas_harness import (
     DTYPES,
-    answers,
     budget,
     checker,
     compare,
     draw,
     expect_close,
+    length,
     ragged,
     ref64,
     ref_jnp,
+    second_call,
+    stored_bar,
     unit_roundoff,
 )
 
@@ -30,13 +34,13 @@ from coursekit.checking.contract import CheckFailed
 from coursekit.checking.learner import get_function
 from coursekit.checking.values import as_array, as_float, fail_unless, require_keys
 
-# The bracket a derived rtol must fall in: the course's own analysis, instructor-only
-# (coursekit.instructor.pallas_kernel), as the budget is.
 ATOL_MAX_U32 = 10
 
 
 def rtol_bracket(dtype, n: int) -> tuple[float, float]:
-    return answers.rtol_bracket(dtype, n)
+    """The bracket a derived rtol must fall in (stored with the rounding bars)."""
+    bar = stored_bar(dtype, n)
+    return bar["rtol_lo"], bar["rtol_hi"]
 
 
 def rtol_in_bracket(rtol: float, dtype, dtype_name: str, n: int) -> None:
@@ -81,21 +85,28 @@ def learner_jnp(impl):
 def jnp_reference_matches_float64(impl, ctx):
     fn = learner_jnp(impl)
     rng = ctx.rng("jnp-ref")
-    shapes = [(int(rng.integers(2, 9)), int(rng.integers(1, 20))),
-              (int(rng.integers(9, 40)) | 1, ragged(rng, 100, 700, 2)),
-              (int(rng.integers(2, 6)), ragged(rng, 2000, 5000, 2))]
+    shapes = [(int(rng.integers(2, 9)), length(rng, 1, 20)),
+              (int(rng.integers(9, 40)) | 1, length(rng, 100, 700, 2)),
+              (int(rng.integers(2, 6)), length(rng, 2000, 5000, 2))]
     for dtype_name in DTYPES:
         for shape in shapes:
             x = draw(rng, shape, DTYPES[dtype_name])
-            expect_close(fn(x), x, dtype_name, f"softmax_jnp on {dtype_name} {shape}",
+            y = fn(x)
+            expect_close(y, x, dtype_name, f"softmax_jnp on {dtype_name} {shape}",
                          REFERENCE_HINT)
+            # called again in the same process, on new data of the same shape
+            x = draw(rng, shape, DTYPES[dtype_name])
+            again = fn(x)
+            with second_call(again, y, "softmax_jnp"):
+                expect_close(again, x, dtype_name, f"softmax_jnp on {dtype_name} {shape}",
+                             REFERENCE_HINT)
 
 
 @checker.check(1)
 def jnp_reference_is_stable(impl, ctx):
     fn = learner_jnp(impl)
     rng = ctx.rng("stable")
-    shape = (int(rng.integers(3, 12)), ragged(rng, 30, 300, 2))
+    shape = (int(rng.integers(3, 12)), length(rng, 30, 300, 2))
     x = rng.standard_normal(shape) * 3 + rng.choice([-1, 1], (shape[0], 1)) * rng.uniform(
         600, 1000, (shape[0], 1))
     x = jnp.asarray(x.astype(np.float32))
@@ -111,20 +122,31 @@ def jnp_reference_is_stable(impl, ctx):
 def numpy_reference_is_float64(impl, ctx):
     fn = get_function(impl, "softmax_numpy_f64")
     rng = ctx.rng("np-ref")
-    for dtype_name in DTYPES:
-        shape = (int(rng.integers(3, 20)), ragged(rng, 50, 3000, 2))
+    shape, before = None, None
+    for dtype_name in (*DTYPES, "float32"):
+        # the second float32 call: new data of the first call's shape, in the same process
+        shape = shape or (int(rng.integers(3, 20)), ragged(rng, 50, 3000, 2))
         x = draw(rng, shape, DTYPES[dtype_name])
         y = fn(x)
-        fail_unless(isinstance(y, np.ndarray), "softmax_numpy_f64 must return a NumPy "
-                    "array (it is the JAX-independent reference)", yours=type(y).__name__,
-                    expected="numpy.ndarray", hint="NumPy only, in float64 from the "
-                    "input on: no JAX array may take part")
-        y = as_array(y, "softmax_numpy_f64", shape=shape, dtype=np.float64)
-        ok, (i, j), excess = compare(y, ref64(x), 1e-12, 1e-300)
-        fail_unless(ok, f"softmax_numpy_f64 on {dtype_name} input is not float64-accurate "
-                    f"(worst at [{i}, {j}]: {excess:.3g}x a 1e-12 relative tolerance)",
-                    yours=float(y[i, j]), expected=float(ref64(x)[i, j]),
-                    hint=float64_hint(y, ref64(x), i, j))
+        with second_call(y, before, "softmax_numpy_f64") if before is not None else \
+                contextlib.nullcontext():
+            check_float64(y, x, shape, dtype_name)
+        before = y
+
+
+def check_float64(y, x, shape, dtype_name: str) -> None:
+    """softmax_numpy_f64's output ``y`` on ``x``: a NumPy float64 array within 1e-12 of
+    the float64 softmax."""
+    fail_unless(isinstance(y, np.ndarray), "softmax_numpy_f64 must return a NumPy "
+                "array (it is the JAX-independent reference)", yours=type(y).__name__,
+                expected="numpy.ndarray", hint="NumPy only, in float64 from the "
+                "input on: no JAX array may take part")
+    y = as_array(y, "softmax_numpy_f64", shape=shape, dtype=np.float64)
+    ok, (i, j), excess = compare(y, ref64(x), 1e-12, 1e-300)
+    fail_unless(ok, f"softmax_numpy_f64 on {dtype_name} input is not float64-accurate "
+                f"(worst at [{i}, {j}]: {excess:.3g}x a 1e-12 relative tolerance)",
+                yours=float(y[i, j]), expected=float(ref64(x)[i, j]),
+                hint=float64_hint(y, ref64(x), i, j))
 
 
 def float64_hint(y, ref, i: int, j: int) -> str:
@@ -148,7 +170,7 @@ def float64_hint(y, ref, i: int, j: int) -> str:
 def tolerance_from_dtype_and_length(impl, ctx):
     get_function(impl, "tolerance")  # a missing function is named
     rng = ctx.rng("tolerance")
-    lengths = (int(rng.integers(5, 12)), ragged(rng, 200, 500, 2), ragged(rng, 3000, 5000, 2))
+    lengths = (length(rng, 5, 12), length(rng, 200, 500, 2), length(rng, 3000, 5000, 2))
     got = {}
     for dtype_name, dtype in DTYPES.items():
         for n in lengths:
@@ -196,6 +218,18 @@ def tolerance_from_dtype_and_length(impl, ctx):
                         "atol": atol}, expected="a tolerance that rejects it",
                         hint="an allowance that accepts an element 10x the rounding "
                         "budget off would pass a wrong kernel")
+    # called again in the same process, after the calls at other lengths and dtypes: the
+    # same answer as the first call's
+    for dtype_name, n in (("float32", lengths[0]), ("bfloat16", lengths[-1])):
+        t = require_keys(bridge.inspect(impl, "pallas-kernel/call_with_dtype",
+                                        LearnerFunction("tolerance"), dtype_name, n),
+                         ("rtol", "atol", "why"), "tolerance")
+        again = (as_float(t["rtol"], "rtol"), as_float(t["atol"], "atol"))
+        fail_unless(again == got[dtype_name, n], f"tolerance({dtype_name}, {n}) called "
+                    "again gives another answer than its first call", yours=again,
+                    expected=got[dtype_name, n], hint="the answer depends on the calls "
+                    "made before it: state carried from an earlier call (a cache keyed on "
+                    "less than the dtype and the length) made this one")
     for dtype_name in DTYPES:
         short_n, long_n = lengths[0], lengths[-1]
         fail_unless(got[dtype_name, long_n][0] > got[dtype_name, short_n][0]

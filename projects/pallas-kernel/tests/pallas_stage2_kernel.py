@@ -26,8 +26,10 @@ from pallas_harness import (
     draw,
     expect_close,
     exported_kernel,
+    length,
     ragged,
     ref64,
+    second_call,
 )
 
 from coursekit.checking import bridge
@@ -146,7 +148,8 @@ def kernel_diagnosis(impl, x, y, dtype_name: str, block_rows: int) -> tuple[str,
     ``partial-block`` (only the last, partial block's rows), ``low-precision`` (bfloat16
     wrong, the same values as float32 right: measured here with one more call),
     ``edge-columns`` (the blocks hold columns past the edge), else ``unknown``, whose hint
-    names no cause."""
+    names no cause; ``one-block`` (the rows of one grid program alone, the others
+    right)."""
     rows, cols = x.shape
     bad = wrong_rows(y, x, dtype_name)
     full = (rows // block_rows) * block_rows  # rows of full blocks: [0, full)
@@ -179,6 +182,16 @@ def kernel_diagnosis(impl, x, y, dtype_name: str, block_rows: int) -> tuple[str,
             "the rows of full blocks right: that block is not computed, or the rows past "
             "the array's edge in it (which hold anything: NaN, interpreted) reach the rows "
             "inside it")
+    programs = -(-rows // block_rows)
+    blocks = np.unique(bad // block_rows)
+    if programs > 1 and blocks.size == 1:
+        k = int(blocks[0])
+        which = "first" if k == 0 else "last" if k == programs - 1 else "a middle one"
+        return "one-block", (
+            f"only the rows of grid program {k} ({which} of {programs}: rows "
+            f"{k * block_rows}..{min(rows, (k + 1) * block_rows) - 1}) are wrong, every other "
+            "program's rows right: the kernel computes otherwise in that one program (what "
+            f"it does depends on its program id or its place in the grid); {KERNEL_HINT}")
     if dtype_name == "bfloat16":
         x32 = x.astype(jnp.float32)  # the same values, exactly
         try:
@@ -352,7 +365,7 @@ def execution_mode_by_backend(impl, ctx):
 def kernel_is_a_pallas_call(impl, ctx):
     rng = ctx.rng("pallas-call")
     block_rows = int(rng.choice(BLOCK_ROWS))
-    shape = (ragged(rng, 20, 60, block_rows), ragged(rng, 130, 500, 2))
+    shape = (ragged(rng, 20, 60, block_rows), length(rng, 130, 500, 2))
     x = draw(rng, shape, jnp.float32)
     info = learner_sites(impl, x, block_rows)
     fail_unless(len(info["sites"]) > 0, "softmax_pallas runs no pallas_call: the result "
@@ -380,7 +393,7 @@ def grid_and_blockspec(impl, ctx):
     for block_rows in rng.permutation(BLOCK_ROWS)[:2]:
         block_rows = int(block_rows)
         shape = (ragged(rng, 3 * block_rows, 6 * block_rows, block_rows),
-                 ragged(rng, 20, 900, 2))
+                 length(rng, 20, 900, 2))
         x = draw(rng, shape, jnp.float32)
         want_grid = [math.ceil(shape[0] / block_rows)]
         info = learner_sites(impl, x, block_rows, programs=want_grid[0])
@@ -429,15 +442,15 @@ def kernel_matches(impl, ctx, dtype_name: str, salt: str) -> None:
     if dtype_name == "bfloat16":
         cases.append(((b * int(rng.integers(2, 5)), int(rng.choice([256, 512, 1024]))), b))
     else:
-        cols = ragged(rng, 129, 700, 2) if rng.random() < 0.7 else ragged(rng, 3, 127, 2)
+        cols = length(rng, 129, 700, 2) if rng.random() < 0.7 else length(rng, 3, 127, 2)
         cases.append(((ragged(rng, b + 1, 4 * b, b), cols), b))  # neither dimension divides
     passed = []
     for shape, block_rows in cases:
         x = draw(rng, shape, DTYPES[dtype_name])
         what = f"softmax_pallas on {dtype_name} {describe(shape, block_rows)}"
         try:
-            expect_kernel_close(impl, learner_kernel(impl, block_rows)(x), x, dtype_name,
-                                what, block_rows, also_jnp=True)
+            y = learner_kernel(impl, block_rows)(x)
+            expect_kernel_close(impl, y, x, dtype_name, what, block_rows, also_jnp=True)
         except CheckFailed as err:
             if passed and getattr(err, "kind", None) in ("edge-columns", "partial-block",
                                                           "zero-padding", "edge-rows",
@@ -446,6 +459,11 @@ def kernel_matches(impl, ctx, dtype_name: str, salt: str) -> None:
                             "only where the blocks divide the array)",)
             raise
         passed.append(describe(shape, block_rows))
+    # called again in the same process, on new data of the last case's shape and block
+    again_x = draw(rng, x.shape, DTYPES[dtype_name])
+    again = learner_kernel(impl, block_rows)(again_x)
+    with second_call(again, y, "softmax_pallas"):
+        expect_kernel_close(impl, again, again_x, dtype_name, what, block_rows)
     if dtype_name == "float32":
         finite_padding(impl, rng, x, block_rows)
     # The same program exported and run here: the values this process computes through
@@ -512,7 +530,7 @@ def matches_references_bfloat16(impl, ctx):
 def edge_shapes(impl, ctx):
     rng = ctx.rng("edges")
     block_rows = int(rng.choice(BLOCK_ROWS[1:]))
-    for shape in ((1, 1), (ragged(rng, 2, block_rows, block_rows), ragged(rng, 3, 127, 2)),
+    for shape in ((1, 1), (ragged(rng, 2, block_rows, block_rows), length(rng, 3, 127, 2)),
                   (block_rows + 1, int(rng.choice([129, 1023, 1025])))):
         x = draw(rng, shape, jnp.float32)
         expect_kernel_close(impl, learner_kernel(impl, block_rows)(x), x, "float32",
@@ -561,23 +579,11 @@ def declared_is_what_ran(result: dict, sites: list[dict], shape, block_rows: int
                     "given, and declare the block and grid of that very call")
 
 
-@checker.check(2)
-def declared_mode_is_the_one_that_ran(impl, ctx):
-    rng = ctx.rng("mode")
-    block_rows = int(rng.choice(BLOCK_ROWS[1:]))  # not run_softmax's default (8)
-    # more columns than 3 blocks of rows: a grid over the columns is always another grid
-    # (60-400 columns once matched the rows' 2 or 3 blocks of 32 at 1 seed in about 10)
-    shape = (ragged(rng, block_rows + 1, 3 * block_rows, block_rows),
-             ragged(rng, max(60, 3 * block_rows + 1), 400, 2))
-    x = draw(rng, shape, jnp.float32)
-    result, ran_sites = run_observed(impl, x, block_rows)
-    # run_softmax reports its kernel's output: the same as softmax_pallas gives on x with
-    # this block, right or wrong (the value checks above judge the kernel's values)
-    fail_unless(isinstance(result["y"], np.ndarray), "run_softmax()['y'] is not a NumPy "
-                "array", yours=type(result["y"]).__name__, expected="numpy.ndarray",
-                hint="the result is plain host data: y a NumPy array, as the contract lists "
-                "it (a jax.Array stays on its device)")
-    y = as_array(result["y"], "run_softmax()['y']", shape=shape, dtype=jnp.float32)
+def same_as_own(impl, y, x, block_rows: int) -> np.ndarray:
+    """run_softmax's ``y`` on ``x``: the output softmax_pallas gives on x with this block,
+    right or wrong (the value checks judge the kernel's values)."""
+    shape = tuple(x.shape)
+    y = as_array(y, "run_softmax()['y']", shape=shape, dtype=jnp.float32)
     own = as_array(learner_kernel(impl, block_rows)(x), "softmax_pallas", shape=shape,
                    dtype=jnp.float32)
     rtol, atol = budget(jnp.float32, shape[1])
@@ -588,6 +594,31 @@ def declared_mode_is_the_one_that_ran(impl, ctx):
                 yours=float(np.asarray(y, np.float64)[i, j]),
                 expected=float(np.asarray(own, np.float64)[i, j]),
                 hint="run_softmax returns the output of the softmax_pallas call it ran")
+    return y
+
+
+@checker.check(2)
+def declared_mode_is_the_one_that_ran(impl, ctx):
+    rng = ctx.rng("mode")
+    block_rows = int(rng.choice(BLOCK_ROWS[1:]))  # not run_softmax's default (8)
+    # more columns than 3 blocks of rows: a grid over the columns is always another grid
+    # (60-400 columns once matched the rows' 2 or 3 blocks of 32 at 1 seed in about 10)
+    shape = (ragged(rng, block_rows + 1, 3 * block_rows, block_rows),
+             length(rng, max(60, 3 * block_rows + 1), 400, 2))
+    x = draw(rng, shape, jnp.float32)
+    result, ran_sites = run_observed(impl, x, block_rows)
+    # run_softmax reports its kernel's output: the same as softmax_pallas gives on x with
+    # this block, right or wrong (the value checks above judge the kernel's values)
+    fail_unless(isinstance(result["y"], np.ndarray), "run_softmax()['y'] is not a NumPy "
+                "array", yours=type(result["y"]).__name__, expected="numpy.ndarray",
+                hint="the result is plain host data: y a NumPy array, as the contract lists "
+                "it (a jax.Array stays on its device)")
+    y = same_as_own(impl, result["y"], x, block_rows)
+    # run again in the same process, on new data of the same shape
+    again_x = draw(rng, shape, jnp.float32)
+    again, _ = run_observed(impl, again_x, block_rows)
+    with second_call(again["y"], y, "run_softmax"):
+        same_as_own(impl, again["y"], again_x, block_rows)
     backend = learner_backend(ctx)
     fail_unless(result["backend"] == backend, "run_softmax declares the wrong backend",
                 yours=result["backend"], expected=backend)

@@ -34,7 +34,16 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-from pallas_harness import BLOCK_ROWS, DTYPES, budget, checker, draw, exported_kernel, ragged
+from pallas_harness import (
+    BLOCK_ROWS,
+    DTYPES,
+    budget,
+    checker,
+    draw,
+    exported_kernel,
+    length,
+    ragged,
+)
 
 from coursekit.checking import bridge
 from coursekit.checking.bridge import LearnerFunction, TamperEvidence, Workload
@@ -236,8 +245,8 @@ def find(records, impl: str, shape, block_rows=None) -> dict:
 @checker.check(3)
 def sweep_records_complete(impl, ctx):
     rng = ctx.rng("sweep")
-    shapes = [(ragged(rng, 17, 40, 8), ragged(rng, 40, 127, 2)),
-              (ragged(rng, 41, 64, 8), ragged(rng, 129, 300, 2))]
+    shapes = [(ragged(rng, 17, 40, 8), length(rng, 40, 127, 2)),
+              (ragged(rng, 41, 64, 8), length(rng, 129, 300, 2))]
     blocks = sorted(int(b) for b in rng.permutation(BLOCK_ROWS)[:2])
     warmup, iters = 1, int(rng.integers(3, 6))
     get_function(impl, "softmax_pallas")
@@ -325,7 +334,7 @@ def sweep_of_a_watched_kernel(impl, rng) -> None:
     process) stamps each call and the last moment its output was seen unfinished. The
     record's first_call_s must reach that moment (a clock stopped at the dispatch does
     not), and compiles_warmed must count the warm-up call's compile."""
-    shape = (ragged(rng, 17, 40, 8), ragged(rng, 40, 127, 2))
+    shape = (ragged(rng, 17, 40, 8), length(rng, 40, 127, 2))
     b, warmup, iters = int(rng.choice(BLOCK_ROWS)), 1, 2
     kernel = Workload("pallas-kernel/slow_first_recompiles", matmuls=SLOW_MATMULS)
     get_function(impl, "sweep")
@@ -523,11 +532,11 @@ SUBTLE_BUDGETS = 3
 @checker.check(3)
 def sweep_checks_output_before_timing(impl, ctx):
     rng = ctx.rng("wrong-kernel")
-    shape = (ragged(rng, 9, 30, 8), ragged(rng, 20, 120, 2))
+    shape = (ragged(rng, 9, 30, 8), length(rng, 20, 120, 2))
     i, j = int(rng.integers(0, shape[0])), int(rng.integers(0, shape[1]))
     rtol, atol = budget(jnp.float32, shape[1])
     for dtype_name in DTYPES:
-        # Built in the learner process from the catalog (remote_pallas_kernel): 8 plainly
+        # Built in the learner process from the catalog (remote_pallas_kernel_planted): 8 plainly
         # wrong at [i, j], 16 SUBTLE_BUDGETS allowances off at row 0's p nearest 1e-2,
         # 64 one row short, 128 one row too many, 32 right.
         blocks = [8, 16, 32, 64, 128] if dtype_name == "float32" else [32]
@@ -610,9 +619,9 @@ def off_in_float64_only(impl, rng) -> None:
     """A kernel off the float64 softmax by just more than the learner's own tolerance at
     one element, yet within that tolerance (less two float32 steps) of the float32 jnp
     softmax (its element of largest float32 rounding error moved further the same way,
-    ``remote_pallas_kernel_runs.off_in_float64_only``): wrong by the contract, right by a
+    ``remote_pallas_kernel_planted.off_in_float64_only``): wrong by the contract, right by a
     float32 reference."""
-    shape = (ragged(rng, 20, 40, 8), ragged(rng, 150, 400, 2))
+    shape = (ragged(rng, 20, 40, 8), length(rng, 150, 400, 2))
     get_function(impl, "tolerance")
     tol = require_keys(bridge.inspect(impl, "pallas-kernel/call_with_dtype",
                                       LearnerFunction("tolerance"), "float32", shape[1]),

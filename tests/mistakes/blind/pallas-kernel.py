@@ -74,6 +74,13 @@ MISTAKES = [
      "edits": [(_F64_Z + "\n" + _F64_MAX + "    e = np.exp(z)\n" + _F64_RET,
                 "    return np.asarray(jax.nn.softmax(jnp.asarray(x, jnp.float32), axis=-1), np.float64)")]},
 
+    {"stage": 1, "id": "blind-f64-cached-by-shape",
+     "misunderstood": "memoises the float64 reference in a module-level dict keyed on the input's shape: a second call with new data of the same shape returns the first call's probabilities",
+     "edits": [(_F64_Z, "    cache = softmax_numpy_f64.__dict__.setdefault('cache', {})\n"
+                        "    if np.shape(x) in cache:\n        return cache[np.shape(x)]\n" + _F64_Z),
+               (_F64_RET, "    cache[np.shape(x)] = e / e.sum(axis=-1, keepdims=True)\n"
+                          "    return cache[np.shape(x)]")]},
+
     # ---------------------------------------------------------------- stage 1: tolerance
     {"stage": 1, "id": "blind-tol-constant-per-dtype",
      "misunderstood": "guesses one rtol per dtype (1e-5 / 1e-2) instead of counting roundings as a function of the row length",
@@ -176,6 +183,15 @@ MISTAKES = [
     {"stage": 2, "id": "blind-run-ignores-block-rows",
      "misunderstood": "runs softmax_pallas with its default block size while declaring the block_rows it was given",
      "edits": [("softmax_pallas(x, block_rows=block_rows)", "softmax_pallas(x)")]},
+    # issue 53: state carried across calls (the checks called each function once per shape)
+    {"stage": 2, "id": "blind-run-cached-by-shape",
+     "misunderstood": "keeps each run's output in a module-level dict keyed on (shape, block_rows) 'to skip recompiling': a second run with new data of the same shape returns the first run's y",
+     "edits": [("    y = jax.block_until_ready(softmax_pallas(x, block_rows=block_rows))\n",
+                "    runs = run_softmax.__dict__.setdefault('runs', {})\n"
+                "    key = (x.shape, block_rows)\n"
+                "    if key not in runs:\n"
+                "        runs[key] = jax.block_until_ready(softmax_pallas(x, block_rows=block_rows))\n"
+                "    y = runs[key]\n")]},
     {"stage": 2, "id": "blind-run-grid-bare-int",
      "misunderstood": "declares grid as a bare int instead of a list of ints",
      "edits": [(_R_GRID, '"grid": pl.cdiv(x.shape[0], block_rows)')]},
