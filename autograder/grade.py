@@ -18,7 +18,6 @@ its own sandbox (``autograder.sandbox``).
 from __future__ import annotations
 
 import concurrent.futures as cf
-import ctypes
 import hashlib
 import json
 import multiprocessing
@@ -35,6 +34,7 @@ from autograder.check_cells import HeldNotebooks
 from autograder.gradebook import Gradebook
 from autograder.progress import Progress
 from autograder.workspace import Settings, submission_files_hash
+from coursekit import procctl
 
 # a stage graded once more, alone, because its shared run was inconclusive
 RETRIED_ALONE = "alone: graded again after an inconclusive run"
@@ -53,7 +53,7 @@ def _worker_init(isolation: str, notebooks: bool, grader: int) -> None:
     hands each of its children the server's liveness pipe, so the server lives while a
     worker does). Each worker's sandboxes follow it (parent-death signal)."""
     try:
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
+        procctl.die_with_parent()
     except OSError:
         pass
     follow(grader)

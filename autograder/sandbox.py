@@ -38,7 +38,7 @@ from pathlib import Path
 
 from autograder import cgroups, shared_memory, uids
 from autograder.cleanup import remove_tree
-from coursekit import protocol
+from coursekit import procctl, protocol
 
 PACKAGE = Path(__file__).resolve().parent
 ROOT = PACKAGE.parent
@@ -188,9 +188,7 @@ def mode_identity() -> tuple[bool, uids.Identity | None]:
 def make_undumpable() -> None:
     """No core dumps, no /proc/<pid>/mem, environ or fd/ for other processes of the same
     user, no ptrace: what a grading process that holds secrets needs (Linux)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+    procctl.set_dumpable(False)
 
 
 def fresh_uid() -> int | None:
