@@ -44,13 +44,19 @@ def run_checker(project: str, impl: Path, stage: str = "all", *, seed: int | Non
             "json": data, "status": status}
 
 
-def checks_per_stage(project: str) -> dict[int, int]:
-    """stage -> how many checks the project's checker registers (read from the checker's
-    own registry, cached by its fingerprint): a new check needs no count edited here."""
+def check_ids(project: str) -> dict[int, list[str]]:
+    """stage -> the ids of the checks the project's checker registers, in check order
+    (read from the checker's own registry, cached by its fingerprint): a new check needs
+    no list or count edited in a test."""
     from autograder.course import discover_projects
     from autograder.grade import cache_dir
     found = discover_projects(ROOT, {project}, cache_dir(ROOT, ROOT / "build"))[project]
-    return {n: len(st.checks) for n, st in sorted(found.stages.items())}
+    return {n: [cid for cid, _ in st.checks] for n, st in sorted(found.stages.items())}
+
+
+def checks_per_stage(project: str) -> dict[int, int]:
+    """stage -> how many checks the project's checker registers (``check_ids``)."""
+    return {n: len(ids) for n, ids in check_ids(project).items()}
 
 
 def plant(tmp_path: Path, project: str, name: str, replacements: list[tuple[str, str]]) -> Path:
