@@ -42,13 +42,14 @@ SEED = 20261206
 PROJECTS = ("foundations", "performance-audit", "pallas-kernel", "sharded-training",
             "optimisation")
 # project -> mistake ids of its corpus whose stage had instructor-only checks in the copy
+# (foundations had none: two of its stages, to hold it there)
 WRONG = {
     "foundations": ("mse-sum", "fit-key-reused"),
-    "performance-audit": ("time-no-sync", "matmul-fma-one-flop", "peak-flops-unsynced",
+    "performance-audit": ("matmul-fma-one-flop", "peak-flops-unsynced", "residuals-four-bytes",
                           "decide-ratio-inverted"),
     "pallas-kernel": ("kernel-no-mask", "kernel-mask-zero"),  # reduces over the padding
     "sharded-training": ("step-mask-ignored", "step-params-never-updated"),
-    "optimisation": ("fast-loss-sum", "sweep-gain-inverted"),
+    "optimisation": ("limiting-most-calls", "sweep-gain-inverted"),
 }
 # A wrong file the corpus does not hold yet (issue 50's example): a train step that returns
 # the parameters it was given (its optimiser state and counters still move).
@@ -59,19 +60,20 @@ EXTRA = {
                                    'state["params"], updates),',
                                    '        return {"params": state["params"],'),))],
 }
-# The projects whose copy still says INSTRUCTOR somewhere (measured on the release of
-# this branch); each owner is making those checks run in the copy.
+# The projects whose copy still says INSTRUCTOR (a release of branch house, 2026-12-06:
+# the reference's checks graded by the instructor in the copy); each project's owner is
+# making those checks run there (issue 50 item 1). Drop an entry when its project lands.
 WAITING = {
-    "performance-audit": "stages 1, 2 and 4 still need instructor-only code in the copy",
-    "pallas-kernel": "stage 2's value checks still need instructor-only code in the copy",
-    "sharded-training": "stage 1-4 checks still need instructor-only code in the copy",
-    "optimisation": "some checks still need instructor-only code in the copy",
+    "performance-audit": "23 of 34 checks say INSTRUCTOR in the copy (stages 2, 3, 4)",
+    "pallas-kernel": "9 of 17 checks say INSTRUCTOR in the copy (stages 1, 2, 3)",
+    "sharded-training": "12 of 27 checks say INSTRUCTOR in the copy (stages 1, 3, 4)",
+    "optimisation": "5 of 13 checks say INSTRUCTOR in the copy (stages 1, 3)",
 }
 FAILED = ("fail", "error", "crash")
 NOT_YET = "not-implemented"
-# All five projects side by side, one deadline: about 3 minutes on a quiet 2-core machine
-# while instructor-only checks return at once; 10-15 minutes at a load of 20 (measured:
-# sharded-training's reference alone 630 s), so far longer once every check runs in the copy.
+# All five projects side by side, one deadline. Measured at a load of 15-20 on 2 cores,
+# instructor-only checks returning at once: 8 min in all, the references 53 s
+# (pallas-kernel) to 345 s (optimisation); longer once every check runs in the copy.
 TIMEOUT_S = 2400
 pytestmark = pytest.mark.timeout(TIMEOUT_S + 600)  # the release and the runs, in a fixture
 
@@ -234,15 +236,14 @@ def test_the_copy_makefile_names_only_what_the_copy_has(release):
 
 @pytest.mark.slow
 def test_make_check_in_the_copy_runs_the_learners_quick_loop(release):
-    """What ``make check`` runs there (its recipe, without .venv): the starter's stage 1,
-    not a lint of folders the copy lacks."""
-    recipe = subprocess.run(["make", "-n", "check", "VENV=/nonexistent-venv"], cwd=release,
-                            capture_output=True, text=True, timeout=60).stdout
-    assert "coursekit.commands.quick_check" in recipe, recipe
-    done = subprocess.run([sys.executable, "-m", "coursekit.commands.quick_check",
-                           "--only", "foundations"], cwd=release, env=copy_env(release),
-                          capture_output=True, text=True, timeout=600)
+    """``make check`` in the copy (this checkout's venv, ``-o`` its stamp: never a
+    reinstall): the starter's stage 1, not a lint of folders the copy lacks."""
+    venv = Path(sys.prefix)
+    done = subprocess.run(["make", "--no-print-directory", "-o", str(venv / ".installed"),
+                           "check", f"VENV={venv}", "CHECK_ARGS=--only foundations"],
+                          cwd=release, env=copy_env(release), capture_output=True, text=True,
+                          timeout=600)
     out = done.stdout + done.stderr
-    assert done.returncode == 1, out  # a fresh starter: not yet
+    assert done.returncode != 0 and "check] Error 1" in done.stderr, out  # not yet
     assert "foundations stage 1 (your code)" in out and "not yet" in out, out
     assert "ruff" not in out and "No such file" not in out, out
