@@ -1,16 +1,22 @@
 # Set-up is automatic: every target below builds .venv first when it is missing or stale.
 #   make course   run the whole course headless against the reference solutions (a release: your code)
 #   make test     the test suite (what CI runs; a release: the public checks on your code)
-#   make check    the quick edit-test loop: lint, fast tests, one stage per project (< 3 min)
+#   make check    the quick edit-test loop: lint, fast tests, one stage per project (< 3 min;
+#                 a release: one stage of every project on your code, CHECK_ARGS as make test)
 #   make lab      JupyterLab on localhost with the course kernel
-#   make bench    benchmark figures, printed as ratios measured side by side
 #   make portfolio  your route map and benchmark report from your own records
 #   make mlflow-ui  the MLflow record of every run (failed ones too) on http://127.0.0.1:5000
 #   make xprof    XProf's trace viewer on your own profiler traces on http://127.0.0.1:8791
+# course-only {
+#   make bench    benchmark figures, printed as ratios measured side by side
 #   make mutants  developers: each checker's mutation score per stage (slow; MUTANTS_PROJECT=p)
 #   make mistakes developers: each checker's catch rate on a learner-mistake corpus (slow)
 #   make flake    developers: the reference passes every stage FLAKE_RUNS times, a core busy
 #   make accelerator  the course on this machine's accelerator, a report in build/accelerator (docs/tpu.md)
+#   make starters developers: the starters and sealed programs again from the solutions
+# } course-only
+# (A release, python -m autograder release, leaves out what needs the course's own tree:
+# the course-only blocks of this file.)
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -24,9 +30,11 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 2
 LAB_PORT ?= 8888
 COURSE_ARGS ?=
+# make test and make check in a release: CHECK_ARGS="--only performance-audit --stage 1"
+CHECK_ARGS ?=
+# course-only {
 # make accelerator ACCELERATOR_ARGS='--part notebooks --resume' (docs/tpu.md)
 ACCELERATOR_ARGS ?=
-CHECK_ARGS ?=
 MUTANTS_PROJECT ?=
 MUTANTS_JOBS ?= 1
 MUTANTS_SAMPLE ?=
@@ -41,13 +49,16 @@ FLAKE_STAGE ?=
 # make flake FLAKE_LOAD=heavy: every core busy plus a memory hog (inconclusive allowed, never FAIL)
 FLAKE_LOAD ?= busy
 FLAKE_IMPL ?=
+# } course-only
 # A release (python -m autograder release) has no reference solutions: coursekit.facts decides.
 IS_RELEASE = $(PY) -c 'import sys; from coursekit.facts import is_release; sys.exit(not is_release())'
 
-.PHONY: setup course accelerator test check lab bench starters portfolio mlflow-ui xprof browser-deps slurm-deps clean help \
-	mutants mistakes flake floor
+.PHONY: setup course test check lab portfolio mlflow-ui xprof browser-deps slurm-deps clean help floor
+# course-only {
+.PHONY: accelerator bench starters mutants mistakes flake
+# } course-only
 help:
-	@sed -n '1,13p' Makefile
+	@sed -n '1,/^SHELL/{/^SHELL\|course-only\|^# (A release\|^# the course-only/!p;}' $(firstword $(MAKEFILE_LIST))
 
 setup: $(STAMP)
 
@@ -74,16 +85,18 @@ $(FLOOR_STAMP): $(STAMP) coursekit/compat/jaxapi.py
 course: $(STAMP)
 	$(PY) -m coursekit.commands.course --out $(BUILD)/course $(COURSE_ARGS)
 
+# course-only {
 # Every checker (solution and starter), every notebook headless and the roofline, in turn on
 # the accelerator; on a machine without the venv: python3 -m coursekit.commands.accelerator
 accelerator: $(STAMP)
 	$(PY) -m coursekit.commands.accelerator $(ACCELERATOR_ARGS)
+# } course-only
 
-# Debian's chromium for tests/test_browser_lab.py (playwright drives it; never `playwright install`)
+# Debian's chromium for the browser test (playwright drives it; never `playwright install`)
 browser-deps:
 	@scripts/browser-deps
 
-# Debian's slurm-wlm and munge for tests/test_slurm_grading.py (the test starts its own daemons)
+# Debian's slurm-wlm and munge for the Slurm grading test (it starts its own daemons)
 slurm-deps:
 	@scripts/slurm-deps
 
@@ -101,13 +114,10 @@ test: $(STAMP)
 	exit $$rc
 
 check: $(STAMP)
-	@PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m coursekit.commands.quick_check
+	@PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m coursekit.commands.quick_check $(CHECK_ARGS)
 
 lab: $(STAMP)
 	$(PY) -m coursekit.commands.lab --port $(LAB_PORT)
-
-bench: $(STAMP)
-	$(PY) -m coursekit.commands.bench --out $(BUILD)/bench
 
 portfolio: $(STAMP)
 	$(PY) -m coursekit.portfolio --records $(BUILD)/learner --out $(BUILD)/portfolio
@@ -118,6 +128,10 @@ mlflow-ui: $(STAMP)
 # the learner's traces (build/learner, where the notebooks write them), 127.0.0.1 only
 xprof: $(STAMP)
 	$(PY) -m coursekit.commands.xprof
+
+# course-only {
+bench: $(STAMP)
+	$(PY) -m coursekit.commands.bench --out $(BUILD)/bench
 
 # Not in CI (hours for all projects): Cosmic Ray mutates the learner regions of each
 # solution, the project's checker is the oracle (build/mutants-<p>/report.json).
@@ -147,6 +161,7 @@ flake: $(STAMP)
 starters: $(STAMP) $(FLOOR_STAMP)
 	$(PY) -m coursekit.authoring.starters
 	$(PY) -m coursekit.authoring.sealed
+# } course-only
 
 clean:
 	rm -rf $(BUILD) .pytest_cache

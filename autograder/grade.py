@@ -18,7 +18,6 @@ its own sandbox (``autograder.sandbox``).
 from __future__ import annotations
 
 import concurrent.futures as cf
-import ctypes
 import hashlib
 import json
 import multiprocessing
@@ -34,12 +33,22 @@ from autograder import names, sandbox, seeds, submissions
 from autograder.check_cells import HeldNotebooks
 from autograder.gradebook import Gradebook
 from autograder.progress import Progress
+from autograder.tasks import (
+    STAGES,
+    Record,
+    Regrade,
+    StagesUnit,
+    StageTask,
+    Status,
+    Task,
+    Unit,
+)
 from autograder.workspace import Settings, submission_files_hash
+from coursekit import procctl
 
 # a stage graded once more, alone, because its shared run was inconclusive
 RETRIED_ALONE = "alone: graded again after an inconclusive run"
 RETRYABLE = ("fail", "inconclusive", "error", "timeout", "memory", "crash", "missing")
-STAGES = "stages"  # a unit of work: several stages of one project, one sandboxed run
 
 
 # ----------------------------------------------------------------------------------
@@ -53,7 +62,7 @@ def _worker_init(isolation: str, notebooks: bool, grader: int) -> None:
     hands each of its children the server's liveness pipe, so the server lives while a
     worker does). Each worker's sandboxes follow it (parent-death signal)."""
     try:
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
+        procctl.die_with_parent()
     except OSError:
         pass
     follow(grader)
@@ -84,7 +93,7 @@ def follow(pid: int) -> None:
     threading.Thread(target=wait, name="follow-grader", daemon=True).start()
 
 
-def run_task(task: dict) -> dict | list[dict]:
+def run_task(task: Unit) -> Record | list[Record]:
     """Grade one (student, item), or a unit of several stages of one project (a list of
     records, one per stage); never raises (a grader error becomes a record)."""
     if task["kind"] == STAGES:
@@ -108,7 +117,7 @@ def run_task(task: dict) -> dict | list[dict]:
                              status="crash")
 
 
-def run_stages(tasks: list[dict]) -> list[dict]:
+def run_stages(tasks: list[StageTask]) -> list[Record]:
     """Stages of one project of one submission in one sandboxed run
     (``autograder.project_run``)."""
     first = tasks[0]
@@ -123,17 +132,17 @@ def run_stages(tasks: list[dict]) -> list[dict]:
         return [_error_record(t, "grader-error", text, status="crash") for t in tasks]
 
 
-def members(unit: dict) -> list[dict]:
+def members(unit: Unit) -> list[Task]:
     """The (student, item) tasks a unit of work grades."""
     return unit["tasks"] if unit["kind"] == STAGES else [unit]
 
 
-def shared_runs(todo: list[dict]) -> list[dict]:
+def shared_runs(todo: list[Task]) -> list[Unit]:
     """The stage tasks of each (student, project) as one unit: one sandboxed checker run
     and one learner process for all its stages, instead of one of each per stage. A unit
     stands where its project's first stage stood; notebooks are left as they are."""
-    units: list[dict] = []
-    groups: dict[tuple[str, str], dict] = {}
+    units: list[Unit] = []
+    groups: dict[tuple[str, str], StagesUnit] = {}
     for task in todo:
         if task["kind"] != "stage" or task["error"]:
             units.append(task)
@@ -148,7 +157,7 @@ def shared_runs(todo: list[dict]) -> list[dict]:
             for u in units]
 
 
-def _error_record(task: dict, reason: str, message: str, status: str = "error") -> dict:
+def _error_record(task: Task, reason: str, message: str, status: Status = "error") -> Record:
     return {"student": task["student"], "item": task["item"], "kind": task["kind"],
             "status": status, "reason": reason, "message": message, "points": 0.0,
             "max_points": task["max_points"], "checks": [],
@@ -212,7 +221,7 @@ class Items:
         self.all_fp = _hash(*sorted(self.checker_fp.values()))
 
     def tasks_for(self, student: str, root: Path, error: str, secret: dict | None,
-                  settings: Settings) -> list[dict]:
+                  settings: Settings) -> list[Task]:
         """The tasks of one submission. ``secret`` None: public random seeds and no
         hidden tests (what ``validate`` runs)."""
         hidden = secret is not None
@@ -267,7 +276,7 @@ def unpacked(path: Path, out: Path, student: str, folder: str | None = None
 
 
 def plan(submission_dir: Path, out: Path, items: Items, shard: tuple[int, int],
-         secret: dict, settings: Settings) -> list[dict]:
+         secret: dict, settings: Settings) -> list[Task]:
     """Every task of the batch (before skipping), in student order."""
     tasks = []
     found = submissions.find(submission_dir)
@@ -281,7 +290,7 @@ def plan(submission_dir: Path, out: Path, items: Items, shard: tuple[int, int],
     return tasks
 
 
-def select(tasks: list[dict], book: Gradebook, regrade: str) -> tuple[list[dict], int]:
+def select(tasks: list[Task], book: Gradebook, regrade: Regrade) -> tuple[list[Task], int]:
     """Tasks still to run, and how many were skipped as already graded."""
     latest = book.latest()
     todo = []
@@ -297,13 +306,13 @@ def select(tasks: list[dict], book: Gradebook, regrade: str) -> tuple[list[dict]
 # Running
 # ----------------------------------------------------------------------------------
 
-def run_batch(todo: list[dict], book: Gradebook, *, workers: int, run_id: str,
+def run_batch(todo: list[Task], book: Gradebook, *, workers: int, run_id: str,
               shard: str, secret_id: str, progress: bool = True,
-              share_runs: bool = True) -> list[dict]:
+              share_runs: bool = True) -> list[Record]:
     """Grade ``todo`` in ``workers`` processes, appending each record as it arrives.
     ``share_runs``: the stages of one project of one submission in one sandboxed run
     (``shared_runs``); off, every stage runs alone."""
-    records: list[dict] = []
+    records: list[Record] = []
     if not todo:
         return records
     bar = Progress(len(todo), workers) if progress else None
@@ -312,12 +321,12 @@ def run_batch(todo: list[dict], book: Gradebook, *, workers: int, run_id: str,
     # a notebook waits for its project's stages: its check cells show their records
     held = HeldNotebooks(pending, book.latest() if notebooks else {})
     pending = [u for u in pending if not held.hold(u)]
-    released: list[dict] = []
+    released: list[Task] = []
     attempts: Counter = Counter()
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["autograder.warm"] if notebooks else ["autograder.stage"])
 
-    def keep(task: dict, record: dict) -> None:
+    def keep(task: Task, record: Record) -> None:
         record.setdefault("isolation", sandbox.isolation())
         if task.get("retry_of_inconclusive"):
             record.setdefault("sandbox_run", RETRIED_ALONE)
@@ -375,9 +384,9 @@ def run_batch(todo: list[dict], book: Gradebook, *, workers: int, run_id: str,
     return records
 
 
-def retry_inconclusive(todo: list[dict], records: list[dict], book: Gradebook, *,
+def retry_inconclusive(todo: list[Task], records: list[Record], book: Gradebook, *,
                        workers: int, run_id: str, shard: str, secret_id: str,
-                       progress: bool) -> list[dict]:
+                       progress: bool) -> list[Record]:
     """Grade once more, at the end of the batch (when the machine is usually quieter),
     every stage whose timing checks could not decide: its second record is appended and
     becomes the latest. Still inconclusive after that, it stays ``inconclusive`` (never
@@ -411,11 +420,33 @@ def make_settings(course_root: Path, hide: list[Path], timeout: float, memory_mb
 
 def grade(submission_dir: Path, out: Path, *, workers: int = 2, shard_text: str | None = None,
           timeout: float = 600, memory_mb: int = 4096, selection: str | None = None,
-          regrade: str = "none", notebooks_dir: Path | None = None,
+          regrade: Regrade = "none", notebooks_dir: Path | None = None,
           secrets_path: Path | None = None, cell_timeout: float = 120,
           nb_sizes: str = "ci", course_root: Path = course_mod.ROOT,
           max_procs: int | None = None, progress: bool = True,
           share_runs: bool = True, disk_mb: int | None = None) -> dict:
+    """Grade every submission under ``submission_dir`` into the grader folder ``out``
+    (gradebook, secrets, caches; made private), resuming where an earlier run stopped.
+
+    Args:
+        workers: grading processes; each stage or notebook runs in its own sandbox.
+        shard_text: "i/N": grade only shard i of N of the students (None: all).
+        timeout, memory_mb, max_procs, disk_mb: one sandboxed run's limits (wall-clock
+            seconds, MB of memory, processes + threads, MB of disk); None: the default.
+        selection: "performance-audit:4,00_foundations", ... (None: every stage and
+            notebook).
+        regrade: grade unchanged items again: "none", "failed" (not pass) or "all".
+        notebooks_dir: the released notebooks (default: the course's notebooks/).
+        secrets_path: the held-out seeds (default: ``out/secrets.json``, made once).
+        cell_timeout, nb_sizes: a notebook cell's limit in seconds; "ci" or "full" sizes.
+        course_root: the course whose checkers grade.
+        progress: draw a progress bar on stderr.
+        share_runs: the stages of one project of one submission share a sandboxed run.
+
+    Returns:
+        {"graded", "skipped", "students": counts, "statuses": {status: count},
+        "out": the grader folder}; every record is in ``out/gradebook.sqlite``.
+    """
     submission_dir, out = Path(submission_dir).resolve(), Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     out.chmod(0o700)

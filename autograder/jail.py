@@ -57,16 +57,19 @@ import socket
 import struct
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I: not by itself
+# -I: neither by itself; this folder (jail_keys, jail_spawner) and the course root
+# (coursekit.procctl: standard library only)
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
 import jail_keys  # noqa: E402
 import jail_spawner  # noqa: E402
+
+from coursekit import procctl  # noqa: E402
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1 << 10, 1 << 11, 1 << 21
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET = 0x20000, 0x08000000, 0x40000000
-PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
-PR_SET_DUMPABLE = 4
 RLIMITS = {"DATA": resource.RLIMIT_DATA, "FSIZE": resource.RLIMIT_FSIZE,
            "CORE": resource.RLIMIT_CORE, "NPROC": resource.RLIMIT_NPROC,
            "NOFILE": resource.RLIMIT_NOFILE}
@@ -77,17 +80,13 @@ SYSTEM_PREFIXES = ("/proc", "/sys", "/dev")
 SYSTEM_TOP = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc",
               "sys", "dev")
 
-_libc = ctypes.CDLL(None, use_errno=True)
+_libc = procctl.libc()
 
 
 def _check(rc: int, what: str) -> None:
     if rc != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
-
-
-def prctl(option: int, value: int) -> None:
-    _check(_libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0), f"prctl({option})")
 
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int,
@@ -240,9 +239,9 @@ def exec_command(cfg: dict) -> None:
             os.setgroups(cfg.get("groups") or [])
             os.setgid(cfg.get("gid") or uid)
             os.setuid(uid)
-        prctl(PR_SET_NO_NEW_PRIVS, 1)
+        procctl.no_new_privileges()
         jail_keys.no_keys()
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid, which clears it
+        procctl.die_with_parent()  # after setuid, which clears it
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)  # ignored signals would survive exec
         os.chdir(cfg["cwd"])
@@ -257,14 +256,14 @@ def run_init(cfg: dict, report_fd: int, launcher: int, namespaces: bool) -> None
     """pid 1 of the namespace (or a subreaper without one): start the command, reap
     every process, report how the command ended, leave. Never returns."""
     try:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        procctl.die_with_parent()
         if os.getppid() not in (launcher, 0):  # 0: the parent is outside our PID ns
             os._exit(1)
         if namespaces:
             confine_filesystem(cfg)
             loopback_up()
         else:
-            prctl(PR_SET_CHILD_SUBREAPER, 1)
+            procctl.become_subreaper()
     except BaseException as err:  # noqa: BLE001
         os.write(2, f"autograder jail: confinement failed: {err}\n".encode())
         os.write(report_fd, b"setup-failed")
@@ -272,8 +271,7 @@ def run_init(cfg: dict, report_fd: int, launcher: int, namespaces: bool) -> None
     spawner = None
     if cfg.get("spawner"):
         spawner = jail_spawner.Spawner(
-            cfg["spawner"], lambda own_network: isolate_learner(cfg, namespaces, own_network),
-            prctl)
+            cfg["spawner"], lambda own_network: isolate_learner(cfg, namespaces, own_network))
     child = os.fork()
     if child == 0:
         os.close(report_fd)
@@ -340,8 +338,8 @@ def main(path: str) -> None:
                 f.write(str(os.getpid()))
         except OSError as err:
             os.write(2, f"autograder jail: cgroup {group}: {err}\n".encode())
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    prctl(PR_SET_DUMPABLE, 0)  # the config (the run's token) stays unreadable to the run
+    procctl.die_with_parent()
+    procctl.set_dumpable(False)  # the config (the run's token) stays unreadable to the run
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)  # an interrupt is for the command, not us
     namespaces = False

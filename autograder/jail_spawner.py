@@ -49,7 +49,8 @@ import socket
 
 import jail_keys
 
-PR_SET_PDEATHSIG = 1
+from coursekit import procctl
+
 RLIMITS = {"DATA": resource.RLIMIT_DATA, "FSIZE": resource.RLIMIT_FSIZE,
            "CORE": resource.RLIMIT_CORE, "NPROC": resource.RLIMIT_NPROC,
            "NOFILE": resource.RLIMIT_NOFILE}
@@ -72,10 +73,10 @@ def kill_uid(uid: int) -> None:
 class Spawner:
     """Serves the checker's requests until the checker exits."""
 
-    def __init__(self, cfg: dict, isolate, prctl):
+    def __init__(self, cfg: dict, isolate):
         """``isolate(own_network)``: in a new child, its own mount/IPC(/network)
-        namespaces with a private /dev/shm (from jail.py); ``prctl(option, value)``."""
-        self.cfg, self.isolate, self.prctl = cfg, isolate, prctl
+        namespaces with a private /dev/shm (from jail.py)."""
+        self.cfg, self.isolate = cfg, isolate
         self.next_uid, self.last_uid = cfg["uids"]
         self.first_uid = self.next_uid
         self.control, self.command_end = socket.socketpair(socket.AF_UNIX,
@@ -279,7 +280,7 @@ class Spawner:
             os.setgid(self.cfg["gid"])
             os.setuid(uid)
             jail_keys.no_keys()  # and no new privileges
-            self.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            procctl.die_with_parent()
             os.chdir(cwd)
             os.umask(0o002)  # what one learner process leaves in a shared folder, the
             #                  next (another uid, the same group) may change or remove

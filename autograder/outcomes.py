@@ -16,9 +16,11 @@ learner reads in the feedback. Stages (``autograder.stage``), notebooks
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import get_args
 
-STATUSES = ("pass", "fail", "inconclusive", "error", "timeout", "memory", "crash",
-            "missing")
+from autograder.tasks import Status
+
+STATUSES = get_args(Status)  # autograder.tasks.Status: one list
 # What costs marks for reasons other than the answers (``validate`` exits 1 on these).
 PROBLEMS = ("missing", "crash", "timeout", "memory", "error")
 

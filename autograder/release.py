@@ -9,7 +9,10 @@ guides stay in the course), the set-up files, ``scripts/``, ``coursekit/``,
 less the instructor-only code (``coursekit/instructor/``: what is a stage's answer),
 every project without its ``solution/`` folder and its checker's list of equivalent
 mutants (it quotes the reference's lines), and every ``notebooks/*.ipynb`` turned
-into its learner version by nbgrader's preprocessors (``autograder.nbsource``). Never:
+into its learner version by nbgrader's preprocessors (``autograder.nbsource``). The
+Makefile goes in without its ``# course-only {`` ... ``# } course-only`` blocks (the
+targets that need the course's own tree: benchmarks, mutants, the mistake corpus, flake
+runs, the accelerator run, starters), so every target and page it names is there. Never:
 ``solution/``, ``notebooks/src/`` (the generators hold the answers), ``tests/``,
 ``bench/``, ``.git``, a gradebook or the grader's secrets (held-out seeds are made at
 grading time).
@@ -37,6 +40,7 @@ TOP_DIRS = ("scripts", "coursekit", "autograder")
 # other, the README and the project READMEs.
 LEARNER_DOCS = ("docs/learners.md", "docs/gpu.md")
 FORBIDDEN_NAMES = ("secrets.json", "gradebook.sqlite", "gradebook.db", "equivalent_mutants.txt")
+COURSE_ONLY = re.compile(r"^# course-only \{\n.*?^# \} course-only\n", re.M | re.S)
 MARKER = re.compile(r"^\s*(#+|//|<!--)?\s*(BEGIN|END) (SOLUTION|HIDDEN TESTS|MARK SCHEME)\b")
 # autograder/samples holds hostile demo submissions for the grader's tests: not for learners.
 # equivalent_mutants.txt: make mutants' list of the checker mutants that change nothing,
@@ -118,6 +122,14 @@ def release(out: Path, course_root: Path = ROOT, notebooks_dir: Path | None = No
     return {"out": str(out), **counts}
 
 
+def learner_makefile(text: str) -> str:
+    """The Makefile without its course-only blocks; a fence left unpaired is an error."""
+    kept = COURSE_ONLY.sub("", text)
+    if re.search(r"^# (course-only \{|\} course-only)$", kept, re.M):
+        raise ReleaseError("Makefile: a course-only block is not closed")
+    return kept
+
+
 def title_of(path: Path) -> str:
     """The first Markdown heading of a README, without its #."""
     for line in path.read_text().splitlines() if path.is_file() else []:
@@ -157,6 +169,8 @@ def _write(out: Path, root: Path, notebooks_dir: Path) -> dict:
     for name in TOP_FILES:
         if (root / name).is_file():
             shutil.copy2(root / name, out / name)
+    if (root / "Makefile").is_file():
+        (out / "Makefile").write_text(learner_makefile((root / "Makefile").read_text()))
     for name in TOP_DIRS:
         if (root / name).is_dir():
             shutil.copytree(root / name, out / name, ignore=_ignore(root))

@@ -38,7 +38,8 @@ from pathlib import Path
 
 from autograder import cgroups, shared_memory, uids
 from autograder.cleanup import remove_tree
-from coursekit import protocol
+from autograder.tasks import KillCause
+from coursekit import procctl, protocol
 
 PACKAGE = Path(__file__).resolve().parent
 ROOT = PACKAGE.parent
@@ -64,8 +65,7 @@ class Limits:
 @dataclass
 class Outcome:
     returncode: int | None = None
-    killed_for: str | None = None   # wall-clock | memory-limit | process-limit |
-    #                                 output-limit | disk-limit
+    killed_for: KillCause | None = None  # why the watchdog stopped it (autograder.tasks)
     wall_s: float = 0.0
     peak_memory_mb: float = 0.0
     peak_tasks: int = 0
@@ -188,9 +188,7 @@ def mode_identity() -> tuple[bool, uids.Identity | None]:
 def make_undumpable() -> None:
     """No core dumps, no /proc/<pid>/mem, environ or fd/ for other processes of the same
     user, no ptrace: what a grading process that holds secrets needs (Linux)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+    procctl.set_dumpable(False)
 
 
 def fresh_uid() -> int | None:
@@ -645,7 +643,7 @@ class Monitor:
             self._channel.clear()
 
     # -- limits -------------------------------------------------------------------
-    def _kill(self, reason: str) -> None:
+    def _kill(self, reason: KillCause) -> None:
         if self.outcome.killed_for is None and self.proc.returncode is None:
             self.outcome.killed_for = reason
         # returncode None: not reaped yet, so the pid is still ours (a zombie at worst)
@@ -774,8 +772,18 @@ class Monitor:
 
 def run(jail: Jail, channel: tuple[int, int] | None = None, token: str | None = None
         ) -> Outcome:
-    """Start the jailed command and watch it to the end. ``channel`` is the pipe
-    (read, write) made by ``os.pipe()`` whose write end the jail was told about."""
+    """Start the jailed command and watch it to the end.
+
+    Args:
+        jail: the command, its confinement and its ``Limits``.
+        channel: the pipe (read, write) made by ``os.pipe()`` whose write end the jail
+            was told about (the result channel); None: none.
+        token: the run's secret; channel lines without it are not the runner's.
+
+    Returns:
+        The ``Outcome``: exit code, ``killed_for`` (None when no limit was hit), peak
+        memory and tasks, captured stdout/stderr, the channel's parsed JSON lines.
+    """
     pass_fds = (channel[1],) if channel else ()
     proc = subprocess.Popen(jail.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True,

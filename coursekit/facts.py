@@ -42,8 +42,8 @@ CHECKER_CODE = ("coursekit/__init__.py", "coursekit/facts.py", "coursekit/checki
                 "coursekit/instructor",
                 "coursekit/provenance/__init__.py",
                 "coursekit/provenance/records.py",
-                # the protocol the bridge, the runner and the grader speak
-                "coursekit/protocol.py")
+                # the protocol the bridge, the runner and the grader speak; prctl
+                "coursekit/protocol.py", "coursekit/procctl.py")
 
 
 def tree_hash(paths: list[Path], base: Path | None = None) -> str:

@@ -44,13 +44,33 @@ def run_checker(project: str, impl: Path, stage: str = "all", *, seed: int | Non
             "json": data, "status": status}
 
 
+def check_ids(project: str) -> dict[int, list[str]]:
+    """stage -> the ids of the checks the project's checker registers, in check order
+    (read from the checker's own registry, cached by its fingerprint): a new check needs
+    no list or count edited in a test."""
+    from autograder.course import discover_projects
+    from autograder.grade import cache_dir
+    found = discover_projects(ROOT, {project}, cache_dir(ROOT, ROOT / "build"))[project]
+    return {n: [cid for cid, _ in st.checks] for n, st in sorted(found.stages.items())}
+
+
+def checks_per_stage(project: str) -> dict[int, int]:
+    """stage -> how many checks the project's checker registers (``check_ids``)."""
+    return {n: len(ids) for n, ids in check_ids(project).items()}
+
+
 def plant(tmp_path: Path, project: str, name: str, replacements: list[tuple[str, str]]) -> Path:
     """A copy of the project's solution with each ``old`` replaced by ``new``. Each
-    ``old`` must occur exactly once, so a planted bug cannot silently stop planting."""
+    ``old`` must occur exactly once and differ from its ``new`` (a ``new`` built as
+    ``OLD.replace(a, b)`` is ``old`` itself once ``a`` is gone), so a planted bug cannot
+    silently stop planting: every planted test (``tests/planted_batch.py`` too) plants
+    through here."""
     text = solution(project).read_text()
+    assert replacements, f"planted bug {name!r}: no replacement"
     for old, new in replacements:
         count = text.count(old)
         assert count == 1, f"planted bug {name!r}: {old!r} occurs {count} times"
+        assert new != old, f"planted bug {name!r}: its replacement of {old!r} changes nothing"
         text = text.replace(old, new)
     path = tmp_path / f"{project}-{name}.py"
     path.write_text(text)

@@ -1,11 +1,11 @@
-"""The cases the reading of a release (docs/checkers.md, "What the readings of the release
+"""The cases the reading of a release (docs/checkers/reference.md, "What the readings of the release
 found") found in performance-audit's and optimisation's released files, each planted back
 into a copy of the release as it shipped: the checkers' own references that computed a
 stage's answer, the learner-process code that did, and the hints that named the fix.
 tests/test_release_scan.py runs each one and expects the scan to find it. (The /sys cache
 reading the stage-2 check held inline is not here: it shares too few token runs with
 ``cache_sizes`` for the scan to tell it from other code; the reading of the release found
-it, and docs/checkers.md records it.)
+it, and docs/checkers/reference.md records it.)
 
 Each plant is ``(plant(release) -> files, rule, words)``: the scan must report a finding of
 ``rule`` whose sentence holds ``words``."""

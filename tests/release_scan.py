@@ -1,5 +1,5 @@
 """The scan of a learner's release for answers in any readable form (issue 46): what
-docs/checkers.md ("What a learner receives") says no learner-side file may hold, found in
+docs/checkers/reference.md ("What a learner receives") says no learner-side file may hold, found in
 the built release. ``scan(release)`` returns one sentence a finding; ``scan(release,
 files=[...])`` reads only those files (the planted cases of tests/test_release_scan.py).
 
@@ -41,7 +41,7 @@ from coursekit.facts import ROOT
 
 INSTRUCTOR = ROOT / "coursekit" / "instructor"
 # The sentences issue 46 found giving a method or pointing at an answer, as they were
-# written (docs/checkers.md records each, with where it was): prose holding one is the
+# written (docs/checkers/reference.md records each, with where it was): prose holding one is the
 # same finding again.
 METHODS = (
     "median seconds of that round's samples",

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from coursekit.checking.bridge import TamperEvidence
+from coursekit.checking.errors import TamperEvidence
 from coursekit.checking.probes import CallCounter, all_ready, reported_unready
 
 

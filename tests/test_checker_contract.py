@@ -4,7 +4,8 @@ toy checker: --only picks checks, --fail-fast stops at the first check that does
 
 from __future__ import annotations
 
-from coursekit.checking.contract import Checker, CheckFailed
+from coursekit.checking.contract import Checker
+from coursekit.checking.errors import CheckFailed
 
 
 def toy() -> Checker:

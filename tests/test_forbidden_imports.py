@@ -19,7 +19,8 @@ import pytest
 from helpers import ROOT, plant, solution, starter
 
 from coursekit.checking import forbidden
-from coursekit.checking.contract import Checker, CheckFailed, Context
+from coursekit.checking.contract import Checker, Context
+from coursekit.checking.errors import CheckFailed
 
 PROJECTS = sorted(forbidden.RULES)
 AUDIT = "performance-audit"

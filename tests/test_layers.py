@@ -1,48 +1,11 @@
 """Every arrow points down: the imports between the course's own modules (everything in
-coursekit/ and autograder/) follow one table of floors, and no modules import each other
-in a circle.
+coursekit/ and autograder/) follow one table of floors (``FLOORS`` below), and no modules
+import each other in a circle. What each floor holds, what counts as an arrow and how the
+table is read: docs/architecture.md ("The layers"), with two paths traced through them.
 
-Floors, bottom to top; a module may import its own floor and the floors below it:
-
-    ground      coursekit (the package), coursekit.facts, coursekit.protocol: stdlib only;
-                course facts (with the checker fingerprint) and the protocol the checker,
-                the runner, the guard and the grader speak
-    compat      coursekit.compat: the JAX versions the course supports and the packages an
-                accelerator image may lack, bridged once (stdlib at import)
-    measure     coursekit.measure: timing, environment, traces, compile counts
-    records     coursekit.provenance (the package) and coursekit.provenance.records: the
-                run-record format measurements write (it reads measure.environment)
-    checking    coursekit.checking: errors, wire, codec, learner import, values, programs,
-                probes (probes read measure.timing; nothing here imports a workload)
-    workloads   coursekit.workloads: what checkers hand the learner process, drivers and
-                process glue (the drivers load the learner's file with checking.learner,
-                the remote inspectors describe programs with checking.programs, the
-                capstone writes run records)
-    instructor  coursekit.instructor: what is a stage's answer (the release leaves it out;
-                checkers reach it through checking.graded, by name at run time)
-    checker     coursekit.checking.{contract, bridge, learner_server, planted, zygote,
-                device, attached}: the checker and its learner process (started cold,
-                forked by a warm zygote, or served by a notebook kernel that holds the
-                chip), which builds workloads and runs inspectors by name (contract starts
-                the bridge; contract reads measure.environment; device asks the learner
-                process where it computes)
-    provenance  the rest of coursekit.provenance: MLflow tracking and comparisons (its
-                demo run measures the classifier workload)
-    apps        coursekit.notebook, coursekit.portfolio, coursekit.authoring: what notebooks,
-                make portfolio and the notebook build call; they do not import each other
-    autograder  autograder: releases with authoring, grades with the checker
-    commands    coursekit.commands: the make targets; the only floor above the grader
-                (course.py releases notebooks with autograder.nbsource)
-
-An entry ``pkg.*`` places the package and everything under it; a plain name places that
-module only, and wins over a ``.*`` entry. ``autograder_protocol`` (the sandbox's copy of
-coursekit/protocol.py, imported by that name inside the jail) counts as coursekit.protocol.
-
-An arrow is any ``import`` statement: at module level, inside a function (a lazy import),
-under ``try:`` (an ``except ImportError`` fallback) or ``if``. Importing ``a.b.c`` also
-runs the packages ``a.b`` and ``a``, so those are arrows too (except the importer's own
-packages, which always ran before it). Imports by name at run time (``importlib``,
-``runpy``) are not arrows here.
+One home per mechanism: the checker contract's exceptions are imported from
+``coursekit.checking.errors`` only, and ``prctl`` is called through ``coursekit.procctl``
+only (anywhere in the course's code, checkers, tests and notebook sources).
 """
 
 from __future__ import annotations
@@ -58,7 +21,7 @@ from coursekit.facts import ROOT
 PACKAGES = ("coursekit", "autograder")
 ALIASES = {"autograder_protocol": "coursekit.protocol"}
 FLOORS = (
-    ("ground", ("coursekit", "coursekit.facts", "coursekit.protocol")),
+    ("ground", ("coursekit", "coursekit.facts", "coursekit.protocol", "coursekit.procctl")),
     ("compat", ("coursekit.compat.*",)),
     ("measure", ("coursekit.measure.*",)),
     ("records", ("coursekit.provenance", "coursekit.provenance.records")),
@@ -287,3 +250,72 @@ def test_the_walker_catches_an_upward_arrow_and_a_circle(tmp_path):
     (pkg / "new.py").write_text("")  # a module the table does not place
     known, arrows = all_arrows(tmp_path, ("pkgx",), aliases)
     assert unplaced(known, arrows, floors) == ["pkgx.new"]
+
+
+# --- one home per mechanism ----------------------------------------------------------
+
+ERRORS = "coursekit.checking.errors"
+PROCCTL = "coursekit.procctl"
+# where the course's Python lives (checkers and their tests, notebook sources, benchmarks)
+CODE = ("coursekit", "autograder", "projects", "tests", "notebooks/src", "bench", "scripts")
+
+
+def exception_names(root: Path = ROOT) -> set[str]:
+    """The names ``coursekit.checking.errors`` defines (its classes and constants)."""
+    tree = ast.parse((root / "coursekit/checking/errors.py").read_text())
+    names = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+    names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+              if isinstance(t, ast.Name) and t.id.isupper()}
+    return names
+
+
+def strays(root: Path, names: set[str], folders=CODE) -> list[str]:
+    """Imports of an errors name from another module, and prctl called anywhere but
+    ``coursekit/procctl.py`` (``.prctl(`` on anything that is not that module)."""
+    found = []
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*.py")):
+            if "__pycache__" in path.parts or "starter" in path.parts:
+                continue
+            rel = path.relative_to(root).as_posix()
+            try:
+                tree = ast.parse(path.read_text())
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.module != ERRORS and any(
+                        a.name in names for a in node.names) and (node.module or "").startswith(
+                        ("coursekit.", "autograder.")):
+                    found.append(f"{rel}:{node.lineno}: imports "
+                                 f"{sorted(a.name for a in node.names if a.name in names)} "
+                                 f"from {node.module}, not {ERRORS}")
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr == "prctl" and rel != "coursekit/procctl.py"
+                        and not (isinstance(node.func.value, ast.Name)
+                                 and node.func.value.id == "procctl")):
+                    found.append(f"{rel}:{node.lineno}: calls prctl itself, not {PROCCTL}")
+    return found
+
+
+def test_exceptions_and_prctl_have_one_home():
+    """An exception of the checker contract is imported from coursekit.checking.errors
+    only (a module that uses one does not pass it on); prctl is called through
+    coursekit.procctl only (no raw option numbers, no second wrapper)."""
+    names = exception_names()
+    assert {"CheckFailed", "TamperEvidence", "LearnerCodeError"} <= names
+    found = strays(ROOT, names)
+    assert not found, "\n".join(found)
+
+
+def test_the_home_check_catches_a_stray(tmp_path):
+    (tmp_path / "coursekit/checking").mkdir(parents=True)
+    (tmp_path / "coursekit/checking/errors.py").write_text("class CheckFailed(Exception):\n"
+                                                           "    pass\n")
+    (tmp_path / "coursekit/a.py").write_text(
+        "import ctypes\nfrom coursekit.checking.bridge import CheckFailed\n"
+        "from coursekit.checking.errors import CheckFailed as ok\n"
+        "ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)\n")
+    assert strays(tmp_path, exception_names(tmp_path), ("coursekit",)) == [
+        "coursekit/a.py:2: imports ['CheckFailed'] from coursekit.checking.bridge, not "
+        "coursekit.checking.errors",
+        "coursekit/a.py:4: calls prctl itself, not coursekit.procctl"]

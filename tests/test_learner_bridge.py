@@ -13,15 +13,9 @@ import numpy as np
 import pytest
 
 from coursekit.checking import bridge
-from coursekit.checking.bridge import (
-    Handle,
-    LearnerProcess,
-    LearnerProcessDied,
-    RemoteModule,
-    TamperEvidence,
-    Workload,
-)
-from coursekit.checking.learner import LearnerCodeError, get_function, load_impl, require_written
+from coursekit.checking.bridge import Handle, LearnerProcess, RemoteModule, Workload
+from coursekit.checking.errors import LearnerCodeError, LearnerProcessDied, TamperEvidence
+from coursekit.checking.learner import get_function, load_impl, require_written
 from coursekit.checking.zygote import Zygotes
 
 LEARNER = '''

@@ -53,10 +53,10 @@ def test_every_entry_says_why():
 
 
 def test_each_sentence_found_is_recorded_in_the_docs():
-    """docs/checkers.md records what the readings of the release found, sentence by
+    """docs/checkers/reference.md records what the readings of the release found, sentence by
     sentence: the scan's list of methods in words cannot drift into phrases no release
     ever held."""
-    docs = release_scan.pages.plain((ROOT / "docs" / "checkers.md").read_text())
+    docs = release_scan.pages.plain((ROOT / "docs" / "checkers" / "reference.md").read_text())
     missing = [m for m in release_scan.METHODS if release_scan.pages.plain(m) not in docs]
     assert not missing, missing
 
@@ -334,7 +334,7 @@ PLANTS = {
                                        "solution line"),
     "instructor code in the release": (plant_instructor_folder, "instructor",
                                        "instructor-only code"),
-    # the blind reading of a release (docs/checkers.md, reading 1): sharded 2, pallas 1-2
+    # the blind reading of a release (docs/checkers/reference.md, reading 1): sharded 2, pallas 1-2
     "sharded stage 2's docstring": (plant_sharded_docstring, "method",
                                     "grad(shard sum) / psum(count)"),
     "... its mechanism": (plant_sharded_docstring, "method", "transpose of a replicated"),

@@ -6,7 +6,7 @@ Each program is held against the replay written the obvious way (a Python loop,
 ``jax.random.permutation``; the fit's draws first, then float64 steps), here in the
 course's own tests, which the release does not ship: the training to float32 rounding,
 the fit's float64 steps to 1e-12 (XLA orders a fused loop's sums its own way). The
-programs are written by the oldest JAX the course supports (docs/checkers.md, "Sealed
+programs are written by the oldest JAX the course supports (docs/checkers/reference.md, "Sealed
 references"), so this JAX compiles a program another JAX lowered: the training's weights
 then differ from the loop's by a few float32 ulps of the largest weight (3e-7 of it,
 measured on 0.12 and on the floor), where a wrong key, draw or order moves them by

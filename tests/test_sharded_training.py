@@ -21,6 +21,7 @@ import pytest
 from helpers import (
     ROOT,
     assert_reference_ok,
+    check_ids,
     plant,
     reference_run,
     run_checker,
@@ -30,18 +31,7 @@ from helpers import (
 from planted_batch import Planted, PlantedBatch
 
 PROJECT = "sharded-training"
-STAGES = {1: ["mesh_over_devices", "explicit_shardings", "state_replicated_batch_split",
-              "init_state_matches", "placement_report_matches",
-              "step_matches_single_device", "compiled_step_has_all_reduce",
-              "mixed_meshes_reported"],
-          2: ["valid_counts_per_shard", "uses_shard_map", "equal_counts_not_8x",
-              "unequal_counts_weighted", "empty_shard_handled"],
-          3: ["state_roundtrip", "uninterrupted_run_trains", "resume_after_sigkill_bitwise",
-              "kill_during_save_falls_back", "restore_on_other_device_count",
-              "distributed_timeouts_set", "two_processes_match_one"],
-          4: ["record_is_valid", "compile_apart_and_calls", "first_call_waited_for",
-              "samples_are_synchronised", "trace_holds_region", "wrong_output_refused",
-              "loss_compared_relatively"]}
+STAGES = check_ids(PROJECT)  # stage -> check ids, from the checker's registry
 ALL = [c for ids in STAGES.values() for c in ids]
 
 # Planted bugs: each replaces reference code with a tempting mistake.

@@ -11,7 +11,8 @@ import os
 import pytest
 
 from coursekit.checking import bridge
-from coursekit.checking.bridge import LearnerProcess, LearnerProcessDied
+from coursekit.checking.bridge import LearnerProcess
+from coursekit.checking.errors import LearnerProcessDied
 from coursekit.checking.zygote import Adopted, Zygotes
 
 LEARNER = '''

@@ -18,7 +18,6 @@ the checker's, with its own HOME, temporary and cache folders and namespaces.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
@@ -27,15 +26,14 @@ import time
 import weakref
 from pathlib import Path
 
+from coursekit import procctl
 from coursekit.checking import spawn
 from coursekit.checking.codec import Encoder, Handle, LearnerFunction, Workload, decode
 from coursekit.checking.errors import LearnerCodeError, LearnerProcessDied, TamperEvidence
 from coursekit.checking.wire import protocol
 
-__all__ = ["Handle", "LearnerFunction", "LearnerProcess", "LearnerProcessDied",
-           "TamperEvidence", "Workload"]
+__all__ = ["Handle", "LearnerFunction", "LearnerProcess", "Workload"]
 COURSE_ROOT = Path(__file__).resolve().parents[2]
-PR_SET_DUMPABLE = 4
 MAX_STARTS = 3  # a learner process that keeps dying is not restarted for every check
 VIOLATION_SINKS: list = []  # callables(what, detail): the runner relays to the grader
 _PRESTARTED: dict = {}
@@ -50,8 +48,7 @@ FORK_FROM = None
 
 
 def make_undumpable() -> None:
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    procctl.set_dumpable(False)
 
 
 def process_cpu_s(pid: int) -> float:

@@ -157,7 +157,19 @@ class Checker:
     def check(self, stage: int, check_id: str | None = None, points: float = 1.0):
         """Register ``fn(impl, ctx)`` as a check of ``stage``; its id is the function's
         name (``check_id`` only where a name cannot be one), so tracebacks, profiles and
-        searches show the check by name. Ids are unique within a project."""
+        searches show the check by name. Ids are unique within a project.
+
+        Args:
+            stage: the stage the check belongs to (checks run in registration order).
+            check_id: an id that cannot be a function name (default: ``fn.__name__``).
+            points: what the check is worth when it passes.
+
+        Returns:
+            A decorator that registers ``fn`` and returns it unchanged. ``fn(impl, ctx)``
+            gets the learner module (a ``RemoteModule`` with ``learner_process=True``)
+            and a ``Context``; it returns to pass, or raises ``CheckFailed`` /
+            ``CheckInconclusive`` (``coursekit.checking.errors``).
+        """
         def register(fn):
             cid = check_id or fn.__name__
             if any(c.check_id == cid for c in self.checks):

@@ -15,8 +15,8 @@ modules that raise or catch them import them from here, not from each other.
   that this copy of the course does not hold: a learner's release runs the public checks
   and names this one as graded by the instructor (``coursekit.checking.graded``).
 
-Each is still importable from the module that first defined it (``contract``,
-``learner``, ``bridge``).
+This is their one home: import them from here, never through a module that uses them
+(``tests/test_layers.py`` holds every file of the course to that).
 """
 
 from __future__ import annotations

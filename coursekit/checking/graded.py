@@ -15,7 +15,7 @@ the module itself. In a learner's copy it is a stand-in whose every attribute ra
 names the others instead of dropping them. The learner process does the same for an
 inspector or workload that lives there (``coursekit.workloads.inspectors``).
 
-What may live outside ``coursekit/instructor/`` is written down in docs/checkers.md
+What may live outside ``coursekit/instructor/`` is written down in docs/checkers/reference.md
 ("What a learner receives"); tests/test_release_scan.py builds a release and scans it.
 """
 

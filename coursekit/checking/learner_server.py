@@ -22,9 +22,9 @@ import os
 import sys
 from pathlib import Path
 
+from coursekit import procctl
 from coursekit.checking.wire import protocol
 
-PR_CAPBSET_DROP = 24
 CAP_LAST = 63
 
 
@@ -33,9 +33,11 @@ def drop_privileges() -> None:
     so this process cannot read the non-dumpable checker's memory or signal other users."""
     if os.geteuid() != 0 or not sys.platform.startswith("linux"):
         return
-    libc = ctypes.CDLL(None, use_errno=True)
     for cap in range(CAP_LAST + 1):
-        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+        try:
+            procctl.drop_capability(cap)
+        except OSError:  # a capability this kernel does not know
+            pass
 
     class Header(ctypes.Structure):
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
@@ -44,8 +46,8 @@ def drop_privileges() -> None:
         _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
                     ("inheritable", ctypes.c_uint32)]
     data = (Data * 2)()
-    libc.capset(ctypes.byref(Header(0x20080522, 0)), data)
-    libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+    procctl.libc().capset(ctypes.byref(Header(0x20080522, 0)), data)
+    procctl.no_new_privileges()
 
 
 def snapshot() -> dict:

@@ -31,7 +31,6 @@ cold: they start one or two per checker process, where a zygote saves nothing.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import select
@@ -43,13 +42,9 @@ import time
 import warnings
 from pathlib import Path
 
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
+from coursekit import procctl
+
 MAX_ZYGOTES = 3  # environments kept warm at once (a planted batch uses one or two)
-
-
-def _prctl(option: int, value: int) -> None:
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
 
 
 # -- the checker's side ----------------------------------------------------------------
@@ -105,7 +100,7 @@ class Zygote:
     """One warm process for one learner environment."""
 
     def __init__(self, env: dict, cwd: Path | str):
-        _prctl(PR_SET_CHILD_SUBREAPER, 1)  # its grandchildren become ours
+        procctl.become_subreaper()  # its grandchildren become ours
         self.env = dict(env)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.control = ours
@@ -218,7 +213,7 @@ def _become_learner(request: dict, fds: list[int]) -> None:
                 except OSError:
                     pass
         os.chdir(request["cwd"])
-        _prctl(PR_SET_DUMPABLE, 1)  # as an exec leaves it; the zygote is not dumpable
+        procctl.set_dumpable(True)  # as an exec leaves it; the zygote is not dumpable
         import numpy
         numpy.random.seed()  # fresh entropy, as a cold process's import draws
         from coursekit.checking import learner_server
@@ -265,8 +260,8 @@ def _fork_learner(request: dict, fds: list[int]) -> int:
 
 
 def main() -> None:
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # never outlive the checker
-    _prctl(PR_SET_DUMPABLE, 0)  # a learner process (same user) cannot rewrite us
+    procctl.die_with_parent()  # never outlive the checker
+    procctl.set_dumpable(False)  # a learner process (same user) cannot rewrite us
     control = socket.socket(fileno=int(sys.argv[1]))
     _warm()
     while True:

@@ -1,5 +1,5 @@
 """Every JAX API the course uses that differs across its supported range, bridged here
-once (docs/checkers.md, "JAX versions").
+once (docs/checkers/reference.md, "JAX versions").
 
 The range: ``FLOOR`` (the JAX an accelerator image ships: 0.10.2 on the TPU v5e image,
 Python 3.11) to the pinned JAX (pyproject.toml, Python >= 3.12). Code elsewhere calls these

@@ -1,5 +1,5 @@
 """Packages the course pins that an accelerator image may not have, named where they are
-missing, never a traceback (docs/checkers.md, "JAX versions and accelerator images").
+missing, never a traceback (docs/checkers/reference.md, "JAX versions and accelerator images").
 
 The TPU v5e image ships its own Python and JAX and an index without these; the course runs
 there without them, and each feature that needs one says so:

@@ -35,8 +35,10 @@ def project_path(project: str, which: str = "starter") -> Path:
 def run_check(project: str, stage: int | str, impl: str | Path | None = None,
               timeout: float = 900, quiet: bool = False) -> dict:
     """Run ``projects/<project>/tests/check.py --stage <stage> --impl <impl>`` and print
-    its lines. Returns {"passed", "failed", "ok", "results", "returncode"}; never raises.
-    Results are also kept under build/learner/checks/ for the route map and portfolio."""
+    its lines. Returns {"passed", "failed", "inconclusive", "instructor", "ran", "ok",
+    "results", "returncode"} (``ran``: every check that ran, whatever its verdict; say
+    ``passed_of(summary)`` to a learner); never raises. Results are also kept under
+    build/learner/checks/ for the route map and portfolio."""
     impl = Path(impl) if impl else project_path(project)
     if not impl.is_absolute():
         impl = (Path.cwd() / impl).resolve()
@@ -67,6 +69,7 @@ def run_check(project: str, stage: int | str, impl: str | Path | None = None,
                # learner process; None when nothing ran)
                "measured_on": data.get("measured_on") if data else None}
     summary.update(counts(summary["results"]))
+    summary["ran"] = len(results)
     summary["ok"] = rc == 0 and summary["failed"] == 0 and summary["passed"] > 0
     _keep(f"checks/{project}-stage{stage}.json", summary)
     if summary["inconclusive"] and not summary["failed"] and not quiet:
@@ -90,6 +93,18 @@ def run_check(project: str, stage: int | str, impl: str | Path | None = None,
         else:
             print(f"\nnot yet: fix the first FAIL above in {shown}, then re-run this cell.")
     return summary
+
+
+def passed_of(summary: dict) -> str:
+    """"P of N" for a check cell's summary, N every check that ran: a check that could not
+    decide (inconclusive) or is graded by the instructor is counted and named beside it,
+    never dropped from N (a stage of 11 checks with one inconclusive is "10 of 11 (1
+    inconclusive)", not "10 of 10")."""
+    ran = summary.get("ran", len(summary.get("results") or []))
+    apart = [f"{summary[key]} {word}" for key, word in (
+        ("inconclusive", "inconclusive"), ("instructor", "graded by your instructor"))
+        if summary.get(key)]
+    return f"{summary.get('passed', 0)} of {ran}" + (f" ({', '.join(apart)})" if apart else "")
 
 
 def _run_checker(cmd: list[str], impl: Path, timeout: float) -> tuple[str, int]:

@@ -23,7 +23,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from pathlib import Path
 
-from coursekit.checking.learner import LearnerCodeError, learner_frame, load_impl
+from coursekit.checking.errors import LearnerCodeError
+from coursekit.checking.learner import learner_frame, load_impl
 from coursekit.compat.optional import Absent
 
 PREFIX = "not yet:"

@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{p['devices']} device(s): {shown}")
             print(f"({SCALING_LABEL}: CPU figures, no parallel speedup is possible here)")
     except Exception as err:  # noqa: BLE001 - a named line, not a traceback wall
-        from coursekit.checking.learner import LearnerCodeError
+        from coursekit.checking.errors import LearnerCodeError
         if isinstance(err, LearnerCodeError) or isinstance(err, (NotImplementedError,
                                                                  ValueError)):
             print(f"error: {err}", file=sys.stderr)

@@ -244,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT))
-    from coursekit.checking.learner import LearnerCodeError, load_impl
+    from coursekit.checking.errors import LearnerCodeError
+    from coursekit.checking.learner import load_impl
     from coursekit.provenance.records import write_run_record
     try:
         training = load_impl(args.training_impl)

@@ -32,7 +32,8 @@ np.random.seed(spec["global_seed"])
 random.seed(spec["global_seed"])
 import jax
 from coursekit.workloads.fresh import flatten
-from coursekit.checking.learner import explain_exception, get_function, load_impl, LearnerCodeError
+from coursekit.checking.errors import LearnerCodeError
+from coursekit.checking.learner import explain_exception, get_function, load_impl
 try:
     impl = load_impl(spec["impl"])
     fn = get_function(impl, spec["function"])

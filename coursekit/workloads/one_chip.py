@@ -27,7 +27,8 @@ def one_chip(impl_path: str, config: dict) -> dict:
            "devices": facts["device_count"], "label": facts["label"]}
     if facts["backend"] == "cpu":
         return out
-    from coursekit.checking.learner import LearnerCodeError, load_impl
+    from coursekit.checking.errors import LearnerCodeError
+    from coursekit.checking.learner import load_impl
     try:
         impl = load_impl(impl_path)
         mesh = impl.make_mesh()

@@ -130,7 +130,8 @@ def main(argv=None) -> int:
         tmp.write_text(json.dumps(report))
         tmp.rename(out)
 
-    from coursekit.checking.learner import LearnerCodeError, explain_exception, load_impl
+    from coursekit.checking.errors import LearnerCodeError
+    from coursekit.checking.learner import explain_exception, load_impl
 
     impl_path = Path(args.impl).resolve()
     try:

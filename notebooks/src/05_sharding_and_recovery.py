@@ -92,7 +92,7 @@ import optax
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from coursekit.checking.learner import LearnerCodeError
+from coursekit.checking.errors import LearnerCodeError
 from coursekit.measure import traces
 from coursekit.notebook.cells import (
     RECORDS,

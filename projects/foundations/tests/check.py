@@ -34,14 +34,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from coursekit.checking import bridge, forbidden, sealed
-from coursekit.checking.contract import Checker, CheckFailed
+from coursekit.checking.contract import Checker
+from coursekit.checking.errors import CheckFailed, LearnerCodeError
 from coursekit.checking.forbidden import guard
-from coursekit.checking.learner import (
-    LearnerCodeError,
-    get_function,
-    on_input,
-    require_written,
-)
+from coursekit.checking.learner import get_function, on_input, require_written
 from coursekit.checking.values import as_array, as_float, as_float64_array, fail_unless
 from coursekit.workloads import classifier
 from coursekit.workloads.fresh import bitwise_differences, flatten

@@ -41,10 +41,10 @@ import jax
 import numpy as np
 
 from coursekit.checking import bridge
-from coursekit.checking.bridge import LearnerFunction, TamperEvidence, process_cpu_s
-from coursekit.checking.contract import Checker, CheckFailed
+from coursekit.checking.bridge import LearnerFunction, process_cpu_s
+from coursekit.checking.contract import Checker
 from coursekit.checking.device import learner_may_hold_accelerator
-from coursekit.checking.errors import CheckInconclusive
+from coursekit.checking.errors import CheckFailed, CheckInconclusive, TamperEvidence
 from coursekit.checking.probes import (
     ratio_verdict,
     reported_times_within_wall,

@@ -44,8 +44,7 @@ from optim_harness import (
     timing_config,
 )
 
-from coursekit.checking.contract import CheckFailed
-from coursekit.checking.errors import CheckInconclusive
+from coursekit.checking.errors import CheckFailed, CheckInconclusive
 from coursekit.checking.learner import require_written
 from coursekit.checking.values import fail_unless
 from coursekit.workloads import slow_step

@@ -30,7 +30,7 @@ from pallas_harness import (
 
 from coursekit.checking import bridge
 from coursekit.checking.bridge import LearnerFunction
-from coursekit.checking.contract import CheckFailed
+from coursekit.checking.errors import CheckFailed
 from coursekit.checking.learner import get_function
 from coursekit.checking.values import as_array, as_float, fail_unless, require_keys
 

@@ -33,10 +33,11 @@ from pallas_harness import (
 )
 
 from coursekit.checking import bridge
-from coursekit.checking.bridge import LearnerFunction, TamperEvidence
-from coursekit.checking.contract import CheckFailed, short
+from coursekit.checking.bridge import LearnerFunction
+from coursekit.checking.contract import short
 from coursekit.checking.device import learner_backend
-from coursekit.checking.learner import LearnerCodeError, get_function
+from coursekit.checking.errors import CheckFailed, LearnerCodeError, TamperEvidence
+from coursekit.checking.learner import get_function
 from coursekit.checking.values import as_array, fail_unless, require_keys
 from coursekit.measure.pallas_inspect import KERNEL_CALL_MARKERS
 

@@ -46,11 +46,16 @@ from pallas_harness import (
 )
 
 from coursekit.checking import bridge
-from coursekit.checking.bridge import LearnerFunction, TamperEvidence, Workload
-from coursekit.checking.contract import CheckFailed, short
+from coursekit.checking.bridge import LearnerFunction, Workload
+from coursekit.checking.contract import short
 from coursekit.checking.device import learner_backend, learner_may_hold_accelerator
-from coursekit.checking.errors import CheckInconclusive
-from coursekit.checking.learner import LearnerCodeError, get_function
+from coursekit.checking.errors import (
+    CheckFailed,
+    CheckInconclusive,
+    LearnerCodeError,
+    TamperEvidence,
+)
+from coursekit.checking.learner import get_function
 from coursekit.checking.probes import (
     CLOCK_SLACK_FRACTION,
     CLOCK_SLACK_S,

@@ -54,14 +54,19 @@ from audit_harness import (
     timing_verdict,
 )
 
-from coursekit.checking.bridge import TamperEvidence, Workload
+from coursekit.checking.bridge import Workload
 from coursekit.checking.device import (
     KeptWork,
     compile_on_device,
     output_on_device,
     time_on_device,
 )
-from coursekit.checking.errors import CheckFailed, CheckInconclusive, LearnerCodeError
+from coursekit.checking.errors import (
+    CheckFailed,
+    CheckInconclusive,
+    LearnerCodeError,
+    TamperEvidence,
+)
 from coursekit.checking.learner import get_function, on_input
 from coursekit.checking.probes import (
     reported_counts,

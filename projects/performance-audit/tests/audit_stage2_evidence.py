@@ -54,8 +54,9 @@ from audit_harness import (
 )
 
 from coursekit.checking import bridge
-from coursekit.checking.bridge import TamperEvidence, Workload
+from coursekit.checking.bridge import Workload
 from coursekit.checking.device import KeptWork, time_on_device
+from coursekit.checking.errors import TamperEvidence
 from coursekit.checking.frozen import copy_once
 from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import get_function, on_input
@@ -323,7 +324,7 @@ def region_events(path: Path, region: str) -> list[dict]:
 
 @checker.check(2)
 def trace_written_and_newest_found(impl, ctx):
-    from coursekit.checking.learner import LearnerCodeError
+    from coursekit.checking.errors import LearnerCodeError
     newest_trace_file = get_function(impl, "newest_trace_file")
     folders, want = trace_folders(ctx)
     got = newest_trace_file(str(folders))

@@ -7,7 +7,7 @@ import jax
 import numpy as np
 from sharded_harness import ATOL, N_DEVICES, RTOL
 
-from coursekit.checking.contract import CheckFailed
+from coursekit.checking.errors import CheckFailed
 from coursekit.checking.values import fail_unless
 
 
@@ -56,7 +56,7 @@ def piece_slices(spans) -> tuple:
 def cross_check_pieces(value) -> None:
     """Each piece the learner process reports a device holds must be the value returned
     as data, sliced by the reported index (``SELF_REPORTED``: placement shard_data)."""
-    from coursekit.checking.bridge import TamperEvidence
+    from coursekit.checking.errors import TamperEvidence
     for name, where in value.placement.items():
         for dev, data in (where.get("shard_data") or {}).items():
             full = host(value.leaves[name])

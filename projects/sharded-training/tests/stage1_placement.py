@@ -37,8 +37,8 @@ from sharded_trees import (
     is_key,
 )
 
-from coursekit.checking.bridge import Handle, TamperEvidence
-from coursekit.checking.contract import CheckFailed
+from coursekit.checking.bridge import Handle
+from coursekit.checking.errors import CheckFailed, TamperEvidence
 from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import on_input
 from coursekit.checking.probes import random_name

@@ -30,8 +30,7 @@ from sharded_program import exported, manual_computation
 from sharded_reference import random_mask, ref_init_params, stage_batch
 from sharded_trees import flat, host
 
-from coursekit.checking.contract import CheckFailed
-from coursekit.checking.errors import GradedByInstructor
+from coursekit.checking.errors import CheckFailed, GradedByInstructor
 from coursekit.checking.graded import instructor_module
 from coursekit.checking.values import fail_unless
 from coursekit.workloads import classifier

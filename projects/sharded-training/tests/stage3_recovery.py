@@ -27,7 +27,7 @@ from stage3_runs import (
     uninterrupted,
 )
 
-from coursekit.checking.contract import CheckFailed
+from coursekit.checking.errors import CheckFailed
 from coursekit.checking.learner import require_written
 from coursekit.checking.values import fail_unless
 from coursekit.workloads import procgroup, trainruns

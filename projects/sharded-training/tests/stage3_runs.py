@@ -48,8 +48,7 @@ from pathlib import Path
 from sharded_harness import N_DEVICES
 from sharded_reference import run_config
 
-from coursekit.checking.contract import CheckFailed
-from coursekit.checking.learner import LearnerCodeError
+from coursekit.checking.errors import CheckFailed, LearnerCodeError
 from coursekit.facts import ROOT
 from coursekit.workloads import procgroup, trainruns
 

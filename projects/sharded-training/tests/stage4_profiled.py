@@ -63,8 +63,8 @@ from sharded_harness import N_DEVICES, checker
 from sharded_learner import ALL, call_plain, place
 from sharded_reference import blobs, ref_step_fn
 
-from coursekit.checking.bridge import TamperEvidence, Workload
-from coursekit.checking.errors import CheckFailed
+from coursekit.checking.bridge import Workload
+from coursekit.checking.errors import CheckFailed, TamperEvidence
 from coursekit.checking.frozen import copy_once
 from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import require_written
