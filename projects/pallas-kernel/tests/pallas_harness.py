@@ -37,8 +37,9 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.special
 
-from coursekit.checking.contract import Checker, CheckFailed
+from coursekit.checking.contract import Checker
 from coursekit.checking.device import learner_may_hold_accelerator
+from coursekit.checking.errors import CheckFailed
 from coursekit.checking.learner import get_function
 from coursekit.checking.values import as_array, fail_unless
 
