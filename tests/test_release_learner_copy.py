@@ -65,7 +65,6 @@ EXTRA = {
 # making those checks run there (issue 50 item 1). Drop an entry when its project lands.
 WAITING = {
     "performance-audit": "23 of 34 checks say INSTRUCTOR in the copy (stages 2, 3, 4)",
-    "pallas-kernel": "9 of 17 checks say INSTRUCTOR in the copy (stages 1, 2, 3)",
     "sharded-training": "12 of 27 checks say INSTRUCTOR in the copy (stages 1, 3, 4)",
     "optimisation": "5 of 13 checks say INSTRUCTOR in the copy (stages 1, 3)",
 }
