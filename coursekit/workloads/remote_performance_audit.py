@@ -61,7 +61,14 @@ def square_matmul():
     return jax.jit(lambda a: a @ a)
 
 
+def read_sum():
+    """``jnp.sum``, jitted: the checker's reference pass of the bandwidth check (a read of
+    every byte)."""
+    return jax.jit(jnp.sum)
+
+
 WORKLOADS = {
+    "performance-audit/read_sum": read_sum,
     "performance-audit/stage1_repeated": stage1_repeated,
     "performance-audit/square_matmul": square_matmul,
     "performance-audit/host_metric_step": host_metric_step,
