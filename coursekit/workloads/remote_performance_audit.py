@@ -61,6 +61,21 @@ def square_matmul():
     return jax.jit(lambda a: a @ a)
 
 
+def sleeper(seconds: float):
+    """A jitted step that sleeps ``seconds`` on the host inside each call (a callback the
+    output depends on, so a wait for the output waits for the nap): wall time with next to
+    no CPU, which a CPU-time clock does not see."""
+    import time
+
+    def nap(a):
+        time.sleep(seconds)
+        return a
+
+    def step(a):
+        return jax.pure_callback(nap, jax.ShapeDtypeStruct(a.shape, a.dtype), a) + 1.0
+    return jax.jit(step)
+
+
 def read_sum():
     """``jnp.sum``, jitted: the checker's reference pass of the bandwidth check (a read of
     every byte)."""
@@ -69,6 +84,7 @@ def read_sum():
 
 WORKLOADS = {
     "performance-audit/read_sum": read_sum,
+    "performance-audit/sleeper": sleeper,
     "performance-audit/stage1_repeated": stage1_repeated,
     "performance-audit/square_matmul": square_matmul,
     "performance-audit/host_metric_step": host_metric_step,

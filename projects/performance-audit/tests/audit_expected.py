@@ -21,7 +21,7 @@ TRACE = FOLDER / "mlp_step.trace.json.gz"
 ROOFLINE_SEEDS = (11, 23, 37)
 MATMUL_SHAPES = {"float32": (37, 211, 95), "bfloat16": (129, 17, 263)}
 FUSED_SHAPE, FUSED_SEED = (173, 291), 5
-SQUARE_SIZES = range(150, 460)
+SQUARE_SIZES = range(40, 460)
 
 
 @lru_cache(maxsize=1)
