@@ -76,6 +76,12 @@ def sleeper(seconds: float):
     return jax.jit(step)
 
 
+def in_place():
+    """``x * 2 + 1`` jitted with its input donated (each output is the next call's input):
+    the checker's reference in-place pass of the bandwidth check, on the CPU."""
+    return jax.jit(lambda v: v * 2.0 + 1.0, donate_argnums=0)
+
+
 def read_sum():
     """``jnp.sum``, jitted: the checker's reference pass of the bandwidth check (a read of
     every byte)."""
