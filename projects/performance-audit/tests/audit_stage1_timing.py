@@ -92,10 +92,17 @@ def timestamps_fail(what: str, records) -> None:
     sum can pass the wall time, which would otherwise read as a forged report)."""
     for m in records:
         samples = m.get("samples_s") if isinstance(m.get("samples_s"), list) else []
+        # five or more (the checks' own calls, iters 5-7), every one up on the one before
+        # and the last at least 0.6 n times the first: honest samples do not climb so
+        # (three or four only where each is k times the first within 35%)
         if len(samples) < 3 or not all(type(v) in (int, float) and v > 0 for v in samples):
             continue
         steps = [b - a for a, b in zip(samples, samples[1:])]
-        if all(d > 0 for d in steps) and samples[-1] >= 0.6 * len(samples) * samples[0]:
+        climbs = all(d > 0 for d in steps) and samples[-1] >= 0.6 * len(samples) * samples[0]
+        if len(samples) < 5:
+            climbs = climbs and all(abs(v / ((k + 1) * samples[0]) - 1) <= 0.35
+                                    for k, v in enumerate(samples))
+        if climbs:
             raise CheckFailed(
                 f"{what}: your samples grow with the call index "
                 f"({', '.join(f'{v:.4g}' for v in samples[:4])}, ... s)",
@@ -245,15 +252,15 @@ def cpu_clock_fails(impl, ctx) -> None:
         workload = Workload("performance-audit/sleeper", seconds=SLEEP_S)
         x = jnp.ones((8,), jnp.float32)
         with on_input(f"fn = a jitted step that sleeps {SLEEP_S * 1e3:.0f} ms on the host "
-                      "inside each call, args = one float32 (8,) array, warmup=1, iters=3"):
-            m = require_keys(time_fn(workload, x, warmup=1, iters=3), MEASUREMENT_KEYS,
+                      "inside each call, args = one float32 (8,) array, warmup=1, iters=5"):
+            m = require_keys(time_fn(workload, x, warmup=1, iters=5), MEASUREMENT_KEYS,
                              "time_fn")
         # no CPU floor here (a nap takes none): the times against the call's wall time
         times_within_wall("time_fn", [m], impl.__bridge__.last_wall_s)
         return m, workload.facts
     m, facts = ctx.once("sleeper", measure)
-    samples = samples_of(m, "time_fn", 3)
-    unwaited_samples_fail(facts, 1, 3)
+    samples = samples_of(m, "time_fn", 5)
+    unwaited_samples_fail(facts, 1, 5)
     fail_unless(min(samples) >= 0.8 * SLEEP_S, "time_fn: samples of a call that sleeps "
                 f"{SLEEP_S * 1e3:.0f} ms read shorter than the sleep, though every call "
                 "finished inside its sample", yours=f"{min(samples) * 1e3:.3g} ms (fastest)",
