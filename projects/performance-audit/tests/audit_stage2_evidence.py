@@ -1140,6 +1140,9 @@ def cache_hint(theirs, want: dict) -> str:
             off.append(f"{level} missing")
         elif type(got) is not int:
             off.append(f"{level} is {type(got).__name__}, not int")
+        elif got != size and level == "L1" and got == INSTRUCTION_L1:
+            off.append(f"L1 {got} for {size}: the instruction cache's size (an instruction "
+                       "cache holds no data)")
         elif got != size:
             ratio = got / size
             unit = ("1000 where sysfs's K, M, G are 1024" if 0.9 < ratio < 1 else
@@ -1150,6 +1153,9 @@ def cache_hint(theirs, want: dict) -> str:
         off.append(f"levels {extra} that hold no data cache here (an instruction cache, or "
                    "a broken index)")
     return "; ".join(off) or "the levels differ"
+
+
+INSTRUCTION_L1 = 32 * 2**10  # the instruction cache of the folder the checker writes
 
 
 def sysfs_caches(ctx) -> tuple[Path, dict]:
@@ -1163,7 +1169,7 @@ def sysfs_caches(ctx) -> tuple[Path, dict]:
     l3 = int(rng.integers(1, 64)) * 2**20 + int(rng.integers(1, 2**10)) * 2**10
     l4 = int(rng.integers(1, 3))
     entries = [("Data", "1", None), ("Unified", "x", "8M"), ("Data", "1", f"{l1}K"),
-               ("Instruction", "1", "32K"), ("Unified", "2", f"{l2}M"),
+               ("Instruction", "1", f"{INSTRUCTION_L1 // 2**10}K"), ("Unified", "2", f"{l2}M"),
                ("Unified", "3", str(l3)), ("Unified", "4", f"{l4}G")]
     for k, (kind, level, size) in enumerate(entries):
         index = root / f"index{k}"
