@@ -257,6 +257,19 @@ PLANTED = {
          '"lower_s": compute_s + memory_s, "upper_s": max(compute_s, memory_s)}')]),
     "roofline_predicts_no_overlap": (2, "roofline_bound_and_memory_level", [
         ('"predicted_s": flops / attainable,', '"predicted_s": compute_s + memory_s,')]),
+    # issue 53: the first traced step against the rest of its trace; samples that are
+    # timestamps, and a CPU-time clock, each named as what it is (never tampering)
+    "trace_warmup_not_waited": (2, "trace_written_and_newest_found", [
+        ("    jax.block_until_ready(step_fn(*args))\n    with jax.profiler.trace(logdir):",
+         "    step_fn(*args)\n    with jax.profiler.trace(logdir):")]),
+    "time_fn_samples_are_timestamps": (1, "raw_samples_kept", [
+        ("            for _ in range(iters):\n                start = time.perf_counter()\n",
+         "            start = time.perf_counter()\n            for _ in range(iters):\n")]),
+    "time_fn_on_a_cpu_time_clock": (1, "warm_median_is_device_time", [
+        ("                start = time.perf_counter()\n                wait(fn(*args))\n"
+         "                samples.append(time.perf_counter() - start)\n",
+         "                start = time.process_time()\n                wait(fn(*args))\n"
+         "                samples.append(time.process_time() - start)\n")]),
     # -- stage 3 ---------------------------------------------------------------------
     "remat_whole_stack_once": (3, "remat_really_applied", [
         (BLOCK_REMAT, "        def stack(ps, v):\n            for p in ps:\n"
@@ -459,7 +472,10 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "bandwidth_faults_running_total": "a running total",
          "bandwidth_no_first_call": "your only in_place sample (iters=1)",
          "peak_flops_compile_in_the_first_sample": "your only sample (iters=1)",
-         "peak_flops_input_made_in_each_sample": "your only sample (iters=1)",
+         "peak_flops_input_made_in_each_sample": "an input made or converted inside it",
+         "trace_warmup_not_waited": "the call made before the trace was not waited for",
+         "time_fn_samples_are_timestamps": "a timestamp, cumulative",
+         "time_fn_on_a_cpu_time_clock": "a CPU-time clock",
          "peak_flops_best_is_the_median": "yours is the median of your samples",
          "peak_flops_rate_from_the_mean": "over the mean of your samples",
          "peak_flops_counts_n_cubed": "one FLOP per multiply-add",
@@ -491,6 +507,8 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "matmul_cost_as_floats": "a count is an int"}
 WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
                "time_fn_samples_sliced_from_every_call": "tamper",
+               "time_fn_samples_are_timestamps": "tamper",
+               "time_fn_on_a_cpu_time_clock": "tamper",
                "summary_counts_straddling_events": "nested",
                "residuals_with_the_arguments": "2 bytes for bfloat16",
                "decide_ignores_round_ids": ["a mean far off", "(the median)"],
@@ -517,6 +535,11 @@ COMPARABLE_KEYS = ('    reasons = []\n'
                    '        if a.get(key) != b.get(key):\n'
                    '            reasons.append(f"{key} differ: {a.get(key)!r} vs {b.get(key)!r}")\n')
 RIGHT = {
+    # the warm-up before the trace waited for by a host read: steady steps by another route
+    "trace_warmup_read_to_the_host": Planted(2, [
+        ("    jax.block_until_ready(step_fn(*args))\n    with jax.profiler.trace(logdir):",
+         "    jax.tree.map(np.asarray, step_fn(*args))\n    with jax.profiler.trace(logdir):")],
+        only=["trace_written_and_newest_found"]),
     # each block rematerialised through a wrapper made per block: one region a block
     "block_loss_checkpoint_per_block_wrapper": Planted(3, [
         ("    for p in params:\n        x = step(p, x)\n    return jnp.mean(x**2)\n",

@@ -9,7 +9,8 @@ import math
 
 import pytest
 
-from coursekit.measure import ceilings, chips, roofs
+from coursekit.instructor import ceilings
+from coursekit.measure import chips, roofs
 from coursekit.notebook import claims
 
 V5E = chips.spec("TPU v5 lite")

@@ -40,7 +40,7 @@ import sys
 import time
 from pathlib import Path
 
-from coursekit.measure.ceilings import (  # noqa: F401 - also this command's names
+from coursekit.instructor.ceilings import (  # noqa: F401 - also this command's names
     Ceiling,
     GiB,
     Matmul,

@@ -2,7 +2,7 @@
 beside the plain-JAX ceiling of the same size measured in the same run, the vendor's figure
 beside both. (A workload's time is then predicted with the learner's own ``roofline``.)
 
-    rec, got = beside(ceilings.Matmul(8192, "bfloat16"), lambda: measure_peak_flops(...),
+    rec, got = beside(matmul_ceiling, lambda: measure_peak_flops(...),
                       iters=5, rounds=3)        # the ceiling's rounds, the call between them
     judged(best_figure, rec["best"], spec)      # ratio to the ceiling, within 90%, of spec
 
@@ -13,19 +13,18 @@ over 1 / 4 GiB and 651 / 656 GB/s for ``x * 2`` in place (spec 819).
 
 from __future__ import annotations
 
-from coursekit.measure import ceilings
-
 WITHIN = 0.9  # a measured roof should reach this share of the ceiling beside it
 
 
-def beside(ceiling: ceilings.Ceiling, call, *, iters: int, rounds: int) -> tuple[dict, list]:
-    """``ceilings.measure(ceiling)`` with ``call()`` made after each of its ``rounds``
+def beside(ceiling, call, *, iters: int, rounds: int) -> tuple[dict, list]:
+    """The ceiling's own record (a plain-JAX ceiling of the course's instructor-only
+    code) with ``call()`` made after each of its ``rounds``
     rounds (both see the machine in the same state): the ceiling's record and what each
     call returned. The ceiling's arrays are released afterwards."""
     got: list = []
     try:
-        rec = ceilings.measure(ceiling, iters=iters, rounds=rounds,
-                               between=lambda _round: got.append(call()))
+        rec = ceiling.measure(iters=iters, rounds=rounds,
+                              between=lambda _round: got.append(call()))
     finally:
         ceiling.close()
     return rec, got

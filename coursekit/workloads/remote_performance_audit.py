@@ -61,7 +61,36 @@ def square_matmul():
     return jax.jit(lambda a: a @ a)
 
 
+def sleeper(seconds: float):
+    """A jitted step that sleeps ``seconds`` on the host inside each call (a callback the
+    output depends on, so a wait for the output waits for the nap): wall time with next to
+    no CPU, which a CPU-time clock does not see."""
+    import time
+
+    def nap(a):
+        time.sleep(seconds)
+        return a
+
+    def step(a):
+        return jax.pure_callback(nap, jax.ShapeDtypeStruct(a.shape, a.dtype), a) + 1.0
+    return jax.jit(step)
+
+
+def in_place():
+    """``x * 2 + 1`` jitted with its input donated (each output is the next call's input):
+    the checker's reference in-place pass of the bandwidth check, on the CPU."""
+    return jax.jit(lambda v: v * 2.0 + 1.0, donate_argnums=0)
+
+
+def read_sum():
+    """``jnp.sum``, jitted: the checker's reference pass of the bandwidth check (a read of
+    every byte)."""
+    return jax.jit(jnp.sum)
+
+
 WORKLOADS = {
+    "performance-audit/read_sum": read_sum,
+    "performance-audit/sleeper": sleeper,
     "performance-audit/stage1_repeated": stage1_repeated,
     "performance-audit/square_matmul": square_matmul,
     "performance-audit/host_metric_step": host_metric_step,

@@ -631,18 +631,17 @@ with not_yet("the fix"):
 # ## Provenance: the step's timing, recorded
 #
 # A trace locates time; a synchronised timing measures it (notebook 01). The same step, timed
-# with the course's reference timer (first call apart, every sample synchronised inside its
-# boundary) after its output was checked against op-by-op JAX, goes to MLflow with its
+# with your `time_fn` from notebook 01 (first call apart, every sample synchronised inside
+# its boundary) after its output was checked against op-by-op JAX, goes to MLflow with its
 # configuration, environment fingerprint, raw samples and the trace breakdown above.
 
 # %%
-from coursekit.measure.timing import time_synced
 from coursekit.notebook.cells import log_measurement
 
 with jax.disable_jit():
     loss_op_by_op = float(step(params, x)[0])
 loss_ok = bool(np.isclose(float(step(params, x)[0]), loss_op_by_op, rtol=1e-5))
-step_timing = time_synced(step, params, x, warmup=2, iters=max(STEPS, 5))
+step_timing = attempt(impl.time_fn, step, params, x, warmup=2, iters=max(STEPS, 5))
 step_run = log_measurement(
     "02 MLP train step", {"workload": "two-layer MLP SGD step", "batch": BATCH,
                           "width": WIDTH, "dtype": str(x.dtype)},

@@ -73,8 +73,11 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
+from coursekit.checking.graded import instructor_module
 from coursekit.measure import bandwidth as bwm
-from coursekit.measure import ceilings, chips, device_trace, peak_memory, roofs
+from coursekit.measure import chips, device_trace, peak_memory, roofs
+
+ceilings = instructor_module("ceilings")  # plain-JAX ceilings: the course's, instructor-only
 from coursekit.measure.timing import count_compiles, time_synced
 from coursekit.notebook import claims
 from coursekit.notebook.cells import (
@@ -157,10 +160,10 @@ else:
 # On an accelerator the cell below measures the chip instead. Your `measure_peak_flops` in
 # bfloat16 at `CHIP_PEAK_N` and your `measure_bandwidth` (`read_sum`, `in_place`) over
 # `CHIP_BW_BYTES` are each called between the rounds of a plain-JAX ceiling of the same size
-# (`coursekit.measure.ceilings`: a bfloat16 `a @ b`, a read-only `jnp.sum`, `x * 2` written in
-# place; each checked before it is timed), so both see the chip in the same state; each of
-# your figures is the best of its calls, set beside the ceiling's best and the vendor's
-# figure (`coursekit.measure.chips`).
+# (the course's own ceilings, instructor-only: a bfloat16 `a @ b`, a read-only `jnp.sum`,
+# `x * 2` written in place; each checked before it is timed), so both see the chip in the
+# same state; each of your figures is the best of its calls, set beside the ceiling's best
+# and the vendor's figure (`coursekit.measure.chips`).
 
 # %%
 def chip_roofs():

@@ -91,6 +91,32 @@ MEASUREMENT_KEYS = ("sync", "warmup", "first_call_s", "samples_s", "compiles_fir
 UNIT_SLIP_OVER = 30  # a sum this many times the wall or more reads as another unit
 
 
+def timestamps_fail(what: str, records) -> None:
+    """Samples that grow with the call index, the k-th about k times the first (each read
+    against one start before the loop): timestamps, an honest slip, said as such (their
+    sum can pass the wall time, which would otherwise read as a forged report)."""
+    for m in records:
+        samples = m.get("samples_s") if isinstance(m.get("samples_s"), list) else []
+        # five or more (the checks' own calls, iters 5-7), every one up on the one before
+        # and the last at least 0.6 n times the first: honest samples do not climb so
+        # (three or four only where each is k times the first within 35%)
+        if len(samples) < 3 or not all(type(v) in (int, float) and v > 0 for v in samples):
+            continue
+        steps = [b - a for a, b in zip(samples, samples[1:])]
+        climbs = all(d > 0 for d in steps) and samples[-1] >= 0.6 * len(samples) * samples[0]
+        if len(samples) < 5:
+            climbs = climbs and all(abs(v / ((k + 1) * samples[0]) - 1) <= 0.35
+                                    for k, v in enumerate(samples))
+        if climbs:
+            raise CheckFailed(
+                f"{what}: your samples grow with the call index "
+                f"({', '.join(f'{v:.4g}' for v in samples[:4])}, ... s)",
+                yours=f"samples_s rising from {samples[0]:.4g} to {samples[-1]:.4g} s over "
+                f"{len(samples)} calls", expected="each sample its own call's duration",
+                hint="each sample is the time since one start before the first timed call "
+                "(a timestamp, cumulative), where each call's own duration is asked")
+
+
 def times_within_wall(what: str, records, wall_s: float) -> None:
     """One timing reported both as ``first_call_s`` and as a sample (equal to the last
     bit, which two honest timings never are: e.g. a list of every call's times sliced
@@ -99,6 +125,7 @@ def times_within_wall(what: str, records, wall_s: float) -> None:
     a sum beyond the wall time is a forged report."""
     def finite(v):
         return type(v) in (int, float) and math.isfinite(v)
+    timestamps_fail(what, records)
     timed = doubled = 0.0
     where = []
     for m in records:
@@ -215,10 +242,44 @@ def unwaited_samples_fail(facts: dict, warmup: int, iters: int) -> None:
                 "finished")
 
 
+SLEEP_S = 0.03  # the sleeping step's nap: wall time a call takes without using the CPU
+
+
+def cpu_clock_fails(impl, ctx) -> None:
+    """The learner's ``time_fn`` on a step that sleeps ``SLEEP_S`` inside each call (a host
+    callback: wall time, next to no CPU): every sample of a wall clock holds the nap; a
+    CPU-time clock (``time.process_time``) reads next to nothing. Samples that end early
+    while every call had finished inside its sample (the call probe) can only be a clock
+    that stops when the CPU idles. Once a run: the two checks whose hints it settles
+    ask."""
+    def measure():
+        time_fn = get_function(impl, "time_fn")
+        workload = Workload("performance-audit/sleeper", seconds=SLEEP_S)
+        x = jnp.ones((8,), jnp.float32)
+        with on_input(f"fn = a jitted step that sleeps {SLEEP_S * 1e3:.0f} ms on the host "
+                      "inside each call, args = one float32 (8,) array, warmup=1, iters=5"):
+            m = require_keys(time_fn(workload, x, warmup=1, iters=5), MEASUREMENT_KEYS,
+                             "time_fn")
+        # no CPU floor here (a nap takes none): the times against the call's wall time
+        times_within_wall("time_fn", [m], impl.__bridge__.last_wall_s)
+        return m, workload.facts
+    m, facts = ctx.once("sleeper", measure)
+    samples = samples_of(m, "time_fn", 5)
+    unwaited_samples_fail(facts, 1, 5)
+    fail_unless(min(samples) >= 0.8 * SLEEP_S, "time_fn: samples of a call that sleeps "
+                f"{SLEEP_S * 1e3:.0f} ms read shorter than the sleep, though every call "
+                "finished inside its sample", yours=f"{min(samples) * 1e3:.3g} ms (fastest)",
+                expected=f"at least {SLEEP_S * 1e3:.0f} ms each",
+                hint="your clock stops while the process waits without using the CPU: a "
+                "CPU-time clock (time.process_time counts this process's CPU seconds), where "
+                "the wall time of each call is asked")
+
+
 @checker.check(1)
 def warm_median_is_device_time(impl, ctx):
     m, counted = learner_measurement(impl, ctx, warmup=2, iters=7)
     unwaited_samples_fail(counted, 2, 7)
+    cpu_clock_fails(impl, ctx)
     first = (median_s(samples_of(m, "time_fn", raw=False)), checker_median(ctx, 7))
     timing_verdict(lambda i: learner_median(impl, ctx, "time_fn"),
                    lambda i: checker_median(ctx), TIME_RATIO_WINDOW, "your warmed median",
@@ -572,8 +633,14 @@ def first_call_medium(impl, ctx) -> None:
     x, rng = first_call_input(ctx, "medium")
     before, _ = own_first_call(rng, x, 1, ctx)
     lo, hi = WARMUP_RANGE
-    warmup = max(lo, min(hi, math.ceil(WARMUP_OVER_FIRST * before.first_call_s
-                                       / min(before.samples_s))))
+    needed = math.ceil(WARMUP_OVER_FIRST * before.first_call_s / min(before.samples_s))
+    if needed > hi and on_chip(ctx):
+        # a chip's compile (seconds) dwarfs even the most warm-up calls a round affords
+        # (microseconds each): no first_call_s could tell them apart there, and each round
+        # costs three compiles (14 s on a TPU v5e, undecided). The large case on the chip
+        # checks the first call's wait; this one is the CPU's.
+        return
+    warmup = max(lo, min(hi, needed))
     what = "time_fn (medium work)"
     started = time.monotonic()
     yours = learner_first_call(impl, ctx, x, rng, warmup, 2, what)
@@ -857,6 +924,7 @@ def host_read_every_timed_call(facts: dict, timed: int) -> None:
 def host_read_alone(impl, ctx):
     experiment = get_function(impl, "experiment_host_read")
     comparable = get_function(impl, "comparable")
+    cpu_clock_fails(impl, ctx)  # a clock that misses waits reads any sync as too fast
     workload, _, x = stage1_workload(ctx)
     result = require_keys(experiment(workload, x, warmup=1, iters=6),
                           ("block", "host_read"), "experiment_host_read")

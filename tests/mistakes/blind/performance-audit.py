@@ -149,8 +149,49 @@ MISTAKES = [
                       "default sync, so the two differ in nothing",
      "edits": [("iters=iters, sync=\"host_read\",\n",
                 "iters=iters,\n")]},
+    # issue 53: honest bugs named as what they are, not as tampering
+    {"stage": 1, "id": "blind-samples-are-timestamps",
+     "misunderstood": "reads the clock once before the timed loop, so each sample is the "
+                      "time since then (a timestamp), not its own call's duration",
+     "edits": [("            for _ in range(iters):\n"
+                "                start = time.perf_counter()\n"
+                "                wait(fn(*args))\n"
+                "                samples.append(time.perf_counter() - start)",
+                "            start = time.perf_counter()\n"
+                "            for _ in range(iters):\n"
+                "                wait(fn(*args))\n"
+                "                samples.append(time.perf_counter() - start)")]},
+    {"stage": 1, "id": "blind-samples-on-process-time",
+     "misunderstood": "times each sample with time.process_time(), a CPU-time clock, "
+                      "thinking it measures the call more precisely than a wall clock",
+     "edits": [("                start = time.perf_counter()\n"
+                "                wait(fn(*args))\n"
+                "                samples.append(time.perf_counter() - start)",
+                "                start = time.process_time()\n"
+                "                wait(fn(*args))\n"
+                "                samples.append(time.process_time() - start)")]},
 
     # ------------------------------------------------------------------ stage 2
+    {"stage": 2, "id": "blind-trace-warmup-not-waited",
+     "misunderstood": "the warm-up call before the trace only has to compile the step, so "
+                      "it is dispatched and not waited for; its run spills into the first "
+                      "traced step",
+     "edits": [("    jax.block_until_ready(step_fn(*args))\n"
+                "    with jax.profiler.trace(logdir):",
+                "    step_fn(*args)  # warm-up: compile outside the trace\n"
+                "    with jax.profiler.trace(logdir):")]},
+    {"stage": 2, "id": "blind-peak-flops-input-in-each-sample",
+     "misunderstood": "makes the matmul's input inside each timed sample (its shape "
+                      "already compiled), as part of 'the work'",
+     "edits": [("        start = time.perf_counter()\n"
+                "        jax.block_until_ready(f(a))\n"
+                "        samples.append(time.perf_counter() - start)\n"
+                "    flops = 2 * n**3",
+                "        start = time.perf_counter()\n"
+                "        a = jnp.ones((n, n), jnp.float32).astype(dtype)\n"
+                "        jax.block_until_ready(f(a))\n"
+                "        samples.append(time.perf_counter() - start)\n"
+                "    flops = 2 * n**3")]},
     {"stage": 2, "id": "blind-trace-without-warmup",
      "misunderstood": "traces from the very first call, so the compile lands inside the "
                       "first region occurrence",

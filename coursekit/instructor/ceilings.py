@@ -12,7 +12,9 @@ is set beside the ceiling of the same size, measured in the same run; the vendor
 ``measure(ceiling, iters=, rounds=, between=)`` times ``rounds`` rounds of ``iters``
 samples and calls ``between(round)`` after each (the roof being judged, in turn), so that
 both see the same state of the machine. ``make accelerator``'s roofline and notebook 03 on
-an accelerator use it.
+an accelerator use it. Instructor-only: a ceiling is a peak-FLOP/s or bandwidth measurement,
+what performance-audit stage 2 asks (notebook 03 reaches it through
+``coursekit.checking.graded``).
 """
 
 from __future__ import annotations
@@ -69,6 +71,9 @@ class Ceiling:
     def before_first(self):
         """What ``check`` needs of the input that the first call may consume."""
         return None
+
+    def measure(self, *, iters: int, rounds: int, between=None) -> dict:
+        return measure(self, iters=iters, rounds=rounds, between=between)
 
     def close(self) -> None:
         for a in self.args:
