@@ -504,7 +504,7 @@ def test_unsynchronised_samples_fail_timing_check(planted, name):
 
 
 # Stage 4's other timing mistakes (issue 29), each in the case the checker gives it where
-# it changes the verdict (stage4_profiled's docstring): a first call not waited for shows
+# it changes the verdict (sharded_stage4_profiled's docstring): a first call not waited for shows
 # in the run without expected_loss (no loss check waits for it before the next call); a
 # traced step waited for after its annotation closes leaves a region of ~2 ms against a
 # step of ~100 ms; a state fed back recompiles, because the checker's state keeps its

@@ -34,7 +34,7 @@ Two plain entries of ``ctx.cache`` are shared state rather than memos: ``run_lim
 (set by F) and ``hung`` (the name of a run killed at its limit). After a hang every
 later run is refused at once ("not run: an earlier training process hung") instead of
 costing another full limit. state_roundtrip runs in the checker's process and needs none
-of these runs; the checks in stage3_recovery are registered in the order above.
+of these runs; the checks in sharded_stage3_recovery are registered in the order above.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """sharded-training stage 3: fresh-process recovery. A checkpoint round trip in the
 learner process (the Orbax manager stays there as a handle; this process reads the
 checkpoint folder and the saved state itself, with Orbax, and compares it with the state
-the learner returned as data), then the shared driver runs of ``stage3_runs``
+the learner returned as data), then the shared driver runs of ``sharded_stage3_runs``
 (uninterrupted, SIGKILLed mid-save and resumed, resumed on 4 devices, two processes),
 each compared with the uninterrupted run: bitwise on the same mesh, within tolerance
 across meshes. The driver processes import the learner's file themselves (each is its
 own process, never this one) and write their final state to files this process reads.
-Checks are registered in the dependency order that ``stage3_runs`` explains."""
+Checks are registered in the dependency order that ``sharded_stage3_runs`` explains."""
 
 from __future__ import annotations
 
@@ -17,8 +17,7 @@ import numpy as np
 from sharded_harness import ATOL, N_DEVICES, RTOL, checker
 from sharded_learner import ask, call, learner_fn, learner_state, learner_training, run_step
 from sharded_reference import ref_batch, ref_data, ref_train
-from sharded_trees import compare_trees, expect_on_mesh, flat, hosts, is_key
-from stage3_runs import (
+from sharded_stage3_runs import (
     driver_run,
     killed_mid_run,
     stage3_config,
@@ -26,6 +25,7 @@ from stage3_runs import (
     two_processes,
     uninterrupted,
 )
+from sharded_trees import compare_trees, expect_on_mesh, flat, hosts, is_key
 
 from coursekit.checking.contract import CheckFailed
 from coursekit.checking.learner import require_written
