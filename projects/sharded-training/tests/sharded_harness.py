@@ -5,11 +5,13 @@ itself (``SELF_REPORTED``) with what each report is cross-checked against.
 
 The learner's code runs in a learner process (the Checker's learner-process flag): it
 is started by ``Checker.run``, after ``use_cpu_devices`` below has set XLA_FLAGS in this
-process's environment, which the learner process inherits, so it sees the same 8
-devices (stage 1's mesh_over_devices asks it). The autograder's runner starts a learner
-process early (``bridge.prestart``) for a check.py that asks for one, before check.py
-has run, with the device count check.py declares (``LEARNER_CPU_DEVICES``); an early
-process without these devices is discarded here and ``Checker.run`` starts one."""
+process's environment, which the learner process inherits, and after the learner's
+platforms are set to the CPU, so it sees the same 8 CPU devices on any machine, an
+accelerator's included (stage 1's mesh_over_devices asks it). The autograder's runner
+starts a learner process early (``bridge.prestart``) for a check.py that asks for one,
+before check.py has run, with the device count check.py declares
+(``LEARNER_CPU_DEVICES``, on the CPU); an early process without these devices is
+discarded here and ``Checker.run`` starts one."""
 
 from __future__ import annotations
 
@@ -26,6 +28,15 @@ N_DEVICES = 8
 use_cpu_devices(N_DEVICES)  # before jax is imported
 
 from coursekit.checking import bridge  # noqa: E402 - imports no jax
+from coursekit.checking.wire import protocol  # noqa: E402 - imports no jax
+
+# ... and in this project's learner processes too. Other projects hand the chip to the
+# learner process (the user's own platforms come back there); here it would open the
+# chip and find one device where every stage places on eight (a TPU v5e: "the learner
+# process sees 1 devices, not 8", KeyError: 1 placing on device 1). So they stay on the
+# CPU's 8 devices on any machine, and their figures are CPU figures ("measured on: CPU
+# figure", as device_facts labels them). Notebook 05 shows the chip in a cell of its own.
+os.environ[protocol.ENV_LEARNER_PLATFORMS] = "cpu"
 
 # A learner process started early (the runner reads check.py's LEARNER_CPU_DEVICES) is
 # kept when it has these devices; one started without them would see one device: stopped.
