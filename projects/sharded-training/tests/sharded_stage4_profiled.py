@@ -244,6 +244,29 @@ def region_steps(trace: Path, region: str) -> list[str | None]:
             if "step_num" in ev.args else None for ev in found]
 
 
+def steps_outside_regions(trace: Path, region: str) -> tuple[int, int]:
+    """(runs of the traced step inside ``region`` events, runs outside them) in the
+    trace: a run is an outermost ``PjitFunction(...)`` event of a function that runs
+    inside the regions (it nests inside itself). A run outside the regions is a call
+    made while the profiler ran that was not a traced step: a warm-up or a timed
+    sample, timed with the profiler on."""
+    roots = forest.build_forest(traces.load_events(trace))
+    regions = [ev for ev in forest.walk(roots) if ev.name == region]
+    names = {ev.name for r in regions for ev in forest.walk(r.children)
+             if ev.name.startswith("PjitFunction")}
+    counts = [0, 0]
+
+    def visit(events, in_region: bool, in_run: bool) -> None:
+        for ev in events:
+            here = in_region or ev.name == region
+            run = ev.name in names
+            if run and not in_run:
+                counts[0 if here else 1] += 1
+            visit(ev.children, here, in_run or run)
+    visit(roots, False, False)
+    return counts[0], counts[1]
+
+
 def timing_round(impl, ctx, i: int) -> dict:
     """Round ``i`` (from 1; round 0 is the record): one more ``profile_train_step`` of a
     fresh step on the same state and batch (warmup ROUND_WARMUP, ROUND_ITERS timed,
@@ -369,10 +392,18 @@ def record_is_valid(impl, ctx):
 def compile_apart_and_calls(impl, ctx):
     record, counted, args = learner_record(impl, ctx)
     calls = 1 + args["warmup"] + args["iters"] + args["trace_steps"]
+    samples = record.get("samples_s") if isinstance(record.get("samples_s"), list) else []
+    # what ran besides the first call, the samples and the traced steps: the warm-up
+    warmed = counted["calls"] - 1 - len(samples) - args["trace_steps"]
     fail_unless(counted["calls"] == calls, "profile_train_step made the wrong number of "
                 "calls", yours=f"{counted['calls']} calls", expected=f"{calls} = 1 first + "
                 f"{args['warmup']} warmup + {args['iters']} timed + {args['trace_steps']} "
-                "traced", hint="one first call alone, then warmup, iters, trace_steps")
+                "traced", hint=f"besides the first call, your {len(samples)} samples and "
+                f"{args['trace_steps']} traced steps, {warmed} call(s) ran where "
+                f"warmup={args['warmup']} asks for {args['warmup']} warm-up calls"
+                if len(samples) == args["iters"] and warmed >= 0 and
+                warmed != args["warmup"] else
+                "one first call alone, then warmup, iters, trace_steps")
     fail_unless(counted["compiled_at"] == [0], "the compile did not happen in the first "
                 "call alone", yours=f"compiled in calls {counted['compiled_at']}",
                 expected="only call 0", hint="a call after the first compiled again, so "
@@ -423,24 +454,36 @@ def samples_are_synchronised(impl, ctx):
     # was last seen unfinished. The ratio below alone is not: on one busy core the step's
     # 8 device threads can hold back the dispatching thread for a sixth of the step or
     # more (measured: an unsynchronised timer passed 3 of 8).
-    unfinished_calls(args["warmup"], args["iters"], counted, "")
-    samples_outlast_their_calls(samples, args["warmup"], counted, "")
+    timed = timed_calls(counted, len(samples), args["trace_steps"])
+    unfinished_calls(timed, counted, "")
+    samples_outlast_their_calls(samples, timed, counted, "")
 
     def median(r: dict) -> float:
         where = f" (timing round {r['index']})"
-        unfinished_calls(ROUND_WARMUP, ROUND_ITERS, r["facts"], where)
         values = samples_of(r["record"], "profile_train_step", ROUND_ITERS)
-        samples_outlast_their_calls(values, ROUND_WARMUP, r["facts"], where)
+        in_round = timed_calls(r["facts"], len(values), ROUND_TRACE)
+        unfinished_calls(in_round, r["facts"], where)
+        samples_outlast_their_calls(values, in_round, r["facts"], where)
         return float(np.median(values))
     decide("your median", median, float(np.median(samples)), TIME_RATIO_WINDOW,
            (SYNC_HINT, SLOW_HINT), "the checker's synchronised timing of the same step, "
            "taken beside each of your calls", ctx, impl)
 
 
-def unfinished_calls(warmup: int, iters: int, counted: dict, where: str) -> None:
+def timed_calls(counted: dict, samples: int, trace_steps: int) -> range:
+    """The calls the ``samples`` samples timed, aligned by what ran: the ``samples`` calls
+    just before the last ``trace_steps`` (the contract's order: first call, warm-up,
+    timed, traced). A warm-up too few or too many moves this window with the calls
+    instead of pairing each sample with a neighbour's call (issue 53: one warm-up too few
+    read as samples that end early); the number of calls is compile_apart_and_calls'."""
+    calls = counted.get("calls") if type(counted.get("calls")) is int else 0
+    stop = max(calls - trace_steps, 1)
+    return range(max(stop - samples, 1), stop)
+
+
+def unfinished_calls(timed: range, counted: dict, where: str) -> None:
     """Fails naming the timed calls whose output was still being computed when the next
     call began (the step's own probe, ``unready_at_next_call``)."""
-    timed = range(1 + warmup, 1 + warmup + iters)
     unfinished = [k for k in reported_unready("profile_train_step", counted)
                   if k in timed]
     fail_unless(not unfinished, "the timing stopped before the step finished: a timed "
@@ -477,13 +520,13 @@ def first_call_finished(record: dict, counted: dict, where: str) -> None:
             "first call's time ends after its output is ready")
 
 
-def samples_outlast_their_calls(samples: list, warmup: int, counted: dict,
+def samples_outlast_their_calls(samples: list, timed: range, counted: dict,
                                 where: str) -> None:
     """Each sample no shorter than the moment the probe last saw its call's output
-    unfinished (sample i is call 1 + warmup + i)."""
+    unfinished (sample i is call ``timed.start + i``)."""
     seen = reported_unready_seen("profile_train_step", counted)
-    early = [(i, s, seen[1 + warmup + i]) for i, s in enumerate(samples)
-             if 1 + warmup + i < len(seen) and ended_before_ready(s, seen[1 + warmup + i])]
+    early = [(i, s, seen[timed.start + i]) for i, s in enumerate(samples)
+             if timed.start + i < len(seen) and ended_before_ready(s, seen[timed.start + i])]
     if early:
         i, s, unready = early[0]
         raise CheckFailed(
@@ -528,6 +571,14 @@ def trace_holds_region(impl, ctx):
                 "steps apart" if not any(numbers) else
                 f"yours number the {len(numbers)} regions {numbers}; the traced calls "
                 "count from 0, one number each, in the order they ran")
+    inside, outside = steps_outside_regions(trace, args["region"])
+    fail_unless(not outside, f"the trace holds {outside} run(s) of the step outside your "
+                "annotated regions: the profiler was running during calls that are not "
+                "traced steps", yours=f"{inside} run(s) inside the regions, {outside} "
+                "outside them", expected=f"{args['trace_steps']} run(s), each inside its "
+                "region, none outside", hint="the profiler started before the traced steps: "
+                "the warm-up or the timed samples ran (and were timed) with the profiler "
+                "on, which slows every call it records; only the traced steps run under it")
     durations = region_durations(trace, args["region"])
 
     def traced(r: dict) -> float:
