@@ -399,8 +399,10 @@ def compile_apart_and_calls(impl, ctx):
                 "calls", yours=f"{counted['calls']} calls", expected=f"{calls} = 1 first + "
                 f"{args['warmup']} warmup + {args['iters']} timed + {args['trace_steps']} "
                 "traced", hint=f"besides the first call, your {len(samples)} samples and "
-                f"{args['trace_steps']} traced steps, {warmed} call(s) ran where "
-                f"warmup={args['warmup']} asks for {args['warmup']} warm-up calls"
+                f"{args['trace_steps']} traced steps, {warmed} warm-up call(s) ran where "
+                f"warmup={args['warmup']} asks for {args['warmup']}: "
+                f"{abs(warmed - args['warmup'])} too "
+                f"{'few' if warmed < args['warmup'] else 'many'}"
                 if len(samples) == args["iters"] and warmed >= 0 and
                 warmed != args["warmup"] else
                 "one first call alone, then warmup, iters, trace_steps")
