@@ -57,16 +57,16 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+import sharded_trace
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from sharded_harness import N_DEVICES, checker
 from sharded_learner import ALL, call_plain, place
-from sharded_reference import blobs, ref_step_fn
+from sharded_reference import blobs
 
 from coursekit.checking.bridge import TamperEvidence, Workload
 from coursekit.checking.errors import CheckFailed
 from coursekit.checking.frozen import copy_once
-from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import require_written
 from coursekit.checking.probes import (
     ended_before_ready,
@@ -79,14 +79,10 @@ from coursekit.checking.probes import (
     samples_of,
 )
 from coursekit.checking.values import as_float, fail_unless
-from coursekit.measure import traces
 from coursekit.measure.timing import time_synced
 from coursekit.provenance.records import read_run_record, validate_run_record
 from coursekit.workloads import classifier
-
-# the course's own reading of a profiler run: instructor-only (a learner's copy grades the
-# checks that need it where the instructor grades)
-forest = instructor_module("traces")
+from coursekit.workloads.remote_sharded_training_timing import stand_in_step
 
 # The learner's synced median vs the checker's, either way, decided in interleaved rounds
 # (each the same step on the same data, in two processes, seconds apart: a right timer
@@ -130,7 +126,7 @@ def timing_workload(ctx):
     mask = np.ones(rows * N_DEVICES, np.float32)
     params = jax.jit(classifier.init_params, static_argnames="hidden")(
         jax.random.key(int(rng.integers(0, 2**30))), hidden=hidden)
-    config = {"lr": 0.05, "momentum": 0.9, "noise": 0.1}
+    config = {"noise": 0.1, "momentum": 0.9}
     key = jax.random.key(int(rng.integers(0, 2**30)))
     rep, split = NamedSharding(mesh, P()), NamedSharding(mesh, P("data"))
     # the momentum stays on the host (numpy), here as in the learner process: a state fed
@@ -139,10 +135,12 @@ def timing_workload(ctx):
              "momentum": jax.tree.map(lambda a: np.zeros(a.shape, a.dtype), params)}
     batch = {k: jax.device_put(np.asarray(v), split) for k, v in
              (("x", x), ("y", y), ("mask", mask))}
-    fn = instructor_module("remote_sharded_training").timing_step(**config)
-    loss = float(ref_step_fn(config)(*jax.device_put(
-        (params, jax.tree.map(jnp.zeros_like, params), key, x, y, mask),
-        jax.devices()[0]))[3])
+    fn = stand_in_step(**config).jitted
+    # its loss on one device: the same function on the same values, unsharded
+    one = jax.devices()[0]
+    loss = float(fn(jax.device_put({"params": params, "key": key, "momentum": jax.tree.map(
+        jnp.zeros_like, params)}, one), jax.device_put({"x": x, "y": y, "mask": mask},
+                                                         one))[1])
     return fn, state, batch, loss, {"config": config, "data": (params, key, x, y, mask)}
 
 
@@ -204,13 +202,14 @@ def learner_record(impl, ctx) -> tuple[dict, dict, dict]:
     def profile_once():
         fn, state, batch, loss, spec = timing_workload(ctx)
         there = inputs_there(impl, spec)
-        counter = Workload("sharded-training/timing_step", **spec["config"])
+        counter = Workload("sharded-training/stand_in_step", **spec["config"])
         rng = ctx.rng("profile-args")
         args = {"region": region_name(rng),
                 "warmup": int(rng.integers(1, 4)), "iters": int(rng.integers(6, 10)),
                 "trace_steps": int(rng.integers(2, 4))}
         logdir = ctx.learner_dir("profile")
         decoy_trace(logdir)
+        existing = sharded_trace.trace_files(logdir)
         # within the stated rtol 1e-5 of the true loss, not equal to it
         before = time_synced(fn, state, batch, warmup=2, iters=REFERENCE_ITERS).samples_s
         record = call_plain(impl, "profile_train_step", counter, there["state"],
@@ -222,49 +221,12 @@ def learner_record(impl, ctx) -> tuple[dict, dict, dict]:
                     yours=type(record).__name__, expected="a run record dict")
         cross_check_profile(impl, counter.facts, record, "profile_train_step",
                             min(before + after))
+        written = sharded_trace.trace_files(logdir) - existing  # by this call
         return record, counter.facts, dict(args, logdir=logdir, fn=fn, state=state,
+                                           written=sorted(written),
                                            batch=batch, loss=loss, spec=spec, there=there,
                                            reference_s=reference_s)
     return ctx.once("record", profile_once)
-
-
-def region_durations(trace: Path, region: str) -> list[float]:
-    """The seconds of every ``region`` event in the trace (this process's parse)."""
-    return [ev.dur / 1e6 for ev in forest.walk(forest.build_forest(traces.load_events(trace)))
-            if ev.name == region]
-
-
-def region_steps(trace: Path, region: str) -> list[str | None]:
-    """The step number each ``region`` event carries in the trace (its ``step`` argument,
-    or ``step_num`` as ``StepTraceAnnotation`` writes it; None when it has neither), in the
-    order the regions began (this process's parse)."""
-    found = sorted((ev for ev in forest.walk(forest.build_forest(traces.load_events(trace)))
-                    if ev.name == region), key=lambda ev: ev.ts)
-    return [str(ev.args["step"]) if "step" in ev.args else str(ev.args["step_num"])
-            if "step_num" in ev.args else None for ev in found]
-
-
-def steps_outside_regions(trace: Path, region: str) -> tuple[int, int]:
-    """(runs of the traced step inside ``region`` events, runs outside them) in the
-    trace: a run is an outermost ``PjitFunction(...)`` event of a function that runs
-    inside the regions (it nests inside itself). A run outside the regions is a call
-    made while the profiler ran that was not a traced step: a warm-up or a timed
-    sample, timed with the profiler on."""
-    roots = forest.build_forest(traces.load_events(trace))
-    regions = [ev for ev in forest.walk(roots) if ev.name == region]
-    names = {ev.name for r in regions for ev in forest.walk(r.children)
-             if ev.name.startswith("PjitFunction")}
-    counts = [0, 0]
-
-    def visit(events, in_region: bool, in_run: bool) -> None:
-        for ev in events:
-            here = in_region or ev.name == region
-            run = ev.name in names
-            if run and not in_run:
-                counts[0 if here else 1] += 1
-            visit(ev.children, here, in_run or run)
-    visit(roots, False, False)
-    return counts[0], counts[1]
 
 
 def timing_round(impl, ctx, i: int) -> dict:
@@ -281,7 +243,7 @@ def timing_round(impl, ctx, i: int) -> dict:
     logdir = ctx.learner_dir(f"profile-round-{i}")
 
     def yours():
-        counter = Workload("sharded-training/timing_step", **args["spec"]["config"])
+        counter = Workload("sharded-training/stand_in_step", **args["spec"]["config"])
         record = call_plain(impl, "profile_train_step", counter, args["there"]["state"],
                             args["there"]["batch"], str(logdir), region=region,
                             warmup=ROUND_WARMUP, iters=ROUND_ITERS, trace_steps=ROUND_TRACE,
@@ -341,7 +303,7 @@ def unchecked_run(impl, ctx) -> tuple:
     step's counts."""
     def run():
         _, _, args = learner_record(impl, ctx)
-        counter = Workload("sharded-training/timing_step", **args["spec"]["config"])
+        counter = Workload("sharded-training/stand_in_step", **args["spec"]["config"])
         record = call_plain(impl, "profile_train_step", counter, args["there"]["state"],
                             args["there"]["batch"], str(ctx.learner_dir("profile-unchecked")),
                             region="unchecked", warmup=0, iters=2, trace_steps=1)
@@ -548,22 +510,26 @@ def trace_holds_region(impl, ctx):
     trace = Path(record.get("trace") or "")
     fail_unless(trace.is_file(), "the record's trace file does not exist",
                 yours=str(trace), expected="a *.trace.json.gz under logdir")
-    newest = forest.newest_trace(args["logdir"])
-    fail_unless(trace.resolve() == newest.resolve(), "the trace is not the newest one under "
-                "logdir", yours=str(trace), expected=str(newest))
+    fail_unless(trace.resolve() in args["written"], "the record's trace is not the one "
+                "this call wrote", yours=str(trace),
+                expected=" or ".join(map(str, args["written"])) or "a new trace file",
+                hint="logdir held an older trace already: the record names the trace this "
+                "call's profiler session wrote, the newest one")
     # taken once: the three parses below read this copy
     trace = copy_once(trace, ctx.subdir("taken"), inside=args["logdir"],
                       what="the record's trace")
-    summary = forest.region_summary(trace, args["region"])
-    fail_unless(summary["count"] == args["trace_steps"],
+    count = len(sharded_trace.regions(trace, args["region"]))
+    fail_unless(count == args["trace_steps"],
                 "the annotated region is not in the trace once per traced step",
-                yours=summary["count"], expected=args["trace_steps"],
+                yours=count, expected=args["trace_steps"],
                 hint="one annotated region named as asked around each traced call")
-    fail_unless(summary["child_us"] > 0, "the region holds no events: the step did not "
-                "run inside it", yours=summary, expected="the jitted step nested inside",
+    inside = sharded_trace.events_inside(trace, args["region"])
+    fail_unless(inside > 0, "the region holds no events: the step did not "
+                "run inside it", yours=f"{count} region(s) holding {inside} events",
+                expected="the jitted step nested inside",
                 hint="the region closed before the step's work ran in it: nothing "
                 "waited for the output inside the region")
-    numbers = region_steps(trace, args["region"])
+    numbers = sharded_trace.region_steps(trace, args["region"])
     want = [str(i) for i in range(args["trace_steps"])]
     fail_unless(numbers == want, "the traced regions are not numbered by step: each "
                 "region's step argument, in the order they ran, must be its index",
@@ -573,7 +539,7 @@ def trace_holds_region(impl, ctx):
                 "steps apart" if not any(numbers) else
                 f"yours number the {len(numbers)} regions {numbers}; the traced calls "
                 "count from 0, one number each, in the order they ran")
-    inside, outside = steps_outside_regions(trace, args["region"])
+    inside, outside = sharded_trace.step_runs(trace, args["region"])
     fail_unless(not outside, f"the trace holds {outside} run(s) of the step outside your "
                 "annotated regions: the profiler was running during calls that are not "
                 "traced steps", yours=f"{inside} run(s) inside the regions, {outside} "
@@ -581,12 +547,13 @@ def trace_holds_region(impl, ctx):
                 "region, none outside", hint="the profiler started before the traced steps: "
                 "the warm-up or the timed samples ran (and were timed) with the profiler "
                 "on, which slows every call it records; only the traced steps run under it")
-    durations = region_durations(trace, args["region"])
+    durations = sharded_trace.region_seconds(trace, args["region"])
 
     def traced(r: dict) -> float:
         path = Path(r["record"].get("trace") or "")
-        found = region_durations(copy_once(path, ctx.subdir("taken"), what="a round's trace"),
-                                 r["region"]) if path.is_file() else []
+        found = sharded_trace.region_seconds(
+            copy_once(path, ctx.subdir("taken"), what="a round's trace"),
+            r["region"]) if path.is_file() else []
         fail_unless(len(found) == ROUND_TRACE, "the annotated region is not in the trace "
                     "once per traced step", yours=f"{len(found)} in {path}",
                     expected=f"{ROUND_TRACE} (trace_steps={ROUND_TRACE})",
@@ -608,7 +575,7 @@ def loss_checked(impl, ctx, scale: float, off: float, **sizes) -> dict:
         _, _, args = learner_record(impl, ctx)
         name = f"loss-{scale:g}-{off:g}"
         record = call_plain(impl, "profile_train_step",
-                            Workload("sharded-training/timing_step", loss_scale=scale,
+                            Workload("sharded-training/stand_in_step", loss_scale=scale,
                                      **args["spec"]["config"]),
                             args["there"]["state"], args["there"]["batch"],
                             str(ctx.learner_dir(f"profile-{name}")), region="checked",
