@@ -196,3 +196,35 @@ def test_not_applicable_raised_by_the_learners_file_is_an_error(tmp_path):
     results = checker.run(impl, [1], 0, tmp_path, out=open(os.devnull, "w"))
     assert [r.status for r in results] == ["error", "not-applicable"]
     assert results[1].message == "not applicable here: a run: no sockets here"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_notebook_05_runs_to_its_end_under_the_fakes(fake_path, tmp_path):
+    """Notebook 05 headless (as the accelerator run starts it) on the faked machine: to
+    its last cell, every check cell passing or not applicable (stage 3's two-process
+    checks), none failing; the one-chip cell finds one device and names the refused
+    socket."""
+    import nbformat
+
+    from coursekit.commands.course import inspect_outputs, notebook_parameters, read_check_records
+    path = ROOT / "notebooks" / "05_sharding_and_recovery.ipynb"
+    params = notebook_parameters(nbformat.read(path, as_version=4), ci=True, learner=False,
+                                 folder=path.parent)
+    executed, records = tmp_path / "05.ipynb", tmp_path / "records"
+    env = fake_env(fake_path, "FAKE_ONE_CHIP", "FAKE_NO_INET", COURSE_RECORDS=str(records))
+    done = subprocess.run(
+        [sys.executable, "-m", "coursekit.commands.accelerator_notebook",
+         str(tmp_path / "device.json"), str(path), str(executed), "--parameters-json",
+         json.dumps(params), "--cwd", str(path.parent), "--timeout", "900"],
+        capture_output=True, text=True, timeout=1700, cwd=ROOT, env=env)
+    ran = nbformat.read(executed, as_version=4)
+    outputs = inspect_outputs(ran)
+    assert outputs["ran_to_end"], (done.stdout[-2000:], done.stderr[-2000:])
+    checks = read_check_records(records)
+    assert checks["check_cells"] == 4 and checks["checks_failed"] == 0, checks
+    text = "\n".join(o.get("text", "") for c in ran.cells if c.cell_type == "code"
+                     for o in c.get("outputs", []) if o.get("output_type") == "stream")
+    assert "NOT APPLICABLE stage 3 · two_processes_match_one" in text
+    assert "(2 not applicable here)" in text
+    assert "Errno 97" in text and "Traceback" not in text
