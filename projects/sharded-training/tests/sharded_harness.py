@@ -70,11 +70,11 @@ SELF_REPORTED = {
         "shard_map) and compiled here; its result on the checker's own placed inputs must "
         "equal the learner's step result (stage 1)",
     "device_count": "the device ids of the learner's own meshes and arrays",
-    "timing_step workload facts (calls, compiled_at, compiles)": "the trace this process "
+    "stand_in_step workload facts (calls, compiled_at, compiles)": "the trace this process "
         "parses (one region per traced call), the wall time this process measured around "
         "the call (calls x the checker's own fastest sample / 6 cannot exceed it) and the "
         "record's own counts",
-    "timing_step workload facts (unready_at_next_call, unready_seen_after_s)": "only "
+    "stand_in_step workload facts (unready_at_next_call, unready_seen_after_s)": "only "
         "ever a reason to fail (a synchronised timer is never listed, and its times are "
         "never shorter than when its output was last seen unfinished); the samples and "
         "traced regions are also timed against the checker's own, in interleaved rounds",

@@ -1,8 +1,10 @@
 """sharded-training stage 4: trace and timing. The learner profiles a fresh jitted
 data-parallel step the checker hands it by name (``Workload("sharded-training/
-timing_step")``: the learner process builds it from the same source this process times,
-wrapped to count calls and compiles), on a state and batch placed there from the
-checker's data; the record, the samples, the trace and the refusal of a wrong output are
+stand_in_step")``, ``coursekit/workloads/remote_sharded_training_timing.py``: a train
+step's shape and cost with no training in it; the learner process builds it from the same
+source this process times, wrapped to count calls and compiles), on a state and batch
+placed there from the checker's data; the record, the samples, the trace (read by
+``sharded_trace``) and the refusal of a wrong output are
 each checked against the checker's own count, synchronised timing and trace parse. The
 call and compile counts are self-reported (``SELF_REPORTED``): the trace this process
 parses and the wall time it measured around the call bound them.
