@@ -64,17 +64,15 @@ def leaves(tree) -> dict:
 
 def leaf_placement(leaf, shards: bool = False) -> dict:
     """Where a leaf lives: whether it is an array (and a typed key), its shape, dtype,
-    devices, its sharding's spec (text; "" for a sharding without one) and the shape of
-    the piece each device holds; with ``shards``, each piece's data. Where in the array a
+    devices and the shape of the piece each device holds; with ``shards``, each piece's
+    data. Where in the array a
     piece lies is not read here: the checker compares each piece's data with its own."""
     out = {"is_array": isinstance(leaf, jax.Array), "type": type(leaf).__name__,
            "is_key": is_key(leaf)}
     if not isinstance(leaf, jax.Array):
         return out
-    spec = getattr(leaf.sharding, "spec", None)
     out.update(shape=list(leaf.shape), dtype=str(leaf.dtype),
                devices=sorted(int(d.id) for d in leaf.sharding.device_set),
-               spec="" if spec is None else str(spec),
                piece_shapes={str(s.device.id): list(s.data.shape)
                              for s in leaf.addressable_shards})
     if shards:
