@@ -142,7 +142,11 @@ def state_replicated_batch_split(impl, ctx):
             fail_unless(got.shape == want.shape and np.array_equal(got, want),
                         f"device {d} does not hold rows {d * rows}..{(d + 1) * rows - 1} "
                         f"of batch[{key!r}]", yours=got.shape, expected=want.shape,
-                        hint=f"device {d} holds {got.shape[0] if got.ndim else 0} rows "
+                        hint=(f"device {d} holds {rows} rows, as many as the contract "
+                              f"gives it, but not rows {d * rows}..{(d + 1) * rows - 1} of "
+                              "the batch: each device holds one consecutive block of rows, "
+                              "in device order") if got.shape == want.shape else
+                        f"device {d} holds {got.shape[0] if got.ndim else 0} rows "
                         f"where the contract gives it rows {d * rows}..{(d + 1) * rows - 1}: "
                         "the rows split evenly across the mesh axis, in device order")
 
