@@ -259,6 +259,13 @@ def placement_report_matches(impl, ctx):
                     "sharding has none): yours is another")
         pieces = got.get("pieces")
         fail_unless(isinstance(pieces, dict), f"{name}: pieces must be a dict", yours=pieces)
+        bounds = [b for spans in pieces.values() for span in spans for b in span]
+        fail_unless(all(isinstance(b, (int, np.integer)) and not isinstance(b, bool)
+                        for b in bounds), f"{name}: pieces hold bounds "
+                    "that are not ints", yours=pieces, expected=want["pieces"],
+                    hint="each bound a plain int within the shape: a slice over a whole "
+                    "dimension has start and stop None, and its bounds are still [0, size]"
+                    if None in bounds else "each bound a plain int within the shape")
         norm = {int(d): [[int(a), int(b)] for a, b in spans] for d, spans in pieces.items()}
         fail_unless(norm == want["pieces"], f"{name}: pieces do not match the shards "
                     "each device holds", yours=norm, expected=want["pieces"],
