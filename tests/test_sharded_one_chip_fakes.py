@@ -228,3 +228,15 @@ def test_notebook_05_runs_to_its_end_under_the_fakes(fake_path, tmp_path):
     assert "NOT APPLICABLE stage 3 · two_processes_match_one" in text
     assert "(2 not applicable here)" in text
     assert "Errno 97" in text and "Traceback" not in text
+
+
+def test_the_accelerator_report_counts_not_applicable_as_no_failure():
+    from coursekit.commands.accelerator_runs import stage_verdicts
+
+    results = [{"stage": 3, "check_id": c, "status": s, "message": m, "duration_s": 1.0}
+               for c, s, m in (("state_roundtrip", "pass", ""),
+                               ("two_processes_match_one", "not-applicable",
+                                "not applicable here: the two-process run: no sockets"))]
+    verdict = stage_verdicts(results, "solution")["3"]
+    assert verdict["verdict"] == "pass" and verdict["as_expected"], verdict
+    assert verdict["not_applicable"] == 1 and verdict["failed"] == 0

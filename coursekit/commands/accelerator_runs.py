@@ -114,6 +114,8 @@ def stage_verdicts(results: list[dict], which: str) -> dict:
             continue
         if status == "inconclusive":
             s["inconclusive"] += 1
+        elif status == "not-applicable":  # this machine lacks what it needs: no failure
+            s["not_applicable"] = s.get("not_applicable", 0) + 1
         else:
             s["failed"] += 1
         said_not_yet = status == NOT_YET_STATUS and \
