@@ -57,13 +57,14 @@ SELF_REPORTED = {
         "(stage 1 compiled_step_has_all_reduce); contradiction: TamperEvidence",
     "sharding_info (spec and mesh of a NamedSharding)": "stated facts about the learner's "
         "object only; the placement they lead to is checked through the exported program",
-    "placement (each leaf's type, devices, pieces)": "the argument shardings of the "
+    "placement (each leaf's type, devices, piece shapes)": "the argument shardings of the "
         "learner's step exported as StableHLO with those arrays (parsed here) and the "
         "device count it was lowered for; TamperEvidence when they disagree",
-    "placement shard_data (what each device holds)": "each piece must equal the value "
-        "returned as data sliced by the reported index (TamperEvidence otherwise); the "
-        "data themselves against the checker's own batch",
-    "leaves (array values returned as data)": "the checker's own single-device step, "
+    "placement shard_data (what each device holds)": "each piece must have its reported "
+        "shape, and a whole-leaf piece equal the value returned as data (TamperEvidence "
+        "otherwise); the data themselves against the checker's own batch",
+    "leaves (array values returned as data)": "stored outputs of fixed inputs, the "
+        "checker's own single-device step (or the learner's step on one device), "
         "gradient, initial state and checkpoint files read here; the program exported "
         "by the learner process is also compiled and run here on the checker's devices",
     "export (the step's StableHLO bytes)": "deserialised, analysed (shardings, "
