@@ -209,7 +209,7 @@ def plant_accepted_bracket(rel: Path) -> list[Path]:
 
 
 def plant_hint_with_a_solution_line(rel: Path) -> list[Path]:
-    target = rel / "projects" / "sharded-training" / "tests" / "stage1_placement.py"
+    target = rel / "projects" / "sharded-training" / "tests" / "sharded_stage1_placement.py"
     append(target, 'def _planted(ok):\n    fail_unless(ok, "no mesh", hint="jax.make_mesh((n,), '
            '(\'data\',), devices=jax.devices()[:n])")\n')
     return [target]
@@ -259,7 +259,7 @@ OLD_MUTANTS_LINE = (
            "names one change")
 
 
-STAGE2 = "projects/sharded-training/tests/stage2_weighting.py"
+STAGE2 = "projects/sharded-training/tests/sharded_stage2_weighting.py"
 plant_sharded_docstring = text_plant(STAGE2, OLD_SHARDED_DOCSTRING)
 plant_sharded_hints = text_plant(STAGE2, OLD_SHARDED_HINTS)
 plant_tolerance_hints = text_plant("projects/pallas-kernel/tests/pallas_stage1_references.py",
@@ -277,13 +277,13 @@ def cell_plant(notebook: str, source: str):
 
 
 FIX_CODE_HINTS = {
-    ("sharded-training", "stage1_placement.py"): (
+    ("sharded-training", "sharded_stage1_placement.py"): (
         "params: P() (replicated); batch: P('data')",
         "jax.random.key(seed), not the legacy uint32 PRNGKey",
         "devices: sorted ids of leaf.sharding.device_set",
         "str(leaf.sharding.spec) where the sharding has one",
         "XLA then adds the all-reduce itself", "use jax.tree_util.keystr(path)"),
-    ("sharded-training", "stage4_profiled.py"): (
+    ("sharded-training", "sharded_stage4_profiled.py"): (
         "jax.block_until_ready(out) inside every timed boundary",
         "TraceAnnotation(region, step=i) with i counting the traced calls from 0",
         "jax.block_until_ready inside the TraceAnnotation, not after it",

@@ -18,7 +18,10 @@ timing check's own measurements could not decide within its budget (raised as
 ``N passed, M failed`` (``, K inconclusive`` when there are any). A check that needs
 instructor-only code a learner's copy lacks (``coursekit.checking.graded``) prints
 ``INSTRUCTOR stage N · check_id`` and the last line counts it as graded by the
-instructor, never as a failure. Exit 0 only when every selected check that ran passed
+instructor, never as a failure. A check that this machine cannot run (``NotApplicableHere``:
+jax.distributed on a machine without TCP sockets) prints ``NOT APPLICABLE stage N ·
+check_id`` and "not applicable here: ..." (what is missing, as the machine said it):
+neither a pass nor a failure. Exit 0 only when every selected check that ran passed
 (``coursekit.checking.tally``); 1 when any failed or none could run here;
 ``INCONCLUSIVE_EXIT`` (3) when none failed but some were inconclusive. ``--json`` writes
 the machine-readable results the grader reads (never a pickle).
@@ -43,9 +46,11 @@ import numpy as np
 from coursekit.checking import spawn
 from coursekit.checking.errors import (
     GRADED_BY_INSTRUCTOR,
+    NOT_APPLICABLE,
     CheckFailed,
     CheckInconclusive,
     LearnerCodeError,
+    NotApplicableHere,
 )
 from coursekit.checking.learner import explain_exception, load_impl
 from coursekit.checking.tally import (  # noqa: F401 - INCONCLUSIVE_EXIT: check.py's
@@ -68,6 +73,7 @@ class CheckResult:
     #              | "error" (learner code raised) | "not-implemented"
     #              | "crash" (the learner process died)
     #              | "instructor" (needs instructor-only code this copy lacks)
+    #              | "not-applicable" (this machine lacks what the check needs)
     points: float
     max_points: float
     message: str = ""
@@ -260,6 +266,11 @@ class Checker:
         except CheckInconclusive as err:
             return CheckResult(chk.stage, chk.check_id, "inconclusive", 0.0, chk.points,
                                str(err), hint=err.hint, evidence=err.evidence)
+        except NotApplicableHere as err:
+            if not raised_by_learner(err, ctx.impl_path):
+                return CheckResult(chk.stage, chk.check_id, NOT_APPLICABLE, 0.0,
+                                   chk.points, str(err))
+            return self._failure(chk, explain_exception(err, ctx.impl_path))
         except CheckFailed as err:
             return CheckResult(chk.stage, chk.check_id, "fail", 0.0, chk.points, str(err),
                                "" if err.yours is None else short(err.yours),
@@ -340,6 +351,18 @@ class Checker:
         return exit_status(results)
 
 
+def raised_by_learner(err: Exception, impl_path) -> bool:
+    """Whether the learner's file is among the frames ``err`` passed through (an
+    in-process checker runs that file here: "not applicable" is the checker's word only)."""
+    impl = str(Path(impl_path).resolve())
+    tb = err.__traceback__
+    while tb is not None:
+        if str(Path(tb.tb_frame.f_code.co_filename).resolve()) == impl:
+            return True
+        tb = tb.tb_next
+    return False
+
+
 def graded_elsewhere(chk: _Check, err: Exception) -> CheckResult:
     """A check that reached instructor-only code: graded by the instructor where this copy
     lacks that code (a learner's release). Where the code is here, nothing the checker
@@ -357,7 +380,7 @@ def print_result(r: CheckResult, out=None) -> None:
     out = sys.stdout if out is None else out  # (at call time: a redirect is honoured)
     label = {"pass": "PASS", "fail": "FAIL", "error": "FAIL", "crash": "FAIL",
              "not-implemented": "FAIL", "inconclusive": "INCONCLUSIVE",
-             GRADED_BY_INSTRUCTOR: "INSTRUCTOR"}[r.status]
+             GRADED_BY_INSTRUCTOR: "INSTRUCTOR", NOT_APPLICABLE: "NOT APPLICABLE"}[r.status]
     print(f"{label} stage {r.stage} · {r.check_id}", file=out)
     if r.status in ("pass", GRADED_BY_INSTRUCTOR):  # the summary line says why, once
         out.flush()

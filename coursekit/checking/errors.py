@@ -94,3 +94,20 @@ class GradedByInstructor(Exception):
         super().__init__(
             "graded by your instructor: this check needs the course's reference code, "
             "which your copy does not hold" + (f" ({what})" if what else ""))
+
+
+# The status of a check that cannot run on this machine (what it needs is not here: a
+# socketless machine cannot start jax.distributed): neither a pass nor a failure.
+NOT_APPLICABLE = "not-applicable"
+
+
+class NotApplicableHere(Exception):
+    """Raised by checker code (never honoured from the learner's file) when this machine
+    lacks what the check needs; ``what`` names the check's subject, ``why`` the missing
+    thing as the machine said it. Reported as "not applicable here: ..."."""
+
+    kind = NOT_APPLICABLE
+
+    def __init__(self, what: str, why: str):
+        super().__init__(f"not applicable here: {what}: {why}")
+        self.what, self.why = what, why

@@ -1,28 +1,12 @@
 """sharded-training's instructor-only code that runs in the learner process
-(``coursekit.workloads.inspectors`` finds its tables): the index each device holds of a
-leaf, read the way ``describe_placement`` must report it, and stage 4's timing step, a
-complete data-parallel train step. A learner's release does not hold it: the checks that
-need it are graded by the instructor (``coursekit.checking.graded``)."""
+(``coursekit.workloads.inspectors`` finds its tables): a complete data-parallel train
+step (stage 4 timed it until it profiled the public stand-in step of
+``coursekit/workloads/remote_sharded_training_timing.py``; kept as the train step the
+release scan plants back to find). A learner's release does not hold it."""
 
 from __future__ import annotations
 
 import jax
-import numpy as np
-
-from coursekit.instructor.sharded_training import spans
-from coursekit.workloads.remote_sharded_training import is_key
-
-
-def where(leaf, shards: bool = False) -> dict:
-    """A jax.Array's spec, the index each device holds (``pieces``) and, with ``shards``,
-    each piece's data."""
-    out = {"spec": str(getattr(leaf.sharding, "spec", "")),
-           "pieces": {str(device): index for device, index in spans(leaf).items()}}
-    if shards:
-        out["shard_data"] = {str(s.device.id): np.asarray(
-            jax.random.key_data(s.data) if is_key(leaf) else s.data)
-            for s in leaf.addressable_shards}
-    return out
 
 
 def timing_step(lr: float, momentum: float, noise: float, loss_scale: float = 1.0):

@@ -19,9 +19,6 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from coursekit.checking.errors import GradedByInstructor
-from coursekit.checking.graded import instructor_module
-
 
 class Kept:
     """A value that stays in the learner process (it crosses as a ``Handle``)."""
@@ -66,21 +63,22 @@ def leaves(tree) -> dict:
 
 
 def leaf_placement(leaf, shards: bool = False) -> dict:
-    """Where a leaf lives: whether it is an array (and a typed key), its shape, dtype and
-    devices. Its spec, the index each device holds and (``shards``) each piece's data come
-    from instructor-only code (``coursekit.instructor.remote_sharded_training``); in a
-    learner's copy the entry says so, and the checks that read them are graded by the
-    instructor."""
+    """Where a leaf lives: whether it is an array (and a typed key), its shape, dtype,
+    devices and the shape of the piece each device holds; with ``shards``, each piece's
+    data. Where in the array a
+    piece lies is not read here: the checker compares each piece's data with its own."""
     out = {"is_array": isinstance(leaf, jax.Array), "type": type(leaf).__name__,
            "is_key": is_key(leaf)}
     if not isinstance(leaf, jax.Array):
         return out
     out.update(shape=list(leaf.shape), dtype=str(leaf.dtype),
-               devices=sorted(int(d.id) for d in leaf.sharding.device_set))
-    try:
-        out.update(instructor_module("remote_sharded_training").where(leaf, shards))
-    except GradedByInstructor:
-        out["instructor_only"] = ["spec", "pieces", "shard_data"]
+               devices=sorted(int(d.id) for d in leaf.sharding.device_set),
+               piece_shapes={str(s.device.id): list(s.data.shape)
+                             for s in leaf.addressable_shards})
+    if shards:
+        out["shard_data"] = {str(s.device.id): np.asarray(
+            jax.random.key_data(s.data) if is_key(leaf) else s.data)
+            for s in leaf.addressable_shards}
     return out
 
 

@@ -450,7 +450,9 @@ with not_yet("loss curves"):
 # The grader adds what this notebook did not: a kill *during* a save (the run must fall
 # back to the previous checkpoint, bitwise again), a restore onto 4 devices, and the same
 # run as two `jax.distributed` processes on localhost, each under a time limit, with all
-# three distributed timeouts set. It takes a minute or two.
+# three distributed timeouts set. It takes a minute or two. On a machine that refuses TCP
+# sockets (some accelerator sandboxes do) the two-process checks say "not applicable here"
+# with the machine's own words: they neither pass nor fail there.
 
 # %%
 check3 = run_check("sharded-training", 3, IMPL)
@@ -873,7 +875,10 @@ else:
 # %%
 evidence = {}
 for n, chk in enumerate((check1, check2, check3, check4), start=1):
-    evidence[f"stage {n} checks passed"] = f"{chk['passed']} of {chk['passed'] + chk['failed']}"
+    evidence[f"stage {n} checks passed"] = (
+        f"{chk['passed']} of {chk['passed'] + chk['failed']}"
+        + (f" ({chk['not_applicable']} not applicable here)" if chk.get("not_applicable")
+           else ""))
 if ready(recovery_ok):
     evidence["killed after step / restored from step"] = \
         f"{A.report['steps'][-1]} / {B.report['first_step'] - 1}"

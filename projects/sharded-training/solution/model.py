@@ -413,7 +413,9 @@ def profile_train_step(step_fn, state: dict, batch: dict, logdir: str, *,
       - ``samples_s``: ``iters`` raw seconds, each one call finished before its clock
         stops, after ``warmup`` calls that are not samples;
       - the trace holds ``trace_steps`` occurrences of ``region``, each one finished
-        step (``step`` = its index), and no compile.
+        step (``step`` = its index), and no compile;
+      - the profiler runs around the traced steps only: warm-up and samples run without
+        it (a profiler slows the calls it records).
     How it is checked: the record, the samples, the trace and the refusal of a wrong
     output, each against the checker's own count of your calls, its own synchronised
     timing of the same step in rounds interleaved with more calls of yours, and its own

@@ -32,11 +32,11 @@ The checks live beside this file, one module a stage; this file only gathers the
     sharded_learner    the learner process: kept values, inspectors, the learner's
                        stage-1 building blocks, called and type-checked
     sharded_program    the learner's exported StableHLO, analysed and compiled here
-    stage1_placement   stage 1: mesh and placement
-    stage2_weighting   stage 2: count-weighted global updates
-    stage3_runs        stage 3's shared training runs, and the order they depend on
-    stage3_recovery    stage 3: fresh-process recovery
-    stage4_profiled    stage 4: trace and timing
+    sharded_stage1_placement   stage 1: mesh and placement
+    sharded_stage2_weighting   stage 2: count-weighted global updates
+    sharded_stage3_runs        stage 3's shared training runs, and the order they depend on
+    sharded_stage3_recovery    stage 3: fresh-process recovery
+    sharded_stage4_profiled    stage 4: trace and timing
 """
 
 from __future__ import annotations
@@ -67,11 +67,11 @@ from sharded_harness import checker  # noqa: E402
 
 # isort: split
 # Importing a stage registers its checks; registration order is check order: stage by
-# stage, and within stage 3 the dependency order that stage3_runs describes.
-import stage1_placement  # noqa: E402, F401
-import stage2_weighting  # noqa: E402, F401
-import stage3_recovery  # noqa: E402, F401
-import stage4_profiled  # noqa: E402, F401
+# stage, and within stage 3 the dependency order that sharded_stage3_runs describes.
+import sharded_stage1_placement  # noqa: E402, F401
+import sharded_stage2_weighting  # noqa: E402, F401
+import sharded_stage3_recovery  # noqa: E402, F401
+import sharded_stage4_profiled  # noqa: E402, F401
 
 # isort: split
 # The first check of each stage refuses a file that uses the course's own implementation

@@ -18,7 +18,6 @@ from sharded_reference import run_config
 
 from coursekit.checking import bridge
 from coursekit.checking.bridge import Handle, LearnerFunction
-from coursekit.checking.errors import GradedByInstructor
 from coursekit.checking.learner import get_function
 from coursekit.checking.values import fail_unless
 
@@ -28,24 +27,6 @@ ALL = list(range(N_DEVICES))
 def ask(impl, name: str, *args, **kwargs):
     """The inspector ``sharded-training/<name>``, run in the learner process."""
     return bridge.inspect(impl, f"sharded-training/{name}", *args, **kwargs)
-
-
-class Where(dict):
-    """One leaf's reported placement. In a learner's copy the learner process cannot read
-    a leaf's spec, pieces or piece data (instructor-only code): asking for one raises
-    ``GradedByInstructor``, so a check that needs it is graded by the instructor."""
-
-    def _only(self, key):
-        if key in (dict.get(self, "instructor_only") or ()):
-            raise GradedByInstructor(f"where a leaf's {key} lies")
-
-    def __getitem__(self, key):
-        self._only(key)
-        return dict.__getitem__(self, key)
-
-    def get(self, key, default=None):
-        self._only(key)
-        return dict.get(self, key, default)
 
 
 class Value:
@@ -58,8 +39,7 @@ class Value:
         self.length = answer.get("length")
         self.has_lower = bool(answer.get("has_lower"))
         self.leaves: dict = answer.get("leaves") or {}
-        self.placement: dict = {name: Where(where) for name, where in
-                                (answer.get("placement") or {}).items()}
+        self.placement: dict = dict(answer.get("placement") or {})
 
     def field(self, name: str) -> dict:
         """The leaves under ``[name]``, named as inside it (``['w1']``)."""

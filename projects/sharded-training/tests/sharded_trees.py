@@ -49,21 +49,21 @@ def expect_on_mesh(placement: dict, what: str, hint: str) -> None:
                     expected=list(range(N_DEVICES)), hint=hint)
 
 
-def piece_slices(spans) -> tuple:
-    return tuple(slice(int(a), int(b)) for a, b in spans)
-
-
 def cross_check_pieces(value) -> None:
-    """Each piece the learner process reports a device holds must be the value returned
-    as data, sliced by the reported index (``SELF_REPORTED``: placement shard_data)."""
+    """Each piece's data the learner process reports has the shape it reports for that
+    piece, and a piece as large as the leaf is the leaf (``SELF_REPORTED``: placement
+    shard_data). Which rows a device holds is checked against the checker's own data."""
     from coursekit.checking.errors import TamperEvidence
     for name, where in value.placement.items():
+        full = np.asarray(host(value.leaves[name]))
         for dev, data in (where.get("shard_data") or {}).items():
-            full = host(value.leaves[name])
-            want = full[piece_slices(where["pieces"][dev])]
-            if np.shape(data) != want.shape or not np.array_equal(np.asarray(data), want):
+            shape = list(np.shape(data))  # a typed key's data: one more dimension
+            piece = shape[:-1] if where.get("is_key") else shape
+            if piece != list((where.get("piece_shapes") or {}).get(dev, [None])) or (
+                    shape == list(full.shape) and not np.array_equal(np.asarray(data), full)):
                 raise TamperEvidence(f"{name}: the piece reported on device {dev} is not "
-                                     "the returned array's slice at its reported index")
+                                     "the shape reported for it, or not the array it "
+                                     "reports as whole")
 
 
 def compare_trees(yours: dict, expected: dict, what: str, *, rtol=RTOL, atol=ATOL,

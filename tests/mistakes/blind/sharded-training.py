@@ -97,6 +97,13 @@ MISTAKES = [
                       ".sharding and raises AttributeError, not PlacementError naming it",
      "edits": [("        if not isinstance(leaf, jax.Array):\n            raise PlacementError(",
                 "        if not hasattr(leaf, \"shape\"):\n            raise PlacementError(")]},
+    {"stage": 1, "id": "blind-same-mesh-returns-in-loop",
+     "misunderstood": "returned inside the loop once a leaf passed, so only the first leaf "
+                      "is ever looked at ({'a': on the mesh, 'b': on device 0} raises "
+                      "nothing; issue 53)",
+     "edits": [('f"mesh with jax.device_put(value, NamedSharding(mesh, spec))")\n',
+                'f"mesh with jax.device_put(value, NamedSharding(mesh, spec))")\n'
+                '        return\n')]},
     # make_train_step
     {"stage": 1, "id": "blind-step-key-halves-swapped",
      "misunderstood": "kept the second half of the split as the new key and drew the noise "
@@ -378,6 +385,22 @@ MISTAKES = [
      "edits": [("    with count_compiles() as first:\n",
                 "    jax.block_until_ready(step_fn(state, batch))  # compile outside the timing\n"
                 "    with count_compiles() as first:\n")]},
+    {"stage": 4, "id": "blind-profile-profiler-around-samples",
+     "misunderstood": "started the profiler before the warm-up, so the samples were timed "
+                      "with the profiler running (issue 53)",
+     "edits": [("            for _ in range(warmup):\n",
+                "            jax.profiler.start_trace(str(logdir))\n"
+                "            for _ in range(warmup):\n"),
+               ("            with jax.profiler.trace(str(logdir)):\n",
+                "            if True:  # the profiler runs already\n"),
+               ("            files = sorted(Path(logdir).glob(",
+                "            jax.profiler.stop_trace()\n"
+                "            files = sorted(Path(logdir).glob(")]},
+    {"stage": 4, "id": "blind-profile-one-warmup-too-few",
+     "misunderstood": "ran one warm-up call fewer than asked (range(warmup - 1)); its "
+                      "samples are still synchronised (issue 53)",
+     "edits": [("            for _ in range(warmup):\n",
+                "            for _ in range(warmup - 1):\n")]},
     {"stage": 4, "id": "blind-profile-compiles-warmed-total",
      "misunderstood": "reported compiles_warmed as all compiles of the run, the first call's "
                       "included",

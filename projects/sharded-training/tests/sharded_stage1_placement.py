@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import jax
 import numpy as np
+import sharded_expected
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from sharded_harness import ATOL, N_DEVICES, RTOL, checker
@@ -21,6 +22,7 @@ from sharded_learner import (
     learner_fn,
     learner_mesh,
     learner_state,
+    learner_step,
     learner_training,
     place,
     run_step,
@@ -39,7 +41,7 @@ from sharded_trees import (
 
 from coursekit.checking.bridge import Handle
 from coursekit.checking.errors import CheckFailed, TamperEvidence
-from coursekit.checking.graded import instructor_module
+from coursekit.checking.graded import available
 from coursekit.checking.learner import on_input
 from coursekit.checking.probes import random_name
 from coursekit.checking.values import fail_unless
@@ -120,10 +122,9 @@ def state_replicated_batch_split(impl, ctx):
                     yours=where["devices"], expected=ALL,
                     hint="every state leaf is a full copy on every device of the mesh "
                     "init_state is given")
-        full = [[0, d] for d in where["shape"]]
-        for dev, spans in where["pieces"].items():
-            fail_unless(spans == full, f"state leaf {name} is split, not replicated",
-                        yours=f"device {dev} holds {[b - a for a, b in spans]}",
+        for dev, shape in where["piece_shapes"].items():
+            fail_unless(shape == where["shape"], f"state leaf {name} is split, not "
+                        "replicated", yours=f"device {dev} holds {shape}",
                         expected=f"every device holds {where['shape']}")
     rows = int(ctx.rng("rows").integers(3, 9)) * 2 + 1  # odd rows per device
     batch = stage_batch(ctx, "placement-batch", rows)
@@ -141,7 +142,11 @@ def state_replicated_batch_split(impl, ctx):
             fail_unless(got.shape == want.shape and np.array_equal(got, want),
                         f"device {d} does not hold rows {d * rows}..{(d + 1) * rows - 1} "
                         f"of batch[{key!r}]", yours=got.shape, expected=want.shape,
-                        hint=f"device {d} holds {got.shape[0] if got.ndim else 0} rows "
+                        hint=(f"device {d} holds {rows} rows, as many as the contract "
+                              f"gives it, but not rows {d * rows}..{(d + 1) * rows - 1} of "
+                              "the batch: each device holds one consecutive block of rows, "
+                              "in device order") if got.shape == want.shape else
+                        f"device {d} holds {got.shape[0] if got.ndim else 0} rows "
                         f"where the contract gives it rows {d * rows}..{(d + 1) * rows - 1}: "
                         "the rows split evenly across the mesh axis, in device order")
 
@@ -185,10 +190,27 @@ def init_state_matches(impl, ctx):
                     yours=host(leaf), expected="zeros")
 
 
-def checker_placement(tree) -> dict:
-    """What describe_placement must return: the course's own reading, instructor-only
-    (a learner's copy grades this check where the instructor grades)."""
-    return instructor_module("sharded_training").placement_report(tree)
+def layout_report(values: dict, layout: dict) -> dict:
+    """What describe_placement must return for ``values`` placed as ``layout`` asks
+    (``sharded_learner.place``), worked out from the layout by the contract's arithmetic,
+    never read from an array: a mesh axis on a dimension cuts it into equal consecutive
+    blocks in the mesh's device order; every other dimension is whole on each device;
+    one device's sharding has no spec."""
+    out = {}
+    for name in sorted(values):
+        how = layout[name]
+        if how.get("host"):
+            continue
+        shape = [int(n) for n in np.shape(values[name])]
+        devices = [int(how["device"])] if "device" in how else [int(d) for d in
+                                                                how["devices"]]
+        spec = [] if "device" in how else list(how.get("spec", []))
+        pieces = {d: [[i * n // len(devices), (i + 1) * n // len(devices)]
+                      if k < len(spec) and spec[k] is not None else [0, n]
+                      for k, n in enumerate(shape)] for i, d in enumerate(devices)}
+        out[f"['{name}']"] = {"shape": shape, "devices": sorted(devices), "pieces": pieces,
+                              "spec": "" if "device" in how else str(P(*spec))}
+    return out
 
 
 @checker.check(1)
@@ -206,24 +228,13 @@ def placement_report_matches(impl, ctx):
               "rows": {"devices": ALL, "spec": ["data"]},
               "cols_on_half": {"devices": ALL[4:], "spec": [None, "data"]},
               "one_device": {"device": one}, "scalar": {"devices": ALL, "spec": []}}
-    # The same tree on this process's own devices: the expected answer is read here.
-    mesh = jax.make_mesh((N_DEVICES,), ("data",), devices=jax.devices())
-    half = jax.make_mesh((4,), ("data",), devices=jax.devices()[4:])
-    tree = {
-        "replicated": jax.device_put(values["replicated"], NamedSharding(mesh, P())),
-        "rows": jax.device_put(values["rows"], NamedSharding(mesh, P("data"))),
-        "cols_on_half": jax.device_put(values["cols_on_half"],
-                                       NamedSharding(half, P(None, "data"))),
-        "one_device": jax.device_put(values["one_device"], jax.devices()[one]),
-        "scalar": jax.device_put(values["scalar"], NamedSharding(mesh, P())),
-        "a_host_value": values["a_host_value"],
-    }
-    expected = checker_placement(tree)
+    expected = layout_report(values, layout)
     there = place(impl, values, layout)
     for name, want in expected.items():  # the tree there is the one asked for
         got = there.placement.get(name, {})
-        pieces = {int(d): spans for d, spans in got.get("pieces", {}).items()}
-        if got.get("devices") != want["devices"] or pieces != want["pieces"]:
+        shapes = {int(d): shape for d, shape in (got.get("piece_shapes") or {}).items()}
+        if got.get("devices") != want["devices"] or \
+                shapes != {d: [b - a for a, b in spans] for d, spans in want["pieces"].items()}:
             raise TamperEvidence(f"the learner process did not place {name} as the "
                                  "checker asked")
     yours = call_plain(impl, "describe_placement", there.kept)
@@ -248,6 +259,13 @@ def placement_report_matches(impl, ctx):
                     "sharding has none): yours is another")
         pieces = got.get("pieces")
         fail_unless(isinstance(pieces, dict), f"{name}: pieces must be a dict", yours=pieces)
+        bounds = [b for spans in pieces.values() for span in spans for b in span]
+        fail_unless(all(isinstance(b, (int, np.integer)) and not isinstance(b, bool)
+                        for b in bounds), f"{name}: pieces hold bounds "
+                    "that are not ints", yours=pieces, expected=want["pieces"],
+                    hint="each bound a plain int within the shape: a slice over a whole "
+                    "dimension has start and stop None, and its bounds are still [0, size]"
+                    if None in bounds else "each bound a plain int within the shape")
         norm = {int(d): [[int(a), int(b)] for a, b in spans] for d, spans in pieces.items()}
         fail_unless(norm == want["pieces"], f"{name}: pieces do not match the shards "
                     "each device holds", yours=norm, expected=want["pieces"],
@@ -256,12 +274,16 @@ def placement_report_matches(impl, ctx):
                     "ints within the shape")
 
 
-@checker.check(1)
-def step_matches_single_device(impl, ctx):
-    mesh, config, state, step = learner_training(impl, ctx, "step1")
-    n_steps = int(ctx.rng("nsteps").integers(3, 6))
-    rows = int(ctx.rng("rows1").integers(3, 9)) * 2 + 1
-    batches = [stage_batch(ctx, f"step1-batch{i}", rows) for i in range(n_steps)]
+STEP_HINT = ("the step must be the one make_train_step's docstring states (the key's "
+             "split, the input noise, the loss over the global batch's valid rows, one "
+             "optimizer update): the checker replays exactly that on one device")
+
+
+def learner_run(impl, config: dict, batches: list, mesh=None) -> tuple:
+    """The learner's state after its step ran on ``batches`` from ``init_state(config,
+    mesh)`` (the full mesh by default), and the loss of each step."""
+    mesh = learner_mesh(impl)[0] if mesh is None else mesh
+    state, step = learner_state(impl, config, mesh), learner_step(impl, config)
     losses = []
     for i, b in enumerate(batches):
         given, placed = state, call(impl, "place_batch", b, mesh)
@@ -269,19 +291,32 @@ def step_matches_single_device(impl, ctx):
         losses.append(float(host(loss)))
         if i == 0:
             inputs_kept(impl, given, placed)
-    ref, ref_losses = ref_train(config, n_steps, batches)
-    hint = ("the step must be the one make_train_step's docstring states (the key's "
-            "split, the input noise, the loss over the global batch's valid rows, one "
-            "optimizer update): the checker replays exactly that on one device")
-    fail_unless(np.allclose(losses, ref_losses, rtol=RTOL, atol=ATOL),
-                f"losses over {n_steps} steps differ from one device's",
-                yours=np.array(losses), expected=np.array(ref_losses), hint=hint)
-    compare_trees(hosts(state.field("params")), flat(ref["params"]),
-                  f"params after {n_steps} steps on {N_DEVICES} devices vs 1 device",
-                  hint=hint)
-    fail_unless(np.array_equal(host(state.leaves["['key']"]), host(ref["key"])),
+    return state, losses
+
+
+def params_updated(state, config: dict, n_steps: int) -> None:
+    """Fails, naming it, when the params after the steps are still the initial ones."""
+    initial = flat(ref_state(config)["params"])
+    after = hosts(state.field("params"))
+    if sorted(after) == sorted(initial) and all(
+            np.array_equal(after[k], initial[k]) for k in initial):
+        raise CheckFailed(f"after {n_steps} steps your params are still the initial ones",
+                          yours="params unchanged", expected="params moved by each update",
+                          hint="the step returns a loss, but no update reaches the params "
+                          "of the state it returns: the new state carries the old params")
+
+
+def matches(state, losses: list, want: dict, n_steps: int, what: str) -> None:
+    """The learner's losses and final state against ``want`` (losses, params, key)."""
+    fail_unless(np.allclose(losses, want["losses"], rtol=RTOL, atol=ATOL),
+                f"losses over {n_steps} steps differ from {what}",
+                yours=np.array(losses), expected=np.array(want["losses"]), hint=STEP_HINT)
+    compare_trees(hosts(state.field("params")), want["params"],
+                  f"params after {n_steps} steps on {N_DEVICES} devices vs {what}",
+                  hint=STEP_HINT)
+    fail_unless(np.array_equal(host(state.leaves["['key']"]), want["key"]),
                 "the key after the steps is not split(key)[0] once per step",
-                yours=host(state.leaves["['key']"]), expected=host(ref["key"]))
+                yours=host(state.leaves["['key']"]), expected=want["key"])
     for name in ("step", "data_pos"):
         value = int(host(state.leaves[f"['{name}']"]))
         fail_unless(value == n_steps, f"state[{name!r}] must count steps",
@@ -289,6 +324,33 @@ def step_matches_single_device(impl, ctx):
     expect_on_mesh(state.placement, "after the step, {name} left the mesh",
                    "keep the state replicated on the mesh (no device_get, no "
                    "single-device arrays inside the step)")
+
+
+@checker.check(1)
+def step_matches_single_device(impl, ctx):
+    # The public case: fixed inputs and the single-device reference's stored numbers
+    # (sharded_expected), the same in a learner's copy and where the instructor grades.
+    public = sharded_expected.load()
+    n_steps = len(public["batches"])
+    state, losses = learner_run(impl, public["config"], public["batches"])
+    params_updated(state, public["config"], n_steps)
+    matches(state, losses, public, n_steps, "one device's (stored for these inputs)")
+    # A drawn case: the instructor's single-device step live where the course holds it;
+    # in a learner's copy, the learner's own step on one device of the same inputs.
+    config = run_config(ctx, "step1")
+    n_steps = int(ctx.rng("nsteps").integers(3, 6))
+    rows = int(ctx.rng("rows1").integers(3, 9)) * 2 + 1
+    batches = [stage_batch(ctx, f"step1-batch{i}", rows) for i in range(n_steps)]
+    state, losses = learner_run(impl, config, batches)
+    if available():
+        ref, ref_losses = ref_train(config, n_steps, batches)
+        want, what = {"losses": ref_losses, "params": flat(ref["params"]),
+                      "key": host(ref["key"])}, "one device's"
+    else:
+        one, one_losses = learner_run(impl, config, batches, learner_mesh(impl, 1)[0])
+        want, what = {"losses": one_losses, "params": hosts(one.field("params")),
+                      "key": host(one.leaves["['key']"])}, "your step on one device"
+    matches(state, losses, want, n_steps, what)
 
 
 def inputs_kept(impl, state, batch) -> None:
@@ -311,14 +373,11 @@ def reported_split(where: dict) -> bool | None:
     devices, False when every device holds the whole leaf, None otherwise."""
     if not where.get("is_array") or where.get("devices") != ALL:
         return None
-    full = [[0, d] for d in where["shape"]]
-    spans = list(where["pieces"].values())
-    if all(s == full for s in spans):
+    shape, pieces = where["shape"], list(where["piece_shapes"].values())
+    if all(s == shape for s in pieces):
         return False
-    if where["shape"] and all(s[1:] == full[1:] for s in spans) and \
-            sorted(tuple(s[0]) for s in spans) == [
-                (i * where["shape"][0] // N_DEVICES, (i + 1) * where["shape"][0] // N_DEVICES)
-                for i in range(N_DEVICES)]:
+    if shape and shape[0] % N_DEVICES == 0 and \
+            all(s == [shape[0] // N_DEVICES, *shape[1:]] for s in pieces):
         return True
     return None
 
@@ -446,3 +505,44 @@ def mixed_meshes_reported(impl, ctx):
                               yours="no error", expected="ValueError naming it",
                               hint="an array on devices the mesh does not hold passed "
                               "as on the mesh")
+    every_leaf_looked_at(impl, ctx, check, mesh)
+
+
+# Where in a tree of LEAVES leaves (in the tree's own order) a stray leaf is planted: the
+# first, a middle one and the last, so a check that stops early or looks at one leaf fails.
+LEAVES = 5
+POSITIONS = {"first": 0, "middle": LEAVES // 2, "last": LEAVES - 1}
+
+
+def every_leaf_looked_at(impl, ctx, check, mesh) -> None:
+    """``check_same_mesh`` on trees of LEAVES leaves on the mesh but one, on one device,
+    at the first, a middle and the last position of the tree's order."""
+    rng = ctx.rng("mixed-positions")
+    rep = {"devices": ALL, "spec": []}
+    missed = []
+    for where, index in POSITIONS.items():
+        # sorted names: the tree's order (dict keys, sorted by JAX) is this order
+        names = sorted(random_name(rng, f"{chr(ord('a') + 4 * i)}_", 4, "abcdefgh")
+                       for i in range(LEAVES))
+        culprit, dev = names[index], int(rng.integers(0, N_DEVICES))
+        tree = place(impl, {n: np.full(3, i, np.float32) for i, n in enumerate(names)},
+                     {n: {"device": dev} if n == culprit else rep for n in names})
+        result = ask(impl, "raises", check, tree.kept, mesh)
+        if not result["raised"]:
+            missed.append(f"{where} ({culprit!r}, leaf {index + 1} of {LEAVES})")
+        elif culprit not in result["message"]:
+            raise CheckFailed(f"the {where} leaf ({culprit!r}, leaf {index + 1} of {LEAVES}) "
+                              "is the one on one device; the message names another",
+                              yours=result["message"][:200], expected=f"a message naming "
+                              f"{culprit!r}", hint="name the leaf that is off the mesh "
+                              "(jax.tree_util.keystr of its path)")
+    if missed:
+        caught = [w for w in POSITIONS if not any(m.startswith(w) for m in missed)]
+        raise CheckFailed(
+            f"an array on one device at the {' and the '.join(missed)} of the tree was "
+            "not reported", yours="no error", expected="ValueError naming it",
+            hint=(f"the stray leaf was reported when it came {' and '.join(caught)} in "
+                  "the tree and not when it came later: every leaf after that went "
+                  "unchecked (the function stopped before the end of the tree)")
+            if caught else "an array on one device passed as on the mesh, wherever it "
+            "was in the tree")

@@ -1,12 +1,12 @@
 """sharded-training stage 3: fresh-process recovery. A checkpoint round trip in the
 learner process (the Orbax manager stays there as a handle; this process reads the
 checkpoint folder and the saved state itself, with Orbax, and compares it with the state
-the learner returned as data), then the shared driver runs of ``stage3_runs``
+the learner returned as data), then the shared driver runs of ``sharded_stage3_runs``
 (uninterrupted, SIGKILLed mid-save and resumed, resumed on 4 devices, two processes),
 each compared with the uninterrupted run: bitwise on the same mesh, within tolerance
 across meshes. The driver processes import the learner's file themselves (each is its
 own process, never this one) and write their final state to files this process reads.
-Checks are registered in the dependency order that ``stage3_runs`` explains."""
+Checks are registered in the dependency order that ``sharded_stage3_runs`` explains."""
 
 from __future__ import annotations
 
@@ -15,10 +15,18 @@ from pathlib import Path
 
 import numpy as np
 from sharded_harness import ATOL, N_DEVICES, RTOL, checker
-from sharded_learner import ask, call, learner_fn, learner_state, learner_training, run_step
+from sharded_learner import (
+    ask,
+    call,
+    learner_fn,
+    learner_mesh,
+    learner_state,
+    learner_step,
+    learner_training,
+    run_step,
+)
 from sharded_reference import ref_batch, ref_data, ref_train
-from sharded_trees import compare_trees, expect_on_mesh, flat, hosts, is_key
-from stage3_runs import (
+from sharded_stage3_runs import (
     driver_run,
     killed_mid_run,
     stage3_config,
@@ -26,8 +34,10 @@ from stage3_runs import (
     two_processes,
     uninterrupted,
 )
+from sharded_trees import compare_trees, expect_on_mesh, flat, host, hosts, is_key
 
 from coursekit.checking.errors import CheckFailed
+from coursekit.checking.graded import available
 from coursekit.checking.learner import require_written
 from coursekit.checking.values import fail_unless
 from coursekit.workloads import procgroup, trainruns
@@ -237,22 +247,41 @@ def state_roundtrip(impl, ctx):
                    "run's mesh), whatever mesh saved them")
 
 
+def reference_run(impl, config: dict) -> tuple[dict, list, str]:
+    """(final params, losses, what it is) of ``config['steps']`` steps on the checker's
+    own data order (``ref_batch``): the instructor's single-device step where the course
+    holds it; in a learner's copy, the learner's own stage-1 state and step, run by the
+    checker in the learner process (stage 1 checks that step against stored outputs), so
+    what is checked here is ``train``'s loop: the order, the key, one step per batch."""
+    batches = [ref_batch(ref_data(config), config, i) for i in range(config["steps"])]
+    if available():
+        ref, losses = ref_train(config, config["steps"], batches)
+        return flat(ref["params"]), losses, "the checker's single-device run"
+    mesh = learner_mesh(impl)[0]
+    state, step, losses = learner_state(impl, config, mesh), learner_step(impl, config), []
+    for b in batches:
+        state, loss = run_step(impl, step, state, call(impl, "place_batch", b, mesh))
+        losses.append(float(host(loss)))
+    return hosts(state.field("params")), losses, ("your stage-1 step run on the same "
+                                                  "batches in order")
+
+
 @checker.check(3)
 def uninterrupted_run_trains(impl, ctx):
     require_written(impl, "train")  # before the driver process starts
     report = uninterrupted(ctx)
     config = stage3_config(ctx)
     steps_reported(report, config["steps"])
-    ref, ref_losses = ref_train(config, config["steps"])
+    ref_params, ref_losses, what = reference_run(impl, config)
     fail_unless(np.allclose(report["losses"], ref_losses, rtol=RTOL, atol=ATOL),
-                "the losses of the run differ from the checker's single-device run",
+                f"the losses of the run differ from {what}",
                 yours=np.array(report["losses"]), expected=np.array(ref_losses),
                 hint="batches from batch_at(data, config, data_pos), noise from the "
                 "state's key, one update per step")
     final = report["final"]
     compare_trees({k: v for k, v in final.items() if k.startswith("['params']")},
-                  {f"['params']{k}": v for k, v in flat(ref["params"]).items()},
-                  "final params vs the checker's single-device run")
+                  {f"['params']{k}": v for k, v in ref_params.items()},
+                  f"final params vs {what}")
     fail_unless(report["final_step"] == config["steps"] and
                 report["final_data_pos"] == config["steps"],
                 "the final state's step or data_pos is wrong",

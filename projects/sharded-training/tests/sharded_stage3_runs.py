@@ -34,11 +34,12 @@ Two plain entries of ``ctx.cache`` are shared state rather than memos: ``run_lim
 (set by F) and ``hung`` (the name of a run killed at its limit). After a hang every
 later run is refused at once ("not run: an earlier training process hung") instead of
 costing another full limit. state_roundtrip runs in the checker's process and needs none
-of these runs; the checks in stage3_recovery are registered in the order above.
+of these runs; the checks in sharded_stage3_recovery are registered in the order above.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -48,7 +49,7 @@ from pathlib import Path
 from sharded_harness import N_DEVICES
 from sharded_reference import run_config
 
-from coursekit.checking.errors import CheckFailed, LearnerCodeError
+from coursekit.checking.errors import CheckFailed, LearnerCodeError, NotApplicableHere
 from coursekit.facts import ROOT
 from coursekit.workloads import procgroup, trainruns
 
@@ -182,7 +183,28 @@ def two_processes(ctx) -> dict:
     return ctx.once("M", lambda: _two_processes(ctx))
 
 
+# How a machine without TCP sockets refuses one (a TPU VM's sandbox: EAFNOSUPPORT, "Address
+# family not supported"; a seccomp filter: EPERM or EACCES): jax.distributed's coordinator
+# needs a TCP socket, so its two-process run is not applicable there.
+SOCKETS_REFUSED = (errno.EAFNOSUPPORT, errno.EPERM, errno.EACCES)
+
+
+def require_loopback_tcp() -> None:
+    """Raise ``NotApplicableHere`` when this machine refuses a TCP socket on the
+    loopback, in the machine's own words (never a socket traceback)."""
+    try:
+        procgroup.free_port()
+    except OSError as err:
+        if err.errno not in SOCKETS_REFUSED:
+            raise
+        raise NotApplicableHere(
+            "the two-process jax.distributed run", "its coordinator needs a TCP socket on "
+            f"the loopback, and this machine refuses one ({err}); every other stage-3 "
+            "check runs here") from None
+
+
 def _two_processes(ctx) -> dict:
+    require_loopback_tcp()
     skip_if_hung(ctx)
     limit = float(MP_LIMIT_S) if MP_LIMIT_S else 2 * run_limit(ctx)
     runs = trainruns.run_processes(ctx.impl_path, stage3_config(ctx),

@@ -1,8 +1,10 @@
 """sharded-training stage 4: trace and timing. The learner profiles a fresh jitted
 data-parallel step the checker hands it by name (``Workload("sharded-training/
-timing_step")``: the learner process builds it from the same source this process times,
-wrapped to count calls and compiles), on a state and batch placed there from the
-checker's data; the record, the samples, the trace and the refusal of a wrong output are
+stand_in_step")``, ``coursekit/workloads/remote_sharded_training_timing.py``: a train
+step's shape and cost with no training in it; the learner process builds it from the same
+source this process times, wrapped to count calls and compiles), on a state and batch
+placed there from the checker's data; the record, the samples, the trace (read by
+``sharded_trace``) and the refusal of a wrong output are
 each checked against the checker's own count, synchronised timing and trace parse. The
 call and compile counts are self-reported (``SELF_REPORTED``): the trace this process
 parses and the wall time it measured around the call bound them.
@@ -57,16 +59,16 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+import sharded_trace
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from sharded_harness import N_DEVICES, checker
 from sharded_learner import ALL, call_plain, place
-from sharded_reference import blobs, ref_step_fn
+from sharded_reference import blobs
 
 from coursekit.checking.bridge import Workload
 from coursekit.checking.errors import CheckFailed, TamperEvidence
 from coursekit.checking.frozen import copy_once
-from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import require_written
 from coursekit.checking.probes import (
     ended_before_ready,
@@ -79,14 +81,10 @@ from coursekit.checking.probes import (
     samples_of,
 )
 from coursekit.checking.values import as_float, fail_unless
-from coursekit.measure import traces
 from coursekit.measure.timing import time_synced
 from coursekit.provenance.records import read_run_record, validate_run_record
 from coursekit.workloads import classifier
-
-# the course's own reading of a profiler run: instructor-only (a learner's copy grades the
-# checks that need it where the instructor grades)
-forest = instructor_module("traces")
+from coursekit.workloads.remote_sharded_training_timing import stand_in_step
 
 # The learner's synced median vs the checker's, either way, decided in interleaved rounds
 # (each the same step on the same data, in two processes, seconds apart: a right timer
@@ -130,7 +128,7 @@ def timing_workload(ctx):
     mask = np.ones(rows * N_DEVICES, np.float32)
     params = jax.jit(classifier.init_params, static_argnames="hidden")(
         jax.random.key(int(rng.integers(0, 2**30))), hidden=hidden)
-    config = {"lr": 0.05, "momentum": 0.9, "noise": 0.1}
+    config = {"noise": 0.1, "momentum": 0.9}
     key = jax.random.key(int(rng.integers(0, 2**30)))
     rep, split = NamedSharding(mesh, P()), NamedSharding(mesh, P("data"))
     # the momentum stays on the host (numpy), here as in the learner process: a state fed
@@ -139,10 +137,12 @@ def timing_workload(ctx):
              "momentum": jax.tree.map(lambda a: np.zeros(a.shape, a.dtype), params)}
     batch = {k: jax.device_put(np.asarray(v), split) for k, v in
              (("x", x), ("y", y), ("mask", mask))}
-    fn = instructor_module("remote_sharded_training").timing_step(**config)
-    loss = float(ref_step_fn(config)(*jax.device_put(
-        (params, jax.tree.map(jnp.zeros_like, params), key, x, y, mask),
-        jax.devices()[0]))[3])
+    fn = stand_in_step(**config).jitted
+    # its loss on one device: the same function on the same values, unsharded
+    one = jax.devices()[0]
+    loss = float(fn(jax.device_put({"params": params, "key": key, "momentum": jax.tree.map(
+        jnp.zeros_like, params)}, one), jax.device_put({"x": x, "y": y, "mask": mask},
+                                                         one))[1])
     return fn, state, batch, loss, {"config": config, "data": (params, key, x, y, mask)}
 
 
@@ -204,13 +204,14 @@ def learner_record(impl, ctx) -> tuple[dict, dict, dict]:
     def profile_once():
         fn, state, batch, loss, spec = timing_workload(ctx)
         there = inputs_there(impl, spec)
-        counter = Workload("sharded-training/timing_step", **spec["config"])
+        counter = Workload("sharded-training/stand_in_step", **spec["config"])
         rng = ctx.rng("profile-args")
         args = {"region": region_name(rng),
                 "warmup": int(rng.integers(1, 4)), "iters": int(rng.integers(6, 10)),
                 "trace_steps": int(rng.integers(2, 4))}
         logdir = ctx.learner_dir("profile")
         decoy_trace(logdir)
+        existing = sharded_trace.trace_files(logdir)
         # within the stated rtol 1e-5 of the true loss, not equal to it
         before = time_synced(fn, state, batch, warmup=2, iters=REFERENCE_ITERS).samples_s
         record = call_plain(impl, "profile_train_step", counter, there["state"],
@@ -222,26 +223,12 @@ def learner_record(impl, ctx) -> tuple[dict, dict, dict]:
                     yours=type(record).__name__, expected="a run record dict")
         cross_check_profile(impl, counter.facts, record, "profile_train_step",
                             min(before + after))
+        written = sharded_trace.trace_files(logdir) - existing  # by this call
         return record, counter.facts, dict(args, logdir=logdir, fn=fn, state=state,
+                                           written=sorted(written),
                                            batch=batch, loss=loss, spec=spec, there=there,
                                            reference_s=reference_s)
     return ctx.once("record", profile_once)
-
-
-def region_durations(trace: Path, region: str) -> list[float]:
-    """The seconds of every ``region`` event in the trace (this process's parse)."""
-    return [ev.dur / 1e6 for ev in forest.walk(forest.build_forest(traces.load_events(trace)))
-            if ev.name == region]
-
-
-def region_steps(trace: Path, region: str) -> list[str | None]:
-    """The step number each ``region`` event carries in the trace (its ``step`` argument,
-    or ``step_num`` as ``StepTraceAnnotation`` writes it; None when it has neither), in the
-    order the regions began (this process's parse)."""
-    found = sorted((ev for ev in forest.walk(forest.build_forest(traces.load_events(trace)))
-                    if ev.name == region), key=lambda ev: ev.ts)
-    return [str(ev.args["step"]) if "step" in ev.args else str(ev.args["step_num"])
-            if "step_num" in ev.args else None for ev in found]
 
 
 def timing_round(impl, ctx, i: int) -> dict:
@@ -258,7 +245,7 @@ def timing_round(impl, ctx, i: int) -> dict:
     logdir = ctx.learner_dir(f"profile-round-{i}")
 
     def yours():
-        counter = Workload("sharded-training/timing_step", **args["spec"]["config"])
+        counter = Workload("sharded-training/stand_in_step", **args["spec"]["config"])
         record = call_plain(impl, "profile_train_step", counter, args["there"]["state"],
                             args["there"]["batch"], str(logdir), region=region,
                             warmup=ROUND_WARMUP, iters=ROUND_ITERS, trace_steps=ROUND_TRACE,
@@ -318,7 +305,7 @@ def unchecked_run(impl, ctx) -> tuple:
     step's counts."""
     def run():
         _, _, args = learner_record(impl, ctx)
-        counter = Workload("sharded-training/timing_step", **args["spec"]["config"])
+        counter = Workload("sharded-training/stand_in_step", **args["spec"]["config"])
         record = call_plain(impl, "profile_train_step", counter, args["there"]["state"],
                             args["there"]["batch"], str(ctx.learner_dir("profile-unchecked")),
                             region="unchecked", warmup=0, iters=2, trace_steps=1)
@@ -369,10 +356,20 @@ def record_is_valid(impl, ctx):
 def compile_apart_and_calls(impl, ctx):
     record, counted, args = learner_record(impl, ctx)
     calls = 1 + args["warmup"] + args["iters"] + args["trace_steps"]
+    samples = record.get("samples_s") if isinstance(record.get("samples_s"), list) else []
+    # what ran besides the first call, the samples and the traced steps: the warm-up
+    warmed = counted["calls"] - 1 - len(samples) - args["trace_steps"]
     fail_unless(counted["calls"] == calls, "profile_train_step made the wrong number of "
                 "calls", yours=f"{counted['calls']} calls", expected=f"{calls} = 1 first + "
                 f"{args['warmup']} warmup + {args['iters']} timed + {args['trace_steps']} "
-                "traced", hint="one first call alone, then warmup, iters, trace_steps")
+                "traced", hint=f"besides the first call, your {len(samples)} samples and "
+                f"{args['trace_steps']} traced steps, {warmed} warm-up call(s) ran where "
+                f"warmup={args['warmup']} asks for {args['warmup']}: "
+                f"{abs(warmed - args['warmup'])} too "
+                f"{'few' if warmed < args['warmup'] else 'many'}"
+                if len(samples) == args["iters"] and warmed >= 0 and
+                warmed != args["warmup"] else
+                "one first call alone, then warmup, iters, trace_steps")
     fail_unless(counted["compiled_at"] == [0], "the compile did not happen in the first "
                 "call alone", yours=f"compiled in calls {counted['compiled_at']}",
                 expected="only call 0", hint="a call after the first compiled again, so "
@@ -423,24 +420,36 @@ def samples_are_synchronised(impl, ctx):
     # was last seen unfinished. The ratio below alone is not: on one busy core the step's
     # 8 device threads can hold back the dispatching thread for a sixth of the step or
     # more (measured: an unsynchronised timer passed 3 of 8).
-    unfinished_calls(args["warmup"], args["iters"], counted, "")
-    samples_outlast_their_calls(samples, args["warmup"], counted, "")
+    timed = timed_calls(counted, len(samples), args["trace_steps"])
+    unfinished_calls(timed, counted, "")
+    samples_outlast_their_calls(samples, timed, counted, "")
 
     def median(r: dict) -> float:
         where = f" (timing round {r['index']})"
-        unfinished_calls(ROUND_WARMUP, ROUND_ITERS, r["facts"], where)
         values = samples_of(r["record"], "profile_train_step", ROUND_ITERS)
-        samples_outlast_their_calls(values, ROUND_WARMUP, r["facts"], where)
+        in_round = timed_calls(r["facts"], len(values), ROUND_TRACE)
+        unfinished_calls(in_round, r["facts"], where)
+        samples_outlast_their_calls(values, in_round, r["facts"], where)
         return float(np.median(values))
     decide("your median", median, float(np.median(samples)), TIME_RATIO_WINDOW,
            (SYNC_HINT, SLOW_HINT), "the checker's synchronised timing of the same step, "
            "taken beside each of your calls", ctx, impl)
 
 
-def unfinished_calls(warmup: int, iters: int, counted: dict, where: str) -> None:
+def timed_calls(counted: dict, samples: int, trace_steps: int) -> range:
+    """The calls the ``samples`` samples timed, aligned by what ran: the ``samples`` calls
+    just before the last ``trace_steps`` (the contract's order: first call, warm-up,
+    timed, traced). A warm-up too few or too many moves this window with the calls
+    instead of pairing each sample with a neighbour's call (issue 53: one warm-up too few
+    read as samples that end early); the number of calls is compile_apart_and_calls'."""
+    calls = counted.get("calls") if type(counted.get("calls")) is int else 0
+    stop = max(calls - trace_steps, 1)
+    return range(max(stop - samples, 1), stop)
+
+
+def unfinished_calls(timed: range, counted: dict, where: str) -> None:
     """Fails naming the timed calls whose output was still being computed when the next
     call began (the step's own probe, ``unready_at_next_call``)."""
-    timed = range(1 + warmup, 1 + warmup + iters)
     unfinished = [k for k in reported_unready("profile_train_step", counted)
                   if k in timed]
     fail_unless(not unfinished, "the timing stopped before the step finished: a timed "
@@ -477,13 +486,13 @@ def first_call_finished(record: dict, counted: dict, where: str) -> None:
             "first call's time ends after its output is ready")
 
 
-def samples_outlast_their_calls(samples: list, warmup: int, counted: dict,
+def samples_outlast_their_calls(samples: list, timed: range, counted: dict,
                                 where: str) -> None:
     """Each sample no shorter than the moment the probe last saw its call's output
-    unfinished (sample i is call 1 + warmup + i)."""
+    unfinished (sample i is call ``timed.start + i``)."""
     seen = reported_unready_seen("profile_train_step", counted)
-    early = [(i, s, seen[1 + warmup + i]) for i, s in enumerate(samples)
-             if 1 + warmup + i < len(seen) and ended_before_ready(s, seen[1 + warmup + i])]
+    early = [(i, s, seen[timed.start + i]) for i, s in enumerate(samples)
+             if timed.start + i < len(seen) and ended_before_ready(s, seen[timed.start + i])]
     if early:
         i, s, unready = early[0]
         raise CheckFailed(
@@ -503,22 +512,26 @@ def trace_holds_region(impl, ctx):
     trace = Path(record.get("trace") or "")
     fail_unless(trace.is_file(), "the record's trace file does not exist",
                 yours=str(trace), expected="a *.trace.json.gz under logdir")
-    newest = forest.newest_trace(args["logdir"])
-    fail_unless(trace.resolve() == newest.resolve(), "the trace is not the newest one under "
-                "logdir", yours=str(trace), expected=str(newest))
+    fail_unless(trace.resolve() in args["written"], "the record's trace is not the one "
+                "this call wrote", yours=str(trace),
+                expected=" or ".join(map(str, args["written"])) or "a new trace file",
+                hint="logdir held an older trace already: the record names the trace this "
+                "call's profiler session wrote, the newest one")
     # taken once: the three parses below read this copy
     trace = copy_once(trace, ctx.subdir("taken"), inside=args["logdir"],
                       what="the record's trace")
-    summary = forest.region_summary(trace, args["region"])
-    fail_unless(summary["count"] == args["trace_steps"],
+    count = len(sharded_trace.regions(trace, args["region"]))
+    fail_unless(count == args["trace_steps"],
                 "the annotated region is not in the trace once per traced step",
-                yours=summary["count"], expected=args["trace_steps"],
+                yours=count, expected=args["trace_steps"],
                 hint="one annotated region named as asked around each traced call")
-    fail_unless(summary["child_us"] > 0, "the region holds no events: the step did not "
-                "run inside it", yours=summary, expected="the jitted step nested inside",
+    inside = sharded_trace.events_inside(trace, args["region"])
+    fail_unless(inside > 0, "the region holds no events: the step did not "
+                "run inside it", yours=f"{count} region(s) holding {inside} events",
+                expected="the jitted step nested inside",
                 hint="the region closed before the step's work ran in it: nothing "
                 "waited for the output inside the region")
-    numbers = region_steps(trace, args["region"])
+    numbers = sharded_trace.region_steps(trace, args["region"])
     want = [str(i) for i in range(args["trace_steps"])]
     fail_unless(numbers == want, "the traced regions are not numbered by step: each "
                 "region's step argument, in the order they ran, must be its index",
@@ -528,12 +541,21 @@ def trace_holds_region(impl, ctx):
                 "steps apart" if not any(numbers) else
                 f"yours number the {len(numbers)} regions {numbers}; the traced calls "
                 "count from 0, one number each, in the order they ran")
-    durations = region_durations(trace, args["region"])
+    inside, outside = sharded_trace.step_runs(trace, args["region"])
+    fail_unless(not outside, f"the trace holds {outside} run(s) of the step outside your "
+                "annotated regions: the profiler was running during calls that are not "
+                "traced steps", yours=f"{inside} run(s) inside the regions, {outside} "
+                "outside them", expected=f"{args['trace_steps']} run(s), each inside its "
+                "region, none outside", hint="the profiler started before the traced steps: "
+                "the warm-up or the timed samples ran (and were timed) with the profiler "
+                "on, which slows every call it records; only the traced steps run under it")
+    durations = sharded_trace.region_seconds(trace, args["region"])
 
     def traced(r: dict) -> float:
         path = Path(r["record"].get("trace") or "")
-        found = region_durations(copy_once(path, ctx.subdir("taken"), what="a round's trace"),
-                                 r["region"]) if path.is_file() else []
+        found = sharded_trace.region_seconds(
+            copy_once(path, ctx.subdir("taken"), what="a round's trace"),
+            r["region"]) if path.is_file() else []
         fail_unless(len(found) == ROUND_TRACE, "the annotated region is not in the trace "
                     "once per traced step", yours=f"{len(found)} in {path}",
                     expected=f"{ROUND_TRACE} (trace_steps={ROUND_TRACE})",
@@ -555,7 +577,7 @@ def loss_checked(impl, ctx, scale: float, off: float, **sizes) -> dict:
         _, _, args = learner_record(impl, ctx)
         name = f"loss-{scale:g}-{off:g}"
         record = call_plain(impl, "profile_train_step",
-                            Workload("sharded-training/timing_step", loss_scale=scale,
+                            Workload("sharded-training/stand_in_step", loss_scale=scale,
                                      **args["spec"]["config"]),
                             args["there"]["state"], args["there"]["batch"],
                             str(ctx.learner_dir(f"profile-{name}")), region="checked",
