@@ -50,7 +50,7 @@ import time
 from pathlib import Path
 
 from coursekit import facts
-from coursekit.checking.errors import GRADED_BY_INSTRUCTOR
+from coursekit.checking.errors import GRADED_BY_INSTRUCTOR, NOT_APPLICABLE
 from coursekit.compat import optional
 from coursekit.facts import KERNEL, NOTEBOOKS, ROOT, ensure_kernel, is_release
 from coursekit.notebook.reuse import REUSE_ENV
@@ -103,6 +103,10 @@ def run_project(project: str, which: str = "solution", timeout: float = 1800,
             counts["passed"] += 1
         elif r["status"] == GRADED_BY_INSTRUCTOR:  # a release: needs instructor-only code
             counts["instructor"] += 1
+        elif r["status"] == NOT_APPLICABLE:  # this machine lacks what it needs: no failure
+            counts["not_applicable"] = counts.get("not_applicable", 0) + 1
+            counts["not_applicable_ids"] = [*counts.get("not_applicable_ids", []),
+                                            r["check_id"]]
         else:
             counts["failed"] += 1
             counts["failed_ids"].append(r["check_id"])
@@ -216,6 +220,10 @@ def print_learner_project_table(rows: list[dict], release: bool, stage: str) -> 
         print(f"{row['project']:<22} {'all':>5} {total['passed']:>7} {total['not_yet']:>8} "
               f"{total['failed'] - total['not_yet']:>7} {total['instructor']:>10} "
               f"{row['wall_s']:>8.1f}  ran (wall time of the checker process)")
+    not_here = [f"{row['project']} {i}" for row in rows for s in row["stages"].values()
+                for i in s.get("not_applicable_ids", [])]
+    if not_here:
+        print(f"(not applicable on this machine, no failure: {', '.join(not_here)})")
     if any(s.get("instructor") for row in rows for s in row["stages"].values()):
         print("(instructor: checks graded by your instructor; they need the course's "
               "reference code, which your copy does not hold)")
