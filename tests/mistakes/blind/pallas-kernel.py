@@ -313,3 +313,36 @@ JUSTIFIED: dict[str, str] = {
         "forbid (the caller's global generator reseeded); failing it would fail a sweep "
         "that keeps the contract."),
 }
+
+
+# A second blind batch (2026-12-06, issue 53): written from the learner's copy and
+# the solutions only, each confirmed wrong by a measurement quoted in its line.
+MISTAKES += [
+    {"stage": 1, "id": "blind-b2-jnp-no-max-shift",
+     "misunderstood": "drops the row-max subtraction before exp, so rows near +-1000 overflow or underflow to inf/0 and give NaN: measured 'rows near +-1000: max err ref=1.23e-08 mut=non-finite (6 cells)'",
+     "named_by": ["overflow", "max subtraction", "nan", "large values"],
+     "edits": [("    z = z - jnp.max(z, axis=-1, keepdims=True)\n", "")]},
+    {"stage": 1, "id": "blind-b2-tolerance-eps-not-roundoff",
+     "misunderstood": "uses float32's machine epsilon as the unit roundoff (eps, not eps/2), so rtol is twice the error count, past the 1.5x allowed: measured 'float32, 1000 cols: rtol ref=5.99e-05 mut=0.00012 (2.00x)'",
+     "named_by": ["eps", "unit roundoff", "twice", "eps / 2"],
+     "edits": [("    u32 = float(jnp.finfo(jnp.float32).eps) / 2\n",
+                "    u32 = float(jnp.finfo(jnp.float32).eps)\n")]},
+    {"stage": 2, "id": "blind-b2-kernel-padding-unmasked",
+     "misunderstood": "does not mask the block's columns past n_cols, so the NaN (or junk) the padding holds enters the row max and sum: measured '(20, 100) interpreted, block 8: ref max err=1.6e-08 mut=non-finite (2000 cells)'",
+     "named_by": ["padding", "past the edge", "mask", "nan"],
+     "edits": [("    x = jnp.where(cols < n_cols, x, -jnp.inf)\n", "")]},
+    {"stage": 2, "id": "blind-b2-grid-floor-division",
+     "misunderstood": "sizes the grid with rows // block_rows (floor) instead of cdiv, so the last partial run of rows is never computed: measured '(20, 100) block 8: ref max err=1.6e-08; mut wrong rows=[16, 17, 18, 19]'",
+     "named_by": ["floor division", "partial block", "last rows", "cdiv"],
+     "edits": [("        grid=(pl.cdiv(rows, block_rows),),\n",
+                "        grid=(rows // block_rows,),\n")]},
+    {"stage": 3, "id": "blind-b2-sweep-no-warmup",
+     "misunderstood": "leaves out the untimed warm-up calls, so samples start right after the first call and the kernel is called 1 + iters times instead of 1 + warmup + iters: measured 'kernel calls with warmup=2 iters=3: ref=6 mut=4'",
+     "named_by": ["warm-up", "warmup", "untimed calls", "call count"],
+     "edits": [("                for _ in range(warmup):\n                    jax.block_until_ready(fn(x))\n", "")]},
+    {"stage": 3, "id": "blind-b2-summarize-mean-samples",
+     "misunderstood": "summarises the kernel's samples with the mean instead of the median, so one stalled sample flips the verdict: measured 'one stalled sample: speedup ref=2.000 helps=True mut=0.156 helps=False'",
+     "named_by": ["mean", "median", "stall", "outlier"],
+     "edits": [('        speedups = {r["block_rows"]: base[shape] / statistics.median(r["samples_s"])\n',
+                '        speedups = {r["block_rows"]: base[shape] / statistics.mean(r["samples_s"])\n')]},
+]

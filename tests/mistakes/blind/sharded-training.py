@@ -429,3 +429,39 @@ JUSTIFIED: dict[str, str] = {
         "check_vma off fails). The global_grads docstring says check_vma may be on or off; "
         "failing this would fail work that computes the contract's gradient."),
 }
+
+
+# A second blind batch (2026-12-06, issue 53): written from the learner's copy and
+# the solutions only, each confirmed wrong by a measurement quoted in its line.
+MISTAKES += [
+    {"stage": 1, "id": "blind-b2-step-key-not-advanced",
+     "misunderstood": "uses the split's first half for noise but puts the old key back into the new state, so every step draws the same input noise from a reused key: measured 'key after one step equals the old key: ref=False mut=True'",
+     "named_by": ["same noise", "key not advanced", "reused key", "every step"],
+     "edits": [('                "opt_state": opt_state, "step": state["step"] + 1, "key": key,\n',
+                '                "opt_state": opt_state, "step": state["step"] + 1, "key": state["key"],\n')]},
+    {"stage": 1, "id": "blind-b2-params-from-seed-key",
+     "misunderstood": "initialises params from the unsplit seed key (the key is also split for the training key, so it is reused) instead of the split's first half: measured 'max |params mut - ref| at step 0 = 1.11'",
+     "named_by": ["unsplit key", "seed key", "first half", "reused key"],
+     "edits": [("        params = classifier.init_params(k_params)\n",
+                '        params = classifier.init_params(jax.random.key(config["seed"]))\n')]},
+    {"stage": 2, "id": "blind-b2-grads-psum-twice",
+     "misunderstood": "psums the gradient inside shard_map although grad of replicated params is already summed across the axis by the transpose, giving 8x the gradient on 8 devices: measured '|grad mut| / |grad ref| per leaf on 8 devices = [8.0, 8.0, 8.0, 8.0]'",
+     "named_by": ["8x", "summed twice", "psum", "replicated params"],
+     "edits": [("        return loss, jax.tree.map(lambda a: a / total, g)\n",
+                "        return loss, jax.tree.map(lambda a: jax.lax.psum(a, AXIS) / total, g)\n")]},
+    {"stage": 2, "id": "blind-b2-counts-rows-not-valid",
+     "misunderstood": "counts each shard's rows (its shape) instead of its valid rows (the mask's sum), so padding rows count as data: measured 'padded last batch, 5 valid rows: ref=[5, 0, 0, 0, 0, 0, 0, 0] mut=[8, 8, 8, 8, 8, 8, 8, 8]'",
+     "named_by": ["padding", "mask", "valid rows", "rows per shard"],
+     "edits": [("    counted = jax.shard_map(lambda m: jnp.sum(m, keepdims=True), mesh=mesh,\n",
+                "    counted = jax.shard_map(lambda m: jnp.full((1,), m.shape[0], m.dtype), mesh=mesh,\n")]},
+    {"stage": 3, "id": "blind-b2-train-one-step-too-many",
+     "misunderstood": "loops while step <= steps (off by one), so training takes one step more than config['steps'] and saves/ends past it: measured 'config steps=3: final step ref=3 mut=4'",
+     "named_by": ["off by one", "one step too many", "<=", "steps"],
+     "edits": [('        while int(state["step"]) < config["steps"]:\n',
+                '        while int(state["step"]) <= config["steps"]:\n')]},
+    {"stage": 4, "id": "blind-b2-profile-feeds-state-back",
+     "misunderstood": "feeds each sample call's new state into the next call, while every call must get the same state: measured 'state steps seen by the calls ref=[0, 0, 0, 0, 0, 0] mut=[0, 0, 0, 1, 2, 3]'",
+     "named_by": ["same state", "fed back", "new state", "every call"],
+     "edits": [("                start = time.perf_counter()\n                jax.block_until_ready(step_fn(state, batch))\n",
+                "                start = time.perf_counter()\n                state, _ = jax.block_until_ready(step_fn(state, batch))\n")]},
+]
