@@ -43,6 +43,8 @@ MISTAKES_PROJECT ?=
 MISTAKES_STAGE ?=
 MISTAKES_JOBS ?= 1
 MISTAKES_CORPUS ?= all
+# make mistakes MISTAKES_MATCH=blind-b2-: only the mistakes whose id holds this text
+MISTAKES_MATCH ?=
 FLAKE_RUNS ?= 20
 FLAKE_PROJECT ?=
 FLAKE_STAGE ?=
@@ -150,7 +152,7 @@ mutants: $(STAMP)
 mistakes: $(STAMP)
 	$(PY) -m coursekit.commands.mistakes $(if $(MISTAKES_PROJECT),--project $(MISTAKES_PROJECT)) \
 	  --jobs $(MISTAKES_JOBS) $(if $(MISTAKES_STAGE),--stage $(MISTAKES_STAGE)) \
-	  --corpus $(MISTAKES_CORPUS) $(if $(MISTAKES_RESCORE),--rescore)
+	  --corpus $(MISTAKES_CORPUS) $(if $(MISTAKES_MATCH),--match $(MISTAKES_MATCH)) $(if $(MISTAKES_RESCORE),--rescore)
 
 # Not in CI (too slow; CI keeps its 3-run test): failing seeds are printed to rerun.
 flake: $(STAMP)

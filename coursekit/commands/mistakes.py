@@ -166,10 +166,10 @@ CORPORA = ("all", "blind", "own")
 
 def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
                     stages: list[int] | None = None, corpus: str = "all", root: Path = ROOT,
-                    out=sys.stdout) -> dict:
+                    out=sys.stdout, match: str = "") -> dict:
     """Judge the project's corpus (the stages asked; ``corpus``: all of it, the blind
-    part or the course's own), print and return the report (also
-    ``root/build/mistakes-<project>/report.json``)."""
+    part or the course's own; ``match``: only ids holding that text, e.g. one batch),
+    print and return the report (also ``root/build/mistakes-<project>/report.json``)."""
     home = Path(root) / "projects" / project
     base = Path(root) / "build" / f"mistakes-{project}"
     base.mkdir(parents=True, exist_ok=True)
@@ -189,7 +189,8 @@ def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     if jobs > 1:  # two checkers at once on 2 cores: one XLA thread each
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + ONE_THREAD).strip()
-    chosen = [m for m in mistakes if corpus == "all" or m.blind == (corpus == "blind")]
+    chosen = [m for m in mistakes if (corpus == "all" or m.blind == (corpus == "blind"))
+              and match in m.id]
     wanted = sorted({m.stage for m in chosen} & set(stages or [m.stage for m in chosen]))
     selection = {m.id for m in chosen if m.stage in wanted}
     path = base / "report.json"
@@ -316,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", choices=CORPORA, default="all",
                         help="judge the whole corpus (default), only its blind part or "
                         "only the course's own; the report keeps the rest as last run")
+    parser.add_argument("--match", default="", help="only mistakes whose id holds this text "
+                        "(one batch: blind-b2-); the report keeps the rest as last run")
     parser.add_argument("--rescore", action="store_true",
                         help="run nothing: the last reports tallied by the corpus as it is now")
     args = parser.parse_args(argv)
@@ -323,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.project or projects(with_solution=True):
         report = (rescore(name) if args.rescore else
                   measure_project(name, seed=args.seed, jobs=args.jobs, stages=args.stage,
-                                  corpus=args.corpus))
+                                  corpus=args.corpus, match=args.match))
         unjustified += sum(t["unjustified"] for t in report["stages"].values())
     return 1 if unjustified else 0
 
