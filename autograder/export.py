@@ -64,9 +64,10 @@ def table(book: Gradebook) -> tuple[list[str], list[list]]:
                 q = by_id.get(qid)
                 cells += ([f"{q['points']:g}", q["status"]] if q else ["", ""])
             flags += [f"tampered {item}:{g}" for g in rec.get("tampered", [])]
+            flags += [f"handed in {item}: {line}" for line in rec.get("handed_in", [])]
             if rec.get("reason") in SANDBOX_REASONS:
                 flags.append(f"{rec['reason']} {item}")
-        rows.append([_text(student), f"{total:g}", f"{top:g}", *cells, "; ".join(flags)])
+        rows.append([_text(student), f"{total:g}", f"{top:g}", *cells, _text("; ".join(flags))])
     return header, rows
 
 

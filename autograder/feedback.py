@@ -104,6 +104,8 @@ def sections(records: list[dict], docs: Path = WALKTHROUGH_DOCS) -> list[dict]:
                                 "grading.")
         for note in r.get("skipped") or []:
             sec["notes"].append(f"Checked without a part the grading machine lacks: {note}.")
+        for line in r.get("handed_in") or []:
+            sec["notes"].append(f"Handed in beside model.py: {line}.")
         if r.get("manual"):
             sec["notes"].append("Graded by hand, not included here: " +
                                 ", ".join(r["manual"]) + ".")
