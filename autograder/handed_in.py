@@ -152,3 +152,55 @@ def copy_into(submission: Path, course: Path) -> dict[str, list[str]]:
             dest.write_bytes(read_bounded(starter.folder / rel, MAX_PY_BYTES, name=rel))
         notes[starter.project] = starter.unexpected()
     return notes
+
+
+CODE_SUFFIXES = (".py", ".ipynb")
+
+
+def code_files(root: Path, *, max_entries: int = 5 * MAX_ENTRIES,
+               max_depth: int = 2 * MAX_DEPTH) -> tuple[list[str], list[tuple[str, str]]]:
+    """Every file under ``root`` that can hold code (``.py``, ``.ipynb``), as relative
+    paths, and what was skipped with why (a link, past the size of a file the grader
+    reads, past the walk's bounds): what ``similar`` compares and names."""
+    from autograder.nblimits import MAX_BYTES as NOTEBOOK_BYTES
+    from coursekit.facts import file_sizes
+    found: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    entries, deadline = 0, time.monotonic() + MAX_SECONDS
+    stack = [(Path(root), "", 0)]
+    while stack:
+        folder, rel, depth = stack.pop()
+        try:
+            listing = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as err:
+            skipped.append((rel or ".", f"could not be listed ({err.strerror})"))
+            continue
+        for entry in listing:
+            entries += 1
+            inner = rel + entry.name
+            if entries > max_entries or time.monotonic() > deadline:
+                skipped.append((rel or ".", f"the rest of the folder: past {max_entries:,} "
+                                f"entries or {MAX_SECONDS:g} s"))
+                return sorted(found, key=Path), skipped
+            if entry.name in ("__pycache__", ".git", ".ipynb_checkpoints"):
+                continue
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                if depth >= max_depth:
+                    skipped.append((inner + "/", f"deeper than {max_depth} folders"))
+                else:
+                    stack.append((Path(entry.path), inner + "/", depth + 1))
+                continue
+            if not entry.name.endswith(CODE_SUFFIXES):
+                continue
+            limit = MAX_PY_BYTES if entry.name.endswith(".py") else NOTEBOOK_BYTES
+            if stat.S_ISLNK(st.st_mode):
+                skipped.append((inner, "a symbolic link (never followed)"))
+            elif not stat.S_ISREG(st.st_mode):
+                skipped.append((inner, "not a plain file"))
+            elif max(file_sizes(st)) > limit:
+                skipped.append((inner, f"{max(file_sizes(st)) / 2**20:.1f} MiB, past the "
+                                f"{limit >> 20} MiB the grader reads"))
+            else:
+                found.append(inner)
+    return sorted(found, key=Path), skipped
