@@ -20,8 +20,9 @@ from __future__ import annotations
 import re
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u0085\u2028\u2029]")
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#+\-!|~&])")
-_ORDERED = re.compile(r"^(\d+)([.)])")  # "1. " would start a numbered list
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#!|~&])")
+# first on a line only: "- x", "+ x" and "1. x" start a list
+_LEADING = re.compile(r"^(\s*)([-+=]|\d+[.)])")
 FORMULA_FIRST = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -35,7 +36,13 @@ def md_inline(text: object) -> str:
     """``text`` as literal text inside one Markdown line (a list item, a table cell, a
     heading): nothing in it can end the line, open a heading, emphasis, link, code, HTML
     or an entity, or split a table cell."""
-    return _ORDERED.sub(r"\1\\\2", _MD_SPECIAL.sub(r"\\\1", line(text)))
+    escaped = _MD_SPECIAL.sub(r"\\\1", line(text))
+    return _LEADING.sub(lambda m: m.group(1) + _escape_last(m.group(2)), escaped)
+
+
+def _escape_last(marker: str) -> str:
+    """``-`` -> ``\\-``, ``12.`` -> ``12\\.``: the character that makes it a marker."""
+    return marker[:-1] + "\\" + marker[-1]
 
 
 def md_block(text: object, indent: str = "") -> list[str]:
