@@ -114,14 +114,14 @@ class _Walk:
                 self.python_file(starter, inner, st)
 
     def python_file(self, starter: Starter, rel: str, st: os.stat_result) -> None:
-        from coursekit.facts import file_sizes
-        size = max(file_sizes(st))
+        from coursekit.facts import size_past
+        size = size_past(st, MAX_PY_BYTES)
         where = f"projects/{starter.project}/starter/{rel}"
-        if size > MAX_PY_BYTES:
+        if size is not None:
             raise HandedInRefused(f"{where!r} is {size / 2**20:.1f} MiB (apparent "
                                   f"{st.st_size:,} bytes); the grader reads Python files "
                                   f"of up to {MAX_PY_BYTES >> 20} MiB")
-        self.total += size
+        self.total += st.st_size
         if self.total > MAX_TOTAL_BYTES:
             raise HandedInRefused(f"the starter folders' Python files hold more than "
                                   f"{MAX_TOTAL_BYTES >> 20} MiB")
@@ -163,7 +163,7 @@ def code_files(root: Path, *, max_entries: int = 5 * MAX_ENTRIES,
     paths, and what was skipped with why (a link, past the size of a file the grader
     reads, past the walk's bounds): what ``similar`` compares and names."""
     from autograder.nblimits import MAX_BYTES as NOTEBOOK_BYTES
-    from coursekit.facts import file_sizes
+    from coursekit.facts import size_past
     found: list[str] = []
     skipped: list[tuple[str, str]] = []
     entries, deadline = 0, time.monotonic() + MAX_SECONDS
@@ -198,8 +198,8 @@ def code_files(root: Path, *, max_entries: int = 5 * MAX_ENTRIES,
                 skipped.append((inner, "a symbolic link (never followed)"))
             elif not stat.S_ISREG(st.st_mode):
                 skipped.append((inner, "not a plain file"))
-            elif max(file_sizes(st)) > limit:
-                skipped.append((inner, f"{max(file_sizes(st)) / 2**20:.1f} MiB, past the "
+            elif size_past(st, limit) is not None:
+                skipped.append((inner, f"{size_past(st, limit) / 2**20:.1f} MiB, past the "
                                 f"{limit >> 20} MiB the grader reads"))
             else:
                 found.append(inner)

@@ -21,7 +21,7 @@ import json
 import re
 from pathlib import Path
 
-from coursekit.facts import TooBig, file_sizes, read_bounded
+from coursekit.facts import TooBig, read_bounded, size_past
 
 MAX_BYTES = 32 << 20   # a notebook file, outputs included
 MAX_CELLS = 2_000      # cells of any kind
@@ -74,8 +74,8 @@ def check_notebook_file(path: Path, *, max_bytes: int = MAX_BYTES,
     name = path.name
     # apparent and allocated size before a byte is read (a sparse file is small on
     # disk), and never a FIFO or device, which could block the read
-    size = max(file_sizes(path.stat()))
-    if size > max_bytes:
+    size = size_past(path.stat(), max_bytes)
+    if size is not None:
         raise NotebookRefused("notebook-too-large",
                               f"{name} is {size / 2**20:.1f} MiB; the grader reads "
                               f"notebooks up to {max_bytes >> 20} MiB (clear large "

@@ -51,10 +51,22 @@ class TooBig(ValueError):
     """A file past a reading limit, named with its sizes (nothing of it was read)."""
 
 
+BLOCK_SLACK = 1 << 20  # allocated bytes beyond the apparent size a file system may keep
+
+
 def file_sizes(st: os.stat_result) -> tuple[int, int]:
     """(apparent, allocated) bytes of a stat result: a sparse file is small on disk and
-    huge to read, a preallocated one the other way round; a limit holds both."""
+    huge to read, a preallocated one the other way round."""
     return st.st_size, getattr(st, "st_blocks", 0) * 512
+
+
+def size_past(st: os.stat_result, limit: int) -> int | None:
+    """The size that puts a file past ``limit``, apparent or allocated (less a block
+    slack: a 3-byte file takes 4 KiB), or None when it is within."""
+    apparent, allocated = file_sizes(st)
+    if apparent > limit:
+        return apparent
+    return allocated if allocated - BLOCK_SLACK > limit else None
 
 
 def read_bounded(path: Path, limit: int, *, name: str | None = None) -> bytes:
@@ -67,11 +79,11 @@ def read_bounded(path: Path, limit: int, *, name: str | None = None) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise TooBig(f"{name} is not a plain file")
-        apparent, allocated = file_sizes(st)
-        if max(apparent, allocated) > limit:
-            raise TooBig(f"{name} is {max(apparent, allocated) / 2**20:.1f} MiB "
-                         f"({apparent:,} bytes, {allocated:,} on disk); the limit is "
-                         f"{limit / 2**20:.1f} MiB")
+        past = size_past(st, limit)
+        if past is not None:
+            apparent, allocated = file_sizes(st)
+            raise TooBig(f"{name} is {past / 2**20:.1f} MiB ({apparent:,} bytes, "
+                         f"{allocated:,} on disk); the limit is {limit / 2**20:.1f} MiB")
         chunks, total = [], 0
         while chunk := os.read(fd, min(1 << 20, limit + 1 - total)):
             chunks.append(chunk)
