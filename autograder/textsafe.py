@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u0085\u2028\u2029]")
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#!|~&])")
+# ``_`` and ``~`` inside a word (``jane_doe``, ``jane~doe``) emphasise nothing: kept
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>#!|&]|(?<![^\W_])[_~]|[_~](?![^\W_]))")
 # first on a line only: "- x", "+ x" and "1. x" start a list
 _LEADING = re.compile(r"^(\s*)([-+=]|\d+[.)])")
 FORMULA_FIRST = ("=", "+", "-", "@", "\t", "\r")
