@@ -3,7 +3,10 @@ person to read. Never a grade: nothing here touches a score, and every page says
 
 What is compared, each against the same thing in every other submission:
 
-* each project's learner file, ``projects/<p>/starter/model.py``;
+* each project's learner files: ``projects/<p>/starter/model.py`` followed by every
+  other ``.py`` and notebook under ``projects/<p>/`` (``learner_docs``), and every
+  other ``.py`` or notebook of the submission as one more document; a file it could
+  not read (a link, past a size or the walk's bounds) is named with why;
 * each notebook's answer cells (the cells nbgrader marks as solutions), a submission's
   code answers as one document and its written (Markdown) answers as another, each
   answer headed by its question id;
