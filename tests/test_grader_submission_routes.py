@@ -72,8 +72,10 @@ def time_fn(*args, **kwargs):
     raise RuntimeError({FORGED!r})
 '''
 
+# each warmed sample waits 4x its call once the call is done: 5x slow, every figure true
 SLOW = ("                samples.append(time.perf_counter() - start)\n",
-        "                samples.append(5 * (time.perf_counter() - start))\n")
+        "                time.sleep(4 * (time.perf_counter() - start))\n"
+        "                samples.append(time.perf_counter() - start)\n")
 SPINNERS = '''
 import mmap as _mm
 import os as _os
@@ -222,7 +224,8 @@ def test_similar_compares_every_handed_in_file_and_names_what_it_skipped(graded)
     pair = pairs.get(frozenset(("honest", "loader_copy")))
     assert pair is not None and max(pair["share_a"], pair["share_b"]) >= 0.9, found["pairs"]
     assert any("big.py" in why for why in found["skipped"].get("sparse_py", [])), found
-    assert "not compared: sparse_py: big.py" in graded["similar_err"]
+    assert (f"not compared: sparse_py: projects/{PROJECT}/starter/big.py: "
+            in graded["similar_err"]), graded["similar_err"]
 
 
 def unfenced(lines: list[str]) -> list[str]:
