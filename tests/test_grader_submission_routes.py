@@ -187,6 +187,15 @@ def gained(rows, attacker: str, control: str) -> list[str]:
                   if s == "pass" and theirs.get(c) not in ("pass", "inconclusive"))
 
 
+def decided(rows, attacker: str, control: str) -> tuple[float, float]:
+    """(attacker's, control's) points over the checks neither left inconclusive: a timing
+    check this loaded machine could not decide on one side is evidence of nothing."""
+    unsure = {c["id"] for s in (attacker, control) for c in rows[s]["checks"]
+              if c["status"] == "inconclusive"}
+    return tuple(sum(c["points"] for c in rows[s]["checks"] if c["id"] not in unsure)
+                 for s in (attacker, control))
+
+
 def test_the_honest_neighbour_keeps_full_marks(graded):
     honest = graded["rows"]["honest"]
     assert honest["status"] in ("pass", "inconclusive"), honest
@@ -198,8 +207,8 @@ def test_the_honest_neighbour_keeps_full_marks(graded):
 def test_a_forbidden_import_beside_model_py_scores_what_it_scores_inside(graded):
     rows = graded["rows"]
     assert rows["shim_control"]["points"] < rows["shim_control"]["max_points"]
-    assert rows["shim_attacker"]["points"] <= rows["shim_control"]["points"], \
-        rows["shim_attacker"]
+    mine, theirs = decided(rows, "shim_attacker", "shim_control")
+    assert mine <= theirs, rows["shim_attacker"]["checks"]
     assert gained(rows, "shim_attacker", "shim_control") == []
     said = json.dumps(rows["shim_attacker"]["checks"])
     assert "_shim.py line 1" in said and "time_synced" in said, said[:3000]
@@ -269,7 +278,8 @@ def test_spinners_outside_its_call_cannot_move_a_verdict(graded):
     assert spun and max(spun) == 0, (spun, rows["spinner"].get("stderr_tail", "")[-2000:])
     control, spinner = rows["slow_control"], rows["spinner"]
     assert control["points"] < control["max_points"], control
-    assert spinner["points"] <= control["points"], spinner
+    mine, theirs = decided(rows, "spinner", "slow_control")
+    assert mine <= theirs, spinner["checks"]
     assert gained(rows, "spinner", "slow_control") == []
     if control["status"] == "fail":  # a control this loaded machine could decide
         assert spinner["status"] == "fail", (spinner["status"], spinner["message"])
