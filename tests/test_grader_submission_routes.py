@@ -19,7 +19,8 @@ and the batch grades everyone beside a submission it refuses.
   time, plus two forked spinners that burn both cores whenever the learner process is
   outside its own call (when the checker times its reference): held still, they spin
   not once outside a call (``ATTACK-52 spun-outside=0``), and the stage scores what its
-  control scores.
+  control scores (its status may still be inconclusive by the load other work puts on
+  a shared machine, as honest work's may).
 """
 
 from __future__ import annotations
@@ -281,5 +282,7 @@ def test_spinners_outside_its_call_cannot_move_a_verdict(graded):
     mine, theirs = decided(rows, "spinner", "slow_control")
     assert mine <= theirs, spinner["checks"]
     assert gained(rows, "spinner", "slow_control") == []
-    if control["status"] == "fail":  # a control this loaded machine could decide
-        assert spinner["status"] == "fail", (spinner["status"], spinner["message"])
+    # (its status is not compared with the control's: on a machine other work loads,
+    # either may be inconclusive by the machine's own load, honest work too; what the
+    # spinners' load could reach is the checker's measurements, and they never ran
+    # outside a call: spun-outside=0 at every call)
