@@ -73,7 +73,9 @@ def spread(values: list[float]) -> dict | None:
 
 def anonymiser(students: list[str]):
     names = sorted((s for s in students if len(s) >= 3), key=len, reverse=True)
-    pattern = re.compile("|".join(re.escape(n) for n in names), re.I) if names else None
+    # whole names only: a learner called "time" must not blank "time_fn" in every line
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in names) + r")(?!\w)",
+                         re.I) if names else None
     paths = re.compile(r"(?:/[^\s/'\"<>:]+)+/([^\s/'\"<>:]+)")
 
     def clean(text) -> str:

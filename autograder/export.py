@@ -7,7 +7,8 @@ One row per student: total, maximum, then for every project stage and every note
 its points and status, and for every autograded notebook question its points and
 status; a ``flags`` column names tampered test cells and sandbox refusals. Every field
 is quoted (a name with a comma stays one field), and a text field that a spreadsheet
-would run as a formula (``=``, ``+``, ``-``, ``@`` first) gets a leading apostrophe.
+would run as a formula (``=``, ``+``, ``-``, ``@``, a tab or a carriage return
+first) gets a leading apostrophe.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from autograder import feedback, names
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.outcomes import REFUSALS as SANDBOX_REASONS  # refusals and tampering
+from autograder.textsafe import cell
 
 
 def _item_order(item: str) -> tuple:
@@ -27,7 +29,7 @@ def _item_order(item: str) -> tuple:
 
 
 def _text(value: str) -> str:
-    return "'" + value if value[:1] in ("=", "+", "-", "@") else value
+    return cell(value)  # OWASP's formula characters, tab and carriage return included
 
 
 def table(book: Gradebook) -> tuple[list[str], list[list]]:
@@ -64,9 +66,10 @@ def table(book: Gradebook) -> tuple[list[str], list[list]]:
                 q = by_id.get(qid)
                 cells += ([f"{q['points']:g}", q["status"]] if q else ["", ""])
             flags += [f"tampered {item}:{g}" for g in rec.get("tampered", [])]
+            flags += [f"handed in {item}: {line}" for line in rec.get("handed_in", [])]
             if rec.get("reason") in SANDBOX_REASONS:
                 flags.append(f"{rec['reason']} {item}")
-        rows.append([_text(student), f"{total:g}", f"{top:g}", *cells, "; ".join(flags)])
+        rows.append([_text(student), f"{total:g}", f"{top:g}", *cells, _text("; ".join(flags))])
     return header, rows
 
 

@@ -22,6 +22,7 @@ from functools import cache
 from pathlib import Path
 
 from autograder import names, outcomes
+from autograder.textsafe import md_block, md_inline
 from coursekit.facts import ROOT
 
 REASONS = {reason: o.explain for reason, o in outcomes.TABLE.items()}
@@ -104,6 +105,8 @@ def sections(records: list[dict], docs: Path = WALKTHROUGH_DOCS) -> list[dict]:
                                 "grading.")
         for note in r.get("skipped") or []:
             sec["notes"].append(f"Checked without a part the grading machine lacks: {note}.")
+        for line in r.get("handed_in") or []:
+            sec["notes"].append(f"Handed in beside model.py: {line}.")
         if r.get("manual"):
             sec["notes"].append("Graded by hand, not included here: " +
                                 ", ".join(r["manual"]) + ".")
@@ -112,25 +115,33 @@ def sections(records: list[dict], docs: Path = WALKTHROUGH_DOCS) -> list[dict]:
 
 
 def markdown(student: str, records: list[dict], docs: Path = WALKTHROUGH_DOCS) -> str:
+    """Every text a learner can influence (their name, messages, yours/expected, file
+    names) is escaped for one line or fenced (``autograder.textsafe``): it never starts
+    a heading, a status line, a total or HTML of its own."""
+    m = md_inline
     total = sum(r["points"] for r in records)
     top = sum(r["max_points"] for r in records)
-    lines = [f"# Feedback for {student}", "", f"**Total: {total:g} / {top:g} points**", ""]
+    lines = [f"# Feedback for {m(student)}", "", f"**Total: {total:g} / {top:g} points**", ""]
     for sec in sections(records, docs):
-        lines += [f"## {sec['title']}", "",
-                  f"Status: **{sec['status']}**, {sec['points']:g} / {sec['max_points']:g} "
-                  "points" + (f" ({sec['why']})" if sec["why"] else ""), ""]
+        lines += [f"## {m(sec['title'])}", "",
+                  f"Status: **{m(sec['status'])}**, {sec['points']:g} / "
+                  f"{sec['max_points']:g} points" + (f" ({m(sec['why'])})" if sec["why"]
+                                                     else ""), ""]
         if sec["rows"]:
             lines += ["| check | status | points |", "|---|---|---|"]
-            lines += [f"| {row['id']} | {row['status']} | {row['points']:g} / "
+            lines += [f"| {m(row['id'])} | {m(row['status'])} | {row['points']:g} / "
                       f"{row['max_points']:g} |" for row in sec["rows"]]
             lines.append("")
             for row in sec["rows"]:
                 if row["details"]:
-                    lines.append(f"- **{row['id']}** ({row['status']})")
-                    lines += [f"    - {d}" for d in row["details"]]
+                    lines.append(f"- **{m(row['id'])}** ({m(row['status'])})")
+                    for d in row["details"]:
+                        text = str(d)
+                        lines += ([f"    - {m(text)}"] if "\n" not in text.strip() else
+                                  ["    -", *md_block(text.strip(), "      ")])
             lines.append("")
-        lines += [f"> {n}" for n in sec["notes"]] + ([""] if sec["notes"] else [])
-        if sec["walkthrough"]:
+        lines += [f"> {m(n)}" for n in sec["notes"]] + ([""] if sec["notes"] else [])
+        if sec["walkthrough"]:  # the instructor's own Markdown
             lines += [f"### {WALKTHROUGH_TITLE}", "", sec["walkthrough"], ""]
     return "\n".join(lines).rstrip() + "\n"
 

@@ -225,7 +225,10 @@ class Items:
         """The tasks of one submission. ``secret`` None: public random seeds and no
         hidden tests (what ``validate`` runs)."""
         hidden = secret is not None
-        files = submission_files_hash(root) if not error else "bad"
+        try:  # bounded: a sparse 1 TiB file is this learner's error, not the batch's
+            files = submission_files_hash(root) if not error else "bad"
+        except submissions.SubmissionError as err:
+            error, files = str(err), "bad"
         base = {"student": student, "submission": str(root), "error": error,
                 "settings": settings.to_dict()}
         tasks = []
@@ -241,9 +244,7 @@ class Items:
         for name, (key, key_path) in self.keys.items():
             seed = seeds.seed_for(secret["secret"], name) if hidden else None
             project = self.nb_project.get(name)
-            nb_file = submissions.plain_path(root, name)
-            nb_hash = hashlib.sha256(nb_file.read_bytes()).hexdigest() if nb_file \
-                and nb_file.is_file() and not error else "none"
+            nb_hash = notebook_hash(root, name) if not error else "none"
             tasks.append({**base, "item": name, "kind": "notebook", "seed": seed,
                           "key_path": str(key_path), "hidden": hidden,
                           "max_points": sum(t["points"] for t in key["tests"].values()),
@@ -257,6 +258,20 @@ class Items:
                           "hash": _hash(nb_hash, key["source_hash"], files, self.all_fp,
                                         str(seed), name, settings.nb_sizes)})
         return tasks
+
+
+def notebook_hash(root: Path, name: str) -> str:
+    """Content hash of a handed-in notebook, read within the notebook byte limit (one past
+    it, or no plain file, hashes by its sizes: grading refuses it by name)."""
+    from autograder.nblimits import MAX_BYTES
+    from coursekit.facts import TooBig, read_bounded
+    nb_file = submissions.plain_path(root, name)
+    if nb_file is None:
+        return "none"
+    try:
+        return hashlib.sha256(read_bounded(nb_file, MAX_BYTES)).hexdigest()
+    except (TooBig, OSError) as err:
+        return _hash("unread", str(err))
 
 
 def unpacked(path: Path, out: Path, student: str, folder: str | None = None

@@ -11,9 +11,12 @@ JSON message with the descriptors it hands over (``SCM_RIGHTS``):
 The answer is ``{"pid": N}`` with one descriptor, the process's status socket, or
 ``{"error": "..."}``. The spawner writes ``{"exit": CODE}`` there once it has reaped the
 process (CODE as ``subprocess`` gives it: negative for a signal) and closes it; the
-checker writes ``kill`` there to have it (every process of its uid) killed, or
-``signal:N`` to have signal N sent to its process group (a kernel's interrupt). Closing
-the status socket first kills the process too (the handle owns it).
+checker writes ``kill`` there to have it (every process of its uid) killed,
+``signal:N`` to have signal N sent to its process group (a kernel's interrupt), or
+``hold:stop|run|free`` to have every process of its uid stopped, this one alone run
+again, or all run (the bridge holds a learner still between its calls, so the load its
+other processes make never reaches the checker's measurements; the spawner answers
+``held``). Closing the status socket first kills the process too (the handle owns it).
 
 Each learner process gets, before it execs:
 
@@ -68,6 +71,49 @@ def kill_uid(uid: int) -> None:
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
+
+
+def pids_of(uid: int) -> list[int]:
+    """Every process of ``uid`` in this (the jail's) PID namespace."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.stat(f"/proc/{name}").st_uid == uid:
+                    found.append(int(name))
+            except OSError:
+                pass  # gone meanwhile
+    return found
+
+
+def hold(uid: int, pid: int, how: str) -> None:
+    """While the checker measures, a learner process's other processes hold still, so
+    the load they make cannot turn its FAIL into "inconclusive": ``stop`` stops every
+    process of ``uid`` (again until a pass finds none new: one may fork while the first
+    pass runs; a stopped one cannot), ``run`` continues ``pid`` alone (between calls
+    nothing of ``uid`` ran, so nothing new exists), ``free`` continues them all."""
+    if how == "run":
+        _signal(pid, signal.SIGCONT)
+    elif how == "free":
+        for other in pids_of(uid):
+            _signal(other, signal.SIGCONT)
+    elif how == "stop":
+        stopped: set[int] = set()
+        for _ in range(8):
+            new = set(pids_of(uid)) - stopped
+            if not new:
+                return
+            for other in new:
+                _signal(other, signal.SIGSTOP)
+            stopped |= new
+        kill_uid(uid)  # still forking past eight passes: nothing honest does that
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
 
 
 class Spawner:
@@ -155,6 +201,13 @@ class Spawner:
             data = sock.recv(64)
         except OSError:
             data = b""
+        if data.startswith(b"hold:"):  # the checker measures: hold the learner still
+            hold(self.children[pid][1], pid, data[5:].decode("ascii", "replace"))
+            try:
+                sock.send(b"held")
+            except OSError:
+                pass
+            return
         if data.startswith(b"signal:"):  # (an interrupt for a kernel, say)
             try:
                 os.killpg(pid, int(data[7:]))

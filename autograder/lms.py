@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.classdata import ClassDataError, item_order, load, nfc
+from autograder.textsafe import cell
 
 FORMATS = ("canvas", "moodle")
 ALIASES = {"student": "name", "full_name": "name", "canvas_id": "id", "user_id": "id",
@@ -140,7 +141,7 @@ def read_roster(path: Path, fmt: str) -> list[Entry]:
 
 
 def _text(value: str) -> str:
-    return "'" + value if value[:1] in ("=", "+", "-", "@") else value
+    return cell(value)  # OWASP's formula characters, tab and carriage return included
 
 
 def _points(value: float) -> str:
@@ -195,10 +196,10 @@ def export_lms(grading: Path, csv_path: Path, fmt: str, roster: Path) -> dict:
     with open(sidecar, "w", newline="", encoding="utf-8") as out:
         writer = csv.writer(out, quoting=csv.QUOTE_ALL)
         writer.writerow(["problem", "submission", "roster line"])
-        writer.writerows(["graded submission with no roster entry", s, ""]
+        writer.writerows(["graded submission with no roster entry", _text(s), ""]
                          for s in no_roster)
-        writer.writerows(["roster entry with no graded submission", e.submission, e.line]
-                         for e in no_submission)
+        writer.writerows(["roster entry with no graded submission", _text(e.submission),
+                          e.line] for e in no_submission)
     return {"csv": str(csv_path), "sidecar": str(sidecar), "format": fmt,
             "learners": len(lines) - (1 if fmt == "canvas" else 0), "items": items,
             "no_roster": no_roster, "no_submission": [e.submission for e in no_submission],

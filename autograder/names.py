@@ -90,7 +90,8 @@ def shown(name: str) -> str:
     the same (not NFC, or an unprintable character): ``josé [jose%cc%81]``."""
     if unicodedata.normalize("NFC", name) == name and name.isprintable():
         return name
-    return f"{name} [{folder(name) if name else ''}]"
+    from autograder.textsafe import line  # one line, whatever the name holds
+    return f"{line(name)} [{folder(name) if name else ''}]"
 
 
 def assign(names: Iterable[str]) -> tuple[dict[str, str], dict[str, str]]:

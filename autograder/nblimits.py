@@ -21,6 +21,8 @@ import json
 import re
 from pathlib import Path
 
+from coursekit.facts import TooBig, read_bounded, size_past
+
 MAX_BYTES = 32 << 20   # a notebook file, outputs included
 MAX_CELLS = 2_000      # cells of any kind
 MAX_DEPTH = 64         # nesting of JSON objects and arrays (nbformat needs 6)
@@ -70,13 +72,18 @@ def check_notebook_file(path: Path, *, max_bytes: int = MAX_BYTES,
     """The parsed JSON of ``path`` when it is within every limit; else NotebookRefused.
     Plain JSON errors are left to nbformat's reader, which names them."""
     name = path.name
-    size = path.stat().st_size
-    if size > max_bytes:
+    # apparent and allocated size before a byte is read (a sparse file is small on
+    # disk), and never a FIFO or device, which could block the read
+    size = size_past(path.stat(), max_bytes)
+    if size is not None:
         raise NotebookRefused("notebook-too-large",
                               f"{name} is {size / 2**20:.1f} MiB; the grader reads "
                               f"notebooks up to {max_bytes >> 20} MiB (clear large "
                               "outputs before handing in)")
-    raw = path.read_bytes()
+    try:
+        raw = read_bounded(path, max_bytes)
+    except TooBig as err:
+        raise NotebookRefused("notebook-too-large", str(err)) from None
     # a cell holds the key "cell_type" once, twice with nbgrader's metadata (the quotes of
     # a string's own text are escaped): at least half the count are cells
     least = raw.count(b'"cell_type"') // 2

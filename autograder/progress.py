@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
+from autograder.textsafe import line
+
 
 def _clock(seconds: float) -> str:
     seconds = int(max(seconds, 0))
@@ -25,13 +27,13 @@ class Progress:
         eta = elapsed / self.done * (self.total - self.done)
         filled = int(self.width * self.done / max(self.total, 1))
         bar = "#" * filled + "." * (self.width - filled)
-        line = (f"[{bar}] {self.done}/{self.total}  {_clock(elapsed)} elapsed, "
-                f"ETA {_clock(eta)}  | {record['student']} {record['item']}: "
+        text = (f"[{bar}] {self.done}/{self.total}  {_clock(elapsed)} elapsed, "
+                f"ETA {_clock(eta)}  | {line(record['student'])} {record['item']}: "
                 f"{record['status']} {record['points']:g}/{record['max_points']:g}")
         if self.tty:
-            self.stream.write("\r\x1b[2K" + line[:200])
+            self.stream.write("\r\x1b[2K" + text[:200])
             if self.done == self.total:
                 self.stream.write("\n")
         else:
-            self.stream.write(line + "\n")
+            self.stream.write(text + "\n")
         self.stream.flush()

@@ -26,6 +26,7 @@ from autograder.stage import (
     interpret,
     missing_record,
     sandboxed_run,
+    unexpected_files,
 )
 from autograder.workspace import Settings
 from coursekit import protocol
@@ -55,7 +56,11 @@ def grade_stages(settings: Settings, stages: list[Stage], student: str, submissi
         for record in records:
             record["sandbox_run"] = f"alone: the run shared by stages {numbers} {why}"
         return records
-    return split(stages, student, outcome, limits)
+    records = split(stages, student, outcome, limits)
+    notes = unexpected_files(submission, project)
+    for record in records:
+        record["handed_in"] = notes
+    return records
 
 
 def stage_results(outcome: sandbox.Outcome) -> dict[int, dict[str, dict]]:

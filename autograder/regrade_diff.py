@@ -32,6 +32,7 @@ from datetime import datetime
 from pathlib import Path
 
 from autograder.classdata import ClassBook, ClassDataError, Row, item_order, load
+from autograder.textsafe import line
 
 
 @dataclass
@@ -156,14 +157,14 @@ def render(found: list[Change], scope: str, warnings: list[str]) -> str:
             fp = (f"checker {o.checker_fp[:10] or '?'} -> {n.checker_fp[:10] or '?'}"
                   if c.cause == "checker" else "secret changed" if c.cause == "secret"
                   else f"checker {n.checker_fp[:10] or n.content_hash[:10]}")
-            lines.append(f"- {c.student} · {c.item} ({fp})")
+            lines.append(f"- {line(c.student)} · {line(c.item)} ({fp})")
             lines.append(f"    old  {when(o.finished_at)}  {o.status:<8} {o.points:g}/"
                          f"{o.max_points:g}  {_why(o)}")
             lines.append(f"    new  {when(n.finished_at)}  {n.status:<8} {n.points:g}/"
                          f"{n.max_points:g}  {_why(n)}")
             for m in c.checks:
                 lines.append(f"      {m['id']}: {m['old']} -> {m['new']}"
-                             + (f"  ({m['new_message'] or m['old_message']})"
+                             + (f"  ({line(m['new_message'] or m['old_message'])})"
                                 if m["new_message"] or m["old_message"] else ""))
     return "\n".join(lines) + "\n"
 
@@ -171,7 +172,7 @@ def render(found: list[Change], scope: str, warnings: list[str]) -> str:
 def _why(row: Row) -> str:
     reason = str(row.record.get("reason") or "")
     message = " ".join(str(row.record.get("message") or "").split())[:160]
-    return "; ".join(p for p in (reason, message) if p)
+    return line("; ".join(p for p in (reason, message) if p))
 
 
 def diff(grading: Path, since: str | None = None) -> dict:

@@ -3,7 +3,10 @@ person to read. Never a grade: nothing here touches a score, and every page says
 
 What is compared, each against the same thing in every other submission:
 
-* each project's learner file, ``projects/<p>/starter/model.py``;
+* each project's learner files: ``projects/<p>/starter/model.py`` followed by every
+  other ``.py`` and notebook under ``projects/<p>/`` (``learner_docs``), and every
+  other ``.py`` or notebook of the submission as one more document; a file it could
+  not read (a link, past a size or the walk's bounds) is named with why;
 * each notebook's answer cells (the cells nbgrader marks as solutions), a submission's
   code answers as one document and its written (Markdown) answers as another, each
   answer headed by its question id;
@@ -62,6 +65,7 @@ from pathlib import Path
 from autograder import course as course_mod
 from autograder.classdata import ClassDataError, load, nfc, run_argv
 from autograder.names import NameRefused, inside, shown
+from autograder.textsafe import line
 
 NOISE, GUARANTEE = 25, 30   # copydetect's k and its guarantee (window = 30 - 25 + 1)
 THRESHOLD, MIN_TOKENS, PAGES = 0.5, 40, 200
@@ -106,6 +110,7 @@ class Found:
     not_found: list[str]
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    skipped: dict[str, list[str]] = field(default_factory=dict)  # student -> what, why
 
 
 # ----------------------------------------------------------------------------------
@@ -139,13 +144,18 @@ def _same(a: str, b: str) -> bool:
 
 
 def answer_docs(student: str, nb_path: Path, name: str,
-                released: dict[str, dict[str, str]]) -> list[Doc]:
+                released: dict[str, dict[str, str]], skipped: list[str] | None = None
+                ) -> list[Doc]:
     """A learner notebook's answer cells, those changed from the release only: one code
-    and one written document."""
+    and one written document. A notebook that cannot be read is named in ``skipped``."""
     from autograder.nblimits import NotebookRefused, check_notebook_file
     try:
         data = check_notebook_file(nb_path)
-    except (NotebookRefused, OSError):
+    except NotebookRefused as err:
+        (skipped if skipped is not None else []).append(f"{name}: {err.message}")
+        return []
+    except OSError as err:
+        (skipped if skipped is not None else []).append(f"{name}: {err.strerror}")
         return []
     given = released.get(name, {})
     cells = [c for c in answer_cells(data.get("cells") if isinstance(data, dict) else [])
@@ -159,17 +169,70 @@ def answer_docs(student: str, nb_path: Path, name: str,
     return out
 
 
-def learner_docs(student: str, root: Path, released: dict[str, dict[str, str]]
-                 ) -> list[Doc]:
-    docs = []
-    for path in sorted(root.glob("projects/*/starter/model.py")):
-        if path.is_file() and not path.is_symlink() and path.stat().st_size < 4 << 20:
-            text = path.read_text(encoding="utf-8", errors="replace")
-            docs.append(Doc(student, str(path.relative_to(root)), text, "python"))
-    for path in sorted(root.glob("notebooks/*.ipynb")):
-        if path.is_file() and not path.is_symlink():
-            docs += answer_docs(student, path, f"notebooks/{path.name}", released)
+OTHER_FILES = "other files (Python and notebooks)"
+
+
+def learner_docs(student: str, root: Path, released: dict[str, dict[str, str]],
+                 skipped: list[str] | None = None) -> list[Doc]:
+    """Everything the learner handed in that can hold code (``autograder.handed_in.
+    code_files``: every ``.py`` and notebook, walked within bounds): per project one
+    document under the key of its ``starter/model.py``, that file first and then every
+    other Python file and notebook (code cells) below ``projects/<p>/``, each headed by
+    its path (a 5-line ``model.py`` that loads ``_impl.py`` is compared with all of
+    it); each course notebook's answers as before; anything else as one more document.
+    What could not be read goes to ``skipped``, named with why."""
+    from autograder.handed_in import MAX_PY_BYTES, code_files
+    from coursekit.facts import TooBig, read_bounded
+    skipped = [] if skipped is None else skipped
+    files, skips = code_files(root)
+    skipped += [f"{rel}: {why}" for rel, why in skips]
+    projects: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    docs, other = [], []
+    for rel in files:
+        parts, path = Path(rel).parts, root / rel
+        if rel.endswith(".ipynb") and len(parts) == 2 and parts[0] == "notebooks":
+            got = answer_docs(student, path, rel, released, skipped)
+            docs += got
+            continue
+        try:
+            text = notebook_code(path) if rel.endswith(".ipynb") else read_bounded(
+                path, MAX_PY_BYTES).decode("utf-8", errors="replace")
+        except (TooBig, OSError, ValueError) as err:
+            skipped.append(f"{rel}: {err}")
+            continue
+        if len(parts) >= 3 and parts[0] == "projects":
+            projects[parts[1]].append((rel, text))
+        else:
+            other.append((rel, text))
+    for project, texts in sorted(projects.items()):
+        key = f"projects/{project}/starter/model.py"
+        texts.sort(key=lambda t: (t[0] != key, t[0]))
+        docs.append(Doc(student, key, _joined(texts, key), "python"))
+    if other:
+        docs.append(Doc(student, OTHER_FILES, _joined(other, None), "python"))
     return docs
+
+
+def _joined(texts: list[tuple[str, str]], first: str | None) -> str:
+    return "\n".join(text if rel == first else f"# --- handed in: {rel} ---\n{text}"
+                      for rel, text in texts)
+
+
+def notebook_code(path: Path) -> str:
+    """The code cells of a notebook that is not one of the course's, read within the
+    notebook limits (``NotebookRefused`` is a ``ValueError`` here)."""
+    from autograder.nblimits import NotebookRefused, check_notebook_file
+    try:
+        data = check_notebook_file(path)
+    except NotebookRefused as err:
+        raise ValueError(err.message) from None
+    cells = data.get("cells") if isinstance(data, dict) else None
+    out = []
+    for cell in cells if isinstance(cells, list) else []:
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            out.append("".join(map(str, source)) if isinstance(source, list) else str(source))
+    return "\n".join(out)
 
 
 # The course's own code a learner file may not import (coursekit.checking.forbidden):
@@ -391,8 +454,10 @@ def find_similar(roots: dict[str, Path], course_root: Path, notebooks_dir: Path 
              for p in root.glob("notebooks/*.ipynb")}
     notebooks = released_notebooks(notebooks_dir, names)
     given = released_answers(notebooks)
+    skipped: dict[str, list[str]] = {}
     for student, root in roots.items():
-        docs = learner_docs(student, root, given)
+        skipped[student] = []
+        docs = learner_docs(student, root, given, skipped[student])
         for d in docs:
             by_key[d.key].append(d)
         if docs:
@@ -449,7 +514,8 @@ def find_similar(roots: dict[str, Path], course_root: Path, notebooks_dir: Path 
     identical = sorted(sorted(g) for g in groups.values()
                        if len(g) > 1 and not set(g) <= unchanged)
     return Found(pairs, identical, compared, pair_count, no_own, [], notes,
-                 time.perf_counter() - started)
+                 time.perf_counter() - started,
+                 skipped={s: why for s, why in skipped.items() if why})
 
 
 # ----------------------------------------------------------------------------------
@@ -587,6 +653,9 @@ def index_page(found: Found, pages: int, threshold: float) -> str:
             "<th>submission</th><th>submission</th><th>compared</th><th>shared tokens</th>"
             "<th></th></tr>" + "".join(rows) + "</table>"
             + "".join(f"<p><small>{e(n)}</small></p>" for n in found.notes)
+            + ("<h2>Not compared</h2><ul>" + "".join(
+                f"<li>{e(shown(s))}: {e(w)}</li>" for s, why in sorted(found.skipped.items())
+                for w in why) + "</ul>" if found.skipped else "")
             + "</body></html>\n")
 
 
@@ -601,6 +670,7 @@ def write(found: Found, out: Path, pages: int, threshold: float) -> None:
         "caution": CAUTION, "threshold": threshold, "pairs_compared": found.pair_count,
         "documents": found.compared, "identical": found.identical,
         "not_found": found.not_found, "notes": found.notes, "seconds": found.seconds,
+        "skipped": found.skipped,
         "pairs": [{"rank": n, "key": p.key, "a": p.a, "b": p.b, "share_a": p.share_a,
                    "share_b": p.share_b, "tokens": p.tokens,
                    "page": f"pair-{n:04d}.html" if n <= pages else None}
@@ -633,7 +703,7 @@ def main(grading: Path, out: Path | None, submissions: Path | None, threshold: f
           f"{threshold:.0%} with {min_tokens}+ shared tokens")
     print(f"  {CAUTION}")
     for n, p in enumerate(found.pairs, 1):
-        print(f"{n:4d}. {p.score:4.0%}  {shown(p.a)} ~ {shown(p.b)}  {p.key}  "
+        print(f"{n:4d}. {p.score:4.0%}  {shown(p.a)} ~ {shown(p.b)}  {line(p.key)}  "
               f"({p.tokens} shared tokens; {p.share_a:.0%} / {p.share_b:.0%})")
     for group in found.identical:
         print(f"identical learner files: {' = '.join(map(shown, group))}")
@@ -641,5 +711,8 @@ def main(grading: Path, out: Path | None, submissions: Path | None, threshold: f
         print(f"not found on disk (in the gradebook, not in {folder}): {s}", file=sys.stderr)
     for note in found.notes:
         print(f"note: {note}", file=sys.stderr)
+    for student, why in sorted(found.skipped.items()):
+        for w in why:
+            print(f"not compared: {shown(student)}: {line(w)}", file=sys.stderr)
     print(f"side by side: {out / 'index.html'}")
     return 0

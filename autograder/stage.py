@@ -68,7 +68,19 @@ def grade_stage(settings: Settings, stage: Stage, student: str, submission: Path
     record = interpret(stage, student, outcome, limits)
     record["isolation"] = sandbox.isolation()
     record["not_applied"] = sandbox.not_applied()
+    record["handed_in"] = unexpected_files(submission, stage.project)
     return record
+
+
+def unexpected_files(submission: Path, project: str) -> list[str]:
+    """What the project's starter holds beside ``model.py``, each named with what the
+    grader did with it (``autograder.handed_in``); for the record and the feedback."""
+    from autograder.handed_in import starters
+    try:
+        return next((s.unexpected() for s in starters(submission) if s.project == project),
+                    [])
+    except Exception as err:  # noqa: BLE001 - the run already graded; the note only says
+        return [f"the starter could not be listed again: {type(err).__name__}"]
 
 
 def impl_of(project: str) -> str:

@@ -3,19 +3,18 @@
 A copy holds the course's checkers and ``coursekit/`` (never a ``solution/`` folder,
 never the gradebook or the secrets) plus the submission's own files, laid out like the
 release so that relative paths in notebooks (``../projects/<p>/starter/model.py``) and
-``sys.path`` tricks in ``check.py`` work unchanged. Symbolic links in a submission are
+``sys.path`` tricks in ``check.py`` work unchanged. Of a submission only the starters'
+Python files are copied, within bounds (``autograder.handed_in``); symbolic links are
 dropped, never followed, wherever they are (a link to a solution, or a linked
 ``projects/<p>`` folder leading to another submission's, would otherwise be copied in).
 """
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from autograder import answers, sandbox
-from autograder.submissions import plain_path
+from autograder import answers, handed_in, sandbox
 
 
 @dataclass
@@ -36,29 +35,6 @@ class Settings:
         return asdict(self)
 
 
-def _no_links(folder: str, names: list[str]) -> list[str]:
-    base = Path(folder)
-    return [n for n in names if (base / n).is_symlink() or n == "__pycache__"
-            or n.endswith(".pyc")]
-
-
-def starters(submission: Path) -> list[Path]:
-    """Every ``projects/<p>/starter/`` folder of the submission reached without a link."""
-    projects = plain_path(submission, "projects")
-    if projects is None or not projects.is_dir():
-        return []
-    found = (plain_path(submission, Path("projects", p.name, "starter"))
-             for p in sorted(projects.iterdir()))
-    return [s for s in found if s is not None and s.is_dir()]
-
-
-def copy_submission_projects(submission: Path, dest: Path) -> None:
-    """Every ``projects/<p>/starter/`` of the submission into the copy."""
-    for starter in starters(submission):
-        target = dest / "projects" / starter.parent.name / "starter"
-        shutil.copytree(starter, target, ignore=_no_links, dirs_exist_ok=True)
-
-
 def prepare(box: sandbox.SandboxDir, settings: Settings, submission: Path, *,
             checker_group: int | None = None, learner_runs_it: bool = False) -> Path:
     """Fill ``box.course`` with the course copy and the submission. Returns it. The
@@ -72,11 +48,11 @@ def prepare(box: sandbox.SandboxDir, settings: Settings, submission: Path, *,
         answers.fence(box.course / "coursekit", None if learner_runs_it else checker_group)
     if checker_group is not None and not learner_runs_it:
         answers.fence_sealed(box.course, checker_group)
-    copy_submission_projects(submission, box.course)
+    handed_in.copy_into(submission, box.course)
     return box.course
 
 
 def submission_files_hash(submission: Path) -> str:
-    """Content hash of everything a project stage reads from a submission."""
-    from coursekit.facts import tree_hash
-    return tree_hash(starters(submission), submission)
+    """Content hash of everything a project stage reads from a submission (bounded:
+    ``autograder.handed_in``; ``HandedInRefused`` past a bound)."""
+    return handed_in.files_hash(submission)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -46,8 +47,59 @@ CHECKER_CODE = ("coursekit/__init__.py", "coursekit/facts.py", "coursekit/checki
                 "coursekit/protocol.py", "coursekit/procctl.py")
 
 
-def tree_hash(paths: list[Path], base: Path | None = None) -> str:
-    """Content hash of files and folders (names relative to ``base`` and bytes)."""
+class TooBig(ValueError):
+    """A file past a reading limit, named with its sizes (nothing of it was read)."""
+
+
+BLOCK_SLACK = 1 << 20  # allocated bytes beyond the apparent size a file system may keep
+
+
+def file_sizes(st: os.stat_result) -> tuple[int, int]:
+    """(apparent, allocated) bytes of a stat result: a sparse file is small on disk and
+    huge to read, a preallocated one the other way round."""
+    return st.st_size, getattr(st, "st_blocks", 0) * 512
+
+
+def size_past(st: os.stat_result, limit: int) -> int | None:
+    """The size that puts a file past ``limit``, apparent or allocated (less a block
+    slack: a 3-byte file takes 4 KiB), or None when it is within."""
+    apparent, allocated = file_sizes(st)
+    if apparent > limit:
+        return apparent
+    return allocated if allocated - BLOCK_SLACK > limit else None
+
+
+def read_bounded(path: Path, limit: int, *, name: str | None = None) -> bytes:
+    """The bytes of the regular file ``path`` when it holds at most ``limit`` (apparent
+    and allocated size, checked before reading; never a link, a FIFO or a device, which
+    could block or never end); else ``TooBig`` (or ``OSError``), naming ``name``."""
+    name = name or Path(path).name
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise TooBig(f"{name} is not a plain file")
+        past = size_past(st, limit)
+        if past is not None:
+            apparent, allocated = file_sizes(st)
+            raise TooBig(f"{name} is {past / 2**20:.1f} MiB ({apparent:,} bytes, "
+                         f"{allocated:,} on disk); the limit is {limit / 2**20:.1f} MiB")
+        chunks, total = [], 0
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - total)):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:  # it grew after the stat
+                raise TooBig(f"{name} grew past {limit / 2**20:.1f} MiB while read")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def tree_hash(paths: list[Path], base: Path | None = None, *,
+              max_file_bytes: int | None = None) -> str:
+    """Content hash of files and folders (names relative to ``base`` and bytes). With
+    ``max_file_bytes`` every file is read within it (``read_bounded``: ``TooBig`` past
+    it), the way the grader hashes what a learner handed in."""
     h = hashlib.sha256()
     for path in paths:
         files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else (
@@ -56,7 +108,9 @@ def tree_hash(paths: list[Path], base: Path | None = None) -> str:
             if "__pycache__" in f.parts or f.suffix == ".pyc" or f.is_symlink():
                 continue
             rel = f.relative_to(base) if base and f.is_relative_to(base) else f
-            h.update(str(rel).encode() + b"\0" + f.read_bytes() + b"\0")
+            data = f.read_bytes() if max_file_bytes is None else read_bounded(
+                f, max_file_bytes, name=str(rel))
+            h.update(str(rel).encode() + b"\0" + data + b"\0")
     return h.hexdigest()
 
 

@@ -36,6 +36,7 @@ A checker uses it in one of two ways:
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass
@@ -99,10 +100,11 @@ class Finding:
     text: str
     rule: Rule
     function: str | None = None
+    file: str | None = None    # another handed-in file than the learner's model.py
 
     def __str__(self) -> str:
         where = f" (in {self.function})" if self.function else ""
-        return f"line {self.line}: {self.text}{where}"
+        return f"{self.file + ' ' if self.file else ''}line {self.line}: {self.text}{where}"
 
 
 _DECISION = "coursekit.measure.decision"
@@ -423,16 +425,44 @@ def _regions(tree: ast.Module, root: str | None):
 # In a checker
 # ---------------------------------------------------------------------------------------
 
+MAX_HANDED_IN = 200  # Python files read beside a starter's model.py
+
+
+def handed_in(path: str | Path) -> list[Path]:
+    """The learner's file and, in a starter folder (``projects/<p>/starter/``, where the
+    grader copies every handed-in ``.py``), every other Python file below it: a file
+    beside ``model.py`` that it loads (``importlib``, ``sys.path``) runs in the learner
+    process too, so it is read by the same rules."""
+    path = Path(path)
+    if path.parent.name != "starter":
+        return [path]
+    others = sorted(p for p in path.parent.rglob("*.py")
+                    if p != path and "__pycache__" not in p.parts)
+    return [path, *others[:MAX_HANDED_IN]]
+
+
+def scan_handed_in(path: str | Path, rules: tuple[Rule, ...]) -> list[Finding]:
+    """``scan`` over ``handed_in(path)``: a finding in another file names that file."""
+    files = handed_in(path)
+    found = list(scan(files[0], rules))
+    for other in files[1:]:
+        name = other.relative_to(files[0].parent).as_posix()
+        found += [dataclasses.replace(f, file=name) for f in scan(other, rules)]
+    return found
+
+
 def refuse(path: str | Path, rules: tuple[Rule, ...], stage: int) -> None:
-    """Raise ``CheckFailed`` naming each forbidden use in the file, and why."""
-    found = scan(Path(path), rules)
+    """Raise ``CheckFailed`` naming each forbidden use in the learner's files (the file
+    and every Python file handed in beside it), and why."""
+    found = scan_handed_in(path, rules)
     if not found:
         return
     names = sorted({f.rule.qualified for f in found})
     why = "; ".join(f"{r.qualified}: {r.why}" for r in
                     sorted({f.rule for f in found}, key=lambda r: r.qualified))
+    uses = "files use" if any(f.file for f in found) else "file uses"
     raise CheckFailed(
-        f"your file uses the course's own implementation of what stage {stage} asks you to "
+        f"your {uses} the course's own implementation of what stage {stage} asks you to "
         f"write ({', '.join(names)})", yours=list(dict.fromkeys(map(str, found)))[:5],
         expected="your own code for it",
         hint=f"write it yourself; {why}. What the contract gives you (see "

@@ -112,12 +112,31 @@ class Spawned:
             data = self._status.recv(4096)
         except OSError:
             data = b""
+        return self._exited(data)
+
+    def _exited(self, data: bytes) -> int:
         try:
             self.returncode = int(json.loads(data)["exit"]) if data else -signal.SIGKILL
         except (ValueError, KeyError, TypeError):
             self.returncode = -signal.SIGKILL
         self._status.close()
         return self.returncode
+
+    def hold(self, how: str) -> None:
+        """Hold the learner still while the checker measures (the spawner signals, as
+        root: the checker may not): ``"stop"`` stops every process of its uid (SIGSTOP),
+        ``"run"`` lets this process run again and keeps the rest stopped, ``"free"`` lets
+        every one run. Returns once the spawner has done it (it answers ``held``)."""
+        if self.returncode is not None:
+            return
+        try:
+            self._status.send(f"hold:{how}".encode())
+            ready, _, _ = select.select([self._status], [], [], 30)
+            data = self._status.recv(4096) if ready else b"held"
+        except OSError:
+            return
+        if data != b"held":  # it ended first: that was its exit status
+            self._exited(data)
 
     def poll(self) -> int | None:
         return self._read(0)
