@@ -78,6 +78,7 @@ from optim_harness import (
 
 from coursekit.checking import bridge
 from coursekit.checking.bridge import LearnerFunction
+from coursekit.checking.device import learner_may_hold_accelerator
 from coursekit.checking.errors import CheckInconclusive
 from coursekit.checking.graded import instructor_module
 from coursekit.checking.values import as_float, fail_unless, require_keys
@@ -423,15 +424,20 @@ def sweep_matches_checker(impl, ctx):
     budget = check_budget(ctx, SWEEP_BUDGET_S, "sweep_matches_checker")
     # the checker's first train_slow calls at the sweep's sizes (they compile its
     # operations: about 3 s each) overlap the learner's tiny sweep, whose times decide
-    # nothing; the learner process is busy then, so they are not watched
-    warming = threading.Thread(target=lambda: [v.warm_slow() for v in
-                                               end_versions(impl, ctx).values()],
-                               daemon=True)
-    warming.start()
-    try:
+    # nothing; the learner process is busy then, so they are not watched. On a chip they
+    # run in the learner process itself (Versions.slow_on_chip): nothing to overlap, so
+    # they run after it, not beside it on the same bridge
+    warm = lambda: [v.warm_slow() for v in end_versions(impl, ctx).values()]  # noqa: E731
+    if learner_may_hold_accelerator():
         rounds_honoured(impl, ctx)
-    finally:
-        warming.join()
+        warm()
+    else:
+        warming = threading.Thread(target=warm, daemon=True)
+        warming.start()
+        try:
+            rounds_honoured(impl, ctx)
+        finally:
+            warming.join()
     config, sizes = sweep_config(ctx), sweep_sizes(ctx)
     small, large = sizes[0], sizes[-1]
     if budget.spent():
