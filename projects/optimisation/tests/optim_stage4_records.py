@@ -71,7 +71,7 @@ from coursekit.checking.errors import CheckInconclusive
 from coursekit.checking.frozen import read_once
 from coursekit.checking.graded import instructor_module
 from coursekit.checking.values import fail_unless, require_keys
-from coursekit.measure import traces
+from coursekit.measure import device_trace, traces
 from coursekit.measure.timing import count_compiles
 from coursekit.provenance.records import validate_run_record
 from coursekit.workloads import slow_step
@@ -216,17 +216,58 @@ def warmed_compiles_counted(got, per_call: int, warmup: int, iters: int, what: s
 FINISHED_OPS_SHARE = 0.9
 
 
-def ops_in_region(trace, region: str) -> int:
-    """XLA operations executed inside the ``region`` events of ``trace``: the events the
-    CPU runtime's thunk executor records per operation run (their args name the
-    ``hlo_op``), each lying wholly within one region event. An operation ends before the
-    call that runs it returns, so a call waited for inside its region has them all there."""
-    events = [e for e in traces.load_events(trace) if e.get("ph") == "X" and "dur" in e]
+# The device's clock against the host's in a trace: a v5e's program run began 0.23 ms
+# before the host region that dispatched and waited for it (coursekit.measure.
+# device_trace). A shift larger than this is not the clocks: it would pull a call that
+# ran after its region back into it, so none is applied then.
+CLOCK_SHIFT_NS = 1e6
+
+
+def cpu_ops_in_region(events: list[dict], region: str) -> int:
+    """XLA operations inside ``region`` in a CPU trace: the events the CPU runtime's thunk
+    executor records per operation run (their args name the ``hlo_op``) on the host's
+    threads, each lying wholly within one region event."""
+    events = [e for e in events if e.get("ph") == "X" and "dur" in e]
     spans = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in events
              if e.get("name") == region]
     return sum(1 for e in events if "hlo_op" in (e.get("args") or {}) and any(
         start <= float(e["ts"]) and float(e["ts"]) + float(e["dur"]) <= end
         for start, end in spans))
+
+
+def device_ops_in_region(profile, region: str) -> int | None:
+    """XLA operations inside ``region`` in an accelerator's trace: the events of the
+    device planes' ``XLA Ops`` lines (a TPU writes no thunk events on the host), shifted
+    onto the host clock by the program runs (``device_trace.clock_offset``, at most
+    CLOCK_SHIFT_NS), each wholly within a host ``region`` event. None without a device
+    plane (a CPU trace)."""
+    ops = [s for spans in device_trace.device_lines(profile).values() for s in spans]
+    if not ops:
+        return None
+    modules = [s for spans in device_trace.device_lines(
+        profile, device_trace.MODULES_LINE).values() for s in spans]
+    windows = device_trace.host_regions(profile, region)
+    shift, _ = device_trace.clock_offset(modules, windows)
+    if abs(shift) > CLOCK_SHIFT_NS:
+        shift = 0.0
+    return sum(1 for s in ops if any(
+        w.start_ns <= s.start_ns + shift and s.end_ns + shift <= w.end_ns for w in windows))
+
+
+def ops_in_region(trace, region: str) -> int:
+    """XLA operations executed inside the ``region`` events of ``trace``, read where the
+    backend writes them: the device's own lines in the XSpace beside the JSON trace when
+    it has any (a TPU), else the CPU runtime's thunk events. An operation ends before the
+    call that runs it returns, so a call waited for inside its region has them all there."""
+    try:
+        xplane = device_trace.xplane_beside(trace)
+    except FileNotFoundError:
+        xplane = None
+    if xplane is not None:
+        found = device_ops_in_region(device_trace.load(xplane), region)
+        if found is not None:
+            return found
+    return cpu_ops_in_region(traces.load_events(trace), region)
 
 
 def fast_ops_per_call(impl, ctx, region: str) -> int:
