@@ -107,6 +107,11 @@ def runtime_chatter(x):
     return x
 
 
+def matmul_precision():
+    import jax
+    return str(jax.config.jax_default_matmul_precision)
+
+
 def forge():
     # every descriptor this process holds: pass_fds keeps the checker's fd numbers, which
     # in a pytest worker with many files open can be anywhere (CI saw them above 30)
@@ -325,6 +330,30 @@ def test_bridge_descriptors_are_moved_off_stdout_and_stderr():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
     assert done.returncode == 0, done.stderr
+
+
+def test_a_kernel_serving_the_checks_gives_them_float32_matmuls(tmp_path):
+    """A notebook kernel that holds the chip serves the check's learner side on a thread
+    (coursekit.checking.attached): those calls get the float32 matmul precision a learner
+    process of their own opens the chip with (on a TPU the default multiplies float32 in
+    bfloat16 passes: the chip run's train_fast was 13.3x the contract's error there)."""
+    import jax
+
+    from coursekit.checking.attached import serve_for_check
+    from coursekit.checking.learner_server import MATMUL_PRECISION
+    from coursekit.checking.wire import protocol
+    path = tmp_path / "model.py"
+    path.write_text(LEARNER)
+    served = serve_for_check(path)
+    os.environ[protocol.ENV_ATTACH] = served.env()[protocol.ENV_ATTACH]
+    process = LearnerProcess(path)
+    try:
+        assert process.module().matmul_precision() == MATMUL_PRECISION
+    finally:
+        os.environ.pop(protocol.ENV_ATTACH, None)
+        process.close()
+        served.finish()
+    assert str(jax.config.jax_default_matmul_precision) != MATMUL_PRECISION  # this thread
 
 
 FORGED_COUNTS = """
