@@ -144,7 +144,36 @@ def fast_block(train_fast, lrs: list) -> dict:
     return {"losses": losses, "samples_s": samples, "compiles": int(compiles[0])}
 
 
+def donation_watched(train_fast, config: dict, seed: int) -> dict:
+    """One ``train_fast`` call on ``slow_step.make_problem(config, seed)`` (a shape of its
+    own, so the call compiles here) with the caller's arrays as a caller in use holds
+    them: a fresh parameter copy and tokens and targets of its own, on the device.
+    Returns {"deleted": the names among "params", "tokens", "targets" whose array the
+    call deleted, "unusable": the buffers JAX warned it was asked to donate and could not
+    use (their "dtype[shape]" texts)} (self-reported, and only ever against the learner)."""
+    import re
+    import warnings
+
+    from coursekit.workloads import slow_step
+    problem = slow_step.make_problem(config, seed)
+    held = {"params": slow_step.fresh_copy(problem["params"]),
+            "tokens": jax.numpy.array(problem["tokens"], copy=True),
+            "targets": jax.numpy.array(problem["targets"], copy=True)}
+    jax.block_until_ready(held)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        jax.block_until_ready(train_fast(held["params"], held["tokens"], held["targets"],
+                                         float(problem["lr"])))
+    deleted = [name for name, value in held.items()
+               if any(leaf.is_deleted() for leaf in jax.tree.leaves(value))]
+    unusable = [text for w in seen
+                for m in [re.search(r"donated buffers were not usable: (.*)", str(w.message))]
+                if m for text in re.findall(r"\w+\[[\d,]*\]", m.group(1))]
+    return {"deleted": deleted, "unusable": unusable}
+
+
 INSPECTORS = {
+    "optimisation/donation_watched": donation_watched,
     "optimisation/records_with_a_wrong_fast": records_with_a_wrong_fast,
     "optimisation/gain_sweep_watched": gain_sweep_watched,
     "optimisation/block_prepare": block_prepare,

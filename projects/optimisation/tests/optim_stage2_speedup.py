@@ -44,9 +44,11 @@ from optim_harness import (
     timing_config,
 )
 
+from coursekit.checking import bridge
+from coursekit.checking.bridge import LearnerFunction
 from coursekit.checking.contract import CheckFailed
 from coursekit.checking.errors import CheckInconclusive
-from coursekit.checking.learner import require_written
+from coursekit.checking.learner import LearnerCodeError, require_written
 from coursekit.checking.values import fail_unless
 from coursekit.workloads import slow_step
 
@@ -150,7 +152,67 @@ def fast_matches_contract(impl, ctx):
                             f"{label}: the gradient of {k!r} implied by one step "
                             "differs from jax.grad of the loss", yours=implied,
                             expected=np.asarray(g), hint="one step is params - lr * grad")
+    shared_key_checked(impl, ctx, shapes[-1])
+    donation_checked(impl, ctx)
     confident_model_checked(impl, ctx, shapes[-1])
+
+
+CARRIED_HINT = ("your train_fast answers a call from something an earlier call of another "
+                "shape left behind: state kept across calls (a cache, a compiled program) "
+                "keyed on less than everything that shapes the call")
+
+
+def shared_key_checked(impl, ctx, seen: dict) -> None:
+    """Two more shapes in the same process, each sharing part of a shape already called
+    (``seen``): the same steps with another batch, then the same batch with other steps.
+    Each must answer as a fresh call does (train_slow's outputs), not raise or return what
+    an earlier call left behind."""
+    for i, config in enumerate((dict(seen, batch=seen["batch"] + 2),
+                                dict(seen, steps=seen["steps"] + 1))):
+        same = "steps" if i == 0 else "batch"
+        label = (f"{size_text(config)} (the same {same} as the earlier call at "
+                 f"{size_text(seen)}, another {'batch' if i == 0 else 'steps'})")
+        problem = slow_step.make_problem(config, ctx.seed * 7 + 40 + i)
+        try:
+            got = learner_train(impl, problem, problem["lr"])
+        except LearnerCodeError as err:
+            raise CheckFailed(f"{label}: train_fast raised after an earlier call of a shape "
+                              f"with the same {same}", yours=str(err),
+                              expected="the outputs a fresh call gives",
+                              hint=CARRIED_HINT) from None
+        want = slow_step.train_slow(problem["params"], problem["tokens"],
+                                    problem["targets"], problem["lr"])
+        try:
+            compare_outputs(got, want, label)
+        except CheckFailed as err:
+            err.hint = CARRIED_HINT
+            raise
+
+
+def donation_checked(impl, ctx) -> None:
+    """The contract lets train_fast donate ``params`` only: one call at a shape of its own,
+    in the learner process, with the caller's arrays on the device (the inspector
+    ``optimisation/donation_watched``, self-reported): tokens and targets neither deleted
+    by it nor named by JAX as donated and unusable (a CPU keeps a donated buffer it cannot
+    reuse, and warns)."""
+    rng = ctx.rng("donation")
+    config = {"vocab": odd(rng, 60, 90), "embed": odd(rng, 9, 15), "hidden": odd(rng, 15, 25),
+              "batch": odd(rng, 41, 49), "steps": int(rng.integers(7, 10))}
+    got = bridge.inspect(impl, "optimisation/donation_watched", LearnerFunction("train_fast"),
+                         config, ctx.seed * 7 + 50)
+    fail_unless(isinstance(got, dict), "train_fast's donation could not be watched",
+                yours=got)
+    batch = f"int32[{config['steps']},{config['batch']}]"
+    deleted = [n for n in got.get("deleted") or [] if n in ("tokens", "targets")]
+    asked = batch in (got.get("unusable") or [])
+    fail_unless(not deleted and not asked,
+                f"train_fast at {size_text(config)} donates the caller's tokens and targets "
+                "as well as params: the contract allows donating params only",
+                yours=(f"deleted after the call: {deleted}" if deleted else
+                       f"JAX: donated buffers not usable: {got.get('unusable')}"),
+                expected="tokens and targets untouched (the caller reuses them)",
+                hint="your jit donates more arguments than params: the caller's tokens and "
+                "targets are deleted after the call where the backend can reuse them")
 
 
 def confident_problem(config: dict, seed: int, largest_logit: float) -> dict:
