@@ -22,8 +22,10 @@ from pathlib import Path
 
 import jax
 import numpy as np
+import optim_expected
 from optim_harness import Versions, checker, close, odd
 
+from coursekit.checking import graded
 from coursekit.checking.device import learner_may_hold_accelerator
 from coursekit.checking.frozen import copy_once
 from coursekit.checking.graded import instructor_module
@@ -240,7 +242,7 @@ def not_phases(path: Path) -> dict[str, dict[str, float]]:
     return found
 
 
-def phase_hint(path: Path, key: str, phase: str, yours: float, want: dict) -> str:
+def phase_hint(not_phase_sums: dict, key: str, phase: str, yours: float, want: dict) -> str:
     """The hint for a phase_us or share that differs: the kind of phase-named events that
     accounts for the difference exactly, and only that; else the rule."""
     if key == "shares":
@@ -251,7 +253,7 @@ def phase_hint(path: Path, key: str, phase: str, yours: float, want: dict) -> st
         return (f"yours is {yours / want['shares'][phase]:.4g}x the checker's share"
                 if want["shares"][phase] else "the checker's share is 0: no such phase")
     more = yours - want["phase_us"][phase]
-    found = {kind: sums[phase] for kind, sums in not_phases(path).items() if sums[phase]}
+    found = {kind: sums[phase] for kind, sums in not_phase_sums.items() if sums[phase]}
     for n in range(1, len(found) + 1):  # the fewest kinds that add up to the difference
         for kinds in itertools.combinations(found, n):
             if close(more, sum(found[k] for k in kinds)):
@@ -262,18 +264,51 @@ def phase_hint(path: Path, key: str, phase: str, yours: float, want: dict) -> st
             "events that are no phase accounts for")
 
 
+class Case:
+    """One trace a stage-1 check runs the learner's functions on, with the course's own
+    parse of it: live where this copy holds the parser (the course, the grader: traces
+    made at the run's seed), else the stored answers for the stored public traces
+    (``optim_expected``: a learner's copy gets the verdict the grader gives on them)."""
+
+    def __init__(self, label: str, path: Path, stored: dict | None = None):
+        self.label, self.path, self.stored = label, path, stored
+
+    def breakdown(self) -> dict:
+        return self.stored["breakdown"] if self.stored else expected_breakdown(self.path)
+
+    def limiting(self) -> dict:
+        if self.stored:
+            return self.stored["limiting"]
+        return instructor_module("optimisation").limiting(self.path, STEP, PHASES)
+
+    def not_phases(self) -> dict:
+        return self.stored["not_phases"] if self.stored else not_phases(self.path)
+
+
+def cases(ctx, limiting: bool = False):
+    """The check's traces in order, each made when its turn comes (an unwritten function
+    hears so before the checker's own traced run of train_slow); ``limiting``: the ones
+    limiting_operation_named reads."""
+    if not graded.available():
+        answers = optim_expected.stored_answers()
+        into = ctx.subdir("public-traces")
+        for name, label, for_limiting in optim_expected.CASES:
+            if for_limiting or not limiting:
+                yield Case(label, optim_expected.copy_case(name, into), answers[name])
+        return
+    made = (("hand-built trace", lambda: synthetic_trace(ctx)),
+            ("real trace of train_slow", lambda: checker_trace(ctx)),
+            ("hand-built trace whose phases hold no calls", lambda: bare_trace(ctx, steps=True)),
+            ("hand-built trace without a step event", lambda: bare_trace(ctx, steps=False)))
+    for label, make in made[:3] if limiting else made:
+        yield Case(label, make())
+
+
 @checker.check(1)
 def breakdown_matches_checker_parse(impl, ctx):
-    # each trace made when its turn comes: an unwritten function hears so before the
-    # checker's own traced run of train_slow
-    for label, make in (("hand-built trace", lambda: synthetic_trace(ctx)),
-                        ("real trace of train_slow", lambda: checker_trace(ctx)),
-                        ("hand-built trace whose phases hold no calls",
-                         lambda: bare_trace(ctx, steps=True)),
-                        ("hand-built trace without a step event",
-                         lambda: bare_trace(ctx, steps=False))):
-        path = make()
-        want = expected_breakdown(path)
+    for case in cases(ctx):
+        label, path = case.label, case.path
+        want = case.breakdown()
         got = require_keys(impl.step_breakdown(str(path), STEP, PHASES),
                            ("steps", "step_us", "phase_us", "other_us", "shares"),
                            "step_breakdown")
@@ -295,7 +330,7 @@ def breakdown_matches_checker_parse(impl, ctx):
                 if not close(value, want[key][p]):
                     fail_unless(False, f"{label}: {key}[{p!r}] differs from the checker's "
                                 "parse", yours=theirs[p], expected=want[key][p],
-                                hint=phase_hint(path, key, p, value, want))
+                                hint=phase_hint(case.not_phases(), key, p, value, want))
         fail_unless(close(as_float(got["other_us"], "other_us"), want["other_us"]),
                     f"{label}: other_us differs", yours=got["other_us"],
                     expected=want["other_us"])
@@ -331,14 +366,11 @@ def evidence_hint(ev: dict, below: dict, want: str) -> str:
 
 @checker.check(1)
 def limiting_operation_named(impl, ctx):
-    for label, make in (("hand-built trace", lambda: synthetic_trace(ctx)),
-                        ("real trace of train_slow", lambda: checker_trace(ctx)),
-                        ("hand-built trace whose phases hold no calls",
-                         lambda: bare_trace(ctx, steps=True))):
-        path = make()
-        want = instructor_module("optimisation").limiting(path, STEP, PHASES)
+    for case in cases(ctx, limiting=True):
+        label, path = case.label, case.path
+        want = case.limiting()
         phase, share = want["phase"], want["share"]
-        shares = expected_breakdown(path)["shares"]
+        shares = case.breakdown()["shares"]
         got = require_keys(impl.limiting_operation(str(path), STEP, PHASES),
                            ("phase", "share", "evidence", "amdahl_ceiling"),
                            "limiting_operation")
