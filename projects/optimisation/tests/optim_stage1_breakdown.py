@@ -198,16 +198,32 @@ def expected_breakdown(path: Path) -> dict:
     return instructor_module("optimisation").breakdown(path, STEP, PHASES)
 
 
-def update_phases(events: list) -> list:
-    """The ``UPDATE`` phases of every step (direct children of the step events)."""
-    return [child for ev in forest.walk(forest.build_forest(events)) if ev.name == STEP
-            for child in ev.children if child.name == UPDATE]
+def _complete(events: list) -> list[dict]:
+    return [e for e in events if e.get("ph") == "X" and "dur" in e]
 
 
-def compile_events(phases: list) -> int:
-    """How many events inside ``phases`` are a compile's (``COMPILE_EVENT``)."""
-    return sum(1 for phase in phases for ev in forest.walk(phase.children)
-               if COMPILE_EVENT.search(ev.name))
+def _within(inner: dict, outer: dict) -> bool:
+    """``inner`` lies wholly inside ``outer``'s span, on its thread."""
+    return ((inner.get("pid"), inner.get("tid")) == (outer.get("pid"), outer.get("tid"))
+            and float(outer["ts"]) <= float(inner["ts"])
+            and float(inner["ts"]) + float(inner["dur"])
+            <= float(outer["ts"]) + float(outer["dur"]))
+
+
+def update_phases(events: list) -> list[dict]:
+    """The ``UPDATE`` events that lie inside a step event on its thread (a plain
+    containment of spans: where the update's time goes is the learner's question)."""
+    complete = _complete(events)
+    steps = [e for e in complete if e.get("name") == STEP]
+    return [e for e in complete if e.get("name") == UPDATE
+            and any(_within(e, s) for s in steps)]
+
+
+def compile_events(phases: list[dict], events: list) -> int:
+    """How many events of ``events`` inside ``phases`` are a compile's
+    (``COMPILE_EVENT``)."""
+    return sum(1 for e in _complete(events) if COMPILE_EVENT.search(str(e.get("name", "")))
+               and any(_within(e, p) for p in phases))
 
 
 # Phase-named events that are not a phase of a step, by why not.
@@ -431,17 +447,24 @@ def learner_trace_is_one_call_in_use(impl, ctx):
                 yours=f"{python_calls} Python-call events ('$...')", expected=0,
                 hint="your trace records Python calls: the profiler's Python tracer was on "
                 "while it ran")
-    got = expected_breakdown(Path(path))
+    if graded.available():
+        got = expected_breakdown(Path(path))
+        reference = traces.load_events(checker_trace(ctx))
+    else:  # a learner's copy: your own parse (checked on the stored traces) and the
+        # stored real trace of train_slow, a call with a new rate (optim_expected)
+        got = require_keys(impl.step_breakdown(path, STEP, PHASES), ("steps", "step_us"),
+                           "step_breakdown")
+        reference = traces.load_events(optim_expected.STORED / "real.trace.json.gz")
     fail_unless(got["steps"] == config["steps"],
                 f"the trace should hold one {STEP!r} event per step of one call",
                 yours=got["steps"], expected=config["steps"],
                 hint=f"your trace holds {got['steps'] / config['steps']:.3g} calls' worth "
                 f"of steps ({config['steps']} a call)")
     updates = update_phases(events)
-    update_us = sorted(child.dur for child in updates)
-    reference_compiles = compile_events(update_phases(traces.load_events(checker_trace(ctx))))
+    update_us = sorted(float(u["dur"]) for u in updates)
+    reference_compiles = compile_events(update_phases(reference), reference)
     if reference_compiles:  # this JAX marks a compile in a trace: the evidence is exact
-        fail_unless(compile_events(updates) > 0,
+        fail_unless(compile_events(updates, events) > 0,
                     f"the traced call did not recompile its {UPDATE!r} as a call in use "
                     "does: no compile event inside any of its steps' "
                     f"{UPDATE!r} phases, so its learning rate was one an earlier call in "
