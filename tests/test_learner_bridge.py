@@ -93,6 +93,19 @@ def call_twice(fn, x):
     return fn(x)
 
 
+def runtime_chatter(x):
+    # what an accelerator runtime does while it starts and runs: log lines on fd 1 and 2,
+    # some shaped like the start of a frame
+    os.write(1, b"AGB1\\x05\\x00\\x00\\x00 runtime line on stdout\\n")
+    os.write(2, b"W0000 runtime warning on stderr\\n")
+    return x
+
+
+def matmul_precision():
+    import jax
+    return str(jax.config.jax_default_matmul_precision)
+
+
 def forge():
     # every descriptor this process holds: pass_fds keeps the checker's fd numbers, which
     # in a pytest worker with many files open can be anywhere (CI saw them above 30)
@@ -248,6 +261,93 @@ def test_writing_to_the_bridge_outside_the_protocol_is_tamper_evidence(learner):
     with pytest.raises(TamperEvidence, match="outside the protocol"):
         impl.forge()
     assert impl.echo("fresh") == "fresh"  # a fresh learner process
+
+
+def test_runtime_bytes_on_stdout_and_stderr_are_not_tamper_evidence(learner):
+    """A TPU runtime writes to fd 1 and 2 of the process that holds the chip: the bridge
+    is neither, so only bytes written to the bridge itself are tamper evidence."""
+    process, impl, _ = learner
+    first = process.pid
+    assert impl.runtime_chatter(3) == 3 and process.pid == first
+
+
+def test_requests_from_two_threads_are_served_in_turn(learner):
+    """Two checker threads using one learner process (on a chip, one warming train_slow
+    there while another runs gain_sweep): each request's frame and its answer go through
+    unmixed, where the chip run read one thread's bytes in the other's frame."""
+    import threading
+    process, impl, _ = learner
+    first = process.pid
+    big = np.arange(300_000, dtype=np.float32)
+    errors, results = [], []
+
+    def calls(k):
+        try:
+            for i in range(15):
+                results.append(float(impl.echo(big + (k * 100 + i))[0]) == k * 100 + i)
+        except Exception as err:  # noqa: BLE001 - collected and asserted below
+            errors.append(err)
+    threads = [threading.Thread(target=calls, args=(k,), daemon=True) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "requests mixed up: a thread hangs"
+    assert not errors, errors
+    assert len(results) == 45 and all(results) and process.pid == first
+
+
+def test_a_process_gone_before_its_handle_existed_is_named(tmp_path):
+    """A learner process that died while no handle of it was held (another thread had
+    already reaped it, or it never started) is named as died, not an AttributeError."""
+    process = LearnerProcess(tmp_path / "model.py")
+    process.rfd, process.wfd = os.pipe()
+    died = process._died("running train_fast")
+    assert isinstance(died, LearnerProcessDied) and "train_fast" in str(died)
+
+
+def test_bridge_descriptors_are_moved_off_stdout_and_stderr():
+    """A bridge pipe handed over as fd 1 or 2 moves above them, and the low number then
+    points at /dev/null, so a runtime's log lines cannot land in a frame."""
+    import subprocess
+    code = (
+        "import os\n"
+        "from coursekit.checking.learner_server import off_stdio\n"
+        "r, w = os.pipe()\n"
+        "os.dup2(w, 1); os.close(w)\n"
+        "moved = off_stdio(1)\n"
+        "os.write(1, b'runtime chatter')\n"
+        "os.write(moved, b'frame')\n"
+        "os.close(moved)\n"
+        "assert os.read(r, 100) == b'frame'\n"
+        "assert off_stdio(7) == 7\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_kernel_serving_the_checks_gives_them_float32_matmuls(tmp_path):
+    """A notebook kernel that holds the chip serves the check's learner side on a thread
+    (coursekit.checking.attached): those calls get the float32 matmul precision a learner
+    process of their own opens the chip with (on a TPU the default multiplies float32 in
+    bfloat16 passes: the chip run's train_fast was 13.3x the contract's error there)."""
+    import jax
+
+    from coursekit.checking.attached import serve_for_check
+    from coursekit.checking.learner_server import MATMUL_PRECISION
+    from coursekit.checking.wire import protocol
+    path = tmp_path / "model.py"
+    path.write_text(LEARNER)
+    served = serve_for_check(path)
+    os.environ[protocol.ENV_ATTACH] = served.env()[protocol.ENV_ATTACH]
+    process = LearnerProcess(path)
+    try:
+        assert process.module().matmul_precision() == MATMUL_PRECISION
+    finally:
+        os.environ.pop(protocol.ENV_ATTACH, None)
+        process.close()
+        served.finish()
+    assert str(jax.config.jax_default_matmul_precision) != MATMUL_PRECISION  # this thread
 
 
 FORGED_COUNTS = """

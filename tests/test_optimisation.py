@@ -59,6 +59,17 @@ PLANTED = {
     "share_from_wrong_events": (1, "breakdown_matches_checker_parse", [
         ("        for child in ev.children:\n            if child.name in phase_us:",
          "        for child in _walk(ev.children):\n            if child.name in phase_us:")]),
+    # issue 53: state carried across calls; more donated than the contract allows
+    "aot_keyed_on_steps": (2, "fast_matches_contract", [
+        ("    return _train(params, tokens, targets, jnp.float32(lr))\n",
+         "    compiled = train_fast.__dict__.setdefault('compiled', {})\n"
+         "    if tokens.shape[0] not in compiled:\n"
+         "        compiled[tokens.shape[0]] = _train.lower(\n"
+         "            params, tokens, targets, jnp.float32(lr)).compile()\n"
+         "    return compiled[tokens.shape[0]](params, tokens, targets, jnp.float32(lr))\n")]),
+    "donates_tokens_and_targets": (2, "fast_matches_contract", [
+        ("@functools.partial(jax.jit, donate_argnums=0)",
+         "@functools.partial(jax.jit, donate_argnums=(0, 1, 2))")]),
     "after_timed_without_sync": (4, "records_agree_with_checker", [
         ("            out = jax.block_until_ready(fn(params, *args, next(lrs) if lr is None "
          "else lr))",

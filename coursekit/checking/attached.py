@@ -46,8 +46,14 @@ class Served:
         self.thread.start()
 
     def _serve(self) -> None:
+        import jax
+
+        from coursekit.checking.learner_server import MATMUL_PRECISION
         try:
-            self.server.serve()
+            # the checks' float32 as in a learner process of its own (open_accelerator),
+            # on this thread only: the kernel's own cells keep their setting
+            with jax.default_matmul_precision(MATMUL_PRECISION):
+                self.server.serve()
         except (OSError, EOFError):
             pass
         finally:

@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import weakref
 from pathlib import Path
@@ -78,6 +79,11 @@ class LearnerProcess:
         self.starts = 0
         self.last_death: LearnerCodeError | None = None
         self.backend: str | None = None  # the JAX backend it has opened (it says so)
+        # one request at a time: a request is a frame written and its answer read, and two
+        # threads sharing the pipes interleave their frames (on a chip a checker thread
+        # warming train_slow in the learner process met another's gain_sweep: each read
+        # the other's bytes as "not a frame"). Reentrant: a request starts the process.
+        self.lock = threading.RLock()
 
     # -- process -------------------------------------------------------------------
     def start(self) -> None:
@@ -145,11 +151,16 @@ class LearnerProcess:
 
     def _died(self, during: str) -> LearnerProcessDied:
         proc, self.proc = self.proc, None
-        for fd in (self.wfd, self.rfd):
+        for fd in (getattr(self, "wfd", None), getattr(self, "rfd", None)):
             try:
                 os.close(fd)
-            except OSError:
+            except (OSError, TypeError):
                 pass
+        if proc is None:  # gone before its handle existed, or already reaped
+            self.last_death = LearnerProcessDied(
+                f"the learner process ended before the checker held it, while {during}",
+                "no process")
+            return self.last_death
         try:
             code = proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -173,7 +184,8 @@ class LearnerProcess:
         except (EOFError, OSError):
             raise self._died(during) from None
         except protocol.ProtocolError as err:
-            self.proc.kill()
+            if self.proc is not None:
+                self.proc.kill()
             self._died(during)
             self.last_death = TamperEvidence(f"the learner process wrote to the bridge "
                                              f"outside the protocol while {during}: {err}")
@@ -212,7 +224,8 @@ class LearnerProcess:
     # -- calls -----------------------------------------------------------------------
     def module(self) -> RemoteModule:
         """The learner's module as seen from here, or the load error (named)."""
-        ready = self._ensure()
+        with self.lock:
+            ready = self._ensure()
         err = ready.get("load_error")
         if err:
             raise LearnerCodeError(str(err.get("kind")), str(err.get("message")),
@@ -221,6 +234,10 @@ class LearnerProcess:
                             ready.get("unwritten"))
 
     def request(self, kind: str, fn: str, args=(), kwargs=None, **extra):
+        with self.lock:  # a frame out and its answer in, with no other request between
+            return self._request(kind, fn, args, kwargs, **extra)
+
+    def _request(self, kind: str, fn: str, args=(), kwargs=None, **extra):
         self._ensure()
         encoder = Encoder()
         header = {"kind": kind, "fn": fn, "args": encoder(list(args)),

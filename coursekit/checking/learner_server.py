@@ -254,9 +254,23 @@ def server_class(impl_path: Path) -> type:
     return getattr(importlib.import_module(found[0]), found[1])
 
 
+def off_stdio(fd: int) -> int:
+    """``fd`` itself, or, when it is 0, 1 or 2, a copy of it above them, the low number
+    then pointing at /dev/null: whatever writes to stdout or stderr in this process (an
+    accelerator runtime's log lines, a learner's print) never lands in a bridge frame."""
+    if fd > 2:
+        return fd
+    import fcntl
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD, 3)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, fd)
+    os.close(null)
+    return moved
+
+
 def main() -> None:
     fds = os.environ.pop(protocol.ENV_BRIDGE)
-    rfd, wfd = (int(v) for v in fds.split(","))
+    rfd, wfd = (off_stdio(int(v)) for v in fds.split(","))
     drop_privileges()
     if os.environ.get(protocol.ENV_ACCELERATOR) == "1":
         open_accelerator()

@@ -50,6 +50,28 @@ def records_with_a_wrong_fast(write_run_records, config: dict, seed: int, outdir
         module["train_fast"] = real
 
 
+def records_with_a_synced_fast(write_run_records, config: dict, seed: int, outdir: str,
+                               warmup: int, iters: int) -> dict:
+    """``write_run_records(config, seed, outdir, warmup=, iters=)`` while the module's
+    ``train_fast`` waits for its own result before it returns; restored after. The
+    learner's own records under another condition: the after record's region then holds
+    a finished call's operations however the learner's code waits, the count the
+    checker sets the learner's own after record against. Returns what it returned."""
+    module = write_run_records.__globals__
+    real = module.get("train_fast")
+    if real is None:
+        raise NameError("your module defines no train_fast (stage 2)")
+
+    def waited_for(params, tokens, targets, lr):
+        return jax.block_until_ready(real(params, tokens, targets, lr))
+
+    module["train_fast"] = waited_for
+    try:
+        return write_run_records(config, seed, outdir, warmup=warmup, iters=iters)
+    finally:
+        module["train_fast"] = real
+
+
 def gain_sweep_watched(gain_sweep, config: dict, sizes: list, rounds: int,
                        seed: int) -> dict:
     """``gain_sweep(config, sizes, rounds, seed)`` while every call of
@@ -144,8 +166,38 @@ def fast_block(train_fast, lrs: list) -> dict:
     return {"losses": losses, "samples_s": samples, "compiles": int(compiles[0])}
 
 
+def donation_watched(train_fast, config: dict, seed: int) -> dict:
+    """One ``train_fast`` call on ``slow_step.make_problem(config, seed)`` (a shape of its
+    own, so the call compiles here) with the caller's arrays as a caller in use holds
+    them: a fresh parameter copy and tokens and targets of its own, on the device.
+    Returns {"deleted": the names among "params", "tokens", "targets" whose array the
+    call deleted, "unusable": the buffers JAX warned it was asked to donate and could not
+    use (their "dtype[shape]" texts)} (self-reported, and only ever against the learner)."""
+    import re
+    import warnings
+
+    from coursekit.workloads import slow_step
+    problem = slow_step.make_problem(config, seed)
+    held = {"params": slow_step.fresh_copy(problem["params"]),
+            "tokens": jax.numpy.array(problem["tokens"], copy=True),
+            "targets": jax.numpy.array(problem["targets"], copy=True)}
+    jax.block_until_ready(held)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        jax.block_until_ready(train_fast(held["params"], held["tokens"], held["targets"],
+                                         float(problem["lr"])))
+    deleted = [name for name, value in held.items()
+               if any(leaf.is_deleted() for leaf in jax.tree.leaves(value))]
+    unusable = [text for w in seen
+                for m in [re.search(r"donated buffers were not usable: (.*)", str(w.message))]
+                if m for text in re.findall(r"\w+\[[\d,]*\]", m.group(1))]
+    return {"deleted": deleted, "unusable": unusable}
+
+
 INSPECTORS = {
+    "optimisation/donation_watched": donation_watched,
     "optimisation/records_with_a_wrong_fast": records_with_a_wrong_fast,
+    "optimisation/records_with_a_synced_fast": records_with_a_synced_fast,
     "optimisation/gain_sweep_watched": gain_sweep_watched,
     "optimisation/block_prepare": block_prepare,
     "optimisation/fast_block": fast_block,

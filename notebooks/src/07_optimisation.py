@@ -69,6 +69,9 @@ from coursekit.notebook.guard import attempt, load_learner, need, not_yet, ready
 from coursekit.notebook.plots import plain_log, titled
 from coursekit.workloads import slow_step
 
+# float32 matmuls in float32, as the checks' learner process has them (a TPU's default
+# multiplies float32 in bfloat16 passes: errors 10x past the contract's tolerance there)
+jax.config.update("jax_default_matmul_precision", "highest")
 impl = load_learner(IMPL)
 LABEL = cpu_label()
 CONFIG = slow_step.sizes(steps=STEPS, batch=BATCH)
@@ -498,6 +501,9 @@ with not_yet("the run records"):
     need(records)
     from coursekit.provenance.records import read_run_record
     before, after = (read_run_record(records[k]) for k in ("before", "after"))
+    assert before["output_ok"] and after["output_ok"], (
+        "a record's output check failed, so it holds no samples to compare: "
+        f"output_ok before {before['output_ok']}, after {after['output_ok']}")
     from_records = ratio_by_rounds(before, after)
     print(f"records: {claims.estimate_text(from_records['ratio'], from_records['ci'])} "
           f"(your performance-audit decide judges them in notebook 08) ({LABEL})")

@@ -29,10 +29,12 @@ a sample, calls not interleaved, a mean reported as the median). The inspectors
 self-reported (the times only cross-checked
 against the checker's clock; the compile count backs ``no_recompile_fixed_shape``
 beside the checker's timing of the first call against later ones). The inspector
-``optimisation/fast_traced`` (``coursekit/instructor/remote_optimisation_traced.py``) traces
-one finished ``train_fast`` call on the records' problem; the checker reads that trace
-itself, and the count of XLA operations in it is self-reported, only ever a reason to fail
-an after record whose region holds fewer (a traced call not waited for inside its trace).
+``optimisation/records_with_a_synced_fast`` runs the learner's ``write_run_records`` once
+more with ``train_fast`` waiting for its own result; the checker reads that after record's
+trace itself, and the count of XLA operations in its region is self-reported, only ever a
+reason to fail an after record whose region holds fewer (a traced call not waited for
+inside its trace). Stage 1's parse is checked against stored answers for stored public
+traces where the copy holds no parser (``optim_expected``).
 
 The checks live beside this file, one module a stage; this file only gathers them into
 ``checker`` (what the autograder reads) and runs it:

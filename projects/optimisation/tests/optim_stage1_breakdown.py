@@ -22,8 +22,11 @@ from pathlib import Path
 
 import jax
 import numpy as np
-from optim_harness import checker, close, odd
+import optim_expected
+from optim_harness import Versions, checker, close, odd
 
+from coursekit.checking import graded
+from coursekit.checking.device import learner_may_hold_accelerator
 from coursekit.checking.frozen import copy_once
 from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import require_written
@@ -195,16 +198,32 @@ def expected_breakdown(path: Path) -> dict:
     return instructor_module("optimisation").breakdown(path, STEP, PHASES)
 
 
-def update_phases(events: list) -> list:
-    """The ``UPDATE`` phases of every step (direct children of the step events)."""
-    return [child for ev in forest.walk(forest.build_forest(events)) if ev.name == STEP
-            for child in ev.children if child.name == UPDATE]
+def _complete(events: list) -> list[dict]:
+    return [e for e in events if e.get("ph") == "X" and "dur" in e]
 
 
-def compile_events(phases: list) -> int:
-    """How many events inside ``phases`` are a compile's (``COMPILE_EVENT``)."""
-    return sum(1 for phase in phases for ev in forest.walk(phase.children)
-               if COMPILE_EVENT.search(ev.name))
+def _within(inner: dict, outer: dict) -> bool:
+    """``inner`` lies wholly inside ``outer``'s span, on its thread."""
+    return ((inner.get("pid"), inner.get("tid")) == (outer.get("pid"), outer.get("tid"))
+            and float(outer["ts"]) <= float(inner["ts"])
+            and float(inner["ts"]) + float(inner["dur"])
+            <= float(outer["ts"]) + float(outer["dur"]))
+
+
+def update_phases(events: list) -> list[dict]:
+    """The ``UPDATE`` events that lie inside a step event on its thread (a plain
+    containment of spans: where the update's time goes is the learner's question)."""
+    complete = _complete(events)
+    steps = [e for e in complete if e.get("name") == STEP]
+    return [e for e in complete if e.get("name") == UPDATE
+            and any(_within(e, s) for s in steps)]
+
+
+def compile_events(phases: list[dict], events: list) -> int:
+    """How many events of ``events`` inside ``phases`` are a compile's
+    (``COMPILE_EVENT``)."""
+    return sum(1 for e in _complete(events) if COMPILE_EVENT.search(str(e.get("name", "")))
+               and any(_within(e, p) for p in phases))
 
 
 # Phase-named events that are not a phase of a step, by why not.
@@ -239,7 +258,7 @@ def not_phases(path: Path) -> dict[str, dict[str, float]]:
     return found
 
 
-def phase_hint(path: Path, key: str, phase: str, yours: float, want: dict) -> str:
+def phase_hint(not_phase_sums: dict, key: str, phase: str, yours: float, want: dict) -> str:
     """The hint for a phase_us or share that differs: the kind of phase-named events that
     accounts for the difference exactly, and only that; else the rule."""
     if key == "shares":
@@ -250,7 +269,7 @@ def phase_hint(path: Path, key: str, phase: str, yours: float, want: dict) -> st
         return (f"yours is {yours / want['shares'][phase]:.4g}x the checker's share"
                 if want["shares"][phase] else "the checker's share is 0: no such phase")
     more = yours - want["phase_us"][phase]
-    found = {kind: sums[phase] for kind, sums in not_phases(path).items() if sums[phase]}
+    found = {kind: sums[phase] for kind, sums in not_phase_sums.items() if sums[phase]}
     for n in range(1, len(found) + 1):  # the fewest kinds that add up to the difference
         for kinds in itertools.combinations(found, n):
             if close(more, sum(found[k] for k in kinds)):
@@ -261,18 +280,51 @@ def phase_hint(path: Path, key: str, phase: str, yours: float, want: dict) -> st
             "events that are no phase accounts for")
 
 
+class Case:
+    """One trace a stage-1 check runs the learner's functions on, with the course's own
+    parse of it: live where this copy holds the parser (the course, the grader: traces
+    made at the run's seed), else the stored answers for the stored public traces
+    (``optim_expected``: a learner's copy gets the verdict the grader gives on them)."""
+
+    def __init__(self, label: str, path: Path, stored: dict | None = None):
+        self.label, self.path, self.stored = label, path, stored
+
+    def breakdown(self) -> dict:
+        return self.stored["breakdown"] if self.stored else expected_breakdown(self.path)
+
+    def limiting(self) -> dict:
+        if self.stored:
+            return self.stored["limiting"]
+        return instructor_module("optimisation").limiting(self.path, STEP, PHASES)
+
+    def not_phases(self) -> dict:
+        return self.stored["not_phases"] if self.stored else not_phases(self.path)
+
+
+def cases(ctx, limiting: bool = False):
+    """The check's traces in order, each made when its turn comes (an unwritten function
+    hears so before the checker's own traced run of train_slow); ``limiting``: the ones
+    limiting_operation_named reads."""
+    if not graded.available():
+        answers = optim_expected.stored_answers()
+        into = ctx.subdir("public-traces")
+        for name, label, for_limiting in optim_expected.CASES:
+            if for_limiting or not limiting:
+                yield Case(label, optim_expected.copy_case(name, into), answers[name])
+        return
+    made = (("hand-built trace", lambda: synthetic_trace(ctx)),
+            ("real trace of train_slow", lambda: checker_trace(ctx)),
+            ("hand-built trace whose phases hold no calls", lambda: bare_trace(ctx, steps=True)),
+            ("hand-built trace without a step event", lambda: bare_trace(ctx, steps=False)))
+    for label, make in made[:3] if limiting else made:
+        yield Case(label, make())
+
+
 @checker.check(1)
 def breakdown_matches_checker_parse(impl, ctx):
-    # each trace made when its turn comes: an unwritten function hears so before the
-    # checker's own traced run of train_slow
-    for label, make in (("hand-built trace", lambda: synthetic_trace(ctx)),
-                        ("real trace of train_slow", lambda: checker_trace(ctx)),
-                        ("hand-built trace whose phases hold no calls",
-                         lambda: bare_trace(ctx, steps=True)),
-                        ("hand-built trace without a step event",
-                         lambda: bare_trace(ctx, steps=False))):
-        path = make()
-        want = expected_breakdown(path)
+    for case in cases(ctx):
+        label, path = case.label, case.path
+        want = case.breakdown()
         got = require_keys(impl.step_breakdown(str(path), STEP, PHASES),
                            ("steps", "step_us", "phase_us", "other_us", "shares"),
                            "step_breakdown")
@@ -294,7 +346,7 @@ def breakdown_matches_checker_parse(impl, ctx):
                 if not close(value, want[key][p]):
                     fail_unless(False, f"{label}: {key}[{p!r}] differs from the checker's "
                                 "parse", yours=theirs[p], expected=want[key][p],
-                                hint=phase_hint(path, key, p, value, want))
+                                hint=phase_hint(case.not_phases(), key, p, value, want))
         fail_unless(close(as_float(got["other_us"], "other_us"), want["other_us"]),
                     f"{label}: other_us differs", yours=got["other_us"],
                     expected=want["other_us"])
@@ -330,14 +382,11 @@ def evidence_hint(ev: dict, below: dict, want: str) -> str:
 
 @checker.check(1)
 def limiting_operation_named(impl, ctx):
-    for label, make in (("hand-built trace", lambda: synthetic_trace(ctx)),
-                        ("real trace of train_slow", lambda: checker_trace(ctx)),
-                        ("hand-built trace whose phases hold no calls",
-                         lambda: bare_trace(ctx, steps=True))):
-        path = make()
-        want = instructor_module("optimisation").limiting(path, STEP, PHASES)
+    for case in cases(ctx, limiting=True):
+        label, path = case.label, case.path
+        want = case.limiting()
         phase, share = want["phase"], want["share"]
-        shares = expected_breakdown(path)["shares"]
+        shares = case.breakdown()["shares"]
         got = require_keys(impl.limiting_operation(str(path), STEP, PHASES),
                            ("phase", "share", "evidence", "amdahl_ceiling"),
                            "limiting_operation")
@@ -369,12 +418,19 @@ def learner_trace_is_one_call_in_use(impl, ctx):
     config, seed = trace_config(ctx), ctx.seed + 1
     problem = slow_step.make_problem(config, seed)
     args = (problem["params"], problem["tokens"], problem["targets"])
-    jax.block_until_ready(slow_step.train_slow(*args, problem["lr"]))
+    on_chip = learner_may_hold_accelerator()
+    versions = Versions(impl, config, seed)
 
     def timed(lr: float) -> float:
+        # where the learner's trace ran: on a chip, in the learner process (this one
+        # stays on the CPU, and a CPU time of a chip's trace compared two machines: the
+        # chip run read 2.51x), timed here from request to answer
+        if on_chip:
+            return versions.slow_on_chip([lr])[0]
         start = time.perf_counter()
         jax.block_until_ready(slow_step.train_slow(*args, lr))
         return time.perf_counter() - start
+    timed(problem["lr"])  # the first call compiles every eager operation: not a sample
     samples = [timed(problem["lr"] * 0.8)]              # before the learner's trace ...
     folder = ctx.learner_dir("learner-trace")
     path = impl.trace_slow(config, seed, str(folder))
@@ -391,17 +447,24 @@ def learner_trace_is_one_call_in_use(impl, ctx):
                 yours=f"{python_calls} Python-call events ('$...')", expected=0,
                 hint="your trace records Python calls: the profiler's Python tracer was on "
                 "while it ran")
-    got = expected_breakdown(Path(path))
+    if graded.available():
+        got = expected_breakdown(Path(path))
+        reference = traces.load_events(checker_trace(ctx))
+    else:  # a learner's copy: your own parse (checked on the stored traces) and the
+        # stored real trace of train_slow, a call with a new rate (optim_expected)
+        got = require_keys(impl.step_breakdown(path, STEP, PHASES), ("steps", "step_us"),
+                           "step_breakdown")
+        reference = traces.load_events(optim_expected.STORED / "real.trace.json.gz")
     fail_unless(got["steps"] == config["steps"],
                 f"the trace should hold one {STEP!r} event per step of one call",
                 yours=got["steps"], expected=config["steps"],
                 hint=f"your trace holds {got['steps'] / config['steps']:.3g} calls' worth "
                 f"of steps ({config['steps']} a call)")
     updates = update_phases(events)
-    update_us = sorted(child.dur for child in updates)
-    reference_compiles = compile_events(update_phases(traces.load_events(checker_trace(ctx))))
+    update_us = sorted(float(u["dur"]) for u in updates)
+    reference_compiles = compile_events(update_phases(reference), reference)
     if reference_compiles:  # this JAX marks a compile in a trace: the evidence is exact
-        fail_unless(compile_events(updates) > 0,
+        fail_unless(compile_events(updates, events) > 0,
                     f"the traced call did not recompile its {UPDATE!r} as a call in use "
                     "does: no compile event inside any of its steps' "
                     f"{UPDATE!r} phases, so its learning rate was one an earlier call in "

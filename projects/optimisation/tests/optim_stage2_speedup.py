@@ -44,7 +44,9 @@ from optim_harness import (
     timing_config,
 )
 
-from coursekit.checking.errors import CheckFailed, CheckInconclusive
+from coursekit.checking import bridge
+from coursekit.checking.bridge import LearnerFunction
+from coursekit.checking.errors import CheckFailed, CheckInconclusive, LearnerCodeError
 from coursekit.checking.learner import require_written
 from coursekit.checking.values import fail_unless
 from coursekit.workloads import slow_step
@@ -133,7 +135,8 @@ def fast_matches_contract(impl, ctx):
         for j in range(2 if i else 1):   # new values of one shape: a cached result fails
             problem = slow_step.make_problem(config, ctx.seed * 7 + 10 * i + j)
             lr = problem["lr"] * (1 + 0.1 * j)
-            got = learner_train(impl, problem, lr)
+            got = after_earlier_calls(impl, problem, lr, label) if i or j else \
+                learner_train(impl, problem, lr)
             want = slow_step.train_slow(problem["params"], problem["tokens"],
                                         problem["targets"], lr)
             compare_outputs(got, want, label, " on new values of a shape seen before "
@@ -149,7 +152,85 @@ def fast_matches_contract(impl, ctx):
                             f"{label}: the gradient of {k!r} implied by one step "
                             "differs from jax.grad of the loss", yours=implied,
                             expected=np.asarray(g), hint="one step is params - lr * grad")
+    shared_key_checked(impl, ctx, shapes[-1])
+    donation_checked(impl, ctx)
     confident_model_checked(impl, ctx, shapes[-1])
+
+
+CARRIED_HINT = ("your train_fast answers a call from something an earlier call of another "
+                "shape left behind: state kept across calls (a cache, a compiled program) "
+                "keyed on less than everything that shapes the call")
+
+
+def after_earlier_calls(impl, problem: dict, lr: float, label: str):
+    """train_fast on ``problem`` in a process that already called it at other shapes or
+    values. If it raises there, the same call is made in a fresh learner process: when it
+    answers there, the error came from state an earlier call left behind (named so);
+    when it raises there too, the error is the call's own (raised as is)."""
+    try:
+        return learner_train(impl, problem, lr)
+    except LearnerCodeError as err:
+        process = getattr(impl, "__bridge__", None)
+        if not isinstance(process, bridge.LearnerProcess):
+            raise
+        fresh = bridge.LearnerProcess(process.impl_path, env=process.extra_env)
+        try:
+            learner_train(fresh.module(), problem, lr)
+        except LearnerCodeError:
+            raise err from None
+        finally:
+            fresh.close()
+        raise CheckFailed(f"{label}: train_fast raised in a process that had called it "
+                          "before at other shapes, and answered in a fresh process",
+                          yours=str(err), expected="the outputs a fresh call gives",
+                          hint=CARRIED_HINT) from None
+
+
+def shared_key_checked(impl, ctx, seen: dict) -> None:
+    """Two more shapes in the same process, each sharing part of a shape already called
+    (``seen``): the same steps with another batch, then the same batch with other steps.
+    Each must answer as a fresh call does (train_slow's outputs), not raise or return what
+    an earlier call left behind."""
+    for i, config in enumerate((dict(seen, batch=seen["batch"] + 2),
+                                dict(seen, steps=seen["steps"] + 1))):
+        same = "steps" if i == 0 else "batch"
+        label = (f"{size_text(config)} (the same {same} as the earlier call at "
+                 f"{size_text(seen)}, another {'batch' if i == 0 else 'steps'})")
+        problem = slow_step.make_problem(config, ctx.seed * 7 + 40 + i)
+        got = after_earlier_calls(impl, problem, problem["lr"], label)
+        want = slow_step.train_slow(problem["params"], problem["tokens"],
+                                    problem["targets"], problem["lr"])
+        try:
+            compare_outputs(got, want, label)
+        except CheckFailed as err:
+            err.hint = CARRIED_HINT
+            raise
+
+
+def donation_checked(impl, ctx) -> None:
+    """The contract lets train_fast donate ``params`` only: one call at a shape of its own,
+    in the learner process, with the caller's arrays on the device (the inspector
+    ``optimisation/donation_watched``, self-reported): tokens and targets neither deleted
+    by it nor named by JAX as donated and unusable (a CPU keeps a donated buffer it cannot
+    reuse, and warns)."""
+    rng = ctx.rng("donation")
+    config = {"vocab": odd(rng, 60, 90), "embed": odd(rng, 9, 15), "hidden": odd(rng, 15, 25),
+              "batch": odd(rng, 41, 49), "steps": int(rng.integers(7, 10))}
+    got = bridge.inspect(impl, "optimisation/donation_watched", LearnerFunction("train_fast"),
+                         config, ctx.seed * 7 + 50)
+    fail_unless(isinstance(got, dict), "train_fast's donation could not be watched",
+                yours=got)
+    batch = f"int32[{config['steps']},{config['batch']}]"
+    deleted = [n for n in got.get("deleted") or [] if n in ("tokens", "targets")]
+    asked = batch in (got.get("unusable") or [])
+    fail_unless(not deleted and not asked,
+                f"train_fast at {size_text(config)} donates the caller's tokens and targets "
+                "as well as params: the contract allows donating params only",
+                yours=(f"deleted after the call: {deleted}" if deleted else
+                       f"JAX: donated buffers not usable: {got.get('unusable')}"),
+                expected="tokens and targets untouched (the caller reuses them)",
+                hint="your jit donates more arguments than params: the caller's tokens and "
+                "targets are deleted after the call where the backend can reuse them")
 
 
 def confident_problem(config: dict, seed: int, largest_logit: float) -> dict:

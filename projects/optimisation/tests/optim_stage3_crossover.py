@@ -76,8 +76,9 @@ from optim_harness import (
     tiny_config,
 )
 
-from coursekit.checking import bridge
+from coursekit.checking import bridge, graded
 from coursekit.checking.bridge import LearnerFunction
+from coursekit.checking.device import learner_may_hold_accelerator
 from coursekit.checking.errors import CheckInconclusive
 from coursekit.checking.graded import instructor_module
 from coursekit.checking.values import as_float, fail_unless, require_keys
@@ -217,7 +218,7 @@ def crossover_interpolation(impl, ctx):
 
 
 # predict_crossover's model and what its crossover is: the checker's, instructor-only (a
-# learner's copy grades the checks that replay a prediction where the instructor grades)
+# learner's copy checks the crossovers against the stubs' own gain instead: stub_bracket)
 model = instructor_module("optimisation")
 
 
@@ -423,15 +424,20 @@ def sweep_matches_checker(impl, ctx):
     budget = check_budget(ctx, SWEEP_BUDGET_S, "sweep_matches_checker")
     # the checker's first train_slow calls at the sweep's sizes (they compile its
     # operations: about 3 s each) overlap the learner's tiny sweep, whose times decide
-    # nothing; the learner process is busy then, so they are not watched
-    warming = threading.Thread(target=lambda: [v.warm_slow() for v in
-                                               end_versions(impl, ctx).values()],
-                               daemon=True)
-    warming.start()
-    try:
+    # nothing; the learner process is busy then, so they are not watched. On a chip they
+    # run in the learner process itself (Versions.slow_on_chip): nothing to overlap, so
+    # they run after it, not beside it on the same bridge
+    warm = lambda: [v.warm_slow() for v in end_versions(impl, ctx).values()]  # noqa: E731
+    if learner_may_hold_accelerator():
         rounds_honoured(impl, ctx)
-    finally:
-        warming.join()
+        warm()
+    else:
+        warming = threading.Thread(target=warm, daemon=True)
+        warming.start()
+        try:
+            rounds_honoured(impl, ctx)
+        finally:
+            warming.join()
     config, sizes = sweep_config(ctx), sweep_sizes(ctx)
     small, large = sizes[0], sizes[-1]
     if budget.spent():
@@ -493,6 +499,8 @@ def model_point(mine: dict, sizes: list[int]) -> tuple[float, float] | None:
     from the smallest to the largest size in log, and the model's gain there. None when
     the model has no positive fast time there or its gain there is outside the measured
     gains."""
+    if not graded.available():
+        return None  # a learner's copy holds no model: the second threshold's floor
     small, large = sizes[0], sizes[-1]
     lines = model.model_lines({f"median_{v}_s": [mine[f"{v}_s"][0], mine[f"{v}_s"][-1]]
                          for v in ("slow", "fast")}, small, large)
@@ -544,6 +552,8 @@ def replay(got: dict, threshold: float, small: int, large: int) -> None:
     """The call's crossover is what the model gives on the medians it reports (the
     model's arithmetic is exact: a wrong slope, intercept or threshold is wrong at any
     load)."""
+    if not graded.available():
+        return  # a learner's copy replays on the checker's stubs instead (stub_bracket)
     lines = model.model_lines(got, small, large)
     yours = got["crossover"]
     if model.crossover_holds(yours, lines, threshold):
@@ -676,6 +686,9 @@ def stubbed_prediction_checked(impl, ctx) -> None:
                     hint="the model is fitted on median call times: the middle sample, "
                     "which one fast call does not move" if as_min else
                     "report the median of the samples the prediction was made from")
+    if not graded.available():
+        stub_bracket(impl, ctx, got, config, small, large)
+        return
     replay(got, UNREACHED, small, large)
     for threshold in (float(rng.uniform(*MODEL_STUB_THRESHOLDS)), NEVER_FALLS_TO):
         answer = bridge.inspect(
@@ -684,6 +697,52 @@ def stubbed_prediction_checked(impl, ctx) -> None:
             slow_s=MODEL_STUB_S["slow"], fast_s=MODEL_STUB_S["fast"], copy_s=0.0,
             per_example_s=MODEL_PER_EXAMPLE_S)
         replay(prediction_of(answer["result"], threshold), threshold, small, large)
+
+
+# In a learner's copy (no model of the course's to replay with): thresholds drawn where
+# the stubs' own gain crosses at least 1.35x away from the README's 4, so a threshold
+# ignored or hard-coded lands outside STUB_GAIN_SLACK.
+COPY_STUB_THRESHOLDS = (5.5, 7.0)
+STUB_GAIN_SLACK = 1.3
+
+
+def stub_gain(batch: float) -> float:
+    """The gain the checker made its stubs to have at ``batch`` (MODEL_STUB_S and
+    MODEL_PER_EXAMPLE_S: the checker's own sleeps, not a fit of anything measured)."""
+    (per_slow, per_fast) = MODEL_PER_EXAMPLE_S
+    return ((MODEL_STUB_S["slow"] + per_slow * batch)
+            / (MODEL_STUB_S["fast"] + per_fast * batch))
+
+
+def stub_bracket(impl, ctx, floor: dict, config: dict, small: int, large: int) -> None:
+    """A learner's copy: the crossovers of stubbed calls against the gain the checker's
+    stubs were made to have (an independent instrument: the sleeps it set). At a threshold
+    no fix reaches the answer is the floor, 1; at a drawn one, a batch where the stubs'
+    gain lies within STUB_GAIN_SLACK of the threshold (the medians it rests on are
+    measured, so not exact; the grader replays the model on them exactly)."""
+    fail_unless(floor["crossover"] is not None and math.isclose(floor["crossover"], 1.0),
+                f"threshold {UNREACHED:g} (no fix reaches it), with the versions replaced by "
+                "the checker's stubs: your crossover is not the floor",
+                yours=floor["crossover"], expected=1.0,
+                hint="the modelled gain is below this threshold at every batch of at least "
+                "1, so the crossover is the smallest batch")
+    threshold = float(ctx.rng("stub-bracket").uniform(*COPY_STUB_THRESHOLDS))
+    answer = bridge.inspect(
+        impl, "optimisation/stubbed_calls", LearnerFunction("predict_crossover"),
+        [config, small, large, threshold, ctx.seed + 9],
+        slow_s=MODEL_STUB_S["slow"], fast_s=MODEL_STUB_S["fast"], copy_s=0.0,
+        per_example_s=MODEL_PER_EXAMPLE_S)
+    got = prediction_of(answer["result"], threshold)["crossover"]
+    if got is None:
+        return  # lines through noisy medians may not meet: the grader decides it exactly
+    gain = stub_gain(max(got, 1.0))
+    fail_unless(threshold / STUB_GAIN_SLACK <= gain <= threshold * STUB_GAIN_SLACK,
+                f"threshold {threshold:.3g}, with the versions replaced by the checker's "
+                "stubs: at your crossover the stubs' gain is far from the threshold",
+                yours=f"crossover {got:.4g}, where the stubs' gain is {gain:.4g}",
+                expected=f"a batch where it is within {STUB_GAIN_SLACK}x of {threshold:.3g}",
+                hint="your crossover is not where the gain modelled from your medians falls "
+                "to the threshold you were given")
 
 
 def prediction_rounds(impl, ctx) -> Rounds:

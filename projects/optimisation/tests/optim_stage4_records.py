@@ -5,8 +5,9 @@ workload asked for, with the warm-up and timed calls asked for (drawn counts, an
 drawn 30-40 calls on a tiny problem), ``output_ok`` True, a trace that holds the
 record's region and was taken with the Python tracer off, the after record's region
 holding its traced call to the end (the XLA operations that ran inside it, at least
-``FINISHED_OPS_SHARE`` of those one call runs in a trace the checker has the learner
-process take, ``optimisation/fast_traced``, self-reported), the before record's warmed
+``FINISHED_OPS_SHARE`` of those in the same region of the learner's own records made once
+more with ``train_fast`` waiting for its own result, ``optimisation/records_with_a_synced_fast``,
+self-reported), the before record's warmed
 calls compiling at least as often as the checker counts for ``train_slow`` with a new
 learning rate per call, the after record's not at all. ``output_ok`` must be computed:
 the inspector ``optimisation/records_with_a_wrong_fast`` (self-reported, run beside the
@@ -69,16 +70,11 @@ from coursekit.checking import bridge
 from coursekit.checking.bridge import LearnerFunction
 from coursekit.checking.errors import CheckInconclusive
 from coursekit.checking.frozen import read_once
-from coursekit.checking.graded import instructor_module
 from coursekit.checking.values import fail_unless, require_keys
-from coursekit.measure import traces
+from coursekit.measure import device_trace, traces
 from coursekit.measure.timing import count_compiles
 from coursekit.provenance.records import validate_run_record
 from coursekit.workloads import slow_step
-
-# the course's own reading of a profiler run: instructor-only (a learner's copy grades the
-# checks that need it where the instructor grades)
-forest = instructor_module("traces")
 
 # The records' medians and speedup against the checker's own, round by round: an "after"
 # without sync reads 50x+ too fast, samples in milliseconds 1000x too slow.
@@ -207,21 +203,28 @@ def warmed_compiles_counted(got, per_call: int, warmup: int, iters: int, what: s
                 f"call, {warmup} warm-up + {iters} timed calls)", hint=hint)
 
 
-# The after record's traced call against one the checker has waited for inside a trace
-# (the inspector optimisation/fast_traced, in the learner process: self-reported), by the
-# XLA operations each executed inside its region. Both are the same program on the same
-# problem: a finished call's count was the checker's exactly at 7 seeds (388-516 ops),
-# while a call not waited for inside the trace had 1-157 of them in its region (the rest
-# ran after the trace closed). Under this share of the checker's count it fails.
+# The after record's traced call against the same region of the learner's own records
+# made again with train_fast waiting for its own result (optimisation/
+# records_with_a_synced_fast, in the learner process: self-reported), by the XLA
+# operations each executed inside its region. Both are the same program on a problem of
+# the same size: a finished call's count was the checker's exactly at 7 seeds (388-516
+# ops), while a call not waited for inside the trace had 1-157 of them in its region (the
+# rest ran after the trace closed). Under this share of the reference count it fails.
 FINISHED_OPS_SHARE = 0.9
 
 
-def ops_in_region(trace, region: str) -> int:
-    """XLA operations executed inside the ``region`` events of ``trace``: the events the
-    CPU runtime's thunk executor records per operation run (their args name the
-    ``hlo_op``), each lying wholly within one region event. An operation ends before the
-    call that runs it returns, so a call waited for inside its region has them all there."""
-    events = [e for e in traces.load_events(trace) if e.get("ph") == "X" and "dur" in e]
+# The device's clock against the host's in a trace: a v5e's program run began 0.23 ms
+# before the host region that dispatched and waited for it (coursekit.measure.
+# device_trace). A shift larger than this is not the clocks: it would pull a call that
+# ran after its region back into it, so none is applied then.
+CLOCK_SHIFT_NS = 1e6
+
+
+def cpu_ops_in_region(events: list[dict], region: str) -> int:
+    """XLA operations inside ``region`` in a CPU trace: the events the CPU runtime's thunk
+    executor records per operation run (their args name the ``hlo_op``) on the host's
+    threads, each lying wholly within one region event."""
+    events = [e for e in events if e.get("ph") == "X" and "dur" in e]
     spans = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in events
              if e.get("name") == region]
     return sum(1 for e in events if "hlo_op" in (e.get("args") or {}) and any(
@@ -229,19 +232,60 @@ def ops_in_region(trace, region: str) -> int:
         for start, end in spans))
 
 
+def device_ops_in_region(profile, region: str) -> int | None:
+    """XLA operations inside ``region`` in an accelerator's trace: the events of the
+    device planes' ``XLA Ops`` lines (a TPU writes no thunk events on the host), shifted
+    onto the host clock by the program runs (``device_trace.clock_offset``, at most
+    CLOCK_SHIFT_NS), each wholly within a host ``region`` event. None without a device
+    plane (a CPU trace)."""
+    ops = [s for spans in device_trace.device_lines(profile).values() for s in spans]
+    if not ops:
+        return None
+    modules = [s for spans in device_trace.device_lines(
+        profile, device_trace.MODULES_LINE).values() for s in spans]
+    windows = device_trace.host_regions(profile, region)
+    shift, _ = device_trace.clock_offset(modules, windows)
+    if abs(shift) > CLOCK_SHIFT_NS:
+        shift = 0.0
+    return sum(1 for s in ops if any(
+        w.start_ns <= s.start_ns + shift and s.end_ns + shift <= w.end_ns for w in windows))
+
+
+def ops_in_region(trace, region: str) -> int:
+    """XLA operations executed inside the ``region`` events of ``trace``, read where the
+    backend writes them: the device's own lines in the XSpace beside the JSON trace when
+    it has any (a TPU), else the CPU runtime's thunk events. An operation ends before the
+    call that runs it returns, so a call waited for inside its region has them all there."""
+    try:
+        xplane = device_trace.xplane_beside(trace)
+    except FileNotFoundError:
+        xplane = None
+    if xplane is not None:
+        found = device_ops_in_region(device_trace.load(xplane), region)
+        if found is not None:
+            return found
+    return cpu_ops_in_region(traces.load_events(trace), region)
+
+
 def fast_ops_per_call(impl, ctx, region: str) -> int:
     """The XLA operations one finished train_fast call on the records' problem executes:
-    counted in a trace the checker has the learner process take of one such call, waited
-    for inside its region (``optimisation/fast_traced``, self-reported)."""
+    counted in the after record's region of the learner's own ``write_run_records`` run
+    once more with its module's ``train_fast`` waiting for its own result
+    (``optimisation/records_with_a_synced_fast``, self-reported: the learner's code under
+    another condition, the same size, one warm-up and one timed call)."""
     def make():
-        path = bridge.inspect(impl, "optimisation/fast_traced", LearnerFunction("train_fast"),
-                              timing_config(ctx), ctx.seed + 5,
-                              str(ctx.learner_dir("fast-traced")), region,
-                              [1.3 + 1e-3 * next(_FRESH_RATES) for _ in range(2)])
-        ops = ops_in_region(path, region)
-        if ops < 1:  # a vacuous bound would pass any learner: the checker's own fault
-            raise RuntimeError(f"the checker's own trace of one train_fast call holds {ops} "
-                               "XLA operation events (expected the call's operations)")
+        outdir = ctx.learner_dir("records-synced-fast")
+        paths = bridge.inspect(impl, "optimisation/records_with_a_synced_fast",
+                               LearnerFunction("write_run_records"), timing_config(ctx),
+                               ctx.seed + 5, str(outdir), 1, 1)
+        after = read_records(paths, outdir)["after"]
+        ops = ops_in_region(after["trace"], region)
+        fail_unless(ops >= 1, f"with train_fast waiting for its own result, the after "
+                    f"record's {region!r} region still holds no XLA operation",
+                    yours=f"{ops} operations inside the region",
+                    expected="the operations of one train_fast call",
+                    hint="the after record's traced train_fast call does not run inside "
+                    "its region")
         return ops
     return ctx.once("fast-ops", make)
 
@@ -268,9 +312,10 @@ def records_valid_for_decide(impl, ctx):
                     "\"after\" for train_fast")
         fail_unless(rec["output_ok"] is True, f"the {label} record's output check did not "
                     "pass", yours=rec["output_ok"], expected=True)
-        found = forest.region_summary(rec["trace"], rec["region"])
-        fail_unless(found["count"] >= 1, f"the {label} record's trace has no "
-                    f"{rec['region']!r} event", yours=found["count"], expected=">= 1")
+        regions = sum(1 for e in traces.load_events(rec["trace"])
+                      if e.get("ph") == "X" and e.get("name") == rec["region"])
+        fail_unless(regions >= 1, f"the {label} record's trace has no "
+                    f"{rec['region']!r} event", yours=regions, expected=">= 1")
         python_calls = sum(1 for e in traces.load_events(rec["trace"])
                            if str(e.get("name", "")).startswith("$"))
         fail_unless(python_calls == 0, f"the {label} record's trace was taken with the "

@@ -161,6 +161,23 @@ MISTAKES = [
      "edits": [("    return lax.scan(step, params, (tokens, targets))",
                 "    params, losses = lax.scan(step, params, (tokens, targets))\n"
                 "    return params, losses.astype(jnp.float16)")]},
+    {"stage": 2, "id": "blind-fast-aot-keyed-on-steps",
+     "misunderstood": "cached an ahead-of-time compiled executable keyed on the step count "
+                      "only, so a later call with the same steps and another batch size "
+                      "runs a program compiled for the first call's shapes (TypeError)",
+     "edits": [("    return _train(params, tokens, targets, jnp.float32(lr))\n",
+                "    compiled = train_fast.__dict__.setdefault('compiled', {})\n"
+                "    steps = tokens.shape[0]\n"
+                "    if steps not in compiled:\n"
+                "        compiled[steps] = _train.lower(params, tokens, targets,\n"
+                "                                       jnp.float32(lr)).compile()\n"
+                "    return compiled[steps](params, tokens, targets, jnp.float32(lr))\n")]},
+    {"stage": 2, "id": "blind-fast-donates-inputs",
+     "misunderstood": "donated tokens and targets as well as params, thinking every input "
+                      "of a training call is consumed (the contract allows params only: "
+                      "the caller's other arrays are deleted after the call)",
+     "edits": [("@functools.partial(jax.jit, donate_argnums=0)",
+                "@functools.partial(jax.jit, donate_argnums=(0, 1, 2))")]},
 
     # ------------------------------------------------------- stage 3: where it stops helping
     {"stage": 3, "id": "blind-sweep-unsynced-samples",
