@@ -65,7 +65,6 @@ EXTRA = {
 # making those checks run there (issue 50 item 1). Drop an entry when its project lands.
 WAITING = {
     "performance-audit": "stages 3-4 checks say INSTRUCTOR in the copy (stages 1-2 merged)",
-    "optimisation": "5 of 13 checks say INSTRUCTOR in the copy (stages 1, 3)",
 }
 FAILED = ("fail", "error", "crash")
 NOT_YET = "not-implemented"
