@@ -306,6 +306,18 @@ def params_updated(state, config: dict, n_steps: int) -> None:
                           "of the state it returns: the new state carries the old params")
 
 
+def key_advanced(state, config: dict, n_steps: int) -> None:
+    """Fails, naming it, when the key after the steps is still the initial one (every step
+    then draws the same noise)."""
+    initial = np.asarray(jax.random.key_data(ref_state(config)["key"]))
+    after = host(state.leaves["['key']"])
+    if np.array_equal(after, initial):
+        raise CheckFailed(f"after {n_steps} steps the state's key is still the initial one",
+                          yours="key unchanged", expected="a new key after each step",
+                          hint="the state each step returns carries the key it was given: "
+                          "every step draws the same noise from the same key")
+
+
 def matches(state, losses: list, want: dict, n_steps: int, what: str) -> None:
     """The learner's losses and final state against ``want`` (losses, params, key)."""
     fail_unless(np.allclose(losses, want["losses"], rtol=RTOL, atol=ATOL),
@@ -334,6 +346,7 @@ def step_matches_single_device(impl, ctx):
     n_steps = len(public["batches"])
     state, losses = learner_run(impl, public["config"], public["batches"])
     params_updated(state, public["config"], n_steps)
+    key_advanced(state, public["config"], n_steps)
     matches(state, losses, public, n_steps, "one device's (stored for these inputs)")
     # A drawn case: the instructor's single-device step live where the course holds it;
     # in a learner's copy, the learner's own step on one device of the same inputs.

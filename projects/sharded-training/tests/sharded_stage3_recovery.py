@@ -322,13 +322,21 @@ def steps_reported(report: dict, steps: int) -> None:
     shift = got[0] - 1 if got else 0
     hint = ("call on_step once after every step taken, with the new state's step and "
             "its loss")
-    if got and shift and got == [s + shift for s in want]:
+    if got[:len(want)] == want and len(got) > len(want):
+        hint = (f"the run asked for {steps} steps and on_step reported {len(got)}: the steps "
+                f"after {steps} ({got[len(want):][:3]}) were taken too; a run of N steps "
+                "stops when the state's step reaches N")
+    elif got and got == want[:len(got)]:
+        hint = (f"the run asked for {steps} steps and on_step reported {len(got)}, the last "
+                f"step {got[-1]}: {steps - len(got)} step(s) short of N")
+    elif got and shift and got == [s + shift for s in want]:
         hint = (f"every step number on_step was given is {abs(shift)} "
                 f"{'below' if shift < 0 else 'above'} the step just taken (the first step "
                 f"taken was reported as {got[0]}): on_step gets the step count of the new "
                 "state, which the first step of a fresh run makes 1")
     fail_unless(False, "on_step was not called once per step with the new step, in order",
-                yours=got[:5] + ["..."], expected=want[:3] + ["..."], hint=hint)
+                yours=got[:8] + (["..."] if len(got) > 8 else []),
+                expected=want[:8] + (["..."] if len(want) > 8 else []), hint=hint)
 
 
 def step_of(folder: str) -> int | None:
