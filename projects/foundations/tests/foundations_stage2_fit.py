@@ -15,16 +15,18 @@ import numpy as np
 from foundations_harness import (
     GRAD_RTOL,
     REPLAY_RTOL,
-    TESTS,
+    case_rng,
     check_fresh_process,
     check_global_state,
     checker,
     expect_replay,
+    largest_differences,
     linear_params,
     relative_error,
+    replay,
 )
 
-from coursekit.checking import bridge, forbidden, sealed
+from coursekit.checking import bridge, forbidden
 from coursekit.checking.learner import (
     get_function,
     on_input,
@@ -155,26 +157,31 @@ def replay_fit(key, x, y, steps, batch, lr, reuse_key: bool = False,
                maxval: int | None = None) -> dict:
     """The checker's own SGD with the documented key protocol, float64 steps with
     autodiff's gradient (which regression_grads may not use): a sealed program (its
-    source stays with the instructors; it would be fit_regression). ``reuse_key`` and
-    ``maxval`` (rows drawn from [0, maxval), not [0, n)) replay classic mistakes, for
-    diagnosis."""
-    params = sealed.call(sealed.program(TESTS, "fit_replay"), jax.random.key_data(key),
-                         np.asarray(x, np.float32), np.asarray(y, np.float32),
-                         np.int32(steps), np.float64(lr), np.bool_(reuse_key),
-                         np.zeros(batch, np.int8),
-                         np.int32(len(x) if maxval is None else maxval), x64=True)
+    source stays with the instructors; it would be fit_regression), or in a learner's
+    copy its stored output for the public inputs. ``reuse_key`` and ``maxval`` (rows drawn
+    from [0, maxval), not [0, n)) replay classic mistakes, for diagnosis."""
+    params = replay("fit_replay", jax.random.key_data(key),
+                    np.asarray(x, np.float32), np.asarray(y, np.float32),
+                    np.int32(steps), np.float64(lr), np.bool_(reuse_key),
+                    np.zeros(batch, np.int8),
+                    np.int32(len(x) if maxval is None else maxval), x64=True)
     return {"w": np.asarray(params["w"], np.float64), "b": np.float64(params["b"])}
 
 
-def fit_case(ctx) -> dict:
-    rng = ctx.rng("fit-data")
+def fit_case(ctx, salt: str = "fit-data") -> dict:
+    rng = case_rng(ctx, salt)
     n, d = int(rng.integers(150, 260)) | 1, int(rng.integers(2, 6)) * 2 + 1
+    return fit_data(rng, n, d) | {
+        "key_seed": int(rng.integers(0, 2**31 - 1)), "steps": int(rng.integers(50, 70)),
+        "batch": int(rng.integers(8, 24)) | 1,
+        "lr": float(rng.uniform(0.03, 0.045))}  # not the default 0.05
+
+
+def fit_data(rng, n: int, d: int) -> dict:
     x = rng.standard_normal((n, d)).astype(np.float32)
     w_true = rng.standard_normal(d)
     y = (x @ w_true + 0.3 + 0.2 * rng.standard_normal(n)).astype(np.float32)
-    return {"x": x, "y": y, "key_seed": int(rng.integers(0, 2**31 - 1)),
-            "steps": int(rng.integers(50, 70)), "batch": int(rng.integers(8, 24)) | 1,
-            "lr": float(rng.uniform(0.03, 0.045))}  # not the default 0.05
+    return {"x": x, "y": y}
 
 
 def fit_call(case: dict, key_seed: int | None = None) -> tuple[tuple, dict]:
@@ -183,43 +190,76 @@ def fit_call(case: dict, key_seed: int | None = None) -> tuple[tuple, dict]:
             {k: case[k] for k in ("steps", "batch", "lr")})
 
 
+def fit_inputs(case: dict) -> str:
+    n, d = case["x"].shape
+    return (f"a typed key, x float32 ({n}, {d}), y ({n},), steps={case['steps']}, "
+            f"batch={case['batch']}, lr={case['lr']:.4g}")
+
+
 def learner_fit(impl, case: dict, key_seed: int | None = None):
     args, kwargs = fit_call(case, key_seed)
-    n, d = case["x"].shape
-    with on_input(f"a typed key, x float32 ({n}, {d}), y ({n},), steps={case['steps']}, "
-                  f"batch={case['batch']}, lr={case['lr']:.4g}"):
+    with on_input(fit_inputs(case)):
         return get_function(impl, "fit_regression")(*args, **kwargs)
 
 
-@checker.check(2)
-def fit_follows_key_protocol(impl, ctx):
-    case = fit_case(ctx)
-    d = case["x"].shape[1]
-    vec = lambda p: np.concatenate([p["w"], [p["b"]]])  # noqa: E731
-    yours = vec(linear_params(learner_fit(impl, case), d, "fit_regression(...)"))
+def fit_vector(params: dict) -> np.ndarray:
+    return np.concatenate([np.ravel(params["w"]), [params["b"]]])
+
+
+def full_batch_descent(case: dict) -> np.ndarray:
+    """Gradient descent on every row at once, float64, from the documented start
+    (``init_linear`` of the key's first half: given code): what a fit whose batch of n
+    rows holds each row exactly once returns."""
+    key = jax.random.split(jax.random.key(case["key_seed"]))[0]
+    x, y = case["x"].astype(np.float64), case["y"].astype(np.float64)
+    d = x.shape[1]
+    w = np.asarray(jax.random.normal(key, (d,), jnp.float32), np.float64) / np.sqrt(d)
+    b = 0.0
+    for _ in range(case["steps"]):
+        r = x @ w + b - y
+        w, b = w - case["lr"] * 2 * (x.T @ r) / len(y), b - case["lr"] * 2 * r.mean()
+    return np.concatenate([w, [b]])
+
+
+def check_fit(impl, case: dict, yours: np.ndarray, what: str, before=(),
+              after=()) -> None:
+    """``yours`` (a fit of ``case``) against the replay; on a difference, the first
+    diagnosis that explains it (``before`` first, ``after`` last), else what the values
+    show."""
+    n, d = case["x"].shape
+    steps, batch, lr = case["steps"], case["batch"], case["lr"]
     key = jax.random.key(case["key_seed"])
-    args = (case["x"], case["y"], case["steps"], case["batch"], case["lr"])
+    ref = replay_fit(key, case["x"], case["y"], steps, batch, lr)
 
-    n, steps, batch, lr = len(case["x"]), case["steps"], case["batch"], case["lr"]
-
-    def replays(what, **change):
-        """A diagnosis: ``what`` when the replay with ``change`` is the learner's fit."""
+    def replays(hint, **change):
+        """A diagnosis: ``hint`` when the replay with ``change`` is the learner's fit."""
         def diagnose():
             changed = {"steps": steps, "lr": lr, **change}
             got = replay_fit(key, case["x"], case["y"], changed.pop("steps"), batch,
                              changed.pop("lr"), **changed)
-            return what if relative_error(yours, vec(got)) < REPLAY_RTOL else None
+            return hint if relative_error(yours, fit_vector(got)) < REPLAY_RTOL else None
         return diagnose
 
     def ignores_key():
-        other = linear_params(learner_fit(impl, case, case["key_seed"] + 1), d,
-                              "fit_regression(...)")
-        if np.array_equal(vec(other), yours):
+        other = linear_params(learner_fit(impl, case, case["key_seed"] + 1), d, what)
+        if np.array_equal(fit_vector(other), yours):
             return "your fit ignores its key: another key gave the same parameters"
+
+    def without_replacement():
+        """With batch = n, rows drawn with replacement repeat some rows and miss others;
+        drawn without, every row once: the full-batch descent, computed here."""
+        whole = {**case, "batch": n}
+        got = fit_vector(linear_params(learner_fit(impl, whole), d, what))
+        if relative_error(got, full_batch_descent(whole)) < REPLAY_RTOL / 10:
+            return (f"your rows are drawn without replacement: called with batch = n = {n}, "
+                    "your fit is plain gradient descent on every row once per step (within "
+                    f"{REPLAY_RTOL / 10:g}); randint's rows are drawn with replacement, "
+                    "each of the batch's draws uniform over all n rows")
 
     bound = ("randint's maxval is exclusive: rows are drawn from [0, n) with maxval n = "
              f"{n}, every row a candidate")
-    expect_replay("fit_regression", yours, vec(replay_fit(key, *args)), [
+    expect_replay(what, yours, fit_vector(ref), [
+        *before,
         replays("you reused one key for every step, so every step drew the same rows: each "
                 "step's subkey is used once", reuse_key=True),
         replays(f"your rows are drawn from [0, {n - 1}): with maxval n - 1 the last row "
@@ -235,9 +275,66 @@ def fit_follows_key_protocol(impl, ctx):
         replays(f"your fit moves by lr / batch (lr={lr:.4g}, batch={batch}) times the "
                 "gradient: regression_grads already averages over the batch's rows",
                 lr=lr / batch),
-        ignores_key],
-        "your fit is none of the classic slips the checker replays: the key splits, the "
-        "rows each step draws and the update are the docstring's, step for step")
+        without_replacement, ignores_key, *after],
+        largest_differences({"w": yours[:-1], "b": yours[-1]},
+                            {"w": fit_vector(ref)[:-1], "b": fit_vector(ref)[-1]},
+                            fit_inputs(case)) +
+        "No slip the checker replays (a reused key, rows from the wrong range or without "
+        "replacement, a step short, lr / batch) gives yours: compare your key splits, the "
+        "rows each step draws and the update with the docstring, step by step")
+
+
+@checker.check(2)
+def fit_follows_key_protocol(impl, ctx):
+    case = fit_case(ctx)
+    d = case["x"].shape[1]
+    yours = fit_vector(linear_params(learner_fit(impl, case), d, "fit_regression(...)"))
+    check_fit(impl, case, yours, "fit_regression")
+
+
+def later_fit_cases(ctx, first: dict) -> list[tuple[str, dict]]:
+    """Calls after ``first`` in one process: new data of its shape (same batch, lr and
+    steps: all a cache might key on), another shape, and its shape and batch with
+    another lr."""
+    rng = case_rng(ctx, "fit-again")
+    n, d = first["x"].shape
+    seed = lambda: int(rng.integers(0, 2**31 - 1))  # noqa: E731
+    return [("new data of the first call's shape, batch and lr",
+             {**first, **fit_data(rng, n, d), "key_seed": seed()}),
+            ("another shape", {**first, **fit_data(rng, n + 2, d + 2), "key_seed": seed()}),
+            ("the first call's data shape and batch, another lr",
+             {**first, **fit_data(rng, n, d), "key_seed": seed(), "lr": first["lr"] * 0.8})]
+
+
+@checker.check(2)
+def fit_repeated_calls_match_replay(impl, ctx):
+    """fit_regression called four times in one process (issue 53): each result is the
+    replay of its own inputs, as a fresh process's would be."""
+    first = fit_case(ctx)
+    d = first["x"].shape[1]
+    what = "fit_regression(...)"
+    check_fit(impl, first, fit_vector(linear_params(learner_fit(impl, first), d, what)),
+              "fit_regression (first call)")
+    for k, (label, case) in enumerate(later_fit_cases(ctx, first), start=2):
+        yours = fit_vector(linear_params(learner_fit(impl, case), case["x"].shape[1], what))
+
+        def carried(case=case, yours=yours, label=label, k=k):
+            if case["x"].shape != first["x"].shape:
+                return None
+            got = replay_fit(jax.random.key(case["key_seed"]), first["x"], first["y"],
+                             case["steps"], case["batch"], case["lr"])
+            if relative_error(yours, fit_vector(got)) < REPLAY_RTOL:
+                return (f"call {k} ({label}) returned what the first call's x and y give: "
+                        "state carried from an earlier call (a step kept across calls "
+                        "that closes over the first call's arrays) decided it")
+
+        def earlier(label=label, k=k):
+            return (f"the first call matched the replay and call {k} in the same process "
+                    f"({label}) does not: the result depends on the call's place in the "
+                    "process or on these inputs; state carried from an earlier call (a "
+                    "cache or a compiled step keyed on too little) shows this way")
+        check_fit(impl, case, yours, f"fit_regression (call {k}: {label})",
+                  before=(carried,), after=(earlier,))
 
 
 @checker.check(2)

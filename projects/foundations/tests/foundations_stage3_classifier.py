@@ -12,15 +12,16 @@ from foundations_harness import (
     ACCURACY_MARGIN,
     MAX_REPLAY_ROWS,
     REPLAY_RTOL,
-    TESTS,
+    case_rng,
     check_fresh_process,
     check_global_state,
     checker,
     expect_replay,
+    largest_differences,
     relative_error,
+    replay,
 )
 
-from coursekit.checking import sealed
 from coursekit.checking.learner import (
     get_function,
     on_input,
@@ -36,7 +37,7 @@ from coursekit.workloads.fresh import bitwise_differences, flatten
 
 def classifier_case(ctx) -> dict:
     """Noisier clusters than the workload's (spread 3), odd sizes, 3 classes."""
-    rng = ctx.rng("classifier-data")
+    rng = case_rng(ctx, "classifier-data")
     n, features, classes = int(rng.integers(150, 230)) | 1, 7, 3
     key_seed = int(rng.integers(0, 2**31 - 1))
     x, y = classifier.make_dataset(jax.random.key(key_seed), n, features, classes,
@@ -49,16 +50,16 @@ def classifier_case(ctx) -> dict:
 
 def replay_train(key, case: dict, same_order: bool = False, ceil_epoch: bool = False) -> dict:
     """The checker's own epoch-shuffled SGD with the documented key protocol: a sealed
-    program (its source stays with the instructors; it would be train_classifier).
-    ``same_order`` and ``ceil_epoch`` (an epoch of ceil(n / batch) steps, the last on the
-    leftover rows) replay classic mistakes, for diagnosis."""
+    program (its source stays with the instructors; it would be train_classifier), or in
+    a learner's copy its stored output for the public inputs. ``same_order`` and
+    ``ceil_epoch`` (an epoch of ceil(n / batch) steps, the last on the leftover rows)
+    replay classic mistakes, for diagnosis."""
     assert len(case["x"]) <= MAX_REPLAY_ROWS, "a case larger than the sealed replay holds"
-    params = sealed.call(sealed.program(TESTS, "train_replay"), jax.random.key_data(key),
-                         np.asarray(case["x"], np.float32),
-                         np.asarray(case["y"], np.int32), np.int32(case["steps"]),
-                         np.float32(case["lr"]), np.bool_(same_order),
-                         np.zeros(case["batch"], np.int8),
-                         np.zeros(case["classes"], np.int8), np.bool_(ceil_epoch))
+    params = replay("train_replay", jax.random.key_data(key),
+                    np.asarray(case["x"], np.float32), np.asarray(case["y"], np.int32),
+                    np.int32(case["steps"]), np.float32(case["lr"]), np.bool_(same_order),
+                    np.zeros(case["batch"], np.int8), np.zeros(case["classes"], np.int8),
+                    np.bool_(ceil_epoch))
     return {k: np.asarray(v, np.float64) for k, v in params.items()}
 
 
@@ -68,12 +69,16 @@ def train_call(case: dict) -> tuple[tuple, dict]:
             {k: case[k] for k in ("classes", "steps", "batch", "lr")})
 
 
+def train_inputs(case: dict) -> str:
+    n, f = case["x"].shape
+    return (f"a typed key, x float32 ({n}, {f}), y int32 ({n},) in [0, {case['classes']}), "
+            f"classes={case['classes']}, steps={case['steps']}, batch={case['batch']}, "
+            f"lr={case['lr']:.4g}")
+
+
 def learner_train(impl, case: dict):
     args, kwargs = train_call(case)
-    n, f = case["x"].shape
-    with on_input(f"a typed key, x float32 ({n}, {f}), y int32 ({n},) in [0, "
-                  f"{case['classes']}), classes={case['classes']}, steps={case['steps']}, "
-                  f"batch={case['batch']}, lr={case['lr']:.4g}"):
+    with on_input(train_inputs(case)):
         return get_function(impl, "train_classifier")(*args, **kwargs)
 
 
@@ -93,6 +98,47 @@ def params_vector(params: dict) -> np.ndarray:
     return np.concatenate([np.ravel(params[k]) for k in sorted(params)])
 
 
+def as_bfloat16(x: np.ndarray) -> np.ndarray:
+    """``x`` rounded to bfloat16 (8 significant bits), back in float32."""
+    return np.asarray(x, np.float32).astype(jnp.bfloat16).astype(np.float32)
+
+
+def train_diagnoses(key, case: dict, yours: np.ndarray) -> list:
+    """The classic slips of the epoch-shuffled training, each replayed only when asked:
+    a hint where the replay with that slip is ``yours``."""
+    n, batch, steps, lr = len(case["x"]), case["batch"], case["steps"], case["lr"]
+
+    def replays(what, flags=None, **change):
+        def diagnose():
+            got = params_vector(replay_train(key, {**case, **change}, **(flags or {})))
+            return what if relative_error(yours, got) < REPLAY_RTOL else None
+        return diagnose
+
+    return [
+        replays("every epoch used the same order: each epoch's shuffle takes a key split off "
+                "once for it", {"same_order": True}),
+        replays(f"your epochs are ceil(n / batch) = {-(-n // batch)} steps, the last taking "
+                f"the {n % batch} leftover rows (n={n}, batch={batch}): an epoch is n // batch "
+                f"= {n // batch} full steps; the leftover rows wait for the next shuffle",
+                {"ceil_epoch": True}),
+        replays(f"your training made {steps - 1} updates for steps={steps}: one short",
+                steps=steps - 1),
+        replays(f"your update is lr / batch (lr={lr:.4g}, batch={batch}) times the gradient: "
+                "the loss is already a mean over the batch's rows", lr=lr / batch),
+        replays("your training saw x rounded to bfloat16: the replay on x rounded to "
+                "bfloat16 (8 significant bits) is yours, the replay on the float32 x you were "
+                "given is not; the contract is float32 x, float32 params and float32 "
+                "arithmetic", x=as_bfloat16(case["x"]))]
+
+
+def train_evidence(yours: dict, ref: dict, case: dict) -> str:
+    return (largest_differences(yours, ref, train_inputs(case)) +
+            "No slip the checker replays (one order for every epoch, ceil(n / batch) steps "
+            "an epoch, a step short, lr / batch, x in bfloat16) gives yours: compare your key "
+            "splits, each epoch's order and its consecutive slices, and the update with the "
+            "docstring, step by step")
+
+
 @checker.check(3)
 def train_follows_key_protocol(impl, ctx):
     require_written(impl, "train_classifier")
@@ -100,32 +146,10 @@ def train_follows_key_protocol(impl, ctx):
     key = jax.random.key(case["key_seed"])
     returned = learner_train(impl, case)  # first: an unwritten stage hears so at once
     ref = replay_train(key, case)
-    yours = params_vector(classifier_params(returned, ref, "train_classifier(...)"))
-
-    n, batch, steps, lr = len(case["x"]), case["batch"], case["steps"], case["lr"]
-
-    def replays(what, **change):
-        """A diagnosis: ``what`` when the replay with ``change`` is the learner's params."""
-        def diagnose():
-            flags = {k: change.pop(k) for k in ("same_order", "ceil_epoch") if k in change}
-            got = params_vector(replay_train(key, {**case, **change}, **flags))
-            return what if relative_error(yours, got) < REPLAY_RTOL else None
-        return diagnose
-
-    expect_replay("train_classifier", yours, params_vector(ref), [
-        replays("every epoch used the same order: each epoch's shuffle takes a key split off "
-                "once for it", same_order=True),
-        replays(f"your epochs are ceil(n / batch) = {-(-n // batch)} steps, the last taking "
-                f"the {n % batch} leftover rows (n={n}, batch={batch}): an epoch is n // batch "
-                f"= {n // batch} full steps; the leftover rows wait for the next shuffle",
-                ceil_epoch=True),
-        replays(f"your training made {steps - 1} updates for steps={steps}: one short",
-                steps=steps - 1),
-        replays(f"your update is lr / batch (lr={lr:.4g}, batch={batch}) times the gradient: "
-                "the loss is already a mean over the batch's rows", lr=lr / batch)],
-        "your training is none of the classic slips the checker replays: the key splits, "
-        "each epoch's order and its consecutive slices, and the update are the "
-        "docstring's, step for step")
+    params = classifier_params(returned, ref, "train_classifier(...)")
+    yours = params_vector(params)
+    expect_replay("train_classifier", yours, params_vector(ref),
+                  train_diagnoses(key, case, yours), train_evidence(params, ref, case))
 
 
 @checker.check(3)
@@ -140,13 +164,13 @@ WORKLOAD_FIELDS = ("params", "test_accuracy", "train_accuracy")
 
 
 def workload_seed(ctx) -> int:
-    return int(ctx.rng("workload-seed").integers(0, 2**31 - 1))
+    return int(case_rng(ctx, "workload-seed").integers(0, 2**31 - 1))
 
 
 def workload_kwargs(ctx) -> dict:
     """The sizes, and a batch (odd) and learning rate drawn per run, never the defaults
     (64, 0.3), so a workload that ignores either fails the replay."""
-    rng = ctx.rng("workload-kwargs")
+    rng = case_rng(ctx, "workload-kwargs")
     return {**WORKLOAD_SIZES, "batch": int(rng.integers(56, 68)) | 1,
             "lr": float(rng.uniform(0.24, 0.28))}  # not the default 0.3
 
@@ -207,29 +231,36 @@ def workload_rerun_in_fresh_process_is_bitwise_equal(impl, ctx):
 @checker.check(3)
 def workload_params_follow_replay(impl, ctx):
     """The params are what training on the first n_train rows with k_train gives: the
-    replay's, or, where the learner's own train_classifier differs from the replay
-    (train_follows_key_protocol names that), its own on those rows: one mistake in
-    train_classifier is one FAIL, not two."""
+    replay's. Where they differ, the hint names the slip the replays find (the training's
+    own, or training on the test rows), or says that the workload's params are the
+    learner's own train_classifier's on those rows: the workload is built as asked and
+    what differs is train_classifier (train_follows_key_protocol says more)."""
     out = workload_run(impl, ctx)
     k_train, x, y = workload_data(ctx)
     n_train, case = WORKLOAD_SIZES["n_train"], workload_case(ctx)
     ref = workload_replay(ctx)
-    yours = params_vector(classifier_params(out["params"], ref,
-                                            "reference_workload(...)['params']"))
-    if relative_error(yours, params_vector(ref)) >= REPLAY_RTOL:
+    params = classifier_params(out["params"], ref, "reference_workload(...)['params']")
+    yours = params_vector(params)
+
+    def own_training():
         own = get_function(impl, "train_classifier")(
             k_train, jnp.asarray(case["x"]), jnp.asarray(case["y"]),
             **{k: case[k] for k in ("classes", "steps", "batch", "lr")})
-        if relative_error(yours, params_vector(classifier_params(
-                own, ref, "train_classifier(...)"))) < REPLAY_RTOL:
-            return  # the workload trains as asked; its train_classifier is judged apart
+        own = params_vector(classifier_params(own, ref, "train_classifier(...)"))
+        if relative_error(yours, own) < REPLAY_RTOL:
+            return ("your workload's params are your train_classifier's on the first n_train "
+                    "rows with k_train, as asked, and that training differs from the replay "
+                    f"by relative {relative_error(own, params_vector(ref)):.3g}: what "
+                    "differs is train_classifier (train_follows_key_protocol names how)")
 
     def test_rows():
         rows = {**case, "x": np.asarray(x[n_train:]), "y": np.asarray(y[n_train:])}
         if relative_error(yours, params_vector(replay_train(k_train, rows))) < REPLAY_RTOL:
             return "you trained on the test rows: train on x[:n_train], test on the rest"
 
-    expect_replay("reference_workload's params", yours, params_vector(ref), [test_rows],
+    expect_replay("reference_workload's params", yours, params_vector(ref),
+                  [*train_diagnoses(k_train, case, yours), test_rows, own_training],
+                  largest_differences(params, ref, f"seed {workload_seed(ctx)}") +
                   "every key comes from the seed as the docstring states; the params are "
                   "train_classifier's on the first n_train rows, with the steps, batch and "
                   "lr you were given")
