@@ -497,6 +497,18 @@ FIT_SHAPE_KEYED = bug("fit-shape-keyed-step", [(FIT_LOOP, (
     + FIT_LOOP))], "2", only=REPEATED)
 
 
+TRAIN_CACHED_STEP = bug("train-cached-step", [(
+    "    order = None\n",
+    "    step = globals().setdefault('_TRAIN_STEPS', {}).setdefault((x.shape, batch, lr), step)\n"
+    "    order = None\n")], "3", only="train_follows_key_protocol")
+
+
+def test_a_training_step_kept_from_an_earlier_call_fails_its_second_call(planted):
+    result = run_bug(planted, TRAIN_CACHED_STEP)
+    assert failing(result) == {"train_follows_key_protocol"}, result["stdout"]
+    assert "state carried from an earlier call" in result["stdout"], result["stdout"]
+
+
 @pytest.mark.parametrize("name", [FIT_CACHED_STEP, FIT_SHAPE_KEYED])
 def test_a_step_kept_from_an_earlier_call_fails_the_repeated_calls(planted, name):
     """issue 53: a jitted step cached across calls, closing over the first call's x and

@@ -51,8 +51,9 @@ def stand_ins(kind: str):
         return {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
 
     def train_classifier(key, x, y, *, classes, steps, batch, lr):
-        case = {"x": np.asarray(x), "y": np.asarray(y), "classes": classes, "steps": steps,
-                "batch": batch, "lr": lr}
+        x0, y0 = seen.setdefault(("train", x.shape), (x, y)) if kind == "carried" else (x, y)
+        case = {"x": np.asarray(x0), "y": np.asarray(y0), "classes": classes,
+                "steps": steps, "batch": batch, "lr": lr}
         out = train.replay_train(key, case)
         scale = 0.0 if kind == "zeros" else 1.0
         return {k: jnp.asarray(v * scale, jnp.float32) for k, v in out.items()}
