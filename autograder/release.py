@@ -50,6 +50,9 @@ IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*
 # Instructor-only code: what *is* a stage's answer (coursekit.checking.graded); the checks
 # that need it are graded by the instructor, and a learner's run names them.
 INSTRUCTOR_ONLY = ("coursekit/instructor",)
+# A checker's sealed replays (projects/<p>/tests/sealed/) are a stage's answer as a program:
+# the learner's copy compares with their stored outputs for public inputs (tests/expected/).
+PROJECT_COURSE_ONLY = ("tests/sealed",)
 
 
 class ReleaseError(Exception):
@@ -152,9 +155,9 @@ def learner_readme(projects: list[str], notebooks: dict[str, str], root: Path) -
             .replace("{{projects}}", "\n".join(project_lines) or "(none)"))
 
 
-def _ignore(root: Path):
-    """``IGNORE`` and the instructor-only folders, for ``shutil.copytree`` under ``root``."""
-    skip = {(root / path).resolve() for path in INSTRUCTOR_ONLY}
+def _ignore(root: Path, course_only=INSTRUCTOR_ONLY):
+    """``IGNORE`` and the course-only folders, for ``shutil.copytree`` under ``root``."""
+    skip = {(root / path).resolve() for path in course_only}
 
     def ignore(folder, names):
         here = Path(folder).resolve()
@@ -187,7 +190,7 @@ def _write(out: Path, root: Path, notebooks_dir: Path) -> dict:
             target = out / "projects" / project.name / item.name
             target.parent.mkdir(parents=True, exist_ok=True)
             if item.is_dir():
-                shutil.copytree(item, target, ignore=IGNORE)
+                shutil.copytree(item, target, ignore=_ignore(project, PROJECT_COURSE_ONLY))
             else:
                 shutil.copy2(item, target)
     notebooks, titles = [], {}

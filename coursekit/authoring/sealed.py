@@ -5,8 +5,9 @@ returning its input types, symbolic sizes allowed, whether it runs with x64 on: 
 types need it, and the checker turns it on for the call), and optionally ``PLATFORMS``
 (default the CPU only). Each becomes
 ``projects/<p>/tests/sealed/<name>.jaxexport``, exported for the CPU
-(``coursekit.checking.sealed`` loads and runs it). The release ships the programs and
-leaves ``solution/`` behind. The course's own sealed sources,
+(``coursekit.checking.sealed`` loads and runs it). The release leaves a project's
+programs and ``solution/`` behind (its checks read the programs' stored outputs for public
+inputs there) and ships notebook 08's. The course's own sealed sources,
 ``coursekit/instructor/sealed_*.py`` (instructor-only), write into the folder their
 ``TARGET`` names (notebook 08's change under review: ``coursekit/workloads/sealed/``).
 

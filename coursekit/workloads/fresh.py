@@ -9,6 +9,11 @@ bitwise with ``flatten`` of its own in-process result.
 
 Arguments travel as: ``arrays`` (numpy arrays, saved in an .npz), ``keys`` (ints, each
 rebuilt as ``jax.random.key(int)``) and ``kwargs`` (JSON values).
+
+A TPU admits one process at a time (libtpu's lockfile): where the caller holds an
+accelerator, a fresh process could not open it, so it runs on the CPU
+(``fresh_process_platform`` says so) and the caller compares it with its own call on the
+CPU: bits are compared like with like, one backend against the same backend.
 """
 
 from __future__ import annotations
@@ -50,6 +55,28 @@ open(spec["status"], "w").write(json.dumps(result))
 """
 
 
+# What a runtime says when another process holds the chip (the TPU run of 2026-12-06).
+HELD_ELSEWHERE = ("libtpu_lockfile", "multi-process lockfile", "TPU is already in use")
+
+
+def caller_holds_accelerator() -> bool:
+    """Whether this process runs JAX on a backend other than the CPU (which admits no
+    second process where it is a TPU)."""
+    if "jax" not in sys.modules:
+        return False
+    import jax
+    try:
+        return jax.default_backend() != "cpu"
+    except RuntimeError:  # no backend could be opened: none is held either
+        return False
+
+
+def fresh_process_platform() -> str | None:
+    """The platform a fresh process is pinned to: "cpu" where this process holds an
+    accelerator, else None (the same platforms as this process)."""
+    return "cpu" if caller_holds_accelerator() else None
+
+
 class FreshProcessError(Exception):
     """The function failed (or the process died) in the fresh process; the message says
     how."""
@@ -80,7 +107,8 @@ def call_in_fresh_process(impl, function: str, *, workdir, arrays: dict | None =
                           keys: dict | None = None, kwargs: dict | None = None,
                           global_seed: int = 12345, timeout: float = 300) -> dict:
     """Run ``impl.function`` in a new interpreter (hash seed and global RNG seeds unlike
-    the caller's) and return ``flatten`` of its output. Raises FreshProcessError."""
+    the caller's) and return ``flatten`` of its output, on the CPU where this process
+    holds an accelerator (``fresh_process_platform``). Raises FreshProcessError."""
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     tag = f"{function}-{os.getpid()}-{len(list(workdir.iterdir()))}"
@@ -94,6 +122,9 @@ def call_in_fresh_process(impl, function: str, *, workdir, arrays: dict | None =
     spec_path = workdir / f"{tag}-spec.json"
     spec_path.write_text(json.dumps(spec))
     env = {**os.environ, "PYTHONHASHSEED": str(global_seed % 4294967295)}
+    platform = fresh_process_platform()
+    if platform:
+        env["JAX_PLATFORMS"] = platform
     try:
         done = subprocess.run([sys.executable, "-c", _CHILD, str(ROOT), str(spec_path)],
                               capture_output=True, text=True, timeout=timeout, env=env,
@@ -108,6 +139,21 @@ def call_in_fresh_process(impl, function: str, *, workdir, arrays: dict | None =
                                 f"{function} returned: {tail}")
     status = json.loads(status_path.read_text())
     if not status["ok"]:
+        if any(mark in status["message"] for mark in HELD_ELSEWHERE):
+            raise FreshProcessError(
+                "the fresh process could not open the accelerator: another process holds "
+                f"it (a TPU admits one process at a time): {status['message']}")
         raise FreshProcessError(f"in a fresh process: {status['message']}")
     with np.load(spec["out"]) as data:
         return {k: data[k] for k in data.files}
+
+
+def on_cpu(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` with every array argument and the default device on the
+    CPU: this process's counterpart of a fresh process pinned to the CPU."""
+    import jax
+    cpu = jax.devices("cpu")[0]
+    moved = jax.tree.map(lambda a: jax.device_put(a, cpu)
+                         if isinstance(a, (np.ndarray, jax.Array)) else a, (args, kwargs))
+    with jax.default_device(cpu):
+        return fn(*moved[0], **moved[1])

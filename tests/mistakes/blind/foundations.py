@@ -141,7 +141,16 @@ MISTAKES = [
      "misunderstood": "counts the initialisation as a step and runs steps - 1 updates",
      "edits": [("    for _ in range(steps):", "    for _ in range(steps - 1):")]},
 
+    {"stage": 2, "id": "blind-fit-cached-step-closure",
+     "misunderstood": "caches the jitted step in a module-level dict keyed on (x.shape, batch, lr) to save compiles; the cached step closes over the first call's x and y",
+     "edits": [(_FIT_LOOP, "    step = globals().setdefault('_FIT_STEPS', {}).setdefault(\n"
+                           "        (x.shape, batch, lr), step)\n" + _FIT_LOOP)]},
+
     # --------------------------------------------------------- stage 3: train_classifier
+    {"stage": 3, "id": "blind-train-bfloat16-inputs",
+     "misunderstood": "casts x to bfloat16 'for speed' before training; the params stay float32 but every input loses its low bits",
+     "edits": [("    k_init, k_order = jax.random.split(key)",
+                "    x = x.astype(jnp.bfloat16)\n    k_init, k_order = jax.random.split(key)")]},
     {"stage": 3, "id": "blind-train-shuffles-once",
      "misunderstood": "'shuffled once per epoch' read as 'shuffled once': one permutation reused for every epoch",
      "edits": [("        if j == 0:", "        if i == 0:")]},

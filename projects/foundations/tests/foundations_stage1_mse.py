@@ -1,0 +1,156 @@
+"""foundations stage 1: the edit-check loop. The learner's ``mse`` against the
+checker's float64 mean squared error (``math.fsum``) on odd shapes and extreme values,
+and the same function exported under ``jax.jit`` and run here on new inputs."""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+from foundations_harness import (
+    MSE_RTOL,
+    checker,
+)
+
+from coursekit.checking.errors import CheckFailed, LearnerCodeError
+from coursekit.checking.learner import (
+    get_function,
+    on_input,
+)
+from coursekit.checking.values import as_array, as_float64_array, fail_unless
+
+# ---------------------------------------------------------------------------------------
+# Stage 1: mse
+# ---------------------------------------------------------------------------------------
+
+def mse_cases(ctx) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(what, pred, target): odd shapes of rank 0 to 3, a one-element array, values of
+    1e17 and 1e-17, large values close together, and pred == target."""
+    rng = ctx.rng("mse-shapes")
+    odd = lambda lo, hi: int(rng.integers(lo, hi)) | 1  # noqa: E731
+    shapes = [(odd(3, 40),), (odd(2, 12), odd(2, 12) + 2), (1,), (),
+              (3, 1, odd(2, 6) + 2)]
+    cases = []
+    for shape in shapes:
+        pred = rng.standard_normal(shape).astype(np.float32) * np.float32(rng.uniform(0.5, 3))
+        target = rng.standard_normal(shape).astype(np.float32)
+        cases.append((f"shape {shape}", pred, target))
+    shape = (odd(5, 15), odd(5, 15))
+    for scale in (1e17, 1e-17):
+        pred = (rng.standard_normal(shape) * scale).astype(np.float32)
+        target = (rng.standard_normal(shape) * scale).astype(np.float32)
+        cases.append((f"values of about {scale:g}, shape {shape}", pred, target))
+    offset = float(rng.uniform(2e3, 4e3))
+    pred = (offset + rng.standard_normal(shape)).astype(np.float32)
+    target = (offset + rng.standard_normal(shape)).astype(np.float32)
+    cases.append((f"values near {offset:.0f} a few units apart, shape {shape}", pred, target))
+    same = rng.standard_normal(shape[:1]).astype(np.float32)
+    cases.append((f"pred == target, shape {shape[:1]}", same, same.copy()))
+    return cases
+
+
+def mse64(pred: np.ndarray, target: np.ndarray) -> float:
+    """The checker's own mean squared error: float64 squares summed exactly rounded
+    (``math.fsum``), so the reference carries no summation error of its own."""
+    diff = pred.astype(np.float64).ravel() - target.astype(np.float64).ravel()
+    return math.fsum(diff * diff) / diff.size
+
+
+def scalar_float32(value, what: str, shape: tuple | None = None) -> float:
+    """A float32 0-d array's value, or a FAIL saying what came back instead (for ``shape``,
+    the inputs' shape, what a shape tied to it shows)."""
+    if hasattr(value, "shape") and tuple(value.shape) != () and shape is not None:
+        got = tuple(value.shape)
+        why = ("one value per row: the mean over the last axis alone" if got == shape[:-1]
+               else "the array's own shape of ones: keepdims=True" if got == (1,) * len(shape)
+               else "the elementwise squares, never averaged" if got == shape
+               else "not one number")
+        raise CheckFailed(f"{what} has shape {got} for inputs of shape {shape}",
+                          yours=got, expected="() (a 0-d array)",
+                          hint=f"yours is {why}: one number for the whole array")
+    as_array(value, what, (), "float32")
+    return float(as_float64_array(value, what, ()))
+
+
+def mse_hint(yours: float, pred: np.ndarray, target: np.ndarray) -> str:
+    """What a wrong mean squared error equals, of the classic slips, on this case."""
+    p64, t64 = pred.astype(np.float64).ravel(), target.astype(np.float64).ravel()
+    d = p64 - t64
+    n = d.size
+    mean_sq = float(np.mean(d * d))
+    p32, t32 = pred.astype(np.float32), target.astype(np.float32)
+    slips = [
+        (float(np.sum(d * d)), "the sum of the squared differences (n times the mean)"),
+        (math.sqrt(mean_sq), "the square root of the mean squared error (an RMSE)"),
+        (0.5 * mean_sq, "half the mean squared error"),
+        (float(np.sum(d * d)) / (n - 1) if n > 1 else math.nan,
+         "the sum of squares over n - 1, as for a sample variance"),
+        (float(np.mean(np.abs(d))), "the mean absolute difference, not squared"),
+        (float(np.mean(d)), "the mean of the differences, not squared"),
+        ((float(np.mean(p64)) - float(np.mean(t64))) ** 2,
+         "the squared difference of the means, not the mean of the squared differences"),
+        (float(np.mean(p32 * p32 - 2 * p32 * t32 + t32 * t32)),
+         "p^2 - 2pt + t^2 in float32, which cancels where values are large and close: "
+         "subtract first, then square"),
+    ]
+    for value, what in slips:
+        if math.isfinite(value) and math.isclose(yours, value, rel_tol=1e-5, abs_tol=0.0):
+            return f"yours is {what}"
+    err = abs(yours - mean_sq) / max(abs(mean_sq), 1e-300)
+    return (f"yours is off by relative {err:.2g}: the mean, over every element, of the "
+            "squared difference, in float32 precision at least")
+
+
+@checker.check(1)
+def mse_matches_float64_reference(impl, ctx):
+    mse = get_function(impl, "mse")
+    for what, pred, target in mse_cases(ctx):
+        ref = mse64(pred, target)
+        with on_input(f"pred and target of {what}, float32"):
+            out = mse(jnp.asarray(pred), jnp.asarray(target))
+        yours = scalar_float32(out, f"mse(...) for {what}", pred.shape)
+        fail_unless(np.isclose(yours, ref, rtol=MSE_RTOL, atol=0.0),
+                    f"mse is wrong for {what} (relative tolerance {MSE_RTOL:g} against "
+                    "float64)", yours=yours, expected=ref,
+                    hint=mse_hint(yours, pred, target))
+
+
+@checker.check(1)
+def mse_works_under_jit(impl, ctx):
+    """The learner's mse exported (traced under jit, as StableHLO) and run here, on the
+    traced inputs and on new ones of the same shape."""
+    mse = get_function(impl, "mse")
+    cases = mse_cases(ctx)
+    _, pred, target = cases[1]
+    eager = scalar_float32(mse(jnp.asarray(pred), jnp.asarray(target)), "mse(...)")
+    try:
+        exported = mse.export(jnp.asarray(pred), jnp.asarray(target),
+                              out_example=jnp.zeros((), jnp.float32))
+    except LearnerCodeError as err:
+        if err.kind != "exception":
+            raise
+        text = str(err)
+        traced = [name for name in ("ConcretizationTypeError", "TracerBoolConversionError",
+                                    "TracerArrayConversionError",
+                                    "TracerIntegerConversionError") if name in text]
+        raise CheckFailed(f"jax.jit(mse) failed on pred and target of shape {pred.shape}: "
+                          f"{err}", hint=f"{traced[0]}: under jit your mse meets abstract "
+                          "values (tracers), and it turned one into a Python value or a "
+                          "numpy array" if traced else "the same call outside jit "
+                          "worked: what fails is tracing it") from None
+    jitted = scalar_float32(exported.call(jnp.asarray(pred), jnp.asarray(target)),
+                            "jax.jit(mse)(...)")
+    fail_unless(np.isclose(eager, jitted, rtol=1e-6, atol=0.0),
+                "jax.jit(mse) disagrees with mse", yours=jitted, expected=eager,
+                hint="use jnp operations only, no float() inside")
+    rng = ctx.rng("mse-jit-inputs")
+    pred2 = rng.standard_normal(pred.shape).astype(np.float32)
+    target2 = rng.standard_normal(pred.shape).astype(np.float32)
+    again = scalar_float32(exported.call(jnp.asarray(pred2), jnp.asarray(target2)),
+                           "jax.jit(mse)(...)")
+    fail_unless(np.isclose(again, mse64(pred2, target2), rtol=MSE_RTOL, atol=0.0),
+                "jax.jit(mse) on new inputs of the same shape is wrong",
+                yours=again, expected=mse64(pred2, target2),
+                hint="compute from the arguments: nothing captured from an earlier call")
+
