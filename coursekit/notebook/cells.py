@@ -102,7 +102,8 @@ def passed_of(summary: dict) -> str:
     inconclusive)", not "10 of 10")."""
     ran = summary.get("ran", len(summary.get("results") or []))
     apart = [f"{summary[key]} {word}" for key, word in (
-        ("inconclusive", "inconclusive"), ("instructor", "graded by your instructor"))
+        ("inconclusive", "inconclusive"), ("not_applicable", "not applicable here"),
+        ("instructor", "graded by your instructor"))
         if summary.get(key)]
     return f"{summary.get('passed', 0)} of {ran}" + (f" ({', '.join(apart)})" if apart else "")
 

@@ -68,7 +68,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from coursekit.measure.timing import count_compiles, time_synced
-from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
+from coursekit.notebook.cells import (
+    compare_prediction,
+    cpu_label,
+    passed_of,
+    record_prediction,
+    run_check,
+)
 from coursekit.notebook.guard import attempt, load_learner, need, not_yet
 from coursekit.provenance import tracking as provenance
 from coursekit.workloads import classifier
@@ -660,9 +666,9 @@ with not_yet("comparable runs"):
 
 # %%
 evidence = {
-    "stage 1 checks passed": f"{check1['passed']} of {check1['passed'] + check1['failed']}",
-    "stage 2 checks passed": f"{check2['passed']} of {check2['passed'] + check2['failed']}",
-    "stage 3 checks passed": f"{check3['passed']} of {check3['passed'] + check3['failed']}",
+    "stage 1 checks passed": passed_of(check1),
+    "stage 2 checks passed": passed_of(check2),
+    "stage 3 checks passed": passed_of(check3),
     "gradient vs float64 finite differences": (f"{grad_rel_error:.1e} relative"
                                                if grads else "not yet"),
     "fit rerun in a fresh process": ("bitwise identical" if fitted and not fresh_diffs

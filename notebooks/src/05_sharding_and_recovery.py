@@ -808,7 +808,7 @@ print(f"after {DIVERGE_STEPS} steps: one device {reference_losses[-1]:.4g}"
 # check is kept as a FAILED run). Notebook 08 reads it back and compares only comparable runs.
 
 # %%
-from coursekit.notebook.cells import log_measurement
+from coursekit.notebook.cells import log_measurement, passed_of
 
 with not_yet("the step's timing, recorded"):
     need(profiled_ok)
@@ -875,10 +875,7 @@ else:
 # %%
 evidence = {}
 for n, chk in enumerate((check1, check2, check3, check4), start=1):
-    evidence[f"stage {n} checks passed"] = (
-        f"{chk['passed']} of {chk['passed'] + chk['failed']}"
-        + (f" ({chk['not_applicable']} not applicable here)" if chk.get("not_applicable")
-           else ""))
+    evidence[f"stage {n} checks passed"] = passed_of(chk)
 if ready(recovery_ok):
     evidence["killed after step / restored from step"] = \
         f"{A.report['steps'][-1]} / {B.report['first_step'] - 1}"
