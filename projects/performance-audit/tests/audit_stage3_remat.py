@@ -8,6 +8,7 @@ against the checker's own fresh-process peaks (within ``PEAK_WINDOW``)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 
@@ -22,6 +23,7 @@ from coursekit.checking.device import learner_may_hold_accelerator
 from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import get_function, on_input, require_written
 from coursekit.checking.values import as_float, fail_unless, require_keys
+from coursekit.compat import compiled_plan
 from coursekit.measure import peak_memory
 
 POLICIES = ("nothing_saveable", "dots_saveable", "everything_saveable")
@@ -170,8 +172,29 @@ def tanh_workload(ctx):
 
 
 def temp_of(fn, *args) -> int:
-    """The compiler's temporary bytes for ``fn`` (the checker's, instructor-only)."""
-    return instructor_module("performance_audit").temp_bytes(fn, *args)
+    """``temp_size_in_bytes`` of the plan of ``jax.jit(fn)`` compiled here, on the CPU:
+    held to a learner's figure computed on the CPU too (``temp_function``), since a plan
+    depends on the backend it is compiled for (a TPU reports temp 0 for a program whose
+    CPU plan holds 1.6 MB)."""
+    plan = compiled_plan.memory_plan(jax.jit(fn).lower(*args).compile())
+    return int(plan["temp_size_in_bytes"] or 0)
+
+
+@contextlib.contextmanager
+def temp_function(impl, ctx):
+    """The learner's ``compiler_temp_bytes`` where it compiles for the backend this
+    checker compiles for: the run's learner process off the chip; on an accelerator a
+    learner process kept on the CPU (closed after the check), so that the two plans
+    compared are plans for one backend."""
+    if not learner_may_hold_accelerator():
+        yield get_function(impl, "compiler_temp_bytes")
+        return
+    process = bridge.LearnerProcess(ctx.impl_path, env={protocol.ENV_ACCELERATOR: "0",
+                                                        "JAX_PLATFORMS": "cpu"})
+    try:
+        yield get_function(process.module(), "compiler_temp_bytes")
+    finally:
+        process.close()
 
 
 def temp_hint(yours, want: int, what: str) -> str:
@@ -293,8 +316,12 @@ def remat_really_applied(impl, ctx):
 
 @checker.check(3)
 def remat_saves_residuals_and_temp(impl, ctx):
+    with temp_function(impl, ctx) as temp:
+        saves_residuals_and_temp(impl, ctx, temp)
+
+
+def saves_residuals_and_temp(impl, ctx, temp):
     saved = get_function(impl, "saved_residual_bytes")
-    temp = get_function(impl, "compiler_temp_bytes")
     require_written(impl, "saved_residual_bytes")
     params, x, _ = remat_workload(ctx)
     # bytes, not float32 elements: the same model in bfloat16 keeps half the bytes
@@ -339,7 +366,11 @@ def remat_saves_residuals_and_temp(impl, ctx):
 
 @checker.check(3)
 def remat_policy_ordering(impl, ctx):
-    temp = get_function(impl, "compiler_temp_bytes")
+    with temp_function(impl, ctx) as temp:
+        policy_ordering(impl, ctx, temp)
+
+
+def policy_ordering(impl, ctx, temp):
     saved = get_function(impl, "saved_residual_bytes")
     require_written(impl, "tanh_chain_loss")  # its first call comes after the workloads
     params, x, _ = remat_workload(ctx)
