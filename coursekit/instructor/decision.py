@@ -159,15 +159,16 @@ def width_causes(before: dict, after: dict, own: dict, confidence: float = 0.95)
     z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
     causes = [
         [z * se, f"your interval's half-width is the normal quantile {z:.3g} on these "
-         f"rounds' spread: over {rounds} rounds a {confidence:.0%} interval is Student's t "
-         f"with {df} degrees of freedom ({t_rounds:.3g})"],
+         f"rounds' spread: over {rounds} rounds a 95% interval needs Student's t with {df} "
+         f"degrees of freedom ({t_rounds:.3g})"],
         [t_quantile(confidence, rounds) * se, f"your interval's half-width is Student's t "
          f"with {rounds} degrees of freedom, one too many: {rounds} rounds have {df}"],
         [t_rounds * se * math.sqrt(df / rounds), "your interval's half-width uses the "
          f"rounds' population spread (ddof=0): the spread of {rounds} rounds about their "
          "own mean is estimated with ddof=1"],
         [t_quantile((1 + confidence) / 2, df) * se, "your interval's half-width is "
-         f"Student's t for a {(1 + confidence) / 2:.1%} interval, not {confidence:.0%}"],
+         f"Student's t for a {(1 + confidence) / 2:.1%} interval: t_quantile takes the "
+         "two-sided confidence itself"],
     ]
     for dfs, what in ((n_before - 1, f"{n_before} raw samples - 1"),
                       (n_after - 1, f"{n_after} raw samples - 1"),

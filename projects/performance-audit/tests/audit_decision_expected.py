@@ -1,11 +1,13 @@
-"""Writes ``expected/decisions.json``, the stored public cases of performance-audit stage 4
-(see ``audit_decision_reference``): the stage's checks run live on the reference solution
-at ``PUBLIC_SEED``, keeping every case they draw and every result of the course's
-statistic they ask for. Run it from the course checkout (it needs the instructor code):
+"""Writes the stored public cases of performance-audit (see ``audit_decision_reference``):
+``expected/decisions.json`` (stage 4: every case its checks draw and every result of the
+course's statistic they ask for) and ``expected/remat.json`` (stage 3: the course's
+residual counts of its models on the public inputs). The checks run live on the reference
+solution at ``PUBLIC_SEED`` and keep what they asked the instructor code. Run it from the
+course checkout (it needs the instructor code):
 
     python projects/performance-audit/tests/audit_decision_expected.py [--check]
 
-``--check`` compares a fresh generation with the stored file instead of writing it.
+``--check`` compares a fresh generation with the stored files instead of writing them.
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SOLUTION = HERE.parent / "solution" / "model.py"
-STAGE = 4
+# (file, stage, the checks that ask the reference)
+FILES = (("decisions.json", 4, None),
+         ("remat.json", 3, {"remat_saves_residuals_and_temp", "remat_policy_ordering"}))
 
 
-def generate() -> dict:
-    """The stored cases, freshly drawn: runs stage 4 on the solution in this process."""
+def generate(stage: int = 4, only: set | None = None) -> dict:
+    """The stored cases, freshly drawn: runs ``stage`` (its checks ``only``) on the
+    solution in this process."""
     for path in (HERE.parents[2], HERE):
         if str(path) not in sys.path:
             sys.path.insert(0, str(path))
@@ -37,10 +42,11 @@ def generate() -> dict:
     reference.recording = {"public_seed": reference.PUBLIC_SEED, "draws": {}, "results": {}}
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            results = check.checker.run(SOLUTION, [STAGE], reference.PUBLIC_SEED, Path(tmp))
+            results = check.checker.run(SOLUTION, [stage], reference.PUBLIC_SEED, Path(tmp),
+                                        only=only)
         bad = [(r.check_id, r.status) for r in results if r.status != "pass"]
         if bad:
-            raise SystemExit(f"the reference solution does not pass stage {STAGE}: {bad}")
+            raise SystemExit(f"the reference solution does not pass stage {stage}: {bad}")
         return json.loads(dumps(reference.recording))
     finally:
         reference.recording = None
@@ -51,16 +57,19 @@ def dumps(value: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from audit_decision_reference import EXPECTED
-    fresh = generate()
-    if "--check" in argv:
-        same = json.loads(EXPECTED.read_text()) == fresh
-        print(f"{EXPECTED.name}: {'equal to' if same else 'DIFFERS from'} a fresh generation")
-        return 0 if same else 1
-    EXPECTED.parent.mkdir(exist_ok=True)
-    EXPECTED.write_text(dumps(fresh))
-    print(f"wrote {EXPECTED} ({len(fresh['draws'])} cases, {len(fresh['results'])} results)")
-    return 0
+    failed = 0
+    for name, stage, only in FILES:
+        path = HERE / "expected" / name
+        fresh = generate(stage, only)
+        if "--check" in argv:
+            same = path.is_file() and json.loads(path.read_text()) == fresh
+            print(f"{name}: {'equal to' if same else 'DIFFERS from'} a fresh generation")
+            failed += not same
+            continue
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(dumps(fresh))
+        print(f"wrote {path} ({len(fresh['draws'])} cases, {len(fresh['results'])} results)")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

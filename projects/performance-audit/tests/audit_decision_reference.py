@@ -46,17 +46,23 @@ def key_of(name: str, *args, **options) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-_store_cache: dict | None = None
+_stores: dict[Path, dict] = {}
 
 
-def store() -> dict:
-    global _store_cache
-    if _store_cache is None:
-        if not EXPECTED.is_file():
-            raise RuntimeError(f"checker bug, not your code: {EXPECTED.name} is missing "
+def store(path: Path = EXPECTED) -> dict:
+    if path not in _stores:
+        if not path.is_file():
+            raise RuntimeError(f"checker bug, not your code: {path.name} is missing "
                                "from this copy")
-        _store_cache = json.loads(EXPECTED.read_text())
-    return _store_cache
+        _stores[path] = json.loads(path.read_text())
+    return _stores[path]
+
+
+def seeded_rng(ctx, salt: str) -> np.random.Generator:
+    """``ctx.rng(salt)``, or in a learner's copy the public seed's: the stored results
+    are the ones of the public inputs."""
+    return np.random.default_rng([PUBLIC_SEED if stored_mode() else ctx.seed,
+                                  *salt.encode()])
 
 
 class DecisionReference:
@@ -64,11 +70,10 @@ class DecisionReference:
     statistic picked, ``result`` for what that statistic (or another instructor
     function) says about records the check built."""
 
-    def __init__(self, ctx, salt: str):
-        self.salt, self.stored = salt, stored_mode()
+    def __init__(self, ctx, salt: str, expected: Path = EXPECTED):
+        self.salt, self.stored, self.expected = salt, stored_mode(), expected
         self.draws = 0
-        self.rng = np.random.default_rng([PUBLIC_SEED if self.stored else ctx.seed,
-                                          *salt.encode()])
+        self.rng = seeded_rng(ctx, salt)
 
     def draw(self, make, holds, tries: int = 200):
         """The first ``make()`` (a (before, after) pair) for which ``holds(before,
@@ -77,7 +82,7 @@ class DecisionReference:
         name = f"{self.salt}#{self.draws}"
         self.draws += 1
         if self.stored:
-            kept = store()["draws"].get(name)
+            kept = store(self.expected)["draws"].get(name)
             if kept is None:
                 raise RuntimeError(f"checker bug, not your code: no stored case {name}")
             self.rng.bit_generator.state = kept["rng_state"]
@@ -97,7 +102,7 @@ class DecisionReference:
         the hint that wanted it says less, never the verdict)."""
         key = key_of(f"{module}.{name}", *args, **options)
         if self.stored:
-            return store()["results"].get(key)
+            return store(self.expected)["results"].get(key)
         value = getattr(graded.instructor_module(module), name)(*args, **options)
         if recording is not None:
             recording["results"][key] = value

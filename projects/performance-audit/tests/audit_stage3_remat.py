@@ -11,10 +11,12 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from audit_decision_reference import DecisionReference, seeded_rng
 from audit_harness import checker
 
 from coursekit import protocol
@@ -29,8 +31,11 @@ from coursekit.measure import peak_memory
 POLICIES = ("nothing_saveable", "dots_saveable", "everything_saveable")
 
 
+REMAT_EXPECTED = Path(__file__).resolve().parent / "expected" / "remat.json"
+
+
 def remat_workload(ctx):
-    rng = ctx.rng("remat")
+    rng = seeded_rng(ctx, "remat")
     depth, width = 3, int(rng.integers(40, 72)) * 2 + 1
     hidden, batch = 4 * width, int(rng.integers(100, 160)) | 1
     keys = jax.random.split(jax.random.key(int(rng.integers(0, 2**31))), 2 * depth + 1)
@@ -41,18 +46,25 @@ def remat_workload(ctx):
     return params, x, (depth, width, hidden, batch)
 
 
-# The checker's own models and fresh-process peaks are the course's, instructor-only
-# (coursekit.instructor.peak_memory): a learner's copy holds neither, and grades the checks
-# that need them where the instructor grades (coursekit.checking.graded).
+# The checker's fresh-process peaks are the course's, instructor-only
+# (coursekit.instructor.peak_memory): a learner's copy does not hold them.
 answers = instructor_module("peak_memory")
 
 
 def reference_loss(params, x, policy=None):
-    return answers.blocks_loss(params, x, policy)
+    """The contract's model (the starter's ``block``, applied in order; the mean of the
+    squares), without remat: remat changes memory, never the numbers, so ``policy`` is
+    not needed for the loss and gradients it is compared with."""
+    for p in params:
+        x = x + jax.nn.gelu(x @ p["w1"]) @ p["w2"]
+    return jnp.mean(x ** 2)
 
 
 def reference_tanh_loss(ws, x, policy=None):
-    return answers.tanh_chain_loss(ws, x, policy)
+    """The contract's plain ``tanh(x @ w)`` chain, mean of squares, without remat."""
+    for w in ws:
+        x = jnp.tanh(x @ w)
+    return jnp.mean(x ** 2)
 
 
 def learner_program(impl, ctx, policy):
@@ -129,17 +141,30 @@ def checkpoint_regions(program) -> int:
     return program.mlir_module().count("stablehlo.optimization_barrier")
 
 
-def residual_bytes(fn, *args) -> int:
-    """The checker's own count of saved residual bytes: saved_residual_bytes' answer,
-    instructor-only."""
-    return instructor_module("performance_audit").residual_bytes(fn, *args)
+def residual_counts(ctx, model: str, args, policy) -> dict:
+    """The residual counts of the course's ``model`` on ``args``' shapes and dtype under
+    ``policy``: the course's own count where its code is, the stored count of the public
+    inputs in a learner's copy (``expected/remat.json``, numbers only)."""
+    leaves = jax.tree.leaves(args)
+    if model == "blocks":
+        params, x = args
+        dims = [len(params), *params[0]["w1"].shape, x.shape[0]]
+    else:
+        ws, x = args
+        dims = [len(ws), ws[0].shape[0], x.shape[0]]
+    ref = DecisionReference(ctx, "residuals", REMAT_EXPECTED)
+    counts = ref.result("peak_memory", "model_residuals", model, dims,
+                        str(leaves[0].dtype), policy)
+    if counts is None:
+        raise RuntimeError("checker bug, not your code: no stored residual count for "
+                           f"{model} {dims} {leaves[0].dtype} policy={policy}")
+    return counts
 
 
-def residual_hint(fn, args, yours) -> str:
-    """The hint for saved residual bytes that differ from ``residual_bytes(fn, *args)``:
-    which other count of the same pullback ``yours`` equals (the checker's counts,
-    instructor-only), and only that cause; else the difference."""
-    counts = instructor_module("performance_audit").residual_counts(fn, *args)
+def residual_hint(counts: dict, yours) -> str:
+    """The hint for saved residual bytes that differ from ``counts["residuals"]``:
+    which other count of the same pullback ``yours`` equals, and only that cause; else
+    the difference."""
     want = counts["residuals"]
     for key, hint in (
             ("with_arguments", "yours is every leaf the pullback holds, the arguments "
@@ -164,7 +189,7 @@ def byte_count(value, what: str) -> int:
 
 def tanh_workload(ctx):
     """A plain ``tanh(x @ w)`` chain: square odd weights, a few layers."""
-    rng = ctx.rng("tanh")
+    rng = seeded_rng(ctx, "tanh")
     n, depth = int(rng.integers(30, 64)) * 2 + 1, int(rng.integers(3, 6))
     keys = jax.random.split(jax.random.key(int(rng.integers(0, 2**31))), depth + 1)
     ws = [jax.random.normal(k, (n, n)) / math.sqrt(n) for k in keys[:-1]]
@@ -327,24 +352,25 @@ def saves_residuals_and_temp(impl, ctx, temp):
     # bytes, not float32 elements: the same model in bfloat16 keeps half the bytes
     half = jax.tree.map(lambda a: a.astype(jnp.bfloat16), (params, x))
     yours = byte_count(saved(*half, None), "saved_residual_bytes")  # first: an unwritten
-    expected = residual_bytes(reference_loss, *half)  # function hears so at once
+    counts = residual_counts(ctx, "blocks", half, None)  # function hears so at once
+    expected = counts["residuals"]
     if as_float(yours, "saved bytes") != expected:
         fail_unless(False, "saved residual bytes of the bfloat16 model differ from the "
                     "checker's", yours=yours, expected=expected,
-                    hint=residual_hint(reference_loss, half, as_float(yours, "saved bytes")))
+                    hint=residual_hint(counts, as_float(yours, "saved bytes")))
     for policy in (None, "nothing_saveable"):
         # the residuals of a correctly rematerialised block loss, where the learner's own
         # program is one (remat_really_applied)
         if not remat_as_asked(impl, ctx, policy, len(params)):
             continue
-        expected = residual_bytes(lambda p, x: reference_loss(p, x, policy), params, x)  # noqa: B023
+        counts = residual_counts(ctx, "blocks", (params, x), policy)
+        expected = counts["residuals"]
         with on_input(blocks_input(params, x, policy)):
             yours = saved(params, x, policy)
         if as_float(yours, "saved bytes") != expected:
             fail_unless(False, f"saved residual bytes with policy={policy} differ from the "
                         "checker's", yours=yours, expected=expected,
-                        hint=residual_hint(lambda p, x: reference_loss(p, x, policy),  # noqa: B023
-                                           (params, x), as_float(yours, "saved bytes")))
+                        hint=residual_hint(counts, as_float(yours, "saved bytes")))
     fail_unless(saved(params, x, "nothing_saveable") < saved(params, x, None)
                 or not remat_as_asked(impl, ctx, "nothing_saveable", len(params)),
                 "remat did not reduce saved residuals", hint="with nothing_saveable a block "
@@ -399,7 +425,7 @@ def policy_ordering(impl, ctx, temp):
         fail_unless(got == temps[policy], f"tanh: compiler temp bytes with policy={policy} "
                     "differ", yours=got, expected=temps[policy],
                     hint=temp_hint(got, temps[policy], "your tanh chain's program"))
-        want = residual_bytes(lambda w, h: reference_tanh_loss(w, h, policy), ws, v)  # noqa: B023
+        want = residual_counts(ctx, "tanh", (ws, v), policy)["residuals"]
         got = as_float(saved(ws, v, policy, model="tanh"), "tanh saved bytes")
         fail_unless(got == want, f"tanh: saved residual bytes with policy={policy} differ",
                     yours=got, expected=want)
@@ -415,12 +441,12 @@ def policy_ordering(impl, ctx, temp):
             yours[policy] = as_float(temp(params, x, policy), "temp bytes")
         if not remat_as_asked(impl, ctx, policy, len(params)):
             continue  # remat_really_applied names it
-        want = temp_of(lambda p, v: jax.value_and_grad(reference_loss)(p, v, policy),  # noqa: B023
-                       params, x)
+        # the plan of your own block_loss program with this policy, compiled here
+        want = temp_of(learner_program(impl, ctx, policy).call, params, x)
         fail_unless(yours[policy] == want, f"blocks: compiler temp bytes with policy={policy} "
-                    "differ from the checker's compile of the same model",
+                    "differ from the checker's compile of your block_loss program",
                     yours=yours[policy], expected=want,
-                    hint=temp_hint(yours[policy], want, "the checker's model with this "
+                    hint=temp_hint(yours[policy], want, "your block_loss program with this "
                                    "policy"))
     # Only nothing_saveable < None is a property of remat itself: how dots_saveable and
     # everything_saveable compare with None depends on the sizes the seed draws (the

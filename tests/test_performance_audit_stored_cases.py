@@ -1,7 +1,9 @@
-"""performance-audit stage 4 in a learner's copy (issue 50): its checks run on stored
-public cases (``expected/decisions.json``), which must equal a fresh generation; there the
-reference solution passes, a known-wrong decide fails with the grader's verdict, the
-starter says "not yet" in every check, and the shipped stage-4 files compute no interval."""
+"""performance-audit stages 3 and 4 in a learner's copy (issue 50): stage 4's checks run
+on stored public cases (``expected/decisions.json``) and stage 3's residual counts are
+stored numbers for the public inputs (``expected/remat.json``); both must equal a fresh
+generation; there the reference solution passes, known-wrong files fail with the grader's
+verdict, the starter says "not yet" in every check, and the shipped stage-4 files compute
+no interval."""
 
 from __future__ import annotations
 
@@ -21,13 +23,15 @@ BOUNDARY = ("    up, down = 1.0 + min_gain, 1.0 / (1.0 + min_gain)",
             "    up, down = 1.0 + min_gain, 1.0 - min_gain")
 
 
-def stage4_stored(impl: Path, tmp_path: Path, seed: int = 3) -> dict[str, dict]:
-    """Stage 4 on ``impl`` as a learner's copy runs it (the stored cases)."""
-    out = tmp_path / f"{impl.stem}.json"
+def stage4_stored(impl: Path, tmp_path: Path, seed: int = 3, stage: int = 4,
+                  only: str = "") -> dict[str, dict]:
+    """``stage`` on ``impl`` as a learner's copy runs it (the stored cases)."""
+    out = tmp_path / f"{impl.stem}-{stage}.json"
     env = dict(os.environ, COURSE_DECISIONS_STORED="1", PYTHONPATH=str(ROOT))
-    subprocess.run([sys.executable, str(TESTS / "check.py"), "--stage", "4", "--impl",
-                    str(impl), "--seed", str(seed), "--json", str(out)], env=env,
-                   capture_output=True, text=True, timeout=300)
+    subprocess.run([sys.executable, str(TESTS / "check.py"), "--stage", str(stage),
+                    "--impl", str(impl), "--seed", str(seed), "--json", str(out),
+                    *(["--only", only] if only else [])], env=env,
+                   capture_output=True, text=True, timeout=600)
     return {r["check_id"]: r for r in json.loads(out.read_text())["results"]}
 
 
@@ -63,8 +67,7 @@ def test_the_starter_says_not_yet_in_every_stored_check(tmp_path):
         k: r["status"] for k, r in results.items()}
 
 
-@pytest.mark.parametrize("name", ["audit_stage4_decision.py", "audit_decision_hints.py",
-                                  "audit_decision_reference.py"])
+@pytest.mark.parametrize("name", ["audit_stage4_decision.py", "audit_decision_hints.py"])
 def test_shipped_stage4_files_compute_no_interval(name):
     """The decision method stays instructor-only: no t quantile, t interval, or
     interval of a median in what a learner's copy ships for stage 4."""
@@ -72,3 +75,21 @@ def test_shipped_stage4_files_compute_no_interval(name):
     for word in ("t_quantile", "interval_of", "ratio_by_rounds", "median_interval",
                  "instructor_module(\"decision\")"):
         assert word not in text, f"{name} holds {word}"
+
+
+RESIDUALS = ("jax.tree.leaves(pullback)\n                   if id(leaf) not in arguments)",
+             "jax.tree.leaves(pullback))")
+
+
+def test_stage3_residuals_and_temps_run_on_stored_counts(tmp_path):
+    only = "remat_saves_residuals_and_temp,remat_policy_ordering"
+    results = stage4_stored(SOLUTION, tmp_path, stage=3, only=only)
+    assert {k: r["status"] for k, r in results.items()} == {
+        "remat_saves_residuals_and_temp": "pass", "remat_policy_ordering": "pass"}, results
+    text = SOLUTION.read_text()
+    assert text.count(RESIDUALS[0]) == 1
+    wrong = tmp_path / "model.py"  # the arguments counted as residuals: failed, named
+    wrong.write_text(text.replace(*RESIDUALS))
+    results = stage4_stored(wrong, tmp_path, stage=3, only=only)
+    assert results["remat_saves_residuals_and_temp"]["status"] == "fail", results
+    assert "the arguments" in results["remat_saves_residuals_and_temp"]["hint"]
