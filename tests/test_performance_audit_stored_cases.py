@@ -81,11 +81,13 @@ RESIDUALS = ("jax.tree.leaves(pullback)\n                   if id(leaf) not in a
              "jax.tree.leaves(pullback))")
 
 
-def test_stage3_residuals_and_temps_run_on_stored_counts(tmp_path):
+def test_stage3_runs_on_stored_counts_and_peaks(tmp_path):
     only = "remat_saves_residuals_and_temp,remat_policy_ordering"
-    results = stage4_stored(SOLUTION, tmp_path, stage=3, only=only)
+    results = stage4_stored(SOLUTION, tmp_path, stage=3,
+                            only=only + ",peak_memory_from_fresh_process")
     assert {k: r["status"] for k, r in results.items()} == {
-        "remat_saves_residuals_and_temp": "pass", "remat_policy_ordering": "pass"}, results
+        "remat_saves_residuals_and_temp": "pass", "remat_policy_ordering": "pass",
+        "peak_memory_from_fresh_process": "pass"}, results
     text = SOLUTION.read_text()
     assert text.count(RESIDUALS[0]) == 1
     wrong = tmp_path / "model.py"  # the arguments counted as residuals: failed, named
