@@ -438,6 +438,19 @@ PLANTED = {
         (DECIDE_ROUNDS, DECIDE_ROUNDS + "    result['reasons'] = [f'the run is {decision}ed']\n")]),
     "decide_ratio_after_over_before": (4, "accepts_real_speedup", [
         ('    out = {"ratio": math.exp(est), "ci": None,', '    out = {"ratio": math.exp(-est), "ci": None,')]),
+    # issue 53: each decision boundary from both sides: "slower" below 1 - min_gain
+    # (0.950 for 0.952), "accept" above 1 / (1 - min_gain) or above 1 ("slower" below 1
+    # is decide_slower_below_one, above)
+    "decide_slower_below_one_minus_gain": (4, "decision_boundaries_from_both_sides", [
+        ("    up, down = 1.0 + min_gain, 1.0 / (1.0 + min_gain)",
+         "    up, down = 1.0 + min_gain, 1.0 - min_gain")]),
+    "decide_accept_above_the_inverse_of_one_minus_gain": (
+        4, "decision_boundaries_from_both_sides", [
+            ("    up, down = 1.0 + min_gain, 1.0 / (1.0 + min_gain)",
+             "    up, down = 1.0 / (1.0 - min_gain), 1.0 / (1.0 + min_gain)")]),
+    "decide_accept_above_one": (4, "decision_boundaries_from_both_sides", [
+        ("    up, down = 1.0 + min_gain, 1.0 / (1.0 + min_gain)",
+         "    up, down = 1.0, 1.0 / (1.0 + min_gain)")]),
     "amdahl_linear_in_share": (4, "amdahl_small_share", [
         ("    return 1.0 / ((1.0 - share) + share / kernel_speedup)\n",
          "    return 1.0 + share * (kernel_speedup - 1.0)\n")]),
@@ -491,6 +504,10 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "decide_reasons_without_numbers": "computed from the numbers",
          "decide_ratio_after_over_before": "other way round",
          "decide_reports_the_inverse_interval": "its inverse",
+         "decide_slower_below_one_minus_gain": "not below 1 - min_gain",
+         "decide_accept_above_the_inverse_of_one_minus_gain": "not above 1 / (1 - min_gain)",
+         "decide_slower_below_one": "not wholly below 1 / (1 + min_gain)",
+         "decide_accept_above_one": "not wholly above 1 + min_gain",
          "amdahl_linear_in_share": "linear in the share",
          "amdahl_returns_the_time_fraction": "new time as a fraction of the old",
          "amdahl_multiplies_the_share": "multiplied by the kernel speedup",
@@ -521,7 +538,8 @@ WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
 DECIDE_CHECKS = ["accepts_real_speedup", "rejects_noise", "rejects_drifting_null",
                  "accepts_speedup_in_drifting_rounds", "few_rounds_interval_at_95_percent",
                  "interval_at_the_confidence_asked",
-                 "says_slower_when_slower", "stalls_do_not_decide", "decide_applies_min_gain"]
+                 "says_slower_when_slower", "stalls_do_not_decide", "decide_applies_min_gain",
+                 "decision_boundaries_from_both_sides"]
 PAIRED_LOGS = ("        d = np.array([math.log(mb[r]) - math.log(ma[r]) for r in shared])\n"
                "        df = d.size - 1\n        est = float(d.mean())\n"
                "        half = t_quantile(confidence, df) * (float(np.std(d, ddof=1)) / "

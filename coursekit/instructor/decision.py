@@ -126,3 +126,81 @@ def decide_rounds(before: dict, after: dict, *, min_gain: float = 0.05,
         result.update(decision="reject", reasons=[
             f"{where} holds 1: no detectable change"])
     return result
+
+
+# ---------------------------------------------------------------------------------------
+# What performance-audit stage 4's checker compares with (stored for a learner's copy)
+# ---------------------------------------------------------------------------------------
+
+def reference_decision(before: dict, after: dict, *, min_gain: float = 0.05,
+                       confidence: float = 0.95) -> dict:
+    """``decide_rounds`` as numbers a checker keeps: decision, ratio, ci, method,
+    n_rounds, df, and ``widths``: [log half-width, what it is] for each width a classic
+    slip gives on the same rounds (the hint names the one a learner's interval has)."""
+    own = decide_rounds(before, after, min_gain=min_gain, confidence=confidence)
+    kept = {k: own.get(k) for k in ("decision", "ratio", "ci", "method", "n_rounds", "df")}
+    kept["widths"] = width_causes(before, after, own, confidence) if own.get("ci") else []
+    return kept
+
+
+def width_causes(before: dict, after: dict, own: dict, confidence: float = 0.95) -> list:
+    """[log half-width, the sentence naming it] for the widths of classic slips on these
+    rounds: Student's t with the raw samples' degrees of freedom or one too many, the
+    normal quantile, a population spread (ddof 0), a 97.5% quantile."""
+    import statistics
+    rounds = own.get("n_rounds") or 0
+    own_half = math.log(own["ci"][1] / own["ci"][0]) / 2
+    if own.get("method") != "paired rounds" or rounds < 3 or own_half <= 0:
+        return []
+    df = rounds - 1
+    t_rounds = t_quantile(confidence, df)
+    se = own_half / t_rounds
+    n_before, n_after = len(before["samples_s"]), len(after["samples_s"])
+    z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
+    causes = [
+        [z * se, f"your interval's half-width is the normal quantile {z:.3g} on these "
+         f"rounds' spread: over {rounds} rounds a 95% interval needs Student's t with {df} "
+         f"degrees of freedom ({t_rounds:.3g})"],
+        [t_quantile(confidence, rounds) * se, f"your interval's half-width is Student's t "
+         f"with {rounds} degrees of freedom, one too many: {rounds} rounds have {df}"],
+        [t_rounds * se * math.sqrt(df / rounds), "your interval's half-width uses the "
+         f"rounds' population spread (ddof=0): the spread of {rounds} rounds about their "
+         "own mean is estimated with ddof=1"],
+        [t_quantile((1 + confidence) / 2, df) * se, "your interval's half-width is "
+         f"Student's t for a {(1 + confidence) / 2:.1%} interval: t_quantile takes the "
+         "two-sided confidence itself"],
+    ]
+    for dfs, what in ((n_before - 1, f"{n_before} raw samples - 1"),
+                      (n_after - 1, f"{n_after} raw samples - 1"),
+                      (n_before + n_after - 2, f"{n_before} + {n_after} raw samples - 2")):
+        if dfs >= 1:
+            t = t_quantile(confidence, dfs)
+            causes.append([t * se, f"your interval's half-width is Student's t with {dfs} "
+                           f"degrees of freedom ({what}) on these rounds' spread, but the "
+                           f"evidence is {rounds} rounds (samples of a round share its "
+                           f"load): {df} degrees of freedom, t = {t_rounds:.3g}, not "
+                           f"{t:.3g}"])
+    return causes
+
+
+def _t_interval(log_ratios, confidence: float) -> list[float] | None:
+    d = np.asarray(log_ratios, dtype=float)
+    if d.size < 2:
+        return None
+    half = t_quantile(confidence, d.size - 1) * float(np.std(d, ddof=1)) / math.sqrt(d.size)
+    return [math.exp(d.mean() - half), math.exp(d.mean() + half)]
+
+
+def after_only_interval(before: dict, after: dict, confidence: float = 0.95):
+    """The interval of the speedup with only the "after" samples' spread in its width
+    (each "after" sample against the mean log of "before"): a classic slip."""
+    lb, la = np.log(before["samples_s"]), np.log(after["samples_s"])
+    return _t_interval(lb.mean() - la, confidence)
+
+
+def paired_by_position(before: dict, after: dict, confidence: float = 0.95):
+    """The interval of the speedup with sample i of each record paired, whether or not
+    they shared a round: a classic slip for records without round_ids."""
+    n = min(len(before["samples_s"]), len(after["samples_s"]))
+    return _t_interval(np.log(before["samples_s"][:n]) - np.log(after["samples_s"][:n]),
+                       confidence)

@@ -236,3 +236,25 @@ def blocks_call(depth: int, width: int, hidden: int, batch: int, policy=None, se
 
 def blocks_factory() -> str:
     return f"{Path(__file__).resolve()}:blocks_call"
+
+
+def model_residuals(model: str, dims: list, dtype: str, policy=None) -> dict:
+    """The residual counts (``performance_audit.residual_counts``) of the course's model
+    ``model`` ("blocks": dims = depth, width, hidden, batch; "tanh": depth, n, batch) in
+    ``dtype`` under ``policy``: numbers a learner's copy keeps for its public inputs
+    (a residual count depends on the shapes, the dtype and the policy alone)."""
+    import jax.numpy as jnp
+
+    from coursekit.instructor import performance_audit
+    kind = jnp.dtype(dtype)
+    if model == "blocks":
+        depth, width, hidden, batch = dims
+        params = [{"w1": jnp.full((width, hidden), 0.01, kind),
+                   "w2": jnp.full((hidden, width), 0.01, kind)} for _ in range(depth)]
+        args, loss = (params, jnp.ones((batch, width), kind)), blocks_loss
+    else:
+        depth, n, batch = dims
+        args = ([jnp.full((n, n), 0.01, kind) for _ in range(depth)],
+                jnp.ones((batch, n), kind))
+        loss = tanh_chain_loss
+    return performance_audit.residual_counts(lambda p, v: loss(p, v, policy), *args)

@@ -13,8 +13,8 @@ instructor-only (``coursekit.instructor.peak_memory``).
 
 from __future__ import annotations
 
-MEMORY_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
-                 "peak_memory_in_bytes", "total_allocation_bytes")
+from coursekit.compat import compiled_plan
+from coursekit.compat.compiled_plan import MEMORY_FIELDS
 
 
 def status_bytes(field: str) -> int:
@@ -27,10 +27,11 @@ def status_bytes(field: str) -> int:
 
 
 def memory_fields(compiled) -> dict:
-    """The five ``memory_analysis()`` figures of a compiled program (ints; None absent)."""
-    analysis = compiled.memory_analysis()
-    return {f: (int(getattr(analysis, f)) if hasattr(analysis, f) else None)
-            for f in MEMORY_FIELDS}
+    """The five ``memory_analysis()`` figures of a compiled program (ints; None absent),
+    read through ``coursekit.compat.compiled_plan`` (a TPU's temp reads 0: its scratch is
+    in the plan's peak, ``compiled_plan.scratch_bytes``)."""
+    plan = compiled_plan.memory_plan(compiled)
+    return {f: plan[f] for f in MEMORY_FIELDS}
 
 
 def device_stat(device, key: str = "peak_bytes_in_use") -> int | None:

@@ -443,11 +443,13 @@ with not_yet("traced and timed step reconciled"):
 # %% [markdown]
 # ### Check stage 4
 #
-# The same command the grader runs: `check.py --stage 4 --impl IMPL`. It builds its own run
-# records from seeds you do not see: a real speedup, noise that looks like one, identical
-# programs measured in drifting rounds, a true 1.25x in drifting rounds, a slowdown, a
-# faster but wrong run, records that cannot be compared, and a small share made twice as
-# fast.
+# The same command the grader runs: `check.py --stage 4 --impl IMPL`. In your copy it runs
+# the public cases stored in `projects/performance-audit/tests/expected/decisions.json`
+# (numbers: run records and the verdict each must get); the grader adds cases drawn from
+# seeds you do not see: a real speedup, noise that looks like one, identical programs
+# measured in drifting rounds, a true 1.25x in drifting rounds, a slowdown, each decision
+# boundary tried from both sides, a faster but wrong run, records that cannot be compared,
+# and a small share made twice as fast.
 #
 # The contracts are the docstrings of `predict_step_speedup` and `decide` in `model.py`.
 # Why the rounds and not the samples: resampling pooled samples treats 160 samples of 8

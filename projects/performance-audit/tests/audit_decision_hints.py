@@ -2,17 +2,12 @@
 checker's own statistics give, chosen by what the learner's own result shows: where its
 reported interval lies against the outcome it said, and, when its interval itself is in
 the wrong place, how its width or centre compares with the rounds' interval of the same
-records (a width that is Student's t for the raw samples' degrees of freedom, or the
-normal quantile, is named as such)."""
+records (a width equal to a classic slip's on the same rounds, which the reference
+computes, is named as such). Numbers and sentences only: no statistic is computed here."""
 
 from __future__ import annotations
 
 import math
-import statistics
-
-from coursekit.measure.decision import t_quantile
-
-CONFIDENCE = 0.95
 
 
 def reported_interval(result: dict) -> tuple[float, float] | None:
@@ -36,53 +31,24 @@ def side(ci: tuple[float, float], min_gain: float) -> str:
             else "reject")
 
 
-def width_cause(before: dict, after: dict, half: float, own: dict) -> str:
-    """What a log half-width ``half`` unlike the checker's paired-rounds one is, where the
-    records say: Student's t with the raw samples' degrees of freedom or one too many, the
-    normal quantile, a population spread (ddof 0), or the quantile of a 97.5% interval, on
-    the same rounds; else how much narrower or wider it is."""
+def width_cause(half: float, own: dict) -> str:
+    """What a log half-width ``half`` unlike the checker's is: the classic slip whose
+    width on the same rounds it equals to 0.5% (``own["widths"]``, the reference's), else
+    how much narrower or wider it is."""
     rounds = own.get("n_rounds") or 0
     own_half = math.log(own["ci"][1] / own["ci"][0]) / 2
     how = f"{own_half / half:.2g}x narrower" if half < own_half else \
         f"{half / own_half:.2g}x wider"
-    if own.get("method") != "paired rounds" or rounds < 3 or own_half <= 0:
-        return (f"your interval is {how} (in log) than the 95% interval these records give; "
-                "its width must carry the spread of the evidence, which is the rounds")
-    df = rounds - 1
-    t_rounds = t_quantile(CONFIDENCE, df)
-    se = own_half / t_rounds
-    n_before, n_after = len(before["samples_s"]), len(after["samples_s"])
-    z = statistics.NormalDist().inv_cdf(0.5 + CONFIDENCE / 2)
-    causes = [
-        (z * se, f"your interval's half-width is the normal quantile {z:.3g} on these "
-         f"rounds' spread: over {rounds} rounds a 95% interval needs Student's t with {df} "
-         f"degrees of freedom ({t_rounds:.3g})"),
-        (t_quantile(CONFIDENCE, rounds) * se, f"your interval's half-width is Student's t "
-         f"with {rounds} degrees of freedom, one too many: {rounds} rounds have {df}"),
-        (t_rounds * se * math.sqrt(df / rounds), "your interval's half-width uses the "
-         f"rounds' population spread (ddof=0): the spread of {rounds} rounds about their own "
-         "mean is estimated with ddof=1"),
-        (t_quantile((1 + CONFIDENCE) / 2, df) * se, "your interval's half-width is "
-         f"Student's t for a {(1 + CONFIDENCE) / 2:.1%} interval: t_quantile takes the "
-         "two-sided confidence itself"),
-    ]
-    for dfs, what in ((n_before - 1, f"{n_before} raw samples - 1"),
-                      (n_after - 1, f"{n_after} raw samples - 1"),
-                      (n_before + n_after - 2, f"{n_before} + {n_after} raw samples - 2")):
-        if dfs >= 1:
-            t = t_quantile(CONFIDENCE, dfs)
-            causes.append((t * se, f"your interval's half-width is Student's t with {dfs} "
-                           f"degrees of freedom ({what}) on these rounds' spread, but the "
-                           f"evidence is {rounds} rounds (samples of a round share its "
-                           f"load): {df} degrees of freedom, t = {t_rounds:.3g}, not "
-                           f"{t:.3g}"))
-    # the width nearest to the learner's, if it is that width to 0.5%
-    width, cause = min(causes, key=lambda c: abs(math.log(half / c[0])))
-    if math.isclose(half, width, rel_tol=0.005):
-        return cause
-    return (f"your interval is {how} (in log) than the 95% interval of these {rounds} "
-            "rounds: its width must carry the spread of the rounds, each round one piece "
-            "of evidence, at the confidence asked")
+    widths = own.get("widths") or []
+    if widths:
+        width, cause = min(widths, key=lambda c: abs(math.log(half / c[0])))
+        if math.isclose(half, width, rel_tol=0.005):
+            return cause
+        return (f"your interval is {how} (in log) than the 95% interval of these {rounds} "
+                "rounds: its width must carry the spread of the rounds, each round one "
+                "piece of evidence, at the confidence asked")
+    return (f"your interval is {how} (in log) than the 95% interval these records give; "
+            "its width must carry the spread of the evidence, which is the rounds")
 
 
 def decision_hint(result: dict, own: dict, before: dict, after: dict, min_gain: float,
@@ -110,10 +76,12 @@ def decision_hint(result: dict, own: dict, before: dict, after: dict, min_gain: 
                     ", not the whole interval; decide by where the whole interval lies, not "
                     "just the point estimate")
         return text + ": decide by where the whole interval lies"
+    if not own or not own.get("ci"):  # no reference interval to set it against
+        return otherwise
     a, b = own["ci"]
     half, own_half = math.log(hi / lo) / 2, math.log(b / a) / 2
     if half < own_half * 0.9 or half > own_half * 1.1:
-        cause = width_cause(before, after, half, own)
+        cause = width_cause(half, own)
         if half > own_half * 1.5 and own.get("method") == "paired rounds" and \
                 "half-width" not in cause:
             return (f"your interval is {half / own_half:.2g}x wider (in log) than the one "
@@ -126,3 +94,35 @@ def decision_hint(result: dict, own: dict, before: dict, after: dict, min_gain: 
                 "(the speedup, time before / time after, from each round's median): "
                 + otherwise)
     return otherwise
+
+
+def boundary_hint(result: dict, want: str, min_gain: float) -> str:
+    """Where the learner's own interval lies between a contract boundary and a nearby
+    one it seems to use instead (1 - min_gain for 1 / (1 + min_gain), 1 / (1 - min_gain)
+    for 1 + min_gain, 1 for either), the hint names both boundaries; else ""."""
+    ci = reported_interval(result)
+    got = result.get("decision")
+    if ci is None or got == want:
+        return ""
+    lo, hi = ci
+    up, down = 1 + min_gain, 1 / (1 + min_gain)
+    where = f"your interval [{lo:.4f}, {hi:.4f}] (min_gain {min_gain:g})"
+    if got == "reject" and want == "slower" and hi < down:
+        near = 1 - min_gain if min_gain < 1 else 0.0
+        if hi >= near:
+            return (f"{where} lies wholly below 1 / (1 + min_gain) = {down:.4f} but not "
+                    f"below 1 - min_gain = {near:.4f}, and you said 'reject': 'slower' is "
+                    "defined by 1 / (1 + min_gain), the inverse of the gain boundary")
+    if got == "reject" and want == "accept" and lo > up:
+        if min_gain < 1 and lo <= 1 / (1 - min_gain):
+            return (f"{where} lies wholly above 1 + min_gain = {up:.4f} but not above "
+                    f"1 / (1 - min_gain) = {1 / (1 - min_gain):.4f}, and you said "
+                    "'reject': 'accept' is defined by 1 + min_gain")
+    if got == "slower" and want == "reject" and down <= lo and hi < 1:
+        return (f"{where} lies below 1 but not wholly below 1 / (1 + min_gain) = "
+                f"{down:.4f}, and you said 'slower': 'slower' means slower by more than "
+                "the minimum gain")
+    if got == "accept" and want == "reject" and 1 < lo and hi <= up:
+        return (f"{where} lies above 1 but not wholly above 1 + min_gain = {up:.4f}, and "
+                "you said 'accept': 'accept' means faster by more than the minimum gain")
+    return ""

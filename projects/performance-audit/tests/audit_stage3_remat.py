@@ -8,27 +8,37 @@ against the checker's own fresh-process peaks (within ``PEAK_WINDOW``)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+from pathlib import Path
 
+import audit_decision_reference as stored_cases
 import jax
 import jax.numpy as jnp
 import numpy as np
+from audit_decision_reference import DecisionReference, seeded_rng
 from audit_harness import checker
 
 from coursekit import protocol
 from coursekit.checking import bridge
 from coursekit.checking.device import learner_may_hold_accelerator
+from coursekit.checking.errors import GradedByInstructor
 from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import get_function, on_input, require_written
 from coursekit.checking.values import as_float, fail_unless, require_keys
+from coursekit.compat import compiled_plan
 from coursekit.measure import peak_memory
 
 POLICIES = ("nothing_saveable", "dots_saveable", "everything_saveable")
 
 
+REMAT_EXPECTED = Path(__file__).resolve().parent / "expected" / "remat.json"
+PEAKS_EXPECTED = Path(__file__).resolve().parent / "expected" / "peaks.json"
+
+
 def remat_workload(ctx):
-    rng = ctx.rng("remat")
+    rng = seeded_rng(ctx, "remat")
     depth, width = 3, int(rng.integers(40, 72)) * 2 + 1
     hidden, batch = 4 * width, int(rng.integers(100, 160)) | 1
     keys = jax.random.split(jax.random.key(int(rng.integers(0, 2**31))), 2 * depth + 1)
@@ -39,18 +49,25 @@ def remat_workload(ctx):
     return params, x, (depth, width, hidden, batch)
 
 
-# The checker's own models and fresh-process peaks are the course's, instructor-only
-# (coursekit.instructor.peak_memory): a learner's copy holds neither, and grades the checks
-# that need them where the instructor grades (coursekit.checking.graded).
+# The checker's fresh-process peaks are the course's, instructor-only
+# (coursekit.instructor.peak_memory): a learner's copy does not hold them.
 answers = instructor_module("peak_memory")
 
 
 def reference_loss(params, x, policy=None):
-    return answers.blocks_loss(params, x, policy)
+    """The contract's model (the starter's ``block``, applied in order; the mean of the
+    squares), without remat: remat changes memory, never the numbers, so ``policy`` is
+    not needed for the loss and gradients it is compared with."""
+    for p in params:
+        x = x + jax.nn.gelu(x @ p["w1"]) @ p["w2"]
+    return jnp.mean(x ** 2)
 
 
 def reference_tanh_loss(ws, x, policy=None):
-    return answers.tanh_chain_loss(ws, x, policy)
+    """The contract's plain ``tanh(x @ w)`` chain, mean of squares, without remat."""
+    for w in ws:
+        x = jnp.tanh(x @ w)
+    return jnp.mean(x ** 2)
 
 
 def learner_program(impl, ctx, policy):
@@ -127,17 +144,30 @@ def checkpoint_regions(program) -> int:
     return program.mlir_module().count("stablehlo.optimization_barrier")
 
 
-def residual_bytes(fn, *args) -> int:
-    """The checker's own count of saved residual bytes: saved_residual_bytes' answer,
-    instructor-only."""
-    return instructor_module("performance_audit").residual_bytes(fn, *args)
+def residual_counts(ctx, model: str, args, policy) -> dict:
+    """The residual counts of the course's ``model`` on ``args``' shapes and dtype under
+    ``policy``: the course's own count where its code is, the stored count of the public
+    inputs in a learner's copy (``expected/remat.json``, numbers only)."""
+    leaves = jax.tree.leaves(args)
+    if model == "blocks":
+        params, x = args
+        dims = [len(params), *params[0]["w1"].shape, x.shape[0]]
+    else:
+        ws, x = args
+        dims = [len(ws), ws[0].shape[0], x.shape[0]]
+    ref = DecisionReference(ctx, "residuals", REMAT_EXPECTED)
+    counts = ref.result("peak_memory", "model_residuals", model, dims,
+                        str(leaves[0].dtype), policy)
+    if counts is None:
+        raise RuntimeError("checker bug, not your code: no stored residual count for "
+                           f"{model} {dims} {leaves[0].dtype} policy={policy}")
+    return counts
 
 
-def residual_hint(fn, args, yours) -> str:
-    """The hint for saved residual bytes that differ from ``residual_bytes(fn, *args)``:
-    which other count of the same pullback ``yours`` equals (the checker's counts,
-    instructor-only), and only that cause; else the difference."""
-    counts = instructor_module("performance_audit").residual_counts(fn, *args)
+def residual_hint(counts: dict, yours) -> str:
+    """The hint for saved residual bytes that differ from ``counts["residuals"]``:
+    which other count of the same pullback ``yours`` equals, and only that cause; else
+    the difference."""
     want = counts["residuals"]
     for key, hint in (
             ("with_arguments", "yours is every leaf the pullback holds, the arguments "
@@ -162,7 +192,7 @@ def byte_count(value, what: str) -> int:
 
 def tanh_workload(ctx):
     """A plain ``tanh(x @ w)`` chain: square odd weights, a few layers."""
-    rng = ctx.rng("tanh")
+    rng = seeded_rng(ctx, "tanh")
     n, depth = int(rng.integers(30, 64)) * 2 + 1, int(rng.integers(3, 6))
     keys = jax.random.split(jax.random.key(int(rng.integers(0, 2**31))), depth + 1)
     ws = [jax.random.normal(k, (n, n)) / math.sqrt(n) for k in keys[:-1]]
@@ -170,8 +200,29 @@ def tanh_workload(ctx):
 
 
 def temp_of(fn, *args) -> int:
-    """The compiler's temporary bytes for ``fn`` (the checker's, instructor-only)."""
-    return instructor_module("performance_audit").temp_bytes(fn, *args)
+    """``temp_size_in_bytes`` of the plan of ``jax.jit(fn)`` compiled here, on the CPU:
+    held to a learner's figure computed on the CPU too (``temp_function``), since a plan
+    depends on the backend it is compiled for (a TPU reports temp 0 for a program whose
+    CPU plan holds 1.6 MB)."""
+    plan = compiled_plan.memory_plan(jax.jit(fn).lower(*args).compile())
+    return int(plan["temp_size_in_bytes"] or 0)
+
+
+@contextlib.contextmanager
+def temp_function(impl, ctx):
+    """The learner's ``compiler_temp_bytes`` where it compiles for the backend this
+    checker compiles for: the run's learner process off the chip; on an accelerator a
+    learner process kept on the CPU (closed after the check), so that the two plans
+    compared are plans for one backend."""
+    if not learner_may_hold_accelerator():
+        yield get_function(impl, "compiler_temp_bytes")
+        return
+    process = bridge.LearnerProcess(ctx.impl_path, env={protocol.ENV_ACCELERATOR: "0",
+                                                        "JAX_PLATFORMS": "cpu"})
+    try:
+        yield get_function(process.module(), "compiler_temp_bytes")
+    finally:
+        process.close()
 
 
 def temp_hint(yours, want: int, what: str) -> str:
@@ -293,31 +344,36 @@ def remat_really_applied(impl, ctx):
 
 @checker.check(3)
 def remat_saves_residuals_and_temp(impl, ctx):
+    with temp_function(impl, ctx) as temp:
+        saves_residuals_and_temp(impl, ctx, temp)
+
+
+def saves_residuals_and_temp(impl, ctx, temp):
     saved = get_function(impl, "saved_residual_bytes")
-    temp = get_function(impl, "compiler_temp_bytes")
     require_written(impl, "saved_residual_bytes")
     params, x, _ = remat_workload(ctx)
     # bytes, not float32 elements: the same model in bfloat16 keeps half the bytes
     half = jax.tree.map(lambda a: a.astype(jnp.bfloat16), (params, x))
     yours = byte_count(saved(*half, None), "saved_residual_bytes")  # first: an unwritten
-    expected = residual_bytes(reference_loss, *half)  # function hears so at once
+    counts = residual_counts(ctx, "blocks", half, None)  # function hears so at once
+    expected = counts["residuals"]
     if as_float(yours, "saved bytes") != expected:
         fail_unless(False, "saved residual bytes of the bfloat16 model differ from the "
                     "checker's", yours=yours, expected=expected,
-                    hint=residual_hint(reference_loss, half, as_float(yours, "saved bytes")))
+                    hint=residual_hint(counts, as_float(yours, "saved bytes")))
     for policy in (None, "nothing_saveable"):
         # the residuals of a correctly rematerialised block loss, where the learner's own
         # program is one (remat_really_applied)
         if not remat_as_asked(impl, ctx, policy, len(params)):
             continue
-        expected = residual_bytes(lambda p, x: reference_loss(p, x, policy), params, x)  # noqa: B023
+        counts = residual_counts(ctx, "blocks", (params, x), policy)
+        expected = counts["residuals"]
         with on_input(blocks_input(params, x, policy)):
             yours = saved(params, x, policy)
         if as_float(yours, "saved bytes") != expected:
             fail_unless(False, f"saved residual bytes with policy={policy} differ from the "
                         "checker's", yours=yours, expected=expected,
-                        hint=residual_hint(lambda p, x: reference_loss(p, x, policy),  # noqa: B023
-                                           (params, x), as_float(yours, "saved bytes")))
+                        hint=residual_hint(counts, as_float(yours, "saved bytes")))
     fail_unless(saved(params, x, "nothing_saveable") < saved(params, x, None)
                 or not remat_as_asked(impl, ctx, "nothing_saveable", len(params)),
                 "remat did not reduce saved residuals", hint="with nothing_saveable a block "
@@ -339,7 +395,11 @@ def remat_saves_residuals_and_temp(impl, ctx):
 
 @checker.check(3)
 def remat_policy_ordering(impl, ctx):
-    temp = get_function(impl, "compiler_temp_bytes")
+    with temp_function(impl, ctx) as temp:
+        policy_ordering(impl, ctx, temp)
+
+
+def policy_ordering(impl, ctx, temp):
     saved = get_function(impl, "saved_residual_bytes")
     require_written(impl, "tanh_chain_loss")  # its first call comes after the workloads
     params, x, _ = remat_workload(ctx)
@@ -368,7 +428,7 @@ def remat_policy_ordering(impl, ctx):
         fail_unless(got == temps[policy], f"tanh: compiler temp bytes with policy={policy} "
                     "differ", yours=got, expected=temps[policy],
                     hint=temp_hint(got, temps[policy], "your tanh chain's program"))
-        want = residual_bytes(lambda w, h: reference_tanh_loss(w, h, policy), ws, v)  # noqa: B023
+        want = residual_counts(ctx, "tanh", (ws, v), policy)["residuals"]
         got = as_float(saved(ws, v, policy, model="tanh"), "tanh saved bytes")
         fail_unless(got == want, f"tanh: saved residual bytes with policy={policy} differ",
                     yours=got, expected=want)
@@ -384,12 +444,12 @@ def remat_policy_ordering(impl, ctx):
             yours[policy] = as_float(temp(params, x, policy), "temp bytes")
         if not remat_as_asked(impl, ctx, policy, len(params)):
             continue  # remat_really_applied names it
-        want = temp_of(lambda p, v: jax.value_and_grad(reference_loss)(p, v, policy),  # noqa: B023
-                       params, x)
+        # the plan of your own block_loss program with this policy, compiled here
+        want = temp_of(learner_program(impl, ctx, policy).call, params, x)
         fail_unless(yours[policy] == want, f"blocks: compiler temp bytes with policy={policy} "
-                    "differ from the checker's compile of the same model",
+                    "differ from the checker's compile of your block_loss program",
                     yours=yours[policy], expected=want,
-                    hint=temp_hint(yours[policy], want, "the checker's model with this "
+                    hint=temp_hint(yours[policy], want, "your block_loss program with this "
                                    "policy"))
     # Only nothing_saveable < None is a property of remat itself: how dots_saveable and
     # everything_saveable compare with None depends on the sizes the seed draws (the
@@ -416,7 +476,7 @@ PEAK_WINDOW = 1.35
 def peak_workload(ctx) -> dict:
     """Residual blocks whose activations dwarf the runtime's noise: narrow, tall batch
     (temp about 60 MiB without remat, about 25 MiB with nothing_saveable)."""
-    rng = ctx.rng("peak")
+    rng = seeded_rng(ctx, "peak")
     return {"depth": 3, "width": int(rng.integers(15, 21)) * 2 + 1,
             "hidden": 512 + (int(rng.integers(0, 8)) * 2 + 1),
             "batch": 3000 + (int(rng.integers(0, 32)) * 2 + 1)}
@@ -454,6 +514,17 @@ def reference_peaks(cfg: dict, small: dict, policies: tuple, repeats: int) -> di
     process off the chip first): a device peak is compared with a device peak, never with
     host memory, and compiling adds nothing to a device peak."""
     key = repr((sorted(cfg.items()), sorted(small.items()), policies, repeats))
+    stored_key = stored_cases.key_of("reference_peaks", cfg, small, list(map(str, policies)),
+                                     repeats)
+    if stored_cases.stored_mode():  # the course's CPU figures for the public inputs
+        if learner_may_hold_accelerator():
+            raise GradedByInstructor("run-only peaks on an accelerator (the stored ones "
+                                     "are the course's CPU figures)")
+        kept = stored_cases.store(PEAKS_EXPECTED)["results"].get(stored_key)
+        if kept is None:
+            raise RuntimeError("checker bug, not your code: no stored peaks for "
+                               f"{cfg} {small}")
+        return kept
     if key not in _REFERENCE_PEAKS:
         variants = {str(p): (answers.blocks_factory(), dict(cfg, policy=p)) for p in policies}
         variants["small"] = (answers.blocks_factory(), dict(small, policy=None))
@@ -468,6 +539,8 @@ def reference_peaks(cfg: dict, small: dict, policies: tuple, repeats: int) -> di
                                             one_at_a_time=chip)
         _REFERENCE_PEAKS[key] = {**peaks,
                                  "compile_rise_bytes": 0 if chip else compile_rise(small)}
+    if stored_cases.recording is not None:
+        stored_cases.recording["results"][stored_key] = _REFERENCE_PEAKS[key]
     return _REFERENCE_PEAKS[key]
 
 
@@ -523,7 +596,7 @@ def compile_rise(cfg: dict) -> int:
 def small_workload(cfg: dict, ctx) -> dict:
     """The peak workload at a batch of 31-41: the run's own rise (about 8 MiB) is near
     what its compile adds, so a peak that holds the compile shows."""
-    return dict(cfg, batch=int(ctx.rng("peak-small").integers(15, 21)) * 2 + 1)
+    return dict(cfg, batch=int(seeded_rng(ctx, "peak-small").integers(15, 21)) * 2 + 1)
 
 
 def peak_hint(got: dict, ratio: float) -> str:

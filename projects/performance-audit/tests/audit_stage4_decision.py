@@ -1,10 +1,11 @@
 """performance-audit stage 4: decide what is ready. The learner's ``load_run`` and
-``decide`` on before/after run records the checker writes: each case is drawn until the
-checker's own statistics (the course's decision statistic, instructor-only:
-``coursekit.instructor.decision``; and the pooled-sample one) say what the answer must
-be, so that a tempting wrong rule (trusting the raw ratio, pooling samples of drifting
-rounds, means thrown off by a few stalls) fails; comparability and a correct output come
-before speed; and ``predict_step_speedup`` against Amdahl's law."""
+``decide`` on before/after run records the checker writes: each case is one the course's
+decision statistic picked (``audit_decision_reference``: drawn live from the run's seed
+where the course's code is, the stored public cases in a learner's copy), so that a
+tempting wrong rule (trusting the raw ratio, pooling samples of drifting rounds, means
+thrown off by a few stalls, a boundary off by a little) fails; every boundary is tried
+from both sides; comparability and a correct output come before speed; and
+``predict_step_speedup`` against Amdahl's law."""
 
 from __future__ import annotations
 
@@ -13,19 +14,14 @@ import math
 import re
 
 import numpy as np
-from audit_decision_hints import decision_hint, reported_interval, side
+from audit_decision_hints import boundary_hint, decision_hint, reported_interval, side
+from audit_decision_reference import DecisionReference
 from audit_harness import checker
 
 from coursekit.checking.errors import CheckFailed, LearnerCodeError, TamperEvidence
-from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import get_function, on_input
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure import decision
-from coursekit.measure.verdict import interval_of
-
-# the course's decide: a learner's copy does not hold it (its checks are graded there
-# by the instructor)
-answers = instructor_module("decision")
 
 
 def run_record(rng, median_s, spread, n=30, **overrides):
@@ -48,30 +44,31 @@ def rounds_records(rng, true_ratio, rounds=8, iters=12, **drift):
     return tuple(run_record(rng, base, 0.0, n=rounds * iters, **part) for part in pair)
 
 
-def decision_of(impl, before, after, ctx, **options) -> str:
-    return decide_result(impl, before, after, ctx, **options)["decision"]
+def decision_of(impl, before, after, ctx, ref, **options) -> str:
+    return decide_result(impl, before, after, ctx, ref, **options)["decision"]
 
 
-def expect_decision(impl, ctx, before, after, want: str, message: str, *, expected=None,
+def expect_decision(impl, ctx, ref, before, after, want: str, message: str, *, expected=None,
                     otherwise: str = "", cause: str = "", **options) -> dict:
     """The learner's ``decide`` on these records must say ``want``: otherwise a FAIL whose
     hint is ``cause`` (a mistake the check recognised in the learner's result) or else
     chosen by the learner's own result (``decision_hint``), ``otherwise`` where its
     interval is where its decision says and neither narrower nor wider than the rounds'."""
-    result = decide_result(impl, before, after, ctx, **options)
+    result = decide_result(impl, before, after, ctx, ref, **options)
     if result["decision"] == want:
         return result
     min_gain = options.get("min_gain", 0.05)
-    own = answers.decide_rounds(before, after, min_gain=min_gain)
+    own = ref.decide(before, after, **options)
     ci = reported_interval(result)
     raise CheckFailed(message, yours=f"{result['decision']} (your interval: "
-                      f"{'none' if ci is None else f'[{ci[0]:.3f}, {ci[1]:.3f}]'})",
+                      f"{'none' if ci is None else f'[{ci[0]:.4f}, {ci[1]:.4f}]'})",
                       expected=expected or want,
-                      hint=cause or decision_hint(result, own, before, after, min_gain,
-                                                  otherwise or f"the answer here is {want!r}"))
+                      hint=cause or boundary_hint(result, want, min_gain) or decision_hint(
+                          result, own, before, after, min_gain,
+                          otherwise or f"the answer here is {want!r}"))
 
 
-def decide_result(impl, before, after, ctx, **options) -> dict:
+def decide_result(impl, before, after, ctx, ref, **options) -> dict:
     """The learner's ``decide`` on these records (``options``: its keyword arguments)."""
     path = ctx.subdir("records")
     (path / "before.json").write_text(json.dumps(before))
@@ -92,7 +89,7 @@ def decide_result(impl, before, after, ctx, **options) -> dict:
                 expected="{'decision': 'accept'|'reject'|'slower', 'reasons': [...]}")
     min_gain = options.get("min_gain", 0.05)
     try:
-        own = answers.decide_rounds(before, after, min_gain=min_gain)["decision"]
+        own = (ref.decide(before, after, **options) or {}).get("decision")
     except ValueError:
         own = None
     if result["decision"] == own:  # a wrong decision is the check's own verdict to give
@@ -176,32 +173,21 @@ def reasons_state_the_numbers(result: dict) -> None:
                 "ratio) the decision rests on, printed in it")
 
 
-def draw_until(make, holds, tries: int = 200):
-    """The first ``make()`` (a (before, after) pair) for which ``holds(before, after)``:
-    a case the checker's own statistic picked, so that a tempting wrong rule fails on
-    it. Never the last draw by default: a case not found in ``tries`` is the checker's
-    bug, said as such, not a verdict on the learner's code."""
-    for _ in range(tries):
-        drawn = make()
-        if holds(*drawn):
-            return drawn
-    raise RuntimeError(f"checker bug, not your code: no case drawn in {tries} tries")
-
-
 @checker.check(4)
 def accepts_real_speedup(impl, ctx):
-    rng = ctx.rng("real")
+    ref = DecisionReference(ctx, "real")
+    rng = ref.rng
     base = float(rng.uniform(5e-3, 2e-2))
     before, after = run_record(rng, base, 0.08), run_record(rng, base / 2, 0.08)
-    result = expect_decision(impl, ctx, before, after, "accept",
+    result = expect_decision(impl, ctx, ref, before, after, "accept",
                              "a clear 2x speedup with correct output was not accepted")
     reasons_state_the_numbers(result)
     # the fewest raw samples the contract takes (5 each) still decide a clear case
     before, after = run_record(rng, base, 0.05, n=5), run_record(rng, base / 2, 0.05, n=5)
-    result = decide_result(impl, before, after, ctx)
+    result = decide_result(impl, before, after, ctx, ref)
     if result["decision"] != "accept":
         refused = result["decision"] == "reject" and reported_interval(result) is None
-        expect_decision(impl, ctx, before, after, "accept", "a clear 2x speedup with 5 raw "
+        expect_decision(impl, ctx, ref, before, after, "accept", "a clear 2x speedup with 5 raw "
                         "samples each (the fewest the contract takes) was not accepted",
                         otherwise="the contract refuses fewer than 5 raw samples; 5 "
                         "is enough" if refused else "")
@@ -209,19 +195,20 @@ def accepts_real_speedup(impl, ctx):
 
 @checker.check(4)
 def rejects_noise(impl, ctx):
-    rng = ctx.rng("noise")
+    ref = DecisionReference(ctx, "noise")
+    rng = ref.rng
     base = float(rng.uniform(5e-3, 2e-2))
     # Draw until "after" looks a little faster (a tempting claim) while the checker's own
     # intervals (over rounds, and over samples: without round_ids each sample is a round)
     # show it is noise: a decision that trusts the raw ratio must fail here.
     def tempting_noise(before, after):
         ratio = np.median(before["samples_s"]) / np.median(after["samples_s"])
-        return (answers.decide_rounds(before, after)["ci"][0] < 1.0 and
+        return (ref.live("decide_rounds", before, after)["ci"][0] < 1.0 and
                 decision.pooled_bootstrap(before, after)["ci"][0] < 1.0 and ratio > 1.03)
 
-    before, after = draw_until(lambda: (run_record(rng, base, 0.3), run_record(rng, base, 0.3)),
+    before, after = ref.draw(lambda: (run_record(rng, base, 0.3), run_record(rng, base, 0.3)),
                                tempting_noise)
-    expect_decision(impl, ctx, before, after, "reject", "a noise-only difference (the "
+    expect_decision(impl, ctx, ref, before, after, "reject", "a noise-only difference (the "
                     "medians' ratio "
                     f"{np.median(before['samples_s']) / np.median(after['samples_s']):.3f}) "
                     "was not rejected",
@@ -232,21 +219,21 @@ def rejects_noise(impl, ctx):
     # interval that lets only "after" vary clears 1 + min_gain, the one with both
     # records' spread holds 1 (the checker's own, over rounds and over pooled samples).
     def noisy_before(before, after):
-        return (answers.decide_rounds(before, after)["ci"][0] < 0.99
+        return (ref.live("decide_rounds", before, after)["ci"][0] < 0.99
                 and decision.pooled_bootstrap(before, after)["ci"][0] < 0.99
-                and after_only_interval(before, after)[0] > 1.1)
+                and ref.live("after_only_interval", before, after)[0] > 1.1)
 
-    before, after = draw_until(lambda: (run_record(rng, base, 0.45),
+    before, after = ref.draw(lambda: (run_record(rng, base, 0.45),
                                         run_record(rng, base / 1.2, 0.02)), noisy_before,
                                tries=400)
-    result = decide_result(impl, before, after, ctx)
-    alone = after_only_interval(before, after)
+    result = decide_result(impl, before, after, ctx, ref)
+    alone = ref.result("decision", "after_only_interval", before, after)
     if result["decision"] != "reject":
         ci = reported_interval(result)
         after_only = ci is not None and all(math.isclose(a, b, rel_tol=1e-3)
                                             for a, b in zip(ci, alone))
         expect_decision(
-            impl, ctx, before, after, "reject", "a speedup that the noise of the 'before' "
+            impl, ctx, ref, before, after, "reject", "a speedup that the noise of the 'before' "
             "samples hides was not rejected", expected=f"reject: with both records' spread "
             f"(before's samples spread {np.std(np.log(before['samples_s']), ddof=1):.2f} in "
             f"log, after's {np.std(np.log(after['samples_s']), ddof=1):.2f}) the 95% "
@@ -258,37 +245,30 @@ def rejects_noise(impl, ctx):
     # (the checker's own, over rounds and over pooled samples) still holds 1: "slower"
     # asks the whole interval to lie below 1 / (1 + min_gain), as "accept" asks it above.
     def tempting_slowdown(before, after):
-        own = answers.decide_rounds(before, after)
+        own = ref.live("decide_rounds", before, after)
         return (own["ratio"] < 0.93 and own["ci"][1] > 1.02
                 and decision.pooled_bootstrap(before, after)["ci"][1] > 1.02)
 
-    before, after = draw_until(lambda: (run_record(rng, base, 0.3), run_record(rng, base, 0.3)),
+    before, after = ref.draw(lambda: (run_record(rng, base, 0.3), run_record(rng, base, 0.3)),
                                tempting_slowdown, tries=400)
-    own = answers.decide_rounds(before, after)
-    expect_decision(impl, ctx, before, after, "reject", "noise that looks slower (the "
+    own = ref.decide(before, after)
+    expect_decision(impl, ctx, ref, before, after, "reject", "noise that looks slower (the "
                     f"estimate {own['ratio']:.3f}) was not rejected", expected="reject: the 95% "
                     "interval of these records holds 1")
 
 
-def after_only_interval(before: dict, after: dict, confidence: float = 0.95):
-    """The 95% interval of the speedup (mean log before - mean log after, each sample its
-    own round) with only the "after" samples' spread in its width: the mistake. Each
-    "after" sample against the mean of "before": before's spread never enters."""
-    lb, la = np.log(before["samples_s"]), np.log(after["samples_s"])
-    return interval_of(lb.mean() - la, confidence)
-
-
 @checker.check(4)
 def rejects_drifting_null(impl, ctx):
-    rng = ctx.rng("drifting-null")
+    ref = DecisionReference(ctx, "drifting-null")
+    rng = ref.rng
     # Identical programs measured in 8 interleaved rounds while the load drifts. Draw
     # until the pooled samples look clearly faster (a bootstrap that treats them as
     # independent accepts) while the rounds, the real evidence, hold 1 with a margin.
-    before, after = draw_until(
+    before, after = ref.draw(
         lambda: rounds_records(rng, 1.0, block_drift=0.1),
         lambda b, a: decision.pooled_bootstrap(b, a, n_boot=1000)["decision"] == "accept"
-        and answers.decide_rounds(b, a)["ci"][0] < 0.99, tries=400)
-    expect_decision(impl, ctx, before, after, "reject", "identical programs measured in "
+        and ref.live("decide_rounds", b, a)["ci"][0] < 0.99, tries=400)
+    expect_decision(impl, ctx, ref, before, after, "reject", "identical programs measured in "
                     "drifting rounds were judged different", expected="reject: the 95% "
                     "interval of the rounds holds 1",
                     otherwise="samples of one round share its load: the evidence is the "
@@ -306,17 +286,17 @@ def rejects_drifting_null(impl, ctx):
             return run_record(rng, median_s, 0.0, n=n, samples_s=[float(v) for v in samples])
         return record(base), record(base / ratio)
 
-    before, after = draw_until(
-        shared_trend, lambda b, a: answers.decide_rounds(b, a)["ci"][0] < 0.99
-        and paired_by_position(b, a)[0] > 1.06)
-    result = decide_result(impl, before, after, ctx)
-    paired = paired_by_position(before, after)
+    before, after = ref.draw(
+        shared_trend, lambda b, a: ref.live("decide_rounds", b, a)["ci"][0] < 0.99
+        and ref.live("paired_by_position", b, a)[0] > 1.06)
+    result = decide_result(impl, before, after, ctx, ref)
+    paired = ref.result("decision", "paired_by_position", before, after)
     if result["decision"] != "reject":
         ci = reported_interval(result)
         by_position = ci is not None and all(math.isclose(a, b, rel_tol=1e-3)
                                              for a, b in zip(ci, paired))
         expect_decision(
-            impl, ctx, before, after, "reject", "two runs without round_ids, measured one "
+            impl, ctx, ref, before, after, "reject", "two runs without round_ids, measured one "
             "after the other, were judged different", expected="reject: each sample its own "
             "round, the 95% interval holds 1",
             cause=f"your interval is the one that pairs sample i with sample i "
@@ -325,21 +305,14 @@ def rejects_drifting_null(impl, ctx):
             if by_position else "")
 
 
-def paired_by_position(before: dict, after: dict, confidence: float = 0.95):
-    """The 95% interval of the speedup with sample i of each record paired (the mistake
-    for records without round_ids)."""
-    n = min(len(before["samples_s"]), len(after["samples_s"]))
-    return interval_of(np.log(before["samples_s"][:n]) - np.log(after["samples_s"][:n]),
-                       confidence)
-
-
 @checker.check(4)
 def accepts_speedup_in_drifting_rounds(impl, ctx):
-    rng = ctx.rng("drifting-fast")
+    ref = DecisionReference(ctx, "drifting-fast")
+    rng = ref.rng
     # a true 1.25x whose rounds clear the minimum gain with a margin
-    before, after = draw_until(lambda: rounds_records(rng, 1.25),
-                               lambda b, a: answers.decide_rounds(b, a)["ci"][0] > 1.12)
-    expect_decision(impl, ctx, before, after, "accept", "a true 1.25x speedup measured in "
+    before, after = ref.draw(lambda: rounds_records(rng, 1.25),
+                               lambda b, a: ref.live("decide_rounds", b, a)["ci"][0] > 1.12)
+    expect_decision(impl, ctx, ref, before, after, "accept", "a true 1.25x speedup measured in "
                     "8 drifting rounds was not accepted")
 
 
@@ -370,20 +343,23 @@ def few_rounds_interval_at_95_percent(impl, ctx):
     rounds (Student's t on the ratios themselves, not their logs) sit within a few % of
     the checker's where the interval spans less than 1.65x (they part where rounds
     disagree by 2x)."""
-    rng = ctx.rng("few-rounds")
-    before, after = draw_until(lambda: three_rounds(rng), lambda b, a: (
-        answers.decide_rounds(b, a)["ci"][0] < 1.03
-        and scaled_interval(answers.decide_rounds(b, a), 0.85)[0] > 1.055), tries=600)
-    expect_decision(impl, ctx, before, after, "reject", "a gain 3 interleaved rounds cannot "
+    ref = DecisionReference(ctx, "few-rounds")
+    rng = ref.rng
+    before, after = ref.draw(lambda: three_rounds(rng), lambda b, a: (
+        ref.live("decide_rounds", b, a)["ci"][0] < 1.03
+        and scaled_interval(ref.live("decide_rounds", b, a), 0.85)[0] > 1.055), tries=600)
+    expect_decision(impl, ctx, ref, before, after, "reject", "a gain 3 interleaved rounds cannot "
                     "show was not rejected", expected="reject: the 95% interval of the 3 "
                     "rounds does not clear 1.05",
                     otherwise="3 rounds are little evidence: a 95% interval "
                     "over them is wide")
-    before, after = draw_until(lambda: three_rounds(rng), lambda b, a: (
-        1.1 < answers.decide_rounds(b, a)["ci"][0] < 1.14
-        and answers.decide_rounds(b, a)["ci"][1] < 1.65 * answers.decide_rounds(b, a)["ci"][0]
-        and scaled_interval(answers.decide_rounds(b, a), 1.3)[0] < 1.04), tries=1000)
-    expect_decision(impl, ctx, before, after, "accept", "a gain 3 interleaved rounds show "
+    def clears_by_a_little(b, a):
+        own = ref.live("decide_rounds", b, a)
+        return (1.1 < own["ci"][0] < 1.14 and own["ci"][1] < 1.65 * own["ci"][0]
+                and scaled_interval(own, 1.3)[0] < 1.04)
+
+    before, after = ref.draw(lambda: three_rounds(rng), clears_by_a_little, tries=1000)
+    expect_decision(impl, ctx, ref, before, after, "accept", "a gain 3 interleaved rounds show "
                     "was not accepted", expected="accept: the 95% interval of the 3 rounds "
                     "is clear of 1.05",
                     otherwise="a 95% interval, not a wider one")
@@ -394,19 +370,20 @@ def interval_at_the_confidence_asked(impl, ctx):
     """``confidence`` decides the interval's width: records whose rounds' 95% interval
     holds 1.05 while their 60% interval clears it must be rejected at 0.95 and accepted at
     0.6."""
-    rng = ctx.rng("confidence")
+    ref = DecisionReference(ctx, "confidence")
+    rng = ref.rng
     low = 0.6
 
     def holds(b, a):
-        return (answers.decide_rounds(b, a)["ci"][0] < 1.03
-                and answers.decide_rounds(b, a, confidence=low)["ci"][0] > 1.08)
+        return (ref.live("decide_rounds", b, a)["ci"][0] < 1.03
+                and ref.live("decide_rounds", b, a, confidence=low)["ci"][0] > 1.08)
 
-    before, after = draw_until(lambda: rounds_records(rng, float(rng.uniform(1.1, 1.25)),
+    before, after = ref.draw(lambda: rounds_records(rng, float(rng.uniform(1.1, 1.25)),
                                                       block_drift=0.1), holds, tries=400)
-    high = expect_decision(impl, ctx, before, after, "reject", "records whose 95% interval "
+    high = expect_decision(impl, ctx, ref, before, after, "reject", "records whose 95% interval "
                            "does not clear 1 + min_gain were not rejected at confidence 0.95")
-    own = answers.decide_rounds(before, after, confidence=low)
-    result = decide_result(impl, before, after, ctx, confidence=low)
+    own = ref.decide(before, after, confidence=low)
+    result = decide_result(impl, before, after, ctx, ref, confidence=low)
     if result["decision"] != "accept":
         same = reported_interval(result) is not None and \
             reported_interval(result) == reported_interval(high)
@@ -422,15 +399,16 @@ def interval_at_the_confidence_asked(impl, ctx):
 
 @checker.check(4)
 def says_slower_when_slower(impl, ctx):
-    rng = ctx.rng("drifting-slow")
+    ref = DecisionReference(ctx, "drifting-slow")
+    rng = ref.rng
     # a true 1.4x slowdown, clear in the rounds
-    before, after = draw_until(lambda: rounds_records(rng, 1 / 1.4),
-                               lambda b, a: answers.decide_rounds(b, a)["ci"][1] < 0.85)
-    expect_decision(impl, ctx, before, after, "slower", "a clear 1.4x slowdown was not "
+    before, after = ref.draw(lambda: rounds_records(rng, 1 / 1.4),
+                               lambda b, a: ref.live("decide_rounds", b, a)["ci"][1] < 0.85)
+    expect_decision(impl, ctx, ref, before, after, "slower", "a clear 1.4x slowdown was not "
                     "reported as slower", otherwise="three outcomes: 'slower' when the "
                     "whole interval lies below 1 / (1 + min_gain)")
     plain_before, plain_after = run_record(rng, 0.01, 0.05), run_record(rng, 0.015, 0.05)
-    expect_decision(impl, ctx, plain_before, plain_after, "slower", "a 1.5x slowdown in "
+    expect_decision(impl, ctx, ref, plain_before, plain_after, "slower", "a 1.5x slowdown in "
                     "records without round_ids was not reported as slower",
                     otherwise="without round_ids each sample is its own round")
     # A real slowdown smaller than the minimum: the checker's own interval lies wholly
@@ -438,11 +416,11 @@ def says_slower_when_slower(impl, ctx):
     # not "accept".
     down = 1 / 1.05
     base = float(rng.uniform(5e-3, 2e-2))
-    small_before, small_after = draw_until(
+    small_before, small_after = ref.draw(
         lambda: (run_record(rng, base, 0.01), run_record(rng, base * 1.025, 0.01)),
-        lambda b, a: down < answers.decide_rounds(b, a)["ci"][0]
-        and answers.decide_rounds(b, a)["ci"][1] < 0.995)
-    expect_decision(impl, ctx, small_before, small_after, "reject", "a real slowdown "
+        lambda b, a: down < ref.live("decide_rounds", b, a)["ci"][0]
+        and ref.live("decide_rounds", b, a)["ci"][1] < 0.995)
+    expect_decision(impl, ctx, ref, small_before, small_after, "reject", "a real slowdown "
                     "smaller than the minimum was not rejected", expected="reject: the 95% "
                     "interval lies below 1 but above "
                     f"1 / (1 + min_gain) = {down:.3f}", otherwise="'slower' means slower by "
@@ -469,7 +447,7 @@ def round_means(record: dict) -> dict:
     return dict(record, samples_s=[float(samples[ids == r].mean()) for r in ids])
 
 
-def stall_hint(impl, ctx, before, after, hint: str) -> str:
+def stall_hint(impl, ctx, ref, before, after, hint: str) -> str:
     """``hint`` (a round's median), unless the learner's decide answers otherwise when the
     same samples come in another order, each keeping its round id (one more call,
     measured here): then it reads the samples' order, not their round_ids, and that is the
@@ -487,8 +465,8 @@ def stall_hint(impl, ctx, before, after, hint: str) -> str:
         if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
             return all(same(x, y) for x, y in zip(a, b))
         return a == b
-    first = decide_result(impl, before, after, ctx)
-    again = decide_result(impl, shuffled(before), shuffled(after), ctx)
+    first = decide_result(impl, before, after, ctx, ref)
+    again = decide_result(impl, shuffled(before), shuffled(after), ctx, ref)
     if not all(same(first.get(k), again.get(k)) for k in ("decision", "ratio", "ci")):
         return (f"your decide answers otherwise when the same samples come in another order, "
                 f"each keeping its round id (decision {first['decision']!r}, ratio "
@@ -498,64 +476,68 @@ def stall_hint(impl, ctx, before, after, hint: str) -> str:
     return hint
 
 
-def stall_cause(result: dict, before: dict, after: dict) -> str:
+def stall_cause(result: dict, ref, before: dict, after: dict) -> str:
     """What a decision thrown by stalled samples shows: a ratio that is the one of each
     round's mean (a stall moves a mean, not a median), or else the hint of its interval."""
-    by_means = answers.decide_rounds(round_means(before), round_means(after))
+    by_means = ref.decide(round_means(before), round_means(after)) or {}
     try:
         ratio = float(result.get("ratio"))
     except (TypeError, ValueError):
         ratio = math.nan
-    if math.isclose(ratio, by_means["ratio"], rel_tol=1e-3):
+    if "ratio" in by_means and math.isclose(ratio, by_means["ratio"], rel_tol=1e-3):
         return (f"your ratio {ratio:.3f} is the one each round's mean gives: a few stalled "
                 "samples (20-60x slower) throw a mean far off; a round's median does not "
                 "move")
-    return decision_hint(result, answers.decide_rounds(before, after), before, after, 0.05,
+    return decision_hint(result, ref.decide(before, after), before, after, 0.05,
                          "a few samples of some rounds stalled 20-60x: summarise each round "
                          "by a statistic they do not move")
 
 
 @checker.check(4)
 def stalls_do_not_decide(impl, ctx):
-    rng = ctx.rng("stalls")
+    ref = DecisionReference(ctx, "stalls")
+    rng = ref.rng
     # identical programs, "before" stalled in every round (it is the one that triggers the
     # pauses): means say "after" is faster
     def stalled_before():
         before, after = rounds_records(rng, 1.0, block_drift=0.03)
         return with_stalls(rng, before, rounds_hit=8), after
 
-    before, after = draw_until(
-        stalled_before, lambda b, a: answers.decide_rounds(b, a)["ci"][0] < 0.99
-        and answers.decide_rounds(round_means(b), a)["decision"] == "accept")
-    result = decide_result(impl, before, after, ctx)
+    before, after = ref.draw(
+        stalled_before, lambda b, a: ref.live("decide_rounds", b, a)["ci"][0] < 0.99
+        and ref.live("decide_rounds", round_means(b), a)["decision"] == "accept")
+    ref.decide(round_means(before), round_means(after))  # kept for the hint
+    result = decide_result(impl, before, after, ctx, ref)
     if result["decision"] != "reject":
         fail_unless(False, "identical programs were judged different because a few "
                     "samples of one stalled", yours=result["decision"], expected="reject",
-                    hint=stall_hint(impl, ctx, before, after, stall_cause(result, before,
-                                                                          after)))
+                    hint=stall_hint(impl, ctx, ref, before, after,
+                                         stall_cause(result, ref, before, after)))
     # a true 1.3x speedup, "after" stalled in a few rounds: means say it is not faster
     def stalled_after():
         before, after = rounds_records(rng, 1.3, block_drift=0.03)
         return before, with_stalls(rng, after)
 
-    before, after = draw_until(
-        stalled_after, lambda b, a: answers.decide_rounds(b, a)["ci"][0] > 1.12
-        and answers.decide_rounds(b, round_means(a))["decision"] != "accept")
-    result = decide_result(impl, before, after, ctx)
+    before, after = ref.draw(
+        stalled_after, lambda b, a: ref.live("decide_rounds", b, a)["ci"][0] > 1.12
+        and ref.live("decide_rounds", b, round_means(a))["decision"] != "accept")
+    ref.decide(round_means(before), round_means(after))  # kept for the hint
+    result = decide_result(impl, before, after, ctx, ref)
     if result["decision"] != "accept":
         fail_unless(False, "a true 1.3x speedup was not accepted because a few of its "
                     "samples stalled", yours=result["decision"], expected="accept",
-                    hint=stall_hint(impl, ctx, before, after, stall_cause(result, before,
-                                                                          after)))
+                    hint=stall_hint(impl, ctx, ref, before, after,
+                                         stall_cause(result, ref, before, after)))
 
 
 @checker.check(4)
 def rejects_faster_but_wrong(impl, ctx):
-    rng = ctx.rng("wrong")
+    ref = DecisionReference(ctx, "wrong")
+    rng = ref.rng
     base = float(rng.uniform(5e-3, 2e-2))
     before = run_record(rng, base, 0.05)
     after = run_record(rng, base / 3, 0.05, output_ok=False)
-    got = decision_of(impl, before, after, ctx)
+    got = decision_of(impl, before, after, ctx, ref)
     fail_unless(got == "reject", "a 3x faster run with a wrong output was accepted",
                 yours=got, expected="reject", hint="'after' reports output_ok=False: a "
                 "wrong output is refused whatever its speed")
@@ -563,7 +545,8 @@ def rejects_faster_but_wrong(impl, ctx):
 
 @checker.check(4)
 def rejects_not_comparable(impl, ctx):
-    rng = ctx.rng("comparable")
+    ref = DecisionReference(ctx, "comparable")
+    rng = ref.rng
     base = float(rng.uniform(5e-3, 2e-2))
     before = run_record(rng, base, 0.05)
     # (what, the record, what makes the pair one that may not be compared)
@@ -580,7 +563,7 @@ def rejects_not_comparable(impl, ctx):
          "'after' has output_ok None: its output was never checked"),
     ]
     for name, after, why in cases:
-        got = decision_of(impl, before, after, ctx)
+        got = decision_of(impl, before, after, ctx, ref)
         fail_unless(got == "reject", f"not comparable ({name}) but {got!r}", yours=got,
                     expected="reject", hint=f"{why}: a pair that may not be compared is "
                     "rejected before any time is read")
@@ -588,28 +571,29 @@ def rejects_not_comparable(impl, ctx):
 
 @checker.check(4)
 def decide_applies_min_gain(impl, ctx):
-    rng = ctx.rng("min-gain")
+    ref = DecisionReference(ctx, "min-gain")
+    rng = ref.rng
     # The kernel got 2x faster, but it is a 5% share: the step gains about 2.6% (Amdahl's
     # law, the checker's own arithmetic), clear in tight samples but below the minimum.
     base, gain = float(rng.uniform(5e-3, 2e-2)), 1 / ((1 - 0.05) + 0.05 / 2.0)
-    before, after = draw_until(
+    before, after = ref.draw(
         lambda: (run_record(rng, base, 0.01), run_record(rng, base / gain, 0.01)),
-        lambda b, a: 1.0 < answers.decide_rounds(b, a)["ci"][0]
-        and answers.decide_rounds(b, a)["ci"][1] < 1.05)
-    expect_decision(impl, ctx, before, after, "reject", f"a {100 * (gain - 1):.1f}% step "
+        lambda b, a: 1.0 < ref.live("decide_rounds", b, a)["ci"][0]
+        and ref.live("decide_rounds", b, a)["ci"][1] < 1.05)
+    expect_decision(impl, ctx, ref, before, after, "reject", f"a {100 * (gain - 1):.1f}% step "
                     "gain (a 2x kernel at a 5% share) was not rejected", expected="reject: "
                     "the 95% interval lies above 1 but not "
                     "above 1 + min_gain = 1.05", otherwise="accept means faster by more than "
                     "the minimum gain")
     # min_gain=0 is in the contract (min_gain >= 0): then any real gain is accepted
-    expect_decision(impl, ctx, before, after, "accept", f"with min_gain=0 a real "
+    expect_decision(impl, ctx, ref, before, after, "accept", f"with min_gain=0 a real "
                     f"{100 * (gain - 1):.1f}% step gain was not accepted", expected="accept "
                     "(its interval lies above 1)",
                     otherwise="min_gain=0 is allowed: any gain whose whole interval lies "
                     "above 1", min_gain=0.0)
     # a negative minimum gain is bad input, refused by name (the contract: min_gain >= 0)
     try:
-        got = decision_of(impl, before, after, ctx, min_gain=-0.05)
+        got = decision_of(impl, before, after, ctx, ref, min_gain=-0.05)
     except LearnerCodeError as err:
         if isinstance(err, TamperEvidence) or err.kind != "exception":
             raise
@@ -622,20 +606,80 @@ def decide_applies_min_gain(impl, ctx):
                     hint="bad input gets a clear error, not a decision")
 
 
+def tight_rounds(rng, ratio: float):
+    """8 interleaved rounds of 12 samples on a quiet machine: an interval about 0.05%
+    wide (in log) around ``ratio``, narrow enough to sit between two nearby boundaries."""
+    return rounds_records(rng, ratio, round_drift=0.02, block_drift=0.0002, noise=0.0003,
+                          outliers=0.0)
+
+
+# (min_gain, the speedup drawn around, what the course's interval must hold, the answer)
+# beside each boundary of the contract, on both sides of it: "slower" below 1 / (1 + g)
+# (not 1 - g), "accept" above 1 + g (not 1 / (1 - g)), "reject" just outside each.
+BOUNDARY_CASES = [
+    (g, ratio, want)
+    for g, cases in (
+        (0.05, ((0.9510, "slower"), (0.9540, "reject"), (1.0513, "accept"), (1.0485, "reject"))),
+        (0.10, ((0.9048, "slower"), (0.9125, "reject"), (1.1055, "accept"), (1.0960, "reject"))),
+    )
+    for ratio, want in cases
+]
+
+
+def beside_boundary(g: float, want: str, ci) -> bool:
+    """The course's interval lies on ``want``'s side of the nearest boundary with room
+    for another sound interval (up to 3x as wide), and on the other side of the nearby
+    boundary a slip would use."""
+    lo, hi = ci
+    up, down = 1 + g, 1 / (1 + g)
+    margin = 2 * (hi - lo)
+    if want == "slower":
+        return 1 - g < hi < down - margin
+    if want == "accept":
+        return up + margin < lo < 1 / (1 - g)
+    if hi < 1:  # a slowdown smaller than the minimum
+        return down + margin < lo
+    return hi < up - margin and lo > 1
+
+
+@checker.check(4)
+def decision_boundaries_from_both_sides(impl, ctx):
+    """Each outcome's boundary tried from both sides at two minimum gains: intervals a
+    little inside "slower" (between 1 - g and 1 / (1 + g)) and "accept" (between 1 + g
+    and 1 / (1 - g)), and a little outside each, where the answer is "reject"."""
+    ref = DecisionReference(ctx, "boundaries")
+    rng = ref.rng
+    for g, ratio, want in BOUNDARY_CASES:
+        before, after = ref.draw(lambda ratio=ratio: tight_rounds(rng, ratio),
+                                 lambda b, a, g=g, want=want: beside_boundary(
+                                     g, want, ref.live("decide_rounds", b, a, min_gain=g)["ci"]))
+        own = ref.decide(before, after, min_gain=g)
+        ci = own["ci"] if own else None
+        where = f" [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""
+        expect_decision(impl, ctx, ref, before, after, want, f"an interval a little "
+                        f"{'inside' if want != 'reject' else 'outside'} a decision boundary "
+                        f"(min_gain {g:g}: accept above {1 + g:.4f}, slower below "
+                        f"{1 / (1 + g):.4f}) was not decided {want!r}",
+                        expected=f"{want}: the 95% interval of the rounds{where}",
+                        otherwise=f"the boundaries are 1 + min_gain = {1 + g:.4f} and "
+                        f"1 / (1 + min_gain) = {1 / (1 + g):.4f}", min_gain=g)
+
+
 @checker.check(4)
 def amdahl_small_share(impl, ctx):
     predict = get_function(impl, "predict_step_speedup")
-    rng = ctx.rng("amdahl")
-    audit = instructor_module("performance_audit")  # the law's arithmetic is the answer
+    ref = DecisionReference(ctx, "amdahl")
+    rng = ref.rng
     cases = [(0.05, 2.0)] + [(float(rng.uniform(0.01, 0.99)), float(rng.uniform(1.1, 10)))
                              for _ in range(5)]
     for share, speedup in cases:  # a 2x kernel at a 5% share first: about 2.6% for the step
-        expected = audit.step_speedup(share, speedup)
+        # the law's arithmetic is the answer: the reference's numbers, not its code
+        expected = ref.result("performance_audit", "step_speedup", share, speedup)
+        slips = ref.result("performance_audit", "step_speedup_slips", share, speedup)
         got = as_float(predict(share, speedup), "predicted speedup")
         fail_unless(math.isclose(got, expected, rel_tol=1e-9),
                     f"step speedup for share={share:.3f}, kernel {speedup:.2f}x",
-                    yours=got, expected=expected,
-                    hint=amdahl_hint(got, expected, audit.step_speedup_slips(share, speedup)))
+                    yours=got, expected=expected, hint=amdahl_hint(got, expected, slips or {}))
 
 
 def amdahl_hint(got: float, expected: float, slips: dict[str, float]) -> str:

@@ -586,4 +586,10 @@ MISTAKES = [
     {"stage": 4, "id": "blind-decide-slower-without-minimum",
      "misunderstood": "calls any clearly slower interval \"slower\", without the minimum",
      "edits": [("    elif hi < down:", "    elif hi < 1.0:")]},
+    {"stage": 4, "id": "blind-decide-slower-below-one-minus-gain",
+     "misunderstood": "takes 'slower by more than min_gain' as a speedup below 1 - min_gain "
+                      "(0.950), not below 1 / (1 + min_gain) (0.952): an interval between "
+                      "the two is called 'reject' (issue 53)",
+     "edits": [("    up, down = 1.0 + min_gain, 1.0 / (1.0 + min_gain)",
+                "    up, down = 1.0 + min_gain, 1.0 - min_gain")]},
 ]
