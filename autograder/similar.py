@@ -58,6 +58,7 @@ import io
 import json
 import sys
 import time
+import tokenize
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,6 +173,17 @@ def answer_docs(student: str, nb_path: Path, name: str,
 OTHER_FILES = "other files (Python and notebooks)"
 
 
+
+def python_text(data: bytes) -> str:
+    """A Python file's text as Python itself reads it: its coding line honoured (the same
+    file written in UTF-7, every newline "+AAo-", is one comment line to a UTF-8 reader
+    and would pair with nobody), undecodable bytes replaced."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding, errors="replace")
+    except (SyntaxError, LookupError):
+        return data.decode("utf-8", errors="replace")
+
 def learner_docs(student: str, root: Path, released: dict[str, dict[str, str]],
                  skipped: list[str] | None = None) -> list[Doc]:
     """Everything the learner handed in that can hold code (``autograder.handed_in.
@@ -195,8 +207,8 @@ def learner_docs(student: str, root: Path, released: dict[str, dict[str, str]],
             docs += got
             continue
         try:
-            text = notebook_code(path) if rel.endswith(".ipynb") else read_bounded(
-                path, MAX_PY_BYTES).decode("utf-8", errors="replace")
+            text = notebook_code(path) if rel.endswith(".ipynb") else python_text(
+                read_bounded(path, MAX_PY_BYTES))
         except (TooBig, OSError, ValueError) as err:
             skipped.append(f"{rel}: {err}")
             continue

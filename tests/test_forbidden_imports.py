@@ -290,3 +290,19 @@ def run_first_check(project: str, impl: Path, stage: int) -> dict:
                            str(impl), "--json", str(out), "--seed", "1", "--fail-fast"],
                           capture_output=True, text=True, timeout=600, cwd=ROOT)
     return {"stdout": done.stdout + done.stderr, "json": json.loads(out.read_text())}
+
+
+def test_a_file_is_read_as_python_reads_it_its_coding_line_honoured(tmp_path):
+    """Red team 2026-12-06: a model.py that declares utf-7 hides an import after "+AAo-"
+    (a newline to Python, part of a comment to a UTF-8 reader). The scan reads the file's
+    bytes as Python does, so the import it runs is the import it finds; ``similar`` reads
+    the same text."""
+    from autograder.similar import python_text
+    hidden = (b"# -*- coding: utf-7 -*-\n"
+              b"x = 1  #+AAo-from coursekit.instructor import peak_memory\n")
+    path = tmp_path / "model.py"
+    path.write_bytes(hidden)
+    assert {f.rule.qualified for f in forbidden.scan(path, forbidden.rules_for(AUDIT, 3))} \
+        == {"coursekit.instructor"}
+    assert "\nfrom coursekit.instructor import peak_memory" in python_text(hidden)
+    assert python_text("é = 1\n".encode()) == "é = 1\n"  # plain UTF-8 as before

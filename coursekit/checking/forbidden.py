@@ -381,8 +381,9 @@ def scan(source: str | Path, rules: tuple[Rule, ...] | list[Rule]) -> list[Findi
     unreadable file has no findings (the checks report it)."""
     rules = tuple(rules)
     try:
-        text = source.read_text() if isinstance(source, Path) else str(source)
-        tree = ast.parse(text)
+        # A file's bytes, as Python reads them: its coding line honoured (a file that
+        # declares utf-7 hides an import after "+AAo-" from a reader that assumes UTF-8)
+        tree = ast.parse(source.read_bytes() if isinstance(source, Path) else str(source))
     except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
         return []
     found: dict[tuple[int, str], tuple] = {}
