@@ -67,10 +67,12 @@ def _grade(folder: Path) -> dict:
     for name in NOTEBOOKS:
         handed_in = json.loads((ROOT / "notebooks" / name).read_text())
         (ref / "notebooks" / name).write_text(json.dumps(at_ci_sizes(handed_in), indent=1))
-    for name in projects():
-        shutil.copytree(ROOT / "projects" / name / "solution",
-                        ref / "projects" / name / "starter",
-                        ignore=shutil.ignore_patterns("__pycache__"))
+    for name in projects():  # what a learner hands in: model.py (a solution folder may
+        # hold authoring files beside it, e.g. foundations' sealed.py, which every handed-in
+        # .py being read by the stage's rules would rightly refuse)
+        (ref / "projects" / name / "starter").mkdir(parents=True)
+        shutil.copy(ROOT / "projects" / name / "solution" / "model.py",
+                    ref / "projects" / name / "starter" / "model.py")
     stages = ",".join(["projects", *(f"notebooks/{n}" for n in NOTEBOOKS)])
     # One grading worker: the session pins this worker to one core, where two CPU-bound
     # sandboxes only take turns (measured back to back, alone on one core: 368 s with one, 380 s with two).

@@ -11,7 +11,7 @@ seed per session as check.py picks one; the tests of the learner-facing command 
 from __future__ import annotations
 
 import pytest
-from helpers import checks_per_stage, plant, reference_run, run_checker, starter
+from helpers import checks_per_stage, plant, reference_run, run_checker, solution, starter
 from planted_batch import Planted, PlantedBatch
 
 PROJECT = "foundations"
@@ -584,7 +584,8 @@ def test_stored_replays_give_the_verdicts_of_the_live_ones(tmp_path, impl, stage
              "cached-step": BUGS[FIT_CACHED_STEP].replacements,
              "bfloat16": BUGS[TRAIN_BFLOAT16].replacements}[impl]
     only = {"2": REPEATED, "3": "train_follows_key_protocol,workload_params_follow_replay"}
-    result = run_checker(PROJECT, plant(tmp_path, PROJECT, impl, edits), stage, tmp=tmp_path,
+    path = plant(tmp_path, PROJECT, impl, edits) if edits else solution(PROJECT)
+    result = run_checker(PROJECT, path, stage, tmp=tmp_path,
                          only=only[stage], env={"COURSE_FOUNDATIONS_REPLAYS": "stored"})
     assert result["status"], result["stdout"] + result["stderr"]
     if verdict == "pass":

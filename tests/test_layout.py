@@ -95,8 +95,9 @@ def test_no_library_module_reaches_into_project_tests():
     # equivalent_mutants.txt: not checker code, the list `make mutants` reads (data, by name);
     # sealed/: the checker's replays as programs, which coursekit.checking.sealed loads for
     # the checker and coursekit.authoring.sealed writes (data, by name)
+    # expected/: stored outputs of fixed public inputs, numbers the checkers read (data)
     private = {p.name for p in (ROOT / "projects").glob("*/tests/*") if p.name not in (
-        "check.py", "__pycache__", "equivalent_mutants.txt", "sealed")}
+        "check.py", "__pycache__", "equivalent_mutants.txt", "sealed", "expected")}
     offenders = []
     for path in sorted((ROOT / "coursekit").rglob("*.py")) + sorted(
             (ROOT / "autograder").rglob("*.py")):

@@ -15,7 +15,7 @@ and checks them against their sources. A learner file may not load one
 (``coursekit.checking.forbidden``). A program is callable, so it is an answer all the same:
 the learner release leaves a checker's sealed replays out (``autograder.release``), and the
 checks compare there with the replays' stored outputs for public inputs (foundations:
-``projects/foundations/tests/expected/``, written by ``foundations_expected.py``).
+``projects/foundations/tests/expected/``, written by the project's generator beside its checker).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """pallas-kernel's rounding budget (stage 1's ``tolerance``) and the bracket a derived
 rtol must fall in. Instructor-only: the checker reads them as numbers for the public row
-lengths (``projects/pallas-kernel/tests/pallas_write_bars.py`` writes them from here)."""
+lengths (the project's generator beside its checker writes them from here)."""
 
 from __future__ import annotations
 
