@@ -180,9 +180,10 @@ def test_each_attack_scores_what_its_starter_or_control_scores(batch):
         assert _scores(recs[student]) == _scores(recs[like]), (student, like,
                                                                _scores(recs[student]))
         assert not recs[student].get("reason", "").startswith("tamper"), recs[student]
-    # the invented cell made no test: the real hidden part ran and failed
+    # the invented cell made no test: the real test ran and failed (its visible cases,
+    # several since issue 50, already fail what only the hidden part caught before)
     q = {q["id"]: q for q in recs["fake-hidden"]["questions"]}["summarize_samples_tests"]
-    assert q["hidden_failed"] and q["status"] == "fail"
+    assert q["status"] == "fail", q
     assert {q["id"] for q in recs["fake-hidden"]["questions"]} == \
         {"summarize_samples_tests", "prediction_unsynced_2n_present"}
 
@@ -208,7 +209,7 @@ def test_feedback_keeps_learners_apart_and_hidden_tests_hidden(batch):
     # nothing written beside the gradebook
     assert not (out / "feedback.md").exists() and not (out.parent / "feedback.md").exists()
     read_back = (out / "feedback" / folder("read-back") / "feedback.md").read_text()
-    assert "a hidden check failed" in read_back and "read back" not in read_back
+    assert "Status: **fail**" in read_back and "read back" not in read_back
 
 
 @pytest.mark.slow
