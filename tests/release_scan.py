@@ -134,16 +134,16 @@ ALLOWED: dict[tuple[str, str, str], str] = {
      "loss_and_grads_blocks.loss ~ instructor/peak_memory:blocks_loss"):
         "the residual blocks and their mean of squares are given (model.block, "
         "block_loss's docstring); block_loss's answer is the remat policy per block",
+    ("code", "projects/performance-audit/tests/audit_stage3_remat.py",
+     "reference_loss ~ instructor/peak_memory:blocks_loss"):
+        "the contract's model with no remat: the blocks and their mean of squares are given "
+        "(model.block, block_loss's docstring); block_loss's answer is the remat policy",
     ("code", "projects/performance-audit/starter/model.py",
      "block ~ instructor/peak_memory:blocks_loss.block"):
         "block is given by the starter: the model, not the exercise",
     ("code", "projects/pallas-kernel/tests/pallas_harness.py",
      "unit_roundoff ~ instructor/pallas_kernel:_u"):
         "the unit roundoff, eps / 2, is the README's definition (u32 = 2^-24)",
-    ("code", "projects/performance-audit/tests/audit_stage3_remat.py",
-     "_ ~ instructor/peak_memory:blocks_call"):
-        "value_and_grad of the checker's loss on its own inputs: the call every check of "
-        "the stage makes around the (instructor-only) loss",
     ("method", "autograder/feedback.py", "phrase 'how the reference does'"):
         "the heading the grader's feedback gives the walk-through it appends after "
         "grading; the walk-throughs themselves live in docs/checkers, not shipped",

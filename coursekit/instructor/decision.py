@@ -38,6 +38,7 @@ import math
 
 import numpy as np
 
+from coursekit.measure import verdict
 from coursekit.measure.decision import _samples, contention, grouped, t_quantile
 
 
@@ -184,11 +185,10 @@ def width_causes(before: dict, after: dict, own: dict, confidence: float = 0.95)
 
 
 def _t_interval(log_ratios, confidence: float) -> list[float] | None:
-    d = np.asarray(log_ratios, dtype=float)
-    if d.size < 2:
-        return None
-    half = t_quantile(confidence, d.size - 1) * float(np.std(d, ddof=1)) / math.sqrt(d.size)
-    return [math.exp(d.mean() - half), math.exp(d.mean() + half)]
+    """The checkers' own interval of a mean log ratio (``verdict.interval_of``, which
+    their noise verdicts use), as a list."""
+    found = verdict.interval_of(list(np.asarray(log_ratios, dtype=float)), confidence)
+    return None if found is None else list(found)
 
 
 def after_only_interval(before: dict, after: dict, confidence: float = 0.95):
