@@ -38,8 +38,12 @@ def stage4_stored(impl: Path, tmp_path: Path, seed: int = 3, stage: int = 4,
 def test_stored_cases_equal_a_fresh_generation():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("COURSE_DECISIONS_STORED", None)
+    # peaks.json holds measurements (fresh-process peaks): they agree within 1.15x on a
+    # quiet machine, not under any load, so the suite compares only the computed files;
+    # `audit_decision_expected.py --check` compares all three by hand
     done = subprocess.run([sys.executable, str(TESTS / "audit_decision_expected.py"),
-                           "--check"], env=env, capture_output=True, text=True, timeout=300)
+                           "--check", "--only", "decisions.json", "remat.json"], env=env,
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
 
