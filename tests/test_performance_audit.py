@@ -88,7 +88,10 @@ PLANTED = {
     "peak_ignores_policy": (3, "peak_memory_from_fresh_process", [
         ('"batch": batch,\n              "policy": policy}', '"batch": batch,\n'
          '              "policy": None}')]),
-    "policies_swapped": (3, "remat_policy_ordering", [
+    # swapped policies save what the other saves: the residuals, the plan and the run's
+    # peak all show it (stage 3 reads each from the learner's own programs since issue 50)
+    "policies_swapped": (3, ["remat_saves_residuals_and_temp", "remat_policy_ordering",
+                             "peak_memory_from_fresh_process"], [
         ("        step = jax.checkpoint(block, policy=getattr(jax.checkpoint_policies, policy))",
          "        swapped = {'nothing_saveable': 'everything_saveable',\n"
          "                   'everything_saveable': 'nothing_saveable'}.get(policy, policy)\n"
