@@ -195,6 +195,7 @@ with not_yet("saved residuals of one block"):
         print_saved_residuals(
             lambda p, v, policy=policy: impl.block_loss(p, v, policy), params[:1], x[:8])
 
+
 # %% [markdown]
 # ### Views of memory, one table
 #
