@@ -54,8 +54,11 @@ def fake_path(tmp_path_factory):
 
 def fake_env(fake_path, *fakes: str, **extra) -> dict:
     """The environment of a check.py run on the faked machine: the user has set no
-    JAX_PLATFORMS (as on the TPU VM), the fake is on every process's path."""
-    env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "XLA_FLAGS")}
+    JAX_PLATFORMS (as on the TPU VM), the fake is on every process's path. No shared
+    results (COURSE_CHECK_REUSE): the suite's sandboxed reference ran where sockets work,
+    so a check cell answered from it would hide the not-applicable verdicts under test."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("JAX_PLATFORMS", "XLA_FLAGS", "COURSE_CHECK_REUSE")}
     path = [str(fake_path), str(ROOT), *filter(None, env.get("PYTHONPATH", "").split(":"))]
     env.update({"PYTHONPATH": os.pathsep.join(path), **{f: "1" for f in fakes}, **extra})
     return env
