@@ -30,6 +30,7 @@ from helpers import PINNED
 COSTS_ENV = "COURSE_TESTS_COSTS"           # the folder every worker writes its lines to
 MIN_WALL_ENV = "COURSE_TESTS_COSTS_MIN_S"  # print for runs at least this long (default 60)
 SHOWN = 12                                 # files in the table
+SLOWEST = 60                               # tests kept in the JSON, slowest first
 _STARTED: dict = {}
 
 
@@ -84,7 +85,8 @@ def pytest_runtest_protocol(item, nextitem):
     yield
     folder = os.environ.get(COSTS_ENV)
     if folder and Path(folder).is_dir():
-        line = {"file": item.nodeid.partition("::")[0], "wall": time.perf_counter() - wall,
+        line = {"file": item.nodeid.partition("::")[0], "test": item.nodeid,
+                "wall": time.perf_counter() - wall,
                 "cpu": _cpu_s() - cpu, "pinned": os.environ.get(PINNED) is not None}
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         with open(Path(folder) / f"{worker}.jsonl", "a") as f:
@@ -94,10 +96,11 @@ def pytest_runtest_protocol(item, nextitem):
 def summary(folder: Path, wall_s: float, probe_s: float, cores: int) -> dict:
     """The run's figures from the workers' lines: per file and in all."""
     files: dict = defaultdict(lambda: {"wall": 0.0, "cpu": 0.0, "tests": 0})
-    pinned = []
+    pinned, tests = [], []
     for path in sorted(folder.glob("*.jsonl")):
         for text in path.read_text().splitlines():
             line = json.loads(text)
+            tests.append((line["wall"], line.get("test", line["file"]), path.stem))
             row = files[line["file"]]
             row["wall"] += line["wall"]
             row["cpu"] += line["cpu"]
@@ -108,7 +111,11 @@ def summary(folder: Path, wall_s: float, probe_s: float, cores: int) -> dict:
             "probe_units": cpu / probe_s if probe_s > 0 else None,
             "busy": cpu / (wall_s * cores) if wall_s > 0 else None,
             "pinned": bool(pinned) and all(pinned),
-            "files": dict(sorted(files.items(), key=lambda kv: -kv[1]["cpu"]))}
+            "files": dict(sorted(files.items(), key=lambda kv: -kv[1]["cpu"])),
+            # each test's wall, its module fixtures' setup included (the first test of a
+            # file that grades a batch carries the batch): where a trim would pay
+            "slowest": [{"wall": round(w, 1), "test": t, "worker": k}
+                        for w, t, k in sorted(tests, reverse=True)[:SLOWEST]]}
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
