@@ -228,13 +228,21 @@ def answer_functions() -> dict[str, tuple[str, ...]]:
     return out
 
 
-def learner_function_names() -> set[str]:
+@functools.cache  # the repository's starters: the same for every scan of a run
+def learner_function_names() -> frozenset[str]:
     """Every function a starter defines: the contract names them."""
-    out = set()
-    for path in (ROOT / "projects").glob("*/starter/model.py"):
-        out |= {n.name for n in ast.walk(ast.parse(path.read_text()))
-                if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    return out
+    return frozenset().union(*(defined_names(path.read_text())
+                               for path in (ROOT / "projects").glob("*/starter/model.py")))
+
+
+@functools.lru_cache(maxsize=4096)
+def defined_names(source: str) -> frozenset[str]:
+    """Every function and class ``source`` defines, at any depth. Cached by the text: a
+    planted copy of the release differs from it in a file or two, and parsing the other
+    200 again took 14 s of each planted case's 15."""
+    tree = parsed(source)
+    return frozenset(n.name for n in ast.walk(tree) if isinstance(
+        n, (ast.FunctionDef, ast.ClassDef))) if tree else frozenset()
 
 
 def instructor_only_names(release: Path) -> set[str]:
@@ -242,9 +250,14 @@ def instructor_only_names(release: Path) -> set[str]:
     release or a starter defines too is no pointer)."""
     defined = learner_function_names()
     for path in release.rglob("*.py"):
-        tree = parsed(path.read_text())
-        defined |= {n.name for n in ast.walk(tree) if isinstance(
-            n, (ast.FunctionDef, ast.ClassDef))} if tree else set()
+        defined |= defined_names(path.read_text())
+    return _instructor_names() - defined
+
+
+@functools.cache  # the repository's instructor code: the same for every scan of a run
+def _instructor_names() -> frozenset[str]:
+    """Names only an instructor module could point to: its top-level functions and
+    classes of more than one word, less the keys it registers inspectors under."""
     names, registered = set(), set()
     for path in INSTRUCTOR.glob("*.py"):
         tree = ast.parse(path.read_text())
@@ -255,7 +268,7 @@ def instructor_only_names(release: Path) -> set[str]:
         registered |= {k.value.rsplit("/", 1)[-1] for n in ast.walk(tree)
                        if isinstance(n, ast.Dict) for k in n.keys
                        if isinstance(k, ast.Constant) and isinstance(k.value, str)}
-    return names - defined - registered
+    return frozenset(names - registered)
 
 
 # ---------------------------------------------------------------------------------------
