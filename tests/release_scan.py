@@ -175,8 +175,11 @@ def code_sources(path: Path) -> list[str]:
     return re.findall(r"```python\n(.*?)```", path.read_text(), re.S)
 
 
+@functools.lru_cache(maxsize=4096)
 def parsed(source: str) -> ast.AST | None:
-    """The source as Python, IPython's magics and shell lines dropped; None if it is not."""
+    """The source as Python, IPython's magics and shell lines dropped; None if it is not.
+    Cached by the text (every rule reads the same files: a full scan parsed each file
+    about nine times); callers only read the tree."""
     lines = [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
     try:
         return ast.parse("\n".join(lines))
@@ -186,6 +189,11 @@ def parsed(source: str) -> ast.AST | None:
 
 def python_prose(source: str) -> list[str]:
     """The docstrings and comments of Python source."""
+    return list(_python_prose(source))
+
+
+@functools.lru_cache(maxsize=4096)  # by the text, as parsed: every rule reads the prose
+def _python_prose(source: str) -> tuple[str, ...]:
     out = []
     tree = parsed(source)
     for node in ast.walk(tree) if tree else ():
@@ -198,7 +206,7 @@ def python_prose(source: str) -> list[str]:
                 if t.type == tokenize.COMMENT]
     except (tokenize.TokenError, IndentationError, SyntaxError):
         pass
-    return out
+    return tuple(out)
 
 
 def prose(path: Path) -> list[str]:
@@ -226,6 +234,12 @@ def answer_functions() -> dict[str, tuple[str, ...]]:
         for name, fn in code.functions(ast.parse(path.read_text())):
             out[f"instructor/{path.stem}:{name}"] = code.tokens(fn)
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def answer_runs(answer: str, tokens: tuple[str, ...]) -> frozenset:
+    """An answer's token runs, made once per scan run rather than once per shipped file."""
+    return frozenset(code.runs(tokens))
 
 
 @functools.cache  # the repository's starters: the same for every scan of a run
@@ -281,11 +295,11 @@ def code_findings(rel: str, path: Path, answers: dict) -> list[tuple[str, str, s
     shipped = []
     for source in code_sources(path):
         tree = parsed(source)
-        shipped += [(name, code.tokens(fn)) for name, fn in code.functions(tree)] if tree else []
+        shipped += [(name, toks, code.runs(toks)) for name, toks in (
+            (name, code.tokens(fn)) for name, fn in code.functions(tree))] if tree else []
     for answer, mine in answers.items():
-        own = code.runs(mine)
-        for name, theirs in shipped:
-            theirs_runs = code.runs(theirs)
+        own = answer_runs(answer, mine)
+        for name, theirs, theirs_runs in shipped:
             if len(mine) >= code.MIN_TOKENS and mine == theirs:
                 why = "the same body"
             else:
