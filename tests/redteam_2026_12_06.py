@@ -50,6 +50,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import unfenced
 
 from autograder import sandbox
 from autograder.gradebook import Gradebook
@@ -458,20 +459,6 @@ def full_marks(record: dict) -> bool:
     with the call index": the checker's own flaw, not what the attack bought."""
     return all(c["status"] in ("pass", "inconclusive") or LOAD_FLAKE in str(c.get("message"))
                for c in record["checks"]) and record["status"] != "error"
-
-
-def unfenced(lines: list[str]) -> list[str]:
-    """The Markdown lines outside fenced blocks (inside one, text is shown, never read)."""
-    out, fence = [], None
-    for x in lines:
-        mark = x.strip()
-        if fence is None and mark.startswith("```"):
-            fence = mark.removesuffix("text")
-        elif fence is not None and mark == fence:
-            fence = None
-        elif fence is None:
-            out.append(x)
-    return out
 
 
 def forged_lines(md: str) -> list[str]:
