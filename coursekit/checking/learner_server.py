@@ -111,6 +111,12 @@ class Server:
         self.counters: dict = {}
         self.module = None
         self.reported: set = set()
+        self.reach = None  # what keeps the forbidden course code from the learner's code
+
+    def course_turn(self):
+        """A block where the checker's own code runs here (``coursekit.checking.reach``)."""
+        import contextlib
+        return self.reach.course_turn() if self.reach else contextlib.nullcontext()
 
     # -- facts and violations -------------------------------------------------------
     def violations(self) -> list[dict]:
@@ -128,7 +134,8 @@ class Server:
     def resolve(self, name: str, params: dict, wid: int):
         from coursekit.checking.probes import CallCounter
         from coursekit.workloads import catalog
-        counter = CallCounter(catalog.build(name, params))
+        with self.course_turn():  # a checker-named workload, built by the course's code
+            counter = CallCounter(catalog.build(name, params))
         self.counters[wid] = counter
         return counter
 
@@ -153,8 +160,13 @@ class Server:
         import coursekit.checking.probes  # noqa: F401
         import coursekit.checking.values  # noqa: F401
         import coursekit.measure.timing  # noqa: F401
+        from coursekit.checking import reach
         from coursekit.checking.errors import LearnerCodeError
         from coursekit.checking.learner import load_impl, unwritten_report
+        # what the forbidden rules keep from the learner's file stays out of its code's
+        # reach by any route while it runs, a name built at run time included
+        self.reach = reach.install(reach.project_of(self.impl_path))
+        del reach
         self.before = snapshot()
         try:
             self.module = load_impl(self.impl_path)
@@ -179,7 +191,8 @@ class Server:
                             resolve=self.resolve, learner=self.learner_function)
             if kind == "inspect":  # a checker-named inspector, not a learner function
                 from coursekit.workloads import inspectors
-                value = inspectors.run(str(header["fn"]), args, kwargs)
+                with self.course_turn():
+                    value = inspectors.run(str(header["fn"]), args, kwargs)
             elif kind == "call":
                 value = self.learner_function(header["fn"])(*args, **kwargs)
             elif kind == "export":
