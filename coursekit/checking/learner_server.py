@@ -113,6 +113,14 @@ class Server:
         self.reported: set = set()
         self.reach = None  # what keeps the forbidden course code from the learner's code
 
+    def keep_out_of_reach(self) -> None:
+        """What the forbidden rules keep from the learner's file stays out of its code's
+        reach by any route while it runs, a name built at run time included. In a learner
+        process of its own only (``main``): it cannot be undone, and a notebook kernel
+        that serves a check (``coursekit.checking.attached``) is the learner's own."""
+        from coursekit.checking import reach
+        self.reach = reach.install(reach.project_of(self.impl_path))
+
     def course_turn(self):
         """A block where the checker's own code runs here (``coursekit.checking.reach``)."""
         import contextlib
@@ -160,13 +168,8 @@ class Server:
         import coursekit.checking.probes  # noqa: F401
         import coursekit.checking.values  # noqa: F401
         import coursekit.measure.timing  # noqa: F401
-        from coursekit.checking import reach
         from coursekit.checking.errors import LearnerCodeError
         from coursekit.checking.learner import load_impl, unwritten_report
-        # what the forbidden rules keep from the learner's file stays out of its code's
-        # reach by any route while it runs, a name built at run time included
-        self.reach = reach.install(reach.project_of(self.impl_path))
-        del reach
         self.before = snapshot()
         try:
             self.module = load_impl(self.impl_path)
@@ -288,7 +291,9 @@ def main() -> None:
     if os.environ.get(protocol.ENV_ACCELERATOR) == "1":
         open_accelerator()
     impl_path = Path(sys.argv[1])
-    server_class(impl_path)(impl_path, rfd, wfd).serve()
+    server = server_class(impl_path)(impl_path, rfd, wfd)
+    server.keep_out_of_reach()
+    server.serve()
     sys.stdout.flush()
     os._exit(0)  # no atexit handlers from learner code after the checker is done
 

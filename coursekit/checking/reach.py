@@ -82,6 +82,7 @@ class _Guard:
                 if callable(real) and rule.qualified not in self.named:
                     self.named[rule.qualified] = (rule, real)
                     self._file_of(rule.module, rule, whole=False)
+        self.stems = {Path(key).name.split(".")[0] for key in self.files}
         # id(real) -> (real, its stand-in)
         self.stand_ins = {id(real): (real, self._stand_in(rule, real))
                           for rule, real in self.named.values()}
@@ -107,7 +108,7 @@ class _Guard:
             text = os.fsdecode(path)
         except TypeError:
             return None  # a descriptor
-        if not any(Path(key).name.split(".")[0] in text for key in self.files):
+        if not any(stem in text for stem in self.stems):
             return None  # the cheap test first: every open in the process comes here
         real = os.path.realpath(text)
         for key, rule in self.files.items():
