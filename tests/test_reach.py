@@ -60,6 +60,14 @@ def _exec():
     return space["time_synced"]
 
 
+def _linked():  # the file by another name: a link in a folder of the learner's
+    import os
+    import tempfile
+    link = os.path.join(tempfile.mkdtemp(), "mine.py")
+    os.symlink(TIMING, link)
+    return runpy.run_path(link)["time_synced"]
+
+
 def _lazily():  # a course function that imports the timer when it is called
     import coursekit.workloads.remote_pallas_kernel as remote
     return lambda fn, x, warmup, iters: remote.time_synced(fn, x, warmup, iters)
@@ -84,6 +92,7 @@ ROUTES = {
     "file": _fresh,
     "runpy": lambda: runpy.run_path(str(TIMING))["time_synced"],
     "exec": _exec,
+    "link": _linked,
     "course-function": _lazily,
 }
 
@@ -131,7 +140,7 @@ def learner(tmp_path_factory):
 def test_every_route_to_the_course_timer_ends_at_the_named_refusal(learner):
     found = learner.module().routes()
     assert found == {name: "ReachRefused" for name in found}, found
-    assert len(found) == 11, found
+    assert len(found) == 12, found
 
 
 def test_the_refusal_reaches_the_checker_as_the_learner_s_named_error(learner):

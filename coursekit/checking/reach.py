@@ -13,9 +13,9 @@ file belongs to (``project_of``):
 * every course module a rule names whole (the instructor's code, the checker's
   ``remote_<project>`` modules, the sealed route's) is out of ``sys.modules`` and of its
   package's attributes;
-* no file of either kind is opened (an audit hook): a fresh copy from its path
-  (``importlib.util.spec_from_file_location``, ``runpy``, ``importlib.reload``,
-  ``exec(open(...).read())``) is refused with the same error.
+* no file of either kind is opened (an audit hook; the file itself, by any link or path to
+  it): a fresh copy from its path (``importlib.util.spec_from_file_location``, ``runpy``,
+  ``importlib.reload``, ``exec(open(...).read())``) is refused with the same error.
 
 The checker's own code that needs them in this process (the inspectors and workloads a
 check names) runs them inside ``course_turn()``: the learner process's main thread, while
@@ -25,12 +25,14 @@ The rules of every stage of the project hold at every stage: one learner process
 every stage of a run, and a name used where a later stage forbids it would be kept for
 that stage. A file that uses one is refused by the scan at that stage already.
 
-Out of reach of this: what needs no name (``gc.get_objects()`` walks to any object, the
+What this does not stop: what needs no name (``gc.get_objects()`` walks to any object, the
 stand-ins' own cells); a process the learner's code starts (it reads the course's files
 as the learner may); learner code that an inspector calls during its turn; the course's
-code copied into the learner's file. Third-party names (``jax.grad``, ``scipy.special``,
-``jax.export``) stay the scan's: the course's own code here uses them; the grader keeps
-sealed programs' files from every learner process (``autograder/guard.py``).
+code copied into the learner's file; a file opened relative to a folder's descriptor
+(``os.open(name, dir_fd=...)``: the audit event names no folder). Third-party names
+(``jax.grad``, ``scipy.special``, ``jax.export``) stay the scan's: the course's own code
+here uses them; the grader keeps sealed programs' files from every learner process
+(``autograder/guard.py``).
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ class _Guard:
         self.named = {}     # qualified name -> (rule, the real object)
         self.whole = {}     # module name -> rule
         self.hidden = {}    # module name -> module, out of sys.modules
-        self.files = {}     # a real path (a .py file or a package's folder) -> rule
+        self.files = {}     # (device, inode) of each file of their code -> rule
         self.turn = None    # the thread whose course turn it is
         self.main = threading.get_ident()
         for rule in rules:
@@ -82,13 +84,15 @@ class _Guard:
                 if callable(real) and rule.qualified not in self.named:
                     self.named[rule.qualified] = (rule, real)
                     self._file_of(rule.module, rule, whole=False)
-        self.stems = {Path(key).name.split(".")[0] for key in self.files}
+        self.prefixes = tuple(w + "." for w in self.whole)
         # id(real) -> (real, its stand-in)
         self.stand_ins = {id(real): (real, self._stand_in(rule, real))
                           for rule, real in self.named.values()}
 
     # -- where a rule's code lives ------------------------------------------------------
     def _file_of(self, name: str, rule: Rule, *, whole: bool) -> None:
+        """Every file of the module (a package's whole folder): the files themselves
+        (device and inode), so a link by another name or path is the same file."""
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
@@ -97,25 +101,24 @@ class _Guard:
             return
         origin = Path(spec.origin).resolve()
         if whole and spec.submodule_search_locations:  # a package: all of its folder
-            self.files[str(origin.parent)] = rule
-        else:
-            self.files[str(origin)] = rule
-            cache = origin.parent / "__pycache__"
-            self.files[f"{cache}/{origin.stem}."] = rule  # its compiled copies
+            files = [origin.parent, *origin.parent.rglob("*")]
+        else:  # the module and its compiled copies
+            files = [origin, *(origin.parent / "__pycache__").glob(f"{origin.stem}.*.pyc")]
+        for file in files:
+            try:
+                info = file.stat()
+            except OSError:
+                continue
+            self.files[(info.st_dev, info.st_ino)] = rule
 
     def _file_rule(self, path) -> Rule | None:
+        if isinstance(path, int):
+            return None  # a descriptor: its file was opened (and asked about) by path
         try:
-            text = os.fsdecode(path)
-        except TypeError:
-            return None  # a descriptor
-        if not any(stem in text for stem in self.stems):
-            return None  # the cheap test first: every open in the process comes here
-        real = os.path.realpath(text)
-        for key, rule in self.files.items():
-            if real == key or real.startswith(key + os.sep) or \
-                    (key.endswith(".") and real.startswith(key)):
-                return rule
-        return None
+            info = os.stat(path)  # (every open in the process comes here: one stat)
+        except (OSError, TypeError, ValueError):
+            return None  # a file being made, or not a path
+        return self.files.get((info.st_dev, info.st_ino))
 
     # -- the turn of the course's own code ------------------------------------------------
     def in_turn(self) -> bool:
@@ -154,7 +157,8 @@ class _Guard:
                     delattr(sys.modules[parent], child)
 
     def _whole(self, name: str) -> bool:
-        return any(name == w or name.startswith(w + ".") for w in self.whole)
+        """``name`` is a module a rule names whole, or one of its submodules."""
+        return name.startswith(COURSE) and (name + ".").startswith(self.prefixes)
 
     # -- the refusals ---------------------------------------------------------------------
     def _stand_in(self, rule: Rule, real):
