@@ -9,7 +9,8 @@ route:
   out of the learner's code's reach (``coursekit/checking/reach.py``), so the stage
   scores no more than the control that imports it by name, and says why by name;
 * ``hopper``, control ``slow_control``: a ``time_fn`` 5x slow beside a helper that forks
-  and exits all the time (a new pid at each turn), let run at each call: held between
+  and exits all the time (a new pid at each turn), let run at each call (every process
+  of its uid continued, wherever the helper went): held between
   calls with one signal to its uid (``autograder/jail_spawner.py``), it never runs
   through a gap (``spun-outside=0``) and scores no more than its control.
 """
@@ -47,7 +48,13 @@ def submissions() -> dict[str, str]:
             "timer_control": timed + TIMER_STATIC,
             "dyn_timer": timed + TIMER_DYNAMIC,
             "slow_control": edited(honest, *SLOW),
-            "hopper": edited(honest, *SLOW) + REPORT + HOPPER}
+            "hopper": edited(honest, *SLOW) + REPORT + edited(HOPPER, *CONTINUE_ALL)}
+
+
+# The red team's hopper continues the pid it last wrote down: a stop that lands between a
+# fork and that note leaves its spinner stopped for good (4 hops in a batch). This one
+# continues every process of its uid at each call, wherever its spinner went.
+CONTINUE_ALL = ("_libc.kill(_st.unpack(\"q\", _SHARED[24:32])[0], 18)", "_libc.kill(-1, 18)")
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +79,8 @@ def graded(tmp_path_factory):
         rows = dict(zip(folders, pool.map(one, folders)))
     for student, r in rows.items():  # the figures, for whoever reads the log
         print(f"{student}: {r['status']} {r['points']:g}/{r['max_points']:g} " + " ".join(
-            f"{c['id']}={c['status']}" for c in r["checks"]) + f" {r['reason']}")
+            f"{c['id']}={c['status']}" for c in r["checks"]) + f" {r['reason']} "
+            f"{achieved(r) or ''}")
         for c in r["checks"]:
             if c["status"] != "pass":
                 print(f"    {c['id']}: {str(c.get('message'))[:300]}")
@@ -118,7 +126,7 @@ def test_a_timer_reached_by_a_built_name_scores_what_an_imported_one_scores(grad
 def test_a_pid_hopping_helper_never_runs_while_the_checker_measures(graded):
     control, hopper = graded["slow_control"], graded["hopper"]
     found = achieved(hopper)
-    assert found.get("hops", 0) > 0, hopper.get("stderr_tail", "")[-2000:]  # it ran
+    assert found.get("hops", 0) > 100, hopper.get("stderr_tail", "")[-2000:]  # it ran
     assert found.get("spun-outside", 0) == 0, (found, hopper.get("stderr_tail", "")[-2000:])
     assert gained(graded, "hopper", "slow_control") == [], hopper["checks"]
     assert hopper["points"] <= control["points"] or control["status"] == "inconclusive", \
