@@ -49,6 +49,7 @@ import secrets
 import select
 import signal
 import socket
+import time
 
 import jail_keys
 
@@ -60,14 +61,22 @@ RLIMITS = {"DATA": resource.RLIMIT_DATA, "FSIZE": resource.RLIMIT_FSIZE,
 
 
 def kill_uid(uid: int) -> None:
-    """SIGKILL every process of ``uid``, wherever it went (a helper that becomes ``uid``
-    and signals -1: the kernel's own rule for who may signal whom)."""
+    """SIGKILL every process of ``uid``, wherever it went (``signal_uid``)."""
+    signal_uid(uid, signal.SIGKILL)
+
+
+def signal_uid(uid: int, sig: int) -> None:
+    """Send ``sig`` to every process of ``uid`` at once: a helper that becomes ``uid`` and
+    signals -1 (the kernel's own rule for who may signal whom). One system call reaches
+    them all: the kernel walks its process list under the lock a fork needs to add a
+    process to it, and a fork in flight passes the signal on to its child, so a process
+    that forks and exits all the time (a new pid at each turn) cannot slip past it."""
     pid = os.fork()
     if pid == 0:
         try:
             os.setgid(uid)
             os.setuid(uid)
-            os.kill(-1, signal.SIGKILL)
+            os.kill(-1, sig)
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
@@ -86,27 +95,56 @@ def pids_of(uid: int) -> list[int]:
     return found
 
 
+STOPPED_STATES = frozenset("TtZXx")  # stopped, traced, or gone (a zombie runs nothing)
+SETTLE_S = 1.0
+
+
 def hold(uid: int, pid: int, how: str) -> None:
     """While the checker measures, a learner process's other processes hold still, so
     the load they make cannot turn its FAIL into "inconclusive": ``stop`` stops every
-    process of ``uid`` (again until a pass finds none new: one may fork while the first
-    pass runs; a stopped one cannot), ``run`` continues ``pid`` alone (between calls
-    nothing of ``uid`` ran, so nothing new exists), ``free`` continues them all."""
+    process of ``uid`` at once (``signal_uid``; a scan of /proc then a signal to each pid
+    missed a spinner that forks and exits faster than the scan: its new pid came after
+    the scan) and returns once each is seen stopped; ``run`` continues ``pid`` alone
+    (between calls nothing of ``uid`` ran, so nothing new exists); ``free`` continues
+    them all."""
     if how == "run":
         _signal(pid, signal.SIGCONT)
     elif how == "free":
-        for other in pids_of(uid):
-            _signal(other, signal.SIGCONT)
+        signal_uid(uid, signal.SIGCONT)
     elif how == "stop":
-        stopped: set[int] = set()
-        for _ in range(8):
-            new = set(pids_of(uid)) - stopped
-            if not new:
-                return
-            for other in new:
-                _signal(other, signal.SIGSTOP)
-            stopped |= new
-        kill_uid(uid)  # still forking past eight passes: nothing honest does that
+        signal_uid(uid, signal.SIGSTOP)
+        settled(uid)
+
+
+def settled(uid: int, within_s: float = SETTLE_S) -> bool:
+    """Whether every thread of every process of ``uid`` is stopped (or gone) within
+    ``within_s``: a stop signal is pending at once, and taken when each thread next
+    leaves the kernel (a thread busy on another core, at its next tick)."""
+    deadline = time.monotonic() + within_s
+    while True:
+        running = [p for p in pids_of(uid) if not _all_stopped(p)]
+        if not running:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+
+
+def _all_stopped(pid: int) -> bool:
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True  # gone
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                raw = f.read()
+        except OSError:
+            continue
+        state = raw[raw.rfind(b")") + 2:raw.rfind(b")") + 3].decode("ascii", "replace")
+        if state not in STOPPED_STATES:
+            return False
+    return True
 
 
 def _signal(pid: int, sig: int) -> None:

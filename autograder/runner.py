@@ -3,7 +3,8 @@ completes.
 
 Started by the grader (through ``autograder/jail.py``) as
 ``python autograder_runner.py`` with ``AG_STAGE`` (JSON: check, impl, stages, seeds: one
-per stage, None for a random one; workdir), ``AG_TOKEN`` and the result channel's fd in
+per stage, None for a random one; workdir; optionally only: the few check ids a test runs),
+``AG_TOKEN`` and the result channel's fd in
 ``AG_POLICY`` (names and message kinds: ``autograder_protocol``, the sandbox copy of
 ``coursekit/protocol.py``). It loads the project's ``tests/check.py`` (the ``checker``
 object, not its command line), then runs the selected stages, each with the seed the
@@ -95,7 +96,8 @@ def main() -> int:
     seeds = {n: secrets.randbits(31) if s is None else int(s) for n, s in zip(stages, given)}
     workdir = Path(cfg["workdir"])
     workdir.mkdir(parents=True, exist_ok=True)
-    results = checker.run(Path(cfg["impl"]), stages, seeds, workdir)
+    only = set(cfg["only"]) if cfg.get("only") else None  # (a test's few checks)
+    results = checker.run(Path(cfg["impl"]), stages, seeds, workdir, only=only)
     isolation = protocol.LEARNER_PROCESS if getattr(checker, "learner_process", False) \
         else protocol.IN_PROCESS
     from coursekit.checking import frozen

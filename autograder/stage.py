@@ -59,12 +59,14 @@ def missing_record(stage: Stage, student: str, impl: str) -> dict:
 
 
 def grade_stage(settings: Settings, stage: Stage, student: str, submission: Path,
-                seed: int | None) -> dict:
+                seed: int | None, only: list[str] | None = None) -> dict:
+    """The record of one stage of one submission (``only``: run just these checks of
+    it, a test's few; the record lists ``stage.checks``)."""
     if not has_impl(submission, stage.project):
         return missing_record(stage, student, impl_of(stage.project))
     limits = settings.sandbox_limits()
     outcome = sandboxed_run(settings, stage.project, [stage.number], [seed], submission,
-                            limits)
+                            limits, only=only)
     record = interpret(stage, student, outcome, limits)
     record["isolation"] = sandbox.isolation()
     record["not_applied"] = sandbox.not_applied()
@@ -96,7 +98,7 @@ def has_impl(submission: Path, project: str) -> bool:
 
 def sandboxed_run(settings: Settings, project: str, numbers: list[int],
                   seeds: list[int | None], submission: Path,
-                  limits: sandbox.Limits) -> sandbox.Outcome:
+                  limits: sandbox.Limits, only: list[str] | None = None) -> sandbox.Outcome:
     """One run of ``project``'s checker on the submission's file, for the stages
     ``numbers`` (each with its seed), in a fresh sandbox under ``limits``. As root the
     checker runs as the run's checker uid and every learner process as a learner uid of
@@ -114,7 +116,8 @@ def sandboxed_run(settings: Settings, project: str, numbers: list[int],
                protocol.ENV_STAGE: json.dumps({
                    "check": str(course / "projects" / project / "tests" / "check.py"),
                    "impl": str(course / impl_of(project)), "stages": list(numbers),
-                   "seeds": list(seeds), "workdir": str(work / "check")})}
+                   "seeds": list(seeds), "workdir": str(work / "check"),
+                   **({"only": list(only)} if only else {})})}
         jail = sandbox.Jail(box, [sys.executable, str(box.guard / "autograder_runner.py")],
                             uid=uid, cwd=work, env=env, limits=limits,
                             namespaces=namespaces, result_fd=write_fd,

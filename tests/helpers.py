@@ -175,3 +175,17 @@ def at_ci_sizes(nb: dict) -> dict:
             assert found == 1, f"{key} is not set once in the parameters cell"
         cell["source"] = source.splitlines(keepends=True)
     return nb
+
+
+def unfenced(lines: list[str]) -> list[str]:
+    """The Markdown lines outside fenced blocks (inside one, text is shown, never read)."""
+    out, fence = [], None
+    for x in lines:
+        mark = x.strip()
+        if fence is None and mark.startswith("```"):
+            fence = mark.removesuffix("text")
+        elif fence is not None and mark == fence:
+            fence = None
+        elif fence is None:
+            out.append(x)
+    return out

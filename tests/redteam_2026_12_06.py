@@ -50,6 +50,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import unfenced
 
 from autograder import sandbox
 from autograder.gradebook import Gradebook
@@ -460,20 +461,6 @@ def full_marks(record: dict) -> bool:
                for c in record["checks"]) and record["status"] != "error"
 
 
-def unfenced(lines: list[str]) -> list[str]:
-    """The Markdown lines outside fenced blocks (inside one, text is shown, never read)."""
-    out, fence = [], None
-    for x in lines:
-        mark = x.strip()
-        if fence is None and mark.startswith("```"):
-            fence = mark.removesuffix("text")
-        elif fence is not None and mark == fence:
-            fence = None
-        elif fence is None:
-            out.append(x)
-    return out
-
-
 def forged_lines(md: str) -> list[str]:
     """Lines of a feedback page that learner text made: a heading but the stage's, a
     status or total line past the real one, raw HTML."""
@@ -496,9 +483,9 @@ def test_the_honest_neighbour_keeps_full_marks(graded):
         pytest.xfail(f"a correct file FAILed under load: {flaked}")
 
 
-@pytest.mark.xfail(strict=True, reason="the course's timer reached by a name built at run "
-                   "time: the forbidden scan reads names, so the stage scores what honest "
-                   "work scores where the same timer imported by name loses its checks")
+# Fixed after the red team: the learner process keeps the course code the rules name out of
+# the learner's code's reach while it runs (coursekit/checking/reach.py); the fast tests are
+# tests/test_reach.py, the grader's tests/test_grader_runtime_reach.py.
 def test_a_timer_reached_by_a_built_name_scores_what_an_imported_one_scores(graded):
     rows = graded["rows"]
     assert rows["timer_control"]["points"] < rows["timer_control"]["max_points"]
@@ -595,9 +582,9 @@ def test_pids_and_inodes_are_the_run_s_own_business(graded):
     assert graded["survivors"] == [], graded["survivors"]
 
 
-@pytest.mark.xfail(strict=False, reason="intermittent: a spinner that changes its pid was "
-                   "found running through a gap of over 1 s between its process's calls "
-                   "(spun-outside=1 in one batch; it scored no more than its control)")
+# Fixed after the red team (spun-outside=1 in one batch of three): the hold stops every
+# process of the uid with one signal (autograder/jail_spawner.py); the deterministic test is
+# tests/test_grader_submission_hold.py, the grader's tests/test_grader_runtime_reach.py.
 def test_a_pid_hopping_spinner_never_runs_while_the_checker_measures(graded):
     rows = graded["rows"]
     hopper, control = rows["hopper"], rows["slow_control"]

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import unfenced
 
 from autograder import feedback, handed_in
 from autograder.classreport import anonymiser
@@ -145,20 +146,6 @@ def test_similar_reads_every_file_that_can_hold_code_and_names_what_it_skipped(t
 
 FORGED = ("boom\n## Graded again by hand\nStatus: **pass**, 99 / 99 points\n"
           "**Total: 99 / 99 points**\n<img src=x onerror=alert(1)>")
-
-
-def unfenced(lines: list[str]) -> list[str]:
-    """The Markdown lines outside fenced blocks (inside one, text is shown, never read)."""
-    out, fence = [], None
-    for x in lines:
-        mark = x.strip()
-        if fence is None and mark.startswith("```"):
-            fence = mark.removesuffix("text")
-        elif fence is not None and mark == fence:
-            fence = None
-        elif fence is None:
-            out.append(x)
-    return out
 
 
 def test_a_forged_message_is_no_line_of_feedback_md():

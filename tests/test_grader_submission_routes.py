@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import unfenced
 
 from autograder import sandbox
 from autograder.gradebook import Gradebook
@@ -239,20 +240,6 @@ def test_similar_compares_every_handed_in_file_and_names_what_it_skipped(graded)
     assert any("big.py" in why for why in found["skipped"].get("sparse_py", [])), found
     assert (f"not compared: sparse_py: projects/{PROJECT}/starter/big.py: "
             in graded["similar_err"]), graded["similar_err"]
-
-
-def unfenced(lines: list[str]) -> list[str]:
-    """The Markdown lines outside fenced blocks (inside one, text is shown, never read)."""
-    out, fence = [], None
-    for x in lines:
-        mark = x.strip()
-        if fence is None and mark.startswith("```"):
-            fence = mark.removesuffix("text")
-        elif fence is not None and mark == fence:
-            fence = None
-        elif fence is None:
-            out.append(x)
-    return out
 
 
 def test_a_forged_message_is_no_line_of_the_feedback(graded):

@@ -11,6 +11,9 @@ modules that raise or catch them import them from here, not from each other.
   bridge outside the protocol (the grader scores the stage 0);
 * ``LearnerProcessDied``: the learner process crashed, exited or was killed
   (``coursekit.checking.bridge``);
+* ``ReachRefused``: code in the learner process reached, while it ran, what a forbidden
+  rule keeps from a learner's file (``coursekit.checking.reach``); the learner process
+  answers it as a ``LearnerCodeError`` of kind ``forbidden``;
 * ``GradedByInstructor``: a check needs instructor-only code (``coursekit.instructor``)
   that this copy of the course does not hold: a learner's release runs the public checks
   and names this one as graded by the instructor (``coursekit.checking.graded``).
@@ -111,3 +114,21 @@ class NotApplicableHere(Exception):
     def __init__(self, what: str, why: str):
         super().__init__(f"not applicable here: {what}: {why}")
         self.what, self.why = what, why
+
+
+FORBIDDEN = "forbidden"  # the LearnerCodeError kind of a ReachRefused
+
+
+class ReachRefused(PermissionError):
+    """Code in the learner process reached what ``coursekit.checking.forbidden`` keeps
+    from a learner's file (the course's timer by a name built at run time, a fresh copy of
+    its module read from its path), and ``coursekit.checking.reach`` refused it. A
+    ``PermissionError``: what reads a file and expects an open may fail (``linecache``)
+    goes on."""
+
+    def __init__(self, qualified: str, why: str, route: str):
+        super().__init__(f"your code reached {qualified} while it ran ({route}): {why}")
+        self.qualified, self.why, self.route = qualified, why, route
+        self.hint = ("write it yourself; a name built at run time reaches what an import "
+                     "by name would: the same rule refuses both. What the contract gives "
+                     "you (see coursekit/checking/forbidden.py, ALLOWED) stays allowed")

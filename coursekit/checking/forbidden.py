@@ -18,11 +18,12 @@ assignment of one (``f = timing.time_synced``), ``importlib.import_module("m")``
 constant strings. A sealed reference program is refused by its route (``SEALED_ROUTE``):
 every module that reads or runs serialised program bytes, the course functions that load
 one, and any string in the file that names a program's file (``SEALED_FILE``). A name
-built at run time (``getattr(m, "time" + "_synced")``) is out of reach of any reading;
-where that matters a check also observes what ran (foundations counts autodiff
-transforms in the learner process), and the grader keeps every learner process from
-opening a sealed program's file in a stage run (``autograder/guard.py``,
-``autograder/answers.py``).
+built at run time (``getattr(m, "time" + "_synced")``) is out of reach of any reading:
+the learner process keeps the course code these rules name out of the learner's code's
+reach while it runs (``coursekit/checking/reach.py``); for third-party names a check
+also observes what ran (foundations counts autodiff transforms in the learner process),
+and the grader keeps every learner process from opening a sealed program's file in a
+stage run (``autograder/guard.py``, ``autograder/answers.py``).
 
 A checker uses it in one of two ways:
 

@@ -19,7 +19,13 @@ import uuid
 from pathlib import Path
 from types import ModuleType
 
-from coursekit.checking.errors import GRADED_BY_INSTRUCTOR, GradedByInstructor, LearnerCodeError
+from coursekit.checking.errors import (
+    FORBIDDEN,
+    GRADED_BY_INSTRUCTOR,
+    GradedByInstructor,
+    LearnerCodeError,
+    ReachRefused,
+)
 
 
 def load_impl(path: str | Path) -> ModuleType:
@@ -39,6 +45,10 @@ def load_impl(path: str | Path) -> ModuleType:
         raise LearnerCodeError(
             "syntax", f"{path.name}, line {err.lineno}: syntax error: {err.msg}",
             "fix the line shown; the file must import before any check can run") from None
+    except ReachRefused as err:  # the course's code reached by a name built at run time
+        sys.modules.pop(name, None)
+        raise LearnerCodeError(FORBIDDEN, f"{learner_frame(err, path)}: {err}", err.hint,
+                               "ReachRefused") from None
     except Exception as err:  # noqa: BLE001 - any import-time failure is the learner's
         sys.modules.pop(name, None)
         where = learner_frame(err, path)
@@ -78,6 +88,9 @@ def explain_exception(err: BaseException, impl_path: Path | str) -> LearnerCodeE
     """Turn an exception raised while running learner code into a LearnerCodeError."""
     if isinstance(err, LearnerCodeError):
         return err
+    if isinstance(err, ReachRefused):  # what a forbidden rule keeps from the learner's code
+        return LearnerCodeError(FORBIDDEN, f"{learner_frame(err, impl_path)}: {err}",
+                                err.hint, "ReachRefused")
     if isinstance(err, GradedByInstructor):  # instructor-only code this copy lacks
         return LearnerCodeError(GRADED_BY_INSTRUCTOR, str(err), "", "GradedByInstructor")
     where = learner_frame(err, impl_path)

@@ -111,6 +111,20 @@ class Server:
         self.counters: dict = {}
         self.module = None
         self.reported: set = set()
+        self.reach = None  # what keeps the forbidden course code from the learner's code
+
+    def keep_out_of_reach(self) -> None:
+        """What the forbidden rules keep from the learner's file stays out of its code's
+        reach by any route while it runs, a name built at run time included. In a learner
+        process of its own only (``main``): it cannot be undone, and a notebook kernel
+        that serves a check (``coursekit.checking.attached``) is the learner's own."""
+        from coursekit.checking import reach
+        self.reach = reach.install(reach.project_of(self.impl_path))
+
+    def course_turn(self):
+        """A block where the checker's own code runs here (``coursekit.checking.reach``)."""
+        import contextlib
+        return self.reach.course_turn() if self.reach else contextlib.nullcontext()
 
     # -- facts and violations -------------------------------------------------------
     def violations(self) -> list[dict]:
@@ -128,7 +142,8 @@ class Server:
     def resolve(self, name: str, params: dict, wid: int):
         from coursekit.checking.probes import CallCounter
         from coursekit.workloads import catalog
-        counter = CallCounter(catalog.build(name, params))
+        with self.course_turn():  # a checker-named workload, built by the course's code
+            counter = CallCounter(catalog.build(name, params))
         self.counters[wid] = counter
         return counter
 
@@ -179,7 +194,8 @@ class Server:
                             resolve=self.resolve, learner=self.learner_function)
             if kind == "inspect":  # a checker-named inspector, not a learner function
                 from coursekit.workloads import inspectors
-                value = inspectors.run(str(header["fn"]), args, kwargs)
+                with self.course_turn():
+                    value = inspectors.run(str(header["fn"]), args, kwargs)
             elif kind == "call":
                 value = self.learner_function(header["fn"])(*args, **kwargs)
             elif kind == "export":
@@ -275,7 +291,9 @@ def main() -> None:
     if os.environ.get(protocol.ENV_ACCELERATOR) == "1":
         open_accelerator()
     impl_path = Path(sys.argv[1])
-    server_class(impl_path)(impl_path, rfd, wfd).serve()
+    server = server_class(impl_path)(impl_path, rfd, wfd)
+    server.keep_out_of_reach()
+    server.serve()
     sys.stdout.flush()
     os._exit(0)  # no atexit handlers from learner code after the checker is done
 

@@ -1,0 +1,208 @@
+"""What the forbidden rules keep from a learner's file, kept out of reach while the
+learner's code runs: the static scan (``coursekit.checking.forbidden``) reads names, and
+a name built at run time (``importlib.import_module("coursekit.measure." + "timing")``)
+is out of any reading's reach. In the learner process, before the learner's file is
+imported (``install``, from ``coursekit.checking.learner_server``), for the project the
+file belongs to (``project_of``):
+
+* every course function a rule of any of the project's stages names (``time_synced``,
+  ``inspect_pallas``, ...) is replaced, in every loaded module that holds it, by a
+  stand-in that raises ``ReachRefused``, so every route to the name (an import by any
+  name, ``__import__``, ``sys.modules``, an allowed function's ``__globals__``, a course
+  function that imports it lazily) ends at the stand-in;
+* every course module a rule names whole (the instructor's code, the checker's
+  ``remote_<project>`` modules, the sealed route's) is out of ``sys.modules`` and of its
+  package's attributes;
+* no file of either kind is opened (an audit hook; the file itself, by any link or path to
+  it): a fresh copy from its path (``importlib.util.spec_from_file_location``, ``runpy``,
+  ``importlib.reload``, ``exec(open(...).read())``) is refused with the same error.
+
+The checker's own code that needs them in this process (the inspectors and workloads a
+check names) runs them inside ``course_turn()``: the learner process's main thread, while
+it serves that request. A thread the learner's code started is refused even then.
+
+The rules of every stage of the project hold at every stage: one learner process serves
+every stage of a run, and a name used where a later stage forbids it would be kept for
+that stage. A file that uses one is refused by the scan at that stage already.
+
+What this does not stop: what needs no name (``gc.get_objects()`` walks to any object, the
+stand-ins' own cells); a process the learner's code starts (it reads the course's files
+as the learner may); learner code that an inspector calls during its turn; the course's
+code copied into the learner's file; a file opened relative to a folder's descriptor
+(``os.open(name, dir_fd=...)``: the audit event names no folder). Third-party names
+(``jax.grad``, ``scipy.special``, ``jax.export``) stay the scan's: the course's own code
+here uses them; the grader keeps sealed programs' files from every learner process
+(``autograder/guard.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import os
+import sys
+import threading
+from pathlib import Path
+
+from coursekit.checking.errors import ReachRefused
+from coursekit.checking.forbidden import STAGES, Rule, rules_for
+
+COURSE = "coursekit"
+
+
+def project_of(impl_path: str | Path) -> str | None:
+    """The project whose folder holds ``impl_path`` (``projects/<project>/...``, where the
+    grader puts every submission's file), or None."""
+    parts = Path(impl_path).resolve().parts
+    found = [parts[i + 1] for i in range(len(parts) - 1)
+             if parts[i] == "projects" and parts[i + 1] in STAGES]
+    return found[-1] if found else None
+
+
+def course_rules(project: str) -> tuple[Rule, ...]:
+    """The project's whole-file rules on the course's own code, of every stage."""
+    return tuple(r for r in rules_for(project)
+                 if r.module == COURSE or r.module.startswith(COURSE + "."))
+
+
+class _Guard:
+    def __init__(self, rules: tuple[Rule, ...]):
+        self.named = {}     # qualified name -> (rule, the real object)
+        self.whole = {}     # module name -> rule
+        self.hidden = {}    # module name -> module, out of sys.modules
+        self.files = {}     # (device, inode) of each file of their code -> rule
+        self.turn = None    # the thread whose course turn it is
+        self.main = threading.get_ident()
+        for rule in rules:
+            if rule.name == "*":
+                self.whole[rule.module] = rule
+                self._file_of(rule.module, rule, whole=True)
+            else:
+                module = importlib.import_module(rule.module)
+                real = getattr(module, rule.name, None)
+                if callable(real) and rule.qualified not in self.named:
+                    self.named[rule.qualified] = (rule, real)
+                    self._file_of(rule.module, rule, whole=False)
+        self.prefixes = tuple(w + "." for w in self.whole)
+        # id(real) -> (real, its stand-in)
+        self.stand_ins = {id(real): (real, self._stand_in(rule, real))
+                          for rule, real in self.named.values()}
+
+    # -- where a rule's code lives ------------------------------------------------------
+    def _file_of(self, name: str, rule: Rule, *, whole: bool) -> None:
+        """Every file of the module (a package's whole folder): the files themselves
+        (device and inode), so a link by another name or path is the same file."""
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or not spec.origin or not os.path.exists(spec.origin):
+            return
+        origin = Path(spec.origin).resolve()
+        if whole and spec.submodule_search_locations:  # a package: all of its folder
+            files = [origin.parent, *origin.parent.rglob("*")]
+        else:  # the module and its compiled copies
+            files = [origin, *(origin.parent / "__pycache__").glob(f"{origin.stem}.*.pyc")]
+        for file in files:
+            try:
+                info = file.stat()
+            except OSError:
+                continue
+            self.files[(info.st_dev, info.st_ino)] = rule
+
+    def _file_rule(self, path) -> Rule | None:
+        if isinstance(path, int):
+            return None  # a descriptor: its file was opened (and asked about) by path
+        try:
+            info = os.stat(path)  # (every open in the process comes here: one stat)
+        except (OSError, TypeError, ValueError):
+            return None  # a file being made, or not a path
+        return self.files.get((info.st_dev, info.st_ino))
+
+    # -- the turn of the course's own code ------------------------------------------------
+    def in_turn(self) -> bool:
+        return self.turn is not None and self.turn == threading.get_ident()
+
+    @contextlib.contextmanager
+    def course_turn(self):
+        if threading.get_ident() != self.main or self.in_turn():
+            yield
+            return
+        self.turn = self.main
+        self.show()
+        try:
+            yield
+        finally:
+            self.turn = None
+            self.hide()
+
+    def show(self) -> None:
+        for name in [n for n in sys.modules if self._whole(n) and n not in self.hidden]:
+            del sys.modules[name]  # planted meanwhile: the course's own is loaded again
+        for name, module in self.hidden.items():
+            sys.modules[name] = module
+            parent, _, child = name.rpartition(".")
+            if parent in sys.modules:
+                setattr(sys.modules[parent], child, module)
+
+    def hide(self) -> None:
+        for name in list(sys.modules):
+            if self._whole(name):
+                module = sys.modules.pop(name)
+                self.hidden[name] = module
+                parent, _, child = name.rpartition(".")
+                if parent in sys.modules and getattr(sys.modules[parent], child,
+                                                     None) is module:
+                    delattr(sys.modules[parent], child)
+
+    def _whole(self, name: str) -> bool:
+        """``name`` is a module a rule names whole, or one of its submodules."""
+        return name.startswith(COURSE) and (name + ".").startswith(self.prefixes)
+
+    # -- the refusals ---------------------------------------------------------------------
+    def _stand_in(self, rule: Rule, real):
+        guard = self
+
+        def stand_in(*args, **kwargs):
+            if not guard.in_turn():
+                raise ReachRefused(rule.qualified, rule.why, "called")
+            return real(*args, **kwargs)
+        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+            setattr(stand_in, attr, getattr(real, attr, None))
+        return stand_in
+
+    def replace(self) -> None:
+        """Every binding of a named function, in every loaded module, to its stand-in."""
+        for module in list(sys.modules.values()):
+            space = getattr(module, "__dict__", None)
+            if not isinstance(space, dict):
+                continue
+            for key, value in list(space.items()):
+                found = self.stand_ins.get(id(value))
+                if found is not None and found[0] is value:
+                    space[key] = found[1]
+
+    def audit(self, event: str, args) -> None:
+        if event != "open" or not args or self.in_turn():
+            return
+        rule = self._file_rule(args[0])
+        if rule is not None:
+            raise ReachRefused(rule.qualified, rule.why,
+                               f"its file read: {os.fsdecode(args[0])}")
+
+
+def install(project: str | None) -> _Guard | None:
+    """Keep the project's forbidden course code out of reach in this process from now on
+    (it cannot be undone); the guard (its ``course_turn()``), or None where the file is
+    no project's. The guard itself is out of ``sys.modules`` too: only its caller holds
+    it."""
+    rules = course_rules(project) if project else ()
+    if not rules:
+        return None
+    itself = Rule(__name__, "*", 0, "learner-process")
+    guard = _Guard((*rules, itself))
+    guard.replace()
+    guard.hide()
+    sys.addaudithook(guard.audit)
+    return guard

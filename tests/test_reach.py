@@ -1,0 +1,164 @@
+"""Issue 52 item 1: what the forbidden rules keep from a learner's file stays out of its
+code's reach while it runs (``coursekit/checking/reach.py``), whatever route the name
+takes, in a real learner process: a performance-audit file (its project read from its
+folder) reaches the course's timer, which stage 1 forbids, by each route an attacker
+tried or would try next, and each ends at the learner's named error; what the contract
+allows still works, and the checker's own code that needs the timer in that process (an
+inspector) still has it. The whole grader: ``test_grader_runtime_reach.py``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from coursekit.checking.bridge import LearnerProcess
+from coursekit.checking.codec import LearnerFunction
+from coursekit.checking.errors import FORBIDDEN, LearnerCodeError
+from coursekit.facts import ROOT
+
+TIMING = ROOT / "coursekit" / "measure" / "timing.py"
+
+ROUTES = '''
+import builtins
+import importlib
+import importlib.util
+import runpy
+import sys
+import threading
+
+import jax.numpy as jnp
+
+from coursekit.measure.timing import count_compiles
+
+TIMING = TIMING_PATH
+NAME = "coursekit.measure." + "tim" + "ing"
+
+
+def _f(x):
+    return x * 2
+
+
+def _try(route):
+    try:
+        timer = route()
+        timer(_f, jnp.ones(4), warmup=1, iters=2)
+        return "reached"
+    except PermissionError as err:
+        return type(err).__name__
+
+
+def _fresh():
+    spec = importlib.util.spec_from_file_location("timing_copy", TIMING)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.time_synced
+
+
+def _exec():
+    space = {"__name__": "timing_copy"}
+    exec(compile(open(TIMING).read(), "copy", "exec"), space)
+    return space["time_synced"]
+
+
+def _linked():  # the file by another name: a link in a folder of the learner's
+    import os
+    import tempfile
+    link = os.path.join(tempfile.mkdtemp(), "mine.py")
+    os.symlink(TIMING, link)
+    return runpy.run_path(link)["time_synced"]
+
+
+def _lazily():  # a course function that imports the timer when it is called
+    import coursekit.workloads.remote_pallas_kernel as remote
+    return lambda fn, x, warmup, iters: remote.time_synced(fn, x, warmup, iters)
+
+
+def _threaded():
+    out = []
+    worker = threading.Thread(target=lambda: out.append(_try(
+        lambda: sys.modules[NAME].time_synced)))
+    worker.start()
+    worker.join()
+    return out[0]
+
+
+ROUTES = {
+    "import_module": lambda: getattr(importlib.import_module(NAME), "time_" + "synced"),
+    "__import__": lambda: __import__(NAME, fromlist=["x"]).time_synced,
+    "builtins": lambda: builtins.__import__(NAME, fromlist=["x"]).time_synced,
+    "sys.modules": lambda: sys.modules[NAME].time_synced,
+    "__globals__": lambda: count_compiles.__wrapped__.__globals__["time_" + "synced"],
+    "reload": lambda: importlib.reload(sys.modules[NAME]).time_synced,
+    "file": _fresh,
+    "runpy": lambda: runpy.run_path(str(TIMING))["time_synced"],
+    "exec": _exec,
+    "link": _linked,
+    "course-function": _lazily,
+}
+
+
+def routes():
+    found = {name: _try(route) for name, route in ROUTES.items()}
+    found["thread"] = _threaded()
+    return found
+
+
+def whole_modules():
+    """The checker's own remote module of this project (forbidden whole)."""
+    found = {}
+    name = "coursekit.workloads.remote_performance_audit"
+    try:
+        importlib.import_module(name)
+        found["import"] = "reached"
+    except PermissionError as err:
+        found["import"] = type(err).__name__
+    found["sys.modules"] = "reached" if name in sys.modules else "absent"
+    return found
+
+
+def allowed():
+    with count_compiles() as counted:
+        _f(jnp.ones(3)).block_until_ready()
+    return counted[0]
+
+
+def uses_the_timer():
+    return sys.modules[NAME].time_synced(_f, jnp.ones(4), warmup=1, iters=2).samples_s
+'''
+
+
+@pytest.fixture(scope="module")
+def learner(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("reach") / "projects" / "performance-audit" / "starter"
+    folder.mkdir(parents=True)
+    (folder / "model.py").write_text(ROUTES.replace("TIMING_PATH", repr(str(TIMING))))
+    process = LearnerProcess(folder / "model.py")
+    yield process
+    process.close()
+
+
+def test_every_route_to_the_course_timer_ends_at_the_named_refusal(learner):
+    found = learner.module().routes()
+    assert found == {name: "ReachRefused" for name in found}, found
+    assert len(found) == 12, found
+
+
+def test_the_refusal_reaches_the_checker_as_the_learner_s_named_error(learner):
+    with pytest.raises(LearnerCodeError) as caught:
+        learner.module().uses_the_timer()
+    assert caught.value.kind == FORBIDDEN, caught.value
+    assert "coursekit.measure.timing.time_synced" in str(caught.value)
+    assert "the course's own timer" in str(caught.value), caught.value
+    assert "model.py, line" in str(caught.value), caught.value
+
+
+def test_the_course_code_of_the_learner_process_keeps_what_it_needs(learner):
+    module = learner.module()
+    samples = learner.request("inspect", "pallas-kernel/time_synced",
+                              (LearnerFunction("_f"), np.ones(4, np.float32)),
+                              {"warmup": 1, "iters": 3})
+    assert len(samples) == 3 and all(s > 0 for s in samples), samples
+    module.allowed()  # what the contract gives (count_compiles) still works
+    # the checker's inspectors loaded its remote modules in their turn: out of reach again
+    assert module.whole_modules() == {"import": "ReachRefused", "sys.modules": "absent"}
+    assert module.routes()["sys.modules"] == "ReachRefused"  # and the timer after a turn
