@@ -643,7 +643,7 @@ def saving_shown(reference: dict) -> bool:
         CLEAR_SAVING * reference["None"]["median_run_peak_bytes"]
 
 
-def learner_peaks(impl, module, ctx, cfg: dict, small: dict | None, plan: dict) -> tuple:
+def learner_peaks(module, on_chip: bool, cfg: dict, small: dict | None, plan: dict) -> tuple:
     """The learner's peaks of ``cfg`` per policy (and of ``small``, repeats=1, where the
     plan asks) and the checker's own: ({policy: result}, single result or None,
     reference). On the CPU the checker's fresh processes run while the learner's second
@@ -652,7 +652,7 @@ def learner_peaks(impl, module, ctx, cfg: dict, small: dict | None, plan: dict) 
     policies = tuple(plan["yours"])
     repeats = plan["checker"]
     yours = {None: learner_peak(module, cfg, None, plan["yours"][None])}
-    if module is not impl:  # on the chip
+    if on_chip:
         yours["nothing_saveable"] = learner_peak(module, cfg, "nothing_saveable",
                                                  plan["yours"]["nothing_saveable"])
         single = learner_peak(module, small, None, 1) if small else None
@@ -686,7 +686,8 @@ def peak_memory_from_fresh_process(impl, ctx):
     small = small_workload(cfg, ctx) if plan["small"] else None
     module, process = peak_module(impl, ctx)
     try:
-        yours, single, reference = learner_peaks(impl, module, ctx, cfg, small, plan)
+        yours, single, reference = learner_peaks(module, process is not None, cfg, small,
+                                                 plan)
     finally:
         if process is not None:
             process.close()
