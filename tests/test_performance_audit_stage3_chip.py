@@ -145,3 +145,19 @@ def test_a_saving_is_claimed_only_where_the_checker_reads_one_clearly(monkeypatc
     assert not saving_shown(reading([40 * mib], [38 * mib]))  # 5%: a program's fusion
     assert not saving_shown(reading([50 * mib, 30 * mib, 52 * mib], [35 * mib] * 3))
     assert not saving_shown(reading([None], [None]))
+
+
+POLICY_PASSED = '"batch": batch,\n              "policy": policy}'
+
+
+def test_a_dropped_policy_fails_where_the_peaks_show_no_saving(tmp_path):
+    """Where the device's peaks of the two policies are equal, a fresh process that
+    drops the policy reads the same peaks as the right one; the plan it reports for
+    nothing_saveable is the no-remat program's, and the check names that."""
+    text = on_the_fake_device(SOLUTION.read_text())
+    assert text.count(POLICY_PASSED) == 1
+    model = text.replace(POLICY_PASSED, POLICY_PASSED.replace('"policy": policy',
+                                                              '"policy": None'))
+    results, _ = run_as_on_the_chip(tmp_path, model, {PEAK}, "fake-device")
+    status, message = results[PEAK]
+    assert status == "fail" and "plan of the policy=None program" in message, results

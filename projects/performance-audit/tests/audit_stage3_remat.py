@@ -719,6 +719,7 @@ def peak_memory_from_fresh_process(impl, ctx):
         single_repeat_peak(single, reference, small)
     if not remats:
         return None
+    ran_each_policy(yours, reference)
     plain = statistics.median(yours[None]["run_peak_bytes"])
     remat = statistics.median(yours["nothing_saveable"]["run_peak_bytes"])
     ref_plain = reference["None"]["median_run_peak_bytes"]
@@ -746,6 +747,31 @@ def peak_memory_from_fresh_process(impl, ctx):
             f"{ref_plain / mib:.1f} -> {ref_remat / mib:.1f} MiB{plan_peaks(reference)}), so "
             f"your peaks were held to agree with them ({plain / mib:.1f} -> "
             f"{remat / mib:.1f} MiB), not to a saving")
+
+
+def plan_bytes(record: dict) -> int:
+    """What a compiled plan holds beyond its arguments: temp (a CPU's plan) plus its peak
+    (a TPU's, which holds the scratch and reports temp 0)."""
+    return sum(int(record.get(f) or 0) for f in ("temp_size_in_bytes", "peak_memory_in_bytes"))
+
+
+def ran_each_policy(yours: dict, reference: dict) -> None:
+    """The plan the learner's fresh process reports for each policy is nearer the
+    checker's own plan of that policy than of the other: the program that ran was the
+    one asked. Where the run-only peaks show no saving (a TPU v5e at these sizes) this is
+    what still tells a run that dropped the policy; the reference's plans equal the
+    checker's to the byte on the CPU. Only where the checker's own plans differ."""
+    own = {p: plan_bytes(reference[str(p)]) for p in (None, "nothing_saveable")}
+    if own[None] == own["nothing_saveable"]:
+        return
+    for policy, other in ((None, "nothing_saveable"), ("nothing_saveable", None)):
+        got = plan_bytes(yours[policy])
+        fail_unless(abs(got - own[policy]) < abs(got - own[other]),
+                    f"policy={policy}: the compiled plan your fresh process reports is the "
+                    f"plan of the policy={other} program", yours=f"{got} bytes (temp + peak)",
+                    expected=f"about {own[policy]} (policy={other}: {own[other]})",
+                    hint="the program your fresh process compiled and ran is not the one "
+                    "asked: measure each policy's own program; pass the policy through")
 
 
 def plan_peaks(reference: dict) -> str:
