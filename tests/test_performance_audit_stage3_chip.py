@@ -11,8 +11,9 @@
   counters show the same run-only peak for both policies (``FAKE_DEVICE_PEAK``: a
   function of the shapes alone, noiseless, as a chip's allocation counters are): the
   check must hold the learner to agreement with its own reading of that device, say so,
-  still fail a learner's figure that is not the device's, and ask for few fresh
-  processes (each one opens the chip: about 10 s there).
+  still fail a learner's figure that is not the device's or a run of the other
+  policy's program (its plan says which), and ask for few fresh processes (each one
+  opens the chip: about 10 s there).
 """
 
 from __future__ import annotations
