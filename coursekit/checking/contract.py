@@ -173,7 +173,8 @@ class Checker:
         Returns:
             A decorator that registers ``fn`` and returns it unchanged. ``fn(impl, ctx)``
             gets the learner module (a ``RemoteModule`` with ``learner_process=True``)
-            and a ``Context``; it returns to pass, or raises ``CheckFailed`` /
+            and a ``Context``; it returns to pass (a string returned is a note the pass
+            carries: what weaker claim it rests on), or raises ``CheckFailed`` /
             ``CheckInconclusive`` (``coursekit.checking.errors``).
         """
         def register(fn):
@@ -262,7 +263,7 @@ class Checker:
 
     def _run_one(self, chk: _Check, module, ctx: Context) -> CheckResult:
         try:
-            chk.fn(module, ctx)
+            note = chk.fn(module, ctx)
         except CheckInconclusive as err:
             return CheckResult(chk.stage, chk.check_id, "inconclusive", 0.0, chk.points,
                                str(err), hint=err.hint, evidence=err.evidence)
@@ -282,7 +283,9 @@ class Checker:
             result = self._failure(chk, explained)
             result.exc_type = explained.exc_type  # read by _run_selected, not reported
             return result
-        return CheckResult(chk.stage, chk.check_id, "pass", chk.points, chk.points)
+        # a check that passed on a weaker claim than its usual one returns a note saying so
+        return CheckResult(chk.stage, chk.check_id, "pass", chk.points, chk.points,
+                           note if isinstance(note, str) else "")
 
     @staticmethod
     def _failure(chk: _Check, err: LearnerCodeError) -> CheckResult:
@@ -383,6 +386,8 @@ def print_result(r: CheckResult, out=None) -> None:
              GRADED_BY_INSTRUCTOR: "INSTRUCTOR", NOT_APPLICABLE: "NOT APPLICABLE"}[r.status]
     print(f"{label} stage {r.stage} · {r.check_id}", file=out)
     if r.status in ("pass", GRADED_BY_INSTRUCTOR):  # the summary line says why, once
+        if r.status == "pass" and r.message:  # a pass on a weaker claim says which
+            print(f"    note: {r.message}", file=out)
         out.flush()
         return
     print(f"    {r.message}", file=out)

@@ -627,8 +627,9 @@ def peak_rss_fresh_process(depth: int, width: int, hidden: int, batch: int,
     Checked (stage 3): one distinct fresh process per repeat (repeats=1 too), neither
     the checker's nor yours; the median of your repeats (the one, with repeats=1) within
     1.35x of the checker's own run-only peak of the same model in its own fresh
-    processes; the no-remat run above ``nothing_saveable``; the plan's arguments and
-    outputs exact.
+    processes; the no-remat run above ``nothing_saveable`` where the checker's own
+    readings on that device show a saving (where they show none, your two in the ratio
+    its own have); the plan's arguments and outputs exact.
     Size hint: 3 blocks, width 33, hidden 513, batch 6001: about 1 s each.
     """
     ### BEGIN SOLUTION stage 3: peak_rss_fresh_process (the run alone)
