@@ -1,6 +1,6 @@
 """sharded-training on a machine like the TPU v5e of 2026-12-06 (issue 51), faked on the
-CPU: what the chip returned there, reproduced here by a ``sitecustomize`` on the path of
-every process the checker starts.
+CPU: what the chip returned there, reproduced here by ``tests/chip_fakes.py``'s
+``sitecustomize`` on the path of every process the checker starts.
 
 - ``FAKE_ONE_CHIP``: a process that does not pin JAX to the CPU "opens the chip" and finds
   one device (its fake CPU device count becomes 1), as the learner process did on the
@@ -21,63 +21,21 @@ import sys
 import textwrap
 from pathlib import Path
 
+import chip_fakes
 import pytest
+from chip_fakes import fake_env, write_fake
 from helpers import ROOT, reference_run, solution, starter
 
 PROJECT = "sharded-training"
 
-SITECUSTOMIZE = textwrap.dedent('''
-    import errno, os, re, socket
-
-    # the chip: a process whose JAX is not pinned to the CPU opens it and finds 1 device
-    if os.environ.get("FAKE_ONE_CHIP") and os.environ.get("JAX_PLATFORMS") != "cpu":
-        flags = re.sub(r"--xla_force_host_platform_device_count=\\d+", "",
-                       os.environ.get("XLA_FLAGS", ""))
-        os.environ["XLA_FLAGS"] = flags + " --xla_force_host_platform_device_count=1"
-
-    # no TCP/UDP sockets (unix sockets work)
-    if os.environ.get("FAKE_NO_INET"):
-        class NoInet(socket.socket):
-            def __init__(self, family=-1, type=-1, proto=-1, fileno=None):
-                if fileno is None and family in (-1, socket.AF_INET, socket.AF_INET6):
-                    raise OSError(errno.EAFNOSUPPORT, os.strerror(errno.EAFNOSUPPORT))
-                super().__init__(family, type, proto, fileno)
-        socket.socket = NoInet
-''')
-
 
 @pytest.fixture(scope="module")
 def fake_path(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("one-chip-fake")
-    (folder / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    return folder
-
-
-def fake_env(fake_path, *fakes: str, **extra) -> dict:
-    """The environment of a check.py run on the faked machine: the user has set no
-    JAX_PLATFORMS (as on the TPU VM), the fake is on every process's path. No shared
-    results (COURSE_CHECK_REUSE): the suite's sandboxed reference ran where sockets work,
-    so a check cell answered from it would hide the not-applicable verdicts under test."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("JAX_PLATFORMS", "XLA_FLAGS", "COURSE_CHECK_REUSE")}
-    path = [str(fake_path), str(ROOT), *filter(None, env.get("PYTHONPATH", "").split(":"))]
-    env.update({"PYTHONPATH": os.pathsep.join(path), **{f: "1" for f in fakes}, **extra})
-    return env
+    return write_fake(tmp_path_factory)
 
 
 def run_faked(fake_path, impl, stage, checks, *fakes, tmp) -> dict:
-    """check.py on the faked machine, in ``helpers.run_checker``'s form (its environment
-    exactly ``fake_env``'s: run_checker would add this process's JAX_PLATFORMS back)."""
-    out = tmp / "result.json"
-    cmd = [sys.executable, str(ROOT / "projects" / PROJECT / "tests" / "check.py"),
-           "--stage", stage, "--impl", str(impl), "--json", str(out),
-           "--only", ",".join(checks)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT,
-                          env=fake_env(fake_path, *fakes))
-    data = json.loads(out.read_text()) if out.exists() else None
-    status = {r["check_id"]: r["status"] for r in data["results"]} if data else {}
-    return {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr,
-            "json": data, "status": status}
+    return chip_fakes.run_faked(PROJECT, fake_path, impl, stage, checks, *fakes, tmp=tmp)
 
 
 def test_the_fake_shows_one_device_to_an_unpinned_process(fake_path):

@@ -134,6 +134,21 @@ def slow_block(config: dict, seed: int, lrs: list) -> dict:
     return {"losses": losses, "samples_s": samples}
 
 
+def slow_outputs(params: dict, tokens, targets, lr: float) -> dict:
+    """The course's ``train_slow(params, tokens, targets, lr)`` computed here, where the
+    learner's code computes (on an accelerator the chip, under this process's float32
+    matmul precision, as the learner's calls), as numpy: {"params": {...}, "losses": ...}.
+    The checker sets it against its own ``train_slow`` on the CPU: the device's own
+    rounding on that problem (self-reported)."""
+    import jax.numpy as jnp
+
+    from coursekit.workloads import slow_step
+    new, losses = slow_step.train_slow({k: jnp.asarray(v) for k, v in params.items()},
+                                       jnp.asarray(tokens), jnp.asarray(targets), float(lr))
+    return {"params": {k: np.asarray(v) for k, v in new.items()},
+            "losses": np.asarray(losses)}
+
+
 def block_prepare(config: dict, seed: int, calls: int) -> int:
     """``slow_step.make_problem(config, seed)`` (kept for later blocks of that size) and
     ``calls`` fresh copies of its parameters, ready, for the next ``fast_block``. Returns
@@ -202,4 +217,5 @@ INSPECTORS = {
     "optimisation/block_prepare": block_prepare,
     "optimisation/fast_block": fast_block,
     "optimisation/slow_block": slow_block,
+    "optimisation/slow_outputs": slow_outputs,
 }

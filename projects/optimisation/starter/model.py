@@ -150,7 +150,8 @@ def gain_sweep(config: dict, batch_sizes: list[int], rounds: int = 3, seed: int 
     How it is checked: one sample per round and gains equal to those of your own samples
     (rel 1e-9), also for a drawn number of rounds (30-40) on a tiny problem where the
     learning rate of every call of either version is watched; your median fast call grows
-    at least 4x from the smallest size to the largest; at every size your medians are
+    from the smallest size to the largest at least a quarter as much as the checker's own
+    measurement of it grows on the same device; at every size your medians are
     within 5x of the checker's own, in rounds interleaved with more calls of yours (an
     unsynchronised timer is 20x+ off)."""
     raise NotImplementedError('stage 3: gain_sweep')
