@@ -143,6 +143,10 @@ PLANTED = {
                      "            jax.block_until_ready(out)\n")]),
     "newest_is_first_sorted": (2, "trace_written_and_newest_found", [
         ("    return files[-1]\n", "    return files[0]\n")]),
+    # issue 53 (blind-b2-newest-trace-by-name): the newest run taken as the last folder name
+    "newest_by_folder_name": (2, "trace_written_and_newest_found", [
+        ("                   key=lambda p: (p.stat().st_mtime, str(p)))\n",
+         "                   key=lambda p: str(p))\n")]),
     "newest_returns_the_folder": (2, "trace_written_and_newest_found", [
         ("    return files[-1]\n", "    return files[-1].parent\n")]),
     "newest_index_error_when_empty": (2, "trace_written_and_newest_found", [
@@ -521,7 +525,10 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "block_loss_sums_the_squares": "the sum over every element",
          "residual_bytes_as_float": "is not an int",
          "cache_sizes_as_floats": "is float, not int",
-         "matmul_cost_as_floats": "a count is an int"}
+         "matmul_cost_as_floats": "a count is an int",
+         # issue 53 (blind-b2-roofline-level-boundary): the boundary named, not the sizes
+         "roofline_exactly_full_spills": "of exactly a level's size fits that level",
+         "newest_by_folder_name": "names need not follow the order the runs were written in"}
 WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
                "time_fn_samples_sliced_from_every_call": "tamper",
                "time_fn_samples_are_timestamps": "tamper",
