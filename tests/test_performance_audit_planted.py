@@ -294,6 +294,11 @@ PLANTED = {
     "grads_of_params_and_input": (3, "grads_equal_before_timing", [
         ("jax.value_and_grad(block_loss)(params, x, policy)",
          "jax.value_and_grad(block_loss, argnums=(0, 1))(params, x, policy)")]),
+    # issue 53 (blind-b2-policy-always-nothing): one policy applied whatever is named; the
+    # gradients agree and each block still holds one checkpoint region
+    "block_loss_always_nothing_saveable": (3, "remat_saves_residuals_and_temp", [
+        ("        step = jax.checkpoint(block, policy=getattr(jax.checkpoint_policies, policy))\n",
+         "        step = jax.checkpoint(block, policy=jax.checkpoint_policies.nothing_saveable)\n")]),
     "grads_drop_the_policy": (3, "remat_really_applied", [
         ("jax.value_and_grad(block_loss)(params, x, policy)",
          "jax.value_and_grad(block_loss)(params, x)")]),
@@ -528,7 +533,9 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "matmul_cost_as_floats": "a count is an int",
          # issue 53 (blind-b2-roofline-level-boundary): the boundary named, not the sizes
          "roofline_exactly_full_spills": "of exactly a level's size fits that level",
-         "newest_by_folder_name": "names need not follow the order the runs were written in"}
+         "newest_by_folder_name": "names need not follow the order the runs were written in",
+         "block_loss_always_nothing_saveable": "is the checker's count with "
+                                               "policy='nothing_saveable'"}
 WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
                "time_fn_samples_sliced_from_every_call": "tamper",
                "time_fn_samples_are_timestamps": "tamper",
