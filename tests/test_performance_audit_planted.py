@@ -378,6 +378,13 @@ PLANTED = {
     "decide_on_round_means": (4, "stalls_do_not_decide", [
         ("        return {r: float(np.median(v)) for r, v in sorted(by_round.items())}\n",
          "        return {r: float(np.mean(v)) for r, v in sorted(by_round.items())}\n")]),
+    # issue 53 (blind-b2-round-mean-not-median): at seed 2 the 3-round interval check fails
+    # it first; its hint named pairing (a wider interval) until the means' ratio was read
+    "decide_on_round_means_few_rounds": Planted(4, [
+        ("        return {r: float(np.median(v)) for r, v in sorted(by_round.items())}\n",
+         "        return {r: float(np.mean(v)) for r, v in sorted(by_round.items())}\n")],
+        only=["few_rounds_interval_at_95_percent"],
+        fails=["few_rounds_interval_at_95_percent"], seed=2),
     "decide_on_the_ratio_of_means": (4, "stalls_do_not_decide", [
         (DECIDE_ROUNDS, DECIDE_ROUNDS + "    ratio = float(np.mean(before['samples_s']) / "
          "np.mean(after['samples_s']))\n"
@@ -535,7 +542,8 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "roofline_exactly_full_spills": "of exactly a level's size fits that level",
          "newest_by_folder_name": "names need not follow the order the runs were written in",
          "block_loss_always_nothing_saveable": "is the checker's count with "
-                                               "policy='nothing_saveable'"}
+                                               "policy='nothing_saveable'",
+         "decide_on_round_means_few_rounds": "is the one each round's mean gives"}
 WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
                "time_fn_samples_sliced_from_every_call": "tamper",
                "time_fn_samples_are_timestamps": "tamper",
