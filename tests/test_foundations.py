@@ -383,6 +383,19 @@ def test_training_on_the_test_rows_fails_the_workload_replay(planted):
     assert "trained on the test rows" in result["stdout"]
 
 
+# issue 53 (blind-b2-data-train-keys-swapped): the seed's split read the other way round
+KEYS_SWAPPED = bug("keys-swapped", [(
+    "k_data, k_train = jax.random.split(jax.random.key(seed))",
+    "k_train, k_data = jax.random.split(jax.random.key(seed))")], "3",
+    only="workload_params_follow_replay")
+
+
+def test_data_and_training_keys_swapped_are_named(planted):
+    result = run_bug(planted, KEYS_SWAPPED)
+    assert failing(result) == {"workload_params_follow_replay"}, result["stdout"]
+    assert "the data key and the training key are swapped" in result["stdout"]
+
+
 FIXED_BATCH = bug("fixed-batch", [(
     "steps=steps, batch=batch,", "steps=steps, batch=64,")], "3",
     only="workload_params_follow_replay")

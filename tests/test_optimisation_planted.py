@@ -221,6 +221,11 @@ PLANTED = {
     "records_wrong_output_still_timed": (4, "output_ok_is_measured", [
         ("            if ok:\n", "            if True:\n")]),
     # the contract's labels, "before" and "after", now checked
+    # issue 53 (blind-b2-first-call-new-lr): the first timed call given a new learning
+    # rate, so output_ok compares different trainings and nothing is timed
+    "records_first_call_new_learning_rate": (4, "records_valid_for_decide", [
+        ('            out, first_call_s = call(lr=problem["lr"])\n',
+         '            out, first_call_s = call()\n')]),
     "records_labelled_by_function": (4, "records_valid_for_decide", [
         ('        timing = {"label": label,', '        timing = {"label": fn.__name__,')]),
     # issue 47: an output check of the losses alone; warm-up compiles left out of the count
@@ -267,7 +272,9 @@ HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named e
          "records_warmup_never_made": ["of the calls the record declares were not made",
                                        "or not made at all"],
          "records_traced_call_not_waited_for": "the traced call was not finished inside "
-                                               "the trace"}
+                                               "the trace",
+         "records_first_call_new_learning_rate": "on the problem's own params, tokens, "
+                                                 "targets and learning rate"}
 WRONG_HINTS = {"shares_of_the_phases_total": "direct child",
                "records_warmup_compiles_not_counted": "a rate met before"}
 BATCH = PlantedBatch("optimisation", PLANTED, hints=HINTS, wrong_hints=WRONG_HINTS)

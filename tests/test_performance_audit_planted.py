@@ -143,6 +143,10 @@ PLANTED = {
                      "            jax.block_until_ready(out)\n")]),
     "newest_is_first_sorted": (2, "trace_written_and_newest_found", [
         ("    return files[-1]\n", "    return files[0]\n")]),
+    # issue 53 (blind-b2-newest-trace-by-name): the newest run taken as the last folder name
+    "newest_by_folder_name": (2, "trace_written_and_newest_found", [
+        ("                   key=lambda p: (p.stat().st_mtime, str(p)))\n",
+         "                   key=lambda p: str(p))\n")]),
     "newest_returns_the_folder": (2, "trace_written_and_newest_found", [
         ("    return files[-1]\n", "    return files[-1].parent\n")]),
     "newest_index_error_when_empty": (2, "trace_written_and_newest_found", [
@@ -290,6 +294,11 @@ PLANTED = {
     "grads_of_params_and_input": (3, "grads_equal_before_timing", [
         ("jax.value_and_grad(block_loss)(params, x, policy)",
          "jax.value_and_grad(block_loss, argnums=(0, 1))(params, x, policy)")]),
+    # issue 53 (blind-b2-policy-always-nothing): one policy applied whatever is named; the
+    # gradients agree and each block still holds one checkpoint region
+    "block_loss_always_nothing_saveable": (3, "remat_saves_residuals_and_temp", [
+        ("        step = jax.checkpoint(block, policy=getattr(jax.checkpoint_policies, policy))\n",
+         "        step = jax.checkpoint(block, policy=jax.checkpoint_policies.nothing_saveable)\n")]),
     "grads_drop_the_policy": (3, "remat_really_applied", [
         ("jax.value_and_grad(block_loss)(params, x, policy)",
          "jax.value_and_grad(block_loss)(params, x)")]),
@@ -369,6 +378,13 @@ PLANTED = {
     "decide_on_round_means": (4, "stalls_do_not_decide", [
         ("        return {r: float(np.median(v)) for r, v in sorted(by_round.items())}\n",
          "        return {r: float(np.mean(v)) for r, v in sorted(by_round.items())}\n")]),
+    # issue 53 (blind-b2-round-mean-not-median): at seed 2 the 3-round interval check fails
+    # it first; its hint named pairing (a wider interval) until the means' ratio was read
+    "decide_on_round_means_few_rounds": Planted(4, [
+        ("        return {r: float(np.median(v)) for r, v in sorted(by_round.items())}\n",
+         "        return {r: float(np.mean(v)) for r, v in sorted(by_round.items())}\n")],
+        only=["few_rounds_interval_at_95_percent"],
+        fails=["few_rounds_interval_at_95_percent"], seed=2),
     "decide_on_the_ratio_of_means": (4, "stalls_do_not_decide", [
         (DECIDE_ROUNDS, DECIDE_ROUNDS + "    ratio = float(np.mean(before['samples_s']) / "
          "np.mean(after['samples_s']))\n"
@@ -521,7 +537,13 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "block_loss_sums_the_squares": "the sum over every element",
          "residual_bytes_as_float": "is not an int",
          "cache_sizes_as_floats": "is float, not int",
-         "matmul_cost_as_floats": "a count is an int"}
+         "matmul_cost_as_floats": "a count is an int",
+         # issue 53 (blind-b2-roofline-level-boundary): the boundary named, not the sizes
+         "roofline_exactly_full_spills": "of exactly a level's size fits that level",
+         "newest_by_folder_name": "names need not follow the order the runs were written in",
+         "block_loss_always_nothing_saveable": "is the checker's count with "
+                                               "policy='nothing_saveable'",
+         "decide_on_round_means_few_rounds": "is the one each round's mean gives"}
 WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
                "time_fn_samples_sliced_from_every_call": "tamper",
                "time_fn_samples_are_timestamps": "tamper",

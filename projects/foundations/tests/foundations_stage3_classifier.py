@@ -118,9 +118,10 @@ def train_diagnoses(key, case: dict, yours: np.ndarray) -> list:
     return [
         replays("every epoch used the same order: each epoch's shuffle takes a key split off "
                 "once for it", {"same_order": True}),
-        replays(f"your epochs are ceil(n / batch) = {-(-n // batch)} steps, the last taking "
-                f"the {n % batch} leftover rows (n={n}, batch={batch}): an epoch is n // batch "
-                f"= {n // batch} full steps; the leftover rows wait for the next shuffle",
+        replays(f"your epochs are ceil(n / batch) = {-(-n // batch)} steps, rounded up: the "
+                f"last a partial batch of the {n % batch} leftover rows (n={n}, batch={batch}): "
+                f"an epoch is n // batch = {n // batch} full steps; the leftover rows wait for "
+                "the next shuffle",
                 {"ceil_epoch": True}),
         replays(f"your training made {steps - 1} updates for steps={steps}: one short",
                 steps=steps - 1),
@@ -272,9 +273,10 @@ def workload_rerun_in_fresh_process_is_bitwise_equal(impl, ctx):
 def workload_params_follow_replay(impl, ctx):
     """The params are what training on the first n_train rows with k_train gives: the
     replay's. Where they differ, the hint names the slip the replays find (the training's
-    own, or training on the test rows), or says that the workload's params are the
-    learner's own train_classifier's on those rows: the workload is built as asked and
-    what differs is train_classifier (train_follows_key_protocol says more)."""
+    own, training on the test rows, or the seed split's halves swapped), or says that the
+    workload's params are the learner's own train_classifier's on those rows: the workload
+    is built as asked and what differs is train_classifier (train_follows_key_protocol
+    says more)."""
     out = workload_run(impl, ctx)
     k_train, x, y = workload_data(ctx)
     n_train, case = WORKLOAD_SIZES["n_train"], workload_case(ctx)
@@ -298,8 +300,18 @@ def workload_params_follow_replay(impl, ctx):
         if relative_error(yours, params_vector(replay_train(k_train, rows))) < REPLAY_RTOL:
             return "you trained on the test rows: train on x[:n_train], test on the rest"
 
+    def keys_swapped():
+        k_first, k_second = jax.random.split(jax.random.key(workload_seed(ctx)))
+        xs, ys = classifier.make_dataset(k_second, len(x))
+        rows = {**case, "x": np.asarray(xs[:n_train]), "y": np.asarray(ys[:n_train])}
+        if relative_error(yours, params_vector(replay_train(k_first, rows))) < REPLAY_RTOL:
+            return ("your params are the training of data drawn from the second half of the "
+                    "seed's split, with the first half as the training key: the data key and "
+                    "the training key are swapped (the split's first half is the data key)")
+
     expect_replay("reference_workload's params", yours, params_vector(ref),
-                  [*train_diagnoses(k_train, case, yours), test_rows, own_training],
+                  [*train_diagnoses(k_train, case, yours), test_rows, keys_swapped,
+                   own_training],
                   largest_differences(params, ref, f"seed {workload_seed(ctx)}") +
                   "every key comes from the seed as the docstring states; the params are "
                   "train_classifier's on the first n_train rows, with the steps, batch and "

@@ -171,6 +171,7 @@ def many_calls_honoured(impl, ctx) -> None:
         tiny_config(rng, batch=odd(rng, 3, 9)), ctx.seed + 9, str(outdir), warmup=1,
         iters=iters), outdir, f"write_run_records (iters={iters})")
     for label, rec in records.items():
+        output_ok_passed(rec, label, f"write_run_records (iters={iters}): ")
         fail_unless(len(rec.get("samples_s") or []) == iters,
                     f"write_run_records (iters={iters}): the {label} record does not hold "
                     "one sample per timed call", yours=len(rec.get("samples_s") or []),
@@ -178,6 +179,19 @@ def many_calls_honoured(impl, ctx) -> None:
         if label == "before":
             warmed_compiles_counted(rec.get("compiles_warmed"), slow_compiles_per_call(ctx),
                                     1, iters, f"write_run_records (iters={iters}): ")
+
+
+def output_ok_passed(rec: dict, label: str, what: str = "") -> None:
+    """The record's own output check passed. Where train_fast is right (stage 2 holds it
+    to train_slow's outputs), a False says the two first calls had different inputs."""
+    fail_unless(rec.get("output_ok") is True, f"{what}the {label} record's output check did "
+                "not pass", yours=rec.get("output_ok"), expected=True,
+                hint=f"your {label} record says its first call's outputs differ from "
+                f"train_slow's{'' if rec.get('samples_s') else ', so it timed nothing'}: "
+                "output_ok compares the two first calls "
+                "on the problem's own params, tokens, targets and learning rate, and a first "
+                "call given another (a new learning rate) fails it even where train_fast is "
+                "right (stage 2 checks train_fast itself)")
 
 
 def warmed_compiles_counted(got, per_call: int, warmup: int, iters: int, what: str) -> None:
@@ -310,8 +324,7 @@ def records_valid_for_decide(impl, ctx):
                     f"{label!r}", yours=rec.get("label"), expected=label,
                     hint="label each record by what it times: \"before\" for train_slow, "
                     "\"after\" for train_fast")
-        fail_unless(rec["output_ok"] is True, f"the {label} record's output check did not "
-                    "pass", yours=rec["output_ok"], expected=True)
+        output_ok_passed(rec, label)
         regions = sum(1 for e in traces.load_events(rec["trace"])
                       if e.get("ph") == "X" and e.get("name") == rec["region"])
         fail_unless(regions >= 1, f"the {label} record's trace has no "

@@ -330,7 +330,7 @@ def saved_residual_bytes(params: list, x, policy: str | None = None,
 
     Use public JAX APIs only (``jax.ad_checkpoint.print_saved_residuals`` prints the list
     for reading). Checked (stage 3) for equality with the checker's own count, without
-    remat and with ``nothing_saveable``, in float32 and bfloat16, for both models.
+    remat and with every policy, in float32 and bfloat16, for both models.
     """
     raise NotImplementedError('stage 3: saved_residual_bytes')
 

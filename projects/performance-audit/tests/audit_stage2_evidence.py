@@ -278,19 +278,28 @@ def compare_summaries(yours, expected, label: str, where=None) -> None:
                     yours=theirs[name], expected=us)
 
 
+# A run whose folder was named by a clock this many hours ahead (the profiler names a run
+# by its local time when it began: a run from a machine in another time zone, copied
+# with its times kept, or one before a clock was turned back). Its name sorts last; by
+# its modification time it is the second oldest.
+AHEAD_HOURS = 5
+
+
 def trace_folders(ctx) -> tuple[Path, Path]:
     """A log folder holding several trace runs seconds apart, created out of order (the
     newest is neither the first nor the last made), each with a trace file and the
-    profiler's other file beside it; and the newest run's trace file."""
+    profiler's other file beside it, the second oldest named by a clock ahead, so its name
+    sorts last (``AHEAD_HOURS``); and the newest run's trace file."""
     import gzip
     rng = ctx.rng("trace-folders")
     logdir = ctx.subdir("trace-folders")
     start = time.time() - 3600
-    offsets = sorted(int(v) for v in rng.choice(np.arange(2, 60), 4, replace=False))
-    order = [1, 3, 0, 2]  # made in this order; offsets[3] is the newest
+    offsets = sorted(int(v) for v in rng.choice(np.arange(2, 60), 5, replace=False))
+    order = [1, 3, 0, 4, 2]  # made in this order; offsets[4] is the newest
     newest = None
     for i in order:
-        stamp = time.strftime("%Y_%m_%d_%H_%M_%S", time.gmtime(start + offsets[i]))
+        named = start + offsets[i] + (AHEAD_HOURS * 3600 if i == 1 else 0)
+        stamp = time.strftime("%Y_%m_%d_%H_%M_%S", time.gmtime(named))
         run = logdir / "plugins" / "profile" / stamp
         run.mkdir(parents=True)
         trace = run / "host.trace.json.gz"
@@ -299,7 +308,7 @@ def trace_folders(ctx) -> tuple[Path, Path]:
         (run / "host.xplane.pb").write_bytes(b"")
         for f in (trace, run / "host.xplane.pb", run):
             os.utime(f, (start + offsets[i], start + offsets[i]))
-        if i == 3:
+        if i == 4:
             newest = trace  # by construction: the run written last
     return logdir, newest
 
@@ -324,6 +333,13 @@ def newest_hint(got, folders: Path, want: Path) -> str:
                   key=lambda p: p.stat().st_mtime)
     if got.resolve() == want.parent.resolve():
         return "yours is the newest run's folder: the trace file inside it is asked"
+    by_name = sorted(folders.glob("plugins/profile/*/*.trace.json.gz"))
+    if by_name and got.resolve() == by_name[-1].resolve() != want.resolve():
+        return (f"yours is the run whose folder name sorts last ({got.parent.name}), and by "
+                "its modification time it is the second oldest: a run's folder is named by "
+                f"the local clock where it began ({AHEAD_HOURS} hours ahead here: another "
+                "time zone, or a clock turned back since), so names need not follow the "
+                "order the runs were written in; the run written last is asked")
     if runs and got.resolve() == runs[0].resolve():
         return ("yours is the oldest of the runs (written first, modification times an hour "
                 "apart from now): the run written last is asked")
@@ -1066,10 +1082,15 @@ def roofs_case(r: dict, args: list, want: dict, factor: float) -> None:
                 else f"yours is {got / want['attainable_flops']:.4g}x the checker's")
     smaller = sorted(caches.items(), key=lambda kv: kv[1])
     fits = [name for name, size in smaller if working_set <= size]
+    exact = [name for name, size in smaller if working_set == size]
     fail_unless(r["memory_level"] == want["memory_level"],
                 f"a working set of {working_set} bytes lives in {want['memory_level']}",
                 yours=r["memory_level"], expected=want["memory_level"],
-                hint=f"{working_set} bytes fit {', '.join(fits)} (sizes {dict(smaller)})"
+                hint=(f"{working_set} bytes is exactly {exact[0]}'s size, and a working set "
+                      f"of exactly a level's size fits that level: yours is "
+                      f"{r['memory_level']} (sizes {dict(smaller)})")
+                if exact and r["memory_level"] != exact[0]
+                else f"{working_set} bytes fit {', '.join(fits)} (sizes {dict(smaller)})"
                 if fits else f"{working_set} bytes fit no cache (the largest holds "
                 f"{smaller[-1][1]})")
     for key in ("lower_s", "upper_s"):

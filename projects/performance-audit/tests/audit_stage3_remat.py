@@ -180,6 +180,18 @@ def residual_hint(counts: dict, yours) -> str:
     return f"yours is {yours - want:+.0f} bytes off the checker's count of the residuals"
 
 
+def other_policy_hint(ctx, args, policy, yours: float) -> str | None:
+    """Where saved bytes under ``policy`` equal the checker's count under another policy:
+    the policy the blocks apply is not the one named."""
+    for other in (None, *POLICIES):
+        if other != policy and yours == residual_counts(ctx, "blocks", args, other)[
+                "residuals"]:
+            return (f"yours with policy={policy!r} is the checker's count with "
+                    f"policy={other!r} ({yours:.0f} bytes): your blocks keep what {other} "
+                    "keeps, so the policy named is not the remat policy applied")
+    return None
+
+
 def byte_count(value, what: str) -> int:
     """A byte count as the contract returns it: an int (a NumPy integer too), or a FAIL."""
     number = as_float(value, what)
@@ -361,9 +373,10 @@ def saves_residuals_and_temp(impl, ctx, temp):
         fail_unless(False, "saved residual bytes of the bfloat16 model differ from the "
                     "checker's", yours=yours, expected=expected,
                     hint=residual_hint(counts, as_float(yours, "saved bytes")))
-    for policy in (None, "nothing_saveable"):
+    for policy in (None, *POLICIES):
         # the residuals of a correctly rematerialised block loss, where the learner's own
-        # program is one (remat_really_applied)
+        # program is one (remat_really_applied); every policy, so one that never reaches
+        # jax.checkpoint (another applied in its place) shows in what a block keeps
         if not remat_as_asked(impl, ctx, policy, len(params)):
             continue
         counts = residual_counts(ctx, "blocks", (params, x), policy)
@@ -371,9 +384,11 @@ def saves_residuals_and_temp(impl, ctx, temp):
         with on_input(blocks_input(params, x, policy)):
             yours = saved(params, x, policy)
         if as_float(yours, "saved bytes") != expected:
+            got = as_float(yours, "saved bytes")
             fail_unless(False, f"saved residual bytes with policy={policy} differ from the "
                         "checker's", yours=yours, expected=expected,
-                        hint=residual_hint(counts, as_float(yours, "saved bytes")))
+                        hint=other_policy_hint(ctx, (params, x), policy, got)
+                        or residual_hint(counts, got))
     fail_unless(saved(params, x, "nothing_saveable") < saved(params, x, None)
                 or not remat_as_asked(impl, ctx, "nothing_saveable", len(params)),
                 "remat did not reduce saved residuals", hint="with nothing_saveable a block "

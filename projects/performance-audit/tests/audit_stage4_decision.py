@@ -63,9 +63,30 @@ def expect_decision(impl, ctx, ref, before, after, want: str, message: str, *, e
     raise CheckFailed(message, yours=f"{result['decision']} (your interval: "
                       f"{'none' if ci is None else f'[{ci[0]:.4f}, {ci[1]:.4f}]'})",
                       expected=expected or want,
-                      hint=cause or boundary_hint(result, want, min_gain) or decision_hint(
-                          result, own, before, after, min_gain,
-                          otherwise or f"the answer here is {want!r}"))
+                      hint=cause or boundary_hint(result, want, min_gain)
+                      or means_cause(result, own, ref, before, after, **options)
+                      or decision_hint(result, own, before, after, min_gain,
+                                       otherwise or f"the answer here is {want!r}"))
+
+
+def means_cause(result: dict, own: dict | None, ref, before: dict, after: dict,
+                **options) -> str:
+    """Where the learner's ratio is the one each round's mean gives and not the one each
+    round's median gives (the checker's), that is the cause; else "". (In a learner's
+    copy the means' decision is not stored: the hint then says less, never the verdict.)"""
+    if not own or "round_ids" not in before or "round_ids" not in after:
+        return ""
+    by_means = ref.decide(round_means(before), round_means(after), **options) or {}
+    try:
+        ratio = float(result.get("ratio"))
+    except (TypeError, ValueError):
+        return ""
+    if ("ratio" in by_means and math.isclose(ratio, by_means["ratio"], rel_tol=1e-3)
+            and not math.isclose(ratio, own["ratio"], rel_tol=1e-3)):
+        return (f"your ratio {ratio:.4f} is the one each round's mean gives, where each "
+                f"round's median gives {own['ratio']:.4f}: a mean moves with every slow "
+                "sample of its round; a round's median does not")
+    return ""
 
 
 def decide_result(impl, before, after, ctx, ref, **options) -> dict:

@@ -235,3 +235,37 @@ MISTAKES = [
      "misunderstood": "trains on every row, test rows included, so the test accuracy is no longer held out",
      "edits": [(_WL_TRAIN, "    params = train_classifier(k_train, x, y, steps=steps, batch=batch, lr=lr)")]},
 ]
+
+
+# A second blind batch (2026-12-06, issue 53): written from the learner's copy and
+# the solutions only, each confirmed wrong by a measurement quoted in its line.
+MISTAKES += [
+    {"stage": 1, "id": "blind-b2-mse-first-axis",
+     "misunderstood": "averages over the first dimension only (sum / shape[0]) instead of every element, and a 0-d input has no shape[0]: measured 'mse(ones(3,4), zeros) ref=1.0 mut=4.0; 0-d: ref=4.0 mut=IndexError'",
+     "named_by": ["first dimension", "shape[0]", "0-d", "every element"],
+     "edits": [("    return jnp.mean((pred - target) ** 2)\n",
+                "    return jnp.sum((pred - target) ** 2) / pred.shape[0]\n")]},
+    {"stage": 2, "id": "blind-b2-grads-divide-by-features",
+     "misunderstood": "divides the hand-written gradient by x.shape[1] (features) instead of the number of rows n, right only when n == d: measured 'n=50,d=5 grad b ref=5.6156 mut=56.1558 (x10.0)'",
+     "named_by": ["shape[1]", "number of rows", "features", "n == d"],
+     "edits": [("    n = x.shape[0]\n    return {\"w\": 2.0",
+                "    n = x.shape[1]\n    return {\"w\": 2.0")]},
+    {"stage": 2, "id": "blind-b2-fit-stream-key-not-carried",
+     "misunderstood": "splits the stream key every step but never carries the first half on, so every step draws the same rows from one reused key, unlike the protocol the checker replays: measured 'steps=50 batch=8: max rel diff of params vs reference 1.54'",
+     "named_by": ["same rows", "key reused", "carry the key", "every step"],
+     "edits": [("        k_batches, k_step = jax.random.split(k_batches)\n",
+                "        k_step = jax.random.split(k_batches)[1]\n")]},
+    {"stage": 3, "id": "blind-b2-shuffle-once",
+     "misunderstood": "tests the global step (i == 0) instead of the step within the epoch, so the rows are shuffled once and every later epoch reuses the first order: measured 'n=101 batch=30 steps=12 (3 per epoch): max rel diff of params vs reference 87.3'",
+     "named_by": ["same order", "every epoch", "shuffled once", "first epoch"],
+     "edits": [("        if j == 0:\n", "        if i == 0:\n")]},
+    {"stage": 3, "id": "blind-b2-partial-batch-epoch",
+     "misunderstood": "rounds the steps per epoch up, so an epoch gets an extra short batch (a partial slice) and the reshuffle comes one step late, against 'an epoch is n // batch steps': measured 'n=101 batch=30 steps=12 (3 per epoch): max rel diff of params vs reference 455'",
+     "named_by": ["partial batch", "round up", "steps per epoch", "off by one"],
+     "edits": [("    per_epoch = n // batch\n", "    per_epoch = -(-n // batch)\n")]},
+    {"stage": 3, "id": "blind-b2-data-train-keys-swapped",
+     "misunderstood": "swaps the two halves of the seed's split (data from the second half, training from the first), so both data and training differ from the stated protocol: measured 'seed 7: max rel diff of params vs reference 1.31e+04, test acc ref=0.719 mut=0.766'",
+     "named_by": ["swapped", "data key", "training key", "split halves"],
+     "edits": [("    k_data, k_train = jax.random.split(jax.random.key(seed))\n",
+                "    k_train, k_data = jax.random.split(jax.random.key(seed))\n")]},
+]

@@ -364,3 +364,41 @@ MISTAKES = [
                       "output check compares runs with different rates",
      "edits": [('out, first_call_s = call(lr=problem["lr"])', "out, first_call_s = call()")]},
 ]
+
+
+# A second blind batch (2026-12-06, issue 53): written from the learner's copy and
+# the solutions only, each confirmed wrong by a measurement quoted in its line.
+MISTAKES += [
+    {"stage": 1, "id": "blind-b2-phases-at-any-depth",
+     "misunderstood": "sums phase events at any depth under the step (walking all descendants) instead of direct children only, so a phase name nested deeper is counted too and other_us goes negative: measured 'update nested inside forward_backward: update_us ref=30.0 mut=50.0, other_us ref=10.0 mut=-10.0'",
+     "named_by": ["direct children", "nested deeper", "any depth", "counted twice"],
+     "edits": [("        for child in ev.children:\n            if child.name in phase_us:\n",
+                "        for child in _walk(ev.children):\n            if child.name in phase_us:\n")]},
+    {"stage": 1, "id": "blind-b2-evidence-most-calls",
+     "misunderstood": "picks the evidence event with the most calls instead of the largest summed duration: measured 'ref evidence={event: big, count: 1, us: 60.0} mut evidence={event: small, count: 3, us: 3.0}'",
+     "named_by": ["most calls", "count", "summed duration", "most time"],
+     "edits": [("        name = max(totals, key=lambda n: totals[n][1])\n",
+                "        name = max(totals, key=lambda n: totals[n][0])\n")]},
+    {"stage": 2, "id": "blind-b2-static-learning-rate",
+     "misunderstood": "makes lr a static jit argument (a Python float), so every call with a new learning rate recompiles, while later calls must compile nothing: measured 'compiles on a second call with a new lr: ref=0 mut=1'",
+     "named_by": ["static", "recompile", "learning rate", "new lr"],
+     "edits": [("@functools.partial(jax.jit, donate_argnums=0)\ndef _train(",
+                "@functools.partial(jax.jit, donate_argnums=0, static_argnums=3)\ndef _train("),
+               ("    return _train(params, tokens, targets, jnp.float32(lr))\n",
+                "    return _train(params, tokens, targets, float(lr))\n")]},
+    {"stage": 2, "id": "blind-b2-naive-logsumexp",
+     "misunderstood": "writes logsumexp as log(sum(exp(logits))) without the max shift, which overflows float32 on a confident model (logits 100-200): measured 'confident model, first loss: train_slow=53.27 ref=53.27 mut=inf'",
+     "named_by": ["overflow", "logsumexp", "exp", "inf"],
+     "edits": [("    lse = jax.nn.logsumexp(logits, axis=-1)\n",
+                "    lse = jnp.log(jnp.sum(jnp.exp(logits), axis=-1))\n")]},
+    {"stage": 3, "id": "blind-b2-crossover-at-threshold",
+     "misunderstood": "treats a gain exactly at the threshold as already below it (g0 > t >= g1 instead of g0 >= t > g1), the wrong side of the boundary: measured 'gains [4,3] thr 4: ref=10.0 mut=None; gains [5,4] thr 4: ref=None mut=100.0'",
+     "named_by": ["exactly at", "threshold", "boundary", "below"],
+     "edits": [("        if g0 >= threshold > g1:\n",
+                "        if g0 > threshold >= g1:\n")]},
+    {"stage": 4, "id": "blind-b2-first-call-new-lr",
+     "misunderstood": "gives the first timed call a fresh learning rate instead of the problem's own, so before and after are compared on different rates and output_ok fails: measured 'first call lr == problem lr: ref=True mut=False; after output_ok ref=True mut=False'",
+     "named_by": ["first call", "problem's own", "learning rate", "output_ok"],
+     "edits": [('            out, first_call_s = call(lr=problem["lr"])\n',
+                '            out, first_call_s = call()\n')]},
+]

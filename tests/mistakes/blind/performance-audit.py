@@ -593,3 +593,39 @@ MISTAKES = [
      "edits": [("    up, down = 1.0 + min_gain, 1.0 / (1.0 + min_gain)",
                 "    up, down = 1.0 + min_gain, 1.0 - min_gain")]},
 ]
+
+
+# A second blind batch (2026-12-06, issue 53): written from the learner's copy and
+# the solutions only, each confirmed wrong by a measurement quoted in its line.
+MISTAKES += [
+    {"stage": 1, "id": "blind-b2-sample-timer-not-waiting",
+     "misunderstood": "stops the sample clock right after dispatch (no block_until_ready / host read inside the sample), so samples time the asynchronous launch, not the finished work: measured '512 matmul chain median ref=13.91 ms mut=0.013 ms (1083x too fast)'",
+     "named_by": ["block_until_ready", "dispatch", "not waited", "asynchronous"],
+     "edits": [("                start = time.perf_counter()\n                wait(fn(*args))\n",
+                "                start = time.perf_counter()\n                fn(*args)\n")]},
+    {"stage": 1, "id": "blind-b2-comparable-refuses-iters",
+     "misunderstood": 'also compares iters, so two runs of one configuration that only took a different number of samples are refused, which the contract says may be compared: measured \'same config, iters 10 vs 20: ref=[] mut=["iters differ: 10 vs 20"]\'',
+     "named_by": ["iters", "number of samples", "same configuration"],
+     "edits": [('    for key in ("shapes", "dtypes", "sync", "warmup", "backend"):\n',
+                '    for key in ("shapes", "dtypes", "sync", "warmup", "iters", "backend"):\n')]},
+    {"stage": 2, "id": "blind-b2-newest-trace-by-name",
+     "misunderstood": "takes the newest trace as the last folder name in sort order instead of by modification time, wrong when runs were made out of order: measured 'runs made out of order: ref=2026_01_01_00_00_09 (newest mtime) mut=2026_01_02_00_00_00'",
+     "named_by": ["sorted by name", "modification time", "newest", "out of order"],
+     "edits": [("                   key=lambda p: (p.stat().st_mtime, str(p)))\n    if not files:",
+                "                   key=lambda p: str(p))\n    if not files:")]},
+    {"stage": 2, "id": "blind-b2-roofline-level-boundary",
+     "misunderstood": "uses a strict < for fitting a cache level, so a working set of exactly a level's size is sent to the next level, against 'exactly a level's size fits it': measured 'working set == L1 size: ref level=L1 mut level=L2, predicted_s ref=8.19e-08 mut=1.64e-07'",
+     "named_by": ["exactly", "boundary", "fits the level", "strictly smaller"],
+     "edits": [("        if working_set_bytes <= size:\n",
+                "        if working_set_bytes < size:\n")]},
+    {"stage": 3, "id": "blind-b2-policy-always-nothing",
+     "misunderstood": "hard-codes nothing_saveable in jax.checkpoint and ignores the policy named, so dots_saveable saves what nothing_saveable saves (gradients still equal, so it passes a grads-only test): measured 'saved bytes with dots_saveable ref=5120 mut=1024 (nothing_saveable: 1024)'",
+     "named_by": ["policy ignored", "nothing_saveable", "dots_saveable", "remat policy"],
+     "edits": [("        step = jax.checkpoint(block, policy=getattr(jax.checkpoint_policies, policy))\n",
+                "        step = jax.checkpoint(block, policy=jax.checkpoint_policies.nothing_saveable)\n")]},
+    {"stage": 4, "id": "blind-b2-round-mean-not-median",
+     "misunderstood": "summarises each round by the mean instead of the median, so one stalled sample drags its whole round and the verdict changes, though stalls must change nothing: measured 'a true 2x speedup, 3 stalls in after: ref=accept ratio=1.989 mut=reject ratio=0.879'",
+     "named_by": ["mean", "median", "stall", "outlier"],
+     "edits": [("        return {r: float(np.median(v)) for r, v in sorted(by_round.items())}\n",
+                "        return {r: float(np.mean(v)) for r, v in sorted(by_round.items())}\n")]},
+]
