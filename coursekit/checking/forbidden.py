@@ -163,8 +163,6 @@ RULES: dict[str, tuple[Rule, ...]] = {
         Rule(_TIMING, "time_synced", 1, "timer"),
         Rule("coursekit.measure.bandwidth", "timed_with_faults", 2, "timer"),
         Rule("coursekit.measure.peak_memory", "memory_fields", 3, "helper"),
-        Rule(_DECISION, "ratio_by_rounds", 4, "helper"),
-        Rule(_DECISION, "median_interval", 4, "helper"),
         Rule("coursekit.measure.collectives", "_median_interval", 4, "helper"),
         Rule("coursekit.measure.verdict", "interval_of", 4, "helper"),
     ) + _everywhere("performance-audit"),
