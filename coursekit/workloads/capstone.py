@@ -153,14 +153,18 @@ def train_steps(training, step, work: dict, steps: int, variant: str = "before")
 
 
 def max_relative_difference(a, b) -> float:
-    """max |a - b| / max(|a|, tiny) over every leaf of two pytrees of arrays."""
+    """The largest over the leaves of two pytrees of arrays of max |a - b| / max |a|: each
+    leaf's difference against its own scale. (Elementwise, a parameter near zero turns a
+    rounding into a large ratio: 6e-4 for an 8-device and a one-device step at batch 1024
+    after 6 steps, where against its leaf's scale it is 6e-7.)"""
     import jax
     import numpy as np
     worst = 0.0
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
         x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-        scale = np.maximum(np.abs(x), 1e-12)
-        worst = max(worst, float(np.max(np.abs(x - y) / scale)) if x.size else 0.0)
+        if x.size:
+            scale = max(float(np.max(np.abs(x))), 1e-12)
+            worst = max(worst, float(np.max(np.abs(x - y))) / scale)
     return worst
 
 

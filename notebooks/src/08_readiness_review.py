@@ -493,7 +493,7 @@ check4 = run_check("performance-audit", 4, IMPL)
 # grows with the batch: where that passes the saving, the change stops helping).
 
 # %%
-TOLERANCE = 1e-4  # relative, for parameters after several steps (rounding, not bugs)
+TOLERANCE = 1e-4  # relative to each parameter array's scale, after several steps (rounding)
 preserved, sweep, sweep_trend = {}, {}, ""
 with not_yet("results and speed across shapes"):
     if not runs:
@@ -511,7 +511,7 @@ with not_yet("results and speed across shapes"):
         loss_diff = float(np.max(np.abs(np.subtract(finals["before"][1], finals["after"][1]))))
         preserved[b] = {"max_rel_param_diff": diff, "max_abs_loss_diff": loss_diff,
                         "equal": diff <= TOLERANCE}
-        line = (f"batch {b:5d}: parameters differ by {diff:.1e} (relative), losses by "
+        line = (f"batch {b:5d}: parameters differ by {diff:.1e} (of their scale), losses by "
                 f"{loss_diff:.1e} after {CHECK_STEPS} steps -> ")
         if diff > TOLERANCE:
             print(line + f"DIFFERENT (tolerance {TOLERANCE:g}); speed not compared")
