@@ -38,8 +38,8 @@ from coursekit.facts import ROOT
 REGION = "train_step"
 VARIANTS = ("before", "after")
 # what each variant does with the batch (notebook 08 prints it)
-CHANGE = {"before": "rows split across the devices (your place_batch)",
-          "after": "the whole batch on every device (replicated)"}
+CHANGE = {"before": "split by rows across the devices (your place_batch)",
+          "after": "whole on every device (replicated)"}
 # Per learner module: data sets and initial states already built (each costs a compile).
 _BUILT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 

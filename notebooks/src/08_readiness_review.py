@@ -220,7 +220,7 @@ with not_yet("before and after records"):
     need(work)
     runs, steps = measure_pair(work, ITERS)
     for variant in runs:
-        print(f"{variant:6s}: the batch's {capstone.CHANGE[variant]}")
+        print(f"{variant:6s}: the batch {capstone.CHANGE[variant]}")
     for variant, r in runs.items():
         warm = np.median(r["samples_s"])
         print(f"{variant:6s}: first call {r['first_call_s'] * 1e3:8.1f} ms "
