@@ -17,10 +17,10 @@ measurement), so that part stays readable there. The rest is the checker's alone
   learner's copy.
 
 The sealed programs (``projects/<p>/tests/sealed/``: a checker's replay of a stage's
-answer; ``coursekit/workloads/sealed/``: a complete train step) are answers too, held as
-programs. No learner process of a stage run opens one, so ``fence_sealed(course, group)``
-makes them the checker group's alone there (as root), beside the guard's refusal
-(``protocol.LEARNER_SEALED``); a notebook's kernel runs the course's programs itself.
+answer) are answers too, held as programs (a release leaves them out). No learner process
+of a stage run opens one, so ``fence_sealed(course, group)`` makes them the checker
+group's alone there (as root), beside the guard's refusal (``protocol.LEARNER_SEALED``);
+no notebook runs one.
 """
 
 from __future__ import annotations

@@ -21,7 +21,9 @@ The rules, each over every shipped file:
   (``[lo, hi]``): two failures are enough to fit it;
 * ``hint-line``: a hint holding ``HINT_RUN`` code tokens in a row of a solution line;
 * ``scaffold``: a notebook code cell holding a stage's scaffold (``SCAFFOLDS``);
-* ``instructor``: instructor-only code or a solution folder in the release at all.
+* ``instructor``: instructor-only code or a solution folder in the release at all;
+* ``sealed``: a program ``jax.export`` can load (a callable answer: issue 50 found notebook
+  08's train step shipped so), whatever the file's name or suffix.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ import functools
 import io
 import json
 import re
+import subprocess
+import sys
 import tokenize
 from pathlib import Path
 
@@ -425,6 +429,49 @@ def folder_findings(release: Path) -> list[tuple[str, str, str, str]]:
                     for p in release.rglob("solution") if p.is_dir()]
 
 
+# Files read as text (or data) by what ships them; any other file may be a program.
+TEXT_SUFFIXES = frozenset((".py", ".md", ".ipynb", ".json", ".txt", ".toml", ".yml", ".yaml",
+                           ".cfg", ".ini", ".sh", ".css", ".js", ".html", ".csv", ".svg",
+                           ".png", ".gz", ".typed", ".in", ".sbatch", ".j2", ".lock"))
+# Each candidate file is handed to jax.export.deserialize in a child process (bytes that are
+# no program may make a native reader crash; the scan must not go with it).
+_LOADABLE = """
+import sys
+from jax import export
+for path in sys.argv[1:]:
+    try:
+        with open(path, "rb") as f:
+            export.deserialize(bytearray(f.read()))
+    except Exception:
+        continue
+    print(path)
+"""
+
+
+def loadable_programs(paths: list[Path]) -> list[Path]:
+    """The files of ``paths`` that ``jax.export.deserialize`` loads."""
+    if not paths:
+        return []
+    done = subprocess.run([sys.executable, "-c", _LOADABLE, *map(str, paths)],
+                          capture_output=True, text=True, timeout=600)
+    return [Path(line) for line in done.stdout.splitlines() if line.strip()]
+
+
+def sealed_findings(release: Path, files: list[Path]) -> list[tuple[str, str, str, str]]:
+    """A sealed program in the release: a file with a program's suffix, or any file
+    outside the text kinds that ``jax.export`` loads."""
+    from coursekit.protocol import SEALED_SUFFIX
+    named = [p for p in files if p.name.endswith(SEALED_SUFFIX)]
+    others = [p for p in files if p not in named and p.suffix.lower() not in TEXT_SUFFIXES
+              and p.stat().st_size > 0]
+    found = []
+    for path in sorted(set(named) | set(loadable_programs(others))):
+        rel = path.relative_to(release).as_posix()
+        found.append(("sealed", rel, "a program", f"{rel}: a program jax.export can load "
+                      "(a callable answer) in the release"))
+    return found
+
+
 @functools.cache
 def solution_lines() -> frozenset:
     """Runs of every solution line of every project (the repository's: one per run)."""
@@ -441,7 +488,13 @@ def raw(release: Path, files: list[Path] | None = None) -> list[tuple[str, str, 
     if files is None:
         files = shipped_files(release)
         found += folder_findings(release)
+        found += sealed_findings(release, [p for p in release.rglob("*") if p.is_file()
+                                           and "__pycache__" not in p.parts])
+    else:
+        found += sealed_findings(release, files)
     for path in files:
+        if path.suffix not in (".py", ".md", ".ipynb"):
+            continue  # read as text by no rule above (a program is the sealed rule's)
         rel = path.relative_to(release).as_posix()
         found += [(rule, rel, what, sentence) for rule, what, sentence in (
             code_findings(rel, path, answers) + name_findings(rel, path, names)

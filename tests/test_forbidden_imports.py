@@ -91,8 +91,8 @@ def test_every_reason_is_one_of_the_fixed_sentences():
 HELPERS_THAT_ANSWER = [
     (AUDIT, 4, "from coursekit.measure.verdict import interval_of\n"
                "ci = interval_of(log_ratios, 0.95)\n"),
-    (AUDIT, 4, "from coursekit.measure.decision import ratio_by_rounds\n"
-               "est = ratio_by_rounds(before, after)\n"),
+    (AUDIT, 4, "from coursekit.measure.collectives import _median_interval\n"
+               "ci = _median_interval(ratios, 0.95)\n"),
     ("pallas-kernel", 3, "from coursekit.measure.timing import time_synced\n"
                          "t = time_synced(f, x, warmup=1, iters=5)\n"),
     ("sharded-training", 4, "from coursekit.measure import timing\n"

@@ -173,11 +173,16 @@ from coursekit.checking.learner import load_impl
 training = load_impl(sys.argv[1])
 work = capstone.workload(training, 32)
 steps = {v: capstone.make_step(training, work["config"], v) for v in capstone.VARIANTS}
-ops = {v: trace_collectives.all_reduce_ops(steps[v], work["state"], work["batch"])
+ops = {v: trace_collectives.all_reduce_ops(steps[v], work["state"], work["batches"][v])
        for v in capstone.VARIANTS}
 ref = capstone.reference_loss(work)
-losses = {v: float(steps[v](work["state"], work["batch"])[1]) for v in capstone.VARIANTS}
-print(json.dumps({"ops": ops, "reference": ref, "losses": losses}))
+losses = {v: float(steps[v](work["state"], work["batches"][v])[1]) for v in capstone.VARIANTS}
+finals = {v: capstone.train_steps(training, capstone.make_step(training, work["config"], v),
+                                  work, 6, v)[0]["params"] for v in capstone.VARIANTS}
+print(json.dumps({"ops": ops, "reference": ref, "losses": losses,
+                  "params_diff": capstone.max_relative_difference(*finals.values()),
+                  "shardings": {v: str(work["batches"][v]["x"].sharding.spec)
+                                for v in capstone.VARIANTS}}))
 """
 
 
@@ -204,11 +209,38 @@ def test_capstone_fresh_process_record_trace_and_collectives(tmp_path):
                            text=True, timeout=300, env=env, cwd=tmp_path)
     assert probe.returncode == 0, probe.stderr[-2000:]
     got = json.loads(probe.stdout.strip().splitlines()[-1])
-    # the change removes exactly the scalar (count) all-reduce
-    assert len(got["ops"]["before"]) == 2 and len(got["ops"]["after"]) == 1, got["ops"]
+    # the change (the learner's own step on a replicated batch) removes every all-reduce
+    assert len(got["ops"]["before"]) == 2 and got["ops"]["after"] == {}, got["ops"]
     assert any(shape.startswith("f32[]") for shape in got["ops"]["before"].values())
+    assert got["shardings"] == {"before": "P('data',)",
+                                "after": "P()"}, got["shardings"]
     for variant, loss in got["losses"].items():
         assert abs(loss - got["reference"]) <= 1e-5 * abs(got["reference"]), (variant, got)
+    assert got["params_diff"] <= 1e-4, got  # the same training, across the padded batch
+
+
+def test_the_reference_loss_is_the_contracts_and_sees_the_noise():
+    """capstone.first_loss, public code: classifier.loss on the batch plus the noise the
+    state's key draws (the second half of its split); another key or no noise moves it."""
+    import jax
+    import numpy as np
+
+    from coursekit.workloads import classifier
+    params = classifier.init_params(jax.random.key(3))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((16, classifier.FEATURES)).astype(np.float32)
+    y = rng.integers(0, classifier.CLASSES, 16).astype(np.int32)
+    mask = np.ones(16, np.float32)
+    mask[-5:] = 0
+    key = jax.random.key(5)
+    _, sub = jax.random.split(key)
+    want = float(classifier.loss(params, x + 0.3 * jax.random.normal(sub, x.shape), y, mask))
+    data = jax.random.key_data(key)
+    got = capstone.first_loss(params, data, x, y, mask, 0.3)
+    assert abs(got - want) <= 1e-6 * abs(want)
+    assert got != capstone.first_loss(params, data, x, y, mask, 0.0)
+    other = jax.random.key_data(jax.random.key(6))
+    assert got != capstone.first_loss(params, other, x, y, mask, 0.3)
 
 
 def test_starter_says_not_yet_in_a_fresh_process(tmp_path):

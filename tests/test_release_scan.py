@@ -306,6 +306,25 @@ def plant_fix_code_hints(rel: Path) -> list[Path]:
     return targets
 
 
+def plant_ratio_by_rounds(rel: Path) -> list[Path]:
+    """decision.py as it shipped before issue 50: the interval of the per-round ratio."""
+    target = rel / "coursekit" / "measure" / "decision.py"
+    path = ROOT / "coursekit" / "instructor" / "decision.py"
+    append(target, function_source(path, "median_interval") + "\n\n"
+           + function_source(path, "ratio_by_rounds"))
+    return [target]
+
+
+def plant_sealed_step(rel: Path) -> list[Path]:
+    """Notebook 08's train step as it shipped before issue 50: a sealed program (a checker's
+    replay stands in for it: any program jax.export loads is the finding)."""
+    target = rel / "coursekit" / "workloads" / "sealed" / "capstone_candidate.jaxexport"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "projects" / "foundations" / "tests" / "sealed" /
+                "train_replay.jaxexport", target)
+    return [target]
+
+
 def plant_instructor_folder(rel: Path) -> list[Path]:
     shutil.copytree(ROOT / "coursekit" / "instructor", rel / "coursekit" / "instructor",
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -324,6 +343,12 @@ PLANTS = {
     "forbidden.py's descriptions": (plant_forbidden_descriptions, "reasons", "free text"),
     "remote_* code": (plant_remote_code, "code", "timing_step"),
     "capstone.make_step": (plant_capstone_step, "code", "sharded-training:make_train_step"),
+    # issue 50: stage 4's method and notebook 08's sealed train step, planted back
+    "decision.ratio_by_rounds": (plant_ratio_by_rounds, "code",
+                                 "instructor/decision:ratio_by_rounds"),
+    "decision.median_interval": (plant_ratio_by_rounds, "code",
+                                 "instructor/decision:median_interval"),
+    "notebook 08's sealed step": (plant_sealed_step, "sealed", "jax.export can load"),
     "notebook 05's prose": (plant_notebook_05_prose, "method", "already returns the sum"),
     "classifier.loss_sum's docstring": (plant_loss_sum_docstring, "method",
                                         "before the global division"),

@@ -187,29 +187,3 @@ def test_a_program_from_a_newer_jax_says_so(tmp_path):
     sealed.path(tmp_path, "newer").write_bytes(broken.serialize())
     with pytest.raises(sealed.SealedMissing, match="a newer JAX wrote it.*every JAX from"):
         sealed.program(tmp_path, "newer")
-
-
-def test_the_capstone_programs_are_their_sources():
-    """Notebook 08's change under review and its independent first loss, sealed: the
-    programs compute what their instructor-only source computes, on a batch size the
-    export never saw."""
-    from coursekit.instructor import sealed_capstone as source
-    from coursekit.workloads import capstone
-    rng = np.random.default_rng(7)
-    params = jax.tree.map(np.asarray, classifier.init_params(jax.random.key(3)))
-    trace = jax.tree.map(lambda a: rng.standard_normal(a.shape).astype(np.float32), params)
-    key_data = np.asarray(jax.random.key_data(jax.random.key(5)))
-    rows = 37
-    x = rng.standard_normal((rows, classifier.FEATURES)).astype(np.float32)
-    y = rng.integers(0, classifier.CLASSES, rows).astype(np.int32)
-    mask = (rng.random(rows) < 0.7).astype(np.float32)
-    scalars = (np.float32(0.05), np.float32(0.9), np.float32(0.1))
-    args = (params, trace, np.int32(4), key_data, np.int32(9), x, y, mask, *scalars)
-    got = sealed.call(sealed.program(capstone.SEALED, "capstone_candidate"), *args)
-    want = jax.tree.map(np.asarray, jax.jit(source.candidate_step)(*args))
-    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
-    loss_args = (params, key_data, x, y, mask, np.float32(0.1))
-    assert math.isclose(float(sealed.call(sealed.program(capstone.SEALED, "capstone_first_loss"),
-                                          *loss_args)),
-                        float(jax.jit(source.first_loss)(*loss_args)), rel_tol=1e-6)

@@ -1,8 +1,8 @@
 """A learner file cannot answer a stage with a sealed program (issue 46, item 1).
 
 Foundations' stages 2 and 3 are replays, and the checker holds each replay as a program
-(``projects/foundations/tests/sealed/*.jaxexport``); notebook 08's change under review is a
-complete train step held the same way (``coursekit/workloads/sealed``). A blind reading of
+(``projects/foundations/tests/sealed/*.jaxexport``; notebook 08's change under review, once
+held the same way, is now the learner's own step on a replicated batch). A blind reading of
 the release found the programs loadable through ``coursekit.compat.jaxapi.deserialize``:
 the forbidden-import scan refused ``jax.export`` and ``coursekit.checking.sealed`` only, and
 a ``train_classifier`` that ran ``train_replay`` passed. Now:
@@ -54,8 +54,6 @@ ROUTES = {
                                     "importlib.import_module('coursekit.checking.sealed')\n",
     "programs.rebuild": "from coursekit.checking.programs import rebuild\n",
     "authoring": "import coursekit.authoring.sealed\n",
-    "capstone": "from coursekit.workloads import capstone\n"
-                "step = capstone.sealed_program('x')\n",
     "a program's path": "data = open('../tests/sealed/x.bin', 'rb').read()\n",
     "a program's suffix": "import glob\nfiles = glob.glob('**/*.jaxexport')\n",
     "a program's name": "name = 'train_replay'\n",
@@ -80,7 +78,8 @@ def test_prose_and_other_words_are_not_a_route():
 
 def test_the_programs_are_named_by_what_the_copy_holds():
     names = forbidden.sealed_names()
-    assert {"fit_replay", "train_replay", "capstone_candidate"} <= names, names
+    assert {"fit_replay", "train_replay"} <= names, names
+    assert not {"capstone_candidate", "capstone_first_loss"} & names, names  # none left
 
 
 # ---------------------------------------------------------------------------------------
@@ -170,7 +169,7 @@ def test_a_stage_jail_asks_for_it_and_a_notebook_jail_does_not():
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
 def test_as_root_the_copys_programs_are_the_checker_groups_alone(tmp_path):
     for rel in ("projects/foundations/tests/sealed/train_replay.jaxexport",
-                "coursekit/workloads/sealed/capstone_candidate.jaxexport"):
+                "projects/foundations/tests/sealed/fit_replay.jaxexport"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes(b"program")
     (tmp_path / "projects" / "foundations" / "tests" / "check.py").write_text("")

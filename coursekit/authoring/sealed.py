@@ -7,9 +7,10 @@ types need it, and the checker turns it on for the call), and optionally ``PLATF
 ``projects/<p>/tests/sealed/<name>.jaxexport``, exported for the CPU
 (``coursekit.checking.sealed`` loads and runs it). The release leaves a project's
 programs and ``solution/`` behind (its checks read the programs' stored outputs for public
-inputs there) and ships notebook 08's. The course's own sealed sources,
-``coursekit/instructor/sealed_*.py`` (instructor-only), write into the folder their
-``TARGET`` names (notebook 08's change under review: ``coursekit/workloads/sealed/``).
+inputs there). A course-level sealed source, ``coursekit/instructor/sealed_*.py``
+(instructor-only; none at present: notebook 08's change under review is the learner's own
+step now), would write into the folder its ``TARGET`` names, which a release must leave
+out too (the release scan finds any program it ships).
 
 The programs are written by the oldest JAX the course supports (``jaxapi.FLOOR``): jax.export
 promises only that a newer JAX reads an older program, and 0.10.2 cannot read what 0.12

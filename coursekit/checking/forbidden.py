@@ -128,12 +128,10 @@ _AUTODIFF = ("grad", "value_and_grad", "vjp", "jacrev", "jacfwd", "hessian", "jv
 
 # The route to a sealed program (coursekit.checking.sealed): its file, and what turns a
 # program's bytes or text into something callable, whatever the name it is reached by. The
-# checkers' programs (projects/*/tests/sealed/) replay stage answers; the course's
-# (coursekit/workloads/sealed/, run by coursekit.workloads.capstone for notebook 08) hold
-# a complete train step. Every project's stages refuse it: none of their contracts reads a
-# program. A name or path built at run time is out of reach of this reading: where the
-# grader runs a stage, no learner process can open a sealed program's file at all
-# (autograder/guard.py, autograder/answers.py).
+# checkers' programs (projects/*/tests/sealed/) replay stage answers. Every project's stages
+# refuse it: none of their contracts reads a program. A name or path built at run time is
+# out of reach of this reading: where the grader runs a stage, no learner process can open
+# a sealed program's file at all (autograder/guard.py, autograder/answers.py).
 SEALED_FILE = "<a sealed program's file>"   # a string in the file naming one (below)
 SEALED_ROUTE = (
     ("jax.export", "*"), ("jax._src.export", "*"),                  # jax.export.deserialize
@@ -141,12 +139,11 @@ SEALED_ROUTE = (
     ("coursekit.checking.sealed", "*"), ("coursekit.authoring", "*"),
     ("coursekit.compat.jaxapi", "deserialize"), ("coursekit.compat.jaxapi", "exported"),
     ("coursekit.checking.programs", "rebuild"),                    # a program from its text
-    ("coursekit.workloads.capstone", "*"),
     (SEALED_FILE, "*"),
 )
 # What a string names when it names a sealed program: the suffix, a program's own name
 # (SEALED_FOLDERS' files), or a folder called sealed as a path part.
-SEALED_FOLDERS = ("projects/*/tests/sealed", "coursekit/workloads/sealed")
+SEALED_FOLDERS = ("projects/*/tests/sealed",)
 
 
 def _everywhere(project: str) -> tuple[Rule, ...]:
@@ -167,8 +164,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
         Rule(_TIMING, "time_synced", 1, "timer"),
         Rule("coursekit.measure.bandwidth", "timed_with_faults", 2, "timer"),
         Rule("coursekit.measure.peak_memory", "memory_fields", 3, "helper"),
-        Rule(_DECISION, "ratio_by_rounds", 4, "helper"),
-        Rule(_DECISION, "median_interval", 4, "helper"),
+        Rule("coursekit.measure.collectives", "_median_interval", 4, "helper"),
         Rule("coursekit.measure.verdict", "interval_of", 4, "helper"),
     ) + _everywhere("performance-audit"),
     "optimisation": (

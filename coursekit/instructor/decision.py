@@ -48,6 +48,33 @@ def round_medians(record: dict, name: str = "record") -> dict[int, float]:
     return {r: float(np.median(v)) for r, v in grouped(record).items()}
 
 
+def median_interval(values: list[float], confidence: float = 0.95) -> list[float] | None:
+    """A distribution-free interval of the median of ``values`` (the sign test's): the
+    k-th smallest to the k-th largest value, k the largest with a chance of at least
+    ``confidence`` that the median lies between them (each value falls either side of it
+    with chance 1/2). None when even the smallest-to-largest range falls short."""
+    n, ordered = len(values), sorted(values)
+    outside = [math.comb(n, i) / 2 ** n for i in range(n + 1)]  # values below the median
+    k = 0
+    while k < n // 2 and 2 * sum(outside[:k + 1]) <= 1 - confidence:
+        k += 1
+    if k == 0:
+        return None
+    return [ordered[k - 1], ordered[n - k]]
+
+
+def ratio_by_rounds(before: dict, after: dict, confidence: float = 0.95) -> dict:
+    """A plain estimate, not a decision: per round both records hold, before's median
+    over after's; the median of those ratios and its distribution-free interval
+    (``median_interval``). {"ratio", "ci" (None with too few rounds), "n_rounds"}."""
+    b, a = grouped(before), grouped(after)
+    ratios = [float(np.median(b[r]) / np.median(a[r])) for r in b if r in a]
+    if not ratios:
+        raise ValueError("the two records share no round")
+    return {"ratio": float(np.median(ratios)), "ci": median_interval(ratios, confidence),
+            "n_rounds": len(ratios)}
+
+
 # ---------------------------------------------------------------------------------------
 # The decision
 # ---------------------------------------------------------------------------------------

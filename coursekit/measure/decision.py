@@ -5,20 +5,18 @@ minute here), and the samples of one block share that block's load. Pooled sampl
 not independent, so a bootstrap that resamples them claims differences between identical
 programs (it excluded 1 in 89 of 200 null pairs with 8 drifting rounds). What to conclude
 from rounds is performance-audit stage 4's exercise (``decide``); the course's own
-statistic is instructor-only (``coursekit.instructor.decision``).
+statistic and its estimates of a ratio over rounds are instructor-only
+(``coursekit.instructor.decision``).
 
-API (stdlib + numpy; no JAX, so checkers, notebooks and benchmarks can all use it)::
+API (stdlib + numpy + scipy; no JAX, so checkers, notebooks and benchmarks can all use it)::
 
     measure_interleaved(before_fn, after_fn, rounds=8, iters=5, warmup=1)
         times two zero-argument callables (each must wait for its own result) in
         alternating rounds and returns their samples with round_ids and cpu_s
     round_ids_of(record)     each sample's round (one round per sample without round_ids)
     grouped(record)          {round: its samples}; samples_by_round(record) their lists
-    median_interval(values)  a distribution-free interval of a median (the sign test's)
-    ratio_by_rounds(before, after)   before/after per round, their median and its interval:
-        an estimate to print, not a decision
     contention(record)       per-round CPU-time / wall-time: which rounds lost the CPU
-    t_quantile(confidence, df)   a Student-t quantile (a table look-up)
+    t_quantile(confidence, df)   a Student-t quantile (scipy.stats.t.ppf, two-sided)
     pooled_bootstrap(before, after)  the pooled-sample statistic, kept only so benchmarks
         and notebooks can show how it fails under drift; never decide with it
     simulate_pair(rng, true_ratio)   a pair of records with drifting rounds (tests, bench)
@@ -31,7 +29,6 @@ round it was measured in) and ``cpu_s`` (process CPU seconds of each sample).
 from __future__ import annotations
 
 import math
-import statistics
 import time
 
 import numpy as np
@@ -43,43 +40,20 @@ CONTENDED_FRACTION = 0.75
 
 
 # ---------------------------------------------------------------------------------------
-# Student's t quantile (exact finite series for integer degrees of freedom)
+# Student's t quantile
 # ---------------------------------------------------------------------------------------
-
-def _t_two_sided_mass(t: float, df: int) -> float:
-    """P(|T| < t) for Student's t with integer ``df`` (Abramowitz & Stegun 26.7.3-4)."""
-    theta = math.atan(t / math.sqrt(df))
-    c2 = math.cos(theta) ** 2
-    if df % 2:
-        term = total = math.cos(theta) if df > 1 else 0.0
-        for k in range(1, (df - 3) // 2 + 1):
-            term *= c2 * (2 * k) / (2 * k + 1)
-            total += term
-        return 2 / math.pi * (theta + math.sin(theta) * total)
-    term = total = 1.0
-    for k in range(1, (df - 2) // 2 + 1):
-        term *= c2 * (2 * k - 1) / (2 * k)
-        total += term
-    return math.sin(theta) * total
-
 
 def t_quantile(confidence: float, df: int) -> float:
     """The t with P(|T| < t) = ``confidence`` for Student's t with ``df`` >= 1 degrees of
-    freedom (12.706 for 95% and df 1; 2.365 for df 7)."""
+    freedom (12.706 for 95% and df 1; 2.365 for df 7): ``scipy.stats.t.ppf`` at the
+    two-sided point."""
+    from scipy import stats
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     df = int(df)
     if df < 1:
         raise ValueError(f"degrees of freedom must be >= 1, got {df}")
-    if df > 2000:
-        return statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
-    lo, hi = 0.0, 1.0
-    while _t_two_sided_mass(hi, df) < confidence:
-        hi *= 2
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if _t_two_sided_mass(mid, df) < confidence else (lo, mid)
-    return (lo + hi) / 2
+    return float(stats.t.ppf(0.5 + confidence / 2, df))
 
 
 # ---------------------------------------------------------------------------------------
@@ -117,33 +91,6 @@ def grouped(record: dict, values=None) -> dict[int, list[float]]:
 def samples_by_round(record: dict) -> list[list[float]]:
     """The record's samples, one list per round, rounds in order."""
     return list(grouped(record).values())
-
-
-def median_interval(values: list[float], confidence: float = 0.95) -> list[float] | None:
-    """A distribution-free interval of the median of ``values`` (the sign test's): the
-    k-th smallest to the k-th largest value, k the largest with a chance of at least
-    ``confidence`` that the median lies between them (each value falls either side of it
-    with chance 1/2). None when even the smallest-to-largest range falls short."""
-    n, ordered = len(values), sorted(values)
-    outside = [math.comb(n, i) / 2 ** n for i in range(n + 1)]  # values below the median
-    k = 0
-    while k < n // 2 and 2 * sum(outside[:k + 1]) <= 1 - confidence:
-        k += 1
-    if k == 0:
-        return None
-    return [ordered[k - 1], ordered[n - k]]
-
-
-def ratio_by_rounds(before: dict, after: dict, confidence: float = 0.95) -> dict:
-    """A plain estimate, not a decision: per round both records hold, before's median
-    over after's; the median of those ratios and its distribution-free interval
-    (``median_interval``). {"ratio", "ci" (None with too few rounds), "n_rounds"}."""
-    b, a = grouped(before), grouped(after)
-    ratios = [float(np.median(b[r]) / np.median(a[r])) for r in b if r in a]
-    if not ratios:
-        raise ValueError("the two records share no round")
-    return {"ratio": float(np.median(ratios)), "ci": median_interval(ratios, confidence),
-            "n_rounds": len(ratios)}
 
 
 # ---------------------------------------------------------------------------------------

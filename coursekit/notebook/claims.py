@@ -68,11 +68,12 @@ def _about_same(r: float) -> bool:
 def host_read_cost(ratio: float, ci, n_rounds: int, *, small: float = 0.15) -> str:
     """What a host read costs beside ``block_until_ready``, from interleaved rounds.
 
-    Evidence: ``ratio`` = host_read / block_until_ready (geometric mean of paired rounds)
-    and its interval ``ci`` over ``n_rounds``. A cost is claimed only when the interval
-    lies above 1; "nearly free" only when the interval holds 1 and its upper end is
-    within ``small`` (a fraction) of it; an interval below 1 is named as the machine's
-    drift (waiting for the same work cannot be faster); otherwise too wide to say."""
+    Evidence: ``ratio`` = host_read / block_until_ready (the paired rounds' median) and
+    ``ci``, an interval of it over ``n_rounds`` or the rounds' range (smallest to
+    largest). A cost is claimed only when the interval lies above 1; "nearly free" only
+    when the interval holds 1 and its upper end is within ``small`` (a fraction) of it; an
+    interval below 1 is named as the machine's drift (waiting for the same work cannot be
+    faster); otherwise too wide to say."""
     _positive("ratio", ratio)
     ci = _interval("ci", ci)
     shown = f"host_read / block_until_ready {estimate_text(ratio, ci)} over {n_rounds} rounds"

@@ -471,8 +471,9 @@ check3 = run_check("sharded-training", 3, IMPL)
 
 # %%
 def first_step_loss(state, host_batch, noise):
-    """The loss of one step from ``state``, computed without the learner's step (a sealed
-    program: written out, it would be part of make_train_step)."""
+    """The loss of one step from ``state``, computed without the learner's step: the
+    contract's loss (classifier.loss on the batch plus the noise the state's key draws), on
+    one device (``capstone.first_loss``)."""
     return capstone.first_loss(state["params"], jax.random.key_data(state["key"]),
                                host_batch["x"], host_batch["y"], host_batch["mask"], noise)
 
