@@ -14,15 +14,11 @@ interval of a ratio is still open, and INCONCLUSIVE (never FAIL) when the rounds
 budget run out first. On CPU the kernel runs interpreted: nothing here calls it faster or
 slower than anything, only the learner's timing of it against the checker's.
 
-Budget: about a minute for the whole stage on an idle 2-core machine; the reference
-takes about 13 s of CPU time (checker and learner process), so well under that idle. The
-synchronisation check's interleaved rounds are the only part that grows with noise: at
-most SYNC_MAX_ROUNDS rounds, and SYNC_BUDGET_S seconds of rounds for the kernel's ratio
-and then for the baseline's (both scaled by COURSE_TIMING_BUDGET), past which a round
-already begun still ends. Measured with 10-14 runnable processes a core from other work:
-42-49 s for the stage, all PASS; with three spinners more, 140-170 s, the timing check
-INCONCLUSIVE after 25-40 s of rounds, the rest compiles and the untimed checks (a probed
-sweep each), which load slows alike."""
+Budget: the synchronisation check's interleaved rounds are the only part that grows with
+noise: at most SYNC_MAX_ROUNDS rounds, and SYNC_BUDGET_S seconds of rounds for the
+kernel's ratio and then for the baseline's (both scaled by COURSE_TIMING_BUDGET), past
+which a round already begun still ends. What the stage took, idle and under load:
+docs/checkers/pallas-kernel.md, "Cost"."""
 
 from __future__ import annotations
 
