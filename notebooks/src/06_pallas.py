@@ -709,6 +709,8 @@ def compared_line(check):
     return (f"{', '.join(ran)}: SciPy float64 softmax and jax.nn.softmax (float32), "
             "stored rounding bars; divisible, ragged and edge shapes")
 
+
+# %%
 evidence = {
     "stage 1 checks": checks_line(check1),
     "stage 2 checks": checks_line(check2),
