@@ -57,7 +57,7 @@ import numpy as np
 
 from coursekit.measure import traces
 from coursekit.measure.op_events import NOT_WRITTEN
-from coursekit.notebook import step_breakdown, trace_timeline
+from coursekit.notebook import dispatch_wait, trace_timeline
 from coursekit.notebook.cells import (
     RECORDS,
     compare_prediction,
@@ -204,9 +204,9 @@ with not_yet("region summary"):
 # %%
 with not_yet("dispatch, wait and execution"):
     need(trace_file)
-    # the reading, event by event: coursekit/notebook/step_breakdown.py
-    parts = step_breakdown.breakdown(trace_file, REGION, on_device=ON_DEVICE)
-    med = step_breakdown.show(parts, LABEL, on_device=ON_DEVICE)
+    # the reading, event by event: coursekit/notebook/dispatch_wait.py
+    parts = dispatch_wait.breakdown(trace_file, REGION, on_device=ON_DEVICE)
+    med = dispatch_wait.show(parts, LABEL, on_device=ON_DEVICE)
 
 # %% [markdown]
 # The check of this reading, computed from the trace. Every step holds a completion wait
