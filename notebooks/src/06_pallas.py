@@ -479,6 +479,8 @@ def library_records(shapes):
                     "compiles_first_call": None, "compiles_warmed": t.compiles_warmed if t else 0})
     return out
 
+
+# %%
 against_library = None
 with not_yet("the kernel against jax.nn.softmax") as library_ok:
     need(stage3)
