@@ -23,9 +23,9 @@ on one file (a bug of the checker, not a verdict) fails that run, with its trace
 the run's stdout, and the batch goes on.
 
 The learner processes are forked from a warm zygote with the learner environment
-(``coursekit.checking.zygote``), which saves about 1.1 s of CPU per run, a third of a
-pallas-kernel batch (70.6 -> 45.1 s, its 78 planted tests, one idle 2-core machine).
-``COURSE_PLANTED_COLD=1`` starts them cold, as check.py and the grader do.
+(``coursekit.checking.zygote``), which saves each run the learner process's import of
+JAX (what that saves a batch: docs/ci.md). ``COURSE_PLANTED_COLD=1`` starts them cold,
+as check.py and the grader do.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Learner processes forked from a warm process instead of started cold, for a checker
 process that starts hundreds of them (the planted-bug runner, ``coursekit.checking.planted``).
 
-A cold learner process spends about 1.1 s of CPU importing JAX before it reads the
-learner's file (measured on these 2-core machines: 1.11-1.21 s per start, 4 projects),
-which was about half of a planted run's cost. A zygote is one process started cold with
+A cold learner process spends its first second or so of CPU importing JAX before it
+reads the learner's file, a large share of a planted run's cost (measured: docs/ci.md).
+A zygote is one process started cold with
 the learner environment; it imports what every learner process imports before the
 learner's file (JAX, NumPy, the checker modules ``learner_server`` snapshots) and, on
 each request, forks a learner process that then runs ``learner_server`` exactly as a

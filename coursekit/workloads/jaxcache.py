@@ -2,8 +2,8 @@
 
 Restart experiments start many fresh processes that compile the same programs; on a
 loaded 2-core machine each compile costs seconds. With a cache folder every process
-after the first loads the compiled executables instead (measured here: 10.8 s of
-compiles down to 1.8 s for one training process). By default JAX caches only compiles
+after the first loads the compiled executables instead (what that saves a training
+process: docs/checkers/sharded-training.md, "Cost"). By default JAX caches only compiles
 longer than 1 s; here every compile is cached.
 
     env = enable_compilation_cache(folder)   # this process, from now on

@@ -412,6 +412,10 @@ with not_yet("repeated measurement of v1 and v2") as fixed:
               f"{row['v1_cpu_per_wall']:.2f}, v2 {row['v2_cpu_per_wall']:.2f}")
     print(f"claimed {claimed_speedup:.0f}x; measured v1/v2 across repeats: "
           f"{speedups.min():.3f} .. {speedups.max():.3f} ({LABEL})")
+
+# %%
+with not_yet("the repeats judged in rounds"):
+    need(fixed)
     as_rounds = {name: {**repeats[0][name],
                         "samples_s": [s for row in repeats for s in row[name]["samples_s"]],
                         "round_ids": [r for r, row in enumerate(repeats)

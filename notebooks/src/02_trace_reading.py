@@ -55,10 +55,9 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from coursekit.compat.jaxapi import CPU_EXECUTION_THREADS
-from coursekit.measure import device_trace, traces
+from coursekit.measure import traces
 from coursekit.measure.op_events import NOT_WRITTEN
-from coursekit.notebook import claims
+from coursekit.notebook import dispatch_wait, trace_timeline
 from coursekit.notebook.cells import (
     RECORDS,
     compare_prediction,
@@ -68,7 +67,6 @@ from coursekit.notebook.cells import (
     shown,
 )
 from coursekit.notebook.guard import attempt, load_learner, need, not_yet
-from coursekit.notebook.plots import titled
 
 impl = load_learner(IMPL)
 LABEL = cpu_label()
@@ -189,7 +187,6 @@ with not_yet("region summary"):
     print(f"every nested event added up: {additive / 1e3:.3f} ms = "
           f"{additive / summary['total_us']:.2f}x the region itself ({LABEL})")
 
-
 # %% [markdown]
 # ### Dispatch, completion wait, execution
 #
@@ -205,82 +202,11 @@ with not_yet("region summary"):
 # puts each program run inside a region; printed below).
 
 # %%
-def breakdown(path, region):
-    """Per occurrence of ``region`` (in time order): its total, the time its thread spent
-    dispatching (the outermost ``PjitFunction`` inside it: one step call, the longest of
-    the events of that name, the others nested in it) and waiting (the longest
-    ``...block_until_ready``), and the execution threads' time inside it (us)."""
-    events = traces.load_events(path)
-    names = traces.thread_names(events)
-    complete = [e for e in events if e.get("ph") == "X" and "dur" in e]
-    execute = [e for e in complete if e["name"] == "ThunkExecutor::Execute"
-               and names.get((e["pid"], e["tid"]), "").startswith(CPU_EXECUTION_THREADS)]
-    found = sorted((e for e in complete if e["name"] == region), key=lambda e: e["ts"])
-    device = None
-    if ON_DEVICE:  # the device's XLA Ops, shifted onto the host clock (us, like the JSON)
-        device = device_trace.region_device_ops(device_trace.xplane_beside(path), region)
-        if len(device["regions"]) != len(found):
-            raise RuntimeError(f"{len(found)} {region!r} events in the JSON trace, "
-                               f"{len(device['regions'])} in the .xplane.pb beside it")
-    rows = []
-    for k, r in enumerate(found):
-        end = r["ts"] + r["dur"]
-        dispatch = [e for e in complete if within(e, r) and e["name"].startswith("PjitFunction")]
-        wait = [e for e in complete if within(e, r) and e["name"].endswith("block_until_ready")]
-        runs = [e for e in execute if e["ts"] < end and e["ts"] + e["dur"] > r["ts"]]
-        on_chip = device["regions"][k] if device is not None else None
-        if on_chip is not None:  # the device's own operations, on the host clock
-            runs = [{"ts": op.start_ns / 1e3, "dur": op.dur_ns / 1e3} for op in on_chip["ops"]]
-        dispatch_us = max((e["dur"] for e in dispatch), default=0.0)
-        wait_us = max((e["dur"] for e in wait), default=0.0)
-        rows.append({
-            "total_us": r["dur"], "dispatch_us": dispatch_us, "wait_us": wait_us,
-            "execution_us": (on_chip["busy_ns"] / 1e3 if on_chip is not None else
-                             sum(min(e["ts"] + e["dur"], end) - max(e["ts"], r["ts"])
-                                 for e in runs)),
-            "device_ops_us": ({k_: v / 1e3 for k_, v in on_chip["by_op"].items()}
-                              if on_chip is not None else None),
-            "device_offset_us": device["offset_ns"] / 1e3 if device is not None else None,
-            "largest": "wait" if wait_us >= dispatch_us else "dispatch",
-            # when each began and ended (us, trace clock): for the ordering check below
-            "dispatch_start": min((e["ts"] for e in dispatch), default=None),
-            "dispatch_end": max((e["ts"] + e["dur"] for e in dispatch), default=None),
-            "execution_start": min((e["ts"] for e in runs), default=None),
-            "execution_end": max((e["ts"] + e["dur"] for e in runs), default=None),
-            "wait_end": max((e["ts"] + e["dur"] for e in wait), default=None)})
-    return rows
-
 with not_yet("dispatch, wait and execution"):
     need(trace_file)
-    parts = breakdown(trace_file, REGION)
-    print(f"{'step':>4} {'region':>10} {'dispatch':>10} {'wait':>10} {'execution':>10}  "
-          "larger of dispatch and wait   (ms)")
-    for i, row in enumerate(parts):
-        print(f"{i:4d} {row['total_us'] / 1e3:10.3f} {row['dispatch_us'] / 1e3:10.3f} "
-              f"{row['wait_us'] / 1e3:10.3f} {row['execution_us'] / 1e3:10.3f}  {row['largest']}")
-    med = {k: float(np.median([row[k] for row in parts]))
-           for k in ("total_us", "dispatch_us", "wait_us", "execution_us")}
-    print(f"median step: dispatch {med['dispatch_us'] / med['total_us']:.1%} of the region, "
-          f"wait {med['wait_us'] / med['total_us']:.1%}; the execution threads ran "
-          f"{med['execution_us'] / med['total_us']:.1%} of it ({LABEL})")
-    if med["wait_us"] > 0 and med["execution_us"] > 0:
-        print(claims.wait_vs_execution(med["wait_us"] * 1e-6, med["execution_us"] * 1e-6))
-    if ON_DEVICE:
-        mid = sorted(parts, key=lambda row: row["total_us"])[len(parts) // 2]
-        print(f"device operations of the median step (execution = the time at least one ran; "
-              f"device clock shifted by {mid['device_offset_us']:+.1f} us onto the host's):")
-        for name, us in mid["device_ops_us"].items():
-            print(f"  {name:24s} {us:10.1f} us")
-    else:
-        print("host events only: a CPU trace has no device plane; execution is XLA:CPU's "
-              "thread events")
-    slow_host = [i for i, row in enumerate(parts) if row["dispatch_us"] > row["wait_us"]]
-    overlapped = [i for i in slow_host if parts[i]["execution_start"] is not None
-                  and parts[i]["execution_start"] < parts[i]["dispatch_end"]]
-    if slow_host:
-        print(f"step(s) {slow_host}: dispatch took longer than the wait: host-side time (a "
-              "loaded machine, a descheduled thread), not compute; in step(s) "
-              f"{overlapped} the execution thread had started before the call returned")
+    # the reading, event by event: coursekit/notebook/dispatch_wait.py
+    parts = dispatch_wait.breakdown(trace_file, REGION, on_device=ON_DEVICE)
+    med = dispatch_wait.show(parts, LABEL, on_device=ON_DEVICE)
 
 # %% [markdown]
 # The check of this reading, computed from the trace. Every step holds a completion wait
@@ -315,7 +241,6 @@ with not_yet("dispatch, then execution, inside the wait"):
           f"{len(parts)} steps; median wait / median dispatch = "
           f"{med['wait_us'] / max(med['dispatch_us'], 1e-9):.1f}x ({LABEL})")
 
-
 # %% [markdown]
 # ### The timeline of one step
 #
@@ -326,44 +251,11 @@ with not_yet("dispatch, then execution, inside the wait"):
 # host clock as above (the JSON's own device rows, on the device's clock, are left out).
 
 # %%
-def timeline(ax, path, region, title):
-    events = traces.load_events(path)
-    names = traces.thread_names(events)
-    device_pids = {e.get("pid") for e in events if e.get("ph") == "M"
-                   and e.get("name") == "process_name"
-                   and str((e.get("args") or {}).get("name", "")).startswith("/device:")}
-    complete = [e for e in events if e.get("ph") == "X" and "dur" in e
-                and e.get("pid") not in device_pids]
-    last = max((e for e in complete if e.get("name") == region), key=lambda e: e["ts"])
-    t0, t1 = last["ts"], last["ts"] + last["dur"]
-    shown = [e for e in complete if e["ts"] < t1 and e["ts"] + e["dur"] > t0
-             and not e["name"].startswith("ThreadpoolListener")]
-    if ON_DEVICE:  # the last region's device operations, on the host clock
-        on_chip = device_trace.region_device_ops(device_trace.xplane_beside(path), region)
-        names[("device", 0)] = f"device XLA Ops ({on_chip['offset_ns'] / 1e3:+.0f} us)"
-        shown += [{"name": op.name, "ts": op.start_ns / 1e3, "dur": op.dur_ns / 1e3,
-                   "pid": "device", "tid": 0, "args": {"hlo_op": device_trace.op_name(op.name)}}
-                  for op in on_chip["regions"][-1]["ops"]]
-    threads = sorted({(e["pid"], e["tid"]) for e in shown},
-                     key=lambda k: (names.get(k, "") != "python", names.get(k, "")))
-    for row, key in enumerate(threads):
-        for e in (e for e in shown if (e["pid"], e["tid"]) == key):
-            is_op = "hlo_op" in (e.get("args") or {})
-            colour = ("tab:red" if e["name"] == region else
-                      "tab:orange" if e["name"].startswith("PjitFunction") else
-                      "tab:blue" if is_op else "lightgray")
-            ax.broken_barh([((e["ts"] - t0) / 1e3, e["dur"] / 1e3)], (row - 0.4, 0.8),
-                           color=colour, edgecolor="black", linewidth=0.3)
-    ax.set_yticks(range(len(threads)), [names.get(k, str(k[1]))[:28] for k in threads],
-                  fontsize=7)
-    ax.set_xlabel("time since the step's region began (ms)")
-    titled(ax, title, LABEL)
-
 with not_yet("timeline"):
     need(trace_file)
     fig, ax = plt.subplots(figsize=(9, 3.5))
-    timeline(ax, trace_file, REGION, f"One {REGION}: red region, orange PjitFunction, "
-             "blue XLA op events")
+    trace_timeline.timeline(ax, trace_file, REGION, f"One {REGION}: red region, orange "
+                            "PjitFunction, blue XLA op events", LABEL, on_device=ON_DEVICE)
     fig.tight_layout()
     plt.show()
 
@@ -528,6 +420,8 @@ def op_events(xla_flags):
         raise RuntimeError(done.stderr[-1500:])
     return json.loads(done.stdout.strip().splitlines()[-1])
 
+
+# %%
 # on an accelerator these are CPU processes beside the kernel that holds the chip
 OP_LABEL = (f"CPU figure (fresh processes pinned to the CPU beside {LABEL})" if ON_DEVICE
             else LABEL)

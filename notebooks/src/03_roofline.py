@@ -65,9 +65,6 @@ CHIP_ROUNDS = 3            # rounds of the plain-JAX ceiling, your function call
 CHIP_MLP = [8192, 4096, 16384]  # batch, width, hidden of the predicted bfloat16 workload
 
 # %%
-import inspect
-import time
-
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -76,11 +73,10 @@ import numpy as np
 from coursekit.checking.graded import instructor_module
 from coursekit.compat import compiled_plan
 from coursekit.measure import bandwidth as bwm
-from coursekit.measure import chips, device_trace, roofs
-
-ceilings = instructor_module("ceilings")  # plain-JAX ceilings: the course's, instructor-only
+from coursekit.measure import chips
 from coursekit.measure.timing import count_compiles, time_synced
-from coursekit.notebook import claims
+from coursekit.notebook import chip_roofline, claims
+from coursekit.notebook import roofline_tables as tables
 from coursekit.notebook.cells import (
     RECORDS,
     compare_prediction,
@@ -91,6 +87,9 @@ from coursekit.notebook.cells import (
 from coursekit.notebook.guard import attempt, load_learner, need, not_yet, ready
 from coursekit.notebook.plots import plain_log, titled
 
+ceilings = instructor_module("ceilings")  # plain-JAX ceilings: the course's, instructor-only
+
+# %%
 impl = load_learner(IMPL)
 LABEL = cpu_label()
 MiB = 2**20
@@ -101,6 +100,7 @@ LLC = max(SYS_CACHES.values(), default=32 * MiB) if ready(SYS_CACHES) else 32 * 
 if not ready(SYS_CACHES):
     SYS_CACHES = {}
     print("(until your cache_sizes is written, the arrays assume a 32 MiB last-level cache)")
+CHIP_LEVELS, SPEC = {}, {}
 if ON_CHIP:
     CHIP_LEVELS = chips.memory_levels(DEVICE)   # HBM from memory_stats, VMEM from Pallas
     SPEC = chips.spec(DEVICE.device_kind) or {}
@@ -109,15 +109,8 @@ elif BW_BYTES is None:
     BW_BYTES = int(LLC_MULTIPLE * LLC) // MiB * MiB
 print(LABEL)
 print("implementation under test:", IMPL)
-if ON_CHIP:
-    print(f"branch: accelerator ({DEVICE.device_kind}); memory levels read from the chip: "
-          + ", ".join(f"{k} {v / MiB:,.0f} MiB" for k, v in CHIP_LEVELS.items())
-          + f"; headline array: {BW_BYTES / MiB:.0f} MiB in HBM; spec: "
-          + (f"{SPEC['source']}" if SPEC else "none for this device kind"))
-else:
-    print(f"branch: cpu; last-level cache (sysfs): {LLC / MiB:.0f} MiB; headline array: "
-          f"{BW_BYTES / MiB:.0f} MiB ({BW_BYTES / LLC:.2f}x the last-level cache)")
-
+tables.show_branch(ON_CHIP, device_kind=DEVICE.device_kind, chip_levels=CHIP_LEVELS,
+                   spec=SPEC, bw_bytes=BW_BYTES, llc=LLC)
 
 # %% [markdown]
 # ## Check your starting point
@@ -167,76 +160,10 @@ else:
 # and the vendor's figure (`coursekit.measure.chips`).
 
 # %%
-def chip_roofs():
-    """Your roofs on the chip, each beside the ceiling measured in the same run:
-    (peak_run, theory, caches, headline, ceiling_of)."""
-    def best(first, again, key):
-        return max([first, *again], key=lambda r: r[key])
-    ceiling_of = {}
-    # the chip's fast dtype, where your function takes one (an older copy times float32)
-    fast = ({"dtype": "bfloat16"} if "dtype" in
-            inspect.signature(impl.measure_peak_flops).parameters else {})
-    first = attempt(impl.measure_peak_flops, CHIP_PEAK_N, ITERS, **fast)
-    peak_run = first
-    if ready(first):
-        ceiling_of["peak"], again = roofs.beside(
-            ceilings.Matmul(CHIP_PEAK_N, "bfloat16"),
-            lambda: impl.measure_peak_flops(CHIP_PEAK_N, ITERS, **fast),
-            iters=ITERS, rounds=CHIP_ROUNDS)
-        peak_run = best(first, again, "flops_per_s")
-    headline = {}
-    for kind, stream in (("in_place", "read_write"), ("read_sum", "read")):
-        first = attempt(impl.measure_bandwidth, BW_BYTES, ITERS, kind)
-        headline[kind] = first
-        if ready(first):
-            ceiling_of[kind], again = roofs.beside(
-                ceilings.Stream(stream, BW_BYTES),
-                lambda kind=kind: impl.measure_bandwidth(BW_BYTES, ITERS, kind),
-                iters=ITERS, rounds=CHIP_ROUNDS)
-            headline[kind] = best(first, again, "bandwidth")
-    headline["fresh_output"] = attempt(impl.measure_bandwidth, BW_BYTES, ITERS, "fresh_output")
-    stated = SPEC.get("peak_flops", {}).get("bfloat16")
-    theory = ({"flops": stated, "assumption": f"the vendor's bfloat16 figure ({SPEC['source']})"}
-              if stated else {"flops": ceiling_of["peak"]["best"] if "peak" in ceiling_of
-                              else float("nan"),
-                              "assumption": "no vendor figure for this device kind: the "
-                                            "plain-JAX ceiling"})
-    caches = {"HBM": CHIP_LEVELS["HBM"]} if "HBM" in CHIP_LEVELS else {}
-    return peak_run, theory, caches, headline, ceiling_of
-
-
-def show_chip_roofs():
-    peak_j = roofs.judged(peak, ceiling_of["peak"]["best"],
-                          SPEC.get("peak_flops", {}).get("bfloat16"))
-    print(f"compute roof, bfloat16 {CHIP_PEAK_N} x {CHIP_PEAK_N} matmul "
-          f"({peak_run['flops'] / 1e12:.3g} TFLOP per product):")
-    print(f"  your measure_peak_flops  {peak / 1e12:7.1f} TFLOP/s (dtype "
-          f"{peak_run.get('dtype', 'float32: it takes no dtype')}, best of {1 + CHIP_ROUNDS} "
-          "calls)")
-    print(f"  plain-JAX ceiling        {peak_j['ceiling'] / 1e12:7.1f} TFLOP/s (first call "
-          f"{ceiling_of['peak']['first_call_s']:.2f} s apart, "
-          f"{len(ceiling_of['peak']['samples_s'])} samples)")
-    print(f"  yours / ceiling = {peak_j['ratio']:.2f} (within {roofs.WITHIN:.0%}: "
-          f"{peak_j['within']})" + (f"; yours / spec {peak_j['spec'] / 1e12:.0f} TFLOP/s = "
-                                    f"{peak_j['of_spec']:.2f}" if peak_j["spec"] else ""))
-    print(f"HBM roofs, float32 array of {BW_BYTES / MiB:.0f} MiB:")
-    for kind in ("read_sum", "in_place"):
-        j = roofs.judged(headline[kind]["bandwidth"], ceiling_of[kind]["best"],
-                         SPEC.get("hbm_bytes_per_s"))
-        print(f"  {kind:9s} yours {j['figure'] / 1e9:6.1f} GB/s; ceiling "
-              f"({ceiling_of[kind]['what']}) {j['ceiling'] / 1e9:6.1f} GB/s; yours / ceiling "
-              f"{j['ratio']:.2f} (within {roofs.WITHIN:.0%}: {j['within']})"
-              + (f"; of spec {j['spec'] / 1e9:.0f} GB/s: {j['of_spec']:.2f}" if j["spec"]
-                 else ""))
-    print("memory levels of this chip: "
-          + ", ".join(f"{k} {v / MiB:,.0f} MiB" for k, v in CHIP_LEVELS.items())
-          + " (HBM: memory_stats bytes_limit; VMEM: pltpu.get_tpu_info). Every operand of an "
-          "XLA program lives in HBM; VMEM holds a Pallas kernel's blocks (notebook 06), not a "
-          "working set of its own")
-
-
 if ON_CHIP:
-    peak_run, theory, caches, headline, ceiling_of = chip_roofs()
+    peak_run, theory, caches, headline, ceiling_of = chip_roofline.measure_roofs(
+        impl, ceilings, n=CHIP_PEAK_N, iters=ITERS, rounds=CHIP_ROUNDS, bw_bytes=BW_BYTES,
+        spec=SPEC, levels=CHIP_LEVELS)
 else:
     peak_run = attempt(impl.measure_peak_flops, PEAK_N, ITERS)
     theory = bwm.theoretical_peak_flops()
@@ -247,34 +174,15 @@ peak = peak_run["flops_per_s"] if ready(peak_run) else peak_run
 with not_yet("the two roofs") as roofs_ok:
     need(peak, caches, *headline.values())
     bandwidth = headline["in_place"]["bandwidth"]
-    pages = -(-BW_BYTES // bwm.PAGE)
     if ON_CHIP:
-        show_chip_roofs()
+        chip_roofline.show_roofs(peak_run, headline, ceiling_of, n=CHIP_PEAK_N,
+                                 rounds=CHIP_ROUNDS, bw_bytes=BW_BYTES, spec=SPEC,
+                                 levels=CHIP_LEVELS)
     else:
-        print(f"peak, attained     {peak / 1e9:8.1f} GFLOP/s (float32 {PEAK_N}x{PEAK_N} matmul: "
-              f"{peak_run['flops'] / 1e9:.3g} GFLOP in {peak_run['best_s'] * 1e3:.2f} ms, the "
-              f"fastest of {len(peak_run['samples_s'])})")
-        print(f"peak, theoretical  {theory['flops'] / 1e9:8.1f} GFLOP/s = {theory['assumption']}")
-        print(f"  attained / theoretical = {peak / theory['flops']:.2f}"
-              + ("" if peak <= theory["flops"] else
-                 "  (above 1: the assumed clock or FMA-unit count is too low for this CPU)"))
-        for kind, m in headline.items():
-            faults = float(np.median(m["minor_faults"]))
-            print(f"{kind:13s} {m['bandwidth'] / 1e9:7.1f} GB/s on {BW_BYTES / MiB:.0f} MiB, "
-                  f"minor page faults per call {faults:8.0f} (the array has {pages} pages)")
+        tables.show_cpu_roofs(peak_run, theory, headline, n=PEAK_N, bw_bytes=BW_BYTES)
     ratio = headline["in_place"]["bandwidth"] / headline["fresh_output"]["bandwidth"]
     fresh_faults = float(np.median(headline["fresh_output"]["minor_faults"]))
-    if ON_CHIP:
-        print(f"in place / fresh output = {ratio:.2f}x; a fresh output is the chip's memory, "
-              f"not the host's: {fresh_faults:.0f} host page faults per call")
-    else:
-        print(f"in place / fresh output = {ratio:.1f}x; the fresh output paid "
-              f"{fresh_faults / pages:.2f} faults per page of its output each call: "
-              + ("it measures page faults, not memory" if fresh_faults > pages / 2
-                 and ratio > 1.5 else "at this size the allocator reused pages (no fault "
-                 "per page)"))
-        print("data caches:", {k: f"{v / 1024:.0f} KiB" for k, v in caches.items()}
-              or "not found")
+    tables.show_fresh_output(ratio, fresh_faults, caches, on_chip=ON_CHIP, bw_bytes=BW_BYTES)
     print(LABEL)
 
 
@@ -308,29 +216,8 @@ with not_yet("bandwidth by working-set size") as swept:
                               faults_per_call=float(np.median(m["minor_faults"]))))
     levels = ({"HBM": {"sizes": [BW_BYTES], "bandwidths": [bandwidth], "bandwidth": bandwidth}}
               if ON_CHIP else bwm.level_bandwidths(sweep, caches, level_of))
-    best_larger = 0.0
-    for entry in reversed(list(levels.values())):
-        entry["overhead_bound"] = entry["bandwidth"] < best_larger
-        best_larger = max(best_larger, entry["bandwidth"])
-    for name, entry in levels.items():
-        span = f"{min(entry['sizes']) / 1024:.0f}-{max(entry['sizes']) / 1024:.0f} KiB"
-        print(f"{name:5s} {entry['bandwidth'] / 1e9:7.1f} GB/s  (in place, best of working "
-              f"sets {span})" + ("  below a larger level's figure: the fixed cost of each "
-                                 "call is a large share at these sizes, so this is a lower "
-                                 "bound on the level's bandwidth" if entry["overhead_bound"]
-                                 else ""))
-    if ON_CHIP:
-        print(f"the chip's one level for XLA operands, HBM: your in-place figure over "
-              f"{BW_BYTES / MiB:.0f} MiB (no sweep of the host's caches here)")
-    elif "DRAM" not in levels:
-        print(f"DRAM  not reached: the sweep stops at {max(sizes) / MiB:.0f} MiB, the "
-              f"last-level cache is {LLC / MiB:.0f} MiB (raise SWEEP_MAX_BYTES)")
-    fresh = [r for r in sweep if r["kind"] == "fresh_output"]
-    faulting = [r for r in fresh if r["faults_per_call"] > 0.5 * r["nbytes"] / bwm.PAGE]
-    if faulting:
-        print(f"fresh outputs page-fault from {faulting[0]['nbytes'] / MiB:.2f} MiB on "
-              "(glibc serves large allocations with fresh mmap pages): a drop there in the "
-              "fresh-output curve is the allocator, not a cache level")
+    tables.show_levels(levels, sweep, on_chip=ON_CHIP, bw_bytes=BW_BYTES, llc=LLC,
+                       largest=max(sizes, default=None))
     print(LABEL)
 
 # %%
@@ -477,53 +364,9 @@ with not_yet("a workload predicted, then measured") as predicted_ok:
         print("cpu branch: the prediction against the chip's roofs runs on an accelerator; "
               "here the workloads below are placed on this CPU's roofline")
     else:
-        rows_, width_, hidden_ = CHIP_MLP
-        kx, k1, k2 = jax.random.split(jax.random.key(7), 3)
-        mlp_args = (jax.random.normal(kx, (rows_, width_), jnp.bfloat16),
-                    jax.random.normal(k1, (width_, hidden_), jnp.bfloat16) / width_ ** 0.5,
-                    jax.random.normal(k2, (hidden_, width_), jnp.bfloat16) / hidden_ ** 0.5)
-
-        def mlp_block(x, w1, w2):
-            return jax.nn.gelu(x @ w1) @ w2
-
-        cost = impl.cost_from_compiler(mlp_block, *mlp_args)
-        # your roofline places it (HBM: the one level an XLA operand lives in on the chip)
-        prediction = impl.roofline(cost["flops"], cost["bytes"], peak, bandwidth,
-                                   int(cost["bytes"]), {})
-        prediction["no_overlap_s"] = prediction["upper_s"]
-        print(f"predicted, before running it: {cost['flops'] / 1e12:.3f} TFLOP at "
-              f"{peak / 1e12:.1f} TFLOP/s = {prediction['compute_s'] * 1e3:.3f} ms; "
-              f"{cost['bytes'] / 1e9:.3f} GB at {bandwidth / 1e9:.0f} GB/s = "
-              f"{prediction['memory_s'] * 1e3:.3f} ms; {prediction['bound']}-bound: "
-              f"{prediction['predicted_s'] * 1e3:.3f} ms with full overlap, "
-              f"{prediction['no_overlap_s'] * 1e3:.3f} ms with none")
-        mlp_jit = jax.jit(mlp_block)
-        start = time.perf_counter()                                # compiles; checked first
-        got = np.asarray(jax.block_until_ready(mlp_jit(*mlp_args)), np.float32)
-        mlp_first_s = time.perf_counter() - start
-        with jax.default_matmul_precision("highest"):
-            want = np.asarray(jax.jit(mlp_block)(*(a.astype(jnp.float32) for a in mlp_args)))
-        mlp_error = float(np.linalg.norm(got - want) / np.linalg.norm(want))
-        assert mlp_error < 2e-2, f"the bfloat16 block is off float32 by {mlp_error:.2g}"
-        mlp_timing = time_synced(mlp_jit, *mlp_args, warmup=2, iters=max(ITERS, 5))
-        logdir = str(RECORDS / "traces" / "03_predicted_workload")
-        with jax.profiler.trace(logdir):
-            for _ in range(3):
-                with jax.profiler.TraceAnnotation("predicted_workload"):
-                    jax.block_until_ready(mlp_jit(*mlp_args))
-        on_chip = device_trace.region_device_ops(
-            device_trace.xplane_beside(impl.newest_trace_file(logdir)), "predicted_workload")
-        busy = [r["busy_ns"] * 1e-9 for r in on_chip["regions"] if r["ops"]]
-        device_s = float(np.median(busy)) if busy else None
-        print(f"measured: first call {mlp_first_s:.2f} s (compile), then median "
-              f"{mlp_timing.median_s * 1e3:.3f} ms of {len(mlp_timing.samples_s)} samples; "
-              f"output within {mlp_error:.1e} of float32")
-        if busy:
-            top = on_chip["regions"][len(on_chip["regions"]) // 2]["by_op"]
-            print("device operations per call (traced): " + ", ".join(
-                f"{k} {v / 1e6:.3f} ms" for k, v in list(top.items())[:4]))
-        print(claims.prediction_gap(prediction["predicted_s"], prediction["no_overlap_s"],
-                                    mlp_timing.median_s, device_s, cost["flops"], peak))
+        prediction = chip_roofline.predict_then_measure(
+            impl, CHIP_MLP, peak=peak, bandwidth=bandwidth, iters=ITERS,
+            logdir=str(RECORDS / "traces" / "03_predicted_workload"))
         print(LABEL)
 
 
@@ -579,30 +422,16 @@ workloads = {
                         ([{"w1": jnp.ones((w, 4 * w)) / w, "w2": jnp.ones((4 * w, w)) / w}] * 2,
                          jnp.ones((KERNEL_N, w)))),
 }
+
+# %%
 placed = {}
 with not_yet("workloads on the roofline") as placing:
     need(validated)
     # the same roofs at their median samples: the spread a median placement can show
     peak_median = peak_run["flops"] / float(np.median(peak_run["samples_s"]))
-    level_bw_median = {}
-    for rec in sweep:
-        lv = level_of(rec["working_set_bytes"])
-        if (rec["kind"] == "in_place" and lv in levels
-                and rec["best_bandwidth"] == levels[lv]["bandwidth"]):
-            level_bw_median[lv] = rec["moved_bytes"] / float(np.median(rec["samples_s"]))
-    # one minor fault's cost here: the headline fresh output against in place, same array
-    fault_cost_s = max(0.0, float(np.median(headline["fresh_output"]["samples_s"])
-                                  - np.median(headline["in_place"]["samples_s"]))) / max(
-        fresh_faults, 1.0)
-    if ON_CHIP:  # a fresh output is the chip's memory: no host page fault to cost
-        fault_cost_s = 0.0
-        print("on the chip a fresh output costs no host page fault: none is charged below")
-    else:
-        print(f"one page fault costs about {fault_cost_s * 1e6:.2f} us here (the headline "
-              "fresh output's extra time over in place, per fault it paid)")
-    print(f"{'workload':17s} {'GFLOP':>7s} {'MiB':>7s} {'FLOP/B':>7s} {'bound':>7s} {'level':>5s} "
-          f"{'max ms':>8s} {'sum ms':>8s} {'sum med':>8s} {'meas ms':>8s} {'faults':>7s}  "
-          "verdict")
+    level_bw_median = tables.median_level_bandwidths(sweep, levels, level_of)
+    fault_cost_s = tables.page_fault_cost(headline, fresh_faults, on_chip=ON_CHIP)
+    tables.show_workload_header()
     for name, (fn, args) in workloads.items():
         cost = impl.cost_from_compiler(fn, *args)
         ws = working_set_of(fn, args)
@@ -621,12 +450,7 @@ with not_yet("workloads on the roofline") as placing:
                             upper_median_s=r_median["upper_s"], faults=faults,
                             working_set=ws, verdict=verdict,
                             assumed=lvl not in level_bw)
-        print(f"{name:17s} {cost['flops'] / 1e9:7.3f} {cost['bytes'] / MiB:7.2f} "
-              f"{r['intensity']:7.2f} {r['bound']:>7s} {r['memory_level']:>5s} "
-              f"{r['lower_s'] * 1e3:8.3f} {r['upper_s'] * 1e3:8.3f} "
-              f"{r_median['upper_s'] * 1e3:8.3f} {t * 1e3:8.3f} "
-              f"{faults:7.0f}  {verdict}" + ("  (level not in the sweep)" if
-                                             placed[name]["assumed"] else ""))
+        tables.show_workload(name, placed[name])
     stream = placed[STREAM]
     print(f"'{STREAM}' writes a new {BW_BYTES / MiB:.0f} MiB array per call and paid "
           f"{stream['faults']:.0f} faults per call: measured / the max of the two = "

@@ -68,6 +68,7 @@ from jax.ad_checkpoint import print_saved_residuals
 from coursekit.compat import compiled_plan
 from coursekit.measure import device_peak, peak_memory
 from coursekit.measure.timing import time_synced
+from coursekit.notebook import remat_table
 from coursekit.notebook.cells import compare_prediction, cpu_label, record_prediction, run_check
 from coursekit.notebook.guard import load_learner, need, not_yet, ready
 from coursekit.notebook.plots import titled
@@ -216,27 +217,17 @@ with not_yet("saved residuals of one block"):
 #   drift hits every policy alike.
 
 # %%
-def temp_bytes(ps, v, pol, model="blocks"):
-    """Your compiler_temp_bytes (temp_size_in_bytes of the plan). On a TPU, which plans
-    temp 0 and holds its scratch in the plan's peak, the same program's scratch as that
-    backend reports it: the plan's peak less its arguments and outputs."""
-    if not ON_CHIP:
-        return impl.compiler_temp_bytes(ps, v, pol, model=model)
-    loss = impl.block_loss if model == "blocks" else impl.tanh_chain_loss
-    program = jax.jit(lambda p, h: jax.value_and_grad(loss)(p, h, pol)).lower(ps, v).compile()
-    return compiled_plan.scratch_bytes(program)["bytes"]
+def temp_bytes(ps, v, pol, model="blocks"):  # yours; on a TPU, its scratch (remat_table)
+    return remat_table.temp_bytes(impl, ps, v, pol, on_chip=ON_CHIP, model=model)
+
 
 with not_yet("memory per policy") as table_ok:
     need(grads_ok)
     fns = {str(pol): jax.jit(lambda p, v, pol=pol: impl.loss_and_grads(p, v, pol))
            for pol in POLICIES}
-    if ON_CHIP:  # no fresh process can open the chip this kernel holds: its own readings
-        peaks = {k: {**device_plans[k], "run_peak_bytes": [r["run_peak_bytes"]],
-                     "vmhwm_bytes": [], "device_peak_bytes": r["peak_after"],
-                     "exact": r["exact"]} for k, r in device_readings.items()}
-    else:
-        peaks = {str(pol): impl.peak_rss_fresh_process(DEPTH, WIDTH, HIDDEN, BATCH, pol,
-                                                       repeats=REPEATS) for pol in POLICIES}
+    peaks = remat_table.policy_peaks(impl, POLICIES, on_chip=ON_CHIP, device_plans=device_plans,
+                                     device_readings=device_readings,
+                                     sizes=(DEPTH, WIDTH, HIDDEN, BATCH), repeats=REPEATS)
     for pol in POLICIES:
         cost = impl.cost_from_compiler(fns[str(pol)], params, x)  # your stage-2 count
         pk = peaks[str(pol)]
@@ -262,31 +253,8 @@ with not_yet("memory per policy") as table_ok:
                                                         iters=ITERS).samples_s
     for res in results.values():
         res["ms"] = float(np.median(res["samples"])) * 1e3
-    print(f"{'policy':20s} {'resid':>6s} {'temp':>6s} {'args':>6s} {'out':>6s} {'plan':>6s} "
-          f"{'total':>6s} {'run-only peak':>15s} {'GFLOP':>7s} {'ms':>7s}")
-    print(f"{'':20s} {'MiB':>6s} {'MiB':>6s} {'MiB':>6s} {'MiB':>6s} {'peak':>6s} "
-          f"{'alloc':>6s} {'median +- spread':>15s}")
-    for pol, r in results.items():
-        print(f"{pol:20s} {r['residual_mib']:6.1f} {r['temp_mib']:6.1f} {r['args_mib']:6.1f} "
-              f"{r['out_mib']:6.1f} {r['plan_peak_mib']:6.1f} {r['plan_total_mib']:6.1f} "
-              f"{r['peak_mib']:8.1f} +-{r['spread_mib']:5.1f} {r['gflop']:7.3f} {r['ms']:7.1f}"
-              + ("" if r["peak_exact"] else "  (peak: a bound, the run stayed under the mark)"))
-    device = jax.devices()[0]
-    reported = results["None"]["device_peak"]
-    if ON_CHIP:
-        order = ", ".join(device_readings)
-        exact = sum(r["exact"] for r in device_readings.values())
-        print(f"device {device.platform} ({device.device_kind}): run-only peaks from "
-              f"memory_stats() around each policy's first run, in the order {order}: "
-              f"peak_bytes_in_use - bytes_in_use before it; {exact} of "
-              f"{len(device_readings)} runs raised the high-water mark (a reading)"
-              + ("" if exact == len(device_readings) else ", the rest are bounds")
-              + ". Host memory is not read.")
-    else:
-        print(f"device {device.platform}: memory_stats() "
-              + (f"peak_bytes_in_use {reported / MiB:.1f} MiB" if reported is not None else
-                 "reports nothing here (None): the run-only peak above is host memory "
-                 "(VmHWM), which says nothing about an accelerator's HBM"))
+    remat_table.show(results)
+    remat_table.show_device(results["None"]["device_peak"], device_readings, on_chip=ON_CHIP)
     print(LABEL)
 
 # %% [markdown]

@@ -76,6 +76,7 @@ import os
 USER_PLATFORMS = os.environ.get("JAX_PLATFORMS")
 os.environ["JAX_PLATFORMS"] = "cpu"
 
+# %%
 import json
 import shutil
 import socket
@@ -94,6 +95,7 @@ from jax.sharding import PartitionSpec as P
 
 from coursekit.checking.errors import LearnerCodeError
 from coursekit.measure import traces
+from coursekit.notebook import shard_factors
 from coursekit.notebook.cells import (
     RECORDS,
     compare_prediction,
@@ -108,6 +110,7 @@ from coursekit.provenance.records import validate_run_record, write_run_record
 from coursekit.workloads import capstone, classifier, trainruns
 from coursekit.workloads.jaxcache import enable_compilation_cache
 
+# %%
 impl = load_learner(IMPL)
 LABEL = cpu_label()
 D = jax.device_count()
@@ -313,6 +316,7 @@ def rel_err(g, ref):
     return float(np.linalg.norm(flat(g) - flat(ref)) / np.linalg.norm(flat(ref)))
 
 
+# %%
 nb_mesh = jax.make_mesh((D,), ("data",), axis_types=(AxisType.Auto,))  # the notebook's own
 rows_split = NamedSharding(nb_mesh, P("data"))
 params0 = jax.jit(classifier.init_params)(jax.random.key(3))
@@ -614,6 +618,7 @@ def psum_after_grad(p, x, y, m):                    # "sum over the devices"
     return jax.lax.psum(g, "data")
 
 
+# %%
 equal = padded_batch([ROWS_PER_DEVICE] * D, ROWS_PER_DEVICE, seed=5)
 unequal = padded_batch([min(c, ROWS_PER_DEVICE) for c in (64, 3, 17, 1, 64, 9, 40, 5)],
                        ROWS_PER_DEVICE, seed=6)
@@ -627,33 +632,20 @@ with not_yet("the per-shard harness (shard_map_grads)") as harness_ok:
         "grad(shard mean) + psum": shard_map_grads(psum_after_grad),
         "planted, check_vma=False": shard_map_grads(planted_per_shard, check_vma=False),
     }
-    print(f"{'per-shard rule (8 fake CPU devices)':36s} {'factor':>8s} "
-          f"{'rel. error, unequal':>20s}")
+    shard_factors.show_header()
     for name, grads_fn in VARIANTS.items():
         factor[name] = float(np.linalg.norm(flat(grads_fn(params_on_mesh, on_mesh(equal),
                                                           nb_mesh)))
                              / np.linalg.norm(flat(ref_equal)))
         err_unequal[name] = rel_err(grads_fn(params_on_mesh, on_mesh(unequal), nb_mesh),
                                     ref_unequal)
-        print(f"{name:36s} {factor[name]:7.3f}x {err_unequal[name]:20.2g}")
+        shard_factors.show_rule(name, factor[name], err_unequal[name])
     f_mean, ratio_8x = factor["grad(shard mean)"], factor["grad(shard mean) + pmean (planted)"]
-    f_psum = factor["grad(shard mean) + psum"]
     f_off = factor["planted, check_vma=False"]
-    print(f"grad of the shard means alone: {f_mean:.3f}x; adding pmean changes that by a "
-          f"factor of {ratio_8x / f_mean:.4f}: the {ratio_8x:.1f}x is there before any "
-          "collective")
-    print(f"psum after grad: {f_psum:.3f}x ({f_psum / f_mean:.1f} times the rule without it)")
-    print(f"the planted code with check_vma=False: {f_off:.3f}x with equal counts, but "
-          f"relative error {err_unequal['planted, check_vma=False']:.2g} with unequal ones")
-    # The explanation above rests on these measurements (with the course's harness, or
-    # yours where it is right): if they change, say so.
-    if not (abs(f_mean - D) < 1e-3 * D and abs(ratio_8x - D) < 1e-3 * D
-            and abs(f_psum - D * D) < 1e-3 * D * D and abs(f_off - 1) < 1e-3):
-        print(f"these are not the factors the text above explains ({D}, {D}, {D * D}, 1): "
-              "check that shard_map_grads keeps the parameters whole, splits the rows and "
-              "returns the one value")
+    shard_factors.show_reading(factor, err_unequal, D)
 
 
+# %%
 def one_device_grads(params, batch, mesh):
     """The reference the sharded run must reproduce (mesh unused)."""
     host = {k: np.asarray(v) for k, v in batch.items()}

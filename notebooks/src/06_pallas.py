@@ -479,6 +479,8 @@ def library_records(shapes):
                     "compiles_first_call": None, "compiles_warmed": t.compiles_warmed if t else 0})
     return out
 
+
+# %%
 against_library = None
 with not_yet("the kernel against jax.nn.softmax") as library_ok:
     need(stage3)
@@ -709,6 +711,8 @@ def compared_line(check):
     return (f"{', '.join(ran)}: SciPy float64 softmax and jax.nn.softmax (float32), "
             "stored rounding bars; divisible, ragged and edge shapes")
 
+
+# %%
 evidence = {
     "stage 1 checks": checks_line(check1),
     "stage 2 checks": checks_line(check2),

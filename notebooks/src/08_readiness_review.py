@@ -67,6 +67,7 @@ use_cpu_devices(DEVICES, cpu_only=False)  # any earlier device count is replaced
 USER_PLATFORMS = os.environ.get("JAX_PLATFORMS")
 os.environ["JAX_PLATFORMS"] = "cpu"
 
+# %%
 import hashlib
 import json
 import math
@@ -80,7 +81,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from coursekit.measure import collectives as trace_collectives
-from coursekit.notebook import claims
+from coursekit.notebook import claims, other_environment
 from coursekit.notebook.cells import (
     RECORDS,
     compare_prediction,
@@ -95,6 +96,7 @@ from coursekit.provenance import records
 from coursekit.provenance.compare import change_kind, fingerprint_diff, guarded_decide
 from coursekit.workloads import capstone
 
+# %%
 impl = load_learner(IMPL)
 TRAINING = (Path(TRAINING_IMPL) if TRAINING_IMPL
             else capstone.sibling_model(IMPL, "sharded-training"))
@@ -214,6 +216,8 @@ def measure_pair(w, iters, prefix="", trace_steps=3, rounds=ROUNDS):
         pooled[v] = impl.load_run(str(path))
     return pooled, fresh
 
+
+# %%
 work = attempt(capstone.workload, training, BATCH)
 runs, steps = {}, {}
 with not_yet("before and after records"):
@@ -721,37 +725,13 @@ with not_yet("fingerprints of before and after"):
 # 3.11.7, one TPU device, 13 cores).
 
 # %%
-TPU_V5E_IMAGE = {"jax": "0.10.2", "jaxlib": "0.10.2", "python": "3.11.7", "numpy": "2.4.6",
-                 "backend": "tpu", "devices": 1, "xla_flags": "", "cpu_cores": 13}
 other_env = None
 with not_yet("records from two environments"):
     if not runs:
         raise NotYet("no run records yet")
-    chip_env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
-    if USER_PLATFORMS is not None:
-        chip_env["JAX_PLATFORMS"] = USER_PLATFORMS   # the user's choice, not this kernel's pin
-    probe = subprocess.run([sys.executable, "-c", "import jax; print(jax.default_backend())"],
-                           capture_output=True, text=True, env=chip_env, timeout=300)
-    other_backend = probe.stdout.strip().splitlines()[-1] if probe.returncode == 0 else "cpu"
-    if other_backend != "cpu":   # measured now, on the chip, in a fresh process
-        out = RUNS / "other-environment.json"
-        done = subprocess.run(
-            [sys.executable, "-m", "coursekit.workloads.capstone", "--training-impl",
-             str(TRAINING), "--variant", "before", "--batch", str(BATCH), "--iters",
-             str(ITERS), "--devices", "1", "--logdir", str(RUNS / "traces" / "other"),
-             "--out", str(out)], capture_output=True, text=True, timeout=900,
-            env=dict(chip_env, PYTHONPATH=os.pathsep.join(
-                [str(capstone.ROOT), os.environ.get("PYTHONPATH", "")])))
-        if done.returncode == 3:
-            raise NotYet(done.stderr.strip().splitlines()[-1].removeprefix("not yet: "))
-        if done.returncode != 0:
-            raise RuntimeError(f"the run on the chip failed ({done.returncode}):\n"
-                               f"{done.stderr[-2000:]}")
-        other_env, how = impl.load_run(str(out)), f"measured now on {other_backend}"
-    else:                        # planted: this machine's after record, restamped
-        other_env = json.loads(json.dumps(runs["after"]))
-        other_env["fingerprint"] = {**other_env["fingerprint"], **TPU_V5E_IMAGE}
-        how = "planted: this machine's after record with the TPU v5e image's fingerprint"
+    other_env, how, other_backend = other_environment.record(
+        impl.load_run, runs["after"], training=TRAINING, batch=BATCH, iters=ITERS, runs=RUNS,
+        user_platforms=USER_PLATFORMS)
     naive = impl.decide(runs["before"], other_env)
     kind = change_kind(runs["before"], other_env)
     guarded_other = guarded_decide(runs["before"], other_env, impl.decide)
@@ -894,7 +874,7 @@ print(LABEL)
 def shown(value, spec=".3f"):
     return "not yet" if value is None else format(value, spec)
 
-with not_yet("the four readiness questions"):
+with not_yet("the four readiness questions, 1 and 2"):
     if not verdict:
         raise NotYet("no decision on before vs after yet")
     audits = {name: timing_evidence(r) for name, r in run_log if r["output_ok"]}
@@ -914,6 +894,11 @@ with not_yet("the four readiness questions"):
           + f", measured {claims.estimate_text(verdict['ratio'], verdict['ci'])}"
           + ("; the predicted gain is below what this CPU can resolve"
              if reconciled.get("below_resolution") else ""))
+
+# %%
+with not_yet("the four readiness questions, 3 and 4"):
+    if not verdict:
+        raise NotYet("no decision on before vs after yet")
     equal = [b for b, p in preserved.items() if p["equal"]]
     helped = [b for b, r in sweep.items() if r["decision"] == "accept"]
     slower = [b for b, r in sweep.items() if r["decision"] == "slower"]

@@ -44,14 +44,13 @@ replayed.
 Two sizes, the fewest that decide: the growth, the shrinking gain and the two-point model
 all read the ends; a size between them decided nothing the ends do not.
 
-Budget: the stage took 40 s at load 3 per core (6 on 2 cores), against 68 s idle and
-13-22 min at load 25-60 before: the learner's tiny sweep (one size, 30-40 rounds: about
-6 s of CPU, every slow call recompiling its update), its first sweep, the checker's
-first calls at the two sizes (overlapping the tiny sweep), three rounds of each timing
-check, and four predictions. Each timing check starts no round and no call of yours
-after ``SWEEP_BUDGET_S`` / ``PREDICTION_BUDGET_S`` from its own start (60 s and 40 s,
-scaled by ``COURSE_TIMING_BUDGET``; room for the calls every run makes, at the usual
-load of one busy core, and three rounds): under heavier load it ends there,
+Budget: the stage is the learner's tiny sweep (one size, 30-40 rounds, every slow call
+recompiling its update), its first sweep, the checker's first calls at the two sizes
+(overlapping the tiny sweep), three rounds of each timing check, and four predictions
+(what it took: docs/checkers/optimisation.md, "Numbers"). Each timing check starts no
+round and no call of yours after ``SWEEP_BUDGET_S`` / ``PREDICTION_BUDGET_S`` from its
+own start (scaled by ``COURSE_TIMING_BUDGET``; room for the calls every run makes, at
+the usual load of one busy core, and three rounds): under heavier load it ends there,
 INCONCLUSIVE unless something already failed, within one call of yours of its budget.
 """
 
@@ -538,8 +537,8 @@ def second_threshold(point: tuple[float, float] | None) -> float:
     """The threshold of the learner's second call: the gain of the checker's model a
     quarter of the way along its sweep, and at least twice the README's. Always a call,
     and never at the README's threshold, so a threshold ignored or hard-coded replays
-    wrong. Near 4x the lines may never meet (the reference
-    measured 4.0-4.5x at the sweep's largest size on a 2-core machine), and a check that
+    wrong. Near 4x the lines may never meet (the reference's gain at the sweep's largest
+    size is about 4x: docs/checkers/optimisation.md, "Numbers"), and a check that
     skipped when either prediction was None passed a threshold hard-coded to 4x in CI."""
     return max(point[1] if point is not None else 0.0, 2 * GAIN_THRESHOLD)
 

@@ -33,11 +33,11 @@ checker's round measured right after; a later round is one smaller
 seed) and the checker's round right before or after it. More rounds only while a verdict
 is open.
 
-Budget: the stage took 20 s at load 2.3 per core (4.7 on 2 cores): the records at the
-timing size and the 30-40 calls on a tiny problem (14 s), the records with a wrong
-``train_fast`` (1 s), and the timing check's three rounds (3 s); the checker's traced
-``train_fast`` call adds 0.1-0.3 s (measured on one core). The timing check starts
-no round after ``RECORDS_BUDGET_S`` (25 s, scaled by ``COURSE_TIMING_BUDGET``) from the
+Budget: the records at the timing size and the 30-40 calls on a tiny problem (most of
+the stage), the records with a wrong ``train_fast``, the timing check's three rounds and
+the checker's traced ``train_fast`` call (what each took: docs/checkers/optimisation.md,
+"Numbers"). The timing check starts
+no round after ``RECORDS_BUDGET_S`` (scaled by ``COURSE_TIMING_BUDGET``) from the
 end of what it needs once whatever the load (the records, both versions' first calls at
 their size): under heavier load it ends there, INCONCLUSIVE unless something failed,
 within one call of its budget."""

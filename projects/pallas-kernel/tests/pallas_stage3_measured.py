@@ -14,15 +14,11 @@ interval of a ratio is still open, and INCONCLUSIVE (never FAIL) when the rounds
 budget run out first. On CPU the kernel runs interpreted: nothing here calls it faster or
 slower than anything, only the learner's timing of it against the checker's.
 
-Budget: about a minute for the whole stage on an idle 2-core machine; the reference
-takes about 13 s of CPU time (checker and learner process), so well under that idle. The
-synchronisation check's interleaved rounds are the only part that grows with noise: at
-most SYNC_MAX_ROUNDS rounds, and SYNC_BUDGET_S seconds of rounds for the kernel's ratio
-and then for the baseline's (both scaled by COURSE_TIMING_BUDGET), past which a round
-already begun still ends. Measured with 10-14 runnable processes a core from other work:
-42-49 s for the stage, all PASS; with three spinners more, 140-170 s, the timing check
-INCONCLUSIVE after 25-40 s of rounds, the rest compiles and the untimed checks (a probed
-sweep each), which load slows alike."""
+Budget: the synchronisation check's interleaved rounds are the only part that grows with
+noise: at most SYNC_MAX_ROUNDS rounds, and SYNC_BUDGET_S seconds of rounds for the
+kernel's ratio and then for the baseline's (both scaled by COURSE_TIMING_BUDGET), past
+which a round already begun still ends. What the stage took, idle and under load:
+docs/checkers/pallas-kernel.md, "Cost"."""
 
 from __future__ import annotations
 
@@ -417,10 +413,9 @@ SYNC_MIN_ROUNDS = 2
 SYNC_BUDGET_S = {"pallas": 16.0, "jnp": 8.0}
 # Programs long enough that a missing sync cannot look synchronised. A short one can: with
 # the dispatching thread and XLA's threads on one busy core, a woken XLA thread may run the
-# whole program before the dispatch returns. Measured on one core (taskset), median
-# unsynchronised / synchronised over 30 trials: a 376x243 jnp softmax (0.04 ms) up to 0.13,
-# past the baseline's 1/8; at 381x7001 (1.2 ms jnp, 51 ms interpreted kernel) at most
-# 0.0075 and 0.0003 (block_rows=16). The kernel's blocks are 8192 columns wide.
+# whole program before the dispatch returns. Median unsynchronised / synchronised, one
+# core (taskset), 30 trials: a 0.04 ms jnp softmax up to 0.13 (past the baseline's 1/8);
+# at 381x7001 at most 0.0075 (jnp) and 0.0003 (kernel). Its blocks are 8192 columns wide.
 SYNC_ROWS, SYNC_COLS = (360, 400), (6000, 8100)
 # The kernel's share of a round, which is most of it: an interpreted 381x7001 kernel took
 # about 100 ms of CPU time a call at block_rows=16 and 48 ms at 64 (process CPU time, the

@@ -19,16 +19,13 @@ the machine is quiet) and otherwise spends at most its share of ``BUDGET_S``, th
 INCONCLUSIVE with what it measured. A check that makes several verdicts runs them all
 after its exact facts, so an undecided one hides no FAIL.
 
-Budget: about a minute on an idle 2-core machine for the stage, most of it the large first
-call (a work sized until one run takes 16x its compile, n up to 4001, three runs a round);
-a quiet machine decides each verdict in 3 rounds. A verdict starts no new round once its
-share of ``BUDGET_S`` (86 s in all, scaled by ``COURSE_TIMING_BUDGET``) is spent, not even
-to reach a third; one whose round 0 shows that the rounds it still needs would take over
-1.5x its budget, or whose sizing would pass its own, says INCONCLUSIVE at once. Measured
-on a shared 2-core machine (reference solution): 46-93 s, all PASS, with other work
-holding the load at 3-6 per core (a core busy as well in the slowest); 52-61 s with three
-spinners on top, the large first call INCONCLUSIVE (its sizing would pass its budget), all
-else PASS.
+Budget: most of the stage is the large first call (a work sized until one run takes 16x
+its compile, n up to 4001, three runs a round); a quiet machine decides each verdict in 3
+rounds. A verdict starts no new round once its share of ``BUDGET_S`` (scaled by
+``COURSE_TIMING_BUDGET``) is spent, not even to reach a third; one whose round 0 shows
+that the rounds it still needs would take over 1.5x its budget, or whose sizing would
+pass its own, says INCONCLUSIVE at once. What the stage took, idle and under load:
+docs/checkers/performance-audit.md, "Cost".
 """
 
 from __future__ import annotations

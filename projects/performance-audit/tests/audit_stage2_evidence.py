@@ -21,12 +21,9 @@ stops as soon as its interval clears the window and otherwise spends at most its
 ``BUDGET_S``, then says INCONCLUSIVE with what it measured; an undecided one does not stop
 the next, so it hides no FAIL.
 
-Budget: about half a minute on an idle 2-core machine for the stage; a quiet machine
-decides each verdict in 3 rounds. A verdict starts no new round once its share of
-``BUDGET_S`` (32 s in all, scaled by ``COURSE_TIMING_BUDGET``) is spent. Measured on a
-shared 2-core machine (reference solution): 8 s, all PASS, with other work holding the
-load at about 4 per core; 28-34 s with three spinners on top of that, the in-place pass
-once INCONCLUSIVE (the checker's own rounds spread 6.5x), all else PASS.
+Budget: a quiet machine decides each verdict in 3 rounds. A verdict starts no new round
+once its share of ``BUDGET_S`` (scaled by ``COURSE_TIMING_BUDGET``) is spent. What the
+stage took, idle and under load: docs/checkers/performance-audit.md, "Cost".
 """
 
 from __future__ import annotations

@@ -9,10 +9,11 @@ process, on the checker's mesh and placement built there from the checker's data
 gradients come back as data. Whether it uses shard_map is read here from its program
 (exported as StableHLO): per-shard code is a manual computation.
 
-Measured on 8 CPU devices (JAX 0.12), params replicated, check_vma on, with equal counts:
-the mistakes the hints name come out 8.0x (grad of each shard's mean loss, with or without
-a pmean on top; a psum after grad; a divisor 8 times too small), 64x (a psum after grad of
-each shard's mean) and 1.0x until the counts differ (the mean of per-shard means). The
+On N devices, params replicated, check_vma on, with equal counts, the mistakes the hints
+name come out N times the right gradient (grad of each shard's mean loss, with or without
+a pmean on top; a psum after grad; a divisor N times too small), N^2 times (a psum after
+grad of each shard's mean) and equal to it until the counts differ (the mean of per-shard
+means): 8x, 64x and 1x on the checker's 8 CPU devices. The
 checker computes each such value itself and names the one the learner's gradient equals;
 what a right gradient does is the stage's question, and the checker holds only one
 device's gradient over the valid rows (``ref_grads``)."""

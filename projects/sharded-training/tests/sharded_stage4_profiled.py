@@ -40,12 +40,10 @@ Cases where each timing mistake changes the verdict by a wide margin (issue 29):
   devices) differs in placement from the one the checker passed and the next call
   compiles again: ``compile_apart_and_calls`` sees a compile after call 0, at any load.
 
-Budget: measured here only under load (8-14 per core from other work): the stage used
-12.5 CPU-seconds over both processes (the stage before the rounds: 7.5), so about 10 s
-on an idle 2-core machine, 45-55 s at that load, about 3 minutes with three spinners on
-top. The record and the refusal runs are a fixed count of calls; the two ratio verdicts
+Budget: the record and the refusal runs are a fixed count of calls; the two ratio verdicts
 spend at most ``ROUND_BUDGET_S`` each on rounds beyond the first three (scaled by
-``COURSE_TIMING_BUDGET``), then say INCONCLUSIVE."""
+``COURSE_TIMING_BUDGET``), then say INCONCLUSIVE. What the stage took under load:
+docs/checkers/sharded-training.md, "Cost"."""
 
 from __future__ import annotations
 
