@@ -177,6 +177,19 @@ def at_ci_sizes(nb: dict) -> dict:
     return nb
 
 
+def verdicts(record: dict) -> dict[str, str]:
+    """A graded stage record's statuses by check id."""
+    return {c["id"]: c["status"] for c in record["checks"]}
+
+
+def gained(rows, attacker: str, control: str) -> list[str]:
+    """Checks the attacker passed that its control failed (inconclusive either side is
+    evidence of nothing: a shared machine's load); ``rows``: stage records by student."""
+    mine, theirs = verdicts(rows[attacker]), verdicts(rows[control])
+    return sorted(c for c, s in mine.items()
+                  if s == "pass" and theirs.get(c) not in ("pass", "inconclusive"))
+
+
 def unfenced(lines: list[str]) -> list[str]:
     """The Markdown lines outside fenced blocks (inside one, text is shown, never read)."""
     out, fence = [], None

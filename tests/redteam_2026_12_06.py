@@ -50,7 +50,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import unfenced
+from helpers import gained, unfenced
 
 from autograder import sandbox
 from autograder.gradebook import Gradebook
@@ -423,17 +423,6 @@ def graded(tmp_path_factory):
             "survivors": left,
             "similar": json.loads((tmp / "similar" / "similar.json").read_text())}
 
-
-def verdicts(record: dict) -> dict[str, str]:
-    return {c["id"]: c["status"] for c in record["checks"]}
-
-
-def gained(rows, attacker: str, control: str) -> list[str]:
-    """Checks the attacker passed that its control failed (inconclusive either side is
-    evidence of nothing: a shared machine's load)."""
-    mine, theirs = verdicts(rows[attacker]), verdicts(rows[control])
-    return sorted(c for c, s in mine.items()
-                  if s == "pass" and theirs.get(c) not in ("pass", "inconclusive"))
 
 
 def decided(rows, attacker: str, control: str) -> tuple[float, float]:

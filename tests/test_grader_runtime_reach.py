@@ -21,6 +21,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from helpers import gained
 from redteam_2026_12_06 import (
     HOPPER,
     REPORT,
@@ -86,17 +87,6 @@ def graded(tmp_path_factory):
                 print(f"    {c['id']}: {str(c.get('message'))[:300]}")
     return rows
 
-
-def verdicts(record: dict) -> dict[str, str]:
-    return {c["id"]: c["status"] for c in record["checks"]}
-
-
-def gained(rows, attacker: str, control: str) -> list[str]:
-    """Checks the attacker passed that its control failed (inconclusive either side is
-    evidence of nothing: a shared machine's load)."""
-    mine, theirs = verdicts(rows[attacker]), verdicts(rows[control])
-    return sorted(c for c, s in mine.items()
-                  if s == "pass" and theirs.get(c) not in ("pass", "inconclusive"))
 
 
 def achieved(record: dict) -> dict[str, int]:

@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import unfenced
+from helpers import gained, unfenced
 
 from autograder import sandbox
 from autograder.gradebook import Gradebook
@@ -175,18 +175,6 @@ def graded(tmp_path_factory):
     return {"rows": rows, "tmp": tmp, "grade_err": done.stderr,
             "similar": json.loads((tmp / "similar" / "similar.json").read_text()),
             "similar_err": similar.stderr}
-
-
-def verdicts(record: dict) -> dict[str, str]:
-    return {c["id"]: c["status"] for c in record["checks"]}
-
-
-def gained(rows, attacker: str, control: str) -> list[str]:
-    """Checks the attacker passed that its control failed (inconclusive either side is
-    evidence of nothing)."""
-    mine, theirs = verdicts(rows[attacker]), verdicts(rows[control])
-    return sorted(c for c, s in mine.items()
-                  if s == "pass" and theirs.get(c) not in ("pass", "inconclusive"))
 
 
 def decided(rows, attacker: str, control: str) -> tuple[float, float]:
