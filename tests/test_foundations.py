@@ -15,7 +15,6 @@ from helpers import checks_per_stage, plant, reference_run, run_checker, solutio
 from planted_batch import Planted, PlantedBatch
 
 PROJECT = "foundations"
-STAGE_1 = "mse_matches_float64_reference,mse_works_under_jit"
 GRADS = "gradients_match_float64_finite_differences,regression_grads_written_by_hand"
 FIT = ("fit_follows_key_protocol,fit_leaves_global_random_state_alone,"
        "fit_rerun_in_fresh_process_is_bitwise_equal")
