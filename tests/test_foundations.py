@@ -138,6 +138,19 @@ def test_mse_that_keeps_its_first_result_per_shape_fails(planted):
     assert failing(result) == {"mse_matches_float64_reference"}, result["stdout"]
 
 
+# A padding-style masked mean (from sequence code) treats a zero in target as "no value":
+# right on random normals, which are never exactly 0, so only inputs with zeros show it.
+MSE_MASKED = bug("mse-masked-zeros", [(MSE, (
+    "mask = target != 0\n"
+    "    return jnp.sum(jnp.where(mask, (pred - target) ** 2, 0.0)) / jnp.sum(mask)"))], "1")
+
+
+def test_mse_that_leaves_out_zeros_in_target_fails(planted):
+    result = run_bug(planted, MSE_MASKED)
+    assert failing(result) == {"mse_counts_zeros_either_side"}, result["stdout"]
+    assert "where target is not zero" in result["stdout"], result["stdout"]
+
+
 # -- stage 2: regression_grads -------------------------------------------------------------
 
 RESIDUAL = "residual = predict(params, x) - y"

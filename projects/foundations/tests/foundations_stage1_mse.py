@@ -1,6 +1,7 @@
 """foundations stage 1: the edit-check loop. The learner's ``mse`` against the
 checker's float64 mean squared error (``math.fsum``) on odd shapes and extreme values,
-and the same function exported under ``jax.jit`` and run here on new inputs."""
+the same function exported under ``jax.jit`` and run here on new inputs, and exact
+zeros in either argument counted like any other value."""
 
 from __future__ import annotations
 
@@ -154,3 +155,62 @@ def mse_works_under_jit(impl, ctx):
                 yours=again, expected=mse64(pred2, target2),
                 hint="compute from the arguments: nothing captured from an earlier call")
 
+
+
+def zero_cases(ctx) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(what, pred, target) where target holds exact zeros: at random places of an odd
+    2-D shape, everywhere in a 1-D array, and as a 0-d array. Random normals never hit
+    0.0, so the other cases cannot tell a zero from a mask."""
+    rng = ctx.rng("mse_counts_zeros_either_side")
+    odd = lambda lo, hi: int(rng.integers(lo, hi)) | 1  # noqa: E731
+    shape = (odd(5, 15), odd(5, 15))
+    pred = rng.standard_normal(shape).astype(np.float32)
+    target = rng.standard_normal(shape).astype(np.float32)
+    target[rng.random(shape) < rng.uniform(0.2, 0.5)] = 0.0
+    n = odd(3, 40)
+    return [(f"target zero at random places, shape {shape}", pred, target),
+            (f"target all zeros, shape ({n},)",
+             rng.standard_normal(n).astype(np.float32), np.zeros(n, np.float32)),
+            ("target 0.0, shape ()", np.float32(rng.uniform(0.5, 3)), np.float32(0.0))]
+
+
+def zero_hint(yours: float, pred: np.ndarray, target: np.ndarray) -> str:
+    """The masked means a padding-style loss computes (zeros of either argument left
+    out), else the classic slips."""
+    d = pred.astype(np.float64).ravel() - target.astype(np.float64).ravel()
+    sq = d * d
+    for side, values in (("target", target), ("pred", pred)):
+        kept = values.ravel() != 0
+        if kept.all():
+            continue
+        masked = [(float(np.sum(sq[kept])) / max(int(kept.sum()), 1),
+                   f"the mean over the elements where {side} is not zero"),
+                  (float(np.sum(sq[kept])) / sq.size,
+                   f"the mean with the elements where {side} is zero counted as 0")]
+        for value, what in masked:
+            if math.isclose(yours, value, rel_tol=1e-5, abs_tol=0.0):
+                return (f"yours is {what}: a zero is a value like any other, every "
+                        "element counts, whichever argument holds it")
+        if not math.isfinite(yours):
+            return (f"yours is not a number where {side} is all zeros: a count of "
+                    "non-zero elements divides there; every element counts")
+    return mse_hint(yours, pred, target)
+
+
+@checker.check(1)
+def mse_counts_zeros_either_side(impl, ctx):
+    """Exact zeros in one argument count like any other value, and swapping pred and
+    target gives the same number: a loss that masks zeros (padding) fails here."""
+    mse = get_function(impl, "mse")
+    for what, pred, target in zero_cases(ctx):
+        for name, a, b in ((what, pred, target),
+                           (what.replace("target", "pred", 1), target, pred)):
+            ref = mse64(np.asarray(a), np.asarray(b))
+            with on_input(f"pred and target of {name}, float32"):
+                out = mse(jnp.asarray(a), jnp.asarray(b))
+            yours = scalar_float32(out, f"mse(...) for {name}", np.shape(a))
+            fail_unless(math.isfinite(yours) and
+                        np.isclose(yours, ref, rtol=MSE_RTOL, atol=0.0),
+                        f"mse is wrong for {name} (relative tolerance {MSE_RTOL:g} "
+                        "against float64)", yours=yours, expected=ref,
+                        hint=zero_hint(yours, np.asarray(a), np.asarray(b)))
