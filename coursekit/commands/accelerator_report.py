@@ -237,6 +237,8 @@ def notebooks_md(rows: list[dict]) -> list[str]:
         where += leftovers(r)
         passed = r.get("checks_passed", 0)
         checks = f"{passed}/{passed + r.get('checks_failed', 0)}"
+        if r.get("checks_inconclusive"):
+            checks += f", {r['checks_inconclusive']} inconclusive"
         ran_on = label_of(r.get("device")) if r.get("device") else (r.get("device_error") or "-")
         lines.append(f"| {r['notebook']} | {status} | {r['wall_s']:.1f} | "
                      f"{r.get('check_cells_ok', 0)}/{r.get('check_cells', 0)} | {checks} | "

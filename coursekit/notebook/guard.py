@@ -97,12 +97,15 @@ def need(*values) -> None:
         if isinstance(value, Pending):
             raise NotYet(f"needs an earlier result: {_root(value.reason)}")
         if isinstance(value, _Outcome) and not value.done:
+            if value.absent is not None:  # skipped for a missing package: so is this
+                raise value.absent
             raise NotYet(f"needs an earlier cell: {_root(value.reason)}")
 
 
 class _Outcome:
     done = True
     reason = ""
+    absent: Absent | None = None  # the missing package that skipped the block
 
 
 def ready(*values) -> bool:
@@ -119,7 +122,7 @@ def not_yet(label: str = ""):
     try:
         yield outcome
     except Absent as err:  # a package this machine lacks (an accelerator image): skipped
-        outcome.done, outcome.reason = False, str(err)
+        outcome.done, outcome.reason, outcome.absent = False, str(err), err
         print(f"skipped: {label + ': ' if label else ''}{err}")
     except Exception as err:  # noqa: BLE001 - re-raised unless it means "unfinished"
         if not _unfinished(err):
