@@ -64,6 +64,7 @@ def main() -> int:
     separate = protocol.wants_learner_process(check.read_text())
     if separate:  # the learner process imports JAX and the file while check.py does
         from coursekit.checking import bridge
+        os.environ[protocol.ENV_PROJECT] = check.resolve().parent.parent.name
         bridge.VIOLATION_SINKS.append(lambda what, detail: send(
             protocol.VIOLATION, what=what, detail=detail))
         bridge.prestart_for(check.read_text(), cfg["impl"])

@@ -35,6 +35,9 @@ ENV_SPAWNER = "AG_SPAWNER"  # jail -> checker: the spawner's socket (learner pro
 # notebook kernel -> check.py: "WRITE_FD,READ_FD" of a learner server the kernel runs itself
 # (it holds the chip; coursekit.checking.attached)
 ENV_ATTACH = "COURSE_ATTACHED_LEARNER"
+# checker -> learner process: the project whose forbidden rules its reach guard holds (a
+# learner file may live anywhere: ``check.py --impl /tmp/x.py`` is not under projects/)
+ENV_PROJECT = "COURSE_CHECKED_PROJECT"
 SECRET_ENV = (ENV_STAGE, ENV_TOKEN, ENV_POLICY, ENV_GUARD, ENV_BRIDGE, ENV_SPAWNER,
               ENV_ATTACH)
 # What the jail's spawner gives each learner process of its own: variable -> folder in

@@ -199,7 +199,7 @@ def test_a_file_that_does_not_parse_has_no_findings():
 
 
 # ---------------------------------------------------------------------------------------
-# The guard: the first check of each stage with rules refuses such a file
+# The guard: every check of each stage with rules refuses such a file
 # ---------------------------------------------------------------------------------------
 
 def toy_checker(calls: list) -> Checker:
@@ -215,7 +215,7 @@ def context(tmp_path: Path, text: str) -> Context:
     return Context(seed=1, impl_path=impl, workdir=tmp_path, stage=4, cache={})
 
 
-def test_the_guard_refuses_at_the_first_check_of_the_stage_naming_what_and_why(tmp_path):
+def test_the_guard_refuses_at_every_check_of_the_stage_naming_what_and_why(tmp_path):
     calls: list = []
     checker = toy_checker(calls)
     forbidden.guard(checker)
@@ -228,8 +228,14 @@ def test_the_guard_refuses_at_the_first_check_of_the_stage_naming_what_and_why(t
     assert forbidden.WHY["instructor"] in err.value.hint
     assert err.value.yours == ["line 1: import coursekit.instructor.decision as d",
                               "line 2: d.decide_rounds"]
-    second.fn(None, ctx)          # only the first check of the stage carries it
-    assert calls == ["c4b"]
+    # every check of the stage carries it: each is graded on its own (a learner copy's
+    # reader, 2026-12-06: refused at the first check only, the others kept their points)
+    with pytest.raises(CheckFailed, match="coursekit.instructor"):
+        second.fn(None, ctx)
+    assert calls == []
+    with pytest.raises(CheckFailed, match="stage 3"):  # the instructor's code: every stage
+        checker.checks[0].fn(None, ctx)
+    assert calls == []
 
 
 def test_the_guard_lets_a_clean_file_through_to_the_check(tmp_path):

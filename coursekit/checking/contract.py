@@ -61,6 +61,7 @@ from coursekit.checking.tally import (  # noqa: F401 - INCONCLUSIVE_EXIT: check.
 )
 from coursekit.checking.terminal_record import keep_terminal_record
 from coursekit.checking.values import short
+from coursekit.checking.wire import protocol
 from coursekit.compat import optional
 from coursekit.measure.environment import environment_versions
 
@@ -197,6 +198,7 @@ class Checker:
                     if c.stage in stages and (not only or c.check_id in only)]
         if self.learner_process:
             from coursekit.checking import bridge
+            os.environ[protocol.ENV_PROJECT] = self.project  # its reach guard's rules
             self.learner = bridge.take(impl_path)
         try:
             module = self.learner.module() if self.learner_process else load_impl(impl_path)

@@ -467,20 +467,40 @@ def refuse(path: str | Path, rules: tuple[Rule, ...], stage: int) -> None:
              "coursekit/checking/forbidden.py, ALLOWED) stays allowed")
 
 
+_SCANNED: dict = {}  # (stage, rules, the files' state) -> the refusal, or None
+
+
+def _refuse_once(path, rules: tuple[Rule, ...], stage: int) -> None:
+    """``refuse``, its scan read once per state of the handed-in files (every check of a
+    stage asks; the files do not change between checks of one run)."""
+    files = handed_in(path)
+    key = (stage, rules, tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size)
+                               for f in files if f.exists()))
+    if key not in _SCANNED:
+        try:
+            refuse(path, rules, stage)
+            _SCANNED[key] = None
+        except CheckFailed as err:
+            _SCANNED[key] = err
+    if _SCANNED[key] is not None:
+        raise _SCANNED[key]
+
+
 def guard(checker, rules: tuple[Rule, ...] | None = None) -> None:
-    """Make the first check of each stage with whole-file rules refuse a learner file
-    that uses one (before the check's own work). Call once the stages are registered;
-    calling again changes nothing."""
+    """Make every check of each stage with whole-file rules refuse a learner file that
+    uses one (before the check's own work): each check is graded on its own, so a refusal
+    at the stage's first check alone would leave the others' points to the file. Call once
+    the stages are registered; calling again changes nothing."""
     rules = rules_for(checker.project) if rules is None else tuple(rules)
     for stage in sorted({r.stage for r in rules if r.within is None}):
-        first = next((c for c in checker.checks if c.stage == stage), None)
-        if first is None or getattr(first.fn, "forbidden_guard", False):
-            continue
         stage_rules = tuple(r for r in rules if r.stage == stage and r.within is None)
+        for chk in (c for c in checker.checks if c.stage == stage):
+            if getattr(chk.fn, "forbidden_guard", False):
+                continue
 
-        def guarded(impl, ctx, _check=first.fn, _rules=stage_rules, _stage=stage):
-            refuse(ctx.impl_path, _rules, _stage)
-            return _check(impl, ctx)
-        guarded.forbidden_guard = True
-        guarded.__doc__ = first.fn.__doc__
-        first.fn = guarded
+            def guarded(impl, ctx, _check=chk.fn, _rules=stage_rules, _stage=stage):
+                _refuse_once(ctx.impl_path, _rules, _stage)
+                return _check(impl, ctx)
+            guarded.forbidden_guard = True
+            guarded.__doc__ = chk.fn.__doc__
+            chk.fn = guarded

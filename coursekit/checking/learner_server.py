@@ -119,7 +119,9 @@ class Server:
         process of its own only (``main``): it cannot be undone, and a notebook kernel
         that serves a check (``coursekit.checking.attached``) is the learner's own."""
         from coursekit.checking import reach
-        self.reach = reach.install(reach.project_of(self.impl_path))
+        named = os.environ.get(protocol.ENV_PROJECT)
+        project = named if named in reach.STAGES else reach.project_of(self.impl_path)
+        self.reach = reach.install(project)
 
     def course_turn(self):
         """A block where the checker's own code runs here (``coursekit.checking.reach``)."""
