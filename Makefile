@@ -1,12 +1,20 @@
 # Set-up is automatic: every target below builds .venv first when it is missing or stale.
-#   make course   run the whole course headless against the reference solutions (a release: your code)
-#   make test     the test suite (what CI runs; a release: the public checks on your code)
-#   make check    the quick edit-test loop: lint, fast tests, one stage per project (< 3 min;
-#                 a release: one stage of every project on your code, CHECK_ARGS as make test)
+#   make setup    only the set-up: .venv with the pinned packages, the course's kernel
+# course-only {
+#   make course   run the whole course headless against the reference solutions
+#   make test     the test suite (what CI runs)
+#   make check    the quick edit-test loop: lint, fast tests, one stage per project (< 3 min)
+# } course-only
+# release-only {
+#   make course   every notebook headless and every project's checks, on your code
+#   make test     every project's checks on your code (CHECK_ARGS="--only foundations --stage 1")
+#   make check    the quick loop: one stage of every project on your code (CHECK_ARGS as make test)
+# } release-only
 #   make lab      JupyterLab on localhost with the course kernel
 #   make portfolio  your route map and benchmark report from your own records
 #   make mlflow-ui  the MLflow record of every run (failed ones too) on http://127.0.0.1:5000
 #   make xprof    XProf's trace viewer on your own profiler traces on http://127.0.0.1:8791
+#   make clean    remove what was built (build/), keeping your own records (build/learner)
 # course-only {
 #   make bench    benchmark figures, printed as ratios measured side by side
 #   make mutants  developers: each checker's mutation score per stage (slow; MUTANTS_PROJECT=p)
@@ -14,9 +22,11 @@
 #   make flake    developers: the reference passes every stage FLAKE_RUNS times, a core busy
 #   make accelerator  the course on this machine's accelerator, a report in build/accelerator (docs/tpu.md)
 #   make starters developers: the starters and sealed programs again from the solutions
+#   make floor    developers: JAX's oldest supported version into build/jax-floor (make test does)
+#   make browser-deps, make slurm-deps  Debian's chromium, slurm and munge for make test (as root)
 # } course-only
 # (A release, python -m autograder release, leaves out what needs the course's own tree:
-# the course-only blocks of this file.)
+# the course-only blocks of this file; its release-only blocks are the release's help.)
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -60,7 +70,8 @@ IS_RELEASE = $(PY) -c 'import sys; from coursekit.facts import is_release; sys.e
 .PHONY: accelerator bench starters mutants mistakes flake
 # } course-only
 help:
-	@sed -n '1,/^SHELL/{/^SHELL\|course-only\|^# (A release\|^# the course-only/!p;}' $(firstword $(MAKEFILE_LIST))
+	@awk '/^SHELL/ {exit} /^# release-only \{/ {skip=1; next} /^# \} release-only/ {skip=0; next} \
+	  /course-only|^# \(A release|^# the course-only/ {next} !skip' $(firstword $(MAKEFILE_LIST))
 
 setup: $(STAMP)
 
@@ -77,12 +88,14 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 	@echo "environment ready: $(VENV) ($$($(PY) --version)), course kernel registered"
 
+# course-only {
 # jax and jaxlib FLOOR into build/jax-floor (pip --target, about 380 MB); again only when
 # FLOOR changes (the stamp holds it)
 floor: $(FLOOR_STAMP)
 
 $(FLOOR_STAMP): $(STAMP) coursekit/compat/jaxapi.py
 	$(PY) -m coursekit.authoring.jaxfloor
+# } course-only
 
 course: $(STAMP)
 	$(PY) -m coursekit.commands.course --out $(BUILD)/course $(COURSE_ARGS)
@@ -94,6 +107,7 @@ accelerator: $(STAMP)
 	$(PY) -m coursekit.commands.accelerator $(ACCELERATOR_ARGS)
 # } course-only
 
+# course-only {
 # Debian's chromium for the browser test (playwright drives it; never `playwright install`)
 browser-deps:
 	@scripts/browser-deps
@@ -101,6 +115,7 @@ browser-deps:
 # Debian's slurm-wlm and munge for the Slurm grading test (it starts its own daemons)
 slurm-deps:
 	@scripts/slurm-deps
+# } course-only
 
 # In a release there is no test suite: the public checks on the learner's code instead
 # (exit status as check.py's: 0 only when every check passed). Course: unchanged.
@@ -165,5 +180,7 @@ starters: $(STAMP) $(FLOOR_STAMP)
 	$(PY) -m coursekit.authoring.sealed
 # } course-only
 
+# build/learner holds the learner's own records (notebook runs, traces): never cleaned
 clean:
-	rm -rf $(BUILD) .pytest_cache
+	find $(BUILD) -mindepth 1 -maxdepth 1 ! -name learner -exec rm -rf {} + 2>/dev/null; \
+	rm -rf .pytest_cache

@@ -41,6 +41,7 @@ TOP_DIRS = ("scripts", "coursekit", "autograder")
 LEARNER_DOCS = ("docs/learners.md", "docs/gpu.md")
 FORBIDDEN_NAMES = ("secrets.json", "gradebook.sqlite", "gradebook.db", "equivalent_mutants.txt")
 COURSE_ONLY = re.compile(r"^# course-only \{\n.*?^# \} course-only\n", re.M | re.S)
+RELEASE_FENCE = re.compile(r"^# (release-only \{|\} release-only)\n", re.M)
 MARKER = re.compile(r"^\s*(#+|//|<!--)?\s*(BEGIN|END) (SOLUTION|HIDDEN TESTS|MARK SCHEME)\b")
 # autograder/samples holds hostile demo submissions for the grader's tests: not for learners.
 # equivalent_mutants.txt: make mutants' list of the checker mutants that change nothing,
@@ -126,11 +127,12 @@ def release(out: Path, course_root: Path = ROOT, notebooks_dir: Path | None = No
 
 
 def learner_makefile(text: str) -> str:
-    """The Makefile without its course-only blocks; a fence left unpaired is an error."""
+    """The Makefile without its course-only blocks and with its release-only blocks' lines
+    (the release's own help); a fence left unpaired is an error."""
     kept = COURSE_ONLY.sub("", text)
     if re.search(r"^# (course-only \{|\} course-only)$", kept, re.M):
         raise ReleaseError("Makefile: a course-only block is not closed")
-    return kept
+    return RELEASE_FENCE.sub("", kept)  # its release-only lines become the help
 
 
 def title_of(path: Path) -> str:
