@@ -741,9 +741,11 @@ def _rel_err(g, ref):
     return (_num / sum(float((ref[_k] ** 2).sum()) for _k in ref)) ** 0.5
 
 
-_b = _host_batch([16] * 8, 16, seed=21)
-_g = _plain_grads(fixed_grads(params_on_mesh, on_mesh(_b), nb_mesh))
-assert _rel_err(_g, _reference(_b)) < 1e-4
+# equal valid counts, then unequal ones (a mean of the shards' means passes only the first)
+for _counts in ([16] * 8, [5, 16, 2, 9, 16, 1, 12, 7]):
+    _b = _host_batch(_counts, 16, seed=21 + sum(_counts))
+    _g = _plain_grads(fixed_grads(params_on_mesh, on_mesh(_b), nb_mesh))
+    assert _rel_err(_g, _reference(_b)) < 1e-4, f"valid rows per shard {_counts}"
 ### BEGIN HIDDEN TESTS
 for _counts in ([3, 17, 1, 9, 0, 12, 5, 2], [1, 0, 0, 0, 0, 0, 0, 4]):
     _b = _host_batch([min(c, 16) for c in _counts], 16, seed=sum(_counts))
