@@ -7,9 +7,10 @@ The rules, each over every shipped file:
 
 * ``code``: a function (of a ``.py`` file, a notebook's code cells, a Markdown page's
   python blocks) that is an answer: the same body as, or most of, a learner function of a
-  reference solution (one that holds or lies in a ``BEGIN SOLUTION`` region) or a function
-  of ``coursekit/instructor``, names and constants abstracted (the measures of
-  tests/test_release_checker_answers.py, applied to the whole release);
+  reference solution (one that holds or lies in a ``BEGIN SOLUTION`` region), a function
+  of ``coursekit/instructor`` or one that has left the copy (tests/release_retired.py),
+  names and constants abstracted (the measures of tests/test_release_checker_answers.py,
+  applied to the whole release);
 * ``names``: prose (a Markdown page, a notebook's Markdown, a docstring or comment) naming
   a function that only ``coursekit/instructor`` defines: a pointer to an answer;
 * ``method``: prose or a hint holding a stage answer's method in words:
@@ -38,6 +39,7 @@ import sys
 import tokenize
 from pathlib import Path
 
+import release_retired
 import test_release_answers as pages
 import test_release_checker_answers as code
 
@@ -231,12 +233,17 @@ def prose(path: Path) -> list[str]:
 
 @functools.cache  # the repository's solutions: the same for every scan of a run
 def answer_functions() -> dict[str, tuple[str, ...]]:
-    """"<project>:<function>" and "instructor/<module>:<function>" -> tokens."""
+    """"<project>:<function>", "instructor/<module>:<function>" and
+    "retired/<module>:<function>" (code that left the copy, tests/release_retired.py)
+    -> tokens."""
     out = {f"{p}:{name}": tokens for p in code.PROJECTS
            for name, tokens in code.learner_functions(p).items()}
     for path in sorted(INSTRUCTOR.glob("*.py")):
         for name, fn in code.functions(ast.parse(path.read_text())):
             out[f"instructor/{path.stem}:{name}"] = code.tokens(fn)
+    for name, source in release_retired.RETIRED.items():
+        (_, fn), = code.functions(ast.parse(source))
+        out[name] = code.tokens(fn)
     return out
 
 

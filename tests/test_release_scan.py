@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import release_plants_audit
+import release_retired
 import release_scan
 
 from coursekit.facts import ROOT
@@ -315,6 +316,16 @@ def plant_ratio_by_rounds(rel: Path) -> list[Path]:
     return [target]
 
 
+def retired_plant(module: str, answer: str):
+    """A plant that appends code that left the copy (tests/release_retired.py) to the
+    release's ``coursekit/measure/<module>.py``, where it shipped."""
+    def plant(rel: Path) -> list[Path]:
+        target = rel / "coursekit" / "measure" / f"{module}.py"
+        append(target, release_retired.RETIRED[answer])
+        return [target]
+    return plant
+
+
 def plant_sealed_step(rel: Path) -> list[Path]:
     """Notebook 08's train step as it shipped before issue 50: a sealed program (a checker's
     replay stands in for it: any program jax.export loads is the finding)."""
@@ -349,6 +360,12 @@ PLANTS = {
     "decision.median_interval": (plant_ratio_by_rounds, "code",
                                  "instructor/decision:median_interval"),
     "notebook 08's sealed step": (plant_sealed_step, "sealed", "jax.export can load"),
+    # issue 50 item 2: stage 2's timing core and stage 4's hand-written interval
+    "bandwidth.timed_with_faults": (retired_plant("bandwidth",
+                                                  "retired/bandwidth:timed_with_faults"),
+                                    "code", "retired/bandwidth:timed_with_faults"),
+    "verdict.interval_of by hand": (retired_plant("verdict", "retired/verdict:interval_of"),
+                                    "code", "retired/verdict:interval_of"),
     "notebook 05's prose": (plant_notebook_05_prose, "method", "already returns the sum"),
     "classifier.loss_sum's docstring": (plant_loss_sum_docstring, "method",
                                         "before the global division"),

@@ -64,6 +64,38 @@ def test_one_sided_windows_and_the_edges():
     assert lo == hi == 1.0
 
 
+# interval_of as it was written by hand before issue 50 (mean -+ t * s / sqrt(n), then
+# exp), and what it gave: scipy's interval must give the same figures.
+OLD_FIGURES = [
+    ([0.1, 0.2, 0.05], 0.95, (0.9295427457204026, 1.358519927252103)),
+    ([-0.3, 0.1, 0.0, 0.25], 0.99, (0.5138157924403646, 1.9954916443005801)),
+    ([0.01, 0.02], 0.95, (0.9526277848270053, 1.0816969128615588)),
+    ([0.5, 0.4, 0.45, 0.6, 0.55, 0.35], 1 - 0.05 / 10, (1.34006087853097, 1.9295464114663265)),
+]
+
+
+@pytest.mark.parametrize(("log_ratios", "confidence", "old"), OLD_FIGURES)
+def test_scipys_interval_gives_the_old_figures(log_ratios, confidence, old):
+    assert interval_of(log_ratios, confidence) == pytest.approx(old, rel=1e-12)
+
+
+def test_scipys_interval_equals_the_hand_written_one_on_random_rounds():
+    from scipy import stats
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(2, 30))
+        d = rng.normal(rng.normal(0, 1), rng.uniform(0.01, 2), n)
+        confidence = float(rng.uniform(0.5, 0.999))
+        half = stats.t.ppf(0.5 + confidence / 2, n - 1) * np.std(d, ddof=1) / math.sqrt(n)
+        old = (math.exp(d.mean() - half), math.exp(d.mean() + half))
+        assert interval_of(list(d), confidence) == pytest.approx(old, rel=1e-9)
+
+
+def test_a_confidence_outside_0_1_is_refused():
+    with pytest.raises(ValueError, match="confidence"):
+        interval_of([0.1, 0.2], 1.0)
+
+
 def test_the_order_alternates_and_the_first_round_counts():
     calls = []
     def yours(i):

@@ -162,7 +162,6 @@ RULES: dict[str, tuple[Rule, ...]] = {
     + _everywhere("foundations"),
     "performance-audit": (
         Rule(_TIMING, "time_synced", 1, "timer"),
-        Rule("coursekit.measure.bandwidth", "timed_with_faults", 2, "timer"),
         Rule("coursekit.measure.peak_memory", "memory_fields", 3, "helper"),
         Rule("coursekit.measure.collectives", "_median_interval", 4, "helper"),
         Rule("coursekit.measure.verdict", "interval_of", 4, "helper"),

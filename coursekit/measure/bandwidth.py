@@ -1,11 +1,10 @@
 """Sizes and figures around a memory-bandwidth sweep (notebook 03): the sweep's array
-sizes from a machine's cache sizes, each level's figure read off a sweep's records, a
-synchronised median of any jitted call with the minor page faults it paid, and a
-theoretical compute peak from the CPU's flags.
+sizes from a machine's cache sizes, each level's figure read off a sweep's records, this
+process's minor page faults so far, and a theoretical compute peak from the CPU's flags.
 
     sizes = sweep_sizes(caches)                  # caches: {"L1": bytes, ...}
     levels = level_bandwidths(records, caches, level)   # {"L1": {...}, ..., "DRAM": ...}
-    median_s, faults = timed_with_faults(fn, args, iters)   # any jitted call, synchronised
+    before = minor_faults()                      # getrusage: every thread of this process
     peak = theoretical_peak_flops()              # cores x clock x FLOP/cycle, assumptions
 
 Cache sizes come from sysfs, never from a constant (this VM's L3 is 300 MiB: a 256 MiB
@@ -13,7 +12,8 @@ array is not "well above L3"). glibc serves large allocations with fresh ``mmap`
 so a cliff in a fresh-output curve between 16 and 64 MiB can be the allocator, not a cache
 level. How to measure the bandwidth, read the caches and place a workload on the roofline
 is performance-audit stage 2's exercise; the course's own code for it is instructor-only
-(``coursekit.instructor.bandwidth``).
+(``coursekit.instructor.bandwidth``). Notebook 03 times its workloads with the learner's own
+``time_fn`` (``coursekit.notebook.timed_by_yours``).
 """
 
 from __future__ import annotations
@@ -21,11 +21,7 @@ from __future__ import annotations
 import math
 import os
 import resource
-import statistics
-import time
 from pathlib import Path
-
-import jax
 
 SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
 
@@ -46,25 +42,6 @@ PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 def minor_faults() -> int:
     """Minor page faults of this process so far (all its threads)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-
-
-def timed_with_faults(fn, args: tuple, iters: int, *, donate_first: bool = False
-                      ) -> tuple[float, float]:
-    """Median synchronised seconds and median minor page faults per call of ``fn(*args)``
-    over ``iters`` samples, its first (compiling) call apart. ``donate_first``: ``fn``
-    donates its first argument, so each call is given the previous call's output there
-    (notebook 03 validates the roof with it and places workloads on it)."""
-    out = jax.block_until_ready(fn(*args))
-    seconds, faults = [], []
-    for _ in range(iters):
-        if donate_first:
-            args = (out, *args[1:])
-        before = minor_faults()
-        start = time.perf_counter()
-        out = jax.block_until_ready(fn(*args))
-        seconds.append(time.perf_counter() - start)
-        faults.append(minor_faults() - before)
-    return float(statistics.median(seconds)), float(statistics.median(faults))
 
 
 def sweep_sizes(caches: dict[str, int], *, beyond: float = 4.0, smallest: int = 64 * 2**10,

@@ -20,8 +20,8 @@ the interval clears does not inflate the chance of a wrong FAIL. The evidence ke
 round's raw figures, the spread of the checker's own rounds (how noisy the machine was,
 measured, not assumed) and the load it ran under.
 
-Stdlib + numpy only (no JAX), so checkers, benchmarks and tests all use it; the checking
-layer turns an evidence object into PASS, FAIL or INCONCLUSIVE
+Stdlib, numpy and scipy only (no JAX), so checkers, benchmarks and tests all use it; the
+checking layer turns an evidence object into PASS, FAIL or INCONCLUSIVE
 (``coursekit.checking.probes.ratio_verdict``).
 """
 
@@ -30,12 +30,11 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from coursekit.measure.decision import t_quantile
 
 VERDICTS = ("pass", "fail", "inconclusive")
 
@@ -132,13 +131,21 @@ class RatioEvidence:
 
 
 def interval_of(log_ratios: list[float], confidence: float) -> tuple[float, float] | None:
-    """Student-t interval of the mean log ratio, exponentiated (None below 2 rounds)."""
-    n = len(log_ratios)
-    if n < 2:
+    """scipy's one-sample t interval of the mean log ratio
+    (``scipy.stats.ttest_1samp(...).confidence_interval``), exponentiated; None below 2
+    rounds."""
+    from scipy import stats  # imported where used, as decision.t_quantile does
+    if len(log_ratios) < 2:
         return None
-    d = np.asarray(log_ratios, dtype=float)
-    half = t_quantile(confidence, n - 1) * float(np.std(d, ddof=1)) / math.sqrt(n)
-    return math.exp(d.mean() - half), math.exp(d.mean() + half)
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    with warnings.catch_warnings():
+        # identical rounds (a zero spread) are a valid, zero-width interval: scipy warns
+        # of precision loss there and still answers
+        warnings.simplefilter("ignore", RuntimeWarning)
+        low, high = stats.ttest_1samp(np.asarray(log_ratios, dtype=float), 0.0
+                                      ).confidence_interval(confidence)
+    return math.exp(float(low)), math.exp(float(high))
 
 
 def classify(interval: tuple[float, float] | None, lo: float, hi: float) -> str | None:

@@ -86,6 +86,7 @@ from coursekit.notebook.cells import (
 )
 from coursekit.notebook.guard import attempt, load_learner, need, not_yet, ready
 from coursekit.notebook.plots import plain_log, titled
+from coursekit.notebook.timed_by_yours import threaded, timed_by_yours
 
 ceilings = instructor_module("ceilings")  # plain-JAX ceilings: the course's, instructor-only
 
@@ -317,7 +318,9 @@ for _n, _flops, _bytes in ((4097, 8194, 32776), (333, 666, 2664)):
 # The in-place `x * 2 + 1` defined the memory roof, so predicting it proves nothing. A
 # different memory-bound op: `a + 2 b` written into `a` (donated), three streams (read `a`
 # and `b`, write `a`), working set two arrays. Predicted with the bandwidth of the level
-# that working set lives in, then measured.
+# that working set lives in, then measured with your `time_fn` (stage 1; each call is given
+# the previous call's output as `a`, and the minor page faults of its calls are counted
+# around it).
 
 # %%
 with not_yet("the roof validated on another workload") as validated:
@@ -331,7 +334,8 @@ with not_yet("the roof validated on another workload") as validated:
     if level not in level_bw:              # the sweep did not reach it (CI cap)
         level = max(level_bw, key=lambda k: caches.get(k, 0) if k != "DRAM" else 2**62)
     predicted = moved / level_bw[level]
-    measured, faults = bwm.timed_with_faults(axpy, (va, vb), ITERS, donate_first=True)
+    timed = timed_by_yours(impl.time_fn, threaded(axpy, va), (vb,), ITERS)
+    measured, faults = timed["median_s"], timed["faults_per_call"]
     off = measured / predicted
     validation = dict(level=level, bandwidth=level_bw[level], faults=faults,
                       predicted_s=predicted, measured_s=measured)
@@ -374,8 +378,8 @@ with not_yet("a workload predicted, then measured") as predicted_ok:
 # ### The course's workloads on the roofline
 #
 # Each workload: FLOPs and bytes from the compiler (your `cost_from_compiler`), its
-# working set from the compiler's memory plan (arguments + outputs + temporaries), a
-# synchronised warmed median with the page faults per call beside it, and your `roofline`
+# working set from the compiler's memory plan (arguments + outputs + temporaries), the
+# warmed median of your `time_fn` with the page faults per call beside it, and your `roofline`
 # with the *bandwidth of each level* (a dict): the level the working set lives in sets the
 # memory time. The max of the two times is the time with perfect overlap, their sum the
 # time with none. Whether the sum bounds a measurement from above depends on the call paying
@@ -443,7 +447,8 @@ with not_yet("workloads on the roofline") as placing:
         roof_bw_median = {k: level_bw_median.get(k, v) for k, v in roof_bw.items()}
         r_median = impl.roofline(cost["flops"], cost["bytes"], peak_median, roof_bw_median,
                                  ws, caches)
-        t, faults = bwm.timed_with_faults(jax.jit(fn), args, ITERS)
+        timed = timed_by_yours(impl.time_fn, jax.jit(fn), args, ITERS)
+        t, faults = timed["median_s"], timed["faults_per_call"]
         verdict = claims.roofline_verdict(t, r["lower_s"], r["upper_s"], r_median["upper_s"],
                                           faults * fault_cost_s)
         placed[name] = dict(r, flops=cost["flops"], bytes=cost["bytes"], measured_s=t,
