@@ -16,7 +16,7 @@ from collections import Counter
 import pytest
 
 from coursekit.commands import mistakes as runner
-from coursekit.commands.mistakes_corpus import BLIND_PREFIX, read_file
+from coursekit.commands.mistakes_corpus import BLIND_PREFIX, load_corpus, read_file
 from coursekit.commands.mutants import learner_regions
 from coursekit.facts import ROOT, projects
 
@@ -275,8 +275,10 @@ def test_the_blind_figure_stands_beside_the_rest_and_a_part_run_keeps_the_other(
     t = report["stages"]["1"]
     assert (t["caught"], t["total"], t["run_at"]) == (3, 4, "t2")
     none_named = {"hints_judged": 0, "hints_naming": 0}  # no entry declares named_by
-    assert t["blind"] == {"total": 2, "caught": 2, "rate": 1.0, **none_named}
-    assert t["own"] == {"total": 2, "caught": 1, "rate": 0.5, **none_named}
+    assert t["blind"] == {"total": 2, "caught": 2, "rate": 1.0, "new": 2, "new_caught": 2,
+                          **none_named}
+    assert t["own"] == {"total": 2, "caught": 1, "rate": 0.5, "new": 2, "new_caught": 1,
+                        **none_named}
     assert runner.figure(t) == ("3 of 4 learner mistakes caught (75%); blind 2 of 2 (100%), "
                                 "own 1 of 2 (50%)")
 
@@ -304,3 +306,19 @@ def test_hints_that_name_the_mistake_are_counted_from_the_checks_own_words(tmp_p
     blind = report["stages"]["1"]["blind"]
     assert (blind["hints_judged"], blind["hints_naming"]) == (2, 1)
     assert "blind 2 of 3 (67%), hints name 1 of 2" in runner.figure(report["stages"]["1"])
+
+
+def test_a_mistake_that_repeats_an_earlier_ones_file_is_named_and_not_counted_new():
+    """A blind writer who lands on a named mistake's very file adds nothing new to measure:
+    the blind figure says how many of its mistakes are new files."""
+    from coursekit.commands.mistakes import part, repeats
+    mistakes, _ = load_corpus("optimisation")
+    repeated = repeats("optimisation", mistakes)
+    assert repeated["blind-b2-first-call-new-lr"] == "blind-record-first-call-new-lr"
+    assert repeated["blind-b2-evidence-most-calls"] == "limiting-most-calls"
+    assert "limiting-most-calls" not in repeated  # the first of its file
+    rows = [{"id": "blind-b2-first-call-new-lr", "outcome": "caught"},
+            {"id": "blind-b2-naive-logsumexp", "outcome": "caught"},
+            {"id": "blind-new-one", "outcome": "accepted"}]
+    got = part(rows, True, repeated)
+    assert (got["total"], got["caught"], got["new"], got["new_caught"]) == (3, 2, 1, 0)

@@ -60,6 +60,7 @@ from coursekit.commands.mistakes_corpus import (  # noqa: F401 (re-export)
     apply,
     corpus_path,
     load_corpus,
+    repeats,
 )
 from coursekit.commands.mistakes_report import corpus_figure, figure  # noqa: F401 (re-export)
 from coursekit.commands.mutants import ONE_THREAD, run_reference
@@ -244,9 +245,11 @@ def write_report(path: Path, project: str, seed: int, results: list[Outcome], ra
     current = {m.id for m in mistakes}
     rows = [r for r in rows if r["id"] in current]  # a mistake since removed goes
     stages = {}
+    repeated = repeats(project, mistakes, path.parents[2]) if mistakes else {}
     for stage in sorted({int(k) for k in when}):
         group = [r for r in rows if r["stage"] == stage]
-        stages[str(stage)] = tally(group, justified, sum(m.stage == stage for m in mistakes))
+        stages[str(stage)] = tally(group, justified, sum(m.stage == stage for m in mistakes),
+                                   repeated)
         stages[str(stage)]["run_at"] = when[str(stage)]
     report = {"project": project, "seed": seed, "stages": stages,
               "justified": justified, "mistakes": rows}
@@ -254,24 +257,28 @@ def write_report(path: Path, project: str, seed: int, results: list[Outcome], ra
     return report
 
 
-def part(group: list[dict], blind: bool) -> dict:
+def part(group: list[dict], blind: bool, repeated: dict[str, str] | None = None) -> dict:
     """The blind mistakes' figure, or the rest's, with how many hints named the mistake
-    (of the caught ones that declare phrases)."""
+    (of the caught ones that declare phrases), and how many are new files (``repeated``:
+    the mistakes whose file an earlier mistake already made)."""
     rows = [r for r in group if r["id"].startswith(BLIND_PREFIX) == blind]
     caught = sum(r["outcome"] in CAUGHT for r in rows)
     judged = [r for r in rows if r.get("hint_names_it") is not None]
-    return {"total": len(rows), "caught": caught,
+    new = [r for r in rows if r["id"] not in (repeated or {})]
+    return {"total": len(rows), "caught": caught, "new": len(new),
+            "new_caught": sum(r["outcome"] in CAUGHT for r in new),
             "rate": round(caught / len(rows), 4) if rows else None,
             "hints_judged": len(judged),
             "hints_naming": sum(bool(r["hint_names_it"]) for r in judged)}
 
 
-def tally(group: list[dict], justified: dict[str, str], in_corpus: int) -> dict:
+def tally(group: list[dict], justified: dict[str, str], in_corpus: int,
+          repeated: dict[str, str] | None = None) -> dict:
     caught = [r["id"] for r in group if r["outcome"] in CAUGHT]
     missed = [r for r in group if r["outcome"] not in CAUGHT]
     return {"total": len(group), "in_corpus": in_corpus, "caught": len(caught),
             "rate": round(len(caught) / len(group), 4) if group else None,
-            "blind": part(group, True), "own": part(group, False),
+            "blind": part(group, True, repeated), "own": part(group, False, repeated),
             "missed": [{"id": r["id"], "outcome": r["outcome"],
                         "misunderstood": r["misunderstood"],
                         "justified": justified.get(r["id"])} for r in missed],

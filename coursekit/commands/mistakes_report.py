@@ -23,10 +23,20 @@ def figure(t: dict) -> str:
     if "blind" not in t:  # a report from before the blind corpus
         return text
     blind, own = t["blind"], t["own"]
-    blind_text = (f"blind {blind['caught']} of {blind['total']} ({percent(blind['rate'])})"
-                  if blind["total"] else "blind: none judged")
+    blind_text = (f"blind {blind['caught']} of {blind['total']} ({percent(blind['rate'])}"
+                  f"{new_files(blind)})" if blind["total"] else "blind: none judged")
     return (text + f"; {blind_text}{naming(blind)}, own {own['caught']} of {own['total']} "
             f"({percent(own['rate'])}){naming(own)}")
+
+
+def new_files(part: dict) -> str:
+    """``; 6 new files, 6 caught``: the blind mistakes that are not an earlier mistake's
+    very file, and how many of those were caught; "" in a report from before the count or
+    when every one is new."""
+    if "new" not in part or part["new"] == part["total"]:
+        return ""
+    files = "file" if part["new"] == 1 else "files"
+    return f"; {part['new']} new {files}, {part['new_caught']} caught"
 
 
 def naming(part: dict) -> str:
