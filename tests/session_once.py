@@ -4,8 +4,8 @@ the first to ask makes it under a file lock in the session's shared folder
 returns; any other waits on the lock and reads that. A run without the variable (a test
 file run by hand with plain python) makes it in a folder of its own.
 
-Used for the graded reference (tests/graded_reference.py), the learner release
-(tests/shared_release.py) and the grader's shared attack batch (tests/attack_batch.py)."""
+Used for the graded reference (tests/graded_reference.py) and the learner release
+(tests/shared_release.py)."""
 
 from __future__ import annotations
 
