@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import suite_costs
-from graded_reference import SESSION_ENV
 from helpers import PINNED, spinning_core
+from session_once import SESSION_ENV
 
 # Set by pytest_configure for this session when the caller did not: under pytest-xdist
 # each worker replaces these with its own (a worker inherits the controller's environment).

@@ -10,50 +10,37 @@ reused, ``coursekit.notebook.reuse.reusable_result``). One grading serves all th
 suite used to run every project's checker on its solution a second time, outside the
 sandbox, for the last two (about 300 s of a CI run).
 
-The first worker to ask grades the batch under a file lock in the session's shared
-folder (``$COURSE_TESTS_SESSION``, made by the controller, conftest); any other waits on
-the lock and reads the result. A run without the variable (a test file run by hand with
-plain python) grades in a folder of its own."""
+The first worker to ask grades the batch; any other waits and reads its result
+(tests/session_once.py)."""
 
 from __future__ import annotations
 
-import fcntl
+import functools
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
 from helpers import at_ci_sizes
+from session_once import session_once
 
 from coursekit.facts import ROOT
 
-SESSION_ENV = "COURSE_TESTS_SESSION"
 NOTEBOOKS = ("00_foundations.ipynb", "01_async_timing.ipynb")
-_LOADED: dict = {}
 
 
 def projects() -> list[str]:
     return sorted(p.parent.parent.name for p in ROOT.glob("projects/*/tests/check.py"))
 
 
+@functools.cache
 def graded_reference() -> dict:
     """{"projects", "notebooks", "done" (returncode, stdout, stderr), "latest" ((student,
     item) -> gradebook row), "out"}: the batch's grading, made once per session."""
-    if "batch" not in _LOADED:
-        folder = Path(os.environ.get(SESSION_ENV) or tempfile.mkdtemp(prefix="graded-ref-"))
-        folder = folder / "graded-reference"
-        folder.mkdir(parents=True, exist_ok=True)
-        saved = folder / "result.json"
-        with open(folder / "lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-            if not saved.is_file():
-                saved.write_text(json.dumps(_grade(folder)))
-        _LOADED["batch"] = _load(json.loads(saved.read_text()))
-    return _LOADED["batch"]
+    return _load(session_once("graded-reference", _grade))
 
 
 def _grade(folder: Path) -> dict:

@@ -1,10 +1,13 @@
 """The sandbox shares nothing (issue 44): each kind of attack the issue measured, graded
-as root through the real grader in one batch beside an honest neighbour (the reference
-solution of every project graded) and a control holding the same mistake without the
-attack. Each attack scores no more than its control (no check its control failed passes for
-it), the neighbour keeps full marks, and nothing outlives the batch. Every attacker also prints what it achieved
-(``ATTACK-44 <what>=<n>``, to its run's stderr, kept in its gradebook record): a test
-fails as soon as any of them achieves anything, whatever the points say.
+as root by the real grader's sandboxed stage run, two at a time as a batch's workers
+(tests/stage_batch.py), beside an honest neighbour (the reference solution of every
+project graded) and a control holding the same mistake without the attack; each stage
+with the checks its control fails (``JOBS``: no other check could show a gain). Each
+attack scores no more than its control (no check its control failed passes for it), the
+neighbour keeps full marks on the same checks, and nothing outlives the batch. Every
+attacker also prints what it achieved (``ATTACK-44 <what>=<n>``, to its run's stderr,
+kept in its record): a test fails as soon as any of them achieves anything, whatever
+the points say.
 
 * ``audit_attacker`` (performance-audit stages 2 and 3), control ``audit_control``:
   a wrong ``summarize_region`` that rewrites the trace it was handed into a one-event
@@ -29,6 +32,7 @@ fails as soon as any of them achieves anything, whatever the points say.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -39,12 +43,9 @@ from pathlib import Path
 import pytest
 
 from autograder import sandbox
-from autograder.gradebook import Gradebook
 from coursekit.facts import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
-STAGES = ("foundations:1,foundations:2,performance-audit:2,performance-audit:3,"
-          "sharded-training:1")
 MARK = "attack-44"  # in every attacker's process title (comm), to find survivors
 DISK_MB, MEMORY_MB, MEMFD_MB = 128, 2048, 2300
 
@@ -334,6 +335,24 @@ def leftovers(workers: set[int]) -> list[str]:
     return found
 
 
+# What each student is graded on: (project, stage, the checks run; None: all). An attack
+# is graded on the checks its control fails and no more: ``gained`` counts only checks
+# the control failed, so a check the control passes could never show a gain. The honest
+# neighbour is graded on the same checks of its projects as the attacks beside it.
+F1 = ("foundations", 1, None)
+FRESH = ("foundations", 2, ["fit_rerun_in_fresh_process_is_bitwise_equal"])
+TRACE = ("performance-audit", 2, ["region_summary_matches_checker"])
+PEAKS = ("performance-audit", 3, ["peak_memory_from_fresh_process"])
+STEP = ("sharded-training", 1, ["step_matches_single_device"])
+JOBS = [  # in the order they start, two at a time: the longest first, side by side; the
+    # key's reader beside or after its writer; the disk and memory hogs beside the honest
+    ("audit_attacker", PEAKS), ("audit_control", PEAKS), ("audit_attacker", TRACE),
+    ("audit_control", TRACE), ("sharded_attacker", STEP), ("sharded_control", STEP),
+    ("home_attacker", FRESH), ("home_control", FRESH), ("key_1_writer", F1),
+    ("key_2_reader", F1), ("starter", F1), ("disk_filler", F1), ("honest", FRESH),
+    ("memfd_hog", F1), ("honest", STEP), ("honest", F1)]
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     if sandbox.isolation() != "namespaces":
@@ -341,18 +360,23 @@ def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("isolation-attacks")
     subs = tmp / "subs"
     submissions(subs)
+    spec = tmp / "spec.json"
+    spec.write_text(json.dumps({
+        "jobs": [{"student": s, "submission": str(subs / s), "project": p, "stage": n,
+                  "only": only} for s, (p, n, only) in JOBS],
+        "limits": {"timeout": 900, "memory_mb": MEMORY_MB, "disk_mb": DISK_MB},
+        "hide": [str(tmp)], "workers": 2}))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     log = tmp / "grade.err"
     with open(log, "w") as errors:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "autograder", "grade", str(subs), "--out",
-             str(tmp / "out"), "--stages", STAGES, "--workers", "2", "--quiet",
-             "--disk", str(DISK_MB), "--memory", str(MEMORY_MB)], cwd=ROOT,
-            stdout=subprocess.DEVNULL, stderr=errors, env=env)
+            [sys.executable, str(ROOT / "tests" / "stage_batch.py"), str(spec),
+             str(tmp / "records.json")], cwd=ROOT, stdout=subprocess.DEVNULL,
+            stderr=errors, env=env)
     workers: set[int] = set()
     try:
-        while proc.poll() is None:  # the workers' pids name the folders they make
-            workers |= set(sandbox.process_tree(proc.pid))
+        while proc.poll() is None:  # the batch's pid names the folders it makes
+            workers |= {proc.pid, *sandbox.process_tree(proc.pid)}
             try:
                 proc.wait(timeout=0.5)
             except subprocess.TimeoutExpired:
@@ -363,11 +387,11 @@ def graded(tmp_path_factory):
             proc.wait()
     err = log.read_text()
     assert proc.returncode == 0, err[-3000:]
-    book = Gradebook.in_dir(tmp / "out")
     rows = {}
-    for (student, item), row in book.latest().items():
-        rows.setdefault(student, {})[item] = row["record"]
-    book.close()
+    for r in json.loads((tmp / "records.json").read_text()):
+        rows.setdefault(r["student"], {})[r["item"]] = r
+        print(f"{r['student']} {r['item']}: {r['status']} {r['points']:g}/"
+              f"{r['max_points']:g} {r['reason']}")  # for whoever reads the log
     return rows, leftovers(workers), err
 
 

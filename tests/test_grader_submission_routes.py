@@ -1,9 +1,13 @@
 """What a submission holds is what is checked, and no learner's bytes reach an output
-unescaped (issue 52): each route the issue measured, graded as root through the real
-grader in one batch (performance-audit stage 1, ``--workers 2``) beside an honest
+unescaped (issue 52): each route the issue measured, graded as root beside an honest
 neighbour and a control holding the same mistake without the route. Each attack scores
 no more than its control or is refused by name, the honest neighbour keeps full marks,
-and the batch grades everyone beside a submission it refuses.
+and the batch grades everyone beside a submission it refuses. Two gradings
+(performance-audit stage 1, two at a time): the routes that need the whole grader (a
+file refused while planning, the feedback and CSV ``export`` writes, ``similar``) in one
+``grade`` batch; the routes aimed at a stage's verdicts by the grader's sandboxed stage
+run (tests/stage_batch.py) with the checks their controls fail (``APART``: no other
+check could show a gain), beside the honest file graded the same way.
 
 * ``shim_attacker``, control ``shim_control``: the course's own timer imported by a file
   beside ``model.py`` that ``model.py`` loads with ``importlib`` (the control imports it
@@ -34,6 +38,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import stage_batch
 from helpers import gained, unfenced
 
 from autograder import sandbox
@@ -125,19 +130,29 @@ def sparse(path: Path) -> None:
         f.truncate(TIB)
 
 
+# stage 1's one check both controls fail: the forbidden import's finding is the first
+# check's, and the 5x slow samples are the warm median's
+FIRST = [("performance-audit", 1, ["warm_median_is_device_time"])]
+APART = dict.fromkeys(("shim_control", "shim_attacker", "slow_control", "spinner",
+                       "honest_apart"), FIRST)
+GRADED = ("honest", "loader_copy", "sparse_py", "forger")  # by the grade batch
+
+
 def submissions(folder: Path) -> None:
     honest = solution()
     slow = edited(honest, *SLOW)
     files = {
         "honest": {"model.py": honest},
-        "shim_control": {"model.py": honest + TIMER},
-        "shim_attacker": {"model.py": honest + LOADER.format(name="_shim", file="_shim.py"),
-                          "_shim.py": TIMER},
         "loader_copy": {"model.py": COPY_LOADER, "_impl.py": honest},
         "sparse_py": {"model.py": honest},
         "forger": {"model.py": honest + FORGER},
-        "slow_control": {"model.py": slow},
-        "spinner": {"model.py": slow + SPINNERS},
+        "apart/honest_apart": {"model.py": honest},
+        "apart/shim_control": {"model.py": honest + TIMER},
+        "apart/shim_attacker": {"model.py": honest + LOADER.format(name="_shim",
+                                                                   file="_shim.py"),
+                                "_shim.py": TIMER},
+        "apart/slow_control": {"model.py": slow},
+        "apart/spinner": {"model.py": slow + SPINNERS},
     }
     for student, named in files.items():
         starter = folder / student / "projects" / PROJECT / "starter"
@@ -161,11 +176,15 @@ def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("submission-routes")
     subs, out = tmp / "subs", tmp / "out"
     submissions(subs)
+    (subs / "apart").rename(tmp / "apart")
     done = cli("grade", subs, "--out", out, "--stages", STAGES, "--workers", "2", "--quiet")
     assert done.returncode == 0, done.stderr[-3000:]
     book = Gradebook.in_dir(out)
     rows = {student: row["record"] for (student, _item), row in book.latest().items()}
     book.close()
+    rows |= {student: r for (student, _), r in stage_batch.grade(
+        tmp, [(s, tmp / "apart" / s, job) for s, jobs in APART.items() for job in jobs],
+        workers=2).items()}
     for student, r in sorted(rows.items()):  # the figures, for whoever reads the log
         print(f"{student}: {r['status']} {r['points']:g}/{r['max_points']:g} {r['reason']}")
     exported = cli("export", out, "--csv", tmp / "grades.csv")
@@ -186,8 +205,9 @@ def decided(rows, attacker: str, control: str) -> tuple[float, float]:
                  for s in (attacker, control))
 
 
-def test_the_honest_neighbour_keeps_full_marks(graded):
-    honest = graded["rows"]["honest"]
+@pytest.mark.parametrize("student", ["honest", "honest_apart"])
+def test_the_honest_neighbour_keeps_full_marks(graded, student):
+    honest = graded["rows"][student]
     assert honest["status"] in ("pass", "inconclusive"), honest
     assert honest["points"] == honest["max_points"] or honest["status"] == "inconclusive", \
         honest  # (an inconclusive timing check carries no points yet)
@@ -211,8 +231,7 @@ def test_a_sparse_file_is_refused_by_name_and_the_batch_goes_on(graded):
     refused = rows["sparse_py"]
     assert (refused["status"], refused["reason"]) == ("error", "bad-submission"), refused
     assert "big.py" in refused["message"] and "MiB" in refused["message"], refused
-    assert set(rows) == {"honest", "shim_control", "shim_attacker", "loader_copy",
-                         "sparse_py", "forger", "slow_control", "spinner"}
+    assert set(rows) == {*GRADED, *APART}
     copy = rows["loader_copy"]  # a sparse file it never reads is only left out
     assert copy["points"] == copy["max_points"] or copy["status"] == "inconclusive", copy
     assert copy["handed_in"] == [

@@ -268,6 +268,14 @@ def test_locally_the_route_by_built_names_is_real(tmp_path):
         result["stdout"]
 
 
+# Graded as root by the real grader's sandboxed stage run (tests/stage_batch.py), each
+# stage with the check that shows what it needs: stage 3's check the route passes locally
+# (test_locally_the_route_by_built_names_is_real), stage 2's that runs the checker's own
+# replay of a sealed program (which the fence must leave to the checker).
+TRAIN = ("foundations", 3, ["train_follows_key_protocol"])
+REPLAY = ("foundations", 2, ["fit_follows_key_protocol"])
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_graded_the_route_by_built_names_scores_0_and_is_named(tmp_path):
@@ -282,14 +290,16 @@ def test_graded_the_route_by_built_names_scores_0_and_is_named(tmp_path):
         target = subs / student / "projects" / "foundations" / "starter" / "model.py"
         target.parent.mkdir(parents=True)
         shutil.copy(impl, target)
-    from test_grader_redteam import grade
-    rows = grade(subs, tmp_path / "out", "--stages", "foundations:2,foundations:3")
+    from stage_batch import grade
+    rows = grade(tmp_path, [(s, subs / s, TRAIN) for s in files] +
+                 [(s, subs / s, REPLAY) for s in ("a_sealed_by_name", "c_honest")])
     for student in ("a_sealed_by_name", "c_honest"):  # stage 2's replay: the checker's own
         got = rows[(student, "foundations/stage-2")]
-        assert got["status"] == "pass" and got["points"] == got["max_points"], got
+        assert got["status"] == "pass" and got["points"] == got["max_points"] > 0, got
     item = "foundations/stage-3"
     attack, control, honest = (rows[(s, item)] for s in files)
-    assert honest["status"] == "pass" and honest["points"] == honest["max_points"], honest
+    assert honest["status"] == "pass" and honest["points"] == honest["max_points"] > 0, honest
+    assert control["points"] < control["max_points"], control  # the check the route gains
     assert attack["points"] == 0 <= control["points"], (attack["points"], control["points"])
     assert attack["status"] == "error" and attack["reason"] == "read-outside", attack
     assert "train_replay.jaxexport" in attack["message"] and "sealed" in attack["message"], \

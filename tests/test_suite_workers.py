@@ -51,7 +51,7 @@ def test_the_longest_groups_named_first_exist():
 def test_the_session_grading_is_made_once_for_every_worker(tmp_path):
     """Two workers asking for the session's grading of the instructor's work at once
     (tests/graded_reference.py): one grades, the other waits on the lock and reads it."""
-    from graded_reference import SESSION_ENV
+    from session_once import SESSION_ENV
 
     from coursekit.facts import ROOT
     worker = (
