@@ -354,25 +354,37 @@ def test_each_checker_installs_the_guard(project):
 # ---------------------------------------------------------------------------------------
 
 PLANTED = {
-    AUDIT: (4, "coursekit.instructor", [(
+    "audit-instructor": (AUDIT, 4, "coursekit.instructor", [(
         '    result = {**out, "ci": [lo, hi], "decision": decision, '
         '"reasons": [f"{where} {why}"]}\n',
         "    from coursekit.instructor import decision as course\n"
         "    result = course.decide_rounds(before, after, min_gain=min_gain, "
         "confidence=confidence)\n")]),
-    "pallas-kernel": (2, "lowered_mode", [(
+    "pallas-lowered_mode": ("pallas-kernel", 2, "lowered_mode", [(
         '    return {"y": np.asarray(y), "mode": execution_mode(),',
         '    inspect = __import__("coursekit.measure.pallas_inspect", '
         'fromlist=["lowered_mode"])\n'
         '    return {"y": np.asarray(y), "mode": inspect.lowered_mode(softmax_pallas, x),')]),
+    # issue 50 A2: the checker's own float64 softmax
+    "pallas-checker-module": ("pallas-kernel", 1, "pallas_harness", [(
+        "    ### BEGIN SOLUTION stage 1: softmax_numpy_f64\n",
+        "    ### BEGIN SOLUTION stage 1: softmax_numpy_f64\n"
+        "    from pallas_harness import ref64\n"
+        "    return ref64(np.asarray(x))\n")]),
+    # issue 50 A4: a course timing loop other than time_synced
+    "audit-timing-loop": (AUDIT, 1, "coursekit.measure.timing", [(
+        "    ### BEGIN SOLUTION stage 1: time_fn (first call apart, then synced warmed calls)\n",
+        "    ### BEGIN SOLUTION stage 1: time_fn (first call apart, then synced warmed calls)\n"
+        "    from coursekit.measure import timing\n"
+        "    overhead = timing.bare_loop_overhead(fn, *args, iters=iters)\n")]),
 }
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("project", sorted(PLANTED))
-def test_each_checker_refuses_a_planted_forbidden_helper_at_its_stage(tmp_path, project):
-    stage, name, replacements = PLANTED[project]
-    impl = plant(tmp_path, project, f"forbidden-{name}", replacements)
+@pytest.mark.parametrize("planted", sorted(PLANTED))
+def test_each_checker_refuses_a_planted_forbidden_helper_at_its_stage(tmp_path, planted):
+    project, stage, name, replacements = PLANTED[planted]
+    impl = plant(tmp_path, project, f"forbidden-{planted}", replacements)
     stages = {s for s in range(1, forbidden.STAGES[project] + 1)
               if forbidden.scan(impl, forbidden.rules_for(project, s))}
     assert stage in stages, stages
