@@ -253,12 +253,11 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "performance-audit": (
         Rule("coursekit.measure.bandwidth", "timed_with_faults", 2, "timer"),
         Rule("coursekit.measure.peak_memory", "memory_fields", 3, "helper"),
-        # what memory_fields wraps: the five memory_analysis() figures compiler_temp_bytes
-        # and saved_residual_bytes read
+        # what memory_fields wraps
         Rule("coursekit.compat.compiled_plan", "memory_plan", 3, "helper"),
         Rule("coursekit.measure.collectives", "_median_interval", 4, "helper"),
         Rule("coursekit.measure.verdict", "interval_of", 4, "helper"),
-        # a paired-rounds interval from two series: interval_of under another name
+        # it calls interval_of
         Rule("coursekit.measure.verdict", "measure_ratio", 4, "helper"),
     ) + _timers("performance-audit") + _everywhere("performance-audit"),
     "optimisation": _timers("optimisation") + _everywhere("optimisation"),
