@@ -32,7 +32,7 @@ stage run (``autograder/guard.py``, ``autograder/answers.py``).
 
 A checker uses it in one of two ways:
 
-    guard(checker)                       # in check.py, after the stage modules: the first
+    guard(checker)                       # in check.py, after the stage modules: every
                                          # check of each stage with rules refuses a file
                                          # that uses one, naming it and why
     scan(path, rules_for(project, stage, within="regression_grads"))
