@@ -8,6 +8,7 @@ of the stage is the one that refuses) keeps the module fast."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import re
@@ -99,6 +100,24 @@ HELPERS_THAT_ANSWER = [
                             "t = timing.time_synced(step, state, batch)\n"),
     ("optimisation", 4, "from coursekit.measure.decision import measure_interleaved\n"
                         "rec = measure_interleaved(slow, fast, rounds=4)\n"),
+    # a learner copy's reader, 2026-12-06 (issue 50 A3, A4, 11): each borrowed at a stage
+    # whose rules missed it
+    (AUDIT, 4, "from coursekit.measure.verdict import measure_ratio\n"
+               "ev = measure_ratio(lambda i: b[i], lambda i: a[i], 0.0, 9.9)\n"),
+    (AUDIT, 3, "from coursekit.compat.compiled_plan import memory_plan\n"
+               "temp = memory_plan(compiled)['temp_size_in_bytes']\n"),
+    (AUDIT, 1, "from coursekit.measure.decision import measure_interleaved\n"
+               "rec = measure_interleaved(run, lambda: None, rounds=1)['before']\n"),
+    (AUDIT, 1, "from coursekit.measure import timing\n"
+               "samples = timing.bare_loop_overhead(fn, x, iters=10)\n"),
+    ("pallas-kernel", 3, "import coursekit.measure.decision as d\n"
+                         "rec = d.measure_interleaved(a, b)\n"),
+    ("sharded-training", 4, "from coursekit.measure.decision import measure_interleaved\n"
+                            "s = measure_interleaved(step, step, rounds=1)\n"),
+    # a name the timing module gains later is refused with it (the module is refused
+    # whole, less what the contract gives)
+    ("optimisation", 3, "import coursekit.measure.timing as t\nt.next_timer(f)\n"),
+    ("optimisation", 3, "from coursekit.measure.timing import *\n"),
 ]
 # the checker's code (in the learner process, or instructor-only) is refused everywhere
 REFUSED_AT = [
@@ -110,11 +129,27 @@ REFUSED_AT = [
     ("optimisation", (1, 2, 3, 4), "import coursekit.instructor.remote_optimisation_traced "
                                    "as t\npath = t.fast_traced(train_slow, config, 0, 'log', "
                                    "'r', [])\n"),
+    # every checker's learner-process code, in every project (issue 50 A4: time_workload)
+    (AUDIT, (1, 2, 3, 4), "from coursekit.workloads.remote_course import time_workload\n"),
+    ("sharded-training", (1, 2, 3, 4),
+     "import coursekit.workloads.remote_pallas_kernel as r\nr.time_synced(f, x, 1, 5)\n"),
+    # the checkers' own modules, by name, however the file is found (issue 50 A2)
+    ("pallas-kernel", (1, 2, 3), "import sys\nsys.path.insert(0, 'projects/pallas-kernel/"
+                                 "tests')\nfrom pallas_harness import ref64\n"),
+    ("pallas-kernel", (1, 2, 3), "import importlib\n"
+                                 "h = importlib.import_module('pallas_harness')\n"),
+    ("sharded-training", (1, 2, 3, 4), "from sharded_reference import ref_state\n"),
+    ("sharded-training", (1, 2, 3, 4), "import tests.sharded_reference as ref\n"),
+    (AUDIT, (1, 2, 3, 4), "import check\n"),
+    ("foundations", (1, 2, 3), "from audit_decision_reference import key_of\n"),
 ]
 
 
 @pytest.mark.parametrize("project,stages,text", REFUSED_AT,
-                         ids=["sealed-replay", "fast_block", "fast_traced"])
+                         ids=["sealed-replay", "fast_block", "fast_traced", "remote_course",
+                              "other-remote", "harness-sys.path", "harness-importlib",
+                              "sharded_reference", "tests.sharded_reference", "check",
+                              "other-project"])
 def test_the_checkers_own_code_is_refused_where_it_answers(project, stages, text):
     refused = {stage for stage in range(1, 5)
                if forbidden.scan(text, forbidden.rules_for(project, stage))}
@@ -131,6 +166,60 @@ def test_a_course_helper_that_answers_a_stage_is_refused_at_that_stage(project, 
     assert forbidden.scan(text, forbidden.rules_for("foundations")) == []
 
 
+# Functions in coursekit/ that read the clock in a loop but are no timer to borrow (they
+# time no function of the caller's), and why; every other timing loop is refused at every
+# timing stage (the test below).
+NOT_A_TIMER = {
+    "coursekit.checking.probes.watch_until_ready": "the checker's call counter: its clock "
+        "dates when an output was seen ready",
+    "coursekit.checking.probes.poll": "the same watcher's polling loop",
+    "coursekit.checking.contract._run_selected": "the checker's run of its checks",
+    "coursekit.commands.bench.main": "make bench's runner: times benchmark files' processes",
+    "coursekit.workloads.procgroup.wait_for_file": "a deadline while waiting for a file",
+    "coursekit.workloads.procgroup.wait_all": "a deadline while waiting for processes",
+}
+
+
+def _calls(tree: ast.AST, name: str) -> bool:
+    return any(isinstance(c, ast.Call) and name in (getattr(c.func, "attr", None),
+                                                    getattr(c.func, "id", None))
+               for c in ast.walk(tree))
+
+
+def course_timing_loops() -> list[str]:
+    """Every function in coursekit/ (the instructor's code apart: refused whole
+    everywhere) that reads ``perf_counter`` in a loop, or reads it and waits with
+    ``block_until_ready``: a timing loop, found by reading, so the next one is not missed."""
+    found = []
+    for path in sorted((ROOT / "coursekit").rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        if module.startswith("coursekit.instructor"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            looped = any(_calls(loop, "perf_counter") for loop in ast.walk(node)
+                         if isinstance(loop, (ast.For, ast.While)))
+            synced = _calls(node, "perf_counter") and _calls(node, "block_until_ready")
+            if (looped or synced) and f"{module}.{node.name}" not in NOT_A_TIMER:
+                found.append(f"{module}.{node.name}")
+    return found
+
+
+def test_every_course_timing_loop_is_refused_at_every_timing_stage():
+    loops = course_timing_loops()
+    for known in ("coursekit.measure.timing.bare_loop_overhead",  # the reading finds them
+                  "coursekit.measure.decision.measure_interleaved",
+                  "coursekit.workloads.remote_course.time_workload"):
+        assert known in loops, loops
+    for project, stages in forbidden.TIMING_STAGES.items():
+        for stage in stages:
+            rules = forbidden.rules_for(project, stage)
+            missed = [loop for loop in loops if not forbidden.scan(
+                "from {} import {}\n".format(*loop.rsplit(".", 1)), rules)]
+            assert not missed, (project, stage, missed)
+
+
 ALLOWED_USE = {
     "optimisation": "from coursekit.measure import traces\n"
                     "from coursekit.measure.timing import count_compiles\n"
@@ -139,11 +228,15 @@ ALLOWED_USE = {
                     "events = traces.load_events('log/x.trace.json.gz')\n"
                     "p = slow_step.make_problem({}, 0)\n",
     AUDIT: "import coursekit.measure.decision as d\n"
+           "import coursekit.measure.timing as timing\n"
            "from coursekit.measure.timing import count_compiles\n"
+           "with timing.count_compiles() as n: pass\n"
            "from coursekit.measure.traces import load_events\n"
            "t = d.t_quantile(0.95, 7)\n"
            "before, after = d.simulate_pair(rng, 1.2)\n"
-           "def decide(): return 'coursekit.instructor'  # a string is not a use\n",
+           "def decide(): return 'coursekit.instructor'  # a string is not a use\n"
+           "from jax.experimental.checkify import check  # a name, not a checker's\n"
+           "import tests_of_mine.check_helpers\n",
     "foundations": "import jax\nfrom coursekit.workloads import classifier\n"
                    "def train_classifier(p, x, y):\n"
                    "    return jax.grad(classifier.loss)(p, x, y)\n"
@@ -171,6 +264,9 @@ def test_every_rule_names_something_that_exists():
     for project, rules in forbidden.RULES.items():
         for rule in rules:
             if rule.module == forbidden.SEALED_FILE:  # a string naming a program's file
+                continue
+            if rule.kind == "checker":  # a checker's module: its file in this copy
+                assert forbidden.checker_modules()[rule.module], rule
                 continue
             module = importlib.import_module(rule.module)
             assert rule.name == "*" or hasattr(module, rule.name), (project, rule)
@@ -258,25 +354,37 @@ def test_each_checker_installs_the_guard(project):
 # ---------------------------------------------------------------------------------------
 
 PLANTED = {
-    AUDIT: (4, "coursekit.instructor", [(
+    "audit-instructor": (AUDIT, 4, "coursekit.instructor", [(
         '    result = {**out, "ci": [lo, hi], "decision": decision, '
         '"reasons": [f"{where} {why}"]}\n',
         "    from coursekit.instructor import decision as course\n"
         "    result = course.decide_rounds(before, after, min_gain=min_gain, "
         "confidence=confidence)\n")]),
-    "pallas-kernel": (2, "lowered_mode", [(
+    "pallas-lowered_mode": ("pallas-kernel", 2, "lowered_mode", [(
         '    return {"y": np.asarray(y), "mode": execution_mode(),',
         '    inspect = __import__("coursekit.measure.pallas_inspect", '
         'fromlist=["lowered_mode"])\n'
         '    return {"y": np.asarray(y), "mode": inspect.lowered_mode(softmax_pallas, x),')]),
+    # issue 50 A2: the checker's own float64 softmax
+    "pallas-checker-module": ("pallas-kernel", 1, "pallas_harness", [(
+        "    ### BEGIN SOLUTION stage 1: softmax_numpy_f64\n",
+        "    ### BEGIN SOLUTION stage 1: softmax_numpy_f64\n"
+        "    from pallas_harness import ref64\n"
+        "    return ref64(np.asarray(x))\n")]),
+    # issue 50 A4: a course timing loop other than time_synced
+    "audit-timing-loop": (AUDIT, 1, "coursekit.measure.timing", [(
+        "    ### BEGIN SOLUTION stage 1: time_fn (first call apart, then synced warmed calls)\n",
+        "    ### BEGIN SOLUTION stage 1: time_fn (first call apart, then synced warmed calls)\n"
+        "    from coursekit.measure import timing\n"
+        "    overhead = timing.bare_loop_overhead(fn, *args, iters=iters)\n")]),
 }
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("project", sorted(PLANTED))
-def test_each_checker_refuses_a_planted_forbidden_helper_at_its_stage(tmp_path, project):
-    stage, name, replacements = PLANTED[project]
-    impl = plant(tmp_path, project, f"forbidden-{name}", replacements)
+@pytest.mark.parametrize("planted", sorted(PLANTED))
+def test_each_checker_refuses_a_planted_forbidden_helper_at_its_stage(tmp_path, planted):
+    project, stage, name, replacements = PLANTED[planted]
+    impl = plant(tmp_path, project, f"forbidden-{planted}", replacements)
     stages = {s for s in range(1, forbidden.STAGES[project] + 1)
               if forbidden.scan(impl, forbidden.rules_for(project, s))}
     assert stage in stages, stages

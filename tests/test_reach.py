@@ -103,6 +103,59 @@ def routes():
     return found
 
 
+CHECKERS = CHECKERS_PATH
+
+
+def _checker_by_path():  # the checker's own module, its folder put on sys.path
+    sys.path.insert(0, CHECKERS + "/pallas-kernel/tests")
+    try:
+        return importlib.import_module("pallas_" + "harness").ref64
+    finally:
+        sys.path.pop(0)
+
+
+def _checker_by_file():
+    spec = importlib.util.spec_from_file_location(
+        "mine", CHECKERS + "/sharded-training/tests/sharded_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ref_state
+
+
+def _course(module, name):
+    return lambda: getattr(importlib.import_module("coursekit." + module), name)
+
+
+# what a learner copy's reader borrowed (issue 50 A2-A4, 11), each by a name built at run
+# time: a timing loop, a helper that answers a stage, the checker's own modules
+BORROWED = {
+    "bare_loop_overhead": _course("measure.timing", "bare_loop_" + "overhead"),
+    "measure_interleaved": _course("measure.decision", "measure_" + "interleaved"),
+    "time_workload": _course("workloads.remote_" + "course", "time_workload"),
+    "measure_ratio": _course("measure.verdict", "measure_" + "ratio"),
+    "memory_plan": _course("compat.compiled_plan", "memory_" + "plan"),
+    "checker-sys.path": _checker_by_path,
+    "checker-file": _checker_by_file,
+}
+
+
+def borrowed():
+    found = {}
+    for name, route in BORROWED.items():
+        try:
+            route()(None)
+            found[name] = "reached"
+        except PermissionError as err:
+            found[name] = type(err).__name__
+        except Exception as err:  # noqa: BLE001 - reached, then called wrongly
+            found[name] = f"reached ({type(err).__name__})"
+    return found
+
+
+def bare_loop_overhead():
+    return importlib.import_module(NAME).bare_loop_overhead(_f, jnp.ones(4), iters=2)
+
+
 def whole_modules():
     """The checker's own remote module of this project (forbidden whole)."""
     found = {}
@@ -131,7 +184,8 @@ def uses_the_timer():
 def learner(tmp_path_factory):
     folder = tmp_path_factory.mktemp("reach") / "projects" / "performance-audit" / "starter"
     folder.mkdir(parents=True)
-    (folder / "model.py").write_text(ROUTES.replace("TIMING_PATH", repr(str(TIMING))))
+    (folder / "model.py").write_text(ROUTES.replace("TIMING_PATH", repr(str(TIMING))).replace(
+        "CHECKERS_PATH", repr(str(ROOT / "projects"))))
     process = LearnerProcess(folder / "model.py")
     yield process
     process.close()
@@ -141,6 +195,18 @@ def test_every_route_to_the_course_timer_ends_at_the_named_refusal(learner):
     found = learner.module().routes()
     assert found == {name: "ReachRefused" for name in found}, found
     assert len(found) == 12, found
+
+
+def test_what_a_learner_copy_s_reader_borrowed_ends_at_the_named_refusal(learner):
+    found = learner.module().borrowed()
+    assert found == {name: "ReachRefused" for name in found}, found
+
+
+def test_a_timing_module_s_function_is_refused_by_its_own_name(learner):
+    with pytest.raises(LearnerCodeError) as caught:
+        learner.module().bare_loop_overhead()
+    assert caught.value.kind == FORBIDDEN, caught.value
+    assert "coursekit.measure.timing.bare_loop_overhead" in str(caught.value), caught.value
 
 
 def test_the_refusal_reaches_the_checker_as_the_learner_s_named_error(learner):

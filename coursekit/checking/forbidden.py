@@ -8,7 +8,12 @@ learner process, the course's timer, ...; never what a stage's answer does), ``w
 (optional) limits the rule to one learner function and every function or module-level name
 of the file it reaches (foundations: no autodiff *inside* ``regression_grads``; elsewhere
 the file may use it). ``ALLOWED`` lists, per project, what the contract gives the learner
-from the same modules, and why it stays allowed; a name in neither list is allowed.
+from the same modules, and why it stays allowed; a name in neither list is allowed. A
+whole module refused at a stage less what ALLOWED gives from it (``unless``: the course's
+timing module at a timing stage, less ``count_compiles``) refuses each of its other names
+and whatever is added to it later. At every stage: the instructor's code, every checker's
+learner-process code (``coursekit.workloads.remote_*``) and every checker's own module
+(``projects/*/tests/*.py``, by its name: ``pallas_harness``, ``sharded_reference``, ...).
 
 The scan follows the usual ways to reach a name: ``import m``, ``import m as a``,
 ``from m import n [as a]``, ``from m import *``, attribute chains through any of those
@@ -27,7 +32,7 @@ stage run (``autograder/guard.py``, ``autograder/answers.py``).
 
 A checker uses it in one of two ways:
 
-    guard(checker)                       # in check.py, after the stage modules: the first
+    guard(checker)                       # in check.py, after the stage modules: every
                                          # check of each stage with rules refuses a file
                                          # that uses one, naming it and why
     scan(path, rules_for(project, stage, within="regression_grads"))
@@ -63,6 +68,8 @@ WHY = {
               "or runs one: your results must come from your own code",
     "autodiff": "regression_grads is the gradient written by hand: JAX's autodiff would "
                 "compute it for you",
+    "checker": "the checker's own code (a file of a project's tests/ folder): it is there "
+               "to check your answers, not to give them",
 }
 
 
@@ -73,6 +80,7 @@ class Rule:
     stage: int
     kind: str          # a key of ``WHY``
     within: str | None = None  # only inside this learner function and what it reaches
+    unless: tuple[str, ...] = ()  # names of a whole module ("*") the contract gives
 
     @property
     def why(self) -> str:
@@ -83,6 +91,13 @@ class Rule:
         return self.module if self.name == "*" else f"{self.module}.{self.name}"
 
     def matches(self, qualified: str) -> bool:
+        if self.kind == "checker":  # by its name, or as tests.<name> from a project folder
+            parts = qualified.split(".")
+            return parts[0] == self.module or any(
+                a == "tests" and b == self.module for a, b in zip(parts, parts[1:]))
+        if self.name == "*" and self.unless:  # its names, less those; not the module
+            return qualified.startswith(self.module + ".") and not any(
+                (qualified + ".").startswith(f"{self.module}.{n}.") for n in self.unless)
         if self.name == "*":
             return qualified == self.module or qualified.startswith(self.module + ".")
         return qualified == self.qualified
@@ -111,17 +126,43 @@ class Finding:
 _DECISION = "coursekit.measure.decision"
 _TIMING = "coursekit.measure.timing"
 _INSTRUCTOR = "coursekit.instructor"
-# The checkers' own code that runs in the learner process (coursekit.workloads.inspectors
-# loads it there).
-_REMOTE = {project: tuple(f"coursekit.workloads.remote_{project.replace('-', '_')}{suffix}"
-                          for suffix in suffixes)
-           for project, suffixes in (("foundations", ("",)),
-                                     ("performance-audit", ("",)),
-                                     ("optimisation", ("", "_stubbed")),
-                                     ("pallas-kernel", ("", "_runs", "_planted")),
-                                     ("sharded-training", ("", "_runs")))}
+_ROOT = Path(__file__).resolve().parents[2]
 STAGES = {"foundations": 3, "performance-audit": 4, "optimisation": 4, "pallas-kernel": 3,
           "sharded-training": 4}
+# The stages that ask the learner to write a timing loop: every timing loop of the course
+# is refused there (TIMERS), so a learner's loop is theirs.
+TIMING_STAGES = {"performance-audit": (1,), "pallas-kernel": (3,), "sharded-training": (4,),
+                 "optimisation": (3, 4)}
+# The course's timing loops a learner's code could import (a function that times with
+# perf_counter and waits with block_until_ready; tests/test_forbidden_imports.py finds
+# every one in coursekit/ and holds each to this list): a timing module whole (less what
+# a project's ALLOWED gives from it), else the loop by name. The checker's learner-process
+# loops (remote_course.time_workload, remote_optimisation's blocks) are refused
+# everywhere with the rest of coursekit.workloads.remote_*.
+TIMERS = ((_TIMING, "*"), (_DECISION, "measure_interleaved"),
+          ("coursekit.notebook.chip_roofline", "*"),
+          ("coursekit.commands.accelerator_roofline", "*"))
+# The checker's files: every module of a project's tests/ folder (pallas_harness,
+# sharded_reference, check, ...), refused by its module name wherever it is imported from.
+CHECKER_FOLDERS = ("projects/*/tests",)
+
+
+@functools.cache
+def remote_modules() -> tuple[str, ...]:
+    """Every ``coursekit.workloads.remote_*`` module: the checkers' own code that runs in
+    the learner process (coursekit.workloads.inspectors loads it there), of every project."""
+    return tuple(sorted(f"coursekit.workloads.{p.stem}" for p in
+                        (_ROOT / "coursekit" / "workloads").glob("remote_*.py")))
+
+
+@functools.cache
+def checker_modules() -> dict[str, tuple[Path, ...]]:
+    """The checkers' modules (``pallas_harness``, ...) -> their files in this copy."""
+    found: dict[str, list[Path]] = {}
+    for folder in CHECKER_FOLDERS:
+        for path in sorted(_ROOT.glob(f"{folder}/*.py")):
+            found.setdefault(path.stem, []).append(path)
+    return {name: tuple(paths) for name, paths in found.items()}
 _AUTODIFF = ("grad", "value_and_grad", "vjp", "jacrev", "jacfwd", "hessian", "jvp",
              "linearize")
 
@@ -147,41 +188,23 @@ SEALED_FOLDERS = ("projects/*/tests/sealed",)
 
 
 def _everywhere(project: str) -> tuple[Rule, ...]:
-    """The instructor-only code, the checker's learner-process code and the route to a
-    sealed program, at every stage."""
+    """The instructor-only code, the checkers' learner-process code and files, and the
+    route to a sealed program, at every stage."""
     return tuple(Rule(module, name, stage, kind) for stage in range(1, STAGES[project] + 1)
                  for module, name, kind in (
                      (_INSTRUCTOR, "*", "instructor"),
-                     *((m, "*", "learner-process") for m in _REMOTE[project]),
+                     *((m, "*", "learner-process") for m in remote_modules()),
+                     *((m, "*", "checker") for m in checker_modules()),
                      *((m, n, "sealed") for m, n in SEALED_ROUTE)))
 
 
-RULES: dict[str, tuple[Rule, ...]] = {
-    "foundations": tuple(
-        Rule("jax", name, 2, "autodiff", within="regression_grads") for name in _AUTODIFF)
-    + _everywhere("foundations"),
-    "performance-audit": (
-        Rule(_TIMING, "time_synced", 1, "timer"),
-        Rule("coursekit.measure.peak_memory", "memory_fields", 3, "helper"),
-        Rule("coursekit.measure.collectives", "_median_interval", 4, "helper"),
-        Rule("coursekit.measure.verdict", "interval_of", 4, "helper"),
-    ) + _everywhere("performance-audit"),
-    "optimisation": (
-        Rule(_DECISION, "measure_interleaved", 3, "timer"),
-        Rule(_TIMING, "time_synced", 3, "timer"),
-        Rule(_TIMING, "time_synced", 4, "timer"),
-        Rule(_DECISION, "measure_interleaved", 4, "timer"),
-    ) + _everywhere("optimisation"),
-    "pallas-kernel": (
-        Rule("coursekit.measure.pallas_inspect", "lowered_mode", 2, "checker-reading"),
-        Rule("coursekit.measure.pallas_inspect", "inspect_pallas", 2, "checker-reading"),
-        Rule("scipy.special", "*", 1, "library"),
-        Rule(_TIMING, "time_synced", 3, "timer"),
-    ) + _everywhere("pallas-kernel"),
-    "sharded-training": (
-        Rule(_TIMING, "time_synced", 4, "timer"),
-    ) + _everywhere("sharded-training"),
-}
+def _timers(project: str) -> tuple[Rule, ...]:
+    """Every course timing loop (TIMERS) at the project's timing stages; a whole module
+    less what the project's ALLOWED gives from it."""
+    return tuple(Rule(module, name, stage, "timer", unless=tuple(
+        a.name for a in ALLOWED.get(project, ()) if a.module == module and name == "*"))
+        for stage in TIMING_STAGES.get(project, ()) for module, name in TIMERS)
+
 
 ALLOWED: dict[str, tuple[Allowed, ...]] = {
     "foundations": (
@@ -221,6 +244,28 @@ ALLOWED: dict[str, tuple[Allowed, ...]] = {
     ),
 }
 
+
+RULES: dict[str, tuple[Rule, ...]] = {
+    "foundations": tuple(
+        Rule("jax", name, 2, "autodiff", within="regression_grads") for name in _AUTODIFF)
+    + _everywhere("foundations"),
+    "performance-audit": (
+        Rule("coursekit.measure.peak_memory", "memory_fields", 3, "helper"),
+        # what memory_fields wraps
+        Rule("coursekit.compat.compiled_plan", "memory_plan", 3, "helper"),
+        Rule("coursekit.measure.collectives", "_median_interval", 4, "helper"),
+        Rule("coursekit.measure.verdict", "interval_of", 4, "helper"),
+        # it calls interval_of
+        Rule("coursekit.measure.verdict", "measure_ratio", 4, "helper"),
+    ) + _timers("performance-audit") + _everywhere("performance-audit"),
+    "optimisation": _timers("optimisation") + _everywhere("optimisation"),
+    "pallas-kernel": (
+        Rule("coursekit.measure.pallas_inspect", "lowered_mode", 2, "checker-reading"),
+        Rule("coursekit.measure.pallas_inspect", "inspect_pallas", 2, "checker-reading"),
+        Rule("scipy.special", "*", 1, "library"),
+    ) + _timers("pallas-kernel") + _everywhere("pallas-kernel"),
+    "sharded-training": _timers("sharded-training") + _everywhere("sharded-training"),
+}
 
 def rules_for(project: str, stage: int | None = None, *, within: str | None = None
               ) -> tuple[Rule, ...]:
@@ -305,9 +350,8 @@ def _text(node) -> str | None:
 @functools.cache
 def sealed_names() -> frozenset[str]:
     """The names of the sealed programs this copy holds (``train_replay``, ...)."""
-    root = Path(__file__).resolve().parents[2]
     return frozenset(p.name[:-len(SEALED_SUFFIX)] for folder in SEALED_FOLDERS
-                     for p in root.glob(f"{folder}/*{SEALED_SUFFIX}"))
+                     for p in _ROOT.glob(f"{folder}/*{SEALED_SUFFIX}"))
 
 
 def names_sealed_file(value) -> bool:

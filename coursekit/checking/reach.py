@@ -6,16 +6,20 @@ imported (``install``, from ``coursekit.checking.learner_server``), for the proj
 file belongs to (``project_of``):
 
 * every course function a rule of any of the project's stages names (``time_synced``,
-  ``inspect_pallas``, ...) is replaced, in every loaded module that holds it, by a
-  stand-in that raises ``ReachRefused``, so every route to the name (an import by any
-  name, ``__import__``, ``sys.modules``, an allowed function's ``__globals__``, a course
-  function that imports it lazily) ends at the stand-in;
-* every course module a rule names whole (the instructor's code, the checker's
-  ``remote_<project>`` modules, the sealed route's) is out of ``sys.modules`` and of its
+  ``inspect_pallas``, ...; of a module refused whole less what the contract gives, each
+  public function but those: ``coursekit.measure.timing`` less ``count_compiles``) is
+  replaced, in every loaded module that holds it, by a stand-in that raises
+  ``ReachRefused``, so every route to the name (an import by any name, ``__import__``,
+  ``sys.modules``, an allowed function's ``__globals__``, a course function that imports
+  it lazily) ends at the stand-in;
+* every course module a rule names whole (the instructor's code, every checker's
+  ``remote_*`` modules, the sealed route's) is out of ``sys.modules`` and of its
   package's attributes;
-* no file of either kind is opened (an audit hook; the file itself, by any link or path to
-  it): a fresh copy from its path (``importlib.util.spec_from_file_location``, ``runpy``,
-  ``importlib.reload``, ``exec(open(...).read())``) is refused with the same error.
+* no file of either kind, nor any checker's own module (``projects/*/tests/*.py`` of this
+  copy: ``pallas_harness``, ``sharded_reference``, ...; none is loaded here), is opened
+  (an audit hook; the file itself, by any link or path to it): a fresh copy from its path
+  (``importlib.util.spec_from_file_location``, ``runpy``, ``importlib.reload``,
+  ``exec(open(...).read())``, ``sys.path`` and an import) is refused with the same error.
 
 The checker's own code that needs them in this process (the inspectors and workloads a
 check names) runs them inside ``course_turn()``: the learner process's main thread, while
@@ -40,13 +44,14 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 import threading
 from pathlib import Path
 
 from coursekit.checking.errors import ReachRefused
-from coursekit.checking.forbidden import STAGES, Rule, rules_for
+from coursekit.checking.forbidden import STAGES, Rule, checker_modules, rules_for
 
 COURSE = "coursekit"
 
@@ -61,9 +66,10 @@ def project_of(impl_path: str | Path) -> str | None:
 
 
 def course_rules(project: str) -> tuple[Rule, ...]:
-    """The project's whole-file rules on the course's own code, of every stage."""
-    return tuple(r for r in rules_for(project)
-                 if r.module == COURSE or r.module.startswith(COURSE + "."))
+    """The project's whole-file rules on the course's own code and the checkers' files,
+    of every stage."""
+    return tuple(r for r in rules_for(project) if r.kind == "checker"
+                 or r.module == COURSE or r.module.startswith(COURSE + "."))
 
 
 class _Guard:
@@ -75,19 +81,43 @@ class _Guard:
         self.turn = None    # the thread whose course turn it is
         self.main = threading.get_ident()
         for rule in rules:
-            if rule.name == "*":
+            if rule.kind == "checker":  # a checker's file: never loaded here, not opened
+                self._checker_files(rule)
+            elif rule.name == "*" and not rule.unless:
                 self.whole[rule.module] = rule
                 self._file_of(rule.module, rule, whole=True)
             else:
                 module = importlib.import_module(rule.module)
-                real = getattr(module, rule.name, None)
-                if callable(real) and rule.qualified not in self.named:
-                    self.named[rule.qualified] = (rule, real)
-                    self._file_of(rule.module, rule, whole=False)
+                for name in self._names(module, rule):
+                    real = getattr(module, name, None)
+                    if callable(real) and f"{rule.module}.{name}" not in self.named:
+                        self.named[f"{rule.module}.{name}"] = (rule, real)
+                self._file_of(rule.module, rule, whole=False)
         self.prefixes = tuple(w + "." for w in self.whole)
         # id(real) -> (real, its stand-in)
-        self.stand_ins = {id(real): (real, self._stand_in(rule, real))
-                          for rule, real in self.named.values()}
+        self.stand_ins = {id(real): (real, self._stand_in(name, rule, real))
+                          for name, (rule, real) in self.named.items()}
+
+    @staticmethod
+    def _names(module, rule: Rule) -> list[str]:
+        """The functions a rule names: its one, or a whole module's public functions less
+        those the contract gives (``unless``). Its classes and private helpers stay (a
+        stand-in in their place would break the allowed ones that use them: a compile
+        listener, a record's type); the scan refuses them by name."""
+        if rule.name != "*":
+            return [rule.name]
+        return [name for name, value in vars(module).items()
+                if not name.startswith("_") and name not in rule.unless
+                and inspect.isfunction(value) and value.__module__ == rule.module]
+
+    def _checker_files(self, rule: Rule) -> None:
+        for path in checker_modules().get(rule.module, ()):
+            for file in (path, *(path.parent / "__pycache__").glob(f"{path.stem}.*.pyc")):
+                try:
+                    info = file.stat()
+                except OSError:
+                    continue
+                self.files[(info.st_dev, info.st_ino)] = rule
 
     # -- where a rule's code lives ------------------------------------------------------
     def _file_of(self, name: str, rule: Rule, *, whole: bool) -> None:
@@ -161,12 +191,12 @@ class _Guard:
         return name.startswith(COURSE) and (name + ".").startswith(self.prefixes)
 
     # -- the refusals ---------------------------------------------------------------------
-    def _stand_in(self, rule: Rule, real):
+    def _stand_in(self, name: str, rule: Rule, real):
         guard = self
 
         def stand_in(*args, **kwargs):
             if not guard.in_turn():
-                raise ReachRefused(rule.qualified, rule.why, "called")
+                raise ReachRefused(name, rule.why, "called")
             return real(*args, **kwargs)
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             setattr(stand_in, attr, getattr(real, attr, None))
