@@ -306,11 +306,15 @@ def fast_ops_per_call(impl, ctx, region: str) -> int:
 
 @checker.check(4)
 def records_valid_for_decide(impl, ctx):
+    # the records already made first, then the costlier evidence (the synced train_fast's
+    # trace, then 30-40 calls on a tiny problem): a file its own records fail is failed
+    # without them; the output check first on each record, as a False there (nothing
+    # timed) would otherwise be named by the samples it left out
     records = learner_records(impl, ctx)
-    many_calls_honoured(impl, ctx)
     config = timing_config(ctx)
     shape = [config["steps"], config["batch"]]
     for label, rec in records.items():
+        output_ok_passed(rec, label)
         problems = validate_run_record(rec, check_trace=True)
         fail_unless(not problems, f"the {label} record is not a valid run record",
                     yours=problems, expected="no problems",
@@ -324,7 +328,6 @@ def records_valid_for_decide(impl, ctx):
                     f"{label!r}", yours=rec.get("label"), expected=label,
                     hint="label each record by what it times: \"before\" for train_slow, "
                     "\"after\" for train_fast")
-        output_ok_passed(rec, label)
         regions = sum(1 for e in traces.load_events(rec["trace"])
                       if e.get("ph") == "X" and e.get("name") == rec["region"])
         fail_unless(regions >= 1, f"the {label} record's trace has no "
@@ -366,6 +369,7 @@ def records_valid_for_decide(impl, ctx):
                 "in your process, self-reported)",
                 hint=f"your region holds {yours / mine:.0%} of the call's operations: "
                 "the rest ran after the region, or after the trace, closed")
+    many_calls_honoured(impl, ctx)
 
 
 def records_with_a_wrong_fast(impl, ctx, wrong: str) -> dict:
