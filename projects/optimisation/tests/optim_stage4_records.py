@@ -101,24 +101,36 @@ def record_counts(ctx) -> tuple[int, int]:
 _FRESH_RATES = itertools.count(1)
 
 
+# The count by problem size, once per checker process: it is the course's train_slow's,
+# not the learner's, and a planted batch checks many files at one size in one process
+# (three train_slow calls that compile each cost 20 s there at load 10-20).
+_SLOW_COMPILES: dict[tuple, int] = {}
+
+
 def slow_compiles_per_call(ctx) -> int:
     """The checker's own count of compiles in one steady train_slow call with a new lr
     (its per-lr update is compiled for each learning rate), on the records' problem."""
-    def make():
-        problem = slow_step.make_problem(timing_config(ctx), ctx.seed + 5)
-        args = (problem["params"], problem["tokens"], problem["targets"])
+    config = timing_config(ctx)
+    size = tuple(sorted(config.items()))
+    if size not in _SLOW_COMPILES:
+        _SLOW_COMPILES[size] = count_slow_compiles(config, ctx.seed + 5)
+    return _SLOW_COMPILES[size]
 
-        def fresh() -> float:
-            return problem["lr"] * (0.3 + 1e-4 * next(_FRESH_RATES))
-        jax.block_until_ready(slow_step.train_slow(*args, fresh()))
-        with count_compiles() as n:
-            for _ in range(2):
-                jax.block_until_ready(slow_step.train_slow(*args, fresh()))
-        if n[0] < 2:  # a vacuous bound would pass any learner: the checker's own fault
-            raise RuntimeError(f"the checker counted {n[0]} compiles in two train_slow "
-                               "calls with fresh learning rates (expected one or more each)")
-        return n[0] // 2
-    return ctx.once("slow-compiles", make)
+
+def count_slow_compiles(config: dict, seed: int) -> int:
+    problem = slow_step.make_problem(config, seed)
+    args = (problem["params"], problem["tokens"], problem["targets"])
+
+    def fresh() -> float:
+        return problem["lr"] * (0.3 + 1e-4 * next(_FRESH_RATES))
+    jax.block_until_ready(slow_step.train_slow(*args, fresh()))
+    with count_compiles() as n:
+        for _ in range(2):
+            jax.block_until_ready(slow_step.train_slow(*args, fresh()))
+    if n[0] < 2:  # a vacuous bound would pass any learner: the checker's own fault
+        raise RuntimeError(f"the checker counted {n[0]} compiles in two train_slow "
+                           "calls with fresh learning rates (expected one or more each)")
+    return n[0] // 2
 
 
 def read_records(paths, outdir, what: str = "write_run_records") -> dict:
