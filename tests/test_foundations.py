@@ -111,8 +111,11 @@ MSE_BUGS = [
     ("float16-result", "return jnp.mean((pred - target) ** 2).astype(jnp.float16)",
      "mse_matches_float64_reference", "wrong dtype"),
 ]
+# only the two checks the test reads, not the whole stage (the third,
+# mse_counts_zeros_either_side, has its own planted bug below)
 for _name, _new, *_ in MSE_BUGS:
-    bug(f"mse-{_name}", [(MSE, _new)], "1")
+    bug(f"mse-{_name}", [(MSE, _new)], "1",
+        only="mse_matches_float64_reference,mse_works_under_jit")
 
 
 @pytest.mark.parametrize("name, new, caught, message", MSE_BUGS)
