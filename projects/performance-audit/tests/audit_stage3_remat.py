@@ -497,10 +497,29 @@ def peak_workload(ctx) -> dict:
             "batch": 3000 + (int(rng.integers(0, 32)) * 2 + 1)}
 
 
+# A fresh Python process that imports JAX and runs one jitted program spends a second or
+# more of CPU (3.4-3.7 s per process measured here, 3 blocks of width 33, batch 3001); one
+# that does not start Python spends about none.
+# The kernel counts what the learner process's finished children spent: the checker reads
+# it, so pids and figures returned without fresh processes behind them do not pass.
+FRESH_PROCESS_CPU_S = 0.3
+
+
 def learner_peak(impl, cfg: dict, policy, repeats: int) -> dict:
+    pid = impl.__bridge__.pid
+    spent_before = bridge.children_cpu_s(pid)
     result = require_keys(get_function(impl, "peak_rss_fresh_process")(
         cfg["depth"], cfg["width"], cfg["hidden"], cfg["batch"], policy, repeats=repeats),
         PEAK_KEYS, "peak_rss_fresh_process")
+    spent = bridge.children_cpu_s(pid) - spent_before
+    fail_unless(spent >= repeats * FRESH_PROCESS_CPU_S,
+                f"no {repeats} fresh processes ran: the processes your call started and "
+                f"waited for spent {spent:.2f} CPU s in all",
+                yours=result.get("pids"), expected=f"at least {FRESH_PROCESS_CPU_S:g} CPU s "
+                "per repeat (a fresh process importing JAX spends more), read by the "
+                "checker from the kernel's count of your process's finished children",
+                hint="each repeat must run in a Python process your call starts and waits "
+                "for (subprocess.run): pids and peaks it did not measure are not evidence")
     pids, peaks = result["pids"], result["run_peak_bytes"]
     fail_unless(isinstance(pids, list) and len(set(pids)) == repeats and
                 not {os.getpid(), impl.__bridge__.pid} & set(pids),
