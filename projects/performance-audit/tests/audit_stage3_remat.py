@@ -511,6 +511,14 @@ def learner_peak(impl, cfg: dict, policy, repeats: int) -> dict:
     result = require_keys(get_function(impl, "peak_rss_fresh_process")(
         cfg["depth"], cfg["width"], cfg["hidden"], cfg["batch"], policy, repeats=repeats),
         PEAK_KEYS, "peak_rss_fresh_process")
+    pids, peaks = result["pids"], result["run_peak_bytes"]
+    fail_unless(isinstance(pids, list) and len(set(pids)) == repeats and
+                not {os.getpid(), impl.__bridge__.pid} & set(pids),
+                f"each of the {repeats} repeats must run in its own fresh process",
+                yours=pids, expected=f"{repeats} distinct pids, neither the checker's nor the "
+                "learner process's", hint="one subprocess per repeat: a process's "
+                "high-water mark holds everything that ran in it before")
+    # the pids named, the checker sees that processes ran
     spent = bridge.children_cpu_s(pid) - spent_before
     fail_unless(spent >= repeats * FRESH_PROCESS_CPU_S,
                 f"no {repeats} fresh processes ran: the processes your call started and "
@@ -520,13 +528,6 @@ def learner_peak(impl, cfg: dict, policy, repeats: int) -> dict:
                 "checker from the kernel's count of your process's finished children",
                 hint="each repeat must run in a Python process your call starts and waits "
                 "for (subprocess.run): pids and peaks it did not measure are not evidence")
-    pids, peaks = result["pids"], result["run_peak_bytes"]
-    fail_unless(isinstance(pids, list) and len(set(pids)) == repeats and
-                not {os.getpid(), impl.__bridge__.pid} & set(pids),
-                f"each of the {repeats} repeats must run in its own fresh process",
-                yours=pids, expected=f"{repeats} distinct pids, neither the checker's nor the "
-                "learner process's", hint="one subprocess per repeat: a process's "
-                "high-water mark holds everything that ran in it before")
     fail_unless(isinstance(peaks, list) and len(peaks) == repeats and
                 all(type(v) is int and v > 0 for v in peaks),
                 "run_peak_bytes must hold one positive byte count per repeat",
