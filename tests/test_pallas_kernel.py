@@ -473,7 +473,8 @@ def test_stored_bars_equal_a_fresh_generation():
 
 def test_no_check_needs_instructor_code():
     """Every check runs in a learner's copy (issue 50): neither the checker's modules nor
-    the learner-process code they call reach coursekit.instructor."""
+    the learner-process code they call reach coursekit.instructor, but for the bars of
+    the hidden row lengths, which only a copy holding it draws (``hidden_length``)."""
     from coursekit.facts import ROOT
     files = [*(ROOT / "projects" / PROJECT / "tests").glob("pallas_*.py"),
              *(ROOT / "coursekit" / "workloads").glob("remote_pallas_kernel*.py")]
@@ -481,4 +482,41 @@ def test_no_check_needs_instructor_code():
         if path.name == "pallas_write_bars.py":
             continue  # the instructor's generator of the stored bars
         text = path.read_text()
+        if path.name == "pallas_harness.py":
+            assert text.count("instructor_module(") == 1  # stored_bar, for a hidden length
+            assert "    if not available():\n        return None\n" in text
+            text = text.replace('instructor_module("pallas_kernel")', "")
+            text = text.replace("import available, instructor_module", "")
         assert "instructor_module(" not in text and "coursekit.instructor" not in text, path
+
+
+# A learner copy's reader returned the stored bar of each length (issue 50, item A1).
+BAR_LOOKUP = """
+import json
+import jax.numpy as jnp
+BARS = {bars!r}
+
+def tolerance(dtype, n_cols):
+    with open(BARS) as f:
+        row = json.load(f)["bars"][jnp.dtype(dtype).name][str(int(n_cols))]
+    return {{"rtol": row[0], "atol": row[1],
+            "why": "read from the checker's stored rounding bars for this length"}}
+"""
+
+
+def test_stored_bars_are_no_answer_where_the_instructor_grades(tmp_path):
+    """A ``tolerance`` that returns the stored bars passes a learner's copy (public row
+    lengths, by design) and fails where the instructor grades, at any seed: there the
+    check adds row lengths the copy stores no bar for; the reference passes there."""
+    from coursekit.facts import ROOT
+    bars = ROOT / "projects" / PROJECT / "tests" / "expected" / "tolerance_bars.json"
+    lookup = tmp_path / "lookup.py"
+    lookup.write_text(BAR_LOOKUP.format(bars=str(bars)))
+    check = "tolerance_from_dtype_and_length"
+    for seed in (3, 11):
+        got = run_checker(PROJECT, lookup, "1", seed=seed, only=check, tmp=tmp_path)
+        assert got["status"] == {check: "error"}, got["stdout"][-1500:]  # its KeyError
+        assert "KeyError" in got["stdout"], got["stdout"][-1500:]
+        right = run_checker(PROJECT, solution(PROJECT), "1", seed=seed, only=check,
+                            tmp=tmp_path)
+        assert right["status"] == {check: "pass"}, right["stdout"][-1500:]

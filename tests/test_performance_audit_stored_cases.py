@@ -99,3 +99,36 @@ def test_stage3_runs_on_stored_counts_and_peaks(tmp_path):
     results = stage4_stored(wrong, tmp_path, stage=3, only=only)
     assert results["remat_saves_residuals_and_temp"]["status"] == "fail", results
     assert "the arguments" in results["remat_saves_residuals_and_temp"]["hint"]
+
+
+# A learner copy's reader (issue 50, item B10): peak_rss_fresh_process answered with the
+# stored peaks and made-up pids, no process started.
+PEAK_BODY = "    ### BEGIN SOLUTION stage 3: peak_rss_fresh_process (the run alone)\n"
+PEAK_LOOKUP = PEAK_BODY + """    stored = Path(PEAKS)
+    arguments = 4 * (depth * 2 * width * hidden + batch * width)
+    for entry in json.loads(stored.read_text())["results"].values():
+        for variant in ((str(policy),) if repeats > 1 else ("small", str(policy))):
+            kept = entry.get(variant)
+            if isinstance(kept, dict) and kept["argument_size_in_bytes"] == arguments:
+                out = {k: kept[k] for k in ("argument_size_in_bytes", "output_size_in_bytes",
+                       "temp_size_in_bytes", "peak_memory_in_bytes",
+                       "total_allocation_bytes", "device_peak_bytes")}
+                out["run_peak_bytes"] = kept["run_peak_bytes"][:repeats]
+                out["vmhwm_bytes"] = kept["vmhwm_bytes"][:repeats]
+                out["pids"] = [999990 + i for i in range(repeats)]
+                return out
+"""
+
+
+def test_stored_peaks_with_made_up_pids_fail(tmp_path):
+    """The stored peaks returned with pids of processes that never ran: the checker reads
+    from the kernel what the learner process's finished children spent, and fails it."""
+    text = SOLUTION.read_text()
+    assert text.count(PEAK_BODY) == 1
+    wrong = tmp_path / "model.py"
+    wrong.write_text(text.replace(PEAK_BODY, PEAK_LOOKUP).replace(
+        "PEAKS", repr(str(TESTS / "expected" / "peaks.json"))))
+    results = stage4_stored(wrong, tmp_path, stage=3, only="peak_memory_from_fresh_process")
+    got = results["peak_memory_from_fresh_process"]
+    assert got["status"] == "fail", got
+    assert "fresh processes ran" in got["message"], got

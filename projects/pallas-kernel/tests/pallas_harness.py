@@ -40,6 +40,7 @@ import scipy.special
 from coursekit.checking.contract import Checker
 from coursekit.checking.device import learner_may_hold_accelerator
 from coursekit.checking.errors import CheckFailed
+from coursekit.checking.graded import available, instructor_module
 from coursekit.checking.learner import get_function
 from coursekit.checking.values import as_array, fail_unless
 
@@ -136,16 +137,34 @@ def bars() -> dict:
 
 
 def stored_bar(dtype, n: int) -> dict:
+    """The rounding bar for rows of ``n``: stored for a public length; for a hidden one
+    (``hidden_length``, drawn only where the instructor grades) the course's own analysis
+    computes it live."""
     table = bars()[jnp.dtype(dtype).name]
-    if int(n) not in table:
+    if int(n) in table:
+        return table[int(n)]
+    if not available():
         raise KeyError(f"no stored rounding bar for rows of {n} (a checker bug: draw "
                        "row lengths with length())")
-    return table[int(n)]
+    course = instructor_module("pallas_kernel")
+    return dict(zip(("rtol", "atol", "rtol_lo", "rtol_hi"),
+                    (*course.budget(dtype, int(n)), *course.rtol_bracket(dtype, int(n)))))
 
 
 def length(rng, lo: int, hi: int, multiple_of: int | None = None) -> int:
     """A public row length in [lo, hi) (``multiple_of``: not a multiple of it)."""
     choices = [n for n in sorted(bars()["float32"]) if lo <= n < hi
+               and (multiple_of is None or n % multiple_of)]
+    return int(rng.choice(choices))
+
+
+def hidden_length(rng, lo: int, hi: int, multiple_of: int | None = None) -> int | None:
+    """Where the instructor grades, a row length in [lo, hi) whose bar the copy does not
+    store (so a stored bar returned as an answer fails there); None in a learner's copy."""
+    if not available():
+        return None
+    stored = bars()["float32"]
+    choices = [n for n in range(lo, hi) if n not in stored
                and (multiple_of is None or n % multiple_of)]
     return int(rng.choice(choices))
 

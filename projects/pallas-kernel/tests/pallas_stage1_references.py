@@ -19,6 +19,7 @@ from pallas_harness import (
     compare,
     draw,
     expect_close,
+    hidden_length,
     length,
     ragged,
     ref64,
@@ -171,6 +172,10 @@ def tolerance_from_dtype_and_length(impl, ctx):
     get_function(impl, "tolerance")  # a missing function is named
     rng = ctx.rng("tolerance")
     lengths = (length(rng, 5, 12), length(rng, 200, 500, 2), length(rng, 3000, 5000, 2))
+    # where the instructor grades, two lengths more whose bars the copy does not store
+    hidden = [n for n in (hidden_length(rng, 13, 199, 2), hidden_length(rng, 1100, 2000, 2))
+              if n is not None]
+    lengths = (lengths[0], *lengths[1:-1], *hidden, lengths[-1])
     got = {}
     for dtype_name, dtype in DTYPES.items():
         for n in lengths:

@@ -370,11 +370,12 @@ def peak_rss_fresh_process(depth: int, width: int, hidden: int, batch: int,
       device_peak_bytes: ``jax.devices()[0].memory_stats()["peak_bytes_in_use"]`` where the
           device reports it, else None (CPU: VmHWM is host memory, never an accelerator's)
     Checked (stage 3): one distinct fresh process per repeat (repeats=1 too), neither
-    the checker's nor yours; the median of your repeats (the one, with repeats=1) within
-    1.35x of the checker's own run-only peak of the same model in its own fresh
-    processes; the no-remat run above ``nothing_saveable`` where the checker's own
-    readings on that device show a saving (where they show none, your two in the ratio
-    its own have); the plan's arguments and outputs exact.
+    the checker's nor yours, started and waited for by your call (the checker reads
+    the CPU your process's finished children spent); the median of your repeats (the
+    one, with repeats=1) within 1.35x of the checker's own run-only peak of the same
+    model in its own fresh processes; the no-remat run above ``nothing_saveable`` where
+    the checker's own readings on that device show a saving (where they show none,
+    your two in the ratio its own have); the plan's arguments and outputs exact.
     Size hint: 3 blocks, width 33, hidden 513, batch 6001: about 1 s each.
     """
     raise NotImplementedError('stage 3: peak_rss_fresh_process (the run alone)')

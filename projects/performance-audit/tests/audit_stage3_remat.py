@@ -497,7 +497,17 @@ def peak_workload(ctx) -> dict:
             "batch": 3000 + (int(rng.integers(0, 32)) * 2 + 1)}
 
 
+# A fresh Python process that imports JAX and runs one jitted program spends a second or
+# more of CPU (3.4-3.7 s per process measured here, 3 blocks of width 33, batch 3001); one
+# that does not start Python spends about none.
+# The kernel counts what the learner process's finished children spent: the checker reads
+# it, so pids and figures returned without fresh processes behind them do not pass.
+FRESH_PROCESS_CPU_S = 0.3
+
+
 def learner_peak(impl, cfg: dict, policy, repeats: int) -> dict:
+    pid = impl.__bridge__.pid
+    spent_before = bridge.children_cpu_s(pid)
     result = require_keys(get_function(impl, "peak_rss_fresh_process")(
         cfg["depth"], cfg["width"], cfg["hidden"], cfg["batch"], policy, repeats=repeats),
         PEAK_KEYS, "peak_rss_fresh_process")
@@ -508,6 +518,16 @@ def learner_peak(impl, cfg: dict, policy, repeats: int) -> dict:
                 yours=pids, expected=f"{repeats} distinct pids, neither the checker's nor the "
                 "learner process's", hint="one subprocess per repeat: a process's "
                 "high-water mark holds everything that ran in it before")
+    # the pids named, the checker sees that processes ran
+    spent = bridge.children_cpu_s(pid) - spent_before
+    fail_unless(spent >= repeats * FRESH_PROCESS_CPU_S,
+                f"no {repeats} fresh processes ran: the processes your call started and "
+                f"waited for spent {spent:.2f} CPU s in all",
+                yours=result.get("pids"), expected=f"at least {FRESH_PROCESS_CPU_S:g} CPU s "
+                "per repeat (a fresh process importing JAX spends more), read by the "
+                "checker from the kernel's count of your process's finished children",
+                hint="each repeat must run in a Python process your call starts and waits "
+                "for (subprocess.run): pids and peaks it did not measure are not evidence")
     fail_unless(isinstance(peaks, list) and len(peaks) == repeats and
                 all(type(v) is int and v > 0 for v in peaks),
                 "run_peak_bytes must hold one positive byte count per repeat",
