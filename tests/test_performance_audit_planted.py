@@ -404,6 +404,21 @@ PLANTED = {
     "decide_pairs_samples_by_position": (4, "rejects_drifting_null", [
         ('    if "round_ids" in before and "round_ids" in after and len(shared) >= 2:\n',
          "    if len(shared) >= 2:\n")]),
+    # a reject of comparable records without its evidence (ratio and interval None): it
+    # passed every reject check (a learner copy's reader, 2026-12-06); and a reject whose
+    # own interval says "accept"
+    "decide_reject_without_evidence": (4, "rejects_noise", [
+        ('    result = {**out, "ci": [lo, hi], "decision": decision, "reasons": [f"{where} '
+         '{why}"]}\n',
+         '    result = {**out, "ci": [lo, hi], "decision": decision, "reasons": [f"{where} '
+         '{why}"]}\n    if decision == "reject":\n'
+         '        result.update(ratio=None, ci=None)\n')]),
+    "decide_reject_beside_its_interval": (4, "rejects_noise", [
+        ('    result = {**out, "ci": [lo, hi], "decision": decision, "reasons": [f"{where} '
+         '{why}"]}\n',
+         '    result = {**out, "ci": [lo, hi], "decision": decision, "reasons": [f"{where} '
+         '{why}"]}\n    if decision == "reject":\n'
+         '        result.update(ci=[1.5, 1.6])\n')]),
     # decide's refusals, found by a sample of make mutants
     "decide_takes_four_samples": (4, "rejects_not_comparable", [
         ("        if len(run.get(\"samples_s\") or []) < 5:\n",

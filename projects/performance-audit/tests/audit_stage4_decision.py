@@ -55,9 +55,10 @@ def expect_decision(impl, ctx, ref, before, after, want: str, message: str, *, e
     chosen by the learner's own result (``decision_hint``), ``otherwise`` where its
     interval is where its decision says and neither narrower nor wider than the rounds'."""
     result = decide_result(impl, before, after, ctx, ref, **options)
-    if result["decision"] == want:
-        return result
     min_gain = options.get("min_gain", 0.05)
+    if result["decision"] == want:
+        evidence_behind(result, ref.decide(before, after, **options), min_gain)
+        return result
     own = ref.decide(before, after, **options)
     ci = reported_interval(result)
     raise CheckFailed(message, yours=f"{result['decision']} (your interval: "
@@ -67,6 +68,38 @@ def expect_decision(impl, ctx, ref, before, after, want: str, message: str, *, e
                       or means_cause(result, own, ref, before, after, **options)
                       or decision_hint(result, own, before, after, min_gain,
                                        otherwise or f"the answer here is {want!r}"))
+
+
+def evidence_behind(result: dict, own: dict | None, min_gain: float) -> None:
+    """A decision on records the checker could compare (its own decision has an interval)
+    carries the evidence it was made on: a ratio, and an interval holding it whose side is
+    the decision (the contract's None is for a pair that may not be compared). A "reject"
+    with neither passed every reject check (a learner copy's reader, 2026-12-06)."""
+    if not own or own.get("ci") is None:
+        return
+    ci = reported_interval(result)
+    try:
+        ratio = float(result.get("ratio"))
+    except (TypeError, ValueError):
+        ratio = math.nan
+    if ci is None or not math.isfinite(ratio):
+        raise CheckFailed(
+            f"your {result['decision']!r} on two comparable records carries no "
+            f"{'interval' if ci is None else 'ratio'}",
+            yours=f"ratio {result.get('ratio')!r}, ci {result.get('ci')!r}",
+            expected="the speedup and its interval at the confidence asked (None only for "
+                     "a pair that may not be compared)",
+            hint="a decision is only as good as the evidence it reports: these records are "
+                 "comparable, so the ratio and interval you decided on belong in the result")
+    if not ci[0] * (1 - 1e-9) <= ratio <= ci[1] * (1 + 1e-9) or side(ci, min_gain) != \
+            result["decision"]:
+        raise CheckFailed(
+            f"your {result['decision']!r} is not what your own interval says",
+            yours=f"ratio {ratio:.4f}, ci [{ci[0]:.4f}, {ci[1]:.4f}]",
+            expected=f"an interval holding the ratio, on the {result['decision']!r} side of "
+                     f"1 + min_gain = {1 + min_gain:g} and 1 / (1 + min_gain)",
+            hint=f"your interval says {side(ci, min_gain)!r}"
+                 + ("" if ci[0] <= ratio <= ci[1] else ", and it does not hold your ratio"))
 
 
 def means_cause(result: dict, own: dict | None, ref, before: dict, after: dict,
