@@ -29,3 +29,9 @@ def test_a_check_graded_by_the_instructor_in_the_copy_counts_against_it():
     out = io.StringIO()
     assert summary("p", [row("a", 1, True, instructor=["c2"])], out) == 1
     assert "INSTRUCTOR a: ['c2']" in out.getvalue()
+
+
+def test_a_timing_check_undecided_in_the_copy_is_listed_apart_not_counted():
+    out = io.StringIO()
+    assert summary("p", [row("a", 1, False, inconclusive=True)], out) == 0
+    assert "INCONCLUSIVE a" in out.getvalue() and "DIFFERS" not in out.getvalue()
