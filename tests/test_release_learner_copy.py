@@ -1,25 +1,30 @@
 """A learner's copy checks what grades (issue 50): build a release
-(``python -m autograder release``) and run, inside it, each project's checker as a learner
-would have it run, on
+(``python -m autograder release``; the session's one, ``tests/shared_release.py``) and
+run, inside it, each project's checker as a learner would have it run, on what only a run
+in the copy can show:
 
 * the reference solution, every stage: no check may say INSTRUCTOR ("graded by your
   instructor: this check needs the course's reference code"), and every check passes
-  (INCONCLUSIVE allowed: a timing check under this machine's load);
-* known-wrong files from the mistake corpus (``tests/mistakes/``; ``make mistakes`` shows
-  the course's checkers catch each, and none is in its ``JUSTIFIED`` list), each on its
-  own stage: it fails in the copy as in the course, and no check of it says INSTRUCTOR;
-* the untouched starter, every stage: every check says "not yet" (``not-implemented``).
+  (INCONCLUSIVE allowed: a timing check under this machine's load). In the copy the
+  checks that use the instructor's code in the course take their stored-output branch
+  (``coursekit.checking.graded.available()`` is False): this run is what exercises it;
+* the untouched starter, every stage: every check says "not yet" (``not-implemented``);
+* issue 50's two named cases: a Pallas kernel reducing over the padding cells and a train
+  step that never updates its parameters fail, with a hint naming the cause.
+
+Every file these runs read in the copy (checker and learner processes, recorded by
+``tests/release_reach.py``) must be the course's file, byte for byte: with
+tests/test_release_identity.py (every file a course check run reads is in the copy as it
+is, or left out for a stated reason) that is why the copy judges as the course does,
+which the whole mistake corpus judged in a copy measures
+(``python -m coursekit.commands.mistakes_in_copy``, docs/ci.md). Known-wrong files beyond
+the two named cases are that command's, no longer this file's.
 
 One checker process per project, every file of the project in it with the stages in one
 run each (``coursekit.checking.planted``, as the planted-bug tests share a checker), the
 five projects side by side. The copy is whole too: its Makefile holds no course-only
 block and names only targets and files the copy has; ``make check`` there is the learner's
 quick loop on their own code and no longer fails on folders the copy lacks.
-
-The checks that needed instructor-only code are being made to run in the copy (issue 50,
-item 1, by each project's owner): the assertions that wait for that work are marked
-``xfail(strict=False)`` per project below (``WAITING``); drop a project's entry once its
-copy runs every check.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ import time
 from pathlib import Path
 
 import pytest
+from release_reach import reached, recording_env, unexplained
+from shared_release import release_copy
 
 from coursekit.commands.mistakes_corpus import Mistake, apply, load_corpus
 
@@ -41,17 +48,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SEED = 20261206
 PROJECTS = ("foundations", "performance-audit", "pallas-kernel", "sharded-training",
             "optimisation")
-# project -> mistake ids of its corpus whose stage had instructor-only checks in the copy
-# (foundations had none: two of its stages, to hold it there)
-WRONG = {
-    "foundations": ("mse-sum", "fit-key-reused"),
-    "performance-audit": ("matmul-fma-one-flop", "peak-flops-unsynced", "residuals-four-bytes",
-                          "decide-ratio-inverted"),
-    "pallas-kernel": ("kernel-no-mask", "kernel-mask-zero"),  # reduces over the padding
-    "sharded-training": ("step-mask-ignored", "step-params-never-updated"),
-    "optimisation": ("limiting-most-calls", "sweep-gain-inverted"),
+# Issue 50's named cases: project -> (mistake id, words the hint of a failing check holds)
+NAMED = {
+    "pallas-kernel": ("kernel-no-mask", "past the array's edge"),  # reduces over padding
+    "sharded-training": ("step-params-never-updated", "no update reaches the params"),
 }
-# A wrong file the corpus does not hold yet (issue 50's example): a train step that returns
+# A wrong file the corpus does not hold (issue 50's example): a train step that returns
 # the parameters it was given (its optimiser state and counters still move).
 EXTRA = {
     "sharded-training": [Mistake(1, "step-params-never-updated",
@@ -60,31 +62,20 @@ EXTRA = {
                                    'state["params"], updates),',
                                    '        return {"params": state["params"],'),))],
 }
-# The projects whose copy still says INSTRUCTOR (a release of branch house, 2026-12-06:
-# the reference's checks graded by the instructor in the copy); each project's owner is
-# making those checks run there (issue 50 item 1). Drop an entry when its project lands.
-WAITING = {
-}
 FAILED = ("fail", "error", "crash")
 NOT_YET = "not-implemented"
-# All five projects side by side, one deadline. Measured at a load of 15-20 on 2 cores,
-# instructor-only checks returning at once: 8 min in all, the references 53 s
-# (pallas-kernel) to 345 s (optimisation); longer once every check runs in the copy.
+# All five projects side by side, one deadline. Measured at a load of 15-20 on 2 cores:
+# the references 53 s (pallas-kernel) to 345 s (optimisation).
 TIMEOUT_S = 2400
 pytestmark = pytest.mark.timeout(TIMEOUT_S + 600)  # the release and the runs, in a fixture
 
 
-def waiting(project: str, *values):
-    """``pytest.param(project, *values)``, xfail while the project's copy is not whole."""
-    marks = [pytest.mark.xfail(strict=False, reason=WAITING[project])] \
-        if project in WAITING else []
-    return pytest.param(project, *values, marks=marks, id="-".join((project, *values)))
-
-
-def mistakes_of(project: str) -> list[Mistake]:
+def named_mistakes(project: str) -> list[Mistake]:
+    if project not in NAMED:
+        return []
     found, _ = load_corpus(project)
     by_id = {m.id: m for m in found + EXTRA.get(project, [])}
-    return [by_id[i] for i in WRONG[project]]
+    return [by_id[NAMED[project][0]]]
 
 
 # ---------------------------------------------------------------------------------------
@@ -93,11 +84,7 @@ def mistakes_of(project: str) -> list[Mistake]:
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("learner-copy") / "course"
-    done = subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return out
+    return release_copy(tmp_path_factory.mktemp("learner-copy") / "course")
 
 
 def copy_env(release: Path) -> dict:
@@ -109,10 +96,16 @@ def copy_env(release: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def runs(release, tmp_path_factory) -> dict[str, dict]:
-    """project -> {run name: what coursekit.checking.planted reports}, run in the copy."""
-    work = tmp_path_factory.mktemp("learner-copy-runs")
+def work(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("learner-copy-runs")
+
+
+@pytest.fixture(scope="module")
+def runs(release, work) -> dict[str, dict]:
+    """project -> {run name: what coursekit.checking.planted reports}, run in the copy,
+    every file its processes open in the copy recorded under ``work/reach``."""
     procs = {}
+    env = recording_env(copy_env(release), work / "reach", [release])
     for project in PROJECTS:
         solution = (ROOT / "projects" / project / "solution" / "model.py").read_text()
         every = list(range(1, 9))
@@ -121,7 +114,7 @@ def runs(release, tmp_path_factory) -> dict[str, dict]:
             {"name": "starter", "stage": every,
              "impl": str(release / "projects" / project / "starter" / "model.py")}]
         (work / f"{project}-reference.py").write_text(solution)
-        for mistake in mistakes_of(project):
+        for mistake in named_mistakes(project):
             path = work / f"{project}-{mistake.id}.py"
             path.write_text(apply(solution, mistake))
             spec_runs.append({"name": mistake.id, "impl": str(path), "stage": mistake.stage})
@@ -131,7 +124,7 @@ def runs(release, tmp_path_factory) -> dict[str, dict]:
         log = open(work / f"{project}.log", "w")
         procs[project] = (subprocess.Popen(
             [sys.executable, "-m", "coursekit.checking.planted", str(spec_path),
-             str(out_path)], cwd=release, env=copy_env(release), stdout=log,
+             str(out_path)], cwd=release, env=env, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True), out_path, log)
     found = {}
     deadline = time.monotonic() + TIMEOUT_S
@@ -170,7 +163,7 @@ def instructor_only(got: dict) -> list[str]:
 # ---------------------------------------------------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.parametrize("project", [waiting(p) for p in PROJECTS])
+@pytest.mark.parametrize("project", PROJECTS)
 def test_the_reference_passes_every_check_in_the_copy(runs, project):
     got = run_of(runs, project, "reference")
     assert not instructor_only(got), (f"{project}: graded by the instructor in the copy: "
@@ -180,24 +173,39 @@ def test_the_reference_passes_every_check_in_the_copy(runs, project):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("project, mistake",
-                         [waiting(p, m) for p in PROJECTS for m in WRONG[p]])
-def test_a_wrong_file_fails_in_the_copy_as_in_the_course(runs, project, mistake):
+@pytest.mark.parametrize("project", NAMED)
+def test_a_named_wrong_file_fails_in_the_copy_with_its_cause(runs, project):
+    mistake, words = NAMED[project]
     got = run_of(runs, project, mistake)
     assert not instructor_only(got), (f"{project} {mistake}: graded by the instructor in "
                                       f"the copy: {instructor_only(got)}")
-    failed = sorted(c for c, s in got["status"].items() if s in FAILED)
+    failed = [r for r in got["json"]["results"] if r["status"] in FAILED]
     assert failed and got["returncode"] == 1, (
         f"{project} {mistake}: no check fails in the copy\n{got['stdout'][-4000:]}")
+    said = " ".join(str(r.get(k) or "") for r in failed for k in ("message", "hint"))
+    assert words in said, f"{project} {mistake}: no hint names the cause ({words!r}): {said}"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("project", [waiting(p) for p in PROJECTS])
+@pytest.mark.parametrize("project", PROJECTS)
 def test_a_fresh_starter_says_not_yet_in_every_check(runs, project):
     got = run_of(runs, project, "starter")
     other = {c: s for c, s in got["status"].items() if s != NOT_YET}
     assert not other, f"{project}: the starter's checks that do not say not yet: {other}"
     assert "not yet" in got["stdout"], got["stdout"][-2000:]
+
+
+@pytest.mark.slow
+def test_every_file_the_copys_checks_read_is_the_courses(runs, release, work):
+    """What the runs above read in the copy (their checker and learner processes) is the
+    course's, byte for byte (tests/release_reach.py): what a check reads after the
+    learner's code returns included, which tests/test_release_identity.py's course-side
+    recording (the starter) does not reach."""
+    assert all("_error" not in r for r in runs.values())
+    read = reached(work / "reach", release)
+    assert Path("coursekit/checking/learner_server.py") in read, sorted(read)
+    problems = unexplained(read, release, ROOT, course=ROOT)
+    assert not problems, "\n".join(problems)
 
 
 # ---------------------------------------------------------------------------------------
