@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import sys
 from pathlib import Path
 
 RECORDER = Path(__file__).resolve().parent / "reach_recorder"
@@ -62,15 +63,19 @@ def source_of(rel: Path) -> Path:
 
 def reached(log: Path, root: Path) -> set[Path]:
     """Every file under ``root`` the recorded processes opened (relative paths), the
-    processes' scratch apart: ``build/``, and what is no file now (a folder; a scratch
-    file since removed; a name opened relative to a folder's descriptor, as
-    ``shutil.rmtree`` does, which the audit event gives without its folder)."""
+    processes' scratch apart: ``build/``, the Python environment (the course's ``.venv``
+    lives in its root, in a CI clone too: its packages are no file of the course), and what
+    is no file now (a folder; a scratch file since removed; a name opened relative to a
+    folder's descriptor, as ``shutil.rmtree`` does, which the audit event gives without
+    its folder)."""
     root = Path(root).resolve()
+    environment = Path(sys.prefix).resolve()
     found = set()
     for record in Path(log).glob("*.txt"):
         for line in record.read_text().splitlines():
             path = Path(line)
-            if not path.is_relative_to(root) or not path.is_file():
+            if (not path.is_relative_to(root) or not path.is_file()
+                    or path.is_relative_to(environment) or "site-packages" in path.parts):
                 continue
             rel = source_of(path.relative_to(root))
             if rel.parts and rel.parts[0] != "build":

@@ -79,9 +79,12 @@ def time_fn(*args, **kwargs):
     raise RuntimeError({FORGED!r})
 '''
 
-# each warmed sample waits 4x its call once the call is done: 5x slow, every figure true
+# each warmed sample waits 8x its call once the call is done: 9x slow, every figure true,
+# clearly outside the 4x window (at 5x the load decided it: the spinner file, whose
+# spinners never ran, passed where this control failed, make test 2026-12-06); a spinner
+# that slowed the checker's own timing 2.25x would still move it inside
 SLOW = ("                samples.append(time.perf_counter() - start)\n",
-        "                time.sleep(4 * (time.perf_counter() - start))\n"
+        "                time.sleep(8 * (time.perf_counter() - start))\n"
         "                samples.append(time.perf_counter() - start)\n")
 SPINNERS = '''
 import mmap as _mm

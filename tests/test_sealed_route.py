@@ -259,18 +259,22 @@ def test_locally_a_file_that_names_the_route_fails_with_a_named_finding(tmp_path
 
 
 @pytest.mark.slow
-def test_locally_the_route_by_built_names_is_real(tmp_path):
-    """What the grader must refuse: out of any reading's reach, it passes the replay."""
+def test_locally_the_route_by_built_names_is_refused_while_it_runs(tmp_path):
+    """Out of any reading's reach (the scan finds nothing), the route is refused while it
+    runs, locally too: the learner process's reach guard holds its checker's project
+    wherever the file lives (before, a file outside projects/ ran unguarded here and the
+    route passed the replay; only the grader refused it)."""
     impl = attacker(tmp_path, "sealed-by-name", BY_NAME)
     assert forbidden.scan(impl, forbidden.rules_for("foundations", 3)) == []
     result = check(impl, "--only", "train_follows_key_protocol")
-    assert result["results"]["train_follows_key_protocol"]["status"] == "pass", \
-        result["stdout"]
+    got = result["results"]["train_follows_key_protocol"]
+    assert got["status"] in ("fail", "error"), result["stdout"]
+    assert "reached coursekit.compat.jaxapi.deserialize" in result["stdout"], result["stdout"]
 
 
 # Graded as root by the real grader's sandboxed stage run (tests/stage_batch.py), each
-# stage with the check that shows what it needs: stage 3's check the route passes locally
-# (test_locally_the_route_by_built_names_is_real), stage 2's that runs the checker's own
+# stage with the check that shows what it needs: stage 3's check the route aims at
+# (test_locally_the_route_by_built_names_is_refused_while_it_runs), stage 2's that runs the checker's own
 # replay of a sealed program (which the fence must leave to the checker).
 TRAIN = ("foundations", 3, ["train_follows_key_protocol"])
 REPLAY = ("foundations", 2, ["fit_follows_key_protocol"])
