@@ -65,9 +65,9 @@ FLAKE_IMPL ?=
 # A release (python -m autograder release) has no reference solutions: coursekit.facts decides.
 IS_RELEASE = $(PY) -c 'import sys; from coursekit.facts import is_release; sys.exit(not is_release())'
 
-.PHONY: setup course test check lab portfolio mlflow-ui xprof browser-deps slurm-deps clean help floor
+.PHONY: setup course test check lab portfolio mlflow-ui xprof clean help
 # course-only {
-.PHONY: accelerator bench starters mutants mistakes flake
+.PHONY: accelerator bench starters mutants mistakes flake browser-deps slurm-deps floor
 # } course-only
 help:
 	@awk '/^SHELL/ {exit} /^# release-only \{/ {skip=1; next} /^# \} release-only/ {skip=0; next} \

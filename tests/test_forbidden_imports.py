@@ -106,6 +106,10 @@ HELPERS_THAT_ANSWER = [
                "ev = measure_ratio(lambda i: b[i], lambda i: a[i], 0.0, 9.9)\n"),
     (AUDIT, 3, "from coursekit.compat.compiled_plan import memory_plan\n"
                "temp = memory_plan(compiled)['temp_size_in_bytes']\n"),
+    (AUDIT, 2, "from coursekit.compat.compiled_plan import compiled_cost\n"
+               "cost = compiled_cost(jax.jit(f).lower(x).compile())\n"),
+    (AUDIT, 3, "from coursekit.measure import device_peak\n"
+               "out, reading = device_peak.measured_run(compiled, args, device)\n"),
     (AUDIT, 1, "from coursekit.measure.decision import measure_interleaved\n"
                "rec = measure_interleaved(run, lambda: None, rounds=1)['before']\n"),
     (AUDIT, 1, "from coursekit.measure import timing\n"

@@ -52,28 +52,28 @@ def make_undumpable() -> None:
     procctl.set_dumpable(False)
 
 
-def process_cpu_s(pid: int) -> float:
-    """user + system CPU seconds of ``pid`` so far, read by this process (not reported)."""
+def _stat_seconds(pid: int, first: int) -> float:
+    """Fields ``first`` and ``first + 1`` of ``/proc/<pid>/stat`` (after the command's
+    parentheses), in seconds; 0.0 when the process is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             raw = f.read()
     except OSError:
         return 0.0
     fields = raw[raw.rfind(b")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return (int(fields[first]) + int(fields[first + 1])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_s(pid: int) -> float:
+    """user + system CPU seconds of ``pid`` so far, read by this process (not reported)."""
+    return _stat_seconds(pid, 11)
 
 
 def children_cpu_s(pid: int) -> float:
     """user + system CPU seconds of the children ``pid`` started and waited for
     (``cutime`` + ``cstime``), read by this process from the kernel: evidence that
     processes ran that no figure the learner's code returns can stand in for."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return 0.0
-    fields = raw[raw.rfind(b")") + 2:].split()
-    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+    return _stat_seconds(pid, 13)
 
 
 class LearnerProcess:

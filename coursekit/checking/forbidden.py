@@ -253,6 +253,11 @@ RULES: dict[str, tuple[Rule, ...]] = {
         Rule("coursekit.measure.peak_memory", "memory_fields", 3, "helper"),
         # what memory_fields wraps
         Rule("coursekit.compat.compiled_plan", "memory_plan", 3, "helper"),
+        # cost_from_compiler's answer (a second reader, 2026-12-06), and stage 3's device
+        # peak reading on an accelerator
+        Rule("coursekit.compat.compiled_plan", "compiled_cost", 2, "helper"),
+        Rule("coursekit.measure.device_peak", "measured_run", 3, "helper"),
+        Rule("coursekit.measure.device_peak", "run_reading", 3, "helper"),
         Rule("coursekit.measure.collectives", "_median_interval", 4, "helper"),
         Rule("coursekit.measure.verdict", "interval_of", 4, "helper"),
         # it calls interval_of

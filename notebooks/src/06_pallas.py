@@ -758,9 +758,12 @@ assert CORRECTNESS in ("accept", "reject") and SPEED_CLAIM in ("accept", "reject
 # grader graded it (the check cells' record; where a stage was not graded, its checker
 # runs here), not to a result the notebook holds.
 assert type(IMPL) is str, "IMPL names the file this notebook checks"
+_stage2 = run_check("pallas-kernel", 2, IMPL, quiet=True)
 if CORRECTNESS == "accept":
-    _stage2 = run_check("pallas-kernel", 2, IMPL, quiet=True)
     assert _stage2["ok"] is True, "correctness accepted while stage 2's checks do not all pass"
+else:  # held from both sides: rejecting a kernel every check passes ignores the evidence
+    assert _stage2["ok"] is not True, \
+        "correctness rejected while every stage-2 check passes: what does the evidence say?"
 if SPEED_CLAIM == "accept":
     _speed = "a speed claim for the target needs compiled timings on the target"
     _stage3 = run_check("pallas-kernel", 3, IMPL, quiet=True)
