@@ -64,7 +64,8 @@ def source_of(rel: Path) -> Path:
 def reached(log: Path, root: Path) -> set[Path]:
     """Every file under ``root`` the recorded processes opened (relative paths), the
     processes' scratch apart: ``build/``, the Python environment (the course's ``.venv``
-    lives in its root, in a CI clone too: its packages are no file of the course), and what
+    and its editable install's ``*.egg-info`` live in its root, in a CI clone too: no file
+    of the course), and what
     is no file now (a folder; a scratch file since removed; a name opened relative to a
     folder's descriptor, as ``shutil.rmtree`` does, which the audit event gives without
     its folder)."""
@@ -75,7 +76,8 @@ def reached(log: Path, root: Path) -> set[Path]:
         for line in record.read_text().splitlines():
             path = Path(line)
             if (not path.is_relative_to(root) or not path.is_file()
-                    or path.is_relative_to(environment) or "site-packages" in path.parts):
+                    or path.is_relative_to(environment) or "site-packages" in path.parts
+                    or any(part.endswith((".egg-info", ".dist-info")) for part in path.parts)):
                 continue
             rel = source_of(path.relative_to(root))
             if rel.parts and rel.parts[0] != "build":
