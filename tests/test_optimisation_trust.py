@@ -22,7 +22,8 @@ its numbers are right) and adds one attack:
   learner process has nothing to do.
 
 The honest slow submission scores 1/3 (the contract passes; its per-call recompile and
-its lack of speedup fail). The first two score no better; the spinner is named as
+its lack of speedup fail). Each attack is checked on those two alone (an attack gains
+only where one of them passes): the first two pass neither; the spinner is named as
 tampering (the learner process spent CPU while the checker timed ``train_slow``, and did
 not go quiet when the checker waited to time it again)."""
 
@@ -130,17 +131,23 @@ def _train_while_quiet(params, tokens, targets, lr):
 '''
 
 
-def hostile(fix: str, extra: str) -> Planted:
-    return Planted(2, [(FIX, fix), (END, END + extra)])
+# The checks the honest slow fix fails: an attack gains something only if one of them
+# passes for it. The attacks run those alone (the contract check, which every one of them
+# passes with train_slow's own numbers, was 12 s of CPU each under the honest one's name).
+TIMED = ["no_recompile_fixed_shape", "speedup_measured_fresh_process"]
+
+
+def hostile(fix: str, extra: str, only: list | None = None) -> Planted:
+    return Planted(2, [(FIX, fix), (END, END + extra)], only=list(only or []))
 
 
 SUBMISSIONS = {
     "honest_slow": hostile(SLOW_FIX, KEEP_REAL),
-    "rebind_at_import": hostile(SLOW_FIX, REBIND),
+    "rebind_at_import": hostile(SLOW_FIX, REBIND, TIMED),
     "stamp_from_frames": hostile("    return _train_and_stamp(params, tokens, targets, lr)\n",
-                                 FRAMES),
+                                 FRAMES, TIMED),
     "spin_between_calls": hostile("    return _train_while_quiet(params, tokens, targets, "
-                                  "lr)\n", SPIN),
+                                  "lr)\n", SPIN, TIMED),
 }
 
 BATCH = PlantedBatch("optimisation", SUBMISSIONS)
@@ -153,8 +160,8 @@ def graded(tmp_path_factory):
     return BATCH.run(tmp_path_factory.mktemp("trust"))
 
 
-def points(result: dict) -> int:
-    return sum(result["status"].get(c) == "pass" for c in STAGE2)
+def points(result: dict, checks=STAGE2) -> int:
+    return sum(result["status"].get(c) == "pass" for c in checks)
 
 
 def test_honest_slow_fix_is_the_baseline(graded):
@@ -170,14 +177,16 @@ def test_honest_slow_fix_is_the_baseline(graded):
 @pytest.mark.parametrize("attack", ["rebind_at_import", "stamp_from_frames"])
 def test_attack_on_the_clock_gains_nothing(attack, graded):
     got, base = graded[attack], graded["honest_slow"]
-    assert points(got) <= points(base), (got["status"], got["stdout"])
-    for check in ("no_recompile_fixed_shape", "speedup_measured_fresh_process"):
+    assert sorted(got["status"]) == sorted(TIMED), got["status"]
+    assert points(got, TIMED) <= points(base, TIMED), (got["status"], got["stdout"])
+    for check in TIMED:
         assert got["status"][check] in TIMED_NOT_PASSED, (check, got["stdout"])
 
 
 def test_cpu_stolen_from_the_reference_is_named(graded):
     got = graded["spin_between_calls"]
-    assert points(got) <= points(graded["honest_slow"]), (got["status"], got["stdout"])
+    assert points(got, TIMED) <= points(graded["honest_slow"], TIMED), (got["status"],
+                                                                        got["stdout"])
     speedup = next(r for r in got["json"]["results"]
                    if r["check_id"] == "speedup_measured_fresh_process")
     assert speedup["status"] == "error", speedup

@@ -268,4 +268,74 @@ MISTAKES += [
      "named_by": ["swapped", "data key", "training key", "split halves"],
      "edits": [("    k_data, k_train = jax.random.split(jax.random.key(seed))\n",
                 "    k_train, k_data = jax.random.split(jax.random.key(seed))\n")]},
+    # blind batch 3 (2026-12-06, written from a learner's copy and the solutions only)
+    {"stage": 1, "id": "blind-b3-mse-assumes-leading-batch-axis",
+     "misunderstood": "reshapes the squares to (pred.shape[0], -1) as if every input had a leading batch axis, but 0-d inputs are in the contract; measured: 0-d mse(3, 1) ref 4.0, mistake raises IndexError: tuple index out of range (rank 2 unchanged: 9.1667 both)",
+     "named_by": ["0-d", "scalar", "batch axis", "reshape"],
+     "edits": [("    return jnp.mean((pred - target) ** 2)\n",
+                "    return jnp.mean(((pred - target) ** 2).reshape(pred.shape[0], -1))\n")]},
+    {"stage": 2, "id": "blind-b3-grads-bessel-divisor",
+     "misunderstood": "divides the hand gradient by n - 1 (the sample-variance habit) though the loss is a mean over n rows; measured b-gradient n=5: ref 6.045, mistake 7.556 (25% off); n=1: ref 4.217, mistake inf",
+     "named_by": ["n - 1", "divisor", "bessel", "off by one"],
+     "edits": [("    n = x.shape[0]\n    return {\"w\": 2.0",
+                "    n = x.shape[0] - 1\n    return {\"w\": 2.0")]},
+    {"stage": 2, "id": "blind-b3-fit-step-cache-keyed-on-batch",
+     "misunderstood": "memoises the jitted step per batch size with x, y passed in but lr and n baked in from the first call, so a later call with another lr runs the first one's; measured: lr=0.2 after an lr=0.05 call -> rel diff 0.126 from the reference and 0 from the lr=0.05 fit",
+     "named_by": ["cache", "earlier call", "learning rate", "keyed on"],
+     "edits": [("""    @jax.jit
+    def step(params, k_step):
+        rows = jax.random.randint(k_step, (batch,), 0, n)
+        grads = regression_grads(params, x[rows], y[rows])
+        return jax.tree.map(lambda p, g: p - lr * g, params, grads)
+
+    for _ in range(steps):
+        k_batches, k_step = jax.random.split(k_batches)
+        params = step(params, k_step)
+""", """    step = fit_regression.__dict__.get(("step", batch))
+    if step is None:  # compile the step once per batch size; data passed in
+        @jax.jit
+        def step(params, k_step, x, y):
+            rows = jax.random.randint(k_step, (batch,), 0, n)
+            grads = regression_grads(params, x[rows], y[rows])
+            return jax.tree.map(lambda p, g: p - lr * g, params, grads)
+        fit_regression.__dict__[("step", batch)] = step
+
+    for _ in range(steps):
+        k_batches, k_step = jax.random.split(k_batches)
+        params = step(params, k_step, x, y)
+""")]},
+    {"stage": 2, "id": "blind-b3-fit-batch-clipped-to-n",
+     "misunderstood": "clips each step's draw to min(batch, n) rows as if a batch could not exceed the data, but the protocol draws `batch` indices in [0, n) with replacement for any batch >= 1; measured n=12: batch=8 rel diff 0, batch=32 rel diff 0.113 from the reference",
+     "named_by": ["batch larger than n", "clipped", "min(batch, n)", "with replacement"],
+     "edits": [("        rows = jax.random.randint(k_step, (batch,), 0, n)\n",
+                "        rows = jax.random.randint(k_step, (min(batch, n),), 0, n)\n")]},
+    {"stage": 3, "id": "blind-b3-train-step-cache-keyed-on-shape",
+     "misunderstood": "caches the jitted step per (x.shape, batch) to avoid recompiling, but the step closes over the first call's x, y and lr, so new data of the same shape trains on the old rows; measured second call with new data: params rel diff 3.23e+03 from the reference",
+     "named_by": ["cache", "closure", "earlier call", "first call's data"],
+     "edits": [("""    @jax.jit
+    def step(params, rows):
+        grads = jax.grad(classifier.loss)(params, x[rows], y[rows])
+        return jax.tree.map(lambda p, g: p - lr * g, params, grads)
+""", """    steps_cache = train_classifier.__dict__.setdefault("_steps", {})
+    if (x.shape, batch) not in steps_cache:  # don't recompile for a shape seen before
+        @jax.jit
+        def step(params, rows):
+            grads = jax.grad(classifier.loss)(params, x[rows], y[rows])
+            return jax.tree.map(lambda p, g: p - lr * g, params, grads)
+        steps_cache[(x.shape, batch)] = step
+    step = steps_cache[(x.shape, batch)]
+""")]},
+    {"stage": 3, "id": "blind-b3-workload-memoised-by-seed",
+     "misunderstood": "memoises the whole result by seed ('a function of the seed'), but it is also a function of n_train, n_test, steps, batch and lr; measured: seed 0 with batch=32 lr=0.1 after batch=16 lr=0.3 returns the first call's object, params rel diff 246 from the reference",
+     "named_by": ["cache", "memo", "earlier call", "keyed on the seed"],
+     "edits": [("    k_data, k_train = jax.random.split(jax.random.key(seed))\n",
+                "    memo = reference_workload.__dict__.setdefault(\"_runs\", {})\n"
+                "    if seed in memo:  # the workload is a function of the seed\n"
+                "        return memo[seed]\n"
+                "    k_data, k_train = jax.random.split(jax.random.key(seed))\n"),
+               ("    return {\"params\": params,\n",
+                "    memo[seed] = result = {\"params\": params,\n"),
+               ("\"test_accuracy\": float(classifier.accuracy(params, x[n_train:], y[n_train:]))}\n",
+                "\"test_accuracy\": float(classifier.accuracy(params, x[n_train:], y[n_train:]))}\n"
+                "    return result\n")]},
 ]

@@ -401,4 +401,45 @@ MISTAKES += [
      "named_by": ["first call", "problem's own", "learning rate", "output_ok"],
      "edits": [('            out, first_call_s = call(lr=problem["lr"])\n',
                 '            out, first_call_s = call()\n')]},
+    # blind batch 3 (2026-12-06, written from a learner's copy and the solutions only)
+    {"stage": 1, "id": "blind-b3-forest-touching-event-not-popped",
+     "misunderstood": "_forest pops an enclosing event only when the next one starts strictly after its end, so a phase that starts exactly where its sibling ends becomes a new root and drops out of the step; measured: step [0,100] with phases at 0/50/80 back to back gives phase_us {'forward_backward': 50.0, 'update': 0.0, 'log_loss': 0.0} (reference 50.0, 30.0, 20.0)",
+     "named_by": ["touching", "boundary", "ends exactly", "stack"],
+     "edits": [("            while stack and ev.ts >= stack[-1].end:\n",
+                "            while stack and ev.ts > stack[-1].end:\n")]},
+    {"stage": 1, "id": "blind-b3-trace-file-first-run",
+     "misunderstood": "_trace_file returns the first (oldest) profiler run under logdir instead of the newest, so a second trace into the same folder returns the earlier call's file; measured: trace_slow(steps=5) after trace_slow(steps=3) in one logdir returns a file with 3 train_step events (reference 5)",
+     "named_by": ["first run", "oldest", "earlier trace", "same logdir"],
+     "edits": [("    return runs[-1]\n", "    return runs[0]\n")]},
+    {"stage": 2, "id": "blind-b3-fast-jit-cache-by-shape-closes-lr",
+     "misunderstood": 'train_fast caches one jitted closure per tokens shape, and the closure holds the lr of the first call at that shape, so later calls train with a stale learning rate; measured: train_fast(lr=0.7) after lr=0.2 has max |loss - train_slow| 7.5e-02 (reference 0.0)',
+     "named_by": ["cache", "closure", "first call's lr", "keyed on shape"],
+     "edits": [("    return _train(params, tokens, targets, jnp.float32(lr))\n",
+                "    cache = train_fast.__dict__.setdefault(\"_by_shape\", {})\n"
+                "    if tokens.shape not in cache:  # one compiled program per shape\n"
+                "        cache[tokens.shape] = jax.jit(\n"
+                "            lambda p, t, y: _train(p, t, y, jnp.float32(lr)))\n"
+                "    return cache[tokens.shape](params, tokens, targets)\n")]},
+    {"stage": 3, "id": "blind-b3-crossover-first-pair-only",
+     "misunderstood": "crossover's `return None` sits inside the loop, so only the first pair of neighbouring sizes is examined; measured: crossover([8,16,32,64], [10,8,5,2], 4) gives None (reference 37.88)",
+     "named_by": ["first pair", "indentation", "return inside the loop"],
+     "edits": [("            return float(math.exp(math.log(b0) + f * (math.log(b1) - math.log(b0))))\n"
+                "    return None\n",
+                "            return float(math.exp(math.log(b0) + f * (math.log(b1) - math.log(b0))))\n"
+                "        return None\n")]},
+    {"stage": 3, "id": "blind-b3-predict-medians-cached-by-batch",
+     "misunderstood": "predict_crossover keeps its medians in a cache keyed on the batch size only, so a later call with another config (or seed) reuses the first call's timings; measured: steps=12 after steps=2 at batches 4 and 16 gives median_slow_s [13.0, 13.4] ms (reference [165.9, 277.7] ms)",
+     "named_by": ["cache", "keyed on batch", "earlier call", "config"],
+     "edits": [("    fit = {}\n    for b in (small, large):\n",
+                "    fit = predict_crossover.__dict__.setdefault(\"_fit\", {})  # sweeps are slow\n"
+                "    for b in (small, large):\n"
+                "        if b in fit:\n"
+                "            continue\n")]},
+    {"stage": 4, "id": "blind-b3-records-expected-kept-across-calls",
+     "misunderstood": "write_run_records keeps the first call's train_slow outputs as the expected outputs for every later call, so another seed's correct outputs are judged wrong and not timed; measured: seed=1 after seed=0 gives output_ok False/False and 0 samples (reference True/True, 2 samples)",
+     "named_by": ["cache", "earlier call", "expected outputs", "other seed"],
+     "edits": [("    expected = None\n",
+                "    expected = write_run_records.__dict__.get(\"_expected\")\n"),
+               ("            expected = out\n",
+                "            expected = write_run_records._expected = out\n")]},
 ]

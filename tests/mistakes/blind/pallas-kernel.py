@@ -345,4 +345,39 @@ MISTAKES += [
      "named_by": ["mean", "median", "stall", "outlier"],
      "edits": [('        speedups = {r["block_rows"]: base[shape] / statistics.median(r["samples_s"])\n',
                 '        speedups = {r["block_rows"]: base[shape] / statistics.mean(r["samples_s"])\n')]},
+    # blind batch 3 (2026-12-06, written from a learner's copy and the solutions only)
+    {"stage": 1, "id": "blind-b3-jnp-max-without-keepdims",
+     "misunderstood": "subtracts the row max without keepdims, so the (rows,) maxima broadcast along columns: an error unless rows == cols, and a per-column (not per-row) shift when square; measured (3,5): ValueError Incompatible shapes for broadcasting; (4,4) values x50: max |mistake - ref| 1",
+     "named_by": ["keepdims", "broadcast", "square", "row max"],
+     "edits": [("    z = z - jnp.max(z, axis=-1, keepdims=True)\n",
+                "    z = z - jnp.max(z, axis=-1)\n")]},
+    {"stage": 1, "id": "blind-b3-tol-counts-block-width",
+     "misunderstood": "counts the sum's roundings over the padded block width block_cols(n) instead of the row's n terms (the padded cells are -inf, exp 0, exactly); measured float32 rtol vs reference: n=10 8.87x, n=300 1.70x, n=3000 1.36x (over the 1.5x bound at short rows)",
+     "named_by": ["block width", "padded", "row length", "128"],
+     "edits": [("    n = int(n_cols)\n", "    n = block_cols(n_cols)\n")]},
+    {"stage": 2, "id": "blind-b3-mode-cached-first-answer",
+     "misunderstood": "caches the first answer of execution_mode on the function ('the machine does not change') and ignores the backend argument on later calls; measured after execution_mode(): ref ('tpu', 'gpu') -> compiled, compiled; mistake -> interpreted, interpreted",
+     "named_by": ["cache", "first call", "backend argument", "earlier call"],
+     "edits": [("""    backend = backend or jax.default_backend()
+    return "interpreted" if backend == "cpu" else "compiled"
+""", """    if not hasattr(execution_mode, "_mode"):  # the machine does not change
+        backend = backend or jax.default_backend()
+        execution_mode._mode = "interpreted" if backend == "cpu" else "compiled"
+    return execution_mode._mode
+""")]},
+    {"stage": 2, "id": "blind-b3-pallas-grid-plus-one",
+     "misunderstood": "writes ceil as rows // block_rows + 1, one program too many whenever block_rows divides rows (values unchanged, so only the grid shows it); measured rows 16, block_rows 8: ref grid (2,), mistake grid (3,) while run_softmax declares [2]",
+     "named_by": ["grid", "off by one", "+ 1", "cdiv"],
+     "edits": [("        grid=(pl.cdiv(rows, block_rows),),\n",
+                "        grid=(rows // block_rows + 1,),\n")]},
+    {"stage": 3, "id": "blind-b3-sweep-checks-first-row-only",
+     "misunderstood": "judges output_ok on the first row alone, so a kernel wrong only in its ragged last block (where padding bugs live) is declared right and timed; measured kernel x1.5 in its last 3 rows, (20,130) b=8: ref output_ok False samples 0, mistake output_ok True samples 2",
+     "named_by": ["first row", "every row", "last block", "output check"],
+     "edits": [("np.all(np.abs(got - expected) <= tol[\"atol\"] + tol[\"rtol\"] * np.abs(expected)))",
+                "np.all(np.abs(got[0] - expected[0]) <= tol[\"atol\"] + tol[\"rtol\"] * np.abs(expected[0])))")]},
+    {"stage": 3, "id": "blind-b3-summarize-blocks-not-matched-by-shape",
+     "misunderstood": "builds speedup_by_block from kernel records of every shape, not the entry's own, so the last shape's record overwrites each block; measured planted kernels 2x faster at (8,128) and 2x slower at (64,512): ref speedups [{8: 2.0}, {8: 0.5}] stops at [64, 512], mistake [{8: 0.5}, {8: 0.5}] stops at [8, 128]",
+     "named_by": ["shape", "other shape", "speedup_by_block", "matched"],
+     "edits": [("                    if tuple(r[\"shape\"]) == shape and r.get(\"output_ok\") and r[\"samples_s\"]}",
+                "                    if r.get(\"output_ok\") and r[\"samples_s\"]}")]},
 ]

@@ -628,4 +628,43 @@ MISTAKES += [
      "named_by": ["mean", "median", "stall", "outlier"],
      "edits": [("        return {r: float(np.median(v)) for r, v in sorted(by_round.items())}\n",
                 "        return {r: float(np.mean(v)) for r, v in sorted(by_round.items())}\n")]},
+    # blind batch 3 (2026-12-06, written from a learner's copy and the solutions only)
+    {"stage": 1, "id": "blind-b3-host-read-first-leaf-only",
+     "misunderstood": "host_read reads only the first output leaf to the host, so a fn whose outputs come from separate programs is timed before its other outputs finish; measured (small, big) outputs, both precompiled: host_read first_call_s ref 10.254 ms, mistake 0.217 ms",
+     "named_by": ["host read", "first output", "every leaf", "not waited"],
+     "edits": [("        return jax.tree.map(np.asarray, out)\n",
+                "        return np.asarray(jax.tree.leaves(out)[0])\n")]},
+    {"stage": 1, "id": "blind-b3-shapes-of-first-argument-only",
+     "misunderstood": "records the shape and dtype of the first array argument only, so comparable() cannot see a change in any other argument; measured f(a, b) with b (32,16) vs (32,48): ref comparable -> ['shapes differ: ...'], mistake -> [] (declared comparable)",
+     "named_by": ["first argument", "shapes", "every array argument", "comparable"],
+     "edits": [("    arrays = [a for a in args if hasattr(a, \"shape\") and hasattr(a, \"dtype\")]\n",
+                "    arrays = [a for a in args[:1] if hasattr(a, \"shape\") and hasattr(a, \"dtype\")]\n")]},
+    {"stage": 2, "id": "blind-b3-region-children-of-first-occurrence",
+     "misunderstood": "collects direct children inside the first region occurrence only (count and total still cover all of them); measured 3 'step' events of 50 us each holding a 30 us child: ref child_us 90 self_us 60, mistake child_us 30 self_us 120",
+     "named_by": ["first occurrence", "every occurrence", "children", "self time"],
+     "edits": [("    for r in regions:\n        r_end = r[\"ts\"] + r[\"dur\"]\n",
+                "    for r in regions[:1]:\n        r_end = r[\"ts\"] + r[\"dur\"]\n")]},
+    {"stage": 2, "id": "blind-b3-bandwidth-moved-from-nbytes",
+     "misunderstood": "counts moved bytes from nbytes itself, but the array holds nbytes // 4 float32 elements, so any nbytes that is not a multiple of 4 is miscounted (default sizes hide it); measured nbytes=400002 in_place: ref moved_bytes 800000, mistake 800004",
+     "named_by": ["nbytes // 4", "moved bytes", "not a multiple of 4", "elements"],
+     "edits": [("    moved = (1 if kind == \"read_sum\" else 2) * (nbytes // 4) * 4\n",
+                "    moved = (1 if kind == \"read_sum\" else 2) * nbytes\n")]},
+    {"stage": 3, "id": "blind-b3-temp-plan-cached-by-policy",
+     "misunderstood": "memoises the compiled plan's temp bytes keyed on policy alone, so a later call for another model (or other shapes) with the same policy gets the earlier answer; measured policy None: ref blocks 57344 then tanh 10240, mistake blocks 57344 then tanh 57344",
+     "named_by": ["cache", "keyed on policy", "earlier call", "model"],
+     "edits": [("""    fn = jax.jit(lambda p, v: jax.value_and_grad(loss)(p, v, policy))
+    return int(fn.lower(params, x).compile().memory_analysis().temp_size_in_bytes)
+""", """    plans = compiler_temp_bytes.__dict__.setdefault("_plans", {})
+    if policy not in plans:  # compiling is slow: one plan per policy
+        fn = jax.jit(lambda p, v: jax.value_and_grad(loss)(p, v, policy))
+        plans[policy] = int(fn.lower(params, x).compile().memory_analysis().temp_size_in_bytes)
+    return plans[policy]
+""")]},
+    {"stage": 4, "id": "blind-b3-decide-confidence-as-alpha",
+     "misunderstood": "passes 1 - confidence (alpha) to t_quantile, which takes the confidence itself, so the interval is a few percent of its width and noise becomes a verdict; measured identical programs in 8 noisy rounds, min_gain=0: ref reject ci [0.966, 1.029], mistake slower ci [0.996, 0.998]",
+     "named_by": ["alpha", "1 - confidence", "quantile", "interval too narrow"],
+     "edits": [("        half = t_quantile(confidence, df) * (float(np.std(d, ddof=1))",
+                "        half = t_quantile(1 - confidence, df) * (float(np.std(d, ddof=1))"),
+               ("            half = t_quantile(confidence, df) * math.sqrt(vb + va)\n",
+                "            half = t_quantile(1 - confidence, df) * math.sqrt(vb + va)\n")]},
 ]

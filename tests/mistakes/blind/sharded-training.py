@@ -464,4 +464,53 @@ MISTAKES += [
      "named_by": ["same state", "fed back", "new state", "every call"],
      "edits": [("                start = time.perf_counter()\n                jax.block_until_ready(step_fn(state, batch))\n",
                 "                start = time.perf_counter()\n                state, _ = jax.block_until_ready(step_fn(state, batch))\n")]},
+    # blind batch 3 (2026-12-06, written from a learner's copy and the solutions only)
+    {"stage": 1, "id": "blind-b3-describe-first-shard-only",
+     "misunderstood": "describe_placement records only the first addressable shard's piece, as if one device held the whole array; measured: a replicated (4, 3) array on 8 devices gives pieces keys [0] (reference [0, 1, 2, 3, 4, 5, 6, 7])",
+     "named_by": ["first shard", "one device", "pieces"],
+     "edits": [("        for shard in leaf.addressable_shards:\n",
+                "        for shard in leaf.addressable_shards[:1]:\n")]},
+    {"stage": 1, "id": "blind-b3-step-cached-from-first-call",
+     "misunderstood": "make_train_step keeps the jitted step of its first call in a function attribute, so a later call with another optimizer and noise gets the first one's; measured: make_train_step(lr 0.5, noise 0) after (lr 0.05, noise 0.1) gives loss 1.5425 and first param -0.14310 (reference 1.5359, -0.13794)",
+     "named_by": ["cache", "first call", "noise", "optimizer"],
+     "edits": [("    return jax.jit(step)\n",
+                "    if getattr(make_train_step, \"_cached\", None) is None:\n"
+                "        make_train_step._cached = jax.jit(step)\n"
+                "    return make_train_step._cached\n")]},
+    {"stage": 2, "id": "blind-b3-counts-compiled-for-first-mesh",
+     "misunderstood": "shard_valid_counts compiles its shard_map once, over the first call's mesh, and reuses it for every later mesh; measured: mask with 20 of 24 valid on a 4-device mesh after an 8-device call gives [3, 3, 3, 3, 3, 3, 2, 0] (reference [6, 6, 6, 2])",
+     "named_by": ["cache", "first mesh", "earlier call", "device count"],
+     "edits": [("    counted = jax.shard_map(lambda m: jnp.sum(m, keepdims=True), mesh=mesh,\n"
+                "                            in_specs=P(AXIS), out_specs=P(AXIS))\n"
+                "    return np.rint(np.asarray(jax.jit(counted)(mask))).astype(int)\n",
+                "    if not hasattr(shard_valid_counts, \"_fn\"):\n"
+                "        shard_valid_counts._fn = jax.jit(jax.shard_map(\n"
+                "            lambda m: jnp.sum(m, keepdims=True), mesh=mesh,\n"
+                "            in_specs=P(AXIS), out_specs=P(AXIS)))\n"
+                "    return np.rint(np.asarray(shard_valid_counts._fn(mask))).astype(int)\n")]},
+    {"stage": 3, "id": "blind-b3-train-on-step-only-at-saves",
+     "misunderstood": 'train calls on_step inside the save branch (one indent too deep), so only at steps that are multiples of save_every, not once per step; measured: 6 steps, save_every 3 give on_step calls [3, 6] (reference [1, 2, 3, 4, 5, 6])',
+     "named_by": ["on_step", "indentation", "only at saves", "every step"],
+     "edits": [("                save_state(manager, state)\n"
+                "            if on_step is not None:\n"
+                "                on_step(step, float(loss))\n",
+                "                save_state(manager, state)\n"
+                "                if on_step is not None:\n"
+                "                    on_step(step, float(loss))\n")]},
+    {"stage": 3, "id": "blind-b3-train-data-cached-from-first-config",
+     "misunderstood": "train builds the dataset once and keeps it in a function attribute, so a second train in the same process with another data_seed trains on the first run's data; measured: train(data_seed=7) after data_seed=1 ends with first param 0.0010247 (reference -0.00089404)",
+     "named_by": ["cache", "data_seed", "first config", "earlier call"],
+     "edits": [("    data = make_data(config)\n    step_fn = make_train_step(",
+                "    if not hasattr(train, \"_data\"):\n"
+                "        train._data = make_data(config)  # the dataset is slow to build\n"
+                "    data = train._data\n    step_fn = make_train_step(")]},
+    {"stage": 4, "id": "blind-b3-profile-samples-cumulative",
+     "misunderstood": 'profile_train_step starts the sample clock once before the timed loop, so each sample is the time since the loop began, not one call; measured: 5 samples [1.74, 3.23, 4.9, 6.81, 8.51] ms, growing (reference [1.92, 2.13, 2.04, 1.82, 1.8] ms)',
+     "named_by": ["cumulative", "start outside the loop", "clock not restarted"],
+     "edits": [("            for _ in range(iters):\n"
+                "                start = time.perf_counter()\n"
+                "                jax.block_until_ready(step_fn(state, batch))\n",
+                "            start = time.perf_counter()\n"
+                "            for _ in range(iters):\n"
+                "                jax.block_until_ready(step_fn(state, batch))\n")]},
 ]
