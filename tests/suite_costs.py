@@ -27,9 +27,12 @@ import numpy as np
 import pytest
 from helpers import PINNED
 
+from coursekit.checking.contract import CHECK_COSTS_ENV
+
 COSTS_ENV = "COURSE_TESTS_COSTS"           # the folder every worker writes its lines to
 MIN_WALL_ENV = "COURSE_TESTS_COSTS_MIN_S"  # print for runs at least this long (default 60)
 SHOWN = 12                                 # files in the table
+SHOWN_CHECKS = 10                          # checks in the table of checks
 SLOWEST = 60                               # tests kept in the JSON, slowest first
 _STARTED: dict = {}
 
@@ -75,6 +78,8 @@ def pytest_configure(config):
         return
     folder = Path(tempfile.mkdtemp(prefix="course-costs-"))
     os.environ[COSTS_ENV] = str(folder)  # before the workers start: they inherit it
+    (folder / "checks").mkdir()
+    os.environ[CHECK_COSTS_ENV] = str(folder / "checks")  # and every checker they start
     _STARTED.update(folder=folder, wall=time.perf_counter(), probe=probe_cpu_s(),
                     cores=len(os.sched_getaffinity(0)))
 
@@ -107,7 +112,7 @@ def summary(folder: Path, wall_s: float, probe_s: float, cores: int) -> dict:
             row["tests"] += 1
             pinned.append(line.get("pinned", False))
     cpu = sum(r["cpu"] for r in files.values())
-    return {"wall_s": wall_s, "cores": cores, "cpu_s": cpu, "probe_cpu_s": probe_s,
+    return {"checks": check_costs(folder / "checks"), "wall_s": wall_s, "cores": cores, "cpu_s": cpu, "probe_cpu_s": probe_s,
             "probe_units": cpu / probe_s if probe_s > 0 else None,
             "busy": cpu / (wall_s * cores) if wall_s > 0 else None,
             "pinned": bool(pinned) and all(pinned),
@@ -116,6 +121,22 @@ def summary(folder: Path, wall_s: float, probe_s: float, cores: int) -> dict:
             # file that grades a batch carries the batch): where a trim would pay
             "slowest": [{"wall": round(w, 1), "test": t, "worker": k}
                         for w, t, k in sorted(tests, reverse=True)[:SLOWEST]]}
+
+
+def check_costs(folder: Path) -> list[dict]:
+    """Every check the suite's checker processes ran, by (project, check): how many runs
+    and their wall seconds in all, costliest first (the grader's sandboxes start checkers
+    with an environment of their own, so their runs are not in it)."""
+    runs: dict = defaultdict(lambda: {"runs": 0, "wall": 0.0})
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        for text in path.read_text().splitlines():
+            line = json.loads(text)
+            row = runs[(line["project"], line["stage"], line["check"])]
+            row["runs"] += 1
+            row["wall"] += float(line["wall"] or 0.0)
+    return [{"project": p, "stage": st, "check": c, "runs": r["runs"],
+             "wall": round(r["wall"], 1)}
+            for (p, st, c), r in sorted(runs.items(), key=lambda kv: -kv[1]["wall"])]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -142,6 +163,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr.write_line(f"{'CPU s':>8} {'wall s':>8} {'tests':>5}  file")
     for name, row in list(s["files"].items())[:SHOWN]:
         tr.write_line(f"{row['cpu']:8.1f} {row['wall']:8.1f} {row['tests']:5d}  {name}")
+    if s["checks"]:
+        total = sum(c["wall"] for c in s["checks"])
+        tr.write_line(f"the checks' own wall time in the checker processes started here: "
+                      f"{total:,.0f} s over {sum(c['runs'] for c in s['checks']):,} runs; "
+                      "the costliest:")
+        tr.write_line(f"{'wall s':>8} {'runs':>5}  check")
+        for c in s["checks"][:SHOWN_CHECKS]:
+            tr.write_line(f"{c['wall']:8.1f} {c['runs']:5d}  {c['project']} stage "
+                          f"{c['stage']} · {c['check']}")
     out = Path(config.rootpath) / "build" / "test-costs.json"
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -122,3 +122,26 @@ def test_the_run_says_where_its_time_went(tmp_path):
     assert costs["files"]["test_burn.py"]["cpu"] >= 0.45, (out, costs)
     out, costs = run("3600")
     assert "where the run's time went" not in out and costs == {}, out
+
+
+def test_every_checker_run_says_what_its_checks_cost(tmp_path):
+    """A checker process started with COURSE_CHECK_COSTS appends a line per check it ran;
+    suite_costs.check_costs adds them up by check (runs, wall), costliest first; without
+    the variable nothing is written."""
+    from suite_costs import check_costs
+
+    from coursekit.checking.contract import CHECK_COSTS_ENV
+    from coursekit.facts import ROOT
+    folder = tmp_path / "checks"
+    folder.mkdir()
+    cmd = [sys.executable, str(ROOT / "projects/foundations/tests/check.py"), "--stage", "1",
+           "--impl", str(ROOT / "projects/foundations/starter/model.py")]
+    for env in ({**os.environ, CHECK_COSTS_ENV: str(folder)},) * 2 + (
+            {k: v for k, v in os.environ.items() if k != CHECK_COSTS_ENV},):
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1, done.stdout + done.stderr  # a starter: not yet
+    got = check_costs(folder)
+    assert got and {c["project"] for c in got} == {"foundations"}, got
+    assert all(c["stage"] == 1 and c["runs"] == 2 and c["wall"] >= 0 for c in got), got
+    assert [c["wall"] for c in got] == sorted((c["wall"] for c in got), reverse=True), got
+    assert check_costs(tmp_path / "none") == []

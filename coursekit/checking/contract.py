@@ -146,6 +146,25 @@ class _Check:
     points: float
 
 
+# A folder where each checker process appends one line per check it ran (project, stage,
+# check, status, wall seconds): make test sets it (tests/suite_costs.py) to show which
+# checks the suite's time goes to across every run of them. Unset: nothing is written.
+CHECK_COSTS_ENV = "COURSE_CHECK_COSTS"
+
+
+def record_check_cost(project: str, result) -> None:
+    folder = os.environ.get(CHECK_COSTS_ENV)
+    if not folder or not os.path.isdir(folder):
+        return
+    line = {"project": project, "stage": result.stage, "check": result.check_id,
+            "status": result.status, "wall": result.duration_s}
+    try:
+        with open(os.path.join(folder, f"checks-{os.getpid()}.jsonl"), "a") as f:
+            f.write(json.dumps(line) + "\n")
+    except OSError:
+        pass  # a cost figure is never worth a check
+
+
 class Checker:
     """Registry and command-line runner for one project's checks."""
 
@@ -257,6 +276,7 @@ class Checker:
                 if getattr(result, "exc_type", "") == "MemoryError":
                     out_of_memory[chk.stage] = result
             result.duration_s = round(time.perf_counter() - started, 3)
+            record_check_cost(self.project, result)
             results.append(result)
             print_result(result, out)
             if fail_fast and result.status != "pass":
