@@ -70,6 +70,9 @@ WHY = {
                 "compute it for you",
     "checker": "the checker's own code (a file of a project's tests/ folder): it is there "
                "to check your answers, not to give them",
+    "exercise": "a course helper that computes what this notebook exercise asks: the "
+                "exercise is to compute it yourself",
+    "compiler": "the compiler's own count of a program: this exercise is to count it by hand",
 }
 
 
@@ -271,6 +274,60 @@ RULES: dict[str, tuple[Rule, ...]] = {
     ) + _timers("pallas-kernel") + _everywhere("pallas-kernel"),
     "sharded-training": _timers("sharded-training") + _everywhere("sharded-training"),
 }
+
+# Notebook exercises (a function or value a learner writes in a solution region of
+# notebooks/src/<notebook>.py): per notebook and exercise, the course's code that computes
+# its answer, each rule ``within`` the exercise (what it reaches in the notebook's cells
+# counts too; ``coursekit/notebook/borrowed.py`` reads them) and at stage 0 (a notebook
+# exercise belongs to no stage). NOTEBOOK_CELLS names a function the notebook's own course
+# cells define. Exercises with no rule, and why none: 00 prediction_fd32, 01
+# prediction_unsynced_2n, 02 prediction_op_coverage, 03 prediction_step_speedup, 04
+# prediction_remat_savings, 05 prediction_four_devices, 06 prediction_small_blocks, 07
+# prediction_crossover_opt and prediction_more_steps_opt, 08 prediction_one_device (a guess
+# written before the measurement: nothing computes it); 00 step_keys (jax.random.split is
+# the means, no course code returns a loop's subkeys); 01 summarize_samples (np.percentile
+# is what the exercise names); 04 remat_floor_bytes (only the instructor's code counts
+# residuals); 05 shard_map_grads (no course harness takes a per-shard rule); 06 fixed_kernel
+# (no course kernel masks the padded columns); 06 decision_06_values (read from the
+# notebook's own check cell, as asked); 07 ceiling (no course code gives Amdahl's bound);
+# 08 timing_evidence (validate_run_record refuses a record that lacks any field of the
+# format, so it cannot give the four verdicts of a partial one).
+NOTEBOOK_CELLS = "__notebook__"
+NOTEBOOK_RULES: dict[str, dict[str, tuple[Rule, ...]]] = {
+    "02_trace_reading": {
+        "covered_us": (
+            Rule("coursekit.measure.device_trace", "union_ns", 0, "exercise",
+                 within="covered_us"),
+        ),
+    },
+    "03_roofline": {
+        "elementwise_cost_by_hand": (
+            Rule("coursekit.compat.compiled_plan", "compiled_cost", 0, "exercise",
+                 within="elementwise_cost_by_hand"),
+            Rule("coursekit.compat.compiled_plan", "lowered_cost", 0, "exercise",
+                 within="elementwise_cost_by_hand"),
+            # the compiled plan's cost_analysis() is reached through a program jax.jit made
+            Rule("jax", "jit", 0, "compiler", within="elementwise_cost_by_hand"),
+        ),
+    },
+    "05_sharding_and_recovery": {
+        "fixed_grads": (
+            # the notebook's one-device reference: "what every correct sharded version
+            # equals", and the function that hands it the mesh's arguments
+            Rule(NOTEBOOK_CELLS, "reference_grads", 0, "exercise", within="fixed_grads"),
+            Rule(NOTEBOOK_CELLS, "one_device_grads", 0, "exercise", within="fixed_grads"),
+        ),
+    },
+}
+
+
+def notebook_rules(notebook: str, exercise: str | None = None) -> tuple[Rule, ...]:
+    """The rules of a notebook (its file's stem, ``02_trace_reading``), of one exercise
+    when given."""
+    exercises = NOTEBOOK_RULES.get(notebook, {})
+    return tuple(r for name, rules in exercises.items() if exercise in (None, name)
+                 for r in rules)
+
 
 def rules_for(project: str, stage: int | None = None, *, within: str | None = None
               ) -> tuple[Rule, ...]:
