@@ -280,18 +280,8 @@ RULES: dict[str, tuple[Rule, ...]] = {
 # its answer, each rule ``within`` the exercise (what it reaches in the notebook's cells
 # counts too; ``coursekit/notebook/borrowed.py`` reads them) and at stage 0 (a notebook
 # exercise belongs to no stage). NOTEBOOK_CELLS names a function the notebook's own course
-# cells define. Exercises with no rule, and why none: 00 prediction_fd32, 01
-# prediction_unsynced_2n, 02 prediction_op_coverage, 03 prediction_step_speedup, 04
-# prediction_remat_savings, 05 prediction_four_devices, 06 prediction_small_blocks, 07
-# prediction_crossover_opt and prediction_more_steps_opt, 08 prediction_one_device (a guess
-# written before the measurement: nothing computes it); 00 step_keys (jax.random.split is
-# the means, no course code returns a loop's subkeys); 01 summarize_samples (np.percentile
-# is what the exercise names); 04 remat_floor_bytes (only the instructor's code counts
-# residuals); 05 shard_map_grads (no course harness takes a per-shard rule); 06 fixed_kernel
-# (no course kernel masks the padded columns); 06 decision_06_values (read from the
-# notebook's own check cell, as asked); 07 ceiling (no course code gives Amdahl's bound);
-# 08 timing_evidence (validate_run_record refuses a record that lacks any field of the
-# format, so it cannot give the four verdicts of a partial one).
+# cells define. Every other exercise is in NOTEBOOK_NO_RULE with why nothing is refused
+# (tests/test_notebook_borrowed.py holds every solution region to one of the two).
 NOTEBOOK_CELLS = "__notebook__"
 NOTEBOOK_RULES: dict[str, dict[str, tuple[Rule, ...]]] = {
     "02_trace_reading": {
@@ -317,6 +307,49 @@ NOTEBOOK_RULES: dict[str, dict[str, tuple[Rule, ...]]] = {
             Rule(NOTEBOOK_CELLS, "reference_grads", 0, "exercise", within="fixed_grads"),
             Rule(NOTEBOOK_CELLS, "one_device_grads", 0, "exercise", within="fixed_grads"),
         ),
+    },
+}
+
+
+_GUESS = "a prediction written before the measurement: nothing computes it"
+NOTEBOOK_NO_RULE: dict[str, dict[str, str]] = {
+    "00_foundations": {
+        "PREDICTED_FD32_ERROR": _GUESS,
+        "step_keys": "jax.random.split is the means; no course code returns a loop's "
+                     "subkeys",
+    },
+    "01_async_timing": {
+        "summarize_samples": "np.percentile is what the exercise names; no course code "
+                             "returns the summary",
+        "PREDICTED_UNSYNCED_FACTOR": _GUESS,
+    },
+    "02_trace_reading": {"PREDICTED_OP_COVERAGE": _GUESS},
+    "03_roofline": {"PREDICTED_STEP_SPEEDUP": _GUESS},
+    "04_remat": {
+        "PREDICTED_SAVING_BLOCKS_PCT": _GUESS, "PREDICTED_SAVING_TANH_PCT": _GUESS,
+        "remat_floor_bytes": "only the instructor's code (absent from a learner's copy) "
+                             "counts saved residuals",
+    },
+    "05_sharding_and_recovery": {
+        "PREDICTED_MAX_DIFF": _GUESS,
+        "shard_map_grads": "no course code takes a per-shard rule and returns its harness",
+    },
+    "06_pallas": {
+        "PREDICTED_TIME_FACTOR": _GUESS,
+        "fixed_kernel": "no course kernel masks a block's padded columns",
+        "CORRECTNESS": "read from the notebook's own check cell, as the exercise asks",
+        "SPEED_CLAIM": "a decision from the measurements shown above it",
+    },
+    "07_optimisation": {
+        "ceiling": "no course code gives Amdahl's bound (claims.amdahl_ceiling_claim takes "
+                   "the ceiling as its input)",
+        "PREDICTED_CROSSOVER": _GUESS, "PREDICTED_SPEEDUP_4X_STEPS": _GUESS,
+    },
+    "08_readiness_review": {
+        "PREDICTED_ONE_DEVICE_SPEEDUP": _GUESS,
+        "timing_evidence": "provenance.records.validate_run_record refuses a record that "
+                           "lacks any field of the format: it cannot give the four verdicts "
+                           "of a partial one",
     },
 }
 
