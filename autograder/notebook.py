@@ -22,7 +22,10 @@ autograded question is scored from what the test process reports.
   its limit), memory, crash (the learner process died before or while the question ran),
   missing (no notebook). A learner process that dies costs only the questions not yet
   run; the ones before keep their points. nbgrader's partial credit: a number a test's
-  last line shows.
+  last line shows. A question whose test reads an exercise that uses the course's own
+  helper for its answer scores 0, ``borrowed-helper`` (``borrowed_helpers``: the rules
+  of ``coursekit.checking.forbidden.NOTEBOOK_RULES``, read by
+  ``coursekit.notebook.borrowed`` from the cells run before the test).
 """
 
 from __future__ import annotations

@@ -30,6 +30,11 @@ also observes what ran (foundations counts autodiff transforms in the learner pr
 and the grader keeps every learner process from opening a sealed program's file in a
 stage run (``autograder/guard.py``, ``autograder/answers.py``).
 
+Notebook exercises have rules of the same form (``NOTEBOOK_RULES``: per notebook and
+exercise, the course helpers that compute its answer, each ``within`` the exercise), read
+by the same scanner over the notebook's cells (``coursekit/notebook/borrowed.py``); every
+other exercise is in ``NOTEBOOK_NO_RULE`` with why nothing is refused.
+
 A checker uses it in one of two ways:
 
     guard(checker)                       # in check.py, after the stage modules: every

@@ -13,10 +13,12 @@ The learner process is ``bridge.LearnerProcess`` on the notebook's path
 (``coursekit.notebook.cell_server`` serves it), so it starts the way every learner
 process does: in the grader's jail as root, as a uid of its own. A test part's free
 names are read from it just before the part runs (``coursekit.notebook.remote_names``);
-a hidden part's source never leaves this process. Each result goes down the grader's
-result channel as it is known (``check`` messages: {"cell", "part", ...}), then
-``done``; a learner process that dies, runs past a limit or floods its output stops the
-run there, and the grader scores what was not run by why.
+a hidden part's source never leaves this process. The cells sent so far are what a
+test's ``refuse_borrowed`` reads (``coursekit.notebook.borrowed``; read, never run
+here). Each result goes down the grader's result channel as it is known (``check``
+messages: {"cell", "part", ...}), then ``done``; a learner process that dies, runs past
+a limit or floods its output stops the run there, and the grader scores what was not run
+by why.
 """
 
 from __future__ import annotations
