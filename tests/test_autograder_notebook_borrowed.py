@@ -12,6 +12,8 @@ every plant is graded in one batch: the plants of different notebooks share a st
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -21,6 +23,7 @@ from test_autograder_notebook_attacks import grade
 
 from autograder.nbsource import grade_id
 from coursekit.checking import forbidden
+from coursekit.facts import ROOT
 from coursekit.notebook.free_names import bound_names
 
 # Per notebook: another exercise of it (must keep its points), and the names the cells
@@ -77,7 +80,7 @@ def batch(tmp_path_factory):
     stages = ",".join(f"notebooks/{n}.ipynb" for n in OTHER)
     latest = grade(tmp / "subs", tmp / "out", stages)
     return {(s, item.removeprefix("notebooks/").removesuffix(".ipynb")): rec
-            for (s, item), rec in latest.items()}, handed
+            for (s, item), rec in latest.items()}, handed, tmp
 
 
 def _questions(rec: dict) -> dict:
@@ -86,7 +89,7 @@ def _questions(rec: dict) -> dict:
 
 @pytest.mark.slow
 def test_a_borrowed_helper_scores_its_question_zero_naming_it(batch):
-    records, handed = batch
+    records, handed, _ = batch
     planted = 0
     for student, notebooks in handed.items():
         for notebook in notebooks:
@@ -106,10 +109,23 @@ def test_a_borrowed_helper_scores_its_question_zero_naming_it(batch):
 
 @pytest.mark.slow
 def test_the_solutions_answers_keep_full_marks(batch):
-    records, _ = batch
+    records, _, _ = batch
     for notebook in OTHER:
         got = _questions(records["solution", notebook])
         for qid in (f"{EXERCISE[notebook]}_tests", f"{OTHER[notebook]}_present"):
             q = got[qid]
             assert (q["status"], q["points"]) == ("pass", q["max_points"]), (notebook, q)
             assert q["max_points"] > 0
+
+
+@pytest.mark.slow
+def test_the_feedback_names_the_helper(batch):
+    records, _, tmp = batch
+    done = subprocess.run([sys.executable, "-m", "autograder", "export", str(tmp / "out"),
+                           "--csv", str(tmp / "grades.csv")], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    from autograder.names import folder
+    text = (tmp / "out" / "feedback" / folder("plant-0") / "feedback.md").read_text()
+    assert "covered_us uses coursekit.measure.device_trace.union_ns" in text, text
+    assert "scores 0" in text
