@@ -52,9 +52,10 @@ def test_every_rule_names_something_that_exists_and_has_a_plant():
                 assert rule.within == exercise and rule.stage == 0, rule
                 assert rule.why == forbidden.WHY[rule.kind], rule
                 assert (notebook, exercise, rule.qualified) in PLANTS, rule
-                if rule.module == forbidden.NOTEBOOK_CELLS:  # a course cell defines it
+                if rule.module == forbidden.NOTEBOOK_CELLS:  # a course cell binds it
                     cells = cells_before_test(released(notebook), exercise)[0]
-                    assert any(f"def {rule.name}(" in s for s in cells), rule
+                    first = rule.name.split(".")[0]
+                    assert any(first in bound_names(s) for s in cells), rule
                 else:
                     assert hasattr(importlib.import_module(rule.module), rule.name), rule
     assert set(PLANTS) == {(n, e, r.qualified) for n, ex in forbidden.NOTEBOOK_RULES.items()
@@ -90,6 +91,10 @@ def test_the_exercise_is_read_as_its_last_definition():
     # a cell that does not parse ran nothing, and hides nothing after it
     assert borrowed.findings("02_trace_reading", "covered_us", ["def (:", "%time 1", plant])
     assert borrowed.findings("00_foundations", "step_keys", [plant]) == []
+    # an assignment after the definition is what runs, and is read
+    assigned = "covered_us = lambda intervals: float(union_ns(intervals))\n"
+    assert borrowed.findings("02_trace_reading", "covered_us", [plant, rewrite, assigned])
+    assert borrowed.findings("02_trace_reading", "covered_us", [plant, assigned, rewrite]) == []
 
 
 # The exercise's cell and its visible test cell, run in one IPython shell as a kernel runs

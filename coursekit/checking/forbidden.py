@@ -284,8 +284,9 @@ RULES: dict[str, tuple[Rule, ...]] = {
 # notebooks/src/<notebook>.py): per notebook and exercise, the course's code that computes
 # its answer, each rule ``within`` the exercise (what it reaches in the notebook's cells
 # counts too; ``coursekit/notebook/borrowed.py`` reads them) and at stage 0 (a notebook
-# exercise belongs to no stage). NOTEBOOK_CELLS names a function the notebook's own course
-# cells define. Every other exercise is in NOTEBOOK_NO_RULE with why nothing is refused
+# exercise belongs to no stage). NOTEBOOK_CELLS names what the notebook's own course cells
+# define (a function, or an attribute of a name they bind: ``impl.cost_from_compiler``).
+# Every other exercise is in NOTEBOOK_NO_RULE with why nothing is refused
 # (tests/test_notebook_borrowed.py holds every solution region to one of the two).
 NOTEBOOK_CELLS = "__notebook__"
 NOTEBOOK_RULES: dict[str, dict[str, tuple[Rule, ...]]] = {
@@ -303,6 +304,9 @@ NOTEBOOK_RULES: dict[str, dict[str, tuple[Rule, ...]]] = {
                  within="elementwise_cost_by_hand"),
             # the compiled plan's cost_analysis() is reached through a program jax.jit made
             Rule("jax", "jit", 0, "compiler", within="elementwise_cost_by_hand"),
+            # the learner's own stage-2 reading of it, which the notebook loads as impl
+            Rule(NOTEBOOK_CELLS, "impl.cost_from_compiler", 0, "compiler",
+                 within="elementwise_cost_by_hand"),
         ),
     },
     "05_sharding_and_recovery": {

@@ -2,11 +2,14 @@
 the notebook's cells (``coursekit.checking.forbidden``'s scanner and its
 ``NOTEBOOK_RULES``; reading is not running).
 
-The cells are read as one module, in the order they ran, each defined name as its last
-definition left it (a learner who rewrote the exercise is read by the rewrite): the
-exercise's function, and every function of the cells it reaches, may not use what the
-exercise's rules name, by import, attribute, alias or a constant ``getattr``. A name the
-notebook's own course cells define (``forbidden.NOTEBOOK_CELLS``) counts by its name.
+The cells are read as one module, in the order they ran, each function as its last
+binding left it (a learner who rewrote the exercise is read by the rewrite, one who
+assigned another function to its name by that one): the exercise, and every function of
+the cells it reaches, may not use what the exercise's rules name, by import, attribute,
+alias or a constant ``getattr``. What the notebook's own course cells define
+(``forbidden.NOTEBOOK_CELLS``: ``reference_grads``, ``impl.cost_from_compiler``) counts by
+its name. A name built at run time, or a module a cell writes and then imports, is out
+of reach of this reading, as it is of the projects'.
 
 Two places ask, with the same reading:
 
@@ -30,20 +33,32 @@ from coursekit.notebook.free_names import _without_magics
 # course cells, in order): set by coursekit.notebook.graded_run before each test.
 CELLS_RUN: list[str] = []
 
+_DEFINED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _names_bound(node: ast.stmt) -> list[str]:
+    """The names a top-level definition or plain assignment binds."""
+    if isinstance(node, _DEFINED):
+        return [node.name]
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return []
+
 
 def _last_definitions(sources: list[str]) -> ast.Module:
-    """The cells that parse, as one module in which a function or class defined again
-    keeps only its last definition."""
+    """The cells that parse, as one module in which a function or class bound again
+    (by a later definition or assignment) is left out: the scanner reads a name by its
+    last binding, as the notebook runs it."""
     body = []
     for source in sources:
         try:
             body += ast.parse(_without_magics(source)).body
         except (SyntaxError, ValueError):
             continue  # a cell that does not parse ran nothing
-    defined = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    last = {n.name: i for i, n in enumerate(body) if isinstance(n, defined)}
+    last = {name: i for i, n in enumerate(body) for name in _names_bound(n)}
     return ast.Module(body=[n for i, n in enumerate(body)
-                            if not isinstance(n, defined) or last[n.name] == i],
+                            if not isinstance(n, _DEFINED) or last[n.name] == i],
                       type_ignores=[])
 
 
@@ -56,7 +71,7 @@ def findings(notebook: str, exercise: str, sources: list[str]) -> list[forbidden
     module = _last_definitions(sources)
     # a name the course cells define is read as the notebook's own: bound first, so a
     # later ``def`` (which binds nothing for the scanner) leaves it named
-    own = sorted({r.name for r in rules if r.module == forbidden.NOTEBOOK_CELLS})
+    own = sorted({r.name.split(".")[0] for r in rules if r.module == forbidden.NOTEBOOK_CELLS})
     header = [f"import {forbidden.NOTEBOOK_CELLS}"] + [
         f"{name} = {forbidden.NOTEBOOK_CELLS}.{name}" for name in own]
     found = forbidden.scan("\n".join([*header, ast.unparse(module)]), rules)
