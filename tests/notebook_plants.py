@@ -63,6 +63,25 @@ def elementwise_cost_by_hand(n, itemsize):
     cost = impl.cost_from_compiler(lambda v: v * 2 + 1, jnp.ones(n, jnp.float32))
     return {"flops": int(cost["flops"]), "bytes": int(cost["bytes"])}
 ''',
+    ("04_remat", "remat_floor_bytes", "__notebook__.impl.saved_residual_bytes"): '''\
+def remat_floor_bytes(depth, batch, width, itemsize):
+    params = impl.init_blocks(jax.random.key(0), depth, width, 4 * width)
+    x = jnp.zeros((batch, width), jnp.float32)
+    return impl.saved_residual_bytes(params, x, "nothing_saveable")
+''',
+    ("04_remat", "remat_floor_bytes", "jax.vjp"): '''\
+import jax
+import jax.numpy as jnp
+
+
+def remat_floor_bytes(depth, batch, width, itemsize):
+    params = impl.init_blocks(jax.random.key(0), depth, width, 4 * width)
+    x = jnp.zeros((batch, width), jnp.float32)
+    _, pullback = jax.vjp(lambda p, v: impl.block_loss(p, v, "nothing_saveable"), params, x)
+    kept = {id(a) for a in jax.tree.leaves((params, x))}
+    return int(sum(a.size * a.dtype.itemsize for a in jax.tree.leaves(pullback)
+                   if id(a) not in kept))
+''',
     ("05_sharding_and_recovery", "fixed_grads", "__notebook__.reference_grads"): '''\
 def fixed_grads(params, batch, mesh):
     return reference_grads(jax.tree.map(np.asarray, params),

@@ -29,9 +29,11 @@ from coursekit.notebook.free_names import bound_names
 # Per notebook: another exercise of it (must keep its points), and the names the cells
 # the questions need bind (the rest is left out: it is not what these questions test).
 OTHER = {"02_trace_reading": "prediction_op_coverage", "03_roofline": "prediction_step_speedup",
+         "04_remat": "prediction_remat_savings",
          "05_sharding_and_recovery": "prediction_four_devices"}
 NEEDS = {"02_trace_reading": set(), "03_roofline": {"IMPL", "jax", "impl"},  # impl: the
          # learner's own module, loaded by the notebook
+         "04_remat": {"IMPL", "jax", "impl"},
          "05_sharding_and_recovery": {  # eight CPU devices, the mesh, the course's grads
              "use_cpu_devices", "IMPL", "USER_PLATFORMS", "json", "impl", "padded_batch",
              "reference_grads", "nb_mesh", "grad_of_shard_mean", "equal",
