@@ -22,7 +22,10 @@ autograded question is scored from what the test process reports.
   its limit), memory, crash (the learner process died before or while the question ran),
   missing (no notebook). A learner process that dies costs only the questions not yet
   run; the ones before keep their points. nbgrader's partial credit: a number a test's
-  last line shows.
+  last line shows. A question whose test reads an exercise that uses the course's own
+  helper for its answer scores 0, ``borrowed-helper`` (``borrowed_helpers``: the rules
+  of ``coursekit.checking.forbidden.NOTEBOOK_RULES``, read by
+  ``coursekit.notebook.borrowed`` from the cells run before the test).
 """
 
 from __future__ import annotations
@@ -258,6 +261,32 @@ def score(key: dict, cells: list[dict], outcome: sandbox.Outcome, hidden: bool,
     return questions
 
 
+def borrowed_helpers(notebook: str, key: dict, cells: list[dict],
+                     questions: list[dict]) -> None:
+    """Score 0 each question whose test reads a notebook exercise that uses the course's
+    own helper for its answer (``coursekit.checking.forbidden.NOTEBOOK_RULES``), read from
+    the cells that ran before the test (``coursekit.notebook.borrowed``); the message names
+    the helper. Other questions keep what they earned."""
+    from coursekit.checking.forbidden import NOTEBOOK_RULES
+    from coursekit.notebook import borrowed
+    from coursekit.notebook.free_names import free_names
+    exercises = NOTEBOOK_RULES.get(notebook, {})
+    where = {c["id"]: i for i, c in enumerate(cells) if c["kind"] == "test"}
+    for q in questions if exercises else ():
+        test, index = key["tests"].get(q["id"]), where.get(q["id"])
+        if test is None or index is None:
+            continue
+        read = set(free_names(test["cell"]["source"])) | set(free_names(test["hidden"] or ""))
+        sources = [c["source"] for c in cells[:index] if c["kind"] in ("learner", "course")]
+        for exercise in sorted(read & set(exercises)):
+            found = borrowed.findings(notebook, exercise, sources)
+            if found:
+                q.update(points=0.0, status="fail", reason="borrowed-helper",
+                         hidden_failed=False,
+                         message=borrowed.message(exercise, found)[:500])
+                break
+
+
 def run_summary(cells: list[dict], outcome: sandbox.Outcome) -> dict:
     """For the instructor: where a run stopped and why, and the cells that ran past their
     limit (each with its first line)."""
@@ -331,6 +360,7 @@ def grade_notebook(settings: Settings, name: str, key: dict, student: str,
                       graded_stages)
     wall = time.monotonic() - started
     questions = score(key, cells, outcome, hidden, settings.cell_timeout)
+    borrowed_helpers(Path(name).stem, key, cells, questions)
     statuses = [q["status"] for q in questions]
     status = "pass" if all(s == "pass" for s in statuses) else next(
         (s for s in ("crash", "timeout", "memory", "error", "fail") if s in statuses), "fail")

@@ -80,6 +80,8 @@ TABLE: dict[str, Outcome] = {
                                             "them"),
     # the learner's code
     "learner-code": Outcome("error", ""),  # the checker's own message says what
+    "borrowed-helper": Outcome("fail", "a notebook exercise called the course's own helper "
+                                       "that computes its answer; that question scores 0"),
     "kernel-died": Outcome("crash", "the process running your notebook died (a crash in "
                                     "your code?)"),
     "exit-before-results": Outcome("crash", "the process exited before the checks finished"),

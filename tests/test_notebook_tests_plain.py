@@ -64,6 +64,9 @@ _REFERENCE = ("the float64 reference's nonlinearity: a NumPy ufunc on arrays the
 _GRADED = ("the stage's result as the grader graded this learner file (the check cells' "
            "record), or its checker run again where it was not graded: never a value the "
            "notebook holds")
+_BORROWED = ("reads the notebook's cells for the course helper that computes the exercise "
+             "(coursekit.notebook.borrowed) and raises naming it: it can fail a test, never "
+             "pass one, and compares nothing of the learner's")
 # (notebook, grade_id) -> {callee or notebook name: why the test may use it}. A library
 # call runs in the grader's test process, which imports the library itself (course
 # imports, or the cell's own) and never runs learner code; a notebook name is read from
@@ -81,12 +84,19 @@ ALLOWED = {
         ("07_optimisation", "prediction_crossover_opt_present"),
         ("07_optimisation", "prediction_more_steps_opt_present"),
         ("08_readiness_review", "prediction_one_device_present"))},
+    ("02_trace_reading", "covered_us_tests"): {
+        "coursekit.notebook.borrowed.refuse_borrowed": _BORROWED},
+    ("03_roofline", "elementwise_cost_by_hand_tests"): {
+        "coursekit.notebook.borrowed.refuse_borrowed": _BORROWED},
+    ("04_remat", "remat_floor_bytes_tests"): {
+        "coursekit.notebook.borrowed.refuse_borrowed": _BORROWED},
     ("00_foundations", "step_keys_tests"): {
         "jax.random.key": "makes the key the learner's function takes (an input)",
         "jax.random.key_data": "the public way to read a typed PRNG key's bits: it reads the "
                                "learner's keys, which np.asarray(dtype=uint32) and int() then "
                                "make plain; the expected bits are constants"},
     ("05_sharding_and_recovery", "fixed_grads_tests"): {
+        "coursekit.notebook.borrowed.refuse_borrowed": _BORROWED,
         "coursekit.workloads.classifier.make_dataset": "draws the test's own batch (an input)",
         "coursekit.workloads.classifier.init_params": "the test's own initial parameters",
         "jax.random.key": "the keys of the test's own data and parameters",

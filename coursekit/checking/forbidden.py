@@ -30,6 +30,11 @@ also observes what ran (foundations counts autodiff transforms in the learner pr
 and the grader keeps every learner process from opening a sealed program's file in a
 stage run (``autograder/guard.py``, ``autograder/answers.py``).
 
+Notebook exercises have rules of the same form (``NOTEBOOK_RULES``: per notebook and
+exercise, the course helpers that compute its answer, each ``within`` the exercise), read
+by the same scanner over the notebook's cells (``coursekit/notebook/borrowed.py``); every
+other exercise is in ``NOTEBOOK_NO_RULE`` with why nothing is refused.
+
 A checker uses it in one of two ways:
 
     guard(checker)                       # in check.py, after the stage modules: every
@@ -70,6 +75,11 @@ WHY = {
                 "compute it for you",
     "checker": "the checker's own code (a file of a project's tests/ folder): it is there "
                "to check your answers, not to give them",
+    "exercise": "a course helper that computes what this notebook exercise asks: the "
+                "exercise is to compute it yourself",
+    "compiler": "the compiler's own count of a program: this exercise is to count it by hand",
+    "residuals": "JAX's own count of what a backward pass keeps: this exercise is to count "
+                 "it by hand",
 }
 
 
@@ -271,6 +281,104 @@ RULES: dict[str, tuple[Rule, ...]] = {
     ) + _timers("pallas-kernel") + _everywhere("pallas-kernel"),
     "sharded-training": _timers("sharded-training") + _everywhere("sharded-training"),
 }
+
+# Notebook exercises (a function or value a learner writes in a solution region of
+# notebooks/src/<notebook>.py): per notebook and exercise, the course's code that computes
+# its answer, each rule ``within`` the exercise (what it reaches in the notebook's cells
+# counts too; ``coursekit/notebook/borrowed.py`` reads them) and at stage 0 (a notebook
+# exercise belongs to no stage). NOTEBOOK_CELLS names what the notebook's own course cells
+# define (a function, or an attribute of a name they bind: ``impl.cost_from_compiler``).
+# Every other exercise is in NOTEBOOK_NO_RULE with why nothing is refused
+# (tests/test_notebook_borrowed.py holds every solution region to one of the two).
+NOTEBOOK_CELLS = "__notebook__"
+NOTEBOOK_RULES: dict[str, dict[str, tuple[Rule, ...]]] = {
+    "02_trace_reading": {
+        "covered_us": (
+            Rule("coursekit.measure.device_trace", "union_ns", 0, "exercise",
+                 within="covered_us"),
+        ),
+    },
+    "03_roofline": {
+        "elementwise_cost_by_hand": (
+            Rule("coursekit.compat.compiled_plan", "compiled_cost", 0, "exercise",
+                 within="elementwise_cost_by_hand"),
+            Rule("coursekit.compat.compiled_plan", "lowered_cost", 0, "exercise",
+                 within="elementwise_cost_by_hand"),
+            # the compiled plan's cost_analysis() is reached through a program jax.jit made
+            Rule("jax", "jit", 0, "compiler", within="elementwise_cost_by_hand"),
+            # the learner's own stage-2 reading of it, which the notebook loads as impl
+            Rule(NOTEBOOK_CELLS, "impl.cost_from_compiler", 0, "compiler",
+                 within="elementwise_cost_by_hand"),
+        ),
+    },
+    "04_remat": {
+        "remat_floor_bytes": (
+            # the learner's own stage-3 count, which the notebook loads as impl, and the
+            # autodiff call it (and the test's comment) counts with
+            Rule(NOTEBOOK_CELLS, "impl.saved_residual_bytes", 0, "residuals",
+                 within="remat_floor_bytes"),
+            Rule("jax", "vjp", 0, "residuals", within="remat_floor_bytes"),
+        ),
+    },
+    "05_sharding_and_recovery": {
+        "fixed_grads": (
+            # the notebook's one-device reference: "what every correct sharded version
+            # equals", and the function that hands it the mesh's arguments
+            Rule(NOTEBOOK_CELLS, "reference_grads", 0, "exercise", within="fixed_grads"),
+            Rule(NOTEBOOK_CELLS, "one_device_grads", 0, "exercise", within="fixed_grads"),
+        ),
+    },
+}
+
+
+_GUESS = "a prediction written before the measurement: nothing computes it"
+NOTEBOOK_NO_RULE: dict[str, dict[str, str]] = {
+    "00_foundations": {
+        "PREDICTED_FD32_ERROR": _GUESS,
+        "step_keys": "jax.random.split is the means; no course code returns a loop's "
+                     "subkeys",
+    },
+    "01_async_timing": {
+        "summarize_samples": "np.percentile is what the exercise names; no course code "
+                             "returns the summary",
+        "PREDICTED_UNSYNCED_FACTOR": _GUESS,
+    },
+    "02_trace_reading": {"PREDICTED_OP_COVERAGE": _GUESS},
+    "03_roofline": {"PREDICTED_STEP_SPEEDUP": _GUESS},
+    "04_remat": {
+        "PREDICTED_SAVING_BLOCKS_PCT": _GUESS, "PREDICTED_SAVING_TANH_PCT": _GUESS,
+    },
+    "05_sharding_and_recovery": {
+        "PREDICTED_MAX_DIFF": _GUESS,
+        "shard_map_grads": "no course code takes a per-shard rule and returns its harness",
+    },
+    "06_pallas": {
+        "PREDICTED_TIME_FACTOR": _GUESS,
+        "fixed_kernel": "no course kernel masks a block's padded columns",
+        "CORRECTNESS": "read from the notebook's own check cell, as the exercise asks",
+        "SPEED_CLAIM": "a decision from the measurements shown above it",
+    },
+    "07_optimisation": {
+        "ceiling": "no course code gives Amdahl's bound (claims.amdahl_ceiling_claim takes "
+                   "the ceiling as its input)",
+        "PREDICTED_CROSSOVER": _GUESS, "PREDICTED_SPEEDUP_4X_STEPS": _GUESS,
+    },
+    "08_readiness_review": {
+        "PREDICTED_ONE_DEVICE_SPEEDUP": _GUESS,
+        "timing_evidence": "provenance.records.validate_run_record refuses a record that "
+                           "lacks any field of the format: it cannot give the four verdicts "
+                           "of a partial one",
+    },
+}
+
+
+def notebook_rules(notebook: str, exercise: str | None = None) -> tuple[Rule, ...]:
+    """The rules of a notebook (its file's stem, ``02_trace_reading``), of one exercise
+    when given."""
+    exercises = NOTEBOOK_RULES.get(notebook, {})
+    return tuple(r for name, rules in exercises.items() if exercise in (None, name)
+                 for r in rules)
+
 
 def rules_for(project: str, stage: int | None = None, *, within: str | None = None
               ) -> tuple[Rule, ...]:

@@ -13,10 +13,12 @@ The learner process is ``bridge.LearnerProcess`` on the notebook's path
 (``coursekit.notebook.cell_server`` serves it), so it starts the way every learner
 process does: in the grader's jail as root, as a uid of its own. A test part's free
 names are read from it just before the part runs (``coursekit.notebook.remote_names``);
-a hidden part's source never leaves this process. Each result goes down the grader's
-result channel as it is known (``check`` messages: {"cell", "part", ...}), then
-``done``; a learner process that dies, runs past a limit or floods its output stops the
-run there, and the grader scores what was not run by why.
+a hidden part's source never leaves this process. The cells sent so far are what a
+test's ``refuse_borrowed`` reads (``coursekit.notebook.borrowed``; read, never run
+here). Each result goes down the grader's result channel as it is known (``check``
+messages: {"cell", "part", ...}), then ``done``; a learner process that dies, runs past
+a limit or floods its output stops the run there, and the grader scores what was not run
+by why.
 """
 
 from __future__ import annotations
@@ -151,8 +153,10 @@ class GradedRun:
         self.max_output = int(job["max_output"])
         self.output = 0
         self.learner = Learner(Path(job["notebook_path"]), self.limit)
+        self.sources: list[str] = []  # the cells sent so far: what a test's scan reads
 
     def cell(self, entry: dict) -> None:
+        self.sources.append(entry["source"])
         answer = self.learner.request("cell", source=entry["source"], timeout=self.limit)
         self.output += int(answer.get("output_bytes") or 0)
         text = str(answer.get("text") or "") if "run_check(" in entry["source"] else ""
@@ -167,8 +171,10 @@ class GradedRun:
                           f"{self.max_output >> 20} MB")
 
     def test(self, entry: dict) -> None:
+        from coursekit.notebook import borrowed
         from coursekit.notebook.free_names import free_names
         from coursekit.notebook.remote_names import resolve
+        borrowed.CELLS_RUN[:] = self.sources  # refuse_borrowed in a test reads them
         namespace: dict = {"__name__": "__graded_test__"}
         for part in ("visible", "hidden"):
             source = entry.get(part)

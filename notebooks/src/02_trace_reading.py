@@ -339,6 +339,11 @@ def covered_us(intervals):
 
 
 # %% nbgrader={"grade": true, "grade_id": "covered_us_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+# The course's own helper that computes this exercise is refused here and when graded
+# (coursekit/checking/forbidden.py, NOTEBOOK_RULES): the exercise is to compute it.
+from coursekit.notebook.borrowed import refuse_borrowed as _refuse_borrowed
+
+_refuse_borrowed("02_trace_reading", "covered_us")
 for _iv, _want in (([], 0.0),
                    ([(0, 10)], 10.0),
                    ([(0, 10), (5, 15)], 15.0),          # overlap counted once

@@ -288,6 +288,11 @@ def elementwise_cost_by_hand(n, itemsize):
 
 
 # %% nbgrader={"grade": true, "grade_id": "elementwise_cost_by_hand_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+# The course's own helper that computes this exercise is refused here and when graded
+# (coursekit/checking/forbidden.py, NOTEBOOK_RULES): the exercise is to compute it.
+from coursekit.notebook.borrowed import refuse_borrowed as _refuse_borrowed
+
+_refuse_borrowed("03_roofline", "elementwise_cost_by_hand")
 # The compiler's own counts for `v * 2 + 1` on 1000, 17 and 65536 float32 values, taken
 # once on CPU with the course's pinned jax and written here (several sizes: a count that
 # does not follow n fails): 2000 FLOPs and 8000 bytes accessed for 1000.

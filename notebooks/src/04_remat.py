@@ -363,6 +363,11 @@ def remat_floor_bytes(depth, batch, width, itemsize):
 
 
 # %% nbgrader={"grade": true, "grade_id": "remat_floor_bytes_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+# The course's own helper that computes this exercise is refused here and when graded
+# (coursekit/checking/forbidden.py, NOTEBOOK_RULES): the exercise is to compute it.
+from coursekit.notebook.borrowed import refuse_borrowed as _refuse_borrowed
+
+_refuse_borrowed("04_remat", "remat_floor_bytes")
 # Expected: the residual bytes jax saves for `depth` float32 blocks of `block_loss`'s model
 # (hidden width 4 * width), each block under `nothing_saveable`, counted once with the
 # course's pinned jax on CPU and written here, for several shapes (a figure that does not
