@@ -128,6 +128,11 @@ PLANTED = {
     "time_fn_takes_any_sync": (1, "time_fn_refuses_an_unknown_sync", [
         ('        raise ValueError(f"sync must be one of {SYNC_METHODS}, got {sync!r}")\n',
          "        pass\n")]),
+    # issue 53 (blind-b3-shapes-of-first-argument-only): the first argument's shape
+    # alone, which a one-argument workload never shows
+    "time_fn_shapes_of_the_first_argument": (1, "comparable_refuses_exactly_what_differs", [
+        ('    arrays = [a for a in args if hasattr(a, "shape") and hasattr(a, "dtype")]\n',
+         '    arrays = [a for a in args[:1] if hasattr(a, "shape") and hasattr(a, "dtype")]\n')]),
     # -- stage 2 ---------------------------------------------------------------------
     "trace_compiles_in_first_step": (2, "trace_written_and_newest_found", [
         ("    jax.block_until_ready(step_fn(*args))\n    with jax.profiler.trace(logdir):",
@@ -288,6 +293,17 @@ PLANTED = {
     "tanh_once_at_the_end": (3, "remat_policy_ordering", [
         ("    for w in ws:\n        x = layer(w, x)\n    return jnp.mean(x**2)",
          "    for w in ws:\n        x = x @ w\n    return jnp.mean(jnp.tanh(x)**2)")]),
+    # issue 53 (blind-b3-temp-plan-cached-by-policy): the plan's temp bytes kept per
+    # policy, so a later call for the other model gets an earlier call's answer
+    "temp_bytes_kept_per_policy": (3, "remat_policy_ordering", [
+        ("""    fn = jax.jit(lambda p, v: jax.value_and_grad(loss)(p, v, policy))
+    return int(fn.lower(params, x).compile().memory_analysis().temp_size_in_bytes)
+""", """    plans = compiler_temp_bytes.__dict__.setdefault("_plans", {})
+    if policy not in plans:
+        fn = jax.jit(lambda p, v: jax.value_and_grad(loss)(p, v, policy))
+        plans[policy] = int(fn.lower(params, x).compile().memory_analysis().temp_size_in_bytes)
+    return plans[policy]
+""")]),
     "grads_of_the_input": (3, "grads_equal_before_timing", [
         ("jax.value_and_grad(block_loss)(params, x, policy)",
          "jax.value_and_grad(block_loss, argnums=1)(params, x, policy)")]),
@@ -482,6 +498,13 @@ PLANTED = {
     "decide_accept_above_one": (4, "decision_boundaries_from_both_sides", [
         ("    up, down = 1.0 + min_gain, 1.0 / (1.0 + min_gain)",
          "    up, down = 1.0, 1.0 / (1.0 + min_gain)")]),
+    # issue 53 (blind-b3-decide-confidence-as-alpha): t_quantile of 1 - confidence, an
+    # interval a few percent of its width; noise becomes a verdict
+    "decide_quantile_of_alpha": (4, "rejects_noise", [
+        ("        half = t_quantile(confidence, df) * (float(np.std(d, ddof=1))",
+         "        half = t_quantile(1 - confidence, df) * (float(np.std(d, ddof=1))"),
+        ("            half = t_quantile(confidence, df) * math.sqrt(vb + va)\n",
+         "            half = t_quantile(1 - confidence, df) * math.sqrt(vb + va)\n")]),
     "amdahl_linear_in_share": (4, "amdahl_small_share", [
         ("    return 1.0 / ((1.0 - share) + share / kernel_speedup)\n",
          "    return 1.0 + share * (kernel_speedup - 1.0)\n")]),
@@ -531,6 +554,9 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "decide_df_the_rounds": "one too many",
          "decide_population_spread": "population spread (ddof=0)",
          "decide_quantile_one_sided": "takes the two-sided confidence itself",
+         "decide_quantile_of_alpha": "(alpha, 1 - confidence)",
+         "time_fn_shapes_of_the_first_argument": "lists the first argument alone",
+         "temp_bytes_kept_per_policy": "is the answer an earlier call",
          "decide_ignores_confidence": "is the one you gave at 0.95",
          "decide_reasons_without_numbers": "computed from the numbers",
          "decide_ratio_after_over_before": "other way round",
@@ -570,7 +596,8 @@ WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
                "remat_whole_stack_once": "never reaches block_loss",
                "loss_and_grads_checkpoints_the_whole_loss": "never reaches block_loss",
                "decide_df_from_the_samples": "normal quantile",
-               "decide_normal_quantile": "raw samples"}
+               "decide_normal_quantile": "raw samples",
+               "decide_quantile_of_alpha": "lets only 'after' vary"}
 # Right answers by another route, which every check they are run through must pass.
 DECIDE_CHECKS = ["accepts_real_speedup", "rejects_noise", "rejects_drifting_null",
                  "accepts_speedup_in_drifting_rounds", "few_rounds_interval_at_95_percent",

@@ -174,12 +174,21 @@ def reference_decision(before: dict, after: dict, *, min_gain: float = 0.05,
 def width_causes(before: dict, after: dict, own: dict, confidence: float = 0.95) -> list:
     """[log half-width, the sentence naming it] for the widths of classic slips on these
     rounds: Student's t with the raw samples' degrees of freedom or one too many, the
-    normal quantile, a population spread (ddof 0), a 97.5% quantile."""
+    normal quantile, a population spread (ddof 0), a 97.5% quantile; and, for any method
+    with degrees of freedom, the quantile of 1 - confidence (alpha) in place of it."""
     import statistics
     rounds = own.get("n_rounds") or 0
     own_half = math.log(own["ci"][1] / own["ci"][0]) / 2
-    if own.get("method") != "paired rounds" or rounds < 3 or own_half <= 0:
+    if own_half <= 0 or not own.get("df") or own["df"] < 1:
         return []
+    t_asked, t_alpha = t_quantile(confidence, own["df"]), t_quantile(1 - confidence, own["df"])
+    alpha = [[own_half * t_alpha / t_asked,
+              f"your interval's half-width is the t quantile of {1 - confidence:.3g} (alpha, "
+              f"1 - confidence) on the same spread: a {1 - confidence:.0%} interval, "
+              f"{t_asked / t_alpha:.3g}x too narrow; t_quantile takes the confidence itself "
+              f"({confidence:g} for a {confidence:.0%} interval)"]]
+    if own.get("method") != "paired rounds" or rounds < 3:
+        return alpha
     df = rounds - 1
     t_rounds = t_quantile(confidence, df)
     se = own_half / t_rounds
@@ -208,7 +217,7 @@ def width_causes(before: dict, after: dict, own: dict, confidence: float = 0.95)
                            f"evidence is {rounds} rounds (samples of a round share its "
                            f"load): {df} degrees of freedom, t = {t_rounds:.3g}, not "
                            f"{t:.3g}"])
-    return causes
+    return causes + alpha
 
 
 def _t_interval(log_ratios, confidence: float) -> list[float] | None:

@@ -44,6 +44,7 @@ def width_cause(half: float, own: dict) -> str:
         width, cause = min(widths, key=lambda c: abs(math.log(half / c[0])))
         if math.isclose(half, width, rel_tol=0.005):
             return cause
+    if own.get("method") == "paired rounds" and rounds >= 3:
         return (f"your interval is {how} (in log) than the 95% interval of these {rounds} "
                 "rounds: its width must carry the spread of the rounds, each round one "
                 "piece of evidence, at the confidence asked")

@@ -851,6 +851,7 @@ def comparable_refuses_exactly_what_differs(impl, ctx):
         fail_unless(field.rstrip("s") in text,
                     f"the reasons do not name the field that differs ({field})",
                     yours=reasons, expected=f"a reason mentioning {field}")
+    every_argument_recorded(impl, ctx, comparable)
     # a measurement whose output check failed is refused whatever else agrees
     failed = copy.deepcopy(m)
     failed["output_ok"] = False
@@ -860,6 +861,50 @@ def comparable_refuses_exactly_what_differs(impl, ctx):
                     "a measurement whose output check failed was accepted as comparable",
                     yours=reasons, expected="a reason naming output_ok",
                     hint="a wrong output is never comparable: refuse output_ok False")
+
+
+def every_argument_recorded(impl, ctx, comparable) -> None:
+    """``time_fn`` on a function of two array arguments (``jnp.matmul`` of a float32
+    (m, k) and a bfloat16 (k, n)), then once more with the second argument alone changed
+    to (k, n2): each record lists the shape and dtype of every array argument, in order,
+    and ``comparable`` refuses the pair, naming the shapes. Tiny products: milliseconds."""
+    time_fn = get_function(impl, "time_fn")
+    rng = ctx.rng("two-arguments")
+    m, k, n = (int(v) | 1 for v in rng.integers(17, 49, 3))
+    n2 = n + 2 * int(rng.integers(1, 5))
+    a = jnp.asarray(rng.standard_normal((m, k), dtype=np.float32))
+    records = []
+    for cols in (n, n2):
+        b = jnp.asarray(rng.standard_normal((k, cols), dtype=np.float32), jnp.bfloat16)
+        with on_input(f"fn = jnp.matmul, args = a float32 ({m}, {k}) and a bfloat16 "
+                      f"({k}, {cols}) array, warmup=0, iters=1"):
+            got = require_keys(time_fn(Workload("jnp.matmul"), a, b, warmup=0, iters=1),
+                               MEASUREMENT_KEYS, "time_fn")
+        want = ([[m, k], [k, cols]], ["float32", "bfloat16"])
+        yours = (got["shapes"], got["dtypes"])
+        fail_unless(yours == want, "time_fn(fn, a, b) does not record the shape and dtype "
+                    "of every array argument", yours=yours, expected=want,
+                    hint=arguments_hint(yours, want))
+        records.append(got)
+    reasons = comparable(*records)
+    text = " ".join(map(str, reasons)).lower() if isinstance(reasons, list) else ""
+    fail_unless(isinstance(reasons, list) and "shape" in text,
+                f"two measurements of jnp.matmul(a, b) whose second argument differs ({k}, "
+                f"{n}) vs ({k}, {n2}) were accepted as comparable", yours=reasons,
+                expected="a reason naming the shapes", hint="the first argument is the same "
+                "in both; the second's shape differs: comparable must see every array "
+                "argument's shape")
+
+
+def arguments_hint(yours, want) -> str:
+    """What a record's shapes and dtypes show against the call's two array arguments."""
+    shapes, dtypes = yours
+    if shapes == want[0][:1] or dtypes == want[1][:1]:
+        return (f"your record lists the first argument alone ({shapes}, {dtypes}) for a call "
+                f"with two array arguments ({want[0]}, {want[1]}): shapes and dtypes hold "
+                "every array argument, in order, so comparable sees a change in any of them")
+    return (f"a call with two array arguments ({want[0]}, {want[1]}) recorded {shapes}, "
+            f"{dtypes}: shapes and dtypes hold one entry per array argument, in order")
 
 
 @checker.check(1)

@@ -227,18 +227,49 @@ def temp_function(impl, ctx):
     learner process kept on the CPU (closed after the check), so that the two plans
     compared are plans for one backend."""
     if not learner_may_hold_accelerator():
-        yield get_function(impl, "compiler_temp_bytes")
+        # the run's learner process serves every check: its earlier answers are kept
+        yield RecordedTemp(get_function(impl, "compiler_temp_bytes"),
+                           ctx.once("temp-answers", list))
         return
     process = bridge.LearnerProcess(ctx.impl_path, env={protocol.ENV_ACCELERATOR: "0",
                                                         "JAX_PLATFORMS": "cpu"})
     try:
-        yield get_function(process.module(), "compiler_temp_bytes")
+        yield RecordedTemp(get_function(process.module(), "compiler_temp_bytes"), [])
     finally:
         process.close()
 
 
-def temp_hint(yours, want: int, what: str) -> str:
-    """What temporary bytes unlike the compiled plan's are, by their ratio."""
+class RecordedTemp:
+    """The learner's ``compiler_temp_bytes``, with what each call of it in this learner
+    process asked and answered: an answer that differs from the plan and equals one an
+    earlier call with other inputs got is named by that call (an answer kept from it)."""
+
+    def __init__(self, fn, answers: list):
+        self.fn, self.answers = fn, answers
+
+    def __call__(self, params, x, policy=None, **model):
+        asked = (f"model={model.get('model', 'blocks')!r}, policy={policy!r}, x "
+                 f"{tuple(x.shape)}")
+        got = self.fn(params, x, policy, **model)
+        self.answers.append((asked, got))
+        return got
+
+    def earlier(self, got) -> str:
+        """The earlier call with other inputs whose answer ``got`` equals, or ""."""
+        now = self.answers[-1][0] if self.answers else ""
+        for asked, answer in self.answers[:-1]:
+            if asked != now and answer == got:
+                return (f"yours ({answer}) is the answer an earlier call ({asked}) got: this "
+                        f"call ({now}) asked another program, whose plan is compiled for "
+                        "its own model, policy and shapes")
+        return ""
+
+
+def temp_hint(yours, want: int, what: str, temp: RecordedTemp | None = None) -> str:
+    """What temporary bytes unlike the compiled plan's are: the answer an earlier call
+    with other inputs got (``temp``'s record), else their ratio."""
+    if temp is not None and (earlier := temp.earlier(yours)):
+        return earlier
     try:
         ratio = float(yours) / want
     except (TypeError, ValueError, ZeroDivisionError):
@@ -401,7 +432,7 @@ def saves_residuals_and_temp(impl, ctx, temp):
         fail_unless(byte_count(yours, "compiler_temp_bytes") == compiled[policy],
                     f"compiler temp bytes with policy={policy} differ",
                     yours=yours, expected=compiled[policy],
-                    hint=temp_hint(yours, compiled[policy], "your own program"))
+                    hint=temp_hint(yours, compiled[policy], "your own program", temp))
     fail_unless(compiled["nothing_saveable"] < compiled[None]
                 or not remat_as_asked(impl, ctx, "nothing_saveable", len(params)),
                 "the compiler does not expect less temporary memory with remat",
@@ -442,7 +473,7 @@ def policy_ordering(impl, ctx, temp):
         got = as_float(temp(ws, v, policy, model="tanh"), "tanh temp bytes")
         fail_unless(got == temps[policy], f"tanh: compiler temp bytes with policy={policy} "
                     "differ", yours=got, expected=temps[policy],
-                    hint=temp_hint(got, temps[policy], "your tanh chain's program"))
+                    hint=temp_hint(got, temps[policy], "your tanh chain's program", temp))
         want = residual_counts(ctx, "tanh", (ws, v), policy)["residuals"]
         got = as_float(saved(ws, v, policy, model="tanh"), "tanh saved bytes")
         fail_unless(got == want, f"tanh: saved residual bytes with policy={policy} differ",
@@ -465,7 +496,7 @@ def policy_ordering(impl, ctx, temp):
                     "differ from the checker's compile of your block_loss program",
                     yours=yours[policy], expected=want,
                     hint=temp_hint(yours[policy], want, "your block_loss program with this "
-                                   "policy"))
+                                   "policy", temp))
     # Only nothing_saveable < None is a property of remat itself: how dots_saveable and
     # everything_saveable compare with None depends on the sizes the seed draws (the
     # reference failed a full ordering on one seed), and every policy's value is already
