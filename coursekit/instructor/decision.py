@@ -196,13 +196,13 @@ def width_causes(before: dict, after: dict, own: dict, confidence: float = 0.95)
     z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
     causes = [
         [z * se, f"your interval's half-width is the normal quantile {z:.3g} on these "
-         f"rounds' spread: over {rounds} rounds a 95% interval needs Student's t with {df} "
-         f"degrees of freedom ({t_rounds:.3g})"],
+         f"rounds' spread: {t_rounds / z:.3g}x narrower than the interval asked of "
+         f"{rounds} rounds, whose spread is itself an estimate"],
         [t_quantile(confidence, rounds) * se, f"your interval's half-width is Student's t "
          f"with {rounds} degrees of freedom, one too many: {rounds} rounds have {df}"],
         [t_rounds * se * math.sqrt(df / rounds), "your interval's half-width uses the "
-         f"rounds' population spread (ddof=0): the spread of {rounds} rounds about their "
-         "own mean is estimated with ddof=1"],
+         f"rounds' population spread (ddof=0), which understates the spread of {rounds} "
+         "rounds about their own mean"],
         [t_quantile((1 + confidence) / 2, df) * se, "your interval's half-width is "
          f"Student's t for a {(1 + confidence) / 2:.1%} interval: t_quantile takes the "
          "two-sided confidence itself"],
@@ -215,8 +215,7 @@ def width_causes(before: dict, after: dict, own: dict, confidence: float = 0.95)
             causes.append([t * se, f"your interval's half-width is Student's t with {dfs} "
                            f"degrees of freedom ({what}) on these rounds' spread, but the "
                            f"evidence is {rounds} rounds (samples of a round share its "
-                           f"load): {df} degrees of freedom, t = {t_rounds:.3g}, not "
-                           f"{t:.3g}"])
+                           f"load): t = {t:.3g} claims more evidence than they hold"])
     return causes + alpha
 
 
