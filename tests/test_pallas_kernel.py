@@ -381,6 +381,14 @@ SEEDED["padding_masked_with_zero@seed1506760828"] = seeded("padding_masked_with_
 SEEDED.update({f"kernel_nan_to_minus_inf@seed{seed}": seeded("kernel_nan_to_minus_inf", seed)
                for seed in ISSUE29_SEEDS})
 
+# A row max broadcast along the columns fails three ways by the first shape drawn: a
+# (rows, 1) input back as (rows, rows) (seed 1), a square one with wrong values (seed 2),
+# a broadcasting error (seed 3); each hint says a per-row value met the columns.
+SEEDED.update({f"jnp_reference_row_max_along_columns@seed{seed}": seeded(
+    "jnp_reference_row_max_along_columns", seed) for seed in ISSUE29_SEEDS})
+HINTS.update({f"jnp_reference_row_max_along_columns@seed{seed}": HINTS[
+    "jnp_reference_row_max_along_columns"] for seed in ISSUE29_SEEDS})
+
 # One checker process for every planted bug, a fresh learner process each (next one
 # started while the current one is checked), a fresh random seed per session as check.py.
 BATCH = PlantedBatch(PROJECT, {**PLANTED, **SEEDED}, seed=None, also_passing=ALSO_PASSING,
