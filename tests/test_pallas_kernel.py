@@ -92,7 +92,24 @@ PLANTED = {
         ("    return (e / jnp.sum(e, axis=-1, keepdims=True)).astype(x.dtype)\n",
          "    y = (e / jnp.sum(e, axis=-1, keepdims=True)).astype(x.dtype)\n"
          "    return y.at[-1].multiply(1.01)\n")]),
+    # blind batch 3 (issue 53): a row max broadcast along the columns; a rounding count
+    # over the padded block width
+    "jnp_reference_row_max_along_columns": (1, ["jnp_reference_matches_float64"], [
+        ("    z = z - jnp.max(z, axis=-1, keepdims=True)\n", "    z = z - jnp.max(z, axis=-1)\n")]),
+    "tolerance_counts_the_block_width": (1, ["tolerance_from_dtype_and_length"], [
+        ("    n = int(n_cols)\n", "    n = block_cols(n_cols)\n")]),
     # stage 2: the kernel
+    # blind batch 3: the first answer kept for every later backend; one program past the
+    # last block where block_rows divides the rows
+    "mode_kept_from_the_first_call": (2, ["execution_mode_by_backend"], [
+        ('    backend = backend or jax.default_backend()\n'
+         '    return "interpreted" if backend == "cpu" else "compiled"\n',
+         '    if not hasattr(execution_mode, "kept"):\n'
+         '        backend = backend or jax.default_backend()\n'
+         '        execution_mode.kept = "interpreted" if backend == "cpu" else "compiled"\n'
+         '    return execution_mode.kept\n')]),
+    "grid_one_program_too_many": (2, ["grid_and_blockspec"], [
+        ("grid=(pl.cdiv(rows, block_rows),)", "grid=(rows // block_rows + 1,)")]),
     "mode_always_interpreted": (2, ["execution_mode_by_backend"], [
         ('    return "interpreted" if backend == "cpu" else "compiled"\n',
          '    return "interpreted"\n')]),
@@ -178,6 +195,11 @@ PLANTED = {
     "sweep_output_check_without_shapes": (3, ["sweep_checks_output_before_timing"], [
         ("        ok = bool(got.shape == expected.shape and\n                  np.all(",
          "        ok = bool(np.all(")]),
+    # blind batch 3: the output judged on its first row alone
+    "sweep_checks_the_first_row_only": (3, ["sweep_checks_output_before_timing"], [
+        ('np.all(np.abs(got - expected) <= tol["atol"] + tol["rtol"] * np.abs(expected)))',
+         'np.all(np.abs(got[0] - expected[0]) <= tol["atol"] + tol["rtol"] * '
+         'np.abs(expected[0])))')]),
     "wrong_kernel_timed": (3, ["sweep_checks_output_before_timing"], [
         ("        ok = bool(got.shape", "        ok = True or bool(got.shape")]),
     "extra_untimed_call": (3, ["sweep_records_complete"], [
@@ -263,11 +285,18 @@ HINTS = {"kernel_row_sum_in_bfloat16": "the same values given as float32 come ou
          "tolerance_eps_for_unit_roundoff": "with eps (the gap above 1, 2u) in the place",
          "tolerance_atol_below_float32": "less than one float32 rounding of a probability",
          "jnp_reference_without_max_subtraction": "overflows float32",
-         "summary_any_speedup_helps": "not by more than HELP_MARGIN"}
+         "summary_any_speedup_helps": "not by more than HELP_MARGIN",
+         "jnp_reference_row_max_along_columns": "a value with one entry per row",
+         "tolerance_counts_the_block_width": "the block width rows of",
+         "mode_kept_from_the_first_call": "returned an earlier call's answer",
+         "grid_one_program_too_many": "owns no row",
+         "sweep_checks_the_first_row_only": "the output check saw row 0 and missed row"}
 WRONG_HINTS = {"kernel_row_sum_in_bfloat16": MASKING, "kernel_computes_in_bfloat16": MASKING,
                "kernel_max_over_the_block": ["cells past the array's edge in each row",
                                              *FIX_CODE],
                "grid_floor_division": FIX_CODE,
+               "grid_one_program_too_many": FIX_CODE,
+               "jnp_reference_row_max_along_columns": [*FIX_CODE, "keepdims"],
                "no_mask_correct_only_on_divisible_shapes": FIX_CODE,
                "padding_masked_with_zero": ["shifted by that row's own max",
                                             "only rows of the last, partial block",
@@ -351,6 +380,14 @@ SEEDED["padding_masked_with_zero@seed1506760828"] = seeded("padding_masked_with_
 # issue 47's NaN-for-inf kernel fails at every seed, not by a lucky draw
 SEEDED.update({f"kernel_nan_to_minus_inf@seed{seed}": seeded("kernel_nan_to_minus_inf", seed)
                for seed in ISSUE29_SEEDS})
+
+# A row max broadcast along the columns fails three ways by the first shape drawn: a
+# (rows, 1) input back as (rows, rows) (seed 1), a square one with wrong values (seed 2),
+# a broadcasting error (seed 3); each hint says a per-row value met the columns.
+SEEDED.update({f"jnp_reference_row_max_along_columns@seed{seed}": seeded(
+    "jnp_reference_row_max_along_columns", seed) for seed in ISSUE29_SEEDS})
+HINTS.update({f"jnp_reference_row_max_along_columns@seed{seed}": HINTS[
+    "jnp_reference_row_max_along_columns"] for seed in ISSUE29_SEEDS})
 
 # One checker process for every planted bug, a fresh learner process each (next one
 # started while the current one is checked), a fresh random seed per session as check.py.

@@ -221,6 +221,12 @@ def draw(rng, shape, dtype, *, extreme: bool = True) -> jax.Array:
     return jnp.asarray(x.astype(np.float32), dtype)
 
 
+def block_width(n: int) -> int:
+    """The kernel's block width for rows of ``n`` (the starter's ``block_cols``, given):
+    ``n`` rounded up to a power of two, at least 128."""
+    return max(128, 1 << max(0, int(n) - 1).bit_length())
+
+
 def ragged(rng, lo: int, hi: int, multiple_of: int) -> int:
     """A size in [lo, hi) that is not a multiple of ``multiple_of``."""
     while True:

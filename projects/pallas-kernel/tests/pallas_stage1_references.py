@@ -9,11 +9,13 @@ accept a correct softmax computed here and reject one 10x the budget off."""
 from __future__ import annotations
 
 import contextlib
+import math
 
 import jax.numpy as jnp
 import numpy as np
 from pallas_harness import (
     DTYPES,
+    block_width,
     budget,
     checker,
     compare,
@@ -31,7 +33,8 @@ from pallas_harness import (
 
 from coursekit.checking import bridge
 from coursekit.checking.bridge import LearnerFunction
-from coursekit.checking.errors import CheckFailed
+from coursekit.checking.contract import short
+from coursekit.checking.errors import CheckFailed, LearnerCodeError, TamperEvidence
 from coursekit.checking.learner import get_function
 from coursekit.checking.values import as_array, as_float, fail_unless, require_keys
 
@@ -44,11 +47,13 @@ def rtol_bracket(dtype, n: int) -> tuple[float, float]:
     return bar["rtol_lo"], bar["rtol_hi"]
 
 
-def rtol_in_bracket(rtol: float, dtype, dtype_name: str, n: int) -> None:
+def rtol_in_bracket(rtol: float, dtype, dtype_name: str, n: int, rtol_at=None) -> None:
     """The learner's rtol inside ``rtol_bracket``; a failure says which way it is off and
     what the number matches, never the bracket (two failures would let a learner fit it:
     the bracket is the checker's own analysis, and the released checker's code is
-    readable, but a failure message must not do the arithmetic for them)."""
+    readable, but a failure message must not do the arithmetic for them). ``rtol_at(n)``:
+    the learner's rtol at another length (asked only to say what a too-large one
+    matches)."""
     lo, hi = rtol_bracket(dtype, n)
     if lo <= rtol <= hi:
         return
@@ -61,6 +66,8 @@ def rtol_in_bracket(rtol: float, dtype, dtype_name: str, n: int) -> None:
     if not low and abs(ratio - 2) < 0.1:
         hint = ("your rtol is what a complete count gives with eps (the gap above 1, "
                 "2u) in the place of the unit roundoff u: one rounding costs at most u")
+    elif not low and rtol_at is not None:
+        hint = counted_over_the_block(rtol, n, rtol_at) or hint
     raise CheckFailed(
         f"your rtol for {dtype_name}, length {n}, is {'smaller' if low else 'larger'} "
         "than this computation's rounding allows",
@@ -68,6 +75,29 @@ def rtol_in_bracket(rtol: float, dtype, dtype_name: str, n: int) -> None:
                               "computation makes costs more than yours" if low else
                               "a smaller one: yours is more than half as large again as a "
                               "complete count of the roundings"), hint=hint)
+
+
+def counted_over_the_block(rtol: float, n: int, rtol_at) -> str | None:
+    """A hint when a too-large rtol for rows of ``n`` is the learner's own rtol for rows
+    of the block width ``n`` is padded to, and grows again at twice that width: the count
+    runs over the padded block's cells (measured with two more calls); None otherwise
+    (a constant rtol is the same at both widths, and is told otherwise)."""
+    width = block_width(n)
+    if width == n:
+        return None
+    try:
+        at_width, at_twice = rtol_at(width), rtol_at(2 * width)
+    except TamperEvidence:
+        raise
+    except (CheckFailed, LearnerCodeError):
+        return None  # the failure at n is told as it is
+    if not (math.isclose(at_width, rtol, rel_tol=1e-9) and at_twice > at_width):
+        return None
+    return (f"your rtol for rows of {n} equals your rtol for rows of {width}, the block "
+            f"width rows of {n} are padded to (and grows again at {2 * width}): the count "
+            f"runs over the block's {width} cells, where a probability goes through the "
+            f"roundings of its row's {n} terms alone (the {width - n} padded cells past "
+            "the row's end add exact zeros to the sum, no rounding)")
 
 
 REFERENCE_HINT = ("what must hold: the error of a float32 computation rounded once to "
@@ -92,15 +122,65 @@ def jnp_reference_matches_float64(impl, ctx):
     for dtype_name in DTYPES:
         for shape in shapes:
             x = draw(rng, shape, DTYPES[dtype_name])
-            y = fn(x)
-            expect_close(y, x, dtype_name, f"softmax_jnp on {dtype_name} {shape}",
-                         REFERENCE_HINT)
+            try:
+                y = fn(x)
+                expect_close(y, x, dtype_name, f"softmax_jnp on {dtype_name} {shape}",
+                             REFERENCE_HINT)
+            except (CheckFailed, LearnerCodeError) as err:
+                hint = None if isinstance(err, TamperEvidence) else \
+                    per_row_value_on_columns(fn, x, err)
+                if hint and isinstance(err, LearnerCodeError):
+                    # a valid input it cannot take, its cause measured: a verdict
+                    raise CheckFailed(f"softmax_jnp raised on a {dtype_name} {shape} input: "
+                                      f"{err}", yours="an exception", expected="probabilities "
+                                      f"of shape {shape}", hint=hint) from None
+                if hint:
+                    err.hint = hint
+                raise
             # called again in the same process, on new data of the same shape
             x = draw(rng, shape, DTYPES[dtype_name])
             again = fn(x)
             with second_call(again, y, "softmax_jnp"):
                 expect_close(again, x, dtype_name, f"softmax_jnp on {dtype_name} {shape}",
                              REFERENCE_HINT)
+
+
+def per_row_value_on_columns(fn, x, err) -> str | None:
+    """A hint when softmax_jnp's failure on ``x`` (rows, cols) is what a value with one
+    entry per row, shape (rows,), gives against the (rows, cols) array: broadcasting
+    aligns the last axes, so it meets the columns, and runs only where cols is rows or 1
+    (then column j is shifted or divided by row j's value, or a (rows, 1) input comes
+    back (rows, rows)). Read from the learner's own error, else measured with one more
+    call on the same rows widened to a column count that is neither (where it cannot
+    broadcast: an error or another shape); None when neither shows it."""
+    rows, cols = x.shape
+    per_row = f"({rows},)"
+    laid = (f"a value with one entry per row, shape {per_row}, meets the ({rows}, n) "
+            "array along its columns (broadcasting aligns the last axes); that runs only "
+            "when n is the row count or 1, and then column j is shifted or divided by "
+            "row j's value, where each row's max and sum belong to its own row")
+    if isinstance(err, LearnerCodeError):
+        said = str(err)
+        if "broadcast" in said.lower() and per_row in said:
+            return f"the error shows that {laid}"
+        return None
+    if rows < 2 or cols not in (1, rows):
+        return None
+    wide = next(n for n in range(cols + 1, cols + 4) if n not in (1, rows))
+    probe = jnp.concatenate([x] + [x[:, :1]] * (wide - cols), axis=1)
+    try:
+        got = fn(probe)
+        shape = tuple(getattr(got, "shape", ()))
+        if shape == probe.shape:
+            return None
+        seen = f"it returns shape {shape}"
+    except LearnerCodeError as probed:
+        said = str(probed)
+        if isinstance(probed, TamperEvidence) or "broadcast" not in said.lower():
+            return None
+        seen = f"it raises ({short(said, 160)})"
+    return (f"softmax_jnp is wrong on ({rows}, {cols}), and on the same rows widened to "
+            f"({rows}, {wide}) {seen}: {laid}")
 
 
 @checker.check(1)
@@ -177,15 +257,20 @@ def tolerance_from_dtype_and_length(impl, ctx):
               if n is not None]
     lengths = (lengths[0], *lengths[1:-1], *hidden, lengths[-1])
     got = {}
+
+    def ask(dtype_name: str, n: int) -> dict:
+        return require_keys(bridge.inspect(impl, "pallas-kernel/call_with_dtype",
+                                           LearnerFunction("tolerance"), dtype_name, n),
+                            ("rtol", "atol", "why"), "tolerance")
+
     for dtype_name, dtype in DTYPES.items():
         for n in lengths:
-            t = require_keys(bridge.inspect(impl, "pallas-kernel/call_with_dtype",
-                                            LearnerFunction("tolerance"), dtype_name, n),
-                             ("rtol", "atol", "why"), "tolerance")
+            t = ask(dtype_name, n)
             rtol, atol = as_float(t["rtol"], "rtol"), as_float(t["atol"], "atol")
             fail_unless(rtol > 0 and atol >= 0, "rtol must be > 0 and atol >= 0",
                         yours=(rtol, atol))
-            rtol_in_bracket(rtol, dtype, dtype_name, n)
+            rtol_in_bracket(rtol, dtype, dtype_name, n, rtol_at=lambda m, d=dtype_name:
+                            as_float(ask(d, m)["rtol"], "rtol"))
             u32 = unit_roundoff(jnp.float32)
             small = atol < u32
             fail_unless(u32 <= atol <= ATOL_MAX_U32 * u32, f"your atol for {dtype_name}, "
@@ -226,9 +311,7 @@ def tolerance_from_dtype_and_length(impl, ctx):
     # called again in the same process, after the calls at other lengths and dtypes: the
     # same answer as the first call's
     for dtype_name, n in (("float32", lengths[0]), ("bfloat16", lengths[-1])):
-        t = require_keys(bridge.inspect(impl, "pallas-kernel/call_with_dtype",
-                                        LearnerFunction("tolerance"), dtype_name, n),
-                         ("rtol", "atol", "why"), "tolerance")
+        t = ask(dtype_name, n)
         again = (as_float(t["rtol"], "rtol"), as_float(t["atol"], "atol"))
         fail_unless(again == got[dtype_name, n], f"tolerance({dtype_name}, {n}) called "
                     "again gives another answer than its first call", yours=again,

@@ -20,6 +20,7 @@ import scipy.special
 from pallas_harness import (
     BLOCK_ROWS,
     DTYPES,
+    block_width,
     budget,
     checker,
     compare,
@@ -40,11 +41,6 @@ from coursekit.checking.errors import CheckFailed, LearnerCodeError, TamperEvide
 from coursekit.checking.learner import get_function
 from coursekit.checking.values import as_array, fail_unless, require_keys
 from coursekit.measure.pallas_inspect import KERNEL_CALL_MARKERS
-
-
-def block_width(n: int) -> int:
-    return max(128, 1 << max(0, int(n) - 1).bit_length())
-
 
 
 def describe(shape, block_rows: int) -> str:
@@ -351,15 +347,40 @@ def cross_check_sites(impl, x, block_rows: int, info: dict) -> dict:
     return facts
 
 
+# The backends execution_mode is asked about, each answer's right one: the accelerators
+# first, so that on a CPU machine an answer kept from an earlier call (a first call's
+# "compiled" given again for "cpu") is told apart from the argument left unread (the
+# machine's own "interpreted" for "gpu").
+MODES = (("gpu", "compiled"), ("tpu", "compiled"), ("cpu", "interpreted"))
+
+
+def mode_hint(backend: str, got, answers: dict, here: str) -> str:
+    """What a wrong ``execution_mode(backend)`` answer ``got`` shows, given the answers of
+    the calls before it in this check (``answers``: backend -> answer) and the mode of the
+    machine the learner's code runs on (``here``)."""
+    if answers and all(a == got for a in answers.values()):
+        asked = ", ".join(map(repr, answers))
+        return (f"execution_mode({backend!r}) gave {got!r}, the answer each earlier call "
+                f"gave ({asked}, right there): a later call with another backend argument "
+                "returned an earlier call's answer (or takes 'cpu' for an accelerator: "
+                "compiled Pallas does not run on CPU)")
+    if got == here and backend != "cpu":
+        return (f"execution_mode({backend!r}) gave {got!r}, the mode of the machine this "
+                f"runs on ({here}), not of the backend argument: the answer follows this "
+                "machine (or an earlier call's answer), not the backend it is asked about")
+    return "compiled Pallas does not run on CPU: there it must run with interpret=True"
+
+
 @checker.check(2)
 def execution_mode_by_backend(impl, ctx):
     mode = get_function(impl, "execution_mode")
-    for backend, want in (("cpu", "interpreted"), ("gpu", "compiled"), ("tpu", "compiled")):
+    here = "interpreted" if learner_backend(ctx) == "cpu" else "compiled"
+    answers = {}
+    for backend, want in MODES:
         got = mode(backend)
         fail_unless(got == want and isinstance(got, str), f"execution_mode({backend!r})",
-                    yours=got, expected=want, hint="compiled Pallas does not run on CPU: "
-                    "there it must run with interpret=True")
-    here = "interpreted" if learner_backend(ctx) == "cpu" else "compiled"
+                    yours=got, expected=want, hint=mode_hint(backend, got, answers, here))
+        answers[backend] = got
     got = mode()
     fail_unless(got == here, "execution_mode() without an argument must describe "
                 "jax.default_backend() where it runs", yours=got, expected=here)
@@ -431,6 +452,30 @@ def grid_and_blockspec(impl, ctx):
                         expected=[tuple(w) for w in want_index[:6]], hint="program i must "
                         "get row block i, and the whole row: column block 0 of every row")
         cross_check_sites(impl, x, block_rows, info)
+    divisible_grid(impl, rng, block_rows, shape[1])
+
+
+def divisible_grid(impl, rng, block_rows: int, cols: int) -> None:
+    """The grid once more, on rows that ``block_rows`` divides (the shapes before are
+    ragged, where a count rounded down plus one is ceil too): one program per block,
+    none past the last row (its block would lie wholly past the array's edge)."""
+    blocks = int(rng.integers(2, 5))
+    shape = (blocks * block_rows, cols)
+    x = jnp.zeros(shape, jnp.float32)  # the program is read, not run
+    info = learner_sites(impl, x, block_rows)
+    grid = info["sites"][0]["grid"] if info["sites"] else None
+    extra = isinstance(grid, list) and len(grid) == 1 and isinstance(grid[0], int) \
+        and grid[0] > blocks
+    too_many = "one program" if extra and grid[0] == blocks + 1 else \
+        f"{grid[0] - blocks} programs" if extra else ""
+    fail_unless(grid == [blocks], f"wrong grid for {describe(shape, block_rows)}",
+                yours=tuple(grid or ()), expected=(blocks,),
+                hint=(f"right on the ragged shapes before, and {too_many} too many where "
+                      f"block_rows divides the rows: program {blocks} owns "
+                      f"no row (its block starts at row {shape[0]}, past the array's edge; "
+                      f"{blocks} blocks of {block_rows} rows hold all {shape[0]})")
+                if extra else "one program per block of rows: where block_rows divides the "
+                "rows, exactly rows / block_rows programs")
 
 
 def kernel_matches(impl, ctx, dtype_name: str, salt: str) -> None:
