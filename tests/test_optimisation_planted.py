@@ -38,6 +38,9 @@ PLANTED = {
         (_WARM, _WARM.split("\n", 1)[1] + "    " + _WARM.split("\n", 1)[0] + "\n")]),
     "trace_with_the_warmup_rate": (1, "learner_trace_is_one_call_in_use", [
         ('problem["lr"] * 0.9)', 'problem["lr"])')]),
+    # issue 53 (blind-b3-trace-file-first-run): the oldest run in the logdir returned
+    "trace_file_of_the_first_run": (1, "learner_trace_is_one_call_in_use", [
+        ("    return runs[-1]\n", "    return runs[0]\n")]),
     "trace_with_python_tracer": (1, "learner_trace_is_one_call_in_use", [
         ("    options.python_tracer_level = 0\n    with jax.profiler.trace(logdir,",
          "    with jax.profiler.trace(logdir,")]),
@@ -64,6 +67,11 @@ PLANTED = {
          '"shares": {p: v / sum(phase_us.values()) for p, v in phase_us.items()}}')]),
     "shares_of_no_step_are_whole": (1, "breakdown_matches_checker_parse", [
         ("(v / step_us if step_us else 0.0)", "(v / step_us if step_us else 1.0)")]),
+    # issue 53 (blind-b3-forest-touching-event-not-popped): a phase that starts exactly
+    # where its sibling ends read as an overlap, so it and the rest of its step drop out
+    "breakdown_touching_phase_not_a_child": (1, "breakdown_matches_checker_parse", [
+        ("            while stack and ev.ts >= stack[-1].end:\n",
+         "            while stack and ev.ts > stack[-1].end:\n")]),
     "step_matched_by_prefix": (1, "breakdown_matches_checker_parse", [
         ("    found = [ev for ev in _walk(forest) if ev.name == step_region]\n"
          "    phase_us",
@@ -255,6 +263,9 @@ HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named e
          "shares_of_the_phases_total": "the phase's part of the phases' total",
          # issue 29: corpus mistakes the checker accepted (tests/mistakes/optimisation.py)
          "trace_with_the_warmup_rate": "no compile event inside any of its steps'",
+         "breakdown_touching_phase_not_a_child": "start exactly where the step's previous "
+                                                 "child ends",
+         "trace_file_of_the_first_run": "the earlier trace's file in the same logdir",
          "fast_logsumexp_unshifted": "float32's exp overflows",
          "sweep_copy_inside_the_fast_sample": "the copy is inside the timed sample",
          "sweep_slow_rounds_then_fast_rounds": "not measured in rounds that interleave",
