@@ -183,8 +183,9 @@ def none_hint(want, sizes: list[int], gains: list[float], threshold: float) -> s
     that all stay at or above it)."""
     if want is None:
         return "yours is None, as is the checker's"
-    k = bisect.bisect_right(sizes, want) - 1           # the pair the checker's crossing
-    if k == 0 and gains[0] < threshold:                # lies in (or at its first size)
+    k = min(bisect.bisect_right(sizes, want), len(sizes) - 1) - 1  # the pair the
+    # checker's crossing lies in (or at its first size)
+    if k == 0 and gains[0] < threshold:
         return (f"yours is None, yet the gain at the first size, {sizes[0]}, is already "
                 f"below the threshold ({gains[0]:.4g})")
     if k == 0:
