@@ -38,6 +38,9 @@ PLANTED = {
         (_WARM, _WARM.split("\n", 1)[1] + "    " + _WARM.split("\n", 1)[0] + "\n")]),
     "trace_with_the_warmup_rate": (1, "learner_trace_is_one_call_in_use", [
         ('problem["lr"] * 0.9)', 'problem["lr"])')]),
+    # issue 53 (blind-b3-trace-file-first-run): the oldest run in the logdir returned
+    "trace_file_of_the_first_run": (1, "learner_trace_is_one_call_in_use", [
+        ("    return runs[-1]\n", "    return runs[0]\n")]),
     "trace_with_python_tracer": (1, "learner_trace_is_one_call_in_use", [
         ("    options.python_tracer_level = 0\n    with jax.profiler.trace(logdir,",
          "    with jax.profiler.trace(logdir,")]),
@@ -64,6 +67,11 @@ PLANTED = {
          '"shares": {p: v / sum(phase_us.values()) for p, v in phase_us.items()}}')]),
     "shares_of_no_step_are_whole": (1, "breakdown_matches_checker_parse", [
         ("(v / step_us if step_us else 0.0)", "(v / step_us if step_us else 1.0)")]),
+    # issue 53 (blind-b3-forest-touching-event-not-popped): a phase that starts exactly
+    # where its sibling ends read as an overlap, so it and the rest of its step drop out
+    "breakdown_touching_phase_not_a_child": (1, "breakdown_matches_checker_parse", [
+        ("            while stack and ev.ts >= stack[-1].end:\n",
+         "            while stack and ev.ts > stack[-1].end:\n")]),
     "step_matched_by_prefix": (1, "breakdown_matches_checker_parse", [
         ("    found = [ev for ev in _walk(forest) if ev.name == step_region]\n"
          "    phase_us",
@@ -91,6 +99,15 @@ PLANTED = {
     "fast_logsumexp_unshifted": (2, "fast_matches_contract", [
         ("    lse = jax.nn.logsumexp(logits, axis=-1)\n",
          "    lse = jnp.log(jnp.exp(logits).sum(axis=-1))\n")]),
+    # issue 53 (blind-b3-fast-jit-cache-by-shape-closes-lr): a program per shape whose
+    # closure holds the first call's learning rate
+    "fast_closure_keeps_first_lr": (2, "fast_matches_contract", [
+        ("    return _train(params, tokens, targets, jnp.float32(lr))\n",
+         "    cache = train_fast.__dict__.setdefault('by_shape', {})\n"
+         "    if tokens.shape not in cache:\n"
+         "        cache[tokens.shape] = jax.jit(\n"
+         "            lambda p, t, y: _train(p, t, y, jnp.float32(lr)))\n"
+         "    return cache[tokens.shape](params, tokens, targets)\n")]),
     # gain_sweep (and its helper _measure_pair) -----------------------------------------
     "sweep_copy_inside_the_fast_sample": (3, "sweep_matches_checker", [
         ("        return train_fast(copies.pop(), *args, next(lrs))\n",
@@ -129,6 +146,10 @@ PLANTED = {
         ("            f = (math.log(g0) - math.log(threshold)) / (math.log(g0) - math.log(g1))\n"
          "            return float(math.exp(math.log(b0) + f * (math.log(b1) - math.log(b0))))\n",
          "            return float(b0 + (g0 - threshold) / (g0 - g1) * (b1 - b0))\n")]),
+    # issue 53 (blind-b3-crossover-first-pair-only): `return None` inside the loop
+    "crossover_first_pair_only": (3, "crossover_interpolation", [
+        ("(math.log(b1) - math.log(b0))))\n    return None\n",
+         "(math.log(b1) - math.log(b0))))\n        return None\n")]),
     "crossover_misses_below_at_once": (3, "crossover_interpolation", [
         ("    if gains[0] < threshold:\n        return float(batch_sizes[0])\n", "")]),
     # predict_crossover -----------------------------------------------------------------
@@ -180,7 +201,17 @@ PLANTED = {
     "prediction_reports_the_medians_swapped": (3, "prediction_is_the_model_of_your_medians", [
         ('    medians = {"median_slow_s": [s0, s1], "median_fast_s": [f0, f1]}\n',
          '    medians = {"median_slow_s": [f0, f1], "median_fast_s": [s0, s1]}\n')]),
+    # issue 53 (blind-b3-predict-medians-cached-by-batch): medians kept by batch size
+    "prediction_medians_kept_by_batch": (3, "prediction_is_the_model_of_your_medians", [
+        ("    fit = {}\n    for b in (small, large):\n",
+         "    fit = predict_crossover.__dict__.setdefault('fit', {})\n"
+         "    for b in (small, large):\n        if b in fit:\n            continue\n")]),
     # write_run_records -----------------------------------------------------------------
+    # issue 53 (blind-b3-records-expected-kept-across-calls): the first call's expected
+    # outputs kept for every later call
+    "records_expected_kept_across_calls": (4, "records_valid_for_decide", [
+        ("    expected = None\n", "    expected = write_run_records.__dict__.get('kept')\n"),
+        ("            expected = out\n", "            expected = write_run_records.kept = out\n")]),
     "records_output_ok_written_in": (4, "output_ok_is_measured", [   # and always timed
         ('"output_ok": bool(ok),', '"output_ok": True,'),
         ("            if ok:\n", "            if True:\n")]),
@@ -255,6 +286,14 @@ HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named e
          "shares_of_the_phases_total": "the phase's part of the phases' total",
          # issue 29: corpus mistakes the checker accepted (tests/mistakes/optimisation.py)
          "trace_with_the_warmup_rate": "no compile event inside any of its steps'",
+         "breakdown_touching_phase_not_a_child": "start exactly where the step's previous "
+                                                 "child ends",
+         "trace_file_of_the_first_run": "the earlier trace's file in the same logdir",
+         "fast_closure_keeps_first_lr": "at the first call's lr at this shape",
+         "crossover_first_pair_only": "None is what examining the first pair only answers",
+         "prediction_medians_kept_by_batch": "exactly the ones an earlier call returned",
+         "records_expected_kept_across_calls": "raised in a process that had called it "
+                                               "before on another problem",
          "fast_logsumexp_unshifted": "float32's exp overflows",
          "sweep_copy_inside_the_fast_sample": "the copy is inside the timed sample",
          "sweep_slow_rounds_then_fast_rounds": "not measured in rounds that interleave",

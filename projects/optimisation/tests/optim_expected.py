@@ -42,7 +42,8 @@ def answers_of(path: Path) -> dict:
                                                   "shares")},
             "limiting": {k: limit[k] for k in ("phase", "share", "evidence",
                                                "amdahl_ceiling", "below")},
-            "not_phases": stage1.not_phases(path)}
+            "not_phases": stage1.not_phases(path),
+            "touching": stage1.touching_phases(path)}
 
 
 def stored_answers() -> dict:

@@ -44,7 +44,12 @@ from coursekit.checking import bridge
 from coursekit.checking.bridge import LearnerFunction, process_cpu_s
 from coursekit.checking.contract import Checker
 from coursekit.checking.device import learner_may_hold_accelerator
-from coursekit.checking.errors import CheckFailed, CheckInconclusive, TamperEvidence
+from coursekit.checking.errors import (
+    CheckFailed,
+    CheckInconclusive,
+    LearnerCodeError,
+    TamperEvidence,
+)
 from coursekit.checking.probes import (
     ratio_verdict,
     reported_times_within_wall,
@@ -409,6 +414,23 @@ def timed_pair(versions: Versions, i: int, slow_calls: int, fast_calls: int,
         slow_s, slow_losses = versions.slow(slow_lrs)
     return {"slow_s": slow_s, "fast_s": fast_s, "lr": lrs[k],
             "checked": (fast_losses[k], slow_losses[0])}
+
+
+def answers_in_a_fresh_process(impl, call) -> bool:
+    """Whether ``call(module)`` answers in a new learner process of the same file (and
+    environment): where the same call raised in a process that had made earlier calls,
+    what they left behind made it raise."""
+    process = getattr(impl, "__bridge__", None)
+    if not isinstance(process, bridge.LearnerProcess):
+        return False
+    fresh = bridge.LearnerProcess(process.impl_path, env=process.extra_env)
+    try:
+        call(fresh.module())
+        return True
+    except LearnerCodeError:
+        return False
+    finally:
+        fresh.close()
 
 
 def times_within_call(what: str, times, wall_s: float) -> None:

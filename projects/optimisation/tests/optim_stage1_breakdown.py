@@ -100,7 +100,9 @@ def synthetic_trace(ctx) -> Path:
     every phase event, the event name with the largest summed time (one long call, with a
     same-named call nested inside it as real traces nest ``PjitFunction``) is not the one
     with the largest count (several short calls), so the evidence is told apart from a
-    count or a nested sum."""
+    count or a nested sum. In every step one phase starts exactly where the phase before
+    it ends (a drawn one): both are direct children of the step, which a parse that
+    closes an event only after its end misreads as an overlap."""
     rng = ctx.rng("synthetic")
     heavy, light = "PjitFunction(matmul)", "ParseArguments"
     extras = ["PjitFunction(tanh)", "PjitFunction(sgd)", "np.asarray(jax.Array)"]
@@ -134,9 +136,10 @@ def synthetic_trace(ctx) -> Path:
         gap = sum(durs) * float(rng.uniform(1.1, 1.6))
         lead = gap * float(rng.uniform(0.3, 0.7))
         t += lead
-        for phase, dur in zip(PHASES, durs):
+        touching = int(rng.integers(1, len(PHASES)))          # starts where the one before
+        for k, (phase, dur) in enumerate(zip(PHASES, durs)):  # it ends, to the float
             phase_event(phase, t, dur, decoy=phase == PHASES[0])
-            t += dur + float(rng.uniform(0.5, 3))
+            t += dur + (0.0 if k + 1 == touching else float(rng.uniform(0.5, 3)))
         trail = gap - lead
         for name, at in ((NO_PHASE[0], 0.1), (NO_PHASE[1], 0.55)):
             x(name, t + at * trail, 0.35 * trail)             # a child of no phase, with
@@ -258,9 +261,36 @@ def not_phases(path: Path) -> dict[str, dict[str, float]]:
     return found
 
 
-def phase_hint(not_phase_sums: dict, key: str, phase: str, yours: float, want: dict) -> str:
+# Phases of a step a parse can lose at a touching boundary, by which ones.
+AT_TOUCHING = {
+    "touching": "events that start exactly where the step's previous child ends",
+    "from-touching": "events that start exactly where the step's previous child ends, and "
+                     "those after them in the step"}
+
+
+def touching_phases(path: Path) -> dict[str, dict[str, float]]:
+    """{kind: {phase: summed us}} of the phases of a step (direct children) that start
+    exactly where the child before them ends, and of those with every phase after them
+    in their step (the AT_TOUCHING kinds)."""
+    raw = [e for e in traces.load_events(path) if e.get("ph") == "X" and "dur" in e]
+    found = {kind: {p: 0.0 for p in PHASES} for kind in AT_TOUCHING}
+    for s in (ev for ev in forest.walk(forest.build_forest(raw)) if ev.name == STEP):
+        children = sorted(s.children, key=lambda c: c.ts)
+        after = False
+        for before, child in zip([None, *children], children):
+            touches = before is not None and child.ts == before.end
+            after = after or touches
+            if child.name in PHASES:
+                found["touching"][child.name] += child.dur if touches else 0.0
+                found["from-touching"][child.name] += child.dur if after else 0.0
+    return found
+
+
+def phase_hint(not_phase_sums: dict, key: str, phase: str, yours: float, want: dict,
+               touching: dict | None = None) -> str:
     """The hint for a phase_us or share that differs: the kind of phase-named events that
-    accounts for the difference exactly, and only that; else the rule."""
+    accounts for the difference exactly, and only that (those a parse added that are no
+    phase, or the phases it lost at a touching boundary); else the rule."""
     if key == "shares":
         phases = sum(want["phase_us"].values())
         if phases and close(yours, want["phase_us"][phase] / phases):
@@ -269,6 +299,12 @@ def phase_hint(not_phase_sums: dict, key: str, phase: str, yours: float, want: d
         return (f"yours is {yours / want['shares'][phase]:.4g}x the checker's share"
                 if want["shares"][phase] else "the checker's share is 0: no such phase")
     more = yours - want["phase_us"][phase]
+    for kind, sums in (touching or {}).items():
+        if more < 0 and sums[phase] and close(-more, sums[phase]):
+            return (f"yours is {-more:.6g} us less than the checker's: exactly the "
+                    f"{phase!r} {AT_TOUCHING[kind]}, touching, not overlapping (one event "
+                    "ends exactly where the next begins): each is a direct child of its "
+                    "step")
     found = {kind: sums[phase] for kind, sums in not_phase_sums.items() if sums[phase]}
     for n in range(1, len(found) + 1):  # the fewest kinds that add up to the difference
         for kinds in itertools.combinations(found, n):
@@ -299,6 +335,9 @@ class Case:
 
     def not_phases(self) -> dict:
         return self.stored["not_phases"] if self.stored else not_phases(self.path)
+
+    def touching(self) -> dict:
+        return self.stored["touching"] if self.stored else touching_phases(self.path)
 
 
 def cases(ctx, limiting: bool = False):
@@ -346,7 +385,8 @@ def breakdown_matches_checker_parse(impl, ctx):
                 if not close(value, want[key][p]):
                     fail_unless(False, f"{label}: {key}[{p!r}] differs from the checker's "
                                 "parse", yours=theirs[p], expected=want[key][p],
-                                hint=phase_hint(case.not_phases(), key, p, value, want))
+                                hint=phase_hint(case.not_phases(), key, p, value, want,
+                                                case.touching()))
         fail_unless(close(as_float(got["other_us"], "other_us"), want["other_us"]),
                     f"{label}: other_us differs", yours=got["other_us"],
                     expected=want["other_us"])
@@ -412,6 +452,37 @@ def limiting_operation_named(impl, ctx):
                     hint=evidence_hint(ev, want["below"], want["evidence"]["event"]))
 
 
+def step_events(path: Path) -> int:
+    return sum(1 for e in traces.load_events(path) if e.get("ph") == "X"
+               and e.get("name") == STEP)
+
+
+def second_trace_checked(impl, ctx, config: dict, seed: int, folder: Path, first: str,
+                         traced_at: float) -> None:
+    """trace_slow called once more into the folder that holds its first trace, with
+    fewer steps (the same sizes per step and seed, so the same compiled operations): the
+    file it returns is of this call, not the earlier one there."""
+    steps = int(ctx.rng("second-trace").integers(3, 7))
+    assert steps != config["steps"]
+    # a profiler run's folder is named by the second it ends in: a second apart from the
+    # first (usually past already), so the two are two runs (one name holds the last only)
+    time.sleep(max(0.0, traced_at + 1.05 - time.time()))
+    path = impl.trace_slow(dict(config, steps=steps), seed, str(folder))
+    fail_unless(isinstance(path, str) and Path(path).is_file(),
+                "trace_slow must return the path of the trace file it wrote", yours=path)
+    found = step_events(copy_once(path, ctx.subdir("taken"), inside=folder,
+                                  what="the trace trace_slow returned"))
+    earlier = step_events(Path(first))
+    fail_unless(found == steps, f"trace_slow called a second time, with {steps} steps, "
+                "into the same logdir as an earlier trace: the file it returned is not of "
+                "this call", yours=f"{found} {STEP!r} events", expected=steps,
+                hint=f"the file holds {found} steps, the earlier trace's count "
+                f"({earlier} steps, the first run in that logdir): the path returned is "
+                "the earlier trace's file in the same logdir, not the newest"
+                if found == earlier else f"one call of {steps} steps holds {steps} step "
+                "events")
+
+
 @checker.check(1)
 def learner_trace_is_one_call_in_use(impl, ctx):
     require_written(impl, "trace_slow")  # before the checker's own timed calls
@@ -434,6 +505,7 @@ def learner_trace_is_one_call_in_use(impl, ctx):
     samples = [timed(problem["lr"] * 0.8)]              # before the learner's trace ...
     folder = ctx.learner_dir("learner-trace")
     path = impl.trace_slow(config, seed, str(folder))
+    traced_at = time.time()
     samples += [timed(problem["lr"] * 0.75), timed(problem["lr"] * 0.7)]   # ... and after
     fail_unless(isinstance(path, str) and Path(path).is_file(),
                 "trace_slow must return the path of the trace file it wrote", yours=path)
@@ -488,6 +560,7 @@ def learner_trace_is_one_call_in_use(impl, ctx):
                     "others' median (the compile a new learning rate causes)",
                     hint="the traced call's update ran without a compile: your process "
                     "had compiled that learning rate before the trace")
+    second_trace_checked(impl, ctx, config, seed, folder, path, traced_at)
     reference = float(np.median(samples))
     within_ratio(got["step_us"] * 1e-6, reference, TRACE_WINDOW, "the traced step",
                  "your traced steps sum to another time than one steady call of train_slow "

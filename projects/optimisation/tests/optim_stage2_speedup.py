@@ -36,6 +36,7 @@ import numpy as np
 from optim_harness import (
     Rounds,
     Versions,
+    answers_in_a_fresh_process,
     check_budget,
     checker,
     decide,
@@ -214,6 +215,7 @@ def fast_matches_contract(impl, ctx):
                "steps": int(rng.integers(4, 7))}]
     for i, config in enumerate(shapes):
         label = ", ".join(f"{k}={v}" for k, v in config.items())
+        first = None
         for j in range(2 if i else 1):   # new values of one shape: a cached result fails
             problem = slow_step.make_problem(config, ctx.seed * 7 + 10 * i + j)
             lr = problem["lr"] * (1 + 0.1 * j)
@@ -221,9 +223,16 @@ def fast_matches_contract(impl, ctx):
                 learner_train(impl, problem, lr)
             want = slow_step.train_slow(problem["params"], problem["tokens"],
                                         problem["targets"], lr)
-            compare_outputs(got, want, label, " on new values of a shape seen before "
-                            "(a result kept from an earlier call?)" if j else "",
-                            device=device_rounding(impl, ctx, problem, lr, want))
+            try:
+                compare_outputs(got, want, label, " on new values of a shape seen before "
+                                "(a result kept from an earlier call?)" if j else "",
+                                device=device_rounding(impl, ctx, problem, lr, want))
+            except CheckFailed as err:
+                if first is not None:
+                    err.hint = kept_from_first_call(got, want, problem, lr, *first) \
+                        or err.hint
+                raise
+            first = (lr, got)
         if config["steps"] == 1:
             grads = slow_step.reference_grads(problem["params"], problem["tokens"][0],
                                               problem["targets"][0])
@@ -240,6 +249,39 @@ def fast_matches_contract(impl, ctx):
     confident_model_checked(impl, ctx, shapes[-1])
 
 
+def worst_excess(got, want) -> float:
+    """The worst output of ``got`` against ``want`` in units of the contract's tolerance
+    (inf where they cannot be compared)."""
+    try:
+        (g_params, g_losses), (w_params, w_losses) = got, want
+        pairs = [(g_losses, w_losses)] + [(g_params[k], w_params[k]) for k in w_params]
+        found = max(excess(g, w) for g, w in pairs)
+    except (KeyError, TypeError, ValueError):
+        return math.inf
+    return found if math.isfinite(found) else math.inf
+
+
+def kept_from_first_call(got, want, problem: dict, lr: float, first_lr: float,
+                         first_got) -> str | None:
+    """The hint for a second call of a shape whose outputs are wrong, by what they are:
+    train_slow's on this call's values at the first call's learning rate, or the first
+    call's outputs themselves (each 10x nearer than to this call's right outputs). None
+    when neither."""
+    off = worst_excess(got, want)
+    stale = slow_step.train_slow(problem["params"], problem["tokens"], problem["targets"],
+                                 first_lr)
+    if worst_excess(got, stale) * 10 <= off:
+        return (f"your outputs are train_slow's on this call's new values at the first "
+                f"call's lr at this shape ({first_lr:.6g}), not this call's ({lr:.6g}): "
+                "the learning rate was kept from the first call of this shape, in state "
+                "kept across calls keyed on shape (a cache, a closure, a compiled program) "
+                "where a new lr comes with every call")
+    if worst_excess(got, first_got) * 10 <= off:
+        return ("your outputs are the first call's at this shape, returned again for new "
+                "values: a result kept from an earlier call (a cache keyed on shape)")
+    return None
+
+
 CARRIED_HINT = ("your train_fast answers a call from something an earlier call of another "
                 "shape left behind: state kept across calls (a cache, a compiled program) "
                 "keyed on less than everything that shapes the call")
@@ -253,16 +295,9 @@ def after_earlier_calls(impl, problem: dict, lr: float, label: str):
     try:
         return learner_train(impl, problem, lr)
     except LearnerCodeError as err:
-        process = getattr(impl, "__bridge__", None)
-        if not isinstance(process, bridge.LearnerProcess):
-            raise
-        fresh = bridge.LearnerProcess(process.impl_path, env=process.extra_env)
-        try:
-            learner_train(fresh.module(), problem, lr)
-        except LearnerCodeError:
+        if not answers_in_a_fresh_process(impl, lambda module: learner_train(module, problem,
+                                                                             lr)):
             raise err from None
-        finally:
-            fresh.close()
         raise CheckFailed(f"{label}: train_fast raised in a process that had called it "
                           "before at other shapes, and answered in a fresh process",
                           yours=str(err), expected="the outputs a fresh call gives",

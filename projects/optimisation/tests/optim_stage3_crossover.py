@@ -56,6 +56,7 @@ INCONCLUSIVE unless something already failed, within one call of yours of its bu
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 
@@ -176,10 +177,31 @@ def crossover_case(rng, case: int) -> tuple[list[int], list[float], float, objec
     return sizes, gains, threshold, crossing, crossing
 
 
+def none_hint(want, sizes: list[int], gains: list[float], threshold: float) -> str:
+    """Where the gains cross a threshold a None answer says they never cross: at the
+    first size, in the first pair of neighbouring sizes, or in a later pair (after pairs
+    that all stay at or above it)."""
+    if want is None:
+        return "yours is None, as is the checker's"
+    k = min(bisect.bisect_right(sizes, want), len(sizes) - 1) - 1  # the pair the
+    # checker's crossing lies in (or at its first size)
+    if k == 0 and gains[0] < threshold:
+        return (f"yours is None, yet the gain at the first size, {sizes[0]}, is already "
+                f"below the threshold ({gains[0]:.4g})")
+    if k == 0:
+        return (f"yours is None, yet the gains fall below the threshold in the first pair "
+                f"of neighbouring sizes, {sizes[0]} to {sizes[1]}")
+    return (f"yours is None, yet the gains fall below the threshold between sizes "
+            f"{sizes[k]} and {sizes[k + 1]} (gains {gains[k]:.4g} and {gains[k + 1]:.4g}); "
+            f"the {k} pair(s) of neighbouring sizes before it, from the first pair "
+            f"({sizes[0]} to {sizes[1]}) on, stay at or above it: None is what examining "
+            "the first pair only answers here")
+
+
 def crossover_hint(got, want, sizes: list[int], gains: list[float], threshold: float) -> str:
     """Where a wrong crossover lies against the gains it was given."""
     if got is None:
-        return "yours is None, yet a gain here falls below the threshold"
+        return none_hint(want, sizes, gains, threshold)
     if want is None:
         return f"yours is {got}, yet no gain here falls below the threshold"
     try:
@@ -720,7 +742,35 @@ def stubbed_prediction_checked(impl, ctx) -> None:
             [config, small, large, threshold, ctx.seed + 9],
             slow_s=MODEL_STUB_S["slow"], fast_s=MODEL_STUB_S["fast"], copy_s=0.0,
             per_example_s=MODEL_PER_EXAMPLE_S)
-        replay(prediction_of(answer["result"], threshold), threshold, small, large)
+        later = prediction_of(answer["result"], threshold)
+        measured_by_this_call(answer, later, got, small, large, threshold)
+        replay(later, threshold, small, large)
+
+
+def measured_by_this_call(answer: dict, got: dict, earlier: dict, small: int, large: int,
+                          threshold: float) -> None:
+    """A stubbed predict_crossover call after an earlier one (another seed, other stubs)
+    made calls of both versions at both sizes itself (the stubs, self-reported, saw
+    them): each median it reports is of this call's own measurements. ``earlier``: the
+    earlier call's answer, named when the medians are exactly its."""
+    for version in ("slow", "fast"):
+        for column, b in enumerate((small, large)):
+            made = sum(1 for v, batch, *_ in answer["calls"] if v == version and batch == b)
+            key = f"median_{version}_s"
+            repeated = got[key] == earlier[key]
+            fail_unless(
+                made > 0,
+                f"threshold {threshold:.3g}, with both versions replaced by the checker's "
+                f"stubs, a second call (another seed, the stubs' lengths changed): your "
+                f"{key} at batch {b} is {got[key][column]:.4g} s, yet this call made no "
+                f"{version} call at batch {b}",
+                yours=f"{made} {version} calls at batch {b}; medians {got[key]}",
+                expected="a median of the calls this call made (the stubs', self-reported)",
+                hint=("your medians are exactly the ones an earlier call returned at the "
+                      f"same batch sizes ({earlier[key]}): timings kept from an earlier "
+                      "call (a cache keyed on batch size alone), where each call measures "
+                      "its own config and seed" if repeated else
+                      "each call measures both versions at both sizes itself"))
 
 
 # In a learner's copy (no model of the course's to replay with): thresholds drawn where
@@ -756,7 +806,9 @@ def stub_bracket(impl, ctx, floor: dict, config: dict, small: int, large: int) -
         [config, small, large, threshold, ctx.seed + 9],
         slow_s=MODEL_STUB_S["slow"], fast_s=MODEL_STUB_S["fast"], copy_s=0.0,
         per_example_s=MODEL_PER_EXAMPLE_S)
-    got = prediction_of(answer["result"], threshold)["crossover"]
+    later = prediction_of(answer["result"], threshold)
+    measured_by_this_call(answer, later, floor, small, large, threshold)
+    got = later["crossover"]
     if got is None:
         return  # lines through noisy medians may not meet: the grader decides it exactly
     gain = stub_gain(max(got, 1.0))
@@ -767,6 +819,23 @@ def stub_bracket(impl, ctx, floor: dict, config: dict, small: int, large: int) -
                 expected=f"a batch where it is within {STUB_GAIN_SLACK}x of {threshold:.3g}",
                 hint="your crossover is not where the gain modelled from your medians falls "
                 "to the threshold you were given")
+
+
+def not_repeated(got: dict, done: list[dict], threshold: float) -> None:
+    """The medians of a predict_crossover call are its own: measured times that equal an
+    earlier call's to the last digit (another seed, another threshold) were kept."""
+    for j, earlier in enumerate(done):
+        yours = earlier.get("yours") or {}
+        same = (got["median_slow_s"] == yours.get("slow")
+                and got["median_fast_s"] == yours.get("fast"))
+        fail_unless(not same, f"predict_crossover (threshold {threshold:.3g}): your medians "
+                    f"are exactly those of call {j + 1} (threshold "
+                    f"{yours.get('threshold', 0):.3g}, another seed), to the last digit",
+                    yours={"median_slow_s": got["median_slow_s"],
+                           "median_fast_s": got["median_fast_s"]},
+                    expected="medians of this call's own measurements",
+                    hint="timings kept from an earlier call (a cache keyed on batch size "
+                    "alone), where each call measures its own config and seed")
 
 
 def prediction_rounds(impl, ctx) -> Rounds:
@@ -795,6 +864,7 @@ def prediction_rounds(impl, ctx) -> Rounds:
             t = threshold(i)
             got = prediction_of(impl.predict_crossover(sweep_config(ctx), small, large, t,
                                                        ctx.seed + 4 + 2 * i), t)
+            not_repeated(got, rounds.done, t)
             times_within_call(f"predict_crossover (threshold {t:.3g})",
                               got["median_slow_s"] + got["median_fast_s"],
                               impl.__bridge__.last_wall_s)

@@ -53,6 +53,7 @@ import numpy as np
 from optim_harness import (
     Rounds,
     Versions,
+    answers_in_a_fresh_process,
     check_budget,
     checker,
     decide,
@@ -60,6 +61,7 @@ from optim_harness import (
     losses_agree,
     no_copy_in_sample,
     odd,
+    size_text,
     timed_pair,
     times_within_call,
     timing_config,
@@ -68,7 +70,7 @@ from optim_harness import (
 
 from coursekit.checking import bridge
 from coursekit.checking.bridge import LearnerFunction
-from coursekit.checking.errors import CheckInconclusive
+from coursekit.checking.errors import CheckFailed, CheckInconclusive, LearnerCodeError
 from coursekit.checking.frozen import read_once
 from coursekit.checking.values import fail_unless, require_keys
 from coursekit.measure import device_trace, traces
@@ -179,9 +181,19 @@ def many_calls_honoured(impl, ctx) -> None:
     rng = ctx.rng("many-calls")
     iters = int(rng.integers(30, 41))
     outdir = ctx.learner_dir("records-many")
-    records = read_records(impl.write_run_records(
-        tiny_config(rng, batch=odd(rng, 3, 9)), ctx.seed + 9, str(outdir), warmup=1,
-        iters=iters), outdir, f"write_run_records (iters={iters})")
+    config = tiny_config(rng, batch=odd(rng, 3, 9))
+
+    def made_by(module, into: Path):
+        return module.write_run_records(config, ctx.seed + 9, str(into), warmup=1,
+                                        iters=iters)
+    try:
+        paths = made_by(impl, outdir)
+    except LearnerCodeError as err:
+        if not answers_in_a_fresh_process(
+                impl, lambda module: made_by(module, ctx.learner_dir("records-many-fresh"))):
+            raise
+        raised_after_earlier_records(err, config, timing_config(ctx))
+    records = read_records(paths, outdir, f"write_run_records (iters={iters})")
     for label, rec in records.items():
         output_ok_passed(rec, label, f"write_run_records (iters={iters}): ")
         fail_unless(len(rec.get("samples_s") or []) == iters,
@@ -193,14 +205,40 @@ def many_calls_honoured(impl, ctx) -> None:
                                     1, iters, f"write_run_records (iters={iters}): ")
 
 
+def raised_after_earlier_records(err: LearnerCodeError, config: dict, earlier: dict) -> None:
+    """write_run_records raised on ``config`` in a process whose earlier calls were on
+    ``earlier``'s problem, and answered in a fresh process: failed, with the shapes of the
+    earlier problem's parameters the error names, if it names any."""
+    said = str(err).replace(" ", "")
+    sizes = slow_step.sizes(earlier)
+    shapes = {"embed": (sizes["vocab"], sizes["embed"]), "w1": (sizes["embed"], sizes["hidden"]),
+              "w2": (sizes["hidden"], sizes["vocab"])}
+    named = [f"params[{k!r}] {shape}" for k, shape in shapes.items()
+             if "({},{})".format(*shape) in said]
+    raise CheckFailed(
+        f"write_run_records on {size_text(config)} raised in a process that had called it "
+        f"before on another problem ({size_text(earlier)}), and answered the same call in a "
+        "fresh process", yours=str(err), expected="the records a fresh call writes",
+        hint=("the error names the shape of the earlier call's "
+              f"{' and '.join(named)}: arrays of an earlier call's problem (its outputs?), "
+              "kept across calls, were used in this one" if named else
+              "state kept from an earlier call (a cache, arrays of its problem) answers "
+              "this one: each call works on its own config and seed")) from None
+
+
 def output_ok_passed(rec: dict, label: str, what: str = "") -> None:
     """The record's own output check passed. Where train_fast is right (stage 2 holds it
     to train_slow's outputs), a False says the two first calls had different inputs."""
+    timed = '' if rec.get('samples_s') else ', so it timed nothing'
     fail_unless(rec.get("output_ok") is True, f"{what}the {label} record's output check did "
                 "not pass", yours=rec.get("output_ok"), expected=True,
-                hint=f"your {label} record says its first call's outputs differ from "
-                f"train_slow's{'' if rec.get('samples_s') else ', so it timed nothing'}: "
-                "output_ok compares the two first calls "
+                hint=f"your before record says train_slow's own first outputs differ from "
+                f"train_slow's{timed}: they were compared with something other than this "
+                "call's first train_slow outputs on the problem's own params, tokens, "
+                "targets and learning rate (an earlier call's, of another seed?)"
+                if label == "before" else
+                f"your {label} record says its first call's outputs differ from "
+                f"train_slow's{timed}: output_ok compares the two first calls "
                 "on the problem's own params, tokens, targets and learning rate, and a first "
                 "call given another (a new learning rate) fails it even where train_fast is "
                 "right (stage 2 checks train_fast itself)")
