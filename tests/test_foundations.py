@@ -141,6 +141,19 @@ def test_mse_that_keeps_its_first_result_per_shape_fails(planted):
     assert failing(result) == {"mse_matches_float64_reference"}, result["stdout"]
 
 
+# issue 53 (blind-b3-mse-assumes-leading-batch-axis): a mean over axis 0 first, right for
+# every rank but 0-d, where it raises; the hint names the rank after the others ran.
+MSE_NO_AXIS = bug("mse-axis-0-first", [
+    (MSE, "return jnp.mean(jnp.mean((pred - target) ** 2, axis=0))")], "1",
+    only="mse_matches_float64_reference")
+
+
+def test_mse_that_raises_on_0d_inputs_hears_the_rank(planted):
+    result = run_bug(planted, MSE_NO_AXIS)
+    assert result["status"] == {"mse_matches_float64_reference": "error"}, result["stdout"]
+    assert "it raised on 0-d inputs" in result["stdout"], result["stdout"]
+
+
 # A padding-style masked mean (from sequence code) treats a zero in target as "no value":
 # right on random normals, which are never exactly 0, so only inputs with zeros show it.
 MSE_MASKED = bug("mse-masked-zeros", [(MSE, (
@@ -166,6 +179,9 @@ GRAD_BUGS = [
     ("no-factor-2", [(GRADS_RETURN,
                       'return {"w": (x.T @ residual) / n, "b": jnp.sum(residual) / n}')],
      "the square's derivative brings a factor 2"),
+    # issue 53 (blind-b3-grads-bessel-divisor)
+    ("n-minus-1", [(GRADS_RETURN, GRADS_RETURN.replace("/ n", "/ (n - 1)"))],
+     "n / (n - 1) = "),
     ("b-from-w", [(GRADS_RETURN,
                    'return {"w": 2.0 * (x.T @ residual) / n, "b": 2.0 * jnp.mean(x) / n}')],
      "gradient for 'b'"),
@@ -547,6 +563,43 @@ def test_a_step_kept_from_an_earlier_call_fails_the_repeated_calls(planted, name
     assert "state carried from an earlier call" in result["stdout"], result["stdout"]
 
 
+# issue 53 (blind-b3-fit-batch-clipped-to-n): a batch capped at the rows; the contract's
+# batch is any count of draws with replacement, and call 3 has fewer rows than the batch.
+FIT_BATCH_CAPPED = bug("fit-batch-capped-at-n", [(
+    "    n = x.shape[0]\n\n    @jax.jit\n    def step(params, k_step):\n",
+    "    n = x.shape[0]\n    batch = min(batch, n)\n\n"
+    "    @jax.jit\n    def step(params, k_step):\n")],
+    "2", only=REPEATED)
+
+
+def test_a_batch_capped_at_the_rows_fails_the_call_with_fewer_rows(planted):
+    result = run_bug(planted, FIT_BATCH_CAPPED)
+    assert failing(result) == {"fit_repeated_calls_match_replay"}, result["stdout"]
+    assert "so a batch larger than n repeats rows" in result["stdout"], result["stdout"]
+
+
+# issue 53 (blind-b3-workload-memoised-by-seed): the workload kept per (seed, sizes), so a
+# second call with the same seed and another batch, lr and steps returns the first's.
+WL_KEYS = "    k_data, k_train = jax.random.split(jax.random.key(seed))\n"
+WL_ACCURACY = ('"test_accuracy": float(classifier.accuracy(params, x[n_train:], '
+               'y[n_train:]))}\n')
+WORKLOAD_MEMO = bug("workload-memo", [
+    ("def reference_workload(", "_RUNS = {}\n\n\ndef reference_workload("),
+    (WL_KEYS, "    if (seed, n_train, n_test) in _RUNS:\n"
+              "        return _RUNS[seed, n_train, n_test]\n" + WL_KEYS),
+    ('    return {"params": params,\n',
+     '    _RUNS[seed, n_train, n_test] = {"params": params,\n'),
+    (WL_ACCURACY, WL_ACCURACY + "    return _RUNS[seed, n_train, n_test]\n")],
+    "3", only="workload_second_call_matches_replay")
+
+
+def test_a_workload_kept_from_an_earlier_call_fails_its_second_call(planted):
+    result = run_bug(planted, WORKLOAD_MEMO)
+    assert failing(result) == {"workload_second_call_matches_replay"}, result["stdout"]
+    assert "returned the params of the first call" in result["stdout"], result["stdout"]
+    assert "state carried from an earlier call" in result["stdout"], result["stdout"]
+
+
 FIT_NO_REPLACEMENT = bug("fit-rows-without-replacement", [(FIT_ROWS, FIT_ROWS.replace(
     "jax.random.randint(k_step, (batch,), 0, n)", "jax.random.permutation(k_step, n)[:batch]"
 ))], "2", only="fit_follows_key_protocol")
@@ -603,15 +656,20 @@ def test_the_stored_replays_are_a_fresh_generation():
     ("solution", "2", "pass"), ("solution", "3", "pass"),
     ("rows-without-replacement", "2", "drawn without replacement"),
     ("cached-step", "2", "state carried from an earlier call"),
-    ("bfloat16", "3", "x rounded to bfloat16")])
+    ("batch-capped", "2", "so a batch larger than n repeats rows"),
+    ("bfloat16", "3", "x rounded to bfloat16"),
+    ("workload-memo", "3", "returned the params of the first call")])
 def test_stored_replays_give_the_verdicts_of_the_live_ones(tmp_path, impl, stage, verdict):
     """Where the sealed programs are absent (a learner's copy), the replay checks run on
     the public inputs against the stored outputs: the reference passes, mistakes fail
     with their named hints."""
     edits = {"solution": [], "rows-without-replacement": BUGS[FIT_NO_REPLACEMENT].replacements,
              "cached-step": BUGS[FIT_CACHED_STEP].replacements,
-             "bfloat16": BUGS[TRAIN_BFLOAT16].replacements}[impl]
-    only = {"2": REPEATED, "3": "train_follows_key_protocol,workload_params_follow_replay"}
+             "batch-capped": BUGS[FIT_BATCH_CAPPED].replacements,
+             "bfloat16": BUGS[TRAIN_BFLOAT16].replacements,
+             "workload-memo": BUGS[WORKLOAD_MEMO].replacements}[impl]
+    only = {"2": REPEATED, "3": "train_follows_key_protocol,workload_params_follow_replay,"
+                                "workload_second_call_matches_replay"}
     path = plant(tmp_path, PROJECT, impl, edits) if edits else solution(PROJECT)
     result = run_checker(PROJECT, path, stage, tmp=tmp_path,
                          only=only[stage], env={"COURSE_FOUNDATIONS_REPLAYS": "stored"})

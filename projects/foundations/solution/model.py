@@ -116,8 +116,8 @@ def fit_regression(key, x, y, *, steps: int = 200, batch: int = 32, lr: float = 
 
     Checked: within relative 1e-4 of the checker's float64 replay (steps, batch and lr
     drawn per run), on a first call and on three more in the same process (new data of
-    the first call's shape, another shape, another lr): nothing may carry over from an
-    earlier call; bitwise the same under two numpy/Python global seeds, which it must
+    the first call's shape, another shape with fewer rows than the batch, another lr):
+    nothing may carry over from an earlier call; bitwise the same under two numpy/Python global seeds, which it must
     neither read nor change (the state digest is read in your process); bitwise the same
     in a fresh process (another hash seed, another global seed).
     Size hint: 8 lines; jit the update step to keep it fast.
@@ -206,8 +206,10 @@ def reference_workload(seed: int, *, n_train: int = 2048, n_test: int = 512,
     Checked: the params within relative 1e-4 of the checker's replay of that training
     (batch and lr drawn per run); each accuracy within 1e-6 of the checker's own
     accuracy of your params on those rows; the test accuracy at most 0.05 below that of
-    the checker's own training; bitwise the same under two global seeds and in a fresh
-    process; another seed gives other params. Size hint: 8 lines.
+    the checker's own training; a second call in the same process with the same seed and
+    another batch, lr and steps is that call's own training and accuracies: nothing may
+    carry over from an earlier call; bitwise the same under two global seeds and in a
+    fresh process; another seed gives other params. Size hint: 8 lines.
     """
     ### BEGIN SOLUTION stage 3: reference_workload (derive every key from the seed)
     k_data, k_train = jax.random.split(jax.random.key(seed))

@@ -31,6 +31,7 @@ pin_checker_to_cpu()
 import foundations_harness as harness  # noqa: E402
 import foundations_stage2_fit as fit  # noqa: E402
 import foundations_stage3_classifier as train  # noqa: E402
+import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -59,7 +60,17 @@ def stand_ins(kind: str):
         scale = 0.0 if kind == "zeros" else 1.0
         return {k: jnp.asarray(v * scale, jnp.float32) for k, v in out.items()}
 
-    return SimpleNamespace(fit_regression=fit_regression, train_classifier=train_classifier)
+    def reference_workload(seed, *, n_train, n_test, steps, batch, lr):
+        k_data, k_train = jax.random.split(jax.random.key(seed))
+        x, y = classifier.make_dataset(k_data, n_train + n_test)
+        params = train_classifier(k_train, x[:n_train], y[:n_train], classes=classifier.CLASSES,
+                                  steps=steps, batch=batch, lr=lr)
+        return {"params": params,
+                "train_accuracy": float(classifier.accuracy(params, x[:n_train], y[:n_train])),
+                "test_accuracy": float(classifier.accuracy(params, x[n_train:], y[n_train:]))}
+
+    return SimpleNamespace(fit_regression=fit_regression, train_classifier=train_classifier,
+                           reference_workload=reference_workload)
 
 
 def record(workdir: Path) -> dict:
@@ -81,11 +92,21 @@ def record(workdir: Path) -> dict:
             for check in (fit.fit_follows_key_protocol, fit.fit_repeated_calls_match_replay,
                           train.train_follows_key_protocol,
                           train.workload_params_follow_replay,
-                          train.workload_accuracy_vs_reference):
+                          train.workload_accuracy_vs_reference,
+                          train.workload_second_call_matches_replay):
                 try:
                     check(impl, ctx)
                 except CheckFailed:
                     pass
+        # The repeated calls stop at the first that fails: each later call's diagnoses,
+        # on a wrong answer there (zeros), recorded one by one.
+        first = fit.fit_case(ctx)
+        for k, (label, case) in enumerate(fit.later_fit_cases(ctx, first), start=2):
+            try:
+                fit.check_later_fit(stand_ins("zeros"), first, k, label, case,
+                                    np.zeros(case["x"].shape[1] + 1))
+            except CheckFailed:
+                pass
     finally:
         harness.RECORDED = None
     return recorded

@@ -6,6 +6,7 @@ zeros in either argument counted like any other value."""
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import jax.numpy as jnp
 import numpy as np
@@ -103,13 +104,34 @@ def mse_hint(yours: float, pred: np.ndarray, target: np.ndarray) -> str:
             "squared difference, in float32 precision at least")
 
 
+@contextmanager
+def on_mse_input(what: str, shape: tuple, ran_on: list[tuple]):
+    """``on_input`` for one case; where mse raises on a 0-d case after running on the
+    cases of other ranks (``ran_on``), the hint says so: the rank is what the evidence
+    points at, and the contract includes 0-d."""
+    try:
+        with on_input(f"pred and target of {what}, float32"):
+            yield
+    except LearnerCodeError as err:
+        if err.kind == "exception" and shape == () and ran_on:
+            shapes = ", ".join(map(str, dict.fromkeys(ran_on)))
+            err.hint = (f"it raised on 0-d inputs (shape (): a scalar array, no axes at "
+                        f"all) after running on shapes {shapes}; the "
+                        "docstring includes them ('any rank (0-d included)'), and a 0-d "
+                        "array has no axis, not even a first (batch) one. Call it by hand "
+                        "on two 0-d float32 arrays to see the error")
+        raise
+
+
 @checker.check(1)
 def mse_matches_float64_reference(impl, ctx):
     mse = get_function(impl, "mse")
+    ran_on = []
     for what, pred, target in mse_cases(ctx):
         ref = mse64(pred, target)
-        with on_input(f"pred and target of {what}, float32"):
+        with on_mse_input(what, pred.shape, ran_on):
             out = mse(jnp.asarray(pred), jnp.asarray(target))
+        ran_on.append(pred.shape)
         yours = scalar_float32(out, f"mse(...) for {what}", pred.shape)
         fail_unless(np.isclose(yours, ref, rtol=MSE_RTOL, atol=0.0),
                     f"mse is wrong for {what} (relative tolerance {MSE_RTOL:g} against "
@@ -202,12 +224,14 @@ def mse_counts_zeros_either_side(impl, ctx):
     """Exact zeros in one argument count like any other value, and swapping pred and
     target gives the same number: a loss that masks zeros (padding) fails here."""
     mse = get_function(impl, "mse")
+    ran_on = []
     for what, pred, target in zero_cases(ctx):
         for name, a, b in ((what, pred, target),
                            (what.replace("target", "pred", 1), target, pred)):
             ref = mse64(np.asarray(a), np.asarray(b))
-            with on_input(f"pred and target of {name}, float32"):
+            with on_mse_input(name, np.shape(a), ran_on):
                 out = mse(jnp.asarray(a), jnp.asarray(b))
+            ran_on.append(np.shape(a))
             yours = scalar_float32(out, f"mse(...) for {name}", np.shape(a))
             fail_unless(math.isfinite(yours) and
                         np.isclose(yours, ref, rtol=MSE_RTOL, atol=0.0),

@@ -216,9 +216,19 @@ def workload_kwargs(ctx) -> dict:
             "lr": float(rng.uniform(0.24, 0.28))}  # not the default 0.3
 
 
-def learner_workload(impl, ctx, seed: int | None = None) -> dict:
+def second_workload_kwargs(ctx) -> dict:
+    """The second call's settings: the first call's sizes and seed, with another odd
+    batch, another learning rate and fewer steps (all a memo of the workload must key
+    on; fewer steps keep the extra training short)."""
+    rng = case_rng(ctx, "workload-again")
+    return {**WORKLOAD_SIZES, "steps": int(rng.integers(30, 40)),
+            "batch": int(rng.integers(40, 54)) | 1,  # below the first call's 57-67
+            "lr": float(rng.uniform(0.18, 0.22))}   # below the first call's 0.24-0.28
+
+
+def learner_workload(impl, ctx, seed: int | None = None, kwargs: dict | None = None) -> dict:
     fn = get_function(impl, "reference_workload")
-    kwargs = workload_kwargs(ctx)
+    kwargs = workload_kwargs(ctx) if kwargs is None else kwargs
     with on_input(f"seed {workload_seed(ctx) if seed is None else seed} and {kwargs}"):
         out = fn(workload_seed(ctx) if seed is None else seed, **kwargs)
     fail_unless(isinstance(out, dict) and set(WORKLOAD_FIELDS) == set(out),
@@ -243,9 +253,12 @@ def workload_data(ctx):
     return k_train, x, y
 
 
-def workload_case(ctx) -> dict:
+def workload_case(ctx, kwargs: dict | None = None) -> dict:
+    """The workload's training as a replay case, with the first call's settings or
+    ``kwargs``."""
     _, x, y = workload_data(ctx)
-    n_train, kwargs = WORKLOAD_SIZES["n_train"], workload_kwargs(ctx)
+    n_train = WORKLOAD_SIZES["n_train"]
+    kwargs = workload_kwargs(ctx) if kwargs is None else kwargs
     return {"x": np.asarray(x[:n_train]), "y": np.asarray(y[:n_train]),
             "classes": classifier.CLASSES, "steps": kwargs["steps"],
             "batch": kwargs["batch"], "lr": kwargs["lr"]}
@@ -318,6 +331,28 @@ def workload_params_follow_replay(impl, ctx):
                   "lr you were given")
 
 
+def check_accuracy_fields(out: dict, params: dict, x, y, label: str = "") -> dict:
+    """``out``'s two accuracies are plain floats equal (1e-6) to the checker's accuracy
+    of ``params`` (float32 jax arrays) on the training and the test rows; returns the
+    checker's."""
+    n_train = WORKLOAD_SIZES["n_train"]
+    rows = {"train_accuracy": (x[:n_train], y[:n_train], "the first n_train rows"),
+            "test_accuracy": (x[n_train:], y[n_train:], "rows n_train: (not trained on)")}
+    measured = {}
+    for field, (xs, ys, where) in rows.items():
+        measured[field] = float(classifier.accuracy(params, xs, ys))
+        reported = out[field]
+        fail_unless(type(reported) is float, f"{field}{label} must be a plain Python float",
+                    yours=type(reported).__name__, expected="float",
+                    hint="a plain Python float, not a jax or numpy scalar")
+        reported = as_float(reported, field)
+        fail_unless(abs(reported - measured[field]) < 1e-6,
+                    f"{field}{label} is not the accuracy of your params on {where}",
+                    yours=reported, expected=measured[field],
+                    hint=f"evaluate your trained params on {where}; return a float")
+    return measured
+
+
 @checker.check(3)
 def workload_accuracy_vs_reference(impl, ctx):
     out = workload_run(impl, ctx)
@@ -326,20 +361,7 @@ def workload_accuracy_vs_reference(impl, ctx):
     like = {k: np.asarray(v) for k, v in classifier.init_params(k_train).items()}
     params = classifier_params(out["params"], like, "reference_workload(...)['params']")
     params = {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
-    rows = {"train_accuracy": (x[:n_train], y[:n_train], "the first n_train rows"),
-            "test_accuracy": (x[n_train:], y[n_train:], "rows n_train: (not trained on)")}
-    measured = {}
-    for field, (xs, ys, where) in rows.items():
-        measured[field] = float(classifier.accuracy(params, xs, ys))
-        reported = out[field]
-        fail_unless(type(reported) is float, f"{field} must be a plain Python float",
-                    yours=type(reported).__name__, expected="float",
-                    hint="a plain Python float, not a jax or numpy scalar")
-        reported = as_float(reported, field)
-        fail_unless(abs(reported - measured[field]) < 1e-6,
-                    f"{field} is not the accuracy of your params on {where}",
-                    yours=reported, expected=measured[field],
-                    hint=f"evaluate your trained params on {where}; return a float")
+    measured = check_accuracy_fields(out, params, x, y)
     ref = {k: jnp.asarray(v, jnp.float32) for k, v in workload_replay(ctx).items()}
     ref_accuracy = float(classifier.accuracy(ref, x[n_train:], y[n_train:]))
     # The data are not trivially separable (classifier.LABEL_NOISE, overlapping clusters),
@@ -356,3 +378,49 @@ def workload_accuracy_vs_reference(impl, ctx):
                      "for all the steps you were given")
 
 
+@checker.check(3)
+def workload_second_call_matches_replay(impl, ctx):
+    """reference_workload called again in the same process with the same seed and another
+    batch, lr and steps (issue 53): its params are the replay of those settings and its
+    accuracies those of its own params, as a fresh process's would be."""
+    first = workload_run(impl, ctx)  # the stage's first calls, shared
+    seed, kwargs = workload_seed(ctx), second_workload_kwargs(ctx)
+    out = learner_workload(impl, ctx, seed, kwargs)
+    k_train, x, y = workload_data(ctx)
+    case = workload_case(ctx, kwargs)
+    ref = replay_train(k_train, case)
+    what = "reference_workload(...)['params']"
+    params = classifier_params(out["params"], ref, what)
+    yours = params_vector(params)
+    settings = ", ".join(f"{k}={kwargs[k]:.4g}" if k == "lr" else f"{k}={kwargs[k]}"
+                         for k in ("steps", "batch", "lr"))
+    first_settings = ", ".join(f"{k}={v:.4g}" if k == "lr" else f"{k}={v}"
+                               for k, v in workload_kwargs(ctx).items()
+                               if k in ("steps", "batch", "lr"))
+    label = f"call 2, seed {seed} again with {settings}"
+
+    def carried():
+        earlier = params_vector(classifier_params(first["params"], ref, what))
+        if relative_error(yours, earlier) < REPLAY_RTOL:
+            return (f"{label}: it returned the params of the first call (seed {seed}, "
+                    f"{first_settings}), not those of its own settings: state carried from "
+                    "an earlier call (a cache or memo keyed on the seed, not on steps, batch and "
+                    "lr) decided it")
+
+    def earlier():
+        first_ref = params_vector(workload_replay(ctx))
+        first_params = params_vector(classifier_params(first["params"], ref, what))
+        if relative_error(first_params, first_ref) < REPLAY_RTOL:
+            return (f"the first call matched the replay and {label} does not: the result "
+                    "depends on the call's place in the process or on these settings; "
+                    "state carried from an earlier call (a cache or a compiled step keyed "
+                    "on too little) shows this way")
+
+    expect_replay(f"reference_workload ({label})", yours, params_vector(ref),
+                  [*train_diagnoses(k_train, case, yours), carried, earlier],
+                  largest_differences(params, ref, f"seed {seed} and {kwargs}") +
+                  "every key comes from the seed as the docstring states; the params are "
+                  "train_classifier's on the first n_train rows, with the steps, batch and "
+                  "lr you were given")
+    check_accuracy_fields(out, {k: jnp.asarray(v, jnp.float32) for k, v in params.items()},
+                          x, y, f" ({label})")
