@@ -1,7 +1,9 @@
 """sharded-training stage 3: fresh-process recovery. A checkpoint round trip in the
 learner process (the Orbax manager stays there as a handle; this process reads the
 checkpoint folder and the saved state itself, with Orbax, and compares it with the state
-the learner returned as data), then the shared driver runs of ``sharded_stage3_runs``
+the learner returned as data) and two short ``train`` calls there, the second with
+another config (what a second call shows: state kept from the first), then the shared
+driver runs of ``sharded_stage3_runs``
 (uninterrupted, SIGKILLed mid-save and resumed, resumed on 4 devices, two processes),
 each compared with the uninterrupted run: bitwise on the same mesh, within tolerance
 across meshes. The driver processes import the learner's file themselves (each is its

@@ -31,6 +31,10 @@ Cases where each timing mistake changes the verdict by a wide margin (issue 29):
   ``unchecked_run``), where no loss check waits for it
   before the next call: a first call timed without its wait shows there (in the record's
   own run the loss check waits for it, and a first call's compile dwarfs its run);
+* samples timed from the start of the timed loop (timestamps, not durations): they rise
+  at every call by about a call, the last one a whole loop (``grow_as_timestamps``), and
+  can add up to more than the call's wall time (seed 1: 1.9 s of samples); named as
+  such in ``samples_are_synchronised`` (a FAIL whatever the load), never as tampering;
 * traced steps whose wait comes after the annotation closes: the probe cannot see them
   (the wait comes before the next call); the region then holds the dispatch only, 2-9 ms
   against a step of 80-135 ms here under load (ROWS_PER_DEVICE), 0.02-0.1x, which
