@@ -27,7 +27,7 @@ from sharded_learner import (
     learner_training,
     run_step,
 )
-from sharded_reference import ref_batch, ref_data, ref_train, run_config
+from sharded_reference import ref_batch, ref_data, ref_train
 from sharded_stage3_runs import (
     driver_run,
     killed_mid_run,
@@ -270,25 +270,24 @@ def reference_run(impl, config: dict, data: dict | None = None) -> tuple[dict, l
                                                   "batches in order")
 
 
-# Two short runs in the learner process, one after the other: no save (save_every past
-# the last step), so they cost two compiles of the step and no Orbax save.
+# Two short runs in the learner process, one after the other, of the stage's config
+# (stage3_config) cut to a few steps with no save (save_every past the last step): the
+# same programs as its driver runs (the params' seed, lr, noise, number of examples), so
+# the compiles are shared through the run's compilation cache, and no Orbax save.
 SECOND_RUN_STEPS = 3
 
 
 @checker.check(3)
 def second_train_follows_its_config(impl, ctx):
-    """train called a second time in the same process, with another config (seed,
-    data_seed, lr and noise drawn again; the same number of examples), trains that
-    config's run: nothing of the first call's carries over."""
+    """train called a second time in the same process, with another data_seed, trains
+    that config's run: nothing of the first call's carries over."""
     require_written(impl, "train")
     mesh, _ = learner_mesh(impl)
-    configs = [run_config(ctx, f"train-call-{i}", steps=SECOND_RUN_STEPS,
-                          save_every=SECOND_RUN_STEPS + 1) for i in (1, 2)]
-    first, second = configs
-    second["n_examples"] = first["n_examples"]
+    first = dict(stage3_config(ctx), steps=SECOND_RUN_STEPS, save_every=SECOND_RUN_STEPS + 1)
+    second = dict(first, data_seed=int(ctx.rng("train-call-2").integers(0, 2**30)))
     if second["data_seed"] == first["data_seed"]:
         second["data_seed"] += 1
-    params = []
+    configs, params = [first, second], []
     for i, config in enumerate(configs, 1):
         state = call(impl, "train", config, str(ctx.learner_dir(f"train-call-{i}") / "ckpt"),
                      mesh)
@@ -296,9 +295,9 @@ def second_train_follows_its_config(impl, ctx):
                     yours=state.type, expected="dict")
         params.append({f"['params']{k}": v for k, v in hosts(state.field("params")).items()})
     ref, _, what = reference_run(impl, second)
-    what = (f"a second train in the same process (data_seed {second['data_seed']} after "
-            f"{first['data_seed']}, seed, lr and noise drawn again), {SECOND_RUN_STEPS} "
-            f"steps: final params vs {what}")
+    what = (f"a second train in the same process, with data_seed {second['data_seed']} "
+            f"after {first['data_seed']} (the rest of the config the same), "
+            f"{SECOND_RUN_STEPS} steps: final params vs {what}")
     compare_trees(params[1], {f"['params']{k}": v for k, v in ref.items()}, what,
                   hint=second_run_apart(impl, configs, params))
 
@@ -319,9 +318,9 @@ def second_run_apart(impl, configs: list, params: list) -> str:
         return ("the first call's run is wrong already (uninterrupted_run_trains names "
                 "how): batches from batch_at(data, config, data_pos), noise from the "
                 "state's key, one update per step")
-    return ("the first call trained its config's run and the second did not: something "
-            "the first call made (its data, step, optimizer or state) was used again in "
-            "the second; each call builds its run from the config it is given")
+    return ("the first call trained its config's run and the second, with another "
+            "data_seed, did not: something the first call made was used again in the "
+            "second; each call builds its run from the config it is given")
 
 
 def close_params(yours: dict, ref: dict) -> bool:
