@@ -166,9 +166,9 @@ def cross_check_profile(impl, facts: dict, record: dict, what: str,
     """The learner process's self-reported counts and times against the wall time this
     process measured around the call (``SELF_REPORTED``). ``fastest_s``: the checker's
     fastest synchronised sample of the step (under load the least inflated one).
-    ``timestamps``: the samples grow as times since the timed loop began
-    (``grow_as_timestamps``), so they overlap and only the last one is added up; that
-    mistake fails samples_are_synchronised by name, never as tampering."""
+    ``timestamps``: the samples grow as timestamps do (``grow_as_timestamps``), so only
+    the first call is added up (``spanned``); that mistake fails samples_are_synchronised
+    by name, never as tampering."""
     wall = impl.__bridge__.last_wall_s
     reported_times_within_wall(what, [spanned(record) if timestamps else record], wall)
     calls, compiled_at = reported_counts(what, facts)
@@ -180,11 +180,11 @@ def cross_check_profile(impl, facts: dict, record: dict, what: str,
 
 
 def spanned(record: dict) -> dict:
-    """The record's times as the wall time holds them when its samples are timestamps
-    since the timed loop began: the first call, then the last sample (the whole loop)."""
-    samples = record.get("samples_s")
-    return {"first_call_s": record.get("first_call_s"),
-            "samples_s": [max(samples)] if isinstance(samples, list) and samples else []}
+    """The record's times the wall time must hold when its samples are timestamps
+    (``grow_as_timestamps``): the first call alone. Times since the loop began overlap,
+    and clock readings (``perf_counter()`` itself) exceed any wall time; either fails
+    samples_are_synchronised by name, so leaving them out gains nothing."""
+    return {"first_call_s": record.get("first_call_s"), "samples_s": []}
 
 
 # Samples that are times since the timed loop began, not one call each, grow with the
@@ -272,7 +272,8 @@ def learner_record(impl, ctx) -> tuple[dict, dict, dict]:
         return record, counter.facts, dict(args, logdir=logdir, fn=fn, state=state,
                                            written=sorted(written),
                                            batch=batch, loss=loss, spec=spec, there=there,
-                                           reference_s=reference_s, timestamps=timestamps)
+                                           reference_s=reference_s, timestamps=timestamps,
+                                           wall_s=impl.__bridge__.last_wall_s)
     return ctx.once("record", profile_once)
 
 
@@ -471,7 +472,7 @@ def samples_are_synchronised(impl, ctx):
     unfinished_calls(timed, counted, "")
     samples_outlast_their_calls(samples, timed, counted, "")
     if args["timestamps"]:
-        timestamps_not_durations(samples, args["reference_s"])
+        timestamps_not_durations(samples, args["reference_s"], args["wall_s"])
 
     def median(r: dict) -> float:
         where = f" (timing round {r['index']})"
@@ -485,22 +486,33 @@ def samples_are_synchronised(impl, ctx):
            "taken beside each of your calls", ctx, impl)
 
 
-def timestamps_not_durations(samples: list, reference_s: float) -> None:
-    """Fails on samples that grow as times since the timed loop began
-    (``grow_as_timestamps``): what they show, in the learner's and the checker's times."""
+def timestamps_not_durations(samples: list, reference_s: float, wall_s: float) -> None:
+    """Fails on samples that grow as timestamps do (``grow_as_timestamps``): what they
+    show, in the learner's and the checker's times. ``wall_s``: the whole call's time,
+    measured here (a sample longer than it is a clock reading)."""
     rises = [b - a for a, b in zip(samples, samples[1:])]
+    grow = ("from one sample to the next yours grow by " +
+            ", ".join(f"{r * 1e3:.3g}" for r in rises) + " ms")
+    if samples[0] > wall_s:
+        shown = "[" + ", ".join(f"{s:.6g}" for s in samples) + "] s"
+        hint = (f"{grow}, and even the first ({samples[0]:.6g} s) is longer than your "
+                f"whole profile_train_step call took ({wall_s:.3g} s, measured here): these "
+                "are clock readings (timestamps), not durations: each sample is one call, "
+                "timed from its own start")
+    else:
+        shown = "[" + ", ".join(f"{s * 1e3:.4g}" for s in samples) + "] ms"
+        hint = (f"{grow}, and the last ({samples[-1] * 1e3:.4g} ms) spans all "
+                f"{len(samples)} timed calls: each sample ran from the start of the timed "
+                "loop to the end of its call. These are timestamps (cumulative times since "
+                "the loop began), not durations: each sample is one call, timed from its "
+                "own start")
     raise CheckFailed(
         f"your {len(samples)} samples grow with the call index: each one is longer than "
         "the one before by about one call of the step",
-        yours="samples_s = [" + ", ".join(f"{s * 1e3:.4g}" for s in samples) + "] ms",
+        yours=f"samples_s = {shown}",
         expected=f"{len(samples)} durations of one call each, about "
         f"{reference_s * 1e3:.4g} ms (the checker's synchronised median of the same step), "
-        "in no order",
-        hint="from one sample to the next yours grow by " + ", ".join(
-            f"{r * 1e3:.3g}" for r in rises) + f" ms, and the last ({samples[-1] * 1e3:.4g} "
-        f"ms) spans all {len(samples)} timed calls: each sample ran from the start of the "
-        "timed loop to the end of its call. These are timestamps (cumulative times since "
-        "the loop began), not durations: each sample is one call, timed from its own start")
+        "in no order", hint=hint)
 
 
 def timed_calls(counted: dict, samples: int, trace_steps: int) -> range:
