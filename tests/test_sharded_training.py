@@ -396,7 +396,7 @@ NAMED_BUGS = {
         "                                         mesh=mesh, in_specs=P(AXIS),\n"
         "                                         out_specs=P(AXIS)))\n"
         "    return np.rint(np.asarray(_counted(mask))).astype(int)\n")], 2,
-        "valid_counts_per_shard"), "those of the first call's mesh"),
+        "valid_counts_per_shard"), "the first call's mesh, not this call's"),
     "train-data-kept-from-first-call": (bug("train-data-kept-from-first-call", [(
         TRAIN_START, "    global _data  # planted: built by the first call only\n"
         "    if \"_data\" not in globals():\n"

@@ -275,8 +275,9 @@ def counts_on_another_mesh(impl, ctx) -> None:
     """A second call in the same process, on a mesh of fewer devices (drawn, in a drawn
     order) than the first call's 8: its counts are this mesh's, one per device. A
     computation kept from the earlier call still runs over the first mesh: JAX refuses
-    the mask on other devices, naming the first mesh's devices, or the counts come back
-    one per device of the first mesh."""
+    the mask, naming the first mesh's devices (or its shape, when the mask's rows do not
+    divide by its device count), or the counts come back one per device of the first
+    mesh."""
     rng = ctx.rng("counts-second-mesh")
     size = int(rng.integers(3, N_DEVICES))
     devices = [int(d) for d in rng.choice(N_DEVICES, size, replace=False)]
@@ -290,14 +291,18 @@ def counts_on_another_mesh(impl, ctx) -> None:
         raw = np.asarray(host(call(impl, "shard_valid_counts", placed,
                                    checker_mesh_there(impl, devices)).leaves.get("", None)))
     except LearnerCodeError as err:
-        if err.kind != "exception" or str(ALL) not in str(err):
+        text = str(err)
+        named = (f"its devices {ALL}" if str(ALL) in text else
+                 f"its shape ({N_DEVICES},)" if f"shape ({N_DEVICES},)" in text else None)
+        if err.kind != "exception" or named is None:
             raise
-        raise CheckFailed(f"{what}: your function raised", yours=str(err)[:600],
+        raise CheckFailed(f"{what}: your function raised", yours=text[:600],
                           expected=f"{size} counts, one per device of the mesh it was given",
-                          hint=f"the error names the devices {ALL}: those of the first "
-                          f"call's mesh, not of this call's ({devices}). The second call ran "
-                          "a computation made for the earlier call's mesh, kept from the "
-                          "first call; each call counts over the mesh it is given") from None
+                          hint=f"the error names a mesh of {N_DEVICES} devices ({named}): "
+                          f"the first call's mesh, not this call's ({size} devices "
+                          f"{devices}). The second call ran a computation made for the "
+                          "earlier call's mesh, kept from the first call; each call counts "
+                          "over the mesh it is given") from None
     shape_hint = (f"{raw.size} counts: one per device of the first call's mesh ({N_DEVICES} "
                   f"devices), not of this call's ({size}): the counts were computed over the "
                   "earlier call's mesh, kept from the first call; each call counts over the "
