@@ -381,6 +381,34 @@ NAMED_BUGS = {
         4, "trace_holds_region"), "the profiler started before the traced steps"),
     "one-warmup-too-few": (bug("one-warmup-too-few", ONE_WARMUP_TOO_FEW, 4,
                                "compile_apart_and_calls"), "1 too few"),
+    # Issue 53, the third blind batch: what a second call with other inputs shows. Counts
+    # from a shard_map kept over the first call's mesh (JAX's own error names its
+    # devices); a dataset kept from the first train of the process; samples timed from
+    # the start of the timed loop (timestamps that add up past the call's wall time: a
+    # mistake named as such, never tampering).
+    "counts-kept-for-first-mesh": (bug("counts-kept-for-first-mesh", [(
+        "    counted = jax.shard_map(lambda m: jnp.sum(m, keepdims=True), mesh=mesh,\n"
+        "                            in_specs=P(AXIS), out_specs=P(AXIS))\n"
+        "    return np.rint(np.asarray(jax.jit(counted)(mask))).astype(int)\n",
+        "    global _counted  # planted: made once, over the first call's mesh\n"
+        "    if \"_counted\" not in globals():\n"
+        "        _counted = jax.jit(jax.shard_map(lambda m: jnp.sum(m, keepdims=True),\n"
+        "                                         mesh=mesh, in_specs=P(AXIS),\n"
+        "                                         out_specs=P(AXIS)))\n"
+        "    return np.rint(np.asarray(_counted(mask))).astype(int)\n")], 2,
+        "valid_counts_per_shard"), "the first call's mesh, not this call's"),
+    "train-data-kept-from-first-call": (bug("train-data-kept-from-first-call", [(
+        TRAIN_START, "    global _data  # planted: built by the first call only\n"
+        "    if \"_data\" not in globals():\n"
+        "        _data = make_data(config)\n"
+        "    data = _data\n    step_fn = make_train_step(")], 3,
+        "second_train_follows_its_config"), "on the first call's dataset"),
+    "samples-from-loop-start": (bug("samples-from-loop-start", [(
+        "            for _ in range(iters):\n"
+        "                start = time.perf_counter()\n",
+        "            start = time.perf_counter()  # planted: once, before the loop\n"
+        "            for _ in range(iters):\n")], 4,
+        "samples_are_synchronised"), "These are timestamps"),
 }
 
 

@@ -31,7 +31,7 @@ from sharded_program import exported, manual_computation
 from sharded_reference import random_mask, ref_init_params, stage_batch
 from sharded_trees import flat, host
 
-from coursekit.checking.errors import CheckFailed, GradedByInstructor
+from coursekit.checking.errors import CheckFailed, GradedByInstructor, LearnerCodeError
 from coursekit.checking.graded import instructor_module
 from coursekit.checking.values import fail_unless
 from coursekit.workloads import classifier
@@ -268,6 +268,50 @@ def valid_counts_per_shard(impl, ctx):
                 expected="a jax.shard_map in which each device sums its own piece of the "
                 "mask", hint="the right counts, computed with no shard_map: the contract asks "
                 "for them per shard, each device counting its own piece of the mask")
+    counts_on_another_mesh(impl, ctx)
+
+
+def counts_on_another_mesh(impl, ctx) -> None:
+    """A second call in the same process, on a mesh of fewer devices (drawn, in a drawn
+    order) than the first call's 8: its counts are this mesh's, one per device. A
+    computation kept from the earlier call still runs over the first mesh: JAX refuses
+    the mask, naming the first mesh's devices (or its shape, when the mask's rows do not
+    divide by its device count), or the counts come back one per device of the first
+    mesh."""
+    rng = ctx.rng("counts-second-mesh")
+    size = int(rng.integers(3, N_DEVICES))
+    devices = [int(d) for d in rng.choice(N_DEVICES, size, replace=False)]
+    rows = int(rng.integers(4, 10))
+    counts = rng.integers(0, rows + 1, size)
+    placed = place(impl, random_mask(rng, rows, counts), {"devices": devices,
+                                                           "spec": ["data"]})
+    what = (f"a second call, with a mask on a mesh of {size} devices {devices} after a "
+            f"first call on a mesh of all {N_DEVICES}")
+    try:
+        raw = np.asarray(host(call(impl, "shard_valid_counts", placed,
+                                   checker_mesh_there(impl, devices)).leaves.get("", None)))
+    except LearnerCodeError as err:
+        text = str(err)
+        named = (f"its devices {ALL}" if str(ALL) in text else
+                 f"its shape ({N_DEVICES},)" if f"shape ({N_DEVICES},)" in text else None)
+        if err.kind != "exception" or named is None:
+            raise
+        raise CheckFailed(f"{what}: your function raised", yours=text[:600],
+                          expected=f"{size} counts, one per device of the mesh it was given",
+                          hint=f"the error names a mesh of {N_DEVICES} devices ({named}): "
+                          f"the first call's mesh, not this call's ({size} devices "
+                          f"{devices}). The second call ran a computation made for the "
+                          "earlier call's mesh, kept from the first call; each call counts "
+                          "over the mesh it is given") from None
+    shape_hint = (f"{raw.size} counts: one per device of the first call's mesh ({N_DEVICES} "
+                  f"devices), not of this call's ({size}): the counts were computed over the "
+                  "earlier call's mesh, kept from the first call; each call counts over the "
+                  "mesh it is given") if raw.size == N_DEVICES else (
+        "the counts of the mesh given, one per device in mesh order; the first call, on "
+        f"all {N_DEVICES} devices, was right")
+    fail_unless(raw.shape == (size,) and np.array_equal(raw, counts),
+                f"{what}: valid rows per shard differ", yours=raw,
+                expected=np.asarray(counts), hint=shape_hint)
 
 
 @checker.check(2)

@@ -1,7 +1,9 @@
 """sharded-training stage 3: fresh-process recovery. A checkpoint round trip in the
 learner process (the Orbax manager stays there as a handle; this process reads the
 checkpoint folder and the saved state itself, with Orbax, and compares it with the state
-the learner returned as data), then the shared driver runs of ``sharded_stage3_runs``
+the learner returned as data) and two short ``train`` calls there, the second with
+another config (what a second call shows: state kept from the first), then the shared
+driver runs of ``sharded_stage3_runs``
 (uninterrupted, SIGKILLed mid-save and resumed, resumed on 4 devices, two processes),
 each compared with the uninterrupted run: bitwise on the same mesh, within tolerance
 across meshes. The driver processes import the learner's file themselves (each is its
@@ -247,13 +249,15 @@ def state_roundtrip(impl, ctx):
                    "run's mesh), whatever mesh saved them")
 
 
-def reference_run(impl, config: dict) -> tuple[dict, list, str]:
+def reference_run(impl, config: dict, data: dict | None = None) -> tuple[dict, list, str]:
     """(final params, losses, what it is) of ``config['steps']`` steps on the checker's
     own data order (``ref_batch``): the instructor's single-device step where the course
     holds it; in a learner's copy, the learner's own stage-1 state and step, run by the
     checker in the learner process (stage 1 checks that step against stored outputs), so
-    what is checked here is ``train``'s loop: the order, the key, one step per batch."""
-    batches = [ref_batch(ref_data(config), config, i) for i in range(config["steps"])]
+    what is checked here is ``train``'s loop: the order, the key, one step per batch.
+    ``data``: another dataset than ``config``'s, taken in ``config``'s order."""
+    data = ref_data(config) if data is None else data
+    batches = [ref_batch(data, config, i) for i in range(config["steps"])]
     if available():
         ref, losses = ref_train(config, config["steps"], batches)
         return flat(ref["params"]), losses, "the checker's single-device run"
@@ -264,6 +268,68 @@ def reference_run(impl, config: dict) -> tuple[dict, list, str]:
         losses.append(float(host(loss)))
     return hosts(state.field("params")), losses, ("your stage-1 step run on the same "
                                                   "batches in order")
+
+
+# Two short runs in the learner process, one after the other, of the stage's config
+# (stage3_config) cut to a few steps with no save (save_every past the last step): the
+# same programs as its driver runs (the params' seed, lr, noise, number of examples), so
+# the compiles are shared through the run's compilation cache, and no Orbax save.
+SECOND_RUN_STEPS = 3
+
+
+@checker.check(3)
+def second_train_follows_its_config(impl, ctx):
+    """train called a second time in the same process, with another data_seed, trains
+    that config's run: nothing of the first call's carries over."""
+    require_written(impl, "train")
+    mesh, _ = learner_mesh(impl)
+    first = dict(stage3_config(ctx), steps=SECOND_RUN_STEPS, save_every=SECOND_RUN_STEPS + 1)
+    second = dict(first, data_seed=int(ctx.rng("train-call-2").integers(0, 2**30)))
+    if second["data_seed"] == first["data_seed"]:
+        second["data_seed"] += 1
+    configs, params = [first, second], []
+    for i, config in enumerate(configs, 1):
+        state = call(impl, "train", config, str(ctx.learner_dir(f"train-call-{i}") / "ckpt"),
+                     mesh)
+        fail_unless(state.type == "dict", "train must return the final state dict",
+                    yours=state.type, expected="dict")
+        params.append({f"['params']{k}": v for k, v in hosts(state.field("params")).items()})
+    ref, _, what = reference_run(impl, second)
+    what = (f"a second train in the same process, with data_seed {second['data_seed']} "
+            f"after {first['data_seed']} (the rest of the config the same), "
+            f"{SECOND_RUN_STEPS} steps: final params vs {what}")
+    compare_trees(params[1], {f"['params']{k}": v for k, v in ref.items()}, what,
+                  hint=second_run_apart(impl, configs, params))
+
+
+def second_run_apart(impl, configs: list, params: list) -> str:
+    """The hint for a second run that ended elsewhere than its config's run, by what the
+    runs show (computed only then, each a reference run of a few steps): the first call's
+    dataset in this call's order, the first call itself wrong, else something kept."""
+    first, second = configs
+    kept, _, _ = reference_run(impl, second, data=ref_data(first))
+    if close_params(params[1], kept):
+        return (f"your second run ended where a run of its own config on the first call's "
+                f"dataset (data_seed {first['data_seed']}, not {second['data_seed']}) ends: "
+                "it trained on data made for the earlier call. Each call trains on "
+                "make_data of the config it is given")
+    ref, _, _ = reference_run(impl, first)
+    if not close_params(params[0], ref):
+        return ("the first call's run is wrong already (uninterrupted_run_trains names "
+                "how): batches from batch_at(data, config, data_pos), noise from the "
+                "state's key, one update per step")
+    return ("the first call trained its config's run and the second, with another "
+            "data_seed, did not: something the first call made was used again in the "
+            "second; each call builds its run from the config it is given")
+
+
+def close_params(yours: dict, ref: dict) -> bool:
+    """{'['params']...': array} against a reference run's params, within the stage's
+    tolerance."""
+    want = {f"['params']{k}": v for k, v in ref.items()}
+    return sorted(yours) == sorted(want) and all(
+        np.shape(yours[k]) == np.shape(want[k]) and
+        np.allclose(yours[k], want[k], rtol=RTOL, atol=ATOL) for k in want)
 
 
 @checker.check(3)

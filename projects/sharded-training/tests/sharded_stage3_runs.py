@@ -33,8 +33,9 @@ it needs itself. What depends on what, and why:
 Two plain entries of ``ctx.cache`` are shared state rather than memos: ``run_limit``
 (set by F) and ``hung`` (the name of a run killed at its limit). After a hang every
 later run is refused at once ("not run: an earlier training process hung") instead of
-costing another full limit. state_roundtrip runs in the checker's process and needs none
-of these runs; the checks in sharded_stage3_recovery are registered in the order above.
+costing another full limit. state_roundtrip and second_train_follows_its_config run in
+the learner process and need none of these runs; the checks in sharded_stage3_recovery are
+registered in the order above.
 """
 
 from __future__ import annotations

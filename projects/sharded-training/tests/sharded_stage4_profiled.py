@@ -31,6 +31,10 @@ Cases where each timing mistake changes the verdict by a wide margin (issue 29):
   ``unchecked_run``), where no loss check waits for it
   before the next call: a first call timed without its wait shows there (in the record's
   own run the loss check waits for it, and a first call's compile dwarfs its run);
+* samples timed from the start of the timed loop (timestamps, not durations): they rise
+  at every call by about a call, the last one a whole loop (``grow_as_timestamps``), and
+  can add up to more than the call's wall time (seed 1: 1.9 s of samples); named as
+  such in ``samples_are_synchronised`` (a FAIL whatever the load), never as tampering;
 * traced steps whose wait comes after the annotation closes: the probe cannot see them
   (the wait comes before the next call); the region then holds the dispatch only, 2-9 ms
   against a step of 80-135 ms here under load (ROWS_PER_DEVICE), 0.02-0.1x, which
@@ -158,18 +162,59 @@ def inputs_there(impl, spec: dict) -> dict:
 
 
 def cross_check_profile(impl, facts: dict, record: dict, what: str,
-                        fastest_s: float) -> None:
+                        fastest_s: float, timestamps: bool = False) -> None:
     """The learner process's self-reported counts and times against the wall time this
     process measured around the call (``SELF_REPORTED``). ``fastest_s``: the checker's
-    fastest synchronised sample of the step (under load the least inflated one)."""
+    fastest synchronised sample of the step (under load the least inflated one).
+    ``timestamps``: the samples grow as timestamps do (``grow_as_timestamps``), so only
+    the first call is added up (``spanned``); that mistake fails samples_are_synchronised
+    by name, never as tampering."""
     wall = impl.__bridge__.last_wall_s
-    reported_times_within_wall(what, [record], wall)
+    reported_times_within_wall(what, [spanned(record) if timestamps else record], wall)
     calls, compiled_at = reported_counts(what, facts)
     needed = (calls - 1) * fastest_s / CALLS_SLACK
     if needed > wall:
         raise TamperEvidence(f"{what}: the learner process reported {calls} calls of a "
                              f"step that takes at least {fastest_s:.3g} s here, but the "
                              f"whole call took {wall:.3g} s")
+
+
+def spanned(record: dict) -> dict:
+    """The record's times the wall time must hold when its samples are timestamps
+    (``grow_as_timestamps``): the first call alone. Times since the loop began overlap,
+    and clock readings (``perf_counter()`` itself) exceed any wall time; either fails
+    samples_are_synchronised by name, so leaving them out gains nothing."""
+    return {"first_call_s": record.get("first_call_s"), "samples_s": []}
+
+
+# Samples that are times since the timed loop began, not one call each, grow with the
+# call index: each longer than the one before by one call (at least the checker's fastest
+# sample / CALLS_SLACK, the bound cross_check_profile already holds every call to), the
+# last one a whole loop (at least TIMESTAMP_SPAN times the checker's median), over at
+# least TIMESTAMP_MIN_SAMPLES samples. A right timer's samples (about one step each, in
+# no order) rise at every one of the record's 6-9 calls once in 720 runs or fewer, and
+# then to twice the checker's median rarely again. Samples that rise at every call and
+# add up to more than the call's wall time, while the first call and the last sample fit
+# in it, are timestamps whatever their size: durations cannot overlap.
+TIMESTAMP_MIN_SAMPLES, TIMESTAMP_SPAN = 4, 2.0
+
+
+def grow_as_timestamps(record: dict, reference_s: float, fastest_s: float,
+                       wall_s: float) -> bool:
+    """Whether the record's samples grow with the call index as times since the timed
+    loop began do (see TIMESTAMP_SPAN)."""
+    samples = record.get("samples_s") if isinstance(record, dict) else None
+    first = record.get("first_call_s") if isinstance(record, dict) else None
+    if not isinstance(samples, list) or len(samples) < TIMESTAMP_MIN_SAMPLES or \
+            not all(type(v) in (int, float) and math.isfinite(v) and v > 0 for v in samples):
+        return False
+    rises = [b - a for a, b in zip(samples, samples[1:])]
+    if min(rises) <= 0:
+        return False
+    first = first if type(first) in (int, float) and math.isfinite(first) else 0.0
+    if first + sum(samples) > wall_s and first + samples[-1] <= wall_s:
+        return True
+    return min(rises) >= fastest_s / CALLS_SLACK and samples[-1] >= TIMESTAMP_SPAN * reference_s
 
 
 # The checker's own synchronised samples of the step, on its own 8 devices, taken just
@@ -219,13 +264,16 @@ def learner_record(impl, ctx) -> tuple[dict, dict, dict]:
         reference_s = float(np.median(before + after))
         fail_unless(isinstance(record, dict), "profile_train_step must return a dict",
                     yours=type(record).__name__, expected="a run record dict")
+        timestamps = grow_as_timestamps(record, reference_s, min(before + after),
+                                        impl.__bridge__.last_wall_s)
         cross_check_profile(impl, counter.facts, record, "profile_train_step",
-                            min(before + after))
+                            min(before + after), timestamps)
         written = sharded_trace.trace_files(logdir) - existing  # by this call
         return record, counter.facts, dict(args, logdir=logdir, fn=fn, state=state,
                                            written=sorted(written),
                                            batch=batch, loss=loss, spec=spec, there=there,
-                                           reference_s=reference_s)
+                                           reference_s=reference_s, timestamps=timestamps,
+                                           wall_s=impl.__bridge__.last_wall_s)
     return ctx.once("record", profile_once)
 
 
@@ -251,7 +299,9 @@ def timing_round(impl, ctx, i: int) -> dict:
         fail_unless(isinstance(record, dict), "profile_train_step must return a dict",
                     yours=type(record).__name__, expected="a run record dict")
         what = f"profile_train_step (timing round {i})"
-        reported_times_within_wall(what, [record], impl.__bridge__.last_wall_s)
+        # the record's samples were timestamps: so are a round's (too few to tell)
+        reported_times_within_wall(what, [spanned(record) if args["timestamps"] else record],
+                                   impl.__bridge__.last_wall_s)
         return record, counter.facts
 
     def mine():
@@ -421,6 +471,8 @@ def samples_are_synchronised(impl, ctx):
     timed = timed_calls(counted, len(samples), args["trace_steps"])
     unfinished_calls(timed, counted, "")
     samples_outlast_their_calls(samples, timed, counted, "")
+    if args["timestamps"]:
+        timestamps_not_durations(samples, args["reference_s"], args["wall_s"])
 
     def median(r: dict) -> float:
         where = f" (timing round {r['index']})"
@@ -432,6 +484,35 @@ def samples_are_synchronised(impl, ctx):
     decide("your median", median, float(np.median(samples)), TIME_RATIO_WINDOW,
            (SYNC_HINT, SLOW_HINT), "the checker's synchronised timing of the same step, "
            "taken beside each of your calls", ctx, impl)
+
+
+def timestamps_not_durations(samples: list, reference_s: float, wall_s: float) -> None:
+    """Fails on samples that grow as timestamps do (``grow_as_timestamps``): what they
+    show, in the learner's and the checker's times. ``wall_s``: the whole call's time,
+    measured here (a sample longer than it is a clock reading)."""
+    rises = [b - a for a, b in zip(samples, samples[1:])]
+    grow = ("from one sample to the next yours grow by " +
+            ", ".join(f"{r * 1e3:.3g}" for r in rises) + " ms")
+    if samples[0] > wall_s:
+        shown = "[" + ", ".join(f"{s:.6g}" for s in samples) + "] s"
+        hint = (f"{grow}, and even the first ({samples[0]:.6g} s) is longer than your "
+                f"whole profile_train_step call took ({wall_s:.3g} s, measured here): these "
+                "are clock readings (timestamps), not durations: each sample is one call, "
+                "timed from its own start")
+    else:
+        shown = "[" + ", ".join(f"{s * 1e3:.4g}" for s in samples) + "] ms"
+        hint = (f"{grow}, and the last ({samples[-1] * 1e3:.4g} ms) spans all "
+                f"{len(samples)} timed calls: each sample ran from the start of the timed "
+                "loop to the end of its call. These are timestamps (cumulative times since "
+                "the loop began), not durations: each sample is one call, timed from its "
+                "own start")
+    raise CheckFailed(
+        f"your {len(samples)} samples grow with the call index: each one is longer than "
+        "the one before by about one call of the step",
+        yours=f"samples_s = {shown}",
+        expected=f"{len(samples)} durations of one call each, about "
+        f"{reference_s * 1e3:.4g} ms (the checker's synchronised median of the same step), "
+        "in no order", hint=hint)
 
 
 def timed_calls(counted: dict, samples: int, trace_steps: int) -> range:
