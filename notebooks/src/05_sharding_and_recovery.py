@@ -698,13 +698,13 @@ def fixed_grads(params, batch, mesh):
 # The course's own helper that computes this exercise is refused here and when graded
 # (coursekit/checking/forbidden.py, NOTEBOOK_RULES): the exercise is to compute it.
 from coursekit.notebook.borrowed import refuse_borrowed as _refuse_borrowed
-
-_refuse_borrowed("05_sharding_and_recovery", "fixed_grads")
 # The test draws its own batches and initial parameters (the course classifier, as
 # padded_batch and params0 do) and computes its own one-device reference: the gradient of
 # the mean cross-entropy over the real rows, written out in float64 NumPy for
 # classifier.logits = tanh(x @ w1 + b1) @ w2 + b2. Your gradients are read as float64 arrays.
 from coursekit.workloads import classifier as _classifier
+
+_refuse_borrowed("05_sharding_and_recovery", "fixed_grads")
 
 _P = {_k: np.asarray(_v, dtype=np.float64)
       for _k, _v in _classifier.init_params(jax.random.key(3)).items()}

@@ -117,9 +117,9 @@ def fit_regression(key, x, y, *, steps: int = 200, batch: int = 32, lr: float = 
     Checked: within relative 1e-4 of the checker's float64 replay (steps, batch and lr
     drawn per run), on a first call and on three more in the same process (new data of
     the first call's shape, another shape with fewer rows than the batch, another lr):
-    nothing may carry over from an earlier call; bitwise the same under two numpy/Python global seeds, which it must
-    neither read nor change (the state digest is read in your process); bitwise the same
-    in a fresh process (another hash seed, another global seed).
+    nothing may carry over from an earlier call; bitwise the same under two numpy/Python
+    global seeds, which it must neither read nor change (the state digest is read in your
+    process); bitwise the same in a fresh process (another hash seed, another global seed).
     Size hint: 8 lines; jit the update step to keep it fast.
     """
     ### BEGIN SOLUTION stage 2: fit_regression (thread the key through every step)
