@@ -697,11 +697,11 @@ def fixed_grads(params, batch, mesh):
 # %% nbgrader={"grade": true, "grade_id": "fixed_grads_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 # The course's own helper that computes this exercise is refused here and when graded
 # (coursekit/checking/forbidden.py, NOTEBOOK_RULES): the exercise is to compute it.
-from coursekit.notebook.borrowed import refuse_borrowed as _refuse_borrowed
 # The test draws its own batches and initial parameters (the course classifier, as
 # padded_batch and params0 do) and computes its own one-device reference: the gradient of
 # the mean cross-entropy over the real rows, written out in float64 NumPy for
 # classifier.logits = tanh(x @ w1 + b1) @ w2 + b2. Your gradients are read as float64 arrays.
+from coursekit.notebook.borrowed import refuse_borrowed as _refuse_borrowed
 from coursekit.workloads import classifier as _classifier
 
 _refuse_borrowed("05_sharding_and_recovery", "fixed_grads")
