@@ -695,17 +695,14 @@ def fixed_grads(params, batch, mesh):
 
 
 # %% nbgrader={"grade": true, "grade_id": "fixed_grads_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-# The course's own helper that computes this exercise is refused here and when graded
-# (coursekit/checking/forbidden.py, NOTEBOOK_RULES): the exercise is to compute it.
-# The test draws its own batches and initial parameters (the course classifier, as
-# padded_batch and params0 do) and computes its own one-device reference: the gradient of
-# the mean cross-entropy over the real rows, written out in float64 NumPy for
-# classifier.logits = tanh(x @ w1 + b1) @ w2 + b2. Your gradients are read as float64 arrays.
+# A course helper that computes this exercise is refused (forbidden.NOTEBOOK_RULES). The
+# test draws its own batches and params (the course classifier, as padded_batch and params0
+# do) and its own reference: the gradient of the mean cross-entropy over the real rows in
+# float64 NumPy for tanh(x @ w1 + b1) @ w2 + b2. Your gradients are read as float64 arrays.
 from coursekit.notebook.borrowed import refuse_borrowed as _refuse_borrowed
 from coursekit.workloads import classifier as _classifier
 
 _refuse_borrowed("05_sharding_and_recovery", "fixed_grads")
-
 _P = {_k: np.asarray(_v, dtype=np.float64)
       for _k, _v in _classifier.init_params(jax.random.key(3)).items()}
 
@@ -718,8 +715,7 @@ def _host_batch(counts, rows, seed):  # padded_batch's batch, drawn by the test
 
 
 def _reference(b):
-    _keep = b["mask"] > 0
-    _x, _y = np.asarray(b["x"][_keep], dtype=np.float64), b["y"][_keep]
+    _x, _y = np.asarray(b["x"][b["mask"] > 0], dtype=np.float64), b["y"][b["mask"] > 0]
     _h = np.tanh(_x @ _P["w1"] + _P["b1"])
     _z = _h @ _P["w2"] + _P["b2"]
     _e = np.exp(_z - _z.max(axis=1, keepdims=True))
@@ -755,7 +751,6 @@ for _counts in ([16] * 8, [5, 16, 2, 9, 16, 1, 12, 7]):
 for _counts in ([3, 17, 1, 9, 0, 12, 5, 2], [1, 0, 0, 0, 0, 0, 0, 4]):
     _b = _host_batch([min(c, 16) for c in _counts], 16, seed=sum(_counts))
     _g = _plain_grads(fixed_grads(params_on_mesh, on_mesh(_b), nb_mesh))
-    # x - x is 0 only where x is finite (NaN and inf give NaN)
     assert all(bool(((_a - _a) == 0).all()) for _a in _g.values()), \
         "a shard without real rows must not give NaN"
     assert _rel_err(_g, _reference(_b)) < 1e-4, _counts
