@@ -31,7 +31,6 @@ pin_checker_to_cpu()
 import foundations_harness as harness  # noqa: E402
 import foundations_stage2_fit as fit  # noqa: E402
 import foundations_stage3_classifier as train  # noqa: E402
-import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -40,9 +39,10 @@ from coursekit.checking.errors import CheckFailed  # noqa: E402
 from coursekit.workloads import classifier  # noqa: E402
 
 
-def stand_ins(kind: str):
+def stand_ins(kind: str, ctx=None):
     """Learner functions answering with the replay (``right``), with the replay of the
-    first data seen at a shape (``carried``: a cache keyed on too little), or zeros."""
+    first data seen at a shape (``carried``: a cache keyed on too little), or zeros;
+    ``reference_workload`` on ``ctx``'s workload data."""
     seen: dict = {}
 
     def fit_regression(key, x, y, *, steps, batch, lr):
@@ -61,13 +61,16 @@ def stand_ins(kind: str):
         return {k: jnp.asarray(v * scale, jnp.float32) for k, v in out.items()}
 
     def reference_workload(seed, *, n_train, n_test, steps, batch, lr):
-        k_data, k_train = jax.random.split(jax.random.key(seed))
-        x, y = classifier.make_dataset(k_data, n_train + n_test)
+        # the run's own workload data (the generator asks its public seed only), trained
+        # by the stand-in above: the checker's functions, not a workload written again
+        assert ctx is not None and seed == train.workload_seed(ctx), seed
+        k_train, x, y = train.workload_data(ctx)
         params = train_classifier(k_train, x[:n_train], y[:n_train], classes=classifier.CLASSES,
                                   steps=steps, batch=batch, lr=lr)
-        return {"params": params,
-                "train_accuracy": float(classifier.accuracy(params, x[:n_train], y[:n_train])),
-                "test_accuracy": float(classifier.accuracy(params, x[n_train:], y[n_train:]))}
+        accuracy = {part: float(classifier.accuracy(params, x[rows], y[rows])) for part, rows
+                    in (("train", slice(None, n_train)), ("test", slice(n_train, None)))}
+        return {"params": params, "train_accuracy": accuracy["train"],
+                "test_accuracy": accuracy["test"]}
 
     return SimpleNamespace(fit_regression=fit_regression, train_classifier=train_classifier,
                            reference_workload=reference_workload)
@@ -78,9 +81,9 @@ def record(workdir: Path) -> dict:
     harness.RECORDED = recorded = {}
     try:
         for kind in ("right", "carried", "zeros"):
-            impl = stand_ins(kind)
             ctx = Context(seed=harness.PUBLIC_SEED, impl_path=workdir / "model.py",
                           workdir=workdir, stage=3)
+            impl = stand_ins(kind, ctx)
             k_train, x, y = train.workload_data(ctx)
             n_train = train.WORKLOAD_SIZES["n_train"]
             params = impl.train_classifier(k_train, x[:n_train], y[:n_train],
