@@ -211,6 +211,12 @@ PLANTED = {
     "sweep_samples_in_milliseconds": (3, ["sweep_records_complete"], [
         ("                    samples.append(time.perf_counter() - start)\n",
          "                    samples.append(1e3 * (time.perf_counter() - start))\n")]),
+    # samples read against one start before the loop (timestamps): named so, and the
+    # timing check fails on the record's own evidence (it crashed here: KeyError 'yours')
+    "sweep_samples_from_one_start": (3, ["sweep_records_complete",
+                                         "sweep_timings_synchronised"], [
+        ("                for _ in range(iters):\n                    start = time.perf_counter()\n",
+         "                start = time.perf_counter()\n                for _ in range(iters):\n")]),
     "sweep_first_call_time_is_a_clock_reading": (3, ["sweep_records_complete"], [
         ("            first_call_s = time.perf_counter() - start\n",
          "            first_call_s = time.perf_counter() / start\n")]),
@@ -273,6 +279,7 @@ MASKING = "past the array's edge"
 # spelled out the mask and the grid), and a tolerance's failure never shows the bracket
 FIX_CODE = ["-jnp.inf", "-inf (the identity", "pl.cdiv(rows, block_rows)", "axis=1"]
 HINTS = {"kernel_row_sum_in_bfloat16": "the same values given as float32 come out within",
+         "sweep_samples_from_one_start": "a timestamp, cumulative",
          "kernel_computes_in_bfloat16": "a step runs in bfloat16",
          "kernel_max_over_the_block": "each row's softmax is shifted by that row's own max",
          "grid_floor_division": "only rows of the last, partial block",

@@ -145,6 +145,29 @@ def within_call_window(value, window, what: str) -> None:
                 hint=window_hint(seconds, least, most))
 
 
+def timestamps_fail(samples, windows, what: str) -> None:
+    """Samples read against one start before the first timed call (timestamps, an honest
+    slip) are named so: one is longer than its call's window, and each holds the one
+    before it plus at least its own call (which durations, each within its own call, are
+    not). Only on a record that already fails a window: a passing one is never read so."""
+    if len(samples) < 2 or not all(type(v) is float for v in samples):
+        return
+    too_long = any(v > most * (1 + CLOCK_SLACK_FRACTION) + CLOCK_SLACK_S
+                   for v, (_, most) in zip(samples, windows))
+    holds_previous = all(
+        b >= a + least * (1 - CLOCK_SLACK_FRACTION) - CLOCK_SLACK_S
+        for a, b, (least, _) in zip(samples, samples[1:], windows[1:]))
+    if too_long and holds_previous:
+        raise CheckFailed(
+            f"{what}: your samples grow with the call index "
+            f"({', '.join(f'{v * 1e3:.4g}' for v in samples[:4])}, ... ms), each holding "
+            "the one before it and its own call",
+            yours=f"samples_s rising from {samples[0] * 1e3:.4g} to {samples[-1] * 1e3:.4g} "
+            f"ms over {len(samples)} calls", expected="each sample its own call's duration",
+            hint="each sample is the time since one start before the first timed call (a "
+            "timestamp, cumulative), where each call's own duration is asked")
+
+
 def window_hint(seconds: float, least: float, most: float) -> str:
     """What a duration outside its call's window shows."""
     if seconds < least:
@@ -317,6 +340,7 @@ def sweep_records_complete(impl, ctx):
                         "JAX reported during that call alone")
             windows = probed.windows(shape, b)
             within_call_window(r["first_call_s"], windows[0], f"{what}: first_call_s")
+            timestamps_fail(samples, windows[1 + warmup:], what)
             for k, sample in enumerate(samples):
                 within_call_window(sample, windows[1 + warmup + k], f"{what}: samples_s[{k}]")
     sweep_of_a_watched_kernel(impl, rng)
@@ -513,8 +537,11 @@ def sweep_timings_synchronised(impl, ctx):
                           budget_s=SYNC_BUDGET_S[name], min_rounds=SYNC_MIN_ROUNDS,
                           max_rounds=SYNC_MAX_ROUNDS)
         except CheckFailed as err:
-            logs = [math.log(r["yours"][name] / r["mine"][name]) for r in rounds[:used[0]]]
-            if statistics.fmean(logs) > 0:
+            # the verdict's own failure (every round it used holds both sides): which
+            # side is slower names the hint; a round whose sweep record failed keeps its own
+            both = [r for r in rounds[:used[0]] if "yours" in r and "mine" in r]
+            if len(both) == used[0] and statistics.fmean(
+                    math.log(r["yours"][name] / r["mine"][name]) for r in both) > 0:
                 err.hint = SYNC_HINTS["above"]
             raise
         except CheckInconclusive as err:
