@@ -208,13 +208,18 @@ PLANTED = {
     "sweep_grid_floor_division": (3, ["sweep_records_complete"], [
         ('"grid": [pl.cdiv(rows, int(b))], "mode": execution_mode(),',
          '"grid": [rows // int(b)], "mode": execution_mode(),')]),
-    "sweep_samples_in_milliseconds": (3, ["sweep_records_complete"], [
+    # 1000x the seconds: the sweep's times add up to more than it took, in the timing
+    # check's own sweep too (its first round fails on that record's evidence, every seed)
+    "sweep_samples_in_milliseconds": (3, ["sweep_records_complete",
+                                          "sweep_timings_synchronised"], [
         ("                    samples.append(time.perf_counter() - start)\n",
          "                    samples.append(1e3 * (time.perf_counter() - start))\n")]),
-    # samples read against one start before the loop (timestamps): named so, and the
-    # timing check fails on the record's own evidence (it crashed here: KeyError 'yours')
-    "sweep_samples_from_one_start": (3, ["sweep_records_complete",
-                                         "sweep_timings_synchronised"], [
+    # samples read against one start before the loop (timestamps): named so by the record
+    # check. Not aimed at sweep_timings_synchronised: with 3 samples the median is about 2
+    # calls, inside its 4x window, and its sweep fails only when the cumulative samples add
+    # up to more than the sweep took, which depends on the first call's compile (CI seed
+    # 1993272682 passed it)
+    "sweep_samples_from_one_start": (3, ["sweep_records_complete"], [
         ("                for _ in range(iters):\n                    start = time.perf_counter()\n",
          "                start = time.perf_counter()\n                for _ in range(iters):\n")]),
     "sweep_first_call_time_is_a_clock_reading": (3, ["sweep_records_complete"], [
