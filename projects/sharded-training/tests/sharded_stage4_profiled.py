@@ -190,7 +190,7 @@ def spanned(record: dict) -> dict:
     return {"first_call_s": record.get("first_call_s"), "samples_s": []}
 
 
-def samples_as_timestamps(record: dict, counted: dict, trace_steps: int,
+def samples_as_timestamps(record: dict, counted: dict, args: dict,
                           wall_s: float) -> Timestamps | None:
     """Whether the record's samples are times since the timed loop began, not one call
     each (``coursekit.checking.timestamps``): each holds the one before it and its own
@@ -199,13 +199,16 @@ def samples_as_timestamps(record: dict, counted: dict, trace_steps: int,
     return to the next one's entry, the probe's stamps) or all add up, with the first
     call, to more than the call's wall time. A right timer's samples lie in their
     windows in whatever order load puts them (the rule this replaced, rises of a sixth
-    of a step and a last sample twice the median, named one in about 720 such runs)."""
+    of a step and a last sample twice the median, could name a right timer whose samples
+    rose at every call under rising load: one run in 720 or fewer rises so)."""
     samples = record.get("samples_s") if isinstance(record, dict) else None
     if not isinstance(samples, list):
         return None
     windows = reported_call_windows("profile_train_step", counted)
     least, most = timed_windows(windows, timed_calls(counted, len(samples),
-                                                     trace_steps).start, len(samples))
+                                                     args["trace_steps"]).start, len(samples))
+    if counted.get("calls") != 1 + args["warmup"] + len(samples) + args["trace_steps"]:
+        least = most = None  # calls not the contract's: which call a sample timed is open
     first = record.get("first_call_s")
     first = first if type(first) in (int, float) and math.isfinite(first) and first > 0 \
         else 0.0
@@ -259,10 +262,10 @@ def learner_record(impl, ctx) -> tuple[dict, dict, dict]:
         reference_s = float(np.median(before + after))
         fail_unless(isinstance(record, dict), "profile_train_step must return a dict",
                     yours=type(record).__name__, expected="a run record dict")
-        timestamps = samples_as_timestamps(record, counter.facts, args["trace_steps"],
+        timestamps = samples_as_timestamps(record, counter.facts, args,
                                            impl.__bridge__.last_wall_s)
         cross_check_profile(impl, counter.facts, record, "profile_train_step",
-                            min(before + after), timestamps)
+                            min(before + after), timestamps is not None)
         written = sharded_trace.trace_files(logdir) - existing  # by this call
         return record, counter.facts, dict(args, logdir=logdir, fn=fn, state=state,
                                            written=sorted(written),
