@@ -65,7 +65,7 @@ def grow_as_timestamps(samples, least=None, most=None, *, wall_s: float | None =
             if v > high * (1 + CLOCK_SLACK_FRACTION) + CLOCK_SLACK_S]
     total = sum(samples) + other_s
     if past:
-        k = past[0]
+        k = max(past, key=lambda k: samples[k] / most[k])  # the plainest of the evidence
         beyond = (f"samples_s[{k}] ({samples[k] * 1e3:.4g} ms) is longer than the "
                   f"{most[k] * 1e3:.4g} ms from the previous call's return to the next "
                   "call's start, measured by the checker")
@@ -80,9 +80,10 @@ def grow_as_timestamps(samples, least=None, most=None, *, wall_s: float | None =
 
 def timestamps_failed(found: Timestamps, what: str) -> CheckFailed:
     """The common FAIL for samples that are timestamps: what they show, and the hint."""
-    shown = ", ".join(f"{v * 1e3:.4g}" for v in found.samples[:4])
+    shown = ", ".join(f"{v * 1e3:.4g}" for v in found.samples[:4]) + \
+        (", ..." if len(found.samples) > 4 else "")
     return CheckFailed(
-        f"{what}: your samples grow with the call index ({shown}, ... ms), each holding "
+        f"{what}: your samples grow with the call index ({shown} ms), each holding "
         f"the one before it and its own call; {found.beyond}",
         yours=f"samples_s rising from {found.samples[0] * 1e3:.4g} to "
         f"{found.samples[-1] * 1e3:.4g} ms over {len(found.samples)} calls",
