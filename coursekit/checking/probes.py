@@ -5,9 +5,11 @@ what it returns, to measure it independently.
   was called, which calls compiled, and which calls' outputs were still being computed
   when the next call began (a timing that ended before its call finished); for a function
   marked ``watch_ready``, also how long after each call began its output was last seen
-  unfinished (a clock stopped before that, and waited on after, ended too soon). It
-  reports plain data (``report()``), so the same facts can come back from another
-  process as a self-reported fact to cross-check.
+  unfinished (a clock stopped before that, and waited on after, ended too soon); and
+  each call's entry and return (``reported_call_windows``: the window a timing of that
+  call lies in, which ``coursekit.checking.timestamps`` reads). It reports plain data
+  (``report()``), so the same facts can come back from another process as a
+  self-reported fact to cross-check.
 - ``within_ratio`` is the one timing rule: the learner's time must lie within a factor
   ``window`` either way of the checker's own synchronised measurement of the same thing.
   Each project states its window with the physics behind it (how far off a missing sync
