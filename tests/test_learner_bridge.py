@@ -242,6 +242,8 @@ def test_workload_facts_come_back_named(learner):
     # call 0 is not waited for: its 9x9 output may or may not be ready at call 1
     # (tests/test_call_probe.py pins that fact down on a long program)
     assert facts.pop("unready_at_next_call") in ([], [0])
+    began, returned = facts.pop("began_at"), facts.pop("returned_at")
+    assert began[0] <= returned[0] <= began[1] <= returned[1]  # stamped in call order
     assert facts == {"calls": 2, "compiled_at": [0], "compiles": 1}
 
 

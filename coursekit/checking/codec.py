@@ -36,7 +36,7 @@ class Workload:
     def __init__(self, name: str, **params):
         self.name, self.params, self.id = name, params, next(_ids)
         self.facts: dict = {"calls": 0, "compiled_at": [], "compiles": 0,
-                            "unready_at_next_call": []}
+                            "unready_at_next_call": [], "began_at": [], "returned_at": []}
 
     def __repr__(self) -> str:
         return f"Workload({self.name!r})"

@@ -5,9 +5,11 @@ what it returns, to measure it independently.
   was called, which calls compiled, and which calls' outputs were still being computed
   when the next call began (a timing that ended before its call finished); for a function
   marked ``watch_ready``, also how long after each call began its output was last seen
-  unfinished (a clock stopped before that, and waited on after, ended too soon). It
-  reports plain data (``report()``), so the same facts can come back from another
-  process as a self-reported fact to cross-check.
+  unfinished (a clock stopped before that, and waited on after, ended too soon); and
+  each call's entry and return (``reported_call_windows``: the window a timing of that
+  call lies in, which ``coursekit.checking.timestamps`` reads). It reports plain data
+  (``report()``), so the same facts can come back from another process as a
+  self-reported fact to cross-check.
 - ``within_ratio`` is the one timing rule: the learner's time must lie within a factor
   ``window`` either way of the checker's own synchronised measurement of the same thing.
   Each project states its window with the physics behind it (how far off a missing sync
@@ -71,6 +73,9 @@ class CallCounter:
         began = time.perf_counter()
         with count_compiles() as compiles:
             out = self.fn(*args, **kwargs)
+            returned = time.perf_counter()
+        facts["began_at"].append(began)
+        facts["returned_at"].append(returned)
         if self.watch_ready:
             watch_until_ready(out, began, facts["unready_seen_after_s"])
         if compiles[0]:
@@ -87,13 +92,18 @@ class CallCounter:
         """Plain data for one group: ``calls`` (how many), ``compiled_at`` (the 0-based
         indices of the calls that compiled), ``compiles`` (compile events in all) and
         ``unready_at_next_call`` (the indices of the calls whose output was not ready when
-        the next call began; the last call has no next one); for a function whose outputs
-        hold ``HostReadProbe`` leaves, ``host_read_at`` (the calls all of whose probes
-        were read to the host by now) and ``probed_at`` (the calls that returned one)."""
+        the next call began; the last call has no next one), ``began_at`` and
+        ``returned_at`` (each call's entry and return by ``time.perf_counter()``, the
+        system's monotonic clock in every process: ``reported_call_windows``); for a
+        function whose outputs hold ``HostReadProbe`` leaves, ``host_read_at`` (the calls
+        all of whose probes were read to the host by now) and ``probed_at`` (the calls
+        that returned one)."""
         facts = self._facts.get(group, _no_calls())
         report = {"calls": facts["calls"], "compiled_at": list(facts["compiled_at"]),
                   "compiles": facts["compiles"],
-                  "unready_at_next_call": list(facts["unready_at_next_call"])}
+                  "unready_at_next_call": list(facts["unready_at_next_call"]),
+                  "began_at": list(facts["began_at"]),
+                  "returned_at": list(facts["returned_at"])}
         if self.watch_ready:
             report["unready_seen_after_s"] = list(facts["unready_seen_after_s"])
         if facts["probes"]:
@@ -105,7 +115,7 @@ class CallCounter:
 
 def _no_calls() -> dict:
     return {"calls": 0, "compiled_at": [], "compiles": 0, "unready_at_next_call": [],
-            "probes": [], "unready_seen_after_s": []}
+            "probes": [], "unready_seen_after_s": [], "began_at": [], "returned_at": []}
 
 
 # How often the watcher looks, and for how long at most (a call never waited for).
@@ -344,3 +354,29 @@ def reported_unready(what: str, facts: dict) -> list[int]:
         raise TamperEvidence(f"{what}: the learner process reported unfinished calls that "
                              f"are not call indices: {facts!r}"[:300])
     return unready
+
+
+def reported_call_windows(what: str, facts: dict) -> list[tuple[float, float]]:
+    """A workload's self-reported entry and return stamps (``began_at``, ``returned_at``)
+    as one window per call: (least_s, most_s), the call's own span (entry to return;
+    for a watched workload, at least until its output was last seen unfinished) and the
+    time from the previous call's return to the next call's entry (``math.inf`` at
+    either end of the calls). A caller's clock started after the previous call returned
+    and stopped after this call's work, before the next call, reads within both, at any
+    load. Refused as tamper evidence unless the stamps are in order; only ever a reason
+    to fail (``coursekit.checking.timestamps``)."""
+    calls, began, returned = (facts.get(k) for k in ("calls", "began_at", "returned_at"))
+    stamps = list(zip(began, returned)) if isinstance(began, list) and \
+        isinstance(returned, list) and len(began) == len(returned) == calls else None
+    ordered = stamps is not None and all(
+        type(b) is float and type(r) is float and math.isfinite(b) and b <= r
+        for b, r in stamps) and all(r <= b for (_, r), (b, _) in zip(stamps, stamps[1:]))
+    if not ordered:
+        raise TamperEvidence(f"{what}: the learner process reported its calls' entry and "
+                             f"return times in a form that is not that: {facts!r}"[:300])
+    seen = reported_unready_seen(what, facts) if "unready_seen_after_s" in facts \
+        else [0.0] * calls
+    return [(max(r - b, seen[k]),
+             (stamps[k + 1][0] if k + 1 < calls else math.inf)
+             - (stamps[k - 1][1] if k else -math.inf))
+            for k, (b, r) in enumerate(stamps)]

@@ -13,9 +13,11 @@ before and after it (within ``TRACE_WINDOW``)."""
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import json
 import math
+import os
 import re
 import time
 from pathlib import Path
@@ -25,7 +27,7 @@ import numpy as np
 import optim_expected
 from optim_harness import Versions, checker, close, odd
 
-from coursekit.checking import graded
+from coursekit.checking import graded, spawn
 from coursekit.checking.device import learner_may_hold_accelerator
 from coursekit.checking.frozen import copy_once
 from coursekit.checking.graded import instructor_module
@@ -457,16 +459,46 @@ def step_events(path: Path) -> int:
                and e.get("name") == STEP)
 
 
+RUN_NAME = "%Y_%m_%d_%H_%M_%S"  # a profiler run's folder: named by the second of the run
+
+
+def logdir_with_an_earlier_run(ctx, first: str, run_name: str) -> Path | None:
+    """A fresh logdir holding the learner's first trace (``first``, the checker's copy)
+    as an earlier profiler run: named a second before that run's own folder
+    (``run_name``, on the profiler's own clock), its times a second back. The second
+    call's run is named by its own second, later, so the two are two runs with no wait
+    (the first run's own folder, named again within the same second, is written over:
+    one name holds the last run only). None when ``run_name`` is not of that form."""
+    try:
+        when = datetime.datetime.strptime(run_name, RUN_NAME)
+    except ValueError:
+        return None
+    folder = ctx.learner_dir("learner-trace-again")
+    run = folder / "plugins" / "profile" / (when - datetime.timedelta(seconds=1)).strftime(
+        RUN_NAME)
+    run.mkdir(parents=True)
+    earlier = run / Path(first).name
+    earlier.write_bytes(Path(first).read_bytes())
+    back = time.time() - 1
+    for path in (earlier, run):
+        os.utime(path, (back, back))
+    return spawn.share_tree(folder)
+
+
 def second_trace_checked(impl, ctx, config: dict, seed: int, folder: Path, first: str,
-                         traced_at: float) -> None:
-    """trace_slow called once more into the folder that holds its first trace, with
-    fewer steps (the same sizes per step and seed, so the same compiled operations): the
-    file it returns is of this call, not the earlier one there."""
+                         run_name: str, traced_at: float) -> None:
+    """trace_slow called once more into a logdir that holds its first trace as an
+    earlier run (``logdir_with_an_earlier_run``; the first trace's own folder when its
+    run's name is not of the known form), with other steps (the same sizes per step and
+    seed, so the same compiled operations): the file it returns is of this call, not the
+    earlier one there."""
     steps = int(ctx.rng("second-trace").integers(3, 7))
     assert steps != config["steps"]
-    # a profiler run's folder is named by the second it ends in: a second apart from the
-    # first (usually past already), so the two are two runs (one name holds the last only)
-    time.sleep(max(0.0, traced_at + 1.05 - time.time()))
+    again = logdir_with_an_earlier_run(ctx, first, run_name)
+    if again is None:
+        # a second apart from the first (usually past already), so the two are two runs
+        time.sleep(max(0.0, traced_at + 1.05 - time.time()))
+    folder = again or folder
     path = impl.trace_slow(dict(config, steps=steps), seed, str(folder))
     fail_unless(isinstance(path, str) and Path(path).is_file(),
                 "trace_slow must return the path of the trace file it wrote", yours=path)
@@ -509,6 +541,7 @@ def learner_trace_is_one_call_in_use(impl, ctx):
     samples += [timed(problem["lr"] * 0.75), timed(problem["lr"] * 0.7)]   # ... and after
     fail_unless(isinstance(path, str) and Path(path).is_file(),
                 "trace_slow must return the path of the trace file it wrote", yours=path)
+    run_name = Path(path).parent.name  # the profiler run's folder
     # taken once, from the folder it was given: every parse below reads this copy
     path = str(copy_once(path, ctx.subdir("taken"), inside=folder,
                          what="the trace trace_slow returned"))
@@ -560,7 +593,7 @@ def learner_trace_is_one_call_in_use(impl, ctx):
                     "others' median (the compile a new learning rate causes)",
                     hint="the traced call's update ran without a compile: your process "
                     "had compiled that learning rate before the trace")
-    second_trace_checked(impl, ctx, config, seed, folder, path, traced_at)
+    second_trace_checked(impl, ctx, config, seed, folder, path, run_name, traced_at)
     reference = float(np.median(samples))
     within_ratio(got["step_us"] * 1e-6, reference, TRACE_WINDOW, "the traced step",
                  "your traced steps sum to another time than one steady call of train_slow "

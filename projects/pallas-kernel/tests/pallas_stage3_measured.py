@@ -59,6 +59,7 @@ from coursekit.checking.probes import (
     ratio_verdict,
     samples_of,
 )
+from coursekit.checking.timestamps import grow_as_timestamps, timestamps_failed
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure.timing import time_synced
 from coursekit.workloads.remote_pallas_kernel import DICT_ITEMS
@@ -147,25 +148,14 @@ def within_call_window(value, window, what: str) -> None:
 
 def timestamps_fail(samples, windows, what: str) -> None:
     """Samples read against one start before the first timed call (timestamps, an honest
-    slip) are named so: one is longer than its call's window, and each holds the one
-    before it plus at least its own call (which durations, each within its own call, are
-    not). Only on a record that already fails a window: a passing one is never read so."""
-    if len(samples) < 2 or not all(type(v) is float for v in samples):
-        return
-    too_long = any(v > most * (1 + CLOCK_SLACK_FRACTION) + CLOCK_SLACK_S
-                   for v, (_, most) in zip(samples, windows))
-    holds_previous = all(
-        b >= a + least * (1 - CLOCK_SLACK_FRACTION) - CLOCK_SLACK_S
-        for a, b, (least, _) in zip(samples, samples[1:], windows[1:]))
-    if too_long and holds_previous:
-        raise CheckFailed(
-            f"{what}: your samples grow with the call index "
-            f"({', '.join(f'{v * 1e3:.4g}' for v in samples[:4])}, ... ms), each holding "
-            "the one before it and its own call",
-            yours=f"samples_s rising from {samples[0] * 1e3:.4g} to {samples[-1] * 1e3:.4g} "
-            f"ms over {len(samples)} calls", expected="each sample its own call's duration",
-            hint="each sample is the time since one start before the first timed call (a "
-            "timestamp, cumulative), where each call's own duration is asked")
+    slip) are named so, by the shared rule (``coursekit.checking.timestamps``): one is
+    longer than its call's window, and each holds the one before it plus at least its
+    own call (which durations, each within its own call, are not). A record whose every
+    sample lies in its window is never read so."""
+    found = grow_as_timestamps(samples, [least for least, _ in windows],
+                               [most for _, most in windows])
+    if found:
+        raise timestamps_failed(found, what)
 
 
 def window_hint(seconds: float, least: float, most: float) -> str:

@@ -42,6 +42,10 @@ SELF_REPORTED = {
     "first_call_s, samples_s": "their sum against the wall time this process measured "
                                "around the whole call (no harness can time more than "
                                "elapsed)",
+    "began_at, returned_at": "(each call's entry and return) in order, or TamperEvidence; "
+                             "only ever a reason to fail: samples that each hold the one "
+                             "before it and lie past their call's window are named as "
+                             "timestamps",
     "host_read_at": "(the calls that read the HostReadProbe leaf of host_metric_step to the "
                     "host) none independent: on CPU a host read and block_until_ready take "
                     "the same time; only ever a reason to fail time_fn(sync='host_read'), "

@@ -66,12 +66,14 @@ from coursekit.checking.errors import (
 )
 from coursekit.checking.learner import get_function, on_input
 from coursekit.checking.probes import (
+    reported_call_windows,
     reported_counts,
     reported_times_within_wall,
     reported_unready,
     samples_of,
     timing_budget_s,
 )
+from coursekit.checking.timestamps import grow_as_timestamps, timed_windows, timestamps_failed
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.measure.timing import time_synced
 from coursekit.workloads import catalog
@@ -88,48 +90,55 @@ MEASUREMENT_KEYS = ("sync", "warmup", "first_call_s", "samples_s", "compiles_fir
 UNIT_SLIP_OVER = 30  # a sum this many times the wall or more reads as another unit
 
 
-def timestamps_fail(what: str, records, wall_s: float) -> None:
-    """Samples that grow with the call index, the k-th about k times the first (each read
-    against one start before the loop): timestamps, an honest slip, said as such (their
-    sum can pass the wall time, which would otherwise read as a forged report). Three or
-    four samples that climb are no evidence alone (a loaded machine makes honest ones
-    climb: 0.034, 0.060, 0.070 s was seen): they are named timestamps only when the
-    records' times add up to more than the whole call took, which durations cannot."""
-    total = sum(v for m in records for v in (m.get("samples_s") or [])
-                if type(v) in (int, float) and math.isfinite(v))
-    beyond_wall = total > wall_s * 1.01 + 1e-3
-    for m in records:
+def finite(v) -> bool:
+    return type(v) in (int, float) and math.isfinite(v)
+
+
+def record_windows(records, facts: dict | None) -> list[tuple[list, list]]:
+    """Per record, (least, most) of each sample's call (``reported_call_windows``): its
+    first call, its warm-up calls, then its samples. No bound (None) for two records of
+    one workload (which ran first is the learner's choice) or unless the calls counted
+    are exactly those."""
+    none = [(None, None)] * len(records)
+    if facts is None or len(records) != 1:
+        return none
+    samples, warmup = records[0].get("samples_s"), records[0].get("warmup")
+    if not isinstance(samples, list) or type(warmup) is not int or warmup < 0 or \
+            facts.get("calls") != 1 + warmup + len(samples):
+        return none
+    return [timed_windows(reported_call_windows("time_fn", facts), 1 + warmup,
+                          len(samples))]
+
+
+def timestamps_fail(what: str, records, wall_s: float, facts: dict | None) -> None:
+    """Samples that grow with the call index, each holding the one before it and its
+    own call (each read against one start before the loop): timestamps, an honest slip,
+    said as such by the shared rule (``coursekit.checking.timestamps``) when they also
+    contradict durations for certain: one longer than its call's window (the probe's
+    stamps), or all the times adding up to more than the whole call took (which would
+    otherwise read as a forged report). A correct timer is never named so: three or
+    four samples that climb are common under load (0.034, 0.060, 0.070 s was seen), but
+    each lies inside its call's window."""
+    total = sum(v for m in records for v in (m.get("first_call_s"), *(
+        m.get("samples_s") if isinstance(m.get("samples_s"), list) else [])) if finite(v))
+    for m, (least, most) in zip(records, record_windows(records, facts)):
         samples = m.get("samples_s") if isinstance(m.get("samples_s"), list) else []
-        # five or more (the checks' own calls, iters 5-7), every one up on the one before
-        # and the last at least 0.6 n times the first: honest samples do not climb so
-        # (three or four only where each is k times the first within 35% and the times
-        # add up to more than the call took)
-        if len(samples) < 3 or not all(type(v) in (int, float) and v > 0 for v in samples):
-            continue
-        steps = [b - a for a, b in zip(samples, samples[1:])]
-        climbs = all(d > 0 for d in steps) and samples[-1] >= 0.6 * len(samples) * samples[0]
-        if len(samples) < 5:
-            climbs = climbs and beyond_wall and all(
-                abs(v / ((k + 1) * samples[0]) - 1) <= 0.35 for k, v in enumerate(samples))
-        if climbs:
-            raise CheckFailed(
-                f"{what}: your samples grow with the call index "
-                f"({', '.join(f'{v:.4g}' for v in samples[:4])}, ... s)",
-                yours=f"samples_s rising from {samples[0]:.4g} to {samples[-1]:.4g} s over "
-                f"{len(samples)} calls", expected="each sample its own call's duration",
-                hint="each sample is the time since one start before the first timed call "
-                "(a timestamp, cumulative), where each call's own duration is asked")
+        mine = sum(v for v in samples if finite(v))
+        found = grow_as_timestamps(samples, least, most, wall_s=wall_s,
+                                   other_s=total - mine)
+        if found:
+            raise timestamps_failed(found, what)
 
 
-def times_within_wall(what: str, records, wall_s: float) -> None:
-    """One timing reported both as ``first_call_s`` and as a sample (equal to the last
-    bit, which two honest timings never are: e.g. a list of every call's times sliced
-    from its start) is a mistake: a FAIL naming it, also when the first call counted twice
-    makes the times add up to more than elapsed. Otherwise ``reported_times_within_wall``:
-    a sum beyond the wall time is a forged report."""
-    def finite(v):
-        return type(v) in (int, float) and math.isfinite(v)
-    timestamps_fail(what, records, wall_s)
+def times_within_wall(what: str, records, wall_s: float, facts: dict | None = None) -> None:
+    """Samples that are timestamps are named so (``timestamps_fail``; ``facts``: the
+    workload's probe report, whose stamps bound each call). One timing reported both as
+    ``first_call_s`` and as a sample (equal to the last bit, which two honest timings
+    never are: e.g. a list of every call's times sliced from its start) is a mistake: a
+    FAIL naming it, also when the first call counted twice makes the times add up to
+    more than elapsed. Otherwise ``reported_times_within_wall``: a sum beyond the wall
+    time is a forged report."""
+    timestamps_fail(what, records, wall_s, facts)
     timed = doubled = 0.0
     where = []
     for m in records:
@@ -182,7 +191,7 @@ def cross_check_counts(impl, ctx, facts: dict, what: str, *measurements) -> dict
             f"{what}: the learner process reported {calls} calls and "
             f"{len(compiled_at)} compiles, which take about {needed:.3g} CPU s here, but "
             f"it spent {spent:.3g} CPU s (floor 1/{CPU_FLOOR_FACTOR:g})")
-    times_within_wall(what, measurements, impl.__bridge__.last_wall_s)
+    times_within_wall(what, measurements, impl.__bridge__.last_wall_s, facts)
     return facts
 
 
@@ -265,7 +274,7 @@ def cpu_clock_fails(impl, ctx) -> None:
             m = require_keys(time_fn(workload, x, warmup=1, iters=5), MEASUREMENT_KEYS,
                              "time_fn")
         # no CPU floor here (a nap takes none): the times against the call's wall time
-        times_within_wall("time_fn", [m], impl.__bridge__.last_wall_s)
+        times_within_wall("time_fn", [m], impl.__bridge__.last_wall_s, workload.facts)
         return m, workload.facts
     m, facts = ctx.once("sleeper", measure)
     samples = samples_of(m, "time_fn", 5)

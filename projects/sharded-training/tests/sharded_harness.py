@@ -79,6 +79,9 @@ SELF_REPORTED = {
         "ever a reason to fail (a synchronised timer is never listed, and its times are "
         "never shorter than when its output was last seen unfinished); the samples and "
         "traced regions are also timed against the checker's own, in interleaved rounds",
+    "stand_in_step workload facts (began_at, returned_at)": "in order, or TamperEvidence; "
+        "only ever a reason to fail: a sample past its call's window (previous return to "
+        "next entry) that also holds the one before it is named as timestamps",
     "profile record (samples_s, first_call_s)": "their sum against the call's wall time "
         "measured here; the median against the checker's own synchronised samples of the "
         "same step, in interleaved rounds (stage 4)",

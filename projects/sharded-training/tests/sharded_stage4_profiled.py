@@ -32,9 +32,10 @@ Cases where each timing mistake changes the verdict by a wide margin (issue 29):
   before the next call: a first call timed without its wait shows there (in the record's
   own run the loss check waits for it, and a first call's compile dwarfs its run);
 * samples timed from the start of the timed loop (timestamps, not durations): they rise
-  at every call by about a call, the last one a whole loop (``grow_as_timestamps``), and
-  can add up to more than the call's wall time (seed 1: 1.9 s of samples); named as
-  such in ``samples_are_synchronised`` (a FAIL whatever the load), never as tampering;
+  at every call by at least that call, and lie outside their calls' windows (the step's
+  own entry and return stamps) or add up to more than the call's wall time (seed 1:
+  1.9 s of samples) (``samples_as_timestamps``); named as such in
+  ``samples_are_synchronised`` (a FAIL whatever the load), never as tampering;
 * traced steps whose wait comes after the annotation closes: the probe cannot see them
   (the wait comes before the next call); the region then holds the dispatch only, 2-9 ms
   against a step of 80-135 ms here under load (ROWS_PER_DEVICE), 0.02-0.1x, which
@@ -76,12 +77,14 @@ from coursekit.checking.probes import (
     ended_before_ready,
     ratio_verdict,
     region_name,
+    reported_call_windows,
     reported_counts,
     reported_times_within_wall,
     reported_unready,
     reported_unready_seen,
     samples_of,
 )
+from coursekit.checking.timestamps import Timestamps, grow_as_timestamps, timed_windows
 from coursekit.checking.values import as_float, fail_unless
 from coursekit.measure.timing import time_synced
 from coursekit.provenance.records import read_run_record, validate_run_record
@@ -166,7 +169,7 @@ def cross_check_profile(impl, facts: dict, record: dict, what: str,
     """The learner process's self-reported counts and times against the wall time this
     process measured around the call (``SELF_REPORTED``). ``fastest_s``: the checker's
     fastest synchronised sample of the step (under load the least inflated one).
-    ``timestamps``: the samples grow as timestamps do (``grow_as_timestamps``), so only
+    ``timestamps``: the samples grow as timestamps do (``samples_as_timestamps``), so only
     the first call is added up (``spanned``); that mistake fails samples_are_synchronised
     by name, never as tampering."""
     wall = impl.__bridge__.last_wall_s
@@ -181,40 +184,35 @@ def cross_check_profile(impl, facts: dict, record: dict, what: str,
 
 def spanned(record: dict) -> dict:
     """The record's times the wall time must hold when its samples are timestamps
-    (``grow_as_timestamps``): the first call alone. Times since the loop began overlap,
+    (``samples_as_timestamps``): the first call alone. Times since the loop began overlap,
     and clock readings (``perf_counter()`` itself) exceed any wall time; either fails
     samples_are_synchronised by name, so leaving them out gains nothing."""
     return {"first_call_s": record.get("first_call_s"), "samples_s": []}
 
 
-# Samples that are times since the timed loop began, not one call each, grow with the
-# call index: each longer than the one before by one call (at least the checker's fastest
-# sample / CALLS_SLACK, the bound cross_check_profile already holds every call to), the
-# last one a whole loop (at least TIMESTAMP_SPAN times the checker's median), over at
-# least TIMESTAMP_MIN_SAMPLES samples. A right timer's samples (about one step each, in
-# no order) rise at every one of the record's 6-9 calls once in 720 runs or fewer, and
-# then to twice the checker's median rarely again. Samples that rise at every call and
-# add up to more than the call's wall time, while the first call and the last sample fit
-# in it, are timestamps whatever their size: durations cannot overlap.
-TIMESTAMP_MIN_SAMPLES, TIMESTAMP_SPAN = 4, 2.0
-
-
-def grow_as_timestamps(record: dict, reference_s: float, fastest_s: float,
-                       wall_s: float) -> bool:
-    """Whether the record's samples grow with the call index as times since the timed
-    loop began do (see TIMESTAMP_SPAN)."""
+def samples_as_timestamps(record: dict, counted: dict, args: dict,
+                          wall_s: float) -> Timestamps | None:
+    """Whether the record's samples are times since the timed loop began, not one call
+    each (``coursekit.checking.timestamps``): each holds the one before it and its own
+    call (the step's own probe: from its entry until its output was last seen
+    unfinished), and one is longer than its call's window (from the previous call's
+    return to the next one's entry, the probe's stamps) or all add up, with the first
+    call, to more than the call's wall time. A right timer's samples lie in their
+    windows in whatever order load puts them (the rule this replaced, rises of a sixth
+    of a step and a last sample twice the median, could name a right timer whose samples
+    rose at every call under rising load: one run in 720 or fewer rises so)."""
     samples = record.get("samples_s") if isinstance(record, dict) else None
-    first = record.get("first_call_s") if isinstance(record, dict) else None
-    if not isinstance(samples, list) or len(samples) < TIMESTAMP_MIN_SAMPLES or \
-            not all(type(v) in (int, float) and math.isfinite(v) and v > 0 for v in samples):
-        return False
-    rises = [b - a for a, b in zip(samples, samples[1:])]
-    if min(rises) <= 0:
-        return False
-    first = first if type(first) in (int, float) and math.isfinite(first) else 0.0
-    if first + sum(samples) > wall_s and first + samples[-1] <= wall_s:
-        return True
-    return min(rises) >= fastest_s / CALLS_SLACK and samples[-1] >= TIMESTAMP_SPAN * reference_s
+    if not isinstance(samples, list):
+        return None
+    windows = reported_call_windows("profile_train_step", counted)
+    least, most = timed_windows(windows, timed_calls(counted, len(samples),
+                                                     args["trace_steps"]).start, len(samples))
+    if counted.get("calls") != 1 + args["warmup"] + len(samples) + args["trace_steps"]:
+        least = most = None  # calls not the contract's: which call a sample timed is open
+    first = record.get("first_call_s")
+    first = first if type(first) in (int, float) and math.isfinite(first) and first > 0 \
+        else 0.0
+    return grow_as_timestamps(samples, least, most, wall_s=wall_s, other_s=first)
 
 
 # The checker's own synchronised samples of the step, on its own 8 devices, taken just
@@ -264,10 +262,10 @@ def learner_record(impl, ctx) -> tuple[dict, dict, dict]:
         reference_s = float(np.median(before + after))
         fail_unless(isinstance(record, dict), "profile_train_step must return a dict",
                     yours=type(record).__name__, expected="a run record dict")
-        timestamps = grow_as_timestamps(record, reference_s, min(before + after),
-                                        impl.__bridge__.last_wall_s)
+        timestamps = samples_as_timestamps(record, counter.facts, args,
+                                           impl.__bridge__.last_wall_s)
         cross_check_profile(impl, counter.facts, record, "profile_train_step",
-                            min(before + after), timestamps)
+                            min(before + after), timestamps is not None)
         written = sharded_trace.trace_files(logdir) - existing  # by this call
         return record, counter.facts, dict(args, logdir=logdir, fn=fn, state=state,
                                            written=sorted(written),
@@ -472,7 +470,7 @@ def samples_are_synchronised(impl, ctx):
     unfinished_calls(timed, counted, "")
     samples_outlast_their_calls(samples, timed, counted, "")
     if args["timestamps"]:
-        timestamps_not_durations(samples, args["reference_s"], args["wall_s"])
+        timestamps_not_durations(args["timestamps"], args["reference_s"], args["wall_s"])
 
     def median(r: dict) -> float:
         where = f" (timing round {r['index']})"
@@ -486,11 +484,11 @@ def samples_are_synchronised(impl, ctx):
            "taken beside each of your calls", ctx, impl)
 
 
-def timestamps_not_durations(samples: list, reference_s: float, wall_s: float) -> None:
-    """Fails on samples that grow as timestamps do (``grow_as_timestamps``): what they
-    show, in the learner's and the checker's times. ``wall_s``: the whole call's time,
-    measured here (a sample longer than it is a clock reading)."""
-    rises = [b - a for a, b in zip(samples, samples[1:])]
+def timestamps_not_durations(found: Timestamps, reference_s: float, wall_s: float) -> None:
+    """Fails on samples that grow as timestamps do (``samples_as_timestamps``): what
+    they show, in the learner's and the checker's times. ``wall_s``: the whole call's
+    time, measured here (a sample longer than it is a clock reading)."""
+    samples, rises = list(found.samples), found.rises
     grow = ("from one sample to the next yours grow by " +
             ", ".join(f"{r * 1e3:.3g}" for r in rises) + " ms")
     if samples[0] > wall_s:
@@ -508,7 +506,7 @@ def timestamps_not_durations(samples: list, reference_s: float, wall_s: float) -
                 "own start")
     raise CheckFailed(
         f"your {len(samples)} samples grow with the call index: each one is longer than "
-        "the one before by about one call of the step",
+        f"the one before by at least its own call of the step; {found.beyond}",
         yours=f"samples_s = {shown}",
         expected=f"{len(samples)} durations of one call each, about "
         f"{reference_s * 1e3:.4g} ms (the checker's synchronised median of the same step), "
