@@ -313,9 +313,9 @@ def test_every_reference_solution_passes_in_the_sandbox(graded_reference):
     runs = {item: r["record"].get("sandbox_run", "")
             for (_, item), r in graded_reference["latest"].items()
             if item not in graded_reference["notebooks"]}
-    # (a stage whose shared run was INCONCLUSIVE under load is graded again alone at the
-    # end of the batch, and says so)
-    assert all(run.startswith("shared by stages") or run == RETRIED_ALONE
+    # (a stage whose shared run was INCONCLUSIVE or starved under load is graded again
+    # alone at the end of the batch, and says so)
+    assert all(run.startswith(("shared by stages", RETRIED_ALONE))
                for run in runs.values()), {
         item: run for item, run in runs.items() if not run.startswith("shared by stages")}
 
