@@ -404,7 +404,7 @@ def run_batch(todo: list[Task], book: Gradebook, *, workers: int, run_id: str,
 def undecided(record: Record) -> str:
     """Why the grading machine's load, not the learner's code, may have decided this
     record ('' when nothing says so): a timing check that could not decide, or a run
-    stopped at its wall clock with under half a core of CPU (``autograder.run_cpu``)."""
+    stopped at its wall clock with under a quarter of a core of CPU (``autograder.run_cpu``)."""
     if record["status"] == "inconclusive":
         return "an inconclusive run"
     if record.get("reason") == outcomes.STARVED:

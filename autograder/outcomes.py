@@ -10,7 +10,7 @@ learner reads in the feedback. Stages (``autograder.stage``), notebooks
     error    the code could not run, or did something refused (a sandbox refusal,
              tampering with the timing or the grader, a fork bomb, an output flood)
     timeout  past the wall-clock limit         memory   past the memory limit
-             (reason ``wall-clock-starved``: with under half a core of CPU, so perhaps
+             (reason ``wall-clock-starved``: with under a quarter of a core of CPU, so perhaps
              starved by the machine's load; retried once at the end of the batch, and
              counted apart when it stays so)
     crash    the process or kernel died        missing  no file for the item
@@ -111,7 +111,7 @@ TABLE: dict[str, Outcome] = {
     "grader-worker-died": Outcome("crash", "the grader failed on this item; your instructor "
                                            "has the details"),
 }
-# A run stopped at its wall clock having had under half a core (``autograder.run_cpu``),
+# A run stopped at its wall clock having had under a quarter of a core (``run_cpu``),
 # in its first grading and when graded again: counted apart, like ``inconclusive``.
 STARVED = "wall-clock-starved"
 SIGNAL = "signal:"  # ``signal:SIGSEGV``: killed by that signal -> crash

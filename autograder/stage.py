@@ -12,7 +12,7 @@ a gradebook record with one of the statuses below.
              (``tamper-evidence``), a fork bomb (``process-limit``), an output flood
              (``output-limit``)
     timeout  the stage ran past its wall-clock limit (reason ``wall-clock``; or
-             ``wall-clock-starved`` when its processes got under half a core of CPU in
+             ``wall-clock-starved`` when its processes got under a quarter of a core of CPU in
              that time: the machine may have starved it, and the grader grades it once
              more at the end of the batch; ``autograder.run_cpu``)
     memory   the stage ran past its memory limit (killed, or MemoryError raised)

@@ -1,4 +1,4 @@
-"""A stage stopped at its wall clock with under half a core of CPU was starved, not the
+"""A stage stopped at its wall clock with under a quarter of a core of CPU was starved, not the
 learner's: a ``grade`` batch grades it once more at the end (the one retry that also
 takes inconclusive stages), and the second record becomes the latest; a busy loop, which
 kept a core busy to the limit, is not graded again. Real batches through the grader
