@@ -110,9 +110,11 @@ def test_sigkill_mid_batch_then_resume(tmp_path):
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     assert summary["skipped"] == killed_at and summary["graded"] == len(names) - killed_at
     book = Gradebook.in_dir(out)
-    keys = [(r[0], r[1]) for r in book.all_rows()]
+    # each graded exactly once (a stage the machine starved, once more at the end)
+    keys = [(r[0], r[1]) for r in book.all_rows()
+            if not json.loads(r[6]).get("sandbox_run", "").startswith(RETRIED_ALONE)]
     book.close()
-    assert sorted(keys) == sorted((s, STAGE) for s in names)  # each exactly once
+    assert sorted(keys) == sorted((s, STAGE) for s in names)
     final = results(out)
     assert {s: final[s]["status"] for s in names} == {s: SIMPLE[src] for s, src in
                                                       names.items()}
