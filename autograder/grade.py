@@ -413,6 +413,28 @@ def undecided(record: Record) -> str:
     return ""
 
 
+def owed_retries(tasks: list[Task], todo: list[Task], book: Gradebook
+                 ) -> list[tuple[Task, Record]]:
+    """(task, latest record) of each item this batch skips as graded whose record the
+    machine's load may have decided and which was never graded again: an earlier batch
+    stopped (killed, a cancelled shard) between its first grading and the end-of-batch
+    retry. This batch owes it that retry."""
+    running = {(t["student"], t["item"]) for t in todo}
+    latest = book.latest()
+    owed = []
+    for task in tasks:
+        key = (task["student"], task["item"])
+        row = latest.get(key)
+        if key in running or row is None or row["content_hash"] != task["hash"]:
+            continue
+        record = {**row["record"], "student": key[0], "item": key[1],
+                  "status": row["status"]}
+        if undecided(record) and not str(record.get("sandbox_run", "")).startswith(
+                RETRIED_ALONE):
+            owed.append((task, record))
+    return owed
+
+
 def retry_undecided(todo: list[Task], records: list[Record], book: Gradebook, *,
                     workers: int, run_id: str, shard: str, secret_id: str,
                     progress: bool) -> list[Record]:
@@ -479,8 +501,10 @@ def grade(submission_dir: Path, out: Path, *, workers: int = 2, shard_text: str 
         share_runs: the stages of one project of one submission share a sandboxed run.
 
     Returns:
-        {"graded", "skipped", "students": counts, "statuses": {status: count},
-        "out": the grader folder}; every record is in ``out/gradebook.sqlite``.
+        {"graded", "skipped", "graded_again": items graded once more at the end (this
+        batch's, or skipped ones an earlier batch stopped before their retry), "students":
+        counts, "statuses": {status: count} of the latest records, "out": the grader
+        folder}; every record is in ``out/gradebook.sqlite``.
     """
     submission_dir, out = Path(submission_dir).resolve(), Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -503,17 +527,19 @@ def grade(submission_dir: Path, out: Path, *, workers: int = 2, shard_text: str 
           f"worker(s); {skipped} unchanged item(s) skipped; isolation: "
           f"{sandbox.isolation()}" + (f"; shard {shard_label}" if shard_label else ""),
           file=sys.stderr, flush=True)
+    owed = owed_retries(tasks, todo, book)
     run_id = book.start_run(sandbox.isolation(), shard_label, secret["id"])
-    records = run_batch(todo, book, workers=workers, run_id=run_id, shard=shard_label,
-                        secret_id=secret["id"], progress=progress, share_runs=share_runs)
-    records = retry_undecided(todo, records, book, workers=workers, run_id=run_id,
-                              shard=shard_label, secret_id=secret["id"],
-                              progress=progress)
+    first = run_batch(todo, book, workers=workers, run_id=run_id, shard=shard_label,
+                      secret_id=secret["id"], progress=progress, share_runs=share_runs)
+    records = retry_undecided(todo + [t for t, _ in owed], first + [r for _, r in owed],
+                              book, workers=workers, run_id=run_id, shard=shard_label,
+                              secret_id=secret["id"], progress=progress)
+    again = sum(str(r.get("sandbox_run", "")).startswith(RETRIED_ALONE) for r in records)
     counts = Counter(r["status"] for r in records)
     book.close()
-    summary = {"graded": len(records), "skipped": skipped, "students": students,
-               "statuses": dict(counts), "out": str(out)}
+    summary = {"graded": len(first), "skipped": skipped, "graded_again": again,
+               "students": students, "statuses": dict(counts), "out": str(out)}
     print("done: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) +
-          f" ({len(records)} graded, {skipped} skipped); gradebook {out / 'gradebook.sqlite'}",
-          file=sys.stderr)
+          f" ({len(first)} graded, {skipped} skipped, {again} graded again at the end); "
+          f"gradebook {out / 'gradebook.sqlite'}", file=sys.stderr)
     return summary

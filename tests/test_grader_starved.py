@@ -3,7 +3,9 @@ learner's: a ``grade`` batch grades it once more at the end (the one retry that 
 takes inconclusive stages), and the second record becomes the latest; a busy loop, which
 kept a core busy to the limit, is not graded again. Real batches through the grader
 (sandbox, jail, runner, a checker) on a toy course whose one check calls the learner's
-function: no JAX, so a run takes about a second and the limits can be 3 s.
+function: no JAX, so a correct run needs about 1 s of CPU and the limit can be 5 s
+(the rule presumes a limit at least four times what a correct run needs:
+``run_cpu.STARVED_SHARE``; at 3 s a load of 8 on 2 cores timed the correct one out).
 
 Code that sleeps reads as starved (the watchdog sees little CPU either way): it stands
 here for a run the machine starved, and costs one more limit (docs/instructors.md)."""
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -21,7 +25,7 @@ from autograder import grade, outcomes, run_cpu
 from autograder.gradebook import Gradebook
 from coursekit.facts import ROOT
 
-LIMIT_S = 3.0
+LIMIT_S = 5.0
 CHECK = textwrap.dedent("""
     import sys
     from pathlib import Path
@@ -74,7 +78,7 @@ def graded(course: Path, tmp_path: Path, learners: dict[str, str]):
 
 def test_a_starved_stage_is_graded_once_more_and_a_loop_is_not(course, tmp_path):
     rows, latest = graded(course, tmp_path, LEARNERS)
-    assert latest["right"]["status"] == "pass" and len(rows["right"]) == 1
+    assert latest["right"]["status"] == "pass" and len(rows["right"]) == 1, latest["right"]
 
     sleeper = latest["sleeper"]
     assert (sleeper["status"], sleeper["reason"]) == ("timeout", outcomes.STARVED)
@@ -92,3 +96,48 @@ def test_a_starved_stage_is_graded_once_more_and_a_loop_is_not(course, tmp_path)
         assert len(rows["spinner"]) == 1 and "sandbox_run" not in spinner
     else:  # this machine's load starved even the loop: it gets its one retry too
         assert spinner["reason"] == outcomes.STARVED and len(rows["spinner"]) == 2
+
+
+GRADE = """
+import sys
+from pathlib import Path
+from autograder import grade
+course, subs, out = map(Path, sys.argv[1:])
+grade.grade(subs, out, workers=1, timeout=LIMIT_S, selection="toy",
+            notebooks_dir=course / "notebooks", course_root=course, progress=False)
+""".replace("LIMIT_S", repr(LIMIT_S))
+
+
+def test_a_batch_stopped_before_its_retry_owes_it_to_the_next(course, tmp_path):
+    """As a cancelled Slurm shard is: the starved stage's first record is in, the batch
+    is killed during its end-of-batch retry; the resumed batch skips the stage as graded
+    but grades it once more at its own end."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    starter = subs / "sleeper" / "projects" / "toy" / "starter"
+    starter.mkdir(parents=True)
+    (starter / "model.py").write_text(LEARNERS["sleeper"])
+    cmd = [sys.executable, "-c", GRADE, str(course), str(subs), str(out)]
+    batch = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        for line in batch.stderr:  # said once the first record is in, before the retry
+            if line.startswith("retrying 1 stage(s)"):
+                break
+        else:
+            pytest.fail("the batch ended without retrying its starved stage")
+    finally:
+        batch.kill()
+        batch.wait()
+    book = Gradebook.in_dir(out)
+    assert len(book.all_rows()) == 1
+    book.close()
+
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "0 graded, 1 skipped, 1 graded again at the end" in done.stderr, done.stderr
+    book = Gradebook.in_dir(out)
+    first, second = (json.loads(r[6]) for r in book.all_rows())
+    book.close()
+    assert "sandbox_run" not in first
+    assert second["sandbox_run"].startswith(grade.RETRIED_ALONE + " a starved run")
