@@ -141,3 +141,10 @@ def test_a_batch_stopped_before_its_retry_owes_it_to_the_next(course, tmp_path):
     book.close()
     assert "sandbox_run" not in first
     assert second["sandbox_run"].startswith(grade.RETRIED_ALONE + " a starved run")
+
+
+def test_the_report_counts_a_starved_timeout_apart():
+    from autograder.classreport import category
+    assert category("timeout", outcomes.STARVED) == outcomes.STARVED
+    assert category("timeout", "wall-clock") == "timeout"
+    assert outcomes.status_of(outcomes.STARVED) == ("timeout", outcomes.STARVED)
