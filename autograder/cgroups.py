@@ -1,5 +1,6 @@
 """A memory and a pids cgroup per sandboxed run, where the machine has them (cgroup v1
-controllers writable by root, as on this course's grading VMs).
+controllers writable by root, as on this course's grading VMs), and a cpuacct one where
+that controller is mounted and writable too.
 
 The memory cgroup counts what a per-process watchdog cannot see whole: shared memory
 (/dev/shm, ``memfd``, SysV segments) and the run's tmpfs pages are charged to the cgroup
@@ -8,7 +9,9 @@ of the process that wrote them, whether or not any process still maps them. The 
 (file pages are the kernel's to reclaim) against the run's limit, the kernel's hard limit
 (``memory.limit_in_bytes``, above the watchdog's) is the backstop, and an OOM kill in the
 cgroup is that run's ``memory-limit``. ``pids.max`` caps the run's tasks; a refused fork
-is its ``process-limit``. Neither touches another run.
+is its ``process-limit``. Neither touches another run. ``cpuacct.usage`` is the CPU
+time (user + system) every task of the run got, exited ones included: what tells a run
+the machine starved from one that kept a core busy (``autograder.run_cpu``).
 
 Without writable v1 controllers (no root, a cgroup v2 machine without delegation) there
 is no cgroup: the watchdog scans /proc instead (``autograder.shared_memory``).
@@ -25,13 +28,15 @@ from pathlib import Path
 
 PREFIX = "autograder-"
 CONTROLLERS = ("memory", "pids")
+OPTIONAL = ("cpuacct",)  # used where there; without it the run's CPU comes from /proc
 HARD_MARGIN = 1.25  # the kernel's limit, as a multiple of the watchdog's
 
 
 @lru_cache(maxsize=1)
 def hierarchies() -> dict[str, Path]:
     """controller -> this process's own cgroup folder in its v1 hierarchy, for each of
-    ``CONTROLLERS`` that is mounted and writable here ({} when not all are)."""
+    ``CONTROLLERS`` and ``OPTIONAL`` that is mounted and writable here ({} when not all
+    of ``CONTROLLERS`` are)."""
     if os.geteuid() != 0:
         return {}
     mounts: dict[str, Path] = {}
@@ -42,7 +47,7 @@ def hierarchies() -> dict[str, Path]:
                 fstype, _, options = right.split()[:3]
                 if fstype != "cgroup":
                     continue
-                for name in CONTROLLERS:
+                for name in CONTROLLERS + OPTIONAL:
                     if name in options.split(","):
                         mounts[name] = Path(left.split()[4])
         own: dict[str, str] = {}
@@ -54,13 +59,13 @@ def hierarchies() -> dict[str, Path]:
     except (OSError, ValueError):
         return {}
     found = {}
-    for name in CONTROLLERS:
-        if name not in mounts or name not in own:
+    for name in CONTROLLERS + OPTIONAL:
+        folder = mounts[name] / own[name].lstrip("/") if name in mounts and name in own \
+            else None
+        if folder is not None and os.access(folder, os.W_OK):
+            found[name] = folder
+        elif name in CONTROLLERS:
             return {}
-        folder = mounts[name] / own[name].lstrip("/")
-        if not os.access(folder, os.W_OK):
-            return {}
-        found[name] = folder
     return found
 
 
@@ -120,7 +125,7 @@ class RunCgroups:
             for name in names.split(","):
                 if name in hierarchies() and Path(path).name.startswith(PREFIX):
                     paths[name] = hierarchies()[name] / Path(path).name
-        if set(paths) != set(CONTROLLERS):
+        if not set(CONTROLLERS) <= set(paths):
             return None
         found = cls.__new__(cls)
         found.paths = paths
@@ -139,6 +144,19 @@ class RunCgroups:
 
     def refused_forks(self) -> int:
         return _fields(self.paths["pids"] / "pids.events").get("max", 0)
+
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU time of every task that ran in the run (None without a
+        cpuacct cgroup)."""
+        if "cpuacct" not in self.paths:
+            return None
+        text = _read(self.paths["cpuacct"] / "cpuacct.usage").strip()
+        return int(text) / 1e9 if text.isdigit() else None
+
+    def pids(self) -> list[int]:
+        """The run's processes now (its pids cgroup)."""
+        return [int(p) for p in _read(self.paths["pids"] / "cgroup.procs").split()
+                if p.isdigit()]
 
     def tasks(self) -> int:
         return int(_read(self.paths["pids"] / "pids.current").strip() or 0)

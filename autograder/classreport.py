@@ -6,7 +6,8 @@ offline and can be mailed) and ``REPORT/report.json`` (the same figures as data)
 
 * per project stage and per notebook: pass rate, status counts (pass, fail, error,
   timeout, memory, crash, missing; a refusal or tampering is counted under its own
-  reason, e.g. ``tamper-timing``; a stage whose every check is a stub's "not yet" as
+  reason, e.g. ``tamper-timing``, and so is a timeout the machine may have starved,
+  ``wall-clock-starved``; a stage whose every check is a stub's "not yet" as
   ``not attempted``, apart from the failures), how many submissions have no grading of it
   yet, and the median, quartiles and range of its wall time;
 * per notebook question: pass rate and status counts;
@@ -54,11 +55,13 @@ TOP_HINTS = 3
 # ----------------------------------------------------------------------------------
 
 def category(status: str, reason: str, record: dict | None = None) -> str:
-    """A status, a flagged reason (a refusal or tampering) counted on its own, or "not
-    attempted" for a stage whose every check is a stub's "not yet"."""
+    """A status, a flagged reason (a refusal or tampering) or a starved timeout
+    (``wall-clock-starved``) counted on its own, or "not attempted" for a stage whose
+    every check is a stub's "not yet"."""
     if record is not None and outcomes.not_attempted(record):
         return outcomes.NOT_ATTEMPTED
-    return reason if reason in outcomes.REFUSALS else status
+    # a timeout the machine may have starved, counted apart from the learners' own
+    return reason if reason in (*outcomes.REFUSALS, outcomes.STARVED) else status
 
 
 def spread(values: list[float]) -> dict | None:

@@ -5,7 +5,8 @@ encodes it: two students never share one, and none leaves the feedback folder).
 
 One row per student: total, maximum, then for every project stage and every notebook
 its points and status, and for every autograded notebook question its points and
-status; a ``flags`` column names tampered test cells and sandbox refusals. Every field
+status; a ``flags`` column names tampered test cells, sandbox refusals and timeouts the
+machine may have starved (``wall-clock-starved``: not the learner's to answer for). Every field
 is quoted (a name with a comma stays one field), and a text field that a spreadsheet
 would run as a formula (``=``, ``+``, ``-``, ``@``, a tab or a carriage return
 first) gets a leading apostrophe.
@@ -20,6 +21,7 @@ from pathlib import Path
 from autograder import feedback, names
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.outcomes import REFUSALS as SANDBOX_REASONS  # refusals and tampering
+from autograder.outcomes import STARVED
 from autograder.textsafe import cell
 
 
@@ -67,7 +69,7 @@ def table(book: Gradebook) -> tuple[list[str], list[list]]:
                 cells += ([f"{q['points']:g}", q["status"]] if q else ["", ""])
             flags += [f"tampered {item}:{g}" for g in rec.get("tampered", [])]
             flags += [f"handed in {item}: {line}" for line in rec.get("handed_in", [])]
-            if rec.get("reason") in SANDBOX_REASONS:
+            if rec.get("reason") in (*SANDBOX_REASONS, STARVED):
                 flags.append(f"{rec['reason']} {item}")
         rows.append([_text(student), f"{total:g}", f"{top:g}", *cells, _text("; ".join(flags))])
     return header, rows

@@ -29,7 +29,7 @@ from collections import Counter
 from pathlib import Path
 
 from autograder import course as course_mod
-from autograder import names, sandbox, seeds, submissions
+from autograder import names, outcomes, run_cpu, sandbox, seeds, submissions
 from autograder.check_cells import HeldNotebooks
 from autograder.gradebook import Gradebook
 from autograder.progress import Progress
@@ -46,8 +46,10 @@ from autograder.tasks import (
 from autograder.workspace import Settings, submission_files_hash
 from coursekit import procctl
 
-# a stage graded once more, alone, because its shared run was inconclusive
-RETRIED_ALONE = "alone: graded again after an inconclusive run"
+# a stage graded once more, alone, at the end of the batch because the machine's load
+# may have decided its first record (``undecided``); its record's ``sandbox_run`` says
+# "alone: graded again after <why>"
+RETRIED_ALONE = "alone: graded again after"
 RETRYABLE = ("fail", "inconclusive", "error", "timeout", "memory", "crash", "missing")
 
 
@@ -343,8 +345,8 @@ def run_batch(todo: list[Task], book: Gradebook, *, workers: int, run_id: str,
 
     def keep(task: Task, record: Record) -> None:
         record.setdefault("isolation", sandbox.isolation())
-        if task.get("retry_of_inconclusive"):
-            record.setdefault("sandbox_run", RETRIED_ALONE)
+        if task.get("retry_after"):
+            record.setdefault("sandbox_run", f"{RETRIED_ALONE} {task['retry_after']}")
         # the two halves of the content hash, apart: `diff` tells a regrade of the same
         # files under a changed checker from one under the same checker (noise)
         for part in ("files_hash", "checker_fp"):
@@ -399,20 +401,60 @@ def run_batch(todo: list[Task], book: Gradebook, *, workers: int, run_id: str,
     return records
 
 
-def retry_inconclusive(todo: list[Task], records: list[Record], book: Gradebook, *,
-                       workers: int, run_id: str, shard: str, secret_id: str,
-                       progress: bool) -> list[Record]:
-    """Grade once more, at the end of the batch (when the machine is usually quieter),
-    every stage whose timing checks could not decide: its second record is appended and
-    becomes the latest. Still inconclusive after that, it stays ``inconclusive`` (never
-    scored as the learner's failure; the instructor sees it)."""
-    unsure = {(r["student"], r["item"]) for r in records if r["status"] == "inconclusive"}
-    again = [{**t, "retry_of_inconclusive": True} for t in todo
-             if (t["student"], t["item"]) in unsure]
+def undecided(record: Record) -> str:
+    """Why the grading machine's load, not the learner's code, may have decided this
+    record ('' when nothing says so): a timing check that could not decide, or a run
+    stopped at its wall clock with under a quarter of a core of CPU (``autograder.run_cpu``)."""
+    if record["status"] == "inconclusive":
+        return "an inconclusive run"
+    if record.get("reason") == outcomes.STARVED:
+        return (f"a starved run (stopped at its time limit with under "
+                f"{run_cpu.STARVED_SHARE:g} of a core)")
+    return ""
+
+
+def owed_retries(tasks: list[Task], todo: list[Task], book: Gradebook
+                 ) -> list[tuple[Task, Record]]:
+    """(task, latest record) of each item this batch skips as graded whose record the
+    machine's load may have decided and which was never graded again: an earlier batch
+    stopped (killed, a cancelled shard) between its first grading and the end-of-batch
+    retry. This batch owes it that retry."""
+    running = {(t["student"], t["item"]) for t in todo}
+    latest = book.latest()
+    owed = []
+    for task in tasks:
+        key = (task["student"], task["item"])
+        row = latest.get(key)
+        if key in running or row is None or row["content_hash"] != task["hash"]:
+            continue
+        record = {**row["record"], "student": key[0], "item": key[1],
+                  "status": row["status"]}
+        if undecided(record) and not str(record.get("sandbox_run", "")).startswith(
+                RETRIED_ALONE):
+            owed.append((task, record))
+    return owed
+
+
+def retry_undecided(todo: list[Task], records: list[Record], book: Gradebook, *,
+                    workers: int, run_id: str, shard: str, secret_id: str,
+                    progress: bool) -> list[Record]:
+    """Grade once more, alone, at the end of the batch (when the machine is usually
+    quieter), every stage the machine's load may have decided (``undecided``: timing
+    checks that could not decide, a starved timeout): its second record is appended and
+    becomes the latest. Still so after that, it keeps its status and reason
+    (``inconclusive``; ``timeout`` with reason ``wall-clock-starved``), never scored as
+    the learner's failure unseen: the instructor sees it counted apart. A loop (a core
+    kept busy to the limit) is not retried; code that sleeps or deadlocks looks starved
+    and costs one more limit."""
+    why = {(r["student"], r["item"]): undecided(r) for r in records}
+    again = [{**t, "retry_after": why[t["student"], t["item"]]} for t in todo
+             if why.get((t["student"], t["item"]))]
     if not again:
         return records
-    print(f"retrying {len(again)} inconclusive stage(s) once, at the end of the batch",
-          file=sys.stderr, flush=True)
+    starved = sum(why[t["student"], t["item"]] != "an inconclusive run" for t in again)
+    print(f"retrying {len(again)} stage(s) once, alone, at the end of the batch "
+          f"({len(again) - starved} inconclusive, {starved} starved)", file=sys.stderr,
+          flush=True)
     retried = run_batch(again, book, workers=workers, run_id=run_id, shard=shard,
                         secret_id=secret_id, progress=progress, share_runs=False)
     done = {(r["student"], r["item"]) for r in retried}
@@ -459,8 +501,10 @@ def grade(submission_dir: Path, out: Path, *, workers: int = 2, shard_text: str 
         share_runs: the stages of one project of one submission share a sandboxed run.
 
     Returns:
-        {"graded", "skipped", "students": counts, "statuses": {status: count},
-        "out": the grader folder}; every record is in ``out/gradebook.sqlite``.
+        {"graded", "skipped", "graded_again": items graded once more at the end (this
+        batch's, or skipped ones an earlier batch stopped before their retry), "students":
+        counts, "statuses": {status: count} of the latest records, "out": the grader
+        folder}; every record is in ``out/gradebook.sqlite``.
     """
     submission_dir, out = Path(submission_dir).resolve(), Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -483,17 +527,19 @@ def grade(submission_dir: Path, out: Path, *, workers: int = 2, shard_text: str 
           f"worker(s); {skipped} unchanged item(s) skipped; isolation: "
           f"{sandbox.isolation()}" + (f"; shard {shard_label}" if shard_label else ""),
           file=sys.stderr, flush=True)
+    owed = owed_retries(tasks, todo, book)
     run_id = book.start_run(sandbox.isolation(), shard_label, secret["id"])
-    records = run_batch(todo, book, workers=workers, run_id=run_id, shard=shard_label,
-                        secret_id=secret["id"], progress=progress, share_runs=share_runs)
-    records = retry_inconclusive(todo, records, book, workers=workers, run_id=run_id,
-                                 shard=shard_label, secret_id=secret["id"],
-                                 progress=progress)
+    first = run_batch(todo, book, workers=workers, run_id=run_id, shard=shard_label,
+                      secret_id=secret["id"], progress=progress, share_runs=share_runs)
+    records = retry_undecided(todo + [t for t, _ in owed], first + [r for _, r in owed],
+                              book, workers=workers, run_id=run_id, shard=shard_label,
+                              secret_id=secret["id"], progress=progress)
+    again = sum(str(r.get("sandbox_run", "")).startswith(RETRIED_ALONE) for r in records)
     counts = Counter(r["status"] for r in records)
     book.close()
-    summary = {"graded": len(records), "skipped": skipped, "students": students,
-               "statuses": dict(counts), "out": str(out)}
+    summary = {"graded": len(first), "skipped": skipped, "graded_again": again,
+               "students": students, "statuses": dict(counts), "out": str(out)}
     print("done: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) +
-          f" ({len(records)} graded, {skipped} skipped); gradebook {out / 'gradebook.sqlite'}",
-          file=sys.stderr)
+          f" ({len(first)} graded, {skipped} skipped, {again} graded again at the end); "
+          f"gradebook {out / 'gradebook.sqlite'}", file=sys.stderr)
     return summary

@@ -375,6 +375,7 @@ def grade_notebook(settings: Settings, name: str, key: dict, student: str,
                   wall_s=round(wall, 3),
                   check_cells=answered(check_cell_outputs(cells, outcome)),
                   peak_memory_mb=round(outcome.peak_memory_mb, 1),
+                  cpu_s=None if outcome.cpu_s is None else round(outcome.cpu_s, 3),
                   run=run_summary(cells, outcome), stderr_tail=outcome.stderr[-3000:])
     record["checks"] = record["questions"]
     return record

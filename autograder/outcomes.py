@@ -10,6 +10,9 @@ learner reads in the feedback. Stages (``autograder.stage``), notebooks
     error    the code could not run, or did something refused (a sandbox refusal,
              tampering with the timing or the grader, a fork bomb, an output flood)
     timeout  past the wall-clock limit         memory   past the memory limit
+             (reason ``wall-clock-starved``: with under a quarter of a core of CPU, so perhaps
+             starved by the machine's load; retried once at the end of the batch, and
+             counted apart when it stays so)
     crash    the process or kernel died        missing  no file for the item
 """
 
@@ -35,6 +38,12 @@ class Outcome:
 TABLE: dict[str, Outcome] = {
     # stopped by the watchdog
     "wall-clock": Outcome("timeout", "it ran past the time limit and was stopped"),
+    "wall-clock-starved": Outcome("timeout", "it was stopped at the time limit having had "
+                                             "little CPU time (the grading machine was too "
+                                             "busy to run it, or it slept or waited); it "
+                                             "is graded once more, and one still stopped "
+                                             "this way is shown to your instructor apart "
+                                             "from other timeouts"),
     "cell-timeout": Outcome("timeout", "a cell ran past its time limit and was stopped"),
     "memory-limit": Outcome("memory", "it used more memory than allowed and was stopped"),
     "memory-error": Outcome("memory", "it ran out of memory (MemoryError)"),
@@ -102,6 +111,9 @@ TABLE: dict[str, Outcome] = {
     "grader-worker-died": Outcome("crash", "the grader failed on this item; your instructor "
                                            "has the details"),
 }
+# A run stopped at its wall clock having had under a quarter of a core (``run_cpu``),
+# in its first grading and when graded again: counted apart, like ``inconclusive``.
+STARVED = "wall-clock-starved"
 SIGNAL = "signal:"  # ``signal:SIGSEGV``: killed by that signal -> crash
 SIGNAL_OUTCOME = Outcome("crash", "")
 

@@ -103,7 +103,8 @@ def not_clean(stages: list[Stage], outcome: sandbox.Outcome,
 def split(stages: list[Stage], student: str, outcome: sandbox.Outcome,
           limits: sandbox.Limits) -> list[dict]:
     """Per-stage records of a clean shared run: each stage's own checks, and its own
-    check time plus an equal share of the run's start-up as its wall time."""
+    check time plus an equal share of the run's start-up as its wall time (the run's
+    CPU time is the run's, named in ``sandbox_run``: no stage has a figure of its own)."""
     found = stage_results(outcome)
     took = {st.number: sum(float(r.get("duration_s") or 0.0)
                            for r in found[st.number].values()) for st in stages}
@@ -112,12 +113,13 @@ def split(stages: list[Stage], student: str, outcome: sandbox.Outcome,
     records = []
     for st in stages:
         view = dataclasses.replace(
-            outcome, wall_s=took[st.number] + start_share,
+            outcome, wall_s=took[st.number] + start_share, cpu_s=None,
             channel=[m for m in outcome.channel if m.get("kind") != protocol.CHECK
                      or (m.get("result") or {}).get("stage") == st.number])
         record = interpret(st, student, view, limits)
         record["isolation"] = sandbox.isolation()
         record["not_applied"] = sandbox.not_applied()
-        record["sandbox_run"] = f"shared by stages {numbers} ({outcome.wall_s:.1f} s)"
+        cpu = "" if outcome.cpu_s is None else f", {outcome.cpu_s:.1f} s CPU"
+        record["sandbox_run"] = f"shared by stages {numbers} ({outcome.wall_s:.1f} s{cpu})"
         records.append(record)
     return records

@@ -55,7 +55,8 @@ def side(row: Row) -> dict:
             "reason": str(rec.get("reason") or ""), "message": str(rec.get("message") or "")
             [:300], "checker_fp": row.checker_fp, "files_hash": row.files_hash,
             "content_hash": row.content_hash, "run_id": row.run_id,
-            "finished_at": row.finished_at, "wall_s": rec.get("wall_s")}
+            "finished_at": row.finished_at, "wall_s": rec.get("wall_s"),
+            "cpu_s": rec.get("cpu_s")}  # a starved grading: little CPU in its wall time
 
 
 def same_files_key(row: Row) -> str:

@@ -15,7 +15,9 @@ One untrusted run (a checker stage, a notebook kernel) gets:
 * ``Monitor``: reads stdout/stderr/result pipes with a size cap, watches the run's memory
   (its cgroup's anonymous + shared memory; without one, RSS then PSS plus the shared
   memory the processes hold: ``autograder.shared_memory``), task count and disk quota,
-  enforces the wall clock, and kills the whole tree when a limit is hit. Its ``Outcome``
+  enforces the wall clock, and kills the whole tree when a limit is hit. It also reads
+  the CPU time the run's processes got (``autograder.run_cpu``), which tells a run
+  stopped at its wall clock while looping from one the machine starved. Its ``Outcome``
   says what happened in words the grader maps to a status.
 """
 
@@ -36,7 +38,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import cgroups, shared_memory, uids
+from autograder import cgroups, run_cpu, shared_memory, uids
 from autograder.cleanup import remove_tree
 from autograder.tasks import KillCause
 from coursekit import procctl, protocol
@@ -69,6 +71,7 @@ class Outcome:
     wall_s: float = 0.0
     peak_memory_mb: float = 0.0
     peak_tasks: int = 0
+    cpu_s: float | None = None  # user + system time of the run's processes (run_cpu)
     stdout: str = ""
     stderr: str = ""
     channel: list = field(default_factory=list)   # parsed JSON lines from the result fd
@@ -512,8 +515,9 @@ class Jail:
 # The watchdog
 # ----------------------------------------------------------------------------------
 
-def _proc_table() -> dict[int, tuple[int, int, int]]:
-    """pid -> (ppid, threads, rss bytes) for every visible process."""
+def _proc_table() -> dict[int, tuple[int, int, int, tuple[int, int] | None]]:
+    """pid -> (ppid, threads, rss bytes, (cpu ticks, start time)) for every visible
+    process."""
     table = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -525,7 +529,8 @@ def _proc_table() -> dict[int, tuple[int, int, int]]:
             continue
         rest = raw[raw.rfind(b")") + 2:].split()
         try:
-            table[int(entry.name)] = (int(rest[1]), int(rest[17]), int(rest[21]) * PAGE)
+            table[int(entry.name)] = (int(rest[1]), int(rest[17]), int(rest[21]) * PAGE,
+                                      run_cpu.stat_cpu(raw))
         except (IndexError, ValueError):
             continue
     return table
@@ -534,8 +539,8 @@ def _proc_table() -> dict[int, tuple[int, int, int]]:
 def process_tree(root: int, table: dict | None = None) -> list[int]:
     table = _proc_table() if table is None else table
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _t, _r) in table.items():
-        children.setdefault(ppid, []).append(pid)
+    for pid, row in table.items():
+        children.setdefault(row[0], []).append(pid)
     out, todo = [], [root]
     while todo:
         pid = todo.pop()
@@ -610,6 +615,7 @@ class Monitor:
         self._heard = time.monotonic()  # when the last result (or the start) was
         self._stop = threading.Event()
         self._cgroups: cgroups.RunCgroups | None = None
+        self._cpu = run_cpu.TreeCpu()  # without a cpuacct cgroup: the /proc figures
         self._box = _box_of(proc)
         self._shared_at, self._shared = 0.0, 0
 
@@ -646,6 +652,7 @@ class Monitor:
     def _kill(self, reason: KillCause) -> None:
         if self.outcome.killed_for is None and self.proc.returncode is None:
             self.outcome.killed_for = reason
+            self._read_cpu()  # what it got up to the kill (the /proc figures end here)
         # returncode None: not reaped yet, so the pid is still ours (a zombie at worst)
         kill_tree(self.proc.pid, alive=self.proc.returncode is None)
 
@@ -669,15 +676,32 @@ class Monitor:
             table = _proc_table()
             tree = process_tree(self.proc.pid, table)
             tasks = sum(table[p][1] for p in tree)
+            for pid in tree:
+                if table[pid][3] is not None:
+                    self._cpu.see(pid, *table[pid][3])
+            self.outcome.cpu_s = self._cpu.seconds
         self.outcome.peak_tasks = max(self.outcome.peak_tasks, tasks)
         if tasks >= self.limits.max_tasks:  # first: a fork bomb makes PSS slow to read
             self._kill("process-limit")
             return
+        if group is not None:
+            self._read_cpu()
         limit = self.limits.memory_mb << 20
         used = group.memory_bytes() if group is not None else self._tree_memory(tree, table)
         self.outcome.peak_memory_mb = max(self.outcome.peak_memory_mb, used / 2**20)
         if used > limit:
             self._kill("memory-limit")
+
+    def _read_cpu(self) -> None:
+        """The run's CPU time so far: its cpuacct cgroup's count, else the last figure
+        of each of its processes (the pids cgroup's list, else a scan of the tree)."""
+        group = self._cgroups
+        counted = group.cpu_seconds() if group is not None else None
+        if counted is None:
+            self._cpu.see_pids(group.pids() if group is not None
+                               else [self.proc.pid, *process_tree(self.proc.pid)])
+            counted = self._cpu.seconds
+        self.outcome.cpu_s = max(counted, self.outcome.cpu_s or 0.0)
 
     def _tree_memory(self, tree: list[int], table: dict) -> int:
         """Without a memory cgroup: RSS (PSS when RSS says over), and at least what the
@@ -758,6 +782,8 @@ class Monitor:
         sel.close()
         self.outcome.returncode = self.proc.wait()
         self.outcome.wall_s = time.monotonic() - start
+        if self._cgroups is not None:  # the kernel's count includes the last moments
+            self._read_cpu()
         for name in ("stdout", "stderr"):
             text = bytes(self._buffers[name])
             if self._tails[name]:
@@ -782,7 +808,8 @@ def run(jail: Jail, channel: tuple[int, int] | None = None, token: str | None = 
 
     Returns:
         The ``Outcome``: exit code, ``killed_for`` (None when no limit was hit), peak
-        memory and tasks, captured stdout/stderr, the channel's parsed JSON lines.
+        memory and tasks, CPU time, captured stdout/stderr, the channel's parsed JSON
+        lines.
     """
     pass_fds = (channel[1],) if channel else ()
     proc = subprocess.Popen(jail.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -11,7 +11,10 @@ a gradebook record with one of the statuses below.
              ``tamper-timing``, ``tamper-checker``), evidence of forged self-reports
              (``tamper-evidence``), a fork bomb (``process-limit``), an output flood
              (``output-limit``)
-    timeout  the stage ran past its wall-clock limit
+    timeout  the stage ran past its wall-clock limit (reason ``wall-clock``; or
+             ``wall-clock-starved`` when its processes got under a quarter of a core of CPU in
+             that time: the machine may have starved it, and the grader grades it once
+             more at the end of the batch; ``autograder.run_cpu``)
     memory   the stage ran past its memory limit (killed, or MemoryError raised)
     crash    the process running learner code died (a signal such as SIGSEGV/SIGABRT,
              or an exit) or left before the checks finished
@@ -33,7 +36,7 @@ import signal
 import sys
 from pathlib import Path
 
-from autograder import outcomes, sandbox
+from autograder import outcomes, run_cpu, sandbox
 from autograder.course import Stage
 from autograder.submissions import plain_path
 from autograder.workspace import Settings, prepare
@@ -155,6 +158,7 @@ def interpret(stage: Stage, student: str, outcome: sandbox.Outcome,
                   check_time_s=round(sum(c.get("duration_s", 0.0) for c in checks), 3),
                   peak_memory_mb=round(outcome.peak_memory_mb, 1),
                   peak_tasks=outcome.peak_tasks,
+                  cpu_s=None if outcome.cpu_s is None else round(outcome.cpu_s, 3),
                   versions=(done or {}).get("versions", {}),
                   learner_isolation=(done or {}).get("learner_isolation", "unknown"),
                   measured_on=(done or {}).get("measured_on"),
@@ -176,6 +180,13 @@ def _stage_status(outcome, results, violations, done, limits) -> tuple[str, str,
             return "error", what, f"the learner's code tried {detail} (the verdict is " \
                 "computed in another process); the stage scores 0"
         return "error", what, f"sandbox: {detail} was refused; the stage scores 0"
+    if outcome.killed_for == "wall-clock" and run_cpu.starved(outcome.cpu_s,
+                                                              outcome.wall_s):
+        return "timeout", outcomes.STARVED, (
+            f"stopped: ran past the {limits.wall_s:g} s wall-clock limit having had "
+            f"{outcome.cpu_s:.1f} s of CPU in {outcome.wall_s:.1f} s (under "
+            f"{run_cpu.STARVED_SHARE:g} of a core: the machine was too busy to run it, "
+            "or it slept or waited)")
     if outcome.killed_for:
         status = KILLED.get(outcome.killed_for, "crash")
         text = {"wall-clock": f"ran past the {limits.wall_s:g} s wall-clock limit",

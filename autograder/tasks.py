@@ -65,7 +65,7 @@ class _TaskBase(TypedDict):
     files_hash: str          # the learner's files
     checker_fp: str          # the checker (or notebook source) that grades them
     hash: str                # the content hash: an unchanged one is skipped
-    retry_of_inconclusive: NotRequired[bool]
+    retry_after: NotRequired[str]  # graded again because of this (grade.undecided)
 
 
 class StageTask(_TaskBase):

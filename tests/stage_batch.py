@@ -9,8 +9,8 @@ Run as a process of its own (``python tests/stage_batch.py SPEC OUT``), so a tes
 watch its process tree and read its stderr as it would a ``grade`` batch's. SPEC (JSON):
 {"jobs": [{"student", "submission", "project", "stage", "only": [ids] or null}],
 "limits": {"timeout", "memory_mb", "disk_mb"}, "hide": [folders], "workers": n}; the jobs
-start in their order; a job left inconclusive is graded once more at the end, as a
-``grade`` batch does. OUT: one record per job, in the same order."""
+start in their order; a job left inconclusive or starved is graded once more at the end,
+as a ``grade`` batch does. OUT: one record per job, in the same order."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def grade(folder: Path, jobs: list[tuple[str, Path, tuple]], **spec) -> dict:
 
 def main(spec_path: str, out_path: str) -> None:
     from autograder import course
-    from autograder.grade import make_settings
+    from autograder.grade import make_settings, undecided
     from autograder.stage import grade_stage
     from coursekit.facts import ROOT
 
@@ -65,9 +65,10 @@ def main(spec_path: str, out_path: str) -> None:
 
     with ThreadPoolExecutor(spec.get("workers", 2)) as pool:
         records = list(pool.map(one, jobs))
-        # as a grade batch does (autograder.grade.retry_inconclusive): a stage whose timing
-        # checks could not decide is graded once more, at the end
-        again = [i for i, r in enumerate(records) if r["status"] == "inconclusive"]
+        # as a grade batch does (autograder.grade.retry_undecided): a stage the machine's
+        # load may have decided (inconclusive timing, a starved timeout) is graded once
+        # more, at the end
+        again = [i for i, r in enumerate(records) if undecided(r)]
         for i, record in zip(again, pool.map(one, [jobs[i] for i in again])):
             records[i] = record
     Path(out_path).write_text(json.dumps(records))

@@ -110,9 +110,11 @@ def test_sigkill_mid_batch_then_resume(tmp_path):
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     assert summary["skipped"] == killed_at and summary["graded"] == len(names) - killed_at
     book = Gradebook.in_dir(out)
-    keys = [(r[0], r[1]) for r in book.all_rows()]
+    # each graded exactly once (a stage the machine starved, once more at the end)
+    keys = [(r[0], r[1]) for r in book.all_rows()
+            if not json.loads(r[6]).get("sandbox_run", "").startswith(RETRIED_ALONE)]
     book.close()
-    assert sorted(keys) == sorted((s, STAGE) for s in names)  # each exactly once
+    assert sorted(keys) == sorted((s, STAGE) for s in names)
     final = results(out)
     assert {s: final[s]["status"] for s in names} == {s: SIMPLE[src] for s, src in
                                                       names.items()}
@@ -313,9 +315,9 @@ def test_every_reference_solution_passes_in_the_sandbox(graded_reference):
     runs = {item: r["record"].get("sandbox_run", "")
             for (_, item), r in graded_reference["latest"].items()
             if item not in graded_reference["notebooks"]}
-    # (a stage whose shared run was INCONCLUSIVE under load is graded again alone at the
-    # end of the batch, and says so)
-    assert all(run.startswith("shared by stages") or run == RETRIED_ALONE
+    # (a stage whose shared run was INCONCLUSIVE or starved under load is graded again
+    # alone at the end of the batch, and says so)
+    assert all(run.startswith(("shared by stages", RETRIED_ALONE))
                for run in runs.values()), {
         item: run for item, run in runs.items() if not run.startswith("shared by stages")}
 

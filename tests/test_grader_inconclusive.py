@@ -56,17 +56,17 @@ def test_only_inconclusive_stages_are_graded_again_once(monkeypatch):
     def fake_run_batch(todo, book, **kw):
         calls.append([t["student"] for t in todo])
         # marked, so the record says it was graded again alone (sandbox_run)
-        assert all(t.get("retry_of_inconclusive") for t in todo)
+        assert all(t.get("retry_after") == "an inconclusive run" for t in todo)
         return [{"student": t["student"], "item": t["item"], "status": "pass"} for t in todo]
 
     monkeypatch.setattr(grade, "run_batch", fake_run_batch)
-    got = grade.retry_inconclusive(tasks, first, None, workers=1, run_id="r", shard="",
+    got = grade.retry_undecided(tasks, first, None, workers=1, run_id="r", shard="",
                                    secret_id="s", progress=False)
     assert calls == [["ann"]]
     assert {r["student"]: r["status"] for r in got} == {"ann": "pass", "bob": "fail",
                                                          "cid": "pass"}
     calls.clear()
-    assert grade.retry_inconclusive(tasks, first[1:], None, workers=1, run_id="r", shard="",
+    assert grade.retry_undecided(tasks, first[1:], None, workers=1, run_id="r", shard="",
                                     secret_id="s", progress=False) == first[1:]
     assert calls == []
     assert "inconclusive" in grade.RETRYABLE
