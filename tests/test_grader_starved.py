@@ -78,7 +78,10 @@ def graded(course: Path, tmp_path: Path, learners: dict[str, str]):
 
 def test_a_starved_stage_is_graded_once_more_and_a_loop_is_not(course, tmp_path):
     rows, latest = graded(course, tmp_path, LEARNERS)
-    assert latest["right"]["status"] == "pass" and len(rows["right"]) == 1, latest["right"]
+    assert latest["right"]["status"] == "pass", latest["right"]
+    if len(rows["right"]) > 1:  # a load that starved even this one: its retry decided it
+        first = json.loads(rows["right"][0][6])
+        assert len(rows["right"]) == 2 and first["reason"] == outcomes.STARVED, first
 
     sleeper = latest["sleeper"]
     assert (sleeper["status"], sleeper["reason"]) == ("timeout", outcomes.STARVED)
