@@ -23,12 +23,13 @@ from audit_harness import checker
 from coursekit import protocol
 from coursekit.checking import bridge
 from coursekit.checking.device import learner_may_hold_accelerator
-from coursekit.checking.errors import GradedByInstructor
+from coursekit.checking.errors import CheckInconclusive, GradedByInstructor
 from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import get_function, on_input, require_written
 from coursekit.checking.values import as_float, fail_unless, require_keys
 from coursekit.compat import compiled_plan
 from coursekit.measure import peak_memory
+from coursekit.measure.verdict import machine_load
 
 POLICIES = ("nothing_saveable", "dots_saveable", "everything_saveable")
 
@@ -782,7 +783,7 @@ def peak_memory_from_fresh_process(impl, ctx):
                     f"{[round(v / mib, 1) for v in ref['run_peak_bytes']]})",
                     hint=peak_hint(got, median / want))
     if single is not None:
-        single_repeat_peak(single, reference, small)
+        single_repeat_peak(single, reference, small, yours[None])
     if not remats:
         return None
     ran_each_policy(yours, reference)
@@ -849,10 +850,11 @@ def plan_peaks(reference: dict) -> str:
     return f"; its compiled plans' peaks {peaks[0] / 2**20:.1f} -> {peaks[1] / 2**20:.1f} MiB"
 
 
-def single_repeat_peak(single: dict, reference: dict, small: dict) -> None:
+def single_repeat_peak(single: dict, reference: dict, small: dict, plain: dict) -> None:
     """repeats=1 is a request the signature admits: one fresh process, its figure, its
     plan; on the small model, where a host peak that also holds the compile reads about
-    twice the run's own."""
+    twice the run's own. ``plain``: the learner's repeats of the large model, no policy
+    (evidence only, in a learner's copy)."""
     mib = 2**20
     ref = reference["small"]
     fail_unless(single["argument_size_in_bytes"] == ref["argument_size_in_bytes"],
@@ -862,6 +864,8 @@ def single_repeat_peak(single: dict, reference: dict, small: dict) -> None:
     rise = reference["compile_rise_bytes"]
     holds_compile = (single["run_peak_bytes"] != single["vmhwm_bytes"]
                      and rise > 2 * mib and rise / 3 < alone - want < 3 * rise)
+    if not holds_compile and stored_cases.stored_mode():
+        stored_small_undecided(alone, want, rise, small, reference, plain)
     fail_unless(not holds_compile and 1 / PEAK_WINDOW <= alone / want <= PEAK_WINDOW,
                 f"repeats=1, batch {small['batch']}: your run-only peak is "
                 f"{alone / want:.2f}x the checker's", yours=f"{alone / mib:.1f} MiB",
@@ -871,3 +875,32 @@ def single_repeat_peak(single: dict, reference: dict, small: dict) -> None:
                       "here): your figure holds the compile; the run's peak is its rise "
                       "above what the process held once the program was compiled")
                 if holds_compile else peak_hint(single, alone / want))
+
+
+def stored_small_undecided(alone: int, want: int, rise: int, small: dict,
+                           reference: dict, plain: dict) -> None:
+    """A learner's copy holds the small model's run-only peak as the course measured it
+    on a quiet CPU (expected/peaks.json): 4.98 MiB, three repeats alike. The same
+    machine loaded 2-5 per core read 5.95-6.61 MiB in each of 91 fresh processes, the
+    course's own measurement (47) and the reference solution's (44) alike: up to 1.33x
+    the stored figure against PEAK_WINDOW's 1.35x (the large model's moved by 0-3 MiB,
+    4% of them at most). Above the window but short of what holding the compile adds (a
+    third of the compile's rise above the stored figure), the copy cannot tell this
+    machine's offset from a wrong figure: it says so, with the evidence, rather than
+    guess; the grader measures its own fresh processes beside yours."""
+    mib = 2**20
+    if not want * PEAK_WINDOW < alone <= want + rise / 3:
+        return
+    load = machine_load()
+    ref_plain = reference["None"]["run_peak_bytes"]
+    raise CheckInconclusive(
+        f"repeats=1, batch {small['batch']}: your run-only peak is {alone / want:.2f}x the "
+        "course's stored quiet-machine figure, above the window yet short of what holding "
+        "the compile adds: this copy cannot tell this machine's offset from a wrong figure",
+        evidence=f"yours {alone / mib:.2f} MiB; stored {want / mib:.2f} MiB (the course's "
+        f"repeats on a quiet CPU); the compile adds {rise / mib:.1f} MiB; your large-model "
+        f"repeats (no policy) {[round(v / mib, 1) for v in plain['run_peak_bytes']]} MiB "
+        f"against the stored {[round(v / mib, 1) for v in ref_plain]}; load "
+        f"{load['load_per_core']} per core over {load['cores']} cores",
+        hint="rerun when the machine is quieter (the grader measures its own fresh "
+        "processes beside yours, at any load)")
