@@ -237,3 +237,20 @@ def test_wilson_interval_is_sound_at_the_ends():
     assert mutants.wilson(10, 10)[1] == 1.0 and mutants.wilson(10, 10)[0] > 0.6
     low, high = mutants.wilson(0, 5)
     assert low == 0.0 and 0.4 < high < 0.5
+
+
+def test_a_run_stopped_by_an_inconclusive_check_is_no_kill(toy):
+    """The checker exits non-zero (3) when a timing check could not decide under load, which
+    a correct solution gets too: such a mutant is counted apart, out of the score, never
+    as killed (seen: two listed equivalents of performance-audit stage 1 'killed' so)."""
+    checker = toy / "projects" / "toy" / "tests" / "check.py"
+    checker.write_text(CHECKER.replace(
+        "sys.exit(0 if ok else 1)",
+        'print("0 passed, 0 failed, 1 inconclusive (rerun when the machine is quieter)")\n'
+        "sys.exit(0 if ok else 3)"))
+    out = io.StringIO()
+    report = mutants.measure_project("toy", stages=[1], root=toy, out=out)
+    stage = report["stages"][1]
+    assert stage["mutants"] and stage["inconclusive"] == stage["mutants"]
+    assert stage["killed"] == 0 and stage["score"] is None
+    assert "inconclusive: rerun them" in out.getvalue()

@@ -20,8 +20,11 @@ The pattern is matched against the mutant's id (``<function>/<operator>#k``) and
 ``<id> <changed line>``, so ``<function>/NumberReplacer#* <the changed line>`` names one
 change by what it does, which survives edits elsewhere in the function.
 
-and leave the score's denominator. Score = killed / (mutants - equivalent - incompetent)
-(incompetent: Cosmic Ray could not apply or run the mutant). Every other
+and leave the score's denominator. Score = killed / (mutants - equivalent - incompetent
+- inconclusive) (incompetent: Cosmic Ray could not apply or run the mutant; inconclusive:
+the checker's run stopped at an INCONCLUSIVE timing check with no FAIL, a non-zero exit
+that is no evidence against the mutant: under load a correct solution gets it too, so
+it is counted apart and asks for a rerun, never as a kill). Every other
 survivor is printed with its id and the changed line: kill it with a check or justify it.
 
 Why a snapshot of the checker: the run takes long, and the checker is what is measured;
@@ -59,6 +62,9 @@ STAGE = re.compile(r"stage\s+(\d+)\s*:\s*([A-Za-z_]\w*)")
 # Only --flags: XLA stops reading XLA_FLAGS at a token without "--", so a checker's own
 # flags appended after one (sharded-training's 8 CPU devices) would be ignored.
 ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
+# The checker's summary line of a run that no check failed but a timing check could not
+# decide (coursekit.checking.tally.summary_line; its exit status 3 reads as a kill).
+UNDECIDED_RUN = re.compile(r"^\d+ passed, 0 failed, \d+ inconclusive", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,7 @@ class Mutant:
     line: int
     operator: str
     outcome: str = "pending"  # killed | survived | equivalent | timeout | incompetent
+    #                             | inconclusive
     reason: str = ""
     change: str = ""
 
@@ -194,6 +201,8 @@ def collect(db_path: Path, kept: dict[str, Mutant]) -> list[Mutant]:
                 mutant.outcome = "incompetent"
             elif result.output == "timeout":
                 mutant.outcome = "timeout"
+            elif UNDECIDED_RUN.search(result.output or ""):
+                mutant.outcome = "inconclusive"
             else:
                 mutant.outcome = {"killed": "killed", "survived": "survived"}.get(
                     str(result.test_outcome.value), "incompetent")
@@ -290,9 +299,12 @@ def write_report(path: Path, project: str, mutants: list[Mutant], seed: int,
         kept, ran = earlier_stages(path, sorted(ran), seed, ran)
         mutants.extend(kept)
     for m in mutants:
-        if m.outcome in ("survived", "equivalent"):  # the list as it is now decides
+        if m.outcome in ("survived", "equivalent", "inconclusive"):  # the list decides
             reason = equivalent_reason(m, equivalents)
-            m.outcome, m.reason = ("equivalent", reason) if reason else ("survived", "")
+            if reason:
+                m.outcome, m.reason = "equivalent", reason
+            elif m.outcome == "equivalent":  # its line is gone: a survivor again
+                m.outcome, m.reason = "survived", ""
     report = score(project, mutants, seed, population)
     for stage, when in ran.items():
         report["stages"][stage]["run_at"] = when
@@ -351,8 +363,10 @@ def score(project: str, mutants: list[Mutant], seed: int,
 
 def tally(group: list[Mutant], population: int | None = None) -> dict:
     counts = {k: sum(m.outcome == k for m in group)
-              for k in ("killed", "timeout", "survived", "equivalent", "incompetent")}
-    counted = len(group) - counts["equivalent"] - counts["incompetent"]
+              for k in ("killed", "timeout", "survived", "equivalent", "incompetent",
+                        "inconclusive")}
+    counted = (len(group) - counts["equivalent"] - counts["incompetent"]
+               - counts["inconclusive"])
     killed = counts["killed"] + counts["timeout"]
     found = {**counts, "mutants": len(group),
              "score": round(killed / counted, 4) if counted else None}
@@ -377,9 +391,11 @@ def line(name: str, t: dict) -> str:
         pct += (f" (a sample of {t['mutants']} of {t['sampled_from']} mutants; 95% interval "
                 f"{100 * low:.0f}-{100 * high:.0f}%)")
     return (f"{name}: {pct} killed ({t['killed'] + t['timeout']} of "
-            f"{t['mutants'] - t['equivalent'] - t['incompetent']}; {t['equivalent']} equivalent, "
-            f"{t['survived']} survived, {t['timeout']} by timeout, "
-            f"{t['incompetent']} incompetent)")
+            f"{t['mutants'] - t['equivalent'] - t['incompetent'] - t.get('inconclusive', 0)}; "
+            f"{t['equivalent']} equivalent, {t['survived']} survived, {t['timeout']} by "
+            f"timeout, {t['incompetent']} incompetent"
+            + (f", {t['inconclusive']} inconclusive: rerun them when the machine is quieter"
+               if t.get("inconclusive") else "") + ")")
 
 
 def print_report(report: dict, out=sys.stdout) -> None:
