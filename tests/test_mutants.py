@@ -254,3 +254,20 @@ def test_a_run_stopped_by_an_inconclusive_check_is_no_kill(toy):
     assert stage["mutants"] and stage["inconclusive"] == stage["mutants"]
     assert stage["killed"] == 0 and stage["score"] is None
     assert "inconclusive: rerun them" in out.getvalue()
+
+
+def test_a_killed_mutant_its_equivalents_line_still_names_is_reported_stale(tmp_path):
+    """A line of the equivalents file that names a mutant the checker kills is stale: the
+    report lists it and the printout says to remove it (a check that stopped catching the
+    mutant would otherwise count it as equivalent unseen)."""
+    killed = mutants.Mutant("m1", 1, 3, "op", outcome="killed", change="a == b -> a != b")
+    kept = mutants.Mutant("m2", 1, 4, "op", outcome="survived", change="x + 1 -> x - 1")
+    report = mutants.write_report(tmp_path / "report.json", "toy", [killed, kept], 1, {}, {},
+                                  [("m1*", "no CPU measurement tells them apart"),
+                                   ("m2*", "the same value either way")], merge=False)
+    assert report["stale_equivalents"] == [{"id": "m1", "change": "a == b -> a != b",
+                                            "reason": "no CPU measurement tells them apart"}]
+    assert kept.outcome == "equivalent"  # a survivor its line names stays equivalent
+    out = io.StringIO()
+    mutants.print_report(report, out=out)
+    assert "killed, yet listed as equivalent  m1" in out.getvalue()

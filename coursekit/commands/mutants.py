@@ -306,6 +306,11 @@ def write_report(path: Path, project: str, mutants: list[Mutant], seed: int,
             elif m.outcome == "equivalent":  # its line is gone: a survivor again
                 m.outcome, m.reason = "survived", ""
     report = score(project, mutants, seed, population)
+    # a line that would class a mutant the checker now kills as equivalent: should that
+    # check stop catching it, it would count as equivalent unseen (two such lines were)
+    report["stale_equivalents"] = [
+        {"id": m.id, "change": m.change, "reason": reason} for m in mutants
+        if m.outcome == "killed" and (reason := equivalent_reason(m, equivalents))]
     for stage, when in ran.items():
         report["stages"][stage]["run_at"] = when
     path.write_text(json.dumps(report, indent=1))
@@ -408,6 +413,9 @@ def print_report(report: dict, out=sys.stdout) -> None:
     print(line(f"{report['project']} all stages", report["total"]), file=out)
     for m in report["survivors"]:
         print(f"  survived  {m['id']}  (line {m['line']}): {m['change']}", file=out)
+    for m in report.get("stale_equivalents", []):
+        print(f"  killed, yet listed as equivalent  {m['id']}: {m['change']} "
+              f"({m['reason']}): remove its line from {EQUIVALENTS}", file=out)
     out.flush()
 
 
