@@ -20,12 +20,11 @@ import math
 from dataclasses import dataclass
 
 from coursekit.checking.errors import CheckFailed
-from coursekit.checking.probes import CLOCK_SLACK_FRACTION, CLOCK_SLACK_S
+from coursekit.checking.probes import CLOCK_SLACK_FRACTION, CLOCK_SLACK_S, beyond_wall
 
 # Two samples that rise are any two calls in one order of two; three that each hold the
 # one before it are evidence.
 MIN_SAMPLES = 3
-WALL_SLACK_FRACTION, WALL_SLACK_S = 0.01, 1e-3  # as reported_times_within_wall's
 
 HINT = ("each sample is the time since one start before the first timed call (a "
         "timestamp, cumulative), where each call's own duration is asked")
@@ -69,7 +68,7 @@ def grow_as_timestamps(samples, least=None, most=None, *, wall_s: float | None =
         beyond = (f"samples_s[{k}] ({samples[k] * 1e3:.4g} ms) is longer than the "
                   f"{most[k] * 1e3:.4g} ms from the previous call's return to the next "
                   "call's start, measured by the checker")
-    elif wall_s is not None and total > wall_s * (1 + WALL_SLACK_FRACTION) + WALL_SLACK_S:
+    elif wall_s is not None and beyond_wall(total, wall_s):
         beyond = (f"your times add up to {total:.4g} s, more than the {wall_s:.4g} s the "
                   "whole call took (measured by the checker): durations of calls made one "
                   "after another cannot overlap")

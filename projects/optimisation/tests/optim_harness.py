@@ -51,6 +51,7 @@ from coursekit.checking.errors import (
     TamperEvidence,
 )
 from coursekit.checking.probes import (
+    beyond_wall,
     ratio_verdict,
     reported_times_within_wall,
     timing_budget_s,
@@ -438,7 +439,7 @@ def times_within_call(what: str, times, wall_s: float) -> None:
     call took on the checker's clock: no harness times more than elapsed (samples in
     milliseconds add up to about 1000x too much)."""
     total = sum(float(t) for t in times if type(t) in (int, float) and math.isfinite(t))
-    fail_unless(total <= wall_s * 1.01 + 1e-3,
+    fail_unless(not beyond_wall(total, wall_s),
                 f"{what}: the times you report add up to more than the whole call took on "
                 "the checker's clock", yours=f"{total:.4g} s",
                 expected=f"at most {wall_s:.4g} s",

@@ -55,6 +55,7 @@ from coursekit.checking.learner import get_function
 from coursekit.checking.probes import (
     CLOCK_SLACK_FRACTION,
     CLOCK_SLACK_S,
+    beyond_wall,
     ended_before_ready,
     ratio_verdict,
     samples_of,
@@ -201,7 +202,7 @@ def reported_times_fit(impl, records, what: str) -> None:
             if type(v) in (int, float) and math.isfinite(v) and v > 0:
                 timed += v
     wall = impl.__bridge__.last_wall_s
-    fail_unless(timed <= wall * 1.01 + 1e-3, f"{what}: the times in the records add up to "
+    fail_unless(not beyond_wall(timed, wall), f"{what}: the times in the records add up to "
                 "more than the whole sweep took", yours=f"{timed:.4g} s",
                 expected=f"at most {wall:.4g} s (the sweep call, timed by the checker)",
                 hint="durations that add up to more than the whole call are not each "

@@ -66,6 +66,7 @@ from coursekit.checking.errors import (
 )
 from coursekit.checking.learner import get_function, on_input
 from coursekit.checking.probes import (
+    beyond_wall,
     reported_call_windows,
     reported_counts,
     reported_times_within_wall,
@@ -150,9 +151,9 @@ def times_within_wall(what: str, records, wall_s: float, facts: dict | None = No
             doubled += first
     # Counting the first call twice adds at most one first call to the sum: a sum beyond
     # the wall time by more than that is not this mistake but times no call took.
-    if where and timed <= wall_s * 1.01 + 1e-3 + doubled:
+    if where and not beyond_wall(timed - doubled, wall_s):
         beyond = (f"; with it your times add up to {timed:.4g} s, more than the "
-                  f"{wall_s:.4g} s the whole call took" if timed > wall_s * 1.01 + 1e-3
+                  f"{wall_s:.4g} s the whole call took" if beyond_wall(timed, wall_s)
                   else "")
         raise CheckFailed(
             f"{what}: one timing is both your first call and a sample "
@@ -168,7 +169,7 @@ def times_within_wall(what: str, records, wall_s: float, facts: dict | None = No
     over = timed > UNIT_SLIP_OVER * wall_s + 1e-3
     for unit, scale, times in (("milliseconds", 1e3, "1000"), ("microseconds", 1e6,
                                                                 "a million")):
-        if over and timed <= wall_s * scale * 1.01 + 1e-3 * scale:
+        if over and not beyond_wall(timed / scale, wall_s):
             raise CheckFailed(
                 f"{what}: your times add up to {timed:.4g}, but the whole call took "
                 f"{wall_s:.4g} s", yours=f"{timed:.4g} in all", expected=f"at most "
