@@ -84,3 +84,31 @@ def test_a_pair_of_hints_follows_the_side_of_the_window():
         with pytest.raises(CheckFailed) as failed:
             ratio_verdict(*simulate_rounds(rng, ratio, 0.01), 5.0, "t", ("below", "above"))
         assert failed.value.hint == expected
+
+
+def test_an_undecided_ratio_says_what_its_evidence_shows():
+    """A busy machine: rerun when quieter. A quiet one whose own rounds still spread (a
+    chip's short calls, seen on the TPU v5e: load 0.00, the checker's rounds 7.24x apart):
+    waiting for quiet changes nothing, and the hint says the calls vary by themselves."""
+    from coursekit.measure.verdict import RatioEvidence
+    busy = RatioEvidence("inconclusive", 0.0, 4.0, 0.95, yours_s=[1.0, 2.0],
+                         reference_s=[1.0, 3.0], load={"load_per_core": 2.5, "cores": 2})
+    assert busy.noise_hint().endswith("rerun when the machine is quieter")
+    quiet = RatioEvidence("inconclusive", 0.0, 4.0, 0.95, yours_s=[1.0, 2.0],
+                          reference_s=[1.0, 7.24], load={"load_per_core": 0.0, "cores": 13})
+    hint = quiet.noise_hint()
+    assert "quieter" not in hint and "load 0.00 per core" in hint and "7.24x" in hint
+
+
+def test_the_summary_advises_quiet_only_where_each_undecided_check_does():
+    from coursekit.checking import tally
+    load = {"status": "inconclusive", "hint": "nothing here points at your code: rerun "
+            "when the machine is quieter"}
+    held = {"status": "inconclusive", "hint": "run the same check from a terminal with no "
+            "notebook kernel holding the chip: it decides this check there"}
+    ok = {"status": "pass", "hint": ""}
+    assert tally.summary_line([ok, load]).endswith("1 inconclusive (rerun when the machine "
+                                                   "is quieter)")
+    line = tally.summary_line([ok, load, held])
+    assert "2 inconclusive (each one's hint says what decides it)" in line
+    assert "quieter" not in line

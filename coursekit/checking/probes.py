@@ -255,8 +255,7 @@ def ratio_verdict(yours: Callable[[int], float], reference: Callable[[int], floa
         raise CheckInconclusive(
             f"{what}: {ev.ratio:.3g}x {against}, but the rounds were too noisy to tell "
             f"whether it lies within {ev.window_text()}",
-            evidence=f"{ev.summary()}; {ev.conditions()}",
-            hint="nothing here points at your code: rerun when the machine is quieter")
+            evidence=f"{ev.summary()}; {ev.conditions()}", hint=ev.noise_hint())
     return ev
 
 

@@ -39,6 +39,10 @@ import numpy as np
 VERDICTS = ("pass", "fail", "inconclusive")
 
 
+# Below this 1-minute load per core the machine is not what made rounds spread.
+QUIET_LOAD_PER_CORE = 0.5
+
+
 def machine_load() -> dict:
     """The 1-minute load average per core (1.0: every core busy) from /proc/loadavg."""
     try:
@@ -119,6 +123,19 @@ class RatioEvidence:
         if cpu is not None:
             parts.append(f"the checker got {cpu:.0%} of a core per wall second")
         return ", ".join(parts)
+
+    def noise_hint(self) -> str:
+        """What an undecided verdict's evidence shows: a busy machine, or (on a quiet
+        one) rounds that spread by themselves, which waiting for quiet would not change
+        (a chip's short calls did: load 0.00 per core, the checker's rounds 7.24x apart)."""
+        load = self.load.get("load_per_core")
+        if load is not None and load < QUIET_LOAD_PER_CORE:
+            return (f"nothing here points at your code: the machine was quiet (load "
+                    f"{load:.2f} per core) and the checker's own rounds still spread by "
+                    f"{self.reference_spread:.2f}x, so the timed calls vary by themselves "
+                    "on this device; a second run may draw calmer rounds, and a terminal "
+                    "run of the check decides it the same way")
+        return "nothing here points at your code: rerun when the machine is quieter"
 
     def to_dict(self) -> dict:
         return {"verdict": self.verdict, "window": [self.lo, self.hi],

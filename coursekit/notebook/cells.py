@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from coursekit.checking.tally import counts
+from coursekit.checking.tally import LOAD_ADVICE, counts, inconclusive_advice
 from coursekit.checking.terminal_record import FROM_CELL_ENV
 from coursekit.facts import ROOT, checker_path, records_dir
 from coursekit.notebook.reuse import reusable_result
@@ -73,9 +73,13 @@ def run_check(project: str, stage: int | str, impl: str | Path | None = None,
     summary["ok"] = rc == 0 and summary["failed"] == 0 and summary["passed"] > 0
     _keep(f"checks/{project}-stage{stage}.json", summary)
     if summary["inconclusive"] and not summary["failed"] and not quiet:
-        print("\nnot decided: a timing check could not tell a right measurement from a "
-              "wrong one on this machine's load (its evidence is above); nothing points "
-              "at your code. Re-run this cell when the machine is quieter.")
+        if inconclusive_advice(summary["results"]) == LOAD_ADVICE:
+            print("\nnot decided: a timing check could not tell a right measurement from "
+                  "a wrong one on this machine's load (its evidence is above); nothing "
+                  "points at your code. Re-run this cell when the machine is quieter.")
+        else:
+            print("\nnot decided: nothing points at your code; each INCONCLUSIVE check "
+                  "above says in its hint what decides it (a terminal run, a second run).")
     elif summary["instructor"] and not summary["failed"] and not quiet:
         print(f"\n{summary['instructor']} check(s) of this stage are graded by your "
               "instructor: they need the course's reference code, which your copy does not "
