@@ -38,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-from autograder import outcomes, sandbox
+from autograder import outcomes, run_cpu, sandbox
 from autograder.check_cells import answered
 from autograder.nblimits import NotebookRefused, check_notebook_file
 from autograder.submissions import plain_path
@@ -305,6 +305,19 @@ def run_summary(cells: list[dict], outcome: sandbox.Outcome) -> dict:
     return out
 
 
+def stopped_by_a_clock(outcome: sandbox.Outcome, summary: dict) -> bool:
+    """A cell or test past its limit, or the whole run past its wall clock: what a machine
+    too busy to run the notebook (another learner's loop, other jobs) also causes. With
+    the whole run under ``run_cpu.STARVED_SHARE`` of a core, the record is starved, not
+    the learner's (``autograder.grade.undecided``): a cell that loops keeps a core busy
+    and is not; one that sleeps looks starved and costs one more run. The share is the
+    whole run's (the sandbox counts its processes together), so a notebook that worked
+    hard before a starved cell reads as not starved: the rule errs towards the
+    learner's timeout, never towards retrying a loop."""
+    return (outcome.killed_for == "wall-clock" or bool(summary.get("cell_timeouts"))
+            or summary.get("stopped", {}).get("why") == "cell-timeout")
+
+
 def check_cell_outputs(cells: list[dict], outcome: sandbox.Outcome) -> list[dict]:
     """The check cells that ran, as nbformat-like cells with their printed text (what
     ``check_cells.answered`` counts)."""
@@ -367,6 +380,10 @@ def grade_notebook(settings: Settings, name: str, key: dict, student: str,
     reason = next((q.get("reason", "") for q in questions if q["status"] == status), "")
     message = next((q["message"] for q in questions if q.get("reason") == reason and reason
                     and reason in outcomes.REFUSALS), "")
+    summary = run_summary(cells, outcome)
+    if status != "pass" and stopped_by_a_clock(outcome, summary) and run_cpu.starved(
+            outcome.cpu_s, wall):
+        reason = outcomes.STARVED  # graded once more at the end of the batch
     record.update(status=status, reason=reason, questions=questions, tampered=tampered,
                   restored_missing=missing, points=sum(q["points"] for q in questions),
                   message=message, isolation=sandbox.isolation(),
@@ -376,6 +393,6 @@ def grade_notebook(settings: Settings, name: str, key: dict, student: str,
                   check_cells=answered(check_cell_outputs(cells, outcome)),
                   peak_memory_mb=round(outcome.peak_memory_mb, 1),
                   cpu_s=None if outcome.cpu_s is None else round(outcome.cpu_s, 3),
-                  run=run_summary(cells, outcome), stderr_tail=outcome.stderr[-3000:])
+                  run=summary, stderr_tail=outcome.stderr[-3000:])
     record["checks"] = record["questions"]
     return record
