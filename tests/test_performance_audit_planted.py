@@ -65,6 +65,9 @@ PLANTED = {
          '("shapes", "dtypes", "sync", "warmup")')]),
     "comparable_ignores_failed_output": (1, "comparable_refuses_exactly_what_differs", [
         ('        if m.get("output_ok") is False:\n', "        if False:\n")]),
+    # blind batch 4: an unchecked output (None) read as a failed check
+    "comparable_refuses_an_unchecked_output": (1, "comparable_refuses_exactly_what_differs", [
+        ('        if m.get("output_ok") is False:\n', '        if not m.get("output_ok"):\n')]),
     "shape_change_default_warmup": (1, "shape_change_alone", [
         ('time_fn(fn, x_changed, warmup=warmup, iters=iters, label="changed")',
          'time_fn(fn, x_changed, label="changed")')]),
@@ -530,6 +533,7 @@ HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
                                                         "compiles_warmed left it out",
          "time_fn_compile_counts_as_floats": "is not an int",
          "time_fn_warmup_not_waited": "had not finished when your first timed call began",
+         "comparable_refuses_an_unchecked_output": "None is not a failed check",
          "comparable_compares_iters": "iters is how many samples were taken",
          "comparable_compares_labels": "a label names a run",
          "time_fn_ignores_its_tolerances": "which your comparison did not use",
