@@ -110,6 +110,9 @@ MSE_BUGS = [
      "mse_works_under_jit", "jax.jit(mse) failed"),
     ("float16-result", "return jnp.mean((pred - target) ** 2).astype(jnp.float16)",
      "mse_matches_float64_reference", "wrong dtype"),
+    # blind batch 4: a mean over the rows' count, right only for 1-d inputs
+    ("first-axis-count", "return jnp.sum((pred - target) ** 2) / (pred.shape[0] if "
+     "pred.ndim else 1)", "mse_matches_float64_reference", "over the first axis's length"),
 ]
 # only the two checks the test reads, not the whole stage (the third,
 # mse_counts_zeros_either_side, has its own planted bug below)
