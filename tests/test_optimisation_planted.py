@@ -297,6 +297,9 @@ HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named e
          "fast_logsumexp_unshifted": "float32's exp overflows",
          "sweep_copy_inside_the_fast_sample": "the copy is inside the timed sample",
          "sweep_slow_rounds_then_fast_rounds": "not measured in rounds that interleave",
+         # issue 53 (blind-b4-crossover-strict-at-threshold): was told as the first
+         # pair examined only
+         "crossover_strictly_above": "starts a crossing only at a gain strictly above",
          "crossover_gain_at_threshold_is_below": "takes a gain equal to the threshold as "
                                                  "already below it",
          "prediction_from_mean_times": "it is their mean",
@@ -315,6 +318,7 @@ HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named e
          "records_first_call_new_learning_rate": "on the problem's own params, tokens, "
                                                  "targets and learning rate"}
 WRONG_HINTS = {"shares_of_the_phases_total": "direct child",
+               "crossover_strictly_above": "examining the first pair only",
                "records_warmup_compiles_not_counted": "a rate met before"}
 BATCH = PlantedBatch("optimisation", PLANTED, hints=HINTS, wrong_hints=WRONG_HINTS)
 
