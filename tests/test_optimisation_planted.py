@@ -249,6 +249,11 @@ PLANTED = {
     "records_first_call_after_a_warm_up": (4, "records_time_the_calls", [
         ("        with count_compiles() as first:\n",
          "        call(lr=problem[\"lr\"])\n        with count_compiles() as first:\n")]),
+    # issue 53 (blind-b4-records-output-checked-against-itself): each version's own first
+    # call taken as the expected output
+    "records_output_checked_against_itself": (4, "output_ok_is_measured", [
+        ("        if expected is None:\n            expected = out\n",
+         "        expected = out\n")]),
     "records_wrong_output_still_timed": (4, "output_ok_is_measured", [
         ("            if ok:\n", "            if True:\n")]),
     # the contract's labels, "before" and "after", now checked
@@ -306,6 +311,9 @@ HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named e
          "prediction_from_minimum_times": "it is their minimum",
          "records_clock_started_before_the_copy": "the copy is inside the timed sample",
          "records_first_call_after_a_warm_up": "a call was made before the 'first call'",
+         "records_output_checked_against_itself": "was compared with train_fast's own "
+                                                  "output",
+         "records_output_ok_written_in": "it is not measured against train_slow's outputs",
          "records_wrong_output_still_timed": "a wrong output was timed and its samples "
                                              "kept",
          "records_output_check_losses_only": "your output check compares the losses only",
