@@ -191,8 +191,8 @@ def none_hint(want, sizes: list[int], gains: list[float], threshold: float) -> s
         return (f"yours is None, yet the gain at size {sizes[k]} is exactly the threshold "
                 f"({gains[k]:.4g}) and every later one is below it: None is what a search "
                 "answers that starts a crossing only at a gain strictly above the "
-                "threshold; a gain equal to it is at or above it, so the curve crosses "
-                "from there")
+                "threshold; a gain equal to it counts as at or above it, so the curve "
+                "falls below from that size on")
     if k == 0 and gains[0] < threshold:
         return (f"yours is None, yet the gain at the first size, {sizes[0]}, is already "
                 f"below the threshold ({gains[0]:.4g})")

@@ -93,13 +93,13 @@ def output_rounding_missing(rtol: float, dtype, dtype_name: str, n: int,
     lo, hi = rtol_bracket(dtype, n)
     if not any(lo <= rtol + u_out - shift <= hi for shift in (u32, 0.0)):
         return None
-    same = (f"your {dtype_name} rtol equals your float32 one at this length, and "
+    same = (f"your {dtype_name} rtol equals your float32 one at this length; "
             if float32_rtol is not None and math.isclose(rtol, float32_rtol, rel_tol=1e-9)
             else "")
-    return (f"{same}yours is what a complete count gives with the result's last rounding "
-            f"costed as float32's or left out: the output dtype's rounding is missing; a "
+    return (f"{same}it is what a complete count gives with the result's last rounding "
+            f"costed as float32's, or left out: the output dtype's rounding is missing (a "
             f"{dtype_name} result is rounded once to {dtype_name}, which costs far more "
-            "than a float32 rounding")
+            "than a float32 rounding)")
 
 
 def counted_over_the_block(rtol: float, n: int, rtol_at) -> str | None:
