@@ -249,6 +249,11 @@ PLANTED = {
     "records_first_call_after_a_warm_up": (4, "records_time_the_calls", [
         ("        with count_compiles() as first:\n",
          "        call(lr=problem[\"lr\"])\n        with count_compiles() as first:\n")]),
+    # issue 53 (blind-b4-records-output-checked-against-itself): each version's own first
+    # call taken as the expected output
+    "records_output_checked_against_itself": (4, "output_ok_is_measured", [
+        ("        if expected is None:\n            expected = out\n",
+         "        expected = out\n")]),
     "records_wrong_output_still_timed": (4, "output_ok_is_measured", [
         ("            if ok:\n", "            if True:\n")]),
     # the contract's labels, "before" and "after", now checked
@@ -297,12 +302,18 @@ HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named e
          "fast_logsumexp_unshifted": "float32's exp overflows",
          "sweep_copy_inside_the_fast_sample": "the copy is inside the timed sample",
          "sweep_slow_rounds_then_fast_rounds": "not measured in rounds that interleave",
+         # issue 53 (blind-b4-crossover-strict-at-threshold): was told as the first
+         # pair examined only
+         "crossover_strictly_above": "starts a crossing only at a gain strictly above",
          "crossover_gain_at_threshold_is_below": "takes a gain equal to the threshold as "
                                                  "already below it",
          "prediction_from_mean_times": "it is their mean",
          "prediction_from_minimum_times": "it is their minimum",
          "records_clock_started_before_the_copy": "the copy is inside the timed sample",
          "records_first_call_after_a_warm_up": "a call was made before the 'first call'",
+         "records_output_checked_against_itself": "was compared with train_fast's own "
+                                                  "output",
+         "records_output_ok_written_in": "it is not measured against train_slow's outputs",
          "records_wrong_output_still_timed": "a wrong output was timed and its samples "
                                              "kept",
          "records_output_check_losses_only": "your output check compares the losses only",
@@ -315,6 +326,7 @@ HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named e
          "records_first_call_new_learning_rate": "on the problem's own params, tokens, "
                                                  "targets and learning rate"}
 WRONG_HINTS = {"shares_of_the_phases_total": "direct child",
+               "crossover_strictly_above": "examining the first pair only",
                "records_warmup_compiles_not_counted": "a rate met before"}
 BATCH = PlantedBatch("optimisation", PLANTED, hints=HINTS, wrong_hints=WRONG_HINTS)
 

@@ -98,6 +98,14 @@ PLANTED = {
         ("    z = z - jnp.max(z, axis=-1, keepdims=True)\n", "    z = z - jnp.max(z, axis=-1)\n")]),
     "tolerance_counts_the_block_width": (1, ["tolerance_from_dtype_and_length"], [
         ("    n = int(n_cols)\n", "    n = block_cols(n_cols)\n")]),
+    # blind batch 4 (issue 53): a NumPy reference left in float32; the output rounding
+    # taken as float32's whatever dtype is asked
+    "numpy_reference_returns_float32": (1, ["numpy_reference_is_float64"], [
+        ("    z = np.asarray(x).astype(np.float64)\n",
+         "    z = np.asarray(x).astype(np.float32)\n")]),
+    "tolerance_output_rounding_of_float32": (1, ["tolerance_from_dtype_and_length"], [
+        ("    u_out = float(jnp.finfo(dtype).eps) / 2\n",
+         "    u_out = float(jnp.finfo(jnp.float32).eps) / 2\n")]),
     # stage 2: the kernel
     # blind batch 3: the first answer kept for every later backend; one program past the
     # last block where block_rows divides the rows
@@ -302,7 +310,12 @@ HINTS = {"kernel_row_sum_in_bfloat16": "the same values given as float32 come ou
          "tolerance_counts_the_block_width": "the block width rows of",
          "mode_kept_from_the_first_call": "returned an earlier call's answer",
          "grid_one_program_too_many": "owns no row",
-         "sweep_checks_the_first_row_only": "the output check saw row 0 and missed row"}
+         "sweep_checks_the_first_row_only": "the output check saw row 0 and missed row",
+         "numpy_reference_returns_float32": "this reference is the float64 truth",
+         "tolerance_output_rounding_of_float32": ["your bfloat16 rtol equals your float32 "
+                                                  "one", "the output dtype's rounding is "
+                                                  "missing"],
+         "tolerance_forgets_output_rounding": "the output dtype's rounding is missing"}
 WRONG_HINTS = {"kernel_row_sum_in_bfloat16": MASKING, "kernel_computes_in_bfloat16": MASKING,
                "kernel_max_over_the_block": ["cells past the array's edge in each row",
                                              *FIX_CODE],
@@ -318,6 +331,8 @@ WRONG_HINTS = {"kernel_row_sum_in_bfloat16": MASKING, "kernel_computes_in_bfloat
                "tolerance_eps_for_unit_roundoff": "in [",
                "flat_tolerance": "in [",
                "tolerance_forgets_output_rounding": "in [",
+               "numpy_reference_returns_float32": "compute in float32",
+               "tolerance_output_rounding_of_float32": "in [",
                "tolerance_atol_below_float32": ["in [", "u32, 10 u32", "a few u32"],
                "jnp_reference_without_max_subtraction": "subtract each row's max"}
 HINTS.update({f"kernel_{where}_block_unnormalised": "only the rows of grid program"

@@ -60,9 +60,12 @@ def require_keys(result, keys, what: str) -> dict:
     return result
 
 
-def as_array(value, what: str, shape=None, dtype=None) -> np.ndarray:
+def as_array(value, what: str, shape=None, dtype=None, dtype_hint: str | None = None
+             ) -> np.ndarray:
     """``np.asarray(value)`` checked for shape and dtype (a dtype given as anything
-    ``np.dtype`` or JAX understands, compared by name), or a named failure."""
+    ``np.dtype`` or JAX understands, compared by name), or a named failure; a wrong
+    dtype's hint is ``dtype_hint`` when given (the default one is for a function that
+    returns its input's dtype)."""
     if not hasattr(value, "shape") or not hasattr(value, "dtype"):
         raise CheckFailed(f"{what} is not an array", yours=type(value).__name__,
                           expected="a jax or numpy array")
@@ -77,7 +80,8 @@ def as_array(value, what: str, shape=None, dtype=None) -> np.ndarray:
         want = np.dtype(dtype).name
         fail_unless(array.dtype.name == want, f"{what} has the wrong dtype",
                     yours=array.dtype.name, expected=want,
-                    hint="return the input's dtype: compute in float32, cast once at the end")
+                    hint=dtype_hint or "return the input's dtype: compute in float32, "
+                    "cast once at the end")
     return array
 
 

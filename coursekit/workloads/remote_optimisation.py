@@ -31,7 +31,11 @@ def records_with_a_wrong_fast(write_run_records, config: dict, seed: int, outdir
     """``write_run_records(config, seed, outdir, warmup=, iters=)`` while the module's
     ``train_fast`` returns its ``wrong`` output ("losses" or "params", the other one
     right) 1% off (100x ``slow_step.RTOL``); restored after. Returns what it returned
-    (the record paths)."""
+    (the record paths). Where an output check let both through, the checker asks what it
+    compared with: "losses-100x" (losses 100 times theirs: no tolerance near RTOL lets it
+    through, a comparison of the output with itself does) and "losses-nan" (NaN losses:
+    unequal even to themselves, so a comparison with itself catches them, an output_ok
+    written in does not)."""
     module = write_run_records.__globals__
     real = module.get("train_fast")
     if real is None:
@@ -41,7 +45,8 @@ def records_with_a_wrong_fast(write_run_records, config: dict, seed: int, outdir
         new_params, losses = real(params, tokens, targets, lr)
         if wrong == "params":
             return jax.tree.map(lambda v: v * 1.01, new_params), losses
-        return new_params, jax.tree.map(lambda v: v * 1.01, losses)
+        factor = {"losses": 1.01, "losses-100x": 100.0, "losses-nan": float("nan")}[wrong]
+        return new_params, jax.tree.map(lambda v: v * factor, losses)
 
     module["train_fast"] = off_by_one_percent
     try:

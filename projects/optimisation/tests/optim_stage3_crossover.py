@@ -179,13 +179,20 @@ def crossover_case(rng, case: int) -> tuple[list[int], list[float], float, objec
 
 
 def none_hint(want, sizes: list[int], gains: list[float], threshold: float) -> str:
-    """Where the gains cross a threshold a None answer says they never cross: at the
-    first size, in the first pair of neighbouring sizes, or in a later pair (after pairs
-    that all stay at or above it)."""
+    """Where the gains cross a threshold a None answer says they never cross: from a gain
+    exactly at the threshold (with only lower ones after it: a strict comparison answers
+    None there), at the first size, in the first pair of neighbouring sizes, or in a
+    later pair (after pairs that all stay at or above it)."""
     if want is None:
         return "yours is None, as is the checker's"
     k = min(bisect.bisect_right(sizes, want), len(sizes) - 1) - 1  # the pair the
     # checker's crossing lies in (or at its first size)
+    if gains[k] == threshold and all(g < threshold for g in gains[k + 1:]):
+        return (f"yours is None, yet the gain at size {sizes[k]} is exactly the threshold "
+                f"({gains[k]:.4g}) and every later one is below it: None is what a search "
+                "answers that starts a crossing only at a gain strictly above the "
+                "threshold; a gain equal to it counts as at or above it, so the curve "
+                "falls below from that size on")
     if k == 0 and gains[0] < threshold:
         return (f"yours is None, yet the gain at the first size, {sizes[0]}, is already "
                 f"below the threshold ({gains[0]:.4g})")

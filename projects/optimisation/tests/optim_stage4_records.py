@@ -432,13 +432,43 @@ def records_with_a_wrong_fast(impl, ctx, wrong: str) -> dict:
                                        wrong=wrong), outdir)
 
 
+def compared_with_what(impl, ctx) -> str | None:
+    """Where neither 1%-off train_fast was caught: what the after record's output_ok was
+    compared with, from two more records (issue 53, blind-b4-records-output-checked-
+    against-itself), made only on this failure's path: losses 100x theirs (a tolerance
+    anywhere near RTOL catches them; an output compared with itself, or an output_ok
+    written in, does not) and NaN losses (unequal even to themselves, so a comparison with
+    itself catches them; a written-in output_ok does not). None where they cannot be
+    made."""
+    try:
+        said = {wrong: records_with_a_wrong_fast(impl, ctx, wrong)["after"].get("output_ok")
+                for wrong in ("losses-100x", "losses-nan")}
+    except (CheckFailed, LearnerCodeError):
+        return None  # the failure at 1% is told as it is
+    far, nan = said["losses-100x"], said["losses-nan"]
+    if far is True and nan is False:
+        return ("losses 1% off and 100 times theirs were judged right, NaN losses wrong: "
+                "your after record's output was compared with train_fast's own output, "
+                "which every value but NaN equals, not with train_slow's on the same inputs")
+    if far is True and nan is True:
+        return ("output_ok was True of every train_fast the checker made wrong, NaN "
+                "losses included: it is not measured against train_slow's outputs on the "
+                "same inputs (written in, or a comparison that cannot fail)")
+    if far is False:
+        return ("losses 100 times theirs were caught, 1% off (100x slow_step.RTOL) were "
+                "not: your output check allows far more than RTOL / ATOL of train_slow's "
+                "outputs")
+    return None
+
+
 @checker.check(4)
 def output_ok_is_measured(impl, ctx):
     """The records' output_ok compared with the checker's own verdict on an "after" whose
     output it made wrong: the learner's write_run_records run once more in the learner
     process with its module's train_fast returning losses 1% off, and once with its
     parameters 1% off and its losses right (self-reported: the swap happens beside the
-    learner's code; a record that still says True fails)."""
+    learner's code; a record that still says True fails). Where neither is caught, two
+    more tell what output_ok was compared with (``compared_with_what``)."""
     found = {wrong: records_with_a_wrong_fast(impl, ctx, wrong)
              for wrong in ("losses", "params")}
     caught = {wrong: records["after"].get("output_ok") is False
@@ -455,6 +485,8 @@ def output_ok_is_measured(impl, ctx):
                 hint = (f"a train_fast with wrong {other} was caught and one with wrong "
                         f"{wrong} was not: your output check compares the {other} only; "
                         "train returns both, and output_ok covers every output")
+            elif label == "after" and got is True:
+                hint = compared_with_what(impl, ctx) or hint
             fail_unless(got is want, f"{what}, the {label} record's output_ok must be "
                         f"{want}", yours=got, expected=want, hint=hint)
         samples = records["after"].get("samples_s")

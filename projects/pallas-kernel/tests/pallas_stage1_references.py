@@ -47,13 +47,15 @@ def rtol_bracket(dtype, n: int) -> tuple[float, float]:
     return bar["rtol_lo"], bar["rtol_hi"]
 
 
-def rtol_in_bracket(rtol: float, dtype, dtype_name: str, n: int, rtol_at=None) -> None:
+def rtol_in_bracket(rtol: float, dtype, dtype_name: str, n: int, rtol_at=None,
+                    float32_rtol: float | None = None) -> None:
     """The learner's rtol inside ``rtol_bracket``; a failure says which way it is off and
     what the number matches, never the bracket (two failures would let a learner fit it:
     the bracket is the checker's own analysis, and the released checker's code is
     readable, but a failure message must not do the arithmetic for them). ``rtol_at(n)``:
     the learner's rtol at another length (asked only to say what a too-large one
-    matches)."""
+    matches); ``float32_rtol``: the learner's float32 rtol at ``n`` (for a too-small
+    rtol of a coarser dtype: the output's rounding taken as float32's, or left out)."""
     lo, hi = rtol_bracket(dtype, n)
     if lo <= rtol <= hi:
         return
@@ -68,6 +70,8 @@ def rtol_in_bracket(rtol: float, dtype, dtype_name: str, n: int, rtol_at=None) -
                 "2u) in the place of the unit roundoff u: one rounding costs at most u")
     elif not low and rtol_at is not None:
         hint = counted_over_the_block(rtol, n, rtol_at) or hint
+    elif low:
+        hint = output_rounding_missing(rtol, dtype, dtype_name, n, float32_rtol) or hint
     raise CheckFailed(
         f"your rtol for {dtype_name}, length {n}, is {'smaller' if low else 'larger'} "
         "than this computation's rounding allows",
@@ -75,6 +79,27 @@ def rtol_in_bracket(rtol: float, dtype, dtype_name: str, n: int, rtol_at=None) -
                               "computation makes costs more than yours" if low else
                               "a smaller one: yours is more than half as large again as a "
                               "complete count of the roundings"), hint=hint)
+
+
+def output_rounding_missing(rtol: float, dtype, dtype_name: str, n: int,
+                            float32_rtol: float | None) -> str | None:
+    """A hint when a too-small rtol for a dtype coarser than float32 lands in the bracket
+    once float32's unit roundoff in it is exchanged for the dtype's (or added, where it
+    was counted nowhere): the count's final rounding, to the output dtype, is float32's or
+    missing (issue 53, blind-b4-tolerance-ignores-dtype); None otherwise."""
+    u_out, u32 = unit_roundoff(dtype), unit_roundoff(jnp.float32)
+    if u_out <= u32:
+        return None
+    lo, hi = rtol_bracket(dtype, n)
+    if not any(lo <= rtol + u_out - shift <= hi for shift in (u32, 0.0)):
+        return None
+    same = (f"your {dtype_name} rtol equals your float32 one at this length; "
+            if float32_rtol is not None and math.isclose(rtol, float32_rtol, rel_tol=1e-9)
+            else "")
+    return (f"{same}it is what a complete count gives with the result's last rounding "
+            f"costed as float32's, or left out: the output dtype's rounding is missing (a "
+            f"{dtype_name} result is rounded once to {dtype_name}, which costs far more "
+            "than a float32 rounding)")
 
 
 def counted_over_the_block(rtol: float, n: int, rtol_at) -> str | None:
@@ -222,12 +247,23 @@ def check_float64(y, x, shape, dtype_name: str) -> None:
                 "array (it is the JAX-independent reference)", yours=type(y).__name__,
                 expected="numpy.ndarray", hint="NumPy only, in float64 from the "
                 "input on: no JAX array may take part")
-    y = as_array(y, "softmax_numpy_f64", shape=shape, dtype=np.float64)
+    y = as_array(y, "softmax_numpy_f64", shape=shape, dtype=np.float64,
+                 dtype_hint=float64_dtype_hint(y, dtype_name))
     ok, (i, j), excess = compare(y, ref64(x), 1e-12, 1e-300)
     fail_unless(ok, f"softmax_numpy_f64 on {dtype_name} input is not float64-accurate "
                 f"(worst at [{i}, {j}]: {excess:.3g}x a 1e-12 relative tolerance)",
                 yours=float(y[i, j]), expected=float(ref64(x)[i, j]),
                 hint=float64_hint(y, ref64(x), i, j))
+
+
+def float64_dtype_hint(y, dtype_name: str) -> str:
+    """The hint for a NumPy reference that returns another dtype than float64 (issue 53:
+    the input's own dtype's advice, compute in float32, pointed the wrong way here)."""
+    got = str(getattr(y, "dtype", "?"))
+    return (f"yours is {got} on {dtype_name} input: this reference is the float64 truth "
+            f"the others are measured against, float64 from the input on whatever the "
+            f"input's dtype; in {got} a probability keeps {got}'s precision and one below "
+            f"its smallest value is 0, where float64 keeps it")
 
 
 def float64_hint(y, ref, i: int, j: int) -> str:
@@ -270,7 +306,8 @@ def tolerance_from_dtype_and_length(impl, ctx):
             fail_unless(rtol > 0 and atol >= 0, "rtol must be > 0 and atol >= 0",
                         yours=(rtol, atol))
             rtol_in_bracket(rtol, dtype, dtype_name, n, rtol_at=lambda m, d=dtype_name:
-                            as_float(ask(d, m)["rtol"], "rtol"))
+                            as_float(ask(d, m)["rtol"], "rtol"),
+                            float32_rtol=got.get(("float32", n), (None,))[0])
             u32 = unit_roundoff(jnp.float32)
             small = atol < u32
             fail_unless(u32 <= atol <= ATOL_MAX_U32 * u32, f"your atol for {dtype_name}, "
