@@ -38,7 +38,7 @@ from sharded_stage3_runs import (
 )
 from sharded_trees import compare_trees, expect_on_mesh, flat, host, hosts, is_key
 
-from coursekit.checking.errors import CheckFailed
+from coursekit.checking.errors import CheckFailed, LearnerCodeError
 from coursekit.checking.graded import available
 from coursekit.checking.learner import require_written
 from coursekit.checking.values import fail_unless
@@ -279,48 +279,85 @@ SECOND_RUN_STEPS = 3
 
 @checker.check(3)
 def second_train_follows_its_config(impl, ctx):
-    """train called a second time in the same process, with another data_seed, trains
-    that config's run: nothing of the first call's carries over."""
+    """train called again in the same process trains each call's own config: a second
+    call with another data_seed, then a third with the first call's data_seed but another
+    spread and more examples (a dataset kept by data_seed alone shows only there).
+    Nothing of an earlier call's carries over."""
     require_written(impl, "train")
     mesh, _ = learner_mesh(impl)
     first = dict(stage3_config(ctx), steps=SECOND_RUN_STEPS, save_every=SECOND_RUN_STEPS + 1)
     second = dict(first, data_seed=int(ctx.rng("train-call-2").integers(0, 2**30)))
     if second["data_seed"] == first["data_seed"]:
         second["data_seed"] += 1
-    configs, params = [first, second], []
+    # Another spread and one more batch of rows (n stays odd): its first batches reach
+    # rows the first call's dataset does not hold.
+    third = dict(first, spread=first["spread"] + 1.0,
+                 n_examples=first["n_examples"] + first["batch"])
+    configs, params = [first, second, third], []
     for i, config in enumerate(configs, 1):
-        state = call(impl, "train", config, str(ctx.learner_dir(f"train-call-{i}") / "ckpt"),
-                     mesh)
+        try:
+            state = call(impl, "train", config,
+                         str(ctx.learner_dir(f"train-call-{i}") / "ckpt"), mesh)
+        except LearnerCodeError as e:
+            raise past_first_rows(e, first, config) from e
         fail_unless(state.type == "dict", "train must return the final state dict",
                     yours=state.type, expected="dict")
         params.append({f"['params']{k}": v for k, v in hosts(state.field("params")).items()})
-    ref, _, what = reference_run(impl, second)
-    what = (f"a second train in the same process, with data_seed {second['data_seed']} "
-            f"after {first['data_seed']} (the rest of the config the same), "
-            f"{SECOND_RUN_STEPS} steps: final params vs {what}")
-    compare_trees(params[1], {f"['params']{k}": v for k, v in ref.items()}, what,
-                  hint=second_run_apart(impl, configs, params))
+        if i == 1:
+            continue
+        ref, _, what = reference_run(impl, config)
+        change = (f"data_seed {second['data_seed']} after {first['data_seed']} (the rest "
+                  "of the config the same)" if i == 2 else
+                  f"the first call's data_seed {first['data_seed']}, spread "
+                  f"{third['spread']} and n_examples {third['n_examples']} after "
+                  f"{first['spread']} and {first['n_examples']}")
+        what = (f"train call {i} in the same process, with {change}, {SECOND_RUN_STEPS} "
+                f"steps: final params vs {what}")
+        compare_trees(params[-1], {f"['params']{k}": v for k, v in ref.items()}, what,
+                      hint=later_run_apart(impl, first, config, params))
 
 
-def second_run_apart(impl, configs: list, params: list) -> str:
-    """The hint for a second run that ended elsewhere than its config's run, by what the
-    runs show (computed only then, each a reference run of a few steps): the first call's
-    dataset in this call's order, the first call itself wrong, else something kept."""
-    first, second = configs
-    kept, _, _ = reference_run(impl, second, data=ref_data(first))
-    if close_params(params[1], kept):
-        return (f"your second run ended where a run of its own config on the first call's "
-                f"dataset (data_seed {first['data_seed']}, not {second['data_seed']}) ends: "
-                "it trained on data made for the earlier call. Each call trains on "
-                "make_data of the config it is given")
+def past_first_rows(error: Exception, first: dict, config: dict) -> Exception:
+    """A call that raised on rows past the first call's dataset, named so; any other
+    error as it was."""
+    if config is first or f"size {first['n_examples']}" not in str(error):
+        return error
+    return CheckFailed(
+        f"train with n_examples {config['n_examples']} (the first call's data_seed, after "
+        f"a call with n_examples {first['n_examples']}) raised",
+        yours=str(error).strip().splitlines()[-1][:300],
+        expected="the run of this call's config",
+        hint=f"the error names a size of {first['n_examples']}, the first call's "
+        f"n_examples, not this call's {config['n_examples']}: this call indexed a "
+        "dataset made for the earlier call (state carried from an earlier call in the "
+        "process). Each call trains on make_data of the config it is given")
+
+
+def later_run_apart(impl, first: dict, config: dict, params: list) -> str:
+    """The hint for a later run that ended elsewhere than its config's run, by what the
+    runs show (computed only then, each a reference run of a few steps): the first
+    call's dataset in this call's order (for the same data_seed: its spread, grown to
+    this call's rows, which make_dataset keeps as a prefix), the first call itself
+    wrong, else something kept."""
+    earlier = ref_data(first) if config["data_seed"] != first["data_seed"] else \
+        ref_data(dict(config, spread=first["spread"]))
+    kept, _, _ = reference_run(impl, config, data=earlier)
+    if close_params(params[-1], kept):
+        made = (f"data_seed {first['data_seed']}, not {config['data_seed']}"
+                if config["data_seed"] != first["data_seed"] else
+                f"spread {first['spread']}, not {config['spread']}, at the same data_seed")
+        return (f"your run ended where a run of its own config on the first call's "
+                f"dataset ({made}) ends: it trained on data made for the earlier call "
+                "(state carried from an earlier call in the process). Each call trains "
+                "on make_data of the config it is given")
     ref, _, _ = reference_run(impl, first)
     if not close_params(params[0], ref):
         return ("the first call's run is wrong already (uninterrupted_run_trains names "
                 "how): batches from batch_at(data, config, data_pos), noise from the "
                 "state's key, one update per step")
-    return ("the first call trained its config's run and the second, with another "
-            "data_seed, did not: something the first call made was used again in the "
-            "second; each call builds its run from the config it is given")
+    return ("the first call trained its config's run and this one did not: something "
+            "the first call made was used again in this call; each call builds its run "
+            "from the config it is given")
 
 
 def close_params(yours: dict, ref: dict) -> bool:
