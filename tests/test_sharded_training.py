@@ -429,6 +429,15 @@ NAMED_BUGS = {
         "        kept[config[\"data_seed\"]] = make_data(config)\n"
         "    data = kept[config[\"data_seed\"]]\n    step_fn = make_train_step(")], 3,
         "second_train_follows_its_config"), "a dataset made for the earlier call"),
+    # ... and kept by data_seed alone, made with rows to spare (make_dataset's rows are
+    # prefix-stable): no index past it, the third call trains on the first call's spread
+    "train-data-kept-with-rows-to-spare": (bug("train-data-kept-with-rows-to-spare", [(
+        TRAIN_START, "    kept = train.__dict__.setdefault(\"_data\", {})  # planted\n"
+        "    if config[\"data_seed\"] not in kept:\n"
+        "        kept[config[\"data_seed\"]] = make_data(\n"
+        "            dict(config, n_examples=2 * config[\"n_examples\"]))\n"
+        "    data = kept[config[\"data_seed\"]]\n    step_fn = make_train_step(")], 3,
+        "second_train_follows_its_config"), "at the same data_seed"),
 }
 
 

@@ -1,8 +1,8 @@
 """sharded-training stage 3: fresh-process recovery. A checkpoint round trip in the
 learner process (the Orbax manager stays there as a handle; this process reads the
 checkpoint folder and the saved state itself, with Orbax, and compares it with the state
-the learner returned as data) and two short ``train`` calls there, the second with
-another config (what a second call shows: state kept from the first), then the shared
+the learner returned as data) and three short ``train`` calls there, each later one with
+another config (what a later call shows: state kept from the first), then the shared
 driver runs of ``sharded_stage3_runs``
 (uninterrupted, SIGKILLed mid-save and resumed, resumed on 4 devices, two processes),
 each compared with the uninterrupted run: bitwise on the same mesh, within tolerance
@@ -270,10 +270,11 @@ def reference_run(impl, config: dict, data: dict | None = None) -> tuple[dict, l
                                                   "batches in order")
 
 
-# Two short runs in the learner process, one after the other, of the stage's config
+# Three short runs in the learner process, one after the other, of the stage's config
 # (stage3_config) cut to a few steps with no save (save_every past the last step): the
 # same programs as its driver runs (the params' seed, lr, noise, number of examples), so
-# the compiles are shared through the run's compilation cache, and no Orbax save.
+# the compiles are shared through the run's compilation cache, and no Orbax save (the
+# third call's n_examples costs one more compile, of its dataset; its steps are the same).
 SECOND_RUN_STEPS = 3
 
 
