@@ -220,9 +220,10 @@ def check_global_grads(impl, ctx, salt: str, counts, what: str) -> None:
                 expected="shape (), dtype float32",
                 hint="one number for the whole batch, in the dtype the model computes in")
     loss = float(kind)
-    fail_unless(math.isclose(loss, ref_loss, rel_tol=RTOL, abs_tol=ATOL),
-                f"{what}: the loss is not the mean over all valid rows",
-                yours=loss, expected=ref_loss, hint=loss_hint(params, batch, loss, counts))
+    if not math.isclose(loss, ref_loss, rel_tol=RTOL, abs_tol=ATOL):
+        raise CheckFailed(f"{what}: the loss is not the mean over all valid rows",
+                          yours=loss, expected=ref_loss,
+                          hint=loss_hint(params, batch, loss, counts))
 
 
 def shard_mean_losses(params, batch) -> list[float | None]:
