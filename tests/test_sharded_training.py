@@ -409,6 +409,35 @@ NAMED_BUGS = {
         "            start = time.perf_counter()  # planted: once, before the loop\n"
         "            for _ in range(iters):\n")], 4,
         "samples_are_synchronised"), "These are timestamps"),
+    # Issue 53, the fourth blind batch: the key's halves swapped in the step (named by
+    # the key the state ends with); the loss as the mean over shards of per-shard means,
+    # the gradients right (named by that value, from the drawn counts); a dataset kept
+    # by data_seed alone (a later call with that data_seed and more rows indexes the
+    # first call's, its error naming the first call's size).
+    "step-key-halves-swapped": (bug("step-key-halves-swapped", [(
+        '        key, sub = jax.random.split(state["key"])\n',
+        '        sub, key = jax.random.split(state["key"])  # planted\n')], 1,
+        "step_matches_single_device"), "the key's two halves are swapped"),
+    "loss-mean-of-shard-means": (bug("loss-mean-of-shard-means", [(
+        "        loss = jax.lax.psum(loss_sum, AXIS) / total\n",
+        "        loss = jax.lax.pmean(loss_sum / jnp.maximum(jnp.sum(m), 1.0), AXIS)"
+        "  # planted\n")], 2, "unequal_counts_weighted"),
+        "mean over all 8 shards of each shard's own mean loss"),
+    "train-data-kept-by-data-seed": (bug("train-data-kept-by-data-seed", [(
+        TRAIN_START, "    kept = train.__dict__.setdefault(\"_data\", {})  # planted\n"
+        "    if config[\"data_seed\"] not in kept:\n"
+        "        kept[config[\"data_seed\"]] = make_data(config)\n"
+        "    data = kept[config[\"data_seed\"]]\n    step_fn = make_train_step(")], 3,
+        "second_train_follows_its_config"), "a dataset made for the earlier call"),
+    # ... and kept by data_seed alone, made with rows to spare (make_dataset's rows are
+    # prefix-stable): no index past it, the third call trains on the first call's spread
+    "train-data-kept-with-rows-to-spare": (bug("train-data-kept-with-rows-to-spare", [(
+        TRAIN_START, "    kept = train.__dict__.setdefault(\"_data\", {})  # planted\n"
+        "    if config[\"data_seed\"] not in kept:\n"
+        "        kept[config[\"data_seed\"]] = make_data(\n"
+        "            dict(config, n_examples=2 * config[\"n_examples\"]))\n"
+        "    data = kept[config[\"data_seed\"]]\n    step_fn = make_train_step(")], 3,
+        "second_train_follows_its_config"), "at the same data_seed"),
 }
 
 

@@ -318,17 +318,40 @@ def key_advanced(state, config: dict, n_steps: int) -> None:
                           "every step draws the same noise from the same key")
 
 
-def matches(state, losses: list, want: dict, n_steps: int, what: str) -> None:
+def key_chain(config: dict, n_steps: int, half: int) -> np.ndarray:
+    """The key's data after ``n_steps`` splits from the initial state's key, each keeping
+    ``half`` of the split (the contract keeps half 0)."""
+    key = ref_state(config)["key"]
+    for _ in range(n_steps):
+        key = jax.random.split(key)[half]
+    return np.asarray(jax.random.key_data(key))
+
+
+def step_hint(state, config: dict, n_steps: int) -> str:
+    """The hint for a step whose result differs: the slip the state's key shows where it
+    shows one (computed here from the initial key, so in a learner's copy too), else
+    the whole protocol."""
+    if np.array_equal(host(state.leaves["['key']"]), key_chain(config, n_steps, 1)):
+        return ("your state's key after the steps is the one kept by taking the second "
+                "half of each split: the key's two halves are swapped, so the new key and "
+                "the input noise each come from the half meant for the other (the noise "
+                "then differs from the replay's at every step)")
+    return STEP_HINT
+
+
+def matches(state, losses: list, want: dict, n_steps: int, what: str,
+            config: dict) -> None:
     """The learner's losses and final state against ``want`` (losses, params, key)."""
+    hint = step_hint(state, config, n_steps)
     fail_unless(np.allclose(losses, want["losses"], rtol=RTOL, atol=ATOL),
                 f"losses over {n_steps} steps differ from {what}",
-                yours=np.array(losses), expected=np.array(want["losses"]), hint=STEP_HINT)
+                yours=np.array(losses), expected=np.array(want["losses"]), hint=hint)
     compare_trees(hosts(state.field("params")), want["params"],
                   f"params after {n_steps} steps on {N_DEVICES} devices vs {what}",
-                  hint=STEP_HINT)
+                  hint=hint)
     fail_unless(np.array_equal(host(state.leaves["['key']"]), want["key"]),
                 "the key after the steps is not split(key)[0] once per step",
-                yours=host(state.leaves["['key']"]), expected=want["key"])
+                yours=host(state.leaves["['key']"]), expected=want["key"], hint=hint)
     for name in ("step", "data_pos"):
         value = int(host(state.leaves[f"['{name}']"]))
         fail_unless(value == n_steps, f"state[{name!r}] must count steps",
@@ -347,7 +370,8 @@ def step_matches_single_device(impl, ctx):
     state, losses = learner_run(impl, public["config"], public["batches"])
     params_updated(state, public["config"], n_steps)
     key_advanced(state, public["config"], n_steps)
-    matches(state, losses, public, n_steps, "one device's (stored for these inputs)")
+    matches(state, losses, public, n_steps, "one device's (stored for these inputs)",
+            public["config"])
     # A drawn case: the instructor's single-device step live where the course holds it;
     # in a learner's copy, the learner's own step on one device of the same inputs.
     config = run_config(ctx, "step1")
@@ -363,7 +387,7 @@ def step_matches_single_device(impl, ctx):
         one, one_losses = learner_run(impl, config, batches, learner_mesh(impl, 1)[0])
         want, what = {"losses": one_losses, "params": hosts(one.field("params")),
                       "key": host(one.leaves["['key']"])}, "your step on one device"
-    matches(state, losses, want, n_steps, what)
+    matches(state, losses, want, n_steps, what, config)
 
 
 def inputs_kept(impl, state, batch) -> None:

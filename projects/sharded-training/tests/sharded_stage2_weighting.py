@@ -220,11 +220,38 @@ def check_global_grads(impl, ctx, salt: str, counts, what: str) -> None:
                 expected="shape (), dtype float32",
                 hint="one number for the whole batch, in the dtype the model computes in")
     loss = float(kind)
-    fail_unless(math.isclose(loss, ref_loss, rel_tol=RTOL, abs_tol=ATOL),
-                f"{what}: the loss is not the mean over all valid rows",
-                yours=loss, expected=ref_loss,
-                hint="the loss is the mean over every valid row of the global batch, "
-                "whichever shard holds it")
+    if not math.isclose(loss, ref_loss, rel_tol=RTOL, abs_tol=ATOL):
+        raise CheckFailed(f"{what}: the loss is not the mean over all valid rows",
+                          yours=loss, expected=ref_loss,
+                          hint=loss_hint(params, batch, loss, counts))
+
+
+def shard_mean_losses(params, batch) -> list[float | None]:
+    """Each shard's mean loss over its own valid rows (None for a shard with none)."""
+    return [float(classifier.loss_sum(params, jnp.asarray(x), jnp.asarray(y),
+                                      jnp.asarray(m)) / np.sum(m)) if np.sum(m) else None
+            for x, y, m in zip(np.split(batch["x"], N_DEVICES),
+                               np.split(batch["y"], N_DEVICES),
+                               np.split(batch["mask"], N_DEVICES))]
+
+
+def loss_hint(params, batch, loss: float, counts) -> str:
+    """What a wrong loss equals, where the checker can tell: the plain mean over shards
+    of each shard's own mean (an empty shard's taken as 0, or left out), computed here
+    from the counts it drew; else the contract."""
+    means = shard_mean_losses(params, batch)
+    held = [v for v in means if v is not None]
+    for value, how in ((sum(v or 0.0 for v in means) / len(means),
+                        f"over all {len(means)} shards"),
+                       (sum(held) / max(len(held), 1), "over the shards with valid rows")):
+        if math.isclose(loss, value, rel_tol=RTOL, abs_tol=ATOL):
+            return (f"your loss equals the mean {how} of each shard's own mean loss "
+                    f"({value:.6g}): with valid rows per shard {list(counts)}, that weighs "
+                    "a row on a shard with few valid rows more than one on a full shard. "
+                    "The loss is the mean over every valid row of the global batch, "
+                    "whichever shard holds it")
+    return ("the loss is the mean over every valid row of the global batch, whichever "
+            "shard holds it")
 
 
 @checker.check(2)

@@ -1,8 +1,8 @@
 """sharded-training stage 3: fresh-process recovery. A checkpoint round trip in the
 learner process (the Orbax manager stays there as a handle; this process reads the
 checkpoint folder and the saved state itself, with Orbax, and compares it with the state
-the learner returned as data) and two short ``train`` calls there, the second with
-another config (what a second call shows: state kept from the first), then the shared
+the learner returned as data) and three short ``train`` calls there, each later one with
+another config (what a later call shows: state kept from the first), then the shared
 driver runs of ``sharded_stage3_runs``
 (uninterrupted, SIGKILLed mid-save and resumed, resumed on 4 devices, two processes),
 each compared with the uninterrupted run: bitwise on the same mesh, within tolerance
@@ -38,7 +38,7 @@ from sharded_stage3_runs import (
 )
 from sharded_trees import compare_trees, expect_on_mesh, flat, host, hosts, is_key
 
-from coursekit.checking.errors import CheckFailed
+from coursekit.checking.errors import CheckFailed, LearnerCodeError
 from coursekit.checking.graded import available
 from coursekit.checking.learner import require_written
 from coursekit.checking.values import fail_unless
@@ -270,57 +270,99 @@ def reference_run(impl, config: dict, data: dict | None = None) -> tuple[dict, l
                                                   "batches in order")
 
 
-# Two short runs in the learner process, one after the other, of the stage's config
+# Three short runs in the learner process, one after the other, of the stage's config
 # (stage3_config) cut to a few steps with no save (save_every past the last step): the
 # same programs as its driver runs (the params' seed, lr, noise, number of examples), so
-# the compiles are shared through the run's compilation cache, and no Orbax save.
+# the compiles are shared through the run's compilation cache, and no Orbax save (the
+# third call's n_examples costs one more compile, of its dataset; its steps are the same).
 SECOND_RUN_STEPS = 3
 
 
 @checker.check(3)
 def second_train_follows_its_config(impl, ctx):
-    """train called a second time in the same process, with another data_seed, trains
-    that config's run: nothing of the first call's carries over."""
+    """train called again in the same process trains each call's own config: a second
+    call with another data_seed, then a third with the first call's data_seed but another
+    spread and more examples (a dataset kept by data_seed alone shows only there).
+    Nothing of an earlier call's carries over."""
     require_written(impl, "train")
     mesh, _ = learner_mesh(impl)
     first = dict(stage3_config(ctx), steps=SECOND_RUN_STEPS, save_every=SECOND_RUN_STEPS + 1)
     second = dict(first, data_seed=int(ctx.rng("train-call-2").integers(0, 2**30)))
     if second["data_seed"] == first["data_seed"]:
         second["data_seed"] += 1
-    configs, params = [first, second], []
+    # Another spread and one more batch of rows (n stays odd): its first batches reach
+    # rows the first call's dataset does not hold.
+    third = dict(first, spread=first["spread"] + 1.0,
+                 n_examples=first["n_examples"] + first["batch"])
+    configs, params = [first, second, third], []
     for i, config in enumerate(configs, 1):
-        state = call(impl, "train", config, str(ctx.learner_dir(f"train-call-{i}") / "ckpt"),
-                     mesh)
+        try:
+            state = call(impl, "train", config,
+                         str(ctx.learner_dir(f"train-call-{i}") / "ckpt"), mesh)
+        except LearnerCodeError as e:
+            raise past_first_rows(e, first, config) from e
         fail_unless(state.type == "dict", "train must return the final state dict",
                     yours=state.type, expected="dict")
         params.append({f"['params']{k}": v for k, v in hosts(state.field("params")).items()})
-    ref, _, what = reference_run(impl, second)
-    what = (f"a second train in the same process, with data_seed {second['data_seed']} "
-            f"after {first['data_seed']} (the rest of the config the same), "
-            f"{SECOND_RUN_STEPS} steps: final params vs {what}")
-    compare_trees(params[1], {f"['params']{k}": v for k, v in ref.items()}, what,
-                  hint=second_run_apart(impl, configs, params))
+        if i == 1:
+            continue
+        ref, _, what = reference_run(impl, config)
+        change = (f"data_seed {second['data_seed']} after {first['data_seed']} (the rest "
+                  "of the config the same)" if i == 2 else
+                  f"the first call's data_seed {first['data_seed']}, spread "
+                  f"{third['spread']} and n_examples {third['n_examples']} after "
+                  f"{first['spread']} and {first['n_examples']}")
+        what = (f"train call {i} in the same process, with {change}, {SECOND_RUN_STEPS} "
+                f"steps: final params vs {what}")
+        # the hint's reference runs only for a run that is off
+        hint = "" if close_params(params[-1], ref) else \
+            later_run_apart(impl, first, config, params)
+        compare_trees(params[-1], {f"['params']{k}": v for k, v in ref.items()}, what,
+                      hint=hint)
 
 
-def second_run_apart(impl, configs: list, params: list) -> str:
-    """The hint for a second run that ended elsewhere than its config's run, by what the
-    runs show (computed only then, each a reference run of a few steps): the first call's
-    dataset in this call's order, the first call itself wrong, else something kept."""
-    first, second = configs
-    kept, _, _ = reference_run(impl, second, data=ref_data(first))
-    if close_params(params[1], kept):
-        return (f"your second run ended where a run of its own config on the first call's "
-                f"dataset (data_seed {first['data_seed']}, not {second['data_seed']}) ends: "
-                "it trained on data made for the earlier call. Each call trains on "
-                "make_data of the config it is given")
+def past_first_rows(error: Exception, first: dict, config: dict) -> Exception:
+    """A call that raised on rows past the first call's dataset, named so; any other
+    error as it was."""
+    if config["n_examples"] <= first["n_examples"] or \
+            f"size {first['n_examples']}" not in str(error):
+        return error
+    return CheckFailed(
+        f"train with n_examples {config['n_examples']} (the first call's data_seed, after "
+        f"a call with n_examples {first['n_examples']}) raised",
+        yours=str(error).strip().splitlines()[-1][:300],
+        expected="the run of this call's config",
+        hint=f"the error names a size of {first['n_examples']}, the first call's "
+        f"n_examples, not this call's {config['n_examples']}: this call indexed a "
+        "dataset made for the earlier call (state carried from an earlier call in the "
+        "process). Each call trains on make_data of the config it is given")
+
+
+def later_run_apart(impl, first: dict, config: dict, params: list) -> str:
+    """The hint for a later run that ended elsewhere than its config's run, by what the
+    runs show (computed only then, each a reference run of a few steps): the first
+    call's dataset in this call's order (for the same data_seed: its spread, grown to
+    this call's rows, which make_dataset keeps as a prefix), the first call itself
+    wrong, else something kept."""
+    earlier = ref_data(first) if config["data_seed"] != first["data_seed"] else \
+        ref_data(dict(config, spread=first["spread"]))
+    kept, _, _ = reference_run(impl, config, data=earlier)
+    if close_params(params[-1], kept):
+        made = (f"data_seed {first['data_seed']}, not {config['data_seed']}"
+                if config["data_seed"] != first["data_seed"] else
+                f"spread {first['spread']}, not {config['spread']}, at the same data_seed")
+        return (f"your run ended where a run of its own config on the first call's "
+                f"dataset ({made}) ends: it trained on data made for the earlier call "
+                "(state carried from an earlier call in the process). Each call trains "
+                "on make_data of the config it is given")
     ref, _, _ = reference_run(impl, first)
     if not close_params(params[0], ref):
         return ("the first call's run is wrong already (uninterrupted_run_trains names "
                 "how): batches from batch_at(data, config, data_pos), noise from the "
                 "state's key, one update per step")
-    return ("the first call trained its config's run and the second, with another "
-            "data_seed, did not: something the first call made was used again in the "
-            "second; each call builds its run from the config it is given")
+    return ("the first call trained its config's run and this one did not: something "
+            "the first call made was used again in this call; each call builds its run "
+            "from the config it is given")
 
 
 def close_params(yours: dict, ref: dict) -> bool:
