@@ -22,14 +22,14 @@ TRAIN = "train_follows_key_protocol,train_leaves_global_random_state_alone"
 WORKLOAD = ("workload_rerun_in_fresh_process_is_bitwise_equal,workload_params_follow_replay,"
             "workload_accuracy_vs_reference")
 
-BUGS: dict[str, Planted] = {}       # the batch every planted test reads
-SLOW_BUGS: dict[str, Planted] = {}  # the two that train the workload: their own batch
+BUGS: dict[str, Planted] = {}  # the batch every planted test reads (the two that train the
+# workload had a batch of their own: a second checker start and stage-3 compile, 10 s)
 
 
-def bug(name, replacements, stage, only=None, seed=None, slow=False) -> str:
+def bug(name, replacements, stage, only=None, seed=None) -> str:
     """Plant ``name`` in the batch: check ``stage`` (only the ``only`` checks, a
     comma-separated list; all of the stage without) under ``seed`` (the batch's without)."""
-    (SLOW_BUGS if slow else BUGS)[name] = Planted(
+    BUGS[name] = Planted(
         int(stage), replacements, only=only.split(",") if only else [], seed=seed)
     return name
 
@@ -50,12 +50,6 @@ def run_bug(results: dict, name: str) -> dict:
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
     return PlantedBatch(PROJECT, BUGS, seed=None).run(tmp_path_factory.mktemp("planted"))
-
-
-@pytest.fixture(scope="module")
-def planted_slow(tmp_path_factory):
-    return PlantedBatch(PROJECT, SLOW_BUGS, seed=None).run(
-        tmp_path_factory.mktemp("planted-slow"))
 
 
 @pytest.mark.slow
@@ -373,12 +367,12 @@ def test_train_ignoring_its_lr_fails_the_replay(planted):
 
 NP_SHUFFLE = bug("np-shuffle", [(
     PERMUTATION, "            order = jnp.asarray(__import__('numpy').random.permutation(n))\n")],
-    "3", only=f"{TRAIN},workload_rerun_in_fresh_process_is_bitwise_equal", slow=True)
+    "3", only=f"{TRAIN},workload_rerun_in_fresh_process_is_bitwise_equal")
 
 
 @pytest.mark.slow
-def test_global_numpy_shuffle_fails_the_global_state_checks(planted_slow):
-    result = run_bug(planted_slow, NP_SHUFFLE)
+def test_global_numpy_shuffle_fails_the_global_state_checks(planted):
+    result = run_bug(planted, NP_SHUFFLE)
     assert {"train_leaves_global_random_state_alone", "train_follows_key_protocol",
             "workload_rerun_in_fresh_process_is_bitwise_equal"} <= failing(result), \
         result["stdout"]
@@ -392,12 +386,12 @@ TRAIN_CALL = "params = train_classifier(k_train, x[:n_train], y[:n_train], steps
 FIXED_SEED = bug("fixed-seed", [(
     "k_data, k_train = jax.random.split(jax.random.key(seed))",
     "k_data, k_train = jax.random.split(jax.random.key(0))")], "3",
-    only=f"train_follows_key_protocol,{WORKLOAD}", slow=True)
+    only=f"train_follows_key_protocol,{WORKLOAD}")
 
 
 @pytest.mark.slow
-def test_fixed_key_instead_of_the_seed_fails_the_workload_checks(planted_slow):
-    result = run_bug(planted_slow, FIXED_SEED)
+def test_fixed_key_instead_of_the_seed_fails_the_workload_checks(planted):
+    result = run_bug(planted, FIXED_SEED)
     assert "workload_rerun_in_fresh_process_is_bitwise_equal" in failing(result)
     assert "another seed gave bitwise the same workload" in result["stdout"]
     assert result["status"]["train_follows_key_protocol"] == "pass"
