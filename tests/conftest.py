@@ -102,7 +102,7 @@ LONGEST_FIRST = ("grader", "tests/test_optimisation_planted.py",
 # Module fixtures that run a batch of checker processes (planted bugs, a graded batch):
 # a test that uses one is slow whatever its own marks say, so `make check`'s
 # `pytest -m "not slow"` leaves it to make test (they were 1,220 of its 1,260 s).
-BATCH_FIXTURES = {"planted", "planted_slow", "planted_stage3_corpus", "graded"}
+BATCH_FIXTURES = {"planted", "planted_stored", "graded"}
 
 
 @pytest.hookimpl(tryfirst=True)

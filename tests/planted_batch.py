@@ -13,7 +13,8 @@ An entry may aim at several checks, ``(stage, [check ids that must fail], repl)`
 ``hints={name: [phrases]}`` phrases the output must hold (the hint names the measured
 cause) and ``wrong_hints={name: [phrases]}`` ones it must not (a cause it does not have).
 For tests with their own assertions, an entry may be a ``Planted`` (its own ``only``,
-seed, environment); ``BATCH.run(...)[name]`` reads like ``helpers.run_checker``'s answer
+seed, environment, or an ``impl`` checked as it is, the reference beside its plants);
+``BATCH.run(...)[name]`` reads like ``helpers.run_checker``'s answer
 (status, stdout, returncode, json results). The files are dealt to two checker processes
 run side by side (``COURSE_PLANTED_SHARDS=1`` for one)."""
 
@@ -46,6 +47,7 @@ class Planted:
     passes: list = field(default_factory=list)
     hints: list = field(default_factory=list)        # phrases the output must hold
     wrong_hints: list = field(default_factory=list)  # phrases it must not
+    impl: Path | None = None  # a file checked as it is (no replacements): a control run
 
 
 # A timing check aimed at a planted bug may say INCONCLUSIVE when the machine is loaded (its
@@ -97,7 +99,7 @@ class PlantedBatch:
         runs = []
         for name in self.names:
             p = self.planted[name]
-            impl = plant(folder, self.project, name, p.replacements)
+            impl = p.impl or plant(folder, self.project, name, p.replacements)
             run = {"name": name, "impl": str(impl), "stage": p.stage, "only": list(p.only)}
             self._impls[name] = str(impl)
             if p.seed is not None:

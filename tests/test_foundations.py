@@ -22,14 +22,14 @@ TRAIN = "train_follows_key_protocol,train_leaves_global_random_state_alone"
 WORKLOAD = ("workload_rerun_in_fresh_process_is_bitwise_equal,workload_params_follow_replay,"
             "workload_accuracy_vs_reference")
 
-BUGS: dict[str, Planted] = {}       # the batch every planted test reads
-SLOW_BUGS: dict[str, Planted] = {}  # the two that train the workload: their own batch
+BUGS: dict[str, Planted] = {}  # the batch every planted test reads (the two that train the
+# workload had a batch of their own: a second checker start and stage-3 compile, 10 s)
 
 
-def bug(name, replacements, stage, only=None, seed=None, slow=False) -> str:
+def bug(name, replacements, stage, only=None, seed=None) -> str:
     """Plant ``name`` in the batch: check ``stage`` (only the ``only`` checks, a
     comma-separated list; all of the stage without) under ``seed`` (the batch's without)."""
-    (SLOW_BUGS if slow else BUGS)[name] = Planted(
+    BUGS[name] = Planted(
         int(stage), replacements, only=only.split(",") if only else [], seed=seed)
     return name
 
@@ -50,12 +50,6 @@ def run_bug(results: dict, name: str) -> dict:
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
     return PlantedBatch(PROJECT, BUGS, seed=None).run(tmp_path_factory.mktemp("planted"))
-
-
-@pytest.fixture(scope="module")
-def planted_slow(tmp_path_factory):
-    return PlantedBatch(PROJECT, SLOW_BUGS, seed=None).run(
-        tmp_path_factory.mktemp("planted-slow"))
 
 
 @pytest.mark.slow
@@ -376,12 +370,12 @@ def test_train_ignoring_its_lr_fails_the_replay(planted):
 
 NP_SHUFFLE = bug("np-shuffle", [(
     PERMUTATION, "            order = jnp.asarray(__import__('numpy').random.permutation(n))\n")],
-    "3", only=f"{TRAIN},workload_rerun_in_fresh_process_is_bitwise_equal", slow=True)
+    "3", only=f"{TRAIN},workload_rerun_in_fresh_process_is_bitwise_equal")
 
 
 @pytest.mark.slow
-def test_global_numpy_shuffle_fails_the_global_state_checks(planted_slow):
-    result = run_bug(planted_slow, NP_SHUFFLE)
+def test_global_numpy_shuffle_fails_the_global_state_checks(planted):
+    result = run_bug(planted, NP_SHUFFLE)
     assert {"train_leaves_global_random_state_alone", "train_follows_key_protocol",
             "workload_rerun_in_fresh_process_is_bitwise_equal"} <= failing(result), \
         result["stdout"]
@@ -395,12 +389,12 @@ TRAIN_CALL = "params = train_classifier(k_train, x[:n_train], y[:n_train], steps
 FIXED_SEED = bug("fixed-seed", [(
     "k_data, k_train = jax.random.split(jax.random.key(seed))",
     "k_data, k_train = jax.random.split(jax.random.key(0))")], "3",
-    only=f"train_follows_key_protocol,{WORKLOAD}", slow=True)
+    only=f"train_follows_key_protocol,{WORKLOAD}")
 
 
 @pytest.mark.slow
-def test_fixed_key_instead_of_the_seed_fails_the_workload_checks(planted_slow):
-    result = run_bug(planted_slow, FIXED_SEED)
+def test_fixed_key_instead_of_the_seed_fails_the_workload_checks(planted):
+    result = run_bug(planted, FIXED_SEED)
     assert "workload_rerun_in_fresh_process_is_bitwise_equal" in failing(result)
     assert "another seed gave bitwise the same workload" in result["stdout"]
     assert result["status"]["train_follows_key_protocol"] == "pass"
@@ -654,29 +648,42 @@ def test_the_stored_replays_are_a_fresh_generation():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+STORED_CASES = {  # name: (stage, the planted bug's name or None for the reference)
+    "solution-2": ("2", None), "solution-3": ("3", None),
+    "rows-without-replacement": ("2", FIT_NO_REPLACEMENT), "cached-step": ("2", FIT_CACHED_STEP),
+    "batch-capped": ("2", FIT_BATCH_CAPPED), "bfloat16": ("3", TRAIN_BFLOAT16),
+    "workload-memo": ("3", WORKLOAD_MEMO)}
+STORED_ONLY = {"2": REPEATED, "3": "train_follows_key_protocol,workload_params_follow_replay,"
+                                   "workload_second_call_matches_replay"}
+
+
+@pytest.fixture(scope="module")
+def planted_stored(tmp_path_factory):
+    """The replay checks on the stored outputs, every case in one checker process (each
+    file in its own learner process, as the planted bugs): seven check.py runs paid seven
+    checker starts and compiled stage 3's references three times."""
+    stored = {"COURSE_FOUNDATIONS_REPLAYS": "stored"}
+    cases = {name: Planted(int(stage), BUGS[bug].replacements if bug else [],
+                           only=STORED_ONLY[stage].split(","), env=stored,
+                           impl=None if bug else solution(PROJECT))
+             for name, (stage, bug) in STORED_CASES.items()}
+    return PlantedBatch(PROJECT, cases, seed=None).run(tmp_path_factory.mktemp("stored"))
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("impl, stage, verdict", [
-    ("solution", "2", "pass"), ("solution", "3", "pass"),
-    ("rows-without-replacement", "2", "drawn without replacement"),
-    ("cached-step", "2", "state carried from an earlier call"),
-    ("batch-capped", "2", "so a batch larger than n repeats rows"),
-    ("bfloat16", "3", "x rounded to bfloat16"),
-    ("workload-memo", "3", "returned the params of the first call")])
-def test_stored_replays_give_the_verdicts_of_the_live_ones(tmp_path, impl, stage, verdict):
+@pytest.mark.parametrize("impl, verdict", [
+    ("solution-2", "pass"), ("solution-3", "pass"),
+    ("rows-without-replacement", "drawn without replacement"),
+    ("cached-step", "state carried from an earlier call"),
+    ("batch-capped", "so a batch larger than n repeats rows"),
+    ("bfloat16", "x rounded to bfloat16"),
+    ("workload-memo", "returned the params of the first call")])
+def test_stored_replays_give_the_verdicts_of_the_live_ones(planted_stored, impl, verdict):
     """Where the sealed programs are absent (a learner's copy), the replay checks run on
     the public inputs against the stored outputs: the reference passes, mistakes fail
     with their named hints."""
-    edits = {"solution": [], "rows-without-replacement": BUGS[FIT_NO_REPLACEMENT].replacements,
-             "cached-step": BUGS[FIT_CACHED_STEP].replacements,
-             "batch-capped": BUGS[FIT_BATCH_CAPPED].replacements,
-             "bfloat16": BUGS[TRAIN_BFLOAT16].replacements,
-             "workload-memo": BUGS[WORKLOAD_MEMO].replacements}[impl]
-    only = {"2": REPEATED, "3": "train_follows_key_protocol,workload_params_follow_replay,"
-                                "workload_second_call_matches_replay"}
-    path = plant(tmp_path, PROJECT, impl, edits) if edits else solution(PROJECT)
-    result = run_checker(PROJECT, path, stage, tmp=tmp_path,
-                         only=only[stage], env={"COURSE_FOUNDATIONS_REPLAYS": "stored"})
-    assert result["status"], result["stdout"] + result["stderr"]
+    result = planted_stored[impl]
+    assert result["status"], result["stdout"]
     if verdict == "pass":
         assert not failing(result), result["stdout"]
     else:

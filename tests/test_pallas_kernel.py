@@ -575,16 +575,22 @@ def tolerance(dtype, n_cols):
 def test_stored_bars_are_no_answer_where_the_instructor_grades(tmp_path):
     """A ``tolerance`` that returns the stored bars passes a learner's copy (public row
     lengths, by design) and fails where the instructor grades, at any seed: there the
-    check adds row lengths the copy stores no bar for; the reference passes there."""
+    check adds row lengths the copy stores no bar for; the reference passes there. The
+    four runs share one checker process (tests/planted_batch.py; four check.py runs paid
+    four checker starts), each file in a learner process of its own."""
     from coursekit.facts import ROOT
     bars = ROOT / "projects" / PROJECT / "tests" / "expected" / "tolerance_bars.json"
     lookup = tmp_path / "lookup.py"
     lookup.write_text(BAR_LOOKUP.format(bars=str(bars)))
     check = "tolerance_from_dtype_and_length"
+    runs = {f"{name}-{seed}": Planted(1, [], only=[check], seed=seed, impl=impl)
+            for seed in (3, 11) for name, impl in (("lookup", lookup),
+                                                    ("solution", solution(PROJECT)))}
+    found = PlantedBatch(PROJECT, runs).run(tmp_path)
     for seed in (3, 11):
-        got = run_checker(PROJECT, lookup, "1", seed=seed, only=check, tmp=tmp_path)
+        got = found[f"lookup-{seed}"]
+        assert got["json"]["seed"] == seed, got["json"]["seed"]
         assert got["status"] == {check: "error"}, got["stdout"][-1500:]  # its KeyError
         assert "KeyError" in got["stdout"], got["stdout"][-1500:]
-        right = run_checker(PROJECT, solution(PROJECT), "1", seed=seed, only=check,
-                            tmp=tmp_path)
+        right = found[f"solution-{seed}"]
         assert right["status"] == {check: "pass"}, right["stdout"][-1500:]

@@ -171,10 +171,17 @@ def test_missing_file_and_bad_stage(tmp_path):
     assert bad.returncode == 2 and "--stage must be one of" in bad.stderr
 
 
-def test_json_result_carries_what_the_grader_reads(tmp_path):
-    result = run_checker(PROJECT, solution(PROJECT), "4", seed=1234, tmp=tmp_path)
-    data = result["json"]
-    assert data["seed"] == 1234 and data["stages"] == [4] and data["project"] == PROJECT
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    """The solution's stage 4 by check.py at two seeds, read by the two tests below (each
+    ran its own before: the JSON test a third run of the same stage)."""
+    tmp = tmp_path_factory.mktemp("seeded")
+    return {s: run_checker(PROJECT, solution(PROJECT), "4", seed=s, tmp=tmp) for s in (1, 2)}
+
+
+def test_json_result_carries_what_the_grader_reads(seeded):
+    data = seeded[1]["json"]
+    assert data["seed"] == 1 and data["stages"] == [4] and data["project"] == PROJECT
     assert {"jax", "jaxlib", "backend", "python"} <= set(data["versions"])
     for r in data["results"]:
         assert {"stage", "check_id", "status", "points", "max_points", "message",
@@ -186,8 +193,6 @@ def test_starters_are_generated_from_solutions():
     assert main(["--check"]) == 0, "run `make starters` (python -m coursekit.authoring.starters)"
 
 
-def test_seed_changes_inputs_but_not_the_verdict(tmp_path):
-    results = [run_checker(PROJECT, solution(PROJECT), "4", seed=s, tmp=tmp_path)
-               for s in (1, 2)]
-    assert all(r["returncode"] == 0 for r in results)
+def test_seed_changes_inputs_but_not_the_verdict(seeded):
+    assert all(r["returncode"] == 0 for r in seeded.values())
     assert os.environ.get("COURSE_CHECK_SEED") is None  # the learner never sets the seed

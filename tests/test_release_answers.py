@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from shared_release import release_copy
 
 from coursekit.facts import ROOT
 
@@ -175,12 +175,8 @@ def released_pages(release: Path) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
-    """The learner release (a few seconds; test_autograder_release builds its own)."""
-    out = tmp_path_factory.mktemp("release") / "course"
-    done = subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, check=False, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return out
+    """This file's copy of the session's learner release (tests/shared_release.py)."""
+    return release_copy(tmp_path_factory.mktemp("release") / "course")
 
 
 # --- the release --------------------------------------------------------------------
