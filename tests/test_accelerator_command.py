@@ -53,7 +53,10 @@ def dry_run(tmp_path_factory):
     nbformat.write(notebook([("N = 1000", ["parameters"]),
                              ("import jax.numpy as jnp\nprint(IMPL)\n"
                               "total = float(jnp.ones(N).sum())", []),
-                             ("assert total == N, total", [])], {"N": 7}),
+                             ("assert total == N, total", []),
+                             # a check cell: the projects part's run of this stage, shown
+                             ("from coursekit.notebook.cells import run_check\n"
+                              "check1 = run_check('foundations', 1, IMPL)", [])], {"N": 7}),
                    notebooks / "foundations_runs.ipynb")
     nbformat.write(notebook([("N = 1", ["parameters"]), ("print('before', N)", []),
                              ("1 / 0", []), ("print('never')", [])], {}),
@@ -114,6 +117,13 @@ def test_each_notebook_ran_to_its_end_or_names_its_first_error(dry_run):
     assert stopped.cells[cell["cell"]].source == "1 / 0"
     assert stopped.cells[-1].get("execution_count") is None  # nothing ran after it
     assert "| foundations_stops.ipynb | STOPPED |" in dry_run["md"]
+    # its check cell showed the projects part's run of the same file and stage, and said so
+    assert runs["check_cells"] == runs["check_cells_ok"] == runs["check_cells_reused"] == 1
+    shown = "".join(o.get("text", "") for o in executed.cells[-1].outputs)
+    assert "(this make accelerator run's project check of the same file, its learner on " \
+        "CPU figure (cpu))" in shown, shown
+    assert "| foundations_runs.ipynb | ran to its end |" in dry_run["md"]
+    assert "| 1/1 | 1 |" in dry_run["md"]
 
 
 @pytest.mark.slow
@@ -165,6 +175,32 @@ def test_summary_lists_what_did_not_run_and_the_exit_status_follows_it(dry_run):
     assert summary["item_seconds"] == pytest.approx(sum(t["wall_s"] for t in times), abs=0.2)
     assert "## Time" in dry_run["md"] and "Stages whose checks took over 90 s" in dry_run["md"]
     assert dry_run["done"].returncode == 1, dry_run["done"].stdout[-2000:]
+
+
+def test_check_cells_may_reuse_and_time_counts_the_lanes_apart(tmp_path):
+    from coursekit.commands import accelerator as a
+    for flags, reused in (([], True), (["--no-reuse"], False)):
+        run_ = a.Run(a.parse(["--out", str(tmp_path), *flags]))
+        assert (a.REUSE_ENV in run_.notebook_env()) is reused
+        assert a.REUSE_ENV not in run_.env  # the checkers themselves never reuse
+    # what the projects part keeps for them: a stage that passed, a check this machine
+    # cannot run included; never one undecided, failed or with nothing that passed
+    from coursekit.commands import accelerator_runs as runs_
+    statuses = {1: ["pass"], 2: ["pass", "not-applicable"], 3: ["pass", "inconclusive"],
+                4: ["not-applicable"], 5: ["pass", "fail"]}
+    data = {"stages": list(statuses), "measured_on": {"label": "TPU figure (TPU v5 lite)"},
+            "results": [{"stage": k, "check_id": f"c{k}{i}", "status": v}
+                        for k, vs in statuses.items() for i, v in enumerate(vs)]}
+    impl = ROOT / "projects" / "foundations" / "solution" / "model.py"
+    assert runs_.share_with_notebooks(tmp_path, "foundations", impl, data) == [1, 2]
+    kept = json.loads(next((tmp_path / "reuse").glob("foundations-stage2-*.json")).read_text())
+    assert kept["source"] == ("this make accelerator run's project check of the same file, "
+                              "its learner on TPU figure (TPU v5 lite)")
+    times = [{"item": "x", "wall_s": 100.0, "finished": "1", "lane": "chip"},
+             {"item": "y", "wall_s": 40.0, "finished": "2", "lane": "cpu"}]
+    text = "\n".join(report.times_md({"times": times}))
+    assert "one after another: 100 s in all" in text
+    assert "in the CPU lane (runs that need no chip): 1 item(s), 40 s" in text
 
 
 @pytest.mark.slow
@@ -321,11 +357,12 @@ def test_a_peak_that_takes_no_dtype_runs_beside_float32_and_is_judged_by_the_fas
     assert "94% of the float32 ceiling measured beside it" in got["note"]
 
 
-def test_cpu_only_projects_run_in_a_lane_of_their_own_that_cannot_take_the_chip(
+def test_runs_that_need_no_chip_run_in_a_lane_of_their_own_that_cannot_take_it(
         tmp_path, monkeypatch):
-    """sharded-training declares its eight CPU devices: its checks run beside the chip's
-    items, every process of theirs with JAX_PLATFORMS=cpu; the other projects run in the
-    chip's lane with the machine's own platforms, never in both."""
+    """sharded-training declares its eight CPU devices, and a starter raises before it
+    computes: their checks run beside the chip's items, every process of theirs with
+    JAX_PLATFORMS=cpu; the other projects' solutions run in the chip's lane with the
+    machine's own platforms, never in both."""
     from coursekit.commands import accelerator
     assert accelerator.keeps_to_the_cpu("sharded-training")
     assert not any(accelerator.keeps_to_the_cpu(p) for p in
@@ -341,9 +378,11 @@ def test_cpu_only_projects_run_in_a_lane_of_their_own_that_cannot_take_the_chip(
     monkeypatch.delenv("JAX_PLATFORMS", raising=False)
     run = accelerator.Run(accelerator.parse(["--part", "projects", "--out", str(tmp_path)]))
     accelerator.part_projects(run, "cpu")
-    assert seen == [("sharded-training", w, "cpu") for w in ("solution", "starter")]
+    projects = ("foundations", "optimisation", "pallas-kernel", "performance-audit")
+    assert seen == [(p, "starter", "cpu") for p in projects] + [
+        ("sharded-training", w, "cpu") for w in ("solution", "starter")]
     seen.clear()
     accelerator.part_projects(run, "chip")
-    assert {p for p, _, _ in seen} == {"foundations", "optimisation", "pallas-kernel",
-                                       "performance-audit"}
-    assert {platforms for _, _, platforms in seen} == {None}
+    assert seen == [(p, "solution", None) for p in projects]
+    lanes = {json.loads(p.read_text())["lane"] for p in (tmp_path / "items").glob("*.json")}
+    assert lanes == {"cpu", "chip"}  # each item says which lane it ran in (report: Time)

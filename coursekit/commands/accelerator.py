@@ -16,7 +16,10 @@ process at a time can hold a TPU; this process never imports JAX):
                first whenever the report has none)
   projects     every project's ``check.py --stage all`` on its reference solution (every
                check must pass) and on its starter (every check must say "not yet")
-  notebooks    every notebook headless at its CI sizes against the reference solution
+  notebooks    every notebook headless at its CI sizes against the reference solution;
+               a check cell of a stage the projects part passed whole on this file shows
+               that run (its learner on the device) and says so (``--no-reuse``: every
+               check cell runs its checker, on the CPU beside the kernel holding the chip)
   roofline     the device's plain-JAX ceilings, its spec, and the reference solution's
                ``measure_peak_flops`` / ``measure_bandwidth`` measured beside them
   report       nothing run: the report rewritten from what was recorded
@@ -51,6 +54,7 @@ from coursekit.commands import accelerator_report as report
 from coursekit.commands import accelerator_runs as runs
 from coursekit.commands.course import discover_notebooks, discover_projects
 from coursekit.facts import NOTEBOOKS
+from coursekit.notebook.reuse import REUSE_ENV
 
 PARTS = ("setup", "environment", "projects", "notebooks", "roofline", "report", "all")
 ALL = ("environment", "projects", "notebooks", "roofline")
@@ -74,6 +78,13 @@ class Run:
         self.recording = threading.RLock()
         self.env = runs.child_environment(dry_run=args.dry_run, site=Path(args.site),
                                           records=self.out / "records")
+
+    def notebook_env(self) -> dict:
+        """The notebooks' environment: their check cells find the projects part's passed
+        stages (``runs.share_with_notebooks``) unless ``--no-reuse``."""
+        if self.args.no_reuse:
+            return self.env
+        return {**self.env, REUSE_ENV: str(runs.reuse_folder(self.out))}
 
     def item_path(self, key: str) -> Path:
         return self.items / f"{key}.json"
@@ -171,28 +182,36 @@ def keeps_to_the_cpu(project: str) -> bool:
     return protocol.declared_cpu_devices(facts.checker_path(project).read_text()) is not None
 
 
+def lane_of(project: str, which: str) -> str:
+    """"cpu" for a run that needs no chip: a project that keeps to the CPU, and every
+    starter (its functions raise before computing anything; the checker's own work is on
+    the CPU), so their time runs beside the chip's items; else "chip"."""
+    return "cpu" if which == "starter" or keeps_to_the_cpu(project) else "chip"
+
+
 def part_projects(run: Run, lane: str = "chip") -> None:
-    """Each project's checks on its solution and starter. ``lane="chip"``: the projects
-    that compute on the device, one after another; ``lane="cpu"``: those that keep to
-    the CPU, run beside them (``cpu_lane``) with ``JAX_PLATFORMS=cpu`` so none of their
-    processes can take the chip; ``lane="all"``: every project in turn (a dry run)."""
+    """Each project's checks on its solution and starter. ``lane="chip"``: the solutions
+    that compute on the device, one after another; ``lane="cpu"``: the runs that need no
+    chip (``lane_of``), beside them (``cpu_lane``) with ``JAX_PLATFORMS=cpu`` so none of
+    their processes can take the chip; ``lane="all"``: every run in turn (a dry run)."""
     impls = IMPLS if run.args.impl == "both" else (run.args.impl,)
     stage = str(run.args.stage)
     env = {**run.env, "JAX_PLATFORMS": "cpu"} if lane == "cpu" else run.env
     tag = "[cpu lane] " if lane == "cpu" else ""
     for project in discover_projects(run.args.only):
-        if lane != "all" and keeps_to_the_cpu(project) != (lane == "cpu"):
-            continue
         for which in impls:
+            if lane != "all" and lane_of(project, which) != lane:
+                continue
             run.item(f"checks-{project}-{which}-{stage}", f"{tag}checks {project} {which} "
                      f"--stage {stage}", run.args.check_timeout,
-                     lambda limit, p=project, w=which: runs.run_checker(
-                         p, w, stage, run.out, limit, env))
+                     lambda limit, p=project, w=which: {**runs.run_checker(
+                         p, w, stage, run.out, limit, env), "lane": lane})
 
 
 def cpu_lane(run: Run) -> threading.Thread | None:
-    """The CPU-only projects' checks in a thread beside the chip's items (the machine has
-    cores to spare, the chip admits one process): their time no longer adds to the run's.
+    """The checks that need no chip (``lane_of``) in a thread beside the chip's items (the
+    machine has cores to spare, the chip admits one process): their time no longer adds
+    to the run's.
     None on a dry run, where every item is on the CPU and the cores are few."""
     if run.args.dry_run:
         return None
@@ -206,7 +225,8 @@ def part_notebooks(run: Run) -> None:
     for path in discover_notebooks(run.args.only, Path(run.args.notebooks)):
         run.item(f"notebook-{path.stem}", f"notebook {path.name}", run.args.notebook_timeout,
                  lambda limit, p=path: runs.run_notebook(p, run.out, limit,
-                                                         run.args.cell_timeout, run.env))
+                                                         run.args.cell_timeout,
+                                                         run.notebook_env()))
 
 
 def part_roofline(run: Run) -> None:
@@ -267,6 +287,9 @@ def parse(argv: list[str] | None):
     p.add_argument("--resume", action="store_true", help="skip items already recorded")
     p.add_argument("--budget", type=float, help="seconds: start nothing after them")
     p.add_argument("--fresh", action="store_true", help="forget every recorded item first")
+    p.add_argument("--no-reuse", action="store_true", help="every notebook check cell runs "
+                   "its checker (by default a stage the projects part passed whole on the "
+                   "same file is shown from that run)")
     p.add_argument("--dry-run", action="store_true",
                    help="everything on the CPU, tiny roofline sizes (what make test runs)")
     p.add_argument("--out", help="default build/accelerator (build/accelerator-dry-run)")
@@ -319,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     out = Path(args.out).resolve()
     if args.fresh:
-        for name in ("items", "checks", "executed", "records", "logs"):
+        for name in ("items", "checks", "executed", "records", "logs", "reuse"):
             shutil.rmtree(out / name, ignore_errors=True)
     problem = same_mode(out, args.dry_run)
     if problem:

@@ -83,7 +83,11 @@ def build_report(items: list[dict], *, projects: list[tuple[str, str]], notebook
         and (roofline is None or roofline["as_expected"])
         and (environment is None or environment["as_expected"]),
     }
-    summary["item_seconds"] = round(sum(float(i.get("wall_s") or 0) for i in items), 1)
+    # the items one after another (the CPU lane's run beside them, apart)
+    summary["item_seconds"] = round(sum(float(i.get("wall_s") or 0) for i in items
+                                        if i.get("lane") != "cpu"), 1)
+    summary["cpu_lane_seconds"] = round(sum(float(i.get("wall_s") or 0) for i in items
+                                            if i.get("lane") == "cpu"), 1)
     return {"schema": 1, "dry_run": dry_run, "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "command": command, "summary": summary, "environment": environment,
             "projects": project_rows, "notebooks": notebook_rows, "roofline": roofline,
@@ -102,7 +106,7 @@ def item_name(item: dict) -> str:
 def item_times(items: list[dict]) -> list[dict]:
     """Every recorded item's wall time, in the order they finished."""
     return [{"item": item_name(i), "wall_s": float(i.get("wall_s") or 0),
-             "finished": i.get("finished", "")}
+             "finished": i.get("finished", ""), "lane": i.get("lane", "chip")}
             for i in sorted(items, key=lambda i: i.get("finished", ""))]
 
 
@@ -220,12 +224,15 @@ def projects_md(rows: list[dict]) -> list[str]:
 def notebooks_md(rows: list[dict]) -> list[str]:
     lines = ["## Notebooks", "",
              "Each notebook headless (`coursekit.notebook.headless`: no Jupyter kernel) at its "
-             "CI sizes against the reference solution, one process per notebook.", "",
-             "| notebook | status | wall s | check cells | checks | ran on | stopped at |",
-             "|---|---|---|---|---|---|---|"]
+             "CI sizes against the reference solution, one process per notebook. A check "
+             "cell of a stage the projects part passed whole on the same file shows that run "
+             "(its learner on the device) and says so; `reused` counts them (the others ran "
+             "their checker on the CPU beside the kernel, which holds the chip).", "",
+             "| notebook | status | wall s | check cells | reused | checks | ran on | "
+             "stopped at |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r.get("ran") is False:
-            lines.append(f"| {r['notebook']} | not run yet | | | | | |")
+            lines.append(f"| {r['notebook']} | not run yet | | | | | | |")
             continue
         status = "ran to its end" if r.get("ran_to_end") else "STOPPED"
         if r["as_expected"] is False and r.get("ran_to_end"):
@@ -241,7 +248,8 @@ def notebooks_md(rows: list[dict]) -> list[str]:
             checks += f", {r['checks_inconclusive']} inconclusive"
         ran_on = label_of(r.get("device")) if r.get("device") else (r.get("device_error") or "-")
         lines.append(f"| {r['notebook']} | {status} | {r['wall_s']:.1f} | "
-                     f"{r.get('check_cells_ok', 0)}/{r.get('check_cells', 0)} | {checks} | "
+                     f"{r.get('check_cells_ok', 0)}/{r.get('check_cells', 0)} | "
+                     f"{r.get('check_cells_reused', 0)} | {checks} | "
                      f"{cell(ran_on)} | {cell(where)} |")
     return lines + [""]
 
@@ -252,13 +260,19 @@ def times_md(report: dict) -> list[str]:
     times = report.get("times") or []
     if not times:
         return []
-    total = sum(t["wall_s"] for t in times)
+    total = sum(t["wall_s"] for t in times if t.get("lane", "chip") != "cpu")
+    beside = [t["wall_s"] for t in times if t.get("lane") == "cpu"]
     lines = ["## Time", "",
-             f"Items recorded: {total:.0f} s in all (the target for a whole run, setup "
-             f"included: {RUN_TARGET_S} s; {'within it' if total <= RUN_TARGET_S else 'OVER it'}"
-             "). Each item's wall time, in the order they finished (a run in parts adds its "
-             "machine starts to this):", "", "| item | wall s | finished |", "|---|---|---|"]
-    lines += [f"| {cell(t['item'])} | {t['wall_s']:.1f} | {t['finished']} |" for t in times]
+             f"Items recorded, one after another: {total:.0f} s in all (the target for a whole "
+             f"run, setup included: {RUN_TARGET_S} s; "
+             f"{'within it' if total <= RUN_TARGET_S else 'OVER it'})"
+             + (f"; beside them, in the CPU lane (runs that need no chip): {len(beside)} "
+                f"item(s), {sum(beside):.0f} s" if beside else "")
+             + ". Each item's wall time, in the order they finished (a run in parts adds its "
+             "machine starts to this):", "", "| item | lane | wall s | finished |",
+             "|---|---|---|---|"]
+    lines += [f"| {cell(t['item'])} | {t.get('lane', 'chip')} | {t['wall_s']:.1f} | "
+              f"{t['finished']} |" for t in times]
     slow = [f"{r['project']} {r['impl']} stage {name} ({st['seconds']:.0f} s)"
             for r in report.get("projects", []) for name, st in r.get("stages", {}).items()
             if st.get("seconds", 0) > STAGE_TARGET_S]

@@ -36,6 +36,8 @@ NOT_APPLICABLE_STATUS = "not-applicable"  # coursekit.checking.errors.NOT_APPLIC
 # Variables a test run sets that would let a notebook's check cell reuse another run's
 # result instead of running the checker on this machine.
 NOT_INHERITED = ("COURSE_CHECK_REUSE",)
+# What a check cell answered from this run's project part prints after the summary.
+ACCELERATOR_SOURCE = "this make accelerator run's project check of the same file"
 # Every process an item starts inherits this mark, so one that left the item's process
 # group (a training run in a session of its own) is still found and stopped when the item
 # ends: on a TPU a leftover holding the chip would fail every later item.
@@ -165,9 +167,30 @@ def run_checker(project: str, which: str, stage: str, out: Path, timeout: float,
         item["measured_on"] = data.get("measured_on")
         item["checker_versions"] = data.get("versions", {})
         item["result"] = str(result.relative_to(out))
+        if which == "solution":
+            item["shared_stages"] = share_with_notebooks(out, project, impl, data)
     item["as_expected"] = not item["error"] and bool(item["stages"]) and all(
         s["as_expected"] for s in item["stages"].values())
     return item
+
+
+def share_with_notebooks(out: Path, project: str, impl: Path, data: dict) -> list:
+    """The solution's stages that passed whole, kept in ``out/reuse`` for the notebooks'
+    check cells of this run (``coursekit.notebook.reuse``, as ``make course`` does with
+    its part 1): the same checker and the same file on the same machine, its learner on
+    the device, so a check cell shows that run and says so instead of running the checker
+    again on the CPU (the notebook's kernel holds the chip) while the chip idles. A stage
+    that did not pass whole, or a file or checker changed since, finds nothing there and
+    its cell runs the checker. Returns the stages kept."""
+    from coursekit.notebook.reuse import share_reference_result
+    on = (data.get("measured_on") or {}).get("label")
+    source = ACCELERATOR_SOURCE + (f", its learner on {on}" if on else "")
+    return share_reference_result(reuse_folder(out), project, impl, data, source=source,
+                                  passing=("pass", NOT_APPLICABLE_STATUS))
+
+
+def reuse_folder(out: Path) -> Path:
+    return out / "reuse"
 
 
 # -- notebooks ---------------------------------------------------------------------------

@@ -350,6 +350,7 @@ def read_check_records(records: Path) -> dict:
     file per project and stage under ``COURSE_RECORDS/checks``)."""
     runs = [json.loads(p.read_text()) for p in sorted((records / "checks").glob("*.json"))]
     return {"check_cells": len(runs), "check_cells_ok": sum(map(check_cell_ok, runs)),
+            "check_cells_reused": sum(bool(r.get("source")) for r in runs),
             "checks_passed": sum(r.get("passed", 0) for r in runs),
             "checks_failed": sum(r.get("failed", 0) for r in runs),
             "checks_inconclusive": sum(r.get("inconclusive", 0) for r in runs),

@@ -22,7 +22,7 @@ from pathlib import Path
 from coursekit.checking.tally import LOAD_ADVICE, counts, inconclusive_advice
 from coursekit.checking.terminal_record import FROM_CELL_ENV
 from coursekit.facts import ROOT, checker_path, records_dir
-from coursekit.notebook.reuse import reusable_result
+from coursekit.notebook.reuse import SHARED_SOURCE, reusable_result
 
 RECORDS = records_dir()
 
@@ -67,7 +67,10 @@ def run_check(project: str, stage: int | str, impl: str | Path | None = None,
                "versions": data["versions"] if data else {},
                # where the learner's code ran (check.py's label, self-reported by its
                # learner process; None when nothing ran)
-               "measured_on": data.get("measured_on") if data else None}
+               "measured_on": data.get("measured_on") if data else None,
+               # where a reused answer came from (coursekit.notebook.reuse); "" when
+               # this cell ran the checker itself
+               "source": (reused[2].get("source") or SHARED_SOURCE) if reused else ""}
     summary.update(counts(summary["results"]))
     summary["ran"] = len(results)
     summary["ok"] = rc == 0 and summary["failed"] == 0 and summary["passed"] > 0

@@ -9,13 +9,16 @@ Two makers, one reader:
   sandboxed result already, so a class's notebooks no longer cost a second grading of
   every project;
 * the test suite shares its one sandboxed grading of the reference and one run of each
-  starter, and ``make course`` its part-1 run of each project (``share_reference_result``);
+  starter, ``make course`` its part-1 run of each project and ``make accelerator`` its
+  projects part's run of each solution, its learner on the device
+  (``share_reference_result``);
 * a check cell finds either through ``$COURSE_CHECK_REUSE`` (``reusable_result``), after
   hashing the file it was asked to check itself: a learner file changed since it was
   graded, or another checker, finds nothing and the cell runs the checker.
 
-Learners running their notebooks never have the variable set; ``make course`` sets it for
-its notebooks only, to the stages its own project part has just passed.
+Learners running their notebooks never have the variable set; ``make course`` and ``make
+accelerator`` set it for their notebooks only, to the stages their own project part has
+just passed.
 """
 
 from __future__ import annotations
@@ -56,19 +59,28 @@ COURSE_SOURCE = "this make course run's project check of the same file, part 1"
 
 
 def share_reference_result(folder: Path, project: str, impl: Path, payload: dict, *,
-                           passed_only: bool = True, source: str = SHARED_SOURCE) -> None:
-    """Keep, per stage, a ``check.py --json`` result for ``reusable_result``. Only the
-    test suite does this: the reference's stages that passed completely
+                           passed_only: bool = True, source: str = SHARED_SOURCE,
+                           passing: tuple = ("pass",)) -> list:
+    """Keep, per stage, a ``check.py --json`` result for ``reusable_result``: ``make
+    course`` and ``make accelerator`` (their project part's stages that passed whole, for
+    their notebooks) and the test suite: the reference's stages that passed completely
     (tests/helpers.reference_run; one that failed anywhere is never shared, so its check
     cell runs for real), and every stage of a starter (``passed_only=False``,
-    tests/helpers.starter_run: its checks wait for unwritten functions)."""
+    tests/helpers.starter_run: its checks wait for unwritten functions). ``passing``: the
+    statuses a kept stage may hold (``make accelerator`` adds "not-applicable": a check
+    this machine cannot run says so in the cell exactly as it would running again).
+    Returns the stages kept."""
     folder.mkdir(parents=True, exist_ok=True)
+    kept = []
     for stage in payload.get("stages", []):
         results = [r for r in payload["results"] if r["stage"] == stage]
-        if results and (not passed_only or all(r["status"] == "pass" for r in results)):
+        if results and (not passed_only or all(r["status"] in passing for r in results)) \
+                and (not passed_only or any(r["status"] == "pass" for r in results)):
             part = {**payload, "stages": [stage], "results": results, **counts(results),
                     "source": source}
             (folder / f"{reuse_key(project, stage, impl)}.json").write_text(json.dumps(part))
+            kept.append(stage)
+    return kept
 
 
 def graded_payload(record: dict) -> dict:
