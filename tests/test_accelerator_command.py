@@ -193,6 +193,17 @@ def test_check_cells_may_reuse_and_time_counts_the_lanes_apart(tmp_path):
                         for k, vs in statuses.items() for i, v in enumerate(vs)]}
     impl = ROOT / "projects" / "foundations" / "solution" / "model.py"
     assert runs_.share_with_notebooks(tmp_path, "foundations", impl, data) == [1, 2]
+    # a run brought to a fresh machine with items/ and checks/ only keeps them again
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "f.json").write_text(json.dumps(data))
+    (tmp_path / "items").mkdir()
+    (tmp_path / "items" / "c.json").write_text(json.dumps(
+        {"kind": "checks", "project": "foundations", "impl": "solution",
+         "result": "checks/f.json"}))
+    import shutil
+    shutil.rmtree(tmp_path / "reuse")
+    resumed = a.Run(a.parse(["--out", str(tmp_path), "--resume"]))
+    assert a.reshare_recorded(resumed) == ["foundations:1", "foundations:2"]
     kept = json.loads(next((tmp_path / "reuse").glob("foundations-stage2-*.json")).read_text())
     assert kept["source"] == ("this make accelerator run's project check of the same file, "
                               "its learner on TPU figure (TPU v5 lite)")

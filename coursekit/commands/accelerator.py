@@ -222,11 +222,29 @@ def cpu_lane(run: Run) -> threading.Thread | None:
 
 
 def part_notebooks(run: Run) -> None:
+    if not run.args.no_reuse:
+        reshare_recorded(run)
     for path in discover_notebooks(run.args.only, Path(run.args.notebooks)):
         run.item(f"notebook-{path.stem}", f"notebook {path.name}", run.args.notebook_timeout,
                  lambda limit, p=path: runs.run_notebook(p, run.out, limit,
                                                          run.args.cell_timeout,
                                                          run.notebook_env()))
+
+
+def reshare_recorded(run: Run) -> list[str]:
+    """The recorded solution runs' passed stages kept again for the check cells, from their
+    results under ``checks/``: a run resumed on a fresh machine with only ``items/`` and
+    ``checks/`` brought along keeps its reuse (keyed on the files as they are here, so a
+    changed file or checker still finds nothing). Returns "project:stage" for each."""
+    kept = []
+    for item in run.recorded():
+        if item.get("kind") == "checks" and item.get("impl") == "solution" and \
+                item.get("result") and (run.out / item["result"]).is_file():
+            data = json.loads((run.out / item["result"]).read_text())
+            impl = facts.ROOT / "projects" / item["project"] / "solution" / "model.py"
+            kept += [f"{item['project']}:{s}" for s in
+                     runs.share_with_notebooks(run.out, item["project"], impl, data)]
+    return kept
 
 
 def part_roofline(run: Run) -> None:
