@@ -210,6 +210,20 @@ def course_timing_loops() -> list[str]:
     return found
 
 
+def test_no_starter_holds_a_timer():
+    """A starter is the solution less its solution regions: a timing helper left outside
+    one (optimisation's ``_timed``, found by a reader of the learner's copy) hands a
+    timing stage its synchronised sample. Every function of a starter that reads
+    ``perf_counter`` is a stub."""
+    held = []
+    for path in sorted(ROOT.glob("projects/*/starter/model.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                    _calls(node, "perf_counter") and not _calls(node, "NotImplementedError"):
+                held.append(f"{path.relative_to(ROOT)}: {node.name}")
+    assert not held, held
+
+
 def test_every_course_timing_loop_is_refused_at_every_timing_stage():
     loops = course_timing_loops()
     for known in ("coursekit.measure.timing.bare_loop_overhead",  # the reading finds them

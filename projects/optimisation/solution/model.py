@@ -246,13 +246,13 @@ def train_fast(params: dict, tokens, targets, lr: float):
 # Stage 3: where it stops helping
 # ---------------------------------------------------------------------------------------
 
+### BEGIN SOLUTION stage 3: gain_sweep's helpers
 def _timed(fn) -> float:
     start = time.perf_counter()
     jax.block_until_ready(fn())
     return time.perf_counter() - start
 
 
-### BEGIN SOLUTION stage 3: gain_sweep's helper
 def _measure_pair(problem: dict, rounds: int) -> tuple[list, list]:
     """First calls apart, then ``rounds`` alternating rounds of one synced call each."""
     args = (problem["tokens"], problem["targets"])

@@ -125,11 +125,6 @@ def train_fast(params: dict, tokens, targets, lr: float):
 # Stage 3: where it stops helping
 # ---------------------------------------------------------------------------------------
 
-def _timed(fn) -> float:
-    start = time.perf_counter()
-    jax.block_until_ready(fn())
-    return time.perf_counter() - start
-
 
 def gain_sweep(config: dict, batch_sizes: list[int], rounds: int = 3, seed: int = 0) -> dict:
     """How much faster ``train_fast`` is than ``train_slow`` at each batch size, from
