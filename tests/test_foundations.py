@@ -99,7 +99,7 @@ MSE_BUGS = [
     # a fresh seed per run any case may show it first (a scalar did in CI), so the test
     # asks for the hint aimed at it, not for the case that tripped.
     ("expanded", "return jnp.mean(pred ** 2 - 2 * pred * target + target ** 2)",
-     "mse_matches_float64_reference", "subtract first, then square"),
+     "mse_matches_float64_reference", "p^2 - 2pt + t^2 in float32"),
     ("float-inside", "return jnp.asarray(float(jnp.mean((pred - target) ** 2)))",
      "mse_works_under_jit", "jax.jit(mse) failed"),
     ("float16-result", "return jnp.mean((pred - target) ** 2).astype(jnp.float16)",

@@ -192,6 +192,30 @@ def test_release_holds_no_walkthrough_or_answer(release):
     assert not fixed, f"now clean, drop from KNOWN: {fixed}"
 
 
+def code_strings(path: Path) -> str:
+    """Every string a released module can print or hold (its constants, the literal
+    parts of its f-strings; adjacent literals arrive joined), one per line, flattened."""
+    import ast
+    tree = ast.parse(path.read_text())
+    return "\n".join(flat(n.value).lower() for n in ast.walk(tree)
+                     if isinstance(n, ast.Constant) and isinstance(n.value, str))
+
+
+def test_released_code_holds_no_recipe(release, tmp_path):
+    """The checkers' hints and every released module's text: a hint that named the fix
+    ("subtract first, then square" in foundations' mse hint, found by a reader of the
+    copy) is a recipe in the learner's hands. Planted back, it is found."""
+    modules = sorted(release.rglob("*.py"))
+    assert len(modules) > 50, modules
+    found = {p.relative_to(release).as_posix(): [r for r in RECIPES
+                                                 if flat(r).lower() in code_strings(p)]
+             for p in modules}
+    assert not {k: v for k, v in found.items() if v}
+    planted = tmp_path / "hint.py"
+    planted.write_text('hint = ("p^2 - 2pt + t^2 cancels: "\n        "subtract first, then square")\n')
+    assert "subtract first, then square" in code_strings(planted)
+
+
 def test_a_planted_walkthrough_is_caught(release, tmp_path):
     """Each rule fails on its own planted fault, in a released notebook and a README."""
     source = release / "notebooks" / "07_optimisation.ipynb"

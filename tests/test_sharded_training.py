@@ -477,7 +477,7 @@ STAGE3_CORPUS_BUGS = {
     "ckpt-relative-path": (Planted(3, [(
         "    return ocp.CheckpointManager(Path(directory).resolve(), options=options)\n",
         "    return ocp.CheckpointManager(directory, options=options)  # planted\n")],
-        only=["uninterrupted_run_trains"]), "Orbax needs an absolute checkpoint path"),
+        only=["uninterrupted_run_trains"]), "Orbax failed on the relative path itself"),
     "train-save-before-step": (Planted(3, [(SAVE_LOOP, """\
             if int(state["step"]) % config["save_every"] == 0:  # planted
                 save_state(manager, state)

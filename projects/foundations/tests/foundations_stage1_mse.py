@@ -93,8 +93,8 @@ def mse_hint(yours: float, pred: np.ndarray, target: np.ndarray) -> str:
         ((float(np.mean(p64)) - float(np.mean(t64))) ** 2,
          "the squared difference of the means, not the mean of the squared differences"),
         (float(np.mean(p32 * p32 - 2 * p32 * t32 + t32 * t32)),
-         "p^2 - 2pt + t^2 in float32, which cancels where values are large and close: "
-         "subtract first, then square"),
+         "p^2 - 2pt + t^2 in float32: three terms near 1e34 each whose difference is lost "
+         "to rounding where values are large and a few units apart"),
     ]
     # the sum divided by one axis's length: a mean right only for 1-d inputs (blind
     # batch 4 divided by pred.shape[0] and got "off by relative 12" on 13 columns)

@@ -561,8 +561,8 @@ def compiler_cost_hint(key: str, yours: float, compiled: dict, lowered: dict | N
     trans = float(compiled.get("transcendentals", 0.0))
     if key == "flops" and trans and math.isclose(yours, want + trans, rel_tol=1e-9):
         return (f"yours is the compiled flops ({want:.0f}) plus its transcendentals "
-                f"({trans:.0f}, exp/tanh/...): cost_analysis() counts those apart; report "
-                "its 'flops' alone")
+                f"({trans:.0f}, exp/tanh/...), which the compiled count of the same program "
+                "keeps apart from its flops")
     low = (lowered or {}).get(ckey)
     if low is not None and not math.isclose(low, want, rel_tol=1e-9) and \
             math.isclose(yours, low, rel_tol=1e-9):

@@ -143,9 +143,8 @@ def uninterrupted(ctx) -> dict:
                               f"{relative!r}: {err}", yours="the relative path given to "
                               "Orbax", expected="the run saves into that folder",
                               hint="Orbax failed on the relative path itself (its error names "
-                              "it): Orbax needs an absolute checkpoint path, so the manager "
-                              "must get the directory made absolute (resolved against the "
-                              "working directory)") from None
+                              "it), before any step ran: the run was given a relative "
+                              "ckpt_dir and must save into that folder all the same") from None
         if "COURSE_RUN_LIMIT_S" not in os.environ:
             ctx.cache["run_limit"] = max(MIN_LIMIT_S, 8 * (time.perf_counter() - started))
         return report
