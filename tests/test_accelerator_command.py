@@ -197,13 +197,16 @@ def test_check_cells_may_reuse_and_time_counts_the_lanes_apart(tmp_path):
     (tmp_path / "checks").mkdir()
     (tmp_path / "checks" / "f.json").write_text(json.dumps(data))
     (tmp_path / "items").mkdir()
-    (tmp_path / "items" / "c.json").write_text(json.dumps(
-        {"kind": "checks", "project": "foundations", "impl": "solution",
-         "result": "checks/f.json"}))
+    item = {"kind": "checks", "project": "foundations", "impl": "solution",
+            "result": "checks/f.json", "reuse_basis": runs_.reuse_basis("foundations", impl)}
     import shutil
-    shutil.rmtree(tmp_path / "reuse")
     resumed = a.Run(a.parse(["--out", str(tmp_path), "--resume"]))
-    assert a.reshare_recorded(resumed) == ["foundations:1", "foundations:2"]
+    for basis, shared in (("foundations-stage-0-0", []),  # another checker's or file's
+                          (None, []),  # recorded before runs said what they checked
+                          (item["reuse_basis"], ["foundations:1", "foundations:2"])):
+        shutil.rmtree(tmp_path / "reuse", ignore_errors=True)
+        (tmp_path / "items" / "c.json").write_text(json.dumps({**item, "reuse_basis": basis}))
+        assert a.reshare_recorded(resumed) == shared
     kept = json.loads(next((tmp_path / "reuse").glob("foundations-stage2-*.json")).read_text())
     assert kept["source"] == ("this make accelerator run's project check of the same file, "
                               "its learner on TPU figure (TPU v5 lite)")

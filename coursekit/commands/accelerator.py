@@ -234,14 +234,17 @@ def part_notebooks(run: Run) -> None:
 def reshare_recorded(run: Run) -> list[str]:
     """The recorded solution runs' passed stages kept again for the check cells, from their
     results under ``checks/``: a run resumed on a fresh machine with only ``items/`` and
-    ``checks/`` brought along keeps its reuse (keyed on the files as they are here, so a
-    changed file or checker still finds nothing). Returns "project:stage" for each."""
+    ``checks/`` brought along keeps its reuse, but only where the solution and checker
+    are byte for byte the ones that run checked (its ``reuse_basis``): a result of
+    another checker is never shown as this one's. Returns "project:stage" for each."""
     kept = []
     for item in run.recorded():
         if item.get("kind") == "checks" and item.get("impl") == "solution" and \
                 item.get("result") and (run.out / item["result"]).is_file():
-            data = json.loads((run.out / item["result"]).read_text())
             impl = facts.ROOT / "projects" / item["project"] / "solution" / "model.py"
+            if item.get("reuse_basis") != runs.reuse_basis(item["project"], impl):
+                continue
+            data = json.loads((run.out / item["result"]).read_text())
             kept += [f"{item['project']}:{s}" for s in
                      runs.share_with_notebooks(run.out, item["project"], impl, data)]
     return kept

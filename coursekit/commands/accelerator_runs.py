@@ -154,9 +154,10 @@ def run_checker(project: str, which: str, stage: str, out: Path, timeout: float,
     result.unlink(missing_ok=True)
     cmd = [sys.executable, str(facts.checker_path(project)), "--stage", stage, "--impl",
            str(impl), "--json", str(result)]
+    basis = reuse_basis(project, impl)  # the files as this run checks them
     run = run_child(cmd, f"check-{project}-{which}-{stage}", out / "logs", timeout, env)
     item = {"kind": "checks", "project": project, "impl": which, "stage": stage, **run,
-            "stages": {}, "measured_on": None, "error": ""}
+            "stages": {}, "measured_on": None, "error": "", "reuse_basis": basis}
     data = json.loads(result.read_text()) if result.exists() else None
     if data is None:
         item["error"] = (f"ran past its {timeout:g} s limit" if run["status"] == "timeout"
@@ -187,6 +188,13 @@ def share_with_notebooks(out: Path, project: str, impl: Path, data: dict) -> lis
     source = ACCELERATOR_SOURCE + (f", its learner on {on}" if on else "")
     return share_reference_result(reuse_folder(out), project, impl, data, source=source,
                                   passing=("pass", NOT_APPLICABLE_STATUS))
+
+
+def reuse_basis(project: str, impl: Path) -> str:
+    """What a reused result is keyed on (the learner file's and the checker's hashes),
+    recorded with each run so a resumed run reuses it only while both are unchanged."""
+    from coursekit.notebook.reuse import reuse_key
+    return reuse_key(project, "", impl)
 
 
 def reuse_folder(out: Path) -> Path:
