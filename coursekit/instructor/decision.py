@@ -185,8 +185,7 @@ def width_causes(before: dict, after: dict, own: dict, confidence: float = 0.95)
     alpha = [[own_half * t_alpha / t_asked,
               f"your interval's half-width is the t quantile of {1 - confidence:.3g} (alpha, "
               f"1 - confidence) on the same spread: a {1 - confidence:.0%} interval, "
-              f"{t_asked / t_alpha:.3g}x too narrow; t_quantile takes the confidence itself "
-              f"({confidence:g} for a {confidence:.0%} interval)"]]
+              f"{t_asked / t_alpha:.3g}x narrower than the {confidence:.0%} one asked"]]
     if own.get("method") != "paired rounds" or rounds < 3:
         return alpha
     df = rounds - 1
@@ -199,13 +198,12 @@ def width_causes(before: dict, after: dict, own: dict, confidence: float = 0.95)
          f"rounds' spread: {t_rounds / z:.3g}x narrower than the interval asked of "
          f"{rounds} rounds, whose spread is itself an estimate"],
         [t_quantile(confidence, rounds) * se, f"your interval's half-width is Student's t "
-         f"with {rounds} degrees of freedom, one too many: {rounds} rounds have {df}"],
+         f"with {rounds} degrees of freedom on the spread of these {rounds} rounds"],
         [t_rounds * se * math.sqrt(df / rounds), "your interval's half-width uses the "
-         f"rounds' population spread (ddof=0), which understates the spread of {rounds} "
-         "rounds about their own mean"],
+         f"rounds' population spread (ddof=0), their squared deviations over {rounds}"],
         [t_quantile((1 + confidence) / 2, df) * se, "your interval's half-width is "
-         f"Student's t for a {(1 + confidence) / 2:.1%} interval: t_quantile takes the "
-         "two-sided confidence itself"],
+         f"Student's t for a {(1 + confidence) / 2:.1%} interval, asked at "
+         f"{confidence:g}"],
     ]
     for dfs, what in ((n_before - 1, f"{n_before} raw samples - 1"),
                       (n_after - 1, f"{n_after} raw samples - 1"),
