@@ -227,7 +227,7 @@ def notebooks_md(rows: list[dict]) -> list[str]:
              "CI sizes against the reference solution, one process per notebook. A check "
              "cell of a stage the projects part passed whole on the same file shows that run "
              "(its learner on the device) and says so; `reused` counts them (the others ran "
-             "their checker on the CPU beside the kernel, which holds the chip).", "",
+             "their checker in the cell).", "",
              "| notebook | status | wall s | check cells | reused | checks | ran on | "
              "stopped at |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
