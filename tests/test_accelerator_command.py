@@ -214,7 +214,7 @@ def test_check_cells_may_reuse_and_time_counts_the_lanes_apart(tmp_path):
              {"item": "y", "wall_s": 40.0, "finished": "2", "lane": "cpu"}]
     text = "\n".join(report.times_md({"times": times}))
     assert "one after another: 100 s in all" in text
-    assert "in the CPU lane (runs that need no chip): 1 item(s), 40 s" in text
+    assert "in the CPU lane (runs that keep to the CPU): 1 item(s), 40 s" in text
 
 
 @pytest.mark.slow
@@ -400,3 +400,60 @@ def test_runs_that_need_no_chip_run_in_a_lane_of_their_own_that_cannot_take_it(
     assert seen == [(p, "solution", None) for p in projects]
     lanes = {json.loads(p.read_text())["lane"] for p in (tmp_path / "items").glob("*.json")}
     assert lanes == {"cpu", "chip"}  # each item says which lane it ran in (report: Time)
+
+
+def test_notebooks_whose_kernel_stays_on_the_cpu_run_beside_the_chip_after_its_projects(
+        tmp_path, monkeypatch):
+    """Notebooks 05 and 08 compute on fake CPU devices and open the chip only from fresh
+    processes: they run in the CPU lane once the chip's projects are done (their check
+    cells show those runs), with the chip's lock, which every chip item holds whole, so
+    their fresh processes take turns with the chip's items (coursekit.chip_turn)."""
+    import fcntl
+
+    from coursekit.chip_turn import CHIP_LOCK_ENV
+    from coursekit.commands import accelerator
+    from coursekit.facts import NOTEBOOKS
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):   # declared exactly where it is so
+        source = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
+        pins = 'os.environ["JAX_PLATFORMS"] = "cpu"' in source
+        assert (accelerator.notebook_lane(path) == "cpu") == pins, path.name
+    events = []
+
+    def chip_is_held(out):
+        with open(out / "chip.lock", "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            return False
+
+    def fake_checker(project, which, stage, out, limit, env):
+        time.sleep(0.05)
+        events.append(("checks", project, which, chip_is_held(out)))
+        return {"kind": "checks", "project": project, "impl": which, "stage": stage,
+                "stages": {}, "error": "", "wall_s": 0.0, "measured_on": None}
+
+    def fake_notebook(path, out, limit, cell_timeout, env):
+        events.append(("notebook", path.stem, env.get(CHIP_LOCK_ENV), chip_is_held(out)))
+        return {"kind": "notebook", "notebook": path.name, "error": "", "wall_s": 0.0}
+
+    monkeypatch.setattr(accelerator.runs, "run_checker", fake_checker)
+    monkeypatch.setattr(accelerator.runs, "run_notebook", fake_notebook)
+    monkeypatch.setattr(accelerator.Run, "write_report", lambda self: {})
+    run = accelerator.Run(accelerator.parse(["--part", "projects,notebooks",
+                                             "--out", str(tmp_path)]))
+    accelerator.run_parts(run, ["projects", "notebooks"])
+    lock = str(tmp_path / "chip.lock")
+    chip_checks = [i for i, e in enumerate(events) if e[0] == "checks" and e[2] == "solution"
+                   and e[1] != "sharded-training"]
+    beside = {e[1]: i for i, e in enumerate(events) if e[0] == "notebook" and e[2] == lock}
+    assert sorted(beside) == ["05_sharding_and_recovery", "08_readiness_review"]
+    assert min(beside.values()) > max(chip_checks)        # after the chip's projects
+    assert all(e[3] for e in events if e[0] == "checks" and e[1] != "sharded-training"
+               and e[2] == "solution")                      # the chip's items hold it
+    assert all(e[3] for e in events if e[0] == "notebook" and e[2] is None)
+    recorded = {json.loads(p.read_text())["notebook"]: json.loads(p.read_text())["lane"]
+                for p in (tmp_path / "items").glob("notebook-*.json")}
+    assert len(recorded) == 9 and {n for n, lane in recorded.items() if lane == "cpu"} == {
+        "05_sharding_and_recovery.ipynb", "08_readiness_review.ipynb"}

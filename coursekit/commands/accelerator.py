@@ -19,7 +19,10 @@ process at a time can hold a TPU; this process never imports JAX):
   notebooks    every notebook headless at its CI sizes against the reference solution;
                a check cell of a stage the projects part passed whole on this file shows
                that run (its learner on the device) and says so (``--no-reuse``: every
-               check cell runs its checker, on the CPU beside the kernel holding the chip)
+               check cell runs its checker, on the CPU beside the kernel holding the chip);
+               a notebook whose kernel stays on the CPU (``kernel_platform: cpu``: 05, 08)
+               runs in the CPU lane once the projects part is done, its fresh processes
+               that open the chip taking turns with the chip's items (``coursekit.chip_turn``)
   roofline     the device's plain-JAX ceilings, its spec, and the reference solution's
                ``measure_peak_flops`` / ``measure_bandwidth`` measured beside them
   report       nothing run: the report rewritten from what was recorded
@@ -50,6 +53,7 @@ import time
 from pathlib import Path
 
 from coursekit import facts, protocol
+from coursekit.chip_turn import CHIP_LOCK_ENV, holding_chip
 from coursekit.commands import accelerator_report as report
 from coursekit.commands import accelerator_runs as runs
 from coursekit.commands.course import discover_notebooks, discover_projects
@@ -76,15 +80,23 @@ class Run:
         self.deadline = None if args.budget is None else self.started + args.budget
         self.stopped = False
         self.recording = threading.RLock()
+        # set by main: the chip's lock while a CPU lane runs beside the chip's items
+        self.chip_lock: Path | None = None
+        # the CPU lane's notebooks start once the chip's projects are done (their reuse)
+        self.projects_done = threading.Event()
         self.env = runs.child_environment(dry_run=args.dry_run, site=Path(args.site),
                                           records=self.out / "records")
 
-    def notebook_env(self) -> dict:
+    def notebook_env(self, lane: str = "chip") -> dict:
         """The notebooks' environment: their check cells find the projects part's passed
-        stages (``runs.share_with_notebooks``) unless ``--no-reuse``."""
-        if self.args.no_reuse:
-            return self.env
-        return {**self.env, REUSE_ENV: str(runs.reuse_folder(self.out))}
+        stages (``runs.share_with_notebooks``) unless ``--no-reuse``; in the CPU lane, the
+        chip's lock for their fresh processes that open the chip."""
+        env = dict(self.env)
+        if not self.args.no_reuse:
+            env[REUSE_ENV] = str(runs.reuse_folder(self.out))
+        if lane == "cpu" and self.chip_lock is not None:
+            env[CHIP_LOCK_ENV] = str(self.chip_lock)
+        return env
 
     def item_path(self, key: str) -> Path:
         return self.items / f"{key}.json"
@@ -103,9 +115,12 @@ class Run:
                   "(run again with --resume)", flush=True)
         return None if self.stopped else min(limit, left)
 
-    def item(self, key: str, title: str, limit: float, work) -> dict | None:
+    def item(self, key: str, title: str, limit: float, work, lane: str = "chip"
+             ) -> dict | None:
         """Run ``work(limit)`` unless resumed or out of budget; record it and rewrite the
-        report. An item the budget cut short is not recorded (``--resume`` runs it again)."""
+        report. An item the budget cut short is not recorded (``--resume`` runs it again).
+        A "chip" item holds the chip whole while a CPU lane runs beside it
+        (``holding_chip``); the record says which lane it ran in."""
         if self.done(key):
             print(f"  {title}: recorded before (--resume)", flush=True)
             return None
@@ -113,7 +128,8 @@ class Run:
         if allowed is None:
             return None
         print(f"  {title} ...", flush=True)
-        result = runs.stamp(work(allowed))
+        with holding_chip(self.chip_lock if lane == "chip" else None):
+            result = runs.stamp({**work(allowed), "lane": lane})
         if result.get("status") == "timeout" and allowed < limit:
             print(f"    cut short by --budget after {result['wall_s']:.0f} s: not recorded",
                   flush=True)
@@ -204,31 +220,57 @@ def part_projects(run: Run, lane: str = "chip") -> None:
                 continue
             run.item(f"checks-{project}-{which}-{stage}", f"{tag}checks {project} {which} "
                      f"--stage {stage}", run.args.check_timeout,
-                     lambda limit, p=project, w=which: {**runs.run_checker(
-                         p, w, stage, run.out, limit, env), "lane": lane})
+                     lambda limit, p=project, w=which: runs.run_checker(
+                         p, w, stage, run.out, limit, env), lane)
 
 
-def cpu_lane(run: Run) -> threading.Thread | None:
-    """The checks that need no chip (``lane_of``) in a thread beside the chip's items (the
-    machine has cores to spare, the chip admits one process): their time no longer adds
-    to the run's.
-    None on a dry run, where every item is on the CPU and the cores are few."""
-    if run.args.dry_run:
+def cpu_lane(run: Run, parts: list[str]) -> threading.Thread | None:
+    """What needs no chip, in a thread beside the chip's items (the machine has cores to
+    spare, the chip admits one process), so its time no longer adds to the run's: the
+    checks of ``lane_of``, then, once the chip's projects are done (a notebook's check
+    cells show their runs), the notebooks whose kernel stays on the CPU
+    (``notebook_lane``). From here on the chip's items hold the chip's lock
+    (``coursekit.chip_turn``). None on a dry run, where every item is on the CPU and the
+    cores are few, or when neither part runs."""
+    if run.args.dry_run or not {"projects", "notebooks"} & set(parts):
         return None
-    lane = threading.Thread(target=part_projects, args=(run, "cpu"), name="cpu-lane",
-                            daemon=True)
+
+    def work():
+        if "projects" in parts:
+            part_projects(run, "cpu")
+        if "notebooks" in parts:
+            run.projects_done.wait()
+            part_notebooks(run, "cpu")
+
+    run.chip_lock = run.out / "chip.lock"
+    lane = threading.Thread(target=work, name="cpu-lane", daemon=True)
     lane.start()
     return lane
 
 
-def part_notebooks(run: Run) -> None:
+def notebook_lane(path: Path) -> str:
+    """"cpu" for a notebook whose kernel stays on the CPU (its course metadata says
+    ``kernel_platform: cpu``: it pins JAX_PLATFORMS before JAX starts and opens the chip
+    only from fresh processes, which take their turn), else "chip"."""
+    import nbformat
+    meta = nbformat.read(path, as_version=4).metadata.get("course", {})
+    return "cpu" if meta.get("kernel_platform") == "cpu" else "chip"
+
+
+def part_notebooks(run: Run, lane: str = "chip") -> None:
+    """The notebooks of ``lane`` ("all": every one, in turn: a dry run), one after
+    another."""
     if not run.args.no_reuse:
-        reshare_recorded(run)
+        with run.recording:   # both lanes may rebuild the reuse at their start
+            reshare_recorded(run)
     for path in discover_notebooks(run.args.only, Path(run.args.notebooks)):
-        run.item(f"notebook-{path.stem}", f"notebook {path.name}", run.args.notebook_timeout,
-                 lambda limit, p=path: runs.run_notebook(p, run.out, limit,
-                                                         run.args.cell_timeout,
-                                                         run.notebook_env()))
+        if lane != "all" and notebook_lane(path) != lane:
+            continue
+        env = run.notebook_env(lane)
+        run.item(f"notebook-{path.stem}", f"{'[cpu lane] ' if lane == 'cpu' else ''}"
+                 f"notebook {path.name}", run.args.notebook_timeout,
+                 lambda limit, p=path, e=env: runs.run_notebook(
+                     p, run.out, limit, run.args.cell_timeout, e), lane)
 
 
 def reshare_recorded(run: Run) -> list[str]:
@@ -291,6 +333,26 @@ def part_setup(run: Run) -> int:
     run.env = runs.child_environment(dry_run=run.args.dry_run, site=site,
                                      records=run.out / "records")
     return 0 if done["status"] == "ok" else 1
+
+
+def run_parts(run: Run, measuring: list[str]) -> None:
+    """The measuring parts in order on the chip, the CPU lane beside them (``cpu_lane``)."""
+    if "projects" not in measuring:
+        run.projects_done.set()
+    lane = cpu_lane(run, measuring)
+    try:
+        for part in measuring:
+            if part == "projects":
+                part_projects(run, "chip" if lane else "all")
+                run.projects_done.set()
+            elif part == "notebooks":
+                part_notebooks(run, "chip" if lane else "all")
+            elif part == "roofline":
+                part_roofline(run)
+    finally:
+        run.projects_done.set()   # the CPU lane never waits on a part that stopped
+    if lane is not None:
+        lane.join()
 
 
 # -- command line ------------------------------------------------------------------------
@@ -379,16 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     measuring = [p for p in args.parts if p in ALL]
     if measuring:
         part_environment(run, only_if_missing="environment" not in measuring)
-    lane = cpu_lane(run) if "projects" in measuring else None
-    for part in measuring:
-        if part == "projects":
-            part_projects(run, "chip" if lane else "all")
-        elif part == "notebooks":
-            part_notebooks(run)
-        elif part == "roofline":
-            part_roofline(run)
-    if lane is not None:
-        lane.join()
+    run_parts(run, measuring)
     built = run.write_report()
     s = built["summary"]
     print(f"\nreport: {out / 'report.md'} (and report.json)\n"

@@ -266,7 +266,7 @@ def times_md(report: dict) -> list[str]:
              f"Items recorded, one after another: {total:.0f} s in all (the target for a whole "
              f"run, setup included: {RUN_TARGET_S} s; "
              f"{'within it' if total <= RUN_TARGET_S else 'OVER it'})"
-             + (f"; beside them, in the CPU lane (runs that need no chip): {len(beside)} "
+             + (f"; beside them, in the CPU lane (runs that keep to the CPU): {len(beside)} "
                 f"item(s), {sum(beside):.0f} s" if beside else "")
              + ". Each item's wall time, in the order they finished (a run in parts adds its "
              "machine starts to this):", "", "| item | lane | wall s | finished |",

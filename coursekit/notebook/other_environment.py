@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from coursekit.chip_turn import chip_turn
 from coursekit.notebook.guard import NotYet
 from coursekit.workloads import capstone
 
@@ -41,6 +42,12 @@ def record(load_run, after: dict, *, training: Path, batch: int, iters: int, run
     """(the other environment's record read by ``load_run``, how it was made, the backend
     it ran on)."""
     env = chip_env(user_platforms)
+    with chip_turn(env):   # under make accelerator: after the item holding the chip ends
+        return _record(load_run, after, env, training=training, batch=batch, iters=iters,
+                       runs=runs)
+
+
+def _record(load_run, after, env, *, training, batch, iters, runs):
     other_backend = backend(env)
     if other_backend == "cpu":   # planted: this machine's after record, restamped
         other = json.loads(json.dumps(after))

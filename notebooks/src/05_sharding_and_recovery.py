@@ -9,6 +9,7 @@
 #       SAVE_EVERY: 5
 #       STEPS: 20
 #       TIMING_ITERS: 6
+#     kernel_platform: cpu
 #     project: sharded-training
 #     stages:
 #     - 1

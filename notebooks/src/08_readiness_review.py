@@ -10,6 +10,7 @@
 #       - 64
 #       - 1024
 #       SWEEP_ITERS: 6
+#     kernel_platform: cpu
 #     project: performance-audit
 #     stages:
 #     - 4
