@@ -4,8 +4,10 @@ A TPU admits one process at a time. make accelerator runs the items that compute
 chip one after another, each holding it whole (``holding_chip``), and beside them, in its
 CPU lane, the notebooks whose kernel stays on the CPU (05, 08). Such a notebook opens the
 chip only from a fresh process (its one-chip cell, its record from another environment),
-and that process takes the chip's turn first (``chip_turn``): it waits for the item
-holding the chip to end, and the next item waits for it. The turn is a file lock
+started and waited for inside the chip's turn (``chip_turn``): the turn waits for the item
+holding the chip to end, and the next item waits for it. The turn ends after the process
+has exited (taken inside the child, it ended before the child's JAX let go of the chip,
+and the next item met the TPU's lockfile). The turn is a file lock
 (``flock``) named by ``COURSE_CHIP_LOCK``; where that is unset (a learner's lab, CI, a dry
 run) nothing waits and nothing is locked.
 
@@ -13,7 +15,7 @@ A waiting turn leaves a marker beside the lock (``<lock>.wanted.<pid>``) so the 
 lane, which would otherwise take the lock again at once, lets it go first. A marker whose
 process is gone is ignored.
 
-Standard library only: the fresh process takes its turn before it imports JAX.
+Standard library only.
 """
 
 from __future__ import annotations

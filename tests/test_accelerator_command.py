@@ -184,15 +184,16 @@ def test_check_cells_may_reuse_and_time_counts_the_lanes_apart(tmp_path):
         assert (a.REUSE_ENV in run_.notebook_env()) is reused
         assert a.REUSE_ENV not in run_.env  # the checkers themselves never reuse
     # what the projects part keeps for them: a stage that passed, a check this machine
-    # cannot run included; never one undecided, failed or with nothing that passed
+    # cannot run or could not decide on the chip included; never one that failed or with
+    # nothing that passed
     from coursekit.commands import accelerator_runs as runs_
     statuses = {1: ["pass"], 2: ["pass", "not-applicable"], 3: ["pass", "inconclusive"],
-                4: ["not-applicable"], 5: ["pass", "fail"]}
+                4: ["not-applicable"], 5: ["pass", "fail"], 6: ["inconclusive"]}
     data = {"stages": list(statuses), "measured_on": {"label": "TPU figure (TPU v5 lite)"},
             "results": [{"stage": k, "check_id": f"c{k}{i}", "status": v}
                         for k, vs in statuses.items() for i, v in enumerate(vs)]}
     impl = ROOT / "projects" / "foundations" / "solution" / "model.py"
-    assert runs_.share_with_notebooks(tmp_path, "foundations", impl, data) == [1, 2]
+    assert runs_.share_with_notebooks(tmp_path, "foundations", impl, data) == [1, 2, 3]
     # a run brought to a fresh machine with items/ and checks/ only keeps them again
     (tmp_path / "checks").mkdir()
     (tmp_path / "checks" / "f.json").write_text(json.dumps(data))
@@ -203,7 +204,8 @@ def test_check_cells_may_reuse_and_time_counts_the_lanes_apart(tmp_path):
     resumed = a.Run(a.parse(["--out", str(tmp_path), "--resume"]))
     for basis, shared in (("foundations-stage-0-0", []),  # another checker's or file's
                           (None, []),  # recorded before runs said what they checked
-                          (item["reuse_basis"], ["foundations:1", "foundations:2"])):
+                          (item["reuse_basis"], ["foundations:1", "foundations:2",
+                                                 "foundations:3"])):
         shutil.rmtree(tmp_path / "reuse", ignore_errors=True)
         (tmp_path / "items" / "c.json").write_text(json.dumps({**item, "reuse_basis": basis}))
         assert a.reshare_recorded(resumed) == shared

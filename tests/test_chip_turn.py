@@ -84,3 +84,40 @@ def test_a_turn_that_waits_past_patience_no_longer_holds_the_lane_up(tmp_path):
     with holding_chip(lock, patience_s=0.5):
         pass
     assert 0.4 < time.monotonic() - started < 5
+
+
+def held(lock) -> bool:
+    import fcntl
+    with open(lock, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+def test_the_cpu_kernels_open_the_chip_only_in_their_turn(tmp_path, monkeypatch):
+    """Notebook 05's one-chip cell and 08's record from another environment start their
+    chip processes inside a turn, held until those processes have exited (a turn taken in
+    the child itself ended before its JAX let go of the chip: the chip's next notebook then
+    met the TPU's lockfile, on the chip, 2026-12-07)."""
+    import nbformat
+
+    from coursekit.facts import NOTEBOOKS
+    from coursekit.notebook import other_environment
+    for name in ("05_sharding_and_recovery", "08_readiness_review"):
+        nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+        assert nb.metadata["course"]["kernel_platform"] == "cpu"
+        for cell in nb.cells:
+            if cell.cell_type == "code" and "USER_PLATFORMS" in cell.source and \
+                    "subprocess.run" in cell.source:
+                assert "with chip_turn():" in cell.source, (name, cell.source[:200])
+    lock = tmp_path / "chip.lock"
+    monkeypatch.setenv(CHIP_LOCK_ENV, str(lock))
+    seen = []
+    monkeypatch.setattr(other_environment, "_record",
+                        lambda *a, **k: seen.append(held(lock)) or ({}, "", "tpu"))
+    other_environment.record(None, {}, training=tmp_path, batch=1, iters=1, runs=tmp_path,
+                             user_platforms=None)
+    assert seen == [True] and not held(lock)

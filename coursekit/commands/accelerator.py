@@ -17,7 +17,7 @@ process at a time can hold a TPU; this process never imports JAX):
   projects     every project's ``check.py --stage all`` on its reference solution (every
                check must pass) and on its starter (every check must say "not yet")
   notebooks    every notebook headless at its CI sizes against the reference solution;
-               a check cell of a stage the projects part passed whole on this file shows
+               a check cell of a stage the projects part passed on this file shows
                that run (its learner on the device) and says so (``--no-reuse``: every
                check cell runs its checker, on the CPU beside the kernel holding the chip);
                a notebook whose kernel stays on the CPU (``kernel_platform: cpu``: 05, 08)

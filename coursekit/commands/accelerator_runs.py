@@ -180,14 +180,19 @@ def share_with_notebooks(out: Path, project: str, impl: Path, data: dict) -> lis
     check cells of this run (``coursekit.notebook.reuse``, as ``make course`` does with
     its part 1): the same checker and the same file on the same machine, its learner on
     the device, so a check cell shows that run and says so instead of running the checker
-    again on the CPU (the notebook's kernel holds the chip) while the chip idles. A stage
-    that did not pass whole, or a file or checker changed since, finds nothing there and
-    its cell runs the checker. Returns the stages kept."""
+    again on the CPU (the notebook's kernel holds the chip) while the chip idles. Kept: a
+    stage with a check that passed and none that failed; a check this machine cannot run
+    ("not applicable here") or that the chip's run could not decide ("inconclusive", with
+    its reason) is shown as that run said it (run again in the cell it would be measured
+    on the CPU beside the kernel holding the chip: no better evidence, and a minute of the
+    chip's time for performance-audit stage 1). A stage that failed, or a file or checker
+    changed since, finds nothing there and its cell runs the checker. Returns the stages
+    kept."""
     from coursekit.notebook.reuse import share_reference_result
     on = (data.get("measured_on") or {}).get("label")
     source = ACCELERATOR_SOURCE + (f", its learner on {on}" if on else "")
     return share_reference_result(reuse_folder(out), project, impl, data, source=source,
-                                  passing=("pass", NOT_APPLICABLE_STATUS))
+                                  passing=("pass", NOT_APPLICABLE_STATUS, "inconclusive"))
 
 
 def reuse_basis(project: str, impl: Path) -> str:
