@@ -374,3 +374,56 @@ MISTAKES += [
                ("            \"test_accuracy\": float(classifier.accuracy(params, x[n_train:], y[n_train:]))}\n",
                 "            \"test_accuracy\": float(classifier.accuracy(params, x[n_train:], y[n_train:]))}\n    return runs[seed]\n")]},
 ]
+
+# Batch b5 (2026-12-07): six more, written from the learner's copy (README, starter,
+# notebooks) and the reference solution only, never a checker or this corpus.
+MISTAKES += [
+    {"stage": 1, "id": "blind-b5-mse-expanded-square",
+     "misunderstood": "The learner believed expanding (p - t)^2 into p^2 - 2pt + t^2 is the same number in float32, not seeing that large nearly equal values cancel catastrophically.",
+     "named_by": ["expanded square", "cancellation", "large values a few units apart"],
+     "edits": [("    return jnp.mean((pred - target) ** 2)",
+                "    return jnp.mean(pred * pred - 2.0 * pred * target + target * target)")]},
+    {"stage": 2, "id": "blind-b5-grads-divide-by-features",
+     "misunderstood": "The learner believed the mean in the loss runs over x.shape[1] (the features) rather than over the n rows, so the hand gradient is scaled by n/d.",
+     "named_by": ["number of rows", "wrong axis", "divide by n"],
+     "edits": [("    n = x.shape[0]\n    return {\"w\"", "    n = x.shape[1]\n    return {\"w\"")]},
+    {"stage": 2, "id": "blind-b5-randint-maxval-inclusive",
+     "misunderstood": "The learner believed jax.random.randint's maxval is inclusive and passed n - 1, so the last row is never drawn and every draw differs from the replay.",
+     "named_by": ["randint", "maxval", "exclusive", "last row"],
+     "edits": [("rows = jax.random.randint(k_step, (batch,), 0, n)",
+                "rows = jax.random.randint(k_step, (batch,), 0, n - 1)")]},
+    {"stage": 2, "id": "blind-b5-step-cached-by-shape",
+     "misunderstood": "The learner believed the jitted update step can be kept across calls keyed on the data's shape, but it closes over the first call's x, y, batch and lr, so a later call with new data of that shape fits the old data.",
+     "named_by": ["earlier call", "closes over", "new data", "cache keyed on shape"],
+     "edits": [("    @jax.jit\n"
+                "    def step(params, k_step):\n"
+                "        rows = jax.random.randint(k_step, (batch,), 0, n)\n"
+                "        grads = regression_grads(params, x[rows], y[rows])\n"
+                "        return jax.tree.map(lambda p, g: p - lr * g, params, grads)\n",
+                "    def make_step():\n"
+                "        @jax.jit\n"
+                "        def step(params, k_step):\n"
+                "            rows = jax.random.randint(k_step, (batch,), 0, n)\n"
+                "            grads = regression_grads(params, x[rows], y[rows])\n"
+                "            return jax.tree.map(lambda p, g: p - lr * g, params, grads)\n"
+                "        return step\n"
+                "\n"
+                "    compiled = fit_regression.__dict__.setdefault(\"_step_by_shape\", {})\n"
+                "    if x.shape not in compiled:\n"
+                "        compiled[x.shape] = make_step()\n"
+                "    step = compiled[x.shape]\n")]},
+    {"stage": 3, "id": "blind-b5-shuffle-only-first-epoch",
+     "misunderstood": "The learner believed one permutation drawn at the first step serves every epoch, so later epochs replay the first epoch's order instead of splitting the order key again.",
+     "named_by": ["every epoch", "shuffle", "order key"],
+     "edits": [("        if j == 0:", "        if i == 0:")]},
+    {"stage": 3, "id": "blind-b5-workload-cached-by-seed",
+     "misunderstood": "The learner believed the workload is a function of the seed alone and cached its result by seed, so a second call with the same seed but another batch, lr or steps returns the first call's training.",
+     "named_by": ["cache", "earlier call", "same seed", "batch lr steps"],
+     "edits": [("    k_data, k_train = jax.random.split(jax.random.key(seed))",
+                "    cache = reference_workload.__dict__.setdefault(\"_by_seed\", {})\n"
+                "    if seed in cache:\n"
+                "        return cache[seed]\n"
+                "    k_data, k_train = jax.random.split(jax.random.key(seed))"),
+               ("    return {\"params\": params,\n", "    cache[seed] = {\"params\": params,\n"),
+               ("y[n_train:]))}\n", "y[n_train:]))}\n    return cache[seed]\n")]},
+]

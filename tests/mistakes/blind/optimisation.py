@@ -474,3 +474,41 @@ MISTAKES += [
      "edits": [("        if expected is None:\n            expected = out\n",
                 "        expected = out\n")]},
 ]
+
+# Batch b5 (2026-12-07): six more, written from the learner's copy (README, starter,
+# notebooks) and the reference solution only, never a checker or this corpus.
+MISTAKES += [
+    {"stage": 1, "id": "blind-b5-trace-reuses-warmup-lr",
+     "misunderstood": "The learner believed the steady call to trace is the warm-up call repeated with the same learning rate, so the trace shows no recompile where a new learning rate causes one in use.",
+     "named_by": ["learning rate of its own", "recompile", "same learning rate"],
+     "edits": [("out = slow_step.train_slow(problem[\"params\"], *args, problem[\"lr\"] * 0.9)",
+                "out = slow_step.train_slow(problem[\"params\"], *args, problem[\"lr\"])")]},
+    {"stage": 1, "id": "blind-b5-evidence-most-calls",
+     "misunderstood": "The learner believed the evidence is the child event called most often, not the one with the largest summed duration.",
+     "named_by": ["summed duration", "most calls", "evidence"],
+     "edits": [("name = max(totals, key=lambda n: totals[n][1])",
+                "name = max(totals, key=lambda n: totals[n][0])")]},
+    {"stage": 2, "id": "blind-b5-naive-logsumexp",
+     "misunderstood": "The learner believed log(sum(exp(logits))) is a faithful log-sum-exp in float32, but it overflows to inf on a confident model with logits of 100-200.",
+     "named_by": ["overflow", "log-sum-exp", "confident model", "subtract the max"],
+     "edits": [("    lse = jax.nn.logsumexp(logits, axis=-1)",
+                "    lse = jnp.log(jnp.sum(jnp.exp(logits), axis=-1))")]},
+    {"stage": 3, "id": "blind-b5-crossover-threshold-boundary",
+     "misunderstood": "The learner believed a gain exactly at the threshold already counts as fallen below it, moving the crossing for gains equal to the threshold at the first or last size.",
+     "named_by": ["exactly at the threshold", "at or above", "boundary"],
+     "edits": [("        if g0 >= threshold > g1:", "        if g0 > threshold >= g1:")]},
+    {"stage": 3, "id": "blind-b5-sweep-slow-shares-lr",
+     "misunderstood": "The learner believed the learning rate does not matter for timing and gave every train_slow call the problem's own rate, so its calls after the first share one rate and skip the recompile a new rate causes in use.",
+     "named_by": ["learning rate", "no two calls share", "recompile"],
+     "edits": [("        return slow_step.train_slow(problem[\"params\"], *args, next(lrs))",
+                "        return slow_step.train_slow(problem[\"params\"], *args, problem[\"lr\"])")]},
+    {"stage": 4, "id": "blind-b5-record-copy-inside-sample",
+     "misunderstood": "The learner believed the parameter copy for a donated call belongs to the call and started the clock before making it, so every sample includes the copy.",
+     "named_by": ["parameter copy", "inside the sample", "start the clock"],
+     "edits": [("            params = slow_step.fresh_copy(problem[\"params\"])\n"
+                "            jax.block_until_ready(params)\n"
+                "            start = time.perf_counter()\n",
+                "            start = time.perf_counter()\n"
+                "            params = slow_step.fresh_copy(problem[\"params\"])\n"
+                "            jax.block_until_ready(params)\n")]},
+]

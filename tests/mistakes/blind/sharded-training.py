@@ -545,3 +545,41 @@ MISTAKES += [
      "edits": [("                    with jax.profiler.TraceAnnotation(region, step=i):\n",
                 "                    with jax.profiler.TraceAnnotation(region, step=i + 1):\n")]},
 ]
+
+# Batch b5 (2026-12-07): six more, written from the learner's copy (README, starter,
+# notebooks) and the reference solution only, never a checker or this corpus.
+MISTAKES += [
+    {"stage": 1, "id": "blind-b5-step-key-halves-swapped",
+     "misunderstood": "The learner believed either half of the split may be carried on, keeping the second as the new state's key and drawing the noise with the first.",
+     "named_by": ["first half", "new key", "noise key", "split"],
+     "edits": [("        key, sub = jax.random.split(state[\"key\"])",
+                "        sub, key = jax.random.split(state[\"key\"])")]},
+    {"stage": 1, "id": "blind-b5-same-mesh-subset",
+     "misunderstood": "The learner believed an array is on the mesh when its devices are among the mesh's, so an array on one device of the mesh passes.",
+     "named_by": ["exactly the devices", "subset", "single device"],
+     "edits": [("        if have != wanted:", "        if not set(have) <= set(wanted):")]},
+    {"stage": 2, "id": "blind-b5-counts-fn-cached-first-mesh",
+     "misunderstood": "The learner believed the counting function could be built once and reused, so a later call on another mesh still counts over the first call's mesh.",
+     "named_by": ["first call's mesh", "cache", "fewer devices"],
+     "edits": [("    counted = jax.shard_map(lambda m: jnp.sum(m, keepdims=True), mesh=mesh,\n"
+                "                            in_specs=P(AXIS), out_specs=P(AXIS))\n"
+                "    return np.rint(np.asarray(jax.jit(counted)(mask))).astype(int)",
+                "    counted = shard_valid_counts.__dict__.setdefault(\"_fn\", jax.jit(jax.shard_map(\n"
+                "        lambda m: jnp.sum(m, keepdims=True), mesh=mesh,\n"
+                "        in_specs=P(AXIS), out_specs=P(AXIS))))\n"
+                "    return np.rint(np.asarray(counted(mask))).astype(int)")]},
+    {"stage": 3, "id": "blind-b5-train-steps-after-resume",
+     "misunderstood": "The learner believed config['steps'] is how many steps a call takes, so a resumed run takes that many more steps past the restored one.",
+     "named_by": ["resume", "steps to take", "restored step", "train to"],
+     "edits": [("        while int(state[\"step\"]) < config[\"steps\"]:",
+                "        for _ in range(config[\"steps\"]):")]},
+    {"stage": 3, "id": "blind-b5-restore-target-without-sharding",
+     "misunderstood": "The learner believed shapes and dtypes are enough for the restore target, so the restored leaves keep the saved (or a default) placement instead of like's shardings.",
+     "named_by": ["sharding", "restore target", "another device count"],
+     "edits": [(",\n                                                         sharding=a.sharding), like)",
+                "), like)")]},
+    {"stage": 4, "id": "blind-b5-loss-check-default-atol",
+     "misunderstood": "The learner believed np.allclose with rtol alone checks the loss relatively, but its default atol of 1e-8 accepts a near miss at small losses.",
+     "named_by": ["atol", "small losses", "relative tolerance", "near miss"],
+     "edits": [("rtol=1e-5, atol=0))", "rtol=1e-5))")]},
+]
