@@ -93,8 +93,9 @@ def mse_hint(yours: float, pred: np.ndarray, target: np.ndarray) -> str:
         ((float(np.mean(p64)) - float(np.mean(t64))) ** 2,
          "the squared difference of the means, not the mean of the squared differences"),
         (float(np.mean(p32 * p32 - 2 * p32 * t32 + t32 * t32)),
-         "p^2 - 2pt + t^2 in float32: three terms near 1e34 each whose difference is lost "
-         "to rounding where values are large and a few units apart"),
+         f"the square expanded, p^2 - 2pt + t^2 in float32: three terms near "
+         f"{float(np.max(p64 * p64)):.1g} each whose difference is lost to rounding "
+         "where values are large and a few units apart (cancellation)"),
     ]
     # the sum divided by one axis's length: a mean right only for 1-d inputs (blind
     # batch 4 divided by pred.shape[0] and got "off by relative 12" on 13 columns)
@@ -108,6 +109,16 @@ def mse_hint(yours: float, pred: np.ndarray, target: np.ndarray) -> str:
         if math.isfinite(value) and math.isclose(yours, value, rel_tol=1e-5, abs_tol=0.0):
             return f"yours is {what}"
     err = abs(yours - mean_sq) / max(abs(mean_sq), 1e-300)
+    centre, spread = float(np.mean(t64)), float(np.std(d))
+    if spread > 0 and abs(centre) > 100 * spread:  # large values close together
+        square = centre * centre
+        return (f"yours is off by relative {err:.2g} on values near {centre:.0f} that differ "
+                f"by about {spread:.1f}: a float32 quantity of the size of their squares "
+                f"({square:.2g}) carries a rounding error of about "
+                f"{float(np.spacing(np.float32(square))):.2g}, as large as the squared "
+                "differences themselves, so any result computed through such quantities "
+                "loses them (cancellation); the mean squared difference here is "
+                f"{mean_sq:.3g}")
     return (f"yours is off by relative {err:.2g}: the mean, over every element, of the "
             "squared difference, in float32 precision at least")
 
