@@ -172,7 +172,7 @@ GRADS_RETURN = 'return {"w": 2.0 * (x.T @ residual) / n, "b": 2.0 * jnp.sum(resi
 GRAD_BUGS = [
     ("sign", [(RESIDUAL, "residual = y - predict(params, x)")], "the sign: the residual"),
     ("n-is-d", [("    n = x.shape[0]\n    return {", "    n = x.shape[1]\n    return {")],
-     "the mean is over the n rows, not the d features"),
+     "where the mean is over the number of rows (n)"),
     ("no-factor-2", [(GRADS_RETURN,
                       'return {"w": (x.T @ residual) / n, "b": jnp.sum(residual) / n}')],
      "the square's derivative brings a factor 2"),

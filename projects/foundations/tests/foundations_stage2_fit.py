@@ -94,8 +94,9 @@ def grad_hint(yours: np.ndarray, ref: np.ndarray, name: str, n: int, d: int) -> 
         for factor, what in ((-1.0, "the sign: the residual is prediction minus target"),
                              (0.5, "half: the square's derivative brings a factor 2"),
                              (float(n), f"n = {n} times: the loss is a mean over the n rows"),
-                             (n / d, f"n / d = {n}/{d} times: the mean is over the n rows, "
-                                     "not the d features"),
+                             (n / d, f"n / d = {n}/{d} times: divided by the number of "
+                                     "features (d), where the mean is over the number of "
+                                     "rows (n)"),
                              (n / (n - 1) if n > 1 else math.nan,
                               f"n / (n - 1) = {n}/{n - 1} times: the loss is a mean over the "
                               f"n = {n} rows, a divisor of n, not n - 1 (the sample "

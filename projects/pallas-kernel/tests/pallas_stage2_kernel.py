@@ -223,7 +223,8 @@ def nan_from(impl, x, block_rows: int, nan_in: str) -> bool:
     """Whether the learner's kernel body, on ``x`` laid out in its blocks by the checker
     (``pallas-kernel/kernel_on_padding``), gives NaN in a data cell when NaN fills only
     the cells past the array's edge in ``nan_in`` ("columns": past n_cols in each row;
-    "rows": the block's rows past the last row), the other padding finite and far below
+    "first-column": column n_cols alone; "later-columns": those after it; "rows": the
+    block's rows past the last row), the other padding finite and far below
     every row's max (what no correct kernel lets reach a result either way)."""
     rows, cols = x.shape
     width, programs = block_width(cols), -(-rows // block_rows)
@@ -232,6 +233,10 @@ def nan_from(impl, x, block_rows: int, nan_in: str) -> bool:
     padded[rows:, :cols] = padded[:1, :cols]
     if nan_in == "columns":
         padded[:, cols:] = np.nan
+    elif nan_in == "first-column":      # column n_cols alone: the first past the edge
+        padded[:, cols] = np.nan
+    elif nan_in == "later-columns":     # every column past the edge but that one
+        padded[:, cols + 1:] = np.nan
     else:
         padded[rows:] = np.nan
     try:
@@ -252,6 +257,14 @@ def nan_diagnosis(impl, x, bad, block_rows: int) -> tuple[str, str]:
     by_columns = cols < width and nan_from(impl, x, block_rows, "columns")
     by_rows = rows % block_rows != 0 and nan_from(impl, x, block_rows, "rows")
     found = f"NaN in {len(bad)} of {rows} rows, from inputs that hold none"
+    if by_columns and not by_rows and width - cols >= 2 and \
+            nan_from(impl, x, block_rows, "first-column") and \
+            not nan_from(impl, x, block_rows, "later-columns"):
+        return "edge-columns", (
+            f"{found}: with NaN in column {cols} alone, the first past the array's edge "
+            f"(the data are columns 0..{cols - 1}), your kernel body gives NaN, and with "
+            "NaN in every later one alone it does not: the mask lets in one column too "
+            f"many (off by one); {KERNEL_HINT}")
     if by_columns and not by_rows:
         return "edge-columns", (
             f"{found}: the NaN that interpreted Pallas puts in the {width - cols} cells past "

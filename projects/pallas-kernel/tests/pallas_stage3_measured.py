@@ -841,9 +841,24 @@ def summary_finds_where_it_stops_helping(impl, ctx):
         stops = got["stops_helping_at"]
         stops = None if stops is None else list(stops)
         fail_unless(stops == want["stops_helping_at"], "stops_helping_at",
-                    yours=stops, expected=want["stops_helping_at"],
-                    hint="the shape after the last shape where the kernel helps; None when "
-                    "it helps at the largest")
+                    yours=stops, expected=want["stops_helping_at"] or
+                    "None (it helps at the largest shape)",
+                    hint=stops_hint(stops, want))
+
+
+def stops_hint(stops, want: dict) -> str:
+    """What a wrong ``stops_helping_at`` is, from the shapes' own helps."""
+    shapes = [(p["shape"], p["helps"]) for p in want["per_shape"]]
+    first_not = next((shape for shape, helps in shapes if not helps), None)
+    at = [shape for shape, _ in shapes].index(stops) if stops in [s for s, _ in shapes] \
+        else None
+    later = [shape for shape, helps in shapes[at + 1:] if helps] if at is not None else []
+    if stops == first_not and later:
+        return (f"yours is the first shape where the kernel does not help ({stops}), but it "
+                f"helps again after it (at {later[-1]}): it stops helping only after the "
+                "last shape where it helps")
+    return ("the shape after the last shape where the kernel helps; None when it helps at "
+            "the largest")
 
 
 def value_error(impl, records) -> str | None:

@@ -172,7 +172,8 @@ def residual_hint(counts: dict, yours) -> str:
     want = counts["residuals"]
     for key, hint in (
             ("with_arguments", "yours is every leaf the pullback holds, the arguments "
-             "(params and x) included: they are kept anyway, so they are no residuals"),
+             "(the parameters and inputs, params and x) included: they are kept anyway, "
+             "so they are no residuals"),
             ("elements", "yours is the residuals' element count, where bytes are asked"),
             ("four_bytes", "yours counts 4 bytes an element, whatever the dtype: this model "
              "holds bfloat16")):

@@ -499,6 +499,7 @@ def mixed_meshes_reported(impl, ctx):
                     {"w": rep, name_a: {"device": dev}}), name_a),
              (place(impl, {"params": {"w1": np.ones((4, 2), np.float32)}, "x": x},
                     {"params": {"devices": ALL[:4], "spec": []}, "x": rows}), "w1")]
+    subset = {name_a: [dev], "w1": list(ALL[:4])}
     # the same number of devices, not the same devices: a leaf on devices 4..7 against
     # a mesh of devices 0..3
     half = N_DEVICES // 2
@@ -537,11 +538,15 @@ def mixed_meshes_reported(impl, ctx):
                               expected="ValueError naming it",
                               hint=f"the array is on {half} devices, as many as the "
                               "mesh holds, but other ones: it passed as on the mesh")
-        else:
-            raise CheckFailed(f"an array ({culprit}) on other devices was not reported",
+        else:  # a leaf on some of the mesh's devices only
+            devs = subset[culprit]
+            raise CheckFailed(f"an array ({culprit}) on {len(devs)} of the mesh's "
+                              f"{N_DEVICES} devices ({devs}) was not reported",
                               yours="no error", expected="ValueError naming it",
-                              hint="an array on devices the mesh does not hold passed "
-                              "as on the mesh")
+                              hint=f"the array is on a subset of the mesh's devices ({devs}, "
+                              f"not all {N_DEVICES}) and passed as on the mesh: every one of "
+                              "those devices is the mesh's, but on the mesh means on exactly "
+                              "its devices")
     every_leaf_looked_at(impl, ctx, check, mesh)
 
 

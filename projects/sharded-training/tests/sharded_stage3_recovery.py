@@ -539,8 +539,17 @@ def restore_on_other_device_count(impl, ctx):
     restored = max(killed["finalized"]) if killed["finalized"] else None
     saved = saved_step(killed, restored)  # read before this run resumes in the copy
     fields_not_saved(killed, restored, "on 4 devices")
-    resumed = driver_run(ctx, "D", stage3_config(ctx), killed["copy"],
-                         "the run resumed on 4 devices", devices=4)
+    try:
+        resumed = driver_run(ctx, "D", stage3_config(ctx), killed["copy"],
+                             "the run resumed on 4 devices", devices=4)
+    except LearnerCodeError as err:
+        if any(word in str(err).lower() for word in ("topology", "sharding", "devices")):
+            err.hint = ("the checkpoint was written by 8 devices and this run has 4: its "
+                        "restore followed the checkpoint's own layout (8 devices' "
+                        "shardings), which 4 devices cannot hold, where the state must "
+                        "come back onto this run's mesh: the restore target carries the "
+                        "shardings it is restored onto")
+        raise
     fail_unless(resumed.get("device_count") == 4, "the resumed run did not see 4 devices",
                 yours=resumed.get("device_count"), expected=4)
     check_resumed(resumed, restored, "on 4 devices", saved, on_step_shift(full))

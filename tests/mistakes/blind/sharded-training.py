@@ -583,3 +583,11 @@ MISTAKES += [
      "named_by": ["atol", "small losses", "relative tolerance", "near miss"],
      "edits": [("rtol=1e-5, atol=0))", "rtol=1e-5))")]},
 ]
+
+JUSTIFIED["blind-b5-loss-check-default-atol"] = (
+    "Accepted by design (issue 47, tests/test_sharded_training.py: LOSS_DEFAULT_ATOL_RIGHT): "
+    "np.allclose(loss, expected, rtol=1e-5) with its default atol of 1e-8 is how the "
+    "contract's 'within rtol 1e-5' is written by most; it differs from atol=0 only where "
+    "the allowed miss (1e-5 x the loss) is near 1e-8, losses below about 1e-3, never this "
+    "step's (0.7-2). Failing it would fail the common idiom for the contract's rule; a "
+    "check at a loss scaled to 2^-20 does catch it (measured 2026-12-07, then reverted).")
