@@ -54,6 +54,18 @@ def _locked(lock: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def held_now(lock: Path) -> bool:
+    """Whether some process holds the chip's turn at this moment (a lock taken and let go
+    at once: it does not wait)."""
+    with open(lock, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
 @contextlib.contextmanager
 def chip_turn(env: dict | None = None):
     """Hold the chip for the block, after the item holding it now (``COURSE_CHIP_LOCK`` in

@@ -410,9 +410,7 @@ def test_notebooks_whose_kernel_stays_on_the_cpu_run_beside_the_chip_after_its_p
     processes: they run in the CPU lane once the chip's projects are done (their check
     cells show those runs), with the chip's lock, which every chip item holds whole, so
     their fresh processes take turns with the chip's items (coursekit.chip_turn)."""
-    import fcntl
-
-    from coursekit.chip_turn import CHIP_LOCK_ENV
+    from coursekit.chip_turn import CHIP_LOCK_ENV, held_now
     from coursekit.commands import accelerator
     from coursekit.facts import NOTEBOOKS
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):   # declared exactly where it is so
@@ -422,13 +420,7 @@ def test_notebooks_whose_kernel_stays_on_the_cpu_run_beside_the_chip_after_its_p
     events = []
 
     def chip_is_held(out):
-        with open(out / "chip.lock", "a") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            return False
+        return held_now(out / "chip.lock")
 
     def fake_checker(project, which, stage, out, limit, env):
         time.sleep(0.05)

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from coursekit.chip_turn import CHIP_LOCK_ENV, chip_turn, holding_chip
+from coursekit.chip_turn import CHIP_LOCK_ENV, chip_turn, held_now, holding_chip
 from coursekit.facts import ROOT
 
 # a fresh process taking its turn: prints when it got the chip and when it let it go
@@ -86,17 +86,6 @@ def test_a_turn_that_waits_past_patience_no_longer_holds_the_lane_up(tmp_path):
     assert 0.4 < time.monotonic() - started < 5
 
 
-def held(lock) -> bool:
-    import fcntl
-    with open(lock, "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return False
-
-
 def test_the_cpu_kernels_open_the_chip_only_in_their_turn(tmp_path, monkeypatch):
     """Notebook 05's one-chip cell and 08's record from another environment start their
     chip processes inside a turn, held until those processes have exited (a turn taken in
@@ -117,7 +106,7 @@ def test_the_cpu_kernels_open_the_chip_only_in_their_turn(tmp_path, monkeypatch)
     monkeypatch.setenv(CHIP_LOCK_ENV, str(lock))
     seen = []
     monkeypatch.setattr(other_environment, "_record",
-                        lambda *a, **k: seen.append(held(lock)) or ({}, "", "tpu"))
+                        lambda *a, **k: seen.append(held_now(lock)) or ({}, "", "tpu"))
     other_environment.record(None, {}, training=tmp_path, batch=1, iters=1, runs=tmp_path,
                              user_platforms=None)
-    assert seen == [True] and not held(lock)
+    assert seen == [True] and not held_now(lock)
