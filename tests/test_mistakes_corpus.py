@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import io
 import json
+import os
 from collections import Counter
 
 import pytest
@@ -322,3 +323,29 @@ def test_a_mistake_that_repeats_an_earlier_ones_file_is_named_and_not_counted_ne
             {"id": "blind-new-one", "outcome": "accepted"}]
     got = part(rows, True, repeated)
     assert (got["total"], got["caught"], got["new"], got["new_caught"]) == (3, 2, 1, 0)
+
+
+def test_an_undecided_reference_is_run_again_and_stands_when_nothing_failed(tmp_path, capsys):
+    """The reference of a stage whose timing check cannot decide on a loaded machine (exit
+    3, nothing failed) is run once more, and stands if undecided again: mistakes are then
+    judged by what fails. A failing reference is a broken oracle (make mistakes measured no
+    performance-audit stage 2 at two loads, 2026-12-07, for an undecided reference)."""
+    from coursekit.commands.mutants import run_reference
+    calls = tmp_path / "calls"
+    checker = tmp_path / "check.py"
+    checker.write_text("import sys, pathlib\n"
+                       f"p = pathlib.Path({str(calls)!r}); codes = {{codes}}\n"
+                       "n = len(p.read_text()) if p.exists() else 0\n"
+                       "p.write_text('x' * (n + 1)); sys.exit(codes[min(n, len(codes) - 1)])\n")
+    source = checker.read_text()
+    for codes, ok, runs in (([3, 3], True, 2), ([3, 0], True, 2), ([0], True, 1),
+                            ([1], False, 1), ([3, 1], False, 2)):
+        checker.write_text(source.replace("{codes}", repr(codes)))
+        calls.unlink(missing_ok=True)
+        if ok:
+            assert run_reference(checker, tmp_path / "m.py", 1, 1, dict(os.environ)) >= 0
+        else:
+            with pytest.raises(SystemExit, match="the oracle is broken"):
+                run_reference(checker, tmp_path / "m.py", 1, 1, dict(os.environ))
+        assert len(calls.read_text()) == runs, codes
+    assert "inconclusive at seed 1 twice" in capsys.readouterr().out

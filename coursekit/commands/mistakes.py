@@ -199,15 +199,12 @@ def measure_project(project: str, *, seed: int = 1, jobs: int = 1,
     ran: dict[int, str] = {}
     report = write_report(path, project, seed, results, ran, justified, mistakes, selection)
     for stage in wanted:
-        try:
+        try:  # an undecided reference is run once more there, and stands if nothing failed
             ref_s = run_reference(checker, solution, stage, seed, env)
-        except SystemExit:  # once more: an inconclusive reference on a loaded machine
-            try:
-                ref_s = run_reference(checker, solution, stage, seed, env)
-            except SystemExit as broken:
-                print(f"{project} stage {stage}: not measured: {str(broken)[:400]}",
-                      file=out, flush=True)
-                continue
+        except SystemExit as broken:
+            print(f"{project} stage {stage}: not measured: {str(broken)[:400]}",
+                  file=out, flush=True)
+            continue
         timeout = max(60.0, 4 * ref_s)
         group = [m for m in chosen if m.stage == stage]
         print(f"{project} stage {stage}: reference passes in {ref_s:.1f} s; {len(group)} "
