@@ -648,6 +648,35 @@ def test_the_stored_replays_are_a_fresh_generation():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_freshness_allows_another_cpus_last_bits_and_nothing_more(tmp_path):
+    """A generation on another CPU differs in the last float32 bits and is fresh; a value
+    off by 1e-4 (the checks' own tolerance), a leaf missing or another dtype is stale."""
+    import importlib.util
+
+    import numpy as np
+
+    from helpers import ROOT
+    spec = importlib.util.spec_from_file_location(
+        "foundations_expected", ROOT / "projects/foundations/tests/foundations_expected.py")
+    expected = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(expected)
+    rng = np.random.default_rng(0)
+    base = {"d1/w": rng.standard_normal((4, 3)).astype(np.float32),
+            "d1/b": rng.standard_normal(3).astype(np.float32)}
+
+    def saved(name, arrays):
+        np.savez_compressed(tmp_path / name, **arrays)
+        return tmp_path / name
+
+    stored = saved("stored.npz", base)
+    last_bits = {k: np.nextafter(v, np.float32(np.inf)) for k, v in base.items()}
+    assert expected.same(stored, saved("bits.npz", last_bits))
+    for name, arrays in (("off.npz", {**base, "d1/w": base["d1/w"] * np.float32(1 + 1e-4)}),
+                         ("missing.npz", {"d1/w": base["d1/w"]}),
+                         ("dtype.npz", {**base, "d1/b": base["d1/b"].astype(np.float64)})):
+        assert not expected.same(stored, saved(name, arrays)), name
+
+
 STORED_CASES = {  # name: (stage, the planted bug's name or None for the reference)
     "solution-2": ("2", None), "solution-3": ("3", None),
     "rows-without-replacement": ("2", FIT_NO_REPLACEMENT), "cached-step": ("2", FIT_CACHED_STEP),
