@@ -92,6 +92,38 @@ def test_stored_cases_equal_a_fresh_generation():
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
 
+def test_freshness_allows_another_cpus_last_bits_and_nothing_more():
+    """A generation whose samples differ in their last bits (another CPU's NumPy) holds its
+    results under other digests and is fresh; a sample or a result off by 1e-6, or a case
+    missing, is stale."""
+    import importlib.util
+    import math
+    spec = importlib.util.spec_from_file_location("audit_decision_expected",
+                                                  TESTS / "audit_decision_expected.py")
+    expected = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(expected)
+    kept = {"public_seed": 1, "draws": {"a#0": {"pair": [[0.0125, 0.0131], [0.011, 0.0102]]},
+                                        "b#0": {"pair": [[0.02, 0.021], [0.019, 0.0185]]}},
+            "results": {"k1": {"decision": "faster", "ratio": 1.2345678},
+                        "k2": {"decision": "reject", "ratio": 0.9876543}}}
+
+    def ulp(tree):
+        return {k: ulp(v) for k, v in tree.items()} if isinstance(tree, dict) else \
+            [ulp(v) for v in tree] if isinstance(tree, list) else \
+            math.nextafter(tree, math.inf) if isinstance(tree, float) else tree
+
+    other_cpu = {**ulp(kept), "results": {"z9": kept["results"]["k2"],
+                                          "z8": ulp(kept["results"]["k1"])}}
+    assert expected.decisions_fresh(kept, other_cpu)
+    moved = ulp(kept)
+    moved["draws"]["a#0"]["pair"][0][1] *= 1 + 1e-6
+    wrong = {**kept, "results": {**kept["results"], "k1": {"decision": "faster",
+                                                           "ratio": 1.2345678 * (1 + 1e-6)}}}
+    missing = {**kept, "draws": {"a#0": kept["draws"]["a#0"]}}
+    for stale in (moved, wrong, missing):
+        assert not expected.decisions_fresh(kept, stale)
+
+
 def test_stored_cases_pass_the_solution_at_any_seed(planted_stored):
     for seed in (1, 2):
         results = results_of(planted_stored, f"solution-4-seed-{seed}")
