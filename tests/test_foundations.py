@@ -654,7 +654,6 @@ def test_freshness_allows_another_cpus_last_bits_and_nothing_more(tmp_path):
     import importlib.util
 
     import numpy as np
-
     from helpers import ROOT
     spec = importlib.util.spec_from_file_location(
         "foundations_expected", ROOT / "projects/foundations/tests/foundations_expected.py")
