@@ -21,7 +21,8 @@ from coursekit.facts import ROOT
 PACKAGES = ("coursekit", "autograder")
 ALIASES = {"autograder_protocol": "coursekit.protocol"}
 FLOORS = (
-    ("ground", ("coursekit", "coursekit.facts", "coursekit.protocol", "coursekit.procctl")),
+    ("ground", ("coursekit", "coursekit.facts", "coursekit.protocol", "coursekit.procctl",
+                "coursekit.chip_turn")),
     ("compat", ("coursekit.compat.*",)),
     ("measure", ("coursekit.measure.*",)),
     ("records", ("coursekit.provenance", "coursekit.provenance.records")),

@@ -20,9 +20,17 @@ with np.load(sharded_expected.FILE, allow_pickle=False) as stored:
     assert sorted(stored.files) == sorted(fresh), (sorted(stored.files), sorted(fresh))
     for k in fresh:
         assert stored[k].dtype == np.asarray(fresh[k]).dtype, k
-        assert np.array_equal(stored[k], fresh[k]), k
+        a, b = stored[k], np.asarray(fresh[k])
+        if np.issubdtype(a.dtype, np.floating):  # another CPU's last float32 bits only
+            assert a.shape == b.shape and np.allclose(a, b, rtol=1e-6, atol=1e-7), k
+        else:
+            assert np.array_equal(a, b), k
 print("same")
 """
+# Floats within rtol 1e-6 (atol 1e-7), not bit for bit: XLA's CPU code follows the
+# machine's vector units, so a fresh generation on another CPU differs in the last float32
+# bits (up to 1.2e-7 on a loss of 1.5, 2026-12-07); the checks hold a learner's step to
+# the stored numbers at rtol 1e-4 (atol 1e-5), 100x looser; a stale file differs by more.
 
 
 def test_stored_expected_outputs_equal_a_fresh_generation():
