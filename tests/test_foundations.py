@@ -652,13 +652,19 @@ def test_freshness_allows_another_cpus_last_bits_and_nothing_more(tmp_path):
     """A generation on another CPU differs in the last float32 bits and is fresh; a value
     off by 1e-4 (the checks' own tolerance), a leaf missing or another dtype is stale."""
     import importlib.util
+    import os
 
     import numpy as np
     from helpers import ROOT
     spec = importlib.util.spec_from_file_location(
         "foundations_expected", ROOT / "projects/foundations/tests/foundations_expected.py")
     expected = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(expected)
+    saved = dict(os.environ)   # importing it pins this process to the CPU (a checker's
+    try:                       # own rule): the worker's later tests must not inherit that
+        spec.loader.exec_module(expected)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     rng = np.random.default_rng(0)
     base = {"d1/w": rng.standard_normal((4, 3)).astype(np.float32),
             "d1/b": rng.standard_normal(3).astype(np.float32)}
