@@ -156,9 +156,14 @@ def test_shipped_stage4_files_compute_no_interval(name):
 
 def test_stage3_runs_on_stored_counts_and_peaks(planted_stored):
     results = results_of(planted_stored, "solution-3")
+    peak = results.pop("peak_memory_from_fresh_process")
     assert {k: r["status"] for k, r in results.items()} == {
-        "remat_saves_residuals_and_temp": "pass", "remat_policy_ordering": "pass",
-        "peak_memory_from_fresh_process": "pass"}, results
+        "remat_saves_residuals_and_temp": "pass", "remat_policy_ordering": "pass"}, results
+    # the stored peaks are host memory of the course's CPU: on another machine the small
+    # model's may sit above the window by that machine's offset (tests/
+    # test_performance_audit_stored_peaks.py), which the copy says it cannot tell
+    assert peak["status"] == "pass" or (
+        peak["status"] == "inconclusive" and "follows the machine" in peak["message"]), peak
     # the arguments counted as residuals (planted once, or the batch fails): failed, named
     results = results_of(planted_stored, "arguments-as-residuals")
     assert results["remat_saves_residuals_and_temp"]["status"] == "fail", results

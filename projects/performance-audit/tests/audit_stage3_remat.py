@@ -863,45 +863,60 @@ def single_repeat_peak(single: dict, reference: dict, small: dict, plain: dict) 
                 yours=single["argument_size_in_bytes"], expected=ref["argument_size_in_bytes"])
     alone, want = single["run_peak_bytes"][0], ref["median_run_peak_bytes"]
     rise = reference["compile_rise_bytes"]
+    rise_from = "the course measured on its CPU" if stored_cases.stored_mode() else "measured here"
     holds_compile = (single["run_peak_bytes"] != single["vmhwm_bytes"]
                      and rise > 2 * mib and rise / 3 < alone - want < 3 * rise)
-    if not holds_compile and stored_cases.stored_mode():
-        stored_small_undecided(alone, want, rise, small, reference, plain)
+    if stored_cases.stored_mode():
+        holds_compile = holds_compile and alone - want >= STORED_COMPILE_SHARE * rise
+        if not holds_compile:
+            stored_small_undecided(alone, want, rise, small, reference, plain)
     fail_unless(not holds_compile and 1 / PEAK_WINDOW <= alone / want <= PEAK_WINDOW,
                 f"repeats=1, batch {small['batch']}: your run-only peak is "
                 f"{alone / want:.2f}x the checker's", yours=f"{alone / mib:.1f} MiB",
                 expected=f"about {want / mib:.1f} MiB",
                 hint=(f"yours is {(alone - want) / mib:.1f} MiB above the run's own rise, about "
-                      f"what compiling this program adds ({rise / mib:.1f} MiB, measured "
-                      "here): your figure holds the compile; the run's peak is its rise "
+                      f"what compiling this program adds ({rise / mib:.1f} MiB, "
+                      f"{rise_from}): your figure holds the compile; the run's peak is its rise "
                       "above what the process held once the program was compiled")
                 if holds_compile else peak_hint(single, alone / want))
 
 
+# A learner's copy holds the small model's run-only peak as the course measured it on its
+# CPU (expected/peaks.json: 4.98 MiB, three repeats alike; the compile added 7.6 MiB). A
+# host peak of so small a run is mostly the runtime's own first-run memory, which follows
+# the machine: the reference solution read 5.95-6.61 MiB on that CPU loaded 2-5 per core,
+# 7.7 MiB on CI's machine (2026-12-07) and 8.9-9.3 MiB on another 2-core machine, where
+# the large model's peaks moved by 4-5 MiB alike (4-11%). There a figure above the window
+# is held to have the compile in it only from three quarters of the stored compile's rise
+# above the stored figure (a figure that holds it reads the whole rise above this
+# machine's own); below that the copy cannot tell this machine's offset from a wrong
+# figure, and says so.
+STORED_COMPILE_SHARE = 0.75
+
+
 def stored_small_undecided(alone: int, want: int, rise: int, small: dict,
                            reference: dict, plain: dict) -> None:
-    """A learner's copy holds the small model's run-only peak as the course measured it
-    on a quiet CPU (expected/peaks.json): 4.98 MiB, three repeats alike. The same
-    machine loaded 2-5 per core read 5.95-6.61 MiB in each of 91 fresh processes, the
-    course's own measurement (47) and the reference solution's (44) alike: up to 1.33x
-    the stored figure against PEAK_WINDOW's 1.35x (the large model's moved by 0-3 MiB,
-    4% of them at most). Above the window but short of what holding the compile adds (a
-    third of the compile's rise above the stored figure), the copy cannot tell this
-    machine's offset from a wrong figure: it says so, with the evidence, rather than
-    guess; the grader measures its own fresh processes beside yours."""
+    """Above the window yet short of ``STORED_COMPILE_SHARE`` of the compile's rise over
+    the stored figure, a learner's copy says INCONCLUSIVE with its evidence: this
+    machine's offset or a wrong figure, it cannot tell (the grader measures its own fresh
+    processes beside the learner's)."""
     mib = 2**20
-    if not want * PEAK_WINDOW < alone <= want + rise / 3:
+    if not want * PEAK_WINDOW < alone < want + STORED_COMPILE_SHARE * rise:
         return
     load = machine_load()
     ref_plain = reference["None"]["run_peak_bytes"]
     raise CheckInconclusive(
         f"repeats=1, batch {small['batch']}: your run-only peak is {alone / want:.2f}x the "
-        "course's stored quiet-machine figure, above the window yet short of what holding "
-        "the compile adds: this copy cannot tell this machine's offset from a wrong figure",
-        evidence=f"yours {alone / mib:.2f} MiB; stored {want / mib:.2f} MiB (the course's "
-        f"repeats on a quiet CPU); the compile adds {rise / mib:.1f} MiB; your large-model "
-        f"repeats (no policy) {[round(v / mib, 1) for v in plain['run_peak_bytes']]} MiB "
-        f"against the stored {[round(v / mib, 1) for v in ref_plain]}; load "
-        f"{load['load_per_core']} per core over {load['cores']} cores",
-        hint="rerun when the machine is quieter (the grader measures its own fresh "
-        "processes beside yours, at any load)")
+        "course's stored figure, measured on its own CPU: above the window yet short of "
+        "what holding the compile adds. A run this small is mostly the runtime's first-run "
+        "memory, which follows the machine: this copy cannot tell this machine's offset "
+        "from a wrong figure",
+        evidence=f"yours {alone / mib:.2f} MiB, {(alone - want) / mib:.1f} MiB above the "
+        f"stored {want / mib:.2f} MiB (the course's repeats on its CPU); the compile adds "
+        f"{rise / mib:.1f} MiB there; your large-model repeats (no policy) "
+        f"{[round(v / mib, 1) for v in plain['run_peak_bytes']]} MiB against the stored "
+        f"{[round(v / mib, 1) for v in ref_plain]}; load {load['load_per_core']} per core "
+        f"over {load['cores']} cores",
+        hint="nothing here points at your code if your figure is the rise above what the "
+        "process held once the program was compiled; the grader measures its own fresh "
+        "processes beside yours, on one machine")
