@@ -2,7 +2,7 @@
 stored figure of its own CPU (expected/peaks.json): the reference's figure under load
 (1.33x the stored one on 2 cores loaded 2-5 per core) and on other machines (7.7 MiB on
 CI's, 8.9-9.3 MiB on another: up to 1.87x) is never failed there. Above the window yet
-short of three quarters of what holding the compile adds the copy says INCONCLUSIVE
+short of nine tenths of what holding the compile adds the copy says INCONCLUSIVE
 with its evidence; a figure that holds the compile, the process's
 whole high-water mark, or one far below still FAILs; the grader's live path is unchanged."""
 
@@ -58,7 +58,7 @@ def test_the_reference_under_load_is_never_failed_in_the_copy(stage3, monkeypatc
     # the recording CPU under load; 7.7 MiB on CI's machine, 8.9-9.3 on another 2-core one
     for mib in (5.95, 6.61, 6.9, 7.3, 7.7, 8.9, 9.3):
         assert judged(stage3, monkeypatch, int(mib * MIB)) in ("pass", "inconclusive"), mib
-    for mib in (6.9, 7.7, 9.3):
+    for mib in (6.9, 7.7, 9.3, 11.0):
         assert judged(stage3, monkeypatch, int(mib * MIB)) == "inconclusive", mib
 
 
