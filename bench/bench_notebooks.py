@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(ROOT / "build" / "bench"))
     parser.add_argument("--only", default="", help="only notebooks whose name contains this")
     args = parser.parse_args(argv)
-    out = Path(args.out) / "notebooks"
+    out = Path(args.out).resolve() / "notebooks"  # scripts run from notebooks/: absolute
     out.mkdir(parents=True, exist_ok=True)
     print(f"CPU figures: {os.cpu_count()} cores, load average at start "
           f"{os.getloadavg()[0]:.2f} (other work on the machine shows up in every figure)")
