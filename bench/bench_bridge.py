@@ -164,27 +164,35 @@ def report(found: list[dict], rounds: int) -> dict:
                   f"{sep['checker_s']:.1f} vs {inp['checker_s']:.1f} s), median "
                   f"of {rounds}{'' if sep['passed'] else BRIDGE_FAILED}"
                   f"{'' if inp['passed'] else BASELINE_FAILED}")
+    # The bound is judged where both ways pass: a stage the in-process baseline fails
+    # (its checks that read the learner process fail at once) makes its time a lower
+    # bound, and the drop over every stage an upper bound only.
     summary = {}
+    failed = sum(1 for r in found if r["ported"] for s in r["stages"].values()
+                 if not s["in-process"]["passed"])
     if totals["in-process"]:
         drop = 1 - totals["in-process"] / totals["learner-process"]
         checks_drop = 1 - inner["in-process"] / inner["learner-process"]
-        verdict = "within" if drop <= THROUGHPUT_BOUND else "OUTSIDE"
+        graded = sum(len(r["stages"]) for r in found if r["ported"])
+        at_most = f"; at most: the baseline failed {failed} of {graded} stages, fast" \
+            if failed else ""
         print(f"grading throughput, every stage of every project through the grader's "
               f"sandbox: {drop * 100:.0f}% fewer stages per minute than in-process "
-              f"({totals['learner-process']:.0f} s vs {totals['in-process']:.0f} s): "
-              f"{verdict} the {THROUGHPUT_BOUND:.0%} bound [CPU figure; the checks alone, "
-              f"without the sandbox and the checker's start: {checks_drop * 100:.0f}%]")
-        graded = sum(len(r["stages"]) for r in found if r["ported"])
+              f"({totals['learner-process']:.0f} s vs {totals['in-process']:.0f} s{at_most}"
+              f") [CPU figure; the checks alone, without the sandbox and the checker's "
+              f"start: {checks_drop * 100:.0f}%]")
         per_stage = (totals["learner-process"] - totals["in-process"]) / max(graded, 1)
         print(f"  the bridge's cost per graded stage: {per_stage:+.2f} s wall "
               f"({graded} stages; a project's stages share one learner process)")
-        summary = {"drop": drop, "checks_drop": checks_drop, "within": drop <= THROUGHPUT_BOUND,
-                   "per_stage_s": per_stage}
+        summary = {"drop": drop, "checks_drop": checks_drop, "per_stage_s": per_stage,
+                   "baseline_failed": failed}
     if comparable["in-process"]:
         drop = 1 - comparable["in-process"] / comparable["learner-process"]
+        verdict = "within" if drop <= THROUGHPUT_BOUND else "OUTSIDE"
         print(f"  the stages where the in-process baseline passes too: {drop * 100:.0f}% "
-              f"({comparable['learner-process']:.0f} s vs {comparable['in-process']:.0f} s)")
-        summary["comparable_drop"] = drop
+              f"fewer per minute ({comparable['learner-process']:.0f} s vs "
+              f"{comparable['in-process']:.0f} s): {verdict} the {THROUGHPUT_BOUND:.0%} bound")
+        summary.update(comparable_drop=drop, within=drop <= THROUGHPUT_BOUND)
     return summary
 
 
