@@ -243,6 +243,14 @@ def test_project_verdicts():
     assert not course.project_ok(bad, learner=False)
     assert course.project_ok(bad, learner=True)       # starters are expected to fail
     assert not course.project_ok(crashed, learner=True)
+    # a timing left undecided under load (check.py's exit 3, nothing failed) is no
+    # failure of the solution; exit 3 beside a failed check still is
+    undecided = {**good, "returncode": 3, "stages": {"1": {
+        "passed": 2, "failed": 0, "failed_ids": [], "inconclusive": 1,
+        "inconclusive_ids": ["t"], "seconds": 1.0}}}
+    assert course.project_ok(undecided, learner=False)
+    assert not course.project_ok({**undecided, "stages": bad["stages"]}, learner=False)
+    assert not course.all_passed(undecided)  # check.py's own rule: exit 0 only
 
 
 # ---------------------------------------------------------------------------------------
