@@ -88,8 +88,13 @@ def as_script(path: Path, out: Path) -> Path:
     return script
 
 
-def run_script(script: Path, cwd: Path, records: Path) -> tuple[float, int, str]:
+def run_script(script: Path, cwd: Path, records: Path, reuse: Path) -> tuple[float, int, str]:
+    """The bare script with what the course's papermill run had: its check cells answered
+    by part 1's passed stages (``reuse``), so both do the same work."""
+    from coursekit.notebook.reuse import REUSE_ENV
     env = dict(os.environ, MPLBACKEND="Agg", COURSE_RECORDS=str(records))
+    if reuse.is_dir():
+        env[REUSE_ENV] = str(reuse)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, str(script)], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=1800)
@@ -133,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     for nb_row in summary["notebooks"]:
         path = ROOT / "notebooks" / nb_row["notebook"]
         script = as_script(path, scripts)
-        script_s, rc, err = run_script(script, path.parent, out / "records-script" / path.stem)
+        script_s, rc, err = run_script(script, path.parent, out / "records-script" / path.stem,
+                                       out / "course-ci" / "reuse")
         ratio = nb_row["wall_s"] / script_s
         rows.append({"notebook": path.name, "papermill_s": nb_row["wall_s"],
                      "papermill_status": nb_row["status"], "script_s": round(script_s, 2),
