@@ -659,12 +659,12 @@ def test_freshness_allows_another_cpus_last_bits_and_nothing_more(tmp_path):
     spec = importlib.util.spec_from_file_location(
         "foundations_expected", ROOT / "projects/foundations/tests/foundations_expected.py")
     expected = importlib.util.module_from_spec(spec)
-    saved = dict(os.environ)   # importing it pins this process to the CPU (a checker's
-    try:                       # own rule): the worker's later tests must not inherit that
+    env_before = dict(os.environ)  # importing it pins this process to the CPU (a
+    try:                           # checker's own rule): later tests must not inherit that
         spec.loader.exec_module(expected)
     finally:
         os.environ.clear()
-        os.environ.update(saved)
+        os.environ.update(env_before)
     rng = np.random.default_rng(0)
     base = {"d1/w": rng.standard_normal((4, 3)).astype(np.float32),
             "d1/b": rng.standard_normal(3).astype(np.float32)}

@@ -865,13 +865,13 @@ def single_repeat_peak(single: dict, reference: dict, small: dict, plain: dict) 
     rise = reference["compile_rise_bytes"]
     # in a learner's copy the stored figures are the course's CPU's: the gap holds this
     # machine's own offset too (4.2 MiB for the reference on one, see below)
-    above = ("above the course's stored run-only peak" if stored_cases.stored_mode() else
-             "above the run's own rise")
+    stored = stored_cases.stored_mode()
+    above = "above the course's stored run-only peak" if stored else "above the run's own rise"
     rise_from = ("the course measured on its CPU; a machine's own offset adds a few MiB "
-                 "to the gap" if stored_cases.stored_mode() else "measured here")
+                 "to the gap" if stored else "measured here")
     holds_compile = (single["run_peak_bytes"] != single["vmhwm_bytes"]
                      and rise > 2 * mib and rise / 3 < alone - want < 3 * rise)
-    if stored_cases.stored_mode():
+    if stored:
         holds_compile = holds_compile and alone - want >= STORED_COMPILE_SHARE * rise
         if not holds_compile:
             stored_small_undecided(alone, want, rise, small, reference, plain)
