@@ -427,3 +427,40 @@ MISTAKES += [
                ("    return {\"params\": params,\n", "    cache[seed] = {\"params\": params,\n"),
                ("y[n_train:]))}\n", "y[n_train:]))}\n    return cache[seed]\n")]},
 ]
+
+
+# Batch b6 (2026-12-07, ninth session): six more, written from the learner's copy
+# (README, starter, notebooks, docs/learners.md) and the reference solution only,
+# never a checker or this corpus; each confirmed wrong by hand (a differing value).
+MISTAKES += [
+    {"stage": 1, "id": 'blind-b6-mse-expanded-square',
+     "misunderstood": 'The learner expanded (p - t)^2 into p^2 - 2pt + t^2, believing it is the same number; in float32 the expanded form cancels catastrophically for large values a few units apart.',
+     "named_by": ['square expanded', 'expanded square cancels', 'large values a few units apart', 'subtract before squaring'],
+     "edits": [('    return jnp.mean((pred - target) ** 2)',
+                '    return jnp.mean(pred ** 2 - 2 * pred * target + target ** 2)')]},
+    {"stage": 2, "id": 'blind-b6-grads-divide-by-features',
+     "misunderstood": 'The learner divided the hand-written gradient by x.shape[1] (the feature count d) believing it is the number of rows being averaged; the mean is over n rows, so the gradient is off by a factor n/d whenever n != d.',
+     "named_by": ['divided by the number of features', 'divide by the number of rows n', 'x.shape[0] not x.shape[1]', 'gradient scaled by n/d'],
+     "edits": [('    n = x.shape[0]\n    return {"w": 2.0 * (x.T @ residual) / n, "b": 2.0 * jnp.sum(residual) / n}',
+                '    n = x.shape[1]\n    return {"w": 2.0 * (x.T @ residual) / n, "b": 2.0 * jnp.sum(residual) / n}')]},
+    {"stage": 2, "id": 'blind-b6-fit-swapped-key-halves',
+     "misunderstood": 'The learner believed it does not matter which half of each split is carried on and which draws the batch; the protocol carries the first half and draws with the second, so the drawn rows (and the fitted params) differ from the replay although the fit looks just as good.',
+     "named_by": ['carry the first half', 'draw with the second half', 'halves swapped'],
+     "edits": [('        k_batches, k_step = jax.random.split(k_batches)',
+                '        k_step, k_batches = jax.random.split(k_batches)')]},
+    {"stage": 2, "id": 'blind-b6-fit-caches-step-across-calls',
+     "misunderstood": "To 'jit the update step to keep it fast' the learner compiled the step once and kept it on the function across calls, not seeing that it closes over the first call's x, y, n, batch and lr; later calls with new data, another shape or another lr silently train on the first call's data and settings.",
+     "named_by": ['state carried from an earlier call', 'nothing may carry over', "closes over the first call's data", 'second call with new data', 'cached jitted step'],
+     "edits": [('    @jax.jit\n    def step(params, k_step):\n        rows = jax.random.randint(k_step, (batch,), 0, n)\n        grads = regression_grads(params, x[rows], y[rows])\n        return jax.tree.map(lambda p, g: p - lr * g, params, grads)\n',
+                '    if getattr(fit_regression, "_step", None) is None:  # compile the update once\n        @jax.jit\n        def step(params, k_step):\n            rows = jax.random.randint(k_step, (batch,), 0, n)\n            grads = regression_grads(params, x[rows], y[rows])\n            return jax.tree.map(lambda p, g: p - lr * g, params, grads)\n        fit_regression._step = step\n    step = fit_regression._step\n')]},
+    {"stage": 3, "id": 'blind-b6-epoch-includes-partial-batch',
+     "misunderstood": "The learner believed an epoch is ceil(n / batch) steps so that every row is seen, so each epoch ends with a short batch and the reshuffle comes one step late; the protocol's epoch is n // batch full batches.",
+     "named_by": ['partial batch', 'an epoch is n // batch steps', 'partial last batch', 'reshuffle at the wrong step'],
+     "edits": [('    per_epoch = n // batch',
+                '    per_epoch = (n + batch - 1) // batch')]},
+    {"stage": 3, "id": 'blind-b6-workload-ignores-batch-lr',
+     "misunderstood": "The learner passed only steps on to train_classifier, believing the defaults match; a call with another batch or lr trains with the defaults, so it is not that call's own training.",
+     "named_by": ["train_classifier's default", 'pass batch and lr through', 'second call with another batch and lr', 'defaults used instead of the arguments'],
+     "edits": [('    params = train_classifier(k_train, x[:n_train], y[:n_train], steps=steps, batch=batch,\n                              lr=lr)',
+                '    params = train_classifier(k_train, x[:n_train], y[:n_train], steps=steps)')]},
+]

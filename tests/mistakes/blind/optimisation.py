@@ -512,3 +512,40 @@ MISTAKES += [
                 "            params = slow_step.fresh_copy(problem[\"params\"])\n"
                 "            jax.block_until_ready(params)\n")]},
 ]
+
+
+# Batch b6 (2026-12-07, ninth session): six more, written from the learner's copy
+# (README, starter, notebooks, docs/learners.md) and the reference solution only,
+# never a checker or this corpus; each confirmed wrong by hand (a differing value).
+MISTAKES += [
+    {"stage": 1, "id": 'blind-b6-phases-at-any-depth',
+     "misunderstood": 'The learner summed every event named like a phase anywhere inside a step, believing nesting does not matter; a phase name nested deeper (inside another phase) is counted again, so phase_us, other_us and shares are wrong.',
+     "named_by": ['nested inside another event', 'direct children only', 'phase name nested deeper', 'counted twice'],
+     "edits": [('        for child in ev.children:',
+                '        for child in _walk(ev.children):')]},
+    {"stage": 1, "id": 'blind-b6-evidence-most-calls',
+     "misunderstood": 'The learner picked the evidence event with the most calls, believing the most frequent event is the costliest; the contract asks for the name with the largest summed duration.',
+     "named_by": ['largest summed duration', 'not the most calls', 'evidence event'],
+     "edits": [('        name = max(totals, key=lambda n: totals[n][1])',
+                '        name = max(totals, key=lambda n: totals[n][0])')]},
+    {"stage": 2, "id": 'blind-b6-naive-logsumexp',
+     "misunderstood": 'The learner rewrote log-sum-exp as log(sum(exp(logits))), believing it is the same in float32; on a confident model (logits 100-200) exp overflows to inf and the losses and gradients become inf/NaN.',
+     "named_by": ['exp overflows', 'confident model', 'subtract the max / logsumexp'],
+     "edits": [('    lse = jax.nn.logsumexp(logits, axis=-1)',
+                '    lse = jnp.log(jnp.sum(jnp.exp(logits), axis=-1))')]},
+    {"stage": 3, "id": 'blind-b6-crossover-strict-at-threshold',
+     "misunderstood": 'The learner treated a gain exactly at the threshold as already fallen, testing g0 > threshold >= g1; the curve must go from at-or-above to below, so a gain equal to the threshold at the first size gives None instead of that size, and one at the last size gives that size instead of None.',
+     "named_by": ['a gain equal to the threshold', 'exactly at the threshold', 'at or above to below', 'boundary'],
+     "edits": [('        if g0 >= threshold > g1:',
+                '        if g0 > threshold >= g1:')]},
+    {"stage": 3, "id": 'blind-b6-predict-no-floor',
+     "misunderstood": "The learner returned the model's batch size as solved, not seeing that when the fast version's fixed cost keeps the gain below a high threshold at every batch the solution is negative; the prediction must be floored at 1.0.",
+     "named_by": ['below 1, the smallest batch', 'floor at 1.0', 'negative batch size', 'threshold no fix reaches'],
+     "edits": [('    return {"crossover": float(max(batch, 1.0)), **medians}',
+                '    return {"crossover": float(batch), **medians}')]},
+    {"stage": 4, "id": 'blind-b6-output-check-against-itself',
+     "misunderstood": "The learner set the expected outputs from every version's own first call, believing each record checks its own first output; the after record then compares train_fast with itself and output_ok is always True, even when train_fast is wrong.",
+     "named_by": ["compared with train_fast's own output", "compare with train_slow's outputs", 'output_ok always True', 'expected overwritten'],
+     "edits": [('        if expected is None:\n            expected = out',
+                '        expected = out')]},
+]

@@ -446,3 +446,42 @@ MISTAKES += [
      "edits": [("    stops = per_shape[last_help + 1][\"shape\"] if last_help + 1 < len(per_shape) else None",
                 "    stops = next((p[\"shape\"] for p in per_shape if not p[\"helps\"]), None)")]},
 ]
+
+
+# Batch b6 (2026-12-07, ninth session): six more, written from the learner's copy
+# (README, starter, notebooks, docs/learners.md) and the reference solution only,
+# never a checker or this corpus; each confirmed wrong by hand (a differing value).
+MISTAKES += [
+    {"stage": 1, "id": 'blind-b6-tolerance-eps-as-unit-roundoff',
+     "misunderstood": 'The learner took finfo.eps as the unit roundoff, but u = eps / 2 for round-to-nearest; every term of the budget doubles, so rtol is 2x too loose (and atol 8 u32 instead of 4).',
+     "named_by": ['in the place of the unit roundoff', 'unit roundoff is eps / 2', '2x too loose', 'rtol upper bound'],
+     "edits": [('    u_out = float(jnp.finfo(dtype).eps) / 2',
+                '    u_out = float(jnp.finfo(dtype).eps)'),
+               ('    u32 = float(jnp.finfo(jnp.float32).eps) / 2',
+                '    u32 = float(jnp.finfo(jnp.float32).eps)')]},
+    {"stage": 1, "id": 'blind-b6-softmax-jnp-no-upcast',
+     "misunderstood": "The learner kept x's dtype for the arithmetic, believing the max-shift alone makes it accurate; bfloat16 inputs are then reduced and exponentiated in bfloat16, several times the float32-then-round-once budget.",
+     "named_by": ['computed in bfloat16 itself', 'compute in float32', 'bfloat16 arithmetic', 'round once to the output dtype'],
+     "edits": [('    z = x.astype(jnp.float32)',
+                '    z = x')]},
+    {"stage": 2, "id": 'blind-b6-kernel-pads-with-zero',
+     "misunderstood": "The learner masked the cells past the row's edge with 0, believing zeros are harmless padding; exp(0 - max) enters the sum, so every ragged row is normalised wrongly (right only when the row length fills the block).",
+     "named_by": ['counted as 0s', 'identity of the reduction', 'pad with -inf', 'ragged row length'],
+     "edits": [('    x = jnp.where(cols < n_cols, x, -jnp.inf)',
+                '    x = jnp.where(cols < n_cols, x, 0.0)')]},
+    {"stage": 2, "id": 'blind-b6-grid-floor-division',
+     "misunderstood": 'The learner sized the grid as rows // block_rows, believing the blocks tile the rows; the last partial run of rows has no program, so those output rows are never written (and with fewer rows than a block nothing is).',
+     "named_by": ['rounds the count down', 'cdiv(rows, block_rows)', 'last partial block', 'rows never written'],
+     "edits": [('        grid=(pl.cdiv(rows, block_rows),),',
+                '        grid=(rows // block_rows,),')]},
+    {"stage": 3, "id": 'blind-b6-sweep-first-call-counted-as-warmup',
+     "misunderstood": 'The learner counted the compiling first call as one of the warm-up calls, making warmup - 1 more; the record then claims warmup calls it did not make and the kernel is called warmup + iters times, not 1 + warmup + iters.',
+     "named_by": ['counted as one of the warm-up calls', '1 + warmup + iters calls', 'first call is not a warm-up', 'call count'],
+     "edits": [('                for _ in range(warmup):',
+                '                for _ in range(warmup - 1):')]},
+    {"stage": 3, "id": 'blind-b6-stops-at-first-non-helping',
+     "misunderstood": 'The learner reported the first shape where the kernel does not help, believing help only ever stops once; the contract asks for the shape after the last one where it helps (from there on it never helps again).',
+     "named_by": ['after the last shape where it helps', 'never helps again', 'stops_helping_at'],
+     "edits": [('    last_help = max((i for i, p in enumerate(per_shape) if p["helps"]), default=-1)\n    stops = per_shape[last_help + 1]["shape"] if last_help + 1 < len(per_shape) else None',
+                '    stops = next((p["shape"] for p in per_shape if not p["helps"]), None)')]},
+]

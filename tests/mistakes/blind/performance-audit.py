@@ -731,3 +731,40 @@ MISTAKES += [
      "named_by": ["degrees of freedom", "rounds minus one", "interval too narrow"],
      "edits": [("        df = d.size - 1", "        df = d.size")]},
 ]
+
+
+# Batch b6 (2026-12-07, ninth session): six more, written from the learner's copy
+# (README, starter, notebooks, docs/learners.md) and the reference solution only,
+# never a checker or this corpus; each confirmed wrong by hand (a differing value).
+MISTAKES += [
+    {"stage": 1, "id": 'blind-b6-warmup-compiles-not-counted',
+     "misunderstood": "The learner counted 'warmed' compiles around the timed samples only, believing warm-up calls are not part of it; a compile in a warm-up call is missed, so compiles_warmed reports 0 where fn compiled again.",
+     "named_by": ["the warm-up calls' too", 'compiles during every later call', 'warm-up call compiles', 'count around warm-up too'],
+     "edits": [('    with count_compiles() as warmed:\n        if output_ok is not False:\n            for _ in range(warmup):\n                wait(fn(*args))\n            for _ in range(iters):',
+                '    if output_ok is not False:\n        for _ in range(warmup):\n            wait(fn(*args))\n    with count_compiles() as warmed:\n        if output_ok is not False:\n            for _ in range(iters):')]},
+    {"stage": 1, "id": 'blind-b6-comparable-iters-not-warmup',
+     "misunderstood": 'The learner believed the number of timed iterations must match for two measurements to be comparable and the warm-up count need not; two runs of one configuration with other iters are refused, and a pair differing in warm-up is accepted.',
+     "named_by": ['warm-up count differs', 'iters may differ', 'two runs of one configuration'],
+     "edits": [('    for key in ("shapes", "dtypes", "sync", "warmup", "backend"):',
+                '    for key in ("shapes", "dtypes", "sync", "iters", "backend"):')]},
+    {"stage": 2, "id": 'blind-b6-newest-trace-by-name',
+     "misunderstood": "The learner sorted the trace files by path, believing the timestamped run folders sort in the order they were made; runs made out of order then give the wrong 'newest' file (the run made last is the newest by mtime).",
+     "named_by": ['run made last', 'modification time', 'folder names out of order'],
+     "edits": [('    files = sorted(Path(logdir).glob("plugins/profile/*/*.trace.json.gz"),\n                   key=lambda p: (p.stat().st_mtime, str(p)))',
+                '    files = sorted(Path(logdir).glob("plugins/profile/*/*.trace.json.gz"))')]},
+    {"stage": 2, "id": 'blind-b6-cache-sizes-si-units',
+     "misunderstood": 'The learner read sysfs sizes like 48K and 2M as SI units (10^3, 10^6), but the kernel means KiB and MiB; every cache size comes out 2-7% too small.',
+     "named_by": ["1000 where sysfs's K, M, G are 1024", 'K means 1024', 'binary units', 'cache size in bytes'],
+     "edits": [('        units = {"K": 2**10, "M": 2**20, "G": 2**30}',
+                '        units = {"K": 10**3, "M": 10**6, "G": 10**9}')]},
+    {"stage": 3, "id": 'blind-b6-loss-and-grads-drops-policy',
+     "misunderstood": 'The learner forgot to pass policy on to block_loss, believing the differentiation alone decides what is saved; the values still match, but the program never rematerialises (no checkpoint per block) and the peak with nothing_saveable is the no-remat peak.',
+     "named_by": ['never reaches block_loss', 'policy not passed', 'no checkpoint in the program', 'really rematerialises'],
+     "edits": [('    return jax.value_and_grad(block_loss)(params, x, policy)',
+                '    return jax.value_and_grad(block_loss)(params, x)')]},
+    {"stage": 4, "id": 'blind-b6-decide-population-std',
+     "misunderstood": "The learner used np.std's default (ddof=0) for the spread of the per-round log ratios, believing it is the sample standard deviation; the interval is too narrow (by sqrt((n-1)/n), most over few rounds), so noise is accepted.",
+     "named_by": ['population spread (ddof=0)', 'sample standard deviation ddof=1', 'interval too narrow', 'few rounds'],
+     "edits": [('        half = t_quantile(confidence, df) * (float(np.std(d, ddof=1)) / math.sqrt(d.size))',
+                '        half = t_quantile(confidence, df) * (float(np.std(d)) / math.sqrt(d.size))')]},
+]

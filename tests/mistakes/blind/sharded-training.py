@@ -591,3 +591,46 @@ JUSTIFIED["blind-b5-loss-check-default-atol"] = (
     "the allowed miss (1e-5 x the loss) is near 1e-8, losses below about 1e-3, never this "
     "step's (0.7-2). Failing it would fail the common idiom for the contract's rule; a "
     "check at a loss scaled to 2^-20 does catch it (measured 2026-12-07, then reverted).")
+
+
+# Batch b6 (2026-12-07, ninth session): six more, written from the learner's copy
+# (README, starter, notebooks, docs/learners.md) and the reference solution only,
+# never a checker or this corpus; each confirmed wrong by hand (a differing value).
+MISTAKES += [
+    {"stage": 1, "id": 'blind-b6-placement-slice-start-stop',
+     "misunderstood": "The learner reported each piece as [slice.start, slice.stop], believing a shard's index always holds numbers; a dimension a device holds whole is slice(None), so replicated arrays report [None, None] instead of [0, size].",
+     "named_by": ['start and stop None', 'slice(None) for a whole dimension', '[0, size] not None', 'replicated pieces'],
+     "edits": [('            pieces[shard.device.id] = [list(sl.indices(dim)[:2])\n                                       for sl, dim in zip(shard.index, leaf.shape)]',
+                '            pieces[shard.device.id] = [[sl.start, sl.stop] for sl in shard.index]')]},
+    {"stage": 1, "id": 'blind-b6-train-step-donates-state',
+     "misunderstood": 'The learner donated the state to the jitted step to save memory, believing the caller never reuses it; the step must not donate, and the state passed to it is deleted after the call.',
+     "named_by": ['does not donate', 'state still usable', 'donate_argnums'],
+     "edits": [('    return jax.jit(step)',
+                '    return jax.jit(step, donate_argnums=0)')]},
+    {"stage": 2, "id": 'blind-b6-psum-replicated-grads',
+     "misunderstood": "The learner added a pmap-era psum over the gradients, believing each shard holds only its own part; with the replicated params' gradient already summed by autodiff, the result is the device count times too large.",
+     "named_by": ['one reduction over the 8 shards more', '8x the gradient', 'gradient already summed', 'extra psum'],
+     "edits": [('        return loss, jax.tree.map(lambda a: a / total, g)',
+                '        return loss, jax.tree.map(lambda a: jax.lax.psum(a, AXIS) / total, g)')]},
+    {"stage": 3, "id": 'blind-b6-restore-without-sharding',
+     "misunderstood": "The learner built the restore target from shapes and dtypes only, believing Orbax puts leaves where like's leaves live; without the shardings the restored state is not placed like `like` (and on another device count it does not resume).",
+     "named_by": ['the restore target carries the shardings', "restore target with like's shardings", 'another device count', 'placed on the mesh'],
+     "edits": [('    target = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype,\n                                                         sharding=a.sharding), like)',
+                '    target = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), like)')]},
+    {"stage": 3, "id": 'blind-b6-init-timeout-in-ms',
+     "misunderstood": 'The learner believed initialization_timeout is in milliseconds (it has no unit in its name) and passed timeout_s * 1000; the initialization timeout is in seconds, so it becomes 1000x too long, not timeout_s.',
+     "named_by": ['not milliseconds', 'seconds not milliseconds', 'initialization timeout', 'all three timeouts'],
+     "edits": [('                               initialization_timeout=timeout_s,',
+                '                               initialization_timeout=timeout_s * 1000,')]},
+    {"stage": 4, "id": 'blind-b6-expected-loss-default-atol',
+     "misunderstood": 'The learner dropped atol=0 from np.allclose, believing the default is negligible; its 1e-8 absolute slack accepts a near miss at small losses (below about 1e-3) that rtol 1e-5 alone must catch.',
+     "named_by": ['atol=0', 'relative tolerance only', 'near miss at small losses'],
+     "edits": [('        output_ok = bool(np.allclose(float(loss), float(expected_loss), rtol=1e-5, atol=0))',
+                '        output_ok = bool(np.allclose(float(loss), float(expected_loss), rtol=1e-5))')]},
+]
+
+JUSTIFIED["blind-b6-expected-loss-default-atol"] = (
+    "The same file as blind-b5-loss-check-default-atol's in another place, accepted by "
+    "design for the reason given there. Two blind writers read the README's old 'at losses "
+    "of any size' as a promise the check does not keep (it judges losses from 2^-8 to "
+    "2^10); the README now says what is judged, and that the default atol may stay.")
