@@ -50,6 +50,8 @@ def parse_args(argv=None):
     p.add_argument("--nproc", type=int, default=1)
     p.add_argument("--pid", type=int, default=0)
     p.add_argument("--port", type=int, default=0)
+    p.add_argument("--init-timeout", type=int, default=None,
+                   help="timeout_s given to initialize_distributed (default: its own)")
     return p.parse_args(argv)
 
 
@@ -156,7 +158,9 @@ def main(argv=None) -> int:
         if args.block_in_save is not None:
             patch_orbax_finalize(args.block_in_save, args.marker)
         if args.nproc > 1:
-            impl.initialize_distributed(f"127.0.0.1:{args.port}", args.nproc, args.pid)
+            timeout = {} if args.init_timeout is None else {"timeout_s": args.init_timeout}
+            impl.initialize_distributed(f"127.0.0.1:{args.port}", args.nproc, args.pid,
+                                        **timeout)
             if jax.process_count() != args.nproc:
                 raise RuntimeError(f"initialize_distributed joined {jax.process_count()} "
                                    f"process(es), expected {args.nproc}")

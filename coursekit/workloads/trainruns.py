@@ -122,16 +122,19 @@ def run_training(impl, config: dict, ckpt, logdir, name: str, *, limit: float,
 
 
 def run_processes(impl, config: dict, ckpt, logdir, name: str, *, nproc: int,
-                  devices_per_process: int, limit: float, env: dict | None = None) -> list[Run]:
+                  devices_per_process: int, limit: float, env: dict | None = None,
+                  init_timeout: int | None = None) -> list[Run]:
     """``nproc`` driver processes joined by ``jax.distributed`` on a free localhost port,
-    started together; one failing stops the others (``procgroup.wait_all``)."""
+    started together; one failing stops the others (``procgroup.wait_all``).
+    ``init_timeout``: the ``timeout_s`` each gives ``initialize_distributed``."""
     logdir = shared_folders(ckpt, logdir)
     port = procgroup.free_port()
     outs = [logdir / f"{name}{i}.json" for i in range(nproc)]
     for out in outs:
         out.unlink(missing_ok=True)
     cmds = [driver_cmd(impl, config, ckpt, outs[i], devices=devices_per_process,
-                       nproc=nproc, pid=i, port=port) for i in range(nproc)]
+                       nproc=nproc, pid=i, port=port, init_timeout=init_timeout)
+            for i in range(nproc)]
     procs = procgroup.run_group(cmds, logdir, limit, cwd=ROOT,
                                 envs=[env] * nproc if env else None,
                                 names=[f"process {i}" for i in range(nproc)])

@@ -581,14 +581,30 @@ def distributed_timeouts_set(impl, ctx):
                               yours=procgroup.describe(result["procs"], result["limit"]),
                               expected="both processes call initialize_distributed first",
                               hint=str(failure) if failure else "")
-        for name in ("initialization_timeout", "heartbeat_timeout_seconds",
-                     "shutdown_timeout_seconds"):
+        for name in DISTRIBUTED_TIMEOUTS:
             value = kw.get(name)
-            fail_unless(isinstance(value, (int, float)) and 0 < value <= 60,
-                        f"process {i}: {name} is not set to a short timeout",
-                        yours=value, expected="a few seconds (<= 60)",
-                        hint="the defaults (300 s, 100 s, 300 s) turn one crashed "
-                        "process into minutes of every process hanging")
+            fail_unless(type(value) in (int, float) and value == result["timeout_s"],
+                        f"process {i}: {name} is not the timeout_s it was given",
+                        yours=value, expected=f"{result['timeout_s']} (timeout_s)",
+                        hint=timeout_hint(name, value, result["timeout_s"]))
+
+
+# jax.distributed.initialize's three timeouts (seconds), and their defaults
+DISTRIBUTED_TIMEOUTS = {"initialization_timeout": 300, "heartbeat_timeout_seconds": 100,
+                        "shutdown_timeout_seconds": 300}
+
+
+def timeout_hint(name: str, value, given: int) -> str:
+    """What a timeout other than the one given is, by its value."""
+    if value is None or value == DISTRIBUTED_TIMEOUTS[name]:
+        return (f"{name} was left at its default ({DISTRIBUTED_TIMEOUTS[name]} s): the "
+                "defaults (300 s, 100 s, 300 s) turn one crashed process into minutes of "
+                "every process hanging; set all three to timeout_s")
+    if type(value) in (int, float) and value == 1000 * given:
+        return (f"yours is 1000x the timeout_s given ({given}): jax.distributed's timeouts "
+                "are in seconds, not milliseconds")
+    return (f"yours is not the timeout_s given to initialize_distributed ({given} this "
+            "run): each of the three timeouts is set to timeout_s, not a number of its own")
 
 
 @checker.check(3)

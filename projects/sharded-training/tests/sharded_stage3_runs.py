@@ -203,17 +203,29 @@ def require_loopback_tcp() -> None:
             "check runs here") from None
 
 
+# The timeout_s the two-process run gives initialize_distributed: drawn, and never its
+# default (10), so a timeout written in (the default's, or any other) shows; short enough
+# that one crashed process stops the other in seconds either way.
+INIT_TIMEOUTS_S = (7, 8, 9, 11, 12, 13)
+
+
+def init_timeout(ctx) -> int:
+    return int(ctx.rng("init-timeout").choice(INIT_TIMEOUTS_S))
+
+
 def _two_processes(ctx) -> dict:
     require_loopback_tcp()
     skip_if_hung(ctx)
     limit = float(MP_LIMIT_S) if MP_LIMIT_S else 2 * run_limit(ctx)
+    timeout_s = init_timeout(ctx)
     runs = trainruns.run_processes(ctx.impl_path, stage3_config(ctx),
                                    ctx.subdir("run-M") / "ckpt", ctx.subdir("logs"), "M",
-                                   nproc=2, devices_per_process=N_DEVICES // 2, limit=limit)
+                                   nproc=2, devices_per_process=N_DEVICES // 2, limit=limit,
+                                   init_timeout=timeout_s)
     if any(r.status == "timeout" for r in runs):
         ctx.cache["hung"] = "two-process run"
     result = {"procs": [r.proc for r in runs], "reports": [r.report for r in runs],
-              "limit": limit}
+              "limit": limit, "timeout_s": timeout_s}
     if all(r.status == "ok" for r in runs):
         result["finals"] = [r.final for r in runs]
     return result
