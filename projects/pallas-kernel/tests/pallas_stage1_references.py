@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from pallas_harness import (
@@ -147,13 +148,15 @@ def jnp_reference_matches_float64(impl, ctx):
     for dtype_name in DTYPES:
         for shape in shapes:
             x = draw(rng, shape, DTYPES[dtype_name])
+            y = None
             try:
                 y = fn(x)
                 expect_close(y, x, dtype_name, f"softmax_jnp on {dtype_name} {shape}",
                              REFERENCE_HINT)
             except (CheckFailed, LearnerCodeError) as err:
                 hint = None if isinstance(err, TamperEvidence) else \
-                    per_row_value_on_columns(fn, x, err)
+                    per_row_value_on_columns(fn, x, err) or (
+                    None if isinstance(err, LearnerCodeError) else computed_in_input_dtype(y, x))
                 if hint and isinstance(err, LearnerCodeError):
                     # a valid input it cannot take, its cause measured: a verdict
                     raise CheckFailed(f"softmax_jnp raised on a {dtype_name} {shape} input: "
@@ -168,6 +171,42 @@ def jnp_reference_matches_float64(impl, ctx):
             with second_call(again, y, "softmax_jnp"):
                 expect_close(again, x, dtype_name, f"softmax_jnp on {dtype_name} {shape}",
                              REFERENCE_HINT)
+
+
+@jax.jit  # as the learner's runs (XLA's fusion keeps some intermediates wider)
+def _softmax_in_own_dtype(z):
+    z = z - jnp.max(z, axis=-1, keepdims=True)
+    e = jnp.exp(z)
+    return e / jnp.sum(e, axis=-1, keepdims=True)
+
+
+def computed_in_input_dtype(y, x) -> str | None:
+    """A hint when softmax_jnp's output on a low-precision ``x`` is the softmax computed
+    in x's own dtype (max, exp and sum in bfloat16, no float32 in between): nearer that
+    computation, made here, than a third of its distance to the float64 reference
+    (over the whole array).
+    None for float32 inputs, or where the output is not that."""
+    if x.dtype == jnp.float32 or y is None:
+        return None
+    try:
+        got = np.asarray(as_array(y, "softmax_jnp's output"), np.float64)
+    except (CheckFailed, TypeError, ValueError):
+        return None
+    low = np.asarray(_softmax_in_own_dtype(jnp.asarray(x)), np.float64)
+    exact = np.asarray(x, np.float64)
+    exact = np.exp(exact - exact.max(axis=-1, keepdims=True))
+    exact /= exact.sum(axis=-1, keepdims=True)
+    if got.shape != exact.shape or not np.isfinite(got).all():
+        return None
+    to_exact = float(np.linalg.norm(got - exact))
+    to_low = float(np.linalg.norm(got - low))
+    if not to_low * 3 < to_exact:
+        return None
+    how = (f"{to_exact / to_low:.0f}x nearer that computation, made here, than float64's"
+           if to_low else "equal to that computation, made here")
+    return (f"yours is the softmax computed in {x.dtype} itself, its max, exp and sum each "
+            f"rounded to {x.dtype} ({how}): compute in float32 and round once to x.dtype "
+            "at the end")
 
 
 def per_row_value_on_columns(fn, x, err) -> str | None:

@@ -313,8 +313,7 @@ def sweep_records_complete(impl, ctx):
             calls = facts["calls"]
             fail_unless(calls == 1 + warmup + iters, f"{what}: wrong number of kernel calls",
                         yours=calls, expected=f"1 first call + {warmup} warmup + {iters} "
-                        "timed", hint="call `kernel(x, block_rows=b)` exactly so; do not "
-                        "time the compiling first call with the others")
+                        "timed", hint=call_count_hint(calls, warmup, iters))
             fail_unless(facts["compiled_at"] == [0] and
                         r["compiles_first_call"] >= 1 and r["compiles_warmed"] == 0,
                         f"{what}: the compile must fall in the first call, and only there",
@@ -445,6 +444,23 @@ SYNC_HINTS = {
     "above": "your samples are longer than the call itself: each holds more than one call "
              "and its wait (the first call, warm-up calls or the output check belong "
              "outside samples_s)"}
+
+
+def call_count_hint(calls: int, warmup: int, iters: int) -> str:
+    """What a sweep's count of kernel calls off 1 + warmup + iters shows, by how far off
+    (its samples were already counted right: ``iters`` of them)."""
+    asked = 1 + warmup + iters
+    if calls == asked - 1 and warmup:
+        return (f"one call short ({calls} of {asked}) with {iters} samples: the compiling "
+                "first call was counted as one of the warm-up calls; the warmup calls come "
+                "after it")
+    if calls == 1 + iters and warmup:
+        return f"no warm-up calls were made: {warmup} come between the first call and the samples"
+    if calls > asked:
+        return (f"{calls - asked} call(s) more than asked: call `kernel(x, block_rows=b)` "
+                "once first, then warmup times, then once per sample, and nowhere else")
+    return ("call `kernel(x, block_rows=b)` exactly so: once first, warmup times, then once "
+            "per sample")
 
 
 @checker.check(3)
