@@ -208,6 +208,11 @@ def workload_seed(ctx) -> int:
     return int(case_rng(ctx, "workload-seed").integers(0, 2**31 - 1))
 
 
+# train_classifier's own defaults (its signature's): a workload that drops a setting
+# trains with these
+TRAIN_DEFAULTS = {"batch": 64, "lr": 0.3}
+
+
 def workload_kwargs(ctx) -> dict:
     """The sizes, and a batch (odd) and learning rate drawn per run, never the defaults
     (64, 0.3), so a workload that ignores either fails the replay."""
@@ -322,9 +327,20 @@ def workload_params_follow_replay(impl, ctx):
                     "seed's split, with the first half as the training key: the data key and "
                     "the training key are swapped (the split's first half is the data key)")
 
+    def settings_dropped():
+        for dropped in (("batch", "lr"), ("batch",), ("lr",)):
+            defaults = {k: TRAIN_DEFAULTS[k] for k in dropped}
+            got = params_vector(replay_train(k_train, {**case, **defaults}))
+            if relative_error(yours, got) < REPLAY_RTOL:
+                given = ", ".join(f"{k}={case[k]:g}" for k in dropped)
+                kept = ", ".join(f"{k}={v:g}" for k, v in defaults.items())
+                return (f"your params are the training with train_classifier's default "
+                        f"{kept}, not the {given} reference_workload was given: pass "
+                        "steps, batch and lr through to train_classifier")
+
     expect_replay("reference_workload's params", yours, params_vector(ref),
                   [*train_diagnoses(k_train, case, yours), test_rows, keys_swapped,
-                   own_training],
+                   settings_dropped, own_training],
                   largest_differences(params, ref, f"seed {workload_seed(ctx)}") +
                   "every key comes from the seed as the docstring states; the params are "
                   "train_classifier's on the first n_train rows, with the steps, batch and "
