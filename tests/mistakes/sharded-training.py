@@ -192,6 +192,14 @@ MISTAKES = [
                 "                               heartbeat_timeout_seconds=timeout_s,\n"
                 "                               shutdown_timeout_seconds=timeout_s)\n",
                 "                               initialization_timeout=timeout_s)\n")]},
+    {"stage": 3, "id": "dist-timeouts-written-in",
+     "misunderstood": "the timeouts written as the default's number: 'timeout_s is 10 anyway'",
+     "edits": [("                               initialization_timeout=timeout_s,\n"
+                "                               heartbeat_timeout_seconds=timeout_s,\n"
+                "                               shutdown_timeout_seconds=timeout_s)\n",
+                "                               initialization_timeout=10,\n"
+                "                               heartbeat_timeout_seconds=10,\n"
+                "                               shutdown_timeout_seconds=10)\n")]},
     {"stage": 3, "id": "train-no-wait",
      "misunderstood": "save returned, so the checkpoint taken to be on disk",
      "edits": [("        manager.wait_until_finished()\n    finally:\n", "    finally:\n")]},
