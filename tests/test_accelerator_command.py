@@ -451,3 +451,59 @@ def test_notebooks_whose_kernel_stays_on_the_cpu_run_beside_the_chip_after_its_p
                 for p in (tmp_path / "items").glob("notebook-*.json")}
     assert len(recorded) == 9 and {n for n, lane in recorded.items() if lane == "cpu"} == {
         "05_sharding_and_recovery.ipynb", "08_readiness_review.ipynb"}
+
+
+def test_under_a_budget_an_item_that_would_not_finish_waits_and_the_call_goes_on(
+        tmp_path, monkeypatch):
+    """On the chip, under --budget, the projects run longest first (by the last run's
+    times, ``accelerator_estimates``); one whose expected time overruns what is left is
+    not started (a cut item is lost work) but left for the next --resume, and shorter
+    ones still run; a notebook waits with its project, whose runs its check cells show.
+    The next call runs what was left."""
+    from coursekit.commands import accelerator
+    from coursekit.commands import accelerator_estimates as estimates
+    ran, runs = [], []
+
+    def took(key):  # each fake item spends its expected time of the budget
+        runs[-1].deadline -= estimates.TPU_V5E_SECONDS.get(key, 0)
+
+    def fake_checker(project, which, stage, out, limit, env):
+        ran.append(project)
+        took(f"checks-{project}-{which}-{stage}")
+        return {"kind": "checks", "project": project, "impl": which, "stage": stage,
+                "stages": {}, "error": "", "wall_s": 0.0, "measured_on": None}
+
+    def fake_notebook(path, out, limit, cell_timeout, env):
+        ran.append(path.stem)
+        took(f"notebook-{path.stem}")
+        return {"kind": "notebook", "notebook": path.name, "error": "", "wall_s": 0.0}
+
+    monkeypatch.setattr(accelerator.runs, "run_checker", fake_checker)
+    monkeypatch.setattr(accelerator.runs, "run_notebook", fake_notebook)
+    monkeypatch.setattr(accelerator.Run, "write_report", lambda self: {})
+    figures = {**estimates.TPU_V5E_SECONDS, "checks-performance-audit-solution-all": 500,
+               "checks-optimisation-solution-all": 300, "checks-foundations-solution-all": 95,
+               "checks-pallas-kernel-solution-all": 20, "notebook-00_foundations": 5,
+               "notebook-01_async_timing": 5, "notebook-06_pallas": 5}
+    monkeypatch.setattr(estimates, "TPU_V5E_SECONDS", figures)
+    args = ["--part", "projects,notebooks", "--impl", "solution", "--out", str(tmp_path),
+            "--budget", "400"]
+    run = accelerator.Run(accelerator.parse(args))
+    runs.append(run)
+    accelerator.part_projects(run, "chip")
+    # 500 s would overrun 400: left; 300 fits, then 95 no longer does; 20 still fits
+    assert ran == ["optimisation", "pallas-kernel"], ran
+    assert run.skipped == {"checks-performance-audit-solution-all",
+                           "checks-foundations-solution-all"}
+    assert not run.stopped
+    ran.clear()
+    accelerator.part_notebooks(run, "chip")
+    # 00 and 01 wait with their projects; 06 (pallas-kernel's) fits and runs
+    assert "00_foundations" not in ran and "01_async_timing" not in ran
+    assert "06_pallas" in ran
+    ran.clear()   # the next call: what was left, nothing twice
+    monkeypatch.setitem(figures, "checks-performance-audit-solution-all", 50)
+    run = accelerator.Run(accelerator.parse([*args, "--resume"]))
+    runs.append(run)
+    accelerator.part_projects(run, "chip")
+    assert ran == ["foundations", "performance-audit"], ran  # longest first

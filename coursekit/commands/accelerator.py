@@ -33,7 +33,10 @@ Each item is recorded in ``OUT/items/`` as it ends and the report (``OUT/report.
 halfway, ends in one report; one item's failure is that item's status, never the end of
 the run. ``--resume`` skips items already recorded; ``--budget S`` starts no item after
 S seconds and cuts the one running then (it is run again by the next ``--resume``), so a
-command fits a session of limited length. ``--dry-run`` keeps every process on the CPU
+command fits a session of limited length; on the chip an item whose expected time
+(``accelerator_estimates``: the last run's) would overrun the budget is not started but
+left for the next ``--resume``, and the call goes on with the items that fit (the projects
+longest first; a notebook waits with its project). ``--dry-run`` keeps every process on the CPU
 with tiny roofline sizes and writes to ``build/accelerator-dry-run``: what ``make test``
 runs (tests/test_accelerator_command.py).
 
@@ -54,6 +57,7 @@ from pathlib import Path
 
 from coursekit import facts, protocol
 from coursekit.chip_turn import CHIP_LOCK_ENV, holding_chip
+from coursekit.commands import accelerator_estimates as estimates
 from coursekit.commands import accelerator_report as report
 from coursekit.commands import accelerator_runs as runs
 from coursekit.commands.course import discover_notebooks, discover_projects
@@ -79,6 +83,7 @@ class Run:
         self.started = time.perf_counter()
         self.deadline = None if args.budget is None else self.started + args.budget
         self.stopped = False
+        self.skipped: set[str] = set()  # items left for the next call: would not finish
         self.recording = threading.RLock()
         # set by main: the chip's lock while a CPU lane runs beside the chip's items
         self.chip_lock: Path | None = None
@@ -115,6 +120,21 @@ class Run:
                   "(run again with --resume)", flush=True)
         return None if self.stopped else min(limit, left)
 
+    def would_not_finish(self, key: str, title: str) -> bool:
+        """Under ``--budget`` on the chip: whether ``key``'s expected time
+        (``accelerator_estimates``) overruns what is left; if so it is left for the next
+        ``--resume`` (never started and cut: lost work) and the call goes on."""
+        expected = estimates.expected_s(key)
+        if self.deadline is None or self.args.dry_run or expected is None:
+            return False
+        left = self.deadline - time.perf_counter()
+        if expected * estimates.MARGIN <= left:
+            return False
+        self.skipped.add(key)
+        print(f"  {title}: left for the next --resume (about {expected:.0f} s on a TPU v5e, "
+              f"{left:.0f} s of the budget left)", flush=True)
+        return True
+
     def item(self, key: str, title: str, limit: float, work, lane: str = "chip"
              ) -> dict | None:
         """Run ``work(limit)`` unless resumed or out of budget; record it and rewrite the
@@ -125,7 +145,7 @@ class Run:
             print(f"  {title}: recorded before (--resume)", flush=True)
             return None
         allowed = self.time_left(limit)
-        if allowed is None:
+        if allowed is None or self.would_not_finish(key, title):
             return None
         print(f"  {title} ...", flush=True)
         with holding_chip(self.chip_lock if lane == "chip" else None):
@@ -214,7 +234,10 @@ def part_projects(run: Run, lane: str = "chip") -> None:
     stage = str(run.args.stage)
     env = {**run.env, "JAX_PLATFORMS": "cpu"} if lane == "cpu" else run.env
     tag = "[cpu lane] " if lane == "cpu" else ""
-    for project in discover_projects(run.args.only):
+    found = discover_projects(run.args.only)
+    if run.deadline is not None and not run.args.dry_run:  # short ones fill the budget
+        found = estimates.longest_first({p: f"checks-{p}-solution-{stage}" for p in found})
+    for project in found:
         for which in impls:
             if lane != "all" and lane_of(project, which) != lane:
                 continue
@@ -248,6 +271,12 @@ def cpu_lane(run: Run, parts: list[str]) -> threading.Thread | None:
     return lane
 
 
+def notebook_project(path: Path) -> str | None:
+    """The project whose stages the notebook's check cells check (course metadata)."""
+    import nbformat
+    return nbformat.read(path, as_version=4).metadata.get("course", {}).get("project")
+
+
 def notebook_lane(path: Path) -> str:
     """"cpu" for a notebook whose kernel stays on the CPU (its course metadata says
     ``kernel_platform: cpu``: it pins JAX_PLATFORMS before JAX starts and opens the chip
@@ -265,6 +294,11 @@ def part_notebooks(run: Run, lane: str = "chip") -> None:
             reshare_recorded(run)
     for path in discover_notebooks(run.args.only, Path(run.args.notebooks)):
         if lane != "all" and notebook_lane(path) != lane:
+            continue
+        project = notebook_project(path)
+        if f"checks-{project}-solution-all" in run.skipped:
+            print(f"  notebook {path.name}: left for the next --resume with {project}'s "
+                  "checks (its check cells show their run)", flush=True)
             continue
         env = run.notebook_env(lane)
         run.item(f"notebook-{path.stem}", f"{'[cpu lane] ' if lane == 'cpu' else ''}"
