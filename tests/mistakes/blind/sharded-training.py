@@ -630,7 +630,7 @@ MISTAKES += [
 ]
 
 JUSTIFIED["blind-b6-expected-loss-default-atol"] = (
-    "The same file as blind-b5-loss-check-default-atol's in another place, accepted by "
+    "Byte for byte blind-b5-loss-check-default-atol's file, written again; accepted by "
     "design for the reason given there. Two blind writers read the README's old 'at losses "
     "of any size' as a promise the check does not keep (it judges losses from 2^-8 to "
     "2^10); the README now says what is judged, and that the default atol may stay.")
