@@ -243,6 +243,9 @@ PLANTED = {
     # issue 29: a compile during warm-up left out; a first call timed before its output
     # was ready; outputs judged by the float32 reference; the baseline's backend and
     # dtype never compared; shapes ordered by (rows, cols)
+    # blind b6: the compiling first call counted as one of the warm-up calls
+    "sweep_first_call_as_a_warmup": (3, ["sweep_records_complete"], [
+        ("                for _ in range(warmup):", "                for _ in range(warmup - 1):")]),
     "sweep_warmup_compiles_uncounted": (3, ["sweep_records_complete"], [
         ("        with count_compiles() as warmed:\n            if ok:\n"
          "                for _ in range(warmup):\n                    "
@@ -305,6 +308,9 @@ HINTS = {"kernel_row_sum_in_bfloat16": "the same values given as float32 come ou
          "tolerance_eps_for_unit_roundoff": "with eps (the gap above 1, 2u) in the place",
          "tolerance_atol_below_float32": "less than one float32 rounding of a probability",
          "jnp_reference_without_max_subtraction": "overflows float32",
+         "jnp_reference_in_bfloat16": "the softmax computed in bfloat16 itself",
+         "sweep_first_call_as_a_warmup": "the compiling first call was counted as one of the "
+                                         "warm-up calls",
          "summary_any_speedup_helps": "not by more than HELP_MARGIN",
          "jnp_reference_row_max_along_columns": "a value with one entry per row",
          "tolerance_counts_the_block_width": "the block width rows of",

@@ -173,18 +173,11 @@ def jnp_reference_matches_float64(impl, ctx):
                              REFERENCE_HINT)
 
 
-@jax.jit  # as the learner's runs (XLA's fusion keeps some intermediates wider)
-def _softmax_in_own_dtype(z):
-    z = z - jnp.max(z, axis=-1, keepdims=True)
-    e = jnp.exp(z)
-    return e / jnp.sum(e, axis=-1, keepdims=True)
-
-
 def computed_in_input_dtype(y, x) -> str | None:
     """A hint when softmax_jnp's output on a low-precision ``x`` is the softmax computed
     in x's own dtype (max, exp and sum in bfloat16, no float32 in between): nearer that
-    computation, made here, than a third of its distance to the float64 reference
-    (over the whole array).
+    computation (``jax.nn.softmax`` on x) than a third of its distance to the float64
+    reference (``ref64``), over the whole array.
     None for float32 inputs, or where the output is not that."""
     if x.dtype == jnp.float32 or y is None:
         return None
@@ -192,10 +185,10 @@ def computed_in_input_dtype(y, x) -> str | None:
         got = np.asarray(as_array(y, "softmax_jnp's output"), np.float64)
     except (CheckFailed, TypeError, ValueError):
         return None
-    low = np.asarray(_softmax_in_own_dtype(jnp.asarray(x)), np.float64)
-    exact = np.asarray(x, np.float64)
-    exact = np.exp(exact - exact.max(axis=-1, keepdims=True))
-    exact /= exact.sum(axis=-1, keepdims=True)
+    # jax.nn.softmax computes in its input's dtype; jitted as the learner's function is
+    # (XLA's fusion keeps some intermediates wider than op-by-op)
+    low = np.asarray(jax.jit(jax.nn.softmax)(jnp.asarray(x)), np.float64)
+    exact = ref64(x)
     if got.shape != exact.shape or not np.isfinite(got).all():
         return None
     to_exact = float(np.linalg.norm(got - exact))
