@@ -287,11 +287,14 @@ def exported_kernel(impl, x, block_rows: int):
 # ---------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def second_call(y_now, y_before, what: str):
+def second_call(y_now, y_before, what: str, diagnose=None):
     """Around the check of ``y_now``, a later call's output of a learner function on new
-    data of the shape an earlier call (output ``y_before``) got right: a failure there
-    names state carried from the earlier call, and says whether this call returned the
-    earlier output."""
+    data of the shape an earlier call (output ``y_before``) got right. A failure there
+    names, in this order: what ``diagnose()`` measures on this call itself (a cause any
+    call may show on some data: a hint, or None); state carried from the earlier call,
+    where this call returned the earlier output; else both possibilities, never state
+    alone (an error that only some data show is right on one call and wrong on the
+    next)."""
     try:
         yield
     except CheckFailed as err:
@@ -304,9 +307,22 @@ def second_call(y_now, y_before, what: str):
             same = False
         err.args = (f"{err.args[0]} ({what}: a later call, on new data of the shape of an "
                     "earlier call that was right)",)
-        err.hint = ("right on an earlier call, wrong on this one with other data of the "
-                    "same shape" + (", returning the earlier call's output" if same else "")
-                    + ": state carried from an earlier call (a cache keyed on the shape, "
-                    "or a function holding an earlier call's arrays) made this result")
-        err.kind = "carried-state"
+        measured = diagnose() if diagnose is not None else None
+        if measured:
+            err.hint = measured
+        elif same:
+            err.hint = ("right on an earlier call, wrong on this one with other data of the "
+                        "same shape, returning the earlier call's output: state carried from "
+                        "an earlier call (a cache keyed on the shape, or a function holding an "
+                        "earlier call's arrays) made this result")
+            err.kind = "carried-state"
+        else:
+            err.hint = ("right on an earlier call, wrong on this one with other data of the "
+                        "same shape: state carried from an earlier call (a cache keyed on the "
+                        "shape, or a function holding an earlier call's arrays), or an error "
+                        f"only some data show; {err.hint}" if err.hint else
+                        "right on an earlier call, wrong on this one with other data of the "
+                        "same shape: state carried from an earlier call (a cache keyed on the "
+                        "shape, or a function holding an earlier call's arrays), or an error "
+                        "only some data show")
         raise

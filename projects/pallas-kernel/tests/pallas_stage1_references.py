@@ -168,7 +168,8 @@ def jnp_reference_matches_float64(impl, ctx):
             # called again in the same process, on new data of the same shape
             x = draw(rng, shape, DTYPES[dtype_name])
             again = fn(x)
-            with second_call(again, y, "softmax_jnp"):
+            with second_call(again, y, "softmax_jnp",
+                             diagnose=lambda a=again, v=x: computed_in_input_dtype(a, v)):
                 expect_close(again, x, dtype_name, f"softmax_jnp on {dtype_name} {shape}",
                              REFERENCE_HINT)
 
