@@ -271,18 +271,17 @@ def cpu_lane(run: Run, parts: list[str]) -> threading.Thread | None:
     return lane
 
 
-def notebook_project(path: Path) -> str | None:
-    """The project whose stages the notebook's check cells check (course metadata)."""
+def course_metadata(path: Path) -> dict:
+    """The notebook's ``course`` metadata (its project, its kernel's platform)."""
     import nbformat
-    return nbformat.read(path, as_version=4).metadata.get("course", {}).get("project")
+    return nbformat.read(path, as_version=4).metadata.get("course", {})
 
 
-def notebook_lane(path: Path) -> str:
+def notebook_lane(path: Path, meta: dict | None = None) -> str:
     """"cpu" for a notebook whose kernel stays on the CPU (its course metadata says
     ``kernel_platform: cpu``: it pins JAX_PLATFORMS before JAX starts and opens the chip
     only from fresh processes, which take their turn), else "chip"."""
-    import nbformat
-    meta = nbformat.read(path, as_version=4).metadata.get("course", {})
+    meta = course_metadata(path) if meta is None else meta
     return "cpu" if meta.get("kernel_platform") == "cpu" else "chip"
 
 
@@ -293,10 +292,11 @@ def part_notebooks(run: Run, lane: str = "chip") -> None:
         with run.recording:   # both lanes may rebuild the reuse at their start
             reshare_recorded(run)
     for path in discover_notebooks(run.args.only, Path(run.args.notebooks)):
-        if lane != "all" and notebook_lane(path) != lane:
+        meta = course_metadata(path)
+        if lane != "all" and notebook_lane(path, meta) != lane:
             continue
-        project = notebook_project(path)
-        if f"checks-{project}-solution-all" in run.skipped:
+        project = meta.get("project")
+        if f"checks-{project}-solution-{run.args.stage}" in run.skipped:
             print(f"  notebook {path.name}: left for the next --resume with {project}'s "
                   "checks (its check cells show their run)", flush=True)
             continue

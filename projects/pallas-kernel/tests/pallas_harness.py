@@ -317,12 +317,9 @@ def second_call(y_now, y_before, what: str, diagnose=None):
                         "earlier call's arrays) made this result")
             err.kind = "carried-state"
         else:
-            err.hint = ("right on an earlier call, wrong on this one with other data of the "
-                        "same shape: state carried from an earlier call (a cache keyed on the "
-                        "shape, or a function holding an earlier call's arrays), or an error "
-                        f"only some data show; {err.hint}" if err.hint else
-                        "right on an earlier call, wrong on this one with other data of the "
-                        "same shape: state carried from an earlier call (a cache keyed on the "
-                        "shape, or a function holding an earlier call's arrays), or an error "
-                        "only some data show")
+            either = ("right on an earlier call, wrong on this one with other data of the "
+                      "same shape: state carried from an earlier call (a cache keyed on the "
+                      "shape, or a function holding an earlier call's arrays), or an error "
+                      "only some data show")
+            err.hint = f"{either}; {err.hint}" if err.hint else either
         raise
