@@ -71,6 +71,26 @@ def test_a_whole_module_rule_catches_the_module_and_its_names():
         assert forbidden.scan(text, rules), text
 
 
+def test_a_string_naming_the_checkers_stored_outputs_is_refused_at_every_stage(tmp_path):
+    """A learner's copy checks against projects/*/tests/expected/ (the public inputs'
+    outputs): a file that reads them there passes as a lookup table (a copy's reader,
+    2026-12-07: foundations stages 2 and 3, 6 of 6 each). Any copy's folder, any slash."""
+    for text in ("STORE = '/tmp/other/projects/foundations/tests/expected/replays.npz'\n",
+                 "p = r'C:\\course\\projects\\pallas-kernel\\tests\\expected'\n"):
+        for project, stages in forbidden.STAGES.items():
+            for stage in range(1, stages + 1):
+                found = forbidden.scan(text, forbidden.rules_for(project, stage))
+                assert {f.rule.kind for f in found} == {"checker-data"}, (text, project, stage)
+    path = tmp_path / "model.py"
+    path.write_text("DOC = 'the expected values'\nP = 'tests/expected/decisions.json'\n")
+    with pytest.raises(CheckFailed) as err:
+        forbidden.refuse(path, forbidden.rules_for(AUDIT, 4), 4)
+    assert "the checker's stored outputs" in str(err.value), err.value
+    assert "implementation" not in str(err.value), err.value
+    assert err.value.hint.startswith(forbidden.DATA_HINT), err.value.hint
+    assert not forbidden.scan("x = 'expected'\ny = 'tests'\n", forbidden.rules_for(AUDIT, 4))
+
+
 def test_instructor_code_is_refused_at_every_stage_of_every_project():
     text = "from coursekit.instructor.traces import build_forest\n"
     for project, stages in forbidden.STAGES.items():
@@ -282,6 +302,9 @@ def test_every_rule_names_something_that_exists():
     for project, rules in forbidden.RULES.items():
         for rule in rules:
             if rule.module == forbidden.SEALED_FILE:  # a string naming a program's file
+                continue
+            if rule.kind == "checker-data":  # a string naming the stored outputs' folder
+                assert list(forbidden._ROOT.glob("projects/*/tests/expected/*")), rule
                 continue
             if rule.kind == "checker":  # a checker's module: its file in this copy
                 assert forbidden.checker_modules()[rule.module], rule

@@ -152,6 +152,37 @@ def borrowed():
     return found
 
 
+def stored_outputs():
+    """Each of the checkers' stored-output files, by a path built at run time: opened,
+    loaded by numpy, and through a link of the learner's."""
+    import glob
+    import os
+    import tempfile
+
+    import numpy as np
+    found = {}
+    for path in sorted(glob.glob(CHECKERS + "/*/tests/" + "exp" + "ected/**/*", recursive=True)):
+        if not os.path.isfile(path):
+            continue
+        link = os.path.join(tempfile.mkdtemp(), "mine")
+        os.symlink(path, link)
+        for route, read in (("open", lambda p: open(p, "rb").read(1)),
+                            ("numpy", lambda p: np.load(p, allow_pickle=False)),
+                            ("link", lambda p: open(link, "rb").read(1))):
+            try:
+                read(path)
+                found[(os.path.basename(path), route)] = "reached"
+            except PermissionError as err:
+                found[(os.path.basename(path), route)] = type(err).__name__
+            except Exception as err:  # noqa: BLE001 - opened, then not a numpy file
+                found[(os.path.basename(path), route)] = f"reached ({type(err).__name__})"
+    return found
+
+
+def reads_a_stored_output():
+    return open(CHECKERS + "/foundations/tests/" + "exp" + "ected/replays.npz", "rb").read(4)
+
+
 def bare_loop_overhead():
     return importlib.import_module(NAME).bare_loop_overhead(_f, jnp.ones(4), iters=2)
 
@@ -200,6 +231,21 @@ def test_every_route_to_the_course_timer_ends_at_the_named_refusal(learner):
 def test_what_a_learner_copy_s_reader_borrowed_ends_at_the_named_refusal(learner):
     found = learner.module().borrowed()
     assert found == {name: "ReachRefused" for name in found}, found
+
+
+def test_no_stored_output_of_any_checker_is_read_by_the_learner_s_code(learner):
+    """A learner's copy checks against the stored outputs for its public inputs: read at
+    run time they would pass a check as a lookup table (a copy's reader, 2026-12-07:
+    foundations stages 2 and 3 by replays.npz, performance-audit stage 4 by
+    decisions.json). Every file of every project's tests/expected/, by every route."""
+    found = learner.module().stored_outputs()
+    assert len(found) >= 3 * 9, found
+    assert found == {k: "ReachRefused" for k in found}, found
+    with pytest.raises(LearnerCodeError) as caught:
+        learner.module().reads_a_stored_output()
+    assert caught.value.kind == FORBIDDEN, caught.value
+    assert "replays.npz" in str(caught.value), caught.value
+    assert "stored outputs" in str(caught.value), caught.value
 
 
 def test_a_timing_module_s_function_is_refused_by_its_own_name(learner):

@@ -126,9 +126,10 @@ class ReachRefused(PermissionError):
     ``PermissionError``: what reads a file and expects an open may fail (``linecache``)
     goes on."""
 
-    def __init__(self, qualified: str, why: str, route: str):
+    def __init__(self, qualified: str, why: str, route: str, hint: str | None = None):
         super().__init__(f"your code reached {qualified} while it ran ({route}): {why}")
         self.qualified, self.why, self.route = qualified, why, route
-        self.hint = ("write it yourself; a name built at run time reaches what an import "
-                     "by name would: the same rule refuses both. What the contract gives "
-                     "you (see coursekit/checking/forbidden.py, ALLOWED) stays allowed")
+        self.hint = hint or ("write it yourself; a name built at run time reaches what an "
+                             "import by name would: the same rule refuses both. What the "
+                             "contract gives you (see coursekit/checking/forbidden.py, "
+                             "ALLOWED) stays allowed")

@@ -75,6 +75,8 @@ WHY = {
                 "compute it for you",
     "checker": "the checker's own code (a file of a project's tests/ folder): it is there "
                "to check your answers, not to give them",
+    "checker-data": "the checker's stored outputs and inputs (a file of a project's tests/ "
+                    "folder): they are there to check your answers, not to give them",
     "exercise": "a course helper that computes what this notebook exercise asks: the "
                 "exercise is to compute it yourself",
     "compiler": "the compiler's own count of a program: this exercise is to count it by hand",
@@ -192,6 +194,27 @@ SEALED_ROUTE = (
     ("coursekit.checking.programs", "rebuild"),                    # a program from its text
     (SEALED_FILE, "*"),
 )
+# The checkers' stored outputs for the public inputs (projects/*/tests/expected/): a
+# learner's copy checks against them, so a file that reads them passes there as a lookup
+# table. A string naming that folder is refused here; a path built at run time is the
+# learner process's guard's (coursekit.checking.reach: no file of a checker's folder is
+# opened by the learner's code).
+CHECKER_DATA = "<a file of a checker's folder>"
+_CHECKER_DATA_PATH = re.compile(r"tests[/\\]+expected([/\\]|$)")
+
+
+DATA_HINT = ("compute it from the arguments your function is given: a file the checker "
+             "keeps is not one of them, and its figures are for the public inputs only "
+             "(graded inputs are others)")
+
+
+def names_checker_data(value) -> bool:
+    """Whether a string (or bytes) names the checkers' stored-output folder."""
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    return isinstance(value, str) and bool(_CHECKER_DATA_PATH.search(value.lower()))
+
+
 # What a string names when it names a sealed program: the suffix, a program's own name
 # (SEALED_FOLDERS' files), or a folder called sealed as a path part.
 SEALED_FOLDERS = ("projects/*/tests/sealed",)
@@ -205,6 +228,7 @@ def _everywhere(project: str) -> tuple[Rule, ...]:
                      (_INSTRUCTOR, "*", "instructor"),
                      *((m, "*", "learner-process") for m in remote_modules()),
                      *((m, "*", "checker") for m in checker_modules()),
+                     (CHECKER_DATA, "*", "checker-data"),
                      *((m, n, "sealed") for m, n in SEALED_ROUTE)))
 
 
@@ -498,6 +522,9 @@ def _hits(node: ast.AST, names: _Names, rules: tuple[Rule, ...]) -> list[tuple[s
     elif isinstance(node, ast.Constant) and names_sealed_file(node.value) \
             and id(node) not in names.docstrings:
         found += [(repr(node.value)[:80], r) for r in rules if r.matches(SEALED_FILE)]
+    elif isinstance(node, ast.Constant) and names_checker_data(node.value) \
+            and id(node) not in names.docstrings:
+        found += [(repr(node.value)[:80], r) for r in rules if r.matches(CHECKER_DATA)]
     elif isinstance(node, (ast.Attribute, ast.Subscript, ast.Call, ast.Name)):
         what = names.resolve(node)
         if what:
@@ -615,9 +642,14 @@ def refuse(path: str | Path, rules: tuple[Rule, ...], stage: int) -> None:
     why = "; ".join(f"{r.qualified}: {r.why}" for r in
                     sorted({f.rule for f in found}, key=lambda r: r.qualified))
     uses = "files use" if any(f.file for f in found) else "file uses"
+    yours = list(dict.fromkeys(map(str, found)))[:5]
+    if all(f.rule.kind == "checker-data" for f in found):
+        raise CheckFailed(
+            f"your {uses} the checker's stored outputs ({', '.join(names)})", yours=yours,
+            expected="your own code for it", hint=f"{DATA_HINT}; {why}")
     raise CheckFailed(
         f"your {uses} the course's own implementation of what stage {stage} asks you to "
-        f"write ({', '.join(names)})", yours=list(dict.fromkeys(map(str, found)))[:5],
+        f"write ({', '.join(names)})", yours=yours,
         expected="your own code for it",
         hint=f"write it yourself; {why}. What the contract gives you (see "
              "coursekit/checking/forbidden.py, ALLOWED) stays allowed")

@@ -15,8 +15,11 @@ file belongs to (``project_of``):
 * every course module a rule names whole (the instructor's code, every checker's
   ``remote_*`` modules, the sealed route's) is out of ``sys.modules`` and of its
   package's attributes;
-* no file of either kind, nor any checker's own module (``projects/*/tests/*.py`` of this
-  copy: ``pallas_harness``, ``sharded_reference``, ...; none is loaded here), is opened
+* no file of either kind, nor any file of a checker's folder (``projects/*/tests/``: its
+  modules, ``pallas_harness``, ``sharded_reference``, ..., none loaded here, and its stored
+  outputs and inputs, ``expected/replays.npz``, ``expected/decisions.json``, ...: keyed
+  by the checks' public inputs, a file read at run time would pass a check as a lookup
+  table), is opened
   (an audit hook; the file itself, by any link or path to it): a fresh copy from its path
   (``importlib.util.spec_from_file_location``, ``runpy``, ``importlib.reload``,
   ``exec(open(...).read())``, ``sys.path`` and an import) is refused with the same error.
@@ -51,7 +54,16 @@ import threading
 from pathlib import Path
 
 from coursekit.checking.errors import ReachRefused
-from coursekit.checking.forbidden import STAGES, Rule, checker_modules, rules_for
+from coursekit.checking.forbidden import (
+    CHECKER_DATA,
+    CHECKER_FOLDERS,
+    DATA_HINT,
+    STAGES,
+    Rule,
+    checker_modules,
+    rules_for,
+)
+from coursekit.facts import ROOT
 
 COURSE = "coursekit"
 
@@ -83,6 +95,8 @@ class _Guard:
         for rule in rules:
             if rule.kind == "checker":  # a checker's file: never loaded here, not opened
                 self._checker_files(rule)
+            elif rule.kind == "checker-data":  # the rest of the checkers' folders
+                self._checker_data(rule)
             elif rule.name == "*" and not rule.unless:
                 self.whole[rule.module] = rule
                 self._file_of(rule.module, rule, whole=True)
@@ -118,6 +132,19 @@ class _Guard:
                 except OSError:
                     continue
                 self.files[(info.st_dev, info.st_ino)] = rule
+
+    def _checker_data(self, rule: Rule) -> None:
+        """Every other file under the checkers' folders: what a check reads as its
+        reference in a learner's copy (stored outputs for the public inputs) and the
+        inputs it hands over (it hands your code a copy of its own, never the file)."""
+        for folder in CHECKER_FOLDERS:
+            for path in ROOT.glob(f"{folder}/**/*"):
+                try:
+                    info = path.stat()
+                except OSError:
+                    continue
+                if path.is_file():
+                    self.files.setdefault((info.st_dev, info.st_ino), rule)
 
     # -- where a rule's code lives ------------------------------------------------------
     def _file_of(self, name: str, rule: Rule, *, whole: bool) -> None:
@@ -219,7 +246,8 @@ class _Guard:
         rule = self._file_rule(args[0])
         if rule is not None:
             raise ReachRefused(rule.qualified, rule.why,
-                               f"its file read: {os.fsdecode(args[0])}")
+                               f"its file read: {os.fsdecode(args[0])}",
+                               hint=DATA_HINT if rule.kind == "checker-data" else None)
 
 
 def install(project: str | None) -> _Guard | None:
@@ -231,7 +259,8 @@ def install(project: str | None) -> _Guard | None:
     if not rules:
         return None
     itself = Rule(__name__, "*", 0, "learner-process")
-    guard = _Guard((*rules, itself))
+    data = Rule(CHECKER_DATA, "*", 0, "checker-data")
+    guard = _Guard((*rules, itself, data))
     guard.replace()
     guard.hide()
     sys.addaudithook(guard.audit)
