@@ -41,3 +41,11 @@ def test_the_stored_traces_tell_the_phases_apart():
             assert stored[name]["limiting"]["phase"] in stored[name]["breakdown"]["shares"]
     below = stored["hand-built.trace.json.gz"]["limiting"]["below"]
     assert max(below, key=lambda n: below[n][1]) != max(below, key=lambda n: below[n][0])
+
+
+def test_one_stored_case_fills_the_step_with_one_phase():
+    """Amdahl's ceiling at a share of exactly 1 is math.inf (the contract's words): a
+    blind writer's 1 / (1 - share) raised ZeroDivisionError and passed every check while
+    no case reached it (blind-b7-amdahl-ceiling-no-inf-case)."""
+    limiting = optim_expected.stored_answers()["full-step.trace.json.gz"]["limiting"]
+    assert limiting["share"] == 1.0 and limiting["amdahl_ceiling"] == math.inf, limiting

@@ -28,6 +28,8 @@ PUBLIC_SEED = 20261206
 CASES = [("hand-built.trace.json.gz", "hand-built trace", True),
          ("real.trace.json.gz", "real trace of train_slow", True),
          ("bare-phases.trace.json.gz", "hand-built trace whose phases hold no calls", True),
+         ("full-step.trace.json.gz",
+          "hand-built trace whose one phase fills every step (share 1)", True),
          ("no-step.trace.json.gz", "hand-built trace without a step event", False)]
 
 
@@ -65,6 +67,7 @@ def write() -> None:
         made = {"hand-built.trace.json.gz": stage1.synthetic_trace(ctx),
                 "real.trace.json.gz": stage1.checker_trace(ctx),
                 "bare-phases.trace.json.gz": stage1.bare_trace(ctx, steps=True),
+                "full-step.trace.json.gz": stage1.full_trace(ctx),
                 "no-step.trace.json.gz": stage1.bare_trace(ctx, steps=False)}
         for name, path in made.items():
             raw = Path(path).read_bytes()

@@ -29,6 +29,7 @@ from optim_harness import Versions, checker, close, odd
 
 from coursekit.checking import graded, spawn
 from coursekit.checking.device import learner_may_hold_accelerator
+from coursekit.checking.errors import CheckFailed, LearnerCodeError
 from coursekit.checking.frozen import copy_once
 from coursekit.checking.graded import instructor_module
 from coursekit.checking.learner import require_written
@@ -197,6 +198,28 @@ def bare_trace(ctx, *, steps: bool) -> Path:
     return path
 
 
+def full_trace(ctx) -> Path:
+    """Hand-built: one phase fills every step (share exactly 1, Amdahl's ceiling
+    ``math.inf``): two back-to-back events of it from the step's start to its end, whole
+    microseconds so their sum is the step's to the bit, each strictly shorter than the
+    step (no tie of spans for a parse to nest either way)."""
+    rng = ctx.rng("full")
+    events, t = [], 1000.0
+    phase = str(rng.choice(PHASES))
+    for step in range(int(rng.integers(2, 5))):
+        dur = float(rng.integers(200, 400))
+        first = float(rng.integers(50, int(dur) - 50))
+        events += [{"ph": "X", "pid": 1, "tid": 5, "ts": t, "dur": dur, "name": STEP,
+                    "args": {"step": str(step)}},
+                   {"ph": "X", "pid": 1, "tid": 5, "ts": t, "dur": first, "name": phase},
+                   {"ph": "X", "pid": 1, "tid": 5, "ts": t + first, "dur": dur - first,
+                    "name": phase}]
+        t += dur + float(rng.integers(10, 30))
+    path = ctx.subdir("full") / "full-step.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
 def expected_breakdown(path: Path) -> dict:
     """The checker's own breakdown of a trace: step_breakdown's answer, instructor-only
     (a learner's copy grades the checks that need it where the instructor grades)."""
@@ -356,9 +379,13 @@ def cases(ctx, limiting: bool = False):
     made = (("hand-built trace", lambda: synthetic_trace(ctx)),
             ("real trace of train_slow", lambda: checker_trace(ctx)),
             ("hand-built trace whose phases hold no calls", lambda: bare_trace(ctx, steps=True)),
+            (FULL_LABEL, lambda: full_trace(ctx)),
             ("hand-built trace without a step event", lambda: bare_trace(ctx, steps=False)))
-    for label, make in made[:3] if limiting else made:
+    for label, make in made[:4] if limiting else made:
         yield Case(label, make())
+
+
+FULL_LABEL = "hand-built trace whose one phase fills every step (share 1)"
 
 
 @checker.check(1)
@@ -429,9 +456,18 @@ def limiting_operation_named(impl, ctx):
         want = case.limiting()
         phase, share = want["phase"], want["share"]
         shares = case.breakdown()["shares"]
-        got = require_keys(impl.limiting_operation(str(path), STEP, PHASES),
-                           ("phase", "share", "evidence", "amdahl_ceiling"),
-                           "limiting_operation")
+        try:
+            got = require_keys(impl.limiting_operation(str(path), STEP, PHASES),
+                               ("phase", "share", "evidence", "amdahl_ceiling"),
+                               "limiting_operation")
+        except LearnerCodeError as err:
+            if err.kind == "not-implemented" or share < 1.0:
+                raise
+            raise CheckFailed(f"{label}: limiting_operation raised {err}",
+                              yours=err.exc_type or "an exception", expected="a result",
+                              hint=f"here {phase!r} holds the whole step (share 1): removing "
+                              "it leaves no time at all, a ceiling of math.inf (the "
+                              "contract says so), not a division by zero") from None
         fail_unless(got["phase"] == phase, f"{label}: another phase limits the step",
                     yours=got["phase"], expected=f"{phase} ({share:.1%} of the step)",
                     hint=f"yours holds {shares[got['phase']]:.1%} of the step"
