@@ -67,6 +67,7 @@ from optim_harness import (
     timing_config,
     tiny_config,
 )
+from optim_stage1_breakdown import compile_events
 
 from coursekit.checking import bridge
 from coursekit.checking.bridge import LearnerFunction
@@ -354,6 +355,25 @@ def fast_ops_per_call(impl, ctx, region: str) -> int:
     return ctx.once("fast-ops", make)
 
 
+def traced_call_in_use(before: dict, per_call: int) -> None:
+    """The before record's traced train_slow call is one call in use: a rate of its own,
+    so its update compiles inside the region as every call after the first does (the
+    checker counts ``per_call`` compiles a call). A traced call given a rate met before
+    (the first call's) is a cache hit and shows a step cheaper than any in use."""
+    events = traces.load_events(before["trace"])
+    regions = [e for e in events if e.get("ph") == "X" and "dur" in e
+               and e.get("name") == before["region"]]
+    found = compile_events(regions, events)
+    fail_unless(found > 0, f"the before record's traced train_slow call compiled nothing "
+                f"inside its {before['region']!r} region, where a call in use compiles its "
+                f"update for a new learning rate ({per_call} compile(s) a call, the "
+                "checker's count)", yours=f"{found} compile events in the region",
+                expected="one call's compiles, as in use",
+                hint="the traced call's learning rate was met by an earlier call (the "
+                "first call's?), so its update came from the cache: give the traced call "
+                "a rate of its own, as every call after the first")
+
+
 @checker.check(4)
 def records_valid_for_decide(impl, ctx):
     # the records already made first, then the costlier evidence (the synced train_fast's
@@ -404,6 +424,7 @@ def records_valid_for_decide(impl, ctx):
     warmup, iters = record_counts(ctx)
     warmed_compiles_counted(records["before"]["compiles_warmed"],
                             slow_compiles_per_call(ctx), warmup, iters, "")
+    traced_call_in_use(records["before"], slow_compiles_per_call(ctx))
     fail_unless(records["before"]["boundary"] == records["after"]["boundary"],
                 "before and after must time the same boundary",
                 yours=(records["before"]["boundary"], records["after"]["boundary"]))
