@@ -162,6 +162,10 @@ PLANTED = {
          "    x = jnp.where(cols < n_cols, x, 0.0)\n")]),
     "grid_floor_division": (2, ["grid_and_blockspec", "matches_references_float32"], [
         ("grid=(pl.cdiv(rows, block_rows),)", "grid=(rows // block_rows,)")]),
+    # blind-b7: a block no taller than the array, seen only with fewer rows than a block
+    "block_clipped_to_rows": (2, ["grid_and_blockspec"], [
+        ("pl.BlockSpec((block_rows, block_cols(cols))",
+         "pl.BlockSpec((min(block_rows, rows), block_cols(cols))")]),
     "block_rows_ignored": (2, ["grid_and_blockspec"], [
         ("pl.BlockSpec((block_rows, block_cols(cols))", "pl.BlockSpec((8, block_cols(cols))"),
         ("grid=(pl.cdiv(rows, block_rows),)", "grid=(pl.cdiv(rows, 8),)")]),
@@ -295,6 +299,7 @@ MASKING = "past the array's edge"
 # spelled out the mask and the grid), and a tolerance's failure never shows the bracket
 FIX_CODE = ["-jnp.inf", "-inf (the identity", "pl.cdiv(rows, block_rows)", "axis=1"]
 HINTS = {"kernel_row_sum_in_bfloat16": "the same values given as float32 come out within",
+         "block_clipped_to_rows": "yours is as tall as the array",
          "sweep_samples_from_one_start": "a timestamp, cumulative",
          "kernel_computes_in_bfloat16": "a step runs in bfloat16",
          "kernel_max_over_the_block": "each row's softmax is shifted by that row's own max",

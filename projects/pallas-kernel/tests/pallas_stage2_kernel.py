@@ -466,6 +466,30 @@ def grid_and_blockspec(impl, ctx):
                         "get row block i, and the whole row: column block 0 of every row")
         cross_check_sites(impl, x, block_rows, info)
     divisible_grid(impl, rng, block_rows, shape[1])
+    fewer_rows_than_a_block(impl, rng, block_rows, shape[1])
+
+
+def fewer_rows_than_a_block(impl, rng, block_rows: int, cols: int) -> None:
+    """Fewer rows than ``block_rows``: still one program, and its block still
+    ``block_rows`` rows (a partial block, the array's edge inside it), as the contract
+    fixes the block whatever the rows."""
+    shape = (int(rng.integers(1, block_rows)), cols)
+    info = learner_sites(impl, jnp.zeros(shape, jnp.float32), block_rows)
+    sites = info["sites"]
+    fail_unless(len(sites) == 1 and sites[0]["grid"] == [1],
+                f"wrong grid for {describe(shape, block_rows)}",
+                yours=tuple(sites[0]["grid"]) if len(sites) == 1 else f"{len(sites)} calls",
+                expected=(1,), hint="fewer rows than one block: one program")
+    want_block = [block_rows, block_width(cols)]
+    for k, block in enumerate(sites[0]["block_shapes"]):
+        fail_unless(block == want_block, f"block shape {k} of the pallas_call for "
+                    f"{describe(shape, block_rows)}", yours=tuple(block),
+                    expected=tuple(want_block),
+                    hint=(f"yours is as tall as the array ({shape[0]} rows): the block is "
+                          f"block_rows rows whatever the rows, the array's edge inside "
+                          "the one partial block, as in the last block of a ragged shape")
+                    if block[:1] == [shape[0]] else "input and output blocks alike: "
+                    "block_rows rows by the block width block_cols gives")
 
 
 def divisible_grid(impl, rng, block_rows: int, cols: int) -> None:
