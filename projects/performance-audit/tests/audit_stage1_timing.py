@@ -885,6 +885,25 @@ def comparable_refuses_exactly_what_differs(impl, ctx):
                     "a measurement whose output check failed was accepted as comparable",
                     yours=reasons, expected="a reason naming output_ok",
                     hint="a wrong output is never comparable: refuse output_ok False")
+    # both failed: equal, and still refused; a checked result beside an unchecked one:
+    # neither failed, accepted (blind-b7: output_ok compared as one more field)
+    reasons = comparable(failed, copy.deepcopy(failed))
+    fail_unless(isinstance(reasons, list) and len(reasons) > 0,
+                "two measurements whose output checks both failed were accepted as "
+                "comparable", yours=reasons, expected="a reason naming output_ok",
+                hint="each has output_ok False: each is unfit to compare whatever the other "
+                "holds, so two alike are refused too (output_ok is not a field that must "
+                "merely match)")
+    for ours, theirs in ((None, True), (True, None)):
+        pair = [copy.deepcopy(m), copy.deepcopy(m)]
+        pair[0]["output_ok"], pair[1]["output_ok"] = ours, theirs
+        reasons = comparable(*pair)
+        fail_unless(isinstance(reasons, list) and reasons == [],
+                    f"a measurement with output_ok {ours} beside one with {theirs} was "
+                    "refused", yours=reasons, expected=[],
+                    hint="neither output check failed (None: none was asked for): only "
+                    "output_ok False refuses; it says whether a check failed, not how the "
+                    "measurement was made, so it is no field that must match")
 
 
 def every_argument_recorded(impl, ctx, comparable) -> None:
