@@ -118,6 +118,18 @@ def to_host(leaf):
     return np.asarray(leaf)
 
 
+
+def kind_of(value) -> str:
+    """What on_step was given, by kind: "int" (any integer but a bool), "float" (a Python
+    float or a subclass), else the type's qualified name (a device array, a string)."""
+    import numbers
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    return f"{type(value).__module__}.{type(value).__qualname__}"
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -170,6 +182,8 @@ def main(argv=None) -> int:
         config = json.loads(args.config)
 
         def on_step(step, loss):
+            if report["first_step"] is None:  # what it was given, before any conversion
+                report["on_step_types"] = [kind_of(step), kind_of(loss)]
             step, loss = int(step), float(loss)
             if report["first_step"] is None:
                 report["first_step"] = step

@@ -424,6 +424,13 @@ def steps_reported(report: dict, steps: int) -> None:
     """``on_step`` was given 1, 2, ..., ``steps``: the new state's step after each step.
     A run whose every number is off by the same amount is named so (the step before the
     one just taken, a loop index from 0)."""
+    kinds = report.get("on_step_types")
+    fail_unless(kinds in (None, ["int", "float"]), "on_step was not given the step as an "
+                "int and the loss as a float", yours=kinds, expected=["int", "float"],
+                hint=(f"the loss was handed over as {kinds[1]}, not a float: the contract "
+                      "gives on_step a number the caller can log or write as JSON")
+                if isinstance(kinds, list) and kinds[1:] != ["float"] else
+                "on_step(step, loss) with the new step as an int")
     got, want = report["steps"], list(range(1, steps + 1))
     if got == want:
         return
