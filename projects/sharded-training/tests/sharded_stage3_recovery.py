@@ -357,12 +357,31 @@ def later_run_apart(impl, first: dict, config: dict, params: list) -> str:
                 "on make_data of the config it is given")
     ref, _, _ = reference_run(impl, first)
     if not close_params(params[0], ref):
-        return ("the first call's run is wrong already (uninterrupted_run_trains names "
-                "how): batches from batch_at(data, config, data_pos), noise from the "
-                "state's key, one update per step")
+        return "the first call's run is wrong already: " + run_apart_hint(
+            impl, first, None, params[0])
     return ("the first call trained its config's run and this one did not: something "
             "the first call made was used again in this call; each call builds its run "
             "from the config it is given")
+
+
+RUN_HINT = ("batches from batch_at(data, config, data_pos), noise from the state's key, "
+            "one update per step")
+
+
+def run_apart_hint(impl, config: dict, losses: list | None, params: dict | None) -> str:
+    """What a run that ended apart from its config's shows, where a reference run of a
+    variant ends where it did (computed only then): the same run without the input
+    noise (blind-b7: train built its step without config['noise'])."""
+    if float(config.get("noise") or 0.0) == 0.0:
+        return RUN_HINT
+    quiet_params, quiet_losses, _ = reference_run(impl, dict(config, noise=0.0))
+    quiet = close_params(params, quiet_params) if params is not None else \
+        np.allclose(losses, quiet_losses, rtol=RTOL, atol=ATOL)
+    if quiet:
+        return (f"your run ends where the same run without input noise ends (noise 0 "
+                f"where the config asks {config['noise']:.4g}): the config's noise never "
+                "reached the step train takes")
+    return RUN_HINT
 
 
 def close_params(yours: dict, ref: dict) -> bool:
@@ -384,8 +403,7 @@ def uninterrupted_run_trains(impl, ctx):
     fail_unless(np.allclose(report["losses"], ref_losses, rtol=RTOL, atol=ATOL),
                 f"the losses of the run differ from {what}",
                 yours=np.array(report["losses"]), expected=np.array(ref_losses),
-                hint="batches from batch_at(data, config, data_pos), noise from the "
-                "state's key, one update per step")
+                hint=run_apart_hint(impl, config, report["losses"], None))
     final = report["final"]
     compare_trees({k: v for k, v in final.items() if k.startswith("['params']")},
                   {f"['params']{k}": v for k, v in ref_params.items()},

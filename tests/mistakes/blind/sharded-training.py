@@ -634,3 +634,44 @@ JUSTIFIED["blind-b6-expected-loss-default-atol"] = (
     "design for the reason given there. Two blind writers read the README's old 'at losses "
     "of any size' as a promise the check does not keep (it judges losses from 2^-8 to "
     "2^10); the README now says what is judged, and that the default atol may stay.")
+
+# Blind batch b7 (2026-12-07): written from a learner's copy and the solutions only,
+# told the earlier batches' mistakes so as not to repeat them.
+MISTAKES += [
+    {"stage": 1, "id": 'blind-b7-describe-pieces-by-position',
+     "misunderstood": 'The learner keyed each piece by its position in addressable_shards (enumerate) believing it is the device number; the contract keys pieces by device id, so an array on device 3 (or any mesh not starting at device 0) is reported on the wrong devices.',
+     "named_by": ['pieces keyed by device id', 'shard.device.id', 'position is not the device'],
+     "edits": [('        for shard in leaf.addressable_shards:\n            pieces[shard.device.id] = [list(sl.indices(dim)[:2])\n',
+                '        for i, shard in enumerate(leaf.addressable_shards):\n            pieces[i] = [list(sl.indices(dim)[:2])\n')]},
+    {"stage": 1, "id": 'blind-b7-step-subtracts-optax-updates',
+     "misunderstood": "The learner subtracted optax's updates from the params like a gradient step, not knowing optax.sgd's updates already carry the minus sign (-lr * ...) and apply_updates adds them; subtracting them climbs the loss.",
+     "named_by": ['optax.apply_updates', 'updates already negated', 'params + updates'],
+     "edits": [('        return {"params": optax.apply_updates(state["params"], updates),',
+                '        return {"params": jax.tree.map(lambda p, u: p - u, state["params"], updates),')]},
+    {"stage": 2, "id": 'blind-b7-grads-mask-zeroes-inputs',
+     "misunderstood": "The learner applied the mask by zeroing the padded rows' inputs, believing a zero row adds nothing to the loss sum; a zero input still has a cross-entropy (from the biases) and a gradient, so the padded rows count whenever the batch has any.",
+     "named_by": ['mask the per-example losses', 'zero input is not zero loss', 'padded rows in the sum'],
+     "edits": [('        loss_sum, g = jax.value_and_grad(classifier.loss_sum)(p, x, y, m)',
+                '        loss_sum, g = jax.value_and_grad(classifier.loss_sum)(p, x * m[:, None], y)')]},
+    {"stage": 3, "id": 'blind-b7-train-noise-dropped',
+     "misunderstood": "The learner built the training step with make_train_step's default noise (0.0), believing the input noise was a stage-1 test feature; the run is the one with config['noise'], so every step's rows and the final parameters differ from the replay.",
+     "named_by": ["config['noise']", 'make_train_step(optimizer, noise)', 'default argument instead of the config'],
+     "edits": [('    step_fn = make_train_step(make_optimizer(config), config["noise"])',
+                '    step_fn = make_train_step(make_optimizer(config))')]},
+    {"stage": 3, "id": 'blind-b7-train-on-step-loss-array',
+     "misunderstood": 'To avoid a host sync per step the learner passed on_step the loss as the device array the step returned; the contract calls on_step with the loss as a float (a 0-d jax.Array is not a float and is not JSON data).',
+     "named_by": ['on_step(step, float(loss))', 'loss as a Python float', 'device array passed to a callback'],
+     "edits": [('                on_step(step, float(loss))',
+                '                on_step(step, loss)')]},
+    {"stage": 4, "id": 'blind-b7-profile-step-trace-annotation',
+     "misunderstood": "The learner used jax.profiler.StepTraceAnnotation with step_num, believing it is the annotation for training steps; it records the index as 'step_num', not as the region's 'step' argument the contract numbers the traced occurrences by.",
+     "named_by": ['TraceAnnotation(region, step=i)', "the region's step argument", 'StepTraceAnnotation step_num'],
+     "edits": [('                    with jax.profiler.TraceAnnotation(region, step=i):',
+                '                    with jax.profiler.StepTraceAnnotation(region, step_num=i):')]},
+]
+
+JUSTIFIED["blind-b7-profile-step-trace-annotation"] = (
+    "Not wrong by what a learner reads: the README asks for the annotated region 'numbered "
+    "by its step (0, 1, ...)', and jax.profiler.StepTraceAnnotation(region, step_num=i) "
+    "numbers it so, as jax's own step annotation (XProf's step view reads step_num). The "
+    "checker reads either argument (sharded_trace.region_steps) and the numbers are right.")
