@@ -339,10 +339,32 @@ def step_hint(state, config: dict, n_steps: int) -> str:
     return STEP_HINT
 
 
+def against_the_gradient_hint(params: dict, want: dict, config: dict) -> str | None:
+    """Where the params moved from the initial ones nearly opposite to the replay's move
+    (cosine below -0.9 over every param): the update went up the gradient (blind-b7:
+    optax's updates subtracted, where they are already the change to add). The initial
+    params are computed here from the config's seed, so in a learner's copy too."""
+    init = flat(ref_state(config)["params"])
+    if sorted(init) != sorted(params) or sorted(init) != sorted(want):
+        return None
+    yours = np.concatenate([np.ravel(params[k] - init[k]) for k in sorted(init)])
+    theirs = np.concatenate([np.ravel(want[k] - init[k]) for k in sorted(init)])
+    norms = float(np.linalg.norm(yours) * np.linalg.norm(theirs))
+    cosine = float(yours @ theirs) / norms if norms else 0.0
+    if cosine < -0.9:
+        return (f"your params moved from the initial ones nearly opposite to the replay's "
+                f"move (cosine {cosine:.2f} over every param): each update went up the "
+                "gradient, not down (the optimizer's updates are the change to add)")
+    return None
+
+
 def matches(state, losses: list, want: dict, n_steps: int, what: str,
             config: dict) -> None:
     """The learner's losses and final state against ``want`` (losses, params, key)."""
     hint = step_hint(state, config, n_steps)
+    if hint == STEP_HINT:
+        hint = against_the_gradient_hint(hosts(state.field("params")), want["params"],
+                                         config) or hint
     fail_unless(np.allclose(losses, want["losses"], rtol=RTOL, atol=ATOL),
                 f"losses over {n_steps} steps differ from {what}",
                 yours=np.array(losses), expected=np.array(want["losses"]), hint=hint)
