@@ -869,6 +869,9 @@ def stops_hint(stops, want: dict) -> str:
     at = [shape for shape, _ in shapes].index(stops) if stops in [s for s, _ in shapes] \
         else None
     later = [shape for shape, helps in shapes[at + 1:] if helps] if at is not None else []
+    if stops is None and shapes and not any(helps for _, helps in shapes):
+        return (f"the kernel helps at no shape here, so it has stopped helping from the "
+                f"first ({shapes[0][0]}); None says it still helps at the largest")
     if stops == first_not and later:
         return (f"yours is the first shape where the kernel does not help ({stops}), but it "
                 f"helps again after it (at {later[-1]}): it stops helping only after the "
