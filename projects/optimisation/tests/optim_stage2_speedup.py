@@ -197,8 +197,25 @@ def compare_outputs(got, want, label: str, what_else: str = "",
             f"(worst element {err:.3g}x the allowed error"
             + (f"; {condition}" if condition else "") + f"){what_else}",
             yours=g, expected=w,
-            hint=f"rtol {slow_step.RTOL:g}, atol {slow_step.ATOL:g} (float32 reordering "
+            hint=(where_losses_part(g, w) if name == "losses" and finite else "")
+            + f"rtol {slow_step.RTOL:g}, atol {slow_step.ATOL:g} (float32 reordering "
             "stays 100x inside; bfloat16 moves losses by about 1e-3)")
+
+
+def where_losses_part(g: np.ndarray, w: np.ndarray) -> str:
+    """Which step's loss is the first off: the first (the initial params' loss, before
+    any update) points at the loss itself, a later one at the update."""
+    g, w = np.ravel(g), np.ravel(w)
+    off = [i for i in range(w.size) if excess(g[i:i + 1], w[i:i + 1]) > 1.0]
+    if not off:
+        return ""
+    if off[0] == 0:
+        return (f"the first loss, of the initial params before any update, is already off "
+                f"(yours {g[0]:.6g}, train_slow's {w[0]:.6g}): the loss itself computes "
+                "something other than train_slow's, not the update. ")
+    return (f"the first {off[0]} loss(es) agree and step {off[0]}'s is the first off "
+            f"(yours {g[off[0]]:.6g}, train_slow's {w[off[0]]:.6g}): the loss is right, "
+            "the update after it is not. ")
 
 
 @checker.check(2)
