@@ -125,6 +125,11 @@ def train_diagnoses(key, case: dict, yours: np.ndarray) -> list:
                 {"ceil_epoch": True}),
         replays(f"your training made {steps - 1} updates for steps={steps}: one short",
                 steps=steps - 1),
+        *([replays(f"your training made {whole} updates for steps={steps}: the steps rounded "
+                   f"up to whole epochs of n // batch = {n // batch}; a run of steps={steps} "
+                   "stops after that many updates, mid-epoch if it falls there",
+                   steps=whole)]
+          if (whole := -(-steps // (n // batch)) * (n // batch)) != steps else []),
         replays(f"your update is lr / batch (lr={lr:.4g}, batch={batch}) times the gradient: "
                 "the loss is already a mean over the batch's rows", lr=lr / batch),
         replays("your training saw x rounded to bfloat16: the replay on x rounded to "
@@ -136,7 +141,8 @@ def train_diagnoses(key, case: dict, yours: np.ndarray) -> list:
 def train_evidence(yours: dict, ref: dict, case: dict) -> str:
     return (largest_differences(yours, ref, train_inputs(case)) +
             "No slip the checker replays (one order for every epoch, ceil(n / batch) steps "
-            "an epoch, a step short, lr / batch, x in bfloat16) gives yours: compare your key "
+            "an epoch, a step short, the steps rounded up to whole epochs, lr / batch, x in "
+            "bfloat16) gives yours: compare your key "
             "splits, each epoch's order and its consecutive slices, and the update with the "
             "docstring, step by step")
 
