@@ -1090,6 +1090,10 @@ def roofs_case(r: dict, args: list, want: dict, factor: float) -> None:
                       f"of exactly a level's size fits that level: yours is "
                       f"{r['memory_level']} (sizes {dict(smaller)})")
                 if exact and r["memory_level"] != exact[0]
+                else (f"{working_set} bytes fit {', '.join(fits)}: yours is {fits[-1]}, the "
+                      f"largest level it fits, where it lives in the smallest, {fits[0]} "
+                      f"(sizes {dict(smaller)})")
+                if len(fits) > 1 and r["memory_level"] == fits[-1]
                 else f"{working_set} bytes fit {', '.join(fits)} (sizes {dict(smaller)})"
                 if fits else f"{working_set} bytes fit no cache (the largest holds "
                 f"{smaller[-1][1]})")
