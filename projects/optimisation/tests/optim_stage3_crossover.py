@@ -634,7 +634,15 @@ def replay_hint(yours, lines: dict, threshold: float) -> str:
         return ("yours is None, yet the model through your own medians falls to the "
                 "threshold")
     if not falls:
-        return "yours is a batch, yet the model through your own medians never falls to it"
+        (base_s, per_s), (base_f, per_f) = lines["slow"], lines["fast"]
+        limit = per_s / per_f if per_f else math.inf
+        denominator = threshold * per_f - per_s
+        crossing = (base_s - threshold * base_f) / denominator if denominator else None
+        where = (f"; the modelled gain equals it only at batch {crossing:.4g}, a negative "
+                 "batch, which is none" if crossing is not None and crossing < 0 else "")
+        return (f"yours is a batch, yet the model through your own medians never falls to "
+                f"{threshold:.6g}: as the batch grows its gain tends to {limit:.4g}, above "
+                f"it{where}")
     if yours < 1:
         return "yours is below 1, the smallest batch"
     gain = model.modelled_gain(lines, yours)
