@@ -114,9 +114,20 @@ HINTS = {
 }
 
 
+def padded_rows_counted(params, batch) -> np.ndarray:
+    """The gradient where the mask zeroed the padded rows' inputs instead of leaving
+    their loss out (each padded row then adds the loss of the bias alone), over the
+    valid rows' count."""
+    x, y, m = (jnp.asarray(batch[k]) for k in ("x", "y", "mask"))
+    valid = float(np.sum(batch["mask"]))
+    g = jax.grad(lambda p: classifier.loss_sum(p, x * m[:, None].astype(x.dtype), y,
+                                               jnp.ones_like(m)) / valid)(params)
+    return vec(g)
+
+
 def diagnose(got: np.ndarray, ref: np.ndarray, mom: np.ndarray | None, parts=None,
              replay_unequal=None, loss_scale: float | None = None,
-             counts=(1, 2)) -> str:
+             counts=(1, 2), padded=None) -> str:
     """The hint for ``got`` against the true gradient ``ref`` and the mean of per-shard
     means ``mom`` (None when a shard is empty). ``parts()`` gives shard_parts;
     ``replay_unequal()`` gives (got, ref, mom) of the learner on unequal counts, for the
@@ -147,6 +158,11 @@ def diagnose(got: np.ndarray, ref: np.ndarray, mom: np.ndarray | None, parts=Non
     for shard, (s, m) in enumerate(parts() if parts is not None else ()):
         if close(got, s) or (m is not None and close(got, m)):
             return HINTS["one_shard"].format(shard=shard)
+    if padded is not None and close(got, padded()):
+        return ("yours is the gradient with the padded rows' inputs zeroed and their loss "
+                "still in the sum: a zeroed row still has a loss (its logits come from the "
+                "biases alone), so it still pulls the parameters; the mask must leave the "
+                "padded rows out of the loss itself")
     ratio = np.linalg.norm(got) / max(np.linalg.norm(ref), 1e-30)
     return (f"norm ratio yours/expected = {ratio:.3g}; compare with one device's gradient "
             "over the valid rows")
@@ -209,7 +225,9 @@ def check_global_grads(impl, ctx, salt: str, counts, what: str) -> None:
             loss_scale = None
         hint = diagnose(got, want, mom, parts=lambda: shard_parts(params, batch),
                         replay_unequal=replay_unequal if len(set(counts)) == 1 else None,
-                        loss_scale=loss_scale, counts=counts)
+                        loss_scale=loss_scale, counts=counts,
+                        padded=(lambda: padded_rows_counted(params, batch))
+                        if np.sum(batch["mask"]) else None)
         raise CheckFailed(f"{what}: gradients differ from one device's over the valid rows "
                           f"(valid rows per shard {list(counts)})", yours=got,
                           expected=want, hint=hint)
