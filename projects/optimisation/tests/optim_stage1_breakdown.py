@@ -444,6 +444,12 @@ def evidence_hint(ev: dict, below: dict, want: str) -> str:
                 f"({below[most_calls][0]}); others below it hold more time")
     if ev.get("event") in below:
         count, us = below[ev["event"]]
+        yours = ev.get("count")
+        if isinstance(yours, int) and not isinstance(yours, bool) and yours > count:
+            return (f"yours counts {yours} {ev['event']!r} events where the phase's events "
+                    f"of the steps hold {count} ({us:.6g} us): the {yours - count} more sit "
+                    "below phase-named events that are no phase of a step (outside every "
+                    "step, nested deeper, or on another thread)")
         return (f"yours names {ev['event']!r}, which the checker finds {count} times for "
                 f"{us:.6g} us below the phase")
     return f"yours names {ev.get('event')!r}, no direct child of the phase's events"
