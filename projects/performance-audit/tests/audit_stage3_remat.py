@@ -174,10 +174,14 @@ def residual_hint(counts: dict, yours) -> str:
             ("with_arguments", "yours is every leaf the pullback holds, the arguments "
              "(the parameters and inputs, params and x) included: they are kept anyway, "
              "so they are no residuals"),
+            ("shape_of_an_argument", "yours leaves out every saved value shaped like "
+             "an argument: a residual may have a parameter's or the input's shape (an "
+             "activation as wide as x) and is still a residual; only the arguments "
+             "themselves are kept anyway"),
             ("elements", "yours is the residuals' element count, where bytes are asked"),
             ("four_bytes", "yours counts 4 bytes an element, whatever the dtype: this model "
              "holds bfloat16")):
-        if counts[key] != want and yours == counts[key]:
+        if key in counts and counts[key] != want and yours == counts[key]:
             return f"{hint} ({counts[key]} bytes against {want})"
     return f"yours is {yours - want:+.0f} bytes off the checker's count of the residuals"
 
