@@ -859,7 +859,7 @@ def stub_bracket(impl, ctx, earlier: dict, config: dict) -> None:
     rng = ctx.rng("stub-bracket")
     small, large = (odd(rng, *COPY_STUB_SIZES[0]), odd(rng, *COPY_STUB_SIZES[1]))
     threshold = float(rng.uniform(*COPY_STUB_THRESHOLDS))
-    for k, t in enumerate((UNREACHED, threshold)):
+    for k, t in enumerate((UNREACHED, threshold, NEVER_FALLS_TO)):
         answer = bridge.inspect(
             impl, "optimisation/stubbed_calls", LearnerFunction("predict_crossover"),
             [config, small, large, t, ctx.seed + 9 + k],
@@ -877,8 +877,21 @@ def stub_bracket(impl, ctx, earlier: dict, config: dict) -> None:
                         hint="the modelled gain is below this threshold at every batch of "
                         "at least 1, so the crossover is the smallest batch")
             continue
+        if t == NEVER_FALLS_TO:
+            # the stubs' gain never falls below their per-example ratio (1.5x), far above
+            # this threshold: lines through medians the stubs set never reach it
+            limit = MODEL_PER_EXAMPLE_S[0] / MODEL_PER_EXAMPLE_S[1]
+            fail_unless(got["crossover"] is None,
+                        f"threshold {t:g}, with the versions replaced by the checker's "
+                        "stubs: your crossover is a batch, yet the stubs' gain never falls "
+                        f"below {limit:.3g}x", yours=got["crossover"], expected=None,
+                        hint=f"as the batch grows the stubs' gain tends to {limit:.3g}x, their "
+                        "costs per example's ratio, so it never falls to "
+                        f"{t:g}: the answer is None (a batch there rests on a line crossing at "
+                        "a negative batch, which is none)")
+            continue
         if got["crossover"] is None:
-            return  # lines through noisy medians may not meet: the grader decides it exactly
+            continue  # lines through noisy medians may not meet: the grader decides it exactly
         gain = stub_gain(max(got["crossover"], 1.0))
         fail_unless(threshold / STUB_GAIN_SLACK <= gain <= threshold * STUB_GAIN_SLACK,
                     f"threshold {threshold:.3g}, with the versions replaced by the checker's "
