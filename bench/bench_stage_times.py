@@ -49,11 +49,12 @@ def bare_jax_start(repeats: int = 3) -> float:
     return statistics.median(times)
 
 
-def timed_stages(project: str, impl: Path, load: str) -> dict[int, tuple[str, float]]:
-    """stage -> (verdict, seconds), every stage of ``project`` on ``impl`` under ``load``."""
+def timed_stages(project: str, impl: Path, load: str) -> dict[int, tuple[str, float, str]]:
+    """stage -> (verdict, seconds, the non-passing lines), every stage of ``project`` on
+    ``impl`` under ``load``."""
     background = load_processes(load) if load == "heavy" else []
     try:
-        return {stage: run_once(project, stage, SEED, impl)[:2]
+        return {stage: run_once(project, stage, SEED, impl)
                 for stage in stages_of(project)}
     finally:
         for proc in background:
@@ -91,10 +92,11 @@ def main(argv: list[str] | None = None) -> int:
                    "starter": {"verdict": starter[stage][0], "s": starter[stage][1],
                                "bare_jax_factor": starter[stage][1] / bare}}
             for load in loads:
-                verdict, seconds = ref[load][stage]
-                row[load] = {"verdict": verdict, "s": seconds}
-                if verdict == "fail":
-                    missed.append(f"{project} stage {stage}: the reference FAILED ({load})")
+                verdict, seconds, lines = ref[load][stage]
+                row[load] = {"verdict": verdict, "s": seconds, "lines": lines}
+                if verdict == "fail":  # what failed, so a run that cannot be repeated says
+                    missed.append(f"{project} stage {stage}: the reference FAILED ({load}): "
+                                  f"{lines or 'no FAIL line (a crash or a timeout)'}")
             if "idle" in row and row["idle"]["s"] > STAGE_BUDGET_S:
                 missed.append(f"{project} stage {stage}: {row['idle']['s']:.0f} s idle, "
                               f"budget {STAGE_BUDGET_S:.0f} s")
