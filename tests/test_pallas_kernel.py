@@ -569,11 +569,12 @@ def test_no_check_needs_instructor_code():
         assert "instructor_module(" not in text and "coursekit.instructor" not in text, path
 
 
-# A learner copy's reader returned the stored bar of each length (issue 50, item A1).
+# A learner copy's reader returned the stored bar of each length (issue 50, item A1): the
+# file named in the source, and (the second reader, 2026-12-07) a path built at run time.
 BAR_LOOKUP = """
 import json
 import jax.numpy as jnp
-BARS = {bars!r}
+BARS = {bars}
 
 def tolerance(dtype, n_cols):
     with open(BARS) as f:
@@ -583,25 +584,33 @@ def tolerance(dtype, n_cols):
 """
 
 
-def test_stored_bars_are_no_answer_where_the_instructor_grades(tmp_path):
-    """A ``tolerance`` that returns the stored bars passes a learner's copy (public row
-    lengths, by design) and fails where the instructor grades, at any seed: there the
-    check adds row lengths the copy stores no bar for; the reference passes there. The
-    four runs share one checker process (tests/planted_batch.py; four check.py runs paid
-    four checker starts), each file in a learner process of its own."""
+def test_stored_bars_are_no_answer_at_any_seed(tmp_path):
+    """A ``tolerance`` that returns the stored bars fails, naming the checker's stored
+    outputs: the scan refuses the file named in its source, the learner process's guard
+    refuses opening it by a path built at run time; the reference passes at the same
+    seeds. The four runs share one checker process (tests/planted_batch.py), each file in
+    a learner process of its own."""
     from coursekit.facts import ROOT
     bars = ROOT / "projects" / PROJECT / "tests" / "expected" / "tolerance_bars.json"
-    lookup = tmp_path / "lookup.py"
-    lookup.write_text(BAR_LOOKUP.format(bars=str(bars)))
+    named, built = tmp_path / "named.py", tmp_path / "built.py"
+    named.write_text(BAR_LOOKUP.format(bars=repr(str(bars))))
+    built.write_text(BAR_LOOKUP.format(bars=f"{str(bars.parent.parent)!r} + '/exp' + "
+                                            "'ected/tolerance_bars.json'"))
     check = "tolerance_from_dtype_and_length"
-    runs = {f"{name}-{seed}": Planted(1, [], only=[check], seed=seed, impl=impl)
-            for seed in (3, 11) for name, impl in (("lookup", lookup),
-                                                    ("solution", solution(PROJECT)))}
+    runs = {"named-3": Planted(1, [], only=[check], seed=3, impl=named),
+            "built-11": Planted(1, [], only=[check], seed=11, impl=built),
+            **{f"solution-{seed}": Planted(1, [], only=[check], seed=seed,
+                                           impl=solution(PROJECT)) for seed in (3, 11)}}
     found = PlantedBatch(PROJECT, runs).run(tmp_path)
-    for seed in (3, 11):
-        got = found[f"lookup-{seed}"]
+    # the scan's refusal is a failed check; the guard's is an error the learner's code
+    # raised (a PermissionError at its open), named as such
+    for name, seed, status, said in (
+            ("named", 3, "fail", "your file uses the checker's stored outputs"),
+            ("built", 11, "error", "its file read:")):
+        got = found[f"{name}-{seed}"]
         assert got["json"]["seed"] == seed, got["json"]["seed"]
-        assert got["status"] == {check: "error"}, got["stdout"][-1500:]  # its KeyError
-        assert "KeyError" in got["stdout"], got["stdout"][-1500:]
+        assert got["status"] == {check: status}, got["stdout"][-1500:]
+        assert said in got["stdout"] and "tolerance_bars.json" in got["stdout"], \
+            got["stdout"][-1500:]
         right = found[f"solution-{seed}"]
         assert right["status"] == {check: "pass"}, right["stdout"][-1500:]

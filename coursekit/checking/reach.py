@@ -26,7 +26,9 @@ file belongs to (``project_of``):
 
 The checker's own code that needs them in this process (the inspectors and workloads a
 check names) runs them inside ``course_turn()``: the learner process's main thread, while
-it serves that request. A thread the learner's code started is refused even then.
+it serves that request. A thread the learner's code started is refused even then, and so
+is any opening of the checkers' stored outputs (no course code here reads them, and a
+learner function an inspector calls runs inside the turn).
 
 The rules of every stage of the project hold at every stage: one learner process serves
 every stage of a run, and a name used where a later stage forbids it would be kept for
@@ -58,6 +60,7 @@ from coursekit.checking.forbidden import (
     CHECKER_DATA,
     CHECKER_FOLDERS,
     DATA_HINT,
+    SEALED_FOLDERS,
     STAGES,
     Rule,
     checker_modules,
@@ -137,8 +140,11 @@ class _Guard:
         """Every other file under the checkers' folders: what a check reads as its
         reference in a learner's copy (stored outputs for the public inputs) and the
         inputs it hands over (it hands your code a copy of its own, never the file)."""
+        sealed = {p.resolve() for folder in SEALED_FOLDERS for p in ROOT.glob(folder)}
         for folder in CHECKER_FOLDERS:
             for path in ROOT.glob(f"{folder}/**/*"):
+                if sealed & set(path.resolve().parents):
+                    continue  # the sealed programs: the sealed route's rules name them
                 try:
                     info = path.stat()
                 except OSError:
@@ -241,10 +247,12 @@ class _Guard:
                     space[key] = found[1]
 
     def audit(self, event: str, args) -> None:
-        if event != "open" or not args or self.in_turn():
+        if event != "open" or not args:
             return
         rule = self._file_rule(args[0])
-        if rule is not None:
+        # the stored outputs even in the course's turn: no course code in this process
+        # reads them, and a learner function an inspector calls runs in that turn
+        if rule is not None and (rule.kind == "checker-data" or not self.in_turn()):
             raise ReachRefused(rule.qualified, rule.why,
                                f"its file read: {os.fsdecode(args[0])}",
                                hint=DATA_HINT if rule.kind == "checker-data" else None)
