@@ -179,6 +179,22 @@ def stored_outputs():
     return found
 
 
+def _reads_a_checker_file(x):  # what an inspector calls runs in the course's turn
+    open(CHECKERS + "/performance-audit/tests/" + "check.py", "rb").read(4)
+    return x * 2
+
+
+def _reads_a_stored_output(x):
+    open(CHECKERS + "/pallas-kernel/tests/" + "exp" + "ected/tolerance_bars.json").read(4)
+    return x * 2
+
+
+def retimes_a_stored_output():
+    """Its mtime moved, the file would no longer be the one the guard kept."""
+    import os
+    os.utime(CHECKERS + "/foundations/tests/" + "exp" + "ected/replays.npz", (0, 0))
+
+
 def reads_a_stored_output():
     return open(CHECKERS + "/foundations/tests/" + "exp" + "ected/replays.npz", "rb").read(4)
 
@@ -246,6 +262,42 @@ def test_no_stored_output_of_any_checker_is_read_by_the_learner_s_code(learner):
     assert caught.value.kind == FORBIDDEN, caught.value
     assert "replays.npz" in str(caught.value), caught.value
     assert "stored outputs" in str(caught.value), caught.value
+
+
+def test_a_kept_file_is_that_very_file_and_keeps_its_times(learner, tmp_path):
+    """The guard knows a kept file by device and inode, size and mtime: a file another
+    file system numbers alike is not refused (CI, 2026-12-07: a refusal inside the
+    course's turn cost every good performance-audit stage-4 submission a check), and a
+    kept file's times are not the learner's to move."""
+    from coursekit.checking import reach
+    from coursekit.checking.forbidden import CHECKER_DATA, Rule
+    guard = reach._Guard((Rule(CHECKER_DATA, "*", 0, "checker-data"),))
+    stored = ROOT / "projects" / "foundations" / "tests" / "expected" / "replays.npz"
+    assert guard._file_rule(str(stored)) is not None
+    other = tmp_path / "other.json"
+    other.write_text("{}")
+    info = other.stat()
+    rule = guard._file_rule(str(stored))
+    guard.files[(info.st_dev, info.st_ino)] = (rule, info.st_size + 1, info.st_mtime_ns)
+    assert guard._file_rule(str(other)) is None  # numbered alike, another file
+    assert guard._file_rule(str(other), exact=False) is rule
+    before = stored.stat().st_mtime_ns
+    with pytest.raises(LearnerCodeError) as caught:
+        learner.module().retimes_a_stored_output()
+    assert caught.value.kind == FORBIDDEN, caught.value
+    assert stored.stat().st_mtime_ns == before
+
+
+@pytest.mark.parametrize("function", ["_reads_a_checker_file", "_reads_a_stored_output"])
+def test_a_learner_function_an_inspector_calls_reads_no_checker_file(learner, function):
+    """Inside the course's turn the guard refuses the stored outputs whoever opens them,
+    and any other file of a checker's folder when the learner's code is on the stack
+    (the course's own code there may read what it needs: a traceback's lines)."""
+    with pytest.raises(LearnerCodeError) as caught:
+        learner.request("inspect", "pallas-kernel/time_synced",
+                        (LearnerFunction(function), np.ones(4, np.float32)),
+                        {"warmup": 1, "iters": 3})
+    assert caught.value.kind == FORBIDDEN, caught.value
 
 
 def test_a_timing_module_s_function_is_refused_by_its_own_name(learner):

@@ -200,6 +200,7 @@ SEALED_ROUTE = (
 # learner process's guard's (coursekit.checking.reach: no file of a checker's folder is
 # opened by the learner's code).
 CHECKER_DATA = "<a file of a checker's folder>"
+STORED = "expected"  # projects/<p>/tests/expected/: the stored outputs of public inputs
 _CHECKER_DATA_PATH = re.compile(r"tests[/\\]+expected([/\\]|$)")
 
 

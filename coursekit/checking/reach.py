@@ -28,7 +28,10 @@ The checker's own code that needs them in this process (the inspectors and workl
 check names) runs them inside ``course_turn()``: the learner process's main thread, while
 it serves that request. A thread the learner's code started is refused even then, and so
 is any opening of the checkers' stored outputs (no course code here reads them, and a
-learner function an inspector calls runs inside the turn).
+learner function an inspector calls runs inside the turn), and any opening of the others
+while a frame of the learner's code is on the stack. A file is known by device and inode
+with its size and mtime (a file another file system numbers alike is not it; moving a kept
+file's times is refused).
 
 The rules of every stage of the project hold at every stage: one learner process serves
 every stage of a run, and a name used where a later stage forbids it would be kept for
@@ -62,6 +65,7 @@ from coursekit.checking.forbidden import (
     DATA_HINT,
     SEALED_FOLDERS,
     STAGES,
+    STORED,
     Rule,
     checker_modules,
     rules_for,
@@ -92,7 +96,11 @@ class _Guard:
         self.named = {}     # qualified name -> (rule, the real object)
         self.whole = {}     # module name -> rule
         self.hidden = {}    # module name -> module, out of sys.modules
-        self.files = {}     # (device, inode) of each file of their code -> rule
+        # (device, inode) of each file of their code -> (rule, its size and mtime): a
+        # hit must be that very file (a link to it has all three), never another file
+        # a file system numbered alike (overlay layers, a reused inode)
+        self.files: dict[tuple[int, int], tuple[Rule, int, int]] = {}
+        self.stored: set[tuple[int, int]] = set()  # of them, the checkers' stored outputs
         self.turn = None    # the thread whose course turn it is
         self.main = threading.get_ident()
         for rule in rules:
@@ -134,7 +142,15 @@ class _Guard:
                     info = file.stat()
                 except OSError:
                     continue
-                self.files[(info.st_dev, info.st_ino)] = rule
+                self._keep(info, rule)
+
+    def _keep(self, info: os.stat_result, rule: Rule, *, first: bool = False,
+              stored: bool = False) -> None:
+        key = (info.st_dev, info.st_ino)
+        if not (first and key in self.files):
+            self.files[key] = (rule, info.st_size, info.st_mtime_ns)
+        if stored:
+            self.stored.add(key)
 
     def _checker_data(self, rule: Rule) -> None:
         """Every other file under the checkers' folders: what a check reads as its
@@ -150,7 +166,8 @@ class _Guard:
                 except OSError:
                     continue
                 if path.is_file():
-                    self.files.setdefault((info.st_dev, info.st_ino), rule)
+                    self._keep(info, rule, first=True, stored=STORED in path.relative_to(
+                        ROOT).parts[3:4])
 
     # -- where a rule's code lives ------------------------------------------------------
     def _file_of(self, name: str, rule: Rule, *, whole: bool) -> None:
@@ -172,16 +189,27 @@ class _Guard:
                 info = file.stat()
             except OSError:
                 continue
-            self.files[(info.st_dev, info.st_ino)] = rule
+            self._keep(info, rule)
 
-    def _file_rule(self, path) -> Rule | None:
+    def _file_rule(self, path, *, exact: bool = True) -> Rule | None:
+        found = self._kept(path, exact=exact)
+        return None if found is None else found[0]
+
+    def _kept(self, path, *, exact: bool = True) -> tuple[Rule, bool] | None:
+        """The rule of the file at ``path`` and whether it is a stored output;
+        ``exact=False``: by device and inode alone (what may touch its size or mtime is
+        refused by that, so none unmakes the match)."""
         if isinstance(path, int):
             return None  # a descriptor: its file was opened (and asked about) by path
         try:
             info = os.stat(path)  # (every open in the process comes here: one stat)
         except (OSError, TypeError, ValueError):
             return None  # a file being made, or not a path
-        return self.files.get((info.st_dev, info.st_ino))
+        key = (info.st_dev, info.st_ino)
+        kept = self.files.get(key)
+        if kept is None or (exact and kept[1:] != (info.st_size, info.st_mtime_ns)):
+            return None
+        return kept[0], key in self.stored
 
     # -- the turn of the course's own code ------------------------------------------------
     def in_turn(self) -> bool:
@@ -247,15 +275,48 @@ class _Guard:
                     space[key] = found[1]
 
     def audit(self, event: str, args) -> None:
+        if event in ("os.utime", "os.truncate") and args:  # a kept file's size or mtime
+            rule = self._file_rule(args[0], exact=False)
+            if rule is not None:
+                raise ReachRefused(rule.qualified, rule.why,
+                                   f"its file's times or size changed: {args[0]!r}")
+            return
         if event != "open" or not args:
             return
-        rule = self._file_rule(args[0])
-        # the stored outputs even in the course's turn: no course code in this process
-        # reads them, and a learner function an inspector calls runs in that turn
-        if rule is not None and (rule.kind == "checker-data" or not self.in_turn()):
-            raise ReachRefused(rule.qualified, rule.why,
-                               f"its file read: {os.fsdecode(args[0])}",
-                               hint=DATA_HINT if rule.kind == "checker-data" else None)
+        found = self._kept(args[0])
+        if found is None:
+            return
+        rule, stored = found
+        # in the course's turn: the stored outputs still (no course code in this process
+        # reads them), and any such file a learner function an inspector calls opens
+        if self.in_turn() and not (stored or learner_on_stack()):
+            return
+        raise ReachRefused(rule.qualified, rule.why, f"its file read: {os.fsdecode(args[0])}",
+                           hint=DATA_HINT if rule.kind == "checker-data" else None)
+
+
+# the course's package and the environment's code (a TPU image's JAX on PYTHONPATH too)
+_OURS = tuple(str(p) + os.sep for p in {
+    Path(__file__).resolve().parents[1], Path(sys.prefix).resolve(),
+    Path(sys.base_prefix).resolve(),
+    *(Path(e).resolve() for e in sys.path if e.endswith(("site-packages", "dist-packages")))})
+
+
+def learner_on_stack() -> bool:
+    """Whether a frame of code that is neither the course's nor the environment's (the
+    learner's file, or what it loaded) is on this thread's stack."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith("<"):
+            try:
+                name = os.path.realpath(name)
+            except (OSError, ValueError):
+                return True
+            if not name.startswith(_OURS):
+                return True
+        frame = frame.f_back
+    return False
 
 
 def install(project: str | None) -> _Guard | None:
