@@ -447,9 +447,10 @@ def evidence_hint(ev: dict, below: dict, want: str) -> str:
         yours = ev.get("count")
         if isinstance(yours, int) and not isinstance(yours, bool) and yours > count:
             return (f"yours counts {yours} {ev['event']!r} events where the phase's events "
-                    f"of the steps hold {count} ({us:.6g} us): the {yours - count} more sit "
-                    "below phase-named events that are no phase of a step (outside every "
-                    "step, nested deeper, or on another thread)")
+                    f"of the steps hold {count} ({us:.6g} us) as direct children: the "
+                    f"{yours - count} more are no direct child of a step's phase event "
+                    "(nested deeper, or below a phase-named event outside every step or on "
+                    "another thread)")
         return (f"yours names {ev['event']!r}, which the checker finds {count} times for "
                 f"{us:.6g} us below the phase")
     return f"yours names {ev.get('event')!r}, no direct child of the phase's events"

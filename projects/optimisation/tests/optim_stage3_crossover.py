@@ -635,14 +635,19 @@ def replay_hint(yours, lines: dict, threshold: float) -> str:
                 "threshold")
     if not falls:
         (base_s, per_s), (base_f, per_f) = lines["slow"], lines["fast"]
-        limit = per_s / per_f if per_f else math.inf
         denominator = threshold * per_f - per_s
         crossing = (base_s - threshold * base_f) / denominator if denominator else None
         where = (f"; the modelled gain equals it only at batch {crossing:.4g}, a negative "
                  "batch, which is none" if crossing is not None and crossing < 0 else "")
+        if per_f > 0:  # the gain tends to the ratio of the slopes, not below the threshold
+            limit = per_s / per_f
+            trend = (f"as the batch grows its gain tends to {limit:.4g}, "
+                     f"{'above' if limit > threshold else 'at'} it and never below")
+        else:  # the fast line does not grow with the batch
+            trend = (f"your fast line's time per example is {per_f:.3g} s (it does not grow "
+                     "with the batch), so the modelled gain does not come down to it")
         return (f"yours is a batch, yet the model through your own medians never falls to "
-                f"{threshold:.6g}: as the batch grows its gain tends to {limit:.4g}, above "
-                f"it{where}")
+                f"{threshold:.6g}: {trend}{where}")
     if yours < 1:
         return "yours is below 1, the smallest batch"
     gain = model.modelled_gain(lines, yours)
