@@ -99,6 +99,13 @@ PLANTED = {
     "fast_logsumexp_unshifted": (2, "fast_matches_contract", [
         ("    lse = jax.nn.logsumexp(logits, axis=-1)\n",
          "    lse = jnp.log(jnp.exp(logits).sum(axis=-1))\n")]),
+    # issue 53 (blind-b7-fast-pick-outer-index): NumPy's outer index for one target per
+    # row, a (batch, batch) block; and the batch's sum where its mean is asked
+    "fast_picks_an_outer_index": (2, "fast_matches_contract", [
+        ("    picked = jnp.take_along_axis(logits, targets[:, None], axis=-1)[:, 0]\n",
+         "    picked = logits[:, targets]\n")]),
+    "fast_sums_the_batch": (2, "fast_matches_contract", [
+        ("    return jnp.mean(lse - picked)\n", "    return jnp.sum(lse - picked)\n")]),
     # issue 53 (blind-b3-fast-jit-cache-by-shape-closes-lr): a program per shape whose
     # closure holds the first call's learning rate
     "fast_closure_keeps_first_lr": (2, "fast_matches_contract", [
@@ -285,7 +292,9 @@ PLANTED = {
 }
 
 # The phrase each hint must hold (the cause its evidence shows), and ones it must not.
-HINTS = {"breakdown_phases_that_start_inside_a_step": "exactly the phase-named events on "
+HINTS = {"fast_picks_an_outer_index": "logits[:, targets] picks a (batch, batch) block",
+         "fast_sums_the_batch": "the batch's sum where its mean is asked",
+         "breakdown_phases_that_start_inside_a_step": "exactly the phase-named events on "
          "another pid/tid during a step",
          "breakdown_by_overlap_across_threads": "on another pid/tid during a step",
          "shares_of_the_phases_total": "the phase's part of the phases' total",

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from optim_harness import (
@@ -164,7 +165,8 @@ def device_rounding(impl, ctx, problem: dict, lr: float, want) -> DeviceRounding
 
 
 def compare_outputs(got, want, label: str, what_else: str = "",
-                    device: DeviceRounding | None = None) -> None:
+                    device: DeviceRounding | None = None, problem: dict | None = None
+                    ) -> None:
     g_params, g_losses = got
     w_params, w_losses = want
     fail_unless(isinstance(g_params, dict) and set(g_params) == set(w_params),
@@ -197,12 +199,30 @@ def compare_outputs(got, want, label: str, what_else: str = "",
             f"(worst element {err:.3g}x the allowed error"
             + (f"; {condition}" if condition else "") + f"){what_else}",
             yours=g, expected=w,
-            hint=(where_losses_part(g, w) if name == "losses" and finite else "")
+            hint=(where_losses_part(g, w, problem) if name == "losses" and finite else "")
             + f"rtol {slow_step.RTOL:g}, atol {slow_step.ATOL:g} (float32 reordering "
             "stays 100x inside; bfloat16 moves losses by about 1e-3)")
 
 
-def where_losses_part(g: np.ndarray, w: np.ndarray) -> str:
+def first_loss_variants(problem: dict) -> dict[str, float]:
+    """The initial params' loss on the first batch as a slip computes it: what each of
+    these gives, by the public ``slow_step.loss``'s own model."""
+    params, tokens, targets = problem["params"], problem["tokens"][0], problem["targets"][0]
+    vocab = params["embed"].shape[0]
+    x = np.asarray(jax.nn.one_hot(tokens, vocab, dtype=np.float32) @ params["embed"])
+    logits = np.tanh(x @ np.asarray(params["w1"])) @ np.asarray(params["w2"])
+    logp = np.asarray(jax.nn.log_softmax(logits))
+    rows = np.arange(len(targets))
+    return {
+        "a mean over every row and every target of the batch (logits[:, targets] picks a "
+        "(batch, batch) block, not one target per row)": -float(np.mean(logp[:, targets])),
+        "the batch's sum where its mean is asked": -float(np.sum(logp[rows, targets])),
+        "the target's raw logit, without the log-softmax": -float(np.mean(
+            logits[rows, targets])),
+    }
+
+
+def where_losses_part(g: np.ndarray, w: np.ndarray, problem: dict | None = None) -> str:
     """Which step's loss is the first off: the first (the initial params' loss, before
     any update) points at the loss itself, a later one at the update."""
     g, w = np.ravel(g), np.ravel(w)
@@ -210,9 +230,13 @@ def where_losses_part(g: np.ndarray, w: np.ndarray) -> str:
     if not off:
         return ""
     if off[0] == 0:
+        named = next((what for what, value in (first_loss_variants(problem).items()
+                                                if problem is not None else ())
+                      if excess(g[:1], np.float32([value])) <= 1.0), None)
+        cause = (f"yours equals the loss taken as {named}" if named else
+                 "the loss itself computes something other than train_slow's")
         return (f"the first loss, of the initial params before any update, is already off "
-                f"(yours {g[0]:.6g}, train_slow's {w[0]:.6g}): the loss itself computes "
-                "something other than train_slow's, not the update. ")
+                f"(yours {g[0]:.6g}, train_slow's {w[0]:.6g}): {cause}, not the update. ")
     return (f"the first {off[0]} loss(es) agree and step {off[0]}'s is the first off "
             f"(yours {g[off[0]]:.6g}, train_slow's {w[off[0]]:.6g}): the loss is right, "
             "the update after it is not. ")
@@ -243,7 +267,8 @@ def fast_matches_contract(impl, ctx):
             try:
                 compare_outputs(got, want, label, " on new values of a shape seen before "
                                 "(a result kept from an earlier call?)" if j else "",
-                                device=device_rounding(impl, ctx, problem, lr, want))
+                                device=device_rounding(impl, ctx, problem, lr, want),
+                                problem=problem)
             except CheckFailed as err:
                 if first is not None:
                     err.hint = kept_from_first_call(got, want, problem, lr, *first) \
@@ -407,7 +432,8 @@ def confident_model_checked(impl, ctx, config: dict) -> None:
                 "rounded to 0 reached log: train_slow's loss stays finite at any float32 "
                 "logits, and yours must too")
     compare_outputs(got, want, label,
-                    device=device_rounding(impl, ctx, problem, problem["lr"], want))
+                    device=device_rounding(impl, ctx, problem, problem["lr"], want),
+                    problem=problem)
 
 
 
