@@ -52,6 +52,11 @@ PLANTED = {
         ("    z = z - jnp.max(z, axis=-1, keepdims=True)\n", "")]),
     "jnp_reference_in_bfloat16": (1, ["jnp_reference_matches_float64"], [
         ("    z = x.astype(jnp.float32)\n", "    z = x\n")]),
+    # issue 53 (blind-b7-jnp-divides-in-output-dtype): float32 up to the sum, both
+    # rounded to bfloat16 before the division
+    "jnp_reference_divides_in_bfloat16": (1, ["jnp_reference_matches_float64"], [
+        ("    return (e / jnp.sum(e, axis=-1, keepdims=True)).astype(x.dtype)\n",
+         "    return e.astype(x.dtype) / jnp.sum(e, axis=-1, keepdims=True).astype(x.dtype)\n")]),
     "numpy_reference_in_float32": (1, ["numpy_reference_is_float64"], [
         ("    z = np.asarray(x).astype(np.float64)\n",
          "    z = np.asarray(x).astype(np.float32)\n"),
@@ -314,6 +319,7 @@ HINTS = {"kernel_row_sum_in_bfloat16": "the same values given as float32 come ou
          "tolerance_atol_below_float32": "less than one float32 rounding of a probability",
          "jnp_reference_without_max_subtraction": "overflows float32",
          "jnp_reference_in_bfloat16": "the softmax computed in bfloat16 itself",
+         "jnp_reference_divides_in_bfloat16": "rounded to bfloat16 before the division",
          "sweep_first_call_as_a_warmup": "the compiling first call was counted as one of the "
                                          "warm-up calls",
          "summary_any_speedup_helps": "not by more than HELP_MARGIN",

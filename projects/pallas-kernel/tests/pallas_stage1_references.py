@@ -174,33 +174,52 @@ def jnp_reference_matches_float64(impl, ctx):
                              REFERENCE_HINT)
 
 
+def _rounded_before_dividing(x):
+    """float32 up to the exponentials and their sum, both rounded to x's dtype before
+    the division (then the quotient rounded once more)."""
+    x32 = jnp.asarray(x, jnp.float32)
+    e = jnp.exp(x32 - jnp.max(x32, axis=-1, keepdims=True))
+    return e.astype(x.dtype) / jnp.sum(e, axis=-1, keepdims=True).astype(x.dtype)
+
+
+# the low-precision computations a softmax_jnp's output is told apart by: how each is
+# made (jitted, as the learner's function is: XLA's fusion keeps some intermediates wider
+# than op-by-op) and what the hint says it is
+LOW_PRECISION = (
+    (jax.jit(jax.nn.softmax),
+     "the softmax computed in {dtype} itself, its max, exp and sum each rounded to "
+     "{dtype}"),
+    (jax.jit(_rounded_before_dividing),
+     "the exponentials and their sum rounded to {dtype} before the division, then the "
+     "quotient again: three roundings"),
+)
+
+
 def computed_in_input_dtype(y, x) -> str | None:
-    """A hint when softmax_jnp's output on a low-precision ``x`` is the softmax computed
-    in x's own dtype (max, exp and sum in bfloat16, no float32 in between): nearer that
-    computation (``jax.nn.softmax`` on x) than a third of its distance to the float64
-    reference (``ref64``), over the whole array.
-    None for float32 inputs, or where the output is not that."""
+    """A hint when softmax_jnp's output on a low-precision ``x`` is one of the
+    computations of ``LOW_PRECISION`` (rounded to x's dtype before the end): nearer it
+    than a third of its distance to the float64 reference (``ref64``), over the whole
+    array, and nearer it than to the others. None for float32 inputs, or where the output
+    is none of them."""
     if x.dtype == jnp.float32 or y is None:
         return None
     try:
         got = np.asarray(as_array(y, "softmax_jnp's output"), np.float64)
     except (CheckFailed, TypeError, ValueError):
         return None
-    # jax.nn.softmax computes in its input's dtype; jitted as the learner's function is
-    # (XLA's fusion keeps some intermediates wider than op-by-op)
-    low = np.asarray(jax.jit(jax.nn.softmax)(jnp.asarray(x)), np.float64)
     exact = ref64(x)
     if got.shape != exact.shape or not np.isfinite(got).all():
         return None
     to_exact = float(np.linalg.norm(got - exact))
-    to_low = float(np.linalg.norm(got - low))
+    distances = [(float(np.linalg.norm(got - np.asarray(made(jnp.asarray(x)), np.float64))),
+                  what) for made, what in LOW_PRECISION]
+    to_low, what = min(distances, key=lambda d: d[0])
     if not to_low * 3 < to_exact:
         return None
     how = (f"{to_exact / to_low:.0f}x nearer that computation, made here, than float64's"
            if to_low else "equal to that computation, made here")
-    return (f"yours is the softmax computed in {x.dtype} itself, its max, exp and sum each "
-            f"rounded to {x.dtype} ({how}): compute in float32 and round once to x.dtype "
-            "at the end")
+    return (f"yours is {what.format(dtype=x.dtype)} ({how}): compute in float32 and round "
+            "once to x.dtype at the end")
 
 
 def per_row_value_on_columns(fn, x, err) -> str | None:
