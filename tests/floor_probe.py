@@ -60,7 +60,8 @@ def sealed() -> dict:
     want = t.plain_fit(key, xs, ys, 60, 9, 0.04)
     got = sealed_mod.call(sealed_mod.program(t.TESTS, "fit_replay"), jax.random.key_data(key),
                           xs, ys, np.int32(60), np.float64(0.04), np.bool_(False),
-                          np.zeros(9, np.int8), np.int32(151), x64=True)  # maxval: n
+                          np.zeros(9, np.int8), np.int32(151), np.bool_(False),
+                          np.zeros(1, np.int8), x64=True)  # maxval: n; no one draw
     out["fit_replay"] = max(float(np.max(np.abs(got[k] - want[k])) / np.max(np.abs(want[k])))
                             for k in want)
     return out

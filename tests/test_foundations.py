@@ -266,6 +266,22 @@ def test_one_key_for_every_step_fails_the_replay_with_a_named_hint(planted):
     assert "reused one key for every step" in result["stdout"]
 
 
+# issue 53 (blind-b7-fit-all-rows-one-draw): every step's rows in one draw
+FIT_ONE_DRAW = bug("fit-one-draw", [
+    ("    def step(params, k_step):\n        rows = jax.random.randint(k_step, (batch,), 0, n)\n",
+     "    def step(params, rows):\n"),
+    ("    for _ in range(steps):\n        k_batches, k_step = jax.random.split(k_batches)\n"
+     "        params = step(params, k_step)\n",
+     "    all_rows = jax.random.randint(k_batches, (steps, batch), 0, n)\n"
+     "    for i in range(steps):\n        params = step(params, all_rows[i])\n")], "2", only=FIT)
+
+
+def test_one_draw_for_every_step_s_rows_fails_the_replay_with_a_named_hint(planted):
+    result = run_bug(planted, FIT_ONE_DRAW)
+    assert failing(result) == {"fit_follows_key_protocol"}, result["stdout"]
+    assert "drew every step's rows at once" in result["stdout"]
+
+
 # A tiny, deterministic-in-process dependence on the process id: the replay's tolerance
 # and the in-process reruns cannot see it; only a fresh process can.
 FIT_PROCESS = bug("fit-process", [(FIT_RETURN, FIT_RETURN.replace(
@@ -343,6 +359,18 @@ def test_the_same_order_every_epoch_fails_the_replay_with_a_named_hint(planted):
     result = run_bug(planted, TRAIN_SAME_ORDER)
     assert failing(result) == {"train_follows_key_protocol"}, result["stdout"]
     assert "every epoch used the same order" in result["stdout"]
+
+
+# issue 53 (blind-b7-train-sliding-window-slices): a window moved by one row a step
+TRAIN_SLIDING = bug("train-sliding-window", [(
+    "params = step(params, order[j * batch:(j + 1) * batch])",
+    "params = step(params, order[j:j + batch])")], "3", only=TRAIN)
+
+
+def test_overlapping_batches_fail_the_replay_with_a_named_hint(planted):
+    result = run_bug(planted, TRAIN_SLIDING)
+    assert failing(result) == {"train_follows_key_protocol"}, result["stdout"]
+    assert "your batches overlap" in result["stdout"]
 
 
 TRAIN_KEY_REUSE = bug("train-key-reuse", [(

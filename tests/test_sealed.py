@@ -34,9 +34,11 @@ TESTS = ROOT / "projects" / "foundations" / "tests"
 SOURCE = ROOT / "projects" / "foundations" / "solution" / "sealed.py"
 
 
-def plain_replay(key, x, y, classes, steps, batch, lr, same_order=False, ceil_epoch=False):
+def plain_replay(key, x, y, classes, steps, batch, lr, same_order=False, ceil_epoch=False,
+                 slide=False):
     """train_classifier's key protocol in plain Python (the docstring, line by line);
-    ``ceil_epoch``: the mistake, an epoch of ceil(n / batch) steps, its last one short."""
+    ``ceil_epoch``: the mistake, an epoch of ceil(n / batch) steps, its last one short;
+    ``slide``: the mistake, step j's rows order[j:j + batch]."""
     k_init, k_order = jax.random.split(key)
     params = classifier.init_params(k_init, features=x.shape[1], classes=classes)
     grad = jax.jit(jax.grad(classifier.loss))
@@ -46,17 +48,18 @@ def plain_replay(key, x, y, classes, steps, batch, lr, same_order=False, ceil_ep
         if j == 0 and (order is None or not same_order):
             k_order, k_epoch = jax.random.split(k_order)
             order = jax.random.permutation(k_epoch, x.shape[0])
-        rows = order[j * batch:(j + 1) * batch]
+        rows = order[j:j + batch] if slide else order[j * batch:(j + 1) * batch]
         g = grad(params, x[rows], y[rows])
         params = jax.tree.map(lambda v, d: v - lr * d, params, g)
     return params
 
 
-def sealed_replay(key, x, y, classes, steps, batch, lr, same_order=False, ceil_epoch=False):
+def sealed_replay(key, x, y, classes, steps, batch, lr, same_order=False, ceil_epoch=False,
+                  slide=False):
     return sealed.call(sealed.program(TESTS, "train_replay"), jax.random.key_data(key), x, y,
                        np.int32(steps), np.float32(lr), np.bool_(same_order),
                        np.zeros(batch, np.int8), np.zeros(classes, np.int8),
-                       np.bool_(ceil_epoch))
+                       np.bool_(ceil_epoch), np.bool_(slide))
 
 
 # make check keeps the checker's case; the others (about 4 s each) run in make test
@@ -85,6 +88,21 @@ def test_sealed_replay_is_the_protocol(n, features, classes, batch, steps,
                                    atol=FLOAT32_STEPS * scale, err_msg=name)
 
 
+def test_the_sliding_window_diagnosis_replays_overlapping_batches():
+    """The diagnosis of batches that overlap: step j's rows order[j:j + batch]."""
+    n, features, classes, batch, steps = 151, 7, 3, 13, 40
+    key = jax.random.key(6)
+    x, y = classifier.make_dataset(jax.random.key(7), n, features, classes)
+    want = plain_replay(key, x, y, classes, steps, batch, 0.25, slide=True)
+    got = sealed_replay(key, x, y, classes, steps, batch, 0.25, slide=True)
+    right = sealed_replay(key, x, y, classes, steps, batch, 0.25)
+    for name in want:
+        scale = float(np.max(np.abs(want[name])))
+        np.testing.assert_allclose(got[name], np.asarray(want[name]), rtol=0,
+                                   atol=FLOAT32_STEPS * scale, err_msg=name)
+        assert not np.allclose(got[name], right[name], rtol=1e-3), name
+
+
 def test_the_ceil_epoch_diagnosis_replays_short_last_steps():
     """The diagnosis of an epoch of ceil(n / batch) steps: its last step a mean over the
     leftover rows alone (a masked mean in the program, a short slice in Python: the same
@@ -100,14 +118,17 @@ def test_the_ceil_epoch_diagnosis_replays_short_last_steps():
         assert not np.allclose(got[name], right[name], rtol=1e-3), name
 
 
-def plain_fit(key, x, y, steps, batch, lr, reuse_key=False, maxval=None):
+def plain_fit(key, x, y, steps, batch, lr, reuse_key=False, maxval=None, one_draw=False):
     """fit_regression's key protocol in plain Python, float64 steps (the docstring);
-    ``maxval``: the mistake, rows drawn from [0, maxval) instead of [0, n)."""
+    ``maxval``: the mistake, rows drawn from [0, maxval) instead of [0, n); ``one_draw``:
+    the mistake, one randint of shape (steps, batch) from the unsplit stream key."""
     n, d = x.shape
     k_init, k_batches = jax.random.split(key)
     w = np.asarray(jax.random.normal(k_init, (d,), np.float32) / np.sqrt(np.float32(d)))
     rows, k_step = [], None
-    for _ in range(steps):
+    if one_draw:
+        rows = list(np.asarray(jax.random.randint(k_batches, (steps, batch), 0, n)))
+    for _ in range(0 if one_draw else steps):
         if not (reuse_key and k_step is not None):
             k_batches, k_step = jax.random.split(k_batches)
         rows.append(np.asarray(jax.random.randint(k_step, (batch,), 0,
@@ -120,18 +141,21 @@ def plain_fit(key, x, y, steps, batch, lr, reuse_key=False, maxval=None):
     return {"w": w, "b": b}
 
 
-@pytest.mark.parametrize("n, d, batch, steps, reuse_key, maxval", [
-    (151, 5, 9, 60, False, None), (151, 5, 9, 60, True, None), (259, 11, 23, 69, False, None),
-    (151, 5, 9, 60, False, 150)])  # the diagnosis: rows below n - 1
-def test_sealed_fit_replay_is_the_protocol(n, d, batch, steps, reuse_key, maxval):
+@pytest.mark.parametrize("n, d, batch, steps, reuse_key, maxval, one_draw", [
+    (151, 5, 9, 60, False, None, False), (151, 5, 9, 60, True, None, False),
+    (259, 11, 23, 69, False, None, False),
+    (151, 5, 9, 60, False, 150, False),  # the diagnosis: rows below n - 1
+    (151, 5, 9, 60, False, None, True)])  # the diagnosis: every step's rows in one draw
+def test_sealed_fit_replay_is_the_protocol(n, d, batch, steps, reuse_key, maxval, one_draw):
     rng = np.random.default_rng(n + d)
     x = rng.standard_normal((n, d)).astype(np.float32)
     y = (x @ rng.standard_normal(d) + 0.3).astype(np.float32)
     key = jax.random.key(n * d)
-    want = plain_fit(key, x, y, steps, batch, 0.04, reuse_key, maxval)
+    want = plain_fit(key, x, y, steps, batch, 0.04, reuse_key, maxval, one_draw)
     got = sealed.call(sealed.program(TESTS, "fit_replay"), jax.random.key_data(key), x, y,
                       np.int32(steps), np.float64(0.04), np.bool_(reuse_key),
                       np.zeros(batch, np.int8), np.int32(n if maxval is None else maxval),
+                      np.bool_(one_draw), np.zeros(steps if one_draw else 1, np.int8),
                       x64=True)
     np.testing.assert_allclose(got["w"], want["w"], rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(got["b"], want["b"], rtol=1e-12, atol=1e-14)

@@ -9,9 +9,10 @@ would be ``fit_regression`` (with autodiff where the learner's own gradient goes
 
 One program covers every case the checker draws: the sizes are symbolic (rows, features,
 batch, classes), the step count and learning rate are inputs, and flags replay the
-classic mistakes of each stage for their diagnoses (one key for every step's rows, and
-the rows drawn below another bound than n; one shuffle for every epoch, and an epoch of
-ceil(n / batch) steps whose last takes the leftover rows).
+classic mistakes of each stage for their diagnoses (one key for every step's rows, the
+rows drawn below another bound than n, and every step's rows in one draw; one shuffle for
+every epoch, an epoch of ceil(n / batch) steps whose last takes the leftover rows, and a
+window of rows moved by one a step).
 """
 
 from __future__ import annotations
@@ -35,11 +36,12 @@ def shuffled_rows(key, n):
 
 
 def train_replay(key_data, x, y, steps, lr, same_order, batch_like, classes_like,
-                 ceil_epoch):
+                 ceil_epoch, slide):
     """The params ``train_classifier(wrap_key_data(key_data), x, y, classes, steps, batch,
     lr)`` must return; batch and classes are the lengths of ``batch_like`` and
     ``classes_like`` (shapes are what a program may vary by). ``ceil_epoch`` replays an
-    epoch of ceil(n / batch) steps, its last step on the leftover rows alone."""
+    epoch of ceil(n / batch) steps, its last step on the leftover rows alone; ``slide``
+    a step j whose rows are order[j:j + batch], a window moved by one row a step."""
     key = jax.random.wrap_key_data(key_data)
     n, batch = x.shape[0], batch_like.shape[0]
     k_init, k_order = jax.random.split(key)
@@ -60,7 +62,7 @@ def train_replay(key_data, x, y, steps, lr, same_order, batch_like, classes_like
                                       (k_order, order))
         # the order padded by a batch: a slice past n holds the leftover rows and padding
         padded = jnp.concatenate([order, jnp.zeros((batch,), jnp.int32)])
-        rows = jax.lax.dynamic_slice(padded, (j * batch,), (batch,))
+        rows = jax.lax.dynamic_slice(padded, (jnp.where(slide, j, j * batch),), (batch,))
         kept = (j * batch + jnp.arange(batch) < n).astype(jnp.float32)
         grads = jax.lax.cond(
             ceil_epoch,
@@ -78,7 +80,8 @@ def train_replay_types():
     spec = jax.ShapeDtypeStruct
     return (spec((2,), jnp.uint32), spec((n, f), jnp.float32), spec((n,), jnp.int32),
             spec((), jnp.int32), spec((), jnp.float32), spec((), jnp.bool_),
-            spec((b,), jnp.int8), spec((c,), jnp.int8), spec((), jnp.bool_))
+            spec((b,), jnp.int8), spec((c,), jnp.int8), spec((), jnp.bool_),
+            spec((), jnp.bool_))
 
 
 def batch_loss64(params: dict, xb, yb):
@@ -86,15 +89,20 @@ def batch_loss64(params: dict, xb, yb):
     return jnp.mean((xb @ params["w"] + params["b"] - yb) ** 2)
 
 
-def fit_replay(key_data, x, y, steps, lr, reuse_key, batch_like, maxval):
+def fit_replay(key_data, x, y, steps, lr, reuse_key, batch_like, maxval, one_draw,
+               steps_like):
     """The params ``fit_regression(wrap_key_data(key_data), x, y, steps, batch, lr)`` must
     return when ``maxval`` is n, the steps in float64 with autodiff's gradient (exported
     with x64 on: the draws name their 32-bit dtypes, so they are the learner's bits).
-    Another ``maxval`` replays rows drawn from [0, maxval)."""
+    Another ``maxval`` replays rows drawn from [0, maxval); ``one_draw`` every step's
+    rows drawn at once, one randint of shape (len(steps_like), batch) from the stream key
+    never split, step i taking its row i."""
     key = jax.random.wrap_key_data(key_data)
     d, batch = x.shape[1], batch_like.shape[0]
     x64, y64 = x.astype(jnp.float64), y.astype(jnp.float64)
     k_init, k_batches = jax.random.split(key)
+    all_rows = jax.random.randint(k_batches, (steps_like.shape[0], batch), 0, maxval,
+                                  jnp.int32)
     w = jax.random.normal(k_init, (d,), jnp.float32) / jnp.sqrt(jnp.float32(d))
     params = {"w": w.astype(jnp.float64), "b": jnp.zeros((), jnp.float64)}
 
@@ -108,7 +116,8 @@ def fit_replay(key_data, x, y, steps, lr, reuse_key, batch_like, maxval):
         fresh = (i == 0) | jnp.logical_not(reuse_key)
         k_batches, k_step = jax.lax.cond(fresh, advance, lambda keys: keys,
                                          (k_batches, k_step))
-        rows = jax.random.randint(k_step, (batch,), 0, maxval, jnp.int32)
+        drawn = jax.random.randint(k_step, (batch,), 0, maxval, jnp.int32)
+        rows = jnp.where(one_draw, all_rows[jnp.minimum(i, all_rows.shape[0] - 1)], drawn)
         grads = jax.grad(batch_loss64)(params, x64[rows], y64[rows])
         return jax.tree.map(lambda v, g: v - lr * g, params, grads), k_batches, k_step
 
@@ -116,11 +125,12 @@ def fit_replay(key_data, x, y, steps, lr, reuse_key, batch_like, maxval):
 
 
 def fit_replay_types():
-    n, d, b = jax.export.symbolic_shape("n, d, b")
+    n, d, b, s = jax.export.symbolic_shape("n, d, b, s")
     spec = jax.ShapeDtypeStruct
     return (spec((2,), jnp.uint32), spec((n, d), jnp.float32), spec((n,), jnp.float32),
             spec((), jnp.int32), spec((), jnp.float64), spec((), jnp.bool_),
-            spec((b,), jnp.int8), spec((), jnp.int32))
+            spec((b,), jnp.int8), spec((), jnp.int32), spec((), jnp.bool_),
+            spec((s,), jnp.int8))
 
 
 # name -> (function, its input types, whether it is exported and run with x64 on)

@@ -159,17 +159,20 @@ def regression_grads_written_by_hand(impl, ctx):
 
 
 def replay_fit(key, x, y, steps, batch, lr, reuse_key: bool = False,
-               maxval: int | None = None) -> dict:
+               maxval: int | None = None, one_draw: bool = False) -> dict:
     """The checker's own SGD with the documented key protocol, float64 steps with
     autodiff's gradient (which regression_grads may not use): a sealed program (its
     source stays with the instructors; it would be fit_regression), or in a learner's
-    copy its stored output for the public inputs. ``reuse_key`` and ``maxval`` (rows drawn
-    from [0, maxval), not [0, n)) replay classic mistakes, for diagnosis."""
+    copy its stored output for the public inputs. ``reuse_key``, ``maxval`` (rows drawn
+    from [0, maxval), not [0, n)) and ``one_draw`` (every step's rows in one randint of
+    shape (steps, batch) from the unsplit stream key) replay classic mistakes, for
+    diagnosis."""
     params = replay("fit_replay", jax.random.key_data(key),
                     np.asarray(x, np.float32), np.asarray(y, np.float32),
                     np.int32(steps), np.float64(lr), np.bool_(reuse_key),
                     np.zeros(batch, np.int8),
-                    np.int32(len(x) if maxval is None else maxval), x64=True)
+                    np.int32(len(x) if maxval is None else maxval), np.bool_(one_draw),
+                    np.zeros(steps if one_draw else 1, np.int8), x64=True)
     return {"w": np.asarray(params["w"], np.float64), "b": np.float64(params["b"])}
 
 
@@ -283,6 +286,10 @@ def check_fit(impl, case: dict, yours: np.ndarray, what: str, before=(),
                 maxval=d),
         replays(f"your rows are drawn from [0, {batch}), the batch size: " + bound,
                 maxval=batch),
+        replays(f"your fit drew every step's rows at once, one randint of shape "
+                f"(steps, batch) = ({steps}, {batch}) from the stream key: the protocol "
+                "splits the stream key every step, carries one half and draws that step's "
+                "rows with the other", one_draw=True),
         replays(f"your fit made {steps - 1} updates for steps={steps}: one short",
                 steps=steps - 1),
         replays(f"your fit moves by lr / batch (lr={lr:.4g}, batch={batch}) times the "
@@ -293,7 +300,7 @@ def check_fit(impl, case: dict, yours: np.ndarray, what: str, before=(),
                             {"w": fit_vector(ref)[:-1], "b": fit_vector(ref)[-1]},
                             fit_inputs(case)) +
         "No slip the checker replays (a reused key, rows from the wrong range or without "
-        "replacement, a step short, lr / batch) gives yours: compare your key splits, the "
+        "replacement, every step's rows in one draw, a step short, lr / batch) gives yours: compare your key splits, the "
         "rows each step draws and the update with the docstring, step by step")
 
 

@@ -49,18 +49,20 @@ def classifier_case(ctx) -> dict:
             "batch": batch, "lr": float(rng.uniform(0.2, 0.28))}  # not the default 0.3
 
 
-def replay_train(key, case: dict, same_order: bool = False, ceil_epoch: bool = False) -> dict:
+def replay_train(key, case: dict, same_order: bool = False, ceil_epoch: bool = False,
+                 slide: bool = False) -> dict:
     """The checker's own epoch-shuffled SGD with the documented key protocol: a sealed
     program (its source stays with the instructors; it would be train_classifier), or in
     a learner's copy its stored output for the public inputs. ``same_order`` and
-    ``ceil_epoch`` (an epoch of ceil(n / batch) steps, the last on the leftover rows)
-    replay classic mistakes, for diagnosis."""
+    ``ceil_epoch`` (an epoch of ceil(n / batch) steps, the last on the leftover rows) and
+    ``slide`` (step j's rows order[j:j + batch], a window moved by one row) replay classic
+    mistakes, for diagnosis."""
     assert len(case["x"]) <= MAX_REPLAY_ROWS, "a case larger than the sealed replay holds"
     params = replay("train_replay", jax.random.key_data(key),
                     np.asarray(case["x"], np.float32), np.asarray(case["y"], np.int32),
                     np.int32(case["steps"]), np.float32(case["lr"]), np.bool_(same_order),
                     np.zeros(case["batch"], np.int8), np.zeros(case["classes"], np.int8),
-                    np.bool_(ceil_epoch))
+                    np.bool_(ceil_epoch), np.bool_(slide))
     return {k: np.asarray(v, np.float64) for k, v in params.items()}
 
 
@@ -123,6 +125,10 @@ def train_diagnoses(key, case: dict, yours: np.ndarray) -> list:
                 f"an epoch is n // batch = {n // batch} full steps; the leftover rows wait for "
                 "the next shuffle",
                 {"ceil_epoch": True}),
+        replays(f"your batches overlap: step j of an epoch took order[j:j + batch], a "
+                f"window moved by one row a step; the j-th batch is the j-th slice of "
+                f"batch rows, order[j * batch:(j + 1) * batch] (batch={batch}), so an epoch "
+                "sees every row once but its leftovers", {"slide": True}),
         replays(f"your training made {steps - 1} updates for steps={steps}: one short",
                 steps=steps - 1),
         *([replays(f"your training made {whole} updates for steps={steps}: the steps rounded "
@@ -141,7 +147,7 @@ def train_diagnoses(key, case: dict, yours: np.ndarray) -> list:
 def train_evidence(yours: dict, ref: dict, case: dict) -> str:
     return (largest_differences(yours, ref, train_inputs(case)) +
             "No slip the checker replays (one order for every epoch, ceil(n / batch) steps "
-            "an epoch, a step short, the steps rounded up to whole epochs, lr / batch, x in "
+            "an epoch, overlapping windows of rows, a step short, the steps rounded up to whole epochs, lr / batch, x in "
             "bfloat16) gives yours: compare your key "
             "splits, each epoch's order and its consecutive slices, and the update with the "
             "docstring, step by step")
