@@ -300,8 +300,9 @@ def check_fit(impl, case: dict, yours: np.ndarray, what: str, before=(),
                             {"w": fit_vector(ref)[:-1], "b": fit_vector(ref)[-1]},
                             fit_inputs(case)) +
         "No slip the checker replays (a reused key, rows from the wrong range or without "
-        "replacement, every step's rows in one draw, a step short, lr / batch) gives yours: compare your key splits, the "
-        "rows each step draws and the update with the docstring, step by step")
+        "replacement, every step's rows in one draw, a step short, lr / batch) gives "
+        "yours: compare your key splits, the rows each step draws and the update with the "
+        "docstring, step by step")
 
 
 @checker.check(2)

@@ -147,8 +147,8 @@ def train_diagnoses(key, case: dict, yours: np.ndarray) -> list:
 def train_evidence(yours: dict, ref: dict, case: dict) -> str:
     return (largest_differences(yours, ref, train_inputs(case)) +
             "No slip the checker replays (one order for every epoch, ceil(n / batch) steps "
-            "an epoch, overlapping windows of rows, a step short, the steps rounded up to whole epochs, lr / batch, x in "
-            "bfloat16) gives yours: compare your key "
+            "an epoch, overlapping windows of rows, a step short, the steps rounded up to "
+            "whole epochs, lr / batch, x in bfloat16) gives yours: compare your key "
             "splits, each epoch's order and its consecutive slices, and the update with the "
             "docstring, step by step")
 

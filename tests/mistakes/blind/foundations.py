@@ -501,3 +501,41 @@ MISTAKES += [
      "edits": [('"train_accuracy": float(classifier.accuracy(params, x[:n_train], y[:n_train])),',
                 '"train_accuracy": float(classifier.accuracy(params, x, y)),')]},
 ]
+
+# Blind batch b8 (2026-12-07, eleventh session): written from a learner's copy and the
+# solutions only, told the 812 earlier mistakes so as not to repeat them; each
+# confirmed wrong by a value it changes.
+MISTAKES += [
+    {"stage": 1, "id": 'blind-b8-mse-variance-of-error',
+     "misunderstood": 'The learner took the mean squared error to be the variance of the errors (jnp.var(pred - target)), the spread of the residuals; the contract asks for the mean of the squared differences, which also counts a constant offset (var drops mean(d)**2, so pred = target + 3 gives 0 instead of 9).',
+     "named_by": ['variance is not the mean square', 'a constant offset is an error too', 'mean of (pred - target)**2'],
+     "edits": [('return jnp.mean((pred - target) ** 2)',
+                'return jnp.var(pred - target)')]},
+    {"stage": 2, "id": 'blind-b8-grads-w-mean-without-axis',
+     "misunderstood": "The learner wrote the weight gradient as 2 * jnp.mean(x * residual[:, None]), believing the mean over the examples is implied; without axis=0 it averages over all n * d entries and returns one scalar, where the contract asks for a float32 (d,) gradient (each feature's own sum over the rows, divided by n).",
+     "named_by": ['mean over the example axis only', 'axis=0 missing', 'w gradient must have shape (d,)'],
+     "edits": [('"w": 2.0 * (x.T @ residual) / n',
+                '"w": 2.0 * jnp.mean(x * residual[:, None])')]},
+    {"stage": 2, "id": 'blind-b8-fit-standardises-features',
+     "misunderstood": "The learner standardised the features (zero mean, unit std per column) before the SGD loop, believing a good fit preprocesses its inputs; the protocol steps on regression_grads of the given x's rows, so the fitted params (for the raw features) differ from the replay.",
+     "named_by": ['no preprocessing of x', 'params for the raw features', 'regression_grads on the given rows'],
+     "edits": [('params = init_linear(k_init, x.shape[1])\n    n = x.shape[0]',
+                'params = init_linear(k_init, x.shape[1])\n    n = x.shape[0]\n    x = (x - x.mean(axis=0)) / x.std(axis=0)  # standardise the features')]},
+    {"stage": 3, "id": 'blind-b8-train-labels-own-permutation',
+     "misunderstood": "Reading 'a key used once is spent', the learner split the epoch key again and shuffled x and y with two different permutations, so each row meets another row's label; the protocol draws one permutation of n per epoch and takes x and y at the same rows.",
+     "named_by": ['one permutation for x and y', 'labels stay with their rows', 'do not split the epoch key again'],
+     "edits": [('def step(params, rows):\n        grads = jax.grad(classifier.loss)(params, x[rows], y[rows])',
+                'def step(params, rows, rows_y):\n        grads = jax.grad(classifier.loss)(params, x[rows], y[rows_y])'),
+               ('            order = jax.random.permutation(k_epoch, n)\n        params = step(params, order[j * batch:(j + 1) * batch])',
+                '            k_x, k_y = jax.random.split(k_epoch)  # a key used once is spent\n            order = jax.random.permutation(k_x, n)\n            order_y = jax.random.permutation(k_y, n)\n        params = step(params, order[j * batch:(j + 1) * batch],\n                      order_y[j * batch:(j + 1) * batch])')]},
+    {"stage": 3, "id": 'blind-b8-train-reshuffles-shuffled-order',
+     "misunderstood": "The learner shuffled the already shuffled order each epoch (order = order[perm]), as a loop that shuffles its data in place does, believing it is the same as shuffling the rows; the protocol's epoch order is the epoch key's permutation of the original rows, so from the second epoch on the batches differ from the replay.",
+     "named_by": ["each epoch's order is a fresh permutation of n", 'permutations are not composed', 'the original row indices'],
+     "edits": [('            order = jax.random.permutation(k_epoch, n)\n',
+                '            perm = jax.random.permutation(k_epoch, n)\n            order = perm if order is None else order[perm]  # reshuffle\n')]},
+    {"stage": 3, "id": 'blind-b8-workload-random-held-out-split',
+     "misunderstood": 'The learner shuffled the data set before splitting it, believing a held-out test set must be a random sample; the contract trains on the first n_train rows of make_dataset and tests on the rest, so params and accuracies differ from the replay (and the data key is reused).',
+     "named_by": ['first n_train rows train', 'no shuffle before the split', 'the data key is used once'],
+     "edits": [('    x, y = classifier.make_dataset(k_data, n_train + n_test)\n',
+                '    x, y = classifier.make_dataset(k_data, n_train + n_test)\n    perm = jax.random.permutation(k_data, n_train + n_test)  # random split\n    x, y = x[perm], y[perm]\n')]},
+]

@@ -584,3 +584,39 @@ MISTAKES += [
      "edits": [('                jax.block_until_ready(fn(params, *args, next(lrs)))',
                 '                jax.block_until_ready(fn(params, *args, problem["lr"]))')]},
 ]
+
+# Blind batch b8 (2026-12-07, eleventh session): written from a learner's copy and the
+# solutions only, told the 812 earlier mistakes so as not to repeat them; each
+# confirmed wrong by a value it changes.
+MISTAKES += [
+    {"stage": 1, "id": 'blind-b8-trace-host-tracer-off',
+     "misunderstood": "Told to leave the Python tracer out because it slows the steps, the learner turned the host tracer off too; the step and phase annotations (TraceAnnotation) are host events, so the trace holds no STEP_REGION event instead of config['steps'].",
+     "named_by": ['only python_tracer_level = 0', 'TraceAnnotation is a host event', 'the trace must hold the step regions'],
+     "edits": [('    options.python_tracer_level = 0\n    with jax.profiler.trace(logdir, profiler_options=options):',
+                '    options.python_tracer_level = 0\n    options.host_tracer_level = 0  # no tracer slows the steps\n    with jax.profiler.trace(logdir, profiler_options=options):')]},
+    {"stage": 1, "id": 'blind-b8-breakdown-steps-roots-only',
+     "misunderstood": "The learner looked for step events among the top-level events only, believing a step is never inside another event; a step is any complete event named step_region, and in a trace whose steps sit inside an outer annotation (write_run_records' REGION) it finds none.",
+     "named_by": ['a step may be nested in another event', 'walk the whole forest', 'not only the roots'],
+     "edits": [('found = [ev for ev in _walk(forest) if ev.name == step_region]',
+                'found = [ev for ev in forest if ev.name == step_region]')]},
+    {"stage": 2, "id": 'blind-b8-fast-logsumexp-no-axis',
+     "misunderstood": "The learner called jax.nn.logsumexp(logits) without axis=-1, believing it reduces each row like log_softmax does; it reduces the whole (batch, vocab) array to one number, so every example's normaliser is the batch's and the losses and gradients are wrong.",
+     "named_by": ['log-sum-exp per example', 'axis=-1 over the vocabulary', 'not over the whole batch'],
+     "edits": [('lse = jax.nn.logsumexp(logits, axis=-1)',
+                'lse = jax.nn.logsumexp(logits)')]},
+    {"stage": 3, "id": 'blind-b8-crossover-rounded-to-integer',
+     "misunderstood": 'The learner rounded the interpolated crossing to a whole number, believing a batch size must be an integer; the contract returns the crossing of the (log batch, log gain) line as a float, compared to rel 1e-9.',
+     "named_by": ['the crossing is a float', 'no rounding to a batch size', 'interpolated in log-log'],
+     "edits": [('return float(math.exp(math.log(b0) + f * (math.log(b1) - math.log(b0))))',
+                'return float(round(math.exp(math.log(b0) + f * (math.log(b1) - math.log(b0)))))')]},
+    {"stage": 3, "id": 'blind-b8-predict-floor-at-small',
+     "misunderstood": "The learner clamped the model's crossing at the smallest measured batch, believing nothing below the measurements can be predicted; the contract's floor is 1.0 (one example), so a crossing the model puts between 1 and small is reported as small.",
+     "named_by": ['the floor is 1.0', 'not the smallest measured size', 'the model extrapolates below small'],
+     "edits": [('return {"crossover": float(max(batch, 1.0)), **medians}',
+                'return {"crossover": float(max(batch, small)), **medians}')]},
+    {"stage": 4, "id": 'blind-b8-records-iters-from-samples',
+     "misunderstood": 'The learner recorded iters as the number of samples it kept, believing iters describes the samples; the contract records warmup and iters as given, so a record whose output check failed (no samples) says iters 0 instead of the iters asked for.',
+     "named_by": ['iters as given', 'not len(samples_s)', 'a refused record keeps its iters'],
+     "edits": [('"iters": iters, "first_call_s": first_call_s, "samples_s": samples,\n                  "compiles_first_call"',
+                '"iters": len(samples), "first_call_s": first_call_s, "samples_s": samples,\n                  "compiles_first_call"')]},
+]

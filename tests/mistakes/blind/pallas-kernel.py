@@ -520,3 +520,41 @@ MISTAKES += [
      "edits": [('for key, group in (("mode", kernels), ("backend", records), ("dtype", records)):',
                 'for key, group in (("mode", kernels), ("backend", kernels), ("dtype", kernels)):')]},
 ]
+
+# Blind batch b8 (2026-12-07, eleventh session): written from a learner's copy and the
+# solutions only, told the 812 earlier mistakes so as not to repeat them; each
+# confirmed wrong by a value it changes.
+MISTAKES += [
+    {"stage": 1, "id": 'blind-b8-f64-sum-whole-array',
+     "misunderstood": 'The learner normalised by e.sum() with no axis, believing the sum of the shifted exponentials is per row already; it sums the whole array, so each row sums to its share of the total instead of 1.',
+     "named_by": ['sum along each row', 'axis=-1, keepdims=True', 'each row sums to 1'],
+     "edits": [('return e / e.sum(axis=-1, keepdims=True)',
+                'return e / e.sum()')]},
+    {"stage": 1, "id": 'blind-b8-jnp-max-down-columns',
+     "misunderstood": "The learner subtracted the max along axis 0 (each column's max), believing any stabilising shift leaves the softmax unchanged; the shift must be constant along each row (the row max), and a per-column shift changes every row's probabilities.",
+     "named_by": ['the row max, axis=-1', 'shift constant along the row', 'softmax is invariant only to a per-row shift'],
+     "edits": [('z = z - jnp.max(z, axis=-1, keepdims=True)',
+                'z = z - jnp.max(z, axis=0, keepdims=True)')]},
+    {"stage": 2, "id": 'blind-b8-mode-default-not-resolved',
+     "misunderstood": "The learner compared the backend argument with 'cpu' without resolving the default, believing None already means this machine; execution_mode() on a CPU then says 'compiled' (None is not 'cpu'), and softmax_pallas with interpret=None tries compiled Pallas.",
+     "named_by": ['None means jax.default_backend()', 'the default must be resolved', 'interpreted on cpu'],
+     "edits": [('    backend = backend or jax.default_backend()\n',
+                '')]},
+    {"stage": 2, "id": 'blind-b8-pallas-two-dim-grid',
+     "misunderstood": 'The learner gave the grid a second axis for the column blocks (always one, since a block spans every column), believing a 2-D array needs a 2-D grid; the contract asks for a one-dimensional grid in which program i owns the i-th run of rows.',
+     "named_by": ['a one-dimensional grid', 'one index-map argument', 'the block already spans every column'],
+     "edits": [('lambda i: (i, 0))',
+                'lambda i, j: (i, j))'),
+               ('grid=(pl.cdiv(rows, block_rows),),',
+                'grid=(pl.cdiv(rows, block_rows), 1),')]},
+    {"stage": 3, "id": 'blind-b8-sweep-tolerance-from-rows',
+     "misunderstood": "The learner passed the shape's row count to tolerance, reading n_cols as 'the number of rows summed'; the budget depends on the row length (cols), so on a tall shape a kernel wrong by several budgets passes the output check and is timed.",
+     "named_by": ['tolerance(dtype, cols)', 'the row length, not the row count', 'a wrong kernel must not be timed'],
+     "edits": [('tol = tolerance(dtype, cols)',
+                'tol = tolerance(dtype, rows)')]},
+    {"stage": 3, "id": 'blind-b8-summary-mode-from-machine',
+     "misunderstood": "The learner took the summary's mode from execution_mode() on the machine summarising, believing it is the same as where the records ran; the contract reports the kernel records' mode, so records of a compiled GPU run summarised on a CPU say 'interpreted' and get a caveat.",
+     "named_by": ['mode from the kernel records', 'not from this machine', 'caveat only when the records ran interpreted'],
+     "edits": [('mode = kernels[0]["mode"]',
+                'mode = execution_mode()')]},
+]

@@ -803,3 +803,41 @@ MISTAKES += [
      "edits": [('        if len(run.get("samples_s") or []) < 5:',
                 '        if len(run.get("samples_s") or []) <= 5:')]},
 ]
+
+# Blind batch b8 (2026-12-07, eleventh session): written from a learner's copy and the
+# solutions only, told the 812 earlier mistakes so as not to repeat them; each
+# confirmed wrong by a value it changes.
+MISTAKES += [
+    {"stage": 1, "id": 'blind-b8-time-fn-tolerances-ignored',
+     "misunderstood": "The learner called np.allclose on the output with its defaults, believing 'np.allclose semantics' means np.allclose as it comes; the rtol and atol arguments are then silently ignored (atol 1e-8 instead of the default 1e-6), so a right output near zero or one inside a looser rtol asked for is reported wrong and never timed.",
+     "named_by": ['pass rtol and atol on', 'argument silently ignored', "np.allclose defaults differ from time_fn's"],
+     "edits": [('output_ok = bool(np.allclose(np.asarray(out), np.asarray(expected),\n                                     rtol=rtol, atol=atol))',
+                'output_ok = bool(np.allclose(np.asarray(out), np.asarray(expected)))')]},
+    {"stage": 2, "id": 'blind-b8-region-cut-off-event-zero-length',
+     "misunderstood": "The learner read an X event without 'dur' as an instant of zero length and kept it (dur defaulted to 0); the contract says an event cut off without its dur is not a complete event, so a cut-off region occurrence raises the count and a cut-off child appears in children.",
+     "named_by": ['an event without dur is not complete', 'skip it, do not default dur to 0', 'count of complete occurrences'],
+     "edits": [('complete = [e for e in events if e.get("ph") == "X" and "dur" in e]',
+                'complete = [dict(e, dur=e.get("dur", 0)) for e in events if e.get("ph") == "X"]')]},
+    {"stage": 2, "id": 'blind-b8-matmul-output-read-and-written',
+     "misunderstood": "The learner counted the output twice, as a GEMM C += A @ B reads C and writes it back; the contract's bytes are the least traffic the product needs, each array touched once: (mk + kn + mn) * itemsize.",
+     "named_by": ['each array touched once', 'the output is written, not read', 'least traffic of the product'],
+     "edits": [('"bytes": (m * k + k * n + m * n) * itemsize',
+                '"bytes": (m * k + k * n + 2 * m * n) * itemsize')]},
+    {"stage": 3, "id": 'blind-b8-remat-when-policy-none',
+     "misunderstood": "The learner wrapped every block in jax.checkpoint even for policy None, believing None means 'checkpoint's default policy'; the contract's None is the no-remat baseline (nothing rematerialised), and jax.checkpoint's default saves nothing, so the baseline's saved residuals shrink to nothing_saveable's.",
+     "named_by": ['policy None means no jax.checkpoint', 'the no-remat baseline', "checkpoint's default saves nothing"],
+     "edits": [('    step = block\n',
+                "    step = jax.checkpoint(block)  # policy None: checkpoint's default\n")]},
+    {"stage": 4, "id": 'blind-b8-decide-confidence-fixed-95',
+     "misunderstood": 'The learner hard-coded the 95% t quantile, believing the confidence argument only labels the interval; decide must form its interval at the confidence asked, so at 0.99 a gain the 95% interval accepts (but the 99% one does not) is accepted, and the reason names a 99% interval it never computed.',
+     "named_by": ['interval at the confidence asked', 'argument silently ignored', 't_quantile(confidence, df)'],
+     "edits": [('half = t_quantile(confidence, df) * (float(np.std(d, ddof=1))',
+                'half = t_quantile(0.95, df) * (float(np.std(d, ddof=1))'),
+               ('half = t_quantile(confidence, df) * math.sqrt(vb + va)',
+                'half = t_quantile(0.95, df) * math.sqrt(vb + va)')]},
+    {"stage": 4, "id": 'blind-b8-amdahl-ceiling-for-finite-speedup',
+     "misunderstood": "The learner returned Amdahl's ceiling 1 / (1 - share), believing that is 'the step's speedup'; that is the limit for an infinitely faster part, while the contract asks for the speedup when the part gets kernel_speedup times faster: 1 / ((1 - share) + share / k).",
+     "named_by": ['use kernel_speedup', 'the ceiling is the limit, not the speedup', "Amdahl's law with a finite speedup"],
+     "edits": [('return 1.0 / ((1.0 - share) + share / kernel_speedup)',
+                'return 1.0 / (1.0 - share)')]},
+]

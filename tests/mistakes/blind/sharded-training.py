@@ -675,3 +675,39 @@ JUSTIFIED["blind-b7-profile-step-trace-annotation"] = (
     "by its step (0, 1, ...)', and jax.profiler.StepTraceAnnotation(region, step_num=i) "
     "numbers it so, as jax's own step annotation (XProf's step view reads step_num). The "
     "checker reads either argument (sharded_trace.region_steps) and the numbers are right.")
+
+# Blind batch b8 (2026-12-07, eleventh session): written from a learner's copy and the
+# solutions only, told the 812 earlier mistakes so as not to repeat them; each
+# confirmed wrong by a value it changes.
+MISTAKES += [
+    {"stage": 1, "id": 'blind-b8-step-data-pos-counts-rows',
+     "misunderstood": "The learner advanced data_pos by the batch's row count, believing it is the number of examples consumed; the contract's data_pos is the index of the next batch (batch_at), one more per step.",
+     "named_by": ['data_pos counts batches', 'one more per step', 'batch_at takes a batch index'],
+     "edits": [('"data_pos": state["data_pos"] + 1}, loss',
+                '"data_pos": state["data_pos"] + batch["x"].shape[0]}, loss')]},
+    {"stage": 1, "id": 'blind-b8-describe-piece-local-extent',
+     "misunderstood": "The learner described each piece by the extent of the local shard ([0, size] per dimension of shard.data), believing that is where the piece lies; the contract's pieces are the [start, stop] of the piece in the global array, so every row-split piece reads [0, rows per device].",
+     "named_by": ['global [start, stop] of each piece', 'from shard.index', 'not the local shard shape'],
+     "edits": [('pieces[shard.device.id] = [list(sl.indices(dim)[:2])\n                                       for sl, dim in zip(shard.index, leaf.shape)]',
+                'pieces[shard.device.id] = [[0, int(size)] for size in shard.data.shape]')]},
+    {"stage": 2, "id": 'blind-b8-grads-loss-not-divided',
+     "misunderstood": "The learner divided the gradients by the global valid count but returned the loss as the psum of the shards' loss sums, believing the weighting matters only for the update; the contract's loss is the mean over the valid rows, like one device's.",
+     "named_by": ['the loss is a mean too', "divide the psum'd loss by the count", "loss equal to one device's"],
+     "edits": [('loss = jax.lax.psum(loss_sum, AXIS) / total',
+                'loss = jax.lax.psum(loss_sum, AXIS)')]},
+    {"stage": 3, "id": 'blind-b8-distributed-id-and-count-swapped',
+     "misunderstood": 'The learner passed process_id and num_processes to jax.distributed.initialize positionally in the order of its own signature, believing the id comes first; initialize takes (coordinator_address, num_processes, process_id), so process 0 of 2 asks for 0 processes and claims id 2.',
+     "named_by": ['num_processes before process_id', 'pass them by keyword', "initialize's signature"],
+     "edits": [('jax.distributed.initialize(coordinator, num_processes, process_id,',
+                'jax.distributed.initialize(coordinator, process_id, num_processes,')]},
+    {"stage": 3, "id": 'blind-b8-save-key-as-raw-data',
+     "misunderstood": 'The learner saved the key as its raw uint32 data (key_data), believing Orbax cannot store a typed key; the contract saves the whole state with its typed key, so the checkpoint holds a uint32 (2,) array and the state restored into like comes back without a typed key.',
+     "named_by": ['save the typed key as it is', 'the whole state, unchanged', 'restore must give back a typed key'],
+     "edits": [('args=ocp.args.StandardSave(state))',
+                'args=ocp.args.StandardSave(\n        dict(state, key=jax.random.key_data(state["key"]))))')]},
+    {"stage": 4, "id": 'blind-b8-profile-shapes-per-shard',
+     "misunderstood": "The learner recorded the shape of each batch array's first local shard, believing the record should say what one device processes; the record's shapes are those of the batch arrays themselves (global shapes), so on 8 devices it says 8 rows where the batch has 64.",
+     "named_by": ['global shapes of the batch arrays', "not one device's shard", "time_fn's shapes field"],
+     "edits": [('"shapes": [list(a.shape) for a in arrays],',
+                '"shapes": [list(a.addressable_shards[0].data.shape) for a in arrays],')]},
+]
