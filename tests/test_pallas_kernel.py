@@ -209,6 +209,9 @@ PLANTED = {
          "                    fn(x) if fn is baseline else jax.block_until_ready(fn(x))\n"
          "                    samples.append")]),
     # issue 46: a crash on the checker's wrong-shape kernel output names that input
+    # issue 53 (blind-b8-sweep-tolerance-from-rows): the tolerance of the row count
+    "sweep_tolerance_of_the_row_count": (3, ["sweep_checks_output_before_timing"], [
+        ("tol = tolerance(dtype, cols)", "tol = tolerance(dtype, rows)")]),
     "sweep_output_check_without_shapes": (3, ["sweep_checks_output_before_timing"], [
         ("        ok = bool(got.shape == expected.shape and\n                  np.all(",
          "        ok = bool(np.all(")]),
@@ -320,6 +323,7 @@ HINTS = {"kernel_row_sum_in_bfloat16": "the same values given as float32 come ou
          "jnp_reference_without_max_subtraction": "overflows float32",
          "jnp_reference_in_bfloat16": "the softmax computed in bfloat16 itself",
          "jnp_reference_divides_in_bfloat16": "rounded to bfloat16 before the division",
+         "sweep_tolerance_of_the_row_count": "the row count, gives rtol",
          "sweep_first_call_as_a_warmup": "the compiling first call was counted as one of the "
                                          "warm-up calls",
          "summary_any_speedup_helps": "not by more than HELP_MARGIN",

@@ -664,26 +664,45 @@ def off_in_float64_only(impl, rng) -> None:
     one element, yet within that tolerance (less two float32 steps) of the float32 jnp
     softmax (its element of largest float32 rounding error moved further the same way,
     ``remote_pallas_kernel_planted.off_in_float64_only``): wrong by the contract, right by a
-    float32 reference."""
-    shape = (ragged(rng, 20, 40, 8), length(rng, 150, 400, 2))
+    float32 reference. On a wide shape, and on a tall one (many more rows than columns:
+    a tolerance taken for the row count instead of the row length is looser there)."""
     get_function(impl, "tolerance")
-    tol = require_keys(bridge.inspect(impl, "pallas-kernel/call_with_dtype",
-                                      LearnerFunction("tolerance"), "float32", shape[1]),
-                       ("rtol", "atol"), "tolerance")
-    rtol, atol = as_float(tol["rtol"], "tolerance rtol"), as_float(tol["atol"], "tolerance atol")
-    kernel = Workload("pallas-kernel/off_in_float64_only", rtol=rtol, atol=atol)
-    records, probed = run_sweep(impl, [shape], [32], kernel, dtype="float32", warmup=1,
-                                iters=3, seed=int(rng.integers(0, 2**31)))
-    r = find(records, "pallas", shape, 32)
-    calls = probed.report(shape, 32)["calls"]
-    fail_unless(r["output_ok"] is False and r["samples_s"] == [] and calls == 1,
-                "a kernel off the float64 softmax by more than your tolerance at one "
-                "element, but within it of the float32 jnp softmax, was judged right and "
-                "timed", yours=f"output_ok={r['output_ok']!r}, {calls} calls",
-                expected=f"output_ok=False, 1 call (off by just over atol + rtol * |y64| "
-                f"with your rtol={rtol:.3g}, atol={atol:.3g})",
-                hint="judge the first call's output against softmax_numpy_f64(x), the "
-                "float64 truth: a float32 reference carries rounding errors of its own")
+    wide = (ragged(rng, 20, 40, 8), length(rng, 150, 400, 2))
+    tall = (ragged(rng, 200, 320, 8), length(rng, 9, 24, 2))
+    for shape in (wide, tall):
+        tol = require_keys(bridge.inspect(impl, "pallas-kernel/call_with_dtype",
+                                          LearnerFunction("tolerance"), "float32", shape[1]),
+                           ("rtol", "atol"), "tolerance")
+        rtol = as_float(tol["rtol"], "tolerance rtol")
+        atol = as_float(tol["atol"], "tolerance atol")
+        kernel = Workload("pallas-kernel/off_in_float64_only", rtol=rtol, atol=atol)
+        records, probed = run_sweep(impl, [shape], [32], kernel, dtype="float32", warmup=1,
+                                    iters=3, seed=int(rng.integers(0, 2**31)))
+        r = find(records, "pallas", shape, 32)
+        calls = probed.report(shape, 32)["calls"]
+        other = (f"; tolerance(n={shape[0]}), the row count, gives rtol "
+                 f"{looser:.3g}: a row's rounding grows with its length, {shape[1]} here"
+                 if shape is tall and (looser := row_count_rtol(impl, shape)) > rtol else "")
+        fail_unless(r["output_ok"] is False and r["samples_s"] == [] and calls == 1,
+                    f"on {shape}, a kernel off the float64 softmax by more than your "
+                    "tolerance at one element, but within it of the float32 jnp softmax, was "
+                    "judged right and timed", yours=f"output_ok={r['output_ok']!r}, {calls} "
+                    "calls", expected=f"output_ok=False, 1 call (off by just over atol + "
+                    f"rtol * |y64| with your tolerance(n={shape[1]}): rtol={rtol:.3g}, "
+                    f"atol={atol:.3g})",
+                    hint="judge the first call's output against softmax_numpy_f64(x), the "
+                    "float64 truth, within tolerance(n) of the row length n = x.shape[1]: a "
+                    "float32 reference carries rounding errors of its own" + other)
+
+
+def row_count_rtol(impl, shape) -> float:
+    """The learner's own rtol for rows of ``shape[0]`` elements (the row count)."""
+    try:
+        tol = bridge.inspect(impl, "pallas-kernel/call_with_dtype",
+                             LearnerFunction("tolerance"), "float32", shape[0])
+        return as_float(tol["rtol"], "tolerance rtol")
+    except (LearnerCodeError, CheckFailed, KeyError, TypeError):
+        return -math.inf
 
 
 def synthetic_records(rng, plan: dict, mode: str, backend: str = "cpu",
