@@ -449,8 +449,12 @@ def records_with_a_wrong_fast(impl, ctx, wrong: str) -> dict:
     outdir = ctx.learner_dir(f"records-wrong-fast-{wrong}")
     return read_records(bridge.inspect(impl, "optimisation/records_with_a_wrong_fast",
                                        LearnerFunction("write_run_records"),
-                                       timing_config(ctx), ctx.seed + 7, str(outdir), 1, 2,
-                                       wrong=wrong), outdir)
+                                       timing_config(ctx), ctx.seed + 7, str(outdir),
+                                       *WRONG_FAST_COUNTS, wrong=wrong), outdir)
+
+
+# the warmup and iters the records with a wrong train_fast are asked for
+WRONG_FAST_COUNTS = (1, 2)
 
 
 def compared_with_what(impl, ctx) -> str | None:
@@ -515,6 +519,14 @@ def output_ok_is_measured(impl, ctx):
                     "output was timed and its samples kept",
                     yours=samples, expected="no samples (an empty samples_s)",
                     hint=f"{len(samples or [])} samples of a call whose output was wrong")
+        warmup, iters = WRONG_FAST_COUNTS
+        said = {k: records["after"].get(k) for k in ("warmup", "iters")}
+        fail_unless(said == {"warmup": warmup, "iters": iters}, f"{what}, the after "
+                    f"record's warmup and iters are not the ones asked ({warmup} and "
+                    f"{iters})", yours=said, expected={"warmup": warmup, "iters": iters},
+                    hint="warmup and iters record the counts asked for, whatever was timed"
+                    + (f": yours says iters {said['iters']}, the {len(samples or [])} "
+                       "samples kept" if said["iters"] == len(samples or []) else ""))
 
 
 # The checker's stubs (the inspector optimisation/stubbed_calls, in the learner process,
