@@ -99,6 +99,10 @@ PLANTED = {
     "fast_logsumexp_unshifted": (2, "fast_matches_contract", [
         ("    lse = jax.nn.logsumexp(logits, axis=-1)\n",
          "    lse = jnp.log(jnp.exp(logits).sum(axis=-1))\n")]),
+    # issue 53 (blind-b8-breakdown-steps-roots-only): steps looked for at the top only
+    "breakdown_steps_at_the_top_only": (1, "breakdown_matches_checker_parse", [
+        ("found = [ev for ev in _walk(forest) if ev.name == step_region]",
+         "found = [ev for ev in forest if ev.name == step_region]")]),
     # issue 53 (blind-b8-records-iters-from-samples): iters recorded as the samples kept
     "records_iters_from_the_samples": (4, "output_ok_is_measured", [
         ('"iters": iters, "first_call_s": first_call_s, "samples_s": samples,',
@@ -298,6 +302,7 @@ PLANTED = {
 # The phrase each hint must hold (the cause its evidence shows), and ones it must not.
 HINTS = {"fast_picks_an_outer_index": "logits[:, targets] picks a (batch, batch) block",
          "records_iters_from_the_samples": "the 0 samples kept",
+         "breakdown_steps_at_the_top_only": "at any depth",
          "fast_sums_the_batch": "the batch's sum where its mean is asked",
          "breakdown_phases_that_start_inside_a_step": "exactly the phase-named events on "
          "another pid/tid during a step",

@@ -202,7 +202,9 @@ def full_trace(ctx) -> Path:
     """Hand-built: one phase fills every step (share exactly 1, Amdahl's ceiling
     ``math.inf``): two back-to-back events of it from the step's start to its end, whole
     microseconds so their sum is the step's to the bit, each strictly shorter than the
-    step (no tie of spans for a parse to nest either way)."""
+    step (no tie of spans for a parse to nest either way). The steps sit inside an outer
+    region, as a run's own annotation holds them (write_run_records' REGION): a step is
+    any event of that name, at any depth."""
     rng = ctx.rng("full")
     events, t = [], 1000.0
     phase = str(rng.choice(PHASES))
@@ -215,6 +217,8 @@ def full_trace(ctx) -> Path:
                    {"ph": "X", "pid": 1, "tid": 5, "ts": t + first, "dur": dur - first,
                     "name": phase}]
         t += dur + float(rng.integers(10, 30))
+    events.insert(0, {"ph": "X", "pid": 1, "tid": 5, "ts": 990.0, "dur": t - 980.0,
+                      "name": OUTER_REGION})
     path = ctx.subdir("full") / "full-step.trace.json"
     path.write_text(json.dumps({"traceEvents": events}))
     return path
@@ -284,6 +288,31 @@ def not_phases(path: Path) -> dict[str, dict[str, float]]:
         elif e["ts"] + e["dur"] > step.end:
             found["straddling"][e["name"]] += float(e["dur"])
     return found
+
+
+def nested_steps(path: Path) -> tuple[int, list[str]]:
+    """How many step events sit inside another event of their thread, and the names of
+    the events holding them (read from the trace's own spans)."""
+    raw = [e for e in traces.load_events(path) if e.get("ph") == "X" and "dur" in e]
+    nested, holders = 0, set()
+    for step in (e for e in raw if e.get("name") == STEP):
+        around = [e for e in raw if e is not step
+                  and (e.get("pid"), e.get("tid")) == (step.get("pid"), step.get("tid"))
+                  and e["ts"] <= step["ts"] and e["ts"] + e["dur"] >= step["ts"] + step["dur"]
+                  and e["dur"] > step["dur"]]
+        nested += bool(around)
+        holders |= {str(e.get("name")) for e in around}
+    return nested, sorted(holders)
+
+
+def steps_hint(got, want: int, path: Path) -> str:
+    """What a step count short of the checker's shows, where the trace shows it."""
+    nested, holders = nested_steps(path)
+    if nested and got == want - nested:
+        return (f"yours counts the {got} step events at the top of the trace; {nested} sit "
+                f"inside another event ({', '.join(holders)}): a step is any event named "
+                f"{STEP!r}, at any depth")
+    return ""
 
 
 # Phases of a step a parse can lose at a touching boundary, by which ones.
@@ -386,6 +415,7 @@ def cases(ctx, limiting: bool = False):
 
 
 FULL_LABEL = "hand-built trace whose one phase fills every step (share 1)"
+OUTER_REGION = "run_records"  # the region around the full trace's steps
 
 
 @checker.check(1)
@@ -397,7 +427,8 @@ def breakdown_matches_checker_parse(impl, ctx):
                            ("steps", "step_us", "phase_us", "other_us", "shares"),
                            "step_breakdown")
         fail_unless(got["steps"] == want["steps"], f"{label}: wrong number of steps",
-                    yours=got["steps"], expected=want["steps"])
+                    yours=got["steps"], expected=want["steps"],
+                    hint=steps_hint(got["steps"], want["steps"], path))
         fail_unless(close(as_float(got["step_us"], "step_us"), want["step_us"]),
                     f"{label}: step_us differs from the checker's parse",
                     yours=got["step_us"], expected=want["step_us"],
