@@ -88,33 +88,21 @@ def test_sealed_replay_is_the_protocol(n, features, classes, batch, steps,
                                    atol=FLOAT32_STEPS * scale, err_msg=name)
 
 
-def test_the_sliding_window_diagnosis_replays_overlapping_batches():
-    """The diagnosis of batches that overlap: step j's rows order[j:j + batch]."""
-    n, features, classes, batch, steps = 151, 7, 3, 13, 40
-    key = jax.random.key(6)
-    x, y = classifier.make_dataset(jax.random.key(7), n, features, classes)
-    want = plain_replay(key, x, y, classes, steps, batch, 0.25, slide=True)
-    got = sealed_replay(key, x, y, classes, steps, batch, 0.25, slide=True)
-    right = sealed_replay(key, x, y, classes, steps, batch, 0.25)
-    for name in want:
-        scale = float(np.max(np.abs(want[name])))
-        np.testing.assert_allclose(got[name], np.asarray(want[name]), rtol=0,
-                                   atol=FLOAT32_STEPS * scale, err_msg=name)
-        assert not np.allclose(got[name], right[name], rtol=1e-3), name
-
-
-def test_the_ceil_epoch_diagnosis_replays_short_last_steps():
-    """The diagnosis of an epoch of ceil(n / batch) steps: its last step a mean over the
-    leftover rows alone (a masked mean in the program, a short slice in Python: the same
-    numbers to float32 rounding)."""
+@pytest.mark.parametrize("slip", [{"ceil_epoch": True}, {"slide": True}], ids=str)
+def test_each_training_diagnosis_replays_its_slip(slip):
+    """The diagnoses of the training's slips, each against its plain-Python loop: an epoch
+    of ceil(n / batch) steps, its last step a mean over the leftover rows alone (a masked
+    mean in the program, a short slice in Python: the same numbers to float32 rounding),
+    and batches that overlap (step j's rows order[j:j + batch])."""
     n, features, classes, batch, steps = 151, 7, 3, 13, 40  # 11 full steps and 8 rows
     key = jax.random.key(5)
     x, y = classifier.make_dataset(jax.random.key(7), n, features, classes)
-    want = plain_replay(key, x, y, classes, steps, batch, 0.25, ceil_epoch=True)
-    got = sealed_replay(key, x, y, classes, steps, batch, 0.25, ceil_epoch=True)
+    want = plain_replay(key, x, y, classes, steps, batch, 0.25, **slip)
+    got = sealed_replay(key, x, y, classes, steps, batch, 0.25, **slip)
     right = sealed_replay(key, x, y, classes, steps, batch, 0.25)
     for name in want:
-        np.testing.assert_allclose(got[name], np.asarray(want[name]), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got[name], np.asarray(want[name]), rtol=1e-5, atol=1e-6,
+                                   err_msg=name)
         assert not np.allclose(got[name], right[name], rtol=1e-3), name
 
 

@@ -6,6 +6,8 @@ Instructor-only (``coursekit.checking.graded``)."""
 
 from __future__ import annotations
 
+import math
+
 import jax
 
 
@@ -67,4 +69,7 @@ def step_speedup_slips(share: float, kernel_speedup: float) -> dict[str, float]:
             (1 - share) + share * kernel_speedup,
         "the share's time multiplied by the kernel speedup":
             1 / ((1 - share) + share * kernel_speedup),
+        "the ceiling of a kernel made infinitely fast, whatever its speedup: the share's "
+        "time divided by the kernel speedup is still part of the step":
+            1 / (1 - share) if share < 1 else math.inf,
     }

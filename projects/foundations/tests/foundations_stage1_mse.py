@@ -92,6 +92,8 @@ def mse_hint(yours: float, pred: np.ndarray, target: np.ndarray) -> str:
         (float(np.mean(d)), "the mean of the differences, not squared"),
         ((float(np.mean(p64)) - float(np.mean(t64))) ** 2,
          "the squared difference of the means, not the mean of the squared differences"),
+        (float(np.var(d)), "the variance of the differences: their mean is taken out "
+         "first, so an error by a constant offset counts as none"),
         (float(np.mean(p32 * p32 - 2 * p32 * t32 + t32 * t32)),
          f"the square expanded, p^2 - 2pt + t^2 in float32: three terms near "
          f"{float(np.max(p64 * p64)):.1g} each whose difference is lost to rounding "

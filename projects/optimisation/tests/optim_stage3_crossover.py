@@ -226,6 +226,9 @@ def crossover_hint(got, want, sizes: list[int], gains: list[float], threshold: f
     if not (a <= want <= b):
         return (f"yours lies between sizes {a} and {b}, whose gains {ga:.4g} and {gb:.4g} "
                 f"are both {'above' if gb >= threshold else 'below'} the threshold")
+    if value != want and value in (math.floor(want), math.ceil(want)):
+        return (f"yours is the crossing {want:.6g} rounded to a whole batch ({value:g}): "
+                "the interpolated batch is asked as it falls, a float")
     return f"yours lies between the right sizes, {value / want:.6g}x the crossing"
 
 

@@ -387,15 +387,23 @@ def record_is_valid(impl, ctx):
         got = None
     state_like = sorted((list(a.shape), str(a.dtype))
                         for a in jax.tree.leaves(args["state"]["params"]))
+    # one device's piece of each array (the batch is split by rows over N_DEVICES)
+    shard_like = sorted(([a.shape[0] // N_DEVICES, *a.shape[1:]], str(a.dtype))
+                        for a in args["batch"].values())
+    hint = ("one [shape] and one dtype per batch array (x, y, mask), as "
+            "performance-audit's time_fn records its arguments")
+    if got == state_like:
+        hint = ("shapes and dtypes of the batch arrays (x, y, mask): these are the shapes "
+                "and dtypes of the state's params, not of the data the step ran on")
+    elif got == shard_like and shard_like != want:
+        hint = ("yours are one device's shard of each batch array: the record describes "
+                "the global arrays the step ran on (a.shape), whatever their sharding")
     fail_unless(got == want, "the record's shapes and dtypes are not the batch's",
                 yours={"shapes": shapes, "dtypes": dtypes},
                 expected={k: [list(a.shape) if k == "shapes" else str(a.dtype)
                               for _, a in sorted(args["batch"].items())]
                           for k in ("shapes", "dtypes")},
-                hint="shapes and dtypes of the batch arrays (x, y, mask): these are the "
-                "shapes and dtypes of the state's params, not of the data the step ran on"
-                if got == state_like else "one [shape] and one dtype per batch array "
-                "(x, y, mask), as performance-audit's time_fn records its arguments")
+                hint=hint)
 
 
 @checker.check(4)
