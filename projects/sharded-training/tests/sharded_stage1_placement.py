@@ -374,10 +374,15 @@ def matches(state, losses: list, want: dict, n_steps: int, what: str,
     fail_unless(np.array_equal(host(state.leaves["['key']"]), want["key"]),
                 "the key after the steps is not split(key)[0] once per step",
                 yours=host(state.leaves["['key']"]), expected=want["key"], hint=hint)
+    rows = sorted({len(b["x"]) for b in want.get("batches", [])})
     for name in ("step", "data_pos"):
         value = int(host(state.leaves[f"['{name}']"]))
+        per = value / n_steps if n_steps else 0
         fail_unless(value == n_steps, f"state[{name!r}] must count steps",
-                    yours=value, expected=n_steps)
+                    yours=value, expected=n_steps,
+                    hint=f"yours grew by {per:g} a step, the rows of each batch: it counts "
+                    "the steps taken (one per batch), not the rows read"
+                    if rows == [per] else "")
     expect_on_mesh(state.placement, "after the step, {name} left the mesh",
                    "keep the state replicated on the mesh (no device_get, no "
                    "single-device arrays inside the step)")
