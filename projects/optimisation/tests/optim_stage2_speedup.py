@@ -217,6 +217,9 @@ def first_loss_variants(problem: dict) -> dict[str, float]:
         "a mean over every row and every target of the batch (logits[:, targets] picks a "
         "(batch, batch) block, not one target per row)": -float(np.mean(logp[:, targets])),
         "the batch's sum where its mean is asked": -float(np.sum(logp[rows, targets])),
+        "one log-sum-exp over the whole batch's logits, not one per row (no axis=-1)":
+            float(np.mean(np.log(np.sum(np.exp(logits - logits.max()))) + logits.max()
+                          - logits[rows, targets])),
         "the target's raw logit, without the log-softmax": -float(np.mean(
             logits[rows, targets])),
     }

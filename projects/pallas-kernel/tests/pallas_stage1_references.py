@@ -328,6 +328,12 @@ def float64_hint(y, ref, i: int, j: int) -> str:
         return (f"yours is 0 where the float64 softmax is {want:.3g}: below the smallest "
                 "float32 (about 1e-45) a value rounds to 0, where float64 keeps it")
     rel = abs(got - want) / abs(want) if want else float("inf")
+    sums = np.sum(np.asarray(y, np.float64), axis=-1)
+    if not np.allclose(sums, 1.0, rtol=0.0, atol=1e-3):  # far past any dtype's rounding
+        whole = (" and the whole array's to 1: divided by the whole array's sum, not each "
+                 "row's" if math.isclose(float(np.sum(sums)), 1.0, rel_tol=1e-6) else "")
+        return (f"your rows sum to {float(np.min(sums)):.3g} to {float(np.max(sums)):.3g}"
+                f"{whole}; each row of a softmax sums to 1")
     if rel < 1e-3:
         return (f"a relative error of {rel:.2g} is a lower precision's (float32 keeps about 7 "
                 "significant digits): a value computed in another dtype and cast to "
