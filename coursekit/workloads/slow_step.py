@@ -60,14 +60,19 @@ ATOL = 1e-5
 DEFAULT = {"vocab": 512, "embed": 64, "hidden": 256, "batch": 64, "steps": 16}
 
 
+def logits(params: dict, tokens):
+    """The model's logits, (batch, vocab), for ``tokens`` (batch,)."""
+    vocab = params["embed"].shape[0]
+    x = jax.nn.one_hot(tokens, vocab, dtype=params["embed"].dtype) @ params["embed"]
+    return jnp.tanh(x @ params["w1"]) @ params["w2"]
+
+
 def loss(params: dict, tokens, targets):
     """Mean cross-entropy of the model on one batch (``tokens``, ``targets``: (batch,))."""
     vocab = params["embed"].shape[0]
-    x = jax.nn.one_hot(tokens, vocab, dtype=params["embed"].dtype) @ params["embed"]
-    h = jnp.tanh(x @ params["w1"])
-    logits = h @ params["w2"]
-    picked = jnp.sum(jax.nn.one_hot(targets, vocab, dtype=logits.dtype)
-                     * jax.nn.log_softmax(logits), axis=-1)
+    logits_ = logits(params, tokens)
+    picked = jnp.sum(jax.nn.one_hot(targets, vocab, dtype=logits_.dtype)
+                     * jax.nn.log_softmax(logits_), axis=-1)
     return -jnp.mean(picked)
 
 
