@@ -29,12 +29,3 @@ RTOL_OVER_BUDGET = 1.5
 def rtol_bracket(dtype, n: int) -> tuple[float, float]:
     u_out, u32 = _u(dtype), _u(jnp.float32)
     return u_out + (n - 1) * u32, RTOL_OVER_BUDGET * budget(dtype, n)[0]
-
-
-def rounded_before_dividing(x):
-    """A slip of stage 1's ``softmax_jnp`` (for its hint): float32 up to the exponentials
-    and their sum, both rounded to x's dtype before the division, then the quotient
-    again. Instructor-only: written out it is nearly the stage's answer."""
-    x32 = jnp.asarray(x, jnp.float32)
-    e = jnp.exp(x32 - jnp.max(x32, axis=-1, keepdims=True))
-    return e.astype(x.dtype) / jnp.sum(e, axis=-1, keepdims=True).astype(x.dtype)

@@ -36,7 +36,6 @@ from coursekit.checking import bridge
 from coursekit.checking.bridge import LearnerFunction
 from coursekit.checking.contract import short
 from coursekit.checking.errors import CheckFailed, LearnerCodeError, TamperEvidence
-from coursekit.checking.graded import available, instructor_module
 from coursekit.checking.learner import get_function
 from coursekit.checking.values import as_array, as_float, fail_unless, require_keys
 
@@ -175,25 +174,30 @@ def jnp_reference_matches_float64(impl, ctx):
                              REFERENCE_HINT)
 
 
+def _rounded_before_dividing(x):
+    """float32 up to the exponentials and their sum, both rounded to x's dtype before
+    the division (then the quotient rounded once more)."""
+    x32 = jnp.asarray(x, jnp.float32)
+    e = jnp.exp(x32 - jnp.max(x32, axis=-1, keepdims=True))
+    return e.astype(x.dtype) / jnp.sum(e, axis=-1, keepdims=True).astype(x.dtype)
+
+
 # the low-precision computations a softmax_jnp's output is told apart by: how each is
 # made (jitted, as the learner's function is: XLA's fusion keeps some intermediates wider
-# than op-by-op) and what the hint says it is. The public softmax in x's own dtype
-# everywhere; where the instructor grades, also the instructor's slip of rounding before
-# the division (a learner's copy holds no float32 softmax written out).
-def low_precision() -> list:
-    made = [(jax.jit(jax.nn.softmax),
-             "the softmax computed in {dtype} itself, its max, exp and sum each rounded to "
-             "{dtype}")]
-    if available():
-        made.append((jax.jit(instructor_module("pallas_kernel").rounded_before_dividing),
-                     "the exponentials and their sum rounded to {dtype} before the "
-                     "division, then the quotient again: three roundings"))
-    return made
+# than op-by-op) and what the hint says it is
+LOW_PRECISION = (
+    (jax.jit(jax.nn.softmax),
+     "the softmax computed in {dtype} itself, its max, exp and sum each rounded to "
+     "{dtype}"),
+    (jax.jit(_rounded_before_dividing),
+     "the exponentials and their sum rounded to {dtype} before the division, then the "
+     "quotient again: three roundings"),
+)
 
 
 def computed_in_input_dtype(y, x) -> str | None:
     """A hint when softmax_jnp's output on a low-precision ``x`` is one of the
-    computations of ``low_precision()`` (rounded to x's dtype before the end): nearer it
+    computations of ``LOW_PRECISION`` (rounded to x's dtype before the end): nearer it
     than a third of its distance to the float64 reference (``ref64``), over the whole
     array, and nearer it than to the others. None for float32 inputs, or where the output
     is none of them."""
@@ -208,7 +212,7 @@ def computed_in_input_dtype(y, x) -> str | None:
         return None
     to_exact = float(np.linalg.norm(got - exact))
     distances = [(float(np.linalg.norm(got - np.asarray(made(jnp.asarray(x)), np.float64))),
-                  what) for made, what in low_precision()]
+                  what) for made, what in LOW_PRECISION]
     to_low, what = min(distances, key=lambda d: d[0])
     if not to_low * 3 < to_exact:
         return None
