@@ -176,10 +176,14 @@ def jnp_reference_matches_float64(impl, ctx):
 
 def _rounded_before_dividing(x):
     """float32 up to the exponentials and their sum, both rounded to x's dtype before
-    the division (then the quotient rounded once more)."""
+    the division (then the quotient rounded once more). Made from the public softmax and
+    log-sum-exp (the exponentials are the softmax times their sum), so this file writes
+    out no softmax of its own."""
     x32 = jnp.asarray(x, jnp.float32)
-    e = jnp.exp(x32 - jnp.max(x32, axis=-1, keepdims=True))
-    return e.astype(x.dtype) / jnp.sum(e, axis=-1, keepdims=True).astype(x.dtype)
+    total = jnp.exp(jax.nn.logsumexp(x32, axis=-1, keepdims=True)
+                    - jnp.max(x32, axis=-1, keepdims=True))
+    exponentials = jax.nn.softmax(x32, axis=-1) * total
+    return exponentials.astype(x.dtype) / total.astype(x.dtype)
 
 
 # the low-precision computations a softmax_jnp's output is told apart by: how each is
