@@ -127,15 +127,18 @@ def check_costs(folder: Path) -> list[dict]:
     """Every check the suite's checker processes ran, by (project, check): how many runs
     and their wall seconds in all, costliest first (the grader's sandboxes start checkers
     with an environment of their own, so their runs are not in it)."""
-    runs: dict = defaultdict(lambda: {"runs": 0, "wall": 0.0})
+    runs: dict = defaultdict(lambda: {"runs": 0, "wall": 0.0, "tests": defaultdict(float)})
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
         for text in path.read_text().splitlines():
             line = json.loads(text)
             row = runs[(line["project"], line["stage"], line["check"])]
             row["runs"] += 1
             row["wall"] += float(line["wall"] or 0.0)
+            row["tests"][line.get("test") or "?"] += float(line["wall"] or 0.0)
     return [{"project": p, "stage": st, "check": c, "runs": r["runs"],
-             "wall": round(r["wall"], 1)}
+             "wall": round(r["wall"], 1),
+             "tests": {t: round(w, 1) for t, w in sorted(r["tests"].items(),
+                                                         key=lambda kv: -kv[1])}}
             for (p, st, c), r in sorted(runs.items(), key=lambda kv: -kv[1]["wall"])]
 
 

@@ -126,7 +126,8 @@ def test_the_run_says_where_its_time_went(tmp_path):
 
 def test_every_checker_run_says_what_its_checks_cost(tmp_path):
     """A checker process started with COURSE_CHECK_COSTS appends a line per check it ran;
-    suite_costs.check_costs adds them up by check (runs, wall), costliest first; without
+    suite_costs.check_costs adds them up by check (runs, wall, and the test files that
+    started them), costliest first; without
     the variable nothing is written."""
     from suite_costs import check_costs
 
@@ -143,5 +144,7 @@ def test_every_checker_run_says_what_its_checks_cost(tmp_path):
     got = check_costs(folder)
     assert got and {c["project"] for c in got} == {"foundations"}, got
     assert all(c["stage"] == 1 and c["runs"] == 2 and c["wall"] >= 0 for c in got), got
+    here = "tests/test_suite_workers.py"  # the test that started them, from pytest's name
+    assert all(list(c["tests"]) == [here] for c in got), got
     assert [c["wall"] for c in got] == sorted((c["wall"] for c in got), reverse=True), got
     assert check_costs(tmp_path / "none") == []

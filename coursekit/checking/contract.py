@@ -157,7 +157,10 @@ def record_check_cost(project: str, result) -> None:
     if not folder or not os.path.isdir(folder):
         return
     line = {"project": project, "stage": result.stage, "check": result.check_id,
-            "status": result.status, "wall": result.duration_s}
+            "status": result.status, "wall": result.duration_s,
+            # the test file that started it (pytest names the running test in the
+            # environment every process it starts inherits)
+            "test": os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[0]}
     try:
         with open(os.path.join(folder, f"checks-{os.getpid()}.jsonl"), "a") as f:
             f.write(json.dumps(line) + "\n")
