@@ -507,8 +507,35 @@ TRAIN_DYNAMIC_SLICE = bug("train-dynamic-slice", [(
     "        params = step(params, jax.lax.dynamic_slice(order, (j * batch,), (batch,)))\n")],
     "3", only=TRAIN)
 
+# blind-b8: the features standardised first; labels shuffled with a key of their own; each
+# epoch's permutation applied to the last epoch's order
+FIT_STANDARDISED = bug("fit-standardised-features", [(
+    "    n = x.shape[0]\n", "    n = x.shape[0]\n    x = (x - x.mean(axis=0)) / x.std(axis=0)\n")],
+    "2", only="fit_follows_key_protocol")
+TRAIN_OWN_LABELS = bug("train-labels-own-permutation", [
+    ("    def step(params, rows):\n"
+     "        grads = jax.grad(classifier.loss)(params, x[rows], y[rows])\n",
+     "    def step(params, rows, rows_y):\n"
+     "        grads = jax.grad(classifier.loss)(params, x[rows], y[rows_y])\n"),
+    ("            order = jax.random.permutation(k_epoch, n)\n"
+     "        params = step(params, order[j * batch:(j + 1) * batch])\n",
+     "            k_x, k_y = jax.random.split(k_epoch)\n"
+     "            order = jax.random.permutation(k_x, n)\n"
+     "            order_y = jax.random.permutation(k_y, n)\n"
+     "        params = step(params, order[j * batch:(j + 1) * batch],\n"
+     "                      order_y[j * batch:(j + 1) * batch])\n")],
+    "3", only="train_follows_key_protocol")
+TRAIN_COMPOSED = bug("train-order-composed", [(
+    "            order = jax.random.permutation(k_epoch, n)\n",
+    "            perm = jax.random.permutation(k_epoch, n)\n"
+    "            order = perm if order is None else order[perm]\n")], "3",
+    only="train_follows_key_protocol")
+
 
 @pytest.mark.parametrize("name, check, phrase", [
+    (FIT_STANDARDISED, "fit_follows_key_protocol", "standardised column by column"),
+    (TRAIN_OWN_LABELS, "train_follows_key_protocol", "shuffled apart from their rows"),
+    (TRAIN_COMPOSED, "train_follows_key_protocol", "applied to the last epoch's order"),
     (FIT_RANDINT, "fit_follows_key_protocol", "with maxval n - 1 the last row"),
     (FIT_ONE_SHORT, "fit_follows_key_protocol", "one short"),
     (TRAIN_CEIL, "train_follows_key_protocol", "your epochs are ceil(n / batch)"),

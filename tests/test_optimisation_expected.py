@@ -49,3 +49,19 @@ def test_one_stored_case_fills_the_step_with_one_phase():
     no case reached it (blind-b7-amdahl-ceiling-no-inf-case)."""
     limiting = optim_expected.stored_answers()["full-step.trace.json.gz"]["limiting"]
     assert limiting["share"] == 1.0 and limiting["amdahl_ceiling"] == math.inf, limiting
+
+
+def test_a_crossover_clamped_at_the_smallest_size_is_named():
+    """blind-b8: a crossover reported as the smallest measured batch where the model of
+    the learner's own medians reaches the threshold below it is named as such; a
+    crossover the model gives elsewhere is not."""
+    import optim_stage3_crossover as crossover
+
+    from coursekit.instructor import optimisation as model
+    medians = {"median_slow_s": [0.010, 0.020], "median_fast_s": [0.004, 0.010]}
+    lines = model.model_lines(medians, 3, 33)
+    below = model.model_crossing(lines, 2.55)  # the gain falls to 2.55 before batch 3
+    assert below is not None and 1 < below < 3
+    hint = crossover.replay_hint(3.0, lines, 2.55, 3)
+    assert "the smallest batch you measured" in hint, hint
+    assert "smallest batch you measured" not in crossover.replay_hint(5.0, lines, 2.55, 3)

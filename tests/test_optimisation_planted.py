@@ -41,6 +41,11 @@ PLANTED = {
     # issue 53 (blind-b3-trace-file-first-run): the oldest run in the logdir returned
     "trace_file_of_the_first_run": (1, "learner_trace_is_one_call_in_use", [
         ("    return runs[-1]\n", "    return runs[0]\n")]),
+    # blind-b8: the host tracer off too, and with it every TraceAnnotation region
+    "trace_without_the_host_tracer": (1, "learner_trace_is_one_call_in_use", [
+        ("    options.python_tracer_level = 0\n    with jax.profiler.trace(logdir,",
+         "    options.python_tracer_level = 0\n    options.host_tracer_level = 0\n"
+         "    with jax.profiler.trace(logdir,")]),
     "trace_with_python_tracer": (1, "learner_trace_is_one_call_in_use", [
         ("    options.python_tracer_level = 0\n    with jax.profiler.trace(logdir,",
          "    with jax.profiler.trace(logdir,")]),
@@ -301,6 +306,7 @@ PLANTED = {
 
 # The phrase each hint must hold (the cause its evidence shows), and ones it must not.
 HINTS = {"fast_picks_an_outer_index": "logits[:, targets] picks a (batch, batch) block",
+         "trace_without_the_host_tracer": "none of the host's",
          "records_iters_from_the_samples": "the 0 samples kept",
          "breakdown_steps_at_the_top_only": "at any depth",
          "fast_sums_the_batch": "the batch's sum where its mean is asked",

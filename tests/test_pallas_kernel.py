@@ -54,6 +54,10 @@ PLANTED = {
         ("    z = x.astype(jnp.float32)\n", "    z = x\n")]),
     # issue 53 (blind-b7-jnp-divides-in-output-dtype): float32 up to the sum, both
     # rounded to bfloat16 before the division
+    # blind-b8: the stabilising max taken down the columns (one per column)
+    "jnp_reference_max_down_columns": (1, ["jnp_reference_matches_float64"], [
+        ("    z = z - jnp.max(z, axis=-1, keepdims=True)\n",
+         "    z = z - jnp.max(z, axis=0, keepdims=True)\n")]),
     "jnp_reference_divides_in_bfloat16": (1, ["jnp_reference_matches_float64"], [
         ("    return (e / jnp.sum(e, axis=-1, keepdims=True)).astype(x.dtype)\n",
          "    return e.astype(x.dtype) / jnp.sum(e, axis=-1, keepdims=True).astype(x.dtype)\n")]),
@@ -171,6 +175,13 @@ PLANTED = {
     "block_clipped_to_rows": (2, ["grid_and_blockspec"], [
         ("pl.BlockSpec((block_rows, block_cols(cols))",
          "pl.BlockSpec((min(block_rows, rows), block_cols(cols))")]),
+    # blind-b8: a grid with a column axis of size 1
+    "grid_with_a_column_axis": (2, ["grid_and_blockspec"], [
+        ("lambda i: (i, 0))", "lambda i, j: (i, j))"),
+        ("grid=(pl.cdiv(rows, block_rows),),", "grid=(pl.cdiv(rows, block_rows), 1),")]),
+    # blind-b8: execution_mode's None compared as it is
+    "execution_mode_default_unresolved": (2, ["execution_mode_by_backend"], [
+        ("    backend = backend or jax.default_backend()\n", "")]),
     "block_rows_ignored": (2, ["grid_and_blockspec"], [
         ("pl.BlockSpec((block_rows, block_cols(cols))", "pl.BlockSpec((8, block_cols(cols))"),
         ("grid=(pl.cdiv(rows, block_rows),)", "grid=(pl.cdiv(rows, 8),)")]),
@@ -216,6 +227,9 @@ PLANTED = {
         ("        ok = bool(got.shape == expected.shape and\n                  np.all(",
          "        ok = bool(np.all(")]),
     # blind batch 3: the output judged on its first row alone
+    # blind-b8: the summary's mode read from the machine summarising
+    "summary_mode_of_this_machine": (3, ["summary_finds_where_it_stops_helping"], [
+        ('mode = kernels[0]["mode"]', "mode = execution_mode()")]),
     "sweep_checks_the_first_row_only": (3, ["sweep_checks_output_before_timing"], [
         ('np.all(np.abs(got - expected) <= tol["atol"] + tol["rtol"] * np.abs(expected)))',
          'np.all(np.abs(got[0] - expected[0]) <= tol["atol"] + tol["rtol"] * '
@@ -308,6 +322,10 @@ MASKING = "past the array's edge"
 FIX_CODE = ["-jnp.inf", "-inf (the identity", "pl.cdiv(rows, block_rows)", "axis=1"]
 HINTS = {"kernel_row_sum_in_bfloat16": "the same values given as float32 come out within",
          "block_clipped_to_rows": "yours is as tall as the array",
+         "grid_with_a_column_axis": "your grid has 2 axes",
+         "execution_mode_default_unresolved": "not first resolved to jax.default_backend()",
+         "jnp_reference_max_down_columns": "yet yours changes with the rows beside it",
+         "summary_mode_of_this_machine": "the mode of the machine the summary ran on",
          "sweep_samples_from_one_start": "a timestamp, cumulative",
          "kernel_computes_in_bfloat16": "a step runs in bfloat16",
          "kernel_max_over_the_block": "each row's softmax is shifted by that row's own max",

@@ -35,31 +35,43 @@ SOURCE = ROOT / "projects" / "foundations" / "solution" / "sealed.py"
 
 
 def plain_replay(key, x, y, classes, steps, batch, lr, same_order=False, ceil_epoch=False,
-                 slide=False):
+                 slide=False, own_labels=False, compose=False):
     """train_classifier's key protocol in plain Python (the docstring, line by line);
     ``ceil_epoch``: the mistake, an epoch of ceil(n / batch) steps, its last one short;
-    ``slide``: the mistake, step j's rows order[j:j + batch]."""
+    ``slide``: the mistake, step j's rows order[j:j + batch]; ``own_labels``: the
+    mistake, the epoch key split again, x's rows by one half's permutation and y's by the
+    other's; ``compose``: the mistake, order = order[perm] from the second epoch on."""
     k_init, k_order = jax.random.split(key)
     params = classifier.init_params(k_init, features=x.shape[1], classes=classes)
     grad = jax.jit(jax.grad(classifier.loss))
     order, per_epoch = None, -(-x.shape[0] // batch) if ceil_epoch else x.shape[0] // batch
+    order_y = None
     for i in range(steps):
         j = i % per_epoch
         if j == 0 and (order is None or not same_order):
             k_order, k_epoch = jax.random.split(k_order)
-            order = jax.random.permutation(k_epoch, x.shape[0])
+            if own_labels:
+                k_x, k_y = jax.random.split(k_epoch)
+                order = jax.random.permutation(k_x, x.shape[0])
+                order_y = jax.random.permutation(k_y, x.shape[0])
+            else:
+                perm = jax.random.permutation(k_epoch, x.shape[0])
+                order = order[perm] if compose and order is not None else perm
+                order_y = order
         rows = order[j:j + batch] if slide else order[j * batch:(j + 1) * batch]
-        g = grad(params, x[rows], y[rows])
+        rows_y = order_y[j:j + batch] if slide else order_y[j * batch:(j + 1) * batch]
+        g = grad(params, x[rows], y[rows_y])
         params = jax.tree.map(lambda v, d: v - lr * d, params, g)
     return params
 
 
 def sealed_replay(key, x, y, classes, steps, batch, lr, same_order=False, ceil_epoch=False,
-                  slide=False):
+                  slide=False, own_labels=False, compose=False):
     return sealed.call(sealed.program(TESTS, "train_replay"), jax.random.key_data(key), x, y,
                        np.int32(steps), np.float32(lr), np.bool_(same_order),
                        np.zeros(batch, np.int8), np.zeros(classes, np.int8),
-                       np.bool_(ceil_epoch), np.bool_(slide))
+                       np.bool_(ceil_epoch), np.bool_(slide), np.bool_(own_labels),
+                       np.bool_(compose))
 
 
 # make check keeps the checker's case; the others (about 4 s each) run in make test
@@ -88,12 +100,14 @@ def test_sealed_replay_is_the_protocol(n, features, classes, batch, steps,
                                    atol=FLOAT32_STEPS * scale, err_msg=name)
 
 
-@pytest.mark.parametrize("slip", [{"ceil_epoch": True}, {"slide": True}], ids=str)
+@pytest.mark.parametrize("slip", [{"ceil_epoch": True}, {"slide": True},
+                                  {"own_labels": True}, {"compose": True}], ids=str)
 def test_each_training_diagnosis_replays_its_slip(slip):
     """The diagnoses of the training's slips, each against its plain-Python loop: an epoch
     of ceil(n / batch) steps, its last step a mean over the leftover rows alone (a masked
     mean in the program, a short slice in Python: the same numbers to float32 rounding),
-    and batches that overlap (step j's rows order[j:j + batch])."""
+    batches that overlap (step j's rows order[j:j + batch]), labels in an order of their
+    own, and each epoch's order composed with the last's."""
     n, features, classes, batch, steps = 151, 7, 3, 13, 40  # 11 full steps and 8 rows
     key = jax.random.key(5)
     x, y = classifier.make_dataset(jax.random.key(7), n, features, classes)

@@ -438,7 +438,37 @@ NAMED_BUGS = {
         "            dict(config, n_examples=2 * config[\"n_examples\"]))\n"
         "    data = kept[config[\"data_seed\"]]\n    step_fn = make_train_step(")], 3,
         "second_train_follows_its_config"), "at the same data_seed"),
+    # blind-b8: each piece described by the local shard's own extent, [0, size]
+    "pieces-of-the-local-extent": (bug("pieces-of-the-local-extent", [(
+        "            pieces[shard.device.id] = [list(sl.indices(dim)[:2])\n"
+        "                                       for sl, dim in zip(shard.index, leaf.shape)]\n",
+        "            pieces[shard.device.id] = [[0, int(size)] for size in shard.data.shape]\n")],
+        1, "placement_report_matches"), "each of your pieces starts at 0 in every dimension"),
 }
+
+
+def test_swapped_process_ids_are_named_from_jaxs_own_error():
+    """blind-b8: jax.distributed.initialize given the id and the count swapped raises with
+    both; the two-process check's hint reads them (a run of two processes costs 18 s, so
+    the hint is held here on JAX's own words, in a process of its own: the checker's
+    modules set up its devices when imported)."""
+    probe = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, sys.argv[1])
+        from sharded_stage3_runs import ids_hint
+        said = ("ValueError: process_id and num_processes must be nonnegative, with "
+                "process_id < num_processes. Got process_id=2, num_processes=0.")
+        assert "the two are swapped" in ids_hint(said, 0, 2)
+        other = ids_hint(said.replace("process_id=2", "process_id=5"), 0, 2)
+        assert other and "swapped" not in other
+        assert ids_hint("Got process_id=1, num_processes=2.", 1, 2) is None
+        assert ids_hint("some other error", 0, 2) is None
+        print("held")
+    """)
+    done = subprocess.run([sys.executable, "-c", probe,
+                           str(ROOT / "projects" / PROJECT / "tests")],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.stdout.strip() == "held", done.stdout + done.stderr[-3000:]
 
 
 @pytest.mark.slow

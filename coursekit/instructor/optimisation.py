@@ -113,6 +113,14 @@ def crossover_holds(crossover: float | None, lines: dict, threshold: float) -> b
             or crossover == 1.0 and above(1.0) <= 0)
 
 
+def model_crossing(lines: dict, threshold: float) -> float | None:
+    """The batch where the two lines' modelled gain equals ``threshold`` (any sign, no
+    floor), or None where the lines keep one distance apart."""
+    (base_s, per_s), (base_f, per_f) = lines["slow"], lines["fast"]
+    denominator = threshold * per_f - per_s
+    return (base_s - threshold * base_f) / denominator if denominator else None
+
+
 def modelled_gain(lines: dict, batch: float) -> float:
     (base_s, per_s), (base_f, per_f) = lines["slow"], lines["fast"]
     fast = base_f + per_f * batch

@@ -36,13 +36,15 @@ def _pallas_eqn(jaxpr):
 
 def _block_indices(eqn, programs: int) -> list:
     """For each BlockSpec of ``eqn``: the block index its index map gives programs
-    0..programs-1 (the traced map evaluated)."""
+    0..programs-1 (the traced map evaluated; a grid of more axes than one is read along
+    its first, the others at 0, so the check can say what the grid is)."""
     out = []
     for mapping in eqn.params["grid_mapping"].block_mappings:
         index_map = mapping.index_map_jaxpr
         jaxpr = getattr(index_map, "jaxpr", index_map)
         consts = getattr(index_map, "consts", [])
-        out.append([[int(v) for v in jax.core.eval_jaxpr(jaxpr, consts, i)]
+        rest = (0,) * (len(jaxpr.invars) - 1)
+        out.append([[int(v) for v in jax.core.eval_jaxpr(jaxpr, consts, i, *rest)]
                     for i in range(int(programs))])
     return out
 

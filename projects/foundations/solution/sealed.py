@@ -11,8 +11,9 @@ One program covers every case the checker draws: the sizes are symbolic (rows, f
 batch, classes), the step count and learning rate are inputs, and flags replay the
 classic mistakes of each stage for their diagnoses (one key for every step's rows, the
 rows drawn below another bound than n, and every step's rows in one draw; one shuffle for
-every epoch, an epoch of ceil(n / batch) steps whose last takes the leftover rows, and a
-window of rows moved by one a step).
+every epoch, an epoch of ceil(n / batch) steps whose last takes the leftover rows, a
+window of rows moved by one a step, the labels in an order of their own, and each
+epoch's permutation composed with the last's).
 """
 
 from __future__ import annotations
@@ -36,12 +37,15 @@ def shuffled_rows(key, n):
 
 
 def train_replay(key_data, x, y, steps, lr, same_order, batch_like, classes_like,
-                 ceil_epoch, slide):
+                 ceil_epoch, slide, own_labels, compose):
     """The params ``train_classifier(wrap_key_data(key_data), x, y, classes, steps, batch,
     lr)`` must return; batch and classes are the lengths of ``batch_like`` and
     ``classes_like`` (shapes are what a program may vary by). ``ceil_epoch`` replays an
     epoch of ceil(n / batch) steps, its last step on the leftover rows alone; ``slide``
-    a step j whose rows are order[j:j + batch], a window moved by one row a step."""
+    a step j whose rows are order[j:j + batch], a window moved by one row a step;
+    ``own_labels`` the epoch key split once more, x's rows in the order of its first half
+    and y's in that of its second; ``compose`` each epoch's permutation applied to the
+    last epoch's order, not to the rows."""
     key = jax.random.wrap_key_data(key_data)
     n, batch = x.shape[0], batch_like.shape[0]
     k_init, k_order = jax.random.split(key)
@@ -50,28 +54,33 @@ def train_replay(key_data, x, y, steps, lr, same_order, batch_like, classes_like
     per_epoch = jnp.where(ceil_epoch, (n + batch - 1) // batch, n // batch)
 
     def step(i, carry):
-        params, k_order, order = carry
+        params, k_order, order, order_y = carry
         j = i % per_epoch
 
         def reshuffle(state):
             k_next, k_epoch = jax.random.split(state[0])
-            return k_next, shuffled_rows(k_epoch, n)
+            k_x, k_y = jax.random.split(k_epoch)
+            drawn = jnp.where(own_labels, shuffled_rows(k_x, n), shuffled_rows(k_epoch, n))
+            new = jnp.where(compose & (i > 0), state[1][drawn], drawn)
+            return k_next, new, jnp.where(own_labels, shuffled_rows(k_y, n), new)
 
         fresh = (j == 0) & ((i == 0) | jnp.logical_not(same_order))
-        k_order, order = jax.lax.cond(fresh, reshuffle, lambda state: state,
-                                      (k_order, order))
+        k_order, order, order_y = jax.lax.cond(fresh, reshuffle, lambda state: state,
+                                               (k_order, order, order_y))
         # the order padded by a batch: a slice past n holds the leftover rows and padding
-        padded = jnp.concatenate([order, jnp.zeros((batch,), jnp.int32)])
-        rows = jax.lax.dynamic_slice(padded, (jnp.where(slide, j, j * batch),), (batch,))
+        start = (jnp.where(slide, j, j * batch),)
+        pad = jnp.zeros((batch,), jnp.int32)
+        rows = jax.lax.dynamic_slice(jnp.concatenate([order, pad]), start, (batch,))
+        rows_y = jax.lax.dynamic_slice(jnp.concatenate([order_y, pad]), start, (batch,))
         kept = (j * batch + jnp.arange(batch) < n).astype(jnp.float32)
         grads = jax.lax.cond(
             ceil_epoch,
-            lambda: jax.grad(classifier.loss)(params, x[rows], y[rows], kept),
-            lambda: jax.grad(classifier.loss)(params, x[rows], y[rows]))
-        return jax.tree.map(lambda v, g: v - lr * g, params, grads), k_order, order
+            lambda: jax.grad(classifier.loss)(params, x[rows], y[rows_y], kept),
+            lambda: jax.grad(classifier.loss)(params, x[rows], y[rows_y]))
+        return jax.tree.map(lambda v, g: v - lr * g, params, grads), k_order, order, order_y
 
-    start = (params, k_order, jnp.zeros((n,), jnp.int32))
-    return jax.lax.fori_loop(0, steps, step, start)[0]
+    empty = jnp.zeros((n,), jnp.int32)
+    return jax.lax.fori_loop(0, steps, step, (params, k_order, empty, empty))[0]
 
 
 def train_replay_types():
@@ -81,7 +90,7 @@ def train_replay_types():
     return (spec((2,), jnp.uint32), spec((n, f), jnp.float32), spec((n,), jnp.int32),
             spec((), jnp.int32), spec((), jnp.float32), spec((), jnp.bool_),
             spec((b,), jnp.int8), spec((c,), jnp.int8), spec((), jnp.bool_),
-            spec((), jnp.bool_))
+            spec((), jnp.bool_), spec((), jnp.bool_), spec((), jnp.bool_))
 
 
 def batch_loss64(params: dict, xb, yb):

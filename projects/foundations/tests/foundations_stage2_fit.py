@@ -176,6 +176,13 @@ def replay_fit(key, x, y, steps, batch, lr, reuse_key: bool = False,
     return {"w": np.asarray(params["w"], np.float64), "b": np.float64(params["b"])}
 
 
+def standardised(x: np.ndarray) -> np.ndarray:
+    """``x`` with each column's mean subtracted and divided by its standard deviation, in
+    float32 (a fit that preprocesses its features does this)."""
+    x = np.asarray(x, np.float32)
+    return (x - x.mean(axis=0)) / x.std(axis=0)
+
+
 def fit_case(ctx, salt: str = "fit-data") -> dict:
     rng = case_rng(ctx, salt)
     n, d = int(rng.integers(150, 260)) | 1, int(rng.integers(2, 6)) * 2 + 1
@@ -243,8 +250,8 @@ def check_fit(impl, case: dict, yours: np.ndarray, what: str, before=(),
     def replays(hint, **change):
         """A diagnosis: ``hint`` when the replay with ``change`` is the learner's fit."""
         def diagnose():
-            changed = {"steps": steps, "batch": batch, "lr": lr, **change}
-            got = replay_fit(key, case["x"], case["y"], changed.pop("steps"),
+            changed = {"x": case["x"], "steps": steps, "batch": batch, "lr": lr, **change}
+            got = replay_fit(key, changed.pop("x"), case["y"], changed.pop("steps"),
                              changed.pop("batch"), changed.pop("lr"), **changed)
             return hint if relative_error(yours, fit_vector(got)) < REPLAY_RTOL else None
         return diagnose
@@ -295,12 +302,17 @@ def check_fit(impl, case: dict, yours: np.ndarray, what: str, before=(),
         replays(f"your fit moves by lr / batch (lr={lr:.4g}, batch={batch}) times the "
                 "gradient: regression_grads already averages over the batch's rows",
                 lr=lr / batch),
+        replays("your fit is the replay on x standardised column by column (each "
+                "feature's mean subtracted, then divided by its standard deviation): the "
+                "protocol steps on the rows of x as given, and its params are for the raw "
+                "features", x=standardised(case["x"])),
         without_replacement, ignores_key, *after],
         largest_differences({"w": yours[:-1], "b": yours[-1]},
                             {"w": fit_vector(ref)[:-1], "b": fit_vector(ref)[-1]},
                             fit_inputs(case)) +
         "No slip the checker replays (a reused key, rows from the wrong range or without "
-        "replacement, every step's rows in one draw, a step short, lr / batch) gives "
+        "replacement, every step's rows in one draw, a step short, lr / batch, standardised "
+        "features) gives "
         "yours: compare your key splits, the rows each step draws and the update with the "
         "docstring, step by step")
 

@@ -50,19 +50,23 @@ def classifier_case(ctx) -> dict:
 
 
 def replay_train(key, case: dict, same_order: bool = False, ceil_epoch: bool = False,
-                 slide: bool = False) -> dict:
+                 slide: bool = False, own_labels: bool = False,
+                 compose: bool = False) -> dict:
     """The checker's own epoch-shuffled SGD with the documented key protocol: a sealed
     program (its source stays with the instructors; it would be train_classifier), or in
     a learner's copy its stored output for the public inputs. ``same_order`` and
     ``ceil_epoch`` (an epoch of ceil(n / batch) steps, the last on the leftover rows) and
-    ``slide`` (step j's rows order[j:j + batch], a window moved by one row) replay classic
-    mistakes, for diagnosis."""
+    ``slide`` (step j's rows order[j:j + batch], a window moved by one row),
+    ``own_labels`` (y's rows in an order of their own, from the epoch key split again)
+    and ``compose`` (each epoch's permutation applied to the last epoch's order) replay
+    classic mistakes, for diagnosis."""
     assert len(case["x"]) <= MAX_REPLAY_ROWS, "a case larger than the sealed replay holds"
     params = replay("train_replay", jax.random.key_data(key),
                     np.asarray(case["x"], np.float32), np.asarray(case["y"], np.int32),
                     np.int32(case["steps"]), np.float32(case["lr"]), np.bool_(same_order),
                     np.zeros(case["batch"], np.int8), np.zeros(case["classes"], np.int8),
-                    np.bool_(ceil_epoch), np.bool_(slide))
+                    np.bool_(ceil_epoch), np.bool_(slide), np.bool_(own_labels),
+                    np.bool_(compose))
     return {k: np.asarray(v, np.float64) for k, v in params.items()}
 
 
@@ -129,6 +133,14 @@ def train_diagnoses(key, case: dict, yours: np.ndarray) -> list:
                 f"window moved by one row a step; the j-th batch is the j-th slice of "
                 f"batch rows, order[j * batch:(j + 1) * batch] (batch={batch}), so an epoch "
                 "sees every row once but its leftovers", {"slide": True}),
+        replays("your labels were shuffled apart from their rows: the replay that splits "
+                "each epoch's key once more and orders x's rows by one half, y's by the "
+                "other, is yours, so a step pairs a row with another row's label; one "
+                "permutation of n an epoch, x and y taken at the same rows",
+                {"own_labels": True}),
+        replays("from the second epoch on your order is the new permutation applied to the "
+                "last epoch's order (order[perm]), not to the rows: each epoch's order is "
+                "its own key's permutation of the row indices 0..n-1", {"compose": True}),
         replays(f"your training made {steps - 1} updates for steps={steps}: one short",
                 steps=steps - 1),
         *([replays(f"your training made {whole} updates for steps={steps}: the steps rounded "
@@ -147,7 +159,8 @@ def train_diagnoses(key, case: dict, yours: np.ndarray) -> list:
 def train_evidence(yours: dict, ref: dict, case: dict) -> str:
     return (largest_differences(yours, ref, train_inputs(case)) +
             "No slip the checker replays (one order for every epoch, ceil(n / batch) steps "
-            "an epoch, overlapping windows of rows, a step short, the steps rounded up to "
+            "an epoch, overlapping windows of rows, labels in an order of their own, an "
+            "order shuffled from the last epoch's, a step short, the steps rounded up to "
             "whole epochs, lr / batch, x in bfloat16) gives yours: compare your key "
             "splits, each epoch's order and its consecutive slices, and the update with the "
             "docstring, step by step")

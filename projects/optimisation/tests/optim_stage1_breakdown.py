@@ -589,6 +589,21 @@ def second_trace_checked(impl, ctx, config: dict, seed: int, folder: Path, first
                 "events")
 
 
+def no_host_events(events: list) -> str | None:
+    """A hint where a trace holds no timed event of the host's ('/host:...' processes):
+    the step and phase regions are TraceAnnotations, recorded by the host tracer."""
+    hosts = {e.get("pid") for e in events if e.get("ph") == "M"
+             and e.get("name") == "process_name"
+             and str((e.get("args") or {}).get("name", "")).startswith("/host")}
+    timed = [e for e in events if e.get("ph") == "X"]
+    if any(e.get("pid") in hosts for e in timed):
+        return None
+    return (f"your trace holds {len(timed)} timed events and none of the host's: the "
+            f"{STEP!r} and phase regions are TraceAnnotations, host events that only the "
+            "host tracer records, and it was off while the trace ran (leaving the Python "
+            "tracer out is python_tracer_level alone)")
+
+
 @checker.check(1)
 def learner_trace_is_one_call_in_use(impl, ctx):
     require_written(impl, "trace_slow")  # before the checker's own timed calls
@@ -637,7 +652,8 @@ def learner_trace_is_one_call_in_use(impl, ctx):
     fail_unless(got["steps"] == config["steps"],
                 f"the trace should hold one {STEP!r} event per step of one call",
                 yours=got["steps"], expected=config["steps"],
-                hint=f"your trace holds {got['steps'] / config['steps']:.3g} calls' worth "
+                hint=no_host_events(events) or
+                f"your trace holds {got['steps'] / config['steps']:.3g} calls' worth "
                 f"of steps ({config['steps']} a call)")
     updates = update_phases(events)
     update_us = sorted(float(u["dur"]) for u in updates)

@@ -626,10 +626,10 @@ def replay(got: dict, threshold: float, small: int, large: int) -> None:
                 yours=yours, expected=f"the batch (at least 1) where the modelled gain falls "
                 f"to {threshold:.6g}, or None if it never does ({found}; as the batch grows "
                 f"it tends to {limit:.4g})",
-                hint=replay_hint(yours, lines, threshold))
+                hint=replay_hint(yours, lines, threshold, small))
 
 
-def replay_hint(yours, lines: dict, threshold: float) -> str:
+def replay_hint(yours, lines: dict, threshold: float, small: int) -> str:
     """What a crossover that is not the model's is, by what the model of the learner's
     own medians says there."""
     falls = model.model_falls(lines, threshold)
@@ -637,9 +637,8 @@ def replay_hint(yours, lines: dict, threshold: float) -> str:
         return ("yours is None, yet the model through your own medians falls to the "
                 "threshold")
     if not falls:
-        (base_s, per_s), (base_f, per_f) = lines["slow"], lines["fast"]
-        denominator = threshold * per_f - per_s
-        crossing = (base_s - threshold * base_f) / denominator if denominator else None
+        (_, per_s), (_, per_f) = lines["slow"], lines["fast"]
+        crossing = model.model_crossing(lines, threshold)
         where = (f"; the modelled gain equals it only at batch {crossing:.4g}, a negative "
                  "batch, which is none" if crossing is not None and crossing < 0 else "")
         if per_f > 0:  # the gain tends to the ratio of the slopes, not below the threshold
@@ -653,6 +652,13 @@ def replay_hint(yours, lines: dict, threshold: float) -> str:
                 f"{threshold:.6g}: {trend}{where}")
     if yours < 1:
         return "yours is below 1, the smallest batch"
+    crossing = model.model_crossing(lines, threshold)
+    if yours == small and crossing is not None and crossing < small:
+        where = (f"at batch {crossing:.4g}" if crossing >= 1 else
+                 f"below batch 1 (at {crossing:.4g}), so it is under the threshold from 1 on")
+        return (f"yours is {small}, the smallest batch you measured; the model through "
+                f"your own medians reaches the threshold {where}: the model's lines "
+                "hold below the sizes measured too, down to the floor of 1")
     gain = model.modelled_gain(lines, yours)
     return (f"at your crossover the model through your own medians gives {gain:.6g}, "
             f"{'above' if gain > threshold else 'below'} the threshold")

@@ -156,7 +156,8 @@ def jnp_reference_matches_float64(impl, ctx):
             except (CheckFailed, LearnerCodeError) as err:
                 hint = None if isinstance(err, TamperEvidence) else \
                     per_row_value_on_columns(fn, x, err) or (
-                    None if isinstance(err, LearnerCodeError) else computed_in_input_dtype(y, x))
+                    None if isinstance(err, LearnerCodeError) else
+                    depends_on_other_rows(fn, x, y) or computed_in_input_dtype(y, x))
                 if hint and isinstance(err, LearnerCodeError):
                     # a valid input it cannot take, its cause measured: a verdict
                     raise CheckFailed(f"softmax_jnp raised on a {dtype_name} {shape} input: "
@@ -264,6 +265,43 @@ def per_row_value_on_columns(fn, x, err) -> str | None:
             f"({rows}, {wide}) {seen}: {laid}")
 
 
+def depends_on_other_rows(fn, x, y) -> str | None:
+    """A hint when softmax_jnp's output ``y`` on ``x`` changes with the rows beside a row:
+    its worst row, given alone as a (1, n) input (one more call), comes back different
+    and nearer the float64 reference. None where the row alone gives what it gave among
+    the others (the mistake is in the row's own arithmetic), or where that call fails."""
+    rows, cols = x.shape
+    if rows < 2 or y is None:
+        return None
+    try:
+        got = np.asarray(as_array(y, "softmax_jnp's output"), np.float64)
+    except (CheckFailed, TypeError, ValueError):
+        return None
+    exact = ref64(x)
+    if got.shape != exact.shape:
+        return None
+    error = np.where(np.isfinite(got), np.abs(got - exact), np.inf)
+    i = int(np.argmax(error.max(axis=1)))
+    try:
+        alone = np.asarray(as_array(fn(x[i:i + 1]), "softmax_jnp's output"), np.float64)
+    except (CheckFailed, LearnerCodeError, TypeError, ValueError):
+        return None
+    if alone.shape != (1, cols) or not np.isfinite(alone).all():
+        return None
+    among, alone = got[i], alone[0]
+    if np.allclose(alone, among, rtol=0.05, atol=1e-3):
+        return None
+    if not np.abs(alone - exact[i]).max() < error[i].max():
+        return None
+    shown = ", ".join(f"{v:.4g}" for v in among[:3])
+    off = float(np.abs(alone - exact[i]).max())
+    return (f"row {i} of your output begins [{shown}] among the other {rows - 1} rows, and "
+            f"is {f'within {off:.2g} of' if off else 'exactly'} the float64 softmax when "
+            f"that row is given alone, as a (1, {cols}) input: each row's softmax depends on "
+            "its own row only (its max and sum along axis -1), yet yours changes with the "
+            "rows beside it, so something in it is reduced across rows")
+
+
 @checker.check(1)
 def jnp_reference_is_stable(impl, ctx):
     fn = learner_jnp(impl)
@@ -273,9 +311,11 @@ def jnp_reference_is_stable(impl, ctx):
         600, 1000, (shape[0], 1))
     x = jnp.asarray(x.astype(np.float32))
     y = as_array(fn(x), "softmax_jnp", shape=shape, dtype=jnp.float32)
-    fail_unless(bool(np.all(np.isfinite(y))), "softmax_jnp gives inf or nan on rows of "
+    finite = bool(np.all(np.isfinite(y)))
+    fail_unless(finite, "softmax_jnp gives inf or nan on rows of "
                 "values near +-1000", yours=y, expected="finite probabilities",
-                hint="exp of a value near 1000 overflows float32 (whose largest value is "
+                hint=None if finite else depends_on_other_rows(fn, x, y) or
+                "exp of a value near 1000 overflows float32 (whose largest value is "
                 "about exp(88.7)): inf / inf is nan, and a row of such values is one")
     expect_close(y, x, "float32", "softmax_jnp on rows near +-1000", REFERENCE_HINT)
 

@@ -395,8 +395,13 @@ def execution_mode_by_backend(impl, ctx):
                     yours=got, expected=want, hint=mode_hint(backend, got, answers, here))
         answers[backend] = got
     got = mode()
+    named = answers.get(learner_backend(ctx))
     fail_unless(got == here, "execution_mode() without an argument must describe "
-                "jax.default_backend() where it runs", yours=got, expected=here)
+                "jax.default_backend() where it runs", yours=got, expected=here,
+                hint=(f"execution_mode({learner_backend(ctx)!r}) says {named!r} where it "
+                      f"runs, execution_mode() says {got!r}: the default None is compared "
+                      "as it is, not first resolved to jax.default_backend()")
+                if named == here else None)
 
 
 @checker.check(2)
@@ -441,8 +446,7 @@ def grid_and_blockspec(impl, ctx):
         fail_unless(sites[0]["grid"] == want_grid,
                     f"wrong grid for {describe(shape, block_rows)}",
                     yours=tuple(sites[0]["grid"]), expected=tuple(want_grid),
-                    hint="one program per block of rows, the last, partial block "
-                    "included: a grid that rounds the count down drops those rows")
+                    hint=grid_hint(sites[0]["grid"], want_grid))
         want_block = [block_rows, block_width(shape[1])]
         for k, block in enumerate(sites[0]["block_shapes"]):
             fail_unless(block == want_block, f"block shape {k} of the pallas_call "
@@ -467,6 +471,18 @@ def grid_and_blockspec(impl, ctx):
         cross_check_sites(impl, x, block_rows, info)
     divisible_grid(impl, rng, block_rows, shape[1])
     fewer_rows_than_a_block(impl, rng, block_rows, shape[1])
+
+
+def grid_hint(grid: list, want: list) -> str:
+    """What a wrong grid shows: more axes than the one the contract asks, or a count of
+    programs off the blocks of rows."""
+    if len(grid) > 1:
+        return (f"your grid has {len(grid)} axes, {tuple(grid)}: the contract's grid is "
+                f"one-dimensional, program i owning the i-th block of rows; a block "
+                "already spans every column, so a column axis is always of size 1 and "
+                "only adds an argument to the index maps")
+    return ("one program per block of rows, the last, partial block included: a grid "
+            "that rounds the count down drops those rows")
 
 
 def fewer_rows_than_a_block(impl, rng, block_rows: int, cols: int) -> None:

@@ -809,6 +809,19 @@ def learner_summary(impl, records) -> dict:
                         "summarize")
 
 
+def from_this_machine(field: str, got, mode: str, backend: str, ctx) -> str | None:
+    """A hint where a summary's ``field`` is the machine's that summarised, not the
+    records': the records here ran ``mode`` on ``backend``."""
+    here_backend = learner_backend(ctx)
+    here = {"backend": here_backend,
+            "mode": "interpreted" if here_backend == "cpu" else "compiled"}[field]
+    if got != here:
+        return None
+    return (f"yours is {got!r}, the {field} of the machine the summary ran on "
+            f"({here_backend}); the records it was given ran {mode} on {backend}: a "
+            f"summary reports the {field} its records hold, wherever it is made")
+
+
 @checker.check(3)
 def summary_finds_where_it_stops_helping(impl, ctx):
     rng = ctx.rng("summary")
@@ -824,9 +837,11 @@ def summary_finds_where_it_stops_helping(impl, ctx):
         want = expected_summary(plan)
         got = learner_summary(impl, records)
         fail_unless(got["mode"] == mode, "summary mode differs from the records'",
-                    yours=got["mode"], expected=mode)
+                    yours=got["mode"], expected=mode,
+                    hint=from_this_machine("mode", got["mode"], mode, backend, ctx))
         fail_unless(got["backend"] == backend, "summary backend differs from the records'",
-                    yours=got["backend"], expected=backend)
+                    yours=got["backend"], expected=backend,
+                    hint=from_this_machine("backend", got["backend"], mode, backend, ctx))
         per_shape = got["per_shape"]
         fail_unless(isinstance(per_shape, list) and len(per_shape) == len(want["per_shape"]),
                     "per_shape must hold one entry per shape", yours=short(per_shape),

@@ -269,9 +269,24 @@ def placement_report_matches(impl, ctx):
         norm = {int(d): [[int(a), int(b)] for a, b in spans] for d, spans in pieces.items()}
         fail_unless(norm == want["pieces"], f"{name}: pieces do not match the shards "
                     "each device holds", yours=norm, expected=want["pieces"],
-                    hint="one entry per piece this process can see, keyed by its device "
-                    "id: the [start, stop) each dimension of the piece covers, as plain "
-                    "ints within the shape")
+                    hint=pieces_hint(norm, want["pieces"]))
+
+
+def pieces_hint(yours: dict, want: dict) -> str:
+    """What wrong pieces show: where each of the learner's pieces has the size of the
+    right one but starts at 0 in every dimension, it is the local shard's extent."""
+    sizes = lambda spans: [b - a for a, b in spans]  # noqa: E731
+    if (set(yours) == set(want) and any(yours[d] != want[d] for d in want)
+            and all(all(a == 0 for a, _ in yours[d]) and sizes(yours[d]) == sizes(want[d])
+                    for d in want)):
+        moved = next(d for d in sorted(want) if yours[d] != want[d])
+        return (f"each of your pieces starts at 0 in every dimension, with the size of the "
+                f"shard the device holds: device {moved}'s is {yours[moved]}, where its "
+                f"shard lies at {want[moved]} of the whole array. A piece is where the "
+                "shard sits in the global array, not the shard's own extent")
+    return ("one entry per piece this process can see, keyed by its device id: the "
+            "[start, stop) each dimension of the piece covers, as plain ints within the "
+            "shape")
 
 
 STEP_HINT = ("the step must be the one make_train_step's docstring states (the key's "

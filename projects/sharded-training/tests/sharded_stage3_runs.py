@@ -245,6 +245,27 @@ def progress(report: dict) -> str:
     return "never joined the run"
 
 
+# what jax.distributed.initialize says of the ids it was given
+GOT_IDS = re.compile(r"process_id=(-?\d+), num_processes=(-?\d+)")
+
+
+def ids_hint(error: str, process: int, count: int) -> str | None:
+    """A hint where JAX's error names the process id and count initialize was given and
+    they are not this process's: swapped, or others."""
+    found = GOT_IDS.search(error)
+    if not found:
+        return None
+    got_id, got_count = int(found[1]), int(found[2])
+    if (got_id, got_count) == (process, count):
+        return None
+    said = (f"process {process} of {count} gave jax.distributed.initialize "
+            f"process_id={got_id}, num_processes={got_count}")
+    if (got_id, got_count) == (count, process):
+        return (f"{said}: the two are swapped (initialize's positional order is "
+                "coordinator_address, num_processes, process_id)")
+    return f"{said}: each process passes its own index and the run's process count"
+
+
 def two_process_failure(result: dict) -> Exception | None:
     """None when both processes finished; else a named error: the learner's exception
     and the process it came from; or, when the only errors are the runtime giving up
@@ -259,7 +280,9 @@ def two_process_failure(result: dict) -> Exception | None:
         i, report = culprits[0]
         return LearnerCodeError(report.get("kind", "exception"),
                                 f"the two-process run: process {i} raised: "
-                                f"{report['error']} ({summary})", report.get("hint", ""))
+                                f"{report['error']} ({summary})",
+                                ids_hint(report["error"], i, len(reports))
+                                or report.get("hint", ""))
     returned = [r.get("at_return") for r in reports]
     if all(isinstance(a, dict) for a in returned):  # train returned everywhere, then ...
         pending = sorted({f for a in returned for f in a.get("temporary") or []})
