@@ -179,6 +179,10 @@ GRAD_BUGS = [
     # issue 53 (blind-b3-grads-bessel-divisor)
     ("n-minus-1", [(GRADS_RETURN, GRADS_RETURN.replace("/ n", "/ (n - 1)"))],
      "n / (n - 1) = "),
+    # blind-b8: the mean over every entry of x * residual (no axis): one number for w
+    ("w-mean-without-axis", [(GRADS_RETURN, GRADS_RETURN.replace(
+        "2.0 * (x.T @ residual) / n", "2.0 * jnp.mean(x * residual[:, None])"))],
+     "a mean over every entry"),
     ("b-from-w", [(GRADS_RETURN,
                    'return {"w": 2.0 * (x.T @ residual) / n, "b": 2.0 * jnp.mean(x) / n}')],
      "gradient for 'b'"),
@@ -510,8 +514,9 @@ TRAIN_DYNAMIC_SLICE = bug("train-dynamic-slice", [(
 # blind-b8: the features standardised first; labels shuffled with a key of their own; each
 # epoch's permutation applied to the last epoch's order
 FIT_STANDARDISED = bug("fit-standardised-features", [(
-    "    n = x.shape[0]\n", "    n = x.shape[0]\n    x = (x - x.mean(axis=0)) / x.std(axis=0)\n")],
-    "2", only="fit_follows_key_protocol")
+    "    params = init_linear(k_init, x.shape[1])\n    n = x.shape[0]\n",
+    "    params = init_linear(k_init, x.shape[1])\n    n = x.shape[0]\n"
+    "    x = (x - x.mean(axis=0)) / x.std(axis=0)\n")], "2", only="fit_follows_key_protocol")
 TRAIN_OWN_LABELS = bug("train-labels-own-permutation", [
     ("    def step(params, rows):\n"
      "        grads = jax.grad(classifier.loss)(params, x[rows], y[rows])\n",

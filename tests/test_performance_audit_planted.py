@@ -169,6 +169,13 @@ PLANTED = {
     "summary_children_on_every_thread": (2, "region_summary_matches_checker", [
         ('if e is not r and e.get("pid") == r.get("pid")\n'
          '                         and e.get("tid") == r.get("tid")\n', "if e is not r\n")]),
+    # blind-b8: the output counted as read and written; an event cut off read as dur 0
+    "bytes_output_read_and_written": (2, "cost_by_hand_and_compiler", [
+        ('"bytes": (m * k + k * n + m * n) * itemsize}',
+         '"bytes": (m * k + k * n + 2 * m * n) * itemsize}')]),
+    "summary_cut_off_event_as_zero_length": (2, "region_summary_matches_checker", [
+        ('complete = [e for e in events if e.get("ph") == "X" and "dur" in e]',
+         'complete = [dict(e, dur=e.get("dur", 0.0)) for e in events if e.get("ph") == "X"]')]),
     "flops_one_per_term": (2, "cost_by_hand_and_compiler", [
         (MATMUL_COST, MATMUL_COST.replace("2 * m * k * n", "m * k * n"))]),
     "bytes_read_only": (2, "cost_by_hand_and_compiler", [
@@ -522,6 +529,8 @@ PLANTED = {
 # The phrase each hint must hold (the cause its evidence shows) and ones it must not
 # (issue 29 item 5: a cause the evidence does not support).
 HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
+         "bytes_output_read_and_written": "counted twice, read and written",
+         "summary_cut_off_event_as_zero_length": "have no 'dur'",
          "cost_from_the_lowering": "the unoptimised lowering's count",
          "time_fn_samples_sliced_from_every_call": "one timing is both your first call and",
          "summary_counts_straddling_events": "start inside the region and end after it",

@@ -438,6 +438,10 @@ NAMED_BUGS = {
         "            dict(config, n_examples=2 * config[\"n_examples\"]))\n"
         "    data = kept[config[\"data_seed\"]]\n    step_fn = make_train_step(")], 3,
         "second_train_follows_its_config"), "at the same data_seed"),
+    # blind-b8: the loss the psum of the shards' sums, never divided by the count
+    "loss-sum-not-divided": (bug("loss-sum-not-divided", [(
+        "loss = jax.lax.psum(loss_sum, AXIS) / total", "loss = jax.lax.psum(loss_sum, AXIS)")],
+        2, "equal_counts_not_8x"), "not divided by their count"),
     # blind-b8: each piece described by the local shard's own extent, [0, size]
     "pieces-of-the-local-extent": (bug("pieces-of-the-local-extent", [(
         "            pieces[shard.device.id] = [list(sl.indices(dim)[:2])\n"

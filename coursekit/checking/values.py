@@ -60,12 +60,12 @@ def require_keys(result, keys, what: str) -> dict:
     return result
 
 
-def as_array(value, what: str, shape=None, dtype=None, dtype_hint: str | None = None
-             ) -> np.ndarray:
+def as_array(value, what: str, shape=None, dtype=None, dtype_hint: str | None = None,
+             shape_hint: str | None = None) -> np.ndarray:
     """``np.asarray(value)`` checked for shape and dtype (a dtype given as anything
     ``np.dtype`` or JAX understands, compared by name), or a named failure; a wrong
     dtype's hint is ``dtype_hint`` when given (the default one is for a function that
-    returns its input's dtype)."""
+    returns its input's dtype), a wrong shape's ``shape_hint``."""
     if not hasattr(value, "shape") or not hasattr(value, "dtype"):
         raise CheckFailed(f"{what} is not an array", yours=type(value).__name__,
                           expected="a jax or numpy array")
@@ -75,7 +75,7 @@ def as_array(value, what: str, shape=None, dtype=None, dtype_hint: str | None = 
         raise CheckFailed(f"{what} cannot be read as an array: {err}") from None
     if shape is not None:
         fail_unless(tuple(array.shape) == tuple(shape), f"{what} has the wrong shape",
-                    yours=tuple(array.shape), expected=tuple(shape))
+                    yours=tuple(array.shape), expected=tuple(shape), hint=shape_hint or "")
     if dtype is not None:
         want = np.dtype(dtype).name
         fail_unless(array.dtype.name == want, f"{what} has the wrong dtype",

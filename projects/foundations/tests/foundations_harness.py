@@ -139,7 +139,11 @@ def linear_params(value, d: int, what: str) -> dict:
                 expected="{'w': (d,), 'b': ()}")
     out = {}
     for name, shape in (("w", (d,)), ("b", ())):
-        as_array(value[name], f"{what}[{name!r}]", shape, "float32")
+        got = getattr(value[name], "shape", None)
+        as_array(value[name], f"{what}[{name!r}]", shape, "float32",
+                 shape_hint=f"yours for 'w' is one number where w has {d} entries, one per "
+                 "feature: a mean over every entry, where the rows alone (axis 0) are to be "
+                 "reduced" if name == "w" and got == () and d > 1 else None)
         out[name] = as_float64_array(value[name], f"{what}[{name!r}]", shape)
     return out
 

@@ -209,7 +209,8 @@ def edge_trace(ctx) -> tuple[Path, str, dict, dict]:
             "children": {"first": a, "adjacent": b, "at_the_end": c, "small": small}}
     others = {"nested": [("first_inner", a / 2)], "straddling": [],
               "other-thread": [(f"other_{w}", gap - 2) for w in
-                               ("pid_low", "pid_high", "tid_low", "tid_high")]}
+                               ("pid_low", "pid_high", "tid_low", "tid_high")],
+              "cut-off": [("cut_off", 0.0)]}
     return path, region, built_summary(want), others
 
 
@@ -220,7 +221,9 @@ NOT_CHILDREN = {
     "straddling": "start inside the region and end after it: a child lies wholly inside "
                   "(starts at or after the region's start, ends at or before its end)",
     "other-thread": "start inside the region on another pid or tid: only the region's own "
-                    "thread holds its children"}
+                    "thread holds its children",
+    "cut-off": "have no 'dur' (cut off when the trace stopped): an event without its "
+               "duration is not a complete event, and no child, wherever it starts"}
 CHILDREN_RULE = ("children are events on the region's pid/tid wholly inside an occurrence, "
                  "not inside another such event")
 
@@ -543,6 +546,9 @@ def hand_hint(key: str, yours, want: int, written: int, itemsize: int) -> str:
               want * itemsize: "FLOPs multiplied by the item size"}
              if key == "flops" else
              {want - written: "the inputs' bytes alone: the output is written once too",
+              want + written: f"the output's {written} bytes counted twice, read and "
+                              "written (as C += A @ B does): a product's least traffic "
+                              "writes its output once and never reads it",
               want // itemsize: "elements, not bytes: each is itemsize bytes",
               want // itemsize * 4: f"4 bytes an element, whatever the dtype (this one has "
                                     f"{itemsize})"})

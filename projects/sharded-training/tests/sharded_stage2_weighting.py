@@ -259,6 +259,13 @@ def loss_hint(params, batch, loss: float, counts) -> str:
     from the counts it drew; else the contract."""
     means = shard_mean_losses(params, batch)
     held = [v for v in means if v is not None]
+    total = int(np.sum(batch["mask"]))
+    whole = float(classifier.loss_sum(params, jnp.asarray(batch["x"]), jnp.asarray(batch["y"]),
+                                      jnp.asarray(batch["mask"])))
+    if total > 1 and math.isclose(loss, whole, rel_tol=RTOL, abs_tol=ATOL):
+        return (f"your loss equals the sum of the loss over the {total} valid rows "
+                f"({whole:.6g}), not divided by their count: the loss is their mean, as "
+                "one device's is, whichever shard holds each row")
     for value, how in ((sum(v or 0.0 for v in means) / len(means),
                         f"over all {len(means)} shards"),
                        (sum(held) / max(len(held), 1), "over the shards with valid rows")):
