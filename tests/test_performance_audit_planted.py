@@ -529,7 +529,7 @@ PLANTED = {
 # The phrase each hint must hold (the cause its evidence shows) and ones it must not
 # (issue 29 item 5: a cause the evidence does not support).
 HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
-         "bytes_output_read_and_written": "counted twice, read and written",
+         "bytes_output_read_and_written": "the output read as well as written",
          "summary_cut_off_event_as_zero_length": "have no 'dur'",
          "cost_from_the_lowering": "the unoptimised lowering's count",
          "time_fn_samples_sliced_from_every_call": "one timing is both your first call and",

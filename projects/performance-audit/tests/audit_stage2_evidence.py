@@ -546,9 +546,10 @@ def hand_hint(key: str, yours, want: int, written: int, itemsize: int) -> str:
               want * itemsize: "FLOPs multiplied by the item size"}
              if key == "flops" else
              {want - written: "the inputs' bytes alone: the output is written once too",
-              want + written: f"the output's {written} bytes counted twice, read and "
-                              "written (as C += A @ B does): a product's least traffic "
-                              "writes its output once and never reads it",
+              want + written: f"the right count plus the output's {written} bytes "
+                              "again: the output read as well as written (as C += A @ B "
+                              "does), where a product's least traffic writes it once and "
+                              "never reads it",
               want // itemsize: "elements, not bytes: each is itemsize bytes",
               want // itemsize * 4: f"4 bytes an element, whatever the dtype (this one has "
                                     f"{itemsize})"})
