@@ -101,6 +101,7 @@ def pytest_runtest_protocol(item, nextitem):
 def summary(folder: Path, wall_s: float, probe_s: float, cores: int) -> dict:
     """The run's figures from the workers' lines: per file and in all."""
     files: dict = defaultdict(lambda: {"wall": 0.0, "cpu": 0.0, "tests": 0})
+    workers: dict = defaultdict(lambda: {"wall": 0.0, "cpu": 0.0, "tests": 0})
     pinned, tests = [], []
     for path in sorted(folder.glob("*.jsonl")):
         for text in path.read_text().splitlines():
@@ -110,6 +111,10 @@ def summary(folder: Path, wall_s: float, probe_s: float, cores: int) -> dict:
             row["wall"] += line["wall"]
             row["cpu"] += line["cpu"]
             row["tests"] += 1
+            mine = workers[path.stem]
+            mine["wall"] += line["wall"]
+            mine["cpu"] += line["cpu"]
+            mine["tests"] += 1
             pinned.append(line.get("pinned", False))
     cpu = sum(r["cpu"] for r in files.values())
     return {"checks": check_costs(folder / "checks"), "wall_s": wall_s, "cores": cores, "cpu_s": cpu, "probe_cpu_s": probe_s,
@@ -117,6 +122,10 @@ def summary(folder: Path, wall_s: float, probe_s: float, cores: int) -> dict:
             "busy": cpu / (wall_s * cores) if wall_s > 0 else None,
             "pinned": bool(pinned) and all(pinned),
             "files": dict(sorted(files.items(), key=lambda kv: -kv[1]["cpu"])),
+            # each worker's tests in all: a worker whose sum falls short of the run's wall
+            # waited at the end (or between tests) for the other
+            "workers": {k: {f: round(v, 1) if isinstance(v, float) else v
+                            for f, v in w.items()} for k, w in sorted(workers.items())},
             # each test's wall, its module fixtures' setup included (the first test of a
             # file that grades a batch carries the batch): where a trim would pay
             "slowest": [{"wall": round(w, 1), "test": t, "worker": k}
@@ -163,6 +172,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr.write_line(f"machine probe: {s['probe_cpu_s']:.3f} s of CPU for a fixed workload; "
                   f"this run was {s['probe_units']:,.0f} probe units of work (compare runs "
                   "on different machines by these, not by seconds)")
+    if len(s["workers"]) > 1:
+        tr.write_line("per worker, its tests' wall and CPU: " + "; ".join(
+            f"{k} {w['wall']:,.0f} s / {w['cpu']:,.0f} s ({w['tests']} tests)"
+            for k, w in s["workers"].items()))
     tr.write_line(f"{'CPU s':>8} {'wall s':>8} {'tests':>5}  file")
     for name, row in list(s["files"].items())[:SHOWN]:
         tr.write_line(f"{row['cpu']:8.1f} {row['wall']:8.1f} {row['tests']:5d}  {name}")

@@ -118,6 +118,7 @@ def test_the_run_says_where_its_time_went(tmp_path):
     assert burn["cpu"] >= 0.45 and burn["tests"] == 1, costs
     assert sleep["cpu"] < 0.2 and sleep["wall"] >= 0.35, costs
     assert 0 < costs["probe_cpu_s"] < 1 and costs["cpu_s"] >= burn["cpu"], costs
+    assert costs["workers"]["main"]["tests"] == 2, costs  # no xdist: one worker, "main"
     out, costs = run("0", pinned=True)
     assert costs["files"]["test_burn.py"]["cpu"] >= 0.45, (out, costs)
     out, costs = run("3600")
