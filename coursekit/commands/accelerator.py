@@ -47,6 +47,7 @@ lists what has not run), 1 when anything is not, 2 on a usage error.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import shlex
 import shutil
@@ -465,13 +466,16 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    site = Path(args.site)
-    if site.is_dir() and str(site) not in sys.path:
-        sys.path.append(str(site))  # nbformat, to read executed notebooks
     run = Run(args)
     print(f"make accelerator{' (DRY RUN on the CPU)' if args.dry_run else ''}: "
           f"{', '.join(args.parts)} -> {out}", flush=True)
     setup_failed = part_setup(run) if "setup" in args.parts else 0
+    # after the setup: a first call on a fresh machine installs the site in this process's
+    # own run (2026-12-07: its notebooks part then failed to import nbformat)
+    site = Path(args.site)
+    if site.is_dir() and str(site) not in sys.path:
+        sys.path.append(str(site))  # nbformat, to read executed notebooks
+        importlib.invalidate_caches()
     measuring = [p for p in args.parts if p in ALL]
     if measuring:
         part_environment(run, only_if_missing="environment" not in measuring)
