@@ -537,6 +537,24 @@ TRAIN_COMPOSED = bug("train-order-composed", [(
     only="train_follows_key_protocol")
 
 
+# blind-b9: the lowest-loss params met on the way returned, not the last update's; seen
+# where the iterates have settled by the last step (the repeated calls' larger lr)
+FIT_BEST_PARAMS = bug("fit-best-params-returned", [(
+    "    for _ in range(steps):\n        k_batches, k_step = jax.random.split(k_batches)\n"
+    "        params = step(params, k_step)\n    return params",
+    "    best, best_loss = params, regression_loss(params, x, y)\n"
+    "    for _ in range(steps):\n        k_batches, k_step = jax.random.split(k_batches)\n"
+    "        params = step(params, k_step)\n        current = regression_loss(params, x, y)\n"
+    "        if current < best_loss:\n            best, best_loss = params, current\n"
+    "    return best")], "2", only="fit_repeated_calls_match_replay")
+
+
+def test_the_lowest_loss_params_instead_of_the_last_fail(planted):
+    result = run_bug(planted, FIT_BEST_PARAMS)
+    assert failing(result) == {"fit_repeated_calls_match_replay"}, result["stdout"]
+    assert "another lr (0.15)" in result["stdout"], result["stdout"]
+
+
 @pytest.mark.parametrize("name, check, phrase", [
     (FIT_STANDARDISED, "fit_follows_key_protocol", "standardised column by column"),
     (TRAIN_OWN_LABELS, "train_follows_key_protocol", "shuffled apart from their rows"),

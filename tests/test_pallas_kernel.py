@@ -227,6 +227,10 @@ PLANTED = {
         ("        ok = bool(got.shape == expected.shape and\n                  np.all(",
          "        ok = bool(np.all(")]),
     # blind batch 3: the output judged on its first row alone
+    # blind-b9: a speedup at HELP_MARGIN itself counted as helping
+    "summary_helps_at_the_margin": (3, ["summary_finds_where_it_stops_helping"], [
+        ("best_speedup is not None and best_speedup > HELP_MARGIN",
+         "best_speedup is not None and best_speedup >= HELP_MARGIN")]),
     # blind-b8: the summary's mode read from the machine summarising
     "summary_mode_of_this_machine": (3, ["summary_finds_where_it_stops_helping"], [
         ('mode = kernels[0]["mode"]', "mode = execution_mode()")]),
@@ -326,6 +330,7 @@ HINTS = {"kernel_row_sum_in_bfloat16": "the same values given as float32 come ou
          "execution_mode_default_unresolved": "not first resolved to jax.default_backend()",
          "jnp_reference_max_down_columns": "yet yours changes with the rows beside it",
          "summary_mode_of_this_machine": "the mode of the machine the summary ran on",
+         "summary_helps_at_the_margin": "exactly HELP_MARGIN",
          "sweep_samples_from_one_start": "a timestamp, cumulative",
          "kernel_computes_in_bfloat16": "a step runs in bfloat16",
          "kernel_max_over_the_block": "each row's softmax is shifted by that row's own max",

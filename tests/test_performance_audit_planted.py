@@ -169,6 +169,19 @@ PLANTED = {
     "summary_children_on_every_thread": (2, "region_summary_matches_checker", [
         ('if e is not r and e.get("pid") == r.get("pid")\n'
          '                         and e.get("tid") == r.get("tid")\n', "if e is not r\n")]),
+    # blind-b9: every positional argument's shape recorded, a Python scalar's too; the
+    # output check's arguments swapped (np.allclose scales rtol by its second)
+    "time_records_every_argument": (1, "comparable_refuses_exactly_what_differs", [
+        ('    arrays = [a for a in args if hasattr(a, "shape") and hasattr(a, "dtype")]',
+         "    arrays = [np.asarray(a) for a in args]")]),
+    "output_check_arguments_swapped": (1, "output_check_catches_wrong_output", [
+        ("        output_ok = bool(np.allclose(np.asarray(out), np.asarray(expected),",
+         "        output_ok = bool(np.allclose(np.asarray(expected), np.asarray(out),")]),
+    # blind-b9: Welch's spread with the samples' count less two as degrees of freedom
+    "decide_pooled_degrees_of_freedom": (4, "unpaired_interval_keeps_its_confidence", [
+        ("            df = lb.size + la.size - 2 if vb + va == 0 else max(1, math.floor(\n"
+         "                (vb + va) ** 2 / (vb**2 / (lb.size - 1) + va**2 / (la.size - 1))))",
+         "            df = lb.size + la.size - 2")]),
     # blind-b8: the output counted as read and written; an event cut off read as dur 0
     "bytes_output_read_and_written": (2, "cost_by_hand_and_compiler", [
         ('"bytes": (m * k + k * n + m * n) * itemsize}',
@@ -530,6 +543,9 @@ PLANTED = {
 # (issue 29 item 5: a cause the evidence does not support).
 HINTS = {"cost_flops_with_transcendentals": "plus its transcendentals",
          "bytes_output_read_and_written": "the output read as well as written",
+         "time_records_every_argument": "the Python float is none",
+         "output_check_arguments_swapped": "scales the tolerance by |b|",
+         "decide_pooled_degrees_of_freedom": "a pooled t-test's",
          "summary_cut_off_event_as_zero_length": "have no 'dur'",
          "cost_from_the_lowering": "the unoptimised lowering's count",
          "time_fn_samples_sliced_from_every_call": "one timing is both your first call and",

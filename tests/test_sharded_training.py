@@ -442,6 +442,18 @@ NAMED_BUGS = {
     "loss-sum-not-divided": (bug("loss-sum-not-divided", [(
         "loss = jax.lax.psum(loss_sum, AXIS) / total", "loss = jax.lax.psum(loss_sum, AXIS)")],
         2, "equal_counts_not_8x"), "not divided by their count"),
+    # blind-b9: pieces keyed by str(device id); a refused run naming the newest trace
+    "piece-keys-as-strings": (bug("piece-keys-as-strings", [(
+        "            pieces[shard.device.id] = [", "            pieces[str(shard.device.id)] = [")],
+        1, "placement_report_matches"), "pieces are keyed by the device id"),
+    "trace-named-when-refused": (bug("trace-named-when-refused", [(
+        '            files = sorted(Path(logdir).glob("plugins/profile/*/*.trace.json.gz"),\n'
+        "                           key=lambda p: (p.stat().st_mtime, str(p)))\n"
+        '            trace = str(files[-1]) if files else ""\n',
+        '    files = sorted(Path(logdir).glob("plugins/profile/*/*.trace.json.gz"),\n'
+        "                   key=lambda p: (p.stat().st_mtime, str(p)))\n"
+        '    trace = str(files[-1]) if files else ""\n')], 4, "wrong_output_refused"),
+        "a trace that was in logdir before this call"),
     # blind-b8: each piece described by the local shard's own extent, [0, size]
     "pieces-of-the-local-extent": (bug("pieces-of-the-local-extent", [(
         "            pieces[shard.device.id] = [list(sl.indices(dim)[:2])\n"

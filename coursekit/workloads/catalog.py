@@ -36,6 +36,7 @@ CATALOG: dict[str, Callable[..., Callable]] = {
     "performance-audit/stage1": lambda scale: jax.jit(stage1_work(scale)),
     "performance-audit/mlp_step": mlp_step,
     "jnp.matmul": lambda: jnp.matmul,
+    "jnp.multiply": lambda: jnp.multiply,  # an array times a Python scalar: one array arg
 }
 
 

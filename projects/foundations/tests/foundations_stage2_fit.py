@@ -342,8 +342,12 @@ def later_fit_cases(ctx, first: dict) -> list[tuple[str, dict]]:
              {**first, **fit_data(rng, n, d), "key_seed": seed()}),
             (f"another shape, {few} rows for batch={first['batch']}",
              {**first, **fit_data(rng, few, 2), "key_seed": seed()}),
-            ("the first call's data shape and batch, another lr",
-             {**first, **fit_data(rng, n, d), "key_seed": seed(), "lr": first["lr"] * 0.8})]
+            # a larger lr (0.15: every batch's step still contracts, at most 2 x 0.15 x
+            # 4.4, the largest eigenvalue of 9 rows of 11 features): by the last step the
+            # iterates have settled and bounce around the fit, so the params after the
+            # last update are not those of the lowest loss met on the way
+            ("the first call's data shape and batch, another lr (0.15)",
+             {**first, **fit_data(rng, n, d), "key_seed": seed(), "lr": 0.15})]
 
 
 @checker.check(2)

@@ -753,10 +753,15 @@ def expected_summary(plan: dict) -> dict:
     return {"per_shape": per_shape, "stops_helping_at": stops}
 
 
-def plan_shapes(rng, helps: list[bool], crossing: bool = False) -> dict:
+def plan_shapes(rng, helps: list[bool], crossing: bool = False,
+                at_margin: bool = False) -> dict:
     """Shapes in order of element count with the speedups ``helps`` asks for. With
     ``crossing`` the rows fall as the element count grows (cols double each time), so an
-    order by (rows, cols) is the reverse of the order by size."""
+    order by (rows, cols) is the reverse of the order by size. With ``at_margin`` each
+    shape that does not help but has a best block faster than the baseline has a best
+    speedup of exactly HELP_MARGIN: its baseline HELP_MARGIN * 2**-10 s and that block's
+    median 2**-10 s, so the medians' quotient is HELP_MARGIN to the last bit (no help:
+    helps is a speedup above the margin)."""
     plan, rows = {}, 16
     for k, h in enumerate(helps):
         rows = rows * 2 + int(rng.integers(1, 8))
@@ -771,7 +776,10 @@ def plan_shapes(rng, helps: list[bool], crossing: bool = False) -> dict:
         # faster than the baseline by less than HELP_MARGIN: faster, yet within the noise
         speedups[blocks[0]] = hi + 0.5 if h else (
             float(rng.uniform(1.02, HELP_MARGIN - 0.02)) if k % 2 else 0.9)
-        plan[shape] = (float(rng.uniform(1e-4, 1e-2)), speedups, 64 if k % 2 == 0 else None)
+        base = float(rng.uniform(1e-4, 1e-2))
+        if at_margin and not h and k % 2:
+            speedups[blocks[0]], base = HELP_MARGIN, HELP_MARGIN * 2.0 ** -10
+        plan[shape] = (base, speedups, 64 if k % 2 == 0 else None)
     return plan
 
 
@@ -792,6 +800,9 @@ def from_plain(value):
 
 def helps_hint(best: float) -> str:
     """What "helps" means, said for this shape's best speedup."""
+    if math.isclose(best, HELP_MARGIN, rel_tol=1e-12):
+        return (f"the best speedup here is exactly HELP_MARGIN = {HELP_MARGIN:g}: helps is "
+                "a speedup above the margin (>), and one at it is still within the noise")
     if 1.0 < best <= HELP_MARGIN:
         return (f"the best speedup here is {best:.3f}: faster than the baseline, but not "
                 f"by more than HELP_MARGIN = {HELP_MARGIN:g}, the noise margin a measured "
@@ -829,10 +840,13 @@ def summary_finds_where_it_stops_helping(impl, ctx):
                                  ([False, False, False], "compiled", "gpu"),
                                  ([False, True, True], "compiled", "tpu"),
                                  ([True, True, False], "interpreted", "cpu"),
-                                 ([True, False, False], "crossing", "cpu")):
-        # "crossing": rows fall as the size grows (plan_shapes), kernel interpreted
-        crossing, mode = mode == "crossing", "interpreted" if mode == "crossing" else mode
-        plan = plan_shapes(rng, helps, crossing)
+                                 ([True, False, False], "crossing", "cpu"),
+                                 ([True, False, False], "margin", "cpu")):
+        # "crossing": rows fall as the size grows (plan_shapes), kernel interpreted;
+        # "margin": the second shape's best speedup is HELP_MARGIN to the last bit
+        crossing, margin = mode == "crossing", mode == "margin"
+        mode = "interpreted" if crossing or margin else mode
+        plan = plan_shapes(rng, helps, crossing, at_margin=margin)
         records = synthetic_records(rng, plan, mode, backend=backend)
         want = expected_summary(plan)
         got = learner_summary(impl, records)

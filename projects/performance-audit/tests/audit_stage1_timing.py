@@ -781,6 +781,18 @@ def output_check_catches_wrong_output(impl, ctx):
                     expected=True, hint=f"every element is 3e-3 off ({kind}): inside the "
                     f"tolerance passed in ({name}={tolerance[name]:g}), which your comparison "
                     "did not use")
+    # np.allclose(a, b) scales rtol by |b|: the output is compared with expected, so an
+    # output 1.9x smaller than expected everywhere is within rtol=0.5 (0.9 |output| off,
+    # 0.95 allowed) where the comparison the other way round (0.5 allowed) is not
+    got = require_keys(time_fn(stage1_workload(ctx)[0], x, warmup=0, iters=1,
+                               expected=right * 1.9, rtol=0.5, atol=0.0),
+                       MEASUREMENT_KEYS, "time_fn")
+    fail_unless(got["output_ok"] is True, "an output within rtol of expected (np.allclose("
+                "output, expected, rtol=0.5)) was reported wrong", yours=got["output_ok"],
+                expected=True, hint="expected is 1.9x the output everywhere: each element "
+                "is off by 0.9x the output's size, within rtol x |expected| (0.95x) but not "
+                "within rtol x |output| (0.5x); np.allclose(a, b) scales the tolerance by "
+                "|b|, and the output is the one compared with expected")
     unchecked = require_keys(time_fn(stage1_workload(ctx)[0], x, warmup=0, iters=1),
                              MEASUREMENT_KEYS, "time_fn")
     fail_unless(unchecked["output_ok"] is None, "without expected, output_ok must be None",
@@ -929,6 +941,17 @@ def every_argument_recorded(impl, ctx, comparable) -> None:
                     "of every array argument", yours=yours, expected=want,
                     hint=arguments_hint(yours, want))
         records.append(got)
+    # an array and a Python scalar: one array argument, so one shape and one dtype
+    with on_input(f"fn = jnp.multiply, args = a float32 ({m}, {k}) array and the Python "
+                  "float 2.0, warmup=0, iters=1"):
+        scaled = require_keys(time_fn(Workload("jnp.multiply"), a, 2.0, warmup=0, iters=1),
+                              MEASUREMENT_KEYS, "time_fn")
+    want, yours = ([[m, k]], ["float32"]), (scaled["shapes"], scaled["dtypes"])
+    fail_unless(yours == want, "time_fn(fn, a, 2.0) must record the array argument alone",
+                yours=yours, expected=want,
+                hint=f"yours lists {len(yours[0])} arguments where one is an array: shapes "
+                "and dtypes describe the array arguments (the Python float is none), so two "
+                "runs that differ only in a scalar stay comparable")
     reasons = comparable(*records)
     text = " ".join(map(str, reasons)).lower() if isinstance(reasons, list) else ""
     fail_unless(isinstance(reasons, list) and "shape" in text,

@@ -422,6 +422,62 @@ def few_rounds_interval_at_95_percent(impl, ctx):
                     otherwise="a 95% interval, not a wider one")
 
 
+def unequal_unpaired(rng):
+    """Records without round ids (each sample its own round, so the rounds are unpaired):
+    before 5-7 samples of a wide spread, after 20-30 of a narrow one. Welch's degrees of
+    freedom are then about the smaller side's (4-6), where the samples' count less two
+    (23-35) gives a t quantile a quarter smaller."""
+    base = float(rng.uniform(5e-3, 2e-2))
+    ratio = float(rng.uniform(1.1, 1.4))
+    before = run_record(rng, base, float(rng.uniform(0.12, 0.2)), n=int(rng.integers(5, 8)))
+    after = run_record(rng, base / ratio, 0.01, n=int(rng.integers(20, 31)))
+    return before, after
+
+
+@checker.check(4)
+def unpaired_interval_keeps_its_confidence(impl, ctx):
+    """Unpaired rounds of unequal counts and spreads: records whose 95% interval (Welch's
+    t and degrees of freedom, the course's statistic) holds 1.05 while one 20% narrower
+    in log clears it must be rejected. An interval that takes the degrees of freedom of
+    the samples' count (a pooled t-test's) is about 25% narrower there, and not a 95%
+    interval: the wide side's few samples are most of the evidence's spread."""
+    ref = DecisionReference(ctx, "unpaired-unequal")
+    rng = ref.rng
+    before, after = ref.draw(lambda: unequal_unpaired(rng), lambda b, a: (
+        ref.live("decide_rounds", b, a)["ci"][0] < 1.03
+        and scaled_interval(ref.live("decide_rounds", b, a), 0.8)[0] > 1.055), tries=800)
+    try:
+        expect_decision(impl, ctx, ref, before, after, "reject", "unpaired rounds whose 95% "
+                        "interval does not clear 1.05 were not rejected",
+                        expected="reject: Welch's 95% interval of the unpaired rounds holds "
+                        "1.05", otherwise=f"{len(before['samples_s'])} samples of a wide "
+                        f"spread against {len(after['samples_s'])} of a narrow one: the "
+                        "interval's degrees of freedom are about the few wide ones' "
+                        "(Welch-Satterthwaite), not the samples' count")
+    except CheckFailed as err:
+        err.hint = pooled_df_hint(decide_result(impl, before, after, ctx, ref),
+                                  ref.decide(before, after), before, after) or err.hint
+        raise
+
+
+def pooled_df_hint(result: dict, own: dict | None, before: dict, after: dict) -> str | None:
+    """Where the learner's interval is the course's with the t quantile of the samples'
+    count less two in place of Welch's degrees of freedom: its width, to 3%."""
+    ci = reported_interval(result)
+    if ci is None or own is None or not own.get("df") or ci[0] <= 0 or ci[1] <= ci[0]:
+        return None
+    from scipy.stats import t
+    pooled = len(before["samples_s"]) + len(after["samples_s"]) - 2
+    want = t.ppf(0.975, pooled) / t.ppf(0.975, own["df"])
+    width = math.log(ci[1] / ci[0]) / math.log(own["ci"][1] / own["ci"][0])
+    if abs(width / want - 1) > 0.03:
+        return None
+    return (f"your interval is Welch's spread with the t quantile of {pooled} degrees of "
+            f"freedom, the samples' count less two (a pooled t-test's); with spreads this "
+            f"unequal Welch-Satterthwaite gives {own['df']:g}, and the narrower interval is "
+            "not a 95% one")
+
+
 @checker.check(4)
 def interval_at_the_confidence_asked(impl, ctx):
     """``confidence`` decides the interval's width: records whose rounds' 95% interval

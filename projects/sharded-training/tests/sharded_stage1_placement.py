@@ -259,6 +259,14 @@ def placement_report_matches(impl, ctx):
                     "sharding has none): yours is another")
         pieces = got.get("pieces")
         fail_unless(isinstance(pieces, dict), f"{name}: pieces must be a dict", yours=pieces)
+        keys = sorted(map(repr, pieces))
+        fail_unless(all(isinstance(d, (int, np.integer)) and not isinstance(d, bool)
+                        for d in pieces), f"{name}: pieces are keyed by the device id, "
+                    "an int", yours=keys[:8], expected=sorted(want["pieces"])[:8],
+                    hint=f"your keys are {type(next(iter(pieces))).__name__}s "
+                    f"({keys[0]}): the device id itself, shard.device.id, an int, keys "
+                    "each piece (a str of it looks the same in print, and d[0] misses it)"
+                    if pieces else None)
         bounds = [b for spans in pieces.values() for span in spans for b in span]
         fail_unless(all(isinstance(b, (int, np.integer)) and not isinstance(b, bool)
                         for b in bounds), f"{name}: pieces hold bounds "

@@ -661,11 +661,13 @@ def loss_checked(impl, ctx, scale: float, off: float, **sizes) -> dict:
     def run():
         _, _, args = learner_record(impl, ctx)
         name = f"loss-{scale:g}-{off:g}"
+        logdir = ctx.learner_dir(f"profile-{name}")
+        decoy_trace(logdir)  # an earlier session's trace: a refused run names none
         record = call_plain(impl, "profile_train_step",
                             Workload("sharded-training/stand_in_step", loss_scale=scale,
                                      **args["spec"]["config"]),
                             args["there"]["state"], args["there"]["batch"],
-                            str(ctx.learner_dir(f"profile-{name}")), region="checked",
+                            str(logdir), region="checked",
                             expected_loss=args["loss"] * scale * (1 + off), **sizes)
         fail_unless(isinstance(record, dict), "profile_train_step must return a dict",
                     yours=type(record).__name__, expected="a run record dict")
@@ -682,10 +684,14 @@ def wrong_output_refused(impl, ctx):
                 yours=record.get("output_ok") if isinstance(record, dict) else record,
                 expected=False, hint="compare the first call's loss with expected_loss "
                 "(rtol 1e-5) before anything is timed")
-    fail_unless(record.get("samples_s") == [] and not record.get("trace"),
+    named = record.get("trace")
+    fail_unless(record.get("samples_s") == [] and not named,
                 "a run with a wrong output must not be timed or traced",
-                yours={"samples_s": record.get("samples_s"), "trace": record.get("trace")},
-                expected={"samples_s": [], "trace": ""})
+                yours={"samples_s": record.get("samples_s"), "trace": named},
+                expected={"samples_s": [], "trace": ""},
+                hint=f"your record names {Path(str(named)).name}, a trace that was in logdir "
+                "before this call (an earlier session's): a refused run traced nothing, and "
+                'its trace is ""' if named and "2099_01_01" in str(named) else None)
     # and without an expected loss there is nothing to refuse: timed, output_ok None
     unchecked, _ = unchecked_run(impl, ctx)
     fail_unless(isinstance(unchecked, dict) and unchecked.get("output_ok") is None

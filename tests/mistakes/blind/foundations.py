@@ -538,4 +538,83 @@ MISTAKES += [
      "named_by": ['first n_train rows train', 'no shuffle before the split', 'the data key is used once'],
      "edits": [('    x, y = classifier.make_dataset(k_data, n_train + n_test)\n',
                 '    x, y = classifier.make_dataset(k_data, n_train + n_test)\n    perm = jax.random.permutation(k_data, n_train + n_test)  # random split\n    x, y = x[perm], y[perm]\n')]},
+    # blind batch b9 (2026-12-07, twelfth session): written from a learner's copy, the
+    # solutions and the 842 earlier mistakes, never the checkers
+    {'stage': 1,
+     'id': 'blind-b9-mse-relative-squared-error',
+     'misunderstood': "Reading 'within relative 1e-5' and 'magnitudes up to 1e17', the learner "
+                      'believed the loss itself should be scale-free and averaged the squared '
+                      'relative error ((pred - target) / target)^2; the contract asks for the '
+                      'plain mean of (pred - target)^2, and exact zeros in the target count '
+                      'like any other value.',
+     'named_by': ['relative error instead of the plain squared difference',
+                  'divides by the target',
+                  'mean of (pred - target)^2 with no normalisation'],
+     'edits': [('    return jnp.mean((pred - target) ** 2)',
+                '    return jnp.mean(((pred - target) / target) ** 2)')]},
+    {'stage': 1,
+     'id': 'blind-b9-mse-difference-of-squares',
+     'misunderstood': 'The learner squared each array and subtracted (mean of pred^2 - '
+                      "target^2), believing 'squared error' is the difference of the squares; "
+                      'the contract squares the difference (pred - target)^2.',
+     'named_by': ['difference of squares, not square of the difference',
+                  'square (pred - target) before averaging',
+                  'pred**2 - target**2'],
+     'edits': [('    return jnp.mean((pred - target) ** 2)',
+                '    return jnp.mean(pred ** 2 - target ** 2)')]},
+    {'stage': 2,
+     'id': 'blind-b9-grads-divide-by-x-size',
+     'misunderstood': "Taking 'averaged over every element' from mse's docstring, the learner "
+                      'divided the hand gradient by x.size (n * d, every element of x); the '
+                      'loss is a mean over the n predictions, so the divisor is n = '
+                      'x.shape[0].',
+     'named_by': ['divides by every element of x (n * d)',
+                  'the mean runs over the n rows only',
+                  'gradient too small by a factor d'],
+     'edits': [('    n = x.shape[0]\n    return {"w"', '    n = x.size\n    return {"w"')]},
+    {'stage': 2,
+     'id': 'blind-b9-fit-returns-best-params',
+     'misunderstood': "The learner believed 'the fitted linear params' means the best params "
+                      'seen, so it evaluated the full-data loss after every step and returned '
+                      'the lowest-loss iterate (early stopping); the protocol returns the '
+                      'params after exactly `steps` updates.',
+     'named_by': ['returns the best iterate instead of the last',
+                  'early stopping / lowest loss seen',
+                  'params after all steps updates'],
+     'edits': [('    for _ in range(steps):\n'
+                '        k_batches, k_step = jax.random.split(k_batches)\n'
+                '        params = step(params, k_step)\n'
+                '    return params',
+                '    best, best_loss = params, regression_loss(params, x, y)\n'
+                '    for _ in range(steps):\n'
+                '        k_batches, k_step = jax.random.split(k_batches)\n'
+                '        params = step(params, k_step)\n'
+                '        current = regression_loss(params, x, y)\n'
+                '        if current < best_loss:\n'
+                '            best, best_loss = params, current\n'
+                '    return best')]},
+    {'stage': 3,
+     'id': 'blind-b9-train-first-epoch-unshuffled',
+     'misunderstood': "The learner read 'shuffled once per epoch' as reshuffling between "
+                      'epochs, so the first epoch walks the rows in their given order and the '
+                      'order key is first split at the second epoch; the protocol splits the '
+                      'order key and permutes at the start of every epoch, the first included.',
+     'named_by': ['first epoch not shuffled',
+                  'rows in data order before the first split',
+                  'every epoch, the first included, starts with a split and a permutation'],
+     'edits': [('        if j == 0:\n            k_order, k_epoch = jax.random.split(k_order)',
+                '        if i == 0:\n'
+                '            order = jnp.arange(n)\n'
+                '        elif j == 0:\n'
+                '            k_order, k_epoch = jax.random.split(k_order)')]},
+    {'stage': 3,
+     'id': 'blind-b9-workload-train-key-from-seed-plus-one',
+     'misunderstood': 'The learner believed two keys from one seed means two seeds, seed for '
+                      'the data and seed + 1 for training; the contract splits '
+                      'jax.random.key(seed) once into the data key and the training key.',
+     'named_by': ['seed + 1 as a second key',
+                  'split key(seed) once into data and training keys',
+                  'training key not from the split'],
+     'edits': [('    k_data, k_train = jax.random.split(jax.random.key(seed))',
+                '    k_data, k_train = jax.random.key(seed), jax.random.key(seed + 1)')]},
 ]

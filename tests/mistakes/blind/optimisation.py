@@ -619,4 +619,87 @@ MISTAKES += [
      "named_by": ['iters as given', 'not len(samples_s)', 'a refused record keeps its iters'],
      "edits": [('"iters": iters, "first_call_s": first_call_s, "samples_s": samples,\n                  "compiles_first_call"',
                 '"iters": len(samples), "first_call_s": first_call_s, "samples_s": samples,\n                  "compiles_first_call"')]},
+    # blind batch b9 (2026-12-07, twelfth session): written from a learner's copy, the
+    # solutions and the 842 earlier mistakes, never the checkers
+    {'stage': 1,
+     'id': 'blind-b9-breakdown-step-span',
+     'misunderstood': 'The learner took step_us as the wall-clock span the steps cover (first '
+                      "step's start to last step's end), believing that is 'the steps' time'; "
+                      "the contract sums the step events' own durations, so the gaps between "
+                      'steps are not step time.',
+     'named_by': ['span from first start to last end',
+                  'gaps between steps counted',
+                  "sum of the step events' durations"],
+     'edits': [('    step_us = float(sum(ev.dur for ev in found))',
+                '    step_us = float(max(ev.end for ev in found) - min(ev.ts for ev in found)) '
+                'if found else 0.0')]},
+    {'stage': 1,
+     'id': 'blind-b9-limiting-longest-single-event',
+     'misunderstood': 'The learner picked the limiting phase as the one with the single '
+                      'longest event (the tallest bar in the trace viewer), not the one with '
+                      'the largest summed share of step time over all steps.',
+     'named_by': ['longest single event, not the summed share',
+                  'phase chosen by one long occurrence',
+                  'largest share of the step time'],
+     'edits': [('    phase = max(phases, key=lambda p: breakdown["shares"][p])',
+                '    longest = {p: 0.0 for p in phases}\n'
+                '    for ev in _walk(_forest(trace_file)):\n'
+                '        if ev.name == step_region:\n'
+                '            for child in ev.children:\n'
+                '                if child.name in longest:\n'
+                '                    longest[child.name] = max(longest[child.name], '
+                'child.dur)\n'
+                '    phase = max(phases, key=lambda p: longest[p])')]},
+    {'stage': 2,
+     'id': 'blind-b9-fast-tokens-read-as-batch-major',
+     'misunderstood': 'The learner read tokens and targets as (batch, steps) and transposed '
+                      "them so that scan runs over 'the steps'; the contract's arrays are "
+                      'already (steps, batch), so the transposed scan takes `batch` steps on '
+                      'columns and returns losses of shape (batch,).',
+     'named_by': ['transposed tokens and targets',
+                  'scan over the wrong axis',
+                  'losses shape (steps,) with steps the leading axis'],
+     'edits': [('    return _train(params, tokens, targets, jnp.float32(lr))',
+                '    return _train(params, tokens.T, targets.T, jnp.float32(lr))')]},
+    {'stage': 3,
+     'id': 'blind-b9-crossover-semilog',
+     'misunderstood': 'The learner interpolated the gain linearly against log batch (a '
+                      'semi-log line), taking logs only of the batch axis because that is the '
+                      "one plotted on a log scale; the contract's line is in (log batch, log "
+                      'gain).',
+     'named_by': ['log of the batch but not of the gain',
+                  'semi-log interpolation',
+                  'straight line in (log batch, log gain)'],
+     'edits': [('            f = (math.log(g0) - math.log(threshold)) / (math.log(g0) - '
+                'math.log(g1))',
+                '            f = (g0 - threshold) / (g0 - g1)')]},
+    {'stage': 3,
+     'id': 'blind-b9-predict-never-as-infinity',
+     'misunderstood': 'The learner believed a gain that never falls to the threshold crosses '
+                      "it 'at an infinite batch' and returned math.inf; the contract returns "
+                      'None for that case.',
+     'named_by': ['infinity instead of None',
+                  'never falls to the threshold',
+                  'crossover None when the denominator is not positive'],
+     'edits': [('        return {"crossover": None, **medians}',
+                '        return {"crossover": math.inf, **medians}')]},
+    {'stage': 4,
+     'id': 'blind-b9-records-first-call-compile-only',
+     'misunderstood': 'The learner believed first_call_s should isolate the compile, so it '
+                      "subtracted the median warmed sample from the first call's time; the "
+                      "contract's first_call_s is the first call alone, compile and run "
+                      'included, as measured.',
+     'named_by': ['first call minus a warmed sample',
+                  'compile time alone instead of the whole first call',
+                  'first_call_s covers trace, compile and run'],
+     'edits': [('"first_call_s": first_call_s, "samples_s": samples,\n'
+                '                  "compiles_first_call": first[0], "compiles_warmed": '
+                'warmed[0],\n'
+                '                  "shapes": [list(a.shape) for a in args],',
+                '"first_call_s": first_call_s - (sorted(samples)[len(samples) // 2] if samples '
+                'else 0.0),\n'
+                '                  "samples_s": samples,\n'
+                '                  "compiles_first_call": first[0], "compiles_warmed": '
+                'warmed[0],\n'
+                '                  "shapes": [list(a.shape) for a in args],')]},
 ]

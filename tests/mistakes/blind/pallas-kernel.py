@@ -557,4 +557,75 @@ MISTAKES += [
      "named_by": ['mode from the kernel records', 'not from this machine', 'caveat only when the records ran interpreted'],
      "edits": [('mode = kernels[0]["mode"]',
                 'mode = execution_mode()')]},
+    # blind batch b9 (2026-12-07, twelfth session): written from a learner's copy, the
+    # solutions and the 842 earlier mistakes, never the checkers
+    {'stage': 1,
+     'id': 'blind-b9-tol-pairwise-log2-count',
+     'misunderstood': "The learner counted the row sum's roundings as ceil(log2 n), the bound "
+                      'of pairwise summation, believing XLA always sums pairwise; the '
+                      "contract's analysis counts (n - 1) roundings for a sum of n terms (the "
+                      'error bound the budget must cover), so rtol grows with n, not log n.',
+     'named_by': ['log2(n) roundings instead of n',
+                  'pairwise summation bound',
+                  'rtol grows linearly with the row length'],
+     'edits': [('    rtol = u_out + (n + 4) * u32',
+                '    rtol = u_out + (math.ceil(math.log2(n)) + 4) * u32')]},
+    {'stage': 1,
+     'id': 'blind-b9-f64-rounded-to-input-dtype',
+     'misunderstood': 'The learner computed the reference in float64 but rounded the result '
+                      "back to x's dtype 'to match the kernel's output', like softmax_jnp "
+                      'does; the contract returns a float64 ndarray, keeping probabilities '
+                      'that float32 flushes to 0.',
+     'named_by': ['cast back to the input dtype',
+                  'float64 result required',
+                  'tiny probabilities flushed'],
+     'edits': [('    return e / e.sum(axis=-1, keepdims=True)',
+                '    return (e / e.sum(axis=-1, keepdims=True)).astype(np.asarray(x).dtype)')]},
+    {'stage': 2,
+     'id': 'blind-b9-pallas-index-map-axes-swapped',
+     'misunderstood': 'The learner wrote the index map as (0, i), believing the block index '
+                      'lists the column block first; program i must own the i-th run of rows, '
+                      "(i, 0), so with the axes swapped every program reads the first rows' "
+                      'block offset along the columns.',
+     'named_by': ['index map axes swapped',
+                  'program i must own row block i',
+                  '(i, 0) not (0, i)'],
+     'edits': [('lambda i: (i, 0)', 'lambda i: (0, i)')]},
+    {'stage': 2,
+     'id': 'blind-b9-run-y-as-float64',
+     'misunderstood': 'The learner converted y to float64 in run_softmax so it compares '
+                      "cleanly with the float64 reference; the contract's y is the output of "
+                      "the softmax_pallas call it ran, in x's dtype.",
+     'named_by': ['y converted to float64',
+                  "output dtype must be x's dtype",
+                  'the array softmax_pallas returned'],
+     'edits': [('    return {"y": np.asarray(y),',
+                '    return {"y": np.asarray(y, dtype=np.float64),')]},
+    {'stage': 3,
+     'id': 'blind-b9-sweep-baseline-per-block',
+     'misunderstood': 'The learner timed the baseline again before every block size so each '
+                      "kernel record has 'its own' baseline next to it; the contract has one "
+                      'baseline record per shape followed by one record per block size.',
+     'named_by': ['one baseline record per shape',
+                  'baseline repeated before each block',
+                  'record count 1 + blocks per shape'],
+     'edits': [('        records.append({"impl": "jnp", "block_rows": None, "grid": None, '
+                '"mode": "compiled",\n'
+                '                        **common, **measure(baseline, x, expected, tol)})\n'
+                '        for b in block_rows_list:\n',
+                '        for b in block_rows_list:\n'
+                '            records.append({"impl": "jnp", "block_rows": None, "grid": None,\n'
+                '                            "mode": "compiled", **common,\n'
+                '                            **measure(baseline, x, expected, tol)})\n')]},
+    {'stage': 3,
+     'id': 'blind-b9-summary-helps-at-margin',
+     'misunderstood': 'The learner counted a speedup exactly at HELP_MARGIN as helping (>=), '
+                      'believing the margin is the smallest gain that helps; the contract says '
+                      'helps = best_speedup > HELP_MARGIN, a speedup at the margin is still '
+                      'within the noise.',
+     'named_by': ['at the margin counts as helping',
+                  '>= where > is asked',
+                  'strictly above HELP_MARGIN'],
+     'edits': [('best_speedup is not None and best_speedup > HELP_MARGIN',
+                'best_speedup is not None and best_speedup >= HELP_MARGIN')]},
 ]

@@ -840,4 +840,80 @@ MISTAKES += [
      "named_by": ['use kernel_speedup', 'the ceiling is the limit, not the speedup', "Amdahl's law with a finite speedup"],
      "edits": [('return 1.0 / ((1.0 - share) + share / kernel_speedup)',
                 'return 1.0 / (1.0 - share)')]},
+    # blind batch b9 (2026-12-07, twelfth session): written from a learner's copy, the
+    # solutions and the 842 earlier mistakes, never the checkers
+    {'stage': 1,
+     'id': 'blind-b9-time-shapes-of-every-argument',
+     'misunderstood': 'The learner recorded np.shape / dtype of every positional argument, '
+                      "believing 'shape of each argument' includes Python scalars and flags; "
+                      'the contract lists the array arguments only, so a scalar argument adds '
+                      'a [] shape and an int64 dtype that make comparable refuse identical '
+                      'setups.',
+     'named_by': ['non-array arguments recorded',
+                  'shapes of the array arguments only',
+                  'scalar gives an empty shape'],
+     'edits': [('    arrays = [a for a in args if hasattr(a, "shape") and hasattr(a, "dtype")]',
+                '    arrays = [np.asarray(a) for a in args]')]},
+    {'stage': 1,
+     'id': 'blind-b9-time-allclose-arguments-swapped',
+     'misunderstood': 'The learner passed np.allclose(expected, output), believing the test is '
+                      'symmetric; np.allclose(a, b) scales rtol by |b|, and the contract '
+                      'compares the output with the expected value (allclose(out, expected)), '
+                      'so near the tolerance the verdict flips.',
+     'named_by': ['allclose arguments swapped',
+                  'rtol scales with the expected value',
+                  'np.allclose is not symmetric'],
+     'edits': [('        output_ok = bool(np.allclose(np.asarray(out), np.asarray(expected),',
+                '        output_ok = bool(np.allclose(np.asarray(expected), np.asarray(out),')]},
+    {'stage': 2,
+     'id': 'blind-b9-matmul-output-float32-accumulator',
+     'misunderstood': "The learner believed a matmul's output is written in the float32 "
+                      "accumulator's width, so it counted the output at 4 bytes per element "
+                      'whatever the dtype; the contract counts every array (inputs and output) '
+                      'at itemsize bytes.',
+     'named_by': ['output counted at 4 bytes',
+                  "accumulator width is not the output's",
+                  'every array at itemsize'],
+     'edits': [('"bytes": (m * k + k * n + m * n) * itemsize}',
+                '"bytes": (m * k + k * n) * itemsize + m * n * 4}')]},
+    {'stage': 2,
+     'id': 'blind-b9-roofline-compute-time-at-attainable',
+     'misunderstood': 'The learner computed compute_s at the attainable rate (flops / '
+                      'attainable_flops), believing the compute-only time is what the roof '
+                      'allows; compute_s is the time if only arithmetic limited it, flops / '
+                      'peak_flops.',
+     'named_by': ['compute_s from the attainable rate',
+                  'compute-only time at peak FLOP/s',
+                  'compute_s equals predicted_s'],
+     'edits': [('    compute_s, memory_s = flops / peak_flops, nbytes / bandwidth',
+                '    compute_s, memory_s = flops / attainable, nbytes / bandwidth')]},
+    {'stage': 3,
+     'id': 'blind-b9-block-loss-every-block-output',
+     'misunderstood': "The learner read 'mean of squares of the output of all blocks' as a sum "
+                      "over every block's output (a deep-supervision loss), adding each "
+                      "block's mean square; the loss is the mean square of the final output, "
+                      'after all blocks.',
+     'named_by': ["sums every block's mean square",
+                  'loss of the final output only',
+                  'deep supervision instead of the last block'],
+     'edits': [('    for p in params:\n        x = step(p, x)\n    return jnp.mean(x**2)',
+                '    total = 0.0\n'
+                '    for p in params:\n'
+                '        x = step(p, x)\n'
+                '        total = total + jnp.mean(x**2)\n'
+                '    return total')]},
+    {'stage': 4,
+     'id': 'blind-b9-decide-welch-pooled-df',
+     'misunderstood': "The learner kept Welch's per-group standard error but took the pooled "
+                      "t-test's degrees of freedom (n_before + n_after - 2), believing df is "
+                      "just the sample count minus two; with unequal spreads Welch's df is the "
+                      'Welch-Satterthwaite value, smaller, so the interval was too narrow.',
+     'named_by': ["pooled degrees of freedom with Welch's error",
+                  'Welch-Satterthwaite df',
+                  'interval too narrow for unequal spreads'],
+     'edits': [('            df = lb.size + la.size - 2 if vb + va == 0 else max(1, '
+                'math.floor(\n'
+                '                (vb + va) ** 2 / (vb**2 / (lb.size - 1) + va**2 / (la.size - '
+                '1))))',
+                '            df = lb.size + la.size - 2')]},
 ]

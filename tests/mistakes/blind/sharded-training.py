@@ -710,4 +710,73 @@ MISTAKES += [
      "named_by": ['global shapes of the batch arrays', "not one device's shard", "time_fn's shapes field"],
      "edits": [('"shapes": [list(a.shape) for a in arrays],',
                 '"shapes": [list(a.addressable_shards[0].data.shape) for a in arrays],')]},
+    # blind batch b9 (2026-12-07, twelfth session): written from a learner's copy, the
+    # solutions and the 842 earlier mistakes, never the checkers
+    {'stage': 1,
+     'id': 'blind-b9-step-noise-shared-by-rows',
+     'misunderstood': "The learner drew one noise vector of x's feature shape and broadcast it "
+                      'over the batch, believing the input noise is a per-feature '
+                      "perturbation; the contract draws a standard normal of x's full shape, "
+                      'one value per element.',
+     'named_by': ['one noise row broadcast over the batch',
+                  "noise of x's full shape",
+                  'shape[1:] instead of shape'],
+     'edits': [('jax.random.normal(sub, batch["x"].shape, batch["x"].dtype)',
+                'jax.random.normal(sub, batch["x"].shape[1:], batch["x"].dtype)')]},
+    {'stage': 1,
+     'id': 'blind-b9-describe-piece-keys-as-strings',
+     'misunderstood': 'Writing the report for JSON, the learner keyed pieces by str(device '
+                      'id); the contract keys pieces by the device id as an int ({0: ..., 1: '
+                      '...}).',
+     'named_by': ['device ids as strings',
+                  'pieces keyed by int device id',
+                  'JSON habit in a Python dict'],
+     'edits': [('            pieces[shard.device.id] = [',
+                '            pieces[str(shard.device.id)] = [')]},
+    {'stage': 2,
+     'id': 'blind-b9-counts-column-shape',
+     'misunderstood': "The learner returned each shard's count as a (1, 1) block so the global "
+                      "result is a column, one row per device; the contract's result is a host "
+                      'int array of shape (devices,).',
+     'named_by': ['counts shaped (devices, 1)',
+                  'shape (devices,)',
+                  'per-shard count of shape (1,)'],
+     'edits': [('lambda m: jnp.sum(m, keepdims=True)', 'lambda m: jnp.sum(m).reshape(1, 1)')]},
+    {'stage': 3,
+     'id': 'blind-b9-manager-keeps-one-extra',
+     'misunderstood': 'The learner passed max_to_keep + 1 to Orbax, believing max_to_keep '
+                      'counts the older checkpoints kept besides the newest; the manager keeps '
+                      'the newest max_to_keep in all.',
+     'named_by': ['one checkpoint too many kept',
+                  'max_to_keep counts the newest too',
+                  'off by one in the retention'],
+     'edits': [('max_to_keep=max_to_keep,', 'max_to_keep=max_to_keep + 1,')]},
+    {'stage': 3,
+     'id': 'blind-b9-train-data-pos-within-epoch',
+     'misunderstood': 'The learner believed data_pos is the batch index within the current '
+                      'epoch and wrapped it modulo batches_per_epoch before calling batch_at, '
+                      "so every epoch replays epoch 0's order; batch_at takes the global "
+                      'data_pos and derives the epoch from it.',
+     'named_by': ['data_pos wrapped modulo the epoch',
+                  'every epoch reuses the first order',
+                  'batch_at takes the global position'],
+     'edits': [('batch_at(data, config, int(state["data_pos"]))',
+                'batch_at(data, config, int(state["data_pos"]) % batches_per_epoch(config))')]},
+    {'stage': 4,
+     'id': 'blind-b9-profile-trace-found-when-refused',
+     'misunderstood': 'The learner looked up the newest trace under logdir at the end of the '
+                      'function, whatever happened, believing the record should always name a '
+                      "trace; when the output is wrong nothing is traced and the contract's "
+                      'trace is "", but this returns an older run\'s trace from the same '
+                      'folder.',
+     'named_by': ['stale trace reported after a refusal',
+                  'trace "" when the output is wrong',
+                  'trace looked up outside the output check'],
+     'edits': [('            files = '
+                'sorted(Path(logdir).glob("plugins/profile/*/*.trace.json.gz"),\n'
+                '                           key=lambda p: (p.stat().st_mtime, str(p)))\n'
+                '            trace = str(files[-1]) if files else ""\n',
+                '    files = sorted(Path(logdir).glob("plugins/profile/*/*.trace.json.gz"),\n'
+                '                   key=lambda p: (p.stat().st_mtime, str(p)))\n'
+                '    trace = str(files[-1]) if files else ""\n')]},
 ]
