@@ -630,7 +630,7 @@ WRONG_HINTS = {"cost_flops_with_transcendentals": "lowering",
 # Right answers by another route, which every check they are run through must pass.
 DECIDE_CHECKS = ["accepts_real_speedup", "rejects_noise", "rejects_drifting_null",
                  "accepts_speedup_in_drifting_rounds", "few_rounds_interval_at_95_percent",
-                 "interval_at_the_confidence_asked",
+                 "unpaired_interval_keeps_its_confidence", "interval_at_the_confidence_asked",
                  "says_slower_when_slower", "stalls_do_not_decide", "decide_applies_min_gain",
                  "decision_boundaries_from_both_sides"]
 PAIRED_LOGS = ("        d = np.array([math.log(mb[r]) - math.log(ma[r]) for r in shared])\n"

@@ -433,7 +433,8 @@ def decide(before: dict, after: dict, *, min_gain: float = 0.05,
     be compared are rejected; a 2.6% gain is below the minimum (and accepted with
     ``min_gain=0``); identical programs measured in drifting rounds, where pooled samples
     look clearly faster, are rejected; a true 1.25x measured in drifting rounds is
-    accepted; a real slowdown is "slower", one smaller than the minimum is not; samples
-    with stalls (a few 20-60x slower than the rest) change none of these.
+    accepted; a real slowdown is "slower", one smaller than the minimum is not; unpaired
+    rounds of unequal counts and spreads keep the interval at the confidence asked;
+    samples with stalls (a few 20-60x slower than the rest) change none of these.
     """
     raise NotImplementedError('stage 4: decide (refuse what is not comparable, then weigh rounds)')
