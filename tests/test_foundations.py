@@ -104,6 +104,9 @@ MSE_BUGS = [
      "mse_works_under_jit", "jax.jit(mse) failed"),
     ("float16-result", "return jnp.mean((pred - target) ** 2).astype(jnp.float16)",
      "mse_matches_float64_reference", "wrong dtype"),
+    # blind-b9: the squares' difference, p^2 - t^2, for the squared difference
+    ("difference-of-squares", "return jnp.mean(pred ** 2 - target ** 2)",
+     "mse_matches_float64_reference", "the mean of pred^2 - target^2"),
     # blind batch 4: a mean over the rows' count, right only for 1-d inputs
     ("first-axis-count", "return jnp.sum((pred - target) ** 2) / (pred.shape[0] if "
      "pred.ndim else 1)", "mse_matches_float64_reference", "over the first axis's length"),
@@ -183,6 +186,9 @@ GRAD_BUGS = [
     ("w-mean-without-axis", [(GRADS_RETURN, GRADS_RETURN.replace(
         "2.0 * (x.T @ residual) / n", "2.0 * jnp.mean(x * residual[:, None])"))],
      "a mean over every entry"),
+    # blind-b9: divided by every element of x (n x d), not the rows
+    ("n-times-d", [("    n = x.shape[0]\n    return {", "    n = x.size\n    return {")],
+     "1/d = 1/"),
     ("b-from-w", [(GRADS_RETURN,
                    'return {"w": 2.0 * (x.T @ residual) / n, "b": 2.0 * jnp.mean(x) / n}')],
      "gradient for 'b'"),

@@ -41,6 +41,16 @@ PLANTED = {
     # issue 53 (blind-b3-trace-file-first-run): the oldest run in the logdir returned
     "trace_file_of_the_first_run": (1, "learner_trace_is_one_call_in_use", [
         ("    return runs[-1]\n", "    return runs[0]\n")]),
+    # blind-b9: the phase of the longest single event, not the largest summed share
+    "limiting_by_the_longest_single_event": (1, "limiting_operation_named", [
+        ('    phase = max(phases, key=lambda p: breakdown["shares"][p])',
+         "    longest = {p: 0.0 for p in phases}\n"
+         "    for ev in _walk(_forest(trace_file)):\n"
+         "        if ev.name == step_region:\n"
+         "            for child in ev.children:\n"
+         "                if child.name in longest:\n"
+         "                    longest[child.name] = max(longest[child.name], child.dur)\n"
+         "    phase = max(phases, key=lambda p: longest[p])")]),
     # blind-b8: the host tracer off too, and with it every TraceAnnotation region
     "trace_without_the_host_tracer": (1, "learner_trace_is_one_call_in_use", [
         ("    options.python_tracer_level = 0\n    with jax.profiler.trace(logdir,",
@@ -307,6 +317,7 @@ PLANTED = {
 # The phrase each hint must hold (the cause its evidence shows), and ones it must not.
 HINTS = {"fast_picks_an_outer_index": "logits[:, targets] picks a (batch, batch) block",
          "trace_without_the_host_tracer": "none of the host's",
+         "limiting_by_the_longest_single_event": "the phase with the longest single event",
          "records_iters_from_the_samples": "the 0 samples kept",
          "breakdown_steps_at_the_top_only": "at any depth",
          "fast_sums_the_batch": "the batch's sum where its mean is asked",

@@ -94,6 +94,11 @@ def mse_hint(yours: float, pred: np.ndarray, target: np.ndarray) -> str:
          "the squared difference of the means, not the mean of the squared differences"),
         (float(np.var(d)), "the variance of the differences: their mean is taken out "
          "first, so an error by a constant offset counts as none"),
+        (float(np.mean(p64 * p64 - t64 * t64)), "the mean of pred^2 - target^2, the "
+         "squares' difference: the difference is squared, (pred - target)^2"),
+        (float(np.mean((d / t64) ** 2)) if np.all(t64 != 0) else math.nan,
+         "the mean squared relative difference, ((pred - target) / target)^2: the "
+         "differences themselves are squared, not divided by the target first"),
         (float(np.mean(p32 * p32 - 2 * p32 * t32 + t32 * t32)),
          f"the square expanded, p^2 - 2pt + t^2 in float32: three terms near "
          f"{float(np.max(p64 * p64)):.1g} each whose difference is lost to rounding "

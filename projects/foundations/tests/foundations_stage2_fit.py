@@ -102,7 +102,9 @@ def grad_hint(yours: np.ndarray, ref: np.ndarray, name: str, n: int, d: int) -> 
                               f"n = {n} rows, a divisor of n, not n - 1 (the sample "
                               "variance's)"),
                              (-0.5, "the sign and half: the residual is prediction minus "
-                                    "target, and the square brings a factor 2")):
+                                    "target, and the square brings a factor 2"),
+                             (1 / d, f"1/d = 1/{d} times: divided by n x d, every element of "
+                                     "x, where the mean is over the n rows alone")):
             if math.isclose(scale, factor, rel_tol=1e-3):
                 return f"yours for '{name}' is {scale:.4g}x the gradient: {what}"
         return f"yours for '{name}' is {scale:.4g}x the gradient, element for element"

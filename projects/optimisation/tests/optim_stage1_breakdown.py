@@ -487,6 +487,20 @@ def evidence_hint(ev: dict, below: dict, want: str) -> str:
     return f"yours names {ev.get('event')!r}, no direct child of the phase's events"
 
 
+def longest_event_hint(path, yours: str, phase: str) -> str | None:
+    """A hint where the learner's phase is the one with the longest single event of the
+    trace, not the largest summed share."""
+    longest: dict = {}
+    for e in traces.load_events(Path(path)):
+        if e.get("ph") == "X" and "dur" in e and e.get("name") in PHASES:
+            longest[e["name"]] = max(longest.get(e["name"], 0.0), float(e["dur"]))
+    if not longest or max(longest, key=longest.get) != yours or yours == phase:
+        return None
+    return (f"yours is the phase with the longest single event ({longest[yours]:.6g} us); "
+            f"the limiting phase is the one whose events add up to the largest share of "
+            f"the steps ({phase!r}), however long any one of them is")
+
+
 @checker.check(1)
 def limiting_operation_named(impl, ctx):
     for case in cases(ctx, limiting=True):
@@ -508,7 +522,8 @@ def limiting_operation_named(impl, ctx):
                               "contract says so), not a division by zero") from None
         fail_unless(got["phase"] == phase, f"{label}: another phase limits the step",
                     yours=got["phase"], expected=f"{phase} ({share:.1%} of the step)",
-                    hint=f"yours holds {shares[got['phase']]:.1%} of the step"
+                    hint=(longest_event_hint(path, got["phase"], phase)
+                          or f"yours holds {shares[got['phase']]:.1%} of the step")
                     if got["phase"] in shares else "yours is no phase of the list given")
         fail_unless(close(as_float(got["share"], "share"), share),
                     f"{label}: share of {phase!r} differs", yours=got["share"],

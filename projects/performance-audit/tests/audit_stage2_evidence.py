@@ -549,7 +549,11 @@ def hand_hint(key: str, yours, want: int, written: int, itemsize: int) -> str:
               want + written: f"the right count plus the output's {written} bytes "
                               "again: the output read as well as written (as C += A @ B "
                               "does), where a product's least traffic writes it once and "
-                              "never reads it",
+                              "never reads it" + (
+                                  "; or the output counted at 4 bytes an element (a float32 "
+                                  "accumulator's), where it is written in the inputs' "
+                                  f"{itemsize}-byte dtype: the two give one count here"
+                                  if itemsize == 2 else ""),
               want // itemsize: "elements, not bytes: each is itemsize bytes",
               want // itemsize * 4: f"4 bytes an element, whatever the dtype (this one has "
                                     f"{itemsize})"})
