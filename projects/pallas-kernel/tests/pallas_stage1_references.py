@@ -200,21 +200,32 @@ LOW_PRECISION = (
 )
 
 
-def computed_in_input_dtype(y, x) -> str | None:
-    """A hint when softmax_jnp's output on a low-precision ``x`` is one of the
-    computations of ``LOW_PRECISION`` (rounded to x's dtype before the end): nearer it
-    than a third of its distance to the float64 reference (``ref64``), over the whole
-    array, and nearer it than to the others. None for float32 inputs, or where the output
-    is none of them."""
-    if x.dtype == jnp.float32 or y is None:
+def output_and_truth(y, x) -> tuple[np.ndarray, np.ndarray] | None:
+    """softmax_jnp's output ``y`` on ``x`` in float64 beside the float64 softmax of ``x``;
+    None where there is no output or it is not an array of x's shape (a hint then has
+    nothing to read)."""
+    if y is None:
         return None
     try:
         got = np.asarray(as_array(y, "softmax_jnp's output"), np.float64)
     except (CheckFailed, TypeError, ValueError):
         return None
     exact = ref64(x)
-    if got.shape != exact.shape or not np.isfinite(got).all():
+    return (got, exact) if got.shape == exact.shape else None
+
+
+def computed_in_input_dtype(y, x) -> str | None:
+    """A hint when softmax_jnp's output on a low-precision ``x`` is one of the
+    computations of ``LOW_PRECISION`` (rounded to x's dtype before the end): nearer it
+    than a third of its distance to the float64 reference (``ref64``), over the whole
+    array, and nearer it than to the others. None for float32 inputs, or where the output
+    is none of them."""
+    if x.dtype == jnp.float32:
         return None
+    read = output_and_truth(y, x)
+    if read is None or not np.isfinite(read[0]).all():
+        return None
+    got, exact = read
     to_exact = float(np.linalg.norm(got - exact))
     distances = [(float(np.linalg.norm(got - np.asarray(made(jnp.asarray(x)), np.float64))),
                   what) for made, what in LOW_PRECISION]
@@ -271,15 +282,10 @@ def depends_on_other_rows(fn, x, y) -> str | None:
     and nearer the float64 reference. None where the row alone gives what it gave among
     the others (the mistake is in the row's own arithmetic), or where that call fails."""
     rows, cols = x.shape
-    if rows < 2 or y is None:
+    read = output_and_truth(y, x) if rows >= 2 else None
+    if read is None:
         return None
-    try:
-        got = np.asarray(as_array(y, "softmax_jnp's output"), np.float64)
-    except (CheckFailed, TypeError, ValueError):
-        return None
-    exact = ref64(x)
-    if got.shape != exact.shape:
-        return None
+    got, exact = read
     error = np.where(np.isfinite(got), np.abs(got - exact), np.inf)
     i = int(np.argmax(error.max(axis=1)))
     try:
