@@ -490,9 +490,14 @@ def evidence_hint(ev: dict, below: dict, want: str) -> str:
 def longest_event_hint(path, yours: str, phase: str) -> str | None:
     """A hint where the learner's phase is the one with the longest single event of the
     trace, not the largest summed share."""
+    events = [e for e in traces.load_events(Path(path)) if e.get("ph") == "X" and "dur" in e]
+    steps = [e for e in events if e.get("name") == STEP]
     longest: dict = {}
-    for e in traces.load_events(Path(path)):
-        if e.get("ph") == "X" and "dur" in e and e.get("name") in PHASES:
+    for e in events:  # phase events inside a step, on its thread: not the decoys beside
+        if e.get("name") in PHASES and any(
+                (e.get("pid"), e.get("tid")) == (s.get("pid"), s.get("tid"))
+                and s["ts"] <= e["ts"] and e["ts"] + e["dur"] <= s["ts"] + s["dur"]
+                for s in steps):
             longest[e["name"]] = max(longest.get(e["name"], 0.0), float(e["dur"]))
     if not longest or max(longest, key=longest.get) != yours or yours == phase:
         return None
